@@ -1,0 +1,13 @@
+//! reclaim: replays a batch job that wrote every row twice after a SIGKILL, with real worker
+//! processes, real SQLite databases and real signals, and derives the job's status from its rows.
+//!
+//! The engine (workers, supervisor, observer, clock, verdict) knows nothing of terminals; the
+//! dashboard and the headless commands both drive it.
+
+pub mod app;
+pub mod cli;
+pub mod heartbeat;
+pub mod store;
+pub mod task;
+pub mod verdict;
+pub mod worker;

@@ -1,0 +1,198 @@
+//! `inspect`: every fact about a warehouse that the verdict needs, read from the rows themselves.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+use serde::Serialize;
+
+use super::{SchemaFacts, StoreError, open_read_only};
+use crate::task::parse_task_id;
+use crate::verdict::Derived;
+
+/// What a warehouse holds, as `reclaim inspect` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Inspection {
+    pub db: PathBuf,
+    /// The queue size the rows are judged against.
+    pub items: u64,
+    pub rows: u64,
+    /// Distinct task ids among the rows.
+    pub distinct: u64,
+    /// Task ids that have more than one row.
+    pub duplicated_task_ids: u64,
+    /// Rows beyond the first of their task id.
+    pub extra_rows: u64,
+    /// Task ids of the queue with no row at all.
+    pub missing: u64,
+    /// Rows whose task id is not one of the queue's (`task-NNN` beyond `--items`, or garbled).
+    pub unexpected: u64,
+    /// `None` when the warehouse has no checkpoints table.
+    pub checkpoints: Option<u64>,
+    pub rows_without_checkpoint: Option<u64>,
+    pub checkpoints_without_row: Option<u64>,
+    /// Distinct `run_id` values: how many attempts wrote rows.
+    pub runs: u64,
+    pub schema: SchemaFacts,
+    pub integrity_ok: bool,
+    /// The first line `PRAGMA integrity_check` returned.
+    pub integrity: String,
+    /// Every task present exactly once, nothing else, and SQLite's own check passes.
+    pub consistent: bool,
+}
+
+impl Inspection {
+    /// The derived status: the only status reclaim believes.
+    #[must_use]
+    pub fn derived(&self) -> Derived {
+        Derived::from_inspection(self)
+    }
+
+    /// The postmortem's closing line.
+    #[must_use]
+    pub fn summary_line(&self) -> String {
+        format!(
+            "rows={} duplicated_task_ids={}",
+            self.rows, self.duplicated_task_ids
+        )
+    }
+}
+
+/// Opens `path` read-only and reads every fact `Inspection` holds.
+pub fn inspect(path: &Path, items: u64) -> Result<Inspection, StoreError> {
+    let conn = open_read_only(path)?;
+    read(&conn, path, items).map_err(|e| StoreError::sqlite(path, e))
+}
+
+fn read(conn: &Connection, path: &Path, items: u64) -> rusqlite::Result<Inspection> {
+    // One read transaction, so every figure describes the same moment even while workers write.
+    conn.execute_batch("BEGIN")?;
+    let result = read_in_transaction(conn, path, items);
+    conn.execute_batch("COMMIT")?;
+    result
+}
+
+fn read_in_transaction(conn: &Connection, path: &Path, items: u64) -> rusqlite::Result<Inspection> {
+    let rows: u64 = conn.query_row("SELECT count(*) FROM records", [], |r| r.get(0))?;
+    let mut distinct = 0;
+    let mut duplicated_task_ids = 0;
+    let mut present_in_queue = 0;
+    let mut unexpected = 0;
+    {
+        let mut stmt = conn.prepare("SELECT task_id, count(*) FROM records GROUP BY task_id")?;
+        let mut groups = stmt.query([])?;
+        while let Some(group) = groups.next()? {
+            let task: String = group.get(0)?;
+            let count: u64 = group.get(1)?;
+            distinct += 1;
+            if count > 1 {
+                duplicated_task_ids += 1;
+            }
+            match parse_task_id(&task) {
+                Some(index) if index < items => present_in_queue += 1,
+                _ => unexpected += count,
+            }
+        }
+    }
+    let schema = SchemaFacts::read(conn)?;
+    let (checkpoints, rows_without_checkpoint, checkpoints_without_row) = if schema
+        .checkpoints_table
+    {
+        let count: u64 = conn.query_row("SELECT count(*) FROM checkpoints", [], |r| r.get(0))?;
+        let rows_without: u64 = conn.query_row(
+            "SELECT count(DISTINCT task_id) FROM records
+                 WHERE task_id NOT IN (SELECT task_id FROM checkpoints)",
+            [],
+            |r| r.get(0),
+        )?;
+        let without_row: u64 = conn.query_row(
+            "SELECT count(*) FROM checkpoints
+                 WHERE task_id NOT IN (SELECT task_id FROM records)",
+            [],
+            |r| r.get(0),
+        )?;
+        (Some(count), Some(rows_without), Some(without_row))
+    } else {
+        (None, None, None)
+    };
+    let runs: u64 = conn.query_row("SELECT count(DISTINCT run_id) FROM records", [], |r| {
+        r.get(0)
+    })?;
+    let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    let integrity_ok = integrity == "ok";
+    let missing = items - present_in_queue;
+    let consistent = integrity_ok
+        && rows == items
+        && distinct == items
+        && missing == 0
+        && unexpected == 0
+        && checkpoints_without_row.unwrap_or(0) == 0;
+    Ok(Inspection {
+        db: path.to_path_buf(),
+        items,
+        rows,
+        distinct,
+        duplicated_task_ids,
+        extra_rows: rows - distinct,
+        missing,
+        unexpected,
+        checkpoints,
+        rows_without_checkpoint,
+        checkpoints_without_row,
+        runs,
+        schema,
+        integrity_ok,
+        integrity,
+        consistent,
+    })
+}
+
+/// The human report of `reclaim inspect`, ending with the postmortem's line.
+#[must_use]
+pub fn render(inspection: &Inspection) -> String {
+    use std::fmt::Write as _;
+    let i = inspection;
+    let mut out = String::new();
+    let key = if i.schema.unique_idem_key {
+        "UNIQUE idem_key (the database refuses duplicates)"
+    } else {
+        "no unique key (nothing stops a duplicate row)"
+    };
+    let checkpoint_schema = match (i.schema.checkpoints_table, i.schema.checkpoint_key) {
+        (false, _) => "no checkpoints table",
+        (true, true) => "checkpoints keyed by task_id",
+        (true, false) => "checkpoints table WITHOUT a key on task_id",
+    };
+    let _ = writeln!(out, "database     {}", i.db.display());
+    let _ = writeln!(out, "schema       {key}; {checkpoint_schema}");
+    let _ = writeln!(out, "rows         {} (queue of {})", i.rows, i.items);
+    let _ = writeln!(out, "distinct     {} task ids", i.distinct);
+    let _ = writeln!(
+        out,
+        "duplicated   {} task ids with more than one row ({} extra rows)",
+        i.duplicated_task_ids, i.extra_rows
+    );
+    let _ = writeln!(out, "missing      {} task ids with no row", i.missing);
+    if i.unexpected > 0 {
+        let _ = writeln!(out, "unexpected   {} rows outside the queue", i.unexpected);
+    }
+    match (
+        i.checkpoints,
+        i.rows_without_checkpoint,
+        i.checkpoints_without_row,
+    ) {
+        (Some(count), Some(rows_without), Some(without_row)) => {
+            let _ = writeln!(
+                out,
+                "checkpoints  {count} ({rows_without} task ids with rows but no checkpoint, {without_row} checkpoints with no row)"
+            );
+        }
+        _ => {
+            let _ = writeln!(out, "checkpoints  none (no checkpoints table)");
+        }
+    }
+    let _ = writeln!(out, "runs         {} distinct run_id values", i.runs);
+    let _ = writeln!(out, "integrity    {}", i.integrity);
+    let _ = writeln!(out, "verdict      {}", i.derived());
+    let _ = writeln!(out, "{}", i.summary_line());
+    out
+}

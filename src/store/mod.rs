@@ -1,0 +1,390 @@
+//! The warehouse database: opening it with reclaim's pragmas, creating the schema a strategy
+//! needs, and refusing a table that exists without the constraints that strategy relies on.
+
+pub mod inspect;
+
+use std::fs::File;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+use serde::Serialize;
+use thiserror::Error;
+
+/// How long one statement waits on another connection's lock before SQLite returns BUSY.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// The first 16 bytes of every SQLite 3 database file.
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// `PRAGMA synchronous` for the workers' connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncMode {
+    /// WAL + NORMAL: a commit survives the death of the process (what reclaim models), though
+    /// not necessarily a power cut.
+    #[default]
+    Normal,
+    /// WAL + FULL: a commit is fsynced before it returns, and survives a power cut too.
+    Full,
+}
+
+/// The shape of the `records` table a strategy needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchemaNeeds {
+    /// `records.idem_key` must carry a UNIQUE constraint.
+    pub unique_key: bool,
+    /// A `checkpoints` table keyed by `task_id` must exist.
+    pub checkpoints: bool,
+    /// The strategy's name, for error messages.
+    pub strategy: &'static str,
+}
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("folder {0} does not exist; create it first or choose another --db path")]
+    MissingDir(PathBuf),
+    #[error("folder {0} is not writable; choose another --db path")]
+    ReadOnlyDir(PathBuf),
+    #[error("database {0} does not exist")]
+    Missing(PathBuf),
+    #[error("{0} is not a SQLite database; reclaim leaves it untouched")]
+    NotSqlite(PathBuf),
+    #[error("{path} is a corrupt SQLite database ({detail}); reclaim leaves it untouched")]
+    Corrupt { path: PathBuf, detail: String },
+    #[error(
+        "{path} holds tables reclaim did not create ({tables}); reclaim leaves it untouched, use a new --db path"
+    )]
+    Foreign { path: PathBuf, tables: String },
+    #[error("{path} has no records table, so it is not a reclaim warehouse")]
+    NotWarehouse { path: PathBuf },
+    #[error(
+        "{path}: table {table} has no column {column}, so reclaim did not create it; use a new --db path"
+    )]
+    MissingColumn {
+        path: PathBuf,
+        table: &'static str,
+        column: &'static str,
+    },
+    #[error(
+        "{path}: the existing {table} table lacks {constraint}, which the {strategy} strategy relies on (CREATE TABLE IF NOT EXISTS would keep it silently); refusing before any row is written, use a new --db path"
+    )]
+    MissingConstraint {
+        path: PathBuf,
+        table: &'static str,
+        constraint: &'static str,
+        strategy: &'static str,
+    },
+    #[error("{path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+}
+
+impl StoreError {
+    /// Wraps a SQLite error, naming corruption and foreign files as such.
+    #[must_use]
+    pub fn sqlite(path: &Path, source: rusqlite::Error) -> Self {
+        match source.sqlite_error_code() {
+            Some(ErrorCode::NotADatabase) => Self::NotSqlite(path.to_path_buf()),
+            Some(ErrorCode::DatabaseCorrupt) => Self::Corrupt {
+                path: path.to_path_buf(),
+                detail: source.to_string(),
+            },
+            _ => Self::Sqlite {
+                path: path.to_path_buf(),
+                source,
+            },
+        }
+    }
+}
+
+/// True for the errors that mean "another connection holds the lock; try again".
+#[must_use]
+pub fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
+/// Runs `attempt` until it does not fail with SQLITE_BUSY. Each attempt must be a whole
+/// transaction (a dropped `Transaction` rolls back), so a retry never repeats half of one.
+pub fn retry_busy<T>(mut attempt: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let mut backoff = Duration::from_millis(1);
+    loop {
+        match attempt() {
+            Err(error) if is_busy(&error) => {
+                thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Checks, without opening a connection, that `path` is absent, empty, or starts with the SQLite
+/// header. Returns whether the file exists.
+///
+/// This reads the file with `std::fs` and closes it again, which is only safe before any
+/// connection to it exists in this process (closing a descriptor drops its POSIX locks).
+pub fn check_header(path: &Path) -> Result<bool, StoreError> {
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(_) if path.is_dir() => return Err(StoreError::NotSqlite(path.to_path_buf())),
+        Err(error) => {
+            return Err(StoreError::Sqlite {
+                path: path.to_path_buf(),
+                source: rusqlite::Error::InvalidPath(PathBuf::from(error.to_string())),
+            });
+        }
+    };
+    let mut header = [0u8; 16];
+    let mut read = 0;
+    while read < header.len() {
+        match file.read(&mut header[read..]) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(_) => return Err(StoreError::NotSqlite(path.to_path_buf())),
+        }
+    }
+    // An empty file is a valid, empty database to SQLite.
+    if read == 0 || &header == SQLITE_HEADER {
+        Ok(true)
+    } else {
+        Err(StoreError::NotSqlite(path.to_path_buf()))
+    }
+}
+
+fn check_dir(path: &Path) -> Result<(), StoreError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(StoreError::MissingDir(dir));
+    }
+    if nix::unistd::access(&dir, nix::unistd::AccessFlags::W_OK).is_err() {
+        return Err(StoreError::ReadOnlyDir(dir));
+    }
+    Ok(())
+}
+
+/// Opens (creating if needed) a warehouse for a worker: WAL, `busy_timeout`, the chosen
+/// `synchronous`, and the schema `needs` describes, verified if it already existed.
+///
+/// Nothing is written to a file that is not SQLite or that holds tables reclaim did not create.
+pub fn open_for_worker(
+    path: &Path,
+    sync: SyncMode,
+    needs: SchemaNeeds,
+) -> Result<Connection, StoreError> {
+    check_dir(path)?;
+    check_header(path)?;
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| StoreError::sqlite(path, e))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(|e| StoreError::sqlite(path, e))?;
+    // Read before writing anything: a foreign, corrupt or wrongly shaped warehouse must stay
+    // exactly as it was, journal mode included.
+    refuse_foreign(&conn, path)?;
+    if table_exists(&conn, "records").map_err(|e| StoreError::sqlite(path, e))? {
+        verify_schema(&conn, path, needs, false)?;
+    }
+    retry_busy(|| conn.pragma_update(None, "journal_mode", "WAL"))
+        .map_err(|e| StoreError::sqlite(path, e))?;
+    let sync_value = match sync {
+        SyncMode::Normal => "NORMAL",
+        SyncMode::Full => "FULL",
+    };
+    conn.pragma_update(None, "synchronous", sync_value)
+        .map_err(|e| StoreError::sqlite(path, e))?;
+    create_schema(&mut conn, path, needs)?;
+    Ok(conn)
+}
+
+/// Opens an existing warehouse read-only (for `inspect` and the observer).
+pub fn open_read_only(path: &Path) -> Result<Connection, StoreError> {
+    if !check_header(path)? {
+        return Err(StoreError::Missing(path.to_path_buf()));
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| StoreError::sqlite(path, e))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(|e| StoreError::sqlite(path, e))?;
+    if !table_exists(&conn, "records").map_err(|e| StoreError::sqlite(path, e))? {
+        return Err(StoreError::NotWarehouse {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(conn)
+}
+
+/// The user tables in the database, by name.
+fn user_tables(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    )?;
+    stmt.query_map([], |row| row.get(0))?.collect()
+}
+
+pub(crate) fn table_exists(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+        [table],
+        |row| row.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+}
+
+fn refuse_foreign(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let tables = retry_busy(|| user_tables(conn)).map_err(|e| StoreError::sqlite(path, e))?;
+    let foreign: Vec<&str> = tables
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !matches!(*t, "records" | "checkpoints"))
+        .collect();
+    if !foreign.is_empty() && !tables.iter().any(|t| t == "records") {
+        return Err(StoreError::Foreign {
+            path: path.to_path_buf(),
+            tables: foreign.join(", "),
+        });
+    }
+    Ok(())
+}
+
+fn create_schema(conn: &mut Connection, path: &Path, needs: SchemaNeeds) -> Result<(), StoreError> {
+    let unique = if needs.unique_key { " UNIQUE" } else { "" };
+    let records = format!(
+        "CREATE TABLE IF NOT EXISTS records(
+            task_id    TEXT NOT NULL,
+            payload    TEXT NOT NULL,
+            idem_key   TEXT NOT NULL{unique},
+            run_id     TEXT NOT NULL,
+            written_at REAL NOT NULL
+        )"
+    );
+    let checkpoints = "CREATE TABLE IF NOT EXISTS checkpoints(
+            task_id      TEXT PRIMARY KEY,
+            completed_at REAL NOT NULL
+        )";
+    retry_busy(|| {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch(&records)?;
+        if needs.checkpoints {
+            tx.execute_batch(checkpoints)?;
+        }
+        // Verified inside the transaction: dropping it on a refusal rolls the creation back.
+        if let Err(refusal) = verify_schema(&tx, path, needs, true) {
+            return Ok(Err(refusal));
+        }
+        tx.commit()?;
+        Ok(Ok(()))
+    })
+    .map_err(|e| StoreError::sqlite(path, e))?
+}
+
+/// Checks the tables a strategy needs. With `complete` false, only the tables that exist are
+/// judged (the check before anything is created).
+fn verify_schema(
+    conn: &Connection,
+    path: &Path,
+    needs: SchemaNeeds,
+    complete: bool,
+) -> Result<(), StoreError> {
+    let facts = SchemaFacts::read(conn).map_err(|e| StoreError::sqlite(path, e))?;
+    if needs.unique_key && !facts.unique_idem_key {
+        return Err(StoreError::MissingConstraint {
+            path: path.to_path_buf(),
+            table: "records",
+            constraint: "a UNIQUE constraint on idem_key",
+            strategy: needs.strategy,
+        });
+    }
+    if needs.checkpoints && (complete || facts.checkpoints_table) && !facts.checkpoint_key {
+        return Err(StoreError::MissingConstraint {
+            path: path.to_path_buf(),
+            table: "checkpoints",
+            constraint: "a PRIMARY KEY or UNIQUE constraint on task_id",
+            strategy: needs.strategy,
+        });
+    }
+    for column in RECORD_COLUMNS {
+        if !facts.record_columns.iter().any(|c| c == column) {
+            return Err(StoreError::MissingColumn {
+                path: path.to_path_buf(),
+                table: "records",
+                column,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The columns every strategy writes.
+const RECORD_COLUMNS: [&str; 5] = ["task_id", "payload", "idem_key", "run_id", "written_at"];
+
+/// What the schema of a warehouse really guarantees, read from SQLite's own catalogue.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SchemaFacts {
+    #[serde(skip)]
+    pub record_columns: Vec<String>,
+    /// `records.idem_key` is covered by a UNIQUE index of exactly that column.
+    pub unique_idem_key: bool,
+    /// A `checkpoints` table exists.
+    pub checkpoints_table: bool,
+    /// `checkpoints.task_id` is its PRIMARY KEY or has a UNIQUE index of its own.
+    pub checkpoint_key: bool,
+}
+
+impl SchemaFacts {
+    pub fn read(conn: &Connection) -> rusqlite::Result<Self> {
+        let record_columns = columns(conn, "records")?;
+        let unique_idem_key = has_unique_on(conn, "records", "idem_key")?;
+        let checkpoints_table = table_exists(conn, "checkpoints")?;
+        let checkpoint_key = checkpoints_table && has_unique_on(conn, "checkpoints", "task_id")?;
+        Ok(Self {
+            record_columns,
+            unique_idem_key,
+            checkpoints_table,
+            checkpoint_key,
+        })
+    }
+}
+
+fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+    stmt.query_map([table], |row| row.get(0))?.collect()
+}
+
+/// True when `table` has a UNIQUE index (a PRIMARY KEY on a non-INTEGER column is one) whose only
+/// column is `column`.
+fn has_unique_on(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    let mut indexes =
+        conn.prepare("SELECT name FROM pragma_index_list(?1) WHERE \"unique\" = 1")?;
+    let names: Vec<String> = indexes
+        .query_map([table], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut cols = conn.prepare("SELECT name FROM pragma_index_info(?1)")?;
+    for name in names {
+        let covered: Vec<Option<String>> = cols
+            .query_map([&name], |row| row.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        if covered.len() == 1 && covered[0].as_deref() == Some(column) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}

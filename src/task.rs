@@ -1,0 +1,84 @@
+//! The job's unit of work: task ids, their deterministic payloads and idempotency keys.
+
+use sha2::{Digest, Sha256};
+
+/// Segments an enrichment can assign; the choice depends only on the task, so reruns agree.
+const SEGMENTS: [&str; 6] = ["amber", "birch", "cobalt", "dune", "ember", "fjord"];
+
+/// `task-000` .. `task-199`: zero-padded to at least three digits, as in the postmortem.
+#[must_use]
+pub fn task_id(index: u64) -> String {
+    format!("task-{index:03}")
+}
+
+/// Parses `task-111` (or a bare `111`) back to its index.
+#[must_use]
+pub fn parse_task_id(text: &str) -> Option<u64> {
+    let digits = text.strip_prefix("task-").unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The "enrichment" a worker computes for a task: small, cheap and the same on every run, so a
+/// rerun produces the same payload and therefore the same idempotency key.
+#[must_use]
+pub fn payload(index: u64) -> String {
+    // A multiplicative hash spreads neighbouring tasks over segments and scores.
+    let mixed = index.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let segment = SEGMENTS[(mixed >> 59) as usize % SEGMENTS.len()];
+    let score = (mixed >> 32) % 1000;
+    format!("segment={segment} score={score}")
+}
+
+/// The deterministic idempotency key: sha256 of `task_id:payload`, in hex.
+#[must_use]
+pub fn idem_key(task_id: &str, payload: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(task_id.as_bytes());
+    hasher.update(b":");
+    hasher.update(payload.as_bytes());
+    let digest = hasher.finalize();
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        use std::fmt::Write as _;
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_padded_to_three_digits_and_round_trip() {
+        assert_eq!(task_id(7), "task-007");
+        assert_eq!(task_id(199), "task-199");
+        assert_eq!(task_id(123_456), "task-123456");
+        assert_eq!(parse_task_id("task-111"), Some(111));
+        assert_eq!(parse_task_id("42"), Some(42));
+        assert_eq!(parse_task_id("task-"), None);
+        assert_eq!(parse_task_id("task-1x"), None);
+    }
+
+    #[test]
+    fn payload_and_key_are_deterministic_and_distinct() {
+        assert_eq!(payload(5), payload(5));
+        let a = idem_key(&task_id(1), &payload(1));
+        let b = idem_key(&task_id(2), &payload(2));
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, b);
+        assert_eq!(a, idem_key("task-001", &payload(1)));
+    }
+
+    #[test]
+    fn key_matches_sha256_of_id_and_payload() {
+        // printf 'task-000:x' | sha256sum
+        assert_eq!(
+            idem_key("task-000", "x"),
+            "7ef4f3bc4620432647fcfd2c0eea5b8b8b3355760a4c985b24479b4971f45ea5"
+        );
+    }
+}

@@ -1,0 +1,162 @@
+//! The status of a job, derived from the rows it produced; never taken from the worker's word.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::store::inspect::Inspection;
+
+/// What the rows say about the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Derived {
+    /// Every task present exactly once, nothing else, integrity check passed.
+    Ok,
+    /// Rows the job should not have produced: duplicates, strays, or checkpoints without rows.
+    DataWrong {
+        duplicated: u64,
+        extra: u64,
+        missing: u64,
+        unexpected: u64,
+        orphan_checkpoints: u64,
+    },
+    /// Nothing wrong was written, but some tasks have no row yet.
+    Incomplete { missing: u64 },
+    /// SQLite's own integrity check failed.
+    Corrupt,
+}
+
+impl Derived {
+    #[must_use]
+    pub fn from_inspection(i: &Inspection) -> Self {
+        if !i.integrity_ok {
+            return Self::Corrupt;
+        }
+        let orphan_checkpoints = i.checkpoints_without_row.unwrap_or(0);
+        if i.extra_rows > 0 || i.unexpected > 0 || orphan_checkpoints > 0 {
+            return Self::DataWrong {
+                duplicated: i.duplicated_task_ids,
+                extra: i.extra_rows,
+                missing: i.missing,
+                unexpected: i.unexpected,
+                orphan_checkpoints,
+            };
+        }
+        if i.missing > 0 {
+            return Self::Incomplete { missing: i.missing };
+        }
+        Self::Ok
+    }
+
+    #[must_use]
+    pub fn is_ok(self) -> bool {
+        self == Self::Ok
+    }
+
+    /// A short, stable label for JSON and tests: `ok`, `data_wrong`, `incomplete`, `corrupt`.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::DataWrong { .. } => "data_wrong",
+            Self::Incomplete { .. } => "incomplete",
+            Self::Corrupt => "corrupt",
+        }
+    }
+}
+
+impl fmt::Display for Derived {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Ok => f.write_str("ok"),
+            Self::Corrupt => f.write_str("CORRUPT (PRAGMA integrity_check failed)"),
+            Self::Incomplete { missing } => write!(f, "INCOMPLETE ({missing} task ids missing)"),
+            Self::DataWrong {
+                duplicated,
+                extra: _,
+                missing,
+                unexpected,
+                orphan_checkpoints,
+            } => {
+                let mut parts = Vec::new();
+                if duplicated > 0 {
+                    parts.push(format!("{duplicated} duplicated task ids"));
+                }
+                if missing > 0 {
+                    parts.push(format!("{missing} missing"));
+                }
+                if unexpected > 0 {
+                    parts.push(format!("{unexpected} rows outside the queue"));
+                }
+                if orphan_checkpoints > 0 {
+                    parts.push(format!("{orphan_checkpoints} checkpoints without a row"));
+                }
+                write!(f, "DATA WRONG ({})", parts.join(", "))
+            }
+        }
+    }
+}
+
+/// The worker's own word and the rows' verdict side by side, as the postmortem should have seen
+/// them: `claimed=ok derived=DATA WRONG (112 duplicated task ids)`.
+#[must_use]
+pub fn claim_line(claimed: Option<&str>, derived: Derived) -> String {
+    format!("claimed={} derived={derived}", claimed.unwrap_or("none"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::SchemaFacts;
+    use std::path::PathBuf;
+
+    fn inspection(rows: u64, distinct: u64, dups: u64, missing: u64) -> Inspection {
+        Inspection {
+            db: PathBuf::from("w.db"),
+            items: 200,
+            rows,
+            distinct,
+            duplicated_task_ids: dups,
+            extra_rows: rows - distinct,
+            missing,
+            unexpected: 0,
+            checkpoints: None,
+            rows_without_checkpoint: None,
+            checkpoints_without_row: None,
+            runs: 2,
+            schema: SchemaFacts::default(),
+            integrity_ok: true,
+            integrity: "ok".into(),
+            consistent: rows == 200 && distinct == 200,
+        }
+    }
+
+    #[test]
+    fn the_postmortem_night_is_data_wrong_whatever_the_worker_claims() {
+        let derived = Derived::from_inspection(&inspection(312, 200, 112, 0));
+        assert_eq!(
+            claim_line(Some("ok"), derived),
+            "claimed=ok derived=DATA WRONG (112 duplicated task ids)"
+        );
+        assert!(!derived.is_ok());
+    }
+
+    #[test]
+    fn exactly_once_is_ok_and_gaps_are_incomplete() {
+        assert_eq!(
+            Derived::from_inspection(&inspection(200, 200, 0, 0)),
+            Derived::Ok
+        );
+        assert_eq!(
+            Derived::from_inspection(&inspection(112, 112, 0, 88)).to_string(),
+            "INCOMPLETE (88 task ids missing)"
+        );
+    }
+
+    #[test]
+    fn a_failed_integrity_check_outranks_everything() {
+        let mut i = inspection(200, 200, 0, 0);
+        i.integrity_ok = false;
+        assert_eq!(Derived::from_inspection(&i), Derived::Corrupt);
+    }
+}

@@ -1,0 +1,383 @@
+//! `reclaim worker`: one process working through the queue, in one of four strategies.
+//!
+//! Every strategy does the same unit of work (task id -> deterministic payload -> one row); they
+//! differ only in what makes a restart safe. Each lives in its own file; this module holds what
+//! they share: the connection, the crash points, the heartbeat, the pace and the worker's claim.
+
+mod crash;
+mod guarded;
+mod keyed;
+mod naive;
+mod two_commit;
+
+use std::fmt;
+use std::io::{self, BufRead as _, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use serde::Serialize;
+use thiserror::Error;
+
+pub use crash::{CrashAt, CrashPoint};
+
+use crate::heartbeat;
+use crate::store::{self, SchemaNeeds, StoreError, SyncMode};
+use crate::task::{idem_key, payload, task_id};
+
+/// The four ways to do the job, from the postmortem's worker to its fix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// INSERT and commit; no key, no checkpoint. A restart begins again at task-000.
+    Naive,
+    /// Skips checkpointed tasks; commits the row, then the checkpoint, in two transactions.
+    TwoCommit,
+    /// UNIQUE idempotency key, ON CONFLICT DO NOTHING; no checkpoint, so a restart redoes work.
+    Keyed,
+    /// Row and checkpoint in one transaction, a unique key, and a heartbeat: safe to kill anywhere.
+    Guarded,
+}
+
+impl Strategy {
+    pub const ALL: [Self; 4] = [Self::Naive, Self::TwoCommit, Self::Keyed, Self::Guarded];
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Naive => "naive",
+            Self::TwoCommit => "two-commit",
+            Self::Keyed => "keyed",
+            Self::Guarded => "guarded",
+        }
+    }
+
+    /// The schema this strategy creates and insists on.
+    #[must_use]
+    pub fn needs(self) -> SchemaNeeds {
+        SchemaNeeds {
+            unique_key: matches!(self, Self::Keyed | Self::Guarded),
+            checkpoints: matches!(self, Self::TwoCommit | Self::Guarded),
+            strategy: self.name(),
+        }
+    }
+
+    /// Whether the worker names its run in its start line (the naive one logs `(none)`).
+    fn names_its_run(self) -> bool {
+        self != Self::Naive
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything one worker process needs.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    pub strategy: Strategy,
+    pub db: PathBuf,
+    pub items: u64,
+    /// Pause after each item, as the postmortem's `time.sleep(0.01)`.
+    pub delay: Duration,
+    pub heartbeat: PathBuf,
+    /// Items per transaction (keyed, guarded).
+    pub batch: u64,
+    pub crash_at: Option<CrashAt>,
+    pub sync: SyncMode,
+    /// Read pace changes (`delay-us N`) from stdin, so a supervisor can speed up a running worker.
+    pub control: bool,
+}
+
+#[derive(Debug, Error)]
+pub enum WorkerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(
+        "{task}: the database refused the row ({source}); this warehouse has a constraint the {strategy} strategy does not expect"
+    )]
+    Refused {
+        task: String,
+        strategy: Strategy,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error(
+        "--batch {batch} applies to keyed and guarded only; {strategy} commits one item at a time"
+    )]
+    BatchUnsupported { batch: u64, strategy: Strategy },
+}
+
+/// What a worker that ran to the end says about itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Claim {
+    /// Rows in the warehouse when this worker finished, as it reports them: its word, unchecked.
+    pub rows_written: u64,
+    /// Rows this process itself inserted.
+    pub inserted: u64,
+}
+
+/// Runs the job to the end (or to its crash point), writing the worker's log lines to `out`.
+pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerError> {
+    if config.batch > 1 && !matches!(config.strategy, Strategy::Keyed | Strategy::Guarded) {
+        return Err(WorkerError::BatchUnsupported {
+            batch: config.batch,
+            strategy: config.strategy,
+        });
+    }
+    let conn = store::open_for_worker(&config.db, config.sync, config.strategy.needs())?;
+    let pace = Pace::new(config.delay);
+    if config.control {
+        pace.follow_stdin();
+    }
+    let pid = std::process::id();
+    let started_ms = (heartbeat::unix_now() * 1000.0) as u64;
+    // INVARIANT: every row carries the process that wrote it, even the naive worker's, so the
+    // observer can tell one attempt from the next.
+    let run_id = if config.strategy.names_its_run() {
+        format!("run-{pid}-{started_ms}")
+    } else {
+        format!("pid-{pid}")
+    };
+    let logged_run_id = if config.strategy.names_its_run() {
+        run_id.as_str()
+    } else {
+        "(none)"
+    };
+    let mut ctx = Ctx {
+        conn,
+        config,
+        run_id: run_id.clone(),
+        heartbeat: heartbeat::Writer::new(config.heartbeat.clone()),
+        heartbeat_failing: false,
+        pace,
+        out,
+        inserted: 0,
+        skipped: 0,
+        resumed: false,
+    };
+    ctx.log(&format!(
+        "start   run_id={logged_run_id}  items={}  strategy={}  pid={pid}",
+        config.items, config.strategy
+    ));
+    match config.strategy {
+        Strategy::Naive => naive::run(&mut ctx)?,
+        Strategy::TwoCommit => two_commit::run(&mut ctx)?,
+        Strategy::Keyed => keyed::run(&mut ctx)?,
+        Strategy::Guarded => guarded::run(&mut ctx)?,
+    }
+    // The worker's own word: it counts the table, not what it did, and says ok regardless.
+    let rows_written = store::retry_busy(|| {
+        ctx.conn
+            .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
+    })
+    .map_err(|e| StoreError::sqlite(&config.db, e))?;
+    let claim = Claim {
+        rows_written,
+        inserted: ctx.inserted,
+    };
+    ctx.log(&format!(
+        "done    rows_written={}  status=ok  inserted={}",
+        claim.rows_written, claim.inserted
+    ));
+    Ok(claim)
+}
+
+/// The state a strategy works with.
+struct Ctx<'a> {
+    conn: Connection,
+    config: &'a WorkerConfig,
+    run_id: String,
+    heartbeat: heartbeat::Writer,
+    heartbeat_failing: bool,
+    pace: Pace,
+    out: &'a mut dyn Write,
+    inserted: u64,
+    skipped: u64,
+    resumed: bool,
+}
+
+/// One row, ready to insert.
+struct Row {
+    task_id: String,
+    payload: String,
+    idem_key: String,
+}
+
+impl Row {
+    fn new(index: u64) -> Self {
+        let task_id = task_id(index);
+        let payload = payload(index);
+        let idem_key = idem_key(&task_id, &payload);
+        Self {
+            task_id,
+            payload,
+            idem_key,
+        }
+    }
+}
+
+impl Ctx<'_> {
+    /// A log line on stdout; a supervisor stamps it with the simulated time.
+    fn log(&mut self, line: &str) {
+        // The log is advisory: a closed pipe must not stop the work.
+        let _ = writeln!(self.out, "{line}");
+        let _ = self.out.flush();
+    }
+
+    /// Dies here, by SIGKILL, if `--crash-at` names this task and point.
+    fn crash_if(&mut self, tasks: &[u64], point: CrashPoint) {
+        let Some(crash) = self.config.crash_at else {
+            return;
+        };
+        let point_matches = crash.point == point
+            || (point == CrashPoint::AfterCommit
+                && crash.point == CrashPoint::AfterRowCommit
+                && self.config.strategy != Strategy::TwoCommit);
+        if point_matches && tasks.contains(&crash.task) {
+            self.log(&format!("crash   at={crash}"));
+            let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+
+    /// For strategies that skip checkpointed work: counts a skipped task.
+    fn skip(&mut self) {
+        self.skipped += 1;
+    }
+
+    /// Says once where a restarted worker picks up, after the tasks it skipped.
+    fn note_resume(&mut self, index: u64) {
+        if !self.resumed {
+            self.resumed = true;
+            if self.skipped > 0 {
+                let line = format!("resume  from={}  skipped={}", task_id(index), self.skipped);
+                self.log(&line);
+            }
+        }
+    }
+
+    fn has_checkpoint(&self, task: &str) -> rusqlite::Result<bool> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT 1 FROM checkpoints WHERE task_id = ?1")?;
+        stmt.exists([task])
+    }
+
+    /// Everything after a transaction holding `tasks` has committed: the crash points around the
+    /// heartbeat, the heartbeat itself, and the pause before the next item.
+    fn committed(&mut self, tasks: &[u64], item_started: Instant) {
+        self.crash_if(tasks, CrashPoint::AfterCommit);
+        if let Some(&last) = tasks.last() {
+            match self.heartbeat.beat(&task_id(last)) {
+                Ok(()) if self.heartbeat_failing => {
+                    self.heartbeat_failing = false;
+                    eprintln!(
+                        "heartbeat: writing {} again",
+                        self.heartbeat.path().display()
+                    );
+                }
+                Err(error) if !self.heartbeat_failing => {
+                    // Reported once; the rows do not depend on the heartbeat.
+                    self.heartbeat_failing = true;
+                    eprintln!(
+                        "heartbeat: cannot write {}: {error} (rows are unaffected)",
+                        self.heartbeat.path().display()
+                    );
+                }
+                Ok(()) | Err(_) => {}
+            }
+        }
+        self.crash_if(tasks, CrashPoint::AfterHeartbeat);
+        self.pace.wait(item_started);
+    }
+
+    fn refused(&self, row: &Row, source: rusqlite::Error) -> WorkerError {
+        if source.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) {
+            WorkerError::Refused {
+                task: row.task_id.clone(),
+                strategy: self.config.strategy,
+                source,
+            }
+        } else {
+            StoreError::sqlite(&self.config.db, source).into()
+        }
+    }
+
+    fn db_error(&self, source: rusqlite::Error) -> WorkerError {
+        StoreError::sqlite(&self.config.db, source).into()
+    }
+}
+
+/// Inserts one row inside the caller's transaction; returns 1, or 0 when the unique key refused
+/// a duplicate under `ON CONFLICT DO NOTHING`.
+fn insert_row(
+    tx: &Connection,
+    row: &Row,
+    run_id: &str,
+    on_conflict_ignore: bool,
+) -> rusqlite::Result<usize> {
+    let sql = if on_conflict_ignore {
+        "INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(idem_key) DO NOTHING"
+    } else {
+        "INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)"
+    };
+    tx.prepare_cached(sql)?.execute(rusqlite::params![
+        row.task_id,
+        row.payload,
+        row.idem_key,
+        run_id,
+        heartbeat::unix_now()
+    ])
+}
+
+/// The pause after each item. A supervisor may change it while the worker runs (the dashboard's
+/// speed keys), and a change applies within the current pause, not only from the next item.
+#[derive(Debug, Clone)]
+struct Pace {
+    delay_us: Arc<AtomicU64>,
+}
+
+impl Pace {
+    fn new(delay: Duration) -> Self {
+        Self {
+            delay_us: Arc::new(AtomicU64::new(delay.as_micros() as u64)),
+        }
+    }
+
+    /// Reads `delay-us N` lines from stdin for as long as stdin stays open.
+    fn follow_stdin(&self) {
+        let delay_us = Arc::clone(&self.delay_us);
+        thread::spawn(move || {
+            for line in io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if let Some(value) = line.strip_prefix("delay-us ")
+                    && let Ok(us) = value.trim().parse()
+                {
+                    delay_us.store(us, Ordering::Relaxed);
+                }
+            }
+        });
+    }
+
+    /// Sleeps until `delay` has passed since `item_started`, re-reading the delay as it goes.
+    fn wait(&self, item_started: Instant) {
+        const SLICE: Duration = Duration::from_millis(10);
+        loop {
+            let delay = Duration::from_micros(self.delay_us.load(Ordering::Relaxed));
+            let Some(left) = delay.checked_sub(item_started.elapsed()) else {
+                return;
+            };
+            if left.is_zero() {
+                return;
+            }
+            thread::sleep(left.min(SLICE));
+        }
+    }
+}
