@@ -4,7 +4,7 @@
 use std::io::{self, Write as _};
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command, InspectArgs, WorkerArgs};
+use crate::cli::{Cli, Command, HeartbeatCheckArgs, InspectArgs, WorkerArgs};
 use crate::heartbeat;
 use crate::store::inspect;
 use crate::worker::{self, WorkerConfig};
@@ -19,9 +19,13 @@ pub const EXIT_ERROR: u8 = 2;
 /// Runs `cli` and returns the process's exit code. Errors are printed as one line on stderr.
 #[must_use]
 pub fn main(cli: Cli) -> ExitCode {
+    install_panic_hook();
     let result = match cli.command {
         Some(Command::Worker(args)) => run_worker(&args),
         Some(Command::Inspect(args)) => run_inspect(&args),
+        Some(Command::Run(args)) => crate::run::run(&args, &mut io::stdout().lock()),
+        Some(Command::Prove(args)) => crate::prove::prove(&args, &mut io::stdout().lock()),
+        Some(Command::HeartbeatCheck(args)) => heartbeat_check(&args),
         None => Err("no command given; try `reclaim --help`".to_string()),
     };
     match result {
@@ -46,7 +50,7 @@ fn run_worker(args: &WorkerArgs) -> Result<u8, String> {
         batch: args.batch,
         crash_at: args.crash_at,
         sync: args.sync,
-        control: args.control,
+        supervised: args.supervised,
     };
     let stdout = io::stdout();
     let mut out = stdout.lock();
@@ -70,4 +74,40 @@ fn run_inspect(args: &InspectArgs) -> Result<u8, String> {
     } else {
         EXIT_DATA_WRONG
     })
+}
+
+/// On a panic in any thread: kill every worker first, then report as usual.
+fn install_panic_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        crate::supervisor::process::kill_all();
+        default(info);
+    }));
+}
+
+/// The dead-man's switch: fresh is 0; stale prints the alert, runs `--exec`, and is 1; a missing
+/// or unreadable file is an error (2).
+fn heartbeat_check(args: &HeartbeatCheckArgs) -> Result<u8, String> {
+    let beat = heartbeat::read(&args.file, std::time::SystemTime::now())
+        .map_err(|e| format!("cannot read heartbeat {}: {e}", args.file.display()))?;
+    let age = beat.age.as_secs();
+    let task = beat.task.as_deref().unwrap_or("no task");
+    if age <= args.max_age {
+        println!("runner heartbeat fresh: {age}s ({task})");
+        return Ok(EXIT_OK);
+    }
+    let message = heartbeat::stale_message(beat.age);
+    println!("{message}");
+    if let Some(command) = &args.exec {
+        let status = std::process::Command::new("sh")
+            .args(["-c", command])
+            .env("RECLAIM_ALERT", &message)
+            .env("RECLAIM_HEARTBEAT_AGE", age.to_string())
+            .status()
+            .map_err(|e| format!("cannot run --exec command: {e}"))?;
+        if !status.success() {
+            eprintln!("reclaim: warning: the --exec command failed ({status})");
+        }
+    }
+    Ok(EXIT_DATA_WRONG)
 }

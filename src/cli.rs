@@ -29,6 +29,134 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Report what a warehouse holds and derive the job's status from its rows
     Inspect(InspectArgs),
+    /// Run the job under a supervisor and a kill schedule, print the night's timeline and verdict
+    Run(RunArgs),
+    /// Run the postmortem's three tests (and a crash-point sweep) against a strategy
+    Prove(ProveArgs),
+    /// The dead-man's switch, for cron: exit 1 (and run --exec) when the heartbeat is stale
+    HeartbeatCheck(HeartbeatCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProveArgs {
+    /// The strategy on trial
+    #[arg(long, value_enum, default_value_t = Strategy::Guarded)]
+    pub strategy: Strategy,
+    /// Seed for the kill test's random kills [default: drawn at random, and printed]
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Items in the queue
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(3..=1_000_000))]
+    pub items: u64,
+    /// Pause after each item, in milliseconds; the kill window scales with it (0.2..0.9 s at 10)
+    #[arg(long, default_value_t = 10.0, value_parser = parse_delay_ms)]
+    pub delay_ms: f64,
+    /// Random kills per run of the kill test
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub kills: u32,
+    /// Print the results as one JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HeartbeatCheckArgs {
+    /// The heartbeat file a worker keeps fresh
+    #[arg(long)]
+    pub file: PathBuf,
+    /// Seconds after which the heartbeat counts as stale
+    #[arg(long, default_value_t = 300)]
+    pub max_age: u64,
+    /// A shell command to run when stale; the message is in $RECLAIM_ALERT
+    #[arg(long, value_name = "CMD")]
+    pub exec: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// How the worker makes a restart safe (or does not)
+    #[arg(long, value_enum)]
+    pub strategy: Strategy,
+    /// Items in the queue: task-000 .. task-(N-1)
+    #[arg(long, default_value_t = 200, value_parser = items_parser())]
+    pub items: u64,
+    /// Pause after each item, in milliseconds
+    #[arg(long, default_value_t = 10.0, value_parser = parse_delay_ms)]
+    pub delay_ms: f64,
+    /// Random kills: at most N, one a uniform delay after each spawn
+    #[arg(long, default_value_t = 0)]
+    pub kills: u32,
+    /// Where those delays fall, in seconds after a spawn
+    #[arg(long, default_value = "0.2..0.9", value_parser = crate::supervisor::schedule::parse_window)]
+    pub kill_window: (Duration, Duration),
+    /// Kill once when this task's row has been written (task-111 or 111)
+    #[arg(long, value_name = "TASK", value_parser = parse_task)]
+    pub kill_at_task: Option<u64>,
+    /// The worker SIGKILLs itself at TASK:POINT on its first attempt
+    #[arg(long, value_name = "TASK:POINT")]
+    pub crash_at: Option<CrashAt>,
+    /// Workers running at once on the same database (duplicate delivery)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub workers: u16,
+    /// Seconds the supervisor waits before restarting a dead worker
+    #[arg(long, default_value_t = 0.03, value_parser = parse_seconds)]
+    pub restart_delay: f64,
+    /// Restarts before the supervisor gives up and reports that the job never completed
+    #[arg(long, default_value_t = 100)]
+    pub max_restarts: u32,
+    /// Seed for the random kills [default: drawn at random, and printed]
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Sim seconds per real second (600: ten minutes of the night per second)
+    #[arg(long, default_value_t = 600.0, value_parser = parse_scale)]
+    pub scale: f64,
+    /// Items per transaction (keyed and guarded)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub batch: u64,
+    /// normal survives a process crash; full also survives a power cut
+    #[arg(long, value_enum, default_value_t = SyncMode::Normal)]
+    pub sync: SyncMode,
+    /// The warehouse to create [default: a new folder under the system temp dir]; must not exist
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Print the facts as one JSON object instead of the timeline
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_delay_ms(text: &str) -> Result<f64, String> {
+    let ms: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    if !(0.0..=60_000.0).contains(&ms) {
+        return Err(format!("{ms} ms is outside 0..=60000"));
+    }
+    Ok(ms)
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    if !(0.0..=3600.0).contains(&secs) {
+        return Err(format!("{secs} s is outside 0..=3600"));
+    }
+    Ok(secs)
+}
+
+fn parse_scale(text: &str) -> Result<f64, String> {
+    let scale: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    if !(0.001..=1_000_000.0).contains(&scale) {
+        return Err(format!("{scale} is outside 0.001..=1000000"));
+    }
+    Ok(scale)
+}
+
+fn parse_task(text: &str) -> Result<u64, String> {
+    crate::task::parse_task_id(text)
+        .ok_or_else(|| format!("'{text}' is not a task id such as task-111"))
 }
 
 #[derive(Debug, Args)]
@@ -43,8 +171,8 @@ pub struct WorkerArgs {
     #[arg(long, default_value_t = 200, value_parser = items_parser())]
     pub items: u64,
     /// Pause after each item, in milliseconds
-    #[arg(long, default_value_t = 10)]
-    pub delay_ms: u64,
+    #[arg(long, default_value_t = 10.0, value_parser = parse_delay_ms)]
+    pub delay_ms: f64,
     /// Heartbeat file [default: beside the database, DB.heartbeat]
     #[arg(long)]
     pub heartbeat: Option<PathBuf>,
@@ -57,15 +185,16 @@ pub struct WorkerArgs {
     /// normal survives a process crash (what reclaim models); full also survives a power cut
     #[arg(long, value_enum, default_value_t = SyncMode::Normal)]
     pub sync: SyncMode,
-    /// Accept pace changes on stdin (used by the supervisor)
+    /// Started by reclaim's supervisor on a warehouse it created: accept pace changes on stdin
+    /// and skip the integrity check a hand-started worker makes before its first write
     #[arg(long, hide = true)]
-    pub control: bool,
+    pub supervised: bool,
 }
 
 impl WorkerArgs {
     #[must_use]
     pub fn delay(&self) -> Duration {
-        Duration::from_millis(self.delay_ms)
+        Duration::from_secs_f64(self.delay_ms / 1000.0)
     }
 }
 

@@ -6,8 +6,15 @@
 
 pub mod app;
 pub mod cli;
+pub mod clock;
+pub mod engine;
 pub mod heartbeat;
+pub mod observer;
+pub mod prove;
+pub mod run;
+pub mod signals;
 pub mod store;
+pub mod supervisor;
 pub mod task;
 pub mod verdict;
 pub mod worker;

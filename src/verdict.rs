@@ -104,6 +104,79 @@ pub fn claim_line(claimed: Option<&str>, derived: Derived) -> String {
     format!("claimed={} derived={derived}", claimed.unwrap_or("none"))
 }
 
+/// The postmortem's symptom table: what the logs show, what it means, what to check first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Symptom {
+    RestartsAtZero,
+    RowsExceedQueue,
+    StatusOkDataWrong,
+}
+
+impl Symptom {
+    pub const ALL: [Self; 3] = [
+        Self::RestartsAtZero,
+        Self::RowsExceedQueue,
+        Self::StatusOkDataWrong,
+    ];
+
+    /// The symptom, as it shows in the logs.
+    #[must_use]
+    pub fn seen(self) -> &'static str {
+        match self {
+            Self::RestartsAtZero => "worker restarts at item zero",
+            Self::RowsExceedQueue => "row count exceeds queue size",
+            Self::StatusOkDataWrong => "status ok, data wrong",
+        }
+    }
+
+    /// What it usually means.
+    #[must_use]
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Self::RestartsAtZero => "no checkpoint read path exists",
+            Self::RowsExceedQueue => "a restart was treated as a first run",
+            Self::StatusOkDataWrong => "success was written by the worker",
+        }
+    }
+
+    /// The first thing to check.
+    #[must_use]
+    pub fn check(self) -> &'static str {
+        match self {
+            Self::RestartsAtZero => "does the checkpoint table get queried?",
+            Self::RowsExceedQueue => "is there a unique key on the work id?",
+            Self::StatusOkDataWrong => "derive status from the rows produced",
+        }
+    }
+
+    /// One teaching line: `row count exceeds queue size: is there a unique key on the work id?`
+    #[must_use]
+    pub fn lesson(self) -> String {
+        format!("{}: {}", self.seen(), self.check())
+    }
+
+    /// The symptoms a finished job shows.
+    #[must_use]
+    pub fn observed(
+        inspection: &Inspection,
+        restarted_at_zero: bool,
+        claimed: Option<&str>,
+    ) -> Vec<Self> {
+        let mut seen = Vec::new();
+        if restarted_at_zero {
+            seen.push(Self::RestartsAtZero);
+        }
+        if inspection.rows > inspection.items || inspection.duplicated_task_ids > 0 {
+            seen.push(Self::RowsExceedQueue);
+        }
+        if claimed == Some("ok") && !inspection.derived().is_ok() {
+            seen.push(Self::StatusOkDataWrong);
+        }
+        seen
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

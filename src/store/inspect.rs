@@ -117,8 +117,9 @@ fn read_in_transaction(conn: &Connection, path: &Path, items: u64) -> rusqlite::
     let runs: u64 = conn.query_row("SELECT count(DISTINCT run_id) FROM records", [], |r| {
         r.get(0)
     })?;
-    let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
-    let integrity_ok = integrity == "ok";
+    let report: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    let integrity_ok = report == "ok";
+    let integrity = super::one_line(&report);
     let missing = items - present_in_queue;
     let consistent = integrity_ok
         && rows == items

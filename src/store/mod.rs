@@ -102,6 +102,19 @@ impl StoreError {
     }
 }
 
+/// SQLite's check reports come as several lines; errors are shown as one.
+#[must_use]
+pub fn one_line(report: &str) -> String {
+    let mut lines = report.lines().filter(|l| !l.starts_with("***"));
+    let first = lines.next().unwrap_or(report).trim().to_string();
+    let more = lines.count();
+    if more > 0 {
+        format!("{first} (and {more} more problems)")
+    } else {
+        first
+    }
+}
+
 /// True for the errors that mean "another connection holds the lock; try again".
 #[must_use]
 pub fn is_busy(error: &rusqlite::Error) -> bool {
@@ -178,10 +191,14 @@ fn check_dir(path: &Path) -> Result<(), StoreError> {
 /// `synchronous`, and the schema `needs` describes, verified if it already existed.
 ///
 /// Nothing is written to a file that is not SQLite or that holds tables reclaim did not create.
+/// With `check_integrity`, an existing warehouse must pass `PRAGMA quick_check` before anything
+/// is written (a scan of the whole file: a hand-started worker pays it, a supervised restart
+/// does not).
 pub fn open_for_worker(
     path: &Path,
     sync: SyncMode,
     needs: SchemaNeeds,
+    check_integrity: bool,
 ) -> Result<Connection, StoreError> {
     check_dir(path)?;
     check_header(path)?;
@@ -199,6 +216,17 @@ pub fn open_for_worker(
     refuse_foreign(&conn, path)?;
     if table_exists(&conn, "records").map_err(|e| StoreError::sqlite(path, e))? {
         verify_schema(&conn, path, needs, false)?;
+        if check_integrity {
+            let verdict: String =
+                retry_busy(|| conn.query_row("PRAGMA quick_check", [], |r| r.get(0)))
+                    .map_err(|e| StoreError::sqlite(path, e))?;
+            if verdict != "ok" {
+                return Err(StoreError::Corrupt {
+                    path: path.to_path_buf(),
+                    detail: format!("quick_check: {}", one_line(&verdict)),
+                });
+            }
+        }
     }
     retry_busy(|| conn.pragma_update(None, "journal_mode", "WAL"))
         .map_err(|e| StoreError::sqlite(path, e))?;

@@ -90,8 +90,10 @@ pub struct WorkerConfig {
     pub batch: u64,
     pub crash_at: Option<CrashAt>,
     pub sync: SyncMode,
-    /// Read pace changes (`delay-us N`) from stdin, so a supervisor can speed up a running worker.
-    pub control: bool,
+    /// Started by reclaim's supervisor on a warehouse it created in this session: read pace
+    /// changes (`delay-us N`) from stdin, and skip the integrity check before the first write
+    /// (restarts must be cheap; the verdict runs `integrity_check` at the end anyway).
+    pub supervised: bool,
 }
 
 #[derive(Debug, Error)]
@@ -130,9 +132,14 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
             strategy: config.strategy,
         });
     }
-    let conn = store::open_for_worker(&config.db, config.sync, config.strategy.needs())?;
+    let conn = store::open_for_worker(
+        &config.db,
+        config.sync,
+        config.strategy.needs(),
+        !config.supervised,
+    )?;
     let pace = Pace::new(config.delay);
-    if config.control {
+    if config.supervised {
         pace.follow_stdin();
     }
     let pid = std::process::id();
@@ -254,7 +261,13 @@ impl Ctx<'_> {
     fn note_resume(&mut self, index: u64) {
         if !self.resumed {
             self.resumed = true;
-            if self.skipped > 0 {
+            if index >= self.config.items {
+                let line = format!(
+                    "resume  nothing left: all {} tasks have checkpoints",
+                    self.skipped
+                );
+                self.log(&line);
+            } else if self.skipped > 0 {
                 let line = format!("resume  from={}  skipped={}", task_id(index), self.skipped);
                 self.log(&line);
             }

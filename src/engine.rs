@@ -1,0 +1,886 @@
+//! The engine: lanes of real worker processes, the host's kill schedule, restarts, the observer
+//! and the simulated clock, advanced one `tick(now)` at a time.
+//!
+//! The headless commands and the dashboard drive this same type; it never touches a terminal.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime};
+
+use nix::sys::signal::Signal;
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::clock::{SimClock, SimTime};
+use crate::heartbeat;
+use crate::observer::Observer;
+use crate::store::{StoreError, SyncMode};
+use crate::supervisor::process;
+use crate::supervisor::schedule::{KillPlan, KillSchedule};
+use crate::task::task_id;
+use crate::worker::{CrashAt, Strategy};
+
+/// The dead-man's switch threshold of the postmortem's cron script, in sim seconds.
+pub const DEFAULT_DEAD_MAN: f64 = 300.0;
+
+/// One lane: a strategy, its own database, and its workers.
+#[derive(Debug, Clone, Serialize)]
+pub struct LaneConfig {
+    pub name: String,
+    pub strategy: Strategy,
+    pub db: PathBuf,
+    pub items: u64,
+    /// Real pause after each item.
+    #[serde(serialize_with = "serialize_ms")]
+    pub delay: Duration,
+    pub batch: u64,
+    /// Workers running at once on this lane's database (duplicate delivery when above 1).
+    pub workers: usize,
+    pub sync: SyncMode,
+    /// A crash point for each worker's first attempt.
+    pub crash_at: Option<CrashAt>,
+}
+
+fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
+
+/// The night: its lanes and the host's behaviour.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub lanes: Vec<LaneConfig>,
+    pub kills: KillPlan,
+    /// How long the supervisor waits before restarting a dead worker (real time).
+    pub restart_delay: Duration,
+    /// Restarts per lane before the supervisor gives up, so a job that never finishes ends.
+    pub max_restarts: u32,
+    /// Sim seconds per real second.
+    pub scale: f64,
+    /// Heartbeat age, in sim seconds, at which the dead-man's switch fires.
+    pub dead_man: f64,
+    /// The `reclaim` executable that runs `worker`.
+    pub exe: PathBuf,
+}
+
+#[derive(Debug, Error)]
+pub enum EngineError {
+    #[error("cannot start a worker ({exe}): {source}")]
+    Spawn {
+        exe: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Where a timeline line comes from, as in the postmortem's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Worker,
+    Runner,
+}
+
+/// One line of the shared timeline: `02:11:47  runner  notice  instance reclaimed by host`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    pub sim: SimTime,
+    /// Real milliseconds since the night began.
+    pub real_ms: u64,
+    pub lane: Option<usize>,
+    pub source: Source,
+    pub kind: &'static str,
+    pub text: String,
+}
+
+impl Entry {
+    /// The line in the postmortem's format; `lane_name` is appended when several lanes share
+    /// the timeline.
+    #[must_use]
+    pub fn line(&self, lane_name: Option<&str>) -> String {
+        let source = match self.source {
+            Source::Worker => "worker",
+            Source::Runner => "runner",
+        };
+        let line = format!("{}  {source}  {:<7} {}", self.sim, self.kind, self.text);
+        match lane_name {
+            Some(name) => format!("{line}  [{name}]"),
+            None => line,
+        }
+    }
+}
+
+/// What a worker process is doing, as the supervisor sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SlotState {
+    Running,
+    /// Stopped by SIGSTOP: alive, making no progress.
+    Hung,
+    /// Dead (killed or crashed); the supervisor restarts it when `due` comes.
+    Restarting,
+    /// Exited 0 after its `done` line.
+    Done,
+    /// Exited with an error; not restarted.
+    Failed,
+    /// Out of restarts (`max_restarts`).
+    GaveUp,
+}
+
+/// One worker position in a lane, across its attempts.
+#[derive(Debug)]
+struct Slot {
+    child: Option<Child>,
+    stdin: Option<ChildStdin>,
+    pid: i32,
+    state: SlotState,
+    attempt: u32,
+    restart_due: Option<Instant>,
+    /// Set when the supervisor itself sent the SIGKILL now being reaped.
+    killed_by_host: bool,
+    last_error: Option<String>,
+}
+
+/// The worker's own claim, parsed from its `done` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClaimedDone {
+    pub rows_written: u64,
+    pub status: String,
+}
+
+/// A lane's live state.
+#[derive(Debug)]
+pub struct Lane {
+    pub config: LaneConfig,
+    slots: Vec<Slot>,
+    pub observer: Observer,
+    pub kills: u32,
+    pub restarts: u32,
+    pub claimed: Option<ClaimedDone>,
+    /// Real age of the heartbeat file, when it exists.
+    pub heartbeat_age: Option<Duration>,
+    /// The same age in sim seconds (frozen while the night is paused).
+    pub heartbeat_sim_age: Option<f64>,
+    pub heartbeat_task: Option<String>,
+    /// The dead-man's switch is firing.
+    pub stale: bool,
+    pub gave_up: bool,
+    pub failure: Option<String>,
+    heartbeat_path: PathBuf,
+}
+
+impl Lane {
+    /// Every worker of the lane exited 0.
+    #[must_use]
+    pub fn completed(&self) -> bool {
+        self.slots.iter().all(|s| s.state == SlotState::Done)
+    }
+
+    /// Nothing more will happen in this lane.
+    #[must_use]
+    pub fn finished(&self) -> bool {
+        self.failure.is_some()
+            || self.slots.iter().all(|s| {
+                matches!(
+                    s.state,
+                    SlotState::Done | SlotState::Failed | SlotState::GaveUp
+                )
+            })
+    }
+
+    /// Pids of the workers alive now (running or hung).
+    #[must_use]
+    pub fn live_pids(&self) -> Vec<i32> {
+        self.slots
+            .iter()
+            .filter(|s| s.child.is_some())
+            .map(|s| s.pid)
+            .collect()
+    }
+
+    #[must_use]
+    pub fn slot_states(&self) -> Vec<SlotState> {
+        self.slots.iter().map(|s| s.state).collect()
+    }
+
+    /// Liveness, the signal the postmortem's health check used: a worker process exists.
+    #[must_use]
+    pub fn alive(&self) -> bool {
+        self.slots.iter().any(|s| s.child.is_some())
+    }
+}
+
+/// A line a worker printed, stamped when it was read.
+#[derive(Debug)]
+struct Output {
+    lane: usize,
+    slot: usize,
+    stderr: bool,
+    line: String,
+    at: Instant,
+}
+
+/// The running night.
+#[derive(Debug)]
+pub struct Engine {
+    config: EngineConfig,
+    clock: SimClock,
+    started: Instant,
+    lanes: Vec<Lane>,
+    schedule: KillSchedule,
+    next_kill: Option<Instant>,
+    at_task_fired: bool,
+    timeline: Vec<Entry>,
+    output_tx: Sender<Output>,
+    output_rx: Receiver<Output>,
+    paused_at: Option<Instant>,
+    /// The workers' pace relative to their configured delay (the dashboard's speed keys).
+    speed: f64,
+}
+
+impl Engine {
+    /// Builds the night and starts every lane's workers at `now`.
+    pub fn start(config: EngineConfig, now: Instant) -> Result<Self, EngineError> {
+        let (output_tx, output_rx) = mpsc::channel();
+        let lanes = config
+            .lanes
+            .iter()
+            .map(|lane| Lane {
+                observer: Observer::new(&lane.db, lane.items),
+                heartbeat_path: heartbeat::default_path(&lane.db),
+                config: lane.clone(),
+                slots: Vec::new(),
+                kills: 0,
+                restarts: 0,
+                claimed: None,
+                heartbeat_age: None,
+                heartbeat_sim_age: None,
+                heartbeat_task: None,
+                stale: false,
+                gave_up: false,
+                failure: None,
+            })
+            .collect();
+        let mut engine = Self {
+            clock: SimClock::new(now, config.scale),
+            started: now,
+            schedule: KillSchedule::new(&config.kills),
+            next_kill: None,
+            at_task_fired: false,
+            timeline: Vec::new(),
+            lanes,
+            config,
+            output_tx,
+            output_rx,
+            paused_at: None,
+            speed: 1.0,
+        };
+        for lane in 0..engine.lanes.len() {
+            for _ in 0..engine.lanes[lane].config.workers {
+                engine.lanes[lane].slots.push(Slot {
+                    child: None,
+                    stdin: None,
+                    pid: 0,
+                    state: SlotState::Restarting,
+                    attempt: 0,
+                    restart_due: None,
+                    killed_by_host: false,
+                    last_error: None,
+                });
+            }
+            for slot in 0..engine.lanes[lane].slots.len() {
+                engine.spawn(lane, slot, now)?;
+            }
+        }
+        engine.arm_random_kill(now);
+        Ok(engine)
+    }
+
+    #[must_use]
+    pub fn clock(&self) -> &SimClock {
+        &self.clock
+    }
+
+    #[must_use]
+    pub fn lanes(&self) -> &[Lane] {
+        &self.lanes
+    }
+
+    #[must_use]
+    pub fn timeline(&self) -> &[Entry] {
+        &self.timeline
+    }
+
+    #[must_use]
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// Real time since the night began.
+    #[must_use]
+    pub fn elapsed(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.started)
+    }
+
+    /// Every lane has finished: completed, failed, or given up.
+    #[must_use]
+    pub fn finished(&self) -> bool {
+        self.lanes.iter().all(Lane::finished)
+    }
+
+    #[must_use]
+    pub fn is_paused(&self) -> bool {
+        self.paused_at.is_some()
+    }
+
+    /// The random kills not yet used.
+    #[must_use]
+    pub fn kills_remaining(&self) -> usize {
+        self.schedule.remaining()
+    }
+
+    fn log(
+        &mut self,
+        now: Instant,
+        lane: Option<usize>,
+        source: Source,
+        kind: &'static str,
+        text: String,
+    ) {
+        self.timeline.push(Entry {
+            sim: self.clock.at(now),
+            real_ms: self.elapsed(now).as_millis() as u64,
+            lane,
+            source,
+            kind,
+            text,
+        });
+    }
+
+    fn spawn(
+        &mut self,
+        lane_index: usize,
+        slot_index: usize,
+        now: Instant,
+    ) -> Result<(), EngineError> {
+        let lane = &self.lanes[lane_index];
+        let attempt = lane.slots[slot_index].attempt + 1;
+        let cfg = &lane.config;
+        let delay = cfg.delay.div_f64(self.speed);
+        let mut command = Command::new(&self.config.exe);
+        command
+            .arg("worker")
+            .args(["--strategy", cfg.strategy.name()])
+            .arg("--db")
+            .arg(&cfg.db)
+            .args(["--items", &cfg.items.to_string()])
+            .args(["--delay-ms", &format!("{}", delay.as_secs_f64() * 1000.0)])
+            .args(["--batch", &cfg.batch.to_string()])
+            .args([
+                "--sync",
+                match cfg.sync {
+                    SyncMode::Normal => "normal",
+                    SyncMode::Full => "full",
+                },
+            ])
+            .arg("--supervised")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // The crash point belongs to the first attempt only: the restarted worker must finish.
+        if attempt == 1
+            && let Some(crash) = cfg.crash_at
+        {
+            command.args(["--crash-at", &crash.to_string()]);
+        }
+        let mut child = process::spawn(command).map_err(|source| EngineError::Spawn {
+            exe: self.config.exe.clone(),
+            source,
+        })?;
+        let pid = process::child_pid(&child);
+        for (stream, stderr) in [
+            (
+                child
+                    .stdout
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+                false,
+            ),
+            (
+                child
+                    .stderr
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+                true,
+            ),
+        ] {
+            let Some(stream) = stream else { continue };
+            let tx = self.output_tx.clone();
+            // Each reader ends when the worker's pipe closes, that is when the worker dies.
+            let _ = thread::Builder::new()
+                .name(format!("reclaim-out-{pid}"))
+                .spawn(move || {
+                    for read in BufReader::new(stream).lines() {
+                        let Ok(text) = read else { break };
+                        let output = Output {
+                            lane: lane_index,
+                            slot: slot_index,
+                            stderr,
+                            line: text,
+                            at: Instant::now(),
+                        };
+                        if tx.send(output).is_err() {
+                            break;
+                        }
+                    }
+                });
+        }
+        let slot = &mut self.lanes[lane_index].slots[slot_index];
+        slot.stdin = child.stdin.take();
+        slot.child = Some(child);
+        slot.pid = pid;
+        slot.state = SlotState::Running;
+        slot.attempt = attempt;
+        slot.restart_due = None;
+        slot.killed_by_host = false;
+        if self.paused_at.is_some() {
+            let _ = process::signal_group(pid, Signal::SIGSTOP);
+        }
+        let _ = now;
+        Ok(())
+    }
+
+    /// Advances the night to `now`: reads worker output, reaps, observes, kills and restarts.
+    pub fn tick(&mut self, now: Instant) -> Result<(), EngineError> {
+        self.drain_output();
+        self.reap(now);
+        self.drain_output();
+        self.observe(now)?;
+        if self.paused_at.is_none() {
+            self.fire_kills(now);
+            self.restart_due(now)?;
+        }
+        Ok(())
+    }
+
+    fn drain_output(&mut self) {
+        while let Ok(output) = self.output_rx.try_recv() {
+            self.handle_output(output);
+        }
+    }
+
+    fn handle_output(&mut self, output: Output) {
+        let Output {
+            lane,
+            slot,
+            stderr,
+            line,
+            at,
+        } = output;
+        if stderr {
+            self.lanes[lane].slots[slot].last_error = Some(line.clone());
+            self.log(at, Some(lane), Source::Worker, "stderr", line);
+            return;
+        }
+        let (word, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
+        let kind = match word {
+            "start" => "start",
+            "done" => "done",
+            "resume" => "resume",
+            "crash" => "crash",
+            _ => "log",
+        };
+        let mut text = rest.trim_start().to_string();
+        if kind == "done" {
+            self.lanes[lane].claimed = Some(parse_claim(rest));
+        }
+        if self.lanes[lane].config.workers > 1 {
+            text = format!("{text}  w={}", slot + 1);
+        }
+        self.log(at, Some(lane), Source::Worker, kind, text);
+    }
+
+    fn reap(&mut self, now: Instant) {
+        for lane in 0..self.lanes.len() {
+            for slot in 0..self.lanes[lane].slots.len() {
+                let status = {
+                    let s = &mut self.lanes[lane].slots[slot];
+                    let Some(child) = s.child.as_mut() else {
+                        continue;
+                    };
+                    match child.try_wait() {
+                        Ok(Some(status)) => status,
+                        Ok(None) | Err(_) => continue,
+                    }
+                };
+                self.exited(lane, slot, status, now);
+            }
+        }
+    }
+
+    /// Handles a reaped worker: done, failed, or dead and due for a restart.
+    fn exited(&mut self, lane: usize, slot: usize, status: std::process::ExitStatus, now: Instant) {
+        use std::os::unix::process::ExitStatusExt as _;
+        let s = &mut self.lanes[lane].slots[slot];
+        process::forget(s.pid);
+        s.child = None;
+        s.stdin = None;
+        let pid = s.pid;
+        let first_attempt = s.attempt == 1;
+        let by_host = std::mem::take(&mut s.killed_by_host);
+        if status.success() {
+            s.state = SlotState::Done;
+            return;
+        }
+        if let Some(signal) = status.signal() {
+            s.state = SlotState::Restarting;
+            s.restart_due = Some(now + self.config.restart_delay);
+            let crash = self.lanes[lane]
+                .config
+                .crash_at
+                .filter(|_| !by_host && first_attempt);
+            if !by_host {
+                // The worker died of its own crash point, or something outside reclaim killed it.
+                let how = crash.map_or_else(
+                    || format!("signal {signal}"),
+                    |c| format!("crash point {c}"),
+                );
+                self.lanes[lane].kills += 1;
+                self.log_last_item(lane, now);
+                self.log(
+                    now,
+                    Some(lane),
+                    Source::Runner,
+                    "notice",
+                    format!("instance reclaimed by host  ({how}, pid {pid})"),
+                );
+            }
+            return;
+        }
+        let code = status.code().unwrap_or(-1);
+        let reason = s
+            .last_error
+            .clone()
+            .unwrap_or_else(|| format!("worker exited with code {code}"));
+        s.state = SlotState::Failed;
+        self.lanes[lane].failure = Some(reason.clone());
+        self.log(
+            now,
+            Some(lane),
+            Source::Runner,
+            "error",
+            format!("worker failed: {reason}"),
+        );
+    }
+
+    fn log_last_item(&mut self, lane: usize, now: Instant) {
+        // A fresh look at the rows, so the last item logged is the last one written.
+        let _ = self.lanes[lane].observer.poll();
+        if let Some(task) = self.lanes[lane].observer.last_task {
+            self.log(now, Some(lane), Source::Worker, "item", task_id(task));
+        }
+    }
+
+    fn observe(&mut self, now: Instant) -> Result<(), EngineError> {
+        let wall = SystemTime::now();
+        for lane in 0..self.lanes.len() {
+            let poll = self.lanes[lane].observer.poll()?;
+            if poll.restarted_at_zero {
+                self.log(
+                    now,
+                    Some(lane),
+                    Source::Runner,
+                    "symptom",
+                    "worker restarts at item zero: task-000 written again".into(),
+                );
+            }
+            self.read_heartbeat(lane, now, wall);
+        }
+        Ok(())
+    }
+
+    fn read_heartbeat(&mut self, lane: usize, now: Instant, wall: SystemTime) {
+        let beat = heartbeat::read(&self.lanes[lane].heartbeat_path, wall).ok();
+        let running = self.lanes[lane].slots.iter().any(|s| {
+            matches!(
+                s.state,
+                SlotState::Running | SlotState::Hung | SlotState::Restarting
+            )
+        });
+        let l = &mut self.lanes[lane];
+        // Until the first beat, the age counts from the start of the night.
+        let real_age = beat
+            .as_ref()
+            .map_or_else(|| now.saturating_duration_since(self.started), |b| b.age);
+        let since = now.checked_sub(real_age).unwrap_or(self.started);
+        let sim_age = self.clock.at(now).0 - self.clock.at(since).0;
+        l.heartbeat_age = beat.as_ref().map(|b| b.age);
+        l.heartbeat_task = beat.and_then(|b| b.task);
+        l.heartbeat_sim_age = Some(sim_age);
+        let stale = running && sim_age > self.config.dead_man;
+        if stale && !l.stale {
+            l.stale = true;
+            let message = heartbeat::stale_message(Duration::from_secs_f64(sim_age));
+            self.log(now, Some(lane), Source::Runner, "alert", message);
+        } else if !stale && l.stale {
+            l.stale = false;
+            self.log(
+                now,
+                Some(lane),
+                Source::Runner,
+                "notice",
+                "heartbeat moving again".into(),
+            );
+        }
+    }
+
+    fn fire_kills(&mut self, now: Instant) {
+        if let Some(task) = self.config.kills.at_task
+            && !self.at_task_fired
+            && self
+                .lanes
+                .first()
+                .is_some_and(|l| l.observer.has_task(task))
+        {
+            self.at_task_fired = true;
+            self.host_reclaims(now, None);
+        }
+        if self.next_kill.is_some_and(|at| now >= at) {
+            self.next_kill = None;
+            self.host_reclaims(now, None);
+        }
+    }
+
+    /// The host reclaims the instance: SIGKILL to every live worker (of one lane, or of all),
+    /// reaped at once so that nothing restarts what is still being killed.
+    pub fn host_reclaims(&mut self, now: Instant, only_lane: Option<usize>) {
+        let mut any = false;
+        for lane in 0..self.lanes.len() {
+            if only_lane.is_some_and(|l| l != lane) || !self.lanes[lane].alive() {
+                continue;
+            }
+            self.log_last_item(lane, now);
+            let mut pids = Vec::new();
+            for slot in 0..self.lanes[lane].slots.len() {
+                let s = &mut self.lanes[lane].slots[slot];
+                let Some(child) = s.child.as_mut() else {
+                    continue;
+                };
+                // INVARIANT: only a child not yet reaped is signalled (its pid cannot be reused).
+                let _ = process::signal_group(s.pid, Signal::SIGKILL);
+                s.killed_by_host = true;
+                pids.push(s.pid);
+                if let Ok(status) = child.wait() {
+                    self.exited(lane, slot, status, now);
+                }
+            }
+            self.lanes[lane].kills += 1;
+            any = true;
+            let list: Vec<String> = pids.iter().map(ToString::to_string).collect();
+            self.log(
+                now,
+                Some(lane),
+                Source::Runner,
+                "notice",
+                format!(
+                    "instance reclaimed by host  (SIGKILL, pid {})",
+                    list.join(",")
+                ),
+            );
+        }
+        let _ = any;
+    }
+
+    fn restart_due(&mut self, now: Instant) -> Result<(), EngineError> {
+        let mut spawned = false;
+        for lane in 0..self.lanes.len() {
+            for slot in 0..self.lanes[lane].slots.len() {
+                let s = &self.lanes[lane].slots[slot];
+                if s.state != SlotState::Restarting || s.restart_due.is_none_or(|due| now < due) {
+                    continue;
+                }
+                if self.lanes[lane].restarts >= self.config.max_restarts {
+                    self.lanes[lane].slots[slot].state = SlotState::GaveUp;
+                    if !self.lanes[lane].gave_up {
+                        self.lanes[lane].gave_up = true;
+                        let max = self.config.max_restarts;
+                        self.log(
+                            now,
+                            Some(lane),
+                            Source::Runner,
+                            "error",
+                            format!("giving up after {max} restarts: the job never completed"),
+                        );
+                    }
+                    continue;
+                }
+                self.lanes[lane].restarts += 1;
+                let attempt = self.lanes[lane].slots[slot].attempt + 1;
+                self.log(
+                    now,
+                    Some(lane),
+                    Source::Runner,
+                    "notice",
+                    format!("supervisor restarts the worker (attempt {attempt})"),
+                );
+                self.spawn(lane, slot, now)?;
+                spawned = true;
+            }
+        }
+        if spawned {
+            self.arm_random_kill(now);
+        }
+        Ok(())
+    }
+
+    fn arm_random_kill(&mut self, now: Instant) {
+        if self.next_kill.is_none()
+            && let Some(delay) = self.schedule.next_delay()
+        {
+            self.next_kill = Some(now + delay);
+        }
+    }
+
+    /// SIGSTOPs every live worker and freezes the clock; `resume` undoes it.
+    pub fn pause(&mut self, now: Instant) {
+        if self.paused_at.is_some() {
+            return;
+        }
+        self.paused_at = Some(now);
+        self.clock.pause(now);
+        self.signal_live(Signal::SIGSTOP);
+    }
+
+    pub fn resume(&mut self, now: Instant) {
+        let Some(paused_at) = self.paused_at.take() else {
+            return;
+        };
+        let paused_for = now.saturating_duration_since(paused_at);
+        self.clock.resume(now);
+        // Deadlines move with the frozen clock, so a pause changes nothing about the night.
+        if let Some(at) = self.next_kill.as_mut() {
+            *at += paused_for;
+        }
+        for lane in &mut self.lanes {
+            for slot in &mut lane.slots {
+                if let Some(due) = slot.restart_due.as_mut() {
+                    *due += paused_for;
+                }
+            }
+        }
+        for lane in &self.lanes {
+            for slot in &lane.slots {
+                if slot.child.is_some() && slot.state == SlotState::Running {
+                    let _ = process::signal_group(slot.pid, Signal::SIGCONT);
+                }
+            }
+        }
+    }
+
+    fn signal_live(&self, signal: Signal) {
+        for lane in &self.lanes {
+            for slot in &lane.slots {
+                if slot.child.is_some() {
+                    let _ = process::signal_group(slot.pid, signal);
+                }
+            }
+        }
+    }
+
+    /// Changes the speed of the night: the clock and every worker's pace, at once.
+    pub fn set_speed(&mut self, speed: f64, now: Instant) {
+        self.speed = speed;
+        self.clock.set_scale(self.config.scale * speed, now);
+        for lane in &mut self.lanes {
+            let delay = lane.config.delay.div_f64(speed);
+            for slot in &mut lane.slots {
+                if let Some(stdin) = slot.stdin.as_mut() {
+                    let _ = writeln!(stdin, "delay-us {}", delay.as_micros());
+                    let _ = stdin.flush();
+                }
+            }
+        }
+    }
+
+    #[must_use]
+    pub fn speed(&self) -> f64 {
+        self.speed
+    }
+
+    /// Kills every worker still alive and reaps it. Also runs on drop.
+    pub fn shutdown(&mut self) {
+        for lane in &mut self.lanes {
+            for slot in &mut lane.slots {
+                if let Some(child) = slot.child.as_mut() {
+                    let _ = process::signal_group(slot.pid, Signal::SIGKILL);
+                    let _ = child.wait();
+                    process::forget(slot.pid);
+                    slot.child = None;
+                    slot.stdin = None;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Parses `rows_written=312  status=ok  inserted=200`.
+fn parse_claim(fields: &str) -> ClaimedDone {
+    let mut claim = ClaimedDone {
+        rows_written: 0,
+        status: "unknown".into(),
+    };
+    for field in fields.split_whitespace() {
+        match field.split_once('=') {
+            Some(("rows_written", n)) => claim.rows_written = n.parse().unwrap_or(0),
+            Some(("status", s)) => claim.status = s.to_string(),
+            _ => {}
+        }
+    }
+    claim
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_workers_claim() {
+        assert_eq!(
+            parse_claim("rows_written=312  status=ok  inserted=200"),
+            ClaimedDone {
+                rows_written: 312,
+                status: "ok".into()
+            }
+        );
+    }
+
+    #[test]
+    fn timeline_lines_match_the_postmortem() {
+        let entry = Entry {
+            sim: SimTime(crate::clock::NIGHT_START + 707.0),
+            real_ms: 0,
+            lane: Some(0),
+            source: Source::Runner,
+            kind: "notice",
+            text: "instance reclaimed by host".into(),
+        };
+        assert_eq!(
+            entry.line(None),
+            "02:11:47  runner  notice  instance reclaimed by host"
+        );
+        assert_eq!(
+            entry.line(Some("naive")),
+            "02:11:47  runner  notice  instance reclaimed by host  [naive]"
+        );
+    }
+}

@@ -1,0 +1,339 @@
+//! `reclaim prove`: the postmortem's three tests, and a sweep over every crash point, run against
+//! one strategy with real workers and real kills. Each verdict comes from the rows.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::app::{EXIT_DATA_WRONG, EXIT_OK};
+use crate::cli::ProveArgs;
+use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig};
+use crate::run::{RunReport, drive};
+use crate::store::SyncMode;
+use crate::supervisor::schedule::{DEFAULT_WINDOW, KillPlan};
+use crate::task::task_id;
+use crate::verdict::Symptom;
+use crate::worker::{CrashAt, CrashPoint, Strategy};
+
+/// One test's outcome.
+#[derive(Debug, Serialize)]
+pub struct TestResult {
+    pub name: String,
+    pub pass: bool,
+    /// Figures of the worst run in the test.
+    pub rows: u64,
+    pub duplicated_task_ids: u64,
+    pub missing: u64,
+    pub detail: String,
+    /// What a failure means, from the postmortem's symptom table.
+    pub lessons: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ProveReport {
+    pub strategy: String,
+    pub seed: u64,
+    pub items: u64,
+    pub tests: Vec<TestResult>,
+    pub passed: usize,
+    pub failed: usize,
+    /// Where the databases are kept (only when something failed).
+    pub kept: Option<PathBuf>,
+}
+
+struct Prover {
+    strategy: Strategy,
+    items: u64,
+    delay: Duration,
+    dir: PathBuf,
+    exe: PathBuf,
+    runs: u32,
+}
+
+impl Prover {
+    fn lane(
+        &mut self,
+        label: &str,
+        workers: usize,
+        crash_at: Option<CrashAt>,
+        delay: Duration,
+    ) -> LaneConfig {
+        self.runs += 1;
+        LaneConfig {
+            name: label.to_string(),
+            strategy: self.strategy,
+            db: self.dir.join(format!("{:02}-{label}.db", self.runs)),
+            items: self.items,
+            delay,
+            batch: 1,
+            workers,
+            sync: SyncMode::Normal,
+            crash_at,
+        }
+    }
+
+    fn night(&self, lane: LaneConfig, kills: &KillPlan) -> Result<RunReport, String> {
+        let config = EngineConfig {
+            lanes: vec![lane],
+            kills: kills.clone(),
+            restart_delay: Duration::from_millis(20),
+            max_restarts: 1000,
+            scale: 600.0,
+            dead_man: DEFAULT_DEAD_MAN,
+            exe: self.exe.clone(),
+        };
+        drive(config, kills, |_| {})
+    }
+}
+
+fn exactly_once(report: &RunReport) -> bool {
+    report.completed && report.derived_status == "ok"
+}
+
+fn figures(report: &RunReport) -> String {
+    format!(
+        "{} rows, {} duplicated, {} missing",
+        report.rows, report.duplicated_task_ids, report.missing
+    )
+}
+
+fn result(name: &str, reports: &[&RunReport], detail: String) -> TestResult {
+    let worst = reports
+        .iter()
+        .copied()
+        .max_by_key(|r| (r.duplicated_task_ids + r.missing, r.rows))
+        .or(reports.first().copied());
+    let pass = reports.iter().all(|r| exactly_once(r));
+    let mut lessons: Vec<String> = Vec::new();
+    for report in reports {
+        for symptom in &report.symptoms {
+            // "status ok, data wrong" belongs to every failure here; the others say where.
+            if *symptom != Symptom::StatusOkDataWrong && !lessons.contains(&symptom.lesson()) {
+                lessons.push(symptom.lesson());
+            }
+        }
+    }
+    if !pass {
+        lessons.push(Symptom::StatusOkDataWrong.lesson());
+    }
+    TestResult {
+        name: name.to_string(),
+        pass,
+        rows: worst.map_or(0, |r| r.rows),
+        duplicated_task_ids: worst.map_or(0, |r| r.duplicated_task_ids),
+        missing: worst.map_or(0, |r| r.missing),
+        detail,
+        lessons,
+    }
+}
+
+/// Runs `reclaim prove`.
+pub fn prove(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, String> {
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let dir = crate::run::fresh_db_path("prove")
+        .map_err(|e| format!("cannot create a folder for the databases: {e}"))?
+        .with_file_name("");
+    let mut prover = Prover {
+        strategy: args.strategy,
+        items: args.items,
+        delay: Duration::from_secs_f64(args.delay_ms / 1000.0),
+        dir: dir.clone(),
+        exe: std::env::current_exe()
+            .map_err(|e| format!("cannot find reclaim's own executable: {e}"))?,
+        runs: 0,
+    };
+    if !args.json {
+        let _ = writeln!(
+            out,
+            "reclaim prove  strategy={}  items={}  delay={}ms  seed={seed}",
+            args.strategy, args.items, args.delay_ms
+        );
+    }
+    let mut tests = Vec::new();
+    let mut emit = |test: TestResult, out: &mut dyn Write| {
+        if !args.json {
+            print_test(tests.len() + 1, &test, out);
+        }
+        tests.push(test);
+    };
+    emit(kill_test(&mut prover, args, seed)?, out);
+    emit(two_workers(&mut prover)?, out);
+    emit(wiped_checkpoints(&mut prover)?, out);
+    emit(crash_sweep(&mut prover)?, out);
+    let passed = tests.iter().filter(|t| t.pass).count();
+    let failed = tests.len() - passed;
+    let kept = if failed == 0 {
+        let _ = std::fs::remove_dir_all(&dir);
+        None
+    } else {
+        Some(dir)
+    };
+    let report = ProveReport {
+        strategy: args.strategy.name().to_string(),
+        seed,
+        items: args.items,
+        tests,
+        passed,
+        failed,
+        kept,
+    };
+    if args.json {
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&report).map_err(|e| e.to_string())?
+        );
+    } else {
+        print_summary(&report, out);
+    }
+    Ok(if failed == 0 {
+        EXIT_OK
+    } else {
+        EXIT_DATA_WRONG
+    })
+}
+
+/// 1. Random kills and restarts, three runs in a row: a single green run proves little.
+fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestResult, String> {
+    // The postmortem's window (0.2..0.9 s) is for a 10 ms item; it scales with the pace.
+    let factor = args.delay_ms / 10.0;
+    let window = (
+        DEFAULT_WINDOW.0.mul_f64(factor),
+        DEFAULT_WINDOW.1.mul_f64(factor),
+    );
+    let mut reports = Vec::new();
+    for run in 0..3 {
+        let lane = prover.lane("kill-test", 1, None, prover.delay);
+        let plan = KillPlan {
+            random: args.kills,
+            window,
+            at_task: None,
+            seed: seed.wrapping_add(run),
+        };
+        reports.push(prover.night(lane, &plan)?);
+    }
+    let detail = reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| format!("run {}: {} ({} kills)", i + 1, figures(r), r.kills))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Ok(result(
+        "kill test, three runs in a row",
+        &reports.iter().collect::<Vec<_>>(),
+        detail,
+    ))
+}
+
+/// 2. Two workers at once on the same database: duplicate delivery from an at-least-once queue.
+fn two_workers(prover: &mut Prover) -> Result<TestResult, String> {
+    let lane = prover.lane("two-workers", 2, None, prover.delay);
+    let report = prover.night(lane, &KillPlan::default())?;
+    let detail = figures(&report);
+    Ok(result(
+        "two workers at once on one database",
+        &[&report],
+        detail,
+    ))
+}
+
+/// 3. Every checkpoint deleted, then a rerun: the unique key alone must hold.
+fn wiped_checkpoints(prover: &mut Prover) -> Result<TestResult, String> {
+    let lane = prover.lane("wiped", 1, None, Duration::ZERO);
+    let db = lane.db.clone();
+    let first = prover.night(lane.clone(), &KillPlan::default())?;
+    let wiped = wipe_checkpoints(&db)?;
+    let second = prover.night(lane, &KillPlan::default())?;
+    let detail = format!(
+        "first run: {}; {wiped} checkpoints deleted; rerun: {}",
+        figures(&first),
+        figures(&second)
+    );
+    Ok(result(
+        "checkpoints wiped, then a rerun",
+        &[&second],
+        detail,
+    ))
+}
+
+/// Deletes every checkpoint (the table may not exist: then there is nothing to delete).
+pub fn wipe_checkpoints(db: &Path) -> Result<usize, String> {
+    let conn = rusqlite::Connection::open(db).map_err(|e| format!("{}: {e}", db.display()))?;
+    conn.busy_timeout(Duration::from_secs(5))
+        .map_err(|e| e.to_string())?;
+    if !crate::store::table_exists(&conn, "checkpoints").map_err(|e| e.to_string())? {
+        return Ok(0);
+    }
+    crate::store::retry_busy(|| conn.execute("DELETE FROM checkpoints", []))
+        .map_err(|e| format!("{}: {e}", db.display()))
+}
+
+/// 4. Beyond the postmortem: every named crash point, at the first, a middle and the last task.
+fn crash_sweep(prover: &mut Prover) -> Result<TestResult, String> {
+    let items = prover.items;
+    let tasks = [0, items / 2, items - 1];
+    let mut reports = Vec::new();
+    let mut failures = Vec::new();
+    for point in CrashPoint::ALL {
+        for task in tasks {
+            let crash = CrashAt { task, point };
+            let lane = prover.lane(
+                &format!("crash-{point}-{task}"),
+                1,
+                Some(crash),
+                Duration::ZERO,
+            );
+            let report = prover.night(lane, &KillPlan::default())?;
+            if !exactly_once(&report) {
+                failures.push(format!("{crash}: {}", figures(&report)));
+            }
+            reports.push(report);
+        }
+    }
+    let task_names: Vec<String> = tasks.iter().map(|&t| task_id(t)).collect();
+    let detail = if failures.is_empty() {
+        format!(
+            "{} crashes, each followed by a restart: every point at {}",
+            reports.len(),
+            task_names.join(", ")
+        )
+    } else {
+        format!(
+            "{} of {} crashes broke the data: {}",
+            failures.len(),
+            reports.len(),
+            failures.join("; ")
+        )
+    };
+    Ok(result(
+        "crash-point sweep (every point, first/middle/last task)",
+        &reports.iter().collect::<Vec<_>>(),
+        detail,
+    ))
+}
+
+fn print_test(number: usize, test: &TestResult, out: &mut dyn Write) {
+    let mark = if test.pass { "PASS" } else { "FAIL" };
+    let _ = writeln!(out, "{number}. {mark}  {}", test.name);
+    let _ = writeln!(out, "         {}", test.detail);
+    if !test.pass {
+        for lesson in &test.lessons {
+            let _ = writeln!(out, "         -> {lesson}");
+        }
+    }
+}
+
+fn print_summary(report: &ProveReport, out: &mut dyn Write) {
+    let _ = writeln!(
+        out,
+        "result: {} of {} PASS for {}",
+        report.passed,
+        report.tests.len(),
+        report.strategy
+    );
+    if let Some(dir) = &report.kept {
+        let _ = writeln!(out, "databases kept for inspection in {}", dir.display());
+    }
+}

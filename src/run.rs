@@ -1,0 +1,294 @@
+//! `reclaim run`: one lane driven headless through the night, its timeline printed as it happens,
+//! then the verdict derived from the rows.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::app::{EXIT_DATA_WRONG, EXIT_OK};
+use crate::cli::RunArgs;
+use crate::engine::{DEFAULT_DEAD_MAN, Engine, EngineConfig, LaneConfig};
+use crate::signals;
+use crate::store::inspect::{self, Inspection};
+use crate::supervisor::schedule::KillPlan;
+use crate::verdict::{Symptom, claim_line};
+
+/// How often the headless loop looks at the workers and the rows.
+const TICK: Duration = Duration::from_millis(2);
+
+/// Everything a finished run reports; the JSON keys are stable.
+#[derive(Debug, Serialize)]
+pub struct RunReport {
+    pub strategy: String,
+    pub seed: u64,
+    pub items: u64,
+    pub rows: u64,
+    pub distinct: u64,
+    pub duplicated_task_ids: u64,
+    pub missing: u64,
+    pub kills: u32,
+    pub restarts: u32,
+    pub completed: bool,
+    pub claimed_status: String,
+    pub claimed_rows_written: Option<u64>,
+    pub derived_status: String,
+    pub verdict: String,
+    pub symptoms: Vec<Symptom>,
+    pub lessons: Vec<String>,
+    pub never_completed: Option<String>,
+    pub kill_delays_ms: Vec<u64>,
+    pub elapsed_ms: u64,
+    pub scale: f64,
+    pub db: PathBuf,
+    pub timeline: Vec<String>,
+}
+
+impl RunReport {
+    /// 0 when the derived status is ok and the job completed, 1 otherwise.
+    #[must_use]
+    pub fn exit_code(&self) -> u8 {
+        if self.completed && self.derived_status == "ok" {
+            EXIT_OK
+        } else {
+            EXIT_DATA_WRONG
+        }
+    }
+}
+
+/// A fresh folder for a run's warehouse under the system temp dir.
+pub fn fresh_db_path(label: &str) -> io::Result<PathBuf> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let dir = std::env::temp_dir().join(format!("reclaim-{label}-{stamp}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir.join("warehouse.db"))
+}
+
+/// Runs `reclaim run`.
+pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, String> {
+    let db = match &args.db {
+        Some(path) if path.exists() => {
+            return Err(format!(
+                "{} already exists; reclaim run starts a fresh night, so give a new --db path",
+                path.display()
+            ));
+        }
+        Some(path) => path.clone(),
+        None => fresh_db_path("run")
+            .map_err(|e| format!("cannot create a folder for the warehouse: {e}"))?,
+    };
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find reclaim's own executable: {e}"))?;
+    let plan = KillPlan {
+        random: args.kills,
+        window: args.kill_window,
+        at_task: args.kill_at_task,
+        seed,
+    };
+    let config = EngineConfig {
+        lanes: vec![LaneConfig {
+            name: args.strategy.name().to_string(),
+            strategy: args.strategy,
+            db: db.clone(),
+            items: args.items,
+            delay: Duration::from_secs_f64(args.delay_ms / 1000.0),
+            batch: args.batch,
+            workers: usize::from(args.workers),
+            sync: args.sync,
+            crash_at: args.crash_at,
+        }],
+        kills: plan.clone(),
+        restart_delay: Duration::from_secs_f64(args.restart_delay),
+        max_restarts: args.max_restarts,
+        scale: args.scale,
+        dead_man: DEFAULT_DEAD_MAN,
+        exe,
+    };
+    if !args.json {
+        let _ = writeln!(
+            out,
+            "reclaim run  strategy={}  items={}  delay={}ms  workers={}  seed={seed}  scale={}x",
+            args.strategy, args.items, args.delay_ms, args.workers, args.scale
+        );
+        let _ = writeln!(out, "kill plan    {}", describe_plan(&plan, args));
+    }
+    let report = drive(config, &plan, |line| {
+        if !args.json {
+            let _ = writeln!(out, "{line}");
+        }
+    })?;
+    if args.json {
+        let text = serde_json::to_string(&report).map_err(|e| e.to_string())?;
+        let _ = writeln!(out, "{text}");
+    } else {
+        print_verdict(&report, out);
+    }
+    Ok(report.exit_code())
+}
+
+fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
+    let mut parts = Vec::new();
+    if let Some(crash) = args.crash_at {
+        parts.push(format!(
+            "the worker crashes at {crash} on its first attempt"
+        ));
+    }
+    if let Some(task) = plan.at_task {
+        parts.push(format!(
+            "the host reclaims the instance once {} is written",
+            crate::task::task_id(task)
+        ));
+    }
+    if plan.random > 0 {
+        let delays: Vec<String> = plan
+            .delays()
+            .iter()
+            .take(8)
+            .map(|d| format!("{:.2}s", d.as_secs_f64()))
+            .collect();
+        let more = if plan.random > 8 { ", ..." } else { "" };
+        parts.push(format!(
+            "up to {} random kills, each {:.2}..{:.2}s after a spawn ({}{more}; seed {})",
+            plan.random,
+            plan.window.0.as_secs_f64(),
+            plan.window.1.as_secs_f64(),
+            delays.join(", "),
+            plan.seed
+        ));
+    }
+    if parts.is_empty() {
+        "no kills: the job runs undisturbed".to_string()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// Drives one single-lane night to its end, handing each new timeline line to `on_line`, and
+/// derives the report. Ctrl-C, SIGTERM and SIGHUP stop it (every worker killed) with an error.
+pub fn drive(
+    config: EngineConfig,
+    plan: &KillPlan,
+    mut on_line: impl FnMut(&str),
+) -> Result<RunReport, String> {
+    signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let started = Instant::now();
+    let mut engine = Engine::start(config, started).map_err(|e| e.to_string())?;
+    let mut printed = 0;
+    loop {
+        let now = Instant::now();
+        engine.tick(now).map_err(|e| e.to_string())?;
+        for entry in &engine.timeline()[printed..] {
+            on_line(&entry.line(None));
+        }
+        printed = engine.timeline().len();
+        if engine.finished() {
+            break;
+        }
+        if let Some(signal) = signals::received() {
+            engine.shutdown();
+            return Err(format!("stopped by {signal}; every worker was killed"));
+        }
+        thread::sleep(TICK);
+    }
+    let elapsed = engine.elapsed(Instant::now());
+    let lane = &engine.lanes()[0];
+    if let Some(failure) = &lane.failure {
+        return Err(format!("the worker failed: {failure}"));
+    }
+    let inspection =
+        inspect::inspect(&lane.config.db, lane.config.items).map_err(|e| e.to_string())?;
+    let claimed = lane.claimed.as_ref().map(|c| c.status.clone());
+    let completed = lane.completed();
+    let symptoms = Symptom::observed(
+        &inspection,
+        lane.observer.restarted_at_zero,
+        claimed.as_deref(),
+    );
+    let never_completed = (!completed).then(|| {
+        format!(
+            "the job never completed: the supervisor gave up after {} restarts (--max-restarts) because every attempt was killed before it finished",
+            lane.restarts
+        )
+    });
+    Ok(report(
+        &engine,
+        &inspection,
+        plan,
+        claimed,
+        symptoms,
+        never_completed,
+        elapsed,
+    ))
+}
+
+fn report(
+    engine: &Engine,
+    inspection: &Inspection,
+    plan: &KillPlan,
+    claimed: Option<String>,
+    symptoms: Vec<Symptom>,
+    never_completed: Option<String>,
+    elapsed: Duration,
+) -> RunReport {
+    let lane = &engine.lanes()[0];
+    let derived = inspection.derived();
+    RunReport {
+        strategy: lane.config.strategy.name().to_string(),
+        seed: plan.seed,
+        items: inspection.items,
+        rows: inspection.rows,
+        distinct: inspection.distinct,
+        duplicated_task_ids: inspection.duplicated_task_ids,
+        missing: inspection.missing,
+        kills: lane.kills,
+        restarts: lane.restarts,
+        completed: lane.completed(),
+        claimed_rows_written: lane.claimed.as_ref().map(|c| c.rows_written),
+        verdict: claim_line(claimed.as_deref(), derived),
+        claimed_status: claimed.unwrap_or_else(|| "none".into()),
+        derived_status: derived.label().to_string(),
+        lessons: symptoms.iter().map(|s| s.lesson()).collect(),
+        symptoms,
+        never_completed,
+        kill_delays_ms: plan.delays().iter().map(|d| d.as_millis() as u64).collect(),
+        elapsed_ms: elapsed.as_millis() as u64,
+        scale: engine.config().scale,
+        db: inspection.db.clone(),
+        timeline: engine.timeline().iter().map(|e| e.line(None)).collect(),
+    }
+}
+
+fn print_verdict(report: &RunReport, out: &mut dyn Write) {
+    let _ = writeln!(out);
+    let _ = writeln!(out, "verdict      {}", report.verdict);
+    for lesson in &report.lessons {
+        let _ = writeln!(out, "             {lesson}");
+    }
+    if let Some(reason) = &report.never_completed {
+        let _ = writeln!(out, "             {reason}");
+    }
+    let _ = writeln!(
+        out,
+        "run          kills={}  restarts={}  completed={}  missing={}  elapsed={:.1}s",
+        report.kills,
+        report.restarts,
+        if report.completed { "yes" } else { "NO" },
+        report.missing,
+        report.elapsed_ms as f64 / 1000.0
+    );
+    let _ = writeln!(out, "database     {} (kept)", display(&report.db));
+    let _ = writeln!(
+        out,
+        "rows={} duplicated_task_ids={}",
+        report.rows, report.duplicated_task_ids
+    );
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
+}

@@ -1,0 +1,146 @@
+//! Kill schedules: when the host reclaims the instance. All randomness comes from one seed, drawn
+//! up front, so the same seed always gives the same schedule and a run can be reproduced.
+
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng as _};
+use serde::Serialize;
+
+/// The postmortem harness's window: a kill lands 0.2 to 0.9 s after each spawn.
+pub const DEFAULT_WINDOW: (Duration, Duration) =
+    (Duration::from_millis(200), Duration::from_millis(900));
+
+/// What the host will do to the instance during the night.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KillPlan {
+    /// Random kills: how many at most, one per spawn, each a uniform delay after the spawn.
+    pub random: u32,
+    /// The window those delays are drawn from.
+    #[serde(serialize_with = "serialize_window")]
+    pub window: (Duration, Duration),
+    /// Kill once when this task's row has been written (in the first lane).
+    pub at_task: Option<u64>,
+    pub seed: u64,
+}
+
+fn serialize_window<S: serde::Serializer>(
+    window: &(Duration, Duration),
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_str(&format_args!(
+        "{}..{}",
+        window.0.as_secs_f64(),
+        window.1.as_secs_f64()
+    ))
+}
+
+impl Default for KillPlan {
+    fn default() -> Self {
+        Self {
+            random: 0,
+            window: DEFAULT_WINDOW,
+            at_task: None,
+            seed: 0,
+        }
+    }
+}
+
+impl KillPlan {
+    /// The delays of the random kills, in the order they will be used.
+    #[must_use]
+    pub fn delays(&self) -> Vec<Duration> {
+        let mut rng = StdRng::seed_from_u64(self.seed);
+        let (lo, hi) = self.window;
+        (0..self.random)
+            .map(|_| {
+                if hi > lo {
+                    Duration::from_secs_f64(rng.random_range(lo.as_secs_f64()..hi.as_secs_f64()))
+                } else {
+                    lo
+                }
+            })
+            .collect()
+    }
+}
+
+/// Parses `0.2..0.9` (seconds) into a window.
+pub fn parse_window(text: &str) -> Result<(Duration, Duration), String> {
+    let (lo, hi) = text
+        .split_once("..")
+        .ok_or_else(|| format!("expected LOW..HIGH in seconds, such as 0.2..0.9, got '{text}'"))?;
+    let parse = |part: &str| -> Result<Duration, String> {
+        let secs: f64 = part
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{part}' is not a number of seconds"))?;
+        if !secs.is_finite() || !(0.0..=3600.0).contains(&secs) {
+            return Err(format!("{secs} s is outside 0..3600 s"));
+        }
+        Ok(Duration::from_secs_f64(secs))
+    };
+    let (lo, hi) = (parse(lo)?, parse(hi)?);
+    if lo > hi {
+        return Err(format!("the window {text} ends before it starts"));
+    }
+    if hi.is_zero() {
+        return Err("the window must end after 0 s".into());
+    }
+    Ok((lo, hi))
+}
+
+/// The random kills still to come, consumed in order.
+#[derive(Debug, Clone)]
+pub struct KillSchedule {
+    delays: std::vec::IntoIter<Duration>,
+}
+
+impl KillSchedule {
+    #[must_use]
+    pub fn new(plan: &KillPlan) -> Self {
+        Self {
+            delays: plan.delays().into_iter(),
+        }
+    }
+
+    /// The delay of the next random kill after a spawn, if any kills remain.
+    pub fn next_delay(&mut self) -> Option<Duration> {
+        self.delays.next()
+    }
+
+    #[must_use]
+    pub fn remaining(&self) -> usize {
+        self.delays.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_seed_gives_the_same_schedule_and_another_does_not() {
+        let plan = |seed| KillPlan {
+            random: 5,
+            seed,
+            ..KillPlan::default()
+        };
+        assert_eq!(plan(7).delays(), plan(7).delays());
+        assert_ne!(plan(7).delays(), plan(8).delays());
+        for delay in plan(7).delays() {
+            assert!(
+                delay >= DEFAULT_WINDOW.0 && delay < DEFAULT_WINDOW.1,
+                "{delay:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn windows_parse_and_refuse_nonsense() {
+        assert_eq!(parse_window("0.2..0.9"), Ok(DEFAULT_WINDOW));
+        assert!(parse_window("0.9..0.2").is_err());
+        assert!(parse_window("0..0").is_err());
+        assert!(parse_window("a..1").is_err());
+        assert!(parse_window("0.5").is_err());
+    }
+}
