@@ -26,7 +26,9 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Command::Run(args)) => crate::run::run(&args, &mut io::stdout().lock()),
         Some(Command::Prove(args)) => crate::prove::prove(&args, &mut io::stdout().lock()),
         Some(Command::HeartbeatCheck(args)) => heartbeat_check(&args),
-        None => Err("no command given; try `reclaim --help`".to_string()),
+        Some(Command::Tui(args)) => crate::tui::run(&args),
+        Some(Command::Scenarios) => list_scenarios(),
+        None => crate::tui::run(&crate::cli::TuiArgs::default()),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -81,6 +83,7 @@ fn install_panic_hook() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         crate::supervisor::process::kill_all();
+        crate::tui::restore_terminal();
         default(info);
     }));
 }
@@ -110,4 +113,13 @@ fn heartbeat_check(args: &HeartbeatCheckArgs) -> Result<u8, String> {
         }
     }
     Ok(EXIT_DATA_WRONG)
+}
+
+fn list_scenarios() -> Result<u8, String> {
+    for (name, _) in crate::scenario::SHIPPED {
+        let scenario = crate::scenario::Scenario::load(name).map_err(|e| e.to_string())?;
+        println!("{name:<20} {}", scenario.title);
+    }
+    println!("\nrun one with: reclaim tui --scenario NAME   (or a path to your own .toml)");
+    Ok(EXIT_OK)
 }

@@ -25,6 +25,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Open the dashboard (what `reclaim` with no command does)
+    Tui(TuiArgs),
+    /// List the shipped scenarios
+    Scenarios,
     /// Run one worker process against a warehouse (what the supervisor spawns)
     Worker(WorkerArgs),
     /// Report what a warehouse holds and derive the job's status from its rows
@@ -70,6 +74,16 @@ pub struct HeartbeatCheckArgs {
     /// A shell command to run when stale; the message is in $RECLAIM_ALERT
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
+}
+
+#[derive(Debug, Args, Default)]
+pub struct TuiArgs {
+    /// A shipped scenario's name (see `reclaim scenarios`) or a path to a .toml file
+    #[arg(long, value_name = "NAME|PATH")]
+    pub scenario: Option<String>,
+    /// Replace the scenario's seed for random kills
+    #[arg(long)]
+    pub seed: Option<u64>,
 }
 
 #[derive(Debug, Args)]

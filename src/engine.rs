@@ -63,6 +63,18 @@ pub struct EngineConfig {
     pub dead_man: f64,
     /// The `reclaim` executable that runs `worker`.
     pub exe: PathBuf,
+    /// Hang every worker (SIGSTOP) once the first lane has written this task.
+    pub hang: Option<HangPlan>,
+    /// Delete every checkpoint of every lane once the first lane has written this task.
+    pub wipe_at_task: Option<u64>,
+}
+
+/// A scheduled hang: the worker stays alive and stops making progress.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct HangPlan {
+    pub at_task: u64,
+    /// Real time until SIGCONT; `None` hangs until someone acts.
+    pub resume_after: Option<Duration>,
 }
 
 #[derive(Debug, Error)]
@@ -95,9 +107,33 @@ pub struct Entry {
     pub source: Source,
     pub kind: &'static str,
     pub text: String,
+    /// Kills and restarts, which the charts mark on the time axis.
+    pub mark: Option<Mark>,
+}
+
+/// A moment worth marking on a chart's time axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mark {
+    Kill,
+    Restart,
 }
 
 impl Entry {
+    /// The line with the lane's name in a column after the time, for a timeline several lanes
+    /// share (the dashboard's).
+    #[must_use]
+    pub fn line_in_lane(&self, lane_name: &str, width: usize) -> String {
+        let source = match self.source {
+            Source::Worker => "worker",
+            Source::Runner => "runner",
+        };
+        format!(
+            "{}  {lane_name:<width$}  {source}  {:<7} {}",
+            self.sim, self.kind, self.text
+        )
+    }
+
     /// The line in the postmortem's format; `lane_name` is appended when several lanes share
     /// the timeline.
     #[must_use]
@@ -143,6 +179,21 @@ struct Slot {
     /// Set when the supervisor itself sent the SIGKILL now being reaped.
     killed_by_host: bool,
     last_error: Option<String>,
+}
+
+impl Slot {
+    fn new() -> Self {
+        Self {
+            child: None,
+            stdin: None,
+            pid: 0,
+            state: SlotState::Restarting,
+            attempt: 0,
+            restart_due: None,
+            killed_by_host: false,
+            last_error: None,
+        }
+    }
 }
 
 /// The worker's own claim, parsed from its `done` line.
@@ -234,6 +285,9 @@ pub struct Engine {
     schedule: KillSchedule,
     next_kill: Option<Instant>,
     at_task_fired: bool,
+    hang_fired: bool,
+    hang_resume_at: Option<Instant>,
+    wipe_fired: bool,
     timeline: Vec<Entry>,
     output_tx: Sender<Output>,
     output_rx: Receiver<Output>,
@@ -271,6 +325,9 @@ impl Engine {
             schedule: KillSchedule::new(&config.kills),
             next_kill: None,
             at_task_fired: false,
+            hang_fired: false,
+            hang_resume_at: None,
+            wipe_fired: false,
             timeline: Vec::new(),
             lanes,
             config,
@@ -281,16 +338,7 @@ impl Engine {
         };
         for lane in 0..engine.lanes.len() {
             for _ in 0..engine.lanes[lane].config.workers {
-                engine.lanes[lane].slots.push(Slot {
-                    child: None,
-                    stdin: None,
-                    pid: 0,
-                    state: SlotState::Restarting,
-                    attempt: 0,
-                    restart_due: None,
-                    killed_by_host: false,
-                    last_error: None,
-                });
+                engine.lanes[lane].slots.push(Slot::new());
             }
             for slot in 0..engine.lanes[lane].slots.len() {
                 engine.spawn(lane, slot, now)?;
@@ -339,8 +387,107 @@ impl Engine {
 
     /// The random kills not yet used.
     #[must_use]
-    pub fn kills_remaining(&self) -> usize {
+    pub fn kills_remaining(&self) -> u32 {
         self.schedule.remaining()
+    }
+
+    /// Whether random kills are armed (the dashboard's toggle).
+    #[must_use]
+    pub fn random_kills_on(&self) -> bool {
+        self.schedule.remaining() > 0 || self.next_kill.is_some()
+    }
+
+    /// Turns seeded random kills on (without limit) or off.
+    pub fn set_random_kills(&mut self, on: bool, now: Instant) {
+        self.schedule.set_unlimited(on);
+        if on {
+            self.arm_random_kill(now);
+        } else {
+            self.next_kill = None;
+        }
+    }
+
+    /// SIGSTOPs a lane's workers (alive, no progress), or SIGCONTs them if already hung.
+    pub fn toggle_hang(&mut self, lane: usize, now: Instant) {
+        let Some(l) = self.lanes.get(lane) else {
+            return;
+        };
+        let hung = l.slots.iter().any(|s| s.state == SlotState::Hung);
+        if hung {
+            self.resume_lane(lane, now);
+        } else {
+            self.hang_lane(lane, now);
+        }
+    }
+
+    fn hang_lane(&mut self, lane: usize, now: Instant) {
+        let mut pids = Vec::new();
+        for slot in &mut self.lanes[lane].slots {
+            if slot.child.is_some() && slot.state == SlotState::Running {
+                let _ = process::signal_group(slot.pid, Signal::SIGSTOP);
+                slot.state = SlotState::Hung;
+                pids.push(slot.pid.to_string());
+            }
+        }
+        if !pids.is_empty() {
+            let text = format!(
+                "worker hung (SIGSTOP, pid {}): alive, no progress",
+                pids.join(",")
+            );
+            self.log(now, Some(lane), Source::Runner, "notice", text);
+        }
+    }
+
+    fn resume_lane(&mut self, lane: usize, now: Instant) {
+        let paused = self.paused_at.is_some();
+        let mut pids = Vec::new();
+        for slot in &mut self.lanes[lane].slots {
+            if slot.child.is_some() && slot.state == SlotState::Hung {
+                if !paused {
+                    let _ = process::signal_group(slot.pid, Signal::SIGCONT);
+                }
+                slot.state = SlotState::Running;
+                pids.push(slot.pid.to_string());
+            }
+        }
+        if !pids.is_empty() {
+            let text = format!("worker resumed (SIGCONT, pid {})", pids.join(","));
+            self.log(now, Some(lane), Source::Runner, "notice", text);
+        }
+    }
+
+    /// Deletes every checkpoint of a lane's warehouse, as an operator might "to force a rerun".
+    pub fn wipe_checkpoints(&mut self, lane: usize, now: Instant) -> Result<usize, String> {
+        let db = self.lanes[lane].config.db.clone();
+        let deleted = crate::prove::wipe_checkpoints(&db)?;
+        self.lanes[lane].observer.reset_checkpoints();
+        self.log(
+            now,
+            Some(lane),
+            Source::Runner,
+            "notice",
+            format!("operator deleted every checkpoint ({deleted} rows)"),
+        );
+        Ok(deleted)
+    }
+
+    /// Starts one more worker on a lane's database: duplicate delivery, as an at-least-once
+    /// queue would hand the same job to a second consumer.
+    pub fn add_worker(&mut self, lane: usize, now: Instant) -> Result<(), EngineError> {
+        let slot = self.lanes[lane].slots.len();
+        self.lanes[lane].slots.push(Slot::new());
+        self.lanes[lane].config.workers += 1;
+        self.log(
+            now,
+            Some(lane),
+            Source::Runner,
+            "notice",
+            format!(
+                "a second delivery: worker {} starts on the same queue",
+                slot + 1
+            ),
+        );
+        self.spawn(lane, slot, now)
     }
 
     fn log(
@@ -358,7 +505,15 @@ impl Engine {
             source,
             kind,
             text,
+            mark: None,
         });
+    }
+
+    /// Marks the newest timeline entry as a kill or a restart.
+    fn mark_last(&mut self, mark: Mark) {
+        if let Some(entry) = self.timeline.last_mut() {
+            entry.mark = Some(mark);
+        }
     }
 
     fn spawn(
@@ -558,6 +713,7 @@ impl Engine {
                     "notice",
                     format!("instance reclaimed by host  ({how}, pid {pid})"),
                 );
+                self.mark_last(Mark::Kill);
             }
             return;
         }
@@ -604,6 +760,13 @@ impl Engine {
     }
 
     fn read_heartbeat(&mut self, lane: usize, now: Instant, wall: SystemTime) {
+        if self.lanes[lane].finished() {
+            // The job is over: its last heartbeat age stays as it was when it ended.
+            if self.lanes[lane].stale {
+                self.lanes[lane].stale = false;
+            }
+            return;
+        }
         let beat = heartbeat::read(&self.lanes[lane].heartbeat_path, wall).ok();
         let running = self.lanes[lane].slots.iter().any(|s| {
             matches!(
@@ -638,7 +801,40 @@ impl Engine {
         }
     }
 
+    fn first_lane_has(&self, task: u64) -> bool {
+        self.lanes
+            .first()
+            .is_some_and(|l| l.observer.has_task(task))
+    }
+
     fn fire_kills(&mut self, now: Instant) {
+        if let Some(task) = self.config.wipe_at_task
+            && !self.wipe_fired
+            && self.first_lane_has(task)
+        {
+            self.wipe_fired = true;
+            for lane in 0..self.lanes.len() {
+                if let Err(error) = self.wipe_checkpoints(lane, now) {
+                    self.log(now, Some(lane), Source::Runner, "error", error);
+                }
+            }
+        }
+        if let Some(plan) = self.config.hang
+            && !self.hang_fired
+            && self.first_lane_has(plan.at_task)
+        {
+            self.hang_fired = true;
+            for lane in 0..self.lanes.len() {
+                self.hang_lane(lane, now);
+            }
+            self.hang_resume_at = plan.resume_after.map(|after| now + after);
+        }
+        if self.hang_resume_at.is_some_and(|at| now >= at) {
+            self.hang_resume_at = None;
+            for lane in 0..self.lanes.len() {
+                self.resume_lane(lane, now);
+            }
+        }
         if let Some(task) = self.config.kills.at_task
             && !self.at_task_fired
             && self
@@ -658,7 +854,6 @@ impl Engine {
     /// The host reclaims the instance: SIGKILL to every live worker (of one lane, or of all),
     /// reaped at once so that nothing restarts what is still being killed.
     pub fn host_reclaims(&mut self, now: Instant, only_lane: Option<usize>) {
-        let mut any = false;
         for lane in 0..self.lanes.len() {
             if only_lane.is_some_and(|l| l != lane) || !self.lanes[lane].alive() {
                 continue;
@@ -679,7 +874,6 @@ impl Engine {
                 }
             }
             self.lanes[lane].kills += 1;
-            any = true;
             let list: Vec<String> = pids.iter().map(ToString::to_string).collect();
             self.log(
                 now,
@@ -691,8 +885,8 @@ impl Engine {
                     list.join(",")
                 ),
             );
+            self.mark_last(Mark::Kill);
         }
-        let _ = any;
     }
 
     fn restart_due(&mut self, now: Instant) -> Result<(), EngineError> {
@@ -727,6 +921,7 @@ impl Engine {
                     "notice",
                     format!("supervisor restarts the worker (attempt {attempt})"),
                 );
+                self.mark_last(Mark::Restart);
                 self.spawn(lane, slot, now)?;
                 spawned = true;
             }
@@ -762,7 +957,10 @@ impl Engine {
         let paused_for = now.saturating_duration_since(paused_at);
         self.clock.resume(now);
         // Deadlines move with the frozen clock, so a pause changes nothing about the night.
-        if let Some(at) = self.next_kill.as_mut() {
+        for at in [self.next_kill.as_mut(), self.hang_resume_at.as_mut()]
+            .into_iter()
+            .flatten()
+        {
             *at += paused_for;
         }
         for lane in &mut self.lanes {
@@ -873,6 +1071,7 @@ mod tests {
             source: Source::Runner,
             kind: "notice",
             text: "instance reclaimed by host".into(),
+            mark: Some(Mark::Kill),
         };
         assert_eq!(
             entry.line(None),

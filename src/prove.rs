@@ -83,6 +83,8 @@ impl Prover {
             scale: 600.0,
             dead_man: DEFAULT_DEAD_MAN,
             exe: self.exe.clone(),
+            hang: None,
+            wipe_at_task: None,
         };
         drive(config, kills, |_| {})
     }
@@ -108,10 +110,10 @@ fn result(name: &str, reports: &[&RunReport], detail: String) -> TestResult {
     let pass = reports.iter().all(|r| exactly_once(r));
     let mut lessons: Vec<String> = Vec::new();
     for report in reports {
-        for symptom in &report.symptoms {
-            // "status ok, data wrong" belongs to every failure here; the others say where.
-            if *symptom != Symptom::StatusOkDataWrong && !lessons.contains(&symptom.lesson()) {
-                lessons.push(symptom.lesson());
+        for lesson in &report.lessons {
+            // "status ok, data wrong" belongs to every failure here; it is said once, last.
+            if *lesson != Symptom::StatusOkDataWrong.lesson() && !lessons.contains(lesson) {
+                lessons.push(lesson.clone());
             }
         }
     }

@@ -108,6 +108,8 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, String> {
         scale: args.scale,
         dead_man: DEFAULT_DEAD_MAN,
         exe,
+        hang: None,
+        wipe_at_task: None,
     };
     if !args.json {
         let _ = writeln!(
@@ -252,7 +254,7 @@ fn report(
         verdict: claim_line(claimed.as_deref(), derived),
         claimed_status: claimed.unwrap_or_else(|| "none".into()),
         derived_status: derived.label().to_string(),
-        lessons: symptoms.iter().map(|s| s.lesson()).collect(),
+        lessons: crate::verdict::lessons(inspection, &symptoms),
         symptoms,
         never_completed,
         kill_delays_ms: plan.delays().iter().map(|d| d.as_millis() as u64).collect(),

@@ -167,7 +167,7 @@ impl Symptom {
         if restarted_at_zero {
             seen.push(Self::RestartsAtZero);
         }
-        if inspection.rows > inspection.items || inspection.duplicated_task_ids > 0 {
+        if inspection.rows > inspection.items {
             seen.push(Self::RowsExceedQueue);
         }
         if claimed == Some("ok") && !inspection.derived().is_ok() {
@@ -175,6 +175,21 @@ impl Symptom {
         }
         seen
     }
+}
+
+/// The teaching lines for a finished job: each observed symptom with its first check, and the
+/// duplicates of a job too short to exceed its queue, which need the same key.
+#[must_use]
+pub fn lessons(inspection: &Inspection, symptoms: &[Symptom]) -> Vec<String> {
+    let mut lines: Vec<String> = symptoms.iter().map(|s| s.lesson()).collect();
+    if inspection.duplicated_task_ids > 0 && !symptoms.contains(&Symptom::RowsExceedQueue) {
+        lines.push(format!(
+            "{} task ids written twice: {}",
+            inspection.duplicated_task_ids,
+            Symptom::RowsExceedQueue.check()
+        ));
+    }
+    lines
 }
 
 #[cfg(test)]

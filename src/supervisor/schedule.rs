@@ -50,17 +50,8 @@ impl KillPlan {
     /// The delays of the random kills, in the order they will be used.
     #[must_use]
     pub fn delays(&self) -> Vec<Duration> {
-        let mut rng = StdRng::seed_from_u64(self.seed);
-        let (lo, hi) = self.window;
-        (0..self.random)
-            .map(|_| {
-                if hi > lo {
-                    Duration::from_secs_f64(rng.random_range(lo.as_secs_f64()..hi.as_secs_f64()))
-                } else {
-                    lo
-                }
-            })
-            .collect()
+        let mut schedule = KillSchedule::new(self);
+        std::iter::from_fn(|| schedule.next_delay()).collect()
     }
 }
 
@@ -89,28 +80,46 @@ pub fn parse_window(text: &str) -> Result<(Duration, Duration), String> {
     Ok((lo, hi))
 }
 
-/// The random kills still to come, consumed in order.
+/// The random kills still to come, drawn in order from the seeded generator.
 #[derive(Debug, Clone)]
 pub struct KillSchedule {
-    delays: std::vec::IntoIter<Duration>,
+    rng: StdRng,
+    window: (Duration, Duration),
+    remaining: u32,
 }
 
 impl KillSchedule {
     #[must_use]
     pub fn new(plan: &KillPlan) -> Self {
         Self {
-            delays: plan.delays().into_iter(),
+            rng: StdRng::seed_from_u64(plan.seed),
+            window: plan.window,
+            remaining: plan.random,
         }
     }
 
     /// The delay of the next random kill after a spawn, if any kills remain.
     pub fn next_delay(&mut self) -> Option<Duration> {
-        self.delays.next()
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        let (lo, hi) = self.window;
+        Some(if hi > lo {
+            Duration::from_secs_f64(self.rng.random_range(lo.as_secs_f64()..hi.as_secs_f64()))
+        } else {
+            lo
+        })
     }
 
     #[must_use]
-    pub fn remaining(&self) -> usize {
-        self.delays.len()
+    pub fn remaining(&self) -> u32 {
+        self.remaining
+    }
+
+    /// Turns random kills on without limit (the dashboard's toggle), or off.
+    pub fn set_unlimited(&mut self, on: bool) {
+        self.remaining = if on { u32::MAX } else { 0 };
     }
 }
 

@@ -29,7 +29,9 @@ use crate::store::{self, SchemaNeeds, StoreError, SyncMode};
 use crate::task::{idem_key, payload, task_id};
 
 /// The four ways to do the job, from the postmortem's worker to its fix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
     /// INSERT and commit; no key, no checkpoint. A restart begins again at task-000.

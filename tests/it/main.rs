@@ -1,4 +1,6 @@
 //! One integration test target driving the real `reclaim` binary: real worker processes, real
 //! SQLite files in temporary folders, real signals. Each module covers one command family.
 
+mod common;
+mod run;
 mod worker;

@@ -1,17 +1,19 @@
 //! Integration tests of `reclaim worker` and `reclaim inspect`: the real binary, real SQLite files
 //! in temporary folders, real SIGKILLs at named crash points, and the rows read back independently.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt as _;
-use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension as _};
+use rusqlite::{Connection, OptionalExtension as _};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_reclaim");
+use crate::common::{
+    BIN, Run, assert_one_line_error, assert_usage_error, count, distinct, duplicated_ids, open_ro,
+    path_arg, read_bytes, reclaim, rows, snapshot,
+};
+
 const STRATEGIES: [&str; 4] = ["naive", "two-commit", "keyed", "guarded"];
 const CRASH_POINTS: [&str; 4] = [
     "before-write",
@@ -19,80 +21,6 @@ const CRASH_POINTS: [&str; 4] = [
     "after-commit",
     "after-heartbeat",
 ];
-
-/// One finished invocation of the binary, its output decoded.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    signal: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn from_output(what: &str, output: &Output) -> Self {
-        let run = Self {
-            code: output.status.code(),
-            signal: output.status.signal(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        };
-        // Whatever the input, a panic (or its backtrace) is never what a user should see.
-        assert!(
-            !run.stderr.contains("panicked"),
-            "{what} panicked:\n{}",
-            run.stderr
-        );
-        run
-    }
-
-    /// The worker's `done` line, if it got that far.
-    fn done_line(&self) -> Option<&str> {
-        self.stdout.lines().find(|l| l.starts_with("done "))
-    }
-
-    /// `key=value` from the first stdout line starting with `prefix`.
-    fn field(&self, prefix: &str, key: &str) -> Option<&str> {
-        let line = self.stdout.lines().find(|l| l.starts_with(prefix))?;
-        line.split_whitespace()
-            .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
-    }
-
-    /// A numeric `key=value` from the `done` line.
-    fn done_number(&self, key: &str) -> Option<u64> {
-        self.field("done ", key)?.parse().ok()
-    }
-
-    /// The run id a worker announced in its `start` line.
-    fn run_id(&self) -> Option<&str> {
-        self.field("start ", "run_id")
-    }
-
-    fn pid(&self) -> Option<&str> {
-        self.field("start ", "pid")
-    }
-
-    fn stderr_lines(&self) -> Vec<&str> {
-        self.stderr
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .collect()
-    }
-}
-
-fn reclaim(args: &[&str]) -> Run {
-    let output = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {BIN} {args:?}: {e}"));
-    Run::from_output(&format!("reclaim {args:?}"), &output)
-}
-
-fn path_arg(path: &Path) -> &str {
-    path.to_str()
-        .unwrap_or_else(|| panic!("temporary path {} is not UTF-8", path.display()))
-}
 
 /// `reclaim worker --strategy STRATEGY --db DB --delay-ms 0 EXTRA...`
 fn worker(strategy: &str, db: &Path, extra: &[&str]) -> Run {
@@ -174,87 +102,6 @@ fn assert_killed(run: &Run, crash_at: &str) {
         run.stdout
     );
     assert!(run.done_line().is_none(), "a killed worker claimed done");
-}
-
-/// reclaim's own refusal: exit 2 and exactly one line on stderr naming `needle`.
-fn assert_one_line_error(run: &Run, needle: &str) {
-    assert_eq!(
-        run.code,
-        Some(2),
-        "expected exit 2:\n{}\n{}",
-        run.stdout,
-        run.stderr
-    );
-    let lines = run.stderr_lines();
-    assert_eq!(
-        lines.len(),
-        1,
-        "expected one line on stderr:\n{}",
-        run.stderr
-    );
-    assert!(
-        lines[0].contains(needle),
-        "stderr does not mention {needle:?}: {}",
-        lines[0]
-    );
-}
-
-/// clap's usage error: exit 2, and its first line names the offending flag.
-fn assert_usage_error(run: &Run, flag: &str) {
-    assert_eq!(run.code, Some(2), "expected exit 2:\n{}", run.stderr);
-    let first = run.stderr_lines().first().copied().unwrap_or_default();
-    assert!(
-        first.contains(flag),
-        "first stderr line does not name {flag}: {}",
-        run.stderr
-    );
-}
-
-/// Every file directly inside `dir` with its bytes, so a test can tell that nothing changed.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let entries =
-        fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
-    entries
-        .map(|entry| {
-            let path = entry
-                .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-                .path();
-            let bytes = fs::read(&path).unwrap_or_default();
-            (path, bytes)
-        })
-        .collect()
-}
-
-fn read_bytes(path: &Path) -> Vec<u8> {
-    fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
-}
-
-/// A read-only connection of our own, independent of anything reclaim reports.
-fn open_ro(db: &Path) -> Connection {
-    Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .unwrap_or_else(|e| panic!("cannot open {} read-only: {e}", db.display()))
-}
-
-fn count(conn: &Connection, sql: &str) -> u64 {
-    conn.query_row(sql, [], |r| r.get(0))
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-}
-
-fn rows(conn: &Connection) -> u64 {
-    count(conn, "SELECT count(*) FROM records")
-}
-
-fn distinct(conn: &Connection) -> u64 {
-    count(conn, "SELECT count(DISTINCT task_id) FROM records")
-}
-
-/// The task ids with more than one row, in order.
-fn duplicated_ids(conn: &Connection) -> Vec<String> {
-    let sql = "SELECT task_id FROM records GROUP BY task_id HAVING count(*) > 1 ORDER BY task_id";
-    let mut stmt = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    stmt.query_map([], |r| r.get(0))
-        .and_then(Iterator::collect)
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
 /// Queue tasks (task-000 .. task-199) with no row at all.

@@ -1,0 +1,490 @@
+//! Scenarios: TOML files describing a night (its lanes, pace and what the host does), parsed
+//! strictly, then validated into a `Scenario` the engine can run. The shipped ones are embedded
+//! in the binary so they work from any folder.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::engine::{EngineConfig, HangPlan, LaneConfig};
+use crate::store::SyncMode;
+use crate::supervisor::schedule::{KillPlan, parse_window};
+use crate::task::task_id;
+use crate::worker::{CrashAt, Strategy};
+
+/// The shipped scenarios, by name; the first is the default.
+pub const SHIPPED: [(&str, &str); 7] = [
+    (
+        "incident",
+        include_str!("../assets/scenarios/incident.toml"),
+    ),
+    (
+        "kill-storm",
+        include_str!("../assets/scenarios/kill-storm.toml"),
+    ),
+    (
+        "crash-window",
+        include_str!("../assets/scenarios/crash-window.toml"),
+    ),
+    (
+        "duplicate-delivery",
+        include_str!("../assets/scenarios/duplicate-delivery.toml"),
+    ),
+    (
+        "wiped-checkpoints",
+        include_str!("../assets/scenarios/wiped-checkpoints.toml"),
+    ),
+    (
+        "hung-worker",
+        include_str!("../assets/scenarios/hung-worker.toml"),
+    ),
+    (
+        "all-strategies",
+        include_str!("../assets/scenarios/all-strategies.toml"),
+    ),
+];
+
+/// The most lanes a night can show side by side.
+pub const MAX_LANES: usize = 6;
+
+#[derive(Debug, Error, PartialEq)]
+pub enum ScenarioError {
+    #[error("no scenario named '{0}'; shipped: {shipped}, or give the path of a .toml file", shipped = shipped_names())]
+    Unknown(String),
+    #[error("cannot read scenario {path}: {message}")]
+    Read { path: String, message: String },
+    #[error("scenario {source_name}: line {line}: {message}")]
+    Parse {
+        source_name: String,
+        line: usize,
+        message: String,
+    },
+    #[error("scenario {source_name}: {message}")]
+    Invalid {
+        source_name: String,
+        message: String,
+    },
+}
+
+fn shipped_names() -> String {
+    SHIPPED.map(|(name, _)| name).join(", ")
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    title: String,
+    about: Option<String>,
+    #[serde(default = "default_scale")]
+    scale: f64,
+    #[serde(default = "default_items")]
+    items: u64,
+    #[serde(default = "default_delay_ms")]
+    delay_ms: f64,
+    #[serde(default = "default_restart_delay")]
+    restart_delay: f64,
+    #[serde(default = "default_max_restarts")]
+    max_restarts: u32,
+    #[serde(default = "default_dead_man")]
+    dead_man: f64,
+    #[serde(default)]
+    seed: u64,
+    #[serde(default)]
+    host: HostFile,
+    #[serde(default)]
+    lane: Vec<LaneFile>,
+}
+
+fn default_scale() -> f64 {
+    100.0
+}
+fn default_items() -> u64 {
+    200
+}
+fn default_delay_ms() -> f64 {
+    63.0
+}
+fn default_restart_delay() -> f64 {
+    18.0
+}
+fn default_max_restarts() -> u32 {
+    100
+}
+fn default_dead_man() -> f64 {
+    crate::engine::DEFAULT_DEAD_MAN
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostFile {
+    kill_at_task: Option<String>,
+    #[serde(default)]
+    random_kills: u32,
+    kill_window: Option<String>,
+    hang_at_task: Option<String>,
+    /// Sim seconds the hang lasts; absent: until someone resumes it.
+    hang_for: Option<f64>,
+    wipe_at_task: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LaneFile {
+    strategy: Strategy,
+    name: Option<String>,
+    #[serde(default = "one")]
+    workers: usize,
+    #[serde(default = "one_u64")]
+    batch: u64,
+    crash_at: Option<String>,
+}
+
+fn one() -> usize {
+    1
+}
+fn one_u64() -> u64 {
+    1
+}
+
+/// A validated night.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// The shipped name or the file's path.
+    pub source: String,
+    pub title: String,
+    pub about: String,
+    pub scale: f64,
+    pub items: u64,
+    pub delay: Duration,
+    /// Sim seconds.
+    pub restart_delay: f64,
+    pub max_restarts: u32,
+    /// Sim seconds.
+    pub dead_man: f64,
+    pub seed: u64,
+    pub kill_at_task: Option<u64>,
+    pub random_kills: u32,
+    pub kill_window: (Duration, Duration),
+    pub hang_at_task: Option<u64>,
+    /// Sim seconds.
+    pub hang_for: Option<f64>,
+    pub wipe_at_task: Option<u64>,
+    pub lanes: Vec<ScenarioLane>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioLane {
+    pub name: String,
+    pub strategy: Strategy,
+    pub workers: usize,
+    pub batch: u64,
+    pub crash_at: Option<CrashAt>,
+}
+
+impl Scenario {
+    /// Loads a shipped scenario by name, or a TOML file by path.
+    pub fn load(name_or_path: &str) -> Result<Self, ScenarioError> {
+        if let Some((name, text)) = SHIPPED.iter().find(|(name, _)| *name == name_or_path) {
+            return Self::parse(name, text);
+        }
+        let path = Path::new(name_or_path);
+        if !path.exists() {
+            return Err(ScenarioError::Unknown(name_or_path.to_string()));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Read {
+            path: name_or_path.to_string(),
+            message: e.to_string(),
+        })?;
+        Self::parse(name_or_path, &text)
+    }
+
+    /// The default scenario: the incident.
+    pub fn default_incident() -> Result<Self, ScenarioError> {
+        Self::parse(SHIPPED[0].0, SHIPPED[0].1)
+    }
+
+    /// Parses and validates scenario text; `source` names it in errors.
+    pub fn parse(source: &str, text: &str) -> Result<Self, ScenarioError> {
+        let invalid = |message: String| ScenarioError::Invalid {
+            source_name: source.to_string(),
+            message,
+        };
+        if text.trim().is_empty() {
+            return Err(invalid(
+                "the file is empty; a scenario needs a title and at least one [[lane]]".into(),
+            ));
+        }
+        let file: ScenarioFile = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(1, |span| {
+                text[..span.start.min(text.len())].matches('\n').count() + 1
+            });
+            ScenarioError::Parse {
+                source_name: source.to_string(),
+                line,
+                message: e.message().trim().to_string(),
+            }
+        })?;
+        file.validate(source).map_err(invalid)
+    }
+
+    /// The engine's configuration for this night: databases under `dir`, suffixed with `run`
+    /// so a restarted night never reuses an old file.
+    #[must_use]
+    pub fn engine_config(&self, dir: &Path, run: u32, exe: PathBuf) -> EngineConfig {
+        let real = |sim: f64| Duration::from_secs_f64((sim / self.scale).max(0.0));
+        EngineConfig {
+            lanes: self
+                .lanes
+                .iter()
+                .enumerate()
+                .map(|(i, lane)| LaneConfig {
+                    name: lane.name.clone(),
+                    strategy: lane.strategy,
+                    db: dir.join(format!("night{run}-{}-{}.db", i + 1, lane.name)),
+                    items: self.items,
+                    delay: self.delay,
+                    batch: lane.batch,
+                    workers: lane.workers,
+                    sync: SyncMode::Normal,
+                    crash_at: lane.crash_at,
+                })
+                .collect(),
+            kills: KillPlan {
+                random: self.random_kills,
+                window: self.kill_window,
+                at_task: self.kill_at_task,
+                seed: self.seed,
+            },
+            restart_delay: real(self.restart_delay),
+            max_restarts: self.max_restarts,
+            scale: self.scale,
+            dead_man: self.dead_man,
+            exe,
+            hang: self.hang_at_task.map(|at_task| HangPlan {
+                at_task,
+                resume_after: self.hang_for.map(real),
+            }),
+            wipe_at_task: self.wipe_at_task,
+        }
+    }
+}
+
+impl ScenarioFile {
+    fn validate(self, source: &str) -> Result<Scenario, String> {
+        let _ = source;
+        if self.title.trim().is_empty() {
+            return Err("title is empty".into());
+        }
+        range("scale", self.scale, 0.01, 100_000.0)?;
+        if !(1..=crate::cli::MAX_ITEMS).contains(&self.items) {
+            return Err(format!(
+                "items = {} is outside 1..={}",
+                self.items,
+                crate::cli::MAX_ITEMS
+            ));
+        }
+        range("delay_ms", self.delay_ms, 0.0, 60_000.0)?;
+        range("restart_delay", self.restart_delay, 0.0, 86_400.0)?;
+        range("dead_man", self.dead_man, 1.0, 86_400.0)?;
+        if self.lane.is_empty() {
+            return Err("no [[lane]] tables; a scenario needs at least one lane".into());
+        }
+        if self.lane.len() > MAX_LANES {
+            return Err(format!(
+                "{} lanes; at most {MAX_LANES} fit side by side",
+                self.lane.len()
+            ));
+        }
+        let task = |field: &str, value: &Option<String>| -> Result<Option<u64>, String> {
+            let Some(text) = value else { return Ok(None) };
+            let index = crate::task::parse_task_id(text)
+                .ok_or_else(|| format!("{field} = \"{text}\" is not a task id such as task-111"))?;
+            if index >= self.items {
+                return Err(format!(
+                    "{field} = \"{text}\" is beyond the queue ({} is the last task)",
+                    task_id(self.items - 1)
+                ));
+            }
+            Ok(Some(index))
+        };
+        let host = &self.host;
+        let kill_at_task = task("host.kill_at_task", &host.kill_at_task)?;
+        let hang_at_task = task("host.hang_at_task", &host.hang_at_task)?;
+        let wipe_at_task = task("host.wipe_at_task", &host.wipe_at_task)?;
+        if let Some(hang_for) = host.hang_for {
+            range("host.hang_for", hang_for, 0.0, 86_400.0)?;
+        }
+        let kill_window = match &host.kill_window {
+            Some(text) => parse_window(text).map_err(|e| format!("host.kill_window: {e}"))?,
+            None => crate::supervisor::schedule::DEFAULT_WINDOW,
+        };
+        let mut lanes: Vec<ScenarioLane> = Vec::new();
+        for (i, lane) in self.lane.iter().enumerate() {
+            let lane = lane.validate(i + 1, self.items)?;
+            if lanes.iter().any(|l| l.name == lane.name) {
+                return Err(format!(
+                    "lane {}: the name \"{}\" is used twice; give each lane a name",
+                    i + 1,
+                    lane.name
+                ));
+            }
+            lanes.push(lane);
+        }
+        Ok(Scenario {
+            source: source.to_string(),
+            title: self.title,
+            about: self.about.unwrap_or_default(),
+            scale: self.scale,
+            items: self.items,
+            delay: Duration::from_secs_f64(self.delay_ms / 1000.0),
+            restart_delay: self.restart_delay,
+            max_restarts: self.max_restarts,
+            dead_man: self.dead_man,
+            seed: self.seed,
+            kill_at_task,
+            random_kills: host.random_kills,
+            kill_window,
+            hang_at_task,
+            hang_for: host.hang_for,
+            wipe_at_task,
+            lanes,
+        })
+    }
+}
+
+impl LaneFile {
+    fn validate(&self, n: usize, items: u64) -> Result<ScenarioLane, String> {
+        if !(1..=8).contains(&self.workers) {
+            return Err(format!(
+                "lane {n}: workers = {} is outside 1..=8",
+                self.workers
+            ));
+        }
+        if !(1..=100_000).contains(&self.batch) {
+            return Err(format!(
+                "lane {n}: batch = {} is outside 1..=100000",
+                self.batch
+            ));
+        }
+        if self.batch > 1 && !matches!(self.strategy, Strategy::Keyed | Strategy::Guarded) {
+            return Err(format!("lane {n}: batch applies to keyed and guarded only"));
+        }
+        let crash_at = match &self.crash_at {
+            Some(text) => {
+                let crash: CrashAt = text
+                    .parse()
+                    .map_err(|e| format!("lane {n}: crash_at: {e}"))?;
+                if crash.task >= items {
+                    return Err(format!("lane {n}: crash_at {crash} is beyond the queue"));
+                }
+                Some(crash)
+            }
+            None => None,
+        };
+        let name = self
+            .name
+            .clone()
+            .unwrap_or_else(|| self.strategy.name().to_string());
+        if name.is_empty() || name.len() > 24 || name.contains(['/', '\\']) {
+            return Err(format!(
+                "lane {n}: name \"{name}\" must be 1..=24 characters, no slashes"
+            ));
+        }
+        Ok(ScenarioLane {
+            name,
+            strategy: self.strategy,
+            workers: self.workers,
+            batch: self.batch,
+            crash_at,
+        })
+    }
+}
+
+fn range(field: &str, value: f64, lo: f64, hi: f64) -> Result<(), String> {
+    if value.is_finite() && (lo..=hi).contains(&value) {
+        Ok(())
+    } else {
+        Err(format!("{field} = {value} is outside {lo}..={hi}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_scenario_parses() {
+        for (name, text) in SHIPPED {
+            let scenario = Scenario::parse(name, text).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!scenario.lanes.is_empty(), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_default_is_the_incident_side_by_side() {
+        let s = Scenario::default_incident().unwrap_or_else(|e| panic!("{e}"));
+        let strategies: Vec<Strategy> = s.lanes.iter().map(|l| l.strategy).collect();
+        assert_eq!(strategies, [Strategy::Naive, Strategy::Guarded]);
+        assert_eq!(s.kill_at_task, Some(111));
+        // 112 items at the scenario's pace land the kill at about 02:11:47 (707 sim seconds).
+        let kill_sim = 112.0 * s.delay.as_secs_f64() * s.scale;
+        assert!((690.0..=725.0).contains(&kill_sim), "{kill_sim}");
+    }
+
+    #[test]
+    fn an_unknown_field_is_named_with_its_line() {
+        let text = "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\nstrateg = \"keyed\"\n";
+        let err = Scenario::parse("t.toml", text)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with("scenario t.toml: line 4: unknown field `strateg`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn wrong_types_values_and_emptiness_are_refused() {
+        let cases = [
+            ("title = 3\n[[lane]]\nstrategy = \"naive\"\n", "line 1"),
+            (
+                "title = \"x\"\n[[lane]]\nstrategy = \"lazy\"\n",
+                "unknown variant `lazy`",
+            ),
+            (
+                "title = \"x\"\nitems = 0\n[[lane]]\nstrategy = \"naive\"\n",
+                "items = 0",
+            ),
+            ("title = \"x\"\n", "at least one lane"),
+            ("", "empty"),
+            (
+                "title = \"x\"\n[host]\nkill_at_task = \"task-900\"\n[[lane]]\nstrategy = \"naive\"\n",
+                "beyond the queue",
+            ),
+            (
+                "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\nbatch = 5\n",
+                "keyed and guarded only",
+            ),
+        ];
+        for (text, needle) in cases {
+            let err = Scenario::parse("t", text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(needle), "{text:?} -> {err}");
+            assert!(!err.contains('\n'), "one line: {err}");
+        }
+    }
+
+    #[test]
+    fn unknown_names_list_the_shipped_ones() {
+        let err = Scenario::load("nope")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("incident, kill-storm"), "{err}");
+    }
+}

@@ -1,0 +1,195 @@
+//! The dashboard: a terminal driver around the same engine the headless commands use.
+//!
+//! Threads feed one channel (terminal input); the loop receives, updates the app, ticks the
+//! engine and draws. Every exit path (q, Ctrl-C, SIGTERM, SIGHUP, a panic) restores the terminal
+//! and kills every worker.
+
+pub mod app;
+pub mod keymap;
+pub mod theme;
+pub mod ui;
+pub mod view;
+
+use std::io::{self, IsTerminal as _};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{self, Event, KeyEventKind, MouseButton, MouseEventKind};
+use crossterm::{execute, terminal};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::{Position, Rect};
+
+use crate::cli::TuiArgs;
+use crate::scenario::Scenario;
+use crate::signals;
+
+use self::app::App;
+use self::theme::Theme;
+
+/// How often the engine looks at workers and rows: often enough that a kill "at task N" lands
+/// on task N at the shipped scenarios' pace.
+const TICK: Duration = Duration::from_millis(20);
+/// How often the screen is redrawn when nothing else happens.
+const FRAME: Duration = Duration::from_millis(100);
+
+/// Set while the terminal is in raw mode on the alternate screen, for the panic hook.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Puts the terminal back as it was. Idempotent; safe from a panic hook.
+pub fn restore_terminal() {
+    if ACTIVE.swap(false, Ordering::SeqCst) {
+        let _ = terminal::disable_raw_mode();
+        let _ = execute!(
+            io::stdout(),
+            terminal::LeaveAlternateScreen,
+            event::DisableMouseCapture,
+            crossterm::cursor::Show
+        );
+    }
+}
+
+/// Restores the terminal when dropped, whatever the exit path.
+struct TerminalGuard;
+
+impl TerminalGuard {
+    fn enter() -> io::Result<Self> {
+        terminal::enable_raw_mode()?;
+        ACTIVE.store(true, Ordering::SeqCst);
+        let guard = Self;
+        execute!(
+            io::stdout(),
+            terminal::EnterAlternateScreen,
+            event::EnableMouseCapture
+        )?;
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+/// Loads and validates everything the dashboard needs, before the terminal is touched.
+pub fn prepare(args: &TuiArgs) -> Result<Scenario, String> {
+    let mut scenario = match &args.scenario {
+        Some(name) => Scenario::load(name),
+        None => Scenario::default_incident(),
+    }
+    .map_err(|e| e.to_string())?;
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    Ok(scenario)
+}
+
+/// Runs `reclaim tui` (and `reclaim` with no arguments).
+pub fn run(args: &TuiArgs) -> Result<u8, String> {
+    let scenario = prepare(args)?;
+    if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
+        return Err(
+            "the dashboard needs a terminal (stdin and stdout must be a tty); for scripts use `reclaim run`"
+                .into(),
+        );
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find reclaim's own executable: {e}"))?;
+    let dir = crate::run::fresh_db_path("tui")
+        .map_err(|e| format!("cannot create a folder for the databases: {e}"))?
+        .with_file_name("");
+    signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let theme = Theme::from_env();
+    let guard = TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))
+        .map_err(|e| format!("cannot draw: {e}"))?;
+    let mut app = App::start(scenario, exe, dir, Instant::now())?;
+    let outcome = event_loop(&mut terminal, &mut app, theme);
+    // Workers first, then the terminal: nothing may outlive the dashboard.
+    let db_dir = app.db_dir().display().to_string();
+    drop(app);
+    drop(terminal);
+    drop(guard);
+    outcome?;
+    println!("reclaim: the night's databases are kept in {db_dir} (open them with sqlite3)");
+    Ok(crate::app::EXIT_OK)
+}
+
+fn event_loop(
+    terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
+    app: &mut App,
+    theme: Theme,
+) -> Result<(), String> {
+    let (tx, rx) = mpsc::channel::<Event>();
+    // The input thread ends when the loop drops the receiver (its next send fails).
+    thread::Builder::new()
+        .name("reclaim-input".into())
+        .spawn(move || {
+            loop {
+                match event::poll(Duration::from_millis(200)) {
+                    Ok(true) => match event::read() {
+                        Ok(ev) => {
+                            if tx.send(ev).is_err() {
+                                break;
+                            }
+                        }
+                        Err(_) => break,
+                    },
+                    Ok(false) => {
+                        // Probe the channel so the thread notices the loop has gone.
+                        if tx.send(Event::FocusGained).is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the input thread: {e}"))?;
+    let mut next_frame = Instant::now();
+    let mut next_tick = Instant::now();
+    loop {
+        let timeout = next_tick.saturating_duration_since(Instant::now());
+        let mut redraw = false;
+        match rx.recv_timeout(timeout) {
+            Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
+                if let Some(action) = keymap::action_for(key) {
+                    app.update(action, Instant::now())?;
+                    redraw = true;
+                }
+            }
+            Ok(Event::Mouse(mouse)) if mouse.kind == MouseEventKind::Down(MouseButton::Left) => {
+                let size = terminal.size().map_err(|e| e.to_string())?;
+                let a = ui::areas(Rect::new(0, 0, size.width, size.height), app.lane_count());
+                let at = Position::new(mouse.column, mouse.row);
+                if let Some(lane) = a.lanes.iter().position(|r| r.contains(at)) {
+                    app.select(lane);
+                    redraw = true;
+                }
+            }
+            Ok(Event::Resize(..)) => redraw = true,
+            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err("the terminal input closed".into());
+            }
+        }
+        let now = Instant::now();
+        if now >= next_tick {
+            app.tick(now)?;
+            next_tick = now + TICK;
+        }
+        if app.quit || signals::received().is_some() {
+            return Ok(());
+        }
+        if redraw || now >= next_frame {
+            let view = app.view();
+            terminal
+                .draw(|frame| ui::render(frame, &view, theme))
+                .map_err(|e| format!("cannot draw: {e}"))?;
+            next_frame = now + FRAME;
+        }
+    }
+}

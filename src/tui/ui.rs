@@ -1,0 +1,518 @@
+//! Rendering: the view model in, cells out. Pure: no I/O and no clock reads here.
+
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Alignment, Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::symbols::Marker as Glyph;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{
+    Axis, Block, BorderType, Chart, Clear, Dataset, GraphType, Paragraph, Widget,
+};
+
+use crate::clock::{NIGHT_START, SimTime};
+use crate::tui::keymap;
+use crate::tui::theme::Theme;
+use crate::tui::view::{Dashboard, LaneView, MarkerKind, StateKind};
+
+/// The smallest terminal the dashboard draws in.
+pub const MIN_WIDTH: u16 = 60;
+pub const MIN_HEIGHT: u16 = 18;
+
+/// The areas of the screen, computed the same way for drawing and for mouse clicks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Areas {
+    pub header: Rect,
+    pub lanes: Vec<Rect>,
+    pub timeline: Rect,
+    pub symptoms: Rect,
+    pub footer: Rect,
+}
+
+/// Splits `area` for `lanes` lanes: side by side up to three, then in two rows.
+#[must_use]
+pub fn areas(area: Rect, lanes: usize) -> Areas {
+    let bottom = if area.height >= 36 {
+        10
+    } else if area.height >= 28 {
+        8
+    } else {
+        6
+    };
+    let [header, body, bottom_area, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(6),
+        Constraint::Length(bottom),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    let symptoms_width = if area.width >= 110 { 46 } else { 34 };
+    let [timeline, symptoms] =
+        Layout::horizontal([Constraint::Min(20), Constraint::Length(symptoms_width)])
+            .areas(bottom_area);
+    let lanes = lanes.max(1);
+    let rows = if lanes > 3 { 2 } else { 1 };
+    let per_row = lanes.div_ceil(rows);
+    let row_areas = Layout::vertical(vec![Constraint::Ratio(1, rows as u32); rows]).split(body);
+    let mut lane_areas = Vec::with_capacity(lanes);
+    for (r, row) in row_areas.iter().enumerate() {
+        let in_row = if r + 1 == rows {
+            lanes - per_row * r
+        } else {
+            per_row
+        };
+        let cols =
+            Layout::horizontal(vec![Constraint::Ratio(1, per_row as u32); per_row]).split(*row);
+        lane_areas.extend(cols.iter().take(in_row).copied());
+    }
+    Areas {
+        header,
+        lanes: lane_areas,
+        timeline,
+        symptoms,
+        footer,
+    }
+}
+
+/// Draws one frame.
+pub fn render(frame: &mut Frame<'_>, view: &Dashboard, theme: Theme) {
+    render_to(frame.area(), frame.buffer_mut(), view, theme);
+}
+
+/// Draws one frame into a buffer (what tests and benchmarks call).
+pub fn render_to(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        too_small(area, buf, theme);
+        return;
+    }
+    let a = areas(area, view.lanes.len());
+    header(a.header, buf, view, theme);
+    for (i, (lane, rect)) in view.lanes.iter().zip(&a.lanes).enumerate() {
+        lane_panel(*rect, buf, lane, i == view.selected, view.x_max, theme);
+    }
+    timeline(a.timeline, buf, view, theme);
+    symptoms(a.symptoms, buf, view, theme);
+    footer(a.footer, buf, theme);
+    if view.help {
+        help(area, buf, view, theme);
+    }
+}
+
+fn too_small(area: Rect, buf: &mut Buffer, theme: Theme) {
+    let text = vec![
+        Line::styled("reclaim: the terminal is too small", theme.bad()),
+        Line::raw(format!(
+            "{}x{} here; the dashboard needs at least {MIN_WIDTH}x{MIN_HEIGHT}.",
+            area.width, area.height
+        )),
+        Line::raw("Enlarge the window, or press q to quit."),
+    ];
+    Paragraph::new(text)
+        .alignment(Alignment::Center)
+        .wrap(ratatui::widgets::Wrap { trim: true })
+        .render(area, buf);
+}
+
+fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
+    let state = if view.paused { "‖ paused" } else { "▶" };
+    let random = if view.random_kills { "on" } else { "off" };
+    let right = format!(
+        " {}  {state} {}x  random kills {random}  seed {} ",
+        view.clock,
+        speed_label(view.speed),
+        view.seed
+    );
+    let left = match &view.notice {
+        Some(notice) => Line::from(vec![
+            Span::styled(" reclaim ", theme.title()),
+            Span::styled(notice.clone(), theme.warn()),
+        ]),
+        None => Line::from(vec![
+            Span::styled(" reclaim ", theme.title()),
+            Span::raw(view.title.clone()),
+        ]),
+    };
+    let [left_area, right_area] = Layout::horizontal([
+        Constraint::Min(10),
+        Constraint::Length(right.chars().count() as u16),
+    ])
+    .areas(area);
+    left.render(left_area, buf);
+    Line::from(vec![Span::styled(right, theme.title())])
+        .alignment(Alignment::Right)
+        .render(right_area, buf);
+}
+
+fn speed_label(speed: f64) -> String {
+    if speed >= 1.0 {
+        format!("{speed:.0}")
+    } else {
+        format!("{speed}")
+    }
+}
+
+/// A status light; a finished lane's lights are out (nothing to watch any more).
+fn light(on: bool, finished: bool, theme: Theme) -> Span<'static> {
+    if finished {
+        Span::styled("○", theme.dim())
+    } else if on {
+        Span::styled("●", theme.good())
+    } else {
+        Span::styled("●", theme.bad())
+    }
+}
+
+fn lane_panel(
+    area: Rect,
+    buf: &mut Buffer,
+    lane: &LaneView,
+    selected: bool,
+    x_max: f64,
+    theme: Theme,
+) {
+    let border = if selected {
+        theme.selected()
+    } else {
+        theme.dim()
+    };
+    let workers = if lane.workers > 1 {
+        format!(" x{}", lane.workers)
+    } else {
+        String::new()
+    };
+    let title = format!(" {}{workers} ", lane.name);
+    let block = Block::bordered()
+        .border_type(if selected {
+            BorderType::Thick
+        } else {
+            BorderType::Rounded
+        })
+        .border_style(border)
+        .title(Span::styled(
+            title,
+            if selected {
+                theme.selected()
+            } else {
+                theme.title()
+            },
+        ));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    if inner.height < 3 || inner.width < 10 {
+        return;
+    }
+    let lines = status_lines(lane, theme);
+    let verdict = verdict_lines(lane, theme);
+    let fixed = (lines.len() + verdict.len()) as u16;
+    let chart_height = inner.height.saturating_sub(fixed);
+    let heartbeat_height = if chart_height >= 16 { 6 } else { 0 };
+    let [top, chart_area, heartbeat_area, bottom] = Layout::vertical([
+        Constraint::Length(lines.len() as u16),
+        Constraint::Length(chart_height - heartbeat_height),
+        Constraint::Length(heartbeat_height),
+        Constraint::Length(verdict.len() as u16),
+    ])
+    .areas(inner);
+    Paragraph::new(lines).render(top, buf);
+    if chart_area.height >= 4 {
+        rows_chart(chart_area, buf, lane, x_max, theme);
+    }
+    if heartbeat_area.height > 0 {
+        heartbeat_chart(heartbeat_area, buf, lane, x_max, theme);
+    }
+    Paragraph::new(verdict)
+        .wrap(ratatui::widgets::Wrap { trim: true })
+        .render(bottom, buf);
+}
+
+/// The lane's state, lights and figures, with the dead-man's alert when it fires.
+fn status_lines(lane: &LaneView, theme: Theme) -> Vec<Line<'static>> {
+    let state_style = match lane.state_kind {
+        StateKind::Running => theme.good(),
+        StateKind::Hung | StateKind::Restarting => theme.warn(),
+        StateKind::Done => theme.plain(),
+        StateKind::Failed => theme.bad(),
+    };
+    let task = lane.task.clone().unwrap_or_else(|| "-".into());
+    let finished = matches!(lane.state_kind, StateKind::Done | StateKind::Failed);
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled(lane.state.clone(), state_style),
+            Span::styled(
+                format!("  {task}  restarts {}", lane.restarts),
+                theme.plain(),
+            ),
+        ]),
+        Line::from(vec![
+            Span::raw("alive "),
+            light(lane.alive, finished, theme),
+            Span::raw("  progress "),
+            light(lane.progress, finished, theme),
+            Span::raw(format!(
+                "  heartbeat {}",
+                lane.heartbeat_age
+                    .map_or_else(|| "-".into(), |a| format!("{a:.0}s/{:.0}s", lane.dead_man))
+            )),
+        ]),
+        Line::from(vec![
+            Span::styled(format!("rows {}", lane.rows), theme.rows()),
+            Span::raw("  "),
+            Span::styled(format!("distinct {}", lane.distinct), theme.distinct()),
+            Span::raw("  "),
+            Span::styled(format!("dup {}", lane.duplicated), theme.duplicated()),
+            Span::raw("  "),
+            Span::styled(
+                format!(
+                    "ckpt {}",
+                    lane.checkpoints
+                        .map_or_else(|| "-".into(), |c| c.to_string())
+                ),
+                theme.checkpoints(),
+            ),
+        ]),
+    ];
+    if let Some(alert) = &lane.alert {
+        lines.push(Line::styled(alert.clone(), theme.bad()));
+    }
+    lines
+}
+
+/// The worker's claim beside the rows' verdict, and why they disagree.
+fn verdict_lines(lane: &LaneView, theme: Theme) -> Vec<Line<'static>> {
+    let mut verdict = vec![
+        Line::from(vec![
+            Span::styled("claimed ", theme.dim()),
+            Span::raw(
+                lane.claimed
+                    .clone()
+                    .unwrap_or_else(|| "(no done line yet)".into()),
+            ),
+        ]),
+        Line::from(vec![
+            Span::styled("derived ", theme.dim()),
+            Span::styled(
+                lane.derived.clone(),
+                match lane.derived_ok {
+                    Some(true) => theme.good(),
+                    Some(false) => theme.bad(),
+                    None => theme.plain(),
+                },
+            ),
+        ]),
+    ];
+    if let Some(why) = &lane.disagreement {
+        verdict.push(Line::styled(why.clone(), theme.bad()));
+    }
+    verdict
+}
+
+fn x_labels(x_max: f64, theme: Theme) -> Vec<Span<'static>> {
+    [0.0, x_max / 2.0, x_max]
+        .iter()
+        .map(|s| Span::styled(short_time(*s), theme.dim()))
+        .collect()
+}
+
+fn short_time(since_start: f64) -> String {
+    let t = SimTime(NIGHT_START + since_start).to_string();
+    t[..5].to_string()
+}
+
+fn marker_lines(lane: &LaneView, y_max: f64) -> Vec<(MarkerKind, [(f64, f64); 2])> {
+    lane.markers
+        .iter()
+        .map(|m| (m.kind, [(m.at, 0.0), (m.at, y_max)]))
+        .collect()
+}
+
+fn rows_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, x_max: f64, theme: Theme) {
+    let y_max = (lane.rows.max(lane.items) as f64 * 1.1).max(1.0);
+    let markers = marker_lines(lane, y_max);
+    let mut datasets: Vec<Dataset<'_>> = markers
+        .iter()
+        .map(|(kind, points)| {
+            let style = match kind {
+                MarkerKind::Kill => theme.bad(),
+                MarkerKind::Restart => theme.good(),
+            };
+            Dataset::default()
+                .graph_type(GraphType::Line)
+                .marker(Glyph::Braille)
+                .style(style)
+                .data(points)
+        })
+        .collect();
+    let curves: [(&[(f64, f64)], Style); 4] = [
+        (&lane.series.checkpoints, theme.checkpoints()),
+        (&lane.series.distinct, theme.distinct()),
+        (&lane.series.rows, theme.rows()),
+        (&lane.series.duplicated, theme.duplicated()),
+    ];
+    for (data, style) in curves {
+        datasets.push(
+            Dataset::default()
+                .graph_type(GraphType::Line)
+                .marker(Glyph::Braille)
+                .style(style)
+                .data(data),
+        );
+    }
+    Chart::new(datasets)
+        .x_axis(
+            Axis::default()
+                .bounds([0.0, x_max])
+                .labels(x_labels(x_max, theme)),
+        )
+        .y_axis(Axis::default().bounds([0.0, y_max]).labels([
+            Span::styled("0", theme.dim()),
+            Span::styled(format!("{y_max:.0}"), theme.dim()),
+        ]))
+        .render(area, buf);
+}
+
+fn heartbeat_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, x_max: f64, theme: Theme) {
+    let peak = lane
+        .series
+        .heartbeat_age
+        .iter()
+        .map(|p| p.1)
+        .fold(0.0_f64, f64::max);
+    // The threshold sits on the middle label, so the axis reads 0 / 300s / 600s.
+    let y_max = (lane.dead_man * 2.0).max(peak * 1.1);
+    let threshold = [(0.0, lane.dead_man), (x_max, lane.dead_man)];
+    let datasets = vec![
+        Dataset::default()
+            .name("dead-man")
+            .graph_type(GraphType::Line)
+            .marker(Glyph::Dot)
+            .style(theme.bad())
+            .data(&threshold),
+        Dataset::default()
+            .name("heartbeat age")
+            .graph_type(GraphType::Line)
+            .marker(Glyph::Braille)
+            .style(theme.heartbeat())
+            .data(&lane.series.heartbeat_age),
+    ];
+    Chart::new(datasets)
+        .hidden_legend_constraints((Constraint::Length(0), Constraint::Length(0)))
+        .x_axis(Axis::default().bounds([0.0, x_max]))
+        .y_axis(Axis::default().bounds([0.0, y_max]).labels([
+            Span::styled("hb", theme.heartbeat()),
+            Span::styled(format!("{:.0}s", y_max / 2.0), theme.bad()),
+            Span::styled(format!("{y_max:.0}s"), theme.dim()),
+        ]))
+        .render(area, buf);
+}
+
+fn timeline(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
+    let scrolled = if view.timeline_scroll > 0 {
+        format!(
+            " timeline (scrolled back {}; end follows) ",
+            view.timeline_scroll
+        )
+    } else {
+        " timeline ".to_string()
+    };
+    let block = Block::bordered()
+        .border_type(BorderType::Rounded)
+        .border_style(theme.dim())
+        .title(Span::styled(scrolled, theme.title()));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let height = inner.height as usize;
+    let end = view.timeline.len().saturating_sub(view.timeline_scroll);
+    let start = end.saturating_sub(height);
+    let lines: Vec<Line<'_>> = view.timeline[start..end]
+        .iter()
+        .map(|line| {
+            let style =
+                if line.contains("reclaimed") || line.contains("stale") || line.contains("error") {
+                    theme.bad()
+                } else if line.contains("symptom") {
+                    theme.warn()
+                } else {
+                    theme.plain()
+                };
+            Line::styled(line.clone(), style)
+        })
+        .collect();
+    Paragraph::new(lines).render(inner, buf);
+}
+
+fn symptoms(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
+    let block = Block::bordered()
+        .border_type(BorderType::Rounded)
+        .border_style(theme.dim())
+        .title(Span::styled(" symptoms (postmortem) ", theme.title()));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let mut lines = Vec::new();
+    for (symptom, seen) in &view.symptoms {
+        if *seen {
+            lines.push(Line::from(vec![
+                Span::styled("● ", theme.bad()),
+                Span::styled(symptom.seen(), theme.bad()),
+            ]));
+            lines.push(Line::styled(
+                format!("  → {}", symptom.check()),
+                theme.warn(),
+            ));
+        } else {
+            lines.push(Line::from(vec![
+                Span::styled("○ ", theme.dim()),
+                Span::styled(symptom.seen(), theme.dim()),
+            ]));
+        }
+    }
+    Paragraph::new(lines).render(inner, buf);
+}
+
+fn footer(area: Rect, buf: &mut Buffer, theme: Theme) {
+    let mut spans = Vec::new();
+    for (key, name) in keymap::footer() {
+        spans.push(Span::styled(format!(" {key}"), theme.key()));
+        spans.push(Span::styled(format!(" {name}"), theme.dim()));
+    }
+    Line::from(spans).render(area, buf);
+}
+
+fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
+    let lines_help = keymap::help_lines();
+    let width = area.width.min(84);
+    let height = (lines_help.len() as u16 + 7).min(area.height);
+    let popup = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
+    Clear.render(popup, buf);
+    let block = Block::bordered()
+        .border_type(BorderType::Double)
+        .border_style(theme.title())
+        .title(Span::styled(" keys (any key closes) ", theme.title()));
+    let mut lines: Vec<Line<'_>> = lines_help
+        .iter()
+        .map(|(key, text)| {
+            Line::from(vec![
+                Span::styled(format!(" {key:<8}"), theme.key()),
+                Span::raw(*text),
+            ])
+        })
+        .collect();
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        format!(" scenario {}: {}", view.scenario, view.title),
+        theme.dim(),
+    ));
+    lines.push(Line::styled(
+        format!(" databases in {}", view.db_dir),
+        theme.dim(),
+    ));
+    lines.push(Line::styled(
+        " alive = a worker process exists; progress = its heartbeat is fresh",
+        theme.dim(),
+    ));
+    Paragraph::new(lines).block(block).render(popup, buf);
+}

@@ -1,0 +1,100 @@
+//! The dashboard's view model: plain data, built from the engine each frame (or from a fixed
+//! state in tests), and rendered without any I/O.
+
+use crate::clock::SimTime;
+use crate::verdict::Symptom;
+
+/// Everything one frame shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dashboard {
+    pub title: String,
+    pub scenario: String,
+    pub clock: SimTime,
+    pub speed: f64,
+    pub paused: bool,
+    pub seed: u64,
+    pub random_kills: bool,
+    pub lanes: Vec<LaneView>,
+    pub selected: usize,
+    /// The shared timeline, oldest first, already formatted.
+    pub timeline: Vec<String>,
+    /// Lines scrolled back from the newest; 0 follows the night.
+    pub timeline_scroll: usize,
+    /// Which rows of the postmortem's symptom table have been observed.
+    pub symptoms: Vec<(Symptom, bool)>,
+    pub help: bool,
+    /// A one-line notice (the result of the last key), if any.
+    pub notice: Option<String>,
+    /// The x-axis end, in sim seconds since 02:00, shared by every lane's charts.
+    pub x_max: f64,
+    pub db_dir: String,
+}
+
+/// One lane's panel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaneView {
+    pub name: String,
+    pub strategy: String,
+    /// `running pid 1234`, `killed by SIGKILL, restarting`, `hung (SIGSTOP)`, `done`, ...
+    pub state: String,
+    pub state_kind: StateKind,
+    /// A worker process exists (the postmortem's health check).
+    pub alive: bool,
+    /// The heartbeat is younger than the dead-man's threshold.
+    pub progress: bool,
+    pub task: Option<String>,
+    pub restarts: u32,
+    pub kills: u32,
+    pub workers: usize,
+    pub items: u64,
+    pub rows: u64,
+    pub distinct: u64,
+    pub duplicated: u64,
+    pub checkpoints: Option<u64>,
+    pub series: Series,
+    /// Kill and restart moments, sim seconds since 02:00.
+    pub markers: Vec<Marker>,
+    /// Heartbeat age in sim seconds, if known.
+    pub heartbeat_age: Option<f64>,
+    pub dead_man: f64,
+    /// `runner heartbeat stale: 312s` while the switch fires.
+    pub alert: Option<String>,
+    /// The worker's `done` line, if it printed one.
+    pub claimed: Option<String>,
+    /// The status derived from the rows.
+    pub derived: String,
+    pub derived_ok: Option<bool>,
+    /// Why claimed and derived disagree, when they do.
+    pub disagreement: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateKind {
+    Running,
+    Hung,
+    Restarting,
+    Done,
+    Failed,
+}
+
+/// The lane's curves over sim time (seconds since 02:00), downsampled to bounded size.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Series {
+    pub rows: Vec<(f64, f64)>,
+    pub distinct: Vec<(f64, f64)>,
+    pub duplicated: Vec<(f64, f64)>,
+    pub checkpoints: Vec<(f64, f64)>,
+    pub heartbeat_age: Vec<(f64, f64)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Marker {
+    pub at: f64,
+    pub kind: MarkerKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerKind {
+    Kill,
+    Restart,
+}

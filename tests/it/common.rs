@@ -1,0 +1,202 @@
+//! Helpers shared by the integration modules: running the real binary (to completion, or
+//! against a deadline), decoding what it printed, and reading its databases back independently.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use rusqlite::{Connection, OpenFlags};
+
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_reclaim");
+
+/// One finished invocation of the binary, its output decoded.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub(crate) code: Option<i32>,
+    pub(crate) signal: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Run {
+    pub(crate) fn from_output(what: &str, output: &Output) -> Self {
+        let run = Self {
+            code: output.status.code(),
+            signal: output.status.signal(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        };
+        // Whatever the input, a panic (or its backtrace) is never what a user should see.
+        assert!(
+            !run.stderr.contains("panicked"),
+            "{what} panicked:\n{}",
+            run.stderr
+        );
+        run
+    }
+
+    /// The worker's `done` line, if it got that far.
+    pub(crate) fn done_line(&self) -> Option<&str> {
+        self.stdout.lines().find(|l| l.starts_with("done "))
+    }
+
+    /// `key=value` from the first stdout line starting with `prefix`.
+    pub(crate) fn field(&self, prefix: &str, key: &str) -> Option<&str> {
+        let line = self.stdout.lines().find(|l| l.starts_with(prefix))?;
+        line.split_whitespace()
+            .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
+    }
+
+    /// A numeric `key=value` from the `done` line.
+    pub(crate) fn done_number(&self, key: &str) -> Option<u64> {
+        self.field("done ", key)?.parse().ok()
+    }
+
+    /// The run id a worker announced in its `start` line.
+    pub(crate) fn run_id(&self) -> Option<&str> {
+        self.field("start ", "run_id")
+    }
+
+    pub(crate) fn pid(&self) -> Option<&str> {
+        self.field("start ", "pid")
+    }
+
+    pub(crate) fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect()
+    }
+}
+
+pub(crate) fn reclaim(args: &[&str]) -> Run {
+    let output = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {BIN} {args:?}: {e}"));
+    Run::from_output(&format!("reclaim {args:?}"), &output)
+}
+
+pub(crate) fn path_arg(path: &Path) -> &str {
+    path.to_str()
+        .unwrap_or_else(|| panic!("temporary path {} is not UTF-8", path.display()))
+}
+
+/// reclaim's own refusal: exit 2 and exactly one line on stderr naming `needle`.
+pub(crate) fn assert_one_line_error(run: &Run, needle: &str) {
+    assert_eq!(
+        run.code,
+        Some(2),
+        "expected exit 2:\n{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    let lines = run.stderr_lines();
+    assert_eq!(
+        lines.len(),
+        1,
+        "expected one line on stderr:\n{}",
+        run.stderr
+    );
+    assert!(
+        lines[0].contains(needle),
+        "stderr does not mention {needle:?}: {}",
+        lines[0]
+    );
+}
+
+/// clap's usage error: exit 2, and its first line names the offending flag.
+pub(crate) fn assert_usage_error(run: &Run, flag: &str) {
+    assert_eq!(run.code, Some(2), "expected exit 2:\n{}", run.stderr);
+    let first = run.stderr_lines().first().copied().unwrap_or_default();
+    assert!(
+        first.contains(flag),
+        "first stderr line does not name {flag}: {}",
+        run.stderr
+    );
+}
+
+/// Every file directly inside `dir` with its bytes, so a test can tell that nothing changed.
+pub(crate) fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let entries =
+        fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    entries
+        .map(|entry| {
+            let path = entry
+                .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+                .path();
+            let bytes = fs::read(&path).unwrap_or_default();
+            (path, bytes)
+        })
+        .collect()
+}
+
+pub(crate) fn read_bytes(path: &Path) -> Vec<u8> {
+    fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// A read-only connection of our own, independent of anything reclaim reports.
+pub(crate) fn open_ro(db: &Path) -> Connection {
+    Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap_or_else(|e| panic!("cannot open {} read-only: {e}", db.display()))
+}
+
+pub(crate) fn count(conn: &Connection, sql: &str) -> u64 {
+    conn.query_row(sql, [], |r| r.get(0))
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+pub(crate) fn rows(conn: &Connection) -> u64 {
+    count(conn, "SELECT count(*) FROM records")
+}
+
+pub(crate) fn distinct(conn: &Connection) -> u64 {
+    count(conn, "SELECT count(DISTINCT task_id) FROM records")
+}
+
+/// The task ids with more than one row, in order.
+pub(crate) fn duplicated_ids(conn: &Connection) -> Vec<String> {
+    let sql = "SELECT task_id FROM records GROUP BY task_id HAVING count(*) > 1 ORDER BY task_id";
+    let mut stmt = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    stmt.query_map([], |r| r.get(0))
+        .and_then(Iterator::collect)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// `reclaim ARGS...` with `envs` set, its output collected, as `reclaim` does; but a run still
+/// going after `limit` is SIGKILLed (its workers die with it) and the test fails, so a hang is a
+/// failure with a message rather than a test that never ends.
+pub(crate) fn reclaim_within(args: &[&str], envs: &[(&str, &Path)], limit: Duration) -> Run {
+    let what = format!("reclaim {args:?}");
+    let mut command = Command::new(BIN);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in envs {
+        command.env(key, value);
+    }
+    let child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let Ok(output) = rx.recv_timeout(limit) else {
+        // The waiting thread has not reaped it, so the pid still names our child.
+        let _ = kill(pid, Signal::SIGKILL);
+        panic!("{what} was still running after {limit:?}; killed it");
+    };
+    let output = output.unwrap_or_else(|e| panic!("waiting for {what}: {e}"));
+    Run::from_output(&what, &output)
+}
