@@ -499,8 +499,8 @@ fn lane_view(lane: &Lane, history: &LaneHistory, dead_man: f64) -> LaneView {
 fn disagreement(i: &Inspection) -> String {
     if i.duplicated_task_ids > 0 {
         format!(
-            "the worker says ok, but {} task ids were written twice ({} rows for {} tasks)",
-            i.duplicated_task_ids, i.rows, i.items
+            "the worker says ok; {} task ids were written twice",
+            i.duplicated_task_ids
         )
     } else if i.missing > 0 {
         format!("the worker says ok, but {} tasks have no row", i.missing)

@@ -117,7 +117,7 @@ fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     let state = if view.paused { "‖ paused" } else { "▶" };
     let random = if view.random_kills { "on" } else { "off" };
     let right = format!(
-        " {}  {state} {}x  random kills {random}  seed {} ",
+        " {}  {state} {}x  random {random}  seed {} ",
         view.clock,
         speed_label(view.speed),
         view.seed
@@ -201,16 +201,21 @@ fn lane_panel(
     if inner.height < 3 || inner.width < 10 {
         return;
     }
-    let lines = status_lines(lane, theme);
+    let lines = status_lines(lane, inner.width, theme);
     let verdict = verdict_lines(lane, theme);
-    let fixed = (lines.len() + verdict.len()) as u16;
+    // Verdict lines wrap rather than lose their end: count the rows they need at this width.
+    let verdict_height: u16 = verdict
+        .iter()
+        .map(|l| (l.width() as u16).div_ceil(inner.width).max(1))
+        .sum();
+    let fixed = lines.len() as u16 + verdict_height;
     let chart_height = inner.height.saturating_sub(fixed);
     let heartbeat_height = if chart_height >= 16 { 6 } else { 0 };
     let [top, chart_area, heartbeat_area, bottom] = Layout::vertical([
         Constraint::Length(lines.len() as u16),
         Constraint::Length(chart_height - heartbeat_height),
         Constraint::Length(heartbeat_height),
-        Constraint::Length(verdict.len() as u16),
+        Constraint::Length(verdict_height),
     ])
     .areas(inner);
     Paragraph::new(lines).render(top, buf);
@@ -226,7 +231,8 @@ fn lane_panel(
 }
 
 /// The lane's state, lights and figures, with the dead-man's alert when it fires.
-fn status_lines(lane: &LaneView, theme: Theme) -> Vec<Line<'static>> {
+fn status_lines(lane: &LaneView, width: u16, theme: Theme) -> Vec<Line<'static>> {
+    let gap = if width >= 44 { "  " } else { " " };
     let state_style = match lane.state_kind {
         StateKind::Running => theme.good(),
         StateKind::Hung | StateKind::Restarting => theme.warn(),
@@ -256,11 +262,11 @@ fn status_lines(lane: &LaneView, theme: Theme) -> Vec<Line<'static>> {
         ]),
         Line::from(vec![
             Span::styled(format!("rows {}", lane.rows), theme.rows()),
-            Span::raw("  "),
+            Span::raw(gap),
             Span::styled(format!("distinct {}", lane.distinct), theme.distinct()),
-            Span::raw("  "),
+            Span::raw(gap),
             Span::styled(format!("dup {}", lane.duplicated), theme.duplicated()),
-            Span::raw("  "),
+            Span::raw(gap),
             Span::styled(
                 format!(
                     "ckpt {}",
@@ -454,10 +460,13 @@ fn symptoms(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
                 Span::styled("● ", theme.bad()),
                 Span::styled(symptom.seen(), theme.bad()),
             ]));
-            lines.push(Line::styled(
-                format!("  → {}", symptom.check()),
-                theme.warn(),
-            ));
+            // Room for the first check under each symptom only in a taller panel.
+            if inner.height >= 6 {
+                lines.push(Line::styled(
+                    format!("  → {}", symptom.check()),
+                    theme.warn(),
+                ));
+            }
         } else {
             lines.push(Line::from(vec![
                 Span::styled("○ ", theme.dim()),
@@ -468,18 +477,35 @@ fn symptoms(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     Paragraph::new(lines).render(inner, buf);
 }
 
+/// The keys from the keymap; help and quit stay visible at the right whatever the width.
 fn footer(area: Rect, buf: &mut Buffer, theme: Theme) {
-    let mut spans = Vec::new();
-    for (key, name) in keymap::footer() {
-        spans.push(Span::styled(format!(" {key}"), theme.key()));
-        spans.push(Span::styled(format!(" {name}"), theme.dim()));
-    }
-    Line::from(spans).render(area, buf);
+    let entries = keymap::footer();
+    let (pinned, rest): (Vec<_>, Vec<_>) = entries
+        .into_iter()
+        .partition(|(_, name)| matches!(*name, "help" | "quit"));
+    let spans = |list: &[(&'static str, &'static str)]| -> Vec<Span<'static>> {
+        list.iter()
+            .flat_map(|(key, name)| {
+                [
+                    Span::styled(format!(" {key}"), theme.key()),
+                    Span::styled(format!(" {name}"), theme.dim()),
+                ]
+            })
+            .collect()
+    };
+    let right = Line::from(spans(&pinned));
+    let [left_area, right_area] = Layout::horizontal([
+        Constraint::Min(0),
+        Constraint::Length(right.width() as u16 + 1),
+    ])
+    .areas(area);
+    Line::from(spans(&rest)).render(left_area, buf);
+    right.alignment(Alignment::Right).render(right_area, buf);
 }
 
 fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     let lines_help = keymap::help_lines();
-    let width = area.width.min(84);
+    let width = area.width.min(92);
     let height = (lines_help.len() as u16 + 7).min(area.height);
     let popup = Rect {
         x: area.x + (area.width - width) / 2,
