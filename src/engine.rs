@@ -221,6 +221,8 @@ pub struct Lane {
     pub stale: bool,
     pub gave_up: bool,
     pub failure: Option<String>,
+    /// The last observer error, so a persistent one is reported once.
+    observer_error: Option<String>,
     heartbeat_path: PathBuf,
 }
 
@@ -317,6 +319,7 @@ impl Engine {
                 stale: false,
                 gave_up: false,
                 failure: None,
+                observer_error: None,
             })
             .collect();
         let mut engine = Self {
@@ -614,7 +617,7 @@ impl Engine {
         self.drain_output();
         self.reap(now);
         self.drain_output();
-        self.observe(now)?;
+        self.observe(now);
         if self.paused_at.is_none() {
             self.fire_kills(now);
             self.restart_due(now)?;
@@ -741,10 +744,31 @@ impl Engine {
         }
     }
 
-    fn observe(&mut self, now: Instant) -> Result<(), EngineError> {
+    fn observe(&mut self, now: Instant) {
         let wall = SystemTime::now();
         for lane in 0..self.lanes.len() {
-            let poll = self.lanes[lane].observer.poll()?;
+            let poll = match self.lanes[lane].observer.poll() {
+                Ok(poll) => {
+                    self.lanes[lane].observer_error = None;
+                    poll
+                }
+                Err(error) => {
+                    // Reading is advisory (the verdict reads the rows again at the end): a
+                    // failed poll is reported once and retried on the next tick.
+                    let message = error.to_string();
+                    if self.lanes[lane].observer_error.as_deref() != Some(message.as_str()) {
+                        self.lanes[lane].observer_error = Some(message.clone());
+                        self.log(
+                            now,
+                            Some(lane),
+                            Source::Runner,
+                            "error",
+                            format!("observer: {message}"),
+                        );
+                    }
+                    Default::default()
+                }
+            };
             if poll.restarted_at_zero {
                 self.log(
                     now,
@@ -756,7 +780,6 @@ impl Engine {
             }
             self.read_heartbeat(lane, now, wall);
         }
-        Ok(())
     }
 
     fn read_heartbeat(&mut self, lane: usize, now: Instant, wall: SystemTime) {

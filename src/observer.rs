@@ -124,6 +124,10 @@ impl Observer {
             }
         }
         let result = self.read_new();
+        if result.is_err() {
+            // A failed read may leave the read transaction open; start afresh next time.
+            self.conn = None;
+        }
         result.map_err(|e| StoreError::sqlite(&self.db, e))
     }
 
