@@ -766,7 +766,7 @@ impl Engine {
                             format!("observer: {message}"),
                         );
                     }
-                    Default::default()
+                    crate::observer::Poll::default()
                 }
             };
             if poll.restarted_at_zero {
