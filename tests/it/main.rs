@@ -3,4 +3,5 @@
 
 mod common;
 mod run;
+mod tui;
 mod worker;

@@ -1,0 +1,771 @@
+//! Pseudo-terminal tests of the dashboard: the real binary in a real pty, read back through a
+//! vt100 emulator (ratatui redraws only the cells that changed, so only the emulated screen says
+//! what a user sees), with real workers, real keys and signals, and the databases read back.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::{Read as _, Write};
+use std::num::NonZeroU16;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use portable_pty::{Child, CommandBuilder, ExitStatus, MasterPty, PtySize, native_pty_system};
+
+use crate::common::{BIN, assert_one_line_error, duplicated_ids, open_ro, reclaim_within, rows};
+
+/// The terminal most tests run in: large enough for two lanes side by side.
+const COLS: u16 = 100;
+const ROWS: u16 = 30;
+/// How long the dashboard may take to show its first workers (a debug build, two cores shared).
+const STARTUP: Duration = Duration::from_secs(15);
+/// "Exit promptly": from the key or signal to the process gone.
+const PROMPTLY: Duration = Duration::from_secs(3);
+/// How long after reclaim's exit a worker may still be alive.
+const ORPHAN_GRACE: Duration = Duration::from_secs(1);
+/// How often the screen is looked at while waiting.
+const POLL: Duration = Duration::from_millis(25);
+/// Entering the alternate screen, as crossterm spells it (xterm's private mode 1049).
+const ENTER_ALTERNATE: &[u8] = b"\x1b[?1049h";
+
+/// What the reader thread has seen of the pty: the emulated screen and every byte.
+struct Term {
+    parser: vt100::Parser,
+    bytes: Vec<u8>,
+    /// The reader hit end of file: every writer to the pty has gone.
+    closed: bool,
+}
+
+fn lock(term: &Mutex<Term>) -> MutexGuard<'_, Term> {
+    term.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `reclaim ARGS...` running in a pseudo-terminal; killed (with its workers) if dropped while
+/// still running, so a failed assertion never leaves a dashboard behind.
+struct Dashboard {
+    child: Box<dyn Child + Send + Sync>,
+    pid: Pid,
+    writer: Box<dyn Write + Send>,
+    term: Arc<Mutex<Term>>,
+    exit: Option<ExitStatus>,
+    // Held so the pty stays open for as long as the dashboard runs.
+    _master: Box<dyn MasterPty + Send>,
+}
+
+impl Dashboard {
+    /// Starts `reclaim ARGS...` in a `cols`x`rows` pty with TMPDIR (and the working directory)
+    /// set to `tmp`, so its databases land there.
+    fn start(args: &[&str], tmp: &Path, cols: u16, rows: u16) -> Result<Self, String> {
+        let mut command = CommandBuilder::new(BIN);
+        command.args(args);
+        Self::spawn(command, tmp, cols, rows)
+    }
+
+    fn spawn(
+        mut command: CommandBuilder,
+        tmp: &Path,
+        cols: u16,
+        rows: u16,
+    ) -> Result<Self, String> {
+        let what = format!("{:?}", command.get_argv());
+        command.env("TMPDIR", tmp);
+        command.env("TERM", "xterm-256color");
+        command.cwd(tmp);
+        let size = PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        };
+        let pair = native_pty_system()
+            .openpty(size)
+            .map_err(|e| format!("cannot open a pty: {e}"))?;
+        let child = pair
+            .slave
+            .spawn_command(command)
+            .map_err(|e| format!("cannot start {what} in a pty: {e}"))?;
+        // Only the child may hold the slave end, or the reader never sees end of file.
+        drop(pair.slave);
+        let pid = child
+            .process_id()
+            .and_then(|p| i32::try_from(p).ok())
+            .map(Pid::from_raw)
+            .ok_or_else(|| format!("{what} has no pid"))?;
+        let mut reader = pair
+            .master
+            .try_clone_reader()
+            .map_err(|e| format!("cannot read the pty: {e}"))?;
+        let writer = pair
+            .master
+            .take_writer()
+            .map_err(|e| format!("cannot write to the pty: {e}"))?;
+        let (Some(height), Some(width)) = (NonZeroU16::new(rows), NonZeroU16::new(cols)) else {
+            return Err(format!("a {cols}x{rows} terminal has no cells"));
+        };
+        let term = Arc::new(Mutex::new(Term {
+            parser: vt100::Parser::new(height, width, 0),
+            bytes: Vec::new(),
+            closed: false,
+        }));
+        let shared = Arc::clone(&term);
+        thread::Builder::new()
+            .name("pty-reader".into())
+            .spawn(move || {
+                let mut buf = [0_u8; 8192];
+                loop {
+                    match reader.read(&mut buf) {
+                        // Linux answers EIO once the last slave descriptor has closed.
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            let mut term = lock(&shared);
+                            term.parser.process(&buf[..n]);
+                            term.bytes.extend_from_slice(&buf[..n]);
+                        }
+                    }
+                }
+                lock(&shared).closed = true;
+            })
+            .map_err(|e| format!("cannot start the pty reader: {e}"))?;
+        Ok(Self {
+            child,
+            pid,
+            writer,
+            term,
+            exit: None,
+            _master: pair.master,
+        })
+    }
+
+    /// Types `bytes` at the terminal.
+    fn send(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.writer
+            .write_all(bytes)
+            .and_then(|()| self.writer.flush())
+            .map_err(|e| format!("cannot type {bytes:?}: {e}"))
+    }
+
+    fn signal(&self, signal: Signal) -> Result<(), String> {
+        if self.exit.is_some() {
+            return Err(format!("reclaim has already exited; cannot send {signal}"));
+        }
+        // Not reaped yet (exit is None), so the pid still names our child.
+        kill(self.pid, signal).map_err(|e| format!("cannot send {signal} to reclaim: {e}"))
+    }
+
+    fn poll_exit(&mut self) -> Result<Option<&ExitStatus>, String> {
+        if self.exit.is_none() {
+            self.exit = self
+                .child
+                .try_wait()
+                .map_err(|e| format!("cannot wait for reclaim: {e}"))?;
+        }
+        Ok(self.exit.as_ref())
+    }
+
+    /// What the screen shows now.
+    fn text(&self) -> String {
+        lock(&self.term).parser.screen().contents()
+    }
+
+    /// Everything reclaim wrote to the terminal so far.
+    fn bytes(&self) -> Vec<u8> {
+        lock(&self.term).bytes.clone()
+    }
+
+    /// Looks at the screen now and then until `ready` holds, up to `deadline`. Fails early when
+    /// reclaim has exited and all it wrote has been read, since the screen can no longer change.
+    fn wait_for(
+        &mut self,
+        what: &str,
+        deadline: Instant,
+        mut ready: impl FnMut(&vt100::Screen) -> bool,
+    ) -> Result<(), String> {
+        loop {
+            // Read the exit first: a screen checked after it holds everything written before it.
+            let exited = self.poll_exit()?.is_some();
+            let closed = {
+                let term = lock(&self.term);
+                if ready(term.parser.screen()) {
+                    return Ok(());
+                }
+                term.closed
+            };
+            if exited && closed {
+                return Err(format!(
+                    "reclaim exited ({:?}) before the screen showed {what}:\n{}",
+                    self.exit,
+                    self.text()
+                ));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "the screen did not show {what} in time:\n{}",
+                    self.text()
+                ));
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    /// Waits up to `limit` for reclaim to exit, then (briefly) for the pty to drain, so the
+    /// screen holds everything reclaim wrote.
+    fn wait_exit(&mut self, limit: Duration) -> Result<ExitStatus, String> {
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = self.poll_exit()? {
+                break status.clone();
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "reclaim was still running {limit:?} later:\n{}",
+                    self.text()
+                ));
+            }
+            thread::sleep(POLL);
+        };
+        let drained = Instant::now() + Duration::from_secs(2);
+        while !lock(&self.term).closed && Instant::now() < drained {
+            thread::sleep(POLL);
+        }
+        Ok(status)
+    }
+
+    /// Waits until every lane shows a running worker; returns the lanes' pids.
+    fn wait_for_workers(&mut self, lanes: usize) -> Result<Vec<Vec<u32>>, String> {
+        let mut pids = Vec::new();
+        self.wait_for(
+            "a running pid in every lane",
+            Instant::now() + STARTUP,
+            |screen| {
+                pids = (0..lanes)
+                    .map(|lane| lane_pids(screen, lane, lanes))
+                    .collect();
+                pids.iter().all(|p: &Vec<u32>| !p.is_empty())
+            },
+        )?;
+        Ok(pids)
+    }
+
+    /// Keeps reading every lane's worker pids for `window`, to collect all of them.
+    fn collect_pids(&mut self, lanes: usize, window: Duration) -> Result<BTreeSet<u32>, String> {
+        let mut seen = BTreeSet::new();
+        for pids in self.wait_for_workers(lanes)? {
+            seen.extend(pids);
+        }
+        let until = Instant::now() + window;
+        while Instant::now() < until {
+            if self.poll_exit()?.is_some() {
+                return Err(format!(
+                    "reclaim exited while its workers were being read:\n{}",
+                    self.text()
+                ));
+            }
+            {
+                let term = lock(&self.term);
+                for lane in 0..lanes {
+                    seen.extend(lane_pids(term.parser.screen(), lane, lanes));
+                }
+            }
+            thread::sleep(POLL);
+        }
+        Ok(seen)
+    }
+}
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        if matches!(self.poll_exit(), Ok(None)) {
+            // Its workers die with it (PR_SET_PDEATHSIG), which this module tests elsewhere.
+            let _ = kill(self.pid, Signal::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The text of lane `lane`'s panel, `lanes` panels side by side.
+fn lane_text(screen: &vt100::Screen, lane: usize, lanes: usize) -> String {
+    let (_, cols) = screen.size();
+    let cols = usize::from(cols.get());
+    let width = cols / lanes.max(1);
+    let start = u16::try_from(width * lane).unwrap_or(u16::MAX);
+    let width = u16::try_from(width).unwrap_or(u16::MAX);
+    screen.rows(start, width).collect::<Vec<_>>().join("\n")
+}
+
+/// The worker pids a lane shows: `running pid 1234` (or `1234,1240` for several workers).
+fn lane_pids(screen: &vt100::Screen, lane: usize, lanes: usize) -> Vec<u32> {
+    running_pids(&lane_text(screen, lane, lanes))
+}
+
+fn running_pids(text: &str) -> Vec<u32> {
+    const LABEL: &str = "running pid ";
+    text.match_indices(LABEL)
+        .flat_map(|(at, _)| {
+            let list: String = text[at + LABEL.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == ',')
+                .collect();
+            list.split(',')
+                .filter_map(|pid| pid.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// The dashboard's clock (the last `HH:MM:SS` of the header row; the title may hold another),
+/// in seconds since midnight, and the header row itself.
+fn header_clock(screen: &vt100::Screen) -> Option<(u32, String)> {
+    let (_, cols) = screen.size();
+    let header = screen.rows(0, cols.get()).next()?;
+    let chars: Vec<char> = header.chars().collect();
+    let clock = chars.windows(8).rev().find_map(parse_clock)?;
+    Some((clock, header))
+}
+
+fn parse_clock(w: &[char]) -> Option<u32> {
+    if w[2] != ':' || w[5] != ':' {
+        return None;
+    }
+    let two = |at: usize| Some(w[at].to_digit(10)? * 10 + w[at + 1].to_digit(10)?);
+    Some(two(0)? * 3600 + two(3)? * 60 + two(6)?)
+}
+
+/// `/proc/PID/stat`'s fields after the command name (which may hold spaces and parentheses).
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// Alive: the process exists and is not a zombie waiting to be reaped.
+fn alive(pid: u32) -> bool {
+    stat_fields(pid).is_some_and(|f| !matches!(f.first().map(String::as_str), Some("Z" | "X")))
+}
+
+fn parent(pid: u32) -> Option<i32> {
+    stat_fields(pid)?.get(1)?.parse().ok()
+}
+
+fn cmdline(pid: u32) -> Vec<String> {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|bytes| {
+            bytes
+                .split(|&b| b == 0)
+                .map(|arg| String::from_utf8_lossy(arg).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A live `reclaim worker` process: a pid read from a half-drawn frame, or reused by the system,
+/// is never taken for one of ours.
+fn alive_worker(pid: u32) -> bool {
+    alive(pid) && cmdline(pid).get(1).is_some_and(|arg| arg == "worker")
+}
+
+/// A live worker whose parent is the dashboard `dashboard`.
+fn worker_of(pid: u32, dashboard: Pid) -> bool {
+    alive_worker(pid) && parent(pid) == Some(dashboard.as_raw())
+}
+
+/// The live processes whose parent is `pid`.
+fn children(pid: Pid) -> Vec<u32> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&p| alive(p) && parent(p) == Some(pid.as_raw()))
+        .collect()
+}
+
+/// Fails when any of `pids` is still a live worker `ORPHAN_GRACE` after reclaim's exit.
+fn assert_no_worker_left(pids: &BTreeSet<u32>) {
+    let deadline = Instant::now() + ORPHAN_GRACE;
+    loop {
+        let left: Vec<u32> = pids.iter().copied().filter(|&p| alive_worker(p)).collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "workers {left:?} outlived the dashboard by {ORPHAN_GRACE:?}"
+        );
+        thread::sleep(POLL);
+    }
+}
+
+/// The terminal as the user gets it back: main screen, cursor shown, no mouse reporting.
+fn assert_terminal_restored(dashboard: &Dashboard) {
+    let term = lock(&dashboard.term);
+    let screen = term.parser.screen();
+    let text = screen.contents();
+    assert!(
+        !screen.alternate_screen(),
+        "still on the alternate screen:\n{text}"
+    );
+    assert!(!screen.hide_cursor(), "the cursor is still hidden:\n{text}");
+    assert_eq!(
+        screen.mouse_protocol_mode(),
+        vt100::MouseProtocolMode::None,
+        "the terminal still reports the mouse:\n{text}"
+    );
+}
+
+/// The `reclaim-tui-*` folders the dashboard made under `tmp`.
+fn tui_dirs(tmp: &Path) -> Vec<PathBuf> {
+    fs::read_dir(tmp)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("reclaim-tui-"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn the_tui_dir(tmp: &Path) -> PathBuf {
+    let mut dirs = tui_dirs(tmp);
+    assert_eq!(dirs.len(), 1, "expected one reclaim-tui-* folder: {dirs:?}");
+    dirs.remove(0)
+}
+
+const NAIVE_DB: &str = "night1-1-naive.db";
+const GUARDED_DB: &str = "night1-2-guarded.db";
+
+#[test]
+fn the_dashboard_opens_and_its_clock_advances() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    let mut first = None;
+    dashboard
+        .wait_for(
+            "the header with reclaim and a 02:0x clock",
+            Instant::now() + STARTUP,
+            |screen| {
+                first = header_clock(screen);
+                first.as_ref().is_some_and(|(_, header)| {
+                    header.contains("reclaim") && header.contains("02:0")
+                })
+            },
+        )
+        .unwrap();
+    let (start, header) = first.unwrap();
+    assert!(
+        (2 * 3600..2 * 3600 + 10 * 60).contains(&start),
+        "the night starts at 02:0x: {header}"
+    );
+    let mut later = None;
+    dashboard
+        .wait_for(
+            "a later clock",
+            Instant::now() + Duration::from_secs(5),
+            |screen| {
+                later = header_clock(screen);
+                later.as_ref().is_some_and(|(t, _)| *t > start)
+            },
+        )
+        .unwrap();
+    let (_, later_header) = later.unwrap();
+    assert!(
+        later_header.contains("reclaim"),
+        "the header lost its name: {later_header}"
+    );
+}
+
+#[test]
+fn k_kills_the_selected_lanes_real_worker_and_the_supervisor_restarts_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    let reclaim = dashboard.pid;
+    // The first lane (naive) is selected when the dashboard opens.
+    let mut first = None;
+    dashboard
+        .wait_for(
+            "the naive lane's running pid",
+            Instant::now() + STARTUP,
+            |screen| {
+                first = lane_pids(screen, 0, 2)
+                    .into_iter()
+                    .find(|&p| worker_of(p, reclaim));
+                first.is_some()
+            },
+        )
+        .unwrap();
+    let old = first.unwrap();
+    let guarded = dashboard.wait_for_workers(2).unwrap()[1].clone();
+    dashboard.send(b"k").unwrap();
+    let (mut reclaimed, mut gone, mut restarted) = (false, false, None);
+    dashboard
+        .wait_for(
+            &format!("naive's pid {old} reclaimed, gone, and a new worker running"),
+            Instant::now() + Duration::from_secs(5),
+            |screen| {
+                reclaimed |= screen
+                    .rows(0, COLS)
+                    .any(|row| row.contains("instance reclaimed by host") && row.contains("naive"));
+                gone |= !alive(old);
+                restarted = restarted.or_else(|| {
+                    lane_pids(screen, 0, 2)
+                        .into_iter()
+                        .find(|&p| p != old && worker_of(p, reclaim))
+                });
+                reclaimed && gone && restarted.is_some()
+            },
+        )
+        .unwrap();
+    let new = restarted.unwrap();
+    assert_ne!(new, old);
+    assert!(!alive(old), "the killed worker {old} came back");
+    // k kills the selected lane only: guarded's worker is untouched.
+    let screen_now = dashboard.text();
+    assert!(
+        guarded.iter().all(|&p| worker_of(p, reclaim)),
+        "guarded's workers {guarded:?} died with naive's:\n{screen_now}"
+    );
+    assert!(
+        !screen_now
+            .lines()
+            .any(|row| row.contains("reclaimed") && row.contains("guarded")),
+        "guarded was reclaimed too:\n{screen_now}"
+    );
+}
+
+#[test]
+fn q_quits_leaving_no_worker_and_the_terminal_restored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    let pids = dashboard
+        .collect_pids(2, Duration::from_millis(1500))
+        .unwrap();
+    assert!(
+        pids.iter().any(|&p| alive_worker(p)),
+        "no pid on screen is a live worker: {pids:?}"
+    );
+    dashboard.send(b"q").unwrap();
+    let status = dashboard.wait_exit(PROMPTLY).unwrap();
+    assert_eq!(status.exit_code(), 0, "{status:?}:\n{}", dashboard.text());
+    assert_no_worker_left(&pids);
+    assert_terminal_restored(&dashboard);
+    let text = dashboard.text();
+    assert!(
+        text.contains("databases are kept in"),
+        "no word of the databases after quitting:\n{text}"
+    );
+    let dir = the_tui_dir(tmp.path());
+    assert!(
+        text.contains(&dir.display().to_string()),
+        "the message does not name {}:\n{text}",
+        dir.display()
+    );
+    for name in [NAIVE_DB, GUARDED_DB] {
+        let db = dir.join(name);
+        assert!(db.is_file(), "{} is missing", db.display());
+        let written = rows(&open_ro(&db));
+        assert!(written > 0, "{} has no records", db.display());
+    }
+}
+
+/// Opens the dashboard, stops it with `stop`, and checks it went promptly and cleanly.
+fn assert_stops_cleanly(stop: impl FnOnce(&mut Dashboard) -> Result<(), String>) {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temp dir: {e}"));
+    let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS)
+        .unwrap_or_else(|e| panic!("cannot start the dashboard: {e}"));
+    let pids = dashboard
+        .collect_pids(2, Duration::from_millis(500))
+        .unwrap_or_else(|e| panic!("{e}"));
+    stop(&mut dashboard).unwrap_or_else(|e| panic!("{e}"));
+    let status = dashboard
+        .wait_exit(PROMPTLY)
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Killed by the signal would mean no cleanup ran at all.
+    assert_eq!(
+        status.signal(),
+        None,
+        "reclaim died of the signal:\n{}",
+        dashboard.text()
+    );
+    assert_no_worker_left(&pids);
+    assert_terminal_restored(&dashboard);
+}
+
+#[test]
+fn ctrl_c_quits_cleanly() {
+    assert_stops_cleanly(|d| d.send(b"\x03"));
+}
+
+#[test]
+fn sigterm_quits_cleanly() {
+    assert_stops_cleanly(|d| d.signal(Signal::SIGTERM));
+}
+
+#[test]
+fn sighup_quits_cleanly() {
+    assert_stops_cleanly(|d| d.signal(Signal::SIGHUP));
+}
+
+/// Both lanes finished: the notice says so, or each lane's state line reads `done`.
+fn night_over(screen: &vt100::Screen) -> bool {
+    let done = |lane| {
+        lane_text(screen, lane, 2)
+            .lines()
+            .any(|row| row.contains("done  ") && row.contains("restarts"))
+    };
+    screen.contents().contains("the night is over") || (done(0) && done(1))
+}
+
+#[test]
+fn the_default_night_ends_at_312_and_200_in_the_real_databases() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    dashboard
+        .wait_for(
+            "the night is over",
+            Instant::now() + Duration::from_secs(60),
+            night_over,
+        )
+        .unwrap();
+    dashboard
+        .wait_for(
+            "naive's claim and its verdict",
+            Instant::now() + Duration::from_secs(5),
+            |screen| {
+                let naive = lane_text(screen, 0, 2);
+                naive.contains("rows_written=312 status=ok")
+                    && naive.contains("DATA WRONG (112 duplicated task ids)")
+            },
+        )
+        .unwrap();
+    dashboard
+        .wait_for(
+            "guarded's verdict",
+            Instant::now() + Duration::from_secs(5),
+            |screen| lane_text(screen, 1, 2).contains("derived ok"),
+        )
+        .unwrap();
+    dashboard.send(b"q").unwrap();
+    let status = dashboard.wait_exit(PROMPTLY).unwrap();
+    assert_eq!(status.exit_code(), 0, "{status:?}:\n{}", dashboard.text());
+
+    let dir = the_tui_dir(tmp.path());
+    let naive = open_ro(&dir.join(NAIVE_DB));
+    assert_eq!(rows(&naive), 312);
+    assert_eq!(duplicated_ids(&naive).len(), 112);
+    let guarded = open_ro(&dir.join(GUARDED_DB));
+    assert_eq!(rows(&guarded), 200);
+    assert_eq!(duplicated_ids(&guarded), Vec::<String>::new());
+}
+
+#[test]
+fn a_terminal_too_small_says_so_and_q_still_quits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dashboard = Dashboard::start(&[], tmp.path(), 50, 15).unwrap();
+    dashboard
+        .wait_for("too small", Instant::now() + STARTUP, |screen| {
+            screen.contents().contains("too small")
+        })
+        .unwrap();
+    // The night runs behind the notice: its workers must go with it.
+    let reclaim = dashboard.pid;
+    let mut workers = BTreeSet::new();
+    dashboard
+        .wait_for("workers running", Instant::now() + STARTUP, |_| {
+            workers.extend(children(reclaim).into_iter().filter(|&p| alive_worker(p)));
+            !workers.is_empty()
+        })
+        .unwrap();
+    dashboard.send(b"q").unwrap();
+    let status = dashboard.wait_exit(PROMPTLY).unwrap();
+    assert_eq!(status.exit_code(), 0, "{status:?}:\n{}", dashboard.text());
+    assert_no_worker_left(&workers);
+    assert_terminal_restored(&dashboard);
+}
+
+#[test]
+fn without_a_terminal_it_refuses_in_one_line_and_starts_no_worker() {
+    for args in [&[][..], &["tui"][..]] {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = reclaim_within(args, &[("TMPDIR", tmp.path())], Duration::from_secs(10));
+        assert_one_line_error(&run, "terminal");
+        assert_eq!(run.stdout, "", "reclaim {args:?} drew on a pipe");
+        assert_eq!(tui_dirs(tmp.path()), Vec::<PathBuf>::new(), "{args:?}");
+    }
+}
+
+#[test]
+fn a_piped_stdout_is_refused_even_with_a_terminal_on_stdin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut command = CommandBuilder::new("sh");
+    command.args([
+        "-c",
+        r#"exec "$0" >"$1/stdout" 2>"$1/stderr""#,
+        BIN,
+        out.path().to_str().unwrap(),
+    ]);
+    let mut dashboard = Dashboard::spawn(command, tmp.path(), COLS, ROWS).unwrap();
+    let status = dashboard.wait_exit(PROMPTLY).unwrap();
+    assert_eq!(status.exit_code(), 2, "{status:?}");
+    let stderr = fs::read_to_string(out.path().join("stderr")).unwrap();
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line on stderr:\n{stderr}");
+    assert!(lines[0].contains("terminal"), "{stderr}");
+    assert!(
+        !dashboard
+            .bytes()
+            .windows(ENTER_ALTERNATE.len())
+            .any(|w| w == ENTER_ALTERNATE),
+        "it switched the terminal on stdin to the alternate screen"
+    );
+    assert_eq!(tui_dirs(tmp.path()), Vec::<PathBuf>::new());
+}
+
+/// `reclaim ARGS` is refused with one line naming `needle`, exit 2, before the terminal is
+/// touched: in a pty (no alternate screen, ever) and with plain pipes.
+fn assert_refused_before_the_terminal(args: &[&str], needle: &str) {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temp dir: {e}"));
+    let mut dashboard = Dashboard::start(args, tmp.path(), COLS, ROWS)
+        .unwrap_or_else(|e| panic!("cannot start reclaim {args:?}: {e}"));
+    let status = dashboard
+        .wait_exit(PROMPTLY)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = dashboard.text();
+    assert_eq!(status.exit_code(), 2, "{status:?}:\n{text}");
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line on the terminal:\n{text}");
+    assert!(lines[0].contains(needle), "{needle:?} not named:\n{text}");
+    assert!(
+        !dashboard
+            .bytes()
+            .windows(ENTER_ALTERNATE.len())
+            .any(|w| w == ENTER_ALTERNATE),
+        "reclaim {args:?} switched to the alternate screen before refusing"
+    );
+    assert_terminal_restored(&dashboard);
+    assert_eq!(tui_dirs(tmp.path()), Vec::<PathBuf>::new(), "{args:?}");
+
+    let run = reclaim_within(args, &[("TMPDIR", tmp.path())], Duration::from_secs(10));
+    assert_one_line_error(&run, needle);
+}
+
+#[test]
+fn an_unknown_scenario_is_refused_before_the_terminal() {
+    assert_refused_before_the_terminal(&["tui", "--scenario", "nope"], "nope");
+}
+
+#[test]
+fn a_scenario_with_an_unknown_field_is_refused_before_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("typo.toml");
+    fs::write(&path, "items = 10\n\n[[lane]]\nstrateg = \"naive\"\n").unwrap();
+    let path = path.to_str().unwrap();
+    assert_refused_before_the_terminal(&["tui", "--scenario", path], "unknown field `strateg`");
+}
