@@ -163,6 +163,10 @@ fn dashboard(lanes: usize) -> Dashboard {
             .collect(),
         help: false,
         notice: None,
+        mode: reclaim::tui::keymap::Mode::Live,
+        caption: None,
+        recording: None,
+        replay: None,
         x_max: X_MAX,
         db_dir: "/tmp/reclaim-tui-bench".into(),
     }

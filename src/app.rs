@@ -28,6 +28,10 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Command::HeartbeatCheck(args)) => heartbeat_check(&args),
         Some(Command::Tui(args)) => crate::tui::run(&args),
         Some(Command::Scenarios) => list_scenarios(),
+        Some(Command::Replay(args)) if args.check => {
+            crate::run::replay_check(&args, &mut io::stdout().lock())
+        }
+        Some(Command::Replay(args)) => crate::tui::replay(&args),
         None => crate::tui::run(&crate::cli::TuiArgs::default()),
     };
     match result {

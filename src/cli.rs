@@ -29,6 +29,8 @@ pub enum Command {
     Tui(TuiArgs),
     /// List the shipped scenarios
     Scenarios,
+    /// Play a recorded session back in the dashboard, or check its verdict (--check)
+    Replay(ReplayArgs),
     /// Run one worker process against a warehouse (what the supervisor spawns)
     Worker(WorkerArgs),
     /// Report what a warehouse holds and derive the job's status from its rows
@@ -84,6 +86,22 @@ pub struct TuiArgs {
     /// Replace the scenario's seed for random kills
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Record the night to this session file (JSON lines; must not exist)
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A session recorded with --record (or the dashboard's `o` key)
+    pub file: PathBuf,
+    /// Re-derive the verdict from the recorded history instead of opening the dashboard;
+    /// exit 0 when every lane's data is right, 1 when not
+    #[arg(long)]
+    pub check: bool,
+    /// With --check: the facts as one JSON object
+    #[arg(long, requires = "check")]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -136,6 +154,12 @@ pub struct RunArgs {
     /// Print the facts as one JSON object instead of the timeline
     #[arg(long)]
     pub json: bool,
+    /// Record the night to this session file (JSON lines; must not exist)
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Kill at the moments a recorded session's host killed (replaces the random kills)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["kills", "kill_at_task"])]
+    pub replay_schedule: Option<PathBuf>,
 }
 
 fn parse_delay_ms(text: &str) -> Result<f64, String> {

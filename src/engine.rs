@@ -90,7 +90,7 @@ pub enum EngineError {
 }
 
 /// Where a timeline line comes from, as in the postmortem's log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     Worker,
@@ -112,7 +112,7 @@ pub struct Entry {
 }
 
 /// A moment worth marking on a chart's time axis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mark {
     Kill,
@@ -197,7 +197,7 @@ impl Slot {
 }
 
 /// The worker's own claim, parsed from its `done` line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ClaimedDone {
     pub rows_written: u64,
     pub status: String,
@@ -267,6 +267,102 @@ impl Lane {
     }
 }
 
+/// What a lane's panel says about its workers, in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateKind {
+    Running,
+    Hung,
+    Restarting,
+    Done,
+    Failed,
+}
+
+/// A lane at one moment: what the dashboard shows and what a recording keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[allow(clippy::struct_excessive_bools)] // Reason: independent observed facts, recorded as such.
+pub struct LaneSnapshot {
+    pub rows: u64,
+    pub distinct: u64,
+    pub duplicated: u64,
+    /// `None` for strategies without a checkpoints table.
+    pub checkpoints: Option<u64>,
+    /// Heartbeat age in sim seconds.
+    pub heartbeat_age: Option<f64>,
+    /// A worker process exists.
+    pub alive: bool,
+    /// The heartbeat is younger than the dead-man's threshold.
+    pub progress: bool,
+    /// The dead-man's switch is firing.
+    pub stale: bool,
+    /// `running pid 1234`, `killed by SIGKILL, restarting`, ...
+    pub state: String,
+    pub state_kind: StateKind,
+    pub task: Option<String>,
+    pub restarts: u32,
+    pub kills: u32,
+    pub workers: usize,
+    pub claimed: Option<ClaimedDone>,
+    pub restarted_at_zero: bool,
+}
+
+impl Lane {
+    /// The lane as its panel shows it now.
+    #[must_use]
+    pub fn snapshot(&self, dead_man: f64) -> LaneSnapshot {
+        let o = &self.observer;
+        let states = self.slot_states();
+        let pids = self
+            .live_pids()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let (state, state_kind) = if let Some(failure) = &self.failure {
+            (format!("failed: {failure}"), StateKind::Failed)
+        } else if states.contains(&SlotState::Hung) {
+            (format!("hung (SIGSTOP) pid {pids}"), StateKind::Hung)
+        } else if states.contains(&SlotState::Running) {
+            (format!("running pid {pids}"), StateKind::Running)
+        } else if states.contains(&SlotState::Restarting) {
+            (
+                "killed by SIGKILL, restarting".into(),
+                StateKind::Restarting,
+            )
+        } else if states.contains(&SlotState::GaveUp) {
+            (
+                format!("gave up after {} restarts", self.restarts),
+                StateKind::Failed,
+            )
+        } else {
+            ("done".into(), StateKind::Done)
+        };
+        LaneSnapshot {
+            rows: o.rows,
+            distinct: o.distinct,
+            duplicated: o.duplicated,
+            checkpoints: self
+                .config
+                .strategy
+                .needs()
+                .checkpoints
+                .then_some(o.checkpoints),
+            heartbeat_age: self.heartbeat_sim_age,
+            alive: self.alive(),
+            progress: self.heartbeat_sim_age.is_some_and(|age| age <= dead_man),
+            stale: self.stale,
+            state,
+            state_kind,
+            task: o.last_task.map(task_id),
+            restarts: self.restarts,
+            kills: self.kills,
+            workers: self.config.workers,
+            claimed: self.claimed.clone(),
+            restarted_at_zero: o.restarted_at_zero,
+        }
+    }
+}
+
 /// A line a worker printed, stamped when it was read.
 #[derive(Debug)]
 struct Output {
@@ -286,6 +382,8 @@ pub struct Engine {
     lanes: Vec<Lane>,
     schedule: KillSchedule,
     next_kill: Option<Instant>,
+    /// How many of the plan's timed kills have fired.
+    timed_kills_fired: usize,
     at_task_fired: bool,
     hang_fired: bool,
     hang_resume_at: Option<Instant>,
@@ -327,6 +425,7 @@ impl Engine {
             started: now,
             schedule: KillSchedule::new(&config.kills),
             next_kill: None,
+            timed_kills_fired: 0,
             at_task_fired: false,
             hang_fired: false,
             hang_resume_at: None,
@@ -868,6 +967,12 @@ impl Engine {
             self.at_task_fired = true;
             self.host_reclaims(now, None);
         }
+        if let Some(&at) = self.config.kills.at_times.get(self.timed_kills_fired)
+            && self.elapsed(now) >= at
+        {
+            self.timed_kills_fired += 1;
+            self.host_reclaims(now, None);
+        }
         if self.next_kill.is_some_and(|at| now >= at) {
             self.next_kill = None;
             self.host_reclaims(now, None);
@@ -1030,6 +1135,14 @@ impl Engine {
     #[must_use]
     pub fn speed(&self) -> f64 {
         self.speed
+    }
+
+    /// Polls every lane's observer until it has read every row written so far (a poll takes at
+    /// most a bounded number of rows), so a final sample holds the final figures.
+    pub fn catch_up(&mut self) {
+        for lane in &mut self.lanes {
+            while lane.observer.poll().is_ok_and(|p| p.new_rows > 0) {}
+        }
     }
 
     /// Kills every worker still alive and reaps it. Also runs on drop.

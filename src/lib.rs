@@ -11,6 +11,7 @@ pub mod engine;
 pub mod heartbeat;
 pub mod observer;
 pub mod prove;
+pub mod record;
 pub mod run;
 pub mod scenario;
 pub mod signals;

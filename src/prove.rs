@@ -212,6 +212,7 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
             random: args.kills,
             window,
             at_task: None,
+            at_times: Vec::new(),
             seed: seed.wrapping_add(run),
         };
         reports.push(prover.night(lane, &plan)?);

@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::app::{EXIT_DATA_WRONG, EXIT_OK};
+use crate::cli::ReplayArgs;
 use crate::cli::RunArgs;
 use crate::engine::{DEFAULT_DEAD_MAN, Engine, EngineConfig, LaneConfig};
+use crate::record::{self, LaneEnd, Recorder, Recording};
 use crate::signals;
 use crate::store::inspect::{self, Inspection};
 use crate::supervisor::schedule::KillPlan;
@@ -81,6 +83,20 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, String> {
         None => fresh_db_path("run")
             .map_err(|e| format!("cannot create a folder for the warehouse: {e}"))?,
     };
+    if let Some(path) = &args.record
+        && path.exists()
+    {
+        return Err(format!(
+            "{} already exists; give --record a new file",
+            path.display()
+        ));
+    }
+    let at_times = match &args.replay_schedule {
+        Some(file) => Recording::load(file)
+            .map_err(|e| e.to_string())?
+            .kill_times(),
+        None => Vec::new(),
+    };
     let seed = args.seed.unwrap_or_else(rand::random);
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find reclaim's own executable: {e}"))?;
@@ -89,6 +105,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, String> {
         window: args.kill_window,
         at_task: args.kill_at_task,
         seed,
+        at_times,
     };
     let config = EngineConfig {
         lanes: vec![LaneConfig {
@@ -119,7 +136,11 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, String> {
         );
         let _ = writeln!(out, "kill plan    {}", describe_plan(&plan, args));
     }
-    let report = drive(config, &plan, |line| {
+    let record = args
+        .record
+        .as_ref()
+        .map(|path| (path.as_path(), command_line()));
+    let report = drive_recorded(config, &plan, record, |line| {
         if !args.json {
             let _ = writeln!(out, "{line}");
         }
@@ -163,6 +184,20 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
             plan.seed
         ));
     }
+    if !plan.at_times.is_empty() {
+        let times: Vec<String> = plan
+            .at_times
+            .iter()
+            .take(8)
+            .map(|t| format!("{:.2}s", t.as_secs_f64()))
+            .collect();
+        let more = if plan.at_times.len() > 8 { ", ..." } else { "" };
+        parts.push(format!(
+            "{} kills replayed from a recording, at {}{more} after the start",
+            plan.at_times.len(),
+            times.join(", ")
+        ));
+    }
     if parts.is_empty() {
         "no kills: the job runs undisturbed".to_string()
     } else {
@@ -170,20 +205,52 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
     }
 }
 
+/// The command line, as a recording's header names a `run`.
+fn command_line() -> String {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    format!("reclaim {}", args.join(" "))
+}
+
 /// Drives one single-lane night to its end, handing each new timeline line to `on_line`, and
 /// derives the report. Ctrl-C, SIGTERM and SIGHUP stop it (every worker killed) with an error.
 pub fn drive(
     config: EngineConfig,
     plan: &KillPlan,
+    on_line: impl FnMut(&str),
+) -> Result<RunReport, String> {
+    drive_recorded(config, plan, None, on_line)
+}
+
+/// `drive`, recording the night to a session file when `record` names one (with the title the
+/// header gives it).
+pub fn drive_recorded(
+    config: EngineConfig,
+    plan: &KillPlan,
+    record: Option<(&Path, String)>,
     mut on_line: impl FnMut(&str),
 ) -> Result<RunReport, String> {
     signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let started = Instant::now();
     let mut engine = Engine::start(config, started).map_err(|e| e.to_string())?;
+    let mut recorder = match record {
+        Some((path, title)) => {
+            let header = record::header(&engine, &title, &title, plan.seed, Vec::new());
+            Some(
+                Recorder::create(path, &header)
+                    .map_err(|e| format!("cannot record to {}: {e}", path.display()))?,
+            )
+        }
+        None => None,
+    };
     let mut printed = 0;
     loop {
         let now = Instant::now();
         engine.tick(now).map_err(|e| e.to_string())?;
+        if let Some(recorder) = recorder.as_mut() {
+            recorder
+                .observe(&engine, now)
+                .map_err(|e| format!("recording {}: {e}", recorder.path().display()))?;
+        }
         for entry in &engine.timeline()[printed..] {
             on_line(&entry.line(None));
         }
@@ -204,6 +271,18 @@ pub fn drive(
     }
     let inspection =
         inspect::inspect(&lane.config.db, lane.config.items).map_err(|e| e.to_string())?;
+    if let Some(recorder) = recorder.as_mut() {
+        let end = LaneEnd::from_inspection(
+            &inspection,
+            lane.claimed.as_ref().map(|c| c.status.as_str()),
+            lane.completed(),
+        );
+        engine.catch_up();
+        recorder
+            .end(&engine, Instant::now(), vec![end])
+            .map_err(|e| format!("recording {}: {e}", recorder.path().display()))?;
+    }
+    let lane = &engine.lanes()[0];
     let claimed = lane.claimed.as_ref().map(|c| c.status.clone());
     let completed = lane.completed();
     let symptoms = Symptom::observed(
@@ -293,4 +372,143 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
 
 fn display(path: &Path) -> String {
     path.display().to_string()
+}
+
+/// One lane's verdict, re-derived from a recording.
+#[derive(Debug, Serialize)]
+pub struct CheckedLane {
+    pub name: String,
+    pub strategy: String,
+    pub items: u64,
+    pub rows: u64,
+    pub distinct: u64,
+    pub duplicated_task_ids: u64,
+    pub missing: u64,
+    pub claimed_status: String,
+    /// From the recorded history (the last sample's figures).
+    pub derived_status: String,
+    pub derived: String,
+    /// What the recording's own end line says, if it has one.
+    pub recorded_derived_status: Option<String>,
+    pub completed: bool,
+}
+
+/// `reclaim replay --check`: the verdict re-derived from the recorded history; 0 when every lane
+/// holds every task exactly once and completed, 1 otherwise.
+pub fn replay_check(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, String> {
+    let recording = Recording::load(&args.file).map_err(|e| e.to_string())?;
+    if recording.truncated {
+        eprintln!(
+            "reclaim: warning: {}: the last line was cut short; checking the rest",
+            args.file.display()
+        );
+    }
+    let last = recording.samples.last();
+    let mut lanes = Vec::new();
+    for (i, info) in recording.header.lanes.iter().enumerate() {
+        let snap = last.and_then(|s| s.lanes.get(i));
+        let rows = snap.map_or(0, |s| s.rows);
+        let distinct = snap.map_or(0, |s| s.distinct);
+        let duplicated = snap.map_or(0, |s| s.duplicated);
+        let missing = info.items.saturating_sub(distinct);
+        let derived = if duplicated > 0 || rows > info.items {
+            crate::verdict::Derived::DataWrong {
+                duplicated,
+                extra: rows.saturating_sub(distinct),
+                missing,
+                unexpected: 0,
+                orphan_checkpoints: 0,
+            }
+        } else if missing > 0 {
+            crate::verdict::Derived::Incomplete { missing }
+        } else {
+            crate::verdict::Derived::Ok
+        };
+        let recorded = recording.end.as_ref().and_then(|e| e.lanes.get(i));
+        lanes.push(CheckedLane {
+            name: info.name.clone(),
+            strategy: info.strategy.clone(),
+            items: info.items,
+            rows,
+            distinct,
+            duplicated_task_ids: duplicated,
+            missing,
+            claimed_status: snap
+                .and_then(|s| s.claimed.as_ref())
+                .map_or_else(|| "none".into(), |c| c.status.clone()),
+            derived_status: derived.label().into(),
+            derived: derived.to_string(),
+            recorded_derived_status: recorded.map(|e| e.derived_status.clone()),
+            completed: recorded.is_some_and(|e| e.completed),
+        });
+    }
+    let ok = !lanes.is_empty()
+        && lanes
+            .iter()
+            .all(|l| l.completed && l.derived_status == "ok");
+    if args.json {
+        let value = serde_json::json!({
+            "file": args.file,
+            "scenario": recording.header.scenario,
+            "seed": recording.header.seed,
+            "truncated": recording.truncated,
+            "ended": recording.end.is_some(),
+            "lanes": lanes,
+            "ok": ok,
+        });
+        let _ = writeln!(out, "{value}");
+    } else {
+        let h = &recording.header;
+        let _ = writeln!(
+            out,
+            "replay check  {}  (reclaim {}, {}, seed {})",
+            args.file.display(),
+            h.reclaim,
+            h.scenario,
+            h.seed
+        );
+        if recording.end.is_none() {
+            let _ = writeln!(
+                out,
+                "the recording stops before the night ended: the job never completed on record"
+            );
+        }
+        for lane in &lanes {
+            if let Some(recorded) = &lane.recorded_derived_status
+                && *recorded != lane.derived_status
+            {
+                let _ = writeln!(
+                    out,
+                    "{}: the recording's own verdict says {recorded}; its history says {}",
+                    lane.name, lane.derived_status
+                );
+            }
+            let _ = writeln!(
+                out,
+                "{:<10}  {}  rows={} duplicated_task_ids={}",
+                lane.name,
+                crate::verdict::claim_line(Some(&lane.claimed_status), derived_of(lane)),
+                lane.rows,
+                lane.duplicated_task_ids
+            );
+        }
+    }
+    Ok(if ok { EXIT_OK } else { EXIT_DATA_WRONG })
+}
+
+fn derived_of(lane: &CheckedLane) -> crate::verdict::Derived {
+    use crate::verdict::Derived;
+    match lane.derived_status.as_str() {
+        "ok" => Derived::Ok,
+        "incomplete" => Derived::Incomplete {
+            missing: lane.missing,
+        },
+        _ => Derived::DataWrong {
+            duplicated: lane.duplicated_task_ids,
+            extra: lane.rows.saturating_sub(lane.distinct),
+            missing: lane.missing,
+            unexpected: 0,
+            orphan_checkpoints: 0,
+        },
+    }
 }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::engine::{EngineConfig, HangPlan, LaneConfig};
@@ -95,6 +95,131 @@ struct ScenarioFile {
     host: HostFile,
     #[serde(default)]
     lane: Vec<LaneFile>,
+    #[serde(default)]
+    caption: Vec<Caption>,
+}
+
+/// A teaching caption attached to a moment: a sim time (`at = "02:11:47"`) or the first event of
+/// a kind (`on = "kill"`), optionally in one lane.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Caption {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<String>,
+    pub text: String,
+}
+
+/// The events a caption can wait for.
+pub const CAPTION_EVENTS: [&str; 7] = [
+    "start", "kill", "restart", "resume", "done", "alert", "symptom",
+];
+
+impl Caption {
+    fn validate(&self, n: usize, lanes: &[ScenarioLane]) -> Result<(), String> {
+        match (&self.at, &self.on) {
+            (Some(at), None) => {
+                parse_clock(at).ok_or_else(|| {
+                    format!("caption {n}: at = \"{at}\" is not a time such as 02:11:47")
+                })?;
+            }
+            (None, Some(on)) => {
+                if !CAPTION_EVENTS.contains(&on.as_str()) {
+                    return Err(format!(
+                        "caption {n}: on = \"{on}\" is not one of {}",
+                        CAPTION_EVENTS.join(", ")
+                    ));
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "caption {n}: give exactly one of at = \"HH:MM:SS\" or on = \"EVENT\""
+                ));
+            }
+        }
+        if let Some(lane) = &self.lane
+            && !lanes.iter().any(|l| &l.name == lane)
+        {
+            return Err(format!(
+                "caption {n}: lane = \"{lane}\" is not a lane of this scenario"
+            ));
+        }
+        if self.text.trim().is_empty() {
+            return Err(format!("caption {n}: text is empty"));
+        }
+        Ok(())
+    }
+}
+
+/// `02:11:47` as seconds after midnight.
+#[must_use]
+pub fn parse_clock(text: &str) -> Option<f64> {
+    let mut parts = text.split(':');
+    let h: u32 = parts.next()?.parse().ok()?;
+    let m: u32 = parts.next()?.parse().ok()?;
+    let s: u32 = parts.next()?.parse().ok()?;
+    if parts.next().is_some() || h > 23 || m > 59 || s > 59 {
+        return None;
+    }
+    Some(f64::from(h * 3600 + m * 60 + s))
+}
+
+/// One event as captions see it: sim time, kind, mark, lane.
+#[derive(Debug, Clone, Copy)]
+pub struct CaptionEvent<'a> {
+    pub sim: f64,
+    pub kind: &'a str,
+    pub mark: Option<crate::engine::Mark>,
+    pub lane: Option<usize>,
+}
+
+/// When each caption falls (seconds after midnight), given the night's events so far; `None`
+/// for a caption whose event has not happened.
+#[must_use]
+pub fn caption_times<'a>(
+    captions: &[Caption],
+    lane_names: &[String],
+    events: &(impl Iterator<Item = CaptionEvent<'a>> + Clone),
+) -> Vec<Option<f64>> {
+    use crate::engine::Mark;
+    captions
+        .iter()
+        .map(|caption| {
+            if let Some(at) = &caption.at {
+                return parse_clock(at);
+            }
+            let on = caption.on.as_deref().unwrap_or_default();
+            let lane = caption
+                .lane
+                .as_ref()
+                .and_then(|name| lane_names.iter().position(|n| n == name));
+            events
+                .clone()
+                .find(|e| {
+                    let kind_matches = match on {
+                        "kill" => e.mark == Some(Mark::Kill),
+                        "restart" => e.mark == Some(Mark::Restart),
+                        other => e.kind == other,
+                    };
+                    kind_matches && (lane.is_none() || e.lane == lane)
+                })
+                .map(|e| e.sim)
+        })
+        .collect()
+}
+
+/// The caption showing at `now` (seconds after midnight): the latest one whose moment has come.
+#[must_use]
+pub fn current_caption(times: &[Option<f64>], now: f64) -> Option<usize> {
+    times
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| t.filter(|&t| t <= now).map(|t| (i, t)))
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
+        .map(|(i, _)| i)
 }
 
 fn default_scale() -> f64 {
@@ -172,6 +297,7 @@ pub struct Scenario {
     pub hang_for: Option<f64>,
     pub wipe_at_task: Option<u64>,
     pub lanes: Vec<ScenarioLane>,
+    pub captions: Vec<Caption>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -255,6 +381,7 @@ impl Scenario {
                 random: self.random_kills,
                 window: self.kill_window,
                 at_task: self.kill_at_task,
+                at_times: Vec::new(),
                 seed: self.seed,
             },
             restart_delay: real(self.restart_delay),
@@ -332,6 +459,9 @@ impl ScenarioFile {
             }
             lanes.push(lane);
         }
+        for (i, caption) in self.caption.iter().enumerate() {
+            caption.validate(i + 1, &lanes)?;
+        }
         Ok(Scenario {
             source: source.to_string(),
             title: self.title,
@@ -350,6 +480,7 @@ impl ScenarioFile {
             hang_for: host.hang_for,
             wipe_at_task,
             lanes,
+            captions: self.caption,
         })
     }
 }
@@ -477,6 +608,32 @@ mod tests {
             assert!(err.contains(needle), "{text:?} -> {err}");
             assert!(!err.contains('\n'), "one line: {err}");
         }
+    }
+
+    #[test]
+    fn captions_fall_on_their_time_or_their_event() {
+        use crate::engine::Mark;
+        let text = "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\n\
+            [[caption]]\nat = \"02:00:00\"\ntext = \"start\"\n\
+            [[caption]]\non = \"kill\"\ntext = \"kill\"\n";
+        let s = Scenario::parse("t", text).unwrap_or_else(|e| panic!("{e}"));
+        let events = [CaptionEvent {
+            sim: 7907.0,
+            kind: "notice",
+            mark: Some(Mark::Kill),
+            lane: Some(0),
+        }];
+        let times = caption_times(&s.captions, &["naive".into()], &events.iter().copied());
+        assert_eq!(times, [Some(7200.0), Some(7907.0)]);
+        assert_eq!(current_caption(&times, 7500.0), Some(0));
+        assert_eq!(current_caption(&times, 7907.0), Some(1));
+        assert_eq!(current_caption(&times, 7000.0), None);
+        let bad = "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\n[[caption]]\non = \"lunch\"\ntext = \"t\"\n";
+        let err = Scenario::parse("t", bad)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("caption 1: on = \"lunch\""), "{err}");
     }
 
     #[test]

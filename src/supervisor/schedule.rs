@@ -22,6 +22,13 @@ pub struct KillPlan {
     /// Kill once when this task's row has been written (in the first lane).
     pub at_task: Option<u64>,
     pub seed: u64,
+    /// Kill at these moments after the night began (a recorded schedule, replayed).
+    #[serde(serialize_with = "serialize_times")]
+    pub at_times: Vec<Duration>,
+}
+
+fn serialize_times<S: serde::Serializer>(times: &[Duration], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(times.iter().map(|t| t.as_millis() as u64))
 }
 
 fn serialize_window<S: serde::Serializer>(
@@ -42,6 +49,7 @@ impl Default for KillPlan {
             window: DEFAULT_WINDOW,
             at_task: None,
             seed: 0,
+            at_times: Vec::new(),
         }
     }
 }

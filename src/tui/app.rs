@@ -1,26 +1,28 @@
-//! The dashboard's state and its update function: actions in, engine commands out, and the view
-//! model built from the engine's state. No terminal I/O lives here.
+//! The live dashboard's state and its update function: actions in, engine commands out, and the
+//! view model built from the engine's state. No terminal I/O lives here.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::clock::SimTime;
-use crate::engine::{Engine, Lane, Mark, SlotState};
-use crate::scenario::{Scenario, ScenarioLane};
-use crate::store::inspect::{self, Inspection};
-use crate::tui::keymap::Action;
-use crate::tui::view::{Dashboard, LaneView, Marker, MarkerKind, Series, StateKind};
+use crate::engine::{Engine, LaneSnapshot, Mark};
+use crate::record::{self, LaneEnd, Recorder};
+use crate::scenario::{self, CaptionEvent, Scenario, ScenarioLane};
+use crate::store::inspect;
+use crate::tui::Screen;
+use crate::tui::keymap::{Action, Mode};
+use crate::tui::view::{Dashboard, LaneView, Marker, MarkerKind, Series};
 use crate::verdict::Symptom;
 use crate::worker::Strategy;
 
 /// Points kept per curve; beyond it every other point is dropped and sampling slows down, so a
 /// night of any length costs the same memory.
-const MAX_POINTS: usize = 400;
+pub(crate) const MAX_POINTS: usize = 400;
 /// How long a notice stays in the header.
 const NOTICE_FOR: Duration = Duration::from_secs(4);
 /// Speed steps, relative to the scenario's own pace.
-const MIN_SPEED: f64 = 0.125;
-const MAX_SPEED: f64 = 16.0;
+pub(crate) const MIN_SPEED: f64 = 0.125;
+pub(crate) const MAX_SPEED: f64 = 16.0;
 
 /// One curve, downsampled as it grows.
 #[derive(Debug, Clone, Default)]
@@ -56,10 +58,10 @@ struct LaneHistory {
     heartbeat_age: Curve,
     markers: Vec<Marker>,
     /// The verdict of `inspect` once the lane has finished.
-    final_inspection: Option<Inspection>,
+    end: Option<LaneEnd>,
 }
 
-/// The dashboard's state.
+/// The live dashboard's state.
 #[derive(Debug)]
 pub struct App {
     scenario: Scenario,
@@ -78,21 +80,31 @@ pub struct App {
     notice: Option<(String, Instant)>,
     speed: f64,
     random_kills: bool,
-    pub quit: bool,
+    recorder: Option<Recorder>,
+    /// The last recording closed in this session.
+    saved: Option<PathBuf>,
+    /// Where the next recording goes (`--record`), if it was named.
+    record_to: Option<PathBuf>,
+    /// A caption the user stepped to with `c`, shown until the night's own moves past it.
+    caption_pick: Option<usize>,
+    quit: bool,
 }
 
 impl App {
-    /// Starts the scenario's night; workers run from here on.
+    /// Starts the scenario's night; workers run from here on. With `record`, the night is
+    /// recorded to that file from 02:00.
     pub fn start(
         scenario: Scenario,
         exe: PathBuf,
         dir: PathBuf,
+        record: Option<PathBuf>,
         now: Instant,
     ) -> Result<Self, String> {
         let lanes = scenario.lanes.clone();
-        let engine = Self::launch(&scenario, &lanes, &dir, 1, &exe, now)?;
+        let engine = launch(&scenario, &lanes, &dir, 1, &exe, now)?;
         let random_kills = scenario.random_kills > 0;
-        Ok(Self {
+        let recording = record.is_some();
+        let mut app = Self {
             history: vec![LaneHistory::default(); lanes.len()],
             scenario,
             lanes,
@@ -109,45 +121,140 @@ impl App {
             notice: None,
             speed: 1.0,
             random_kills,
+            recorder: None,
+            saved: None,
+            record_to: record,
+            caption_pick: None,
             quit: false,
-        })
-    }
-
-    fn launch(
-        scenario: &Scenario,
-        lanes: &[ScenarioLane],
-        dir: &std::path::Path,
-        night: u32,
-        exe: &std::path::Path,
-        now: Instant,
-    ) -> Result<Engine, String> {
-        let mut scenario = scenario.clone();
-        scenario.lanes = lanes.to_vec();
-        let config = scenario.engine_config(dir, night, exe.to_path_buf());
-        Engine::start(config, now).map_err(|e| e.to_string())
+        };
+        if recording {
+            app.start_recording()?;
+        }
+        Ok(app)
     }
 
     /// Where the night's databases are kept.
     #[must_use]
-    pub fn db_dir(&self) -> &std::path::Path {
+    pub fn db_dir(&self) -> &Path {
         &self.dir
     }
 
+    /// The recording being written, if any.
     #[must_use]
-    pub fn lane_count(&self) -> usize {
-        self.lanes.len()
+    pub fn recording(&self) -> Option<&Path> {
+        self.recorder.as_ref().map(Recorder::path)
     }
 
-    pub fn select(&mut self, lane: usize) {
-        if lane < self.lanes.len() {
-            self.selected = lane;
+    /// The recording written (or being written) last, if any.
+    #[must_use]
+    pub fn saved_recording(&self) -> Option<&Path> {
+        self.recording().or(self.saved.as_deref())
+    }
+
+    fn say(&mut self, text: impl Into<String>, now: Instant) {
+        self.notice = Some((text.into(), now));
+    }
+
+    fn start_recording(&mut self) -> Result<(), String> {
+        let path = match self.record_to.take() {
+            Some(path) => path,
+            None => self.dir.join(format!("night{}.jsonl", self.night)),
+        };
+        let header = record::header(
+            &self.engine,
+            &self.scenario.title,
+            &self.scenario.source,
+            self.scenario.seed,
+            self.scenario.captions.clone(),
+        );
+        let recorder = Recorder::create(&path, &header)
+            .map_err(|e| format!("cannot record to {}: {e}", path.display()))?;
+        self.recorder = Some(recorder);
+        Ok(())
+    }
+
+    /// Writes the verdict into the recording (if the night has one) and closes it.
+    fn finish_recording(&mut self, now: Instant) {
+        let Some(mut recorder) = self.recorder.take() else {
+            return;
+        };
+        let ends = self.lane_ends();
+        let result = if ends.iter().all(Option::is_some) {
+            recorder.end(&self.engine, now, ends.into_iter().flatten().collect())
+        } else {
+            recorder.observe(&self.engine, now)
+        };
+        let path = recorder.path().display().to_string();
+        self.saved = Some(recorder.path().to_path_buf());
+        match result {
+            Ok(()) => self.say(format!("recording saved to {path}"), now),
+            Err(e) => self.say(format!("recording {path} failed: {e}"), now),
         }
     }
 
-    /// Advances the night and records what the charts need.
-    pub fn tick(&mut self, now: Instant) -> Result<(), String> {
-        self.now = now;
-        self.engine.tick(now).map_err(|e| e.to_string())?;
+    fn lane_ends(&self) -> Vec<Option<LaneEnd>> {
+        self.history.iter().map(|h| h.end.clone()).collect()
+    }
+
+    /// A new night from 02:00 on fresh databases; the old workers are killed first. A night
+    /// being recorded goes on being recorded, into a new file.
+    fn restart(&mut self, now: Instant) -> Result<(), String> {
+        let recording = self.recorder.is_some();
+        self.restart_recording(now, recording)
+    }
+
+    fn restart_recording(&mut self, now: Instant, recording: bool) -> Result<(), String> {
+        self.finish_recording(now);
+        self.engine.shutdown();
+        self.night += 1;
+        self.engine = launch(
+            &self.scenario,
+            &self.lanes,
+            &self.dir,
+            self.night,
+            &self.exe,
+            now,
+        )?;
+        self.engine.set_speed(self.speed, now);
+        self.engine.set_random_kills(self.random_kills, now);
+        self.history = vec![LaneHistory::default(); self.lanes.len()];
+        self.marked = 0;
+        self.end_clock = None;
+        self.scroll = 0;
+        self.caption_pick = None;
+        self.selected = self.selected.min(self.lanes.len() - 1);
+        if recording {
+            self.start_recording()?;
+        }
+        Ok(())
+    }
+
+    /// Two lanes of the same strategy need different names (their databases are named after them).
+    fn dedupe_names(&mut self) {
+        for i in 0..self.lanes.len() {
+            let base = self.lanes[i].strategy.name().to_string();
+            let mut name = self.lanes[i].name.clone();
+            let mut n = 2;
+            while self.lanes[..i].iter().any(|l| l.name == name) {
+                name = format!("{base}-{n}");
+                n += 1;
+            }
+            self.lanes[i].name = name;
+        }
+    }
+
+    fn caption_times(&self) -> Vec<Option<f64>> {
+        let names: Vec<String> = self.lanes.iter().map(|l| l.name.clone()).collect();
+        let events = self.engine.timeline().iter().map(|e| CaptionEvent {
+            sim: e.sim.0,
+            kind: e.kind,
+            mark: e.mark,
+            lane: e.lane,
+        });
+        scenario::caption_times(&self.scenario.captions, &names, &events)
+    }
+
+    fn record_history(&mut self, now: Instant) {
         let t = self.engine.clock().at(now).since_start();
         for (lane, history) in self.engine.lanes().iter().zip(&mut self.history) {
             let o = &lane.observer;
@@ -158,53 +265,31 @@ impl App {
             if let Some(age) = lane.heartbeat_sim_age {
                 history.heartbeat_age.push(t, age);
             }
-            if lane.finished() && history.final_inspection.is_none() {
-                history.final_inspection =
-                    inspect::inspect(&lane.config.db, lane.config.items).ok();
+            if lane.finished() && history.end.is_none() {
+                // The verdict comes from the rows, read once when the lane is over.
+                history.end = inspect::inspect(&lane.config.db, lane.config.items)
+                    .ok()
+                    .map(|i| {
+                        let claimed = lane.claimed.as_ref().map(|c| c.status.as_str());
+                        LaneEnd::from_inspection(&i, claimed, lane.completed())
+                    });
             }
         }
         for entry in &self.engine.timeline()[self.marked..] {
             if let (Some(mark), Some(lane)) = (entry.mark, entry.lane) {
-                let kind = match mark {
-                    Mark::Kill => MarkerKind::Kill,
-                    Mark::Restart => MarkerKind::Restart,
-                };
                 self.history[lane].markers.push(Marker {
                     at: entry.sim.since_start(),
-                    kind,
+                    kind: marker_kind(mark),
                 });
             }
         }
         self.marked = self.engine.timeline().len();
-        if self.engine.finished() && self.end_clock.is_none() {
-            self.end_clock = Some(self.engine.clock().at(now));
-            self.say("the night is over: n runs it again, R resets, q quits", now);
-        }
-        if self
-            .notice
-            .as_ref()
-            .is_some_and(|(_, at)| now.saturating_duration_since(*at) > NOTICE_FOR)
-        {
-            self.notice = None;
-        }
-        Ok(())
     }
 
-    fn say(&mut self, text: impl Into<String>, now: Instant) {
-        self.notice = Some((text.into(), now));
-    }
-
-    /// Applies one user action.
-    pub fn update(&mut self, action: Action, now: Instant) -> Result<(), String> {
-        if self.help && action != Action::Quit {
-            self.help = false;
-            if action == Action::ToggleHelp {
-                return Ok(());
-            }
-        }
+    /// The actions that change the night itself: signals, strategies, checkpoints, recording.
+    fn act_on_night(&mut self, action: Action, now: Instant) -> Result<(), String> {
         let lane = self.selected;
         match action {
-            Action::Quit => self.quit = true,
             Action::KillLane => {
                 if self.engine.lanes()[lane].alive() {
                     self.engine.host_reclaims(now, Some(lane));
@@ -223,21 +308,6 @@ impl App {
                 );
             }
             Action::ToggleHang => self.engine.toggle_hang(lane, now),
-            Action::TogglePause => {
-                if self.engine.is_paused() {
-                    self.engine.resume(now);
-                } else {
-                    self.engine.pause(now);
-                }
-            }
-            Action::SpeedUp | Action::SpeedDown => {
-                let factor = if action == Action::SpeedUp { 2.0 } else { 0.5 };
-                self.speed = (self.speed * factor).clamp(MIN_SPEED, MAX_SPEED);
-                self.engine.set_speed(self.speed, now);
-                self.say(format!("speed {}x", fmt_speed(self.speed)), now);
-            }
-            Action::NextLane => self.selected = (lane + 1) % self.lanes.len(),
-            Action::PrevLane => self.selected = (lane + self.lanes.len() - 1) % self.lanes.len(),
             Action::CycleStrategy => {
                 let next = next_strategy(self.lanes[lane].strategy);
                 self.lanes[lane].strategy = next;
@@ -277,62 +347,195 @@ impl App {
                 self.selected = 0;
                 self.restart(now)?;
             }
+            Action::ToggleRecord => {
+                if self.recorder.is_some() {
+                    self.finish_recording(now);
+                } else {
+                    self.restart_recording(now, true)?;
+                    let path = self
+                        .recording()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default();
+                    self.say(format!("recording from 02:00 into {path}"), now);
+                }
+            }
+            Action::NextCaption => {
+                let count = self.scenario.captions.len();
+                if count == 0 {
+                    self.say("this scenario has no captions", now);
+                } else {
+                    let shown = self.caption_pick.or_else(|| {
+                        scenario::current_caption(
+                            &self.caption_times(),
+                            self.engine.clock().at(now).0,
+                        )
+                    });
+                    self.caption_pick = Some(shown.map_or(0, |i| (i + 1) % count));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+fn launch(
+    scenario: &Scenario,
+    lanes: &[ScenarioLane],
+    dir: &Path,
+    night: u32,
+    exe: &Path,
+    now: Instant,
+) -> Result<Engine, String> {
+    let mut scenario = scenario.clone();
+    scenario.lanes = lanes.to_vec();
+    let config = scenario.engine_config(dir, night, exe.to_path_buf());
+    Engine::start(config, now).map_err(|e| e.to_string())
+}
+
+pub(crate) fn marker_kind(mark: Mark) -> MarkerKind {
+    match mark {
+        Mark::Kill => MarkerKind::Kill,
+        Mark::Restart => MarkerKind::Restart,
+    }
+}
+
+impl Screen for App {
+    fn mode(&self) -> Mode {
+        Mode::Live
+    }
+
+    fn quit_requested(&self) -> bool {
+        self.quit
+    }
+
+    fn lane_count(&self) -> usize {
+        self.lanes.len()
+    }
+
+    fn select(&mut self, lane: usize) {
+        if lane < self.lanes.len() {
+            self.selected = lane;
+        }
+    }
+
+    /// Advances the night and records what the charts (and the recording) need.
+    fn tick(&mut self, now: Instant) -> Result<(), String> {
+        self.now = now;
+        self.engine.tick(now).map_err(|e| e.to_string())?;
+        self.record_history(now);
+        if let Some(recorder) = self.recorder.as_mut()
+            && let Err(e) = recorder.observe(&self.engine, now)
+        {
+            let path = recorder.path().display().to_string();
+            self.recorder = None;
+            self.say(format!("recording {path} stopped: {e}"), now);
+        }
+        let lanes_ended = self.history.iter().all(|h| h.end.is_some());
+        if self.engine.finished() && lanes_ended && self.end_clock.is_none() {
+            self.end_clock = Some(self.engine.clock().at(now));
+            self.say("the night is over: n runs it again, R resets, q quits", now);
+            self.finish_recording(now);
+        }
+        if self
+            .notice
+            .as_ref()
+            .is_some_and(|(_, at)| now.saturating_duration_since(*at) > NOTICE_FOR)
+        {
+            self.notice = None;
+        }
+        Ok(())
+    }
+
+    /// Applies one user action.
+    fn update(&mut self, action: Action, now: Instant) -> Result<(), String> {
+        if self.help && action != Action::Quit {
+            self.help = false;
+            if action == Action::ToggleHelp {
+                return Ok(());
+            }
+        }
+        let lane = self.selected;
+        match action {
+            Action::Quit => {
+                self.finish_recording(now);
+                self.quit = true;
+            }
+            Action::KillLane
+            | Action::KillAll
+            | Action::ToggleRandomKills
+            | Action::ToggleHang
+            | Action::CycleStrategy
+            | Action::WipeCheckpoints
+            | Action::AddWorker
+            | Action::Restart
+            | Action::Reset
+            | Action::ToggleRecord
+            | Action::NextCaption => self.act_on_night(action, now)?,
+            Action::TogglePause => {
+                if self.engine.is_paused() {
+                    self.engine.resume(now);
+                } else {
+                    self.engine.pause(now);
+                }
+            }
+            Action::SpeedUp | Action::SpeedDown => {
+                let factor = if action == Action::SpeedUp { 2.0 } else { 0.5 };
+                self.speed = (self.speed * factor).clamp(MIN_SPEED, MAX_SPEED);
+                self.engine.set_speed(self.speed, now);
+                self.say(format!("speed {}x", fmt_speed(self.speed)), now);
+            }
+            Action::NextLane => self.selected = (lane + 1) % self.lanes.len(),
+            Action::PrevLane => {
+                self.selected = (lane + self.lanes.len() - 1) % self.lanes.len();
+            }
             Action::ScrollUp => self.scroll = (self.scroll + 3).min(self.engine.timeline().len()),
             Action::ScrollDown => self.scroll = self.scroll.saturating_sub(3),
             Action::ScrollEnd => self.scroll = 0,
             Action::ToggleHelp => self.help = !self.help,
+            Action::ScrubBack
+            | Action::ScrubForward
+            | Action::PrevEvent
+            | Action::NextEvent
+            | Action::JumpStart
+            | Action::JumpEnd => {}
         }
-        Ok(())
-    }
-
-    /// Two lanes of the same strategy need different names (their databases are named after them).
-    fn dedupe_names(&mut self) {
-        for i in 0..self.lanes.len() {
-            let base = self.lanes[i].strategy.name().to_string();
-            let mut name = self.lanes[i].name.clone();
-            let mut n = 2;
-            while self.lanes[..i].iter().any(|l| l.name == name) {
-                name = format!("{base}-{n}");
-                n += 1;
-            }
-            self.lanes[i].name = name;
-        }
-    }
-
-    /// A new night from 02:00 on fresh databases; the old workers are killed first.
-    fn restart(&mut self, now: Instant) -> Result<(), String> {
-        self.engine.shutdown();
-        self.night += 1;
-        self.engine = Self::launch(
-            &self.scenario,
-            &self.lanes,
-            &self.dir,
-            self.night,
-            &self.exe,
-            now,
-        )?;
-        self.engine.set_speed(self.speed, now);
-        self.engine.set_random_kills(self.random_kills, now);
-        self.history = vec![LaneHistory::default(); self.lanes.len()];
-        self.marked = 0;
-        self.end_clock = None;
-        self.scroll = 0;
-        self.selected = self.selected.min(self.lanes.len() - 1);
         Ok(())
     }
 
     /// The frame's view model.
-    #[must_use]
-    pub fn view(&self) -> Dashboard {
+    fn view(&self) -> Dashboard {
         let clock = self
             .end_clock
             .unwrap_or_else(|| self.engine.clock().at(self.now));
+        let dead_man = self.engine.config().dead_man;
         let lanes: Vec<LaneView> = self
             .engine
             .lanes()
             .iter()
             .zip(&self.history)
-            .map(|(lane, history)| lane_view(lane, history, self.engine.config().dead_man))
+            .map(|(lane, h)| {
+                let series = Series {
+                    rows: h.rows.points.clone(),
+                    distinct: h.distinct.points.clone(),
+                    duplicated: h.duplicated.points.clone(),
+                    checkpoints: h.checkpoints.points.clone(),
+                    heartbeat_age: h.heartbeat_age.points.clone(),
+                };
+                let meta = LaneMeta {
+                    name: &lane.config.name,
+                    strategy: lane.config.strategy.name(),
+                    items: lane.config.items,
+                    dead_man,
+                };
+                lane_view(
+                    &meta,
+                    &lane.snapshot(dead_man),
+                    series,
+                    h.markers.clone(),
+                    h.end.as_ref(),
+                )
+            })
             .collect();
         let multi = lanes.len() > 1;
         let width = self.lanes.iter().map(|l| l.name.len()).max().unwrap_or(0);
@@ -345,10 +548,18 @@ impl App {
                 _ => e.line(None),
             })
             .collect();
-        let symptoms = Symptom::ALL
+        let snapshots: Vec<LaneSnapshot> = self
+            .engine
+            .lanes()
             .iter()
-            .map(|&s| (s, observed(s, &self.engine, &self.history)))
+            .map(|l| l.snapshot(dead_man))
             .collect();
+        let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
+        let caption = self
+            .caption_pick
+            .or_else(|| scenario::current_caption(&self.caption_times(), clock.0))
+            .and_then(|i| self.scenario.captions.get(i))
+            .map(|c| c.text.clone());
         Dashboard {
             title: self.scenario.title.clone(),
             scenario: self.scenario.source.clone(),
@@ -357,20 +568,24 @@ impl App {
             paused: self.engine.is_paused(),
             seed: self.scenario.seed,
             random_kills: self.random_kills,
+            symptoms: symptoms(&snapshots, &items, &self.lane_ends()),
             lanes,
             selected: self.selected,
             timeline,
             timeline_scroll: self.scroll,
-            symptoms,
             help: self.help,
             notice: self.notice.as_ref().map(|(text, _)| text.clone()),
             x_max: (clock.since_start() + 60.0).max(20.0 * 60.0),
             db_dir: self.dir.display().to_string(),
+            mode: Mode::Live,
+            caption,
+            recording: self.recording().map(|p| p.display().to_string()),
+            replay: None,
         }
     }
 }
 
-fn fmt_speed(speed: f64) -> String {
+pub(crate) fn fmt_speed(speed: f64) -> String {
     if speed >= 1.0 {
         format!("{speed:.0}")
     } else {
@@ -384,108 +599,92 @@ fn next_strategy(strategy: Strategy) -> Strategy {
     all[(i + 1) % all.len()]
 }
 
-fn observed(symptom: Symptom, engine: &Engine, history: &[LaneHistory]) -> bool {
-    engine
-        .lanes()
+/// Which rows of the symptom table the lanes show.
+pub(crate) fn symptoms(
+    lanes: &[LaneSnapshot],
+    items: &[u64],
+    ends: &[Option<LaneEnd>],
+) -> Vec<(Symptom, bool)> {
+    Symptom::ALL
         .iter()
-        .zip(history)
-        .any(|(lane, h)| match symptom {
-            Symptom::RestartsAtZero => lane.observer.restarted_at_zero,
-            Symptom::RowsExceedQueue => lane.observer.rows > lane.config.items,
-            Symptom::StatusOkDataWrong => {
-                lane.claimed.as_ref().is_some_and(|c| c.status == "ok")
-                    && h.final_inspection
-                        .as_ref()
-                        .is_some_and(|i| !i.derived().is_ok())
-            }
+        .map(|&symptom| {
+            let seen = lanes.iter().enumerate().any(|(i, lane)| match symptom {
+                Symptom::RestartsAtZero => lane.restarted_at_zero,
+                Symptom::RowsExceedQueue => lane.rows > items.get(i).copied().unwrap_or(u64::MAX),
+                Symptom::StatusOkDataWrong => {
+                    lane.claimed.as_ref().is_some_and(|c| c.status == "ok")
+                        && ends
+                            .get(i)
+                            .and_then(Option::as_ref)
+                            .is_some_and(|end| end.derived_status != "ok")
+                }
+            });
+            (symptom, seen)
         })
+        .collect()
 }
 
-fn lane_view(lane: &Lane, history: &LaneHistory, dead_man: f64) -> LaneView {
-    let o = &lane.observer;
-    let states = lane.slot_states();
-    let pids = lane.live_pids();
-    let pid_list = pids
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
-    let (state, state_kind) = if let Some(failure) = &lane.failure {
-        (format!("failed: {failure}"), StateKind::Failed)
-    } else if states.contains(&SlotState::Hung) {
-        (format!("hung (SIGSTOP) pid {pid_list}"), StateKind::Hung)
-    } else if states.contains(&SlotState::Running) {
-        (format!("running pid {pid_list}"), StateKind::Running)
-    } else if states.contains(&SlotState::Restarting) {
-        (
-            "killed by SIGKILL, restarting".to_string(),
-            StateKind::Restarting,
-        )
-    } else if states.contains(&SlotState::GaveUp) {
-        (
-            format!("gave up after {} restarts", lane.restarts),
-            StateKind::Failed,
-        )
-    } else {
-        ("done".to_string(), StateKind::Done)
-    };
-    let progress = lane.heartbeat_sim_age.is_some_and(|age| age <= dead_man);
-    let claimed = lane
+/// What a lane panel needs besides the moment's figures.
+pub(crate) struct LaneMeta<'a> {
+    pub name: &'a str,
+    pub strategy: &'a str,
+    pub items: u64,
+    pub dead_man: f64,
+}
+
+/// One lane's panel, from a moment's snapshot, its curves and (once over) its verdict. The live
+/// dashboard and the replay both build their panels here.
+pub(crate) fn lane_view(
+    meta: &LaneMeta<'_>,
+    snap: &LaneSnapshot,
+    series: Series,
+    markers: Vec<Marker>,
+    end: Option<&LaneEnd>,
+) -> LaneView {
+    let claimed = snap
         .claimed
         .as_ref()
         .map(|c| format!("rows_written={} status={}", c.rows_written, c.status));
-    let (derived, derived_ok) = match &history.final_inspection {
-        Some(inspection) => {
-            let d = inspection.derived();
-            (d.to_string(), Some(d.is_ok()))
-        }
-        None if o.duplicated > 0 => (
-            format!("DATA WRONG ({} duplicated task ids)", o.duplicated),
+    let (derived, derived_ok) = match end {
+        Some(end) => (end.derived.clone(), Some(end.derived_status == "ok")),
+        None if snap.duplicated > 0 => (
+            format!("DATA WRONG ({} duplicated task ids)", snap.duplicated),
             Some(false),
         ),
         None => (
-            format!("in progress: {} of {} tasks", o.distinct, lane.config.items),
+            format!("in progress: {} of {} tasks", snap.distinct, meta.items),
             None,
         ),
     };
-    let disagreement = match (&lane.claimed, &history.final_inspection) {
-        (Some(c), Some(i)) if c.status == "ok" && !i.derived().is_ok() => Some(disagreement(i)),
+    let disagreement = match (&snap.claimed, end) {
+        (Some(c), Some(end)) if c.status == "ok" && end.derived_status != "ok" => {
+            Some(disagreement(end))
+        }
         _ => None,
     };
     LaneView {
-        name: lane.config.name.clone(),
-        strategy: lane.config.strategy.name().to_string(),
-        state,
-        state_kind,
-        alive: lane.alive(),
-        progress,
-        task: o.last_task.map(crate::task::task_id),
-        restarts: lane.restarts,
-        kills: lane.kills,
-        workers: lane.config.workers,
-        items: lane.config.items,
-        rows: o.rows,
-        distinct: o.distinct,
-        duplicated: o.duplicated,
-        checkpoints: lane
-            .config
-            .strategy
-            .needs()
-            .checkpoints
-            .then_some(o.checkpoints),
-        series: Series {
-            rows: history.rows.points.clone(),
-            distinct: history.distinct.points.clone(),
-            duplicated: history.duplicated.points.clone(),
-            checkpoints: history.checkpoints.points.clone(),
-            heartbeat_age: history.heartbeat_age.points.clone(),
-        },
-        markers: history.markers.clone(),
-        heartbeat_age: lane.heartbeat_sim_age,
-        dead_man,
-        alert: lane.stale.then(|| {
+        name: meta.name.to_string(),
+        strategy: meta.strategy.to_string(),
+        state: snap.state.clone(),
+        state_kind: snap.state_kind,
+        alive: snap.alive,
+        progress: snap.progress,
+        task: snap.task.clone(),
+        restarts: snap.restarts,
+        kills: snap.kills,
+        workers: snap.workers,
+        items: meta.items,
+        rows: snap.rows,
+        distinct: snap.distinct,
+        duplicated: snap.duplicated,
+        checkpoints: snap.checkpoints,
+        series,
+        markers,
+        heartbeat_age: snap.heartbeat_age,
+        dead_man: meta.dead_man,
+        alert: snap.stale.then(|| {
             crate::heartbeat::stale_message(Duration::from_secs_f64(
-                lane.heartbeat_sim_age.unwrap_or(0.0),
+                snap.heartbeat_age.unwrap_or(0.0),
             ))
         }),
         claimed,
@@ -496,16 +695,16 @@ fn lane_view(lane: &Lane, history: &LaneHistory, dead_man: f64) -> LaneView {
 }
 
 /// Why the worker's "ok" is wrong, in the rows' own terms.
-fn disagreement(i: &Inspection) -> String {
-    if i.duplicated_task_ids > 0 {
+fn disagreement(end: &LaneEnd) -> String {
+    if end.duplicated_task_ids > 0 {
         format!(
             "the worker says ok; {} task ids were written twice",
-            i.duplicated_task_ids
+            end.duplicated_task_ids
         )
-    } else if i.missing > 0 {
-        format!("the worker says ok, but {} tasks have no row", i.missing)
+    } else if end.missing > 0 {
+        format!("the worker says ok, but {} tasks have no row", end.missing)
     } else {
-        format!("the worker says ok, but the rows say {}", i.derived())
+        format!("the worker says ok, but the rows say {}", end.derived)
     }
 }
 

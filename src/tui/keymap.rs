@@ -3,9 +3,24 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+/// Which dashboard the keys drive: a live night, or a recording played back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Live,
+    Replay,
+}
+
 /// What the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
+    ToggleRecord,
+    NextCaption,
+    ScrubBack,
+    ScrubForward,
+    PrevEvent,
+    NextEvent,
+    JumpStart,
+    JumpEnd,
     Quit,
     KillLane,
     KillAll,
@@ -35,7 +50,13 @@ pub struct Binding {
     pub help: &'static str,
     /// Short name for the footer; `None` keeps it to the help screen.
     pub footer: Option<&'static str>,
+    /// The modes this binding works in.
+    pub modes: &'static [Mode],
 }
+
+const LIVE: &[Mode] = &[Mode::Live];
+const REPLAY: &[Mode] = &[Mode::Replay];
+const BOTH: &[Mode] = &[Mode::Live, Mode::Replay];
 
 /// The keymap, in the order the help screen lists it.
 pub const KEYMAP: &[Binding] = &[
@@ -45,6 +66,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::KillLane,
         help: "kill the selected lane's worker now (SIGKILL)",
         footer: Some("kill"),
+        modes: LIVE,
     },
     Binding {
         keys: &[KeyCode::Char('K')],
@@ -52,6 +74,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::KillAll,
         help: "the host reclaims the instance: SIGKILL every lane at once",
         footer: Some("kill all"),
+        modes: LIVE,
     },
     Binding {
         keys: &[KeyCode::Char('r')],
@@ -59,6 +82,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::ToggleRandomKills,
         help: "random kills on/off (seeded: the same seed, the same storm)",
         footer: Some("random"),
+        modes: LIVE,
     },
     Binding {
         keys: &[KeyCode::Char('h')],
@@ -66,6 +90,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::ToggleHang,
         help: "hang/resume the selected lane (SIGSTOP/SIGCONT): alive, no progress",
         footer: Some("hang"),
+        modes: LIVE,
     },
     Binding {
         keys: &[KeyCode::Char(' '), KeyCode::Char('p')],
@@ -73,6 +98,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::TogglePause,
         help: "pause/resume the night (workers stopped, clock frozen)",
         footer: Some("pause"),
+        modes: BOTH,
     },
     Binding {
         keys: &[KeyCode::Char('+'), KeyCode::Char('=')],
@@ -80,6 +106,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::SpeedUp,
         help: "faster/slower: the clock and the running workers, within an item",
         footer: Some("speed"),
+        modes: BOTH,
     },
     Binding {
         keys: &[KeyCode::Char('-'), KeyCode::Char('_')],
@@ -87,6 +114,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::SpeedDown,
         help: "",
         footer: None,
+        modes: BOTH,
     },
     Binding {
         keys: &[KeyCode::Tab, KeyCode::Right, KeyCode::Char('l')],
@@ -94,6 +122,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::NextLane,
         help: "select the next/previous lane (or click a lane)",
         footer: Some("lane"),
+        modes: LIVE,
     },
     Binding {
         keys: &[KeyCode::BackTab, KeyCode::Left],
@@ -101,6 +130,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::PrevLane,
         help: "",
         footer: None,
+        modes: LIVE,
     },
     Binding {
         keys: &[KeyCode::Char('s')],
@@ -108,6 +138,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::CycleStrategy,
         help: "change the selected lane's strategy (the night restarts on fresh databases)",
         footer: Some("strategy"),
+        modes: LIVE,
     },
     Binding {
         keys: &[KeyCode::Char('w')],
@@ -115,6 +146,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::WipeCheckpoints,
         help: "delete every checkpoint of the selected lane",
         footer: Some("wipe"),
+        modes: LIVE,
     },
     Binding {
         keys: &[KeyCode::Char('a')],
@@ -122,6 +154,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::AddWorker,
         help: "add a concurrent worker to the selected lane (duplicate delivery)",
         footer: Some("+worker"),
+        modes: LIVE,
     },
     Binding {
         keys: &[KeyCode::Char('n')],
@@ -129,6 +162,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::Restart,
         help: "start the night again from 02:00 on fresh databases",
         footer: Some("restart"),
+        modes: LIVE,
     },
     Binding {
         keys: &[KeyCode::Char('R')],
@@ -136,6 +170,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::Reset,
         help: "reset: the scenario's own strategies, speed and kills, from 02:00",
         footer: None,
+        modes: LIVE,
     },
     Binding {
         keys: &[KeyCode::Up, KeyCode::PageUp],
@@ -143,6 +178,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::ScrollUp,
         help: "scroll the timeline; end follows the night again",
         footer: None,
+        modes: BOTH,
     },
     Binding {
         keys: &[KeyCode::Down, KeyCode::PageDown],
@@ -150,6 +186,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::ScrollDown,
         help: "",
         footer: None,
+        modes: BOTH,
     },
     Binding {
         keys: &[KeyCode::End],
@@ -157,6 +194,79 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::ScrollEnd,
         help: "",
         footer: None,
+        modes: BOTH,
+    },
+    Binding {
+        keys: &[KeyCode::Char('o')],
+        label: "o",
+        action: Action::ToggleRecord,
+        help: "record on/off: the night restarts from 02:00 into a session file",
+        footer: Some("record"),
+        modes: LIVE,
+    },
+    Binding {
+        keys: &[KeyCode::Char('c')],
+        label: "c",
+        action: Action::NextCaption,
+        help: "next caption (in a replay: jump to its moment)",
+        footer: Some("caption"),
+        modes: BOTH,
+    },
+    Binding {
+        keys: &[KeyCode::Left, KeyCode::Char('h')],
+        label: "←→",
+        action: Action::ScrubBack,
+        help: "scrub the night back/forward by 15 sim-seconds",
+        footer: Some("scrub"),
+        modes: REPLAY,
+    },
+    Binding {
+        keys: &[KeyCode::Right, KeyCode::Char('l')],
+        label: "",
+        action: Action::ScrubForward,
+        help: "",
+        footer: None,
+        modes: REPLAY,
+    },
+    Binding {
+        keys: &[KeyCode::Char('['), KeyCode::Char(',')],
+        label: "[ ]",
+        action: Action::PrevEvent,
+        help: "step to the previous/next event",
+        footer: Some("event"),
+        modes: REPLAY,
+    },
+    Binding {
+        keys: &[KeyCode::Char(']'), KeyCode::Char('.')],
+        label: "",
+        action: Action::NextEvent,
+        help: "",
+        footer: None,
+        modes: REPLAY,
+    },
+    Binding {
+        keys: &[KeyCode::Home, KeyCode::Char('g')],
+        label: "g G",
+        action: Action::JumpStart,
+        help: "jump to the start/end of the night",
+        footer: None,
+        modes: REPLAY,
+    },
+    Binding {
+        keys: &[KeyCode::Char('G')],
+        label: "",
+        action: Action::JumpEnd,
+        help: "",
+        footer: None,
+        modes: REPLAY,
+    },
+    Binding {
+        keys: &[KeyCode::Tab],
+        label: "tab",
+        action: Action::NextLane,
+        help: "select the next lane",
+        footer: None,
+        modes: REPLAY,
     },
     Binding {
         keys: &[KeyCode::Char('?')],
@@ -164,6 +274,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::ToggleHelp,
         help: "this help",
         footer: Some("help"),
+        modes: BOTH,
     },
     Binding {
         keys: &[KeyCode::Char('q'), KeyCode::Esc],
@@ -171,35 +282,37 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::Quit,
         help: "quit (Ctrl-C too); every worker is killed, the databases are kept",
         footer: Some("quit"),
+        modes: BOTH,
     },
 ];
 
-/// The action bound to a key press, if any. Ctrl-C always quits.
+fn bindings(mode: Mode) -> impl Iterator<Item = &'static Binding> {
+    KEYMAP.iter().filter(move |b| b.modes.contains(&mode))
+}
+
+/// The action bound to a key press in `mode`, if any. Ctrl-C always quits.
 #[must_use]
-pub fn action_for(key: KeyEvent) -> Option<Action> {
+pub fn action_for(key: KeyEvent, mode: Mode) -> Option<Action> {
     if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
         return Some(Action::Quit);
     }
-    KEYMAP
-        .iter()
+    bindings(mode)
         .find(|binding| binding.keys.contains(&key.code))
         .map(|binding| binding.action)
 }
 
-/// The footer's entries: (key label, short name).
+/// The footer's entries in `mode`: (key label, short name).
 #[must_use]
-pub fn footer() -> Vec<(&'static str, &'static str)> {
-    KEYMAP
-        .iter()
+pub fn footer(mode: Mode) -> Vec<(&'static str, &'static str)> {
+    bindings(mode)
         .filter_map(|b| b.footer.map(|name| (b.label, name)))
         .collect()
 }
 
-/// The help screen's lines: (key label, what it does).
+/// The help screen's lines in `mode`: (key label, what it does).
 #[must_use]
-pub fn help_lines() -> Vec<(&'static str, &'static str)> {
-    KEYMAP
-        .iter()
+pub fn help_lines(mode: Mode) -> Vec<(&'static str, &'static str)> {
+    bindings(mode)
         .filter(|b| !b.help.is_empty())
         .map(|b| (b.label, b.help))
         .collect()
@@ -210,12 +323,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn no_key_is_bound_twice() {
-        let mut seen = Vec::new();
-        for binding in KEYMAP {
-            for key in binding.keys {
-                assert!(!seen.contains(key), "{key:?} bound twice");
-                seen.push(*key);
+    fn no_key_is_bound_twice_in_a_mode() {
+        for mode in [Mode::Live, Mode::Replay] {
+            let mut seen = Vec::new();
+            for binding in bindings(mode) {
+                for key in binding.keys {
+                    assert!(!seen.contains(key), "{key:?} bound twice in {mode:?}");
+                    seen.push(*key);
+                }
             }
         }
     }
@@ -223,16 +338,20 @@ mod tests {
     #[test]
     fn ctrl_c_and_q_quit_and_k_kills() {
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        assert_eq!(action_for(ctrl_c), Some(Action::Quit));
+        assert_eq!(action_for(ctrl_c, Mode::Live), Some(Action::Quit));
         let q = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
-        assert_eq!(action_for(q), Some(Action::Quit));
+        assert_eq!(action_for(q, Mode::Replay), Some(Action::Quit));
         let k = KeyEvent::new(KeyCode::Char('k'), KeyModifiers::NONE);
-        assert_eq!(action_for(k), Some(Action::KillLane));
+        assert_eq!(action_for(k, Mode::Live), Some(Action::KillLane));
+        // A replay has no processes to kill.
+        assert_eq!(action_for(k, Mode::Replay), None);
     }
 
     #[test]
     fn every_action_has_a_help_line_through_its_binding_group() {
-        assert!(help_lines().iter().any(|(k, _)| *k == "?"));
-        assert!(footer().iter().any(|(k, n)| *k == "q" && *n == "quit"));
+        for mode in [Mode::Live, Mode::Replay] {
+            assert!(help_lines(mode).iter().any(|(k, _)| *k == "?"));
+            assert!(footer(mode).iter().any(|(k, n)| *k == "q" && *n == "quit"));
+        }
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod keymap;
+pub mod replay;
 pub mod theme;
 pub mod ui;
 pub mod view;
@@ -22,12 +23,30 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::{Position, Rect};
 
-use crate::cli::TuiArgs;
+use crate::cli::{ReplayArgs, TuiArgs};
+use crate::record::Recording;
 use crate::scenario::Scenario;
 use crate::signals;
 
 use self::app::App;
+use self::keymap::{Action, Mode};
+use self::replay::ReplayApp;
 use self::theme::Theme;
+use self::view::Dashboard;
+
+/// What the event loop drives: the live night or a replay.
+pub trait Screen {
+    fn mode(&self) -> Mode;
+    fn quit_requested(&self) -> bool;
+    fn lane_count(&self) -> usize;
+    fn select(&mut self, lane: usize);
+    /// Advances time to `now`.
+    fn tick(&mut self, now: Instant) -> Result<(), String>;
+    /// Applies one user action.
+    fn update(&mut self, action: Action, now: Instant) -> Result<(), String>;
+    /// The frame's view model.
+    fn view(&self) -> Dashboard;
+}
 
 /// How often the engine looks at workers and rows: often enough that a kill "at task N" lands
 /// on task N at the shipped scenarios' pace.
@@ -87,15 +106,50 @@ pub fn prepare(args: &TuiArgs) -> Result<Scenario, String> {
     Ok(scenario)
 }
 
+fn require_terminal(headless: &str) -> Result<(), String> {
+    if io::stdout().is_terminal() && io::stdin().is_terminal() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the dashboard needs a terminal (stdin and stdout must be a tty); for scripts use `{headless}`"
+        ))
+    }
+}
+
+/// Runs `reclaim replay FILE`: the recorded night in the dashboard, no processes.
+pub fn replay(args: &ReplayArgs) -> Result<u8, String> {
+    let recording = Recording::load(&args.file).map_err(|e| e.to_string())?;
+    if recording.truncated {
+        eprintln!(
+            "reclaim: warning: {}: the last line was cut short; replaying the rest",
+            args.file.display()
+        );
+    }
+    require_terminal("reclaim replay --check")?;
+    let theme = Theme::from_env();
+    signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let guard = TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))
+        .map_err(|e| format!("cannot draw: {e}"))?;
+    let mut app = ReplayApp::new(recording);
+    let outcome = event_loop(&mut terminal, &mut app, theme);
+    drop(terminal);
+    drop(guard);
+    outcome.map(|()| crate::app::EXIT_OK)
+}
+
 /// Runs `reclaim tui` (and `reclaim` with no arguments).
 pub fn run(args: &TuiArgs) -> Result<u8, String> {
     let scenario = prepare(args)?;
-    if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
-        return Err(
-            "the dashboard needs a terminal (stdin and stdout must be a tty); for scripts use `reclaim run`"
-                .into(),
-        );
+    if let Some(path) = &args.record
+        && path.exists()
+    {
+        return Err(format!(
+            "{} already exists; give --record a new file",
+            path.display()
+        ));
     }
+    require_terminal("reclaim run")?;
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find reclaim's own executable: {e}"))?;
     let dir = crate::run::fresh_db_path("tui")
@@ -106,21 +160,25 @@ pub fn run(args: &TuiArgs) -> Result<u8, String> {
     let guard = TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))
         .map_err(|e| format!("cannot draw: {e}"))?;
-    let mut app = App::start(scenario, exe, dir, Instant::now())?;
+    let mut app = App::start(scenario, exe, dir, args.record.clone(), Instant::now())?;
     let outcome = event_loop(&mut terminal, &mut app, theme);
     // Workers first, then the terminal: nothing may outlive the dashboard.
     let db_dir = app.db_dir().display().to_string();
+    let recording = app.saved_recording().map(|p| p.display().to_string());
     drop(app);
     drop(terminal);
     drop(guard);
     outcome?;
     println!("reclaim: the night's databases are kept in {db_dir} (open them with sqlite3)");
+    if let Some(path) = recording {
+        println!("reclaim: the session is recorded in {path} (reclaim replay {path})");
+    }
     Ok(crate::app::EXIT_OK)
 }
 
 fn event_loop(
     terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
-    app: &mut App,
+    app: &mut dyn Screen,
     theme: Theme,
 ) -> Result<(), String> {
     let (tx, rx) = mpsc::channel::<Event>();
@@ -156,14 +214,19 @@ fn event_loop(
         let mut redraw = false;
         match rx.recv_timeout(timeout) {
             Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
-                if let Some(action) = keymap::action_for(key) {
+                if let Some(action) = keymap::action_for(key, app.mode()) {
                     app.update(action, Instant::now())?;
                     redraw = true;
                 }
             }
             Ok(Event::Mouse(mouse)) if mouse.kind == MouseEventKind::Down(MouseButton::Left) => {
                 let size = terminal.size().map_err(|e| e.to_string())?;
-                let a = ui::areas(Rect::new(0, 0, size.width, size.height), app.lane_count());
+                let caption = app.view().caption;
+                let a = ui::areas(
+                    Rect::new(0, 0, size.width, size.height),
+                    app.lane_count(),
+                    caption.as_deref(),
+                );
                 let at = Position::new(mouse.column, mouse.row);
                 if let Some(lane) = a.lanes.iter().position(|r| r.contains(at)) {
                     app.select(lane);
@@ -181,7 +244,7 @@ fn event_loop(
             app.tick(now)?;
             next_tick = now + TICK;
         }
-        if app.quit || signals::received().is_some() {
+        if app.quit_requested() || signals::received().is_some() {
             return Ok(());
         }
         if redraw || now >= next_frame {

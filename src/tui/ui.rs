@@ -11,7 +11,7 @@ use ratatui::widgets::{
 };
 
 use crate::clock::{NIGHT_START, SimTime};
-use crate::tui::keymap;
+use crate::tui::keymap::{self, Mode};
 use crate::tui::theme::Theme;
 use crate::tui::view::{Dashboard, LaneView, MarkerKind, StateKind};
 
@@ -23,6 +23,8 @@ pub const MIN_HEIGHT: u16 = 18;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Areas {
     pub header: Rect,
+    /// Empty (zero height) when there is no caption.
+    pub caption: Rect,
     pub lanes: Vec<Rect>,
     pub timeline: Rect,
     pub symptoms: Rect,
@@ -31,7 +33,15 @@ pub struct Areas {
 
 /// Splits `area` for `lanes` lanes: side by side up to three, then in two rows.
 #[must_use]
-pub fn areas(area: Rect, lanes: usize) -> Areas {
+pub fn areas(area: Rect, lanes: usize, caption: Option<&str>) -> Areas {
+    // A caption wraps onto a second line rather than lose its end.
+    let caption_height = caption.map_or(0, |text| {
+        if text.chars().count() + 3 > usize::from(area.width) {
+            2
+        } else {
+            1
+        }
+    });
     let bottom = if area.height >= 36 {
         10
     } else if area.height >= 28 {
@@ -39,8 +49,9 @@ pub fn areas(area: Rect, lanes: usize) -> Areas {
     } else {
         6
     };
-    let [header, body, bottom_area, footer] = Layout::vertical([
+    let [header, caption_area, body, bottom_area, footer] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(caption_height),
         Constraint::Min(6),
         Constraint::Length(bottom),
         Constraint::Length(1),
@@ -67,6 +78,7 @@ pub fn areas(area: Rect, lanes: usize) -> Areas {
     }
     Areas {
         header,
+        caption: caption_area,
         lanes: lane_areas,
         timeline,
         symptoms,
@@ -85,14 +97,17 @@ pub fn render_to(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
         too_small(area, buf, theme);
         return;
     }
-    let a = areas(area, view.lanes.len());
+    let a = areas(area, view.lanes.len(), view.caption.as_deref());
     header(a.header, buf, view, theme);
+    if let Some(text) = &view.caption {
+        caption(a.caption, buf, text, theme);
+    }
     for (i, (lane, rect)) in view.lanes.iter().zip(&a.lanes).enumerate() {
         lane_panel(*rect, buf, lane, i == view.selected, view.x_max, theme);
     }
     timeline(a.timeline, buf, view, theme);
     symptoms(a.symptoms, buf, view, theme);
-    footer(a.footer, buf, theme);
+    footer(a.footer, buf, view.mode, theme);
     if view.help {
         help(area, buf, view, theme);
     }
@@ -115,20 +130,37 @@ fn too_small(area: Rect, buf: &mut Buffer, theme: Theme) {
 
 fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     let state = if view.paused { "‖ paused" } else { "▶" };
-    let random = if view.random_kills { "on" } else { "off" };
-    let right = format!(
-        " {}  {state} {}x  random {random}  seed {} ",
-        view.clock,
-        speed_label(view.speed),
-        view.seed
-    );
+    let speed = speed_label(view.speed);
+    let right = if let Some(bar) = &view.replay {
+        let partial = if bar.partial { " (partial)" } else { "" };
+        format!(
+            " {} / {}{partial}  {state} {speed}x  seed {} ",
+            view.clock, bar.end, view.seed
+        )
+    } else {
+        let random = if view.random_kills { "on" } else { "off" };
+        let rec = if view.recording.is_some() {
+            "● REC  "
+        } else {
+            ""
+        };
+        format!(
+            " {rec}{}  {state} {speed}x  random {random}  seed {} ",
+            view.clock, view.seed
+        )
+    };
+    let badge = if view.replay.is_some() {
+        " reclaim REPLAY "
+    } else {
+        " reclaim "
+    };
     let left = match &view.notice {
         Some(notice) => Line::from(vec![
-            Span::styled(" reclaim ", theme.title()),
+            Span::styled(badge, theme.title()),
             Span::styled(notice.clone(), theme.warn()),
         ]),
         None => Line::from(vec![
-            Span::styled(" reclaim ", theme.title()),
+            Span::styled(badge, theme.title()),
             Span::raw(view.title.clone()),
         ]),
     };
@@ -141,6 +173,17 @@ fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     Line::from(vec![Span::styled(right, theme.title())])
         .alignment(Alignment::Right)
         .render(right_area, buf);
+}
+
+/// The teaching caption for this moment, on its own line under the header.
+fn caption(area: Rect, buf: &mut Buffer, text: &str, theme: Theme) {
+    let line = Line::from(vec![
+        Span::styled(" ▌ ", theme.warn()),
+        Span::styled(text.to_string(), theme.warn()),
+    ]);
+    Paragraph::new(line)
+        .wrap(ratatui::widgets::Wrap { trim: true })
+        .render(area, buf);
 }
 
 fn speed_label(speed: f64) -> String {
@@ -479,8 +522,8 @@ fn symptoms(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
 }
 
 /// The keys from the keymap; help and quit stay visible at the right whatever the width.
-fn footer(area: Rect, buf: &mut Buffer, theme: Theme) {
-    let entries = keymap::footer();
+fn footer(area: Rect, buf: &mut Buffer, mode: Mode, theme: Theme) {
+    let entries = keymap::footer(mode);
     let (pinned, rest): (Vec<_>, Vec<_>) = entries
         .into_iter()
         .partition(|(_, name)| matches!(*name, "help" | "quit"));
@@ -505,7 +548,7 @@ fn footer(area: Rect, buf: &mut Buffer, theme: Theme) {
 }
 
 fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
-    let lines_help = keymap::help_lines();
+    let lines_help = keymap::help_lines(view.mode);
     let width = area.width.min(92);
     let height = (lines_help.len() as u16 + 7).min(area.height);
     let popup = Rect {
@@ -618,6 +661,10 @@ mod tests {
             notice: None,
             x_max: 1200.0,
             db_dir: "/tmp/reclaim-tui-example".into(),
+            mode: Mode::Live,
+            caption: None,
+            recording: None,
+            replay: None,
         }
     }
 
@@ -743,7 +790,7 @@ mod tests {
         let mut view = at_the_kill();
         view.help = true;
         let screen = text(&view, 120, 40);
-        for (key, help) in keymap::help_lines() {
+        for (key, help) in keymap::help_lines(Mode::Live) {
             assert!(screen.contains(help), "{key}: {help}");
         }
         insta::assert_snapshot!(screen);

@@ -2,6 +2,8 @@
 //! state in tests), and rendered without any I/O.
 
 use crate::clock::SimTime;
+pub use crate::engine::StateKind;
+use crate::tui::keymap::Mode;
 use crate::verdict::Symptom;
 
 /// Everything one frame shows.
@@ -28,6 +30,22 @@ pub struct Dashboard {
     /// The x-axis end, in sim seconds since 02:00, shared by every lane's charts.
     pub x_max: f64,
     pub db_dir: String,
+    pub mode: Mode,
+    /// The teaching caption for this moment, if the scenario has one.
+    pub caption: Option<String>,
+    /// The session file being recorded, if any.
+    pub recording: Option<String>,
+    /// Where a replay stands, when this is one.
+    pub replay: Option<ReplayBar>,
+}
+
+/// A replay's position in its night.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayBar {
+    pub end: SimTime,
+    pub playing: bool,
+    /// The recording ended early (cut short or torn).
+    pub partial: bool,
 }
 
 /// One lane's panel.
@@ -66,15 +84,6 @@ pub struct LaneView {
     pub derived_ok: Option<bool>,
     /// Why claimed and derived disagree, when they do.
     pub disagreement: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StateKind {
-    Running,
-    Hung,
-    Restarting,
-    Done,
-    Failed,
 }
 
 /// The lane's curves over sim time (seconds since 02:00), downsampled to bounded size.

@@ -1,0 +1,501 @@
+//! Session recordings: a night as JSON lines (a header, then events and metric samples as they
+//! happen, then the verdict), and reading one back, tolerating a torn last line.
+//!
+//! The format is versioned (`version` in the header); see README, "Recordings".
+
+use std::fs::File;
+use std::io::{self, BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::engine::{Engine, Entry, LaneSnapshot, Mark, Source};
+use crate::scenario::Caption;
+use crate::store::inspect::Inspection;
+
+/// The `format` field of every recording's header.
+pub const FORMAT: &str = "reclaim-session";
+/// The newest format version this build writes and reads.
+pub const VERSION: u32 = 1;
+/// Real time between two metric samples.
+const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// One line of a recording.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Line {
+    Header(Header),
+    Event(Event),
+    Sample(Sample),
+    End(End),
+}
+
+/// What the night was: written first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub format: String,
+    pub version: u32,
+    /// The reclaim version that recorded it.
+    pub reclaim: String,
+    /// Seconds since the Unix epoch when the night began.
+    pub started_unix: f64,
+    pub title: String,
+    /// The scenario's name or path, or the `run` command line.
+    pub scenario: String,
+    pub seed: u64,
+    pub scale: f64,
+    pub dead_man: f64,
+    pub lanes: Vec<LaneInfo>,
+    #[serde(default)]
+    pub captions: Vec<Caption>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaneInfo {
+    pub name: String,
+    pub strategy: String,
+    pub items: u64,
+    pub db: PathBuf,
+}
+
+/// A timeline line: spawn, signal, exit, restart, hang/resume, alert, the worker's own lines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub real_ms: u64,
+    pub sim: f64,
+    pub lane: Option<usize>,
+    pub source: Source,
+    pub kind: String,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark: Option<Mark>,
+}
+
+impl Event {
+    fn from_entry(entry: &Entry) -> Self {
+        Self {
+            real_ms: entry.real_ms,
+            sim: entry.sim.0,
+            lane: entry.lane,
+            source: entry.source,
+            kind: entry.kind.to_string(),
+            text: entry.text.clone(),
+            mark: entry.mark,
+        }
+    }
+
+    /// The line as the timeline shows it.
+    #[must_use]
+    pub fn line(&self, lane_name: Option<&str>, width: usize) -> String {
+        let source = match self.source {
+            Source::Worker => "worker",
+            Source::Runner => "runner",
+        };
+        let time = crate::clock::SimTime(self.sim);
+        match lane_name {
+            Some(name) => format!(
+                "{time}  {name:<width$}  {source}  {:<7} {}",
+                self.kind, self.text
+            ),
+            None => format!("{time}  {source}  {:<7} {}", self.kind, self.text),
+        }
+    }
+}
+
+/// Every lane's figures at one moment: what the charts are drawn from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub real_ms: u64,
+    pub sim: f64,
+    pub lanes: Vec<LaneSnapshot>,
+}
+
+/// The night's verdict, derived from the rows when it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct End {
+    pub real_ms: u64,
+    pub sim: f64,
+    pub lanes: Vec<LaneEnd>,
+}
+
+/// One lane's verdict, from `inspect` on its database.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaneEnd {
+    pub items: u64,
+    pub rows: u64,
+    pub distinct: u64,
+    pub duplicated_task_ids: u64,
+    pub missing: u64,
+    /// `ok`, `data_wrong`, `incomplete`, `corrupt`.
+    pub derived_status: String,
+    /// `DATA WRONG (112 duplicated task ids)`.
+    pub derived: String,
+    pub claimed_status: Option<String>,
+    pub completed: bool,
+}
+
+impl LaneEnd {
+    #[must_use]
+    pub fn from_inspection(
+        inspection: &Inspection,
+        claimed: Option<&str>,
+        completed: bool,
+    ) -> Self {
+        let derived = inspection.derived();
+        Self {
+            items: inspection.items,
+            rows: inspection.rows,
+            distinct: inspection.distinct,
+            duplicated_task_ids: inspection.duplicated_task_ids,
+            missing: inspection.missing,
+            derived_status: derived.label().to_string(),
+            derived: derived.to_string(),
+            claimed_status: claimed.map(ToOwned::to_owned),
+            completed,
+        }
+    }
+
+    #[must_use]
+    pub fn is_ok(&self) -> bool {
+        self.completed && self.derived_status == "ok"
+    }
+}
+
+/// Appends a night to a file as it happens. Each line is written whole and flushed, so a
+/// recording cut short (reclaim killed) is readable up to its last complete line.
+#[derive(Debug)]
+pub struct Recorder {
+    path: PathBuf,
+    file: File,
+    events_written: usize,
+    next_sample: Option<Instant>,
+    ended: bool,
+}
+
+impl Recorder {
+    /// Creates `path` (it must not exist) and writes the header.
+    pub fn create(path: &Path, header: &Header) -> io::Result<Self> {
+        let file = File::options().write(true).create_new(true).open(path)?;
+        let mut recorder = Self {
+            path: path.to_path_buf(),
+            file,
+            events_written: 0,
+            next_sample: None,
+            ended: false,
+        };
+        recorder.write(&Line::Header(header.clone()))?;
+        Ok(recorder)
+    }
+
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn write(&mut self, line: &Line) -> io::Result<()> {
+        let mut text = serde_json::to_string(line).map_err(io::Error::other)?;
+        text.push('\n');
+        // One write per line: a reader never sees half of a line unless the process died
+        // inside this call.
+        self.file.write_all(text.as_bytes())?;
+        self.file.flush()
+    }
+
+    /// Writes the engine's new timeline entries, and a sample when one is due.
+    pub fn observe(&mut self, engine: &Engine, now: Instant) -> io::Result<()> {
+        let entries = &engine.timeline()[self.events_written..];
+        let lines: Vec<Line> = entries
+            .iter()
+            .map(|e| Line::Event(Event::from_entry(e)))
+            .collect();
+        self.events_written = engine.timeline().len();
+        for line in &lines {
+            self.write(line)?;
+        }
+        if self.next_sample.is_none_or(|at| now >= at) || !lines.is_empty() {
+            self.sample(engine, now)?;
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self, engine: &Engine, now: Instant) -> io::Result<()> {
+        let dead_man = engine.config().dead_man;
+        let sample = Sample {
+            real_ms: engine.elapsed(now).as_millis() as u64,
+            sim: engine.clock().at(now).0,
+            lanes: engine
+                .lanes()
+                .iter()
+                .map(|l| l.snapshot(dead_man))
+                .collect(),
+        };
+        self.next_sample = Some(now + SAMPLE_EVERY);
+        self.write(&Line::Sample(sample))
+    }
+
+    /// Writes the last sample and the verdict; nothing is written after it.
+    pub fn end(&mut self, engine: &Engine, now: Instant, lanes: Vec<LaneEnd>) -> io::Result<()> {
+        if self.ended {
+            return Ok(());
+        }
+        self.observe(engine, now)?;
+        self.sample(engine, now)?;
+        self.ended = true;
+        self.write(&Line::End(End {
+            real_ms: engine.elapsed(now).as_millis() as u64,
+            sim: engine.clock().at(now).0,
+            lanes,
+        }))
+    }
+}
+
+/// The header for a night the engine is about to run.
+#[must_use]
+pub fn header(
+    engine: &Engine,
+    title: &str,
+    scenario: &str,
+    seed: u64,
+    captions: Vec<Caption>,
+) -> Header {
+    Header {
+        format: FORMAT.into(),
+        version: VERSION,
+        reclaim: env!("CARGO_PKG_VERSION").into(),
+        started_unix: crate::heartbeat::unix_now(),
+        title: title.into(),
+        scenario: scenario.into(),
+        seed,
+        scale: engine.config().scale,
+        dead_man: engine.config().dead_man,
+        lanes: engine
+            .lanes()
+            .iter()
+            .map(|l| LaneInfo {
+                name: l.config.name.clone(),
+                strategy: l.config.strategy.name().into(),
+                items: l.config.items,
+                db: l.config.db.clone(),
+            })
+            .collect(),
+        captions,
+    }
+}
+
+#[derive(Debug, Error, PartialEq)]
+pub enum RecordingError {
+    #[error("cannot read recording {path}: {message}")]
+    Read { path: String, message: String },
+    #[error("recording {0} is empty")]
+    Empty(String),
+    #[error("{path} is not a reclaim recording (line 1: {message})")]
+    NotRecording { path: String, message: String },
+    #[error(
+        "recording {path} is format version {found}, newer than this reclaim reads ({VERSION}); upgrade reclaim"
+    )]
+    Newer { path: String, found: u32 },
+    #[error("recording {path}: line {line} is garbled ({message})")]
+    Garbled {
+        path: String,
+        line: usize,
+        message: String,
+    },
+}
+
+/// A recording read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recording {
+    pub header: Header,
+    pub events: Vec<Event>,
+    pub samples: Vec<Sample>,
+    pub end: Option<End>,
+    /// Set when the last line was cut short and dropped.
+    pub truncated: bool,
+}
+
+impl Recording {
+    /// Reads `path`. A torn last line is dropped (and flagged); a bad line elsewhere is an error.
+    pub fn load(path: &Path) -> Result<Self, RecordingError> {
+        let shown = path.display().to_string();
+        let file = File::open(path).map_err(|e| RecordingError::Read {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
+        let mut lines = Vec::new();
+        for line in BufReader::new(file).split(b'\n') {
+            let line = line.map_err(|e| RecordingError::Read {
+                path: shown.clone(),
+                message: e.to_string(),
+            })?;
+            lines.push(line);
+        }
+        Self::parse(&shown, &lines)
+    }
+
+    fn parse(path: &str, raw: &[Vec<u8>]) -> Result<Self, RecordingError> {
+        let lines: Vec<&[u8]> = raw
+            .iter()
+            .map(Vec::as_slice)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let Some(first) = lines.first() else {
+            return Err(RecordingError::Empty(path.into()));
+        };
+        let header = parse_header(path, first)?;
+        let mut recording = Self {
+            header,
+            events: Vec::new(),
+            samples: Vec::new(),
+            end: None,
+            truncated: false,
+        };
+        let last = lines.len() - 1;
+        for (i, bytes) in lines.iter().enumerate().skip(1) {
+            match serde_json::from_slice::<Line>(bytes) {
+                Ok(Line::Event(event)) => recording.events.push(event),
+                Ok(Line::Sample(sample)) => recording.samples.push(sample),
+                Ok(Line::End(end)) => recording.end = Some(end),
+                Ok(Line::Header(_)) => {
+                    return Err(RecordingError::Garbled {
+                        path: path.into(),
+                        line: i + 1,
+                        message: "a second header".into(),
+                    });
+                }
+                // Only the last line may be torn: the recorder died while writing it.
+                Err(error) if i == last && error.is_eof() => recording.truncated = true,
+                Err(error) => {
+                    return Err(RecordingError::Garbled {
+                        path: path.into(),
+                        line: i + 1,
+                        message: error.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(recording)
+    }
+
+    /// Sim seconds since 02:00 at which the recording ends.
+    #[must_use]
+    pub fn last_sim(&self) -> f64 {
+        let sample = self.samples.last().map_or(0.0, |s| s.sim);
+        let event = self.events.last().map_or(0.0, |e| e.sim);
+        let end = self.end.as_ref().map_or(0.0, |e| e.sim);
+        sample.max(event).max(end).max(crate::clock::NIGHT_START)
+    }
+
+    /// The real moments (since the night began) at which the host reclaimed the instance.
+    #[must_use]
+    pub fn kill_times(&self) -> Vec<Duration> {
+        let mut times: Vec<Duration> = Vec::new();
+        for event in self.events.iter().filter(|e| e.mark == Some(Mark::Kill)) {
+            let at = Duration::from_millis(event.real_ms);
+            // Lanes killed in the same instant are one kill of the host.
+            if times
+                .last()
+                .is_none_or(|last| at.saturating_sub(*last) > Duration::from_millis(5))
+            {
+                times.push(at);
+            }
+        }
+        times
+    }
+}
+
+fn parse_header(path: &str, bytes: &[u8]) -> Result<Header, RecordingError> {
+    let not_recording = |message: String| RecordingError::NotRecording {
+        path: path.into(),
+        message,
+    };
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| not_recording(e.to_string()))?;
+    if value.get("type").and_then(serde_json::Value::as_str) != Some("header")
+        || value.get("format").and_then(serde_json::Value::as_str) != Some(FORMAT)
+    {
+        return Err(not_recording(format!("no {FORMAT} header")));
+    }
+    let version = value
+        .get("version")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    if version > u64::from(VERSION) {
+        return Err(RecordingError::Newer {
+            path: path.into(),
+            found: u32::try_from(version).unwrap_or(u32::MAX),
+        });
+    }
+    match serde_json::from_value::<Line>(value) {
+        Ok(Line::Header(header)) => Ok(header),
+        Ok(_) => Err(not_recording("no header".into())),
+        Err(e) => Err(not_recording(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header_line() -> String {
+        let header = Header {
+            format: FORMAT.into(),
+            version: VERSION,
+            reclaim: "0.1.0".into(),
+            started_unix: 0.0,
+            title: "t".into(),
+            scenario: "s".into(),
+            seed: 1,
+            scale: 100.0,
+            dead_man: 300.0,
+            lanes: Vec::new(),
+            captions: Vec::new(),
+        };
+        serde_json::to_string(&Line::Header(header)).unwrap_or_default()
+    }
+
+    fn parse(text: &str) -> Result<Recording, RecordingError> {
+        let raw: Vec<Vec<u8>> = text.split('\n').map(|l| l.as_bytes().to_vec()).collect();
+        Recording::parse("r.jsonl", &raw)
+    }
+
+    #[test]
+    fn a_torn_last_line_is_dropped_and_flagged() {
+        let text = format!(
+            "{}\n{{\"type\":\"event\",\"real_ms\":1,\"sim\":7200.0,\"lane\":0,\"source\":\"runner\",\"kind\":\"notice\",\"text\":\"x\"}}\n{{\"type\":\"sample\",\"real_",
+            header_line()
+        );
+        let recording = parse(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert!(recording.truncated);
+        assert_eq!(recording.events.len(), 1);
+    }
+
+    #[test]
+    fn bad_recordings_are_refused_with_one_line() {
+        let newer = header_line().replace("\"version\":1", "\"version\":9");
+        let cases = [
+            ("", "is empty"),
+            ("not json", "is not a reclaim recording"),
+            (
+                "{\"type\":\"header\",\"format\":\"other\"}",
+                "is not a reclaim recording",
+            ),
+            (newer.as_str(), "format version 9, newer"),
+        ];
+        for (text, needle) in cases {
+            let err = parse(text).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(err.contains(needle), "{text:?}: {err}");
+            assert!(!err.contains('\n'));
+        }
+        let garbled = format!(
+            "{}\n{{garbage}}\n{{\"type\":\"end\",\"real_ms\":1,\"sim\":1.0,\"lanes\":[]}}",
+            header_line()
+        );
+        let err = parse(&garbled)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("line 2 is garbled"), "{err}");
+    }
+}
