@@ -358,3 +358,242 @@ impl Screen for ReplayApp {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{ClaimedDone, LaneSnapshot, Mark, Source, StateKind};
+    use crate::record::{End, Event, Header, LaneInfo};
+    use crate::scenario::Caption;
+    use crate::tui::theme::Theme;
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+
+    /// A naive night, sampled every 10 sim seconds: one row per 6.3 sim seconds, killed at
+    /// 02:11:47 (707 s) and restarted from task-000 18 s later.
+    fn recording() -> Recording {
+        let kill = 707.0;
+        let restart = 725.0;
+        let rows_at = |t: f64| -> u64 {
+            if t < restart {
+                ((t / 6.3) as u64).min(112)
+            } else {
+                112 + (((t - restart) / 6.3) as u64).min(200)
+            }
+        };
+        let samples = (0..=200)
+            .map(|i| {
+                let t = f64::from(i) * 10.0;
+                let rows = rows_at(t);
+                let distinct = rows.min(112).max(rows.saturating_sub(112).min(200));
+                let done = rows >= 312;
+                Sample {
+                    real_ms: (t * 10.0) as u64,
+                    sim: NIGHT_START + t,
+                    lanes: vec![LaneSnapshot {
+                        rows,
+                        distinct,
+                        duplicated: rows.saturating_sub(112).min(112),
+                        checkpoints: None,
+                        heartbeat_age: Some(4.0),
+                        alive: !done && !(kill..restart).contains(&t),
+                        progress: true,
+                        stale: false,
+                        state: if done {
+                            "done".into()
+                        } else {
+                            "running pid 4242".into()
+                        },
+                        state_kind: if done {
+                            StateKind::Done
+                        } else {
+                            StateKind::Running
+                        },
+                        task: Some(crate::task::task_id((rows.max(1) - 1) % 200)),
+                        restarts: u32::from(t >= restart),
+                        kills: u32::from(t >= kill),
+                        workers: 1,
+                        claimed: done.then(|| ClaimedDone {
+                            rows_written: 312,
+                            status: "ok".into(),
+                        }),
+                        restarted_at_zero: t >= restart + 10.0,
+                    }],
+                }
+            })
+            .collect();
+        let event = |t: f64, source, kind: &str, text: &str, mark| Event {
+            real_ms: (t * 10.0) as u64,
+            sim: NIGHT_START + t,
+            lane: Some(0),
+            source,
+            kind: kind.into(),
+            text: text.into(),
+            mark,
+        };
+        Recording {
+            header: Header {
+                format: crate::record::FORMAT.into(),
+                version: crate::record::VERSION,
+                reclaim: "0.1.0".into(),
+                started_unix: 0.0,
+                title: "A recorded night".into(),
+                scenario: "incident".into(),
+                seed: 214,
+                scale: 100.0,
+                dead_man: 300.0,
+                lanes: vec![LaneInfo {
+                    name: "naive".into(),
+                    strategy: "naive".into(),
+                    items: 200,
+                    db: "/tmp/night1-1-naive.db".into(),
+                }],
+                captions: vec![Caption {
+                    at: None,
+                    on: Some("kill".into()),
+                    lane: None,
+                    text: "The host reclaims the instance.".into(),
+                }],
+            },
+            events: vec![
+                event(
+                    1.0,
+                    Source::Worker,
+                    "start",
+                    "run_id=(none)  items=200",
+                    None,
+                ),
+                event(
+                    kill,
+                    Source::Runner,
+                    "notice",
+                    "instance reclaimed by host",
+                    Some(Mark::Kill),
+                ),
+                event(
+                    restart,
+                    Source::Runner,
+                    "notice",
+                    "supervisor restarts the worker",
+                    Some(Mark::Restart),
+                ),
+                event(
+                    1970.0,
+                    Source::Worker,
+                    "done",
+                    "rows_written=312  status=ok",
+                    None,
+                ),
+            ],
+            samples,
+            end: Some(End {
+                real_ms: 20_000,
+                sim: NIGHT_START + 2000.0,
+                lanes: vec![LaneEnd {
+                    items: 200,
+                    rows: 312,
+                    distinct: 200,
+                    duplicated_task_ids: 112,
+                    missing: 0,
+                    derived_status: "data_wrong".into(),
+                    derived: "DATA WRONG (112 duplicated task ids)".into(),
+                    claimed_status: Some("ok".into()),
+                    completed: true,
+                }],
+            }),
+            truncated: false,
+        }
+    }
+
+    fn screen(app: &ReplayApp) -> String {
+        let area = Rect::new(0, 0, 100, 30);
+        let mut buf = Buffer::empty(area);
+        crate::tui::ui::render_to(area, &mut buf, &app.view(), Theme::monochrome());
+        (0..area.height)
+            .map(|y| {
+                let row: String = (0..area.width)
+                    .map(|x| buf[(x, y)].symbol().to_string())
+                    .collect();
+                row.trim_end().to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn scrubbing_shows_the_values_recorded_at_that_moment() {
+        let mut app = ReplayApp::new(recording());
+        app.seek(NIGHT_START + 700.0);
+        let view = app.view();
+        // The sample at 700 s: 111 rows, nothing duplicated yet, no verdict.
+        assert_eq!(view.clock.to_string(), "02:11:40");
+        assert_eq!(view.lanes[0].rows, 111);
+        assert_eq!(view.lanes[0].duplicated, 0);
+        assert_eq!(view.lanes[0].derived_ok, None);
+        assert_eq!(view.timeline.len(), 1);
+        insta::assert_snapshot!(screen(&app));
+
+        app.update(Action::ScrubForward, Instant::now())
+            .unwrap_or_default();
+        let view = app.view();
+        assert_eq!(view.clock.to_string(), "02:11:55");
+        assert_eq!(view.lanes[0].kills, 1);
+        assert_eq!(
+            view.caption.as_deref(),
+            Some("The host reclaims the instance.")
+        );
+    }
+
+    #[test]
+    fn the_end_shows_the_recorded_verdict() {
+        let mut app = ReplayApp::new(recording());
+        app.update(Action::JumpEnd, Instant::now())
+            .unwrap_or_default();
+        let view = app.view();
+        assert_eq!(view.lanes[0].rows, 312);
+        assert_eq!(
+            view.lanes[0].derived,
+            "DATA WRONG (112 duplicated task ids)"
+        );
+        assert_eq!(
+            view.lanes[0].claimed.as_deref(),
+            Some("rows_written=312 status=ok")
+        );
+        assert!(
+            view.symptoms.iter().all(|(_, seen)| *seen),
+            "{:?}",
+            view.symptoms
+        );
+        insta::assert_snapshot!(screen(&app));
+    }
+
+    #[test]
+    fn stepping_moves_from_event_to_event_and_caption_to_caption() {
+        let mut app = ReplayApp::new(recording());
+        let now = Instant::now();
+        app.update(Action::NextEvent, now).unwrap_or_default();
+        assert_eq!(app.view().clock.to_string(), "02:00:01");
+        app.update(Action::NextEvent, now).unwrap_or_default();
+        assert_eq!(app.view().clock.to_string(), "02:11:47");
+        app.update(Action::PrevEvent, now).unwrap_or_default();
+        assert_eq!(app.view().clock.to_string(), "02:00:01");
+        app.update(Action::NextCaption, now).unwrap_or_default();
+        assert_eq!(app.view().clock.to_string(), "02:11:47");
+    }
+
+    #[test]
+    fn playing_advances_at_the_recorded_scale_and_stops_at_the_end() {
+        let mut app = ReplayApp::new(recording());
+        let t0 = Instant::now();
+        app.tick(t0).unwrap_or_default();
+        app.tick(t0 + std::time::Duration::from_secs(2))
+            .unwrap_or_default();
+        // 2 real seconds at 100 sim seconds per second.
+        assert_eq!(app.view().clock.to_string(), "02:03:20");
+        app.tick(t0 + std::time::Duration::from_secs(600))
+            .unwrap_or_default();
+        let view = app.view();
+        assert_eq!(view.clock.to_string(), "02:33:20");
+        assert!(view.paused);
+    }
+}
