@@ -369,11 +369,13 @@ mod tests {
     use ratatui::buffer::Buffer;
     use ratatui::layout::Rect;
 
+    const KILL: f64 = 707.0;
+    const RESTART: f64 = 725.0;
+
     /// A naive night, sampled every 10 sim seconds: one row per 6.3 sim seconds, killed at
     /// 02:11:47 (707 s) and restarted from task-000 18 s later.
-    fn recording() -> Recording {
-        let kill = 707.0;
-        let restart = 725.0;
+    fn samples() -> Vec<Sample> {
+        let (kill, restart) = (KILL, RESTART);
         let rows_at = |t: f64| -> u64 {
             if t < restart {
                 ((t / 6.3) as u64).min(112)
@@ -381,7 +383,7 @@ mod tests {
                 112 + (((t - restart) / 6.3) as u64).min(200)
             }
         };
-        let samples = (0..=200)
+        (0..=200)
             .map(|i| {
                 let t = f64::from(i) * 10.0;
                 let rows = rows_at(t);
@@ -421,7 +423,12 @@ mod tests {
                     }],
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    fn recording() -> Recording {
+        let (kill, restart) = (KILL, RESTART);
+        let samples = samples();
         let event = |t: f64, source, kind: &str, text: &str, mark| Event {
             real_ms: (t * 10.0) as u64,
             sim: NIGHT_START + t,
