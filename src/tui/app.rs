@@ -49,7 +49,7 @@ impl Curve {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 struct LaneHistory {
     rows: Curve,
     distinct: Curve,
@@ -59,6 +59,10 @@ struct LaneHistory {
     markers: Vec<Marker>,
     /// The verdict of `inspect` once the lane has finished.
     end: Option<LaneEnd>,
+    /// The verdict being read, on its own thread.
+    pending: Option<std::sync::mpsc::Receiver<Option<LaneEnd>>>,
+    /// The verdict has been read (or could not be: then `end` stays empty).
+    verdict_read: bool,
 }
 
 /// The live dashboard's state.
@@ -105,7 +109,7 @@ impl App {
         let random_kills = scenario.random_kills > 0;
         let recording = record.is_some();
         let mut app = Self {
-            history: vec![LaneHistory::default(); lanes.len()],
+            history: (0..lanes.len()).map(|_| LaneHistory::default()).collect(),
             scenario,
             lanes,
             exe,
@@ -217,7 +221,9 @@ impl App {
         )?;
         self.engine.set_speed(self.speed, now);
         self.engine.set_random_kills(self.random_kills, now);
-        self.history = vec![LaneHistory::default(); self.lanes.len()];
+        self.history = (0..self.lanes.len())
+            .map(|_| LaneHistory::default())
+            .collect();
         self.marked = 0;
         self.end_clock = None;
         self.scroll = 0;
@@ -265,14 +271,33 @@ impl App {
             if let Some(age) = lane.heartbeat_sim_age {
                 history.heartbeat_age.push(t, age);
             }
-            if lane.finished() && history.end.is_none() {
-                // The verdict comes from the rows, read once when the lane is over.
-                history.end = inspect::inspect(&lane.config.db, lane.config.items)
-                    .ok()
-                    .map(|i| {
-                        let claimed = lane.claimed.as_ref().map(|c| c.status.as_str());
-                        LaneEnd::from_inspection(&i, claimed, lane.completed())
+            if let Some(pending) = &history.pending
+                && let Ok(end) = pending.try_recv()
+            {
+                history.end = end;
+                history.pending = None;
+                history.verdict_read = true;
+            }
+            if lane.finished() && !history.verdict_read && history.pending.is_none() {
+                // The verdict comes from the rows, read once when the lane is over, on a thread
+                // of its own: `inspect` reads the whole table, seconds at a million rows, and
+                // the dashboard must not freeze meanwhile.
+                let (tx, rx) = std::sync::mpsc::channel();
+                let db = lane.config.db.clone();
+                let items = lane.config.items;
+                let claimed = lane.claimed.as_ref().map(|c| c.status.clone());
+                let completed = lane.completed();
+                let spawned = std::thread::Builder::new()
+                    .name("reclaim-verdict".into())
+                    .spawn(move || {
+                        let end = inspect::inspect(&db, items)
+                            .ok()
+                            .map(|i| LaneEnd::from_inspection(&i, claimed.as_deref(), completed));
+                        let _ = tx.send(end);
                     });
+                if spawned.is_ok() {
+                    history.pending = Some(rx);
+                }
             }
         }
         for entry in &self.engine.timeline()[self.marked..] {
@@ -431,7 +456,7 @@ impl Screen for App {
             self.recorder = None;
             self.say(format!("recording {path} stopped: {e}"), now);
         }
-        let lanes_ended = self.history.iter().all(|h| h.end.is_some());
+        let lanes_ended = self.history.iter().all(|h| h.verdict_read);
         if self.engine.finished() && lanes_ended && self.end_clock.is_none() {
             self.end_clock = Some(self.engine.clock().at(now));
             self.say("the night is over: n runs it again, R resets, q quits", now);

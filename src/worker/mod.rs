@@ -328,9 +328,7 @@ impl Ctx<'_> {
             .config
             .crash_at
             .is_some_and(|c| c.point == CrashPoint::AfterHeartbeat && tasks.contains(&c.task));
-        last_task
-            || crash_here
-            || self.last_beat.is_none_or(|at| at.elapsed() >= BEAT_EVERY)
+        last_task || crash_here || self.last_beat.is_none_or(|at| at.elapsed() >= BEAT_EVERY)
     }
 
     fn refused(&self, row: &Row, source: rusqlite::Error) -> WorkerError {
