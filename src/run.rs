@@ -92,9 +92,16 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, String> {
         ));
     }
     let at_times = match &args.replay_schedule {
-        Some(file) => Recording::load(file)
-            .map_err(|e| e.to_string())?
-            .kill_times(),
+        Some(file) => {
+            let recording = Recording::load(file).map_err(|e| e.to_string())?;
+            if recording.truncated {
+                eprintln!(
+                    "reclaim: warning: {}: the last line was cut short; replaying the kills before it",
+                    file.display()
+                );
+            }
+            recording.kill_times()
+        }
         None => Vec::new(),
     };
     let seed = args.seed.unwrap_or_else(rand::random);
@@ -481,6 +488,13 @@ pub fn replay_check(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, String
                     out,
                     "{}: the recording's own verdict says {recorded}; its history says {}",
                     lane.name, lane.derived_status
+                );
+            }
+            if recording.end.is_some() && !lane.completed {
+                let _ = writeln!(
+                    out,
+                    "{}: the job never completed (the supervisor gave up)",
+                    lane.name
                 );
             }
             let _ = writeln!(
