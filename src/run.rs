@@ -410,45 +410,7 @@ pub fn replay_check(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, String
             args.file.display()
         );
     }
-    let last = recording.samples.last();
-    let mut lanes = Vec::new();
-    for (i, info) in recording.header.lanes.iter().enumerate() {
-        let snap = last.and_then(|s| s.lanes.get(i));
-        let rows = snap.map_or(0, |s| s.rows);
-        let distinct = snap.map_or(0, |s| s.distinct);
-        let duplicated = snap.map_or(0, |s| s.duplicated);
-        let missing = info.items.saturating_sub(distinct);
-        let derived = if duplicated > 0 || rows > info.items {
-            crate::verdict::Derived::DataWrong {
-                duplicated,
-                extra: rows.saturating_sub(distinct),
-                missing,
-                unexpected: 0,
-                orphan_checkpoints: 0,
-            }
-        } else if missing > 0 {
-            crate::verdict::Derived::Incomplete { missing }
-        } else {
-            crate::verdict::Derived::Ok
-        };
-        let recorded = recording.end.as_ref().and_then(|e| e.lanes.get(i));
-        lanes.push(CheckedLane {
-            name: info.name.clone(),
-            strategy: info.strategy.clone(),
-            items: info.items,
-            rows,
-            distinct,
-            duplicated_task_ids: duplicated,
-            missing,
-            claimed_status: snap
-                .and_then(|s| s.claimed.as_ref())
-                .map_or_else(|| "none".into(), |c| c.status.clone()),
-            derived_status: derived.label().into(),
-            derived: derived.to_string(),
-            recorded_derived_status: recorded.map(|e| e.derived_status.clone()),
-            completed: recorded.is_some_and(|e| e.completed),
-        });
-    }
+    let lanes = checked_lanes(&recording);
     let ok = !lanes.is_empty()
         && lanes
             .iter()
@@ -508,6 +470,50 @@ pub fn replay_check(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, String
         }
     }
     Ok(if ok { EXIT_OK } else { EXIT_DATA_WRONG })
+}
+
+/// Each lane's verdict, re-derived from the last recorded sample, beside the recording's own.
+fn checked_lanes(recording: &Recording) -> Vec<CheckedLane> {
+    let last = recording.samples.last();
+    let mut lanes = Vec::new();
+    for (i, info) in recording.header.lanes.iter().enumerate() {
+        let snap = last.and_then(|s| s.lanes.get(i));
+        let rows = snap.map_or(0, |s| s.rows);
+        let distinct = snap.map_or(0, |s| s.distinct);
+        let duplicated = snap.map_or(0, |s| s.duplicated);
+        let missing = info.items.saturating_sub(distinct);
+        let derived = if duplicated > 0 || rows > info.items {
+            crate::verdict::Derived::DataWrong {
+                duplicated,
+                extra: rows.saturating_sub(distinct),
+                missing,
+                unexpected: 0,
+                orphan_checkpoints: 0,
+            }
+        } else if missing > 0 {
+            crate::verdict::Derived::Incomplete { missing }
+        } else {
+            crate::verdict::Derived::Ok
+        };
+        let recorded = recording.end.as_ref().and_then(|e| e.lanes.get(i));
+        lanes.push(CheckedLane {
+            name: info.name.clone(),
+            strategy: info.strategy.clone(),
+            items: info.items,
+            rows,
+            distinct,
+            duplicated_task_ids: duplicated,
+            missing,
+            claimed_status: snap
+                .and_then(|s| s.claimed.as_ref())
+                .map_or_else(|| "none".into(), |c| c.status.clone()),
+            derived_status: derived.label().into(),
+            derived: derived.to_string(),
+            recorded_derived_status: recorded.map(|e| e.derived_status.clone()),
+            completed: recorded.is_some_and(|e| e.completed),
+        });
+    }
+    lanes
 }
 
 fn derived_of(lane: &CheckedLane) -> crate::verdict::Derived {
