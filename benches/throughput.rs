@@ -1,0 +1,135 @@
+//! Worker throughput: rows per second of each strategy as a real `reclaim worker` process at
+//! `--delay-ms 0`, beside the physical limit measured in the same run: a bare rusqlite loop doing
+//! guarded's transaction shape (row + checkpoint in one `BEGIN IMMEDIATE` transaction) and
+//! nothing else. Rounds alternate between the contenders, so machine noise hits them alike.
+//!
+//! `cargo bench --bench throughput` (ITEMS=20000 ROUNDS=5 by default).
+
+use std::error::Error;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use reclaim::heartbeat::unix_now;
+use reclaim::store::{self, SyncMode};
+use reclaim::task::{idem_key, payload, task_id};
+use reclaim::worker::Strategy;
+use rusqlite::{TransactionBehavior, params};
+
+const BIN: &str = env!("CARGO_BIN_EXE_reclaim");
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The bare loop: guarded's transaction shape, nothing else, in this process.
+fn bare(db: &Path, items: u64, sync: SyncMode) -> Result<f64, Box<dyn Error>> {
+    let mut conn = store::open_for_worker(db, sync, Strategy::Guarded.needs(), false)?;
+    let started = Instant::now();
+    for i in 0..items {
+        let task = task_id(i);
+        let body = payload(i);
+        let key = idem_key(&task, &body);
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.prepare_cached(
+            "INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(idem_key) DO NOTHING",
+        )?
+        .execute(params![task, body, key, "bare", unix_now()])?;
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO checkpoints(task_id, completed_at) VALUES (?1, ?2)",
+        )?
+        .execute(params![task, unix_now()])?;
+        tx.commit()?;
+    }
+    Ok(items as f64 / started.elapsed().as_secs_f64())
+}
+
+/// One real worker process, start to exit (its start-up included).
+fn worker(
+    db: &Path,
+    strategy: &str,
+    items: u64,
+    batch: u64,
+    sync: &str,
+) -> Result<f64, Box<dyn Error>> {
+    let started = Instant::now();
+    let status = Command::new(BIN)
+        .args([
+            "worker",
+            "--strategy",
+            strategy,
+            "--delay-ms",
+            "0",
+            "--sync",
+            sync,
+        ])
+        .args(["--items", &items.to_string(), "--batch", &batch.to_string()])
+        .arg("--db")
+        .arg(db)
+        .stdout(Stdio::null())
+        .status()?;
+    if !status.success() {
+        return Err(format!("worker {strategy} failed: {status}").into());
+    }
+    Ok(items as f64 / started.elapsed().as_secs_f64())
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let items = env_or("ITEMS", 20_000);
+    let rounds = env_or("ROUNDS", 5);
+    let dir = tempfile::tempdir()?;
+    let contenders: [(&str, Option<(&str, u64)>); 7] = [
+        ("bare loop (guarded's transaction)", None),
+        ("naive", Some(("naive", 1))),
+        ("two-commit", Some(("two-commit", 1))),
+        ("keyed", Some(("keyed", 1))),
+        ("guarded", Some(("guarded", 1))),
+        ("keyed --batch 100", Some(("keyed", 100))),
+        ("guarded --batch 100", Some(("guarded", 100))),
+    ];
+    for sync in ["normal", "full"] {
+        let sync_mode = if sync == "full" {
+            SyncMode::Full
+        } else {
+            SyncMode::Normal
+        };
+        let mut results: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];
+        for round in 0..rounds {
+            for (i, (_, contender)) in contenders.iter().enumerate() {
+                let db = dir.path().join(format!("{sync}-{round}-{i}.db"));
+                let rate = match contender {
+                    None => bare(&db, items, sync_mode)?,
+                    Some((strategy, batch)) => worker(&db, strategy, items, *batch, sync)?,
+                };
+                results[i].push(rate);
+            }
+        }
+        let medians: Vec<f64> = results.into_iter().map(median).collect();
+        let bare_rate = medians[0];
+        let guarded = medians[4];
+        println!(
+            "\nsync={sync}  items={items}  rounds={rounds} (median rows/s; ratio to the bare loop)"
+        );
+        for ((name, _), rate) in contenders.iter().zip(&medians) {
+            println!(
+                "  {name:<36} {rate:>10.0} rows/s  {:>6.1}%",
+                rate / bare_rate * 100.0
+            );
+        }
+        println!(
+            "  guarded batch 1 / bare loop: {:.2}   guarded batch 100 / batch 1: {:.1}x",
+            guarded / bare_rate,
+            medians[6] / guarded
+        );
+    }
+    Ok(())
+}
