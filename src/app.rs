@@ -127,3 +127,33 @@ fn list_scenarios() -> Result<u8, String> {
     println!("\nrun one with: reclaim tui --scenario NAME   (or a path to your own .toml)");
     Ok(EXIT_OK)
 }
+
+/// A command line clap refused: `--help` and `--version` print as clap prints them; a real error
+/// becomes one line on stderr (with the accepted values, when clap lists them) and exit 2.
+#[must_use]
+pub fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = error.print();
+        return ExitCode::from(EXIT_OK);
+    }
+    let text = error.render().to_string();
+    // clap's message spans lines (the error, the values, usage, a tip); keep what says what is
+    // wrong and drop the rest, which `--help` gives in full.
+    let said: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.starts_with("tip:"))
+        .collect();
+    let message = said.join(" ");
+    let message = message.trim_start_matches("error: ");
+    eprintln!("reclaim: error: {message} (see `reclaim --help`)");
+    ExitCode::from(EXIT_ERROR)
+}

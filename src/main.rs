@@ -5,5 +5,8 @@ use std::process::ExitCode;
 use clap::Parser as _;
 
 fn main() -> ExitCode {
-    reclaim::app::main(reclaim::cli::Cli::parse())
+    match reclaim::cli::Cli::try_parse() {
+        Ok(cli) => reclaim::app::main(cli),
+        Err(error) => reclaim::app::usage_error(&error),
+    }
 }
