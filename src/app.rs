@@ -82,14 +82,39 @@ fn run_inspect(args: &InspectArgs) -> Result<u8, String> {
     })
 }
 
-/// On a panic in any thread: kill every worker first, then report as usual.
+/// On a panic in any thread: kill every worker, restore the terminal, report, and end the
+/// process (exit 101), so a panic in a helper thread cannot leave a half-working night behind.
 fn install_panic_hook() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         crate::supervisor::process::kill_all();
         crate::tui::restore_terminal();
         default(info);
+        std::process::exit(101);
     }));
+}
+
+/// For the robustness tests only: `RECLAIM_TEST_PANIC=loop` panics in the driving loop (of `run`,
+/// `prove` or the dashboard) once a worker is running, `RECLAIM_TEST_PANIC=thread` in a thread of
+/// its own. Unset, this does nothing.
+pub(crate) fn test_panic_point(workers_running: bool) {
+    static WHERE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    static FIRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let Some(place) = WHERE.get_or_init(|| std::env::var("RECLAIM_TEST_PANIC").ok()) else {
+        return;
+    };
+    if !workers_running || FIRED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    match place.as_str() {
+        "loop" => panic!("RECLAIM_TEST_PANIC=loop: a panic in the driving loop"),
+        "thread" => {
+            let _ = std::thread::Builder::new()
+                .name("reclaim-test-panic".into())
+                .spawn(|| panic!("RECLAIM_TEST_PANIC=thread: a panic in another thread"));
+        }
+        _ => {}
+    }
 }
 
 /// The dead-man's switch: fresh is 0; stale prints the alert, runs `--exec`, and is 1; a missing

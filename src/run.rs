@@ -253,6 +253,7 @@ pub fn drive_recorded(
     loop {
         let now = Instant::now();
         engine.tick(now).map_err(|e| e.to_string())?;
+        crate::app::test_panic_point(engine.lanes().iter().any(crate::engine::Lane::alive));
         if let Some(recorder) = recorder.as_mut() {
             recorder
                 .observe(&engine, now)

@@ -243,6 +243,7 @@ fn event_loop(
         if now >= next_tick {
             app.tick(now)?;
             next_tick = now + TICK;
+            crate::app::test_panic_point(app.mode() == Mode::Live);
         }
         if app.quit_requested() || signals::received().is_some() {
             return Ok(());
