@@ -87,6 +87,10 @@ fn run_inspect(args: &InspectArgs) -> Result<u8, String> {
 fn install_panic_hook() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        // Held until the process ends: a dashboard drawing in another thread must not paint
+        // over the restored terminal or the report. Only the dashboard's stdout: `run` holds its
+        // lock for the whole night, and waiting for it here would never end.
+        let _stdout = crate::tui::terminal_active().then(|| io::stdout().lock());
         crate::supervisor::process::kill_all();
         crate::tui::restore_terminal();
         default(info);
@@ -95,15 +99,15 @@ fn install_panic_hook() {
 }
 
 /// For the robustness tests only: `RECLAIM_TEST_PANIC=loop` panics in the driving loop (of `run`,
-/// `prove` or the dashboard) once a worker is running, `RECLAIM_TEST_PANIC=thread` in a thread of
+/// `prove` or the dashboard) once `ready` (for `run`: a worker is running and has written a row), `RECLAIM_TEST_PANIC=thread` in a thread of
 /// its own. Unset, this does nothing.
-pub(crate) fn test_panic_point(workers_running: bool) {
+pub(crate) fn test_panic_point(ready: bool) {
     static WHERE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     static FIRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let Some(place) = WHERE.get_or_init(|| std::env::var("RECLAIM_TEST_PANIC").ok()) else {
         return;
     };
-    if !workers_running || FIRED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+    if !ready || FIRED.swap(true, std::sync::atomic::Ordering::SeqCst) {
         return;
     }
     match place.as_str() {

@@ -253,7 +253,12 @@ pub fn drive_recorded(
     loop {
         let now = Instant::now();
         engine.tick(now).map_err(|e| e.to_string())?;
-        crate::app::test_panic_point(engine.lanes().iter().any(crate::engine::Lane::alive));
+        crate::app::test_panic_point(
+            engine
+                .lanes()
+                .iter()
+                .any(|l| l.alive() && l.observer.rows > 0),
+        );
         if let Some(recorder) = recorder.as_mut() {
             recorder
                 .observe(&engine, now)

@@ -57,6 +57,12 @@ const FRAME: Duration = Duration::from_millis(100);
 /// Set while the terminal is in raw mode on the alternate screen, for the panic hook.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
+/// Whether the dashboard has the terminal (raw mode, alternate screen).
+#[must_use]
+pub fn terminal_active() -> bool {
+    ACTIVE.load(Ordering::SeqCst)
+}
+
 /// Puts the terminal back as it was. Idempotent; safe from a panic hook.
 pub fn restore_terminal() {
     if ACTIVE.swap(false, Ordering::SeqCst) {

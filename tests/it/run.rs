@@ -842,3 +842,50 @@ fn heartbeat_check_of_a_missing_file_is_one_line_and_exit_2() {
     assert!(run.stdout.is_empty(), "{}", run.stdout);
     assert!(fs::read_dir(dir.path()).unwrap().next().is_none());
 }
+
+/// Pids of `reclaim worker` processes whose command line names a path under `dir`.
+fn workers_under(dir: &Path) -> Vec<i32> {
+    let needle = dir.display().to_string();
+    fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|&pid| {
+                    let args = cmdline(pid);
+                    args.iter().any(|a| a == "worker") && args.iter().any(|a| a.contains(&needle))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_panic_in_any_thread_of_run_leaves_no_worker() {
+    for place in ["loop", "thread"] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("w.db");
+        let out = Command::new(BIN)
+            .args(["run", "--strategy", "guarded", "--delay-ms", "20", "--db"])
+            .arg(&db)
+            .env("RECLAIM_TEST_PANIC", place)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(101), "{place}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("RECLAIM_TEST_PANIC={place}")),
+            "{stderr}"
+        );
+        // A worker had started: its database exists.
+        assert!(db.exists(), "{place}: no worker ever ran");
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while !workers_under(dir.path()).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            workers_under(dir.path()),
+            Vec::<i32>::new(),
+            "{place}: workers left"
+        );
+    }
+}

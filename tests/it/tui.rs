@@ -769,3 +769,61 @@ fn a_scenario_with_an_unknown_field_is_refused_before_the_terminal() {
     let path = path.to_str().unwrap();
     assert_refused_before_the_terminal(&["tui", "--scenario", path], "unknown field `strateg`");
 }
+
+/// Pids of the `reclaim worker` processes whose command line names a path under `tmp`.
+fn workers_under(tmp: &Path) -> Vec<u32> {
+    let needle = tmp.display().to_string();
+    fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|&pid| {
+                    let args = cmdline(pid);
+                    args.iter().any(|a| a == "worker") && args.iter().any(|a| a.contains(&needle))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_panic_in_any_thread_restores_the_terminal_and_leaves_no_worker() {
+    // First, that `workers_under` sees a running dashboard's workers at all.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    let deadline = Instant::now() + STARTUP;
+    while workers_under(tmp.path()).len() < 2 && Instant::now() < deadline {
+        thread::sleep(POLL);
+    }
+    assert_eq!(workers_under(tmp.path()).len(), 2, "{}", dashboard.text());
+    dashboard.send(b"q").unwrap();
+    dashboard.wait_exit(PROMPTLY).unwrap();
+    for place in ["loop", "thread"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut command = CommandBuilder::new(BIN);
+        command.env("RECLAIM_TEST_PANIC", place);
+        let mut dashboard = Dashboard::spawn(command, tmp.path(), COLS, ROWS).unwrap();
+        let status = dashboard.wait_exit(STARTUP).unwrap();
+        assert_eq!(status.exit_code(), 101, "{place}: {}", dashboard.text());
+        assert!(
+            dashboard.text().contains("RECLAIM_TEST_PANIC"),
+            "{place}: {}",
+            dashboard.text()
+        );
+        // The workers had started (their databases exist) and are gone within a second.
+        assert!(
+            !tui_dirs(tmp.path()).is_empty(),
+            "{place}: no night was started"
+        );
+        let deadline = Instant::now() + ORPHAN_GRACE;
+        while !workers_under(tmp.path()).is_empty() && Instant::now() < deadline {
+            thread::sleep(POLL);
+        }
+        assert_eq!(
+            workers_under(tmp.path()),
+            Vec::<u32>::new(),
+            "{place}: workers left"
+        );
+        assert_terminal_restored(&dashboard);
+    }
+}
