@@ -4,8 +4,6 @@
 
 use std::time::Instant;
 
-use rusqlite::TransactionBehavior;
-
 use super::{CrashPoint, Ctx, Row, WorkerError};
 use crate::store::retry_busy;
 
@@ -44,25 +42,10 @@ fn write_batch(
     started: Instant,
 ) -> Result<(), WorkerError> {
     let tasks: Vec<u64> = pending.iter().map(|(i, _)| *i).collect();
+    let rows: Vec<&Row> = pending.iter().map(|(_, row)| row).collect();
     ctx.crash_if(&tasks, CrashPoint::BeforeWrite);
-    let inserted = retry_busy(|| {
-        let tx = ctx
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut n = 0;
-        for (_, row) in pending {
-            n += super::insert_row(&tx, row, &ctx.run_id, true)?;
-            // INVARIANT: the checkpoint commits in the same transaction as its row.
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO checkpoints(task_id, completed_at) VALUES (?1, ?2)",
-            )?
-            .execute(rusqlite::params![row.task_id, crate::heartbeat::unix_now()])?;
-        }
-        tx.commit()?;
-        Ok(n)
-    })
-    .map_err(|e| ctx.db_error(e))?;
-    ctx.inserted += inserted as u64;
+    // INVARIANT: the checkpoint commits in the same transaction as its row.
+    ctx.write_rows(&rows, true, true)?;
     ctx.committed(&tasks, started);
     Ok(())
 }

@@ -4,10 +4,7 @@
 
 use std::time::Instant;
 
-use rusqlite::TransactionBehavior;
-
 use super::{CrashPoint, Ctx, Row, WorkerError};
-use crate::store::retry_busy;
 
 pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
     let items = ctx.config.items;
@@ -18,19 +15,7 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
         let tasks: Vec<u64> = (start..items.min(start + batch)).collect();
         let rows: Vec<Row> = tasks.iter().map(|&i| Row::new(i)).collect();
         ctx.crash_if(&tasks, CrashPoint::BeforeWrite);
-        let inserted = retry_busy(|| {
-            let tx = ctx
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut n = 0;
-            for row in &rows {
-                n += super::insert_row(&tx, row, &ctx.run_id, true)?;
-            }
-            tx.commit()?;
-            Ok(n)
-        })
-        .map_err(|e| ctx.db_error(e))?;
-        ctx.inserted += inserted as u64;
+        ctx.write_rows(&rows.iter().collect::<Vec<_>>(), true, false)?;
         ctx.committed(&tasks, started);
         start += batch;
     }

@@ -18,14 +18,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
+use rusqlite::{Connection, TransactionBehavior};
 use serde::Serialize;
 use thiserror::Error;
 
 pub use crash::{CrashAt, CrashPoint};
 
 use crate::heartbeat;
-use crate::store::{self, SchemaNeeds, StoreError, SyncMode};
+use crate::store::{self, SchemaNeeds, StoreError, SyncMode, retry_busy};
 use crate::task::{idem_key, payload, task_id};
 
 /// The shortest time between two heartbeats (see `Ctx::beat_due`).
@@ -281,6 +281,52 @@ impl Ctx<'_> {
         }
     }
 
+    /// Writes `rows` in one `BEGIN IMMEDIATE` transaction, retried whole on SQLITE_BUSY, with
+    /// each row's checkpoint in the same transaction when `checkpoint` is set. With
+    /// `ignore_conflicts` the unique key refuses duplicates silently (`ON CONFLICT DO NOTHING`).
+    /// Returns how many rows this process inserted.
+    fn write_rows(
+        &mut self,
+        rows: &[&Row],
+        ignore_conflicts: bool,
+        checkpoint: bool,
+    ) -> Result<u64, WorkerError> {
+        let run_id = &self.run_id;
+        let inserted = retry_busy(|| {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut n = 0;
+            for row in rows {
+                n += insert_row(&tx, row, run_id, ignore_conflicts)?;
+                if checkpoint {
+                    // INVARIANT: with `checkpoint`, a row and its checkpoint commit together.
+                    insert_checkpoint(&tx, row)?;
+                }
+            }
+            tx.commit()?;
+            Ok(n)
+        });
+        let inserted = match inserted {
+            Ok(n) => n as u64,
+            Err(error) => return Err(self.refused(rows.first().copied(), error)),
+        };
+        self.inserted += inserted;
+        Ok(inserted)
+    }
+
+    /// Commits a row's checkpoint in a transaction of its own (two-commit's second commit).
+    fn write_checkpoint(&mut self, row: &Row) -> Result<(), WorkerError> {
+        retry_busy(|| {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            insert_checkpoint(&tx, row)?;
+            tx.commit()
+        })
+        .map_err(|e| self.db_error(e))
+    }
+
     fn has_checkpoint(&self, task: &str) -> rusqlite::Result<bool> {
         let mut stmt = self
             .conn
@@ -331,8 +377,10 @@ impl Ctx<'_> {
         last_task || crash_here || self.last_beat.is_none_or(|at| at.elapsed() >= BEAT_EVERY)
     }
 
-    fn refused(&self, row: &Row, source: rusqlite::Error) -> WorkerError {
-        if source.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) {
+    fn refused(&self, row: Option<&Row>, source: rusqlite::Error) -> WorkerError {
+        if let Some(row) = row
+            && source.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation)
+        {
             WorkerError::Refused {
                 task: row.task_id.clone(),
                 strategy: self.config.strategy,
@@ -370,6 +418,12 @@ fn insert_row(
         run_id,
         heartbeat::unix_now()
     ])
+}
+
+/// Records that a task is done, inside the caller's transaction.
+fn insert_checkpoint(tx: &Connection, row: &Row) -> rusqlite::Result<usize> {
+    tx.prepare_cached("INSERT OR REPLACE INTO checkpoints(task_id, completed_at) VALUES (?1, ?2)")?
+        .execute(rusqlite::params![row.task_id, heartbeat::unix_now()])
 }
 
 /// The pause after each item. A supervisor may change it while the worker runs (the dashboard's
