@@ -365,9 +365,6 @@ mod tests {
     use crate::engine::{ClaimedDone, LaneSnapshot, Mark, Source, StateKind};
     use crate::record::{End, Event, Header, LaneInfo};
     use crate::scenario::Caption;
-    use crate::tui::theme::Theme;
-    use ratatui::buffer::Buffer;
-    use ratatui::layout::Rect;
 
     const KILL: f64 = 707.0;
     const RESTART: f64 = 725.0;
@@ -513,18 +510,7 @@ mod tests {
     }
 
     fn screen(app: &ReplayApp) -> String {
-        let area = Rect::new(0, 0, 100, 30);
-        let mut buf = Buffer::empty(area);
-        crate::tui::ui::render_to(area, &mut buf, &app.view(), Theme::monochrome());
-        (0..area.height)
-            .map(|y| {
-                let row: String = (0..area.width)
-                    .map(|x| buf[(x, y)].symbol().to_string())
-                    .collect();
-                row.trim_end().to_string()
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        crate::tui::ui::render_text(&app.view(), 100, 30)
     }
 
     #[test]

@@ -587,6 +587,23 @@ fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     Paragraph::new(lines).block(block).render(popup, buf);
 }
 
+/// The frame as plain text, one line per row, for tests (monochrome, trailing blanks trimmed).
+#[cfg(test)]
+pub(crate) fn render_text(view: &Dashboard, width: u16, height: u16) -> String {
+    let area = Rect::new(0, 0, width, height);
+    let mut buf = Buffer::empty(area);
+    render_to(area, &mut buf, view, Theme::monochrome());
+    (0..height)
+        .map(|y| {
+            let row: String = (0..width)
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect();
+            row.trim_end().to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -729,18 +746,7 @@ mod tests {
     }
 
     fn text(view: &Dashboard, width: u16, height: u16) -> String {
-        let area = Rect::new(0, 0, width, height);
-        let mut buf = Buffer::empty(area);
-        render_to(area, &mut buf, view, Theme::monochrome());
-        (0..height)
-            .map(|y| {
-                let row: String = (0..width)
-                    .map(|x| buf[(x, y)].symbol().to_string())
-                    .collect();
-                row.trim_end().to_string()
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        render_text(view, width, height)
     }
 
     #[test]
