@@ -37,13 +37,16 @@ pub fn main(cli: Cli) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
-            eprintln!("reclaim: error: {message}");
+            eprintln!("reclaim: error: {}", crate::text::escape_controls(&message));
             ExitCode::from(EXIT_ERROR)
         }
     }
 }
 
 fn run_worker(args: &WorkerArgs) -> Result<u8, String> {
+    if let Some(crash) = args.crash_at {
+        crate::cli::check_in_queue("--crash-at", crash.task, args.items)?;
+    }
     let config = WorkerConfig {
         strategy: args.strategy,
         db: args.db.clone(),

@@ -55,7 +55,7 @@ pub struct ProveArgs {
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(3..=1_000_000))]
     pub items: u64,
     /// Pause after each item, in milliseconds; the kill window scales with it (0.2..0.9 s at 10)
-    #[arg(long, default_value_t = 10.0, value_parser = parse_delay_ms)]
+    #[arg(long, default_value_t = 10.0, value_parser = parse_delay_ms, allow_negative_numbers = true)]
     pub delay_ms: f64,
     /// Random kills per run of the kill test
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -113,7 +113,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 200, value_parser = items_parser())]
     pub items: u64,
     /// Pause after each item, in milliseconds
-    #[arg(long, default_value_t = 10.0, value_parser = parse_delay_ms)]
+    #[arg(long, default_value_t = 10.0, value_parser = parse_delay_ms, allow_negative_numbers = true)]
     pub delay_ms: f64,
     /// Random kills: at most N, one a uniform delay after each spawn
     #[arg(long, default_value_t = 0)]
@@ -131,7 +131,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub workers: u16,
     /// Seconds the supervisor waits before restarting a dead worker
-    #[arg(long, default_value_t = 0.03, value_parser = parse_seconds)]
+    #[arg(long, default_value_t = 0.03, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub restart_delay: f64,
     /// Restarts before the supervisor gives up and reports that the job never completed
     #[arg(long, default_value_t = 100)]
@@ -140,7 +140,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Sim seconds per real second (600: ten minutes of the night per second)
-    #[arg(long, default_value_t = 600.0, value_parser = parse_scale)]
+    #[arg(long, default_value_t = 600.0, value_parser = parse_scale, allow_negative_numbers = true)]
     pub scale: f64,
     /// Items per transaction (keyed and guarded)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100_000))]
@@ -209,7 +209,7 @@ pub struct WorkerArgs {
     #[arg(long, default_value_t = 200, value_parser = items_parser())]
     pub items: u64,
     /// Pause after each item, in milliseconds
-    #[arg(long, default_value_t = 10.0, value_parser = parse_delay_ms)]
+    #[arg(long, default_value_t = 10.0, value_parser = parse_delay_ms, allow_negative_numbers = true)]
     pub delay_ms: f64,
     /// Heartbeat file [default: beside the database, DB.heartbeat]
     #[arg(long)]
@@ -251,4 +251,17 @@ pub struct InspectArgs {
 
 pub(crate) fn items_parser() -> clap::builder::RangedU64ValueParser<u64> {
     clap::value_parser!(u64).range(1..=MAX_ITEMS)
+}
+
+/// Refuses a kill or crash aimed at a task the queue does not have: it would never happen.
+pub fn check_in_queue(what: &str, task: u64, items: u64) -> Result<(), String> {
+    if task < items {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} {} is beyond the queue of {items} items ({} is the last task); it would never happen",
+            crate::task::task_id(task),
+            crate::task::task_id(items - 1)
+        ))
+    }
 }

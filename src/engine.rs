@@ -179,11 +179,25 @@ struct Slot {
     /// Set when the supervisor itself sent the SIGKILL now being reaped.
     killed_by_host: bool,
     last_error: Option<String>,
+    /// Output pipes of the current attempt not yet read to their end.
+    open_pipes: u8,
+    /// A reaped exit waiting for the last of its output.
+    exited: Option<(std::process::ExitStatus, Instant)>,
 }
 
 impl Slot {
+    /// Forgets a reaped (or about to be reaped) child: its pid must never be signalled again.
+    fn release(&mut self) {
+        if self.child.take().is_some() {
+            process::forget(self.pid);
+        }
+        self.stdin = None;
+    }
+
     fn new() -> Self {
         Self {
+            open_pipes: 0,
+            exited: None,
             child: None,
             stdin: None,
             pid: 0,
@@ -368,10 +382,17 @@ impl Lane {
 struct Output {
     lane: usize,
     slot: usize,
+    /// Which attempt of the slot printed it (an old attempt's pipe may close late).
+    attempt: u32,
     stderr: bool,
-    line: String,
+    /// `None` when the pipe reached its end.
+    line: Option<String>,
     at: Instant,
 }
+
+/// How long a reaped worker's pipes may stay open before the engine stops waiting for its last
+/// lines (a grandchild holding them, say).
+const PIPE_GRACE: Duration = Duration::from_secs(1);
 
 /// The running night.
 #[derive(Debug)]
@@ -659,6 +680,7 @@ impl Engine {
             source,
         })?;
         let pid = process::child_pid(&child);
+        let mut pipes = 0;
         for (stream, stderr) in [
             (
                 child
@@ -681,24 +703,29 @@ impl Engine {
             let _ = thread::Builder::new()
                 .name(format!("reclaim-out-{pid}"))
                 .spawn(move || {
+                    let output = |line| Output {
+                        lane: lane_index,
+                        slot: slot_index,
+                        attempt,
+                        stderr,
+                        line,
+                        at: Instant::now(),
+                    };
                     for read in BufReader::new(stream).lines() {
                         let Ok(text) = read else { break };
-                        let output = Output {
-                            lane: lane_index,
-                            slot: slot_index,
-                            stderr,
-                            line: text,
-                            at: Instant::now(),
-                        };
-                        if tx.send(output).is_err() {
-                            break;
+                        if tx.send(output(Some(text))).is_err() {
+                            return;
                         }
                     }
+                    let _ = tx.send(output(None));
                 });
+            pipes += 1;
         }
         let slot = &mut self.lanes[lane_index].slots[slot_index];
         slot.stdin = child.stdin.take();
         slot.child = Some(child);
+        slot.open_pipes = pipes;
+        slot.exited = None;
         slot.pid = pid;
         slot.state = SlotState::Running;
         slot.attempt = attempt;
@@ -734,10 +761,18 @@ impl Engine {
         let Output {
             lane,
             slot,
+            attempt,
             stderr,
             line,
             at,
         } = output;
+        let Some(line) = line else {
+            let s = &mut self.lanes[lane].slots[slot];
+            if s.attempt == attempt {
+                s.open_pipes = s.open_pipes.saturating_sub(1);
+            }
+            return;
+        };
         if stderr {
             self.lanes[lane].slots[slot].last_error = Some(line.clone());
             self.log(at, Some(lane), Source::Worker, "stderr", line);
@@ -761,20 +796,31 @@ impl Engine {
         self.log(at, Some(lane), Source::Worker, kind, text);
     }
 
+    /// Reaps exited workers at once (so their pids are never signalled again), then handles each
+    /// exit once its output has been read to the end: a worker's last lines (its `done`, its
+    /// error) belong to the night before its exit does.
     fn reap(&mut self, now: Instant) {
         for lane in 0..self.lanes.len() {
             for slot in 0..self.lanes[lane].slots.len() {
-                let status = {
-                    let s = &mut self.lanes[lane].slots[slot];
-                    let Some(child) = s.child.as_mut() else {
-                        continue;
-                    };
-                    match child.try_wait() {
-                        Ok(Some(status)) => status,
-                        Ok(None) | Err(_) => continue,
-                    }
+                let s = &mut self.lanes[lane].slots[slot];
+                let Some(child) = s.child.as_mut() else {
+                    continue;
                 };
-                self.exited(lane, slot, status, now);
+                if let Ok(Some(status)) = child.try_wait() {
+                    s.release();
+                    s.exited = Some((status, now));
+                }
+            }
+        }
+        for lane in 0..self.lanes.len() {
+            for slot in 0..self.lanes[lane].slots.len() {
+                let s = &mut self.lanes[lane].slots[slot];
+                let ready = s.exited.is_some_and(|(_, at)| {
+                    s.open_pipes == 0 || now.saturating_duration_since(at) >= PIPE_GRACE
+                });
+                if ready && let Some((status, _)) = s.exited.take() {
+                    self.exited(lane, slot, status, now);
+                }
             }
         }
     }
@@ -783,9 +829,7 @@ impl Engine {
     fn exited(&mut self, lane: usize, slot: usize, status: std::process::ExitStatus, now: Instant) {
         use std::os::unix::process::ExitStatusExt as _;
         let s = &mut self.lanes[lane].slots[slot];
-        process::forget(s.pid);
-        s.child = None;
-        s.stdin = None;
+        s.release();
         let pid = s.pid;
         let first_attempt = s.attempt == 1;
         let by_host = std::mem::take(&mut s.killed_by_host);
@@ -820,10 +864,10 @@ impl Engine {
             return;
         }
         let code = status.code().unwrap_or(-1);
-        let reason = s
-            .last_error
-            .clone()
-            .unwrap_or_else(|| format!("worker exited with code {code}"));
+        let reason = s.last_error.as_deref().map_or_else(
+            || format!("worker exited with code {code}"),
+            |line| line.trim_start_matches("reclaim: error: ").to_string(),
+        );
         s.state = SlotState::Failed;
         self.lanes[lane].failure = Some(reason.clone());
         self.log(

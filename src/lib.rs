@@ -18,6 +18,7 @@ pub mod signals;
 pub mod store;
 pub mod supervisor;
 pub mod task;
+pub mod text;
 pub mod tui;
 pub mod verdict;
 pub mod worker;

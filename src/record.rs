@@ -14,6 +14,7 @@ use thiserror::Error;
 use crate::engine::{Engine, Entry, LaneSnapshot, Mark, Source};
 use crate::scenario::Caption;
 use crate::store::inspect::Inspection;
+use crate::text::escape_controls;
 
 /// The `format` field of every recording's header.
 pub const FORMAT: &str = "reclaim-session";
@@ -318,7 +319,7 @@ pub struct Recording {
 impl Recording {
     /// Reads `path`. A torn last line is dropped (and flagged); a bad line elsewhere is an error.
     pub fn load(path: &Path) -> Result<Self, RecordingError> {
-        let shown = path.display().to_string();
+        let shown = escape_controls(&path.display().to_string());
         let file = File::open(path).map_err(|e| RecordingError::Read {
             path: shown.clone(),
             message: e.to_string(),
@@ -370,7 +371,7 @@ impl Recording {
                     return Err(RecordingError::Garbled {
                         path: path.into(),
                         line: i + 1,
-                        message: error.to_string(),
+                        message: escape_controls(&error.to_string()),
                     });
                 }
             }
@@ -408,7 +409,7 @@ impl Recording {
 fn parse_header(path: &str, bytes: &[u8]) -> Result<Header, RecordingError> {
     let not_recording = |message: String| RecordingError::NotRecording {
         path: path.into(),
-        message,
+        message: escape_controls(&message),
     };
     let value: serde_json::Value =
         serde_json::from_slice(bytes).map_err(|e| not_recording(e.to_string()))?;

@@ -72,24 +72,15 @@ pub fn fresh_db_path(label: &str) -> io::Result<PathBuf> {
 
 /// Runs `reclaim run`.
 pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, String> {
-    let db = match &args.db {
-        Some(path) if path.exists() => {
-            return Err(format!(
-                "{} already exists; reclaim run starts a fresh night, so give a new --db path",
-                path.display()
-            ));
-        }
-        Some(path) => path.clone(),
-        None => fresh_db_path("run")
-            .map_err(|e| format!("cannot create a folder for the warehouse: {e}"))?,
-    };
-    if let Some(path) = &args.record
-        && path.exists()
-    {
-        return Err(format!(
-            "{} already exists; give --record a new file",
-            path.display()
-        ));
+    // Every input is checked before anything is created or started.
+    if let Some(crash) = args.crash_at {
+        crate::cli::check_in_queue("--crash-at", crash.task, args.items)?;
+    }
+    if let Some(task) = args.kill_at_task {
+        crate::cli::check_in_queue("--kill-at-task", task, args.items)?;
+    }
+    if let Some(path) = &args.record {
+        check_record_path(path)?;
     }
     let at_times = match &args.replay_schedule {
         Some(file) => {
@@ -103,6 +94,17 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, String> {
             recording.kill_times()
         }
         None => Vec::new(),
+    };
+    let db = match &args.db {
+        Some(path) if path.exists() => {
+            return Err(format!(
+                "{} already exists; reclaim run starts a fresh night, so give a new --db path",
+                path.display()
+            ));
+        }
+        Some(path) => path.clone(),
+        None => fresh_db_path("run")
+            .map_err(|e| format!("cannot create a folder for the warehouse: {e}"))?,
     };
     let seed = args.seed.unwrap_or_else(rand::random);
     let exe = std::env::current_exe()
@@ -210,6 +212,34 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
     } else {
         parts.join("; ")
     }
+}
+
+/// A recording must go to a new file in a folder that can be written: checked before any worker
+/// starts.
+pub fn check_record_path(path: &Path) -> Result<(), String> {
+    if path.exists() {
+        return Err(format!(
+            "{} already exists; give --record a new file",
+            path.display()
+        ));
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(format!(
+            "folder {} does not exist; --record needs one that does",
+            dir.display()
+        ));
+    }
+    if nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_err() {
+        return Err(format!(
+            "folder {} is not writable; give --record another file",
+            dir.display()
+        ));
+    }
+    Ok(())
 }
 
 /// The command line, as a recording's header names a `run`.

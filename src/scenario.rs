@@ -12,6 +12,7 @@ use crate::engine::{EngineConfig, HangPlan, LaneConfig};
 use crate::store::SyncMode;
 use crate::supervisor::schedule::{KillPlan, parse_window};
 use crate::task::task_id;
+use crate::text::escape_controls;
 use crate::worker::{CrashAt, Strategy};
 
 /// The shipped scenarios, by name; the first is the default.
@@ -317,10 +318,10 @@ impl Scenario {
         }
         let path = Path::new(name_or_path);
         if !path.exists() {
-            return Err(ScenarioError::Unknown(name_or_path.to_string()));
+            return Err(ScenarioError::Unknown(escape_controls(name_or_path)));
         }
         let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Read {
-            path: name_or_path.to_string(),
+            path: escape_controls(name_or_path),
             message: e.to_string(),
         })?;
         Self::parse(name_or_path, &text)
@@ -333,9 +334,10 @@ impl Scenario {
 
     /// Parses and validates scenario text; `source` names it in errors.
     pub fn parse(source: &str, text: &str) -> Result<Self, ScenarioError> {
+        let source = &escape_controls(source);
         let invalid = |message: String| ScenarioError::Invalid {
-            source_name: source.to_string(),
-            message,
+            source_name: source.clone(),
+            message: escape_controls(&message),
         };
         if text.trim().is_empty() {
             return Err(invalid(
@@ -347,9 +349,9 @@ impl Scenario {
                 text[..span.start.min(text.len())].matches('\n').count() + 1
             });
             ScenarioError::Parse {
-                source_name: source.to_string(),
+                source_name: source.clone(),
                 line,
-                message: e.message().trim().to_string(),
+                message: escape_controls(e.message().trim()),
             }
         })?;
         file.validate(source).map_err(invalid)
@@ -518,9 +520,13 @@ impl LaneFile {
             .name
             .clone()
             .unwrap_or_else(|| self.strategy.name().to_string());
-        if name.is_empty() || name.len() > 24 || name.contains(['/', '\\']) {
+        if name.is_empty()
+            || name.chars().count() > 24
+            || name.contains(['/', '\\'])
+            || name.chars().any(char::is_control)
+        {
             return Err(format!(
-                "lane {n}: name \"{name}\" must be 1..=24 characters, no slashes"
+                "lane {n}: name {name:?} must be 1..=24 characters, no slashes or control characters"
             ));
         }
         Ok(ScenarioLane {

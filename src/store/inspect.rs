@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 use serde::Serialize;
 
-use super::{SchemaFacts, StoreError, open_read_only};
+use super::{SchemaFacts, StoreError, open_snapshot};
 use crate::task::parse_task_id;
 use crate::verdict::Derived;
 
@@ -59,7 +59,7 @@ impl Inspection {
 
 /// Opens `path` read-only and reads every fact `Inspection` holds.
 pub fn inspect(path: &Path, items: u64) -> Result<Inspection, StoreError> {
-    let conn = open_read_only(path)?;
+    let conn = open_snapshot(path)?;
     read(&conn, path, items).map_err(|e| StoreError::sqlite(path, e))
 }
 

@@ -240,7 +240,7 @@ pub fn open_for_worker(
     Ok(conn)
 }
 
-/// Opens an existing warehouse read-only (for `inspect` and the observer).
+/// Opens an existing warehouse read-only, to follow it while workers write (the observer).
 pub fn open_read_only(path: &Path) -> Result<Connection, StoreError> {
     if !check_header(path)? {
         return Err(StoreError::Missing(path.to_path_buf()));
@@ -250,12 +250,67 @@ pub fn open_read_only(path: &Path) -> Result<Connection, StoreError> {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| StoreError::sqlite(path, e))?;
+    check_warehouse(conn, path)
+}
+
+/// Opens an existing warehouse to read it once (`inspect`). With no `-wal` file beside it, every
+/// committed row is in the main file, so it is opened `immutable`: SQLite then creates no
+/// `-wal` or `-shm` beside a file reclaim may not own, and needs no write access to its folder.
+/// With a `-wal` (a writer running, or killed before its last checkpoint) the rows in it count
+/// too, so it is opened read-only like the observer's.
+pub fn open_snapshot(path: &Path) -> Result<Connection, StoreError> {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    if Path::new(&wal).exists() {
+        return open_read_only(path);
+    }
+    if !check_header(path)? {
+        return Err(StoreError::Missing(path.to_path_buf()));
+    }
+    let uri = format!("file:{}?immutable=1", uri_path(path));
+    let conn = Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| StoreError::sqlite(path, e))?;
+    check_warehouse(conn, path)
+}
+
+/// A path percent-encoded for a `file:` URI.
+fn uri_path(path: &Path) -> String {
+    use std::fmt::Write as _;
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut out = String::new();
+    for &byte in path.as_os_str().as_bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
+    out
+}
+
+/// A connection only to a database whose `records` table reclaim could have made.
+fn check_warehouse(conn: Connection, path: &Path) -> Result<Connection, StoreError> {
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| StoreError::sqlite(path, e))?;
     if !table_exists(&conn, "records").map_err(|e| StoreError::sqlite(path, e))? {
         return Err(StoreError::NotWarehouse {
             path: path.to_path_buf(),
         });
+    }
+    let columns = columns(&conn, "records").map_err(|e| StoreError::sqlite(path, e))?;
+    for column in ["task_id", "run_id"] {
+        if !columns.iter().any(|c| c == column) {
+            return Err(StoreError::MissingColumn {
+                path: path.to_path_buf(),
+                table: "records",
+                column,
+            });
+        }
     }
     Ok(conn)
 }

@@ -147,13 +147,8 @@ pub fn replay(args: &ReplayArgs) -> Result<u8, String> {
 /// Runs `reclaim tui` (and `reclaim` with no arguments).
 pub fn run(args: &TuiArgs) -> Result<u8, String> {
     let scenario = prepare(args)?;
-    if let Some(path) = &args.record
-        && path.exists()
-    {
-        return Err(format!(
-            "{} already exists; give --record a new file",
-            path.display()
-        ));
+    if let Some(path) = &args.record {
+        crate::run::check_record_path(path)?;
     }
     require_terminal("reclaim run")?;
     let exe = std::env::current_exe()
