@@ -1026,11 +1026,14 @@ impl Engine {
     /// The host reclaims the instance: SIGKILL to every live worker (of one lane, or of all),
     /// reaped at once so that nothing restarts what is still being killed.
     pub fn host_reclaims(&mut self, now: Instant, only_lane: Option<usize>) {
+        use std::os::unix::process::ExitStatusExt as _;
         for lane in 0..self.lanes.len() {
             if only_lane.is_some_and(|l| l != lane) || !self.lanes[lane].alive() {
                 continue;
             }
-            self.log_last_item(lane, now);
+            // A fresh look at the rows first, so the last item logged is the last one written.
+            let _ = self.lanes[lane].observer.poll();
+            let last_task = self.lanes[lane].observer.last_task;
             let mut pids = Vec::new();
             for slot in 0..self.lanes[lane].slots.len() {
                 let s = &mut self.lanes[lane].slots[slot];
@@ -1039,13 +1042,25 @@ impl Engine {
                 };
                 // INVARIANT: only a child not yet reaped is signalled (its pid cannot be reused).
                 let _ = process::signal_group(s.pid, Signal::SIGKILL);
-                s.killed_by_host = true;
-                pids.push(s.pid);
-                if let Ok(status) = child.wait() {
+                let Ok(status) = child.wait() else { continue };
+                if status.signal() == Some(Signal::SIGKILL as i32) {
+                    s.killed_by_host = true;
+                    pids.push(s.pid);
                     self.exited(lane, slot, status, now);
+                } else {
+                    // It had already finished on its own: no kill, an ordinary exit (handled
+                    // once its last lines are read).
+                    s.release();
+                    s.exited = Some((status, now));
                 }
             }
+            if pids.is_empty() {
+                continue;
+            }
             self.lanes[lane].kills += 1;
+            if let Some(task) = last_task {
+                self.log(now, Some(lane), Source::Worker, "item", task_id(task));
+            }
             let list: Vec<String> = pids.iter().map(ToString::to_string).collect();
             self.log(
                 now,

@@ -115,7 +115,12 @@ pub(crate) fn assert_one_line_error(run: &Run, needle: &str) {
 /// clap's usage error: exit 2, and its first line names the offending flag.
 pub(crate) fn assert_usage_error(run: &Run, flag: &str) {
     assert_eq!(run.code, Some(2), "expected exit 2:\n{}", run.stderr);
-    assert_eq!(run.stderr_lines().len(), 1, "one line on stderr:\n{}", run.stderr);
+    assert_eq!(
+        run.stderr_lines().len(),
+        1,
+        "one line on stderr:\n{}",
+        run.stderr
+    );
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     let first = run.stderr_lines().first().copied().unwrap_or_default();
     assert!(

@@ -2,7 +2,10 @@
 //! SQLite files in temporary folders, real signals. Each module covers one command family.
 
 mod common;
+mod faults;
+mod fuzz;
 mod replay;
+mod robust;
 mod run;
 mod tui;
 mod worker;
