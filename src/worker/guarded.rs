@@ -9,31 +9,42 @@ use crate::store::retry_busy;
 
 pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
     let items = ctx.config.items;
-    let batch = ctx.config.batch.max(1) as usize;
-    let mut pending: Vec<(u64, Row)> = Vec::with_capacity(batch);
-    let mut started = Instant::now();
-    for index in 0..items {
-        let row = Row::new(index);
+    let batch = ctx.config.batch.max(1);
+    let mut next = 0;
+    while next < items {
+        let window = next..items.min(next + batch);
+        let started = Instant::now();
         // A cheap read outside the write lock; the unique key settles any race it misses.
-        if retry_busy(|| ctx.has_checkpoint(&row.task_id)).map_err(|e| ctx.db_error(e))? {
+        let todo = retry_busy(|| unchecked(ctx, window.clone())).map_err(|e| ctx.db_error(e))?;
+        for _ in 0..(window.end - window.start) - todo.len() as u64 {
             ctx.skip();
-            continue;
         }
-        if pending.is_empty() {
-            started = Instant::now();
-        }
-        ctx.note_resume(index);
-        pending.push((index, row));
-        if pending.len() == batch || index + 1 == items {
+        if let Some(&first) = todo.first() {
+            ctx.note_resume(first);
+            let pending: Vec<(u64, Row)> = todo.iter().map(|&i| (i, Row::new(i))).collect();
             write_batch(ctx, &pending, started)?;
-            pending.clear();
         }
-    }
-    if !pending.is_empty() {
-        write_batch(ctx, &pending, started)?;
+        next = window.end;
     }
     ctx.note_resume(items);
     Ok(())
+}
+
+/// The tasks of `window` that have no checkpoint, looked up in one read transaction: a read per
+/// item would take the WAL's read lock once per item, which costs more than the lookup.
+fn unchecked(ctx: &Ctx<'_>, window: std::ops::Range<u64>) -> rusqlite::Result<Vec<u64>> {
+    let tx = ctx.conn.unchecked_transaction()?;
+    let mut todo = Vec::new();
+    {
+        let mut stmt = tx.prepare_cached("SELECT 1 FROM checkpoints WHERE task_id = ?1")?;
+        for index in window {
+            if !stmt.exists([crate::task::task_id(index)])? {
+                todo.push(index);
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(todo)
 }
 
 fn write_batch(
