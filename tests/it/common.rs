@@ -207,3 +207,62 @@ pub(crate) fn reclaim_within(args: &[&str], envs: &[(&str, &Path)], limit: Durat
     let output = output.unwrap_or_else(|e| panic!("waiting for {what}: {e}"));
     Run::from_output(&what, &output)
 }
+
+// -------------------------------------------------------------------------------------------
+// Processes, as /proc shows them.
+
+/// The arguments a process was started with (empty once it is gone).
+pub(crate) fn cmdline(pid: impl std::fmt::Display) -> Vec<String> {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|bytes| {
+            bytes
+                .split(|&b| b == 0)
+                .map(|arg| String::from_utf8_lossy(arg).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// No such process any more, or a zombie: dead, only waiting for whoever reaps it.
+pub(crate) fn process_gone(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => {
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next());
+            state == Some("Z")
+        }
+    }
+}
+
+/// Polls for up to `limit` until `pid` is gone.
+pub(crate) fn gone_within(pid: i32, limit: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while !process_gone(pid) {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    true
+}
+
+/// Pids of the live `reclaim worker` processes whose command line names a path under `dir`
+/// (a test's own temporary folder, so no other test's workers are counted).
+pub(crate) fn workers_under(dir: &Path) -> Vec<i32> {
+    let needle = dir.display().to_string();
+    fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|&pid| {
+                    let args = cmdline(pid);
+                    !process_gone(pid)
+                        && args.iter().any(|a| a == "worker")
+                        && args.iter().any(|a| a.contains(&needle))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

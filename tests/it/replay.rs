@@ -17,8 +17,8 @@ use reclaim::tui::replay::ReplayApp;
 use serde_json::Value;
 
 use crate::common::{
-    BIN, Run, assert_one_line_error, distinct, duplicated_ids, open_ro, path_arg, read_bytes,
-    reclaim_within, rows,
+    BIN, Run, assert_one_line_error, distinct, duplicated_ids, gone_within, open_ro, path_arg,
+    read_bytes, reclaim_within, rows,
 };
 
 /// A hang guard, not a timing assertion: every night here takes a few seconds at most.
@@ -516,30 +516,6 @@ fn pid_in(text: &str) -> Option<i32> {
     text.split_whitespace()
         .find_map(|word| word.strip_prefix("pid="))
         .and_then(|pid| pid.parse().ok())
-}
-
-/// No such process any more, or a zombie: dead, only waiting for whoever reaps it.
-fn process_gone(pid: i32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => {
-            let state = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next());
-            state == Some("Z")
-        }
-    }
-}
-
-fn gone_within(pid: i32, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    while !process_gone(pid) {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-    true
 }
 
 /// The recording at `path` once it has `lines` complete lines and a worker's `start` event

@@ -20,7 +20,7 @@ use nix::unistd::Pid;
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 
 use crate::common::{
-    BIN, Run, assert_one_line_error, count, open_ro, path_arg, read_bytes, snapshot,
+    BIN, Run, assert_one_line_error, cmdline, count, open_ro, path_arg, read_bytes, snapshot,
 };
 
 /// How long after reclaim's exit a worker may still be alive (the "within one second").
@@ -46,17 +46,6 @@ fn stat(pid: i32) -> Option<(char, i32)> {
     let state = fields.next()?.chars().next()?;
     let parent = fields.next()?.parse().ok()?;
     Some((state, parent))
-}
-
-fn cmdline(pid: i32) -> Vec<String> {
-    fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|bytes| {
-            bytes
-                .split(|&b| b == 0)
-                .map(|arg| String::from_utf8_lossy(arg).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// A live (not zombie) `reclaim worker --supervised` whose command line names a path under

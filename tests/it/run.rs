@@ -16,8 +16,8 @@ use nix::unistd::Pid;
 use serde_json::Value;
 
 use crate::common::{
-    BIN, Run, assert_one_line_error, distinct, duplicated_ids, open_ro, path_arg, reclaim_within,
-    rows, snapshot,
+    BIN, Run, assert_one_line_error, cmdline, distinct, duplicated_ids, gone_within, open_ro,
+    path_arg, process_gone, reclaim_within, rows, snapshot, workers_under,
 };
 
 /// A hang guard, not a timing assertion: every night here takes a few seconds at most.
@@ -92,45 +92,6 @@ fn pid_in(line: &str) -> Option<i32> {
     line.split_whitespace()
         .find_map(|word| word.strip_prefix("pid="))
         .and_then(|pid| pid.parse().ok())
-}
-
-/// No such process any more, or a zombie: dead, only waiting for whoever reaps it.
-fn process_gone(pid: i32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => {
-            let state = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next());
-            state == Some("Z")
-        }
-    }
-}
-
-/// Polls for up to `limit` until `pid` is gone.
-fn gone_within(pid: i32, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        if process_gone(pid) {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// The arguments a process was started with.
-fn cmdline(pid: i32) -> Vec<String> {
-    fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|bytes| {
-            bytes
-                .split(|&b| b == 0)
-                .map(|arg| String::from_utf8_lossy(arg).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// A `reclaim run` still going, its stdout read line by line on a thread.
@@ -841,22 +802,6 @@ fn heartbeat_check_of_a_missing_file_is_one_line_and_exit_2() {
     assert_one_line_error(&run, "never-written.heartbeat");
     assert!(run.stdout.is_empty(), "{}", run.stdout);
     assert!(fs::read_dir(dir.path()).unwrap().next().is_none());
-}
-
-/// Pids of `reclaim worker` processes whose command line names a path under `dir`.
-fn workers_under(dir: &Path) -> Vec<i32> {
-    let needle = dir.display().to_string();
-    fs::read_dir("/proc")
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-                .filter(|&pid| {
-                    let args = cmdline(pid);
-                    args.iter().any(|a| a == "worker") && args.iter().any(|a| a.contains(&needle))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]

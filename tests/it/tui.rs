@@ -15,7 +15,10 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use portable_pty::{Child, CommandBuilder, ExitStatus, MasterPty, PtySize, native_pty_system};
 
-use crate::common::{BIN, assert_one_line_error, duplicated_ids, open_ro, reclaim_within, rows};
+use crate::common::{
+    BIN, assert_one_line_error, cmdline, duplicated_ids, open_ro, reclaim_within, rows,
+    workers_under,
+};
 
 /// The terminal most tests run in: large enough for two lanes side by side.
 const COLS: u16 = 100;
@@ -347,17 +350,6 @@ fn alive(pid: u32) -> bool {
 
 fn parent(pid: u32) -> Option<i32> {
     stat_fields(pid)?.get(1)?.parse().ok()
-}
-
-fn cmdline(pid: u32) -> Vec<String> {
-    fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|bytes| {
-            bytes
-                .split(|&b| b == 0)
-                .map(|arg| String::from_utf8_lossy(arg).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// A live `reclaim worker` process: a pid read from a half-drawn frame, or reused by the system,
@@ -770,22 +762,6 @@ fn a_scenario_with_an_unknown_field_is_refused_before_the_terminal() {
     assert_refused_before_the_terminal(&["tui", "--scenario", path], "unknown field `strateg`");
 }
 
-/// Pids of the `reclaim worker` processes whose command line names a path under `tmp`.
-fn workers_under(tmp: &Path) -> Vec<u32> {
-    let needle = tmp.display().to_string();
-    fs::read_dir("/proc")
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-                .filter(|&pid| {
-                    let args = cmdline(pid);
-                    args.iter().any(|a| a == "worker") && args.iter().any(|a| a.contains(&needle))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 fn a_panic_in_any_thread_restores_the_terminal_and_leaves_no_worker() {
     // First, that `workers_under` sees a running dashboard's workers at all.
@@ -821,7 +797,7 @@ fn a_panic_in_any_thread_restores_the_terminal_and_leaves_no_worker() {
         }
         assert_eq!(
             workers_under(tmp.path()),
-            Vec::<u32>::new(),
+            Vec::<i32>::new(),
             "{place}: workers left"
         );
         assert_terminal_restored(&dashboard);
