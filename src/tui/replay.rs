@@ -109,7 +109,7 @@ impl ReplayApp {
         let mut series = Series::default();
         let mut picked: Vec<&Sample> = samples.iter().step_by(stride).collect();
         if let Some(last) = samples.last()
-            && (samples.len() - 1) % stride != 0
+            && !(samples.len() - 1).is_multiple_of(stride)
         {
             picked.push(last);
         }
