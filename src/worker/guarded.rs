@@ -10,12 +10,21 @@ use crate::store::retry_busy;
 pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
     let items = ctx.config.items;
     let batch = ctx.config.batch.max(1);
+    // What was done before this process started, read in one scan: a restart late in a long
+    // night then skips the finished tasks without a lookup each.
+    let done = retry_busy(|| checkpointed(ctx)).map_err(|e| ctx.db_error(e))?;
     let mut next = 0;
     while next < items {
         let window = next..items.min(next + batch);
         let started = Instant::now();
-        // A cheap read outside the write lock; the unique key settles any race it misses.
-        let todo = retry_busy(|| unchecked(ctx, window.clone())).map_err(|e| ctx.db_error(e))?;
+        let candidates: Vec<u64> = window.clone().filter(|&i| !done.contains(i)).collect();
+        // A cheap read outside the write lock for what another worker may have done since;
+        // the unique key settles any race it misses.
+        let todo = if candidates.is_empty() {
+            Vec::new()
+        } else {
+            retry_busy(|| unchecked(ctx, &candidates)).map_err(|e| ctx.db_error(e))?
+        };
         for _ in 0..(window.end - window.start) - todo.len() as u64 {
             ctx.skip();
         }
@@ -30,14 +39,40 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
     Ok(())
 }
 
-/// The tasks of `window` that have no checkpoint, looked up in one read transaction: a read per
-/// item would take the WAL's read lock once per item, which costs more than the lookup.
-fn unchecked(ctx: &Ctx<'_>, window: std::ops::Range<u64>) -> rusqlite::Result<Vec<u64>> {
+/// A set of task indices, one bit each.
+struct Done(Vec<u64>);
+
+impl Done {
+    fn contains(&self, index: u64) -> bool {
+        self.0
+            .get((index / 64) as usize)
+            .is_some_and(|word| word & (1 << (index % 64)) != 0)
+    }
+}
+
+/// The tasks of the queue that have a checkpoint now.
+fn checkpointed(ctx: &Ctx<'_>) -> rusqlite::Result<Done> {
+    let items = ctx.config.items;
+    let mut bits = vec![0u64; items.div_ceil(64) as usize];
+    let mut stmt = ctx.conn.prepare("SELECT task_id FROM checkpoints")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let task: String = row.get(0)?;
+        if let Some(index) = crate::task::parse_task_id(&task).filter(|&i| i < items) {
+            bits[(index / 64) as usize] |= 1 << (index % 64);
+        }
+    }
+    Ok(Done(bits))
+}
+
+/// The tasks among `candidates` that have no checkpoint, looked up in one read transaction: a
+/// read per item would take the WAL's read lock once per item, which costs more than the lookup.
+fn unchecked(ctx: &Ctx<'_>, candidates: &[u64]) -> rusqlite::Result<Vec<u64>> {
     let tx = ctx.conn.unchecked_transaction()?;
     let mut todo = Vec::new();
     {
         let mut stmt = tx.prepare_cached("SELECT 1 FROM checkpoints WHERE task_id = ?1")?;
-        for index in window {
+        for &index in candidates {
             if !stmt.exists([crate::task::task_id(index)])? {
                 todo.push(index);
             }
