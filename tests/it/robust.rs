@@ -246,6 +246,8 @@ struct Pty {
     child: Box<dyn portable_pty::Child + Send + Sync>,
     pid: i32,
     screen: Arc<Mutex<(vt100::Parser, Vec<u8>)>>,
+    /// The reader has seen the pty's end: everything the dashboard wrote is on `screen`.
+    read_all: Arc<std::sync::atomic::AtomicBool>,
     exited: Option<Instant>,
     // Held so the pty stays open while the dashboard runs. A writer is taken only to type a key
     // and held until the end: portable-pty types an end-of-file when one is dropped.
@@ -289,6 +291,8 @@ impl Pty {
         };
         let screen = Arc::new(Mutex::new((vt100::Parser::new(rows, cols, 0), Vec::new())));
         let shared = Arc::clone(&screen);
+        let read_all = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader_done = Arc::clone(&read_all);
         thread::Builder::new()
             .name("robust-pty-reader".into())
             .spawn(move || {
@@ -301,12 +305,14 @@ impl Pty {
                     guard.0.process(&buf[..n]);
                     guard.1.extend_from_slice(&buf[..n]);
                 }
+                reader_done.store(true, std::sync::atomic::Ordering::SeqCst);
             })
             .map_err(|e| format!("cannot start the pty reader: {e}"))?;
         Ok(Self {
             child,
             pid,
             screen,
+            read_all,
             exited: None,
             master: pair.master,
         })
@@ -326,6 +332,13 @@ impl Pty {
             match self.child.try_wait() {
                 Ok(Some(status)) => {
                     let at = *self.exited.get_or_insert_with(Instant::now);
+                    // Everything it wrote is on the screen once the reader has seen the end.
+                    let drained = Instant::now() + Duration::from_secs(2);
+                    while !self.read_all.load(std::sync::atomic::Ordering::SeqCst)
+                        && Instant::now() < drained
+                    {
+                        thread::sleep(POLL);
+                    }
                     return Ok((status.exit_code(), at));
                 }
                 Ok(None) if Instant::now() < deadline => thread::sleep(POLL),
