@@ -3,7 +3,7 @@
 //! Pure: every method takes `now`, so tests (and replays) control time.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -71,18 +71,6 @@ impl SimClock {
         SimTime(self.anchor_sim + real * self.scale)
     }
 
-    /// Converts a real duration to sim seconds at the current scale.
-    #[must_use]
-    pub fn sim_seconds(&self, real: Duration) -> f64 {
-        real.as_secs_f64() * self.scale
-    }
-
-    /// Converts sim seconds to a real duration at the current scale.
-    #[must_use]
-    pub fn real_duration(&self, sim_seconds: f64) -> Duration {
-        Duration::from_secs_f64((sim_seconds / self.scale).max(0.0))
-    }
-
     /// Changes speed from `now` on; the time shown does not jump.
     pub fn set_scale(&mut self, scale: f64, now: Instant) {
         self.anchor_sim = self.at(now).0;
@@ -111,6 +99,7 @@ impl SimClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn starts_at_two_and_runs_at_scale() {

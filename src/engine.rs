@@ -124,13 +124,12 @@ impl Entry {
     /// share (the dashboard's).
     #[must_use]
     pub fn line_in_lane(&self, lane_name: &str, width: usize) -> String {
-        let source = match self.source {
-            Source::Worker => "worker",
-            Source::Runner => "runner",
-        };
-        format!(
-            "{}  {lane_name:<width$}  {source}  {:<7} {}",
-            self.sim, self.kind, self.text
+        timeline_line(
+            self.sim,
+            Some((lane_name, width)),
+            self.source,
+            self.kind,
+            &self.text,
         )
     }
 
@@ -138,16 +137,33 @@ impl Entry {
     /// the timeline.
     #[must_use]
     pub fn line(&self, lane_name: Option<&str>) -> String {
-        let source = match self.source {
-            Source::Worker => "worker",
-            Source::Runner => "runner",
-        };
-        let line = format!("{}  {source}  {:<7} {}", self.sim, self.kind, self.text);
+        let line = timeline_line(self.sim, None, self.source, self.kind, &self.text);
         match lane_name {
             Some(name) => format!("{line}  [{name}]"),
             None => line,
         }
     }
+}
+
+/// One timeline line, `02:11:47  runner  notice  instance reclaimed by host`, with the lane's
+/// name (padded to `width`) in a column after the time when one is given. Live entries and
+/// recorded events are both written by this.
+#[must_use]
+pub fn timeline_line(
+    sim: SimTime,
+    lane: Option<(&str, usize)>,
+    source: Source,
+    kind: &str,
+    text: &str,
+) -> String {
+    let source = match source {
+        Source::Worker => "worker",
+        Source::Runner => "runner",
+    };
+    let lane = lane
+        .map(|(name, width)| format!("{name:<width$}  "))
+        .unwrap_or_default();
+    format!("{sim}  {lane}{source}  {kind:<7} {text}")
 }
 
 /// What a worker process is doing, as the supervisor sees it.
@@ -464,7 +480,7 @@ impl Engine {
                 engine.lanes[lane].slots.push(Slot::new());
             }
             for slot in 0..engine.lanes[lane].slots.len() {
-                engine.spawn(lane, slot, now)?;
+                engine.spawn(lane, slot)?;
             }
         }
         engine.arm_random_kill(now);
@@ -506,12 +522,6 @@ impl Engine {
     #[must_use]
     pub fn is_paused(&self) -> bool {
         self.paused_at.is_some()
-    }
-
-    /// The random kills not yet used.
-    #[must_use]
-    pub fn kills_remaining(&self) -> u32 {
-        self.schedule.remaining()
     }
 
     /// Whether random kills are armed (the dashboard's toggle).
@@ -582,7 +592,7 @@ impl Engine {
     /// Deletes every checkpoint of a lane's warehouse, as an operator might "to force a rerun".
     pub fn wipe_checkpoints(&mut self, lane: usize, now: Instant) -> Result<usize, String> {
         let db = self.lanes[lane].config.db.clone();
-        let deleted = crate::prove::wipe_checkpoints(&db)?;
+        let deleted = crate::store::wipe_checkpoints(&db)?;
         self.lanes[lane].observer.reset_checkpoints();
         self.log(
             now,
@@ -610,7 +620,7 @@ impl Engine {
                 slot + 1
             ),
         );
-        self.spawn(lane, slot, now)
+        self.spawn(lane, slot)
     }
 
     fn log(
@@ -639,12 +649,7 @@ impl Engine {
         }
     }
 
-    fn spawn(
-        &mut self,
-        lane_index: usize,
-        slot_index: usize,
-        now: Instant,
-    ) -> Result<(), EngineError> {
+    fn spawn(&mut self, lane_index: usize, slot_index: usize) -> Result<(), EngineError> {
         let lane = &self.lanes[lane_index];
         let attempt = lane.slots[slot_index].attempt + 1;
         let cfg = &lane.config;
@@ -734,7 +739,6 @@ impl Engine {
         if self.paused_at.is_some() {
             let _ = process::signal_group(pid, Signal::SIGSTOP);
         }
-        let _ = now;
         Ok(())
     }
 
@@ -1031,9 +1035,6 @@ impl Engine {
             if only_lane.is_some_and(|l| l != lane) || !self.lanes[lane].alive() {
                 continue;
             }
-            // A fresh look at the rows first, so the last item logged is the last one written.
-            let _ = self.lanes[lane].observer.poll();
-            let last_task = self.lanes[lane].observer.last_task;
             let mut pids = Vec::new();
             for slot in 0..self.lanes[lane].slots.len() {
                 let s = &mut self.lanes[lane].slots[slot];
@@ -1058,9 +1059,8 @@ impl Engine {
                 continue;
             }
             self.lanes[lane].kills += 1;
-            if let Some(task) = last_task {
-                self.log(now, Some(lane), Source::Worker, "item", task_id(task));
-            }
+            // The dead write nothing more: the newest row now is the last one written.
+            self.log_last_item(lane, now);
             let list: Vec<String> = pids.iter().map(ToString::to_string).collect();
             self.log(
                 now,
@@ -1109,7 +1109,7 @@ impl Engine {
                     format!("supervisor restarts the worker (attempt {attempt})"),
                 );
                 self.mark_last(Mark::Restart);
-                self.spawn(lane, slot, now)?;
+                self.spawn(lane, slot)?;
                 spawned = true;
             }
         }

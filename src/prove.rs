@@ -2,7 +2,7 @@
 //! one strategy with real workers and real kills. Each verdict comes from the rows.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -247,7 +247,7 @@ fn wiped_checkpoints(prover: &mut Prover) -> Result<TestResult, String> {
     let lane = prover.lane("wiped", 1, None, Duration::ZERO);
     let db = lane.db.clone();
     let first = prover.night(lane.clone(), &KillPlan::default())?;
-    let wiped = wipe_checkpoints(&db)?;
+    let wiped = crate::store::wipe_checkpoints(&db)?;
     let second = prover.night(lane, &KillPlan::default())?;
     let detail = format!(
         "first run: {}; {wiped} checkpoints deleted; rerun: {}",
@@ -259,18 +259,6 @@ fn wiped_checkpoints(prover: &mut Prover) -> Result<TestResult, String> {
         &[&second],
         detail,
     ))
-}
-
-/// Deletes every checkpoint (the table may not exist: then there is nothing to delete).
-pub fn wipe_checkpoints(db: &Path) -> Result<usize, String> {
-    let conn = rusqlite::Connection::open(db).map_err(|e| format!("{}: {e}", db.display()))?;
-    conn.busy_timeout(Duration::from_secs(5))
-        .map_err(|e| e.to_string())?;
-    if !crate::store::table_exists(&conn, "checkpoints").map_err(|e| e.to_string())? {
-        return Ok(0);
-    }
-    crate::store::retry_busy(|| conn.execute("DELETE FROM checkpoints", []))
-        .map_err(|e| format!("{}: {e}", db.display()))
 }
 
 /// 4. Beyond the postmortem: every named crash point, at the first, a middle and the last task.

@@ -90,18 +90,13 @@ impl Event {
     /// The line as the timeline shows it.
     #[must_use]
     pub fn line(&self, lane_name: Option<&str>, width: usize) -> String {
-        let source = match self.source {
-            Source::Worker => "worker",
-            Source::Runner => "runner",
-        };
-        let time = crate::clock::SimTime(self.sim);
-        match lane_name {
-            Some(name) => format!(
-                "{time}  {name:<width$}  {source}  {:<7} {}",
-                self.kind, self.text
-            ),
-            None => format!("{time}  {source}  {:<7} {}", self.kind, self.text),
-        }
+        crate::engine::timeline_line(
+            crate::clock::SimTime(self.sim),
+            lane_name.map(|name| (name, width)),
+            self.source,
+            &self.kind,
+            &self.text,
+        )
     }
 }
 

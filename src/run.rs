@@ -434,6 +434,9 @@ pub struct CheckedLane {
     /// What the recording's own end line says, if it has one.
     pub recorded_derived_status: Option<String>,
     pub completed: bool,
+    /// The verdict `derived_status` and `derived` spell.
+    #[serde(skip)]
+    pub verdict: crate::verdict::Derived,
 }
 
 /// `reclaim replay --check`: the verdict re-derived from the recorded history; 0 when every lane
@@ -499,7 +502,7 @@ pub fn replay_check(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, String
                 out,
                 "{:<10}  {}  rows={} duplicated_task_ids={}",
                 lane.name,
-                crate::verdict::claim_line(Some(&lane.claimed_status), derived_of(lane)),
+                crate::verdict::claim_line(Some(&lane.claimed_status), lane.verdict),
                 lane.rows,
                 lane.duplicated_task_ids
             );
@@ -547,24 +550,8 @@ fn checked_lanes(recording: &Recording) -> Vec<CheckedLane> {
             derived: derived.to_string(),
             recorded_derived_status: recorded.map(|e| e.derived_status.clone()),
             completed: recorded.is_some_and(|e| e.completed),
+            verdict: derived,
         });
     }
     lanes
-}
-
-fn derived_of(lane: &CheckedLane) -> crate::verdict::Derived {
-    use crate::verdict::Derived;
-    match lane.derived_status.as_str() {
-        "ok" => Derived::Ok,
-        "incomplete" => Derived::Incomplete {
-            missing: lane.missing,
-        },
-        _ => Derived::DataWrong {
-            duplicated: lane.duplicated_task_ids,
-            extra: lane.rows.saturating_sub(lane.distinct),
-            missing: lane.missing,
-            unexpected: 0,
-            orphan_checkpoints: 0,
-        },
-    }
 }

@@ -315,6 +315,18 @@ fn check_warehouse(conn: Connection, path: &Path) -> Result<Connection, StoreErr
     Ok(conn)
 }
 
+/// Deletes every checkpoint (the table may not exist: then there is nothing to delete).
+pub fn wipe_checkpoints(db: &Path) -> Result<usize, String> {
+    let conn = rusqlite::Connection::open(db).map_err(|e| format!("{}: {e}", db.display()))?;
+    conn.busy_timeout(Duration::from_secs(5))
+        .map_err(|e| e.to_string())?;
+    if !table_exists(&conn, "checkpoints").map_err(|e| e.to_string())? {
+        return Ok(0);
+    }
+    retry_busy(|| conn.execute("DELETE FROM checkpoints", []))
+        .map_err(|e| format!("{}: {e}", db.display()))
+}
+
 /// The user tables in the database, by name.
 fn user_tables(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     let mut stmt = conn.prepare(

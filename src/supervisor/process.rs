@@ -113,9 +113,3 @@ pub fn kill_all() {
         let _ = signal_group(pid, Signal::SIGKILL);
     }
 }
-
-/// How many workers are registered as running (for tests and the status line).
-#[must_use]
-pub fn live_count() -> usize {
-    LIVE.lock().map_or(0, |live| live.len())
-}

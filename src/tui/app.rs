@@ -508,7 +508,10 @@ impl Screen for App {
                 let factor = if action == Action::SpeedUp { 2.0 } else { 0.5 };
                 self.speed = (self.speed * factor).clamp(MIN_SPEED, MAX_SPEED);
                 self.engine.set_speed(self.speed, now);
-                self.say(format!("speed {}x", fmt_speed(self.speed)), now);
+                self.say(
+                    format!("speed {}x", crate::tui::ui::speed_label(self.speed)),
+                    now,
+                );
             }
             Action::NextLane => self.selected = (lane + 1) % self.lanes.len(),
             Action::PrevLane => {
@@ -607,14 +610,6 @@ impl Screen for App {
             recording: self.recording().map(|p| p.display().to_string()),
             replay: None,
         }
-    }
-}
-
-pub(crate) fn fmt_speed(speed: f64) -> String {
-    if speed >= 1.0 {
-        format!("{speed:.0}")
-    } else {
-        format!("{speed}")
     }
 }
 

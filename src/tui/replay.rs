@@ -9,7 +9,7 @@ use crate::record::{LaneEnd, Recording, Sample};
 use crate::scenario::{self, CaptionEvent};
 use crate::tui::Screen;
 use crate::tui::app::{
-    LaneMeta, MAX_POINTS, MAX_SPEED, MIN_SPEED, fmt_speed, lane_view, marker_kind, symptoms,
+    LaneMeta, MAX_POINTS, MAX_SPEED, MIN_SPEED, lane_view, marker_kind, symptoms,
 };
 use crate::tui::keymap::{Action, Mode};
 use crate::tui::view::{Dashboard, LaneView, Marker, ReplayBar, Series};
@@ -237,7 +237,10 @@ impl Screen for ReplayApp {
             Action::SpeedUp | Action::SpeedDown => {
                 let factor = if action == Action::SpeedUp { 2.0 } else { 0.5 };
                 self.speed = (self.speed * factor).clamp(MIN_SPEED, MAX_SPEED);
-                self.notice = Some(format!("replay speed {}x", fmt_speed(self.speed)));
+                self.notice = Some(format!(
+                    "replay speed {}x",
+                    crate::tui::ui::speed_label(self.speed)
+                ));
             }
             Action::ScrubBack => self.seek(self.cursor - SCRUB),
             Action::ScrubForward => self.seek(self.cursor + SCRUB),

@@ -186,7 +186,8 @@ fn caption(area: Rect, buf: &mut Buffer, text: &str, theme: Theme) {
         .render(area, buf);
 }
 
-fn speed_label(speed: f64) -> String {
+/// A speed factor as the header and notices show it: `8`, `1`, `0.25`.
+pub(crate) fn speed_label(speed: f64) -> String {
     if speed >= 1.0 {
         format!("{speed:.0}")
     } else {
