@@ -3,7 +3,8 @@
 //! guarded's transaction shape (row + checkpoint in one `BEGIN IMMEDIATE` transaction) and
 //! nothing else. Rounds alternate between the contenders, so machine noise hits them alike.
 //!
-//! `cargo bench --bench throughput` (ITEMS=20000 ROUNDS=5 by default).
+//! `cargo bench --bench throughput` (ITEMS=20000 ROUNDS=5 by default; SYNC=normal or SYNC=full
+//! measures one mode only).
 
 use std::error::Error;
 use std::path::Path;
@@ -25,25 +26,33 @@ fn env_or(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// The bare loop: guarded's transaction shape, nothing else, in this process.
-fn bare(db: &Path, items: u64, sync: SyncMode) -> Result<f64, Box<dyn Error>> {
+/// The bare loop: guarded's transaction shape, `batch` items to a transaction, nothing else, in
+/// this process.
+fn bare(db: &Path, items: u64, batch: u64, sync: SyncMode) -> Result<f64, Box<dyn Error>> {
     let mut conn = store::open_for_worker(db, sync, Strategy::Guarded.needs(), false)?;
     let started = Instant::now();
-    for i in 0..items {
-        let task = task_id(i);
-        let body = payload(i);
-        let key = idem_key(&task, &body);
+    let mut next = 0;
+    while next < items {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.prepare_cached(
-            "INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(idem_key) DO NOTHING",
-        )?
-        .execute(params![task, body, key, "bare", unix_now()])?;
-        tx.prepare_cached(
-            "INSERT OR REPLACE INTO checkpoints(task_id, completed_at) VALUES (?1, ?2)",
-        )?
-        .execute(params![task, unix_now()])?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(idem_key) DO NOTHING",
+            )?;
+            let mut mark = tx.prepare_cached(
+                "INSERT OR REPLACE INTO checkpoints(task_id, completed_at) VALUES (?1, ?2)",
+            )?;
+            for i in next..items.min(next + batch) {
+                let task = task_id(i);
+                let body = payload(i);
+                let key = idem_key(&task, &body);
+                let now = unix_now();
+                insert.execute(params![task, body, key, "bare", now])?;
+                mark.execute(params![task, now])?;
+            }
+        }
         tx.commit()?;
+        next += batch;
     }
     Ok(items as f64 / started.elapsed().as_secs_f64())
 }
@@ -78,6 +87,14 @@ fn worker(
     Ok(items as f64 / started.elapsed().as_secs_f64())
 }
 
+/// What one line of the table measures.
+enum Contender {
+    /// The bare loop, this many items to a transaction.
+    Bare(u64),
+    /// A real worker process: strategy and `--batch`.
+    Worker(&'static str, u64),
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -87,16 +104,22 @@ fn main() -> Result<(), Box<dyn Error>> {
     let items = env_or("ITEMS", 20_000);
     let rounds = env_or("ROUNDS", 5);
     let dir = tempfile::tempdir()?;
-    let contenders: [(&str, Option<(&str, u64)>); 7] = [
-        ("bare loop (guarded's transaction)", None),
-        ("naive", Some(("naive", 1))),
-        ("two-commit", Some(("two-commit", 1))),
-        ("keyed", Some(("keyed", 1))),
-        ("guarded", Some(("guarded", 1))),
-        ("keyed --batch 100", Some(("keyed", 100))),
-        ("guarded --batch 100", Some(("guarded", 100))),
+    let contenders: [(&str, Contender); 8] = [
+        ("bare loop (guarded's transaction)", Contender::Bare(1)),
+        ("naive", Contender::Worker("naive", 1)),
+        ("two-commit", Contender::Worker("two-commit", 1)),
+        ("keyed", Contender::Worker("keyed", 1)),
+        ("guarded", Contender::Worker("guarded", 1)),
+        ("keyed --batch 100", Contender::Worker("keyed", 100)),
+        ("guarded --batch 100", Contender::Worker("guarded", 100)),
+        ("bare loop, 100 to a transaction", Contender::Bare(100)),
     ];
-    for sync in ["normal", "full"] {
+    let syncs: &[&str] = match std::env::var("SYNC").as_deref() {
+        Ok("normal") => &["normal"],
+        Ok("full") => &["full"],
+        _ => &["normal", "full"],
+    };
+    for &sync in syncs {
         let sync_mode = if sync == "full" {
             SyncMode::Full
         } else {
@@ -107,8 +130,10 @@ fn main() -> Result<(), Box<dyn Error>> {
             for (i, (_, contender)) in contenders.iter().enumerate() {
                 let db = dir.path().join(format!("{sync}-{round}-{i}.db"));
                 let rate = match contender {
-                    None => bare(&db, items, sync_mode)?,
-                    Some((strategy, batch)) => worker(&db, strategy, items, *batch, sync)?,
+                    Contender::Bare(batch) => bare(&db, items, *batch, sync_mode)?,
+                    Contender::Worker(strategy, batch) => {
+                        worker(&db, strategy, items, *batch, sync)?
+                    }
                 };
                 results[i].push(rate);
             }
@@ -129,6 +154,11 @@ fn main() -> Result<(), Box<dyn Error>> {
             "  guarded batch 1 / bare loop: {:.2}   guarded batch 100 / batch 1: {:.1}x",
             guarded / bare_rate,
             medians[6] / guarded
+        );
+        println!(
+            "  guarded batch 100 / bare loop at 100: {:.2}   bare loop at 100 / at 1: {:.1}x",
+            medians[6] / medians[7],
+            medians[7] / bare_rate
         );
     }
     Ok(())

@@ -32,20 +32,29 @@ pub fn payload(index: u64) -> String {
     format!("segment={segment} score={score}")
 }
 
-/// The deterministic idempotency key: sha256 of `task_id:payload`, in hex.
+/// The deterministic idempotency key: the task id, a colon, then sha256 of `task_id:payload` in
+/// hex (the postmortem's key).
+///
+/// The task-id prefix is for the UNIQUE index: a bare hash lands each insert on a random page of
+/// the index, so a batch of 100 rows dirtied about 100 index pages and the WAL carried each one;
+/// with the prefix, neighbouring tasks sort together and a batch fills a page or two
+/// (BENCHMARKS.md, "Worker throughput").
 #[must_use]
 pub fn idem_key(task_id: &str, payload: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut hasher = Sha256::new();
     hasher.update(task_id.as_bytes());
     hasher.update(b":");
     hasher.update(payload.as_bytes());
     let digest = hasher.finalize();
-    let mut hex = String::with_capacity(64);
+    let mut key = String::with_capacity(task_id.len() + 1 + 64);
+    key.push_str(task_id);
+    key.push(':');
     for byte in digest {
-        use std::fmt::Write as _;
-        let _ = write!(hex, "{byte:02x}");
+        key.push(char::from(HEX[usize::from(byte >> 4)]));
+        key.push(char::from(HEX[usize::from(byte & 0xf)]));
     }
-    hex
+    key
 }
 
 #[cfg(test)]
@@ -68,17 +77,17 @@ mod tests {
         assert_eq!(payload(5), payload(5));
         let a = idem_key(&task_id(1), &payload(1));
         let b = idem_key(&task_id(2), &payload(2));
-        assert_eq!(a.len(), 64);
+        assert_eq!(a.len(), "task-001:".len() + 64);
         assert_ne!(a, b);
         assert_eq!(a, idem_key("task-001", &payload(1)));
     }
 
     #[test]
-    fn key_matches_sha256_of_id_and_payload() {
+    fn key_is_the_task_id_then_sha256_of_id_and_payload() {
         // printf 'task-000:x' | sha256sum
         assert_eq!(
             idem_key("task-000", "x"),
-            "7ef4f3bc4620432647fcfd2c0eea5b8b8b3355760a4c985b24479b4971f45ea5"
+            "task-000:7ef4f3bc4620432647fcfd2c0eea5b8b8b3355760a4c985b24479b4971f45ea5"
         );
     }
 }

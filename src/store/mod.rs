@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension as _, TransactionBehavior};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -74,6 +74,16 @@ pub enum StoreError {
         path: PathBuf,
         table: &'static str,
         constraint: &'static str,
+        strategy: &'static str,
+    },
+    #[error(
+        "{path}: its rows carry idempotency keys of another form ({task} is keyed {found:?}, reclaim would key it {expected:?}), perhaps from an earlier reclaim; the {strategy} strategy's unique key could not catch a duplicate of them, so reclaim leaves it untouched, use a new --db path"
+    )]
+    KeyForm {
+        path: PathBuf,
+        task: String,
+        found: String,
+        expected: String,
         strategy: &'static str,
     },
     #[error("{path}: {source}")]
@@ -216,6 +226,7 @@ pub fn open_for_worker(
     refuse_foreign(&conn, path)?;
     if table_exists(&conn, "records").map_err(|e| StoreError::sqlite(path, e))? {
         verify_schema(&conn, path, needs, false)?;
+        verify_key_form(&conn, path, needs)?;
         if check_integrity {
             let verdict: String =
                 retry_busy(|| conn.query_row("PRAGMA quick_check", [], |r| r.get(0)))
@@ -371,6 +382,8 @@ fn create_schema(conn: &mut Connection, path: &Path, needs: SchemaNeeds) -> Resu
             written_at REAL NOT NULL
         )"
     );
+    // A rowid table, not WITHOUT ROWID (one B-tree fewer per checkpoint): the observer follows
+    // checkpoints by rowid, reading only what is new.
     let checkpoints = "CREATE TABLE IF NOT EXISTS checkpoints(
             task_id      TEXT PRIMARY KEY,
             completed_at REAL NOT NULL
@@ -426,6 +439,45 @@ fn verify_schema(
         }
     }
     Ok(())
+}
+
+/// For a strategy that relies on the unique key: the warehouse's first row must be keyed as
+/// `task::idem_key` keys it, or a row written now would not collide with its duplicate there.
+fn verify_key_form(conn: &Connection, path: &Path, needs: SchemaNeeds) -> Result<(), StoreError> {
+    if !needs.unique_key {
+        return Ok(());
+    }
+    let first: Option<[Option<String>; 3]> = retry_busy(|| {
+        conn.query_row(
+            "SELECT CAST(task_id AS TEXT), CAST(payload AS TEXT), CAST(idem_key AS TEXT)
+             FROM records ORDER BY rowid LIMIT 1",
+            [],
+            |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?]),
+        )
+        .optional()
+    })
+    .map_err(|e| StoreError::sqlite(path, e))?;
+    let Some([task, payload, found]) = first.map(|row| row.map(Option::unwrap_or_default)) else {
+        return Ok(());
+    };
+    let expected = crate::task::idem_key(&task, &payload);
+    if found == expected {
+        return Ok(());
+    }
+    let short = |key: &str| {
+        let mut cut: String = crate::text::escape_controls(key).chars().take(24).collect();
+        if key.chars().count() > 24 {
+            cut.push('…');
+        }
+        cut
+    };
+    Err(StoreError::KeyForm {
+        path: path.to_path_buf(),
+        task: crate::text::escape_controls(&task),
+        found: short(&found),
+        expected: short(&expected),
+        strategy: needs.strategy,
+    })
 }
 
 /// The columns every strategy writes.

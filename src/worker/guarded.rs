@@ -12,18 +12,25 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
     let batch = ctx.config.batch.max(1);
     // What was done before this process started, read in one scan: a restart late in a long
     // night then skips the finished tasks without a lookup each.
-    let done = retry_busy(|| checkpointed(ctx)).map_err(|e| ctx.db_error(e))?;
+    let (done, seen) = retry_busy(|| checkpointed(ctx)).map_err(|e| ctx.db_error(e))?;
+    // Whether another connection has committed since that scan: until one has, `done` is the
+    // whole truth and no task needs a lookup.
+    let mut shared = false;
     let mut next = 0;
     while next < items {
         let window = next..items.min(next + batch);
         let started = Instant::now();
         let candidates: Vec<u64> = window.clone().filter(|&i| !done.contains(i)).collect();
-        // A cheap read outside the write lock for what another worker may have done since;
-        // the unique key settles any race it misses.
-        let todo = if candidates.is_empty() {
-            Vec::new()
-        } else {
+        // What another worker may have done since the scan: once another connection has
+        // committed, every later window is looked up, outside the write lock (its checkpoints
+        // may cover any task). The unique key settles any race a look misses.
+        if !shared && !candidates.is_empty() {
+            shared = retry_busy(|| data_version(ctx)).map_err(|e| ctx.db_error(e))? != seen;
+        }
+        let todo = if shared && !candidates.is_empty() {
             retry_busy(|| unchecked(ctx, &candidates)).map_err(|e| ctx.db_error(e))?
+        } else {
+            candidates
         };
         for _ in 0..(window.end - window.start) - todo.len() as u64 {
             ctx.skip();
@@ -50,19 +57,34 @@ impl Done {
     }
 }
 
-/// The tasks of the queue that have a checkpoint now.
-fn checkpointed(ctx: &Ctx<'_>) -> rusqlite::Result<Done> {
+/// The tasks of the queue that have a checkpoint now, and the `data_version` they were read at.
+fn checkpointed(ctx: &Ctx<'_>) -> rusqlite::Result<(Done, i64)> {
     let items = ctx.config.items;
     let mut bits = vec![0u64; items.div_ceil(64) as usize];
-    let mut stmt = ctx.conn.prepare("SELECT task_id FROM checkpoints")?;
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
-        let task: String = row.get(0)?;
-        if let Some(index) = crate::task::parse_task_id(&task).filter(|&i| i < items) {
-            bits[(index / 64) as usize] |= 1 << (index % 64);
+    // One read transaction, so the version names the snapshot the scan saw.
+    let tx = ctx.conn.unchecked_transaction()?;
+    let version = data_version(ctx)?;
+    {
+        let mut stmt = tx.prepare("SELECT task_id FROM checkpoints")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let task: String = row.get(0)?;
+            if let Some(index) = crate::task::parse_task_id(&task).filter(|&i| i < items) {
+                bits[(index / 64) as usize] |= 1 << (index % 64);
+            }
         }
     }
-    Ok(Done(bits))
+    tx.commit()?;
+    Ok((Done(bits), version))
+}
+
+/// `PRAGMA data_version`: it changes when another connection commits, and only then (this
+/// worker's own commits leave it alone), so an unchanged value means no one else has written a
+/// checkpoint since it was last read.
+fn data_version(ctx: &Ctx<'_>) -> rusqlite::Result<i64> {
+    ctx.conn
+        .prepare_cached("PRAGMA data_version")?
+        .query_row([], |row| row.get(0))
 }
 
 /// The tasks among `candidates` that have no checkpoint, looked up in one read transaction: a

@@ -465,6 +465,106 @@ fn guarded_refuses_an_existing_records_table_without_a_unique_key() {
 }
 
 #[test]
+fn keyed_and_guarded_refuse_rows_keyed_in_another_form_and_touch_nothing() {
+    // A warehouse whose rows carry the bare sha256 key (an earlier reclaim's form): a row written
+    // now with today's key would not collide with its duplicate, so the worker must not write.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("warehouse.db");
+    let task = reclaim::task::task_id(0);
+    let body = reclaim::task::payload(0);
+    let bare_sha = reclaim::task::idem_key(&task, &body)
+        .strip_prefix(&format!("{task}:"))
+        .unwrap()
+        .to_string();
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE records(task_id TEXT NOT NULL, payload TEXT NOT NULL,
+             idem_key TEXT NOT NULL UNIQUE, run_id TEXT NOT NULL, written_at REAL NOT NULL);
+         CREATE TABLE checkpoints(task_id TEXT PRIMARY KEY, completed_at REAL NOT NULL);",
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO records VALUES (?1, ?2, ?3, 'run-1', 1.0)",
+        [&task, &body, &bare_sha],
+    )
+    .unwrap();
+    drop(conn);
+    let before = snapshot(dir.path());
+
+    for strategy in ["keyed", "guarded"] {
+        let run = worker(strategy, &db, &["--items", "5"]);
+        assert_one_line_error(&run, "idempotency keys of another form");
+        assert!(
+            run.stderr.contains("task-000"),
+            "{strategy}: {}",
+            run.stderr
+        );
+        assert_eq!(snapshot(dir.path()), before, "{strategy}: untouched");
+    }
+    // naive and two-commit have no unique key to rely on, so the key's form is not theirs to judge.
+    let naive = worker("naive", &db, &["--items", "2"]);
+    assert_eq!(naive.code, Some(0), "{}", naive.stderr);
+    assert_eq!(rows(&open_ro(&db)), 3);
+}
+
+#[test]
+fn guarded_skips_tasks_another_writer_checkpoints_while_it_runs() {
+    // A guarded worker reads the checkpoints once at start, then looks again only when another
+    // connection has committed (PRAGMA data_version). Here another writer finishes tasks 150..199
+    // a while after the worker has started: the worker must notice and leave them alone.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("warehouse.db");
+    let mut child = Command::new(BIN)
+        .args(["worker", "--strategy", "guarded", "--db", path_arg(&db)])
+        .args(["--items", "200", "--delay-ms", "10"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let conn = loop {
+        if let Ok(conn) =
+            Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
+            && conn.busy_timeout(std::time::Duration::from_secs(5)).is_ok()
+            && conn
+                .query_row("SELECT count(*) FROM records", [], |r| r.get::<_, u64>(0))
+                .is_ok_and(|n| n >= 5)
+        {
+            break conn;
+        }
+        assert!(started.elapsed().as_secs() < 30, "the worker never wrote");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let done_early = count(&conn, "SELECT count(*) FROM checkpoints");
+    assert!(done_early < 150, "the worker was too quick for this test");
+    for index in 150..200 {
+        let task = reclaim::task::task_id(index);
+        let body = reclaim::task::payload(index);
+        conn.execute(
+            "INSERT INTO records VALUES (?1, ?2, ?3, 'other', 1.0)",
+            [&task, &body, &reclaim::task::idem_key(&task, &body)],
+        )
+        .unwrap();
+        conn.execute("INSERT INTO checkpoints VALUES (?1, 1.0)", [&task])
+            .unwrap();
+    }
+    let run = Run::from_output("guarded worker", &child.wait_with_output().unwrap());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.done_number("inserted"), Some(150), "{}", run.stdout);
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT count(*) FROM checkpoints WHERE completed_at = 1.0"
+        ),
+        50,
+        "the other writer's checkpoints were left as they were"
+    );
+    assert_eq!(rows(&conn), 200);
+    assert_eq!(distinct(&conn), 200);
+}
+
+#[test]
 fn an_unknown_strategy_is_a_usage_error_that_touches_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("other.db");
