@@ -514,7 +514,7 @@ fn guarded_skips_tasks_another_writer_checkpoints_while_it_runs() {
     // a while after the worker has started: the worker must notice and leave them alone.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("warehouse.db");
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args(["worker", "--strategy", "guarded", "--db", path_arg(&db)])
         .args(["--items", "200", "--delay-ms", "10"])
         .stdin(Stdio::null())
