@@ -8,15 +8,22 @@
 # reference only).
 #
 # Usage: scripts/dashboard-cpu.sh            (DURATION=20 SESSION=bench by default)
+#        ARGS="tui --scenario scripts/million.toml" DURATION=60 scripts/dashboard-cpu.sh
+#                                            (the million-item night; ARGS go to reclaim as is)
+#        BIN=/path/to/other/reclaim scripts/dashboard-cpu.sh   (another build, not rebuilt)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
 session="${SESSION:-bench}"
 duration="${DURATION:-20}"
-bin=./target/release/reclaim
+bin="${BIN:-./target/release/reclaim}"
+args="${ARGS:-}"
+what="${ARGS:-default scenario (incident)}"
 
-cargo build --release --quiet
+if [[ -z "${BIN:-}" ]]; then
+    cargo build --release --quiet
+fi
 
 if tmux has-session -t "$session" 2>/dev/null; then
     echo "dashboard-cpu: a tmux session named '$session' already exists; set SESSION=other" >&2
@@ -31,7 +38,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-tmux new -d -s "$session" -x 120 -y 40 "$bin"
+tmux new -d -s "$session" -x 120 -y 40 "$bin $args"
 
 # tmux runs the command through a shell, which usually execs it; find the dashboard either way.
 pid=""
@@ -95,7 +102,7 @@ fi
 
 awk -v t0="$t0" -v t1="$t1" -v a="$ticks0" -v b="$ticks1" -v c="$clk" \
     -v whole="$ticks1" -v start="$start_ticks" -v up="$uptime" -v w="$workers" \
-    -v hwm="$hwm" -v rss="$rss" -v per="${per_second[*]}" -v header="$header" -v pid="$pid" '
+    -v hwm="$hwm" -v rss="$rss" -v per="${per_second[*]}" -v header="$header" -v pid="$pid" -v what="$what" '
 BEGIN {
     wall = t1 - t0
     cpu = (b - a) / c
@@ -103,7 +110,7 @@ BEGIN {
     peak = 0
     for (i = 1; i <= n; i++) if (s[i] + 0 > peak) peak = s[i] + 0
     life = up - start / c
-    printf "dashboard pid %s, 120x40, default scenario (incident)\n", pid
+    printf "dashboard pid %s, 120x40, %s\n", pid, what
     printf "screen at the end of sampling: %s\n", header
     printf "sampled over             %.1f s wall\n", wall
     printf "dashboard CPU            %.2f s (utime+stime)  = %.2f%% of one core\n", cpu, 100 * cpu / wall

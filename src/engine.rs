@@ -253,7 +253,9 @@ pub struct Lane {
     pub failure: Option<String>,
     /// The last observer error, so a persistent one is reported once.
     observer_error: Option<String>,
-    heartbeat_path: PathBuf,
+    heartbeat: heartbeat::Follower,
+    /// When the observer last read this lane after it had finished.
+    settled_at: Option<Instant>,
 }
 
 impl Lane {
@@ -410,6 +412,9 @@ struct Output {
 /// lines (a grandchild holding them, say).
 const PIPE_GRACE: Duration = Duration::from_secs(1);
 
+/// How often the rows of a lane that has finished are read again.
+const SETTLED_POLL: Duration = Duration::from_secs(1);
+
 /// The running night.
 #[derive(Debug)]
 pub struct Engine {
@@ -442,7 +447,8 @@ impl Engine {
             .iter()
             .map(|lane| Lane {
                 observer: Observer::new(&lane.db, lane.items),
-                heartbeat_path: heartbeat::default_path(&lane.db),
+                heartbeat: heartbeat::Follower::new(heartbeat::default_path(&lane.db)),
+                settled_at: None,
                 config: lane.clone(),
                 slots: Vec::new(),
                 kills: 0,
@@ -894,6 +900,18 @@ impl Engine {
     fn observe(&mut self, now: Instant) {
         let wall = SystemTime::now();
         for lane in 0..self.lanes.len() {
+            // Once a lane has finished and been read since, only a hand (sqlite3, another
+            // program) can change its rows: once a second is often enough to notice, and keeps
+            // a finished night nearly free.
+            let finished = self.lanes[lane].finished();
+            if finished
+                && self.lanes[lane]
+                    .settled_at
+                    .is_some_and(|at| now.saturating_duration_since(at) < SETTLED_POLL)
+            {
+                continue;
+            }
+            self.lanes[lane].settled_at = finished.then_some(now);
             let poll = match self.lanes[lane].observer.poll() {
                 Ok(poll) => {
                     self.lanes[lane].observer_error = None;
@@ -937,7 +955,7 @@ impl Engine {
             }
             return;
         }
-        let beat = heartbeat::read(&self.lanes[lane].heartbeat_path, wall).ok();
+        let beat = self.lanes[lane].heartbeat.read(wall).ok();
         let running = self.lanes[lane].slots.iter().any(|s| {
             matches!(
                 s.state,

@@ -65,15 +65,45 @@ pub struct Beat {
     pub age: Duration,
 }
 
-/// Reads the heartbeat at `path`; `now` is passed in so callers control the clock.
+/// Reads the heartbeat at `path` once; `now` is passed in so callers control the clock.
 pub fn read(path: &Path, now: SystemTime) -> io::Result<Beat> {
-    let modified = fs::metadata(path)?.modified()?;
-    let text = fs::read_to_string(path).unwrap_or_default();
-    let task = text.split_whitespace().next().map(ToOwned::to_owned);
-    Ok(Beat {
-        task,
-        age: now.duration_since(modified).unwrap_or_default(),
-    })
+    Follower::new(path.to_path_buf()).read(now)
+}
+
+/// Reads one heartbeat over and over (the engine, 50 times a second): the file's metadata every
+/// time, its contents only when a beat has replaced it since the last read.
+#[derive(Debug)]
+pub struct Follower {
+    path: PathBuf,
+    /// The inode and modification time of the file last read, and the task it named. Each beat
+    /// is a new file renamed into place, so either changes with every beat.
+    last: Option<(u64, SystemTime, Option<String>)>,
+}
+
+impl Follower {
+    #[must_use]
+    pub fn new(path: PathBuf) -> Self {
+        Self { path, last: None }
+    }
+
+    pub fn read(&mut self, now: SystemTime) -> io::Result<Beat> {
+        use std::os::unix::fs::MetadataExt as _;
+        let meta = fs::metadata(&self.path)?;
+        let modified = meta.modified()?;
+        let task = match &self.last {
+            Some((ino, at, task)) if *ino == meta.ino() && *at == modified => task.clone(),
+            _ => {
+                let text = fs::read_to_string(&self.path).unwrap_or_default();
+                let task = text.split_whitespace().next().map(ToOwned::to_owned);
+                self.last = Some((meta.ino(), modified, task.clone()));
+                task
+            }
+        };
+        Ok(Beat {
+            task,
+            age: now.duration_since(modified).unwrap_or_default(),
+        })
+    }
 }
 
 /// The dead-man's switch message, in the postmortem's words.
@@ -108,6 +138,25 @@ mod tests {
         );
         // No temporary file is left behind.
         assert_eq!(fs::read_dir(dir.path())?.count(), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn a_follower_sees_every_beat_even_within_one_clock_tick() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let writer = Writer::new(dir.path().join("hb"));
+        let mut follower = Follower::new(writer.path().to_path_buf());
+        assert!(follower.read(SystemTime::now()).is_err(), "no beat yet");
+        // Beats far faster than the file system's timestamp granularity: each is a new file.
+        for task in 0..50 {
+            let name = format!("task-{task:03}");
+            writer.beat(&name)?;
+            let beat = follower.read(SystemTime::now())?;
+            assert_eq!(beat.task.as_deref(), Some(name.as_str()));
+        }
+        let later = follower.read(SystemTime::now() + Duration::from_secs(60))?;
+        assert_eq!(later.task.as_deref(), Some("task-049"));
+        assert!(later.age >= Duration::from_secs(59));
         Ok(())
     }
 }

@@ -346,13 +346,11 @@ fn user_tables(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     stmt.query_map([], |row| row.get(0))?.collect()
 }
 
+/// Cached: the observer asks on every poll.
 pub(crate) fn table_exists(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
-    conn.query_row(
-        "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1",
-        [table],
-        |row| row.get::<_, i64>(0),
-    )
-    .map(|n| n > 0)
+    conn.prepare_cached("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1")?
+        .query_row([table], |row| row.get::<_, i64>(0))
+        .map(|n| n > 0)
 }
 
 fn refuse_foreign(conn: &Connection, path: &Path) -> Result<(), StoreError> {

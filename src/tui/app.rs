@@ -63,6 +63,9 @@ struct LaneHistory {
     pending: Option<std::sync::mpsc::Receiver<Option<LaneEnd>>>,
     /// The verdict has been read (or could not be: then `end` stays empty).
     verdict_read: bool,
+    /// The lane had finished at the last sample: its curves end there instead of running on
+    /// flat (and the frame stays the same, so it is not drawn again).
+    ended: bool,
 }
 
 /// The live dashboard's state.
@@ -264,13 +267,16 @@ impl App {
         let t = self.engine.clock().at(now).since_start();
         for (lane, history) in self.engine.lanes().iter().zip(&mut self.history) {
             let o = &lane.observer;
-            history.rows.push(t, o.rows as f64);
-            history.distinct.push(t, o.distinct as f64);
-            history.duplicated.push(t, o.duplicated as f64);
-            history.checkpoints.push(t, o.checkpoints as f64);
-            if let Some(age) = lane.heartbeat_sim_age {
-                history.heartbeat_age.push(t, age);
+            if !history.ended {
+                history.rows.push(t, o.rows as f64);
+                history.distinct.push(t, o.distinct as f64);
+                history.duplicated.push(t, o.duplicated as f64);
+                history.checkpoints.push(t, o.checkpoints as f64);
+                if let Some(age) = lane.heartbeat_sim_age {
+                    history.heartbeat_age.push(t, age);
+                }
             }
+            history.ended = lane.finished();
             if let Some(pending) = &history.pending
                 && let Ok(end) = pending.try_recv()
             {

@@ -210,6 +210,9 @@ fn event_loop(
         .map_err(|e| format!("cannot start the input thread: {e}"))?;
     let mut next_frame = Instant::now();
     let mut next_tick = Instant::now();
+    // The last frame drawn: a paused or finished night shows the same frame over and over, and
+    // is not rendered again until something on it changes.
+    let mut shown: Option<Dashboard> = None;
     loop {
         let timeout = next_tick.saturating_duration_since(Instant::now());
         let mut redraw = false;
@@ -251,9 +254,12 @@ fn event_loop(
         }
         if redraw || now >= next_frame {
             let view = app.view();
-            terminal
-                .draw(|frame| ui::render(frame, &view, theme))
-                .map_err(|e| format!("cannot draw: {e}"))?;
+            if redraw || shown.as_ref() != Some(&view) {
+                terminal
+                    .draw(|frame| ui::render(frame, &view, theme))
+                    .map_err(|e| format!("cannot draw: {e}"))?;
+                shown = Some(view);
+            }
             next_frame = now + FRAME;
         }
     }
