@@ -4,6 +4,7 @@
 mod common;
 mod faults;
 mod fuzz;
+mod pty;
 mod replay;
 mod robust;
 mod run;

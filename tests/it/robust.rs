@@ -5,8 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::{Read as _, Write as _};
-use std::num::NonZeroU16;
+use std::io::Read as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -17,11 +16,11 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 
 use crate::common::{
     BIN, Run, assert_one_line_error, cmdline, count, open_ro, path_arg, read_bytes, snapshot,
 };
+use crate::pty::Dashboard;
 
 /// How long after reclaim's exit a worker may still be alive (the "within one second").
 const ORPHAN_GRACE: Duration = Duration::from_secs(1);
@@ -32,8 +31,6 @@ const PROMPTLY: Duration = Duration::from_secs(5);
 /// A hang guard for the short commands here, not a timing assertion.
 const LIMIT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(10);
-/// Entering the alternate screen, as crossterm spells it.
-const ENTER_ALTERNATE: &[u8] = b"\x1b[?1049h";
 
 // ---------------------------------------------------------------------------------------------
 // Processes, read from /proc.
@@ -238,140 +235,17 @@ fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temporary folder: {e}"))
 }
 
-// ---------------------------------------------------------------------------------------------
-// The dashboard in a pseudo-terminal: only what these tests need (the screen is read through
-// vt100, since ratatui redraws only the cells that change).
-
-struct Pty {
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    pid: i32,
-    screen: Arc<Mutex<(vt100::Parser, Vec<u8>)>>,
-    /// The reader has seen the pty's end: everything the dashboard wrote is on `screen`.
-    read_all: Arc<std::sync::atomic::AtomicBool>,
-    exited: Option<Instant>,
-    // Held so the pty stays open while the dashboard runs. A writer is taken only to type a key
-    // and held until the end: portable-pty types an end-of-file when one is dropped.
-    master: Box<dyn MasterPty + Send>,
-}
-
+/// The dashboard's terminal here.
 const COLS: u16 = 100;
 const ROWS: u16 = 30;
 
-impl Pty {
-    fn start(args: &[&str], tmp: &Path) -> Result<Self, String> {
-        let mut command = CommandBuilder::new(BIN);
-        command.args(args);
-        command.env("TMPDIR", tmp);
-        command.env("TERM", "xterm-256color");
-        command.cwd(tmp);
-        let size = PtySize {
-            rows: ROWS,
-            cols: COLS,
-            pixel_width: 0,
-            pixel_height: 0,
-        };
-        let pair = native_pty_system()
-            .openpty(size)
-            .map_err(|e| format!("cannot open a pty: {e}"))?;
-        let child = pair
-            .slave
-            .spawn_command(command)
-            .map_err(|e| format!("cannot start reclaim {args:?} in a pty: {e}"))?;
-        drop(pair.slave);
-        let pid = child
-            .process_id()
-            .and_then(|p| i32::try_from(p).ok())
-            .ok_or("the dashboard has no pid")?;
-        let mut reader = pair
-            .master
-            .try_clone_reader()
-            .map_err(|e| format!("cannot read the pty: {e}"))?;
-        let (Some(rows), Some(cols)) = (NonZeroU16::new(ROWS), NonZeroU16::new(COLS)) else {
-            return Err("a terminal without cells".into());
-        };
-        let screen = Arc::new(Mutex::new((vt100::Parser::new(rows, cols, 0), Vec::new())));
-        let shared = Arc::clone(&screen);
-        let read_all = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let reader_done = Arc::clone(&read_all);
-        thread::Builder::new()
-            .name("robust-pty-reader".into())
-            .spawn(move || {
-                let mut buf = [0_u8; 8192];
-                while let Ok(n) = reader.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    let mut guard = lock(&shared);
-                    guard.0.process(&buf[..n]);
-                    guard.1.extend_from_slice(&buf[..n]);
-                }
-                reader_done.store(true, std::sync::atomic::Ordering::SeqCst);
-            })
-            .map_err(|e| format!("cannot start the pty reader: {e}"))?;
-        Ok(Self {
-            child,
-            pid,
-            screen,
-            read_all,
-            exited: None,
-            master: pair.master,
-        })
-    }
-
-    fn signal(&self, signal: Signal) -> Result<(), String> {
-        if self.exited.is_some() {
-            return Err(format!("the dashboard has exited; cannot send {signal}"));
-        }
-        kill(Pid::from_raw(self.pid), signal).map_err(|e| format!("cannot send {signal}: {e}"))
-    }
-
-    /// Waits up to `limit` for the dashboard to exit; returns its exit code and when it was seen.
-    fn exit_within(&mut self, limit: Duration) -> Result<(u32, Instant), String> {
-        let deadline = Instant::now() + limit;
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => {
-                    let at = *self.exited.get_or_insert_with(Instant::now);
-                    // Everything it wrote is on the screen once the reader has seen the end.
-                    let drained = Instant::now() + Duration::from_secs(2);
-                    while !self.read_all.load(std::sync::atomic::Ordering::SeqCst)
-                        && Instant::now() < drained
-                    {
-                        thread::sleep(POLL);
-                    }
-                    return Ok((status.exit_code(), at));
-                }
-                Ok(None) if Instant::now() < deadline => thread::sleep(POLL),
-                Ok(None) => {
-                    return Err(format!(
-                        "the dashboard was still running after {limit:?}:\n{}",
-                        self.text()
-                    ));
-                }
-                Err(e) => return Err(format!("cannot wait for the dashboard: {e}")),
-            }
-        }
-    }
-
-    fn text(&self) -> String {
-        lock(&self.screen).0.screen().contents()
-    }
-
-    fn entered_alternate_screen(&self) -> bool {
-        lock(&self.screen)
-            .1
-            .windows(ENTER_ALTERNATE.len())
-            .any(|w| w == ENTER_ALTERNATE)
-    }
-}
-
-impl Drop for Pty {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// Waits up to `limit` for the dashboard to exit; returns its exit code and when it was seen.
+fn exit_within(dashboard: &mut Dashboard, limit: Duration) -> (u32, Instant) {
+    let status = dashboard.wait_exit(limit).unwrap_or_else(|e| panic!("{e}"));
+    let at = dashboard
+        .exited_at()
+        .unwrap_or_else(|| panic!("the dashboard's exit was not seen"));
+    (status.exit_code(), at)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -381,11 +255,11 @@ impl Drop for Pty {
 fn sigkill_of_the_dashboard_leaves_no_worker_within_a_second() {
     let tmp = tempdir();
     let marker = path_arg(tmp.path()).to_string();
-    let mut dashboard = Pty::start(&[], tmp.path()).unwrap();
+    let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
     // The incident's two lanes, one worker each.
-    let seen = collect_workers(dashboard.pid, &marker, 2);
+    let seen = collect_workers(dashboard.pid().as_raw(), &marker, 2);
     dashboard.signal(Signal::SIGKILL).unwrap();
-    let (_, exited) = dashboard.exit_within(PROMPTLY).unwrap();
+    let (_, exited) = exit_within(&mut dashboard, PROMPTLY);
     // PR_SET_PDEATHSIG is the only layer left: no code of reclaim's ran after the SIGKILL.
     assert_no_worker_left(&seen, &marker, exited, "SIGKILL of the dashboard");
 }
@@ -394,16 +268,10 @@ fn sigkill_of_the_dashboard_leaves_no_worker_within_a_second() {
 fn sigkill_of_a_paused_dashboard_leaves_no_stopped_worker() {
     let tmp = tempdir();
     let marker = path_arg(tmp.path()).to_string();
-    let mut dashboard = Pty::start(&[], tmp.path()).unwrap();
-    let seen = collect_workers(dashboard.pid, &marker, 2);
+    let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    let seen = collect_workers(dashboard.pid().as_raw(), &marker, 2);
     // Pausing stops every worker (SIGSTOP); a stopped process must still die with reclaim.
-    // Typed through a writer of our own, kept open until the workers are seen stopped.
-    let mut writer = dashboard
-        .master
-        .take_writer()
-        .unwrap_or_else(|e| panic!("cannot type at the dashboard: {e}"));
-    writer.write_all(b" ").unwrap();
-    writer.flush().unwrap();
+    dashboard.send(b" ").unwrap();
     let deadline = Instant::now() + PROMPTLY;
     while !seen
         .iter()
@@ -422,9 +290,8 @@ fn sigkill_of_a_paused_dashboard_leaves_no_stopped_worker() {
         "no worker is left to stop: {seen:?}"
     );
     dashboard.signal(Signal::SIGKILL).unwrap();
-    let (_, exited) = dashboard.exit_within(PROMPTLY).unwrap();
+    let (_, exited) = exit_within(&mut dashboard, PROMPTLY);
     assert_no_worker_left(&seen, &marker, exited, "SIGKILL of a paused dashboard");
-    drop(writer);
 }
 
 /// `args` with each `TMP/NAME` replaced by the absolute path of NAME in `tmp` (worker command
@@ -1001,8 +868,8 @@ fn the_dashboard_with_a_read_only_tmpdir_refuses_before_the_terminal() {
         return;
     };
     mount.remount("ro");
-    let mut dashboard = Pty::start(&[], &ro).unwrap();
-    let (code, _) = dashboard.exit_within(PROMPTLY).unwrap();
+    let mut dashboard = Dashboard::start(&[], &ro, COLS, ROWS).unwrap();
+    let (code, _) = exit_within(&mut dashboard, PROMPTLY);
     let text = dashboard.text();
     assert_eq!(code, 2, "{text}");
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();

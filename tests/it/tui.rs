@@ -4,21 +4,19 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::{Read as _, Write};
-use std::num::NonZeroU16;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use portable_pty::{Child, CommandBuilder, ExitStatus, MasterPty, PtySize, native_pty_system};
+use portable_pty::CommandBuilder;
 
 use crate::common::{
     BIN, assert_one_line_error, cmdline, duplicated_ids, open_ro, reclaim_within, rows,
     workers_under,
 };
+use crate::pty::Dashboard;
 
 /// The terminal most tests run in: large enough for two lanes side by side.
 const COLS: u16 = 100;
@@ -31,261 +29,49 @@ const PROMPTLY: Duration = Duration::from_secs(3);
 const ORPHAN_GRACE: Duration = Duration::from_secs(1);
 /// How often the screen is looked at while waiting.
 const POLL: Duration = Duration::from_millis(25);
-/// Entering the alternate screen, as crossterm spells it (xterm's private mode 1049).
-const ENTER_ALTERNATE: &[u8] = b"\x1b[?1049h";
 
-/// What the reader thread has seen of the pty: the emulated screen and every byte.
-struct Term {
-    parser: vt100::Parser,
-    bytes: Vec<u8>,
-    /// The reader hit end of file: every writer to the pty has gone.
-    closed: bool,
+/// Waits until every lane shows a running worker; returns the lanes' pids.
+fn wait_for_workers(dashboard: &mut Dashboard, lanes: usize) -> Result<Vec<Vec<u32>>, String> {
+    let mut pids = Vec::new();
+    dashboard.wait_for(
+        "a running pid in every lane",
+        Instant::now() + STARTUP,
+        |screen| {
+            pids = (0..lanes)
+                .map(|lane| lane_pids(screen, lane, lanes))
+                .collect();
+            pids.iter().all(|p: &Vec<u32>| !p.is_empty())
+        },
+    )?;
+    Ok(pids)
 }
 
-fn lock(term: &Mutex<Term>) -> MutexGuard<'_, Term> {
-    term.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// `reclaim ARGS...` running in a pseudo-terminal; killed (with its workers) if dropped while
-/// still running, so a failed assertion never leaves a dashboard behind.
-struct Dashboard {
-    child: Box<dyn Child + Send + Sync>,
-    pid: Pid,
-    writer: Box<dyn Write + Send>,
-    term: Arc<Mutex<Term>>,
-    exit: Option<ExitStatus>,
-    // Held so the pty stays open for as long as the dashboard runs.
-    _master: Box<dyn MasterPty + Send>,
-}
-
-impl Dashboard {
-    /// Starts `reclaim ARGS...` in a `cols`x`rows` pty with TMPDIR (and the working directory)
-    /// set to `tmp`, so its databases land there.
-    fn start(args: &[&str], tmp: &Path, cols: u16, rows: u16) -> Result<Self, String> {
-        let mut command = CommandBuilder::new(BIN);
-        command.args(args);
-        Self::spawn(command, tmp, cols, rows)
+/// Keeps reading every lane's worker pids for `window`, to collect all of them.
+fn collect_pids(
+    dashboard: &mut Dashboard,
+    lanes: usize,
+    window: Duration,
+) -> Result<BTreeSet<u32>, String> {
+    let mut seen = BTreeSet::new();
+    for pids in wait_for_workers(dashboard, lanes)? {
+        seen.extend(pids);
     }
-
-    fn spawn(
-        mut command: CommandBuilder,
-        tmp: &Path,
-        cols: u16,
-        rows: u16,
-    ) -> Result<Self, String> {
-        let what = format!("{:?}", command.get_argv());
-        command.env("TMPDIR", tmp);
-        command.env("TERM", "xterm-256color");
-        command.cwd(tmp);
-        let size = PtySize {
-            rows,
-            cols,
-            pixel_width: 0,
-            pixel_height: 0,
-        };
-        let pair = native_pty_system()
-            .openpty(size)
-            .map_err(|e| format!("cannot open a pty: {e}"))?;
-        let child = pair
-            .slave
-            .spawn_command(command)
-            .map_err(|e| format!("cannot start {what} in a pty: {e}"))?;
-        // Only the child may hold the slave end, or the reader never sees end of file.
-        drop(pair.slave);
-        let pid = child
-            .process_id()
-            .and_then(|p| i32::try_from(p).ok())
-            .map(Pid::from_raw)
-            .ok_or_else(|| format!("{what} has no pid"))?;
-        let mut reader = pair
-            .master
-            .try_clone_reader()
-            .map_err(|e| format!("cannot read the pty: {e}"))?;
-        let writer = pair
-            .master
-            .take_writer()
-            .map_err(|e| format!("cannot write to the pty: {e}"))?;
-        let (Some(height), Some(width)) = (NonZeroU16::new(rows), NonZeroU16::new(cols)) else {
-            return Err(format!("a {cols}x{rows} terminal has no cells"));
-        };
-        let term = Arc::new(Mutex::new(Term {
-            parser: vt100::Parser::new(height, width, 0),
-            bytes: Vec::new(),
-            closed: false,
-        }));
-        let shared = Arc::clone(&term);
-        thread::Builder::new()
-            .name("pty-reader".into())
-            .spawn(move || {
-                let mut buf = [0_u8; 8192];
-                loop {
-                    match reader.read(&mut buf) {
-                        // Linux answers EIO once the last slave descriptor has closed.
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => {
-                            let mut term = lock(&shared);
-                            term.parser.process(&buf[..n]);
-                            term.bytes.extend_from_slice(&buf[..n]);
-                        }
-                    }
-                }
-                lock(&shared).closed = true;
-            })
-            .map_err(|e| format!("cannot start the pty reader: {e}"))?;
-        Ok(Self {
-            child,
-            pid,
-            writer,
-            term,
-            exit: None,
-            _master: pair.master,
-        })
-    }
-
-    /// Types `bytes` at the terminal.
-    fn send(&mut self, bytes: &[u8]) -> Result<(), String> {
-        self.writer
-            .write_all(bytes)
-            .and_then(|()| self.writer.flush())
-            .map_err(|e| format!("cannot type {bytes:?}: {e}"))
-    }
-
-    fn signal(&self, signal: Signal) -> Result<(), String> {
-        if self.exit.is_some() {
-            return Err(format!("reclaim has already exited; cannot send {signal}"));
+    let until = Instant::now() + window;
+    while Instant::now() < until {
+        if dashboard.poll_exit()?.is_some() {
+            return Err(format!(
+                "reclaim exited while its workers were being read:\n{}",
+                dashboard.text()
+            ));
         }
-        // Not reaped yet (exit is None), so the pid still names our child.
-        kill(self.pid, signal).map_err(|e| format!("cannot send {signal} to reclaim: {e}"))
-    }
-
-    fn poll_exit(&mut self) -> Result<Option<&ExitStatus>, String> {
-        if self.exit.is_none() {
-            self.exit = self
-                .child
-                .try_wait()
-                .map_err(|e| format!("cannot wait for reclaim: {e}"))?;
-        }
-        Ok(self.exit.as_ref())
-    }
-
-    /// What the screen shows now.
-    fn text(&self) -> String {
-        lock(&self.term).parser.screen().contents()
-    }
-
-    /// Everything reclaim wrote to the terminal so far.
-    fn bytes(&self) -> Vec<u8> {
-        lock(&self.term).bytes.clone()
-    }
-
-    /// Looks at the screen now and then until `ready` holds, up to `deadline`. Fails early when
-    /// reclaim has exited and all it wrote has been read, since the screen can no longer change.
-    fn wait_for(
-        &mut self,
-        what: &str,
-        deadline: Instant,
-        mut ready: impl FnMut(&vt100::Screen) -> bool,
-    ) -> Result<(), String> {
-        loop {
-            // Read the exit first: a screen checked after it holds everything written before it.
-            let exited = self.poll_exit()?.is_some();
-            let closed = {
-                let term = lock(&self.term);
-                if ready(term.parser.screen()) {
-                    return Ok(());
-                }
-                term.closed
-            };
-            if exited && closed {
-                return Err(format!(
-                    "reclaim exited ({:?}) before the screen showed {what}:\n{}",
-                    self.exit,
-                    self.text()
-                ));
+        dashboard.with_screen(|screen| {
+            for lane in 0..lanes {
+                seen.extend(lane_pids(screen, lane, lanes));
             }
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "the screen did not show {what} in time:\n{}",
-                    self.text()
-                ));
-            }
-            thread::sleep(POLL);
-        }
+        });
+        thread::sleep(POLL);
     }
-
-    /// Waits up to `limit` for reclaim to exit, then (briefly) for the pty to drain, so the
-    /// screen holds everything reclaim wrote.
-    fn wait_exit(&mut self, limit: Duration) -> Result<ExitStatus, String> {
-        let deadline = Instant::now() + limit;
-        let status = loop {
-            if let Some(status) = self.poll_exit()? {
-                break status.clone();
-            }
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "reclaim was still running {limit:?} later:\n{}",
-                    self.text()
-                ));
-            }
-            thread::sleep(POLL);
-        };
-        let drained = Instant::now() + Duration::from_secs(2);
-        while !lock(&self.term).closed && Instant::now() < drained {
-            thread::sleep(POLL);
-        }
-        Ok(status)
-    }
-
-    /// Waits until every lane shows a running worker; returns the lanes' pids.
-    fn wait_for_workers(&mut self, lanes: usize) -> Result<Vec<Vec<u32>>, String> {
-        let mut pids = Vec::new();
-        self.wait_for(
-            "a running pid in every lane",
-            Instant::now() + STARTUP,
-            |screen| {
-                pids = (0..lanes)
-                    .map(|lane| lane_pids(screen, lane, lanes))
-                    .collect();
-                pids.iter().all(|p: &Vec<u32>| !p.is_empty())
-            },
-        )?;
-        Ok(pids)
-    }
-
-    /// Keeps reading every lane's worker pids for `window`, to collect all of them.
-    fn collect_pids(&mut self, lanes: usize, window: Duration) -> Result<BTreeSet<u32>, String> {
-        let mut seen = BTreeSet::new();
-        for pids in self.wait_for_workers(lanes)? {
-            seen.extend(pids);
-        }
-        let until = Instant::now() + window;
-        while Instant::now() < until {
-            if self.poll_exit()?.is_some() {
-                return Err(format!(
-                    "reclaim exited while its workers were being read:\n{}",
-                    self.text()
-                ));
-            }
-            {
-                let term = lock(&self.term);
-                for lane in 0..lanes {
-                    seen.extend(lane_pids(term.parser.screen(), lane, lanes));
-                }
-            }
-            thread::sleep(POLL);
-        }
-        Ok(seen)
-    }
-}
-
-impl Drop for Dashboard {
-    fn drop(&mut self) {
-        if matches!(self.poll_exit(), Ok(None)) {
-            // Its workers die with it (PR_SET_PDEATHSIG), which this module tests elsewhere.
-            let _ = kill(self.pid, Signal::SIGKILL);
-            let _ = self.child.wait();
-        }
-    }
+    Ok(seen)
 }
 
 /// The text of lane `lane`'s panel, `lanes` panels side by side.
@@ -392,8 +178,10 @@ fn assert_no_worker_left(pids: &BTreeSet<u32>) {
 
 /// The terminal as the user gets it back: main screen, cursor shown, no mouse reporting.
 fn assert_terminal_restored(dashboard: &Dashboard) {
-    let term = lock(&dashboard.term);
-    let screen = term.parser.screen();
+    dashboard.with_screen(assert_screen_restored);
+}
+
+fn assert_screen_restored(screen: &vt100::Screen) {
     let text = screen.contents();
     assert!(
         !screen.alternate_screen(),
@@ -477,7 +265,7 @@ fn the_dashboard_opens_and_its_clock_advances() {
 fn k_kills_the_selected_lanes_real_worker_and_the_supervisor_restarts_it() {
     let tmp = tempfile::tempdir().unwrap();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
-    let reclaim = dashboard.pid;
+    let reclaim = dashboard.pid();
     // The first lane (naive) is selected when the dashboard opens.
     let mut first = None;
     dashboard
@@ -493,7 +281,7 @@ fn k_kills_the_selected_lanes_real_worker_and_the_supervisor_restarts_it() {
         )
         .unwrap();
     let old = first.unwrap();
-    let guarded = dashboard.wait_for_workers(2).unwrap()[1].clone();
+    let guarded = wait_for_workers(&mut dashboard, 2).unwrap()[1].clone();
     dashboard.send(b"k").unwrap();
     let (mut reclaimed, mut gone, mut restarted) = (false, false, None);
     dashboard
@@ -535,9 +323,7 @@ fn k_kills_the_selected_lanes_real_worker_and_the_supervisor_restarts_it() {
 fn q_quits_leaving_no_worker_and_the_terminal_restored() {
     let tmp = tempfile::tempdir().unwrap();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
-    let pids = dashboard
-        .collect_pids(2, Duration::from_millis(1500))
-        .unwrap();
+    let pids = collect_pids(&mut dashboard, 2, Duration::from_millis(1500)).unwrap();
     assert!(
         pids.iter().any(|&p| alive_worker(p)),
         "no pid on screen is a live worker: {pids:?}"
@@ -571,8 +357,7 @@ fn assert_stops_cleanly(stop: impl FnOnce(&mut Dashboard) -> Result<(), String>)
     let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temp dir: {e}"));
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS)
         .unwrap_or_else(|e| panic!("cannot start the dashboard: {e}"));
-    let pids = dashboard
-        .collect_pids(2, Duration::from_millis(500))
+    let pids = collect_pids(&mut dashboard, 2, Duration::from_millis(500))
         .unwrap_or_else(|e| panic!("{e}"));
     stop(&mut dashboard).unwrap_or_else(|e| panic!("{e}"));
     let status = dashboard
@@ -666,7 +451,7 @@ fn a_terminal_too_small_says_so_and_q_still_quits() {
         })
         .unwrap();
     // The night runs behind the notice: its workers must go with it.
-    let reclaim = dashboard.pid;
+    let reclaim = dashboard.pid();
     let mut workers = BTreeSet::new();
     dashboard
         .wait_for("workers running", Instant::now() + STARTUP, |_| {
@@ -711,10 +496,7 @@ fn a_piped_stdout_is_refused_even_with_a_terminal_on_stdin() {
     assert_eq!(lines.len(), 1, "expected one line on stderr:\n{stderr}");
     assert!(lines[0].contains("terminal"), "{stderr}");
     assert!(
-        !dashboard
-            .bytes()
-            .windows(ENTER_ALTERNATE.len())
-            .any(|w| w == ENTER_ALTERNATE),
+        !dashboard.entered_alternate_screen(),
         "it switched the terminal on stdin to the alternate screen"
     );
     assert_eq!(tui_dirs(tmp.path()), Vec::<PathBuf>::new());
@@ -735,10 +517,7 @@ fn assert_refused_before_the_terminal(args: &[&str], needle: &str) {
     assert_eq!(lines.len(), 1, "expected one line on the terminal:\n{text}");
     assert!(lines[0].contains(needle), "{needle:?} not named:\n{text}");
     assert!(
-        !dashboard
-            .bytes()
-            .windows(ENTER_ALTERNATE.len())
-            .any(|w| w == ENTER_ALTERNATE),
+        !dashboard.entered_alternate_screen(),
         "reclaim {args:?} switched to the alternate screen before refusing"
     );
     assert_terminal_restored(&dashboard);

@@ -1,0 +1,258 @@
+//! The dashboard in a pseudo-terminal, for the tests that drive it: the real binary in a real
+//! pty, read back through a vt100 emulator (ratatui redraws only the cells that changed, so only
+//! the emulated screen says what a user sees).
+
+use std::io::{Read as _, Write};
+use std::num::NonZeroU16;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use portable_pty::{Child, CommandBuilder, ExitStatus, MasterPty, PtySize, native_pty_system};
+
+use crate::common::BIN;
+
+/// How often the screen is looked at while waiting.
+const POLL: Duration = Duration::from_millis(20);
+/// Entering the alternate screen, as crossterm spells it (xterm's private mode 1049).
+const ENTER_ALTERNATE: &[u8] = b"\x1b[?1049h";
+
+/// What the reader thread has seen of the pty: the emulated screen and every byte.
+pub(crate) struct Term {
+    parser: vt100::Parser,
+    bytes: Vec<u8>,
+    /// The reader hit end of file: every writer to the pty has gone.
+    closed: bool,
+}
+
+fn lock(term: &Mutex<Term>) -> MutexGuard<'_, Term> {
+    term.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `reclaim ARGS...` running in a pseudo-terminal; killed (with its workers) if dropped while
+/// still running, so a failed assertion never leaves a dashboard behind.
+pub(crate) struct Dashboard {
+    child: Box<dyn Child + Send + Sync>,
+    pid: Pid,
+    writer: Box<dyn Write + Send>,
+    term: Arc<Mutex<Term>>,
+    exit: Option<ExitStatus>,
+    /// When the exit was first seen.
+    exited_at: Option<Instant>,
+    // Held so the pty stays open for as long as the dashboard runs.
+    _master: Box<dyn MasterPty + Send>,
+}
+
+impl Dashboard {
+    /// Starts `reclaim ARGS...` in a `cols`x`rows` pty with TMPDIR (and the working directory)
+    /// set to `tmp`, so its databases land there.
+    pub(crate) fn start(args: &[&str], tmp: &Path, cols: u16, rows: u16) -> Result<Self, String> {
+        let mut command = CommandBuilder::new(BIN);
+        command.args(args);
+        Self::spawn(command, tmp, cols, rows)
+    }
+
+    pub(crate) fn spawn(
+        mut command: CommandBuilder,
+        tmp: &Path,
+        cols: u16,
+        rows: u16,
+    ) -> Result<Self, String> {
+        let what = format!("{:?}", command.get_argv());
+        command.env("TMPDIR", tmp);
+        command.env("TERM", "xterm-256color");
+        command.cwd(tmp);
+        let size = PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        };
+        let pair = native_pty_system()
+            .openpty(size)
+            .map_err(|e| format!("cannot open a pty: {e}"))?;
+        let child = pair
+            .slave
+            .spawn_command(command)
+            .map_err(|e| format!("cannot start {what} in a pty: {e}"))?;
+        // Only the child may hold the slave end, or the reader never sees end of file.
+        drop(pair.slave);
+        let pid = child
+            .process_id()
+            .and_then(|p| i32::try_from(p).ok())
+            .map(Pid::from_raw)
+            .ok_or_else(|| format!("{what} has no pid"))?;
+        let mut reader = pair
+            .master
+            .try_clone_reader()
+            .map_err(|e| format!("cannot read the pty: {e}"))?;
+        let writer = pair
+            .master
+            .take_writer()
+            .map_err(|e| format!("cannot write to the pty: {e}"))?;
+        let (Some(height), Some(width)) = (NonZeroU16::new(rows), NonZeroU16::new(cols)) else {
+            return Err(format!("a {cols}x{rows} terminal has no cells"));
+        };
+        let term = Arc::new(Mutex::new(Term {
+            parser: vt100::Parser::new(height, width, 0),
+            bytes: Vec::new(),
+            closed: false,
+        }));
+        let shared = Arc::clone(&term);
+        thread::Builder::new()
+            .name("pty-reader".into())
+            .spawn(move || {
+                let mut buf = [0_u8; 8192];
+                loop {
+                    match reader.read(&mut buf) {
+                        // Linux answers EIO once the last slave descriptor has closed.
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            let mut term = lock(&shared);
+                            term.parser.process(&buf[..n]);
+                            term.bytes.extend_from_slice(&buf[..n]);
+                        }
+                    }
+                }
+                lock(&shared).closed = true;
+            })
+            .map_err(|e| format!("cannot start the pty reader: {e}"))?;
+        Ok(Self {
+            child,
+            pid,
+            writer,
+            term,
+            exit: None,
+            exited_at: None,
+            _master: pair.master,
+        })
+    }
+
+    /// Types `bytes` at the terminal.
+    pub(crate) fn send(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.writer
+            .write_all(bytes)
+            .and_then(|()| self.writer.flush())
+            .map_err(|e| format!("cannot type {bytes:?}: {e}"))
+    }
+
+    pub(crate) fn signal(&self, signal: Signal) -> Result<(), String> {
+        if self.exit.is_some() {
+            return Err(format!("reclaim has already exited; cannot send {signal}"));
+        }
+        // Not reaped yet (exit is None), so the pid still names our child.
+        kill(self.pid, signal).map_err(|e| format!("cannot send {signal} to reclaim: {e}"))
+    }
+
+    pub(crate) fn poll_exit(&mut self) -> Result<Option<&ExitStatus>, String> {
+        if self.exit.is_none() {
+            self.exit = self
+                .child
+                .try_wait()
+                .map_err(|e| format!("cannot wait for reclaim: {e}"))?;
+            if self.exit.is_some() {
+                self.exited_at = Some(Instant::now());
+            }
+        }
+        Ok(self.exit.as_ref())
+    }
+
+    /// What the screen shows now.
+    pub(crate) fn text(&self) -> String {
+        lock(&self.term).parser.screen().contents()
+    }
+
+    /// Looks at the emulated screen as it is now.
+    pub(crate) fn with_screen<R>(&self, look: impl FnOnce(&vt100::Screen) -> R) -> R {
+        look(lock(&self.term).parser.screen())
+    }
+
+    /// reclaim's pid (not reaped until `poll_exit` has seen it exit).
+    pub(crate) fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// When `poll_exit` (or `wait_exit`) first saw reclaim gone.
+    pub(crate) fn exited_at(&self) -> Option<Instant> {
+        self.exited_at
+    }
+
+    /// Whether reclaim ever switched the terminal to the alternate screen.
+    pub(crate) fn entered_alternate_screen(&self) -> bool {
+        lock(&self.term)
+            .bytes
+            .windows(ENTER_ALTERNATE.len())
+            .any(|w| w == ENTER_ALTERNATE)
+    }
+
+    /// Looks at the screen now and then until `ready` holds, up to `deadline`. Fails early when
+    /// reclaim has exited and all it wrote has been read, since the screen can no longer change.
+    pub(crate) fn wait_for(
+        &mut self,
+        what: &str,
+        deadline: Instant,
+        mut ready: impl FnMut(&vt100::Screen) -> bool,
+    ) -> Result<(), String> {
+        loop {
+            // Read the exit first: a screen checked after it holds everything written before it.
+            let exited = self.poll_exit()?.is_some();
+            let closed = {
+                let term = lock(&self.term);
+                if ready(term.parser.screen()) {
+                    return Ok(());
+                }
+                term.closed
+            };
+            if exited && closed {
+                return Err(format!(
+                    "reclaim exited ({:?}) before the screen showed {what}:\n{}",
+                    self.exit,
+                    self.text()
+                ));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "the screen did not show {what} in time:\n{}",
+                    self.text()
+                ));
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    /// Waits up to `limit` for reclaim to exit, then (briefly) for the pty to drain, so the
+    /// screen holds everything reclaim wrote.
+    pub(crate) fn wait_exit(&mut self, limit: Duration) -> Result<ExitStatus, String> {
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = self.poll_exit()? {
+                break status.clone();
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "reclaim was still running {limit:?} later:\n{}",
+                    self.text()
+                ));
+            }
+            thread::sleep(POLL);
+        };
+        let drained = Instant::now() + Duration::from_secs(2);
+        while !lock(&self.term).closed && Instant::now() < drained {
+            thread::sleep(POLL);
+        }
+        Ok(status)
+    }
+}
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        if matches!(self.poll_exit(), Ok(None)) {
+            // Its workers die with it (PR_SET_PDEATHSIG), which this module tests elsewhere.
+            let _ = kill(self.pid, Signal::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
