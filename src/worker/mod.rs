@@ -380,7 +380,9 @@ impl Ctx<'_> {
             }
         }
         self.crash_if(tasks, CrashPoint::AfterHeartbeat);
-        self.pace.wait(item_started);
+        // Each item takes its time, batched or not: a batch only shares the commit.
+        self.pace
+            .wait(item_started, u32::try_from(tasks.len()).unwrap_or(u32::MAX));
     }
 
     /// A heartbeat is written after a commit unless one was written less than `BEAT_EVERY` ago:
@@ -458,12 +460,13 @@ impl Pace {
         });
     }
 
-    /// Sleeps until `delay` has passed since `item_started`, re-reading the delay as it goes.
-    fn wait(&self, item_started: Instant) {
+    /// Sleeps until `items` times the delay has passed since `started`, re-reading the delay as
+    /// it goes.
+    fn wait(&self, started: Instant, items: u32) {
         const SLICE: Duration = Duration::from_millis(10);
         loop {
-            let delay = Duration::from_micros(self.delay_us.load(Ordering::Relaxed));
-            let Some(left) = delay.checked_sub(item_started.elapsed()) else {
+            let delay = Duration::from_micros(self.delay_us.load(Ordering::Relaxed)) * items;
+            let Some(left) = delay.checked_sub(started.elapsed()) else {
                 return;
             };
             if left.is_zero() {

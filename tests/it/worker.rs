@@ -565,6 +565,37 @@ fn guarded_skips_tasks_another_writer_checkpoints_while_it_runs() {
 }
 
 #[test]
+fn a_batch_shares_its_commit_but_each_item_still_takes_its_delay() {
+    // --delay-ms is the work of one item; batching saves commits, not that work. 100 items at
+    // 10 ms cannot take less than a second, whatever the batch (a lower bound: no timing race).
+    let dir = tempfile::tempdir().unwrap();
+    for strategy in ["keyed", "guarded"] {
+        let db = dir.path().join(format!("{strategy}.db"));
+        let started = std::time::Instant::now();
+        let run = reclaim(&[
+            "worker",
+            "--strategy",
+            strategy,
+            "--db",
+            path_arg(&db),
+            "--items",
+            "100",
+            "--delay-ms",
+            "10",
+            "--batch",
+            "20",
+        ]);
+        let took = started.elapsed();
+        assert_eq!(run.code, Some(0), "{strategy}: {}", run.stderr);
+        assert!(
+            took >= std::time::Duration::from_millis(1000),
+            "{strategy}: 100 items at 10 ms in batches of 20 took only {took:?}"
+        );
+        assert_eq!(rows(&open_ro(&db)), 100, "{strategy}");
+    }
+}
+
+#[test]
 fn an_unknown_strategy_is_a_usage_error_that_touches_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("other.db");
