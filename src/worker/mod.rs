@@ -465,7 +465,9 @@ impl Pace {
     fn wait(&self, started: Instant, items: u32) {
         const SLICE: Duration = Duration::from_millis(10);
         loop {
-            let delay = Duration::from_micros(self.delay_us.load(Ordering::Relaxed)) * items;
+            let delay = Duration::from_micros(self.delay_us.load(Ordering::Relaxed))
+                .checked_mul(items)
+                .unwrap_or(Duration::MAX);
             let Some(left) = delay.checked_sub(started.elapsed()) else {
                 return;
             };
