@@ -266,3 +266,23 @@ pub(crate) fn workers_under(dir: &Path) -> Vec<i32> {
         })
         .unwrap_or_default()
 }
+
+/// The single JSON object a `--json` command printed (one line, nothing else on stdout).
+pub(crate) fn json_of(run: &Run) -> serde_json::Value {
+    assert_eq!(
+        run.stdout.lines().count(),
+        1,
+        "--json prints one line:\n{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("no JSON ({e}):\n{}\n{}", run.stdout, run.stderr))
+}
+
+/// `json[key]` as a count.
+pub(crate) fn number(json: &serde_json::Value, key: &str) -> u64 {
+    json[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} is not a number in {json}"))
+}

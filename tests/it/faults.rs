@@ -21,7 +21,9 @@ use reclaim::task::{idem_key, parse_task_id, payload, task_id};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use serde_json::Value;
 
-use crate::common::{BIN, Run, count, distinct, duplicated_ids, open_ro, path_arg, rows};
+use crate::common::{
+    BIN, Run, count, distinct, duplicated_ids, json_of, number, open_ro, path_arg, rows,
+};
 
 /// A hang guard, not a timing assertion: every scenario here takes seconds.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -286,17 +288,6 @@ fn watch(args: &[&str], heartbeat: &Path, acks: &mut Acks) -> Run {
         &what,
         &output.unwrap_or_else(|e| panic!("waiting for {what}: {e}")),
     )
-}
-
-fn json_of(run: &Run) -> Value {
-    serde_json::from_str(run.stdout.trim())
-        .unwrap_or_else(|e| panic!("no JSON ({e}):\n{}\n{}", run.stdout, run.stderr))
-}
-
-fn number(json: &Value, key: &str) -> u64 {
-    json[key]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{key} is not a number in {json}"))
 }
 
 /// `reclaim run --strategy guarded --items N --db DIR/warehouse.db --json EXTRA...`, watched;

@@ -17,8 +17,8 @@ use reclaim::tui::replay::ReplayApp;
 use serde_json::Value;
 
 use crate::common::{
-    BIN, Run, assert_one_line_error, distinct, duplicated_ids, gone_within, open_ro, path_arg,
-    read_bytes, reclaim_within, rows,
+    BIN, Run, assert_one_line_error, distinct, duplicated_ids, gone_within, json_of, number,
+    open_ro, path_arg, read_bytes, reclaim_within, rows,
 };
 
 /// A hang guard, not a timing assertion: every night here takes a few seconds at most.
@@ -31,25 +31,6 @@ const NAIVE_DERIVED: &str = "DATA WRONG (112 duplicated task ids)";
 
 fn reclaim(args: &[&str]) -> Run {
     reclaim_within(args, &[], LIMIT)
-}
-
-/// The single JSON object a `--json` command printed.
-fn json_of(run: &Run) -> Value {
-    assert_eq!(
-        run.stdout.lines().count(),
-        1,
-        "--json prints one line:\n{}\n{}",
-        run.stdout,
-        run.stderr
-    );
-    serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("no JSON ({e}):\n{}\n{}", run.stdout, run.stderr))
-}
-
-fn number(json: &Value, key: &str) -> u64 {
-    json[key]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{key} is not a number in {json}"))
 }
 
 /// `reclaim run --db DB --record RECORD EXTRA...`.

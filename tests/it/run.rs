@@ -13,11 +13,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use serde_json::Value;
 
 use crate::common::{
-    BIN, Run, assert_one_line_error, cmdline, distinct, duplicated_ids, gone_within, open_ro,
-    path_arg, process_gone, reclaim_within, rows, snapshot, workers_under,
+    BIN, Run, assert_one_line_error, cmdline, distinct, duplicated_ids, gone_within, json_of,
+    number, open_ro, path_arg, process_gone, reclaim_within, rows, snapshot, workers_under,
 };
 
 /// A hang guard, not a timing assertion: every night here takes a few seconds at most.
@@ -31,24 +30,6 @@ fn night(db: &Path, extra: &[&str]) -> Run {
     let mut args = vec!["run", "--db", path_arg(db)];
     args.extend_from_slice(extra);
     reclaim_within(&args, &[], LIMIT)
-}
-
-/// The single JSON object a `--json` command printed.
-fn json_of(run: &Run) -> Value {
-    assert_eq!(
-        run.stdout.lines().count(),
-        1,
-        "--json prints one line:\n{}",
-        run.stdout
-    );
-    serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("no JSON ({e}):\n{}\n{}", run.stdout, run.stderr))
-}
-
-fn number(json: &Value, key: &str) -> u64 {
-    json[key]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{key} is not a number in {json}"))
 }
 
 /// The text after the clock, when `line` is a timeline line in the postmortem's format:
