@@ -181,17 +181,28 @@ pub(crate) fn duplicated_ids(conn: &Connection) -> Vec<String> {
 /// going after `limit` is SIGKILLed (its workers die with it) and the test fails, so a hang is a
 /// failure with a message rather than a test that never ends.
 pub(crate) fn reclaim_within(args: &[&str], envs: &[(&str, &Path)], limit: Duration) -> Run {
-    let what = format!("reclaim {args:?}");
     let mut command = Command::new(BIN);
-    command
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    command.args(args);
     for (key, value) in envs {
         command.env(key, value);
     }
+    run_within(command, &format!("reclaim {args:?}"), limit)
+}
+
+/// `reclaim ARGS...` as `reclaim_within` runs it, with `dir` as its working directory and its
+/// TMPDIR, so whatever it creates lands there.
+pub(crate) fn reclaim_in_dir(dir: &Path, args: &[&str], limit: Duration) -> Run {
+    let mut command = Command::new(BIN);
+    command.args(args).env("TMPDIR", dir).current_dir(dir);
+    run_within(command, &format!("reclaim {args:?}"), limit)
+}
+
+/// Runs `command` to its end, output collected; SIGKILLed, and the test failed, after `limit`.
+fn run_within(mut command: Command, what: &str, limit: Duration) -> Run {
     let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
     let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
@@ -205,7 +216,7 @@ pub(crate) fn reclaim_within(args: &[&str], envs: &[(&str, &Path)], limit: Durat
         panic!("{what} was still running after {limit:?}; killed it");
     };
     let output = output.unwrap_or_else(|e| panic!("waiting for {what}: {e}"));
-    Run::from_output(&what, &output)
+    Run::from_output(what, &output)
 }
 
 // -------------------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ use std::io::Read as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -18,7 +17,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::common::{
-    BIN, Run, assert_one_line_error, cmdline, count, open_ro, path_arg, read_bytes, snapshot,
+    BIN, Run, assert_one_line_error, cmdline, count, open_ro, path_arg, read_bytes, reclaim_in_dir,
+    snapshot,
 };
 use crate::pty::Dashboard;
 
@@ -429,28 +429,7 @@ fn a_panic_in_another_thread_of_reclaim_prove_leaves_no_worker() {
 
 /// `reclaim ARGS...` with `dir` as its working directory and TMPDIR, against the hang guard.
 fn reclaim_in(dir: &Path, args: &[&str]) -> Run {
-    let what = format!("reclaim {args:?}");
-    let child = Command::new(BIN)
-        .args(args)
-        .env("TMPDIR", dir)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
-    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let Ok(output) = rx.recv_timeout(LIMIT) else {
-        // Not reaped by the waiting thread, so the pid is still our child's.
-        let _ = kill(pid, Signal::SIGKILL);
-        panic!("{what} was still running after {LIMIT:?}; killed it");
-    };
-    let output = output.unwrap_or_else(|e| panic!("waiting for {what}: {e}"));
-    Run::from_output(&what, &output)
+    reclaim_in_dir(dir, args, LIMIT)
 }
 
 /// Every file under `dir`, recursively, with its bytes.
