@@ -338,6 +338,14 @@ pub struct LaneSnapshot {
     pub restarted_at_zero: bool,
 }
 
+impl LaneSnapshot {
+    /// Nothing more will happen in the lane: every worker is done, failed or out of restarts.
+    #[must_use]
+    pub fn finished(&self) -> bool {
+        matches!(self.state_kind, StateKind::Done | StateKind::Failed)
+    }
+}
+
 impl Lane {
     /// The lane as its panel shows it now.
     #[must_use]

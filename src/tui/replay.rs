@@ -113,10 +113,16 @@ impl ReplayApp {
         {
             picked.push(last);
         }
+        // As live: a lane's curves end where it finished.
+        let mut ended = false;
         for sample in picked {
             let Some(snap) = sample.lanes.get(lane) else {
                 continue;
             };
+            let was_ended = std::mem::replace(&mut ended, snap.finished());
+            if was_ended {
+                continue;
+            }
             let t = sample.sim - NIGHT_START;
             series.rows.push((t, snap.rows as f64));
             series.distinct.push((t, snap.distinct as f64));
