@@ -297,3 +297,26 @@ pub(crate) fn number(json: &serde_json::Value, key: &str) -> u64 {
         .as_u64()
         .unwrap_or_else(|| panic!("{key} is not a number in {json}"))
 }
+
+/// The recording of a short guarded night (20 items, full speed) made in `dir`, as bytes: a real
+/// recording for the tests that spoil or fuzz one.
+pub(crate) fn record_short_night(dir: &Path) -> Vec<u8> {
+    let record = dir.join("night.jsonl");
+    let db = dir.join("night.db");
+    let args = [
+        "run",
+        "--strategy",
+        "guarded",
+        "--items",
+        "20",
+        "--delay-ms",
+        "0",
+        "--db",
+        path_arg(&db),
+        "--record",
+        path_arg(&record),
+    ];
+    let run = reclaim_in_dir(dir, &args, Duration::from_secs(60));
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    read_bytes(&record)
+}

@@ -26,7 +26,7 @@ use reclaim::tui::replay::ReplayApp;
 use reclaim::tui::theme::Theme;
 use reclaim::tui::ui;
 
-use crate::common::{path_arg, reclaim_within};
+use crate::common::record_short_night;
 
 /// 256 cases, or `PROPTEST_CASES` when set (a longer campaign). No regression files are written
 /// into the source tree: a failure prints its minimal input, to be kept as a plain test.
@@ -326,24 +326,7 @@ fn real_recording() -> &'static [u8] {
     static RECORDING: OnceLock<Vec<u8>> = OnceLock::new();
     RECORDING.get_or_init(|| {
         let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("no temporary folder: {e}"));
-        let record = tmp.path().join("night.jsonl");
-        let db = tmp.path().join("night.db");
-        let args = [
-            "run",
-            "--strategy",
-            "guarded",
-            "--items",
-            "20",
-            "--delay-ms",
-            "0",
-            "--db",
-            path_arg(&db),
-            "--record",
-            path_arg(&record),
-        ];
-        let run = reclaim_within(&args, &[], Duration::from_secs(60));
-        assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
-        std::fs::read(&record).unwrap_or_else(|e| panic!("cannot read {}: {e}", record.display()))
+        record_short_night(tmp.path())
     })
 }
 

@@ -18,7 +18,7 @@ use nix::unistd::Pid;
 
 use crate::common::{
     BIN, Run, assert_one_line_error, cmdline, count, open_ro, path_arg, read_bytes, reclaim_in_dir,
-    snapshot,
+    record_short_night, snapshot,
 };
 use crate::pty::Dashboard;
 
@@ -1104,24 +1104,7 @@ fn a_lane_name_of_thirteen_accented_characters_is_accepted() {
 
 /// The lines of a short guarded night's recording, to spoil.
 fn good_recording(dir: &Path) -> Vec<Vec<u8>> {
-    let record = dir.join("good.jsonl");
-    let db = dir.join("good.db");
-    let args = [
-        "run",
-        "--strategy",
-        "guarded",
-        "--items",
-        "20",
-        "--delay-ms",
-        "0",
-        "--db",
-        path_arg(&db),
-        "--record",
-        path_arg(&record),
-    ];
-    let run = reclaim_in(dir, &args);
-    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
-    read_bytes(&record)
+    record_short_night(dir)
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
         .map(<[u8]>::to_vec)
