@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use crate::cli::{Cli, Command, HeartbeatCheckArgs, InspectArgs, WorkerArgs};
 use crate::heartbeat;
+use crate::paths;
 use crate::store::inspect;
 use crate::worker::{self, WorkerConfig};
 
@@ -47,15 +48,22 @@ fn run_worker(args: &WorkerArgs) -> Result<u8, String> {
     if let Some(crash) = args.crash_at {
         crate::cli::check_in_queue("--crash-at", crash.task, args.items)?;
     }
+    // Both paths resolved once, before anything is opened: the heartbeat is renamed onto its
+    // path after every commit, so it must never be the warehouse or one of its companions.
+    let db = paths::file_or_new(&args.db, "--db").map_err(|e| e.to_string())?;
+    let heartbeat = match &args.heartbeat {
+        Some(path) => paths::file_or_new(path, "--heartbeat").map_err(|e| e.to_string())?,
+        None => paths::file_or_new(&heartbeat::default_path(&db), "the heartbeat file")
+            .map_err(|e| e.to_string())?,
+    };
+    paths::refuse_companion(&heartbeat, "--heartbeat", &db, Some(".heartbeat"))
+        .map_err(|e| e.to_string())?;
     let config = WorkerConfig {
         strategy: args.strategy,
-        db: args.db.clone(),
+        db,
         items: args.items,
         delay: args.delay(),
-        heartbeat: args
-            .heartbeat
-            .clone()
-            .unwrap_or_else(|| heartbeat::default_path(&args.db)),
+        heartbeat,
         batch: args.batch,
         crash_at: args.crash_at,
         sync: args.sync,

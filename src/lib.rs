@@ -10,6 +10,7 @@ pub mod clock;
 pub mod engine;
 pub mod heartbeat;
 pub mod observer;
+pub mod paths;
 pub mod prove;
 pub mod record;
 pub mod run;

@@ -282,6 +282,8 @@ pub fn header(
 
 #[derive(Debug, Error, PartialEq)]
 pub enum RecordingError {
+    #[error("{0}")]
+    Path(String),
     #[error("cannot read recording {path}: {message}")]
     Read { path: String, message: String },
     #[error("recording {0} is empty")]
@@ -315,6 +317,9 @@ impl Recording {
     /// Reads `path`. A torn last line is dropped (and flagged); a bad line elsewhere is an error.
     pub fn load(path: &Path) -> Result<Self, RecordingError> {
         let shown = escape_controls(&path.display().to_string());
+        // Checked without opening: opening a FIFO would wait for a writer forever.
+        let path = &crate::paths::existing_file(path, "recording")
+            .map_err(|e| RecordingError::Path(e.to_string()))?;
         let file = File::open(path).map_err(|e| RecordingError::Read {
             path: shown.clone(),
             message: e.to_string(),

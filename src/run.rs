@@ -12,6 +12,7 @@ use crate::app::{EXIT_DATA_WRONG, EXIT_OK};
 use crate::cli::ReplayArgs;
 use crate::cli::RunArgs;
 use crate::engine::{DEFAULT_DEAD_MAN, Engine, EngineConfig, LaneConfig};
+use crate::paths;
 use crate::record::{self, LaneEnd, Recorder, Recording};
 use crate::signals;
 use crate::store::inspect::{self, Inspection};
@@ -60,14 +61,38 @@ impl RunReport {
     }
 }
 
-/// A fresh folder for a run's warehouse under the system temp dir.
+/// A fresh folder for a night's databases under the system temp dir, made atomically (a name
+/// already taken is never reused), and the warehouse path inside it.
 pub fn fresh_db_path(label: &str) -> io::Result<PathBuf> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
-    let dir = std::env::temp_dir().join(format!("reclaim-{label}-{stamp}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let suffix = if n == 0 {
+        String::new()
+    } else {
+        format!("-{n}")
+    };
+    let dir = std::env::temp_dir().join(format!(
+        "reclaim-{label}-{stamp}-{}{suffix}",
+        std::process::id()
+    ));
+    std::fs::create_dir(&dir)?;
     Ok(dir.join("warehouse.db"))
+}
+
+/// What `--db` must be for a new night: a new path, no companion of an earlier warehouse beside
+/// it. Returns the path with its folder resolved. Nothing is created.
+pub fn check_new_db(path: &Path) -> Result<PathBuf, String> {
+    let db = paths::new_file(
+        path,
+        "--db",
+        "reclaim run starts a fresh night, so give a new --db path",
+    )
+    .map_err(|e| e.to_string())?;
+    paths::refuse_leftovers(&db).map_err(|e| e.to_string())?;
+    Ok(db)
 }
 
 /// Runs `reclaim run`.
@@ -78,9 +103,6 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, String> {
     }
     if let Some(task) = args.kill_at_task {
         crate::cli::check_in_queue("--kill-at-task", task, args.items)?;
-    }
-    if let Some(path) = &args.record {
-        check_record_path(path)?;
     }
     let at_times = match &args.replay_schedule {
         Some(file) => {
@@ -95,14 +117,24 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, String> {
         }
         None => Vec::new(),
     };
-    let db = match &args.db {
-        Some(path) if path.exists() => {
-            return Err(format!(
-                "{} already exists; reclaim run starts a fresh night, so give a new --db path",
-                path.display()
-            ));
+    let given_db = args.db.as_deref().map(check_new_db).transpose()?;
+    let record = args
+        .record
+        .as_deref()
+        .map(|path| check_record_path(path, given_db.as_deref()))
+        .transpose()?;
+    // The last step before the night: claim the warehouse atomically, so a second reclaim
+    // given the same new path is refused rather than sharing (and reporting) this night.
+    let db = match given_db {
+        Some(db) => {
+            paths::claim_new(
+                &db,
+                "--db",
+                "another reclaim (or something else) created it a moment ago; give a new --db path",
+            )
+            .map_err(|e| e.to_string())?;
+            db
         }
-        Some(path) => path.clone(),
         None => fresh_db_path("run")
             .map_err(|e| format!("cannot create a folder for the warehouse: {e}"))?,
     };
@@ -145,10 +177,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, String> {
         );
         let _ = writeln!(out, "kill plan    {}", describe_plan(&plan, args));
     }
-    let record = args
-        .record
-        .as_ref()
-        .map(|path| (path.as_path(), command_line()));
+    let record = record.as_deref().map(|path| (path, command_line()));
     let report = drive_recorded(config, &plan, record, |line| {
         if !args.json {
             let _ = writeln!(out, "{line}");
@@ -214,32 +243,16 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
     }
 }
 
-/// A recording must go to a new file in a folder that can be written: checked before any worker
-/// starts.
-pub fn check_record_path(path: &Path) -> Result<(), String> {
-    if path.exists() {
-        return Err(format!(
-            "{} already exists; give --record a new file",
-            path.display()
-        ));
+/// A recording must go to a new file in a folder that can be written, and never to the
+/// warehouse `db` or a companion of it: checked before any worker starts. Returns the path with
+/// its folder resolved.
+pub fn check_record_path(path: &Path, db: Option<&Path>) -> Result<PathBuf, String> {
+    let record =
+        paths::new_file(path, "--record", "give --record a new file").map_err(|e| e.to_string())?;
+    if let Some(db) = db {
+        paths::refuse_companion(&record, "--record", db, None).map_err(|e| e.to_string())?;
     }
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(format!(
-            "folder {} does not exist; --record needs one that does",
-            dir.display()
-        ));
-    }
-    if nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_err() {
-        return Err(format!(
-            "folder {} is not writable; give --record another file",
-            dir.display()
-        ));
-    }
-    Ok(())
+    Ok(record)
 }
 
 /// The command line, as a recording's header names a `run`.

@@ -50,12 +50,17 @@ pub const SHIPPED: [(&str, &str); 7] = [
 /// The most lanes a night can show side by side.
 pub const MAX_LANES: usize = 6;
 
+/// A scenario is a page of TOML; anything far larger is not one.
+const MAX_SCENARIO_BYTES: u64 = 1024 * 1024;
+
 #[derive(Debug, Error, PartialEq)]
 pub enum ScenarioError {
     #[error("no scenario named '{0}'; shipped: {shipped}, or give the path of a .toml file", shipped = shipped_names())]
     Unknown(String),
     #[error("cannot read scenario {path}: {message}")]
     Read { path: String, message: String },
+    #[error("{0}")]
+    Path(String),
     #[error("scenario {source_name}: line {line}: {message}")]
     Parse {
         source_name: String,
@@ -317,13 +322,31 @@ impl Scenario {
             return Self::parse(name, text);
         }
         let path = Path::new(name_or_path);
-        if !path.exists() {
+        if matches!(crate::paths::look(path), Ok(crate::paths::Entry::Missing)) {
             return Err(ScenarioError::Unknown(escape_controls(name_or_path)));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Read {
+        // Checked without opening (a FIFO would block), and read only up to a bound.
+        let read_error = |message: String| ScenarioError::Read {
             path: escape_controls(name_or_path),
-            message: e.to_string(),
-        })?;
+            message,
+        };
+        let real = crate::paths::existing_file(path, "scenario")
+            .map_err(|e| ScenarioError::Path(e.to_string()))?;
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut std::io::Read::take(
+                std::fs::File::open(&real).map_err(|e| read_error(e.to_string()))?,
+                MAX_SCENARIO_BYTES + 1,
+            ),
+            &mut text,
+        )
+        .map_err(|e| read_error(e.to_string()))?;
+        if text.len() as u64 > MAX_SCENARIO_BYTES {
+            return Err(read_error(format!(
+                "larger than {} KiB, too large to be a scenario",
+                MAX_SCENARIO_BYTES / 1024
+            )));
+        }
         Self::parse(name_or_path, &text)
     }
 

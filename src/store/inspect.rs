@@ -57,10 +57,15 @@ impl Inspection {
     }
 }
 
-/// Opens `path` read-only and reads every fact `Inspection` holds.
+/// Reads every fact `Inspection` holds from `path`, changing no file (see `store::Snapshot`).
+/// A link is followed once, up front, so the `-wal` beside the real file counts.
 pub fn inspect(path: &Path, items: u64) -> Result<Inspection, StoreError> {
-    let conn = open_snapshot(path)?;
-    read(&conn, path, items).map_err(|e| StoreError::sqlite(path, e))
+    let real = crate::paths::existing_file(path, "--db")?;
+    let snapshot = open_snapshot(&real)?;
+    let mut inspection =
+        read(&snapshot.conn, &real, items).map_err(|e| StoreError::sqlite(path, e))?;
+    inspection.db = path.to_path_buf();
+    Ok(inspection)
 }
 
 fn read(conn: &Connection, path: &Path, items: u64) -> rusqlite::Result<Inspection> {

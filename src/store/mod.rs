@@ -3,7 +3,7 @@
 
 pub mod inspect;
 
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::thread;
@@ -12,6 +12,8 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension as _, TransactionBehavior};
 use serde::Serialize;
 use thiserror::Error;
+
+use crate::paths::{self, PathError};
 
 /// How long one statement waits on another connection's lock before SQLite returns BUSY.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -43,10 +45,10 @@ pub struct SchemaNeeds {
 
 #[derive(Debug, Error)]
 pub enum StoreError {
-    #[error("folder {0} does not exist; create it first or choose another --db path")]
-    MissingDir(PathBuf),
-    #[error("folder {0} is not writable; choose another --db path")]
-    ReadOnlyDir(PathBuf),
+    #[error(transparent)]
+    Path(#[from] PathError),
+    #[error("cannot copy {path} to read it without changing it: {message}")]
+    Copy { path: PathBuf, message: String },
     #[error("database {0} does not exist")]
     Missing(PathBuf),
     #[error("{0} is not a SQLite database; reclaim leaves it untouched")]
@@ -86,6 +88,10 @@ pub enum StoreError {
         expected: String,
         strategy: &'static str,
     },
+    #[error(
+        "{path}: records has a NOT NULL column {column} with no default, which reclaim's workers do not write, so reclaim did not create it; it leaves it untouched, use a new --db path"
+    )]
+    ExtraColumn { path: PathBuf, column: String },
     #[error("{path}: {source}")]
     Sqlite {
         path: PathBuf,
@@ -155,8 +161,16 @@ pub fn retry_busy<T>(mut attempt: impl FnMut() -> rusqlite::Result<T>) -> rusqli
 /// This reads the file with `std::fs` and closes it again, which is only safe before any
 /// connection to it exists in this process (closing a descriptor drops its POSIX locks).
 pub fn check_header(path: &Path) -> Result<bool, StoreError> {
-    let mut file = match File::open(path) {
-        Ok(file) => file,
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // Non-blocking, and judged by what was opened: a FIFO put in the file's place after the path
+    // checks must not hang the open or the read.
+    let mut file = match File::options()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)
+    {
+        Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => file,
+        Ok(_) => return Err(StoreError::NotSqlite(path.to_path_buf())),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(_) if path.is_dir() => return Err(StoreError::NotSqlite(path.to_path_buf())),
         Err(error) => {
@@ -183,35 +197,23 @@ pub fn check_header(path: &Path) -> Result<bool, StoreError> {
     }
 }
 
-fn check_dir(path: &Path) -> Result<(), StoreError> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if !dir.is_dir() {
-        return Err(StoreError::MissingDir(dir));
-    }
-    if nix::unistd::access(&dir, nix::unistd::AccessFlags::W_OK).is_err() {
-        return Err(StoreError::ReadOnlyDir(dir));
-    }
-    Ok(())
-}
-
 /// Opens (creating if needed) a warehouse for a worker: WAL, `busy_timeout`, the chosen
 /// `synchronous`, and the schema `needs` describes, verified if it already existed.
 ///
-/// Nothing is written to a file that is not SQLite or that holds tables reclaim did not create.
-/// With `check_integrity`, an existing warehouse must pass `PRAGMA quick_check` before anything
-/// is written (a scan of the whole file: a hand-started worker pays it, a supervised restart
-/// does not).
+/// Every check that can refuse runs first, on a connection that cannot write (`Snapshot`): a
+/// refused file, its `-wal` and its journal stay byte for byte as they were, and no file is left
+/// beside it. With `check_integrity`, an existing warehouse must also pass `PRAGMA quick_check`
+/// (a scan of the whole file: a hand-started worker pays it, a supervised restart does not).
 pub fn open_for_worker(
     path: &Path,
     sync: SyncMode,
     needs: SchemaNeeds,
     check_integrity: bool,
 ) -> Result<Connection, StoreError> {
-    check_dir(path)?;
-    check_header(path)?;
+    let path = &paths::file_or_new(path, "--db")?;
+    if check_header(path)? {
+        check_before_writing(path, needs, check_integrity)?;
+    }
     let mut conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -221,24 +223,6 @@ pub fn open_for_worker(
     .map_err(|e| StoreError::sqlite(path, e))?;
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| StoreError::sqlite(path, e))?;
-    // Read before writing anything: a foreign, corrupt or wrongly shaped warehouse must stay
-    // exactly as it was, journal mode included.
-    refuse_foreign(&conn, path)?;
-    if table_exists(&conn, "records").map_err(|e| StoreError::sqlite(path, e))? {
-        verify_schema(&conn, path, needs, false)?;
-        verify_key_form(&conn, path, needs)?;
-        if check_integrity {
-            let verdict: String =
-                retry_busy(|| conn.query_row("PRAGMA quick_check", [], |r| r.get(0)))
-                    .map_err(|e| StoreError::sqlite(path, e))?;
-            if verdict != "ok" {
-                return Err(StoreError::Corrupt {
-                    path: path.to_path_buf(),
-                    detail: format!("quick_check: {}", one_line(&verdict)),
-                });
-            }
-        }
-    }
     retry_busy(|| conn.pragma_update(None, "journal_mode", "WAL"))
         .map_err(|e| StoreError::sqlite(path, e))?;
     let sync_value = match sync {
@@ -249,6 +233,38 @@ pub fn open_for_worker(
         .map_err(|e| StoreError::sqlite(path, e))?;
     create_schema(&mut conn, path, needs)?;
     Ok(conn)
+}
+
+/// The refusals a worker makes before its first write, on a snapshot that cannot write.
+fn check_before_writing(
+    path: &Path,
+    needs: SchemaNeeds,
+    check_integrity: bool,
+) -> Result<(), StoreError> {
+    if fs::metadata(path).map_or(0, |m| m.len()) == 0 {
+        // An empty file is a new database to SQLite: nothing to refuse yet.
+        return Ok(());
+    }
+    let snapshot = Snapshot::open(path)?;
+    let conn = &snapshot.conn;
+    refuse_foreign(conn, path)?;
+    if !table_exists(conn, "records").map_err(|e| StoreError::sqlite(path, e))? {
+        return Ok(());
+    }
+    verify_schema(conn, path, needs, false)?;
+    verify_insertable(conn, path)?;
+    verify_key_form(conn, path, needs)?;
+    if check_integrity {
+        let verdict: String = retry_busy(|| conn.query_row("PRAGMA quick_check", [], |r| r.get(0)))
+            .map_err(|e| StoreError::sqlite(path, e))?;
+        if verdict != "ok" {
+            return Err(StoreError::Corrupt {
+                path: path.to_path_buf(),
+                detail: format!("quick_check: {}", one_line(&verdict)),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Opens an existing warehouse read-only, to follow it while workers write (the observer).
@@ -264,29 +280,111 @@ pub fn open_read_only(path: &Path) -> Result<Connection, StoreError> {
     check_warehouse(conn, path)
 }
 
-/// Opens an existing warehouse to read it once (`inspect`). With no `-wal` file beside it, every
-/// committed row is in the main file, so it is opened `immutable`: SQLite then creates no
-/// `-wal` or `-shm` beside a file reclaim may not own, and needs no write access to its folder.
-/// With a `-wal` (a writer running, or killed before its last checkpoint) the rows in it count
-/// too, so it is opened read-only like the observer's.
-pub fn open_snapshot(path: &Path) -> Result<Connection, StoreError> {
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    if Path::new(&wal).exists() {
-        return open_read_only(path);
+/// A connection that reads a database as it stands without changing any file: not the
+/// database, not its `-wal`, and no new `-wal` or `-shm` beside it.
+///
+/// SQLite's read-only connections still create `-wal` and `-shm` when they are missing, so the
+/// way in depends on what is beside the file:
+/// - `-wal` and `-shm` both there (a writer running, or killed): read-only, in place; it creates
+///   nothing, and a read-only connection never checkpoints, whatever the `-wal` holds.
+/// - a `-wal` without its `-shm`, or a hot `-journal` (a copied database, an interrupted write):
+///   no writer can be running, so the files are copied into a private folder and read there,
+///   where SQLite may recover or roll back as it likes.
+/// - neither: every committed row is in the file, which is opened `immutable`.
+pub struct Snapshot {
+    // Declared first: dropped before the copy's folder is removed.
+    pub conn: Connection,
+    _copy: Option<PrivateCopy>,
+}
+
+impl Snapshot {
+    /// `path` must exist; resolve it first (`paths::existing_file`) so its companions are looked
+    /// for where SQLite keeps them.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let present = |suffix: &str| {
+            fs::symlink_metadata(paths::with_suffix(path, suffix)).is_ok_and(|m| m.len() > 0)
+        };
+        let (wal, shm, journal) = (present("-wal"), present("-shm"), present("-journal"));
+        if journal || (wal && !shm) {
+            let copy = PrivateCopy::of(path)?;
+            let conn = Connection::open_with_flags(
+                &copy.db,
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(|e| StoreError::sqlite(path, e))?;
+            conn.busy_timeout(BUSY_TIMEOUT)
+                .map_err(|e| StoreError::sqlite(path, e))?;
+            return Ok(Self {
+                conn,
+                _copy: Some(copy),
+            });
+        }
+        let conn = if wal {
+            Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+        } else {
+            Connection::open_with_flags(
+                format!("file:{}?immutable=1", uri_path(path)),
+                OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | OpenFlags::SQLITE_OPEN_URI
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+        }
+        .map_err(|e| StoreError::sqlite(path, e))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| StoreError::sqlite(path, e))?;
+        Ok(Self { conn, _copy: None })
     }
-    if !check_header(path)? {
-        return Err(StoreError::Missing(path.to_path_buf()));
+}
+
+/// A database and its `-wal`/`-journal` copied into a folder of reclaim's own, removed on drop.
+struct PrivateCopy {
+    dir: PathBuf,
+    db: PathBuf,
+}
+
+impl PrivateCopy {
+    fn of(path: &Path) -> Result<Self, StoreError> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!(
+            "reclaim-snapshot-{}-{n}-{}",
+            std::process::id(),
+            crate::heartbeat::unix_now().to_bits()
+        ));
+        let failed = |error: std::io::Error| StoreError::Copy {
+            path: path.to_path_buf(),
+            message: error.to_string(),
+        };
+        fs::create_dir(&dir).map_err(failed)?;
+        let copy = Self {
+            db: dir.join("snapshot.db"),
+            dir,
+        };
+        fs::copy(path, &copy.db).map_err(failed)?;
+        for suffix in ["-wal", "-journal"] {
+            let from = paths::with_suffix(path, suffix);
+            if from.exists() {
+                fs::copy(&from, paths::with_suffix(&copy.db, suffix)).map_err(failed)?;
+            }
+        }
+        Ok(copy)
     }
-    let uri = format!("file:{}?immutable=1", uri_path(path));
-    let conn = Connection::open_with_flags(
-        uri,
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| StoreError::sqlite(path, e))?;
-    check_warehouse(conn, path)
+}
+
+impl Drop for PrivateCopy {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Opens an existing warehouse to read it once (`inspect`), changing nothing (see `Snapshot`).
+pub fn open_snapshot(path: &Path) -> Result<Snapshot, StoreError> {
+    let snapshot = Snapshot::open(path)?;
+    check_warehouse_ref(&snapshot.conn, path)?;
+    Ok(snapshot)
 }
 
 /// A path percent-encoded for a `file:` URI.
@@ -308,12 +406,17 @@ fn uri_path(path: &Path) -> String {
 fn check_warehouse(conn: Connection, path: &Path) -> Result<Connection, StoreError> {
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| StoreError::sqlite(path, e))?;
-    if !table_exists(&conn, "records").map_err(|e| StoreError::sqlite(path, e))? {
+    check_warehouse_ref(&conn, path)?;
+    Ok(conn)
+}
+
+fn check_warehouse_ref(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    if !table_exists(conn, "records").map_err(|e| StoreError::sqlite(path, e))? {
         return Err(StoreError::NotWarehouse {
             path: path.to_path_buf(),
         });
     }
-    let columns = columns(&conn, "records").map_err(|e| StoreError::sqlite(path, e))?;
+    let columns = columns(conn, "records").map_err(|e| StoreError::sqlite(path, e))?;
     for column in ["task_id", "run_id"] {
         if !columns.iter().any(|c| c == column) {
             return Err(StoreError::MissingColumn {
@@ -323,7 +426,7 @@ fn check_warehouse(conn: Connection, path: &Path) -> Result<Connection, StoreErr
             });
         }
     }
-    Ok(conn)
+    Ok(())
 }
 
 /// Deletes every checkpoint (the table may not exist: then there is nothing to delete).
@@ -437,6 +540,31 @@ fn verify_schema(
         }
     }
     Ok(())
+}
+
+/// Every column the workers do not write must accept a row without it (NULL allowed, or a
+/// default), or the first insert would fail after the file had been switched to WAL.
+fn verify_insertable(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT name FROM pragma_table_info('records')
+             WHERE \"notnull\" = 1 AND dflt_value IS NULL AND pk = 0",
+        )
+        .map_err(|e| StoreError::sqlite(path, e))?;
+    let required: Vec<String> = stmt
+        .query_map([], |row| row.get(0))
+        .and_then(Iterator::collect)
+        .map_err(|e| StoreError::sqlite(path, e))?;
+    match required
+        .into_iter()
+        .find(|c| !RECORD_COLUMNS.contains(&c.as_str()))
+    {
+        Some(column) => Err(StoreError::ExtraColumn {
+            path: path.to_path_buf(),
+            column: crate::text::escape_controls(&column),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// For a strategy that relies on the unique key: the warehouse's first row must be keyed as

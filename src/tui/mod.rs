@@ -148,7 +148,7 @@ pub fn replay(args: &ReplayArgs) -> Result<u8, String> {
 pub fn run(args: &TuiArgs) -> Result<u8, String> {
     let scenario = prepare(args)?;
     if let Some(path) = &args.record {
-        crate::run::check_record_path(path)?;
+        crate::run::check_record_path(path, None)?;
     }
     require_terminal("reclaim run")?;
     let exe = std::env::current_exe()

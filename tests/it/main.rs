@@ -5,6 +5,7 @@ mod common;
 mod faults;
 mod fuzz;
 mod pty;
+mod refuse;
 mod replay;
 mod robust;
 mod run;

@@ -371,7 +371,7 @@ fn bad_recordings_are_refused_with_one_line() {
     let mut garbled_middle = lines.clone();
     garbled_middle[2] = "{garbage";
     let cases: [(&str, Option<String>, &str); 6] = [
-        ("missing.jsonl", None, "cannot read recording"),
+        ("missing.jsonl", None, "does not exist"),
         ("empty.jsonl", Some(String::new()), "is empty"),
         (
             "garbled.jsonl",

@@ -231,7 +231,7 @@ fn stderr_lines(text: &str) -> Vec<&str> {
     text.lines().filter(|l| !l.trim().is_empty()).collect()
 }
 
-fn tempdir() -> tempfile::TempDir {
+pub(crate) fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temporary folder: {e}"))
 }
 
@@ -428,12 +428,12 @@ fn a_panic_in_another_thread_of_reclaim_prove_leaves_no_worker() {
 // Bad input: one line on stderr, exit 2, and nothing changed that reclaim did not create.
 
 /// `reclaim ARGS...` with `dir` as its working directory and TMPDIR, against the hang guard.
-fn reclaim_in(dir: &Path, args: &[&str]) -> Run {
+pub(crate) fn reclaim_in(dir: &Path, args: &[&str]) -> Run {
     reclaim_in_dir(dir, args, LIMIT)
 }
 
 /// Every file under `dir`, recursively, with its bytes.
-fn snapshot_tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+pub(crate) fn snapshot_tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut all = BTreeMap::new();
     for (path, bytes) in snapshot(dir) {
         if path.is_dir() {
@@ -445,7 +445,7 @@ fn snapshot_tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 }
 
 /// A real guarded warehouse of `items` rows at `db`, cleanly closed (no WAL left beside it).
-fn warehouse(db: &Path, items: &str) {
+pub(crate) fn warehouse(db: &Path, items: &str) {
     let run = reclaim_in(
         db.parent().unwrap_or(Path::new(".")),
         &[
@@ -463,11 +463,11 @@ fn warehouse(db: &Path, items: &str) {
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
 }
 
-const STRATEGIES: [&str; 4] = ["naive", "two-commit", "keyed", "guarded"];
+pub(crate) const STRATEGIES: [&str; 4] = ["naive", "two-commit", "keyed", "guarded"];
 
 /// `inspect` and a worker of every strategy refuse `db` in one line naming `needle` (and the
 /// file), and nothing in its folder changes.
-fn assert_refused_by_inspect_and_workers(db: &Path, needle: &str) {
+pub(crate) fn assert_refused_by_inspect_and_workers(db: &Path, needle: &str) {
     let dir = db.parent().unwrap_or(Path::new("."));
     let name = db
         .file_name()
@@ -525,7 +525,7 @@ fn a_folder_given_as_the_database_is_refused() {
     let db = tmp.path().join("warehouse.db");
     fs::create_dir(&db).unwrap();
     fs::write(db.join("inside.txt"), "kept").unwrap();
-    assert_refused_by_inspect_and_workers(&db, "not a SQLite database");
+    assert_refused_by_inspect_and_workers(&db, "is a folder");
 }
 
 #[test]
@@ -699,7 +699,7 @@ fn a_read_only_folder_is_refused_in_one_line_by_every_command_that_writes() {
                 "--record",
                 "TMP/r.jsonl",
             ],
-            "is not writable; give --record another file",
+            "is not writable; choose another path",
         ),
     ];
     for (args, needle) in cases {
@@ -715,7 +715,8 @@ fn a_read_only_folder_is_refused_in_one_line_by_every_command_that_writes() {
     let args = in_folder(&["run", "--strategy", "guarded", "--db", "TMP/r.db"], &ro);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let run = reclaim_in(&work, &args);
-    assert_worker_failed(&run, "not writable");
+    // Refused up front now, before any worker starts.
+    assert_one_line_error(&run, "not writable");
     assert!(
         snapshot_tree(&ro) == before,
         "run changed the read-only folder"
@@ -1085,7 +1086,8 @@ fn an_empty_or_unreadable_scenario_is_refused_in_one_line() {
     let dir = tmp.path().join("folder.toml");
     fs::create_dir(&dir).unwrap();
     let run = reclaim_in(tmp.path(), &["tui", "--scenario", path_arg(&dir)]);
-    assert_one_line_error(&run, "cannot read scenario");
+    assert_one_line_error(&run, "scenario");
+    assert_one_line_error(&run, "is a folder");
 }
 
 #[test]
@@ -1221,7 +1223,7 @@ fn more_kinds_of_garbled_recording_are_refused_in_one_line() {
     }
     let folder = dir.join("folder.jsonl");
     fs::create_dir(&folder).unwrap();
-    assert_recording_refused(dir, &folder, "cannot read recording");
+    assert_recording_refused(dir, &folder, "is a folder");
 
     // Not every odd file is garbage: Windows line endings are read as the same night.
     let crlf = dir.join("crlf.jsonl");
