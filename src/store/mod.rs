@@ -47,6 +47,10 @@ pub struct SchemaNeeds {
 pub enum StoreError {
     #[error(transparent)]
     Path(#[from] PathError),
+    #[error(
+        "{log} is there beside a new, empty database {path}; SQLite would replay it into the new file, so reclaim leaves both untouched: move it away or choose another --db path"
+    )]
+    OrphanLog { path: PathBuf, log: PathBuf },
     #[error("cannot copy {path} to read it without changing it: {message}")]
     Copy { path: PathBuf, message: String },
     #[error("database {0} does not exist")]
@@ -211,6 +215,9 @@ pub fn open_for_worker(
     check_integrity: bool,
 ) -> Result<Connection, StoreError> {
     let path = &paths::file_or_new(path, "--db")?;
+    if check_integrity {
+        refuse_orphan_log(path)?;
+    }
     if check_header(path)? {
         check_before_writing(path, needs, check_integrity)?;
     }
@@ -233,6 +240,25 @@ pub fn open_for_worker(
         .map_err(|e| StoreError::sqlite(path, e))?;
     create_schema(&mut conn, path, needs)?;
     Ok(conn)
+}
+
+/// A hand-started worker given a new (or empty) database with a `-wal` already beside it:
+/// SQLite would replay that log, someone else's, into the new file.
+///
+/// The log is looked at before the database: a worker starting at the same moment writes the
+/// database's first page before it creates its `-wal`, so a log seen first with an empty
+/// database after it cannot be that worker's. (A `-journal` beside an empty database can be: the
+/// switch to WAL goes through one, and rolling one back into an empty file restores nothing.)
+fn refuse_orphan_log(path: &Path) -> Result<(), StoreError> {
+    let log = paths::with_suffix(path, "-wal");
+    let log_there = fs::symlink_metadata(&log).is_ok();
+    if log_there && fs::metadata(path).map_or(0, |m| m.len()) == 0 {
+        return Err(StoreError::OrphanLog {
+            path: path.to_path_buf(),
+            log,
+        });
+    }
+    Ok(())
 }
 
 /// The refusals a worker makes before its first write, on a snapshot that cannot write.

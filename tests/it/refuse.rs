@@ -528,3 +528,25 @@ fn inspect_through_a_link_counts_the_rows_in_the_real_files_wal() {
     );
     assert_eq!(number(&json_of(&run), "rows"), expected, "{}", run.stderr);
 }
+
+#[test]
+fn a_worker_given_a_new_database_beside_someone_elses_log_refuses() {
+    let tmp = tempdir();
+    let db = tmp.path().join("w.db");
+    fs::write(companion(&db, "-wal"), "not ours").unwrap_or_else(|e| panic!("{e}"));
+    let before = tree(tmp.path());
+    let run = reclaim_in(
+        tmp.path(),
+        &[
+            "worker",
+            "--strategy",
+            "naive",
+            "--items",
+            "5",
+            "--db",
+            path_arg(&db),
+        ],
+    );
+    assert_one_line_error(&run, "w.db-wal is there beside a new, empty database");
+    assert!(tree(tmp.path()) == before, "the worker changed the folder");
+}
