@@ -1,5 +1,7 @@
-//! The supervisor's parts: spawning and signalling worker processes, and the kill schedule.
-//! The restart policy itself lives in the engine, which owns the processes.
+//! The supervisor's parts: spawning and signalling worker processes (`process`), one worker
+//! position across its attempts with its exit classification and restart policy (`slot`), and
+//! the host's seeded kill schedule (`schedule`).
 
 pub mod process;
 pub mod schedule;
+pub mod slot;

@@ -1,0 +1,324 @@
+//! A lane: one strategy on its own warehouse, its worker slots, what the observer read of its rows
+//! and the heartbeat; and the snapshot of it that the dashboard draws and a recording keeps.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+
+use super::config::LaneConfig;
+use super::timeline::Source;
+use crate::clock::SimClock;
+use crate::heartbeat;
+use crate::observer::Observer;
+use crate::supervisor::slot::{Slot, SlotState};
+use crate::task::task_id;
+
+/// The worker's own claim, parsed from its `done` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ClaimedDone {
+    pub rows_written: u64,
+    pub status: String,
+}
+
+/// A lane's live state.
+#[derive(Debug)]
+pub struct Lane {
+    pub config: LaneConfig,
+    pub(super) slots: Vec<Slot>,
+    pub observer: Observer,
+    pub kills: u32,
+    pub restarts: u32,
+    pub claimed: Option<ClaimedDone>,
+    /// Real age of the heartbeat file, when it exists.
+    pub heartbeat_age: Option<Duration>,
+    /// The same age in sim seconds (frozen while the night is paused).
+    pub heartbeat_sim_age: Option<f64>,
+    pub heartbeat_task: Option<String>,
+    /// The dead-man's switch is firing.
+    pub stale: bool,
+    pub gave_up: bool,
+    pub failure: Option<String>,
+    /// The last observer error, so a persistent one is reported once.
+    pub(super) observer_error: Option<String>,
+    pub(super) heartbeat: heartbeat::Follower,
+    /// When the observer last read this lane after it had finished.
+    pub(super) settled_at: Option<Instant>,
+}
+
+impl Lane {
+    /// A lane whose workers have not started yet.
+    #[must_use]
+    pub fn new(config: LaneConfig) -> Self {
+        Self {
+            observer: Observer::new(&config.db, config.items),
+            heartbeat: heartbeat::Follower::new(heartbeat::default_path(&config.db)),
+            settled_at: None,
+            slots: (0..config.workers).map(|_| Slot::new()).collect(),
+            config,
+            kills: 0,
+            restarts: 0,
+            claimed: None,
+            heartbeat_age: None,
+            heartbeat_sim_age: None,
+            heartbeat_task: None,
+            stale: false,
+            gave_up: false,
+            failure: None,
+            observer_error: None,
+        }
+    }
+
+    /// Every worker of the lane exited 0.
+    #[must_use]
+    pub fn completed(&self) -> bool {
+        self.slots.iter().all(|s| s.state() == SlotState::Done)
+    }
+
+    /// Nothing more will happen in this lane.
+    #[must_use]
+    pub fn finished(&self) -> bool {
+        self.failure.is_some()
+            || self.slots.iter().all(|s| {
+                matches!(
+                    s.state(),
+                    SlotState::Done | SlotState::Failed | SlotState::GaveUp
+                )
+            })
+    }
+
+    /// Pids of the workers alive now (running or hung).
+    #[must_use]
+    pub fn live_pids(&self) -> Vec<i32> {
+        self.slots
+            .iter()
+            .filter(|s| s.is_live())
+            .map(Slot::pid)
+            .collect()
+    }
+
+    #[must_use]
+    pub fn slot_states(&self) -> Vec<SlotState> {
+        self.slots.iter().map(Slot::state).collect()
+    }
+
+    /// Liveness, the signal the postmortem's health check used: a worker process exists.
+    #[must_use]
+    pub fn alive(&self) -> bool {
+        self.slots.iter().any(Slot::is_live)
+    }
+
+    /// One more worker position (a second delivery); returns its index.
+    pub(super) fn add_slot(&mut self) -> usize {
+        self.slots.push(Slot::new());
+        self.config.workers += 1;
+        self.slots.len() - 1
+    }
+
+    /// SIGSTOPs the running workers; the pids stopped, comma-separated.
+    pub(super) fn hang(&mut self) -> String {
+        let pids: Vec<String> = (self.slots.iter_mut())
+            .filter_map(|slot| slot.hang().then(|| slot.pid().to_string()))
+            .collect();
+        pids.join(",")
+    }
+
+    /// SIGCONTs the hung workers (held back while the night is paused); the pids, comma-separated.
+    pub(super) fn unhang(&mut self, paused: bool) -> String {
+        let pids: Vec<String> = (self.slots.iter_mut())
+            .filter_map(|slot| slot.unhang(paused).then(|| slot.pid().to_string()))
+            .collect();
+        pids.join(",")
+    }
+
+    /// Reads what is new in the rows; returns the timeline lines that reading gives rise to.
+    pub(super) fn observe(&mut self, now: Instant) -> Vec<Note> {
+        // Once a lane has finished and been read since, only a hand (sqlite3, another program)
+        // can change its rows: once a second is often enough to notice, and keeps a finished
+        // night nearly free.
+        let finished = self.finished();
+        if finished
+            && self
+                .settled_at
+                .is_some_and(|at| now.saturating_duration_since(at) < SETTLED_POLL)
+        {
+            return Vec::new();
+        }
+        self.settled_at = finished.then_some(now);
+        let mut notes = Vec::new();
+        let poll = match self.observer.poll() {
+            Ok(poll) => {
+                self.observer_error = None;
+                poll
+            }
+            Err(error) => {
+                // Reading is advisory (the verdict reads the rows again at the end): a failed
+                // poll is reported once and retried on the next tick.
+                let message = error.to_string();
+                if self.observer_error.as_deref() != Some(message.as_str()) {
+                    self.observer_error = Some(message.clone());
+                    notes.push((Source::Runner, "error", format!("observer: {message}")));
+                }
+                crate::observer::Poll::default()
+            }
+        };
+        if poll.restarted_at_zero {
+            let text = "worker restarts at item zero: task-000 written again".to_string();
+            notes.push((Source::Runner, "symptom", text));
+        }
+        notes
+    }
+
+    /// Reads the heartbeat: its age in real and sim time, and the dead-man's switch (`dead_man`
+    /// sim seconds), which fires or clears with a timeline line.
+    pub(super) fn read_heartbeat(
+        &mut self,
+        now: Instant,
+        wall: SystemTime,
+        clock: &SimClock,
+        started: Instant,
+        dead_man: f64,
+    ) -> Option<Note> {
+        if self.finished() {
+            // The job is over: its last heartbeat age stays as it was when it ended.
+            self.stale = false;
+            return None;
+        }
+        let beat = self.heartbeat.read(wall).ok();
+        let running = self.slots.iter().any(|s| {
+            matches!(
+                s.state(),
+                SlotState::Running | SlotState::Hung | SlotState::Restarting
+            )
+        });
+        // Until the first beat, the age counts from the start of the night.
+        let real_age = beat
+            .as_ref()
+            .map_or_else(|| now.saturating_duration_since(started), |b| b.age);
+        let since = now.checked_sub(real_age).unwrap_or(started);
+        let sim_age = clock.at(now).0 - clock.at(since).0;
+        self.heartbeat_age = beat.as_ref().map(|b| b.age);
+        self.heartbeat_task = beat.and_then(|b| b.task);
+        self.heartbeat_sim_age = Some(sim_age);
+        let stale = running && sim_age > dead_man;
+        if stale && !self.stale {
+            self.stale = true;
+            let message = heartbeat::stale_message(Duration::from_secs_f64(sim_age));
+            Some((Source::Runner, "alert", message))
+        } else if !stale && self.stale {
+            self.stale = false;
+            Some((Source::Runner, "notice", "heartbeat moving again".into()))
+        } else {
+            None
+        }
+    }
+}
+
+/// A line for the timeline: where it comes from, its kind, its text.
+pub(super) type Note = (Source, &'static str, String);
+
+/// How often the rows of a lane that has finished are read again.
+const SETTLED_POLL: Duration = Duration::from_secs(1);
+
+/// What a lane's panel says about its workers, in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateKind {
+    Running,
+    Hung,
+    Restarting,
+    Done,
+    Failed,
+}
+
+/// A lane at one moment: what the dashboard shows and what a recording keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[allow(clippy::struct_excessive_bools)] // Reason: independent observed facts, recorded as such.
+pub struct LaneSnapshot {
+    pub rows: u64,
+    pub distinct: u64,
+    pub duplicated: u64,
+    /// `None` for strategies without a checkpoints table.
+    pub checkpoints: Option<u64>,
+    /// Heartbeat age in sim seconds.
+    pub heartbeat_age: Option<f64>,
+    /// A worker process exists.
+    pub alive: bool,
+    /// The heartbeat is younger than the dead-man's threshold.
+    pub progress: bool,
+    /// The dead-man's switch is firing.
+    pub stale: bool,
+    /// `running pid 1234`, `killed by SIGKILL, restarting`, ...
+    pub state: String,
+    pub state_kind: StateKind,
+    pub task: Option<String>,
+    pub restarts: u32,
+    pub kills: u32,
+    pub workers: usize,
+    pub claimed: Option<ClaimedDone>,
+    pub restarted_at_zero: bool,
+}
+
+impl LaneSnapshot {
+    /// Nothing more will happen in the lane: every worker is done, failed or out of restarts.
+    #[must_use]
+    pub fn finished(&self) -> bool {
+        matches!(self.state_kind, StateKind::Done | StateKind::Failed)
+    }
+}
+
+impl Lane {
+    /// The lane as its panel shows it now.
+    #[must_use]
+    pub fn snapshot(&self, dead_man: f64) -> LaneSnapshot {
+        let o = &self.observer;
+        let states = self.slot_states();
+        let pids = self
+            .live_pids()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let (state, state_kind) = if let Some(failure) = &self.failure {
+            (format!("failed: {failure}"), StateKind::Failed)
+        } else if states.contains(&SlotState::Hung) {
+            (format!("hung (SIGSTOP) pid {pids}"), StateKind::Hung)
+        } else if states.contains(&SlotState::Running) {
+            (format!("running pid {pids}"), StateKind::Running)
+        } else if states.contains(&SlotState::Restarting) {
+            (
+                "killed by SIGKILL, restarting".into(),
+                StateKind::Restarting,
+            )
+        } else if states.contains(&SlotState::GaveUp) {
+            (
+                format!("gave up after {} restarts", self.restarts),
+                StateKind::Failed,
+            )
+        } else {
+            ("done".into(), StateKind::Done)
+        };
+        LaneSnapshot {
+            rows: o.rows,
+            distinct: o.distinct,
+            duplicated: o.duplicated,
+            checkpoints: self
+                .config
+                .strategy
+                .needs()
+                .checkpoints
+                .then_some(o.checkpoints),
+            heartbeat_age: self.heartbeat_sim_age,
+            alive: self.alive(),
+            progress: self.heartbeat_sim_age.is_some_and(|age| age <= dead_man),
+            stale: self.stale,
+            state,
+            state_kind,
+            task: o.last_task.map(task_id),
+            restarts: self.restarts,
+            kills: self.kills,
+            workers: self.config.workers,
+            claimed: self.claimed.clone(),
+            restarted_at_zero: o.restarted_at_zero,
+        }
+    }
+}
