@@ -59,15 +59,9 @@ fn run_worker(args: &WorkerArgs) -> Result<u8, String> {
     paths::refuse_companion(&heartbeat, "--heartbeat", &db, Some(".heartbeat"))
         .map_err(|e| e.to_string())?;
     let config = WorkerConfig {
-        strategy: args.strategy,
         db,
-        items: args.items,
-        delay: args.delay(),
         heartbeat,
-        batch: args.batch,
-        crash_at: args.crash_at,
-        sync: args.sync,
-        supervised: args.supervised,
+        ..args.to_config()
     };
     let stdout = io::stdout();
     let mut out = stdout.lock();

@@ -230,9 +230,29 @@ pub struct WorkerArgs {
 }
 
 impl WorkerArgs {
+    /// The pause after each item, to the microsecond (what `WorkerConfig::to_args` writes).
     #[must_use]
     pub fn delay(&self) -> Duration {
-        Duration::from_secs_f64(self.delay_ms / 1000.0)
+        Duration::from_micros((self.delay_ms * 1000.0).round() as u64)
+    }
+
+    /// The worker these arguments describe, paths as given (`app` resolves them first).
+    #[must_use]
+    pub fn to_config(&self) -> crate::worker::WorkerConfig {
+        crate::worker::WorkerConfig {
+            strategy: self.strategy,
+            db: self.db.clone(),
+            items: self.items,
+            delay: self.delay(),
+            heartbeat: self
+                .heartbeat
+                .clone()
+                .unwrap_or_else(|| crate::heartbeat::default_path(&self.db)),
+            batch: self.batch,
+            crash_at: self.crash_at,
+            sync: self.sync,
+            supervised: self.supervised,
+        }
     }
 }
 

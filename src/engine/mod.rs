@@ -24,9 +24,11 @@ pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
 pub use self::timeline::{Entry, Mark, Source, timeline_line};
 use self::triggers::{Action, Triggers};
 use crate::clock::SimClock;
-use crate::store::{StoreError, SyncMode};
+use crate::store::StoreError;
 use crate::supervisor::slot::{Exit, Output, RestartPolicy, SlotState};
 use crate::task::task_id;
+use crate::worker::WorkerConfig;
+use crate::worker::protocol::{Line, Pace};
 
 #[derive(Debug, Error)]
 pub enum EngineError {
@@ -236,31 +238,22 @@ impl Engine {
     /// `reclaim worker ...` for a slot's next attempt, at the night's current pace.
     fn worker_command(&self, lane: usize, slot: usize) -> Command {
         let cfg = &self.lanes[lane].config;
-        let attempt = self.lanes[lane].slots[slot].attempt() + 1;
-        let delay = cfg.delay.div_f64(self.speed);
+        let worker = WorkerConfig {
+            strategy: cfg.strategy,
+            db: cfg.db.clone(),
+            items: cfg.items,
+            delay: cfg.delay.div_f64(self.speed),
+            heartbeat: crate::heartbeat::default_path(&cfg.db),
+            batch: cfg.batch,
+            // The crash point belongs to the first attempt only: the restart must finish.
+            crash_at: cfg
+                .crash_at
+                .filter(|_| self.lanes[lane].slots[slot].attempt() == 0),
+            sync: cfg.sync,
+            supervised: true,
+        };
         let mut command = Command::new(&self.config.exe);
-        command
-            .arg("worker")
-            .args(["--strategy", cfg.strategy.name()])
-            .arg("--db")
-            .arg(&cfg.db)
-            .args(["--items", &cfg.items.to_string()])
-            .args(["--delay-ms", &format!("{}", delay.as_secs_f64() * 1000.0)])
-            .args(["--batch", &cfg.batch.to_string()])
-            .args([
-                "--sync",
-                match cfg.sync {
-                    SyncMode::Normal => "normal",
-                    SyncMode::Full => "full",
-                },
-            ])
-            .arg("--supervised");
-        // The crash point belongs to the first attempt only: the restarted worker must finish.
-        if attempt == 1
-            && let Some(crash) = cfg.crash_at
-        {
-            command.args(["--crash-at", &crash.to_string()]);
-        }
+        command.args(worker.to_args());
         command
     }
 
@@ -300,22 +293,22 @@ impl Engine {
             self.log(at, Some(lane), Source::Worker, "stderr", line);
             return;
         }
-        let (word, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
-        let kind = match word {
-            "start" => "start",
-            "done" => "done",
-            "resume" => "resume",
-            "crash" => "crash",
-            _ => "log",
-        };
-        let mut text = rest.trim_start().to_string();
-        if kind == "done" {
-            self.lanes[lane].claimed = Some(parse_claim(rest));
+        let Ok(said) = line.parse::<Line>();
+        match &said {
+            Line::Done { rows_written, .. } => {
+                self.lanes[lane].claimed = Some(ClaimedDone {
+                    rows_written: *rows_written,
+                    status: "ok".into(),
+                });
+            }
+            Line::Crash { at } => self.lanes[lane].slots[slot].crashing_at(*at),
+            _ => {}
         }
+        let mut text = said.fields();
         if self.lanes[lane].config.workers > 1 {
             text = format!("{text}  w={}", slot + 1);
         }
-        self.log(at, Some(lane), Source::Worker, kind, text);
+        self.log(at, Some(lane), Source::Worker, said.word(), text);
     }
 
     /// Reaps exited workers at once (so their pids are never signalled again), then handles each
@@ -342,14 +335,11 @@ impl Engine {
                 signal,
                 by_host: false,
             } => {
-                // The worker died of its own crash point, or something outside reclaim killed it.
+                // The worker died of its own crash point (as it said), or something outside
+                // reclaim killed it.
                 let s = &self.lanes[lane].slots[slot];
-                let crash = self.lanes[lane]
-                    .config
-                    .crash_at
-                    .filter(|_| s.attempt() == 1);
                 let pid = s.pid();
-                let how = crash.map_or_else(
+                let how = s.crashed_at().map_or_else(
                     || format!("signal {signal}"),
                     |c| format!("crash point {c}"),
                 );
@@ -520,7 +510,7 @@ impl Engine {
         self.clock.set_scale(self.config.scale * speed, now);
         for lane in &mut self.lanes {
             let delay = lane.config.delay.div_f64(speed);
-            let line = format!("delay-us {}", delay.as_micros());
+            let line = Pace { delay }.to_string();
             lane.slots.iter_mut().for_each(|slot| slot.tell(&line));
         }
     }
@@ -547,37 +537,5 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.shutdown();
-    }
-}
-
-/// Parses `rows_written=312  status=ok  inserted=200`.
-fn parse_claim(fields: &str) -> ClaimedDone {
-    let mut claim = ClaimedDone {
-        rows_written: 0,
-        status: "unknown".into(),
-    };
-    for field in fields.split_whitespace() {
-        match field.split_once('=') {
-            Some(("rows_written", n)) => claim.rows_written = n.parse().unwrap_or(0),
-            Some(("status", s)) => claim.status = s.to_string(),
-            _ => {}
-        }
-    }
-    claim
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_the_workers_claim() {
-        assert_eq!(
-            parse_claim("rows_written=312  status=ok  inserted=200"),
-            ClaimedDone {
-                rows_written: 312,
-                status: "ok".into()
-            }
-        );
     }
 }

@@ -14,6 +14,7 @@ use nix::sys::signal::Signal;
 use serde::Serialize;
 
 use crate::supervisor::process;
+use crate::worker::CrashAt;
 
 /// How long a reaped worker's pipes may stay open before the supervisor stops waiting for its
 /// last lines (a grandchild holding them, say).
@@ -86,6 +87,8 @@ pub struct Slot {
     open_pipes: u8,
     /// A reaped exit waiting for the last of its output.
     exited: Option<(ExitStatus, Instant)>,
+    /// The crash point this attempt said it was dying at.
+    crash: Option<CrashAt>,
 }
 
 impl Default for Slot {
@@ -109,6 +112,7 @@ impl Slot {
             restart_due: None,
             killed_by_host: false,
             last_error: None,
+            crash: None,
         }
     }
 
@@ -190,6 +194,7 @@ impl Slot {
         self.attempt = attempt;
         self.restart_due = None;
         self.killed_by_host = false;
+        self.crash = None;
         if paused {
             let _ = process::signal_group(pid, Signal::SIGSTOP);
         }
@@ -204,6 +209,17 @@ impl Slot {
             Some(text) if stderr => self.last_error = Some(text.to_string()),
             _ => {}
         }
+    }
+
+    /// The worker said it is about to kill itself at `at` (its `crash` line).
+    pub fn crashing_at(&mut self, at: CrashAt) {
+        self.crash = Some(at);
+    }
+
+    /// The crash point the current attempt said it died at, if it said so.
+    #[must_use]
+    pub fn crashed_at(&self) -> Option<CrashAt> {
+        self.crash
     }
 
     /// Reaps the process if it has exited, at once, so its pid is never signalled again. Its

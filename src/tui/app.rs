@@ -620,7 +620,7 @@ impl Screen for App {
 }
 
 fn next_strategy(strategy: Strategy) -> Strategy {
-    let all = Strategy::ALL;
+    let all = Strategy::all();
     let i = all.iter().position(|&s| s == strategy).unwrap_or(0);
     all[(i + 1) % all.len()]
 }

@@ -8,6 +8,7 @@ mod crash;
 mod guarded;
 mod keyed;
 mod naive;
+pub mod protocol;
 mod two_commit;
 
 use std::fmt;
@@ -23,6 +24,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 pub use crash::{CrashAt, CrashPoint};
+use protocol::{Line, Resume};
 
 use crate::heartbeat;
 use crate::store::{self, SchemaNeeds, StoreError, SyncMode, retry_busy};
@@ -48,7 +50,18 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    pub const ALL: [Self; 4] = [Self::Naive, Self::TwoCommit, Self::Keyed, Self::Guarded];
+    /// Every strategy, in the order the postmortem tells them (naive first), derived from the
+    /// enum itself so a new one is never left out.
+    #[must_use]
+    pub fn all() -> &'static [Self] {
+        <Self as clap::ValueEnum>::value_variants()
+    }
+
+    /// The strategy a name (as `name` gives it) stands for.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::all().iter().copied().find(|s| s.name() == name)
+    }
 
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -82,8 +95,8 @@ impl fmt::Display for Strategy {
     }
 }
 
-/// Everything one worker process needs.
-#[derive(Debug, Clone)]
+/// Everything one worker process needs; `to_args` (in `protocol`) is its command line.
+#[derive(Debug, Clone, PartialEq)]
 pub struct WorkerConfig {
     pub strategy: Strategy,
     pub db: PathBuf,
@@ -156,11 +169,6 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
     } else {
         format!("pid-{pid}")
     };
-    let logged_run_id = if config.strategy.names_its_run() {
-        run_id.as_str()
-    } else {
-        "(none)"
-    };
     let mut ctx = Ctx {
         conn,
         config,
@@ -174,10 +182,12 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
         skipped: 0,
         resumed: false,
     };
-    ctx.log(&format!(
-        "start   run_id={logged_run_id}  items={}  strategy={}  pid={pid}",
-        config.items, config.strategy
-    ));
+    ctx.say(&Line::Start {
+        run_id: config.strategy.names_its_run().then(|| run_id.clone()),
+        items: config.items,
+        strategy: config.strategy,
+        pid,
+    });
     match config.strategy {
         Strategy::Naive => naive::run(&mut ctx)?,
         Strategy::TwoCommit => two_commit::run(&mut ctx)?,
@@ -194,10 +204,10 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
         rows_written,
         inserted: ctx.inserted,
     };
-    ctx.log(&format!(
-        "done    rows_written={}  status=ok  inserted={}",
-        claim.rows_written, claim.inserted
-    ));
+    ctx.say(&Line::Done {
+        rows_written: claim.rows_written,
+        inserted: claim.inserted,
+    });
     Ok(claim)
 }
 
@@ -237,8 +247,8 @@ impl Row {
 }
 
 impl Ctx<'_> {
-    /// A log line on stdout; a supervisor stamps it with the simulated time.
-    fn log(&mut self, line: &str) {
+    /// A line on stdout, in the protocol's words; a supervisor stamps it with the sim time.
+    fn say(&mut self, line: &Line) {
         // The log is advisory: a closed pipe must not stop the work.
         let _ = writeln!(self.out, "{line}");
         let _ = self.out.flush();
@@ -254,7 +264,7 @@ impl Ctx<'_> {
                 && crash.point == CrashPoint::AfterRowCommit
                 && self.config.strategy != Strategy::TwoCommit);
         if point_matches && tasks.contains(&crash.task) {
-            self.log(&format!("crash   at={crash}"));
+            self.say(&Line::Crash { at: crash });
             let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
         }
     }
@@ -268,15 +278,14 @@ impl Ctx<'_> {
     fn note_resume(&mut self, index: u64) {
         if !self.resumed {
             self.resumed = true;
+            let skipped = self.skipped;
             if index >= self.config.items {
-                let line = format!(
-                    "resume  nothing left: all {} tasks have checkpoints",
-                    self.skipped
-                );
-                self.log(&line);
-            } else if self.skipped > 0 {
-                let line = format!("resume  from={}  skipped={}", task_id(index), self.skipped);
-                self.log(&line);
+                self.say(&Line::Resume(Resume::NothingLeft { skipped }));
+            } else if skipped > 0 {
+                self.say(&Line::Resume(Resume::From {
+                    task: index,
+                    skipped,
+                }));
             }
         }
     }
@@ -445,16 +454,14 @@ impl Pace {
         }
     }
 
-    /// Reads `delay-us N` lines from stdin for as long as stdin stays open.
+    /// Reads pace commands (`protocol::Pace`) from stdin for as long as stdin stays open.
     fn follow_stdin(&self) {
         let delay_us = Arc::clone(&self.delay_us);
         thread::spawn(move || {
             for line in io::stdin().lock().lines() {
                 let Ok(line) = line else { break };
-                if let Some(value) = line.strip_prefix("delay-us ")
-                    && let Ok(us) = value.trim().parse()
-                {
-                    delay_us.store(us, Ordering::Relaxed);
+                if let Ok(pace) = line.parse::<protocol::Pace>() {
+                    delay_us.store(pace.delay.as_micros() as u64, Ordering::Relaxed);
                 }
             }
         });

@@ -1,0 +1,323 @@
+//! The wire between the supervisor and a worker, written once for both sides: the command line
+//! that starts a worker (`WorkerConfig::to_args`, parsed back by clap's `WorkerArgs`), the lines
+//! a worker prints on stdout (`Line`), and the pace command it reads on stdin (`Pace`).
+//!
+//! Each has `Display` and `FromStr`, and the tests round-trip them, so a field added on one
+//! side and forgotten on the other fails a test instead of a night.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use super::{CrashAt, Strategy, WorkerConfig};
+use crate::store::SyncMode;
+use crate::task::{parse_task_id, task_id};
+
+impl WorkerConfig {
+    /// The arguments after `reclaim` that start a worker with this configuration.
+    #[must_use]
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec!["worker".into(), "--strategy".into()];
+        args.push(self.strategy.name().into());
+        args.push("--db".into());
+        args.push(self.db.clone().into_os_string());
+        args.push("--heartbeat".into());
+        args.push(self.heartbeat.clone().into_os_string());
+        for (flag, value) in [
+            ("--items", self.items.to_string()),
+            ("--delay-ms", delay_ms(self.delay)),
+            ("--batch", self.batch.to_string()),
+            ("--sync", sync_name(self.sync).to_string()),
+        ] {
+            args.push(flag.into());
+            args.push(value.into());
+        }
+        if let Some(crash) = self.crash_at {
+            args.push("--crash-at".into());
+            args.push(crash.to_string().into());
+        }
+        if self.supervised {
+            args.push("--supervised".into());
+        }
+        args
+    }
+}
+
+/// A delay as `--delay-ms` takes it, to the microsecond (what `WorkerArgs::delay` keeps).
+fn delay_ms(delay: Duration) -> String {
+    let us = delay.as_micros();
+    format!("{}.{:03}", us / 1000, us % 1000)
+}
+
+fn sync_name(sync: SyncMode) -> &'static str {
+    match sync {
+        SyncMode::Normal => "normal",
+        SyncMode::Full => "full",
+    }
+}
+
+/// Where a restarted worker picks up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// Every task already has its checkpoint.
+    NothingLeft {
+        skipped: u64,
+    },
+    From {
+        task: u64,
+        skipped: u64,
+    },
+}
+
+/// One line a worker prints on stdout. The first word is its kind; the supervisor stamps it with
+/// the sim time and puts the rest on the timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// `run_id` is `None` for the naive worker, which logs `(none)` as the postmortem's did.
+    Start {
+        run_id: Option<String>,
+        items: u64,
+        strategy: Strategy,
+        pid: u32,
+    },
+    Resume(Resume),
+    /// The worker is about to SIGKILL itself at a named crash point.
+    Crash {
+        at: CrashAt,
+    },
+    /// The worker's claim: the table's row count, `status=ok` whatever it holds, and what this
+    /// process inserted. Its word, unchecked.
+    Done {
+        rows_written: u64,
+        inserted: u64,
+    },
+    /// Anything else a worker (or someone else's program) prints.
+    Other(String),
+}
+
+impl Line {
+    /// The first word: `start`, `resume`, `crash`, `done`, or `log`.
+    #[must_use]
+    pub fn word(&self) -> &'static str {
+        match self {
+            Self::Start { .. } => "start",
+            Self::Resume(_) => "resume",
+            Self::Crash { .. } => "crash",
+            Self::Done { .. } => "done",
+            Self::Other(_) => "log",
+        }
+    }
+
+    /// What follows the first word, as the timeline shows it.
+    #[must_use]
+    pub fn fields(&self) -> String {
+        match self {
+            Self::Start {
+                run_id,
+                items,
+                strategy,
+                pid,
+            } => format!(
+                "run_id={}  items={items}  strategy={strategy}  pid={pid}",
+                run_id.as_deref().unwrap_or("(none)")
+            ),
+            Self::Resume(Resume::NothingLeft { skipped }) => {
+                format!("nothing left: all {skipped} tasks have checkpoints")
+            }
+            Self::Resume(Resume::From { task, skipped }) => {
+                format!("from={}  skipped={skipped}", task_id(*task))
+            }
+            Self::Crash { at } => format!("at={at}"),
+            Self::Done {
+                rows_written,
+                inserted,
+            } => format!("rows_written={rows_written}  status=ok  inserted={inserted}"),
+            Self::Other(text) => text.clone(),
+        }
+    }
+}
+
+impl fmt::Display for Line {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Other(text) => f.write_str(text),
+            _ => write!(f, "{:<7} {}", self.word(), self.fields()),
+        }
+    }
+}
+
+/// `key=value` fields of a line, in any order.
+fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
+    fields
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
+}
+
+impl FromStr for Line {
+    type Err = std::convert::Infallible;
+
+    /// Never fails: a line that is not one of the known kinds, or is garbled, is `Other`.
+    fn from_str(line: &str) -> Result<Self, Self::Err> {
+        let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let number = |key| field(rest, key).and_then(|n| n.parse().ok());
+        let parsed = match word {
+            "start" => (|| {
+                Some(Self::Start {
+                    run_id: field(rest, "run_id")
+                        .filter(|id| *id != "(none)")
+                        .map(ToOwned::to_owned),
+                    items: number("items")?,
+                    strategy: Strategy::from_name(field(rest, "strategy")?)?,
+                    pid: field(rest, "pid")?.parse().ok()?,
+                })
+            })(),
+            "resume" if rest.trim_start().starts_with("nothing left") => {
+                let skipped = rest.split_whitespace().find_map(|w| w.parse().ok());
+                skipped.map(|skipped| Self::Resume(Resume::NothingLeft { skipped }))
+            }
+            "resume" => (|| {
+                Some(Self::Resume(Resume::From {
+                    task: parse_task_id(field(rest, "from")?)?,
+                    skipped: number("skipped")?,
+                }))
+            })(),
+            "crash" => field(rest, "at")
+                .and_then(|at| at.parse().ok())
+                .map(|at| Self::Crash { at }),
+            "done" => (|| {
+                Some(Self::Done {
+                    rows_written: number("rows_written")?,
+                    inserted: number("inserted").unwrap_or(0),
+                })
+            })(),
+            _ => None,
+        };
+        Ok(parsed.unwrap_or_else(|| Self::Other(line.to_string())))
+    }
+}
+
+/// A command on the worker's stdin: the pause after each item (the dashboard's speed keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pace {
+    pub delay: Duration,
+}
+
+impl fmt::Display for Pace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "delay-us {}", self.delay.as_micros())
+    }
+}
+
+impl FromStr for Pace {
+    type Err = String;
+
+    fn from_str(line: &str) -> Result<Self, Self::Err> {
+        let us = line
+            .strip_prefix("delay-us ")
+            .and_then(|n| n.trim().parse().ok())
+            .ok_or_else(|| format!("not a pace command: {line:?}"))?;
+        Ok(Self {
+            delay: Duration::from_micros(us),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::worker::CrashPoint;
+
+    #[test]
+    fn the_argv_the_supervisor_builds_parses_back_to_the_same_worker() {
+        let config = WorkerConfig {
+            strategy: Strategy::TwoCommit,
+            db: PathBuf::from("/tmp/a b/warehouse.db"),
+            items: 200,
+            delay: Duration::from_micros(6_286_123),
+            heartbeat: PathBuf::from("/tmp/a b/warehouse.db.heartbeat"),
+            batch: 3,
+            crash_at: Some(CrashAt {
+                task: 111,
+                point: CrashPoint::AfterRowCommit,
+            }),
+            sync: SyncMode::Full,
+            supervised: true,
+        };
+        let mut command_line: Vec<OsString> = vec!["reclaim".into()];
+        command_line.extend(config.to_args());
+        let cli = Cli::try_parse_from(command_line).unwrap_or_else(|e| panic!("{e}"));
+        let Some(Command::Worker(parsed)) = cli.command else {
+            panic!("not a worker command");
+        };
+        assert_eq!(parsed.to_config(), config);
+    }
+
+    #[test]
+    fn every_line_a_worker_prints_parses_back_to_itself() {
+        let lines = [
+            Line::Start {
+                run_id: None,
+                items: 200,
+                strategy: Strategy::Naive,
+                pid: 4242,
+            },
+            Line::Start {
+                run_id: Some("run-1-2".into()),
+                items: 7,
+                strategy: Strategy::Guarded,
+                pid: 1,
+            },
+            Line::Resume(Resume::From {
+                task: 56,
+                skipped: 56,
+            }),
+            Line::Resume(Resume::NothingLeft { skipped: 200 }),
+            Line::Crash {
+                at: CrashAt {
+                    task: 111,
+                    point: CrashPoint::AfterCommit,
+                },
+            },
+            Line::Done {
+                rows_written: 312,
+                inserted: 200,
+            },
+            Line::Other("heartbeat: writing x again".into()),
+        ];
+        for line in lines {
+            let text = line.to_string();
+            assert_eq!(text.parse::<Line>(), Ok(line.clone()), "{text}");
+            if !matches!(line, Line::Other(_)) {
+                assert_eq!(text, format!("{:<7} {}", line.word(), line.fields()));
+            }
+        }
+        assert_eq!(
+            Line::Done {
+                rows_written: 312,
+                inserted: 200
+            }
+            .to_string(),
+            "done    rows_written=312  status=ok  inserted=200"
+        );
+        assert_eq!(
+            "done garbage".parse::<Line>(),
+            Ok(Line::Other("done garbage".into()))
+        );
+    }
+
+    #[test]
+    fn the_pace_command_round_trips() {
+        let pace = Pace {
+            delay: Duration::from_micros(1250),
+        };
+        assert_eq!(pace.to_string(), "delay-us 1250");
+        assert_eq!(pace.to_string().parse::<Pace>(), Ok(pace));
+        assert!("delay-us x".parse::<Pace>().is_err());
+    }
+}
