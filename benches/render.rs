@@ -16,7 +16,7 @@ use ratatui::layout::Rect;
 use reclaim::clock::{NIGHT_START, SimTime};
 use reclaim::tui::theme::Theme;
 use reclaim::tui::ui::render_to;
-use reclaim::tui::view::{Dashboard, LaneView, Marker, MarkerKind, Series, StateKind};
+use reclaim::tui::view::{Dashboard, LaneView, Marker, MarkerKind, Series, StateKind, Tone};
 use reclaim::verdict::Symptom;
 
 type BenchResult<T> = Result<T, Box<dyn Error>>;
@@ -260,21 +260,33 @@ fn lane(strategy: &str) -> LaneView {
 }
 
 /// A timeline as the dashboard formats it: sim time, lane, event.
-fn timeline() -> Vec<String> {
+fn timeline() -> Vec<(String, Tone)> {
     (0..TIMELINE_LINES)
         .map(|i| {
             let at = SimTime(NIGHT_START + i as f64 * X_MAX / TIMELINE_LINES as f64);
             let lane = if i % 2 == 0 { "naive  " } else { "guarded" };
-            let event = match i % 7 {
-                0 => "killed by SIGKILL (host reclaimed the instance)".to_string(),
-                1 => format!("restarted, pid {}", 40_000 + i),
-                2 => "symptom: worker restarts at item zero".to_string(),
-                3 => format!("committed task-{:03}", i % 200),
-                4 => "runner heartbeat stale: 312s".to_string(),
-                5 => format!("resumed after checkpoint task-{:03}", i % 200),
-                _ => format!("done rows_written={} status=ok", 200 + i),
+            let (event, tone) = match i % 7 {
+                0 => (
+                    "killed by SIGKILL (host reclaimed the instance)".to_string(),
+                    Tone::Bad,
+                ),
+                1 => (format!("restarted, pid {}", 40_000 + i), Tone::Plain),
+                2 => (
+                    "symptom: worker restarts at item zero".to_string(),
+                    Tone::Warn,
+                ),
+                3 => (format!("committed task-{:03}", i % 200), Tone::Plain),
+                4 => ("runner heartbeat stale: 312s".to_string(), Tone::Bad),
+                5 => (
+                    format!("resumed after checkpoint task-{:03}", i % 200),
+                    Tone::Plain,
+                ),
+                _ => (
+                    format!("done rows_written={} status=ok", 200 + i),
+                    Tone::Plain,
+                ),
             };
-            format!("{at}  {lane}  {event}")
+            (format!("{at}  {lane}  {event}"), tone)
         })
         .collect()
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::engine::{Engine, Entry, LaneSnapshot, Mark, Source};
+use crate::engine::{Engine, Entry, Kind, LaneSnapshot, Mark, Source};
 use crate::scenario::Caption;
 use crate::store::inspect::Inspection;
 use crate::text::escape_controls;
@@ -68,7 +68,7 @@ pub struct Event {
     pub sim: f64,
     pub lane: Option<usize>,
     pub source: Source,
-    pub kind: String,
+    pub kind: Kind,
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mark: Option<Mark>,
@@ -81,7 +81,7 @@ impl Event {
             sim: entry.sim.0,
             lane: entry.lane,
             source: entry.source,
-            kind: entry.kind.to_string(),
+            kind: entry.kind,
             text: entry.text.clone(),
             mark: entry.mark,
         }
@@ -94,7 +94,7 @@ impl Event {
             crate::clock::SimTime(self.sim),
             lane_name.map(|name| (name, width)),
             self.source,
-            &self.kind,
+            self.kind,
             &self.text,
         )
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::engine::{EngineConfig, HangPlan, LaneConfig};
+use crate::engine::{EngineConfig, HangPlan, Kind, LaneConfig};
 use crate::store::SyncMode;
 use crate::supervisor::schedule::{KillPlan, parse_window};
 use crate::task::task_id;
@@ -175,9 +175,9 @@ pub fn parse_clock(text: &str) -> Option<f64> {
 
 /// One event as captions see it: sim time, kind, mark, lane.
 #[derive(Debug, Clone, Copy)]
-pub struct CaptionEvent<'a> {
+pub struct CaptionEvent {
     pub sim: f64,
-    pub kind: &'a str,
+    pub kind: Kind,
     pub mark: Option<crate::engine::Mark>,
     pub lane: Option<usize>,
 }
@@ -185,10 +185,10 @@ pub struct CaptionEvent<'a> {
 /// When each caption falls (seconds after midnight), given the night's events so far; `None`
 /// for a caption whose event has not happened.
 #[must_use]
-pub fn caption_times<'a>(
+pub fn caption_times(
     captions: &[Caption],
     lane_names: &[String],
-    events: &(impl Iterator<Item = CaptionEvent<'a>> + Clone),
+    events: &(impl Iterator<Item = CaptionEvent> + Clone),
 ) -> Vec<Option<f64>> {
     use crate::engine::Mark;
     captions
@@ -208,7 +208,7 @@ pub fn caption_times<'a>(
                     let kind_matches = match on {
                         "kill" => e.mark == Some(Mark::Kill),
                         "restart" => e.mark == Some(Mark::Restart),
-                        other => e.kind == other,
+                        other => e.kind.name() == other,
                     };
                     kind_matches && (lane.is_none() || e.lane == lane)
                 })
@@ -648,7 +648,7 @@ mod tests {
         let s = Scenario::parse("t", text).unwrap_or_else(|e| panic!("{e}"));
         let events = [CaptionEvent {
             sim: 7907.0,
-            kind: "notice",
+            kind: Kind::Notice,
             mark: Some(Mark::Kill),
             lane: Some(0),
         }];

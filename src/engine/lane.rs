@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 
 use super::config::LaneConfig;
-use super::timeline::Source;
+use super::timeline::{Kind, Source};
 use crate::clock::SimClock;
 use crate::heartbeat;
 use crate::observer::Observer;
@@ -156,14 +156,14 @@ impl Lane {
                 let message = error.to_string();
                 if self.observer_error.as_deref() != Some(message.as_str()) {
                     self.observer_error = Some(message.clone());
-                    notes.push((Source::Runner, "error", format!("observer: {message}")));
+                    notes.push((Source::Runner, Kind::Error, format!("observer: {message}")));
                 }
                 crate::observer::Poll::default()
             }
         };
         if poll.restarted_at_zero {
             let text = "worker restarts at item zero: task-000 written again".to_string();
-            notes.push((Source::Runner, "symptom", text));
+            notes.push((Source::Runner, Kind::Symptom, text));
         }
         notes
     }
@@ -203,10 +203,14 @@ impl Lane {
         if stale && !self.stale {
             self.stale = true;
             let message = heartbeat::stale_message(Duration::from_secs_f64(sim_age));
-            Some((Source::Runner, "alert", message))
+            Some((Source::Runner, Kind::Alert, message))
         } else if !stale && self.stale {
             self.stale = false;
-            Some((Source::Runner, "notice", "heartbeat moving again".into()))
+            Some((
+                Source::Runner,
+                Kind::Notice,
+                "heartbeat moving again".into(),
+            ))
         } else {
             None
         }
@@ -214,7 +218,7 @@ impl Lane {
 }
 
 /// A line for the timeline: where it comes from, its kind, its text.
-pub(super) type Note = (Source, &'static str, String);
+pub(super) type Note = (Source, Kind, String);
 
 /// How often the rows of a lane that has finished are read again.
 const SETTLED_POLL: Duration = Duration::from_secs(1);

@@ -21,7 +21,7 @@ use thiserror::Error;
 
 pub use self::config::{DEFAULT_DEAD_MAN, EngineConfig, HangPlan, LaneConfig};
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
-pub use self::timeline::{Entry, Mark, Source, timeline_line};
+pub use self::timeline::{Entry, Kind, Mark, Source, Tone, timeline_line};
 use self::triggers::{Action, Triggers};
 use crate::clock::SimClock;
 use crate::store::StoreError;
@@ -154,7 +154,7 @@ impl Engine {
         let pids = self.lanes[lane].hang();
         if !pids.is_empty() {
             let text = format!("worker hung (SIGSTOP, pid {pids}): alive, no progress");
-            self.log(now, Some(lane), Source::Runner, "notice", text);
+            self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
         }
     }
 
@@ -162,7 +162,7 @@ impl Engine {
         let pids = self.lanes[lane].unhang(self.paused_at.is_some());
         if !pids.is_empty() {
             let text = format!("worker resumed (SIGCONT, pid {pids})");
-            self.log(now, Some(lane), Source::Runner, "notice", text);
+            self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
         }
     }
 
@@ -175,7 +175,7 @@ impl Engine {
             now,
             Some(lane),
             Source::Runner,
-            "notice",
+            Kind::Notice,
             format!("operator deleted every checkpoint ({deleted} rows)"),
         );
         Ok(deleted)
@@ -189,7 +189,7 @@ impl Engine {
             now,
             Some(lane),
             Source::Runner,
-            "notice",
+            Kind::Notice,
             format!(
                 "a second delivery: worker {} starts on the same queue",
                 slot + 1
@@ -198,14 +198,7 @@ impl Engine {
         self.spawn(lane, slot)
     }
 
-    fn log(
-        &mut self,
-        now: Instant,
-        lane: Option<usize>,
-        source: Source,
-        kind: &'static str,
-        text: String,
-    ) {
+    fn log(&mut self, now: Instant, lane: Option<usize>, source: Source, kind: Kind, text: String) {
         self.timeline.push(Entry {
             sim: self.clock.at(now),
             real_ms: self.elapsed(now).as_millis() as u64,
@@ -290,7 +283,7 @@ impl Engine {
             return;
         };
         if stderr {
-            self.log(at, Some(lane), Source::Worker, "stderr", line);
+            self.log(at, Some(lane), Source::Worker, Kind::Stderr, line);
             return;
         }
         let Ok(said) = line.parse::<Line>();
@@ -308,7 +301,7 @@ impl Engine {
         if self.lanes[lane].config.workers > 1 {
             text = format!("{text}  w={}", slot + 1);
         }
-        self.log(at, Some(lane), Source::Worker, said.word(), text);
+        self.log(at, Some(lane), Source::Worker, said.kind(), text);
     }
 
     /// Reaps exited workers at once (so their pids are never signalled again), then handles each
@@ -349,7 +342,7 @@ impl Engine {
                     now,
                     Some(lane),
                     Source::Runner,
-                    "notice",
+                    Kind::Notice,
                     format!("instance reclaimed by host  ({how}, pid {pid})"),
                 );
                 self.mark_last(Mark::Kill);
@@ -360,7 +353,7 @@ impl Engine {
                     now,
                     Some(lane),
                     Source::Runner,
-                    "error",
+                    Kind::Error,
                     format!("worker failed: {reason}"),
                 );
             }
@@ -371,7 +364,7 @@ impl Engine {
         // A fresh look at the rows, so the last item logged is the last one written.
         let _ = self.lanes[lane].observer.poll();
         if let Some(task) = self.lanes[lane].observer.last_task {
-            self.log(now, Some(lane), Source::Worker, "item", task_id(task));
+            self.log(now, Some(lane), Source::Worker, Kind::Item, task_id(task));
         }
     }
 
@@ -402,7 +395,7 @@ impl Engine {
                 Action::WipeCheckpoints => {
                     for lane in 0..self.lanes.len() {
                         if let Err(error) = self.wipe_checkpoints(lane, now) {
-                            self.log(now, Some(lane), Source::Runner, "error", error);
+                            self.log(now, Some(lane), Source::Runner, Kind::Error, error);
                         }
                     }
                 }
@@ -437,7 +430,7 @@ impl Engine {
                 "instance reclaimed by host  (SIGKILL, pid {})",
                 pids.join(",")
             );
-            self.log(now, Some(lane), Source::Runner, "notice", text);
+            self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
             self.mark_last(Mark::Kill);
         }
     }
@@ -455,14 +448,14 @@ impl Engine {
                         let max = self.config.max_restarts;
                         let text =
                             format!("giving up after {max} restarts: the job never completed");
-                        self.log(now, Some(lane), Source::Runner, "error", text);
+                        self.log(now, Some(lane), Source::Runner, Kind::Error, text);
                     }
                     continue;
                 }
                 self.lanes[lane].restarts += 1;
                 let attempt = self.lanes[lane].slots[slot].attempt() + 1;
                 let text = format!("supervisor restarts the worker (attempt {attempt})");
-                self.log(now, Some(lane), Source::Runner, "notice", text);
+                self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
                 self.mark_last(Mark::Restart);
                 self.spawn(lane, slot)?;
                 spawned = true;

@@ -12,6 +12,71 @@ pub enum Source {
     Runner,
 }
 
+/// What a timeline line is: a worker's own words (`start`, `resume`, `crash`, `done`, `log`,
+/// `stderr`), or the runner's (`item`, `notice`, `alert`, `error`, `symptom`). Recorded by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Start,
+    Resume,
+    Crash,
+    Done,
+    Stderr,
+    /// The last task a killed worker wrote.
+    Item,
+    Notice,
+    /// The dead-man's switch.
+    Alert,
+    Error,
+    /// A row of the postmortem's symptom table, observed.
+    Symptom,
+    /// Any other line a worker printed (and any kind a recording names that this build does not
+    /// know).
+    #[serde(other)]
+    Log,
+}
+
+impl Kind {
+    /// The word the timeline shows (and a caption's `on` names).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Start => "start",
+            Self::Resume => "resume",
+            Self::Crash => "crash",
+            Self::Done => "done",
+            Self::Stderr => "stderr",
+            Self::Item => "item",
+            Self::Notice => "notice",
+            Self::Alert => "alert",
+            Self::Error => "error",
+            Self::Symptom => "symptom",
+            Self::Log => "log",
+        }
+    }
+
+    /// How loudly the dashboard shows a line of this kind (with its chart mark).
+    #[must_use]
+    pub fn tone(self, mark: Option<Mark>) -> Tone {
+        match (self, mark) {
+            (_, Some(Mark::Kill)) | (Self::Alert | Self::Error | Self::Crash | Self::Stderr, _) => {
+                Tone::Bad
+            }
+            (Self::Symptom, _) => Tone::Warn,
+            _ => Tone::Plain,
+        }
+    }
+}
+
+/// How loudly a line is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tone {
+    #[default]
+    Plain,
+    Warn,
+    Bad,
+}
+
 /// One line of the shared timeline: `02:11:47  runner  notice  instance reclaimed by host`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Entry {
@@ -20,7 +85,7 @@ pub struct Entry {
     pub real_ms: u64,
     pub lane: Option<usize>,
     pub source: Source,
-    pub kind: &'static str,
+    pub kind: Kind,
     pub text: String,
     /// Kills and restarts, which the charts mark on the time axis.
     pub mark: Option<Mark>,
@@ -68,7 +133,7 @@ pub fn timeline_line(
     sim: SimTime,
     lane: Option<(&str, usize)>,
     source: Source,
-    kind: &str,
+    kind: Kind,
     text: &str,
 ) -> String {
     let source = match source {
@@ -78,7 +143,7 @@ pub fn timeline_line(
     let lane = lane
         .map(|(name, width)| format!("{name:<width$}  "))
         .unwrap_or_default();
-    format!("{sim}  {lane}{source}  {kind:<7} {text}")
+    format!("{sim}  {lane}{source}  {:<7} {text}", kind.name())
 }
 
 #[cfg(test)]
@@ -92,7 +157,7 @@ mod tests {
             real_ms: 0,
             lane: Some(0),
             source: Source::Runner,
-            kind: "notice",
+            kind: Kind::Notice,
             text: "instance reclaimed by host".into(),
             mark: Some(Mark::Kill),
         };

@@ -577,9 +577,12 @@ impl Screen for App {
             .engine
             .timeline()
             .iter()
-            .map(|e| match e.lane {
-                Some(l) if multi => e.line_in_lane(&self.lanes[l].name, width),
-                _ => e.line(None),
+            .map(|e| {
+                let line = match e.lane {
+                    Some(l) if multi => e.line_in_lane(&self.lanes[l].name, width),
+                    _ => e.line(None),
+                };
+                (line, e.kind.tone(e.mark))
             })
             .collect();
         let snapshots: Vec<LaneSnapshot> = self

@@ -46,7 +46,7 @@ impl ReplayApp {
             .collect();
         let events = recording.events.iter().map(|e| CaptionEvent {
             sim: e.sim,
-            kind: e.kind.as_str(),
+            kind: e.kind,
             mark: e.mark,
             lane: e.lane,
         });
@@ -326,7 +326,7 @@ impl Screen for ReplayApp {
                     .filter(|_| multi)
                     .and_then(|l| header.lanes.get(l))
                     .map(|l| l.name.as_str());
-                e.line(name, width)
+                (e.line(name, width), e.kind.tone(e.mark))
             })
             .collect();
         let snapshots = sample.map(|s| s.lanes.clone()).unwrap_or_default();
@@ -435,12 +435,12 @@ mod tests {
     fn recording() -> Recording {
         let (kill, restart) = (KILL, RESTART);
         let samples = samples();
-        let event = |t: f64, source, kind: &str, text: &str, mark| Event {
+        let event = |t: f64, source, kind: crate::engine::Kind, text: &str, mark| Event {
             real_ms: (t * 10.0) as u64,
             sim: NIGHT_START + t,
             lane: Some(0),
             source,
-            kind: kind.into(),
+            kind,
             text: text.into(),
             mark,
         };
@@ -472,28 +472,28 @@ mod tests {
                 event(
                     1.0,
                     Source::Worker,
-                    "start",
+                    crate::engine::Kind::Start,
                     "run_id=(none)  items=200",
                     None,
                 ),
                 event(
                     kill,
                     Source::Runner,
-                    "notice",
+                    crate::engine::Kind::Notice,
                     "instance reclaimed by host",
                     Some(Mark::Kill),
                 ),
                 event(
                     restart,
                     Source::Runner,
-                    "notice",
+                    crate::engine::Kind::Notice,
                     "supervisor restarts the worker",
                     Some(Mark::Restart),
                 ),
                 event(
                     1970.0,
                     Source::Worker,
-                    "done",
+                    crate::engine::Kind::Done,
                     "rows_written=312  status=ok",
                     None,
                 ),

@@ -13,6 +13,7 @@ use ratatui::widgets::{
 use crate::clock::{NIGHT_START, SimTime};
 use crate::tui::keymap::{self, Mode};
 use crate::tui::theme::Theme;
+use crate::tui::view::Tone;
 use crate::tui::view::{Dashboard, LaneView, MarkerKind, StateKind};
 
 /// The smallest terminal the dashboard draws in.
@@ -476,15 +477,12 @@ fn timeline(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     let start = end.saturating_sub(height);
     let lines: Vec<Line<'_>> = view.timeline[start..end]
         .iter()
-        .map(|line| {
-            let style =
-                if line.contains("reclaimed") || line.contains("stale") || line.contains("error") {
-                    theme.bad()
-                } else if line.contains("symptom") {
-                    theme.warn()
-                } else {
-                    theme.plain()
-                };
+        .map(|(line, tone)| {
+            let style = match tone {
+                Tone::Bad => theme.bad(),
+                Tone::Warn => theme.warn(),
+                Tone::Plain => theme.plain(),
+            };
             Line::styled(line.clone(), style)
         })
         .collect();
@@ -672,7 +670,10 @@ mod tests {
             random_kills: false,
             lanes,
             selected: 0,
-            timeline: timeline.iter().map(ToString::to_string).collect(),
+            timeline: timeline
+                .iter()
+                .map(|line| (line.to_string(), Tone::Plain))
+                .collect(),
             timeline_scroll: 0,
             symptoms: Symptom::ALL.iter().map(|&s| (s, false)).collect(),
             help: false,
@@ -737,9 +738,10 @@ mod tests {
         guarded.derived = "ok".into();
         guarded.derived_ok = Some(true);
         let mut view = dashboard(1986.0, vec![naive, guarded], &KILL_TIMELINE);
-        view.timeline.push(
+        view.timeline.push((
             "02:19:31  naive    worker  done    rows_written=312  status=ok  inserted=200".into(),
-        );
+            Tone::Plain,
+        ));
         view.symptoms = Symptom::ALL.iter().map(|&s| (s, true)).collect();
         view.x_max = 2046.0;
         view.notice = Some("the night is over: n runs it again, R resets, q quits".into());

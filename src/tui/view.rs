@@ -2,7 +2,7 @@
 //! state in tests), and rendered without any I/O.
 
 use crate::clock::SimTime;
-pub use crate::engine::StateKind;
+pub use crate::engine::{StateKind, Tone};
 use crate::tui::keymap::Mode;
 use crate::verdict::Symptom;
 
@@ -18,8 +18,9 @@ pub struct Dashboard {
     pub random_kills: bool,
     pub lanes: Vec<LaneView>,
     pub selected: usize,
-    /// The shared timeline, oldest first, already formatted.
-    pub timeline: Vec<String>,
+    /// The shared timeline, oldest first, already formatted, each line with how loudly to show
+    /// it (from its kind, never from its words).
+    pub timeline: Vec<(String, Tone)>,
     /// Lines scrolled back from the newest; 0 follows the night.
     pub timeline_scroll: usize,
     /// Which rows of the postmortem's symptom table have been observed.

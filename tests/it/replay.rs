@@ -225,7 +225,7 @@ fn the_replay_dashboard_shows_the_live_figures_at_the_end_and_at_any_moment() {
     assert!(
         end.timeline
             .iter()
-            .any(|l| l.contains("instance reclaimed by host")),
+            .any(|(l, _)| l.contains("instance reclaimed by host")),
         "{:?}",
         end.timeline
     );
@@ -261,7 +261,7 @@ fn the_replay_dashboard_shows_the_live_figures_at_the_end_and_at_any_moment() {
         !then
             .timeline
             .iter()
-            .any(|l| l.contains("instance reclaimed by host")),
+            .any(|(l, _)| l.contains("instance reclaimed by host")),
         "{:?}",
         then.timeline
     );
@@ -508,7 +508,7 @@ fn wait_for_recording(path: &Path, lines: usize) -> i32 {
         let pid = Recording::load(path).ok().and_then(|r| {
             r.events
                 .iter()
-                .find(|e| e.kind == "start")
+                .find(|e| e.kind == reclaim::engine::Kind::Start)
                 .and_then(|e| pid_in(&e.text))
         });
         if let (true, Some(pid)) = (complete >= lines, pid) {
