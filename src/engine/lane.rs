@@ -6,12 +6,15 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 
 use super::config::LaneConfig;
-use super::timeline::{Kind, Source};
+use super::timeline::{Kind, Mark, Source};
 use crate::clock::SimClock;
 use crate::heartbeat;
 use crate::observer::Observer;
+use crate::supervisor::slot::{Exit, RestartPolicy};
 use crate::supervisor::slot::{Slot, SlotState};
 use crate::task::task_id;
+use crate::worker::WorkerConfig;
+use crate::worker::protocol::Line;
 
 /// The worker's own claim, parsed from its `done` line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -130,6 +133,154 @@ impl Lane {
         pids.join(",")
     }
 
+    /// The worker a slot's next attempt runs, at `speed` times the configured pace.
+    pub(super) fn worker_config(&self, slot: usize, speed: f64) -> WorkerConfig {
+        let cfg = &self.config;
+        WorkerConfig {
+            strategy: cfg.strategy,
+            db: cfg.db.clone(),
+            items: cfg.items,
+            delay: cfg.delay.div_f64(speed),
+            heartbeat: heartbeat::default_path(&cfg.db),
+            batch: cfg.batch,
+            // The crash point belongs to the first attempt only: the restart must finish.
+            crash_at: cfg.crash_at.filter(|_| self.slots[slot].attempt() == 0),
+            sync: cfg.sync,
+            supervised: true,
+        }
+    }
+
+    /// One line a slot's worker printed (or the end of one of its pipes): the claim and crash
+    /// point it states are kept, and the line goes on the timeline.
+    pub(super) fn heard(
+        &mut self,
+        slot: usize,
+        attempt: u32,
+        stderr: bool,
+        line: Option<String>,
+    ) -> Option<Note> {
+        self.slots[slot].heard(attempt, stderr, line.as_deref());
+        let line = line?;
+        let worker = |kind, text| Note {
+            source: Source::Worker,
+            kind,
+            text,
+            mark: None,
+        };
+        if stderr {
+            return Some(worker(Kind::Stderr, line));
+        }
+        let Ok(said) = line.parse::<Line>();
+        match &said {
+            Line::Done { rows_written, .. } => {
+                self.claimed = Some(ClaimedDone {
+                    rows_written: *rows_written,
+                    status: "ok".into(),
+                });
+            }
+            Line::Crash { at } => self.slots[slot].crashing_at(*at),
+            _ => {}
+        }
+        let mut text = said.fields();
+        if self.config.workers > 1 {
+            text = format!("{text}  w={}", slot + 1);
+        }
+        Some(worker(said.kind(), text))
+    }
+
+    /// What a slot's exit means for the lane: a death the supervisor did not cause is the host
+    /// reclaiming the instance (or the worker's own crash point, as it said); a failure ends the
+    /// lane. The host's own kills are reported by `host_kill`.
+    pub(super) fn exited(&mut self, slot: usize, exit: &Exit) -> Vec<Note> {
+        match exit {
+            Exit::Done | Exit::Killed { by_host: true, .. } => Vec::new(),
+            Exit::Killed {
+                signal,
+                by_host: false,
+            } => {
+                let s = &self.slots[slot];
+                let how = s.crashed_at().map_or_else(
+                    || format!("signal {signal}"),
+                    |c| format!("crash point {c}"),
+                );
+                let text = format!("instance reclaimed by host  ({how}, pid {})", s.pid());
+                self.kills += 1;
+                let mut notes: Vec<Note> = self.last_item().into_iter().collect();
+                notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
+                notes
+            }
+            Exit::Failed { reason } => {
+                self.failure = Some(reason.clone());
+                let text = format!("worker failed: {reason}");
+                vec![Note::runner(Kind::Error, text)]
+            }
+        }
+    }
+
+    /// The last task written, read fresh: after a kill the dead write nothing more.
+    fn last_item(&mut self) -> Option<Note> {
+        let _ = self.observer.poll();
+        self.observer.last_task.map(|task| Note {
+            source: Source::Worker,
+            kind: Kind::Item,
+            text: task_id(task),
+            mark: None,
+        })
+    }
+
+    /// The host's SIGKILL to every live worker of the lane, each reaped at once.
+    pub(super) fn host_kill(&mut self, now: Instant, policy: RestartPolicy) -> Vec<Note> {
+        let pids: Vec<String> = (self.slots.iter_mut())
+            .filter_map(|slot| {
+                let killed = slot.host_kill(now, policy).is_some();
+                killed.then(|| slot.pid().to_string())
+            })
+            .collect();
+        if pids.is_empty() {
+            return Vec::new();
+        }
+        self.kills += 1;
+        let text = format!(
+            "instance reclaimed by host  (SIGKILL, pid {})",
+            pids.join(",")
+        );
+        let mut notes: Vec<Note> = self.last_item().into_iter().collect();
+        notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
+        notes
+    }
+
+    /// The slots whose restart is due now, within the policy's bound; past it, the lane gives up
+    /// (said once).
+    pub(super) fn due_restarts(
+        &mut self,
+        now: Instant,
+        policy: RestartPolicy,
+    ) -> (Vec<usize>, Vec<Note>) {
+        let (mut due, mut notes) = (Vec::new(), Vec::new());
+        for slot in 0..self.slots.len() {
+            if !self.slots[slot].restart_is_due(now) {
+                continue;
+            }
+            if self.restarts >= policy.max {
+                self.slots[slot].give_up();
+                if !std::mem::replace(&mut self.gave_up, true) {
+                    let text = format!(
+                        "giving up after {} restarts: the job never completed",
+                        policy.max
+                    );
+                    notes.push(Note::runner(Kind::Error, text));
+                }
+                continue;
+            }
+            self.restarts += 1;
+            let attempt = self.slots[slot].attempt() + 1;
+            let text = format!("supervisor restarts the worker (attempt {attempt})");
+            notes.push(Note::runner(Kind::Notice, text).marked(Mark::Restart));
+            due.push(slot);
+        }
+        (due, notes)
+    }
+
     /// Reads what is new in the rows; returns the timeline lines that reading gives rise to.
     pub(super) fn observe(&mut self, now: Instant) -> Vec<Note> {
         // Once a lane has finished and been read since, only a hand (sqlite3, another program)
@@ -156,14 +307,14 @@ impl Lane {
                 let message = error.to_string();
                 if self.observer_error.as_deref() != Some(message.as_str()) {
                     self.observer_error = Some(message.clone());
-                    notes.push((Source::Runner, Kind::Error, format!("observer: {message}")));
+                    notes.push(Note::runner(Kind::Error, format!("observer: {message}")));
                 }
                 crate::observer::Poll::default()
             }
         };
         if poll.restarted_at_zero {
             let text = "worker restarts at item zero: task-000 written again".to_string();
-            notes.push((Source::Runner, Kind::Symptom, text));
+            notes.push(Note::runner(Kind::Symptom, text));
         }
         notes
     }
@@ -203,22 +354,41 @@ impl Lane {
         if stale && !self.stale {
             self.stale = true;
             let message = heartbeat::stale_message(Duration::from_secs_f64(sim_age));
-            Some((Source::Runner, Kind::Alert, message))
+            Some(Note::runner(Kind::Alert, message))
         } else if !stale && self.stale {
             self.stale = false;
-            Some((
-                Source::Runner,
-                Kind::Notice,
-                "heartbeat moving again".into(),
-            ))
+            Some(Note::runner(Kind::Notice, "heartbeat moving again".into()))
         } else {
             None
         }
     }
 }
 
-/// A line for the timeline: where it comes from, its kind, its text.
-pub(super) type Note = (Source, Kind, String);
+/// A line for the timeline, as a lane reports it: where it comes from, its kind, its text, and
+/// the chart mark it carries.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Note {
+    pub source: Source,
+    pub kind: Kind,
+    pub text: String,
+    pub mark: Option<Mark>,
+}
+
+impl Note {
+    fn runner(kind: Kind, text: String) -> Self {
+        Self {
+            source: Source::Runner,
+            kind,
+            text,
+            mark: None,
+        }
+    }
+
+    fn marked(mut self, mark: Mark) -> Self {
+        self.mark = Some(mark);
+        self
+    }
+}
 
 /// How often the rows of a lane that has finished are read again.
 const SETTLED_POLL: Duration = Duration::from_secs(1);

@@ -20,15 +20,14 @@ use nix::sys::signal::Signal;
 use thiserror::Error;
 
 pub use self::config::{DEFAULT_DEAD_MAN, EngineConfig, HangPlan, LaneConfig};
+use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
 pub use self::timeline::{Entry, Kind, Mark, Source, Tone, timeline_line};
 use self::triggers::{Action, Triggers};
 use crate::clock::SimClock;
 use crate::store::StoreError;
-use crate::supervisor::slot::{Exit, Output, RestartPolicy, SlotState};
-use crate::task::task_id;
-use crate::worker::WorkerConfig;
-use crate::worker::protocol::{Line, Pace};
+use crate::supervisor::slot::{Output, RestartPolicy, SlotState};
+use crate::worker::protocol::Pace;
 
 #[derive(Debug, Error)]
 pub enum EngineError {
@@ -210,15 +209,24 @@ impl Engine {
         });
     }
 
-    /// Marks the newest timeline entry as a kill or a restart.
-    fn mark_last(&mut self, mark: Mark) {
+    fn notes(&mut self, now: Instant, lane: usize, notes: Vec<Note>) {
+        for note in notes {
+            self.note(now, lane, note);
+        }
+    }
+
+    /// Puts a lane's note on the timeline.
+    fn note(&mut self, now: Instant, lane: usize, note: Note) {
+        self.log(now, Some(lane), note.source, note.kind, note.text);
         if let Some(entry) = self.timeline.last_mut() {
-            entry.mark = Some(mark);
+            entry.mark = note.mark;
         }
     }
 
     fn spawn(&mut self, lane: usize, slot: usize) -> Result<(), EngineError> {
-        let command = self.worker_command(lane, slot);
+        let worker = self.lanes[lane].worker_config(slot, self.speed);
+        let mut command = Command::new(&self.config.exe);
+        command.args(worker.to_args());
         let paused = self.paused_at.is_some();
         self.lanes[lane].slots[slot]
             .spawn(command, (lane, slot), &self.output_tx, paused)
@@ -226,28 +234,6 @@ impl Engine {
                 exe: self.config.exe.clone(),
                 source,
             })
-    }
-
-    /// `reclaim worker ...` for a slot's next attempt, at the night's current pace.
-    fn worker_command(&self, lane: usize, slot: usize) -> Command {
-        let cfg = &self.lanes[lane].config;
-        let worker = WorkerConfig {
-            strategy: cfg.strategy,
-            db: cfg.db.clone(),
-            items: cfg.items,
-            delay: cfg.delay.div_f64(self.speed),
-            heartbeat: crate::heartbeat::default_path(&cfg.db),
-            batch: cfg.batch,
-            // The crash point belongs to the first attempt only: the restart must finish.
-            crash_at: cfg
-                .crash_at
-                .filter(|_| self.lanes[lane].slots[slot].attempt() == 0),
-            sync: cfg.sync,
-            supervised: true,
-        };
-        let mut command = Command::new(&self.config.exe);
-        command.args(worker.to_args());
-        command
     }
 
     /// Advances the night to `now`: reads worker output, reaps, observes, kills and restarts.
@@ -278,30 +264,9 @@ impl Engine {
             line,
             at,
         } = output;
-        self.lanes[lane].slots[slot].heard(attempt, stderr, line.as_deref());
-        let Some(line) = line else {
-            return;
-        };
-        if stderr {
-            self.log(at, Some(lane), Source::Worker, Kind::Stderr, line);
-            return;
+        if let Some(note) = self.lanes[lane].heard(slot, attempt, stderr, line) {
+            self.note(at, lane, note);
         }
-        let Ok(said) = line.parse::<Line>();
-        match &said {
-            Line::Done { rows_written, .. } => {
-                self.lanes[lane].claimed = Some(ClaimedDone {
-                    rows_written: *rows_written,
-                    status: "ok".into(),
-                });
-            }
-            Line::Crash { at } => self.lanes[lane].slots[slot].crashing_at(*at),
-            _ => {}
-        }
-        let mut text = said.fields();
-        if self.lanes[lane].config.workers > 1 {
-            text = format!("{text}  w={}", slot + 1);
-        }
-        self.log(at, Some(lane), Source::Worker, said.kind(), text);
     }
 
     /// Reaps exited workers at once (so their pids are never signalled again), then handles each
@@ -313,58 +278,10 @@ impl Engine {
             for slot in 0..self.lanes[lane].slots.len() {
                 self.lanes[lane].slots[slot].try_reap(now);
                 if let Some(exit) = self.lanes[lane].slots[slot].ready_exit(now, policy) {
-                    self.exited(lane, slot, &exit, now);
+                    let notes = self.lanes[lane].exited(slot, &exit);
+                    self.notes(now, lane, notes);
                 }
             }
-        }
-    }
-
-    /// Logs a worker's exit: done says nothing, a death is the host reclaiming the instance (or
-    /// the worker's own crash point), a failure ends the lane.
-    fn exited(&mut self, lane: usize, slot: usize, exit: &Exit, now: Instant) {
-        match exit {
-            Exit::Done | Exit::Killed { by_host: true, .. } => {}
-            Exit::Killed {
-                signal,
-                by_host: false,
-            } => {
-                // The worker died of its own crash point (as it said), or something outside
-                // reclaim killed it.
-                let s = &self.lanes[lane].slots[slot];
-                let pid = s.pid();
-                let how = s.crashed_at().map_or_else(
-                    || format!("signal {signal}"),
-                    |c| format!("crash point {c}"),
-                );
-                self.lanes[lane].kills += 1;
-                self.log_last_item(lane, now);
-                self.log(
-                    now,
-                    Some(lane),
-                    Source::Runner,
-                    Kind::Notice,
-                    format!("instance reclaimed by host  ({how}, pid {pid})"),
-                );
-                self.mark_last(Mark::Kill);
-            }
-            Exit::Failed { reason } => {
-                self.lanes[lane].failure = Some(reason.clone());
-                self.log(
-                    now,
-                    Some(lane),
-                    Source::Runner,
-                    Kind::Error,
-                    format!("worker failed: {reason}"),
-                );
-            }
-        }
-    }
-
-    fn log_last_item(&mut self, lane: usize, now: Instant) {
-        // A fresh look at the rows, so the last item logged is the last one written.
-        let _ = self.lanes[lane].observer.poll();
-        if let Some(task) = self.lanes[lane].observer.last_task {
-            self.log(now, Some(lane), Source::Worker, Kind::Item, task_id(task));
         }
     }
 
@@ -379,8 +296,8 @@ impl Engine {
                 self.started,
                 self.config.dead_man,
             );
-            for (source, kind, text) in notes.into_iter().chain(beat) {
-                self.log(now, Some(lane), source, kind, text);
+            for note in notes.into_iter().chain(beat) {
+                self.note(now, lane, note);
             }
         }
     }
@@ -411,52 +328,20 @@ impl Engine {
     pub fn host_reclaims(&mut self, now: Instant, only_lane: Option<usize>) {
         let policy = self.restart_policy();
         for lane in 0..self.lanes.len() {
-            if only_lane.is_some_and(|l| l != lane) || !self.lanes[lane].alive() {
-                continue;
+            if only_lane.is_none_or(|l| l == lane) {
+                let notes = self.lanes[lane].host_kill(now, policy);
+                self.notes(now, lane, notes);
             }
-            let mut pids = Vec::new();
-            for slot in &mut self.lanes[lane].slots {
-                if slot.host_kill(now, policy).is_some() {
-                    pids.push(slot.pid().to_string());
-                }
-            }
-            if pids.is_empty() {
-                continue;
-            }
-            self.lanes[lane].kills += 1;
-            // The dead write nothing more: the newest row now is the last one written.
-            self.log_last_item(lane, now);
-            let text = format!(
-                "instance reclaimed by host  (SIGKILL, pid {})",
-                pids.join(",")
-            );
-            self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
-            self.mark_last(Mark::Kill);
         }
     }
 
     fn restart_due(&mut self, now: Instant) -> Result<(), EngineError> {
+        let policy = self.restart_policy();
         let mut spawned = false;
         for lane in 0..self.lanes.len() {
-            for slot in 0..self.lanes[lane].slots.len() {
-                if !self.lanes[lane].slots[slot].restart_is_due(now) {
-                    continue;
-                }
-                if self.lanes[lane].restarts >= self.config.max_restarts {
-                    self.lanes[lane].slots[slot].give_up();
-                    if !std::mem::replace(&mut self.lanes[lane].gave_up, true) {
-                        let max = self.config.max_restarts;
-                        let text =
-                            format!("giving up after {max} restarts: the job never completed");
-                        self.log(now, Some(lane), Source::Runner, Kind::Error, text);
-                    }
-                    continue;
-                }
-                self.lanes[lane].restarts += 1;
-                let attempt = self.lanes[lane].slots[slot].attempt() + 1;
-                let text = format!("supervisor restarts the worker (attempt {attempt})");
-                self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
-                self.mark_last(Mark::Restart);
+            let (due, notes) = self.lanes[lane].due_restarts(now, policy);
+            self.notes(now, lane, notes);
+            for slot in due {
                 self.spawn(lane, slot)?;
                 spawned = true;
             }
