@@ -4,6 +4,7 @@
 mod common;
 mod faults;
 mod fuzz;
+mod heartbeat_check;
 mod pty;
 mod replay;
 mod robust;
