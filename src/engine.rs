@@ -846,7 +846,9 @@ impl Engine {
     /// Handles a reaped worker: done, failed, or dead and due for a restart.
     fn exited(&mut self, lane: usize, slot: usize, status: std::process::ExitStatus, now: Instant) {
         use std::os::unix::process::ExitStatusExt as _;
-        let s = &mut self.lanes[lane].slots[slot];
+        let l = &mut self.lanes[lane];
+        remove_temp_beat(&l.heartbeat, l.slots[slot].pid);
+        let s = &mut l.slots[slot];
         s.release();
         let pid = s.pid;
         let first_attempt = s.attempt == 1;
@@ -1238,6 +1240,7 @@ impl Engine {
                     let _ = process::signal_group(slot.pid, Signal::SIGKILL);
                     let _ = child.wait();
                     process::forget(slot.pid);
+                    remove_temp_beat(&lane.heartbeat, slot.pid);
                     slot.child = None;
                     slot.stdin = None;
                 }
@@ -1249,6 +1252,15 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// A SIGKILL between a worker's creating its temporary beat and renaming it leaves the
+/// temporary file behind (75 of them after one stormy night). Called only for a reaped worker:
+/// dead, it can write nothing more, and the file is the one it created.
+fn remove_temp_beat(follower: &heartbeat::Follower, pid: i32) {
+    if let Ok(pid) = u32::try_from(pid) {
+        heartbeat::remove_dead_writers_temp(follower.path(), pid);
     }
 }
 

@@ -1,5 +1,6 @@
-//! `reclaim heartbeat-check` against files a cron job should never trust: a FIFO, a directory, a
-//! device, a heartbeat from the future, a huge file, a file full of terminal escapes.
+//! Heartbeat files: `reclaim heartbeat-check` against files a cron job should never trust (a
+//! FIFO, a directory, a device, a heartbeat from the future, a huge file, terminal escapes), and
+//! the temporary beats a storm of kills must not leave behind.
 
 use std::fs;
 use std::path::Path;
@@ -128,4 +129,62 @@ fn terminal_escapes_in_a_heartbeat_are_printed_escaped() {
     );
     assert_eq!(run.stdout.lines().count(), 1, "{:?}", run.stdout);
     assert!(run.stdout.contains("task-1\\u{1b}[2J"), "{:?}", run.stdout);
+}
+
+#[test]
+fn a_storm_of_kills_leaves_no_temporary_heartbeat_behind() {
+    // Each kill that lands between a worker's creating DB.heartbeat.PID.tmp and renaming it left
+    // the file behind: before the supervisor cleaned up, these eight nights left about a dozen.
+    let mut left = Vec::new();
+    for seed in 1..=8 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("w.db");
+        let seed = seed.to_string();
+        let run = reclaim_within(
+            &[
+                "run",
+                "--strategy",
+                "guarded",
+                "--items",
+                "3000",
+                "--delay-ms",
+                "0",
+                "--kills",
+                "80",
+                "--kill-window",
+                "0.001..0.003",
+                "--restart-delay",
+                "0",
+                "--seed",
+                &seed,
+                "--db",
+                path_arg(&db),
+            ],
+            &[],
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            run.code,
+            Some(0),
+            "seed {seed}: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        assert!(
+            run.stdout.contains("completed=yes"),
+            "seed {seed}: {}",
+            run.stdout
+        );
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.contains(&"w.db.heartbeat".to_string()), "{names:?}");
+        left.extend(names.into_iter().filter(|n| {
+            Path::new(n)
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("tmp"))
+        }));
+    }
+    assert!(left.is_empty(), "temporary beats left behind: {left:?}");
 }
