@@ -423,6 +423,54 @@ const PIPE_GRACE: Duration = Duration::from_secs(1);
 /// How often the rows of a lane that has finished are read again.
 const SETTLED_POLL: Duration = Duration::from_secs(1);
 
+/// A gap between two ticks longer than this means the supervisor itself was not running
+/// (suspended, starved, a laptop asleep): ticks come every 2 to 20 ms.
+const ABSENCE_GAP: Duration = Duration::from_secs(1);
+
+/// At most this many absences are remembered (one per stop of reclaim itself; the oldest are
+/// long past any heartbeat's last beat).
+const MAX_ABSENCES: usize = 256;
+
+/// The stretches of real time the supervisor was not watching. A heartbeat's silence is what the
+/// supervisor saw: time reclaim itself was stopped is not a worker's silence (its workers, in
+/// their own process groups, kept running or finished meanwhile).
+#[derive(Debug, Default)]
+struct Watch {
+    last_tick: Option<Instant>,
+    absences: Vec<(Instant, Instant)>,
+}
+
+impl Watch {
+    /// Notes a tick at `now`; `continued` says reclaim was stopped and continued since the last
+    /// one (SIGCONT), however briefly.
+    fn tick(&mut self, now: Instant, continued: bool) {
+        if let Some(last) = self.last_tick
+            && (continued || now.saturating_duration_since(last) > ABSENCE_GAP)
+        {
+            if self.absences.len() >= MAX_ABSENCES {
+                self.absences.remove(0);
+            }
+            self.absences.push((last, now));
+        }
+        self.last_tick = Some(now);
+    }
+
+    /// Sim seconds of silence from `since` (the last beat) to `now`, less the time nobody was
+    /// watching.
+    fn silence(&self, clock: &SimClock, since: Instant, now: Instant) -> f64 {
+        let sim = |from: Instant, to: Instant| clock.at(to).0 - clock.at(from).0;
+        let unwatched: f64 = self
+            .absences
+            .iter()
+            .filter_map(|&(from, to)| {
+                let (from, to) = (from.max(since), to.min(now));
+                (to > from).then(|| sim(from, to))
+            })
+            .sum();
+        (sim(since, now) - unwatched).max(0.0)
+    }
+}
+
 /// The running night.
 #[derive(Debug)]
 pub struct Engine {
@@ -444,6 +492,7 @@ pub struct Engine {
     paused_at: Option<Instant>,
     /// The workers' pace relative to their configured delay (the dashboard's speed keys).
     speed: f64,
+    watch: Watch,
 }
 
 impl Engine {
@@ -488,6 +537,7 @@ impl Engine {
             output_rx,
             paused_at: None,
             speed: 1.0,
+            watch: Watch::default(),
         };
         for lane in 0..engine.lanes.len() {
             for _ in 0..engine.lanes[lane].config.workers {
@@ -758,6 +808,7 @@ impl Engine {
 
     /// Advances the night to `now`: reads worker output, reaps, observes, kills and restarts.
     pub fn tick(&mut self, now: Instant) -> Result<(), EngineError> {
+        self.watch.tick(now, crate::signals::take_continued());
         self.drain_output();
         self.reap(now);
         self.drain_output();
@@ -966,11 +1017,14 @@ impl Engine {
             return;
         }
         let beat = self.lanes[lane].heartbeat.read(wall).ok();
+        // A reaped worker whose last lines are still on their way is not running: it has
+        // finished (or died, and is Restarting once its exit is handled).
         let running = self.lanes[lane].slots.iter().any(|s| {
-            matches!(
-                s.state,
-                SlotState::Running | SlotState::Hung | SlotState::Restarting
-            )
+            s.exited.is_none()
+                && matches!(
+                    s.state,
+                    SlotState::Running | SlotState::Hung | SlotState::Restarting
+                )
         });
         let l = &mut self.lanes[lane];
         // Until the first beat, the age counts from the start of the night.
@@ -978,7 +1032,7 @@ impl Engine {
             .as_ref()
             .map_or_else(|| now.saturating_duration_since(self.started), |b| b.age);
         let since = now.checked_sub(real_age).unwrap_or(self.started);
-        let sim_age = self.clock.at(now).0 - self.clock.at(since).0;
+        let sim_age = self.watch.silence(&self.clock, since, now);
         l.heartbeat_age = beat.as_ref().map(|b| b.age);
         l.heartbeat_task = beat.and_then(|b| b.task);
         l.heartbeat_sim_age = Some(sim_age);
@@ -1314,5 +1368,40 @@ mod tests {
             entry.line(Some("naive")),
             "02:11:47  runner  notice  instance reclaimed by host  [naive]"
         );
+    }
+
+    #[test]
+    fn a_silence_watched_all_along_counts_whole() {
+        let start = Instant::now();
+        let clock = SimClock::new(start, 600.0);
+        let mut watch = Watch::default();
+        // Ticks every 20 ms for two seconds: a hung worker's silence is all of it.
+        for ms in (0..=2000).step_by(20) {
+            watch.tick(start + Duration::from_millis(ms), false);
+        }
+        let now = start + Duration::from_secs(2);
+        let silence = watch.silence(&clock, start, now);
+        assert!((silence - 1200.0).abs() < 1e-6, "{silence}");
+    }
+
+    #[test]
+    fn time_the_supervisor_was_stopped_is_not_a_workers_silence() {
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        let clock = SimClock::new(start, 600.0);
+        let mut watch = Watch::default();
+        watch.tick(at(0), false);
+        watch.tick(at(20), false);
+        // Stopped for 3 s (a gap far longer than a tick): not watched.
+        watch.tick(at(3020), false);
+        watch.tick(at(3040), false);
+        // Stopped for 100 ms only, but SIGCONT says so: not watched either.
+        watch.tick(at(3140), true);
+        let silence = watch.silence(&clock, at(0), at(3200));
+        let watched = 0.020 + 0.020 + 0.060;
+        assert!((silence - watched * 600.0).abs() < 1e-6, "{silence}");
+        // A beat after the stop is judged from the beat on.
+        let silence = watch.silence(&clock, at(3100), at(3200));
+        assert!((silence - 0.060 * 600.0).abs() < 1e-6, "{silence}");
     }
 }

@@ -274,7 +274,8 @@ impl Screen for ReplayApp {
             | Action::AddWorker
             | Action::Restart
             | Action::Reset
-            | Action::ToggleRecord => {}
+            | Action::ToggleRecord
+            | Action::Suspend => {}
         }
         Ok(())
     }

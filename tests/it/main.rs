@@ -9,5 +9,6 @@ mod pty;
 mod replay;
 mod robust;
 mod run;
+mod suspend;
 mod tui;
 mod worker;
