@@ -132,7 +132,12 @@ impl Follower {
         let task = match &self.last {
             Some((ino, at, task)) if *ino == meta.ino() && *at == modified => task.clone(),
             _ => {
-                let line = first_line(&self.path)?;
+                // Its age is known from the metadata even when its words cannot be read; a
+                // file that turned out not to be regular is refused.
+                let line = match first_line(&self.path) {
+                    Err(e) if e.kind() == io::ErrorKind::InvalidInput => return Err(e),
+                    read => read.unwrap_or_default(),
+                };
                 let task = line.split_whitespace().next().map(ToOwned::to_owned);
                 self.last = Some((meta.ino(), modified, task.clone()));
                 task
