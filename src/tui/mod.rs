@@ -103,6 +103,12 @@ impl TerminalGuard {
     }
 }
 
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
 /// Ctrl-Z or SIGTSTP, as a good terminal program answers them: pause the night (workers stopped,
 /// clock frozen), give the terminal back as it was, stop; once continued (`fg`), take the
 /// terminal again, redraw all of it (the shell has drawn over it) and go on.
@@ -124,12 +130,6 @@ fn suspend(
     terminal.swap_buffers();
     app.unsuspend(Instant::now());
     Ok(())
-}
-
-impl Drop for TerminalGuard {
-    fn drop(&mut self) {
-        restore_terminal();
-    }
 }
 
 /// Loads and validates everything the dashboard needs, before the terminal is touched.

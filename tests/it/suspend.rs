@@ -53,10 +53,15 @@ fn workers(dashboard: &Dashboard) -> Vec<u32> {
         .collect()
 }
 
-/// Whether the dashboard, with its header and its footer, fills the alternate screen.
+/// Whether the dashboard, with its header and its footer, fills the alternate screen (the
+/// cursor hidden, the mouse reported, as before the suspension).
 fn dashboard_drawn(screen: &vt100::Screen) -> bool {
     let text = screen.contents();
-    screen.alternate_screen() && text.contains("reclaim") && text.contains("quit")
+    screen.alternate_screen()
+        && screen.hide_cursor()
+        && screen.mouse_protocol_mode() != vt100::MouseProtocolMode::None
+        && text.contains("reclaim")
+        && text.contains("quit")
 }
 
 /// Suspends the dashboard with `stop` and checks what a user at the shell would see: reclaim
