@@ -126,18 +126,29 @@ pub(crate) fn test_panic_point(ready: bool) {
     }
 }
 
-/// The dead-man's switch: fresh is 0; stale prints the alert, runs `--exec`, and is 1; a missing
-/// or unreadable file is an error (2).
+/// How far in the future a heartbeat may be before the switch stops trusting it: file systems
+/// round times, and a network share's clock may be a little ahead.
+const FUTURE_TOLERANCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The dead-man's switch: fresh is 0; stale (or from the future: a clock that cannot judge must
+/// alert) prints the alert, runs `--exec`, and is 1; a missing, unreadable or not regular file is
+/// an error (2), refused before it is opened.
 fn heartbeat_check(args: &HeartbeatCheckArgs) -> Result<u8, String> {
     let beat = heartbeat::read(&args.file, std::time::SystemTime::now())
         .map_err(|e| format!("cannot read heartbeat {}: {e}", args.file.display()))?;
     let age = beat.age.as_secs();
-    let task = beat.task.as_deref().unwrap_or("no task");
-    if age <= args.max_age {
+    let task = crate::text::escape_controls(beat.task.as_deref().unwrap_or("no task"));
+    let message = if beat.ahead > FUTURE_TOLERANCE {
+        format!(
+            "runner heartbeat from the future: {}s ahead of this clock (clock skew?)",
+            beat.ahead.as_secs()
+        )
+    } else if age <= args.max_age {
         println!("runner heartbeat fresh: {age}s ({task})");
         return Ok(EXIT_OK);
-    }
-    let message = heartbeat::stale_message(beat.age);
+    } else {
+        heartbeat::stale_message(beat.age)
+    };
     println!("{message}");
     if let Some(command) = &args.exec {
         let status = std::process::Command::new("sh")

@@ -1,10 +1,17 @@
 //! The heartbeat file: written atomically after each commit, read by the observer and by the
 //! dead-man's switch (`reclaim heartbeat-check`).
+//!
+//! Reading never trusts the file: only a regular file is opened (a FIFO would block the reader
+//! forever), and only its first line, at most `MAX_READ` bytes, is read (a beat is one short line;
+//! the engine reads heartbeats 50 times a second).
 
 use std::fs;
-use std::io::{self, Write as _};
+use std::io::{self, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The most of a heartbeat file ever read: a beat is `task-000118 1796023776.697 pid=8776`.
+pub const MAX_READ: u64 = 256;
 
 /// The default heartbeat path: beside the database, `warehouse.db` -> `warehouse.db.heartbeat`.
 #[must_use]
@@ -12,6 +19,28 @@ pub fn default_path(db: &Path) -> PathBuf {
     let mut name = db.file_name().map(ToOwned::to_owned).unwrap_or_default();
     name.push(".heartbeat");
     db.with_file_name(name)
+}
+
+/// The temporary file a writer with process id `pid` renames onto `heartbeat`:
+/// `DB.heartbeat` -> `DB.heartbeat.PID.tmp`. The supervisor removes a reaped worker's with this
+/// same derivation, since a SIGKILL between create and rename leaves it behind.
+#[must_use]
+pub fn temp_path(heartbeat: &Path, pid: u32) -> PathBuf {
+    let mut name = heartbeat
+        .file_name()
+        .map(ToOwned::to_owned)
+        .unwrap_or_default();
+    name.push(format!(".{pid}.tmp"));
+    heartbeat.with_file_name(name)
+}
+
+/// Removes the temporary file a dead writer (`pid`, reaped: it can write nothing more) may
+/// have left beside `heartbeat`. Only a regular file is removed; a missing one is the usual case.
+pub fn remove_dead_writers_temp(heartbeat: &Path, pid: u32) {
+    let temp = temp_path(heartbeat, pid);
+    if fs::symlink_metadata(&temp).is_ok_and(|m| m.is_file()) {
+        let _ = fs::remove_file(&temp);
+    }
 }
 
 /// Seconds since the Unix epoch, as the heartbeat and `written_at` store them.
@@ -35,9 +64,7 @@ impl Writer {
     #[must_use]
     pub fn new(path: PathBuf) -> Self {
         let pid = std::process::id();
-        let mut temp_name = path.file_name().map(ToOwned::to_owned).unwrap_or_default();
-        temp_name.push(format!(".{pid}.tmp"));
-        let temp = path.with_file_name(temp_name);
+        let temp = temp_path(&path, pid);
         Self { path, temp, pid }
     }
 
@@ -61,8 +88,12 @@ impl Writer {
 pub struct Beat {
     /// The last task the worker committed.
     pub task: Option<String>,
-    /// How long ago the file was last replaced (its modification time, as a cron check sees it).
+    /// How long ago the file was last replaced (its modification time, as a cron check sees it);
+    /// zero when that time is in the future.
     pub age: Duration,
+    /// How far in the future the modification time is (zero for any beat of this machine's
+    /// clock): a clock that cannot be trusted to judge the age.
+    pub ahead: Duration,
 }
 
 /// Reads the heartbeat at `path` once; `now` is passed in so callers control the clock.
@@ -86,15 +117,28 @@ impl Follower {
         Self { path, last: None }
     }
 
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Fails, without opening it, on anything but a regular file (a FIFO, a device, a socket, a
+    /// directory).
     pub fn read(&mut self, now: SystemTime) -> io::Result<Beat> {
         use std::os::unix::fs::MetadataExt as _;
         let meta = fs::metadata(&self.path)?;
+        refuse_non_regular(&meta)?;
         let modified = meta.modified()?;
         let task = match &self.last {
             Some((ino, at, task)) if *ino == meta.ino() && *at == modified => task.clone(),
             _ => {
-                let text = fs::read_to_string(&self.path).unwrap_or_default();
-                let task = text.split_whitespace().next().map(ToOwned::to_owned);
+                // Its age is known from the metadata even when its words cannot be read; a
+                // file that turned out not to be regular is refused.
+                let line = match first_line(&self.path) {
+                    Err(e) if e.kind() == io::ErrorKind::InvalidInput => return Err(e),
+                    read => read.unwrap_or_default(),
+                };
+                let task = line.split_whitespace().next().map(ToOwned::to_owned);
                 self.last = Some((meta.ino(), modified, task.clone()));
                 task
             }
@@ -102,8 +146,47 @@ impl Follower {
         Ok(Beat {
             task,
             age: now.duration_since(modified).unwrap_or_default(),
+            ahead: modified.duration_since(now).unwrap_or_default(),
         })
     }
+}
+
+fn refuse_non_regular(meta: &fs::Metadata) -> io::Result<()> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a file"
+    };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{what}, not a regular file"),
+    ))
+}
+
+/// The first line of the file at `path`, from its first `MAX_READ` bytes. Opened non-blocking
+/// and checked again on the open descriptor, so a FIFO swapped in after the caller's `stat`
+/// cannot block the reader.
+fn first_line(path: &Path) -> io::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)?;
+    refuse_non_regular(&file.metadata()?)?;
+    let mut bytes = Vec::with_capacity(MAX_READ as usize);
+    file.take(MAX_READ).read_to_end(&mut bytes)?;
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(text.lines().next().unwrap_or_default().to_string())
 }
 
 /// The dead-man's switch message, in the postmortem's words.
@@ -157,6 +240,90 @@ mod tests {
         let later = follower.read(SystemTime::now() + Duration::from_secs(60))?;
         assert_eq!(later.task.as_deref(), Some("task-049"));
         assert!(later.age >= Duration::from_secs(59));
+        Ok(())
+    }
+
+    #[test]
+    fn the_temp_name_is_derived_in_one_place() {
+        let hb = Path::new("/tmp/x/w.db.heartbeat");
+        assert_eq!(
+            temp_path(hb, 4242),
+            PathBuf::from("/tmp/x/w.db.heartbeat.4242.tmp")
+        );
+        assert_eq!(
+            Writer::new(hb.to_path_buf()).temp,
+            temp_path(hb, std::process::id())
+        );
+    }
+
+    #[test]
+    fn a_dead_writers_temp_is_removed_and_nothing_else() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let hb = dir.path().join("w.db.heartbeat");
+        fs::write(&hb, "task-001 1.0 pid=7\n")?;
+        fs::write(temp_path(&hb, 7), "")?;
+        fs::write(temp_path(&hb, 8), "")?;
+        remove_dead_writers_temp(&hb, 7);
+        remove_dead_writers_temp(&hb, 9);
+        assert!(!temp_path(&hb, 7).exists());
+        assert!(temp_path(&hb, 8).exists(), "another writer's temp is kept");
+        assert!(hb.exists());
+        Ok(())
+    }
+
+    #[test]
+    fn anything_but_a_regular_file_is_refused_without_blocking() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU)?;
+        // Opening a FIFO for reading would block until a writer came: it must not be opened.
+        for (path, kind) in [
+            (fifo.as_path(), "FIFO"),
+            (dir.path(), "directory"),
+            (Path::new("/dev/null"), "device"),
+        ] {
+            let error = read(path, SystemTime::now()).err();
+            let error = error.map(|e| e.to_string()).unwrap_or_default();
+            assert!(error.contains(kind), "{}: {error}", path.display());
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn only_the_first_line_of_a_bounded_prefix_is_read() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("hb");
+        let long = "x".repeat(10_000);
+        fs::write(&path, format!("{long} 1.0 pid=1\nsecond line\n"))?;
+        let beat = read(&path, SystemTime::now())?;
+        assert_eq!(beat.task.map(|t| t.len()), Some(MAX_READ as usize));
+        // A huge file costs what its first bytes cost (a sparse GiB: no disk needed).
+        let huge = dir.path().join("huge");
+        fs::write(&huge, "task-007 1.0 pid=1\n")?;
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&huge)?
+            .set_len(1 << 30)?;
+        let started = std::time::Instant::now();
+        let beat = read(&huge, SystemTime::now())?;
+        assert_eq!(beat.task.as_deref(), Some("task-007"));
+        assert!(started.elapsed() < Duration::from_secs(1));
+        Ok(())
+    }
+
+    #[test]
+    fn a_beat_from_the_future_is_ahead_not_merely_young() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let writer = Writer::new(dir.path().join("hb"));
+        writer.beat("task-001")?;
+        let beat = read(
+            writer.path(),
+            SystemTime::now() - Duration::from_secs(86_400),
+        )?;
+        assert_eq!(beat.age, Duration::ZERO);
+        assert!(beat.ahead >= Duration::from_secs(86_399), "{beat:?}");
+        let now = read(writer.path(), SystemTime::now() + Duration::from_secs(5))?;
+        assert_eq!(now.ahead, Duration::ZERO);
         Ok(())
     }
 }

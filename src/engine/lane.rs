@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::config::LaneConfig;
 use super::timeline::{Kind, Mark, Source};
+use super::watch::Watch;
 use crate::clock::SimClock;
 use crate::heartbeat;
 use crate::observer::Observer;
@@ -228,14 +229,24 @@ impl Lane {
         })
     }
 
+    /// A SIGKILL between a worker's creating its temporary beat and renaming it leaves the
+    /// temporary file behind (75 of them after one stormy night). Called only for a reaped
+    /// worker: dead, it can write nothing more, and the file is the one it created.
+    pub(super) fn forget_temp_beat(&self, slot: usize) {
+        if let Ok(pid) = u32::try_from(self.slots[slot].pid()) {
+            heartbeat::remove_dead_writers_temp(self.heartbeat.path(), pid);
+        }
+    }
+
     /// The host's SIGKILL to every live worker of the lane, each reaped at once.
     pub(super) fn host_kill(&mut self, now: Instant, policy: RestartPolicy) -> Vec<Note> {
-        let pids: Vec<String> = (self.slots.iter_mut())
-            .filter_map(|slot| {
-                let killed = slot.host_kill(now, policy).is_some();
-                killed.then(|| slot.pid().to_string())
-            })
-            .collect();
+        let mut pids = Vec::new();
+        for slot in 0..self.slots.len() {
+            if self.slots[slot].host_kill(now, policy).is_some() {
+                self.forget_temp_beat(slot);
+                pids.push(self.slots[slot].pid().to_string());
+            }
+        }
         if pids.is_empty() {
             return Vec::new();
         }
@@ -325,7 +336,7 @@ impl Lane {
         &mut self,
         now: Instant,
         wall: SystemTime,
-        clock: &SimClock,
+        (clock, watch): (&SimClock, &Watch),
         started: Instant,
         dead_man: f64,
     ) -> Option<Note> {
@@ -335,18 +346,21 @@ impl Lane {
             return None;
         }
         let beat = self.heartbeat.read(wall).ok();
+        // A reaped worker whose last lines are still on their way is not running: it has
+        // finished (or died, and is Restarting once its exit is handled).
         let running = self.slots.iter().any(|s| {
-            matches!(
-                s.state(),
-                SlotState::Running | SlotState::Hung | SlotState::Restarting
-            )
+            !s.exit_pending()
+                && matches!(
+                    s.state(),
+                    SlotState::Running | SlotState::Hung | SlotState::Restarting
+                )
         });
         // Until the first beat, the age counts from the start of the night.
         let real_age = beat
             .as_ref()
             .map_or_else(|| now.saturating_duration_since(started), |b| b.age);
         let since = now.checked_sub(real_age).unwrap_or(started);
-        let sim_age = clock.at(now).0 - clock.at(since).0;
+        let sim_age = watch.silence(clock, since, now);
         self.heartbeat_age = beat.as_ref().map(|b| b.age);
         self.heartbeat_task = beat.and_then(|b| b.task);
         self.heartbeat_sim_age = Some(sim_age);

@@ -10,6 +10,7 @@ mod config;
 mod lane;
 mod timeline;
 mod triggers;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -24,6 +25,7 @@ use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
 pub use self::timeline::{Entry, Kind, Mark, Source, Tone, timeline_line};
 use self::triggers::{Action, Triggers};
+use self::watch::Watch;
 use crate::clock::SimClock;
 use crate::store::StoreError;
 use crate::supervisor::slot::{Output, RestartPolicy, SlotState};
@@ -55,6 +57,7 @@ pub struct Engine {
     paused_at: Option<Instant>,
     /// The workers' pace relative to their configured delay (the dashboard's speed keys).
     speed: f64,
+    watch: Watch,
 }
 
 impl Engine {
@@ -72,6 +75,7 @@ impl Engine {
             output_rx,
             paused_at: None,
             speed: 1.0,
+            watch: Watch::default(),
         };
         for lane in 0..engine.lanes.len() {
             for slot in 0..engine.lanes[lane].slots.len() {
@@ -238,6 +242,7 @@ impl Engine {
 
     /// Advances the night to `now`: reads worker output, reaps, observes, kills and restarts.
     pub fn tick(&mut self, now: Instant) -> Result<(), EngineError> {
+        self.watch.tick(now, crate::signals::take_continued());
         self.drain_output();
         self.reap(now);
         self.drain_output();
@@ -278,6 +283,7 @@ impl Engine {
             for slot in 0..self.lanes[lane].slots.len() {
                 self.lanes[lane].slots[slot].try_reap(now);
                 if let Some(exit) = self.lanes[lane].slots[slot].ready_exit(now, policy) {
+                    self.lanes[lane].forget_temp_beat(slot);
                     let notes = self.lanes[lane].exited(slot, &exit);
                     self.notes(now, lane, notes);
                 }
@@ -292,7 +298,7 @@ impl Engine {
             let beat = self.lanes[lane].read_heartbeat(
                 now,
                 wall,
-                &self.clock,
+                (&self.clock, &self.watch),
                 self.started,
                 self.config.dead_man,
             );
@@ -408,7 +414,14 @@ impl Engine {
 
     /// Kills every worker still alive and reaps it. Also runs on drop.
     pub fn shutdown(&mut self) {
-        self.each_slot(crate::supervisor::slot::Slot::kill);
+        for lane in &mut self.lanes {
+            for slot in 0..lane.slots.len() {
+                if lane.slots[slot].is_live() {
+                    lane.slots[slot].kill();
+                    lane.forget_temp_beat(slot);
+                }
+            }
+        }
     }
 }
 

@@ -133,6 +133,12 @@ impl Slot {
         self.attempt
     }
 
+    /// Reaped, with its exit waiting for the last of its output.
+    #[must_use]
+    pub fn exit_pending(&self) -> bool {
+        self.exited.is_some()
+    }
+
     /// A process exists for this slot (running or hung), not yet reaped.
     #[must_use]
     pub fn is_live(&self) -> bool {

@@ -95,6 +95,8 @@ pub struct App {
     /// A caption the user stepped to with `c`, shown until the night's own moves past it.
     caption_pick: Option<usize>,
     quit: bool,
+    /// When the dashboard was suspended (Ctrl-Z) with the night running: `fg` resumes it.
+    suspended_running: Option<Instant>,
 }
 
 impl App {
@@ -133,6 +135,7 @@ impl App {
             record_to: record,
             caption_pick: None,
             quit: false,
+            suspended_running: None,
         };
         if recording {
             app.start_recording()?;
@@ -532,9 +535,24 @@ impl Screen for App {
             | Action::PrevEvent
             | Action::NextEvent
             | Action::JumpStart
-            | Action::JumpEnd => {}
+            | Action::JumpEnd
+            // The event loop suspends: it owns the terminal (see `Screen::suspend`).
+            | Action::Suspend => {}
         }
         Ok(())
+    }
+
+    /// Pauses the night (workers SIGSTOPped, the clock frozen) unless the user had paused it.
+    fn suspend(&mut self, now: Instant) {
+        self.suspended_running = (!self.engine.is_paused()).then_some(now);
+        self.engine.pause(now);
+    }
+
+    /// Resumes the night if `suspend` paused it; a night the user paused stays paused.
+    fn unsuspend(&mut self, now: Instant) {
+        if self.suspended_running.take().is_some() {
+            self.engine.resume(now);
+        }
     }
 
     /// The frame's view model.

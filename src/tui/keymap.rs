@@ -40,6 +40,8 @@ pub enum Action {
     ScrollDown,
     ScrollEnd,
     ToggleHelp,
+    /// Ctrl-Z: pause the night, give the terminal back to the shell, stop; `fg` resumes.
+    Suspend,
 }
 
 /// One binding: the keys, how they are written, what they do, and whether the footer shows it.
@@ -290,11 +292,16 @@ fn bindings(mode: Mode) -> impl Iterator<Item = &'static Binding> {
     KEYMAP.iter().filter(move |b| b.modes.contains(&mode))
 }
 
-/// The action bound to a key press in `mode`, if any. Ctrl-C always quits.
+/// The action bound to a key press in `mode`, if any. Ctrl-C always quits; Ctrl-Z always
+/// suspends (in raw mode the terminal sends it as a key, not as SIGTSTP).
 #[must_use]
 pub fn action_for(key: KeyEvent, mode: Mode) -> Option<Action> {
-    if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-        return Some(Action::Quit);
+    if key.modifiers.contains(KeyModifiers::CONTROL) {
+        match key.code {
+            KeyCode::Char('c') => return Some(Action::Quit),
+            KeyCode::Char('z') => return Some(Action::Suspend),
+            _ => {}
+        }
     }
     bindings(mode)
         .find(|binding| binding.keys.contains(&key.code))
@@ -345,6 +352,10 @@ mod tests {
         assert_eq!(action_for(k, Mode::Live), Some(Action::KillLane));
         // A replay has no processes to kill.
         assert_eq!(action_for(k, Mode::Replay), None);
+        let ctrl_z = KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL);
+        for mode in [Mode::Live, Mode::Replay] {
+            assert_eq!(action_for(ctrl_z, mode), Some(Action::Suspend));
+        }
     }
 
     #[test]

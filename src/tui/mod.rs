@@ -46,6 +46,10 @@ pub trait Screen {
     fn update(&mut self, action: Action, now: Instant) -> Result<(), String>;
     /// The frame's view model.
     fn view(&self) -> Dashboard;
+    /// The dashboard is about to stop (Ctrl-Z, SIGTSTP): nothing may go on while nobody watches.
+    fn suspend(&mut self, _now: Instant) {}
+    /// The dashboard was continued (`fg`) after `suspend`.
+    fn unsuspend(&mut self, _now: Instant) {}
 }
 
 /// How often the engine looks at workers and rows: often enough that a kill "at task N" lands
@@ -76,19 +80,25 @@ pub fn restore_terminal() {
     }
 }
 
+/// Raw mode, the alternate screen, mouse capture: the terminal as the dashboard uses it.
+fn take_terminal() -> io::Result<()> {
+    terminal::enable_raw_mode()?;
+    ACTIVE.store(true, Ordering::SeqCst);
+    execute!(
+        io::stdout(),
+        terminal::EnterAlternateScreen,
+        event::EnableMouseCapture
+    )
+}
+
 /// Restores the terminal when dropped, whatever the exit path.
 struct TerminalGuard;
 
 impl TerminalGuard {
     fn enter() -> io::Result<Self> {
-        terminal::enable_raw_mode()?;
-        ACTIVE.store(true, Ordering::SeqCst);
+        // The guard exists before the first change, so a failure half-way is undone too.
         let guard = Self;
-        execute!(
-            io::stdout(),
-            terminal::EnterAlternateScreen,
-            event::EnableMouseCapture
-        )?;
+        take_terminal()?;
         Ok(guard)
     }
 }
@@ -97,6 +107,29 @@ impl Drop for TerminalGuard {
     fn drop(&mut self) {
         restore_terminal();
     }
+}
+
+/// Ctrl-Z or SIGTSTP, as a good terminal program answers them: pause the night (workers stopped,
+/// clock frozen), give the terminal back as it was, stop; once continued (`fg`), take the
+/// terminal again, redraw all of it (the shell has drawn over it) and go on.
+fn suspend(
+    terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
+    app: &mut dyn Screen,
+) -> Result<(), String> {
+    app.suspend(Instant::now());
+    restore_terminal();
+    // SIGSTOP rather than the default SIGTSTP, which the kernel discards for an orphaned
+    // process group (reclaim started by something other than a job-control shell).
+    signals::stop_self().map_err(|e| format!("cannot suspend: {e}"))?;
+    take_terminal()
+        .and_then(|()| execute!(io::stdout(), terminal::Clear(terminal::ClearType::All)))
+        .map_err(|e| format!("cannot set up the terminal again: {e}"))?;
+    // The next frame is diffed against a blank one, so all of it is drawn. (`Terminal::clear`
+    // would do this too, but first asks the terminal where its cursor is: an answer that not
+    // every terminal gives, and that the input thread may read first.)
+    terminal.swap_buffers();
+    app.unsuspend(Instant::now());
+    Ok(())
 }
 
 /// Loads and validates everything the dashboard needs, before the terminal is touched.
@@ -134,6 +167,7 @@ pub fn replay(args: &ReplayArgs) -> Result<u8, String> {
     require_terminal("reclaim replay --check")?;
     let theme = Theme::from_env();
     signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    signals::catch_suspend().map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let guard = TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))
         .map_err(|e| format!("cannot draw: {e}"))?;
@@ -157,6 +191,7 @@ pub fn run(args: &TuiArgs) -> Result<u8, String> {
         .map_err(|e| format!("cannot create a folder for the databases: {e}"))?
         .with_file_name("");
     signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    signals::catch_suspend().map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let theme = Theme::from_env();
     let guard = TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))
@@ -218,9 +253,13 @@ fn event_loop(
         let mut redraw = false;
         match rx.recv_timeout(timeout) {
             Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
-                if let Some(action) = keymap::action_for(key, app.mode()) {
-                    app.update(action, Instant::now())?;
-                    redraw = true;
+                match keymap::action_for(key, app.mode()) {
+                    Some(Action::Suspend) => signals::request_suspend(),
+                    Some(action) => {
+                        app.update(action, Instant::now())?;
+                        redraw = true;
+                    }
+                    None => {}
                 }
             }
             Ok(Event::Mouse(mouse)) if mouse.kind == MouseEventKind::Down(MouseButton::Left) => {
@@ -251,6 +290,12 @@ fn event_loop(
         }
         if app.quit_requested() || signals::received().is_some() {
             return Ok(());
+        }
+        if signals::take_suspend() {
+            suspend(terminal, app)?;
+            redraw = true;
+            // The time spent stopped is not owed: the next tick comes a tick from now.
+            next_tick = Instant::now() + TICK;
         }
         if redraw || now >= next_frame {
             let view = app.view();

@@ -274,9 +274,15 @@ impl Screen for ReplayApp {
             | Action::AddWorker
             | Action::Restart
             | Action::Reset
-            | Action::ToggleRecord => {}
+            | Action::ToggleRecord
+            | Action::Suspend => {}
         }
         Ok(())
+    }
+
+    /// The time spent suspended is not played: playback goes on from where it stopped.
+    fn unsuspend(&mut self, now: Instant) {
+        self.last_tick = Some(now);
     }
 
     fn view(&self) -> Dashboard {
@@ -597,5 +603,21 @@ mod tests {
         let view = app.view();
         assert_eq!(view.clock.to_string(), "02:33:20");
         assert!(view.paused);
+    }
+
+    #[test]
+    fn time_spent_suspended_is_not_played() {
+        let mut app = ReplayApp::new(recording());
+        let t0 = Instant::now();
+        app.tick(t0).unwrap_or_default();
+        app.tick(t0 + std::time::Duration::from_secs(1))
+            .unwrap_or_default();
+        app.suspend(t0 + std::time::Duration::from_secs(1));
+        // Stopped for an hour, then one more second of playing.
+        let back = t0 + std::time::Duration::from_secs(3601);
+        app.unsuspend(back);
+        app.tick(back + std::time::Duration::from_secs(1))
+            .unwrap_or_default();
+        assert_eq!(app.view().clock.to_string(), "02:03:20");
     }
 }

@@ -4,10 +4,12 @@
 mod common;
 mod faults;
 mod fuzz;
+mod heartbeat_check;
 mod pty;
 mod refuse;
 mod replay;
 mod robust;
 mod run;
+mod suspend;
 mod tui;
 mod worker;

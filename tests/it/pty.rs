@@ -43,7 +43,7 @@ pub(crate) struct Dashboard {
     /// When the exit was first seen.
     exited_at: Option<Instant>,
     // Held so the pty stays open for as long as the dashboard runs.
-    _master: Box<dyn MasterPty + Send>,
+    master: Box<dyn MasterPty + Send>,
 }
 
 impl Dashboard {
@@ -127,7 +127,7 @@ impl Dashboard {
             term,
             exit: None,
             exited_at: None,
-            _master: pair.master,
+            master: pair.master,
         })
     }
 
@@ -178,6 +178,15 @@ impl Dashboard {
     /// When `poll_exit` (or `wait_exit`) first saw reclaim gone.
     pub(crate) fn exited_at(&self) -> Option<Instant> {
         self.exited_at
+    }
+
+    /// Whether the terminal is in raw mode now (no line editing), as reclaim last left it;
+    /// `None` when the pty's settings cannot be read.
+    pub(crate) fn raw_mode(&self) -> Option<bool> {
+        // ICANON in Linux's <termios.h> (portable-pty's termios comes from its own nix).
+        const ICANON: u32 = 0o2;
+        let termios = self.master.get_termios()?;
+        Some(termios.local_flags.bits() & ICANON == 0)
     }
 
     /// Whether reclaim ever switched the terminal to the alternate screen.

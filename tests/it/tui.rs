@@ -19,10 +19,10 @@ use crate::common::{
 use crate::pty::Dashboard;
 
 /// The terminal most tests run in: large enough for two lanes side by side.
-const COLS: u16 = 100;
-const ROWS: u16 = 30;
+pub(crate) const COLS: u16 = 100;
+pub(crate) const ROWS: u16 = 30;
 /// How long the dashboard may take to show its first workers (a debug build, two cores shared).
-const STARTUP: Duration = Duration::from_secs(15);
+pub(crate) const STARTUP: Duration = Duration::from_secs(15);
 /// "Exit promptly": from the key or signal to the process gone.
 const PROMPTLY: Duration = Duration::from_secs(3);
 /// How long after reclaim's exit a worker may still be alive.
@@ -31,7 +31,10 @@ const ORPHAN_GRACE: Duration = Duration::from_secs(1);
 const POLL: Duration = Duration::from_millis(25);
 
 /// Waits until every lane shows a running worker; returns the lanes' pids.
-fn wait_for_workers(dashboard: &mut Dashboard, lanes: usize) -> Result<Vec<Vec<u32>>, String> {
+pub(crate) fn wait_for_workers(
+    dashboard: &mut Dashboard,
+    lanes: usize,
+) -> Result<Vec<Vec<u32>>, String> {
     let mut pids = Vec::new();
     dashboard.wait_for(
         "a running pid in every lane",
@@ -123,7 +126,7 @@ fn parse_clock(w: &[char]) -> Option<u32> {
 }
 
 /// `/proc/PID/stat`'s fields after the command name (which may hold spaces and parentheses).
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
+pub(crate) fn stat_fields(pid: u32) -> Option<Vec<String>> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (_, rest) = stat.rsplit_once(')')?;
     Some(rest.split_whitespace().map(str::to_string).collect())
@@ -140,7 +143,7 @@ fn parent(pid: u32) -> Option<i32> {
 
 /// A live `reclaim worker` process: a pid read from a half-drawn frame, or reused by the system,
 /// is never taken for one of ours.
-fn alive_worker(pid: u32) -> bool {
+pub(crate) fn alive_worker(pid: u32) -> bool {
     alive(pid) && cmdline(pid).get(1).is_some_and(|arg| arg == "worker")
 }
 
@@ -150,7 +153,7 @@ fn worker_of(pid: u32, dashboard: Pid) -> bool {
 }
 
 /// The live processes whose parent is `pid`.
-fn children(pid: Pid) -> Vec<u32> {
+pub(crate) fn children(pid: Pid) -> Vec<u32> {
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -161,7 +164,7 @@ fn children(pid: Pid) -> Vec<u32> {
 }
 
 /// Fails when any of `pids` is still a live worker `ORPHAN_GRACE` after reclaim's exit.
-fn assert_no_worker_left(pids: &BTreeSet<u32>) {
+pub(crate) fn assert_no_worker_left(pids: &BTreeSet<u32>) {
     let deadline = Instant::now() + ORPHAN_GRACE;
     loop {
         let left: Vec<u32> = pids.iter().copied().filter(|&p| alive_worker(p)).collect();
@@ -181,7 +184,7 @@ fn assert_terminal_restored(dashboard: &Dashboard) {
     dashboard.with_screen(assert_screen_restored);
 }
 
-fn assert_screen_restored(screen: &vt100::Screen) {
+pub(crate) fn assert_screen_restored(screen: &vt100::Screen) {
     let text = screen.contents();
     assert!(
         !screen.alternate_screen(),

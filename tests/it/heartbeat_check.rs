@@ -1,0 +1,190 @@
+//! Heartbeat files: `reclaim heartbeat-check` against files a cron job should never trust (a
+//! FIFO, a directory, a device, a heartbeat from the future, a huge file, terminal escapes), and
+//! the temporary beats a storm of kills must not leave behind.
+
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::common::{Run, assert_one_line_error, path_arg, reclaim_within};
+
+/// Far more than any check needs: a check that blocks fails with a message instead of hanging.
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn heartbeat_check(extra: &[&str]) -> Run {
+    let mut args = vec!["heartbeat-check"];
+    args.extend_from_slice(extra);
+    reclaim_within(&args, &[], LIMIT)
+}
+
+/// A heartbeat as a worker writes it, its modification time set to `modified`.
+fn beat_at(path: &Path, text: &str, modified: SystemTime) {
+    let written = fs::write(path, text)
+        .and_then(|()| fs::File::options().write(true).open(path))
+        .and_then(|file| file.set_modified(modified));
+    written.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+/// An `--exec` that writes `$RECLAIM_ALERT` to `out`.
+fn exec_to(out: &Path) -> String {
+    assert!(!path_arg(out).contains('\''));
+    format!("echo \"$RECLAIM_ALERT\" > '{}'", path_arg(out))
+}
+
+#[test]
+fn heartbeat_check_refuses_what_is_not_a_regular_file_without_opening_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("w.db.heartbeat");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let folder = dir.path().join("a-folder");
+    fs::create_dir(&folder).unwrap();
+    let alert = dir.path().join("alert.txt");
+    let exec = exec_to(&alert);
+    for (path, kind) in [
+        (fifo.as_path(), "FIFO"),
+        (folder.as_path(), "directory"),
+        (Path::new("/dev/null"), "device"),
+    ] {
+        let started = Instant::now();
+        // A FIFO opened for reading would wait for a writer forever (LIMIT fails the test).
+        let run = heartbeat_check(&["--file", path_arg(path), "--exec", &exec]);
+        assert_one_line_error(&run, kind);
+        assert!(run.stderr.starts_with("reclaim: error: "), "{}", run.stderr);
+        assert!(run.stderr.contains(path_arg(path)), "{}", run.stderr);
+        assert!(run.stdout.is_empty(), "{kind}: {}", run.stdout);
+        assert!(started.elapsed() < Duration::from_secs(5), "{kind}");
+        assert!(!alert.exists(), "--exec ran for a {kind}");
+    }
+}
+
+#[test]
+fn a_heartbeat_from_the_future_alerts_instead_of_counting_as_fresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let beat = dir.path().join("w.db.heartbeat");
+    let day = Duration::from_secs(86_400);
+    beat_at(&beat, "task-042 1.0 pid=1\n", SystemTime::now() + day);
+    let alert = dir.path().join("alert.txt");
+
+    let run = heartbeat_check(&["--file", path_arg(&beat), "--exec", &exec_to(&alert)]);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let line = run.stdout.trim_end();
+    assert!(
+        line.starts_with("runner heartbeat from the future: 8639")
+            && line.ends_with("s ahead of this clock (clock skew?)"),
+        "{line}"
+    );
+    assert_eq!(fs::read_to_string(&alert).unwrap().trim_end(), line);
+
+    // Within the tolerance (a file system's rounding, a share's clock a little ahead): fresh.
+    beat_at(
+        &beat,
+        "task-042 1.0 pid=1\n",
+        SystemTime::now() + Duration::from_secs(1),
+    );
+    let run = heartbeat_check(&["--file", path_arg(&beat)]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout.trim_end(),
+        "runner heartbeat fresh: 0s (task-042)"
+    );
+}
+
+#[test]
+fn a_huge_heartbeat_is_judged_from_its_first_line_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let beat = dir.path().join("w.db.heartbeat");
+    fs::write(&beat, "task-042 1.0 pid=1\n").unwrap();
+    // A GiB, sparse: reading it whole took 15 s and 3 GB of memory.
+    fs::File::options()
+        .write(true)
+        .open(&beat)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let started = Instant::now();
+    let run = heartbeat_check(&["--file", path_arg(&beat)]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout.trim_end(),
+        "runner heartbeat fresh: 0s (task-042)"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn terminal_escapes_in_a_heartbeat_are_printed_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let beat = dir.path().join("w.db.heartbeat");
+    fs::write(&beat, "task-1\x1b[2J\x1b]0;pwned\x07 1.0 pid=1\n").unwrap();
+    let run = heartbeat_check(&["--file", path_arg(&beat)]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        !run.stdout.chars().any(|c| c.is_control() && c != '\n'),
+        "a control character reached the terminal: {:?}",
+        run.stdout
+    );
+    assert_eq!(run.stdout.lines().count(), 1, "{:?}", run.stdout);
+    assert!(run.stdout.contains("task-1\\u{1b}[2J"), "{:?}", run.stdout);
+}
+
+#[test]
+fn a_storm_of_kills_leaves_no_temporary_heartbeat_behind() {
+    // Each kill that lands between a worker's creating DB.heartbeat.PID.tmp and renaming it left
+    // the file behind: before the supervisor cleaned up, these eight nights left about a dozen.
+    let mut left = Vec::new();
+    for seed in 1..=8 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("w.db");
+        let seed = seed.to_string();
+        let run = reclaim_within(
+            &[
+                "run",
+                "--strategy",
+                "guarded",
+                "--items",
+                "3000",
+                "--delay-ms",
+                "0",
+                "--kills",
+                "80",
+                "--kill-window",
+                "0.001..0.003",
+                "--restart-delay",
+                "0",
+                "--seed",
+                &seed,
+                "--db",
+                path_arg(&db),
+            ],
+            &[],
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            run.code,
+            Some(0),
+            "seed {seed}: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        assert!(
+            run.stdout.contains("completed=yes"),
+            "seed {seed}: {}",
+            run.stdout
+        );
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.contains(&"w.db.heartbeat".to_string()), "{names:?}");
+        left.extend(names.into_iter().filter(|n| {
+            Path::new(n)
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("tmp"))
+        }));
+    }
+    assert!(left.is_empty(), "temporary beats left behind: {left:?}");
+}
