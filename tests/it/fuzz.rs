@@ -42,6 +42,43 @@ fn config() -> Config {
     }
 }
 
+/// For the properties that run the real binary once per case: a quarter of `config`'s cases.
+fn binary_config() -> Config {
+    let base = config();
+    Config {
+        cases: (base.cases / 4).max(1),
+        ..base
+    }
+}
+
+fn temp_file(bytes: &[u8]) -> Result<tempfile::NamedTempFile, TestCaseError> {
+    let mut file = tempfile::NamedTempFile::new()
+        .map_err(|e| TestCaseError::fail(format!("no temporary file: {e}")))?;
+    file.write_all(bytes)
+        .map_err(|e| TestCaseError::fail(format!("cannot write {}: {e}", file.path().display())))?;
+    Ok(file)
+}
+
+/// `reclaim ARGS FILE`: its exit code is one of `codes`, it never panics, and an exit 2 is
+/// exactly one line on stderr in reclaim's own words.
+fn check_binary(args: &[&str], file: &Path, codes: &[i32]) -> Result<(), TestCaseError> {
+    let mut all: Vec<&str> = args.to_vec();
+    all.push(crate::common::path_arg(file));
+    let run = crate::common::reclaim(&all);
+    prop_assert!(
+        run.code.is_some_and(|c| codes.contains(&c)),
+        "exit {:?}: {}",
+        run.code,
+        run.stderr
+    );
+    if run.code == Some(2) {
+        let lines = run.stderr_lines();
+        prop_assert_eq!(lines.len(), 1, "{}", run.stderr);
+        prop_assert!(lines[0].starts_with("reclaim: error: "), "{}", run.stderr);
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // Scenarios.
 
@@ -312,9 +349,19 @@ proptest! {
         check_scenario(&chars.into_iter().collect::<String>())?;
     }
 
+}
+
+proptest! {
+    #![proptest_config(binary_config())]
+
+    /// Stricter than the library's check: the real binary, given the file, says one line on
+    /// stderr (`reclaim: error: ...`, exit 2) and nothing else, or accepts it.
     #[test]
     fn fuzz_scenario_refusals_are_one_line_strictly(text in toml_like()) {
-        check_scenario(&text)?;
+        let file = temp_file(text.as_bytes())?;
+        // Without a terminal, a scenario that parses is refused for the missing terminal: one
+        // line too. Either way nothing starts.
+        check_binary(&["tui", "--scenario"], file.path(), &[2])?;
     }
 }
 
@@ -543,6 +590,13 @@ proptest! {
         check_recording(&bytes)?;
     }
 
+}
+
+proptest! {
+    #![proptest_config(binary_config())]
+
+    /// Stricter than the library's check: `reclaim replay --check` on the mutated file, the real
+    /// binary, exits 0 or 1 with a verdict, or 2 with exactly one line on stderr.
     #[test]
     fn fuzz_recording_refusals_are_one_line_strictly(
         mutations in prop::collection::vec(mutation(), 1..6),
@@ -551,7 +605,8 @@ proptest! {
         for m in &mutations {
             mutate(&mut bytes, m);
         }
-        check_recording(&bytes)?;
+        let file = temp_file(&bytes)?;
+        check_binary(&["replay", "--check"], file.path(), &[0, 1, 2])?;
     }
 }
 
