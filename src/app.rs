@@ -46,7 +46,7 @@ pub fn main(cli: Cli) -> ExitCode {
 
 fn run_worker(args: &WorkerArgs) -> Result<u8, String> {
     if let Some(crash) = args.crash_at {
-        crate::cli::check_in_queue("--crash-at", crash.task, args.items)?;
+        crate::task::check_in_queue("--crash-at", crash.task, args.items)?;
     }
     // Both paths resolved once, before anything is opened: the heartbeat is renamed onto its
     // path after every commit, so it must never be the warehouse or one of its companions.

@@ -8,8 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::store::SyncMode;
 use crate::worker::{CrashAt, Strategy};
 
-/// The largest queue reclaim accepts; a million items is an ordinary run.
-pub const MAX_ITEMS: u64 = 100_000_000;
+use crate::limits::{MAX_BATCH, MAX_ITEMS, MAX_WORKERS};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -128,7 +127,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "TASK:POINT")]
     pub crash_at: Option<CrashAt>,
     /// Workers running at once on the same database (duplicate delivery)
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS as i64))]
     pub workers: u16,
     /// Seconds the supervisor waits before restarting a dead worker
     #[arg(long, default_value_t = 0.03, value_parser = parse_seconds, allow_negative_numbers = true)]
@@ -143,7 +142,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 600.0, value_parser = parse_scale, allow_negative_numbers = true)]
     pub scale: f64,
     /// Items per transaction (keyed and guarded)
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_BATCH))]
     pub batch: u64,
     /// normal survives a process crash; full also survives a power cut
     #[arg(long, value_enum, default_value_t = SyncMode::Normal)]
@@ -215,7 +214,7 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub heartbeat: Option<PathBuf>,
     /// Items per transaction (keyed and guarded)
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_BATCH))]
     pub batch: u64,
     /// Die by SIGKILL at TASK:POINT (before-write, after-row-commit, after-commit, after-heartbeat)
     #[arg(long, value_name = "TASK:POINT")]
@@ -271,17 +270,4 @@ pub struct InspectArgs {
 
 pub(crate) fn items_parser() -> clap::builder::RangedU64ValueParser<u64> {
     clap::value_parser!(u64).range(1..=MAX_ITEMS)
-}
-
-/// Refuses a kill or crash aimed at a task the queue does not have: it would never happen.
-pub fn check_in_queue(what: &str, task: u64, items: u64) -> Result<(), String> {
-    if task < items {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} {} is beyond the queue of {items} items ({} is the last task); it would never happen",
-            crate::task::task_id(task),
-            crate::task::task_id(items - 1)
-        ))
-    }
 }

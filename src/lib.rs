@@ -9,6 +9,7 @@ pub mod cli;
 pub mod clock;
 pub mod engine;
 pub mod heartbeat;
+pub mod limits;
 pub mod observer;
 pub mod paths;
 pub mod prove;

@@ -99,10 +99,10 @@ pub fn check_new_db(path: &Path) -> Result<PathBuf, String> {
 pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, String> {
     // Every input is checked before anything is created or started.
     if let Some(crash) = args.crash_at {
-        crate::cli::check_in_queue("--crash-at", crash.task, args.items)?;
+        crate::task::check_in_queue("--crash-at", crash.task, args.items)?;
     }
     if let Some(task) = args.kill_at_task {
-        crate::cli::check_in_queue("--kill-at-task", task, args.items)?;
+        crate::task::check_in_queue("--kill-at-task", task, args.items)?;
     }
     let at_times = match &args.replay_schedule {
         Some(file) => {

@@ -11,7 +11,6 @@ use thiserror::Error;
 use crate::engine::{EngineConfig, HangPlan, Kind, LaneConfig};
 use crate::store::SyncMode;
 use crate::supervisor::schedule::{KillPlan, parse_window};
-use crate::task::task_id;
 use crate::text::escape_controls;
 use crate::worker::{CrashAt, Strategy};
 
@@ -430,11 +429,11 @@ impl ScenarioFile {
             return Err("title is empty".into());
         }
         range("scale", self.scale, 0.01, 100_000.0)?;
-        if !(1..=crate::cli::MAX_ITEMS).contains(&self.items) {
+        if !(1..=crate::limits::MAX_ITEMS).contains(&self.items) {
             return Err(format!(
                 "items = {} is outside 1..={}",
                 self.items,
-                crate::cli::MAX_ITEMS
+                crate::limits::MAX_ITEMS
             ));
         }
         range("delay_ms", self.delay_ms, 0.0, 60_000.0)?;
@@ -453,12 +452,7 @@ impl ScenarioFile {
             let Some(text) = value else { return Ok(None) };
             let index = crate::task::parse_task_id(text)
                 .ok_or_else(|| format!("{field} = \"{text}\" is not a task id such as task-111"))?;
-            if index >= self.items {
-                return Err(format!(
-                    "{field} = \"{text}\" is beyond the queue ({} is the last task)",
-                    task_id(self.items - 1)
-                ));
-            }
+            crate::task::check_in_queue(&format!("{field} = \"{text}\":"), index, self.items)?;
             Ok(Some(index))
         };
         let host = &self.host;
@@ -512,19 +506,21 @@ impl ScenarioFile {
 
 impl LaneFile {
     fn validate(&self, n: usize, items: u64) -> Result<ScenarioLane, String> {
-        if !(1..=8).contains(&self.workers) {
+        if !(1..=crate::limits::MAX_WORKERS).contains(&self.workers) {
             return Err(format!(
-                "lane {n}: workers = {} is outside 1..=8",
-                self.workers
+                "lane {n}: workers = {} is outside 1..={}",
+                self.workers,
+                crate::limits::MAX_WORKERS
             ));
         }
-        if !(1..=100_000).contains(&self.batch) {
+        if !(1..=crate::limits::MAX_BATCH).contains(&self.batch) {
             return Err(format!(
-                "lane {n}: batch = {} is outside 1..=100000",
-                self.batch
+                "lane {n}: batch = {} is outside 1..={}",
+                self.batch,
+                crate::limits::MAX_BATCH
             ));
         }
-        if self.batch > 1 && !matches!(self.strategy, Strategy::Keyed | Strategy::Guarded) {
+        if self.batch > 1 && !self.strategy.batches() {
             return Err(format!("lane {n}: batch applies to keyed and guarded only"));
         }
         let crash_at = match &self.crash_at {
@@ -532,9 +528,7 @@ impl LaneFile {
                 let crash: CrashAt = text
                     .parse()
                     .map_err(|e| format!("lane {n}: crash_at: {e}"))?;
-                if crash.task >= items {
-                    return Err(format!("lane {n}: crash_at {crash} is beyond the queue"));
-                }
+                crate::task::check_in_queue(&format!("lane {n}: crash_at"), crash.task, items)?;
                 Some(crash)
             }
             None => None,

@@ -32,6 +32,20 @@ pub fn payload(index: u64) -> String {
     format!("segment={segment} score={score}")
 }
 
+/// Refuses a kill or crash aimed at a task the queue does not have: it would never happen. The
+/// one check of a task against the queue, for flags and scenarios alike.
+pub fn check_in_queue(what: &str, task: u64, items: u64) -> Result<(), String> {
+    if task < items {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} {} is beyond the queue of {items} items ({} is the last task); it would never happen",
+            task_id(task),
+            task_id(items.saturating_sub(1))
+        ))
+    }
+}
+
 /// The deterministic idempotency key: the task id, a colon, then sha256 of `task_id:payload` in
 /// hex (the postmortem's key).
 ///

@@ -363,8 +363,9 @@ impl App {
                 Err(e) => self.say(format!("wipe failed: {e}"), now),
             },
             Action::AddWorker => {
-                if self.engine.lanes()[lane].config.workers >= 8 {
-                    self.say("at most 8 workers per lane", now);
+                if self.engine.lanes()[lane].config.workers >= crate::limits::MAX_WORKERS {
+                    let max = crate::limits::MAX_WORKERS;
+                    self.say(format!("at most {max} workers per lane"), now);
                 } else if self.engine.lanes()[lane].finished() {
                     self.say("this lane has finished; n starts the night again", now);
                 } else {

@@ -76,16 +76,34 @@ impl Strategy {
     /// The schema this strategy creates and insists on.
     #[must_use]
     pub fn needs(self) -> SchemaNeeds {
+        let (unique_key, checkpoints) = match self {
+            Self::Naive => (false, false),
+            Self::TwoCommit => (false, true),
+            Self::Keyed => (true, false),
+            Self::Guarded => (true, true),
+        };
         SchemaNeeds {
-            unique_key: matches!(self, Self::Keyed | Self::Guarded),
-            checkpoints: matches!(self, Self::TwoCommit | Self::Guarded),
+            unique_key,
+            checkpoints,
             strategy: self.name(),
+        }
+    }
+
+    /// Whether it can put several items in one transaction (`--batch`).
+    #[must_use]
+    pub fn batches(self) -> bool {
+        match self {
+            Self::Keyed | Self::Guarded => true,
+            Self::Naive | Self::TwoCommit => false,
         }
     }
 
     /// Whether the worker names its run in its start line (the naive one logs `(none)`).
     fn names_its_run(self) -> bool {
-        self != Self::Naive
+        match self {
+            Self::Naive => false,
+            Self::TwoCommit | Self::Keyed | Self::Guarded => true,
+        }
     }
 }
 
@@ -144,7 +162,7 @@ pub struct Claim {
 
 /// Runs the job to the end (or to its crash point), writing the worker's log lines to `out`.
 pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerError> {
-    if config.batch > 1 && !matches!(config.strategy, Strategy::Keyed | Strategy::Guarded) {
+    if config.batch > 1 && !config.strategy.batches() {
         return Err(WorkerError::BatchUnsupported {
             batch: config.batch,
             strategy: config.strategy,
