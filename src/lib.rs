@@ -4,10 +4,11 @@
 //! The engine (workers, supervisor, observer, clock, verdict) knows nothing of terminals; the
 //! dashboard and the headless commands both drive it.
 
-pub mod app;
 pub mod cli;
 pub mod clock;
+pub mod commands;
 pub mod engine;
+pub mod exit;
 pub mod heartbeat;
 pub mod limits;
 pub mod observer;
@@ -20,6 +21,7 @@ pub mod signals;
 pub mod store;
 pub mod supervisor;
 pub mod task;
+pub mod test_hooks;
 pub mod text;
 pub mod tui;
 pub mod verdict;

@@ -6,7 +6,7 @@ use clap::Parser as _;
 
 fn main() -> ExitCode {
     match reclaim::cli::Cli::try_parse() {
-        Ok(cli) => reclaim::app::main(cli),
-        Err(error) => reclaim::app::usage_error(&error),
+        Ok(cli) => reclaim::commands::main(cli),
+        Err(error) => reclaim::commands::usage_error(&error),
     }
 }

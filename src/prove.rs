@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::app::{EXIT_DATA_WRONG, EXIT_OK};
 use crate::cli::ProveArgs;
 use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig};
+use crate::exit::{DATA_WRONG as EXIT_DATA_WRONG, OK as EXIT_OK};
 use crate::run::{RunReport, drive};
 use crate::store::SyncMode;
 use crate::supervisor::schedule::{DEFAULT_WINDOW, KillPlan};

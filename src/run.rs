@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::app::{EXIT_DATA_WRONG, EXIT_OK};
 use crate::cli::ReplayArgs;
 use crate::cli::RunArgs;
 use crate::engine::{DEFAULT_DEAD_MAN, Engine, EngineConfig, LaneConfig};
+use crate::exit::{DATA_WRONG as EXIT_DATA_WRONG, OK as EXIT_OK};
 use crate::paths;
 use crate::record::{self, LaneEnd, Recorder, Recording};
 use crate::signals;
@@ -296,7 +296,7 @@ pub fn drive_recorded(
     loop {
         let now = Instant::now();
         engine.tick(now).map_err(|e| e.to_string())?;
-        crate::app::test_panic_point(
+        crate::test_hooks::panic_point(
             engine
                 .lanes()
                 .iter()

@@ -175,7 +175,7 @@ pub fn replay(args: &ReplayArgs) -> Result<u8, String> {
     let outcome = event_loop(&mut terminal, &mut app, theme);
     drop(terminal);
     drop(guard);
-    outcome.map(|()| crate::app::EXIT_OK)
+    outcome.map(|()| crate::exit::OK)
 }
 
 /// Runs `reclaim tui` (and `reclaim` with no arguments).
@@ -209,7 +209,7 @@ pub fn run(args: &TuiArgs) -> Result<u8, String> {
     if let Some(path) = recording {
         println!("reclaim: the session is recorded in {path} (reclaim replay {path})");
     }
-    Ok(crate::app::EXIT_OK)
+    Ok(crate::exit::OK)
 }
 
 fn event_loop(
@@ -286,7 +286,7 @@ fn event_loop(
         if now >= next_tick {
             app.tick(now)?;
             next_tick = now + TICK;
-            crate::app::test_panic_point(app.mode() == Mode::Live);
+            crate::test_hooks::panic_point(app.mode() == Mode::Live);
         }
         if app.quit_requested() || signals::received().is_some() {
             return Ok(());

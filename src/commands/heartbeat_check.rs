@@ -1,0 +1,43 @@
+//! `reclaim heartbeat-check`: the postmortem's dead-man's switch, for cron.
+
+use crate::cli::HeartbeatCheckArgs;
+use crate::exit::{DATA_WRONG, OK};
+use crate::heartbeat;
+
+/// How far in the future a heartbeat may be before the switch stops trusting it: file systems
+/// round times, and a network share's clock may be a little ahead.
+const FUTURE_TOLERANCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The dead-man's switch: fresh is 0; stale (or from the future: a clock that cannot judge must
+/// alert) prints the alert, runs `--exec`, and is 1; a missing, unreadable or not regular file is
+/// an error (2), refused before it is opened.
+pub(super) fn run(args: &HeartbeatCheckArgs) -> Result<u8, String> {
+    let beat = heartbeat::read(&args.file, std::time::SystemTime::now())
+        .map_err(|e| format!("cannot read heartbeat {}: {e}", args.file.display()))?;
+    let age = beat.age.as_secs();
+    let task = crate::text::escape_controls(beat.task.as_deref().unwrap_or("no task"));
+    let message = if beat.ahead > FUTURE_TOLERANCE {
+        format!(
+            "runner heartbeat from the future: {}s ahead of this clock (clock skew?)",
+            beat.ahead.as_secs()
+        )
+    } else if age <= args.max_age {
+        println!("runner heartbeat fresh: {age}s ({task})");
+        return Ok(OK);
+    } else {
+        heartbeat::stale_message(beat.age)
+    };
+    println!("{message}");
+    if let Some(command) = &args.exec {
+        let status = std::process::Command::new("sh")
+            .args(["-c", command])
+            .env("RECLAIM_ALERT", &message)
+            .env("RECLAIM_HEARTBEAT_AGE", age.to_string())
+            .status()
+            .map_err(|e| format!("cannot run --exec command: {e}"))?;
+        if !status.success() {
+            eprintln!("reclaim: warning: the --exec command failed ({status})");
+        }
+    }
+    Ok(DATA_WRONG)
+}

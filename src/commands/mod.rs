@@ -1,0 +1,87 @@
+//! The commands, one file each, and the glue that runs a parsed command line: it maps a
+//! command's outcome to an exit code (0 holds, 1 the data verdict failed, 2 an error), as
+//! ripgrep does, prints an error as one line, and installs the panic hook.
+
+mod heartbeat_check;
+mod inspect;
+mod scenarios;
+mod worker;
+
+use std::io;
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+use crate::exit::{ERROR as EXIT_ERROR, OK as EXIT_OK};
+
+/// Runs `cli` and returns the process's exit code. Errors are printed as one line on stderr.
+#[must_use]
+pub fn main(cli: Cli) -> ExitCode {
+    install_panic_hook();
+    let result = match cli.command {
+        Some(Command::Worker(args)) => worker::run(&args),
+        Some(Command::Inspect(args)) => inspect::run(&args),
+        Some(Command::Run(args)) => crate::run::run(&args, &mut io::stdout().lock()),
+        Some(Command::Prove(args)) => crate::prove::prove(&args, &mut io::stdout().lock()),
+        Some(Command::HeartbeatCheck(args)) => heartbeat_check::run(&args),
+        Some(Command::Tui(args)) => crate::tui::run(&args),
+        Some(Command::Scenarios) => scenarios::run(),
+        Some(Command::Replay(args)) if args.check => {
+            crate::run::replay_check(&args, &mut io::stdout().lock())
+        }
+        Some(Command::Replay(args)) => crate::tui::replay(&args),
+        None => crate::tui::run(&crate::cli::TuiArgs::default()),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            eprintln!("reclaim: error: {}", crate::text::escape_controls(&message));
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// On a panic in any thread: kill every worker, restore the terminal, report, and end the
+/// process (exit 101), so a panic in a helper thread cannot leave a half-working night behind.
+fn install_panic_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        // Held until the process ends: a dashboard drawing in another thread must not paint
+        // over the restored terminal or the report. Only the dashboard's stdout: `run` holds its
+        // lock for the whole night, and waiting for it here would never end.
+        let _stdout = crate::tui::terminal_active().then(|| io::stdout().lock());
+        crate::supervisor::process::kill_all();
+        crate::tui::restore_terminal();
+        default(info);
+        std::process::exit(101);
+    }));
+}
+
+/// A command line clap refused: `--help` and `--version` print as clap prints them; a real error
+/// becomes one line on stderr (with the accepted values, when clap lists them) and exit 2.
+#[must_use]
+pub fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = error.print();
+        return ExitCode::from(EXIT_OK);
+    }
+    let text = error.render().to_string();
+    // clap's message spans lines (the error, the values, usage, a tip); keep what says what is
+    // wrong and drop the rest, which `--help` gives in full.
+    let said: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.starts_with("tip:"))
+        .collect();
+    let message = said.join(" ");
+    let message = message.trim_start_matches("error: ");
+    eprintln!("reclaim: error: {message} (see `reclaim --help`)");
+    ExitCode::from(EXIT_ERROR)
+}
