@@ -18,7 +18,7 @@ use crate::text::escape_controls;
 
 /// The `format` field of every recording's header.
 pub const FORMAT: &str = "reclaim-session";
-/// The newest format version this build writes and reads.
+/// The format version this build writes, and the only one it reads.
 pub const VERSION: u32 = 1;
 /// Real time between two metric samples.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
@@ -292,6 +292,10 @@ pub enum RecordingError {
         "recording {path} is format version {found}, newer than this reclaim reads ({VERSION}); upgrade reclaim"
     )]
     Newer { path: String, found: u32 },
+    #[error(
+        "recording {path} is format version {found}, which this reclaim does not read; it writes and reads version {VERSION} only"
+    )]
+    Unsupported { path: String, found: String },
     #[error("recording {path}: line {line} is garbled ({message})")]
     Garbled {
         path: String,
@@ -413,15 +417,28 @@ fn parse_header(path: &str, bytes: &[u8]) -> Result<Header, RecordingError> {
     {
         return Err(not_recording(format!("no {FORMAT} header")));
     }
-    let version = value
-        .get("version")
-        .and_then(serde_json::Value::as_u64)
-        .unwrap_or(0);
-    if version > u64::from(VERSION) {
-        return Err(RecordingError::Newer {
-            path: path.into(),
-            found: u32::try_from(version).unwrap_or(u32::MAX),
-        });
+    // Only the version this build writes is read: an older header may mean other fields, and a
+    // verdict re-derived from fields misread would be a lie.
+    match value.get("version") {
+        Some(v) if v.as_u64() == Some(u64::from(VERSION)) => {}
+        Some(v) if v.as_u64().is_some_and(|n| n > u64::from(VERSION)) => {
+            return Err(RecordingError::Newer {
+                path: path.into(),
+                found: v
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .unwrap_or(u32::MAX),
+            });
+        }
+        found => {
+            return Err(RecordingError::Unsupported {
+                path: path.into(),
+                found: found.map_or_else(
+                    || "missing".to_string(),
+                    |v| escape_controls(&crate::text::shorten(&v.to_string(), 40)),
+                ),
+            });
+        }
     }
     match serde_json::from_value::<Line>(value) {
         Ok(Line::Header(header)) => Ok(header),
@@ -470,6 +487,9 @@ mod tests {
     #[test]
     fn bad_recordings_are_refused_with_one_line() {
         let newer = header_line().replace("\"version\":1", "\"version\":9");
+        let older = header_line().replace("\"version\":1", "\"version\":0");
+        let unversioned = header_line().replace("\"version\":1,", "");
+        let text_version = header_line().replace("\"version\":1", "\"version\":\"1\"");
         let cases = [
             ("", "is empty"),
             ("not json", "is not a reclaim recording"),
@@ -478,6 +498,12 @@ mod tests {
                 "is not a reclaim recording",
             ),
             (newer.as_str(), "format version 9, newer"),
+            (
+                older.as_str(),
+                "format version 0, which this reclaim does not read; it writes and reads version 1 only",
+            ),
+            (unversioned.as_str(), "format version missing"),
+            (text_version.as_str(), "format version \"1\", which"),
         ];
         for (text, needle) in cases {
             let err = parse(text).err().map(|e| e.to_string()).unwrap_or_default();

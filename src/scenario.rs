@@ -337,7 +337,7 @@ impl Scenario {
         let source = &escape_controls(source);
         let invalid = |message: String| ScenarioError::Invalid {
             source_name: source.clone(),
-            message: escape_controls(&message),
+            message: escape_controls(&crate::text::shorten_words(&message, WORD_MAX)),
         };
         if text.trim().is_empty() {
             return Err(invalid(
@@ -351,7 +351,7 @@ impl Scenario {
             ScenarioError::Parse {
                 source_name: source.clone(),
                 line,
-                message: escape_controls(e.message().trim()),
+                message: escape_controls(&crate::text::shorten_words(e.message().trim(), WORD_MAX)),
             }
         })?;
         file.validate(source).map_err(invalid)
@@ -428,11 +428,16 @@ impl ScenarioFile {
         }
         let task = |field: &str, value: &Option<String>| -> Result<Option<u64>, String> {
             let Some(text) = value else { return Ok(None) };
-            let index = crate::task::parse_task_id(text)
-                .ok_or_else(|| format!("{field} = \"{text}\" is not a task id such as task-111"))?;
+            let index = crate::task::parse_task_id(text).ok_or_else(|| {
+                format!(
+                    "{field} = \"{}\" is not a task id such as task-111",
+                    quoted(text)
+                )
+            })?;
             if index >= self.items {
                 return Err(format!(
-                    "{field} = \"{text}\" is beyond the queue ({} is the last task)",
+                    "{field} = \"{}\" is beyond the queue ({} is the last task)",
+                    quoted(text),
                     task_id(self.items - 1)
                 ));
             }
@@ -542,10 +547,31 @@ impl LaneFile {
 fn range(field: &str, value: f64, lo: f64, hi: f64) -> Result<(), String> {
     if value.is_finite() && (lo..=hi).contains(&value) {
         Ok(())
-    } else {
+    } else if value.is_finite() && value.abs() < 1e15 {
         Err(format!("{field} = {value} is outside {lo}..={hi}"))
+    } else {
+        // Printed whole, 1e308 is a 309-digit line: say what is wrong, and what is allowed.
+        let size = if value.is_nan() {
+            "is not a number"
+        } else if value < 0.0 {
+            "is too small"
+        } else {
+            "is too large"
+        };
+        Err(format!("{field} {size}; it must be within {lo}..={hi}"))
     }
 }
+
+/// A value quoted from the file, cut to a readable length.
+fn quoted(text: &str) -> String {
+    crate::text::shorten(text, QUOTE_MAX)
+}
+
+/// The most characters of a user's value an error line quotes.
+const QUOTE_MAX: usize = 40;
+/// Any longer word in an error line (a value quoted by the TOML parser or a lane's message) is
+/// cut too; longer than `QUOTE_MAX` so a value already quoted and cut stays whole.
+const WORD_MAX: usize = 60;
 
 #[cfg(test)]
 mod tests {
@@ -613,6 +639,46 @@ mod tests {
                 .unwrap_or_default();
             assert!(err.contains(needle), "{text:?} -> {err}");
             assert!(!err.contains('\n'), "one line: {err}");
+        }
+    }
+
+    #[test]
+    fn a_huge_value_is_named_too_large_and_a_quoted_one_is_cut() {
+        let digits = "9".repeat(309);
+        let cases = [
+            (
+                format!("title = \"x\"\nscale = {digits}.0\n[[lane]]\nstrategy = \"naive\"\n"),
+                "",
+            ),
+            (
+                "title = \"x\"\nscale = 1e308\n[[lane]]\nstrategy = \"naive\"\n".to_string(),
+                "scale is too large; it must be within 0.01..=100000",
+            ),
+            (
+                "title = \"x\"\ndelay_ms = -1e300\n[[lane]]\nstrategy = \"naive\"\n".to_string(),
+                "delay_ms is too small; it must be within 0..=60000",
+            ),
+            (
+                format!(
+                    "title = \"x\"\n[host]\nkill_at_task = \"task-{digits}\"\n[[lane]]\nstrategy = \"naive\"\n"
+                ),
+                "host.kill_at_task = \"task-9999999999999999999999999999999999…\" is not a task id",
+            ),
+            (
+                format!(
+                    "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\ncrash_at = \"{digits}:before-write\"\n"
+                ),
+                "lane 1: crash_at:",
+            ),
+        ];
+        for (text, needle) in cases {
+            let err = Scenario::parse("t", &text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(needle), "{err}");
+            assert!(err.chars().count() < 160, "readable: {err}");
+            assert!(!err.contains(&"9".repeat(41)), "cut: {err}");
         }
     }
 
