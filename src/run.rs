@@ -18,6 +18,9 @@ use crate::store::inspect::{self, Inspection};
 use crate::supervisor::schedule::KillPlan;
 use crate::verdict::{Symptom, claim_line};
 
+/// The most kill delays a report lists: `--kills 4294967295` must not print 4 billion numbers.
+pub const KILL_DELAYS_SHOWN: usize = 100;
+
 /// How often the headless loop looks at the workers and the rows.
 const TICK: Duration = Duration::from_millis(2);
 
@@ -33,6 +36,8 @@ pub struct RunReport {
     pub missing: u64,
     pub kills: u32,
     pub restarts: u32,
+    /// Distinct `run_id` values among the rows: how many worker processes wrote any.
+    pub runs: u64,
     pub completed: bool,
     pub claimed_status: String,
     pub claimed_rows_written: Option<u64>,
@@ -41,7 +46,10 @@ pub struct RunReport {
     pub symptoms: Vec<Symptom>,
     pub lessons: Vec<String>,
     pub never_completed: Option<String>,
+    /// The first delays of the random kills (at most `KILL_DELAYS_SHOWN`), in the order used.
     pub kill_delays_ms: Vec<u64>,
+    /// How many random kills were planned (`--kills`): `kill_delays_ms` lists only the first.
+    pub kills_planned: u32,
     pub elapsed_ms: u64,
     pub scale: f64,
     pub db: PathBuf,
@@ -178,9 +186,8 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
     }
     if plan.random > 0 {
         let delays: Vec<String> = plan
-            .delays()
+            .first_delays(8)
             .iter()
-            .take(8)
             .map(|d| format!("{:.2}s", d.as_secs_f64()))
             .collect();
         let more = if plan.random > 8 { ", ..." } else { "" };
@@ -371,6 +378,7 @@ fn report(
         missing: inspection.missing,
         kills: lane.kills,
         restarts: lane.restarts,
+        runs: inspection.runs,
         completed: lane.completed(),
         claimed_rows_written: lane.claimed.as_ref().map(|c| c.rows_written),
         verdict: claim_line(claimed.as_deref(), derived),
@@ -379,7 +387,12 @@ fn report(
         lessons: crate::verdict::lessons(inspection, &symptoms),
         symptoms,
         never_completed,
-        kill_delays_ms: plan.delays().iter().map(|d| d.as_millis() as u64).collect(),
+        kill_delays_ms: plan
+            .first_delays(KILL_DELAYS_SHOWN)
+            .iter()
+            .map(|d| d.as_millis() as u64)
+            .collect(),
+        kills_planned: plan.random,
         elapsed_ms: elapsed.as_millis() as u64,
         scale: engine.config().scale,
         db: inspection.db.clone(),
