@@ -296,6 +296,15 @@ pub enum RecordingError {
         "recording {path} is format version {found}, which this reclaim does not read; it writes and reads version {VERSION} only"
     )]
     Unsupported { path: String, found: String },
+    #[error(
+        "recording {path}: line {line} is a sample at {at_ms} ms after one at {before_ms} ms; reclaim writes samples in time order, so this file was changed, and no verdict is drawn from it"
+    )]
+    OutOfOrder {
+        path: String,
+        line: usize,
+        at_ms: u64,
+        before_ms: u64,
+    },
     #[error("recording {path}: line {line} is garbled ({message})")]
     Garbled {
         path: String,
@@ -355,7 +364,22 @@ impl Recording {
         for (i, bytes) in lines.iter().enumerate().skip(1) {
             match serde_json::from_slice::<Line>(bytes) {
                 Ok(Line::Event(event)) => recording.events.push(event),
-                Ok(Line::Sample(sample)) => recording.samples.push(sample),
+                Ok(Line::Sample(sample)) => {
+                    // INVARIANT: samples are in time order, so the last is the latest and
+                    // `replay --check` judges the end of the night (and the replay's scrubbing
+                    // can search them).
+                    if let Some(before) = recording.samples.last()
+                        && sample.real_ms < before.real_ms
+                    {
+                        return Err(RecordingError::OutOfOrder {
+                            path: path.into(),
+                            line: i + 1,
+                            at_ms: sample.real_ms,
+                            before_ms: before.real_ms,
+                        });
+                    }
+                    recording.samples.push(sample);
+                }
                 Ok(Line::End(end)) => recording.end = Some(end),
                 Ok(Line::Header(_)) => {
                     return Err(RecordingError::Garbled {

@@ -16,7 +16,8 @@ use crate::record::{self, LaneEnd, Recorder, Recording};
 use crate::signals;
 use crate::store::inspect::{self, Inspection};
 use crate::supervisor::schedule::KillPlan;
-use crate::verdict::{Symptom, claim_line};
+use crate::text::escape_controls;
+use crate::verdict::{Derived, Facts, Symptom, claim_line};
 
 /// The most kill delays a report lists: `--kills 4294967295` must not print 4 billion numbers.
 pub const KILL_DELAYS_SHOWN: usize = 100;
@@ -446,6 +447,9 @@ pub struct CheckedLane {
     pub derived: String,
     /// What the recording's own end line says, if it has one.
     pub recorded_derived_status: Option<String>,
+    /// Set when the end line's verdict and the history's differ: the check then fails, since
+    /// one of the two is wrong and reclaim cannot tell which.
+    pub contradiction: Option<String>,
     pub completed: bool,
     /// The verdict `derived_status` and `derived` spell.
     #[serde(skip)]
@@ -466,7 +470,7 @@ pub fn replay_check(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, String
     let ok = !lanes.is_empty()
         && lanes
             .iter()
-            .all(|l| l.completed && l.derived_status == "ok");
+            .all(|l| l.completed && l.derived_status == "ok" && l.contradiction.is_none());
     if args.json {
         let value = serde_json::json!({
             "file": args.file,
@@ -495,14 +499,8 @@ pub fn replay_check(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, String
             );
         }
         for lane in &lanes {
-            if let Some(recorded) = &lane.recorded_derived_status
-                && *recorded != lane.derived_status
-            {
-                let _ = writeln!(
-                    out,
-                    "{}: the recording's own verdict says {recorded}; its history says {}",
-                    lane.name, lane.derived_status
-                );
+            if let Some(contradiction) = &lane.contradiction {
+                let _ = writeln!(out, "{}: {contradiction}: the check fails", lane.name);
             }
             if recording.end.is_some() && !lane.completed {
                 let _ = writeln!(
@@ -524,8 +522,9 @@ pub fn replay_check(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, String
     Ok(if ok { EXIT_OK } else { EXIT_DATA_WRONG })
 }
 
-/// Each lane's verdict, re-derived from the last recorded sample, beside the recording's own.
+/// Each lane's verdict, re-derived from the latest recorded sample, beside the recording's own.
 fn checked_lanes(recording: &Recording) -> Vec<CheckedLane> {
+    // INVARIANT: `Recording::load` refuses samples out of time order, so the last is the latest.
     let last = recording.samples.last();
     let mut lanes = Vec::new();
     for (i, info) in recording.header.lanes.iter().enumerate() {
@@ -534,20 +533,26 @@ fn checked_lanes(recording: &Recording) -> Vec<CheckedLane> {
         let distinct = snap.map_or(0, |s| s.distinct);
         let duplicated = snap.map_or(0, |s| s.duplicated);
         let missing = info.items.saturating_sub(distinct);
-        let derived = if duplicated > 0 || rows > info.items {
-            crate::verdict::Derived::DataWrong {
-                duplicated,
-                extra: rows.saturating_sub(distinct),
-                missing,
-                unexpected: 0,
-                orphan_checkpoints: 0,
-            }
-        } else if missing > 0 {
-            crate::verdict::Derived::Incomplete { missing }
-        } else {
-            crate::verdict::Derived::Ok
-        };
+        // A sample counts distinct tasks of the queue, so every row beyond them is a duplicate
+        // or a row outside the queue; it cannot tell those apart, nor see the integrity check.
+        let derived = Derived::from_facts(Facts {
+            integrity_ok: true,
+            duplicated,
+            extra: rows.saturating_sub(distinct),
+            missing,
+            unexpected: 0,
+            orphan_checkpoints: 0,
+        });
         let recorded = recording.end.as_ref().and_then(|e| e.lanes.get(i));
+        let contradiction = recorded
+            .filter(|end| end.derived_status != derived.label())
+            .map(|end| {
+                format!(
+                    "the recording's own verdict says {}; its history says {}",
+                    escape_controls(&crate::text::shorten(&end.derived_status, 40)),
+                    derived.label()
+                )
+            });
         lanes.push(CheckedLane {
             name: info.name.clone(),
             strategy: info.strategy.clone(),
@@ -562,6 +567,7 @@ fn checked_lanes(recording: &Recording) -> Vec<CheckedLane> {
             derived_status: derived.label().into(),
             derived: derived.to_string(),
             recorded_derived_status: recorded.map(|e| e.derived_status.clone()),
+            contradiction,
             completed: recorded.is_some_and(|e| e.completed),
             verdict: derived,
         });

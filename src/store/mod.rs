@@ -420,6 +420,8 @@ fn verify_schema(
     complete: bool,
 ) -> Result<(), StoreError> {
     let facts = SchemaFacts::read(conn).map_err(|e| StoreError::sqlite(path, e))?;
+    // First: a table of another shape is not reclaim's at all, whatever constraints it has.
+    verify_task_id_type(&facts, path)?;
     if needs.unique_key && !facts.unique_idem_key {
         return Err(StoreError::MissingConstraint {
             path: path.to_path_buf(),
@@ -445,7 +447,7 @@ fn verify_schema(
             });
         }
     }
-    verify_task_id_type(&facts, path)
+    Ok(())
 }
 
 /// `records.task_id` must have TEXT affinity, as reclaim declares it: in a table whose ids are

@@ -9,4 +9,5 @@ mod replay;
 mod robust;
 mod run;
 mod tui;
+mod verdicts;
 mod worker;
