@@ -2,6 +2,7 @@
 //! needs, and refusing a table that exists without the constraints that strategy relies on.
 
 pub mod inspect;
+pub mod wal;
 
 use std::fs::File;
 use std::io::Read as _;
