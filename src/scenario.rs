@@ -547,13 +547,12 @@ impl LaneFile {
 fn range(field: &str, value: f64, lo: f64, hi: f64) -> Result<(), String> {
     if value.is_finite() && (lo..=hi).contains(&value) {
         Ok(())
-    } else if value.is_finite() && value.abs() < 1e15 {
+    } else if !value.is_finite() || value.abs() < 1e15 {
+        // NaN and inf print short.
         Err(format!("{field} = {value} is outside {lo}..={hi}"))
     } else {
         // Printed whole, 1e308 is a 309-digit line: say what is wrong, and what is allowed.
-        let size = if value.is_nan() {
-            "is not a number"
-        } else if value < 0.0 {
+        let size = if value < 0.0 {
             "is too small"
         } else {
             "is too large"
