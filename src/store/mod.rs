@@ -582,3 +582,21 @@ fn has_unique_on(conn: &Connection, table: &str, column: &str) -> rusqlite::Resu
     }
     Ok(false)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_text_affinity_task_id_is_reclaims() {
+        for text in ["TEXT", "text not null", "VARCHAR(20)", "NCHAR", "CLOB"] {
+            assert!(has_text_affinity(text), "{text}");
+        }
+        // SQLite's rule 1 comes first: `CHARINT` is INTEGER.
+        for other in [
+            "INTEGER", "INT", "BIGINT", "CHARINT", "", "BLOB", "REAL", "NUMERIC",
+        ] {
+            assert!(!has_text_affinity(other), "{other}");
+        }
+    }
+}
