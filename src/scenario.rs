@@ -318,7 +318,11 @@ impl Scenario {
         }
         let path = Path::new(name_or_path);
         if !path.exists() {
-            return Err(ScenarioError::Unknown(escape_controls(name_or_path)));
+            // Cut like any quoted value, with room for a path: it names neither a shipped
+            // scenario nor a file, so the whole of it helps no one.
+            return Err(ScenarioError::Unknown(escape_controls(
+                &crate::text::shorten(name_or_path, 2 * QUOTE_MAX),
+            )));
         }
         let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Read {
             path: escape_controls(name_or_path),

@@ -368,6 +368,10 @@ fn a_huge_number_in_a_scenario_is_named_too_large_in_a_readable_line() {
         assert!(run.stderr.len() < 200, "{}", run.stderr);
         assert!(!run.stderr.contains(&"9".repeat(41)), "{}", run.stderr);
     }
+    // A scenario name that is neither shipped nor a file: quoted, cut.
+    let run = reclaim(&["tui", "--scenario", &digits]);
+    assert_one_line_error(&run, "no scenario named '9999");
+    assert!(!run.stderr.contains(&"9".repeat(81)), "{}", run.stderr);
 }
 
 /// How far past `store::wal::WAL_LIMIT` the `-wal` file may go: the transactions other workers
