@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 use crate::store::{self, StoreError, table_exists};
-use crate::task::parse_task_id;
+use crate::task::canonical_index;
 
 /// At most this many rows are taken per poll, so a tick stays short even when a million rows
 /// arrive at once; the rest come on the next poll.
@@ -179,7 +179,7 @@ impl Observer {
             self.high_water = rowid;
             self.rows += 1;
             poll.new_rows += 1;
-            let index = parse_task_id(&task).filter(|&i| i < self.items);
+            let index = canonical_index(&task).filter(|&i| i < self.items);
             if self.last_run.as_deref() != Some(run.as_str()) {
                 self.writers += 1;
                 if index == Some(0) && self.seen.get(0) {
@@ -213,7 +213,7 @@ impl Observer {
         }
         for (rowid, task) in read.rows {
             self.checkpoint_high_water = self.checkpoint_high_water.max(rowid);
-            if let Some(index) = parse_task_id(&task).filter(|&i| i < self.items)
+            if let Some(index) = canonical_index(&task).filter(|&i| i < self.items)
                 && !self.checkpointed.set(index)
             {
                 self.checkpoints += 1;

@@ -88,7 +88,7 @@ pub enum PathError {
 /// A path as shown in an error line: one line, whatever bytes it holds.
 #[must_use]
 pub fn shown(path: &Path) -> String {
-    escape_controls(&path.display().to_string())
+    escape_controls(&crate::text::shorten(&path.display().to_string(), 160))
 }
 
 /// What a path names, with its last symbolic link followed.
@@ -108,10 +108,12 @@ pub enum Entry {
 pub fn look(path: &Path) -> io::Result<Entry> {
     let link = match fs::symlink_metadata(path) {
         Ok(meta) => meta,
-        // A path through a file (`afile/w.db`) names nothing; its folder check says why.
+        // A path through a file (`afile/w.db`), or too long to be one, names nothing; the
+        // folder check says why.
         Err(error)
             if error.kind() == io::ErrorKind::NotFound
-                || error.raw_os_error() == Some(nix::libc::ENOTDIR) =>
+                || error.raw_os_error() == Some(nix::libc::ENOTDIR)
+                || error.raw_os_error() == Some(nix::libc::ENAMETOOLONG) =>
         {
             return Ok(Entry::Missing);
         }

@@ -21,7 +21,12 @@ use crate::worker::{CrashAt, CrashPoint, Strategy};
 #[derive(Debug, Serialize)]
 pub struct TestResult {
     pub name: String,
+    /// The data held exactly once in every run AND the test exercised what it names.
     pub pass: bool,
+    /// False when the danger the test is about never happened (no kill landed, the second
+    /// worker wrote nothing, a crash point never fired): then it proved nothing and does not
+    /// pass, whatever the rows say.
+    pub tested: bool,
     /// Figures of the worst run in the test.
     pub rows: u64,
     pub duplicated_task_ids: u64,
@@ -38,7 +43,10 @@ pub struct ProveReport {
     pub items: u64,
     pub tests: Vec<TestResult>,
     pub passed: usize,
+    /// Tests that did not pass: a data failure, or a test that tested nothing.
     pub failed: usize,
+    /// Of `failed`, those that tested nothing (`tested: false`) with the data intact.
+    pub not_tested: usize,
     /// Where the databases are kept (only when something failed).
     pub kept: Option<PathBuf>,
 }
@@ -101,13 +109,26 @@ fn figures(report: &RunReport) -> String {
     )
 }
 
-fn result(name: &str, reports: &[&RunReport], detail: String) -> TestResult {
+/// A test's result; `untested` says why it tested nothing, when it did not.
+fn result(
+    name: &str,
+    reports: &[&RunReport],
+    detail: String,
+    untested: Option<String>,
+) -> TestResult {
     let worst = reports
         .iter()
         .copied()
         .max_by_key(|r| (r.duplicated_task_ids + r.missing, r.rows))
         .or(reports.first().copied());
-    let pass = reports.iter().all(|r| exactly_once(r));
+    let held = reports.iter().all(|r| exactly_once(r));
+    // A failure of the data outranks a test that did not test: that is a real finding.
+    let tested = untested.is_none() || !held;
+    let pass = held && tested;
+    let detail = match untested.filter(|_| held) {
+        Some(why) => format!("NOT TESTED: {why}; {detail}"),
+        None => detail,
+    };
     let mut lessons: Vec<String> = Vec::new();
     for report in reports {
         for lesson in &report.lessons {
@@ -117,12 +138,13 @@ fn result(name: &str, reports: &[&RunReport], detail: String) -> TestResult {
             }
         }
     }
-    if !pass {
+    if !held {
         lessons.push(Symptom::StatusOkDataWrong.lesson());
     }
     TestResult {
         name: name.to_string(),
         pass,
+        tested,
         rows: worst.map_or(0, |r| r.rows),
         duplicated_task_ids: worst.map_or(0, |r| r.duplicated_task_ids),
         missing: worst.map_or(0, |r| r.missing),
@@ -166,6 +188,7 @@ pub fn prove(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, String> {
     emit(crash_sweep(&mut prover)?, out);
     let passed = tests.iter().filter(|t| t.pass).count();
     let failed = tests.len() - passed;
+    let not_tested = tests.iter().filter(|t| !t.tested).count();
     let kept = if failed == 0 {
         let _ = std::fs::remove_dir_all(&dir);
         None
@@ -179,6 +202,7 @@ pub fn prove(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, String> {
         tests,
         passed,
         failed,
+        not_tested,
         kept,
     };
     if args.json {
@@ -223,10 +247,25 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
         .map(|(i, r)| format!("run {}: {} ({} kills)", i + 1, figures(r), r.kills))
         .collect::<Vec<_>>()
         .join("; ");
+    // A run that no kill reached is an undisturbed run: it proves nothing about restarts.
+    let unkilled: Vec<String> = reports
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.kills == 0)
+        .map(|(i, _)| format!("run {}", i + 1))
+        .collect();
+    let untested = (!unkilled.is_empty()).then(|| {
+        format!(
+            "in {}, 0 of {} planned kills landed before the job finished; use more --items or a larger --delay-ms",
+            unkilled.join(", "),
+            args.kills
+        )
+    });
     Ok(result(
         "kill test, three runs in a row",
         &reports.iter().collect::<Vec<_>>(),
         detail,
+        untested,
     ))
 }
 
@@ -234,11 +273,24 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
 fn two_workers(prover: &mut Prover) -> Result<TestResult, String> {
     let lane = prover.lane("two-workers", 2, None, prover.delay);
     let report = prover.night(lane, &KillPlan::default())?;
-    let detail = figures(&report);
+    let detail = format!(
+        "{}; {} workers wrote rows, {} had started before the first finished",
+        figures(&report),
+        report.runs,
+        report.started_before_first_done
+    );
+    // One worker done before the other started is two runs in a row, not at once. (Under a
+    // unique key the second may write no row at all: the key refusing its every duplicate is
+    // the test, so rows written cannot be the measure.)
+    let untested = (report.started_before_first_done < 2).then(|| {
+        "one worker finished before the other started; use more --items or a larger --delay-ms"
+            .to_string()
+    });
     Ok(result(
         "two workers at once on one database",
         &[&report],
         detail,
+        untested,
     ))
 }
 
@@ -258,6 +310,7 @@ fn wiped_checkpoints(prover: &mut Prover) -> Result<TestResult, String> {
         "checkpoints wiped, then a rerun",
         &[&second],
         detail,
+        None,
     ))
 }
 
@@ -267,6 +320,7 @@ fn crash_sweep(prover: &mut Prover) -> Result<TestResult, String> {
     let tasks = [0, items / 2, items - 1];
     let mut reports = Vec::new();
     let mut failures = Vec::new();
+    let mut never_fired = Vec::new();
     for point in CrashPoint::ALL {
         for task in tasks {
             let crash = CrashAt { task, point };
@@ -279,6 +333,10 @@ fn crash_sweep(prover: &mut Prover) -> Result<TestResult, String> {
             let report = prover.night(lane, &KillPlan::default())?;
             if !exactly_once(&report) {
                 failures.push(format!("{crash}: {}", figures(&report)));
+            }
+            // The crash kills the first attempt, so a crash that fired shows as a restart.
+            if report.restarts == 0 {
+                never_fired.push(crash.to_string());
             }
             reports.push(report);
         }
@@ -298,18 +356,31 @@ fn crash_sweep(prover: &mut Prover) -> Result<TestResult, String> {
             failures.join("; ")
         )
     };
+    let untested = (!never_fired.is_empty()).then(|| {
+        format!(
+            "{} of {} crashes never happened ({})",
+            never_fired.len(),
+            reports.len(),
+            never_fired.join(", ")
+        )
+    });
     Ok(result(
         "crash-point sweep (every point, first/middle/last task)",
         &reports.iter().collect::<Vec<_>>(),
         detail,
+        untested,
     ))
 }
 
 fn print_test(number: usize, test: &TestResult, out: &mut dyn Write) {
-    let mark = if test.pass { "PASS" } else { "FAIL" };
+    let mark = match (test.pass, test.tested) {
+        (true, _) => "PASS",
+        (false, false) => "NOT TESTED",
+        (false, true) => "FAIL",
+    };
     let _ = writeln!(out, "{number}. {mark}  {}", test.name);
     let _ = writeln!(out, "         {}", test.detail);
-    if !test.pass {
+    if !test.pass && test.tested {
         for lesson in &test.lessons {
             let _ = writeln!(out, "         -> {lesson}");
         }
@@ -317,9 +388,17 @@ fn print_test(number: usize, test: &TestResult, out: &mut dyn Write) {
 }
 
 fn print_summary(report: &ProveReport, out: &mut dyn Write) {
+    let untested = if report.not_tested > 0 {
+        format!(
+            " ({} NOT TESTED: a test that tested nothing does not pass)",
+            report.not_tested
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "result: {} of {} PASS for {}",
+        "result: {} of {} PASS for {}{untested}",
         report.passed,
         report.tests.len(),
         report.strategy

@@ -18,7 +18,7 @@ use crate::text::escape_controls;
 
 /// The `format` field of every recording's header.
 pub const FORMAT: &str = "reclaim-session";
-/// The newest format version this build writes and reads.
+/// The format version this build writes, and the only one it reads.
 pub const VERSION: u32 = 1;
 /// Real time between two metric samples.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
@@ -294,6 +294,19 @@ pub enum RecordingError {
         "recording {path} is format version {found}, newer than this reclaim reads ({VERSION}); upgrade reclaim"
     )]
     Newer { path: String, found: u32 },
+    #[error(
+        "recording {path} is format version {found}, which this reclaim does not read; it writes and reads version {VERSION} only"
+    )]
+    Unsupported { path: String, found: String },
+    #[error(
+        "recording {path}: line {line} is a sample at {at_ms} ms after one at {before_ms} ms; reclaim writes samples in time order, so this file was changed, and no verdict is drawn from it"
+    )]
+    OutOfOrder {
+        path: String,
+        line: usize,
+        at_ms: u64,
+        before_ms: u64,
+    },
     #[error("recording {path}: line {line} is garbled ({message})")]
     Garbled {
         path: String,
@@ -356,7 +369,22 @@ impl Recording {
         for (i, bytes) in lines.iter().enumerate().skip(1) {
             match serde_json::from_slice::<Line>(bytes) {
                 Ok(Line::Event(event)) => recording.events.push(event),
-                Ok(Line::Sample(sample)) => recording.samples.push(sample),
+                Ok(Line::Sample(sample)) => {
+                    // INVARIANT: samples are in time order, so the last is the latest and
+                    // `replay --check` judges the end of the night (and the replay's scrubbing
+                    // can search them).
+                    if let Some(before) = recording.samples.last()
+                        && sample.real_ms < before.real_ms
+                    {
+                        return Err(RecordingError::OutOfOrder {
+                            path: path.into(),
+                            line: i + 1,
+                            at_ms: sample.real_ms,
+                            before_ms: before.real_ms,
+                        });
+                    }
+                    recording.samples.push(sample);
+                }
                 Ok(Line::End(end)) => recording.end = Some(end),
                 Ok(Line::Header(_)) => {
                     return Err(RecordingError::Garbled {
@@ -418,15 +446,28 @@ fn parse_header(path: &str, bytes: &[u8]) -> Result<Header, RecordingError> {
     {
         return Err(not_recording(format!("no {FORMAT} header")));
     }
-    let version = value
-        .get("version")
-        .and_then(serde_json::Value::as_u64)
-        .unwrap_or(0);
-    if version > u64::from(VERSION) {
-        return Err(RecordingError::Newer {
-            path: path.into(),
-            found: u32::try_from(version).unwrap_or(u32::MAX),
-        });
+    // Only the version this build writes is read: an older header may mean other fields, and a
+    // verdict re-derived from fields misread would be a lie.
+    match value.get("version") {
+        Some(v) if v.as_u64() == Some(u64::from(VERSION)) => {}
+        Some(v) if v.as_u64().is_some_and(|n| n > u64::from(VERSION)) => {
+            return Err(RecordingError::Newer {
+                path: path.into(),
+                found: v
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .unwrap_or(u32::MAX),
+            });
+        }
+        found => {
+            return Err(RecordingError::Unsupported {
+                path: path.into(),
+                found: found.map_or_else(
+                    || "missing".to_string(),
+                    |v| escape_controls(&crate::text::shorten(&v.to_string(), 40)),
+                ),
+            });
+        }
     }
     match serde_json::from_value::<Line>(value) {
         Ok(Line::Header(header)) => Ok(header),
@@ -475,6 +516,9 @@ mod tests {
     #[test]
     fn bad_recordings_are_refused_with_one_line() {
         let newer = header_line().replace("\"version\":1", "\"version\":9");
+        let older = header_line().replace("\"version\":1", "\"version\":0");
+        let unversioned = header_line().replace("\"version\":1,", "");
+        let text_version = header_line().replace("\"version\":1", "\"version\":\"1\"");
         let cases = [
             ("", "is empty"),
             ("not json", "is not a reclaim recording"),
@@ -483,6 +527,12 @@ mod tests {
                 "is not a reclaim recording",
             ),
             (newer.as_str(), "format version 9, newer"),
+            (
+                older.as_str(),
+                "format version 0, which this reclaim does not read; it writes and reads version 1 only",
+            ),
+            (unversioned.as_str(), "format version missing"),
+            (text_version.as_str(), "format version \"1\", which"),
         ];
         for (text, needle) in cases {
             let err = parse(text).err().map(|e| e.to_string()).unwrap_or_default();

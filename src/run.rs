@@ -10,14 +10,18 @@ use serde::Serialize;
 
 use crate::cli::ReplayArgs;
 use crate::cli::RunArgs;
-use crate::engine::{DEFAULT_DEAD_MAN, Engine, EngineConfig, LaneConfig};
+use crate::engine::{DEFAULT_DEAD_MAN, Engine, EngineConfig, Kind, LaneConfig};
 use crate::exit::{DATA_WRONG as EXIT_DATA_WRONG, OK as EXIT_OK};
 use crate::paths;
 use crate::record::{self, LaneEnd, Recorder, Recording};
 use crate::signals;
 use crate::store::inspect::{self, Inspection};
 use crate::supervisor::schedule::KillPlan;
-use crate::verdict::{Symptom, claim_line};
+use crate::text::escape_controls;
+use crate::verdict::{Derived, Facts, Symptom, claim_line};
+
+/// The most kill delays a report lists: `--kills 4294967295` must not print 4 billion numbers.
+pub const KILL_DELAYS_SHOWN: usize = 100;
 
 /// How often the headless loop looks at the workers and the rows.
 const TICK: Duration = Duration::from_millis(2);
@@ -34,6 +38,10 @@ pub struct RunReport {
     pub missing: u64,
     pub kills: u32,
     pub restarts: u32,
+    /// Distinct `run_id` values among the rows: how many worker processes wrote any.
+    pub runs: u64,
+    /// Workers that had started before the first one finished: 2 or more means they ran at once.
+    pub started_before_first_done: u64,
     pub completed: bool,
     pub claimed_status: String,
     pub claimed_rows_written: Option<u64>,
@@ -42,7 +50,10 @@ pub struct RunReport {
     pub symptoms: Vec<Symptom>,
     pub lessons: Vec<String>,
     pub never_completed: Option<String>,
+    /// The first delays of the random kills (at most `KILL_DELAYS_SHOWN`), in the order used.
     pub kill_delays_ms: Vec<u64>,
+    /// How many random kills were planned (`--kills`): `kill_delays_ms` lists only the first.
+    pub kills_planned: u32,
     pub elapsed_ms: u64,
     pub scale: f64,
     pub db: PathBuf,
@@ -207,9 +218,8 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
     }
     if plan.random > 0 {
         let delays: Vec<String> = plan
-            .delays()
+            .first_delays(8)
             .iter()
-            .take(8)
             .map(|d| format!("{:.2}s", d.as_secs_f64()))
             .collect();
         let more = if plan.random > 8 { ", ..." } else { "" };
@@ -384,6 +394,13 @@ fn report(
         missing: inspection.missing,
         kills: lane.kills,
         restarts: lane.restarts,
+        runs: inspection.runs,
+        started_before_first_done: engine
+            .timeline()
+            .iter()
+            .take_while(|e| e.kind != Kind::Done)
+            .filter(|e| e.kind == Kind::Start)
+            .count() as u64,
         completed: lane.completed(),
         claimed_rows_written: lane.claimed.as_ref().map(|c| c.rows_written),
         verdict: claim_line(claimed.as_deref(), derived),
@@ -392,7 +409,12 @@ fn report(
         lessons: crate::verdict::lessons(inspection, &symptoms),
         symptoms,
         never_completed,
-        kill_delays_ms: plan.delays().iter().map(|d| d.as_millis() as u64).collect(),
+        kill_delays_ms: plan
+            .first_delays(KILL_DELAYS_SHOWN)
+            .iter()
+            .map(|d| d.as_millis() as u64)
+            .collect(),
+        kills_planned: plan.random,
         elapsed_ms: elapsed.as_millis() as u64,
         scale: engine.config().scale,
         db: inspection.db.clone(),
@@ -446,6 +468,9 @@ pub struct CheckedLane {
     pub derived: String,
     /// What the recording's own end line says, if it has one.
     pub recorded_derived_status: Option<String>,
+    /// Set when the end line's verdict and the history's differ: the check then fails, since
+    /// one of the two is wrong and reclaim cannot tell which.
+    pub contradiction: Option<String>,
     pub completed: bool,
     /// The verdict `derived_status` and `derived` spell.
     #[serde(skip)]
@@ -466,7 +491,7 @@ pub fn replay_check(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, String
     let ok = !lanes.is_empty()
         && lanes
             .iter()
-            .all(|l| l.completed && l.derived_status == "ok");
+            .all(|l| l.completed && l.derived_status == "ok" && l.contradiction.is_none());
     if args.json {
         let value = serde_json::json!({
             "file": args.file,
@@ -495,14 +520,8 @@ pub fn replay_check(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, String
             );
         }
         for lane in &lanes {
-            if let Some(recorded) = &lane.recorded_derived_status
-                && *recorded != lane.derived_status
-            {
-                let _ = writeln!(
-                    out,
-                    "{}: the recording's own verdict says {recorded}; its history says {}",
-                    lane.name, lane.derived_status
-                );
+            if let Some(contradiction) = &lane.contradiction {
+                let _ = writeln!(out, "{}: {contradiction}: the check fails", lane.name);
             }
             if recording.end.is_some() && !lane.completed {
                 let _ = writeln!(
@@ -524,8 +543,9 @@ pub fn replay_check(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, String
     Ok(if ok { EXIT_OK } else { EXIT_DATA_WRONG })
 }
 
-/// Each lane's verdict, re-derived from the last recorded sample, beside the recording's own.
+/// Each lane's verdict, re-derived from the latest recorded sample, beside the recording's own.
 fn checked_lanes(recording: &Recording) -> Vec<CheckedLane> {
+    // INVARIANT: `Recording::load` refuses samples out of time order, so the last is the latest.
     let last = recording.samples.last();
     let mut lanes = Vec::new();
     for (i, info) in recording.header.lanes.iter().enumerate() {
@@ -534,20 +554,26 @@ fn checked_lanes(recording: &Recording) -> Vec<CheckedLane> {
         let distinct = snap.map_or(0, |s| s.distinct);
         let duplicated = snap.map_or(0, |s| s.duplicated);
         let missing = info.items.saturating_sub(distinct);
-        let derived = if duplicated > 0 || rows > info.items {
-            crate::verdict::Derived::DataWrong {
-                duplicated,
-                extra: rows.saturating_sub(distinct),
-                missing,
-                unexpected: 0,
-                orphan_checkpoints: 0,
-            }
-        } else if missing > 0 {
-            crate::verdict::Derived::Incomplete { missing }
-        } else {
-            crate::verdict::Derived::Ok
-        };
+        // A sample counts distinct tasks of the queue, so every row beyond them is a duplicate
+        // or a row outside the queue; it cannot tell those apart, nor see the integrity check.
+        let derived = Derived::from_facts(Facts {
+            integrity_ok: true,
+            duplicated,
+            extra: rows.saturating_sub(distinct),
+            missing,
+            unexpected: 0,
+            orphan_checkpoints: 0,
+        });
         let recorded = recording.end.as_ref().and_then(|e| e.lanes.get(i));
+        let contradiction = recorded
+            .filter(|end| end.derived_status != derived.label())
+            .map(|end| {
+                format!(
+                    "the recording's own verdict says {}; its history says {}",
+                    escape_controls(&crate::text::shorten(&end.derived_status, 40)),
+                    derived.label()
+                )
+            });
         lanes.push(CheckedLane {
             name: info.name.clone(),
             strategy: info.strategy.clone(),
@@ -562,6 +588,7 @@ fn checked_lanes(recording: &Recording) -> Vec<CheckedLane> {
             derived_status: derived.label().into(),
             derived: derived.to_string(),
             recorded_derived_status: recorded.map(|e| e.derived_status.clone()),
+            contradiction,
             completed: recorded.is_some_and(|e| e.completed),
             verdict: derived,
         });

@@ -322,7 +322,11 @@ impl Scenario {
         }
         let path = Path::new(name_or_path);
         if matches!(crate::paths::look(path), Ok(crate::paths::Entry::Missing)) {
-            return Err(ScenarioError::Unknown(escape_controls(name_or_path)));
+            // Cut like any quoted value, with room for a path: it names neither a shipped
+            // scenario nor a file, so the whole of it helps no one.
+            return Err(ScenarioError::Unknown(escape_controls(
+                &crate::text::shorten(name_or_path, 2 * QUOTE_MAX),
+            )));
         }
         // Checked without opening (a FIFO would block), and read only up to a bound.
         let read_error = |message: String| ScenarioError::Read {
@@ -359,7 +363,7 @@ impl Scenario {
         let source = &escape_controls(source);
         let invalid = |message: String| ScenarioError::Invalid {
             source_name: source.clone(),
-            message: escape_controls(&message),
+            message: escape_controls(&crate::text::shorten_words(&message, WORD_MAX)),
         };
         if text.trim().is_empty() {
             return Err(invalid(
@@ -373,7 +377,7 @@ impl Scenario {
             ScenarioError::Parse {
                 source_name: source.clone(),
                 line,
-                message: escape_controls(e.message().trim()),
+                message: escape_controls(&crate::text::shorten_words(e.message().trim(), WORD_MAX)),
             }
         })?;
         file.validate(source).map_err(invalid)
@@ -450,9 +454,17 @@ impl ScenarioFile {
         }
         let task = |field: &str, value: &Option<String>| -> Result<Option<u64>, String> {
             let Some(text) = value else { return Ok(None) };
-            let index = crate::task::parse_task_id(text)
-                .ok_or_else(|| format!("{field} = \"{text}\" is not a task id such as task-111"))?;
-            crate::task::check_in_queue(&format!("{field} = \"{text}\":"), index, self.items)?;
+            let index = crate::task::parse_task_id(text).ok_or_else(|| {
+                format!(
+                    "{field} = \"{}\" is not a task id such as task-111",
+                    quoted(text)
+                )
+            })?;
+            crate::task::check_in_queue(
+                &format!("{field} = \"{}\":", quoted(text)),
+                index,
+                self.items,
+            )?;
             Ok(Some(index))
         };
         let host = &self.host;
@@ -559,10 +571,30 @@ impl LaneFile {
 fn range(field: &str, value: f64, lo: f64, hi: f64) -> Result<(), String> {
     if value.is_finite() && (lo..=hi).contains(&value) {
         Ok(())
-    } else {
+    } else if !value.is_finite() || value.abs() < 1e15 {
+        // NaN and inf print short.
         Err(format!("{field} = {value} is outside {lo}..={hi}"))
+    } else {
+        // Printed whole, 1e308 is a 309-digit line: say what is wrong, and what is allowed.
+        let size = if value < 0.0 {
+            "is too small"
+        } else {
+            "is too large"
+        };
+        Err(format!("{field} {size}; it must be within {lo}..={hi}"))
     }
 }
+
+/// A value quoted from the file, cut to a readable length.
+fn quoted(text: &str) -> String {
+    crate::text::shorten(text, QUOTE_MAX)
+}
+
+/// The most characters of a user's value an error line quotes.
+const QUOTE_MAX: usize = 40;
+/// Any longer word in an error line (a value quoted by the TOML parser or a lane's message) is
+/// cut too; longer than `QUOTE_MAX` so a value already quoted and cut stays whole.
+const WORD_MAX: usize = 60;
 
 #[cfg(test)]
 mod tests {
@@ -630,6 +662,46 @@ mod tests {
                 .unwrap_or_default();
             assert!(err.contains(needle), "{text:?} -> {err}");
             assert!(!err.contains('\n'), "one line: {err}");
+        }
+    }
+
+    #[test]
+    fn a_huge_value_is_named_too_large_and_a_quoted_one_is_cut() {
+        let digits = "9".repeat(309);
+        let cases = [
+            (
+                format!("title = \"x\"\nscale = {digits}.0\n[[lane]]\nstrategy = \"naive\"\n"),
+                "",
+            ),
+            (
+                "title = \"x\"\nscale = 1e308\n[[lane]]\nstrategy = \"naive\"\n".to_string(),
+                "scale is too large; it must be within 0.01..=100000",
+            ),
+            (
+                "title = \"x\"\ndelay_ms = -1e300\n[[lane]]\nstrategy = \"naive\"\n".to_string(),
+                "delay_ms is too small; it must be within 0..=60000",
+            ),
+            (
+                format!(
+                    "title = \"x\"\n[host]\nkill_at_task = \"task-{digits}\"\n[[lane]]\nstrategy = \"naive\"\n"
+                ),
+                "host.kill_at_task = \"task-9999999999999999999999999999999999…\" is not a task id",
+            ),
+            (
+                format!(
+                    "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\ncrash_at = \"{digits}:before-write\"\n"
+                ),
+                "lane 1: crash_at:",
+            ),
+        ];
+        for (text, needle) in cases {
+            let err = Scenario::parse("t", &text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(needle), "{err}");
+            assert!(err.chars().count() < 160, "readable: {err}");
+            assert!(!err.contains(&"9".repeat(41)), "cut: {err}");
         }
     }
 

@@ -11,7 +11,8 @@ pub fn task_id(index: u64) -> String {
     format!("task-{index:03}")
 }
 
-/// Parses `task-111` (or a bare `111`) back to its index.
+/// Parses `task-111` (or a bare `111`) back to its index: lenient, for what a user types
+/// (`--kill-at-task 111`). Rows are judged by `canonical_index`.
 #[must_use]
 pub fn parse_task_id(text: &str) -> Option<u64> {
     let digits = text.strip_prefix("task-").unwrap_or(text);
@@ -19,6 +20,19 @@ pub fn parse_task_id(text: &str) -> Option<u64> {
         return None;
     }
     digits.parse().ok()
+}
+
+/// The index of a task id written exactly as `task_id` writes it, and `None` for any other
+/// spelling (`task-01`, `task-0000`, `111`, ` task-001`): a row keyed `task-01` is not the row of
+/// task 1, so the verdict must not count it as one.
+#[must_use]
+pub fn canonical_index(text: &str) -> Option<u64> {
+    let digits = text.strip_prefix("task-")?;
+    if digits.len() < 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let index: u64 = digits.parse().ok()?;
+    (task_id(index) == text).then_some(index)
 }
 
 /// The "enrichment" a worker computes for a task: small, cheap and the same on every run, so a
@@ -84,6 +98,29 @@ mod tests {
         assert_eq!(parse_task_id("42"), Some(42));
         assert_eq!(parse_task_id("task-"), None);
         assert_eq!(parse_task_id("task-1x"), None);
+    }
+
+    #[test]
+    fn only_the_canonical_spelling_of_a_task_id_counts() {
+        assert_eq!(canonical_index("task-000"), Some(0));
+        assert_eq!(canonical_index("task-199"), Some(199));
+        assert_eq!(canonical_index("task-123456"), Some(123_456));
+        assert_eq!(canonical_index(&task_id(u64::MAX)), Some(u64::MAX));
+        for other in [
+            "task-01",
+            "task-1",
+            "task-0000",
+            "task-0199",
+            "199",
+            "task-",
+            "task-+12",
+            " task-001",
+            "task-001 ",
+            "TASK-001",
+            "task-99999999999999999999999",
+        ] {
+            assert_eq!(canonical_index(other), None, "{other:?}");
+        }
     }
 
     #[test]

@@ -18,6 +18,31 @@ pub fn escape_controls(text: &str) -> String {
         .collect()
 }
 
+/// At most `max` characters of `text`, with `…` in place of the rest: a value quoted in an error
+/// (a 309-digit number, a pasted paragraph) must leave the line readable.
+#[must_use]
+pub fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// `text` with every word longer than `max` characters shortened (see `shorten`): for messages
+/// that quote a user's values somewhere inside them, such as a TOML parser's.
+#[must_use]
+pub fn shorten_words(text: &str, max: usize) -> String {
+    if text.split(' ').all(|w| w.chars().count() <= max) {
+        return text.to_string();
+    }
+    text.split(' ')
+        .map(|w| shorten(w, max))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -26,5 +51,18 @@ mod tests {
     fn control_characters_are_escaped_and_the_rest_kept() {
         assert_eq!(escape_controls("plain, café"), "plain, café");
         assert_eq!(escape_controls("a\nb\0c\td"), "a\\nb\\0c\\td");
+    }
+
+    #[test]
+    fn long_values_are_cut_to_their_limit_with_an_ellipsis() {
+        assert_eq!(shorten("short", 40), "short");
+        let long = "9".repeat(309);
+        let cut = shorten(&long, 40);
+        assert_eq!(cut.chars().count(), 40);
+        assert!(cut.ends_with('…'));
+        assert_eq!(
+            shorten_words(&format!("items = {long} is wrong"), 10),
+            "items = 999999999… is wrong"
+        );
     }
 }

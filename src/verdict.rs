@@ -26,24 +26,52 @@ pub enum Derived {
     Corrupt,
 }
 
+/// The figures the verdict is derived from: all of them from `inspect`, or those a recorded
+/// sample holds (`replay --check`). One rule, `Derived::from_facts`, judges both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Facts {
+    pub integrity_ok: bool,
+    /// Task ids with more than one row.
+    pub duplicated: u64,
+    /// Rows beyond the first of a task of the queue: duplicates and rows outside the queue.
+    pub extra: u64,
+    pub missing: u64,
+    /// Rows outside the queue, where they are told apart from duplicates.
+    pub unexpected: u64,
+    pub orphan_checkpoints: u64,
+}
+
 impl Derived {
     #[must_use]
     pub fn from_inspection(i: &Inspection) -> Self {
-        if !i.integrity_ok {
+        Self::from_facts(Facts {
+            integrity_ok: i.integrity_ok,
+            duplicated: i.duplicated_task_ids,
+            extra: i.extra_rows,
+            missing: i.missing,
+            unexpected: i.unexpected,
+            orphan_checkpoints: i.checkpoints_without_row.unwrap_or(0),
+        })
+    }
+
+    /// The rule: corrupt outranks everything; any row the job should not have produced is
+    /// data wrong; then missing tasks are incomplete; otherwise ok.
+    #[must_use]
+    pub fn from_facts(f: Facts) -> Self {
+        if !f.integrity_ok {
             return Self::Corrupt;
         }
-        let orphan_checkpoints = i.checkpoints_without_row.unwrap_or(0);
-        if i.extra_rows > 0 || i.unexpected > 0 || orphan_checkpoints > 0 {
+        if f.extra > 0 || f.unexpected > 0 || f.orphan_checkpoints > 0 {
             return Self::DataWrong {
-                duplicated: i.duplicated_task_ids,
-                extra: i.extra_rows,
-                missing: i.missing,
-                unexpected: i.unexpected,
-                orphan_checkpoints,
+                duplicated: f.duplicated,
+                extra: f.extra,
+                missing: f.missing,
+                unexpected: f.unexpected,
+                orphan_checkpoints: f.orphan_checkpoints,
             };
         }
-        if i.missing > 0 {
-            return Self::Incomplete { missing: i.missing };
+        if f.missing > 0 {
+            return Self::Incomplete { missing: f.missing };
         }
         Self::Ok
     }

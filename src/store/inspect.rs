@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use serde::Serialize;
 
 use super::{SchemaFacts, StoreError, open_snapshot};
-use crate::task::parse_task_id;
+use crate::task::canonical_index;
 use crate::verdict::Derived;
 
 /// What a warehouse holds, as `reclaim inspect` reports it.
@@ -24,7 +24,8 @@ pub struct Inspection {
     pub extra_rows: u64,
     /// Task ids of the queue with no row at all.
     pub missing: u64,
-    /// Rows whose task id is not one of the queue's (`task-NNN` beyond `--items`, or garbled).
+    /// Rows whose task id is not one of the queue's: `task-NNN` beyond `--items`, or any other
+    /// spelling than `task::task_id`'s (`task-01`, `task-0000`, a number, NULL).
     pub unexpected: u64,
     /// `None` when the warehouse has no checkpoints table.
     pub checkpoints: Option<u64>,
@@ -80,21 +81,33 @@ fn read_in_transaction(conn: &Connection, path: &Path, items: u64) -> rusqlite::
     let rows: u64 = conn.query_row("SELECT count(*) FROM records", [], |r| r.get(0))?;
     let mut distinct = 0;
     let mut duplicated_task_ids = 0;
-    let mut present_in_queue = 0;
-    let mut unexpected = 0;
+    let mut present_in_queue: u64 = 0;
+    let mut unexpected: u64 = 0;
     {
-        let mut stmt = conn.prepare("SELECT task_id, count(*) FROM records GROUP BY task_id")?;
+        // Read as text whatever the column's type, so a table someone else made (an INTEGER
+        // task_id) is judged, not a crash: a non-text id is never one of the queue's.
+        let mut stmt = conn.prepare(
+            "SELECT CAST(task_id AS TEXT), typeof(task_id) = 'text', count(*)
+             FROM records GROUP BY task_id",
+        )?;
         let mut groups = stmt.query([])?;
         while let Some(group) = groups.next()? {
-            let task: String = group.get(0)?;
-            let count: u64 = group.get(1)?;
+            let task: Option<String> = group.get(0)?;
+            let is_text: bool = group.get(1)?;
+            let count: u64 = group.get(2)?;
             distinct += 1;
             if count > 1 {
                 duplicated_task_ids += 1;
             }
-            match parse_task_id(&task) {
+            // INVARIANT: only the spelling `task_id()` writes counts as a task of the queue, so
+            // each index is present through one group at most and `missing` cannot underflow.
+            match task
+                .filter(|_| is_text)
+                .as_deref()
+                .and_then(canonical_index)
+            {
                 Some(index) if index < items => present_in_queue += 1,
-                _ => unexpected += count,
+                _ => unexpected = unexpected.saturating_add(count),
             }
         }
     }
@@ -125,7 +138,7 @@ fn read_in_transaction(conn: &Connection, path: &Path, items: u64) -> rusqlite::
     let report: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
     let integrity_ok = report == "ok";
     let integrity = super::one_line(&report);
-    let missing = items - present_in_queue;
+    let missing = items.saturating_sub(present_in_queue);
     let consistent = integrity_ok
         && rows == items
         && distinct == items
@@ -138,7 +151,7 @@ fn read_in_transaction(conn: &Connection, path: &Path, items: u64) -> rusqlite::
         rows,
         distinct,
         duplicated_task_ids,
-        extra_rows: rows - distinct,
+        extra_rows: rows.saturating_sub(distinct),
         missing,
         unexpected,
         checkpoints,

@@ -2,6 +2,7 @@
 //! needs, and refusing a table that exists without the constraints that strategy relies on.
 
 pub mod inspect;
+pub mod wal;
 
 use std::fs::{self, File};
 use std::io::Read as _;
@@ -96,6 +97,15 @@ pub enum StoreError {
         "{path}: records has a NOT NULL column {column} with no default, which reclaim's workers do not write, so reclaim did not create it; it leaves it untouched, use a new --db path"
     )]
     ExtraColumn { path: PathBuf, column: String },
+    #[error(
+        "{path}: {table}.{column} is declared {found}, not TEXT, so reclaim did not create this table (its ids would not be reclaim's); reclaim leaves it untouched, use a new --db path"
+    )]
+    ColumnType {
+        path: PathBuf,
+        table: &'static str,
+        column: &'static str,
+        found: String,
+    },
     #[error("{path}: {source}")]
     Sqlite {
         path: PathBuf,
@@ -540,6 +550,8 @@ fn verify_schema(
     complete: bool,
 ) -> Result<(), StoreError> {
     let facts = SchemaFacts::read(conn).map_err(|e| StoreError::sqlite(path, e))?;
+    // First: a table of another shape is not reclaim's at all, whatever constraints it has.
+    verify_task_id_type(&facts, path)?;
     if needs.unique_key && !facts.unique_idem_key {
         return Err(StoreError::MissingConstraint {
             path: path.to_path_buf(),
@@ -591,6 +603,32 @@ fn verify_insertable(conn: &Connection, path: &Path) -> Result<(), StoreError> {
         }),
         None => Ok(()),
     }
+}
+
+/// `records.task_id` must have TEXT affinity, as reclaim declares it: in a table whose ids are
+/// INTEGERs (the postmortem's own shape, or one made by hand) a worker's `task-001` would sit
+/// beside `1`, and no count could tell them apart.
+fn verify_task_id_type(facts: &SchemaFacts, path: &Path) -> Result<(), StoreError> {
+    match &facts.task_id_type {
+        Some(declared) if !has_text_affinity(declared) => Err(StoreError::ColumnType {
+            path: path.to_path_buf(),
+            table: "records",
+            column: "task_id",
+            found: if declared.trim().is_empty() {
+                "without a type".to_string()
+            } else {
+                crate::text::escape_controls(&crate::text::shorten(declared, 40))
+            },
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// SQLite's affinity rules (datatype3.html, 3.1): a declared type containing `INT` is INTEGER;
+/// otherwise one containing `CHAR`, `CLOB` or `TEXT` is TEXT.
+fn has_text_affinity(declared: &str) -> bool {
+    let upper = declared.to_ascii_uppercase();
+    !upper.contains("INT") && ["CHAR", "CLOB", "TEXT"].iter().any(|t| upper.contains(t))
 }
 
 /// For a strategy that relies on the unique key: the warehouse's first row must be keyed as
@@ -646,6 +684,9 @@ pub struct SchemaFacts {
     pub checkpoints_table: bool,
     /// `checkpoints.task_id` is its PRIMARY KEY or has a UNIQUE index of its own.
     pub checkpoint_key: bool,
+    /// The declared type of `records.task_id` (`None` without that column).
+    #[serde(skip)]
+    pub task_id_type: Option<String>,
 }
 
 impl SchemaFacts {
@@ -654,11 +695,19 @@ impl SchemaFacts {
         let unique_idem_key = has_unique_on(conn, "records", "idem_key")?;
         let checkpoints_table = table_exists(conn, "checkpoints")?;
         let checkpoint_key = checkpoints_table && has_unique_on(conn, "checkpoints", "task_id")?;
+        let task_id_type = conn
+            .query_row(
+                "SELECT type FROM pragma_table_info('records') WHERE name = 'task_id'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
         Ok(Self {
             record_columns,
             unique_idem_key,
             checkpoints_table,
             checkpoint_key,
+            task_id_type,
         })
     }
 }
@@ -686,4 +735,22 @@ fn has_unique_on(conn: &Connection, table: &str, column: &str) -> rusqlite::Resu
         }
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_text_affinity_task_id_is_reclaims() {
+        for text in ["TEXT", "text not null", "VARCHAR(20)", "NCHAR", "CLOB"] {
+            assert!(has_text_affinity(text), "{text}");
+        }
+        // SQLite's rule 1 comes first: `CHARINT` is INTEGER.
+        for other in [
+            "INTEGER", "INT", "BIGINT", "CHARINT", "", "BLOB", "REAL", "NUMERIC",
+        ] {
+            assert!(!has_text_affinity(other), "{other}");
+        }
+    }
 }

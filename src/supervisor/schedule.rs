@@ -55,11 +55,20 @@ impl Default for KillPlan {
 }
 
 impl KillPlan {
-    /// The delays of the random kills, in the order they will be used.
-    #[must_use]
-    pub fn delays(&self) -> Vec<Duration> {
+    /// The delays of the random kills, in the order they will be used, drawn one by one as the
+    /// iterator is read.
+    ///
+    /// INVARIANT: never collected whole. `--kills` goes up to `u32::MAX`, and four billion
+    /// delays are 64 GB; a report takes `first_delays`.
+    pub fn delays(&self) -> impl Iterator<Item = Duration> + use<> {
         let mut schedule = KillSchedule::new(self);
-        std::iter::from_fn(|| schedule.next_delay()).collect()
+        std::iter::from_fn(move || schedule.next_delay())
+    }
+
+    /// The first `limit` delays (fewer when fewer kills are planned).
+    #[must_use]
+    pub fn first_delays(&self, limit: usize) -> Vec<Duration> {
+        self.delays().take(limit).collect()
     }
 }
 
@@ -142,14 +151,30 @@ mod tests {
             seed,
             ..KillPlan::default()
         };
-        assert_eq!(plan(7).delays(), plan(7).delays());
-        assert_ne!(plan(7).delays(), plan(8).delays());
+        assert_eq!(plan(7).first_delays(9), plan(7).first_delays(9));
+        assert_ne!(plan(7).first_delays(9), plan(8).first_delays(9));
+        assert_eq!(plan(7).first_delays(9).len(), 5);
         for delay in plan(7).delays() {
             assert!(
                 delay >= DEFAULT_WINDOW.0 && delay < DEFAULT_WINDOW.1,
                 "{delay:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_most_kills_are_drawn_lazily_and_agree_with_the_schedule() {
+        let plan = KillPlan {
+            random: u32::MAX,
+            seed: 3,
+            ..KillPlan::default()
+        };
+        let first = plan.first_delays(100);
+        assert_eq!(first.len(), 100);
+        let mut schedule = KillSchedule::new(&plan);
+        let used: Vec<Duration> = (0..100).filter_map(|_| schedule.next_delay()).collect();
+        assert_eq!(first, used);
+        assert_eq!(schedule.remaining(), u32::MAX - 100);
     }
 
     #[test]

@@ -72,15 +72,25 @@ impl FromStr for CrashAt {
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let points = CrashPoint::ALL.map(CrashPoint::name).join(", ");
+        // A value quoted back is cut: a 309-digit task must leave the error line readable.
+        let quoted = |value: &str| crate::text::shorten(value, 40);
         let (task, point) = text.split_once(':').ok_or_else(|| {
-            format!("expected TASK:POINT such as task-111:after-commit, got '{text}'")
+            format!(
+                "expected TASK:POINT such as task-111:after-commit, got '{}'",
+                quoted(text)
+            )
         })?;
         let task = parse_task_id(task)
-            .ok_or_else(|| format!("'{task}' is not a task id such as task-111"))?;
+            .ok_or_else(|| format!("'{}' is not a task id such as task-111", quoted(task)))?;
         let point = CrashPoint::ALL
             .into_iter()
             .find(|p| p.name() == point)
-            .ok_or_else(|| format!("unknown crash point '{point}'; the points are {points}"))?;
+            .ok_or_else(|| {
+                format!(
+                    "unknown crash point '{}'; the points are {points}",
+                    quoted(point)
+                )
+            })?;
         Ok(Self { task, point })
     }
 }

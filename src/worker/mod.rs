@@ -174,6 +174,8 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
         config.strategy.needs(),
         !config.supervised,
     )?;
+    let wal = store::wal::WalBound::new(&conn, &config.db)
+        .map_err(|e| StoreError::sqlite(&config.db, e))?;
     let pace = Pace::new(config.delay);
     if config.supervised {
         pace.follow_stdin();
@@ -189,6 +191,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
     };
     let mut ctx = Ctx {
         conn,
+        wal,
         config,
         run_id: run_id.clone(),
         heartbeat: heartbeat::Writer::new(config.heartbeat.clone()),
@@ -232,6 +235,8 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
 /// The state a strategy works with.
 struct Ctx<'a> {
     conn: Connection,
+    /// Keeps the log bounded while readers use it (`store::wal`).
+    wal: store::wal::WalBound,
     config: &'a WorkerConfig,
     run_id: String,
     heartbeat: heartbeat::Writer,
@@ -383,6 +388,7 @@ impl Ctx<'_> {
     /// heartbeat, the heartbeat itself, and the pause before the next item.
     fn committed(&mut self, tasks: &[u64], item_started: Instant) {
         self.crash_if(tasks, CrashPoint::AfterCommit);
+        self.wal.after_commit(&self.conn);
         if let Some(&last) = tasks.last()
             && self.beat_due(tasks)
         {

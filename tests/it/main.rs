@@ -12,4 +12,5 @@ mod robust;
 mod run;
 mod suspend;
 mod tui;
+mod verdicts;
 mod worker;
