@@ -5,24 +5,20 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::clock::SimTime;
-use crate::engine::{Engine, LaneSnapshot, Mark};
+use crate::engine::{Engine, LaneSnapshot};
 use crate::record::{self, LaneEnd, Recorder};
 use crate::scenario::{self, CaptionEvent, Scenario, ScenarioLane};
 use crate::store::inspect;
 use crate::tui::Screen;
+use crate::tui::chrome::{
+    Chrome, LaneMeta, MAX_POINTS, NoticeLife, Scene, lane_view, marker_kind, symptoms, x_max,
+};
 use crate::tui::keymap::{Action, Mode};
-use crate::tui::view::{Dashboard, LaneView, Marker, MarkerKind, Series};
-use crate::verdict::Symptom;
+use crate::tui::view::{Dashboard, LaneView, Marker, Series};
 use crate::worker::Strategy;
 
-/// Points kept per curve; beyond it every other point is dropped and sampling slows down, so a
-/// night of any length costs the same memory.
-pub(crate) const MAX_POINTS: usize = 400;
 /// How long a notice stays in the header.
 const NOTICE_FOR: Duration = Duration::from_secs(4);
-/// Speed steps, relative to the scenario's own pace.
-pub(crate) const MIN_SPEED: f64 = 0.125;
-pub(crate) const MAX_SPEED: f64 = 16.0;
 
 /// One curve, downsampled as it grows.
 #[derive(Debug, Clone, Default)]
@@ -81,11 +77,8 @@ pub struct App {
     marked: usize,
     now: Instant,
     end_clock: Option<SimTime>,
-    selected: usize,
-    scroll: usize,
-    help: bool,
-    notice: Option<(String, Instant)>,
-    speed: f64,
+    /// Selection, scroll, help, speed, notice, quitting: as the replay has them.
+    chrome: Chrome,
     random_kills: bool,
     recorder: Option<Recorder>,
     /// The last recording closed in this session.
@@ -94,7 +87,6 @@ pub struct App {
     record_to: Option<PathBuf>,
     /// A caption the user stepped to with `c`, shown until the night's own moves past it.
     caption_pick: Option<usize>,
-    quit: bool,
     /// When the dashboard was suspended (Ctrl-Z) with the night running: `fg` resumes it.
     suspended_running: Option<Instant>,
 }
@@ -124,17 +116,12 @@ impl App {
             marked: 0,
             now,
             end_clock: None,
-            selected: 0,
-            scroll: 0,
-            help: false,
-            notice: None,
-            speed: 1.0,
+            chrome: Chrome::new(NoticeLife::For(NOTICE_FOR)),
             random_kills,
             recorder: None,
             saved: None,
             record_to: record,
             caption_pick: None,
-            quit: false,
             suspended_running: None,
         };
         if recording {
@@ -162,7 +149,7 @@ impl App {
     }
 
     fn say(&mut self, text: impl Into<String>, now: Instant) {
-        self.notice = Some((text.into(), now));
+        self.chrome.say(text, now);
     }
 
     fn start_recording(&mut self) -> Result<(), String> {
@@ -225,16 +212,16 @@ impl App {
             &self.exe,
             now,
         )?;
-        self.engine.set_speed(self.speed, now);
+        self.engine.set_speed(self.chrome.speed, now);
         self.engine.set_random_kills(self.random_kills, now);
         self.history = (0..self.lanes.len())
             .map(|_| LaneHistory::default())
             .collect();
         self.marked = 0;
         self.end_clock = None;
-        self.scroll = 0;
+        self.chrome.scroll = 0;
         self.caption_pick = None;
-        self.selected = self.selected.min(self.lanes.len() - 1);
+        self.chrome.selected = self.chrome.selected.min(self.lanes.len() - 1);
         if recording {
             self.start_recording()?;
         }
@@ -322,7 +309,7 @@ impl App {
 
     /// The actions that change the night itself: signals, strategies, checkpoints, recording.
     fn act_on_night(&mut self, action: Action, now: Instant) -> Result<(), String> {
-        let lane = self.selected;
+        let lane = self.chrome.selected;
         match action {
             Action::KillLane => {
                 if self.engine.lanes()[lane].alive() {
@@ -376,9 +363,9 @@ impl App {
             Action::Restart => self.restart(now)?,
             Action::Reset => {
                 self.lanes = self.scenario.lanes.clone();
-                self.speed = 1.0;
+                self.chrome.speed = 1.0;
                 self.random_kills = self.scenario.random_kills > 0;
-                self.selected = 0;
+                self.chrome.selected = 0;
                 self.restart(now)?;
             }
             Action::ToggleRecord => {
@@ -427,20 +414,13 @@ fn launch(
     Engine::start(config, now).map_err(|e| e.to_string())
 }
 
-pub(crate) fn marker_kind(mark: Mark) -> MarkerKind {
-    match mark {
-        Mark::Kill => MarkerKind::Kill,
-        Mark::Restart => MarkerKind::Restart,
-    }
-}
-
 impl Screen for App {
     fn mode(&self) -> Mode {
         Mode::Live
     }
 
     fn quit_requested(&self) -> bool {
-        self.quit
+        self.chrome.quit
     }
 
     fn lane_count(&self) -> usize {
@@ -448,9 +428,7 @@ impl Screen for App {
     }
 
     fn select(&mut self, lane: usize) {
-        if lane < self.lanes.len() {
-            self.selected = lane;
-        }
+        self.chrome.select(lane, self.lanes.len());
     }
 
     /// Advances the night and records what the charts (and the recording) need.
@@ -471,30 +449,20 @@ impl Screen for App {
             self.say("the night is over: n runs it again, R resets, q quits", now);
             self.finish_recording(now);
         }
-        if self
-            .notice
-            .as_ref()
-            .is_some_and(|(_, at)| now.saturating_duration_since(*at) > NOTICE_FOR)
-        {
-            self.notice = None;
-        }
+        self.chrome.expire(now);
         Ok(())
     }
 
     /// Applies one user action.
     fn update(&mut self, action: Action, now: Instant) -> Result<(), String> {
-        if self.help && action != Action::Quit {
-            self.help = false;
-            if action == Action::ToggleHelp {
-                return Ok(());
-            }
-        }
-        let lane = self.selected;
+        let Some(action) =
+            self.chrome
+                .update(action, self.lanes.len(), self.engine.timeline().len())
+        else {
+            return Ok(());
+        };
         match action {
-            Action::Quit => {
-                self.finish_recording(now);
-                self.quit = true;
-            }
+            Action::Quit => self.finish_recording(now),
             Action::KillLane
             | Action::KillAll
             | Action::ToggleRandomKills
@@ -514,29 +482,26 @@ impl Screen for App {
                 }
             }
             Action::SpeedUp | Action::SpeedDown => {
-                let factor = if action == Action::SpeedUp { 2.0 } else { 0.5 };
-                self.speed = (self.speed * factor).clamp(MIN_SPEED, MAX_SPEED);
-                self.engine.set_speed(self.speed, now);
+                self.engine.set_speed(self.chrome.speed, now);
                 self.say(
-                    format!("speed {}x", crate::tui::ui::speed_label(self.speed)),
+                    format!("speed {}x", crate::tui::ui::speed_label(self.chrome.speed)),
                     now,
                 );
             }
-            Action::NextLane => self.selected = (lane + 1) % self.lanes.len(),
-            Action::PrevLane => {
-                self.selected = (lane + self.lanes.len() - 1) % self.lanes.len();
-            }
-            Action::ScrollUp => self.scroll = (self.scroll + 3).min(self.engine.timeline().len()),
-            Action::ScrollDown => self.scroll = self.scroll.saturating_sub(3),
-            Action::ScrollEnd => self.scroll = 0,
-            Action::ToggleHelp => self.help = !self.help,
-            Action::ScrubBack
+            // The chrome's own keys, the replay's, and Ctrl-Z (the event loop suspends: it owns
+            // the terminal, see `Screen::suspend`).
+            Action::NextLane
+            | Action::PrevLane
+            | Action::ScrollUp
+            | Action::ScrollDown
+            | Action::ScrollEnd
+            | Action::ToggleHelp
+            | Action::ScrubBack
             | Action::ScrubForward
             | Action::PrevEvent
             | Action::NextEvent
             | Action::JumpStart
             | Action::JumpEnd
-            // The event loop suspends: it owns the terminal (see `Screen::suspend`).
             | Action::Suspend => {}
         }
         Ok(())
@@ -615,28 +580,23 @@ impl Screen for App {
             .or_else(|| scenario::current_caption(&self.caption_times(), clock.0))
             .and_then(|i| self.scenario.captions.get(i))
             .map(|c| c.text.clone());
-        Dashboard {
+        self.chrome.dashboard(Scene {
             title: self.scenario.title.clone(),
             scenario: self.scenario.source.clone(),
             clock,
-            speed: self.speed,
             paused: self.engine.is_paused(),
             seed: self.scenario.seed,
             random_kills: self.random_kills,
             symptoms: symptoms(&snapshots, &items, &self.lane_ends()),
             lanes,
-            selected: self.selected,
             timeline,
-            timeline_scroll: self.scroll,
-            help: self.help,
-            notice: self.notice.as_ref().map(|(text, _)| text.clone()),
-            x_max: (clock.since_start() + 60.0).max(20.0 * 60.0),
+            x_max: x_max(clock.since_start()),
             db_dir: self.dir.display().to_string(),
             mode: Mode::Live,
             caption,
             recording: self.recording().map(|p| p.display().to_string()),
             replay: None,
-        }
+        })
     }
 }
 
@@ -644,115 +604,6 @@ fn next_strategy(strategy: Strategy) -> Strategy {
     let all = Strategy::all();
     let i = all.iter().position(|&s| s == strategy).unwrap_or(0);
     all[(i + 1) % all.len()]
-}
-
-/// Which rows of the symptom table the lanes show.
-pub(crate) fn symptoms(
-    lanes: &[LaneSnapshot],
-    items: &[u64],
-    ends: &[Option<LaneEnd>],
-) -> Vec<(Symptom, bool)> {
-    Symptom::ALL
-        .iter()
-        .map(|&symptom| {
-            let seen = lanes.iter().enumerate().any(|(i, lane)| match symptom {
-                Symptom::RestartsAtZero => lane.restarted_at_zero,
-                Symptom::RowsExceedQueue => lane.rows > items.get(i).copied().unwrap_or(u64::MAX),
-                Symptom::StatusOkDataWrong => {
-                    lane.claimed.as_ref().is_some_and(|c| c.status == "ok")
-                        && ends
-                            .get(i)
-                            .and_then(Option::as_ref)
-                            .is_some_and(|end| end.derived_status != "ok")
-                }
-            });
-            (symptom, seen)
-        })
-        .collect()
-}
-
-/// What a lane panel needs besides the moment's figures.
-pub(crate) struct LaneMeta<'a> {
-    pub name: &'a str,
-    pub strategy: &'a str,
-    pub items: u64,
-    pub dead_man: f64,
-}
-
-/// One lane's panel, from a moment's snapshot, its curves and (once over) its verdict. The live
-/// dashboard and the replay both build their panels here.
-pub(crate) fn lane_view(
-    meta: &LaneMeta<'_>,
-    snap: &LaneSnapshot,
-    series: Series,
-    markers: Vec<Marker>,
-    end: Option<&LaneEnd>,
-) -> LaneView {
-    let claimed = snap
-        .claimed
-        .as_ref()
-        .map(|c| format!("rows_written={} status={}", c.rows_written, c.status));
-    let (derived, derived_ok) = match end {
-        Some(end) => (end.derived.clone(), Some(end.derived_status == "ok")),
-        None if snap.duplicated > 0 => (
-            format!("DATA WRONG ({} duplicated task ids)", snap.duplicated),
-            Some(false),
-        ),
-        None => (
-            format!("in progress: {} of {} tasks", snap.distinct, meta.items),
-            None,
-        ),
-    };
-    let disagreement = match (&snap.claimed, end) {
-        (Some(c), Some(end)) if c.status == "ok" && end.derived_status != "ok" => {
-            Some(disagreement(end))
-        }
-        _ => None,
-    };
-    LaneView {
-        name: meta.name.to_string(),
-        strategy: meta.strategy.to_string(),
-        state: snap.state.clone(),
-        state_kind: snap.state_kind,
-        alive: snap.alive,
-        progress: snap.progress,
-        task: snap.task.clone(),
-        restarts: snap.restarts,
-        kills: snap.kills,
-        workers: snap.workers,
-        items: meta.items,
-        rows: snap.rows,
-        distinct: snap.distinct,
-        duplicated: snap.duplicated,
-        checkpoints: snap.checkpoints,
-        series,
-        markers,
-        heartbeat_age: snap.heartbeat_age,
-        dead_man: meta.dead_man,
-        alert: snap.stale.then(|| {
-            crate::heartbeat::stale_message(Duration::from_secs_f64(
-                snap.heartbeat_age.unwrap_or(0.0),
-            ))
-        }),
-        claimed,
-        derived,
-        derived_ok,
-        disagreement,
-    }
-}
-
-/// Why the worker's "ok" is wrong, in the rows' own terms.
-fn disagreement(end: &LaneEnd) -> String {
-    if end.duplicated_task_ids > 0 {
-        format!(
-            "the worker says ok; {} task ids were written twice",
-            end.duplicated_task_ids
-        )
-    } else if end.missing > 0 {
-        format!("the worker says ok, but {} tasks have no row", end.missing)
-    } else {
-        format!("the worker says ok, but the rows say {}", end.derived)
-    }
 }
 
 #[cfg(test)]

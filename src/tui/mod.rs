@@ -5,6 +5,7 @@
 //! and kills every worker.
 
 pub mod app;
+mod chrome;
 pub mod keymap;
 pub mod replay;
 pub mod theme;
