@@ -105,18 +105,24 @@ impl Chrome {
         }
         let lanes = lanes.max(1);
         match action {
-            Action::Quit => self.quit = true,
-            Action::SpeedUp => self.speed = (self.speed * 2.0).clamp(MIN_SPEED, MAX_SPEED),
-            Action::SpeedDown => self.speed = (self.speed * 0.5).clamp(MIN_SPEED, MAX_SPEED),
             Action::NextLane => self.selected = (self.selected + 1) % lanes,
             Action::PrevLane => self.selected = (self.selected + lanes - 1) % lanes,
             Action::ScrollUp => self.scroll = (self.scroll + SCROLL).min(timeline),
             Action::ScrollDown => self.scroll = self.scroll.saturating_sub(SCROLL),
             Action::ScrollEnd => self.scroll = 0,
             Action::ToggleHelp => self.help = !self.help,
+            Action::Quit => {
+                self.quit = true;
+                return Some(action);
+            }
+            Action::SpeedUp | Action::SpeedDown => {
+                let factor = if action == Action::SpeedUp { 2.0 } else { 0.5 };
+                self.speed = (self.speed * factor).clamp(MIN_SPEED, MAX_SPEED);
+                return Some(action);
+            }
             _ => return Some(action),
         }
-        matches!(action, Action::Quit | Action::SpeedUp | Action::SpeedDown).then_some(action)
+        None
     }
 
     /// The frame: what the screen shows of its night, dressed in the chrome.
