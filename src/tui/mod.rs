@@ -5,7 +5,9 @@
 //! and kills every worker.
 
 pub mod app;
+mod chrome;
 pub mod keymap;
+mod night;
 pub mod replay;
 pub mod theme;
 pub mod ui;
@@ -28,7 +30,7 @@ use crate::record::Recording;
 use crate::scenario::Scenario;
 use crate::signals;
 
-use self::app::App;
+use self::app::Live;
 use self::keymap::{Action, Mode};
 use self::replay::ReplayApp;
 use self::theme::Theme;
@@ -196,7 +198,7 @@ pub fn run(args: &TuiArgs) -> Result<u8, String> {
     let guard = TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))
         .map_err(|e| format!("cannot draw: {e}"))?;
-    let mut app = App::start(scenario, exe, dir, args.record.clone(), Instant::now())?;
+    let mut app = Live::start(scenario, exe, dir, args.record.clone(), Instant::now())?;
     let outcome = event_loop(&mut terminal, &mut app, theme);
     // Workers first, then the terminal: nothing may outlive the dashboard.
     let db_dir = app.db_dir().display().to_string();

@@ -8,8 +8,8 @@ use crate::clock::{NIGHT_START, SimTime};
 use crate::record::{LaneEnd, Recording, Sample};
 use crate::scenario::{self, CaptionEvent};
 use crate::tui::Screen;
-use crate::tui::app::{
-    LaneMeta, MAX_POINTS, MAX_SPEED, MIN_SPEED, lane_view, marker_kind, symptoms,
+use crate::tui::chrome::{
+    Chrome, LaneMeta, MAX_POINTS, NoticeLife, Scene, lane_view, marker_kind, symptoms, x_max,
 };
 use crate::tui::keymap::{Action, Mode};
 use crate::tui::view::{Dashboard, LaneView, Marker, ReplayBar, Series};
@@ -24,14 +24,10 @@ pub struct ReplayApp {
     /// The moment shown, in seconds after midnight.
     cursor: f64,
     playing: bool,
-    speed: f64,
     last_tick: Option<Instant>,
-    selected: usize,
-    scroll: usize,
-    help: bool,
-    notice: Option<String>,
+    /// Selection, scroll, help, speed, notice, quitting: as the live screen has them.
+    chrome: Chrome,
     caption_times: Vec<Option<f64>>,
-    quit: bool,
 }
 
 impl ReplayApp {
@@ -51,21 +47,17 @@ impl ReplayApp {
             lane: e.lane,
         });
         let caption_times = scenario::caption_times(&recording.header.captions, &names, &events);
-        let notice = recording.truncated.then(|| {
-            "the recording's last line was cut short; playing what was written".to_string()
-        });
+        let mut chrome = Chrome::new(NoticeLife::UntilNextKey);
+        if recording.truncated {
+            chrome.note("the recording's last line was cut short; playing what was written");
+        }
         Self {
             recording,
             cursor: NIGHT_START,
             playing: true,
-            speed: 1.0,
             last_tick: None,
-            selected: 0,
-            scroll: 0,
-            help: false,
-            notice,
+            chrome,
             caption_times,
-            quit: false,
         }
     }
 
@@ -185,7 +177,7 @@ impl ReplayApp {
                     .fold(f64::INFINITY, f64::min);
                 self.seek(first);
             }
-            None => self.notice = Some("this recording has no captions".into()),
+            None => self.chrome.note("this recording has no captions"),
         }
     }
 }
@@ -196,7 +188,7 @@ impl Screen for ReplayApp {
     }
 
     fn quit_requested(&self) -> bool {
-        self.quit
+        self.chrome.quit
     }
 
     fn lane_count(&self) -> usize {
@@ -204,9 +196,7 @@ impl Screen for ReplayApp {
     }
 
     fn select(&mut self, lane: usize) {
-        if lane < self.lane_count() {
-            self.selected = lane;
-        }
+        self.chrome.select(lane, self.lane_count());
     }
 
     fn tick(&mut self, now: Instant) -> Result<(), String> {
@@ -214,7 +204,7 @@ impl Screen for ReplayApp {
             && self.playing
         {
             let real = now.saturating_duration_since(last).as_secs_f64();
-            self.cursor += real * self.recording.header.scale * self.speed;
+            self.cursor += real * self.recording.header.scale * self.chrome.speed;
             if self.cursor >= self.end() {
                 self.cursor = self.end();
                 self.playing = false;
@@ -225,29 +215,23 @@ impl Screen for ReplayApp {
     }
 
     fn update(&mut self, action: Action, _now: Instant) -> Result<(), String> {
-        if self.help && action != Action::Quit {
-            self.help = false;
-            if action == Action::ToggleHelp {
-                return Ok(());
-            }
-        }
-        self.notice = None;
+        let Some(action) = self
+            .chrome
+            .update(action, self.lane_count(), self.events_shown())
+        else {
+            return Ok(());
+        };
         match action {
-            Action::Quit => self.quit = true,
             Action::TogglePause => {
                 if !self.playing && self.cursor >= self.end() {
                     self.cursor = NIGHT_START;
                 }
                 self.playing = !self.playing;
             }
-            Action::SpeedUp | Action::SpeedDown => {
-                let factor = if action == Action::SpeedUp { 2.0 } else { 0.5 };
-                self.speed = (self.speed * factor).clamp(MIN_SPEED, MAX_SPEED);
-                self.notice = Some(format!(
-                    "replay speed {}x",
-                    crate::tui::ui::speed_label(self.speed)
-                ));
-            }
+            Action::SpeedUp | Action::SpeedDown => self.chrome.note(format!(
+                "replay speed {}x",
+                crate::tui::ui::speed_label(self.chrome.speed)
+            )),
             Action::ScrubBack => self.seek(self.cursor - SCRUB),
             Action::ScrubForward => self.seek(self.cursor + SCRUB),
             Action::PrevEvent => self.step_event(false),
@@ -255,17 +239,16 @@ impl Screen for ReplayApp {
             Action::JumpStart => self.seek(NIGHT_START),
             Action::JumpEnd => self.seek(self.end()),
             Action::NextCaption => self.next_caption(),
-            Action::NextLane => self.selected = (self.selected + 1) % self.lane_count().max(1),
-            Action::PrevLane => {
-                let n = self.lane_count().max(1);
-                self.selected = (self.selected + n - 1) % n;
-            }
-            Action::ScrollUp => self.scroll = (self.scroll + 3).min(self.events_shown()),
-            Action::ScrollDown => self.scroll = self.scroll.saturating_sub(3),
-            Action::ScrollEnd => self.scroll = 0,
-            Action::ToggleHelp => self.help = !self.help,
-            // A replay has no processes: the live-only keys are not bound in this mode.
-            Action::KillLane
+            // Quitting and the chrome's own keys are the chrome's; a replay has no processes:
+            // the live-only keys are not bound in this mode.
+            Action::Quit
+            | Action::NextLane
+            | Action::PrevLane
+            | Action::ScrollUp
+            | Action::ScrollDown
+            | Action::ScrollEnd
+            | Action::ToggleHelp
+            | Action::KillLane
             | Action::KillAll
             | Action::ToggleRandomKills
             | Action::ToggleHang
@@ -340,23 +323,17 @@ impl Screen for ReplayApp {
         let caption = scenario::current_caption(&self.caption_times, self.cursor)
             .and_then(|i| header.captions.get(i))
             .map(|c| c.text.clone());
-        let clock = SimTime(self.cursor);
-        Dashboard {
+        self.chrome.dashboard(Scene {
             title: header.title.clone(),
             scenario: header.scenario.clone(),
-            clock,
-            speed: self.speed,
+            clock: SimTime(self.cursor),
             paused: !self.playing,
             seed: header.seed,
             random_kills: false,
             symptoms: symptoms(&snapshots, &items, &ends),
             lanes,
-            selected: self.selected.min(header.lanes.len().saturating_sub(1)),
             timeline,
-            timeline_scroll: self.scroll,
-            help: self.help,
-            notice: self.notice.clone(),
-            x_max: (self.end() - NIGHT_START + 60.0).max(20.0 * 60.0),
+            x_max: x_max(self.end() - NIGHT_START),
             db_dir: header
                 .lanes
                 .first()
@@ -370,7 +347,7 @@ impl Screen for ReplayApp {
                 playing: self.playing,
                 partial: self.recording.end.is_none() || self.recording.truncated,
             }),
-        }
+        })
     }
 }
 

@@ -1,0 +1,544 @@
+//! The live night's lifecycle: the `Engine` started (and started again) from the scenario, the
+//! recorder, the verdict read on its own thread once a lane is over, the charts' history, and
+//! the `Command`s the live screen's `update` decides, carried out. No terminal and no UI state
+//! live here: what the night has to say goes out as notices for the screen to show.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use crate::clock::SimTime;
+use crate::engine::{Engine, LaneSnapshot};
+use crate::record::{self, LaneEnd, Recorder};
+use crate::scenario::{self, CaptionEvent, Scenario, ScenarioLane};
+use crate::store::inspect;
+use crate::tui::app::{Command, Facts, LaneFacts};
+use crate::tui::chrome::{LaneMeta, MAX_POINTS, Scene, lane_view, marker_kind, symptoms, x_max};
+use crate::tui::keymap::Mode;
+use crate::tui::view::{LaneView, Marker, Series};
+
+/// One curve, downsampled as it grows.
+#[derive(Debug, Clone, Default)]
+struct Curve {
+    points: Vec<(f64, f64)>,
+    /// Minimum sim seconds between kept points.
+    gap: f64,
+}
+
+impl Curve {
+    fn push(&mut self, t: f64, v: f64) {
+        let n = self.points.len();
+        // Too close to the point before the last: move the last point instead of adding one.
+        if n > 1 && t - self.points[n - 2].0 < self.gap {
+            self.points[n - 1] = (t, v);
+        } else {
+            self.points.push((t, v));
+        }
+        if self.points.len() > MAX_POINTS {
+            let kept: Vec<(f64, f64)> = self.points.iter().copied().step_by(2).collect();
+            self.points = kept;
+            self.gap = if self.gap == 0.0 { 1.0 } else { self.gap * 2.0 };
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct LaneHistory {
+    rows: Curve,
+    distinct: Curve,
+    duplicated: Curve,
+    checkpoints: Curve,
+    heartbeat_age: Curve,
+    markers: Vec<Marker>,
+    /// The verdict of `inspect` once the lane has finished.
+    end: Option<LaneEnd>,
+    /// The verdict being read, on its own thread.
+    pending: Option<mpsc::Receiver<Option<LaneEnd>>>,
+    /// The verdict has been read (or could not be: then `end` stays empty).
+    verdict_read: bool,
+    /// The lane had finished at the last sample: its curves end there instead of running on
+    /// flat (and the frame stays the same, so it is not drawn again).
+    ended: bool,
+}
+
+/// The live night: its engine, its settings (carried over a restart), its recording, its charts.
+#[derive(Debug)]
+pub struct Night {
+    scenario: Scenario,
+    /// The lanes as the user has them now (`s` changes a strategy).
+    lanes: Vec<ScenarioLane>,
+    exe: PathBuf,
+    dir: PathBuf,
+    /// This session's night count: the databases and recordings are named after it.
+    number: u32,
+    engine: Engine,
+    history: Vec<LaneHistory>,
+    marked: usize,
+    now: Instant,
+    end_clock: Option<SimTime>,
+    speed: f64,
+    random_kills: bool,
+    recorder: Option<Recorder>,
+    /// The last recording closed in this session.
+    saved: Option<PathBuf>,
+    /// Where the next recording goes (`--record`), if it was named.
+    record_to: Option<PathBuf>,
+    /// When the dashboard was suspended (Ctrl-Z) with the night running: `fg` resumes it.
+    suspended_running: Option<Instant>,
+    /// What the night has said since the screen last asked, oldest first.
+    said: Vec<String>,
+}
+
+impl Night {
+    /// Starts the scenario's night; workers run from here on. With `record`, the night is
+    /// recorded to that file from 02:00.
+    pub fn start(
+        scenario: Scenario,
+        exe: PathBuf,
+        dir: PathBuf,
+        record: Option<PathBuf>,
+        now: Instant,
+    ) -> Result<Self, String> {
+        let lanes = scenario.lanes.clone();
+        let engine = launch(&scenario, &lanes, &dir, 1, &exe, now)?;
+        let random_kills = scenario.random_kills > 0;
+        let recording = record.is_some();
+        let mut night = Self {
+            history: (0..lanes.len()).map(|_| LaneHistory::default()).collect(),
+            scenario,
+            lanes,
+            exe,
+            dir,
+            number: 1,
+            engine,
+            marked: 0,
+            now,
+            end_clock: None,
+            speed: 1.0,
+            random_kills,
+            recorder: None,
+            saved: None,
+            record_to: record,
+            suspended_running: None,
+            said: Vec::new(),
+        };
+        if recording {
+            night.start_recording()?;
+        }
+        Ok(night)
+    }
+
+    /// Where the night's databases are kept.
+    #[must_use]
+    pub fn db_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The recording being written, if any.
+    #[must_use]
+    pub fn recording(&self) -> Option<&Path> {
+        self.recorder.as_ref().map(Recorder::path)
+    }
+
+    /// The recording written (or being written) last, if any.
+    #[must_use]
+    pub fn saved_recording(&self) -> Option<&Path> {
+        self.recording().or(self.saved.as_deref())
+    }
+
+    pub fn lane_count(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// What the night has said since the last call (notices for the header), oldest first.
+    pub fn take_said(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.said)
+    }
+
+    fn say(&mut self, text: impl Into<String>) {
+        self.said.push(text.into());
+    }
+
+    /// What the live screen's `update` needs to know to decide, at `now`.
+    pub fn facts(&self, now: Instant) -> Facts {
+        Facts {
+            lanes: self
+                .engine
+                .lanes()
+                .iter()
+                .zip(&self.lanes)
+                .map(|(lane, config)| LaneFacts {
+                    strategy: config.strategy,
+                    alive: lane.alive(),
+                    finished: lane.finished(),
+                    workers: lane.config.workers,
+                })
+                .collect(),
+            timeline: self.engine.timeline().len(),
+            paused: self.engine.is_paused(),
+            random_kills: self.random_kills,
+            seed: self.scenario.seed,
+            recording: self.recorder.is_some(),
+            captions: self.scenario.captions.len(),
+            caption: scenario::current_caption(
+                &self.caption_times(),
+                self.engine.clock().at(now).0,
+            ),
+        }
+    }
+
+    /// Advances the night and records what the charts (and the recording) need.
+    pub fn tick(&mut self, now: Instant) -> Result<(), String> {
+        self.now = now;
+        self.engine.tick(now).map_err(|e| e.to_string())?;
+        self.record_history(now);
+        if let Some(recorder) = self.recorder.as_mut()
+            && let Err(e) = recorder.observe(&self.engine, now)
+        {
+            let path = recorder.path().display().to_string();
+            self.recorder = None;
+            self.say(format!("recording {path} stopped: {e}"));
+        }
+        let lanes_ended = self.history.iter().all(|h| h.verdict_read);
+        if self.engine.finished() && lanes_ended && self.end_clock.is_none() {
+            self.end_clock = Some(self.engine.clock().at(now));
+            self.say("the night is over: n runs it again, R resets, q quits");
+            self.finish_recording(now);
+        }
+        Ok(())
+    }
+
+    /// Carries out one thing the screen decided.
+    pub fn execute(&mut self, command: Command, now: Instant) -> Result<(), String> {
+        match command {
+            Command::Kill(lane) => self.engine.host_reclaims(now, Some(lane)),
+            Command::KillAll => self.engine.host_reclaims(now, None),
+            Command::SetRandomKills(on) => {
+                self.random_kills = on;
+                self.engine.set_random_kills(on, now);
+            }
+            Command::ToggleHang(lane) => self.engine.toggle_hang(lane, now),
+            Command::SetStrategy(lane, next) => {
+                let Some(config) = self.lanes.get_mut(lane) else {
+                    return Ok(());
+                };
+                config.strategy = next;
+                if config.batch > 1 && !next.batches() {
+                    config.batch = 1;
+                }
+                config.name = next.name().to_string();
+                self.dedupe_names();
+                self.restart(now)?;
+                self.say(format!(
+                    "lane {} is now {next}; the night starts again",
+                    lane + 1
+                ));
+            }
+            Command::WipeCheckpoints(lane) => match self.engine.wipe_checkpoints(lane, now) {
+                Ok(n) => self.say(format!("{n} checkpoints deleted")),
+                Err(e) => self.say(format!("wipe failed: {e}")),
+            },
+            Command::AddWorker(lane) => self
+                .engine
+                .add_worker(lane, now)
+                .map_err(|e| e.to_string())?,
+            Command::Restart => self.restart(now)?,
+            Command::Reset => {
+                self.lanes = self.scenario.lanes.clone();
+                self.speed = 1.0;
+                self.random_kills = self.scenario.random_kills > 0;
+                self.restart(now)?;
+            }
+            Command::StartRecording => {
+                self.restart_recording(now, true)?;
+                let path = self
+                    .recording()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                self.say(format!("recording from 02:00 into {path}"));
+            }
+            Command::FinishRecording => self.finish_recording(now),
+            Command::Pause => self.engine.pause(now),
+            Command::Resume => self.engine.resume(now),
+            Command::SetSpeed(speed) => {
+                self.speed = speed;
+                self.engine.set_speed(speed, now);
+            }
+        }
+        Ok(())
+    }
+
+    /// Pauses the night (workers SIGSTOPped, the clock frozen) unless the user had paused it.
+    pub fn suspend(&mut self, now: Instant) {
+        self.suspended_running = (!self.engine.is_paused()).then_some(now);
+        self.engine.pause(now);
+    }
+
+    /// Resumes the night if `suspend` paused it; a night the user paused stays paused.
+    pub fn unsuspend(&mut self, now: Instant) {
+        if self.suspended_running.take().is_some() {
+            self.engine.resume(now);
+        }
+    }
+
+    fn start_recording(&mut self) -> Result<(), String> {
+        let path = match self.record_to.take() {
+            Some(path) => path,
+            None => self.dir.join(format!("night{}.jsonl", self.number)),
+        };
+        let header = record::header(
+            &self.engine,
+            &self.scenario.title,
+            &self.scenario.source,
+            self.scenario.seed,
+            self.scenario.captions.clone(),
+        );
+        let recorder = Recorder::create(&path, &header)
+            .map_err(|e| format!("cannot record to {}: {e}", path.display()))?;
+        self.recorder = Some(recorder);
+        Ok(())
+    }
+
+    /// Writes the verdict into the recording (if the night has one) and closes it.
+    fn finish_recording(&mut self, now: Instant) {
+        let Some(mut recorder) = self.recorder.take() else {
+            return;
+        };
+        let ends = self.lane_ends();
+        let result = if ends.iter().all(Option::is_some) {
+            recorder.end(&self.engine, now, ends.into_iter().flatten().collect())
+        } else {
+            recorder.observe(&self.engine, now)
+        };
+        let path = recorder.path().display().to_string();
+        self.saved = Some(recorder.path().to_path_buf());
+        match result {
+            Ok(()) => self.say(format!("recording saved to {path}")),
+            Err(e) => self.say(format!("recording {path} failed: {e}")),
+        }
+    }
+
+    fn lane_ends(&self) -> Vec<Option<LaneEnd>> {
+        self.history.iter().map(|h| h.end.clone()).collect()
+    }
+
+    /// A new night from 02:00 on fresh databases; the old workers are killed first. A night
+    /// being recorded goes on being recorded, into a new file.
+    fn restart(&mut self, now: Instant) -> Result<(), String> {
+        let recording = self.recorder.is_some();
+        self.restart_recording(now, recording)
+    }
+
+    fn restart_recording(&mut self, now: Instant, recording: bool) -> Result<(), String> {
+        self.finish_recording(now);
+        self.engine.shutdown();
+        self.number += 1;
+        self.engine = launch(
+            &self.scenario,
+            &self.lanes,
+            &self.dir,
+            self.number,
+            &self.exe,
+            now,
+        )?;
+        self.engine.set_speed(self.speed, now);
+        self.engine.set_random_kills(self.random_kills, now);
+        self.history = (0..self.lanes.len())
+            .map(|_| LaneHistory::default())
+            .collect();
+        self.marked = 0;
+        self.end_clock = None;
+        if recording {
+            self.start_recording()?;
+        }
+        Ok(())
+    }
+
+    /// Two lanes of the same strategy need different names (their databases are named after them).
+    fn dedupe_names(&mut self) {
+        for i in 0..self.lanes.len() {
+            let base = self.lanes[i].strategy.name().to_string();
+            let mut name = self.lanes[i].name.clone();
+            let mut n = 2;
+            while self.lanes[..i].iter().any(|l| l.name == name) {
+                name = format!("{base}-{n}");
+                n += 1;
+            }
+            self.lanes[i].name = name;
+        }
+    }
+
+    fn caption_times(&self) -> Vec<Option<f64>> {
+        let names: Vec<String> = self.lanes.iter().map(|l| l.name.clone()).collect();
+        let events = self.engine.timeline().iter().map(|e| CaptionEvent {
+            sim: e.sim.0,
+            kind: e.kind,
+            mark: e.mark,
+            lane: e.lane,
+        });
+        scenario::caption_times(&self.scenario.captions, &names, &events)
+    }
+
+    fn record_history(&mut self, now: Instant) {
+        let t = self.engine.clock().at(now).since_start();
+        for (lane, history) in self.engine.lanes().iter().zip(&mut self.history) {
+            let o = &lane.observer;
+            if !history.ended {
+                history.rows.push(t, o.rows as f64);
+                history.distinct.push(t, o.distinct as f64);
+                history.duplicated.push(t, o.duplicated as f64);
+                history.checkpoints.push(t, o.checkpoints as f64);
+                if let Some(age) = lane.heartbeat_sim_age {
+                    history.heartbeat_age.push(t, age);
+                }
+            }
+            history.ended = lane.finished();
+            if let Some(pending) = &history.pending
+                && let Ok(end) = pending.try_recv()
+            {
+                history.end = end;
+                history.pending = None;
+                history.verdict_read = true;
+            }
+            if lane.finished() && !history.verdict_read && history.pending.is_none() {
+                // The verdict comes from the rows, read once when the lane is over, on a thread
+                // of its own: `inspect` reads the whole table, seconds at a million rows, and
+                // the dashboard must not freeze meanwhile.
+                let (tx, rx) = mpsc::channel();
+                let db = lane.config.db.clone();
+                let items = lane.config.items;
+                let claimed = lane.claimed.as_ref().map(|c| c.status.clone());
+                let completed = lane.completed();
+                let spawned = std::thread::Builder::new()
+                    .name("reclaim-verdict".into())
+                    .spawn(move || {
+                        let end = inspect::inspect(&db, items)
+                            .ok()
+                            .map(|i| LaneEnd::from_inspection(&i, claimed.as_deref(), completed));
+                        let _ = tx.send(end);
+                    });
+                if spawned.is_ok() {
+                    history.pending = Some(rx);
+                }
+            }
+        }
+        for entry in &self.engine.timeline()[self.marked..] {
+            if let (Some(mark), Some(lane)) = (entry.mark, entry.lane) {
+                self.history[lane].markers.push(Marker {
+                    at: entry.sim.since_start(),
+                    kind: marker_kind(mark),
+                });
+            }
+        }
+        self.marked = self.engine.timeline().len();
+    }
+
+    /// What the night shows at the last tick; `caption_pick` is the caption the user stepped to
+    /// with `c`, shown until the night's own moves past it.
+    pub fn scene(&self, caption_pick: Option<usize>) -> Scene {
+        let clock = self
+            .end_clock
+            .unwrap_or_else(|| self.engine.clock().at(self.now));
+        let dead_man = self.engine.config().dead_man;
+        let lanes: Vec<LaneView> = self
+            .engine
+            .lanes()
+            .iter()
+            .zip(&self.history)
+            .map(|(lane, h)| {
+                let series = Series {
+                    rows: h.rows.points.clone(),
+                    distinct: h.distinct.points.clone(),
+                    duplicated: h.duplicated.points.clone(),
+                    checkpoints: h.checkpoints.points.clone(),
+                    heartbeat_age: h.heartbeat_age.points.clone(),
+                };
+                let meta = LaneMeta {
+                    name: &lane.config.name,
+                    strategy: lane.config.strategy.name(),
+                    items: lane.config.items,
+                    dead_man,
+                };
+                lane_view(
+                    &meta,
+                    &lane.snapshot(dead_man),
+                    series,
+                    h.markers.clone(),
+                    h.end.as_ref(),
+                )
+            })
+            .collect();
+        let multi = lanes.len() > 1;
+        let width = self.lanes.iter().map(|l| l.name.len()).max().unwrap_or(0);
+        let timeline = self
+            .engine
+            .timeline()
+            .iter()
+            .map(|e| {
+                let line = match e.lane {
+                    Some(l) if multi => e.line_in_lane(&self.lanes[l].name, width),
+                    _ => e.line(None),
+                };
+                (line, e.kind.tone(e.mark))
+            })
+            .collect();
+        let snapshots: Vec<LaneSnapshot> = self
+            .engine
+            .lanes()
+            .iter()
+            .map(|l| l.snapshot(dead_man))
+            .collect();
+        let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
+        let caption = caption_pick
+            .or_else(|| scenario::current_caption(&self.caption_times(), clock.0))
+            .and_then(|i| self.scenario.captions.get(i))
+            .map(|c| c.text.clone());
+        Scene {
+            title: self.scenario.title.clone(),
+            scenario: self.scenario.source.clone(),
+            clock,
+            paused: self.engine.is_paused(),
+            seed: self.scenario.seed,
+            random_kills: self.random_kills,
+            symptoms: symptoms(&snapshots, &items, &self.lane_ends()),
+            lanes,
+            timeline,
+            x_max: x_max(clock.since_start()),
+            db_dir: self.dir.display().to_string(),
+            mode: Mode::Live,
+            caption,
+            recording: self.recording().map(|p| p.display().to_string()),
+            replay: None,
+        }
+    }
+}
+
+fn launch(
+    scenario: &Scenario,
+    lanes: &[ScenarioLane],
+    dir: &Path,
+    night: u32,
+    exe: &Path,
+    now: Instant,
+) -> Result<Engine, String> {
+    let mut scenario = scenario.clone();
+    scenario.lanes = lanes.to_vec();
+    let config = scenario.engine_config(dir, night, exe.to_path_buf());
+    Engine::start(config, now).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn curves_stay_bounded_and_keep_their_ends() {
+        let mut curve = Curve::default();
+        for i in 0..100_000 {
+            curve.push(f64::from(i), f64::from(i) * 2.0);
+        }
+        assert!(curve.points.len() <= MAX_POINTS, "{}", curve.points.len());
+        assert_eq!(curve.points.first(), Some(&(0.0, 0.0)));
+        assert_eq!(curve.points.last(), Some(&(99_999.0, 199_998.0)));
+    }
+}
