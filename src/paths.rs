@@ -349,6 +349,50 @@ pub fn claim_new(path: &Path, what: &'static str, advice: &'static str) -> Resul
     }
 }
 
+/// A fresh folder for a night's databases under the system temp dir, made atomically (a name
+/// already taken is never reused), and the warehouse path inside it.
+pub fn fresh_db_path(label: &str) -> io::Result<PathBuf> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let suffix = if n == 0 {
+        String::new()
+    } else {
+        format!("-{n}")
+    };
+    let dir = std::env::temp_dir().join(format!(
+        "reclaim-{label}-{stamp}-{}{suffix}",
+        std::process::id()
+    ));
+    std::fs::create_dir(&dir)?;
+    Ok(dir.join("warehouse.db"))
+}
+
+/// What `--db` must be for a new night: a new path, no companion of an earlier warehouse beside
+/// it. Returns the path with its folder resolved. Nothing is created.
+pub fn new_warehouse(path: &Path) -> Result<PathBuf, PathError> {
+    let db = new_file(
+        path,
+        "--db",
+        "reclaim run starts a fresh night, so give a new --db path",
+    )?;
+    refuse_leftovers(&db)?;
+    Ok(db)
+}
+
+/// A recording must go to a new file in a folder that can be written, and never to the
+/// warehouse `db` or a companion of it: checked before any worker starts. Returns the path with
+/// its folder resolved.
+pub fn new_recording(path: &Path, db: Option<&Path>) -> Result<PathBuf, PathError> {
+    let record = new_file(path, "--record", "give --record a new file")?;
+    if let Some(db) = db {
+        refuse_companion(&record, "--record", db, None)?;
+    }
+    Ok(record)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ use crate::engine::{Engine, Entry, Kind, LaneSnapshot, Mark, Source};
 use crate::scenario::Caption;
 use crate::store::inspect::Inspection;
 use crate::text::escape_controls;
+use crate::verdict::Status;
 
 /// The `format` field of every recording's header.
 pub const FORMAT: &str = "reclaim-session";
@@ -125,7 +126,7 @@ pub struct LaneEnd {
     pub duplicated_task_ids: u64,
     pub missing: u64,
     /// `ok`, `data_wrong`, `incomplete`, `corrupt`.
-    pub derived_status: String,
+    pub derived_status: Status,
     /// `DATA WRONG (112 duplicated task ids)`.
     pub derived: String,
     pub claimed_status: Option<String>,
@@ -146,7 +147,7 @@ impl LaneEnd {
             distinct: inspection.distinct,
             duplicated_task_ids: inspection.duplicated_task_ids,
             missing: inspection.missing,
-            derived_status: derived.label().to_string(),
+            derived_status: derived.status(),
             derived: derived.to_string(),
             claimed_status: claimed.map(ToOwned::to_owned),
             completed,
@@ -155,7 +156,7 @@ impl LaneEnd {
 
     #[must_use]
     pub fn is_ok(&self) -> bool {
-        self.completed && self.derived_status == "ok"
+        self.completed && self.derived_status.is_ok()
     }
 }
 

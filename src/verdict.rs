@@ -26,6 +26,44 @@ pub enum Derived {
     Corrupt,
 }
 
+/// The verdict's name alone, as JSON, recordings and reports carry it: `ok`, `data_wrong`,
+/// `incomplete`, `corrupt`. A name this build does not know (in a recording) is `unknown`, and
+/// is never taken for `ok`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    DataWrong,
+    Incomplete,
+    Corrupt,
+    #[serde(other)]
+    Unknown,
+}
+
+impl Status {
+    #[must_use]
+    pub fn is_ok(self) -> bool {
+        self == Self::Ok
+    }
+
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::DataWrong => "data_wrong",
+            Self::Incomplete => "incomplete",
+            Self::Corrupt => "corrupt",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
 /// The figures the verdict is derived from: all of them from `inspect`, or those a recorded
 /// sample holds (`replay --check`). One rule, `Derived::from_facts`, judges both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -81,15 +119,21 @@ impl Derived {
         self == Self::Ok
     }
 
+    /// The verdict's name without its figures.
+    #[must_use]
+    pub fn status(self) -> Status {
+        match self {
+            Self::Ok => Status::Ok,
+            Self::DataWrong { .. } => Status::DataWrong,
+            Self::Incomplete { .. } => Status::Incomplete,
+            Self::Corrupt => Status::Corrupt,
+        }
+    }
+
     /// A short, stable label for JSON and tests: `ok`, `data_wrong`, `incomplete`, `corrupt`.
     #[must_use]
     pub fn label(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::DataWrong { .. } => "data_wrong",
-            Self::Incomplete { .. } => "incomplete",
-            Self::Corrupt => "corrupt",
-        }
+        self.status().label()
     }
 }
 

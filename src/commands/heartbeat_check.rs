@@ -1,6 +1,7 @@
 //! `reclaim heartbeat-check`: the postmortem's dead-man's switch, for cron.
 
 use crate::cli::HeartbeatCheckArgs;
+use crate::error::{Context as _, Error};
 use crate::exit::{DATA_WRONG, OK};
 use crate::heartbeat;
 
@@ -11,9 +12,9 @@ const FUTURE_TOLERANCE: std::time::Duration = std::time::Duration::from_secs(2);
 /// The dead-man's switch: fresh is 0; stale (or from the future: a clock that cannot judge must
 /// alert) prints the alert, runs `--exec`, and is 1; a missing, unreadable or not regular file is
 /// an error (2), refused before it is opened.
-pub(super) fn run(args: &HeartbeatCheckArgs) -> Result<u8, String> {
+pub(super) fn run(args: &HeartbeatCheckArgs) -> Result<u8, Error> {
     let beat = heartbeat::read(&args.file, std::time::SystemTime::now())
-        .map_err(|e| format!("cannot read heartbeat {}: {e}", args.file.display()))?;
+        .context(|| format!("cannot read heartbeat {}", args.file.display()))?;
     let age = beat.age.as_secs();
     let task = crate::text::escape_controls(beat.task.as_deref().unwrap_or("no task"));
     let message = if beat.ahead > FUTURE_TOLERANCE {
@@ -34,7 +35,7 @@ pub(super) fn run(args: &HeartbeatCheckArgs) -> Result<u8, String> {
             .env("RECLAIM_ALERT", &message)
             .env("RECLAIM_HEARTBEAT_AGE", age.to_string())
             .status()
-            .map_err(|e| format!("cannot run --exec command: {e}"))?;
+            .context(|| "cannot run --exec command".into())?;
         if !status.success() {
             eprintln!("reclaim: warning: the --exec command failed ({status})");
         }

@@ -3,14 +3,16 @@
 use std::io::{self, Write as _};
 
 use crate::cli::InspectArgs;
+use crate::error::Error;
 use crate::exit::{DATA_WRONG, OK};
 use crate::store::inspect;
 
-pub(super) fn run(args: &InspectArgs) -> Result<u8, String> {
-    let inspection = inspect::inspect(&args.db, args.items).map_err(|e| e.to_string())?;
+pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
+    let inspection = inspect::inspect(&args.db, args.items)?;
     let mut out = io::stdout().lock();
     let text = if args.json {
-        let mut value = serde_json::to_value(&inspection).map_err(|e| e.to_string())?;
+        let mut value =
+            serde_json::to_value(&inspection).map_err(|e| Error::Refused(e.to_string()))?;
         value["derived_status"] = inspection.derived().label().into();
         format!("{value}\n")
     } else {

@@ -4,6 +4,9 @@
 
 mod heartbeat_check;
 mod inspect;
+mod prove;
+pub mod replay_check;
+mod run;
 mod scenarios;
 mod worker;
 
@@ -20,21 +23,24 @@ pub fn main(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Some(Command::Worker(args)) => worker::run(&args),
         Some(Command::Inspect(args)) => inspect::run(&args),
-        Some(Command::Run(args)) => crate::run::run(&args, &mut io::stdout().lock()),
-        Some(Command::Prove(args)) => crate::prove::prove(&args, &mut io::stdout().lock()),
+        Some(Command::Run(args)) => run::run(&args, &mut io::stdout().lock()),
+        Some(Command::Prove(args)) => prove::run(&args, &mut io::stdout().lock()),
         Some(Command::HeartbeatCheck(args)) => heartbeat_check::run(&args),
         Some(Command::Tui(args)) => crate::tui::run(&args),
         Some(Command::Scenarios) => scenarios::run(),
         Some(Command::Replay(args)) if args.check => {
-            crate::run::replay_check(&args, &mut io::stdout().lock())
+            replay_check::run(&args, &mut io::stdout().lock())
         }
         Some(Command::Replay(args)) => crate::tui::replay(&args),
         None => crate::tui::run(&crate::cli::TuiArgs::default()),
     };
     match result {
         Ok(code) => ExitCode::from(code),
-        Err(message) => {
-            eprintln!("reclaim: error: {}", crate::text::escape_controls(&message));
+        Err(error) => {
+            eprintln!(
+                "reclaim: error: {}",
+                crate::text::escape_controls(&error.to_string())
+            );
             ExitCode::from(EXIT_ERROR)
         }
     }

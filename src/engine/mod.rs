@@ -170,7 +170,7 @@ impl Engine {
     }
 
     /// Deletes every checkpoint of a lane's warehouse, as an operator might "to force a rerun".
-    pub fn wipe_checkpoints(&mut self, lane: usize, now: Instant) -> Result<usize, String> {
+    pub fn wipe_checkpoints(&mut self, lane: usize, now: Instant) -> Result<usize, StoreError> {
         let db = self.lanes[lane].config.db.clone();
         let deleted = crate::store::wipe_checkpoints(&db)?;
         self.lanes[lane].observer.reset_checkpoints();
@@ -318,7 +318,13 @@ impl Engine {
                 Action::WipeCheckpoints => {
                     for lane in 0..self.lanes.len() {
                         if let Err(error) = self.wipe_checkpoints(lane, now) {
-                            self.log(now, Some(lane), Source::Runner, Kind::Error, error);
+                            self.log(
+                                now,
+                                Some(lane),
+                                Source::Runner,
+                                Kind::Error,
+                                error.to_string(),
+                            );
                         }
                     }
                 }

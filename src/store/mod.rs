@@ -466,15 +466,14 @@ fn check_warehouse_ref(conn: &Connection, path: &Path) -> Result<(), StoreError>
 }
 
 /// Deletes every checkpoint (the table may not exist: then there is nothing to delete).
-pub fn wipe_checkpoints(db: &Path) -> Result<usize, String> {
-    let conn = rusqlite::Connection::open(db).map_err(|e| format!("{}: {e}", db.display()))?;
-    conn.busy_timeout(Duration::from_secs(5))
-        .map_err(|e| e.to_string())?;
-    if !table_exists(&conn, "checkpoints").map_err(|e| e.to_string())? {
+pub fn wipe_checkpoints(db: &Path) -> Result<usize, StoreError> {
+    let failed = |e| StoreError::sqlite(db, e);
+    let conn = Connection::open(db).map_err(failed)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(failed)?;
+    if !table_exists(&conn, "checkpoints").map_err(failed)? {
         return Ok(0);
     }
-    retry_busy(|| conn.execute("DELETE FROM checkpoints", []))
-        .map_err(|e| format!("{}: {e}", db.display()))
+    retry_busy(|| conn.execute("DELETE FROM checkpoints", [])).map_err(failed)
 }
 
 /// The user tables in the database, by name.

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::error::Error;
 use crate::scenario::Scenario;
 use crate::tui::Screen;
 use crate::tui::chrome::{Chrome, NoticeLife};
@@ -221,7 +222,7 @@ impl Live {
         dir: PathBuf,
         record: Option<PathBuf>,
         now: Instant,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Error> {
         Ok(Self {
             app: App::default(),
             night: Night::start(scenario, exe, dir, record, now)?,
@@ -265,14 +266,14 @@ impl Screen for Live {
         self.app.chrome.select(lane, self.night.lane_count());
     }
 
-    fn tick(&mut self, now: Instant) -> Result<(), String> {
+    fn tick(&mut self, now: Instant) -> Result<(), Error> {
         self.night.tick(now)?;
         self.listen(now);
         self.app.chrome.expire(now);
         Ok(())
     }
 
-    fn update(&mut self, action: Action, now: Instant) -> Result<(), String> {
+    fn update(&mut self, action: Action, now: Instant) -> Result<(), Error> {
         let facts = self.night.facts(now);
         for command in self.app.update(action, &facts, now) {
             self.night.execute(command, now)?;

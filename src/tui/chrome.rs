@@ -201,7 +201,7 @@ pub(crate) fn symptoms(
                         && ends
                             .get(i)
                             .and_then(Option::as_ref)
-                            .is_some_and(|end| end.derived_status != "ok")
+                            .is_some_and(|end| !end.derived_status.is_ok())
                 }
             });
             (symptom, seen)
@@ -231,7 +231,7 @@ pub(crate) fn lane_view(
         .as_ref()
         .map(|c| format!("rows_written={} status={}", c.rows_written, c.status));
     let (derived, derived_ok) = match end {
-        Some(end) => (end.derived.clone(), Some(end.derived_status == "ok")),
+        Some(end) => (end.derived.clone(), Some(end.derived_status.is_ok())),
         None if snap.duplicated > 0 => (
             format!("DATA WRONG ({} duplicated task ids)", snap.duplicated),
             Some(false),
@@ -242,7 +242,7 @@ pub(crate) fn lane_view(
         ),
     };
     let disagreement = match (&snap.claimed, end) {
-        (Some(c), Some(end)) if c.status == "ok" && end.derived_status != "ok" => {
+        (Some(c), Some(end)) if c.status == "ok" && !end.derived_status.is_ok() => {
             Some(disagreement(end))
         }
         _ => None,

@@ -26,6 +26,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::layout::{Position, Rect};
 
 use crate::cli::{ReplayArgs, TuiArgs};
+use crate::error::{Context as _, Error};
 use crate::record::Recording;
 use crate::scenario::Scenario;
 use crate::signals;
@@ -43,9 +44,9 @@ pub trait Screen {
     fn lane_count(&self) -> usize;
     fn select(&mut self, lane: usize);
     /// Advances time to `now`.
-    fn tick(&mut self, now: Instant) -> Result<(), String>;
+    fn tick(&mut self, now: Instant) -> Result<(), Error>;
     /// Applies one user action.
-    fn update(&mut self, action: Action, now: Instant) -> Result<(), String>;
+    fn update(&mut self, action: Action, now: Instant) -> Result<(), Error>;
     /// The frame's view model.
     fn view(&self) -> Dashboard;
     /// The dashboard is about to stop (Ctrl-Z, SIGTSTP): nothing may go on while nobody watches.
@@ -117,15 +118,15 @@ impl Drop for TerminalGuard {
 fn suspend(
     terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
     app: &mut dyn Screen,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     app.suspend(Instant::now());
     restore_terminal();
     // SIGSTOP rather than the default SIGTSTP, which the kernel discards for an orphaned
     // process group (reclaim started by something other than a job-control shell).
-    signals::stop_self().map_err(|e| format!("cannot suspend: {e}"))?;
+    signals::stop_self().context(|| "cannot suspend".into())?;
     take_terminal()
         .and_then(|()| execute!(io::stdout(), terminal::Clear(terminal::ClearType::All)))
-        .map_err(|e| format!("cannot set up the terminal again: {e}"))?;
+        .context(|| "cannot set up the terminal again".into())?;
     // The next frame is diffed against a blank one, so all of it is drawn. (`Terminal::clear`
     // would do this too, but first asks the terminal where its cursor is: an answer that not
     // every terminal gives, and that the input thread may read first.)
@@ -135,31 +136,30 @@ fn suspend(
 }
 
 /// Loads and validates everything the dashboard needs, before the terminal is touched.
-pub fn prepare(args: &TuiArgs) -> Result<Scenario, String> {
+pub fn prepare(args: &TuiArgs) -> Result<Scenario, Error> {
     let mut scenario = match &args.scenario {
         Some(name) => Scenario::load(name),
         None => Scenario::default_incident(),
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
     Ok(scenario)
 }
 
-fn require_terminal(headless: &str) -> Result<(), String> {
+fn require_terminal(headless: &str) -> Result<(), Error> {
     if io::stdout().is_terminal() && io::stdin().is_terminal() {
         Ok(())
     } else {
-        Err(format!(
+        Err(Error::Refused(format!(
             "the dashboard needs a terminal (stdin and stdout must be a tty); for scripts use `{headless}`"
-        ))
+        )))
     }
 }
 
 /// Runs `reclaim replay FILE`: the recorded night in the dashboard, no processes.
-pub fn replay(args: &ReplayArgs) -> Result<u8, String> {
-    let recording = Recording::load(&args.file).map_err(|e| e.to_string())?;
+pub fn replay(args: &ReplayArgs) -> Result<u8, Error> {
+    let recording = Recording::load(&args.file)?;
     if recording.truncated {
         eprintln!(
             "reclaim: warning: {}: the last line was cut short; replaying the rest",
@@ -168,11 +168,11 @@ pub fn replay(args: &ReplayArgs) -> Result<u8, String> {
     }
     require_terminal("reclaim replay --check")?;
     let theme = Theme::from_env();
-    signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    signals::catch_suspend().map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let guard = TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
-    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))
-        .map_err(|e| format!("cannot draw: {e}"))?;
+    signals::install().context(|| "cannot install signal handlers".into())?;
+    signals::catch_suspend().context(|| "cannot install signal handlers".into())?;
+    let guard = TerminalGuard::enter().context(|| "cannot set up the terminal".into())?;
+    let mut terminal =
+        Terminal::new(CrosstermBackend::new(io::stdout())).context(|| "cannot draw".into())?;
     let mut app = ReplayApp::new(recording);
     let outcome = event_loop(&mut terminal, &mut app, theme);
     drop(terminal);
@@ -181,23 +181,22 @@ pub fn replay(args: &ReplayArgs) -> Result<u8, String> {
 }
 
 /// Runs `reclaim tui` (and `reclaim` with no arguments).
-pub fn run(args: &TuiArgs) -> Result<u8, String> {
+pub fn run(args: &TuiArgs) -> Result<u8, Error> {
     let scenario = prepare(args)?;
     if let Some(path) = &args.record {
-        crate::run::check_record_path(path, None)?;
+        crate::paths::new_recording(path, None)?;
     }
     require_terminal("reclaim run")?;
-    let exe = std::env::current_exe()
-        .map_err(|e| format!("cannot find reclaim's own executable: {e}"))?;
-    let dir = crate::run::fresh_db_path("tui")
-        .map_err(|e| format!("cannot create a folder for the databases: {e}"))?
+    let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
+    let dir = crate::paths::fresh_db_path("tui")
+        .context(|| "cannot create a folder for the databases".into())?
         .with_file_name("");
-    signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    signals::catch_suspend().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    signals::install().context(|| "cannot install signal handlers".into())?;
+    signals::catch_suspend().context(|| "cannot install signal handlers".into())?;
     let theme = Theme::from_env();
-    let guard = TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
-    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))
-        .map_err(|e| format!("cannot draw: {e}"))?;
+    let guard = TerminalGuard::enter().context(|| "cannot set up the terminal".into())?;
+    let mut terminal =
+        Terminal::new(CrosstermBackend::new(io::stdout())).context(|| "cannot draw".into())?;
     let mut app = Live::start(scenario, exe, dir, args.record.clone(), Instant::now())?;
     let outcome = event_loop(&mut terminal, &mut app, theme);
     // Workers first, then the terminal: nothing may outlive the dashboard.
@@ -218,7 +217,7 @@ fn event_loop(
     terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
     app: &mut dyn Screen,
     theme: Theme,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let (tx, rx) = mpsc::channel::<Event>();
     // The input thread ends when the loop drops the receiver (its next send fails).
     thread::Builder::new()
@@ -244,7 +243,7 @@ fn event_loop(
                 }
             }
         })
-        .map_err(|e| format!("cannot start the input thread: {e}"))?;
+        .context(|| "cannot start the input thread".into())?;
     let mut next_frame = Instant::now();
     let mut next_tick = Instant::now();
     // The last frame drawn: a paused or finished night shows the same frame over and over, and
@@ -265,7 +264,9 @@ fn event_loop(
                 }
             }
             Ok(Event::Mouse(mouse)) if mouse.kind == MouseEventKind::Down(MouseButton::Left) => {
-                let size = terminal.size().map_err(|e| e.to_string())?;
+                let size = terminal
+                    .size()
+                    .context(|| "cannot read the terminal's size".into())?;
                 let caption = app.view().caption;
                 let a = ui::areas(
                     Rect::new(0, 0, size.width, size.height),
@@ -281,7 +282,7 @@ fn event_loop(
             Ok(Event::Resize(..)) => redraw = true,
             Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err("the terminal input closed".into());
+                return Err(Error::Refused("the terminal input closed".into()));
             }
         }
         let now = Instant::now();
@@ -304,7 +305,7 @@ fn event_loop(
             if redraw || shown.as_ref() != Some(&view) {
                 terminal
                     .draw(|frame| ui::render(frame, &view, theme))
-                    .map_err(|e| format!("cannot draw: {e}"))?;
+                    .context(|| "cannot draw".into())?;
                 shown = Some(view);
             }
             next_frame = now + FRAME;

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use crate::clock::SimTime;
 use crate::engine::{Engine, LaneSnapshot};
+use crate::error::{Context as _, Error};
 use crate::record::{self, LaneEnd, Recorder};
 use crate::scenario::{self, CaptionEvent, Scenario, ScenarioLane};
 use crate::store::inspect;
@@ -98,7 +99,7 @@ impl Night {
         dir: PathBuf,
         record: Option<PathBuf>,
         now: Instant,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Error> {
         let lanes = scenario.lanes.clone();
         let engine = launch(&scenario, &lanes, &dir, 1, &exe, now)?;
         let random_kills = scenario.random_kills > 0;
@@ -188,9 +189,9 @@ impl Night {
     }
 
     /// Advances the night and records what the charts (and the recording) need.
-    pub fn tick(&mut self, now: Instant) -> Result<(), String> {
+    pub fn tick(&mut self, now: Instant) -> Result<(), Error> {
         self.now = now;
-        self.engine.tick(now).map_err(|e| e.to_string())?;
+        self.engine.tick(now)?;
         self.record_history(now);
         if let Some(recorder) = self.recorder.as_mut()
             && let Err(e) = recorder.observe(&self.engine, now)
@@ -209,7 +210,7 @@ impl Night {
     }
 
     /// Carries out one thing the screen decided.
-    pub fn execute(&mut self, command: Command, now: Instant) -> Result<(), String> {
+    pub fn execute(&mut self, command: Command, now: Instant) -> Result<(), Error> {
         match command {
             Command::Kill(lane) => self.engine.host_reclaims(now, Some(lane)),
             Command::KillAll => self.engine.host_reclaims(now, None),
@@ -238,10 +239,7 @@ impl Night {
                 Ok(n) => self.say(format!("{n} checkpoints deleted")),
                 Err(e) => self.say(format!("wipe failed: {e}")),
             },
-            Command::AddWorker(lane) => self
-                .engine
-                .add_worker(lane, now)
-                .map_err(|e| e.to_string())?,
+            Command::AddWorker(lane) => self.engine.add_worker(lane, now)?,
             Command::Restart => self.restart(now)?,
             Command::Reset => {
                 self.lanes = self.scenario.lanes.clone();
@@ -281,7 +279,7 @@ impl Night {
         }
     }
 
-    fn start_recording(&mut self) -> Result<(), String> {
+    fn start_recording(&mut self) -> Result<(), Error> {
         let path = match self.record_to.take() {
             Some(path) => path,
             None => self.dir.join(format!("night{}.jsonl", self.number)),
@@ -294,7 +292,7 @@ impl Night {
             self.scenario.captions.clone(),
         );
         let recorder = Recorder::create(&path, &header)
-            .map_err(|e| format!("cannot record to {}: {e}", path.display()))?;
+            .context(|| format!("cannot record to {}", path.display()))?;
         self.recorder = Some(recorder);
         Ok(())
     }
@@ -324,12 +322,12 @@ impl Night {
 
     /// A new night from 02:00 on fresh databases; the old workers are killed first. A night
     /// being recorded goes on being recorded, into a new file.
-    fn restart(&mut self, now: Instant) -> Result<(), String> {
+    fn restart(&mut self, now: Instant) -> Result<(), Error> {
         let recording = self.recorder.is_some();
         self.restart_recording(now, recording)
     }
 
-    fn restart_recording(&mut self, now: Instant, recording: bool) -> Result<(), String> {
+    fn restart_recording(&mut self, now: Instant, recording: bool) -> Result<(), Error> {
         self.finish_recording(now);
         self.engine.shutdown();
         self.number += 1;
@@ -520,11 +518,11 @@ fn launch(
     night: u32,
     exe: &Path,
     now: Instant,
-) -> Result<Engine, String> {
+) -> Result<Engine, Error> {
     let mut scenario = scenario.clone();
     scenario.lanes = lanes.to_vec();
     let config = scenario.engine_config(dir, night, exe.to_path_buf());
-    Engine::start(config, now).map_err(|e| e.to_string())
+    Ok(Engine::start(config, now)?)
 }
 
 #[cfg(test)]

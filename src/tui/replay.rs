@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use crate::clock::{NIGHT_START, SimTime};
+use crate::error::Error;
 use crate::record::{LaneEnd, Recording, Sample};
 use crate::scenario::{self, CaptionEvent};
 use crate::tui::Screen;
@@ -199,7 +200,7 @@ impl Screen for ReplayApp {
         self.chrome.select(lane, self.lane_count());
     }
 
-    fn tick(&mut self, now: Instant) -> Result<(), String> {
+    fn tick(&mut self, now: Instant) -> Result<(), Error> {
         if let Some(last) = self.last_tick
             && self.playing
         {
@@ -214,7 +215,7 @@ impl Screen for ReplayApp {
         Ok(())
     }
 
-    fn update(&mut self, action: Action, _now: Instant) -> Result<(), String> {
+    fn update(&mut self, action: Action, _now: Instant) -> Result<(), Error> {
         let Some(action) = self
             .chrome
             .update(action, self.lane_count(), self.events_shown())
@@ -491,7 +492,7 @@ mod tests {
                     distinct: 200,
                     duplicated_task_ids: 112,
                     missing: 0,
-                    derived_status: "data_wrong".into(),
+                    derived_status: crate::verdict::Status::DataWrong,
                     derived: "DATA WRONG (112 duplicated task ids)".into(),
                     claimed_status: Some("ok".into()),
                     completed: true,

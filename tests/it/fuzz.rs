@@ -399,8 +399,8 @@ fn check_recording(bytes: &[u8]) -> Result<(), TestCaseError> {
             json,
         };
         let mut out = Vec::new();
-        if let Err(shown) = reclaim::run::replay_check(&args, &mut out) {
-            one_line(&shown)?;
+        if let Err(error) = reclaim::commands::replay_check::run(&args, &mut out) {
+            one_line(&error.to_string())?;
         }
     }
     let mut app = ReplayApp::new(recording);
@@ -435,8 +435,8 @@ fn check_recording(bytes: &[u8]) -> Result<(), TestCaseError> {
     for (i, action) in actions.into_iter().enumerate() {
         let now = start + Duration::from_secs(u64::try_from(i).unwrap_or(0));
         let ticked = app.tick(now).and_then(|()| app.update(action, now));
-        if let Err(shown) = ticked {
-            one_line(&shown)?;
+        if let Err(error) = ticked {
+            one_line(&error.to_string())?;
         }
         draw(&app);
     }

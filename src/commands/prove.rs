@@ -9,8 +9,9 @@ use serde::Serialize;
 
 use crate::cli::ProveArgs;
 use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig};
+use crate::error::{Context as _, Error};
 use crate::exit::{DATA_WRONG as EXIT_DATA_WRONG, OK as EXIT_OK};
-use crate::run::{RunReport, drive};
+use crate::harness::{RunReport, drive};
 use crate::store::SyncMode;
 use crate::supervisor::schedule::{DEFAULT_WINDOW, KillPlan};
 use crate::task::task_id;
@@ -82,7 +83,7 @@ impl Prover {
         }
     }
 
-    fn night(&self, lane: LaneConfig, kills: &KillPlan) -> Result<RunReport, String> {
+    fn night(&self, lane: LaneConfig, kills: &KillPlan) -> Result<RunReport, Error> {
         let config = EngineConfig {
             lanes: vec![lane],
             kills: kills.clone(),
@@ -99,7 +100,7 @@ impl Prover {
 }
 
 fn exactly_once(report: &RunReport) -> bool {
-    report.completed && report.derived_status == "ok"
+    report.holds()
 }
 
 fn figures(report: &RunReport) -> String {
@@ -154,18 +155,17 @@ fn result(
 }
 
 /// Runs `reclaim prove`.
-pub fn prove(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, String> {
+pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let seed = args.seed.unwrap_or_else(rand::random);
-    let dir = crate::run::fresh_db_path("prove")
-        .map_err(|e| format!("cannot create a folder for the databases: {e}"))?
+    let dir = crate::paths::fresh_db_path("prove")
+        .context(|| "cannot create a folder for the databases".into())?
         .with_file_name("");
     let mut prover = Prover {
         strategy: args.strategy,
         items: args.items,
         delay: Duration::from_secs_f64(args.delay_ms / 1000.0),
         dir: dir.clone(),
-        exe: std::env::current_exe()
-            .map_err(|e| format!("cannot find reclaim's own executable: {e}"))?,
+        exe: std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?,
         runs: 0,
     };
     if !args.json {
@@ -209,7 +209,7 @@ pub fn prove(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, String> {
         let _ = writeln!(
             out,
             "{}",
-            serde_json::to_string(&report).map_err(|e| e.to_string())?
+            serde_json::to_string(&report).map_err(|e| Error::Refused(e.to_string()))?
         );
     } else {
         print_summary(&report, out);
@@ -222,7 +222,7 @@ pub fn prove(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, String> {
 }
 
 /// 1. Random kills and restarts, three runs in a row: a single green run proves little.
-fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestResult, String> {
+fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestResult, Error> {
     // The postmortem's window (0.2..0.9 s) is for a 10 ms item; it scales with the pace.
     let factor = args.delay_ms / 10.0;
     let window = (
@@ -270,7 +270,7 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
 }
 
 /// 2. Two workers at once on the same database: duplicate delivery from an at-least-once queue.
-fn two_workers(prover: &mut Prover) -> Result<TestResult, String> {
+fn two_workers(prover: &mut Prover) -> Result<TestResult, Error> {
     let lane = prover.lane("two-workers", 2, None, prover.delay);
     let report = prover.night(lane, &KillPlan::default())?;
     let detail = format!(
@@ -295,7 +295,7 @@ fn two_workers(prover: &mut Prover) -> Result<TestResult, String> {
 }
 
 /// 3. Every checkpoint deleted, then a rerun: the unique key alone must hold.
-fn wiped_checkpoints(prover: &mut Prover) -> Result<TestResult, String> {
+fn wiped_checkpoints(prover: &mut Prover) -> Result<TestResult, Error> {
     let lane = prover.lane("wiped", 1, None, Duration::ZERO);
     let db = lane.db.clone();
     let first = prover.night(lane.clone(), &KillPlan::default())?;
@@ -315,7 +315,7 @@ fn wiped_checkpoints(prover: &mut Prover) -> Result<TestResult, String> {
 }
 
 /// 4. Beyond the postmortem: every named crash point, at the first, a middle and the last task.
-fn crash_sweep(prover: &mut Prover) -> Result<TestResult, String> {
+fn crash_sweep(prover: &mut Prover) -> Result<TestResult, Error> {
     let items = prover.items;
     let tasks = [0, items / 2, items - 1];
     let mut reports = Vec::new();

@@ -1,0 +1,195 @@
+//! `reclaim run`: one lane driven headless through the night, its timeline printed as it happens,
+//! then the verdict derived from the rows.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::cli::RunArgs;
+use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig};
+use crate::error::{Context as _, Error};
+use crate::harness::{self, RunReport};
+use crate::paths;
+use crate::record::Recording;
+use crate::supervisor::schedule::KillPlan;
+
+/// Runs `reclaim run`.
+pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
+    // Every input is checked before anything is created or started.
+    if let Some(crash) = args.crash_at {
+        crate::task::check_in_queue("--crash-at", crash.task, args.items)?;
+    }
+    if let Some(task) = args.kill_at_task {
+        crate::task::check_in_queue("--kill-at-task", task, args.items)?;
+    }
+    let at_times = match &args.replay_schedule {
+        Some(file) => {
+            let recording = Recording::load(file)?;
+            if recording.truncated {
+                eprintln!(
+                    "reclaim: warning: {}: the last line was cut short; replaying the kills before it",
+                    file.display()
+                );
+            }
+            recording.kill_times()
+        }
+        None => Vec::new(),
+    };
+    let given_db = args.db.as_deref().map(paths::new_warehouse).transpose()?;
+    let record = args
+        .record
+        .as_deref()
+        .map(|path| paths::new_recording(path, given_db.as_deref()))
+        .transpose()?;
+    // The last step before the night: claim the warehouse atomically, so a second reclaim
+    // given the same new path is refused rather than sharing (and reporting) this night.
+    let db = match given_db {
+        Some(db) => {
+            paths::claim_new(
+                &db,
+                "--db",
+                "another reclaim (or something else) created it a moment ago; give a new --db path",
+            )?;
+            db
+        }
+        None => paths::fresh_db_path("run")
+            .context(|| "cannot create a folder for the warehouse".into())?,
+    };
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
+    let plan = KillPlan {
+        random: args.kills,
+        window: args.kill_window,
+        at_task: args.kill_at_task,
+        seed,
+        at_times,
+    };
+    let config = EngineConfig {
+        lanes: vec![LaneConfig {
+            name: args.strategy.name().to_string(),
+            strategy: args.strategy,
+            db: db.clone(),
+            items: args.items,
+            delay: Duration::from_secs_f64(args.delay_ms / 1000.0),
+            batch: args.batch,
+            workers: usize::from(args.workers),
+            sync: args.sync,
+            crash_at: args.crash_at,
+        }],
+        kills: plan.clone(),
+        restart_delay: Duration::from_secs_f64(args.restart_delay),
+        max_restarts: args.max_restarts,
+        scale: args.scale,
+        dead_man: DEFAULT_DEAD_MAN,
+        exe,
+        hang: None,
+        wipe_at_task: None,
+    };
+    if !args.json {
+        let _ = writeln!(
+            out,
+            "reclaim run  strategy={}  items={}  delay={}ms  workers={}  seed={seed}  scale={}x",
+            args.strategy, args.items, args.delay_ms, args.workers, args.scale
+        );
+        let _ = writeln!(out, "kill plan    {}", describe_plan(&plan, args));
+    }
+    let record = record.as_deref().map(|path| (path, command_line()));
+    let report = harness::drive_recorded(config, &plan, record, |line| {
+        if !args.json {
+            let _ = writeln!(out, "{line}");
+        }
+    })?;
+    if args.json {
+        let text = serde_json::to_string(&report).map_err(|e| Error::Refused(e.to_string()))?;
+        let _ = writeln!(out, "{text}");
+    } else {
+        print_verdict(&report, out);
+    }
+    Ok(report.exit_code())
+}
+
+fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
+    let mut parts = Vec::new();
+    if let Some(crash) = args.crash_at {
+        parts.push(format!(
+            "the worker crashes at {crash} on its first attempt"
+        ));
+    }
+    if let Some(task) = plan.at_task {
+        parts.push(format!(
+            "the host reclaims the instance once {} is written",
+            crate::task::task_id(task)
+        ));
+    }
+    if plan.random > 0 {
+        let delays: Vec<String> = plan
+            .first_delays(8)
+            .iter()
+            .map(|d| format!("{:.2}s", d.as_secs_f64()))
+            .collect();
+        let more = if plan.random > 8 { ", ..." } else { "" };
+        parts.push(format!(
+            "up to {} random kills, each {:.2}..{:.2}s after a spawn ({}{more}; seed {})",
+            plan.random,
+            plan.window.0.as_secs_f64(),
+            plan.window.1.as_secs_f64(),
+            delays.join(", "),
+            plan.seed
+        ));
+    }
+    if !plan.at_times.is_empty() {
+        let times: Vec<String> = plan
+            .at_times
+            .iter()
+            .take(8)
+            .map(|t| format!("{:.2}s", t.as_secs_f64()))
+            .collect();
+        let more = if plan.at_times.len() > 8 { ", ..." } else { "" };
+        parts.push(format!(
+            "{} kills replayed from a recording, at {}{more} after the start",
+            plan.at_times.len(),
+            times.join(", ")
+        ));
+    }
+    if parts.is_empty() {
+        "no kills: the job runs undisturbed".to_string()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// The command line, as a recording's header names a `run`.
+fn command_line() -> String {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    format!("reclaim {}", args.join(" "))
+}
+
+fn print_verdict(report: &RunReport, out: &mut dyn Write) {
+    let _ = writeln!(out);
+    let _ = writeln!(out, "verdict      {}", report.verdict);
+    for lesson in &report.lessons {
+        let _ = writeln!(out, "             {lesson}");
+    }
+    if let Some(reason) = &report.never_completed {
+        let _ = writeln!(out, "             {reason}");
+    }
+    let _ = writeln!(
+        out,
+        "run          kills={}  restarts={}  completed={}  missing={}  elapsed={:.1}s",
+        report.kills,
+        report.restarts,
+        if report.completed { "yes" } else { "NO" },
+        report.missing,
+        report.elapsed_ms as f64 / 1000.0
+    );
+    let _ = writeln!(out, "database     {} (kept)", display(&report.db));
+    let _ = writeln!(
+        out,
+        "rows={} duplicated_task_ids={}",
+        report.rows, report.duplicated_task_ids
+    );
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
+}

@@ -1,0 +1,232 @@
+//! The headless driver: one night driven through the same engine the dashboard draws, its
+//! timeline handed out line by line as it happens, and the report derived from the rows at the
+//! end. `run` and `prove` (and whatever drives nights without a terminal next) share it.
+
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::engine::{Engine, EngineConfig, Kind};
+use crate::error::{Context as _, Error};
+use crate::exit;
+use crate::record::{self, LaneEnd, Recorder};
+use crate::signals;
+use crate::store::inspect::{self, Inspection};
+use crate::supervisor::schedule::KillPlan;
+use crate::verdict::{Derived, Status, Symptom, claim_line};
+
+/// At most this many random kill delays are listed in a report (a plan may hold billions).
+pub const KILL_DELAYS_SHOWN: usize = 100;
+
+/// How often the headless loop looks at the workers and the rows.
+const TICK: Duration = Duration::from_millis(2);
+
+/// Everything a finished run reports; the JSON keys are stable.
+#[derive(Debug, Serialize)]
+pub struct RunReport {
+    pub strategy: String,
+    pub seed: u64,
+    pub items: u64,
+    pub rows: u64,
+    pub distinct: u64,
+    pub duplicated_task_ids: u64,
+    pub missing: u64,
+    pub kills: u32,
+    pub restarts: u32,
+    /// Distinct `run_id` values among the rows: how many worker processes wrote any.
+    pub runs: u64,
+    /// Workers that had started before the first one finished: 2 or more means they ran at once.
+    pub started_before_first_done: u64,
+    pub completed: bool,
+    pub claimed_status: String,
+    pub claimed_rows_written: Option<u64>,
+    pub derived_status: Status,
+    /// The verdict `derived_status` names, typed.
+    #[serde(skip)]
+    pub derived: Derived,
+    pub verdict: String,
+    pub symptoms: Vec<Symptom>,
+    pub lessons: Vec<String>,
+    pub never_completed: Option<String>,
+    /// The first delays of the random kills (at most `KILL_DELAYS_SHOWN`), in the order used.
+    pub kill_delays_ms: Vec<u64>,
+    /// How many random kills were planned (`--kills`): `kill_delays_ms` lists only the first.
+    pub kills_planned: u32,
+    pub elapsed_ms: u64,
+    pub scale: f64,
+    pub db: PathBuf,
+    pub timeline: Vec<String>,
+}
+
+impl RunReport {
+    /// 0 when the derived status is ok and the job completed, 1 otherwise.
+    #[must_use]
+    pub fn exit_code(&self) -> u8 {
+        if self.holds() {
+            exit::OK
+        } else {
+            exit::DATA_WRONG
+        }
+    }
+
+    /// The job completed and its rows are right.
+    #[must_use]
+    pub fn holds(&self) -> bool {
+        self.completed && self.derived.is_ok()
+    }
+}
+
+/// Drives one single-lane night to its end, handing each new timeline line to `on_line`, and
+/// derives the report. Ctrl-C, SIGTERM and SIGHUP stop it (every worker killed) with an error.
+pub fn drive(
+    config: EngineConfig,
+    plan: &KillPlan,
+    on_line: impl FnMut(&str),
+) -> Result<RunReport, Error> {
+    drive_recorded(config, plan, None, on_line)
+}
+
+/// `drive`, recording the night to a session file when `record` names one (with the title the
+/// header gives it).
+pub fn drive_recorded(
+    config: EngineConfig,
+    plan: &KillPlan,
+    record: Option<(&Path, String)>,
+    mut on_line: impl FnMut(&str),
+) -> Result<RunReport, Error> {
+    signals::install().context(|| "cannot install signal handlers".into())?;
+    let started = Instant::now();
+    let mut engine = Engine::start(config, started)?;
+    let mut recorder = match record {
+        Some((path, title)) => {
+            let header = record::header(&engine, &title, &title, plan.seed, Vec::new());
+            Some(
+                Recorder::create(path, &header)
+                    .context(|| format!("cannot record to {}", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    let mut printed = 0;
+    loop {
+        let now = Instant::now();
+        engine.tick(now)?;
+        crate::test_hooks::panic_point(
+            engine
+                .lanes()
+                .iter()
+                .any(|l| l.alive() && l.observer.rows > 0),
+        );
+        if let Some(recorder) = recorder.as_mut() {
+            let path = recorder.path().display().to_string();
+            recorder
+                .observe(&engine, now)
+                .context(|| format!("recording {path}"))?;
+        }
+        for entry in &engine.timeline()[printed..] {
+            on_line(&entry.line(None));
+        }
+        printed = engine.timeline().len();
+        if engine.finished() {
+            break;
+        }
+        if let Some(signal) = signals::received() {
+            engine.shutdown();
+            return Err(Error::Stopped(signal));
+        }
+        thread::sleep(TICK);
+    }
+    let elapsed = engine.elapsed(Instant::now());
+    let lane = &engine.lanes()[0];
+    if let Some(failure) = &lane.failure {
+        return Err(Error::WorkerFailed(failure.clone()));
+    }
+    let inspection = inspect::inspect(&lane.config.db, lane.config.items)?;
+    if let Some(recorder) = recorder.as_mut() {
+        let end = LaneEnd::from_inspection(
+            &inspection,
+            lane.claimed.as_ref().map(|c| c.status.as_str()),
+            lane.completed(),
+        );
+        engine.catch_up();
+        let path = recorder.path().display().to_string();
+        recorder
+            .end(&engine, Instant::now(), vec![end])
+            .context(|| format!("recording {path}"))?;
+    }
+    let lane = &engine.lanes()[0];
+    let claimed = lane.claimed.as_ref().map(|c| c.status.clone());
+    let completed = lane.completed();
+    let symptoms = Symptom::observed(
+        &inspection,
+        lane.observer.restarted_at_zero,
+        claimed.as_deref(),
+    );
+    let never_completed = (!completed).then(|| {
+        format!(
+            "the job never completed: the supervisor gave up after {} restarts (--max-restarts) because every attempt was killed before it finished",
+            lane.restarts
+        )
+    });
+    Ok(report(
+        &engine,
+        &inspection,
+        plan,
+        claimed,
+        symptoms,
+        never_completed,
+        elapsed,
+    ))
+}
+
+fn report(
+    engine: &Engine,
+    inspection: &Inspection,
+    plan: &KillPlan,
+    claimed: Option<String>,
+    symptoms: Vec<Symptom>,
+    never_completed: Option<String>,
+    elapsed: Duration,
+) -> RunReport {
+    let lane = &engine.lanes()[0];
+    let derived = inspection.derived();
+    RunReport {
+        strategy: lane.config.strategy.name().to_string(),
+        seed: plan.seed,
+        items: inspection.items,
+        rows: inspection.rows,
+        distinct: inspection.distinct,
+        duplicated_task_ids: inspection.duplicated_task_ids,
+        missing: inspection.missing,
+        kills: lane.kills,
+        restarts: lane.restarts,
+        runs: inspection.runs,
+        started_before_first_done: engine
+            .timeline()
+            .iter()
+            .take_while(|e| e.kind != Kind::Done)
+            .filter(|e| e.kind == Kind::Start)
+            .count() as u64,
+        completed: lane.completed(),
+        claimed_rows_written: lane.claimed.as_ref().map(|c| c.rows_written),
+        verdict: claim_line(claimed.as_deref(), derived),
+        claimed_status: claimed.unwrap_or_else(|| "none".into()),
+        derived_status: derived.status(),
+        derived,
+        lessons: crate::verdict::lessons(inspection, &symptoms),
+        symptoms,
+        never_completed,
+        kill_delays_ms: plan
+            .first_delays(KILL_DELAYS_SHOWN)
+            .iter()
+            .map(|d| d.as_millis() as u64)
+            .collect(),
+        kills_planned: plan.random,
+        elapsed_ms: elapsed.as_millis() as u64,
+        scale: engine.config().scale,
+        db: inspection.db.clone(),
+        timeline: engine.timeline().iter().map(|e| e.line(None)).collect(),
+    }
+}
