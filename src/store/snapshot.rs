@@ -1,0 +1,125 @@
+//! Reading a database without changing any file around it: the snapshot every check that can
+//! refuse runs on, and what `inspect` reads.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::{BUSY_TIMEOUT, StoreError};
+use crate::paths;
+
+/// A connection that reads a database as it stands without changing any file: not the
+/// database, not its `-wal`, and no new `-wal` or `-shm` beside it.
+///
+/// SQLite's read-only connections still create `-wal` and `-shm` when they are missing, so the
+/// way in depends on what is beside the file:
+/// - `-wal` and `-shm` both there (a writer running, or killed): read-only, in place; it creates
+///   nothing, and a read-only connection never checkpoints, whatever the `-wal` holds.
+/// - a `-wal` without its `-shm`, or a hot `-journal` (a copied database, an interrupted write):
+///   no writer can be running, so the files are copied into a private folder and read there,
+///   where SQLite may recover or roll back as it likes.
+/// - neither: every committed row is in the file, which is opened `immutable`.
+pub struct Snapshot {
+    // Declared first: dropped before the copy's folder is removed.
+    pub conn: Connection,
+    _copy: Option<PrivateCopy>,
+}
+
+impl Snapshot {
+    /// `path` must exist; resolve it first (`paths::existing_file`) so its companions are looked
+    /// for where SQLite keeps them.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let present = |suffix: &str| {
+            fs::symlink_metadata(paths::with_suffix(path, suffix)).is_ok_and(|m| m.len() > 0)
+        };
+        let (wal, shm, journal) = (present("-wal"), present("-shm"), present("-journal"));
+        if journal || (wal && !shm) {
+            let copy = PrivateCopy::of(path)?;
+            let conn = Connection::open_with_flags(
+                &copy.db,
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(|e| StoreError::sqlite(path, e))?;
+            conn.busy_timeout(BUSY_TIMEOUT)
+                .map_err(|e| StoreError::sqlite(path, e))?;
+            return Ok(Self {
+                conn,
+                _copy: Some(copy),
+            });
+        }
+        let conn = if wal {
+            Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+        } else {
+            Connection::open_with_flags(
+                format!("file:{}?immutable=1", uri_path(path)),
+                OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | OpenFlags::SQLITE_OPEN_URI
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+        }
+        .map_err(|e| StoreError::sqlite(path, e))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| StoreError::sqlite(path, e))?;
+        Ok(Self { conn, _copy: None })
+    }
+}
+
+/// A database and its `-wal`/`-journal` copied into a folder of reclaim's own, removed on drop.
+struct PrivateCopy {
+    dir: PathBuf,
+    db: PathBuf,
+}
+
+impl PrivateCopy {
+    fn of(path: &Path) -> Result<Self, StoreError> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!(
+            "reclaim-snapshot-{}-{n}-{}",
+            std::process::id(),
+            crate::heartbeat::unix_now().to_bits()
+        ));
+        let failed = |error: std::io::Error| StoreError::Copy {
+            path: path.to_path_buf(),
+            message: error.to_string(),
+        };
+        fs::create_dir(&dir).map_err(failed)?;
+        let copy = Self {
+            db: dir.join("snapshot.db"),
+            dir,
+        };
+        fs::copy(path, &copy.db).map_err(failed)?;
+        for suffix in ["-wal", "-journal"] {
+            let from = paths::with_suffix(path, suffix);
+            if from.exists() {
+                fs::copy(&from, paths::with_suffix(&copy.db, suffix)).map_err(failed)?;
+            }
+        }
+        Ok(copy)
+    }
+}
+
+impl Drop for PrivateCopy {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A path percent-encoded for a `file:` URI.
+fn uri_path(path: &Path) -> String {
+    use std::fmt::Write as _;
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut out = String::new();
+    for &byte in path.as_os_str().as_bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
+    out
+}
