@@ -1,4 +1,5 @@
-//! Ctrl-C, SIGTERM and SIGHUP become a flag the driving loop checks, so every exit path goes
+//! Ctrl-C, SIGTERM, SIGHUP and the other signals whose default is to end the process (SIGQUIT,
+//! SIGUSR1, SIGUSR2, SIGALRM) become a flag the driving loop checks, so every exit path goes
 //! through the same cleanup (kill the workers, restore the terminal). SIGCONT (reclaim itself was
 //! stopped) and, for the dashboard, SIGTSTP (Ctrl-Z) become flags too.
 
@@ -6,7 +7,20 @@ use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use signal_hook::consts::{SIGCONT, SIGHUP, SIGINT, SIGTERM, SIGTSTP};
+use signal_hook::consts::{
+    SIGALRM, SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGUSR1, SIGUSR2,
+};
+
+/// The signals that would end reclaim without its cleanup, and their names.
+const ENDING: [(i32, &str); 7] = [
+    (SIGINT, "SIGINT"),
+    (SIGTERM, "SIGTERM"),
+    (SIGHUP, "SIGHUP"),
+    (SIGQUIT, "SIGQUIT"),
+    (SIGUSR1, "SIGUSR1"),
+    (SIGUSR2, "SIGUSR2"),
+    (SIGALRM, "SIGALRM"),
+];
 
 static RECEIVED: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
 static CONTINUED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
@@ -18,7 +32,7 @@ pub fn install() -> std::io::Result<()> {
         return Ok(());
     }
     let flag = Arc::new(AtomicUsize::new(0));
-    for signal in [SIGINT, SIGTERM, SIGHUP] {
+    for (signal, _) in ENDING {
         signal_hook::flag::register_usize(signal, Arc::clone(&flag), signal as usize)?;
     }
     // A handler does not change what SIGCONT does (the process continues); it only tells the
@@ -73,11 +87,12 @@ pub fn stop_self() -> std::io::Result<()> {
 /// The name of the signal received, if any.
 #[must_use]
 pub fn received() -> Option<&'static str> {
-    match RECEIVED.get()?.load(Ordering::Relaxed) {
-        0 => None,
-        n if n == SIGINT as usize => Some("SIGINT"),
-        n if n == SIGTERM as usize => Some("SIGTERM"),
-        n if n == SIGHUP as usize => Some("SIGHUP"),
-        _ => Some("a signal"),
+    let received = RECEIVED.get()?.load(Ordering::Relaxed);
+    if received == 0 {
+        return None;
     }
+    let name = ENDING
+        .iter()
+        .find(|(signal, _)| *signal as usize == received);
+    Some(name.map_or("a signal", |(_, name)| name))
 }

@@ -351,6 +351,14 @@ const SLOW_RUN: [&str; 9] = [
 ];
 
 #[test]
+fn sigquit_sigusr1_and_sigalrm_of_reclaim_run_stop_it_cleanly_too() {
+    for signal in [Signal::SIGQUIT, Signal::SIGUSR1, Signal::SIGALRM] {
+        let (status, stderr) = signal_a_night(&SLOW_RUN, 3, signal);
+        assert_stopped_by(status, &stderr, signal);
+    }
+}
+
+#[test]
 fn sighup_of_reclaim_run_stops_it_and_all_its_workers() {
     let (status, stderr) = signal_a_night(&SLOW_RUN, 3, Signal::SIGHUP);
     assert_stopped_by(status, &stderr, Signal::SIGHUP);
