@@ -160,7 +160,8 @@ pub fn drive_recorded(
     let claimed = lane.claimed.as_ref().map(|c| c.status.clone());
     let completed = lane.completed();
     let symptoms = Symptom::observed(
-        &inspection,
+        (inspection.rows, inspection.items),
+        inspection.derived(),
         lane.observer.restarted_at_zero,
         claimed.as_deref(),
     );
@@ -215,7 +216,7 @@ fn report(
         claimed_status: claimed.unwrap_or_else(|| "none".into()),
         derived_status: derived.status(),
         derived,
-        lessons: crate::verdict::lessons(inspection, &symptoms),
+        lessons: crate::verdict::lessons(inspection.duplicated_task_ids, &symptoms),
         symptoms,
         never_completed,
         kill_delays_ms: plan

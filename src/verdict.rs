@@ -4,8 +4,6 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::store::inspect::Inspection;
-
 /// What the rows say about the job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
@@ -80,18 +78,6 @@ pub struct Facts {
 }
 
 impl Derived {
-    #[must_use]
-    pub fn from_inspection(i: &Inspection) -> Self {
-        Self::from_facts(Facts {
-            integrity_ok: i.integrity_ok,
-            duplicated: i.duplicated_task_ids,
-            extra: i.extra_rows,
-            missing: i.missing,
-            unexpected: i.unexpected,
-            orphan_checkpoints: i.checkpoints_without_row.unwrap_or(0),
-        })
-    }
-
     /// The rule: corrupt outranks everything; any row the job should not have produced is
     /// data wrong; then missing tasks are incomplete; otherwise ok.
     #[must_use]
@@ -231,7 +217,8 @@ impl Symptom {
     /// The symptoms a finished job shows.
     #[must_use]
     pub fn observed(
-        inspection: &Inspection,
+        (rows, items): (u64, u64),
+        derived: Derived,
         restarted_at_zero: bool,
         claimed: Option<&str>,
     ) -> Vec<Self> {
@@ -239,10 +226,10 @@ impl Symptom {
         if restarted_at_zero {
             seen.push(Self::RestartsAtZero);
         }
-        if inspection.rows > inspection.items {
+        if rows > items {
             seen.push(Self::RowsExceedQueue);
         }
-        if claimed == Some("ok") && !inspection.derived().is_ok() {
+        if claimed == Some("ok") && !derived.is_ok() {
             seen.push(Self::StatusOkDataWrong);
         }
         seen
@@ -252,12 +239,11 @@ impl Symptom {
 /// The teaching lines for a finished job: each observed symptom with its first check, and the
 /// duplicates of a job too short to exceed its queue, which need the same key.
 #[must_use]
-pub fn lessons(inspection: &Inspection, symptoms: &[Symptom]) -> Vec<String> {
+pub fn lessons(duplicated_task_ids: u64, symptoms: &[Symptom]) -> Vec<String> {
     let mut lines: Vec<String> = symptoms.iter().map(|s| s.lesson()).collect();
-    if inspection.duplicated_task_ids > 0 && !symptoms.contains(&Symptom::RowsExceedQueue) {
+    if duplicated_task_ids > 0 && !symptoms.contains(&Symptom::RowsExceedQueue) {
         lines.push(format!(
-            "{} task ids written twice: {}",
-            inspection.duplicated_task_ids,
+            "{duplicated_task_ids} task ids written twice: {}",
             Symptom::RowsExceedQueue.check()
         ));
     }
@@ -267,56 +253,45 @@ pub fn lessons(inspection: &Inspection, symptoms: &[Symptom]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::SchemaFacts;
-    use std::path::PathBuf;
 
-    fn inspection(rows: u64, distinct: u64, dups: u64, missing: u64) -> Inspection {
-        Inspection {
-            db: PathBuf::from("w.db"),
-            items: 200,
-            rows,
-            distinct,
-            duplicated_task_ids: dups,
-            extra_rows: rows - distinct,
+    fn facts(rows: u64, distinct: u64, dups: u64, missing: u64) -> Facts {
+        Facts {
+            integrity_ok: true,
+            duplicated: dups,
+            extra: rows - distinct,
             missing,
             unexpected: 0,
-            checkpoints: None,
-            rows_without_checkpoint: None,
-            checkpoints_without_row: None,
-            runs: 2,
-            schema: SchemaFacts::default(),
-            integrity_ok: true,
-            integrity: "ok".into(),
-            consistent: rows == 200 && distinct == 200,
+            orphan_checkpoints: 0,
         }
     }
 
     #[test]
     fn the_postmortem_night_is_data_wrong_whatever_the_worker_claims() {
-        let derived = Derived::from_inspection(&inspection(312, 200, 112, 0));
+        let derived = Derived::from_facts(facts(312, 200, 112, 0));
         assert_eq!(
             claim_line(Some("ok"), derived),
             "claimed=ok derived=DATA WRONG (112 duplicated task ids)"
         );
         assert!(!derived.is_ok());
+        assert_eq!(
+            Symptom::observed((312, 200), derived, true, Some("ok")),
+            Symptom::ALL.to_vec()
+        );
     }
 
     #[test]
     fn exactly_once_is_ok_and_gaps_are_incomplete() {
+        assert_eq!(Derived::from_facts(facts(200, 200, 0, 0)), Derived::Ok);
         assert_eq!(
-            Derived::from_inspection(&inspection(200, 200, 0, 0)),
-            Derived::Ok
-        );
-        assert_eq!(
-            Derived::from_inspection(&inspection(112, 112, 0, 88)).to_string(),
+            Derived::from_facts(facts(112, 112, 0, 88)).to_string(),
             "INCOMPLETE (88 task ids missing)"
         );
     }
 
     #[test]
     fn a_failed_integrity_check_outranks_everything() {
-        let mut i = inspection(200, 200, 0, 0);
-        i.integrity_ok = false;
-        assert_eq!(Derived::from_inspection(&i), Derived::Corrupt);
+        let mut f = facts(200, 200, 0, 0);
+        f.integrity_ok = false;
+        assert_eq!(Derived::from_facts(f), Derived::Corrupt);
     }
 }

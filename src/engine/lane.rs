@@ -186,7 +186,7 @@ impl Lane {
         if self.config.workers > 1 {
             text = format!("{text}  w={}", slot + 1);
         }
-        Some(worker(said.kind(), text))
+        Some(worker(kind_of(&said), text))
     }
 
     /// What a slot's exit means for the lane: a death the supervisor did not cause is the host
@@ -401,6 +401,17 @@ impl Note {
     fn marked(mut self, mark: Mark) -> Self {
         self.mark = Some(mark);
         self
+    }
+}
+
+/// The timeline's kind for a line a worker printed.
+fn kind_of(line: &Line) -> Kind {
+    match line {
+        Line::Start { .. } => Kind::Start,
+        Line::Resume(_) => Kind::Resume,
+        Line::Crash { .. } => Kind::Crash,
+        Line::Done { .. } => Kind::Done,
+        Line::Other(_) => Kind::Log,
     }
 }
 

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{SchemaFacts, StoreError, open_snapshot};
 use crate::task::canonical_index;
-use crate::verdict::Derived;
+use crate::verdict::{Derived, Facts};
 
 /// What a warehouse holds, as `reclaim inspect` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -45,7 +45,14 @@ impl Inspection {
     /// The derived status: the only status reclaim believes.
     #[must_use]
     pub fn derived(&self) -> Derived {
-        Derived::from_inspection(self)
+        Derived::from_facts(Facts {
+            integrity_ok: self.integrity_ok,
+            duplicated: self.duplicated_task_ids,
+            extra: self.extra_rows,
+            missing: self.missing,
+            unexpected: self.unexpected,
+            orphan_checkpoints: self.checkpoints_without_row.unwrap_or(0),
+        })
     }
 
     /// The postmortem's closing line.

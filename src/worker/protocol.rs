@@ -11,7 +11,6 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use super::{CrashAt, Strategy, WorkerConfig};
-use crate::engine::Kind;
 use crate::store::SyncMode;
 use crate::task::{parse_task_id, task_id};
 
@@ -107,18 +106,6 @@ impl Line {
             Self::Crash { .. } => "crash",
             Self::Done { .. } => "done",
             Self::Other(_) => "log",
-        }
-    }
-
-    /// The timeline's kind for this line.
-    #[must_use]
-    pub fn kind(&self) -> Kind {
-        match self {
-            Self::Start { .. } => Kind::Start,
-            Self::Resume(_) => Kind::Resume,
-            Self::Crash { .. } => Kind::Crash,
-            Self::Done { .. } => Kind::Done,
-            Self::Other(_) => Kind::Log,
         }
     }
 
