@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::engine::{EngineConfig, HangPlan, Kind, LaneConfig};
-use crate::store::SyncMode;
 use crate::supervisor::schedule::{KillPlan, parse_window};
 use crate::text::escape_controls;
 use crate::worker::{CrashAt, Strategy};
@@ -393,16 +392,16 @@ impl Scenario {
                 .lanes
                 .iter()
                 .enumerate()
-                .map(|(i, lane)| LaneConfig {
-                    name: lane.name.clone(),
-                    strategy: lane.strategy,
-                    db: dir.join(format!("night{run}-{}-{}.db", i + 1, lane.name)),
-                    items: self.items,
-                    delay: self.delay,
-                    batch: lane.batch,
-                    workers: lane.workers,
-                    sync: SyncMode::Normal,
-                    crash_at: lane.crash_at,
+                .map(|(i, lane)| {
+                    let db = dir.join(format!("night{run}-{}-{}.db", i + 1, lane.name));
+                    LaneConfig {
+                        name: lane.name.clone(),
+                        delay: self.delay,
+                        batch: lane.batch,
+                        workers: lane.workers,
+                        crash_at: lane.crash_at,
+                        ..LaneConfig::new(lane.strategy, db, self.items)
+                    }
                 })
                 .collect(),
             kills: KillPlan {

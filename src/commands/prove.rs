@@ -8,11 +8,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::cli::ProveArgs;
-use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig};
+use crate::engine::{EngineConfig, LaneConfig};
 use crate::error::{Context as _, Error};
 use crate::exit::{DATA_WRONG as EXIT_DATA_WRONG, OK as EXIT_OK};
 use crate::harness::{RunReport, drive};
-use crate::store::SyncMode;
 use crate::supervisor::schedule::{DEFAULT_WINDOW, KillPlan};
 use crate::task::task_id;
 use crate::verdict::Symptom;
@@ -70,30 +69,21 @@ impl Prover {
         delay: Duration,
     ) -> LaneConfig {
         self.runs += 1;
+        let db = self.dir.join(format!("{:02}-{label}.db", self.runs));
         LaneConfig {
             name: label.to_string(),
-            strategy: self.strategy,
-            db: self.dir.join(format!("{:02}-{label}.db", self.runs)),
-            items: self.items,
             delay,
-            batch: 1,
             workers,
-            sync: SyncMode::Normal,
             crash_at,
+            ..LaneConfig::new(self.strategy, db, self.items)
         }
     }
 
     fn night(&self, lane: LaneConfig, kills: &KillPlan) -> Result<RunReport, Error> {
         let config = EngineConfig {
-            lanes: vec![lane],
-            kills: kills.clone(),
             restart_delay: Duration::from_millis(20),
             max_restarts: 1000,
-            scale: 600.0,
-            dead_man: DEFAULT_DEAD_MAN,
-            exe: self.exe.clone(),
-            hang: None,
-            wipe_at_task: None,
+            ..EngineConfig::new(vec![lane], kills.clone(), self.exe.clone())
         };
         drive(config, kills, |_| {})
     }

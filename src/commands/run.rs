@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cli::RunArgs;
-use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig};
+use crate::engine::{EngineConfig, LaneConfig};
 use crate::error::{Context as _, Error};
 use crate::harness::{self, RunReport};
 use crate::paths;
@@ -64,26 +64,19 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         seed,
         at_times,
     };
+    let lane = LaneConfig {
+        delay: Duration::from_secs_f64(args.delay_ms / 1000.0),
+        batch: args.batch,
+        workers: usize::from(args.workers),
+        sync: args.sync,
+        crash_at: args.crash_at,
+        ..LaneConfig::new(args.strategy, db.clone(), args.items)
+    };
     let config = EngineConfig {
-        lanes: vec![LaneConfig {
-            name: args.strategy.name().to_string(),
-            strategy: args.strategy,
-            db: db.clone(),
-            items: args.items,
-            delay: Duration::from_secs_f64(args.delay_ms / 1000.0),
-            batch: args.batch,
-            workers: usize::from(args.workers),
-            sync: args.sync,
-            crash_at: args.crash_at,
-        }],
-        kills: plan.clone(),
         restart_delay: Duration::from_secs_f64(args.restart_delay),
         max_restarts: args.max_restarts,
         scale: args.scale,
-        dead_man: DEFAULT_DEAD_MAN,
-        exe,
-        hang: None,
-        wipe_at_task: None,
+        ..EngineConfig::new(vec![lane], plan.clone(), exe)
     };
     if !args.json {
         let _ = writeln!(

@@ -31,6 +31,25 @@ pub struct LaneConfig {
     pub crash_at: Option<CrashAt>,
 }
 
+impl LaneConfig {
+    /// One worker of `strategy` on `db` at the postmortem's pace (10 ms an item), one item per
+    /// transaction, no crash point; set what differs with struct update syntax.
+    #[must_use]
+    pub fn new(strategy: Strategy, db: PathBuf, items: u64) -> Self {
+        Self {
+            name: strategy.name().to_string(),
+            strategy,
+            db,
+            items,
+            delay: Duration::from_millis(10),
+            batch: 1,
+            workers: 1,
+            sync: SyncMode::Normal,
+            crash_at: None,
+        }
+    }
+}
+
 fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1000.0)
 }
@@ -54,6 +73,27 @@ pub struct EngineConfig {
     pub hang: Option<HangPlan>,
     /// Delete every checkpoint of every lane once the first lane has written this task.
     pub wipe_at_task: Option<u64>,
+}
+
+impl EngineConfig {
+    /// A night of `lanes` under `kills`, with the supervisor's and the dashboard's defaults for
+    /// the rest (a 30 ms restart delay, 100 restarts, 600 sim seconds a second, the postmortem's
+    /// 300 s dead-man's switch, no hang, no wipe). Every driver starts from here and sets what
+    /// it needs, so a new field is added in one place.
+    #[must_use]
+    pub fn new(lanes: Vec<LaneConfig>, kills: KillPlan, exe: PathBuf) -> Self {
+        Self {
+            lanes,
+            kills,
+            restart_delay: Duration::from_millis(30),
+            max_restarts: 100,
+            scale: 600.0,
+            dead_man: DEFAULT_DEAD_MAN,
+            exe,
+            hang: None,
+            wipe_at_task: None,
+        }
+    }
 }
 
 /// A scheduled hang: the worker stays alive and stops making progress.

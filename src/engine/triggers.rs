@@ -147,18 +147,12 @@ mod tests {
 
     fn config(kills: KillPlan) -> EngineConfig {
         EngineConfig {
-            lanes: Vec::new(),
-            kills,
-            restart_delay: Duration::ZERO,
-            max_restarts: 0,
-            scale: 1.0,
-            dead_man: 300.0,
-            exe: std::path::PathBuf::new(),
             hang: Some(HangPlan {
                 at_task: 5,
                 resume_after: Some(Duration::from_secs(2)),
             }),
             wipe_at_task: Some(7),
+            ..EngineConfig::new(Vec::new(), kills, std::path::PathBuf::new())
         }
     }
 

@@ -1159,31 +1159,17 @@ fn late_reader_exe(dir: &Path) -> PathBuf {
 
 /// One guarded lane of 20 items at full speed, its workers started from `exe`.
 fn one_lane(db: &Path, exe: PathBuf) -> reclaim::engine::EngineConfig {
-    use reclaim::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig};
-    use reclaim::store::SyncMode;
+    use reclaim::engine::{EngineConfig, LaneConfig};
     use reclaim::supervisor::schedule::KillPlan;
     use reclaim::worker::Strategy;
 
+    let lane = LaneConfig {
+        delay: Duration::ZERO,
+        ..LaneConfig::new(Strategy::Guarded, db.to_path_buf(), 20)
+    };
     EngineConfig {
-        lanes: vec![LaneConfig {
-            name: "guarded".into(),
-            strategy: Strategy::Guarded,
-            db: db.to_path_buf(),
-            items: 20,
-            delay: Duration::ZERO,
-            batch: 1,
-            workers: 1,
-            sync: SyncMode::Normal,
-            crash_at: None,
-        }],
-        kills: KillPlan::default(),
-        restart_delay: Duration::from_millis(30),
         max_restarts: 1,
-        scale: 600.0,
-        dead_man: DEFAULT_DEAD_MAN,
-        exe,
-        hang: None,
-        wipe_at_task: None,
+        ..EngineConfig::new(vec![lane], KillPlan::default(), exe)
     }
 }
 
