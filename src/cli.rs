@@ -40,6 +40,13 @@ pub enum Command {
     Prove(ProveArgs),
     /// The dead-man's switch, for cron: exit 1 (and run --exec) when the heartbeat is stale
     HeartbeatCheck(HeartbeatCheckArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `reclaim man | man -l -`
+    Man,
 }
 
 #[derive(Debug, Args)]
@@ -101,6 +108,34 @@ pub struct ReplayArgs {
     /// With --check: the facts as one JSON object
     #[arg(long, requires = "check")]
     pub json: bool,
+    /// Write the night to a new file instead of opening the dashboard: .cast (asciicast v2 for
+    /// asciinema, a marker at each kill, restart and caption), .svg (one frame, see --at) or
+    /// .csv (one row per sample and lane)
+    #[arg(long, value_name = "FILE", conflicts_with = "check")]
+    pub export: Option<PathBuf>,
+    /// With --export FILE.svg: the moment of the frame, as the clock shows it [default: the end]
+    #[arg(long, value_name = "HH:MM:SS", requires = "export", value_parser = parse_clock)]
+    pub at: Option<f64>,
+    /// With --export: the terminal size of the frames, columns x rows
+    #[arg(long, value_name = "WxH", default_value = "120x40", value_parser = parse_size)]
+    pub size: (u16, u16),
+}
+
+fn parse_clock(text: &str) -> Result<f64, String> {
+    crate::scenario::parse_clock(text)
+        .ok_or_else(|| format!("'{text}' is not a time of the night such as 02:11:47"))
+}
+
+fn parse_size(text: &str) -> Result<(u16, u16), String> {
+    let parsed = text
+        .split_once(['x', 'X'])
+        .and_then(|(w, h)| Some((w.trim().parse().ok()?, h.trim().parse().ok()?)));
+    match parsed {
+        Some((w, h)) if (1..=1000).contains(&w) && (1..=1000).contains(&h) => Ok((w, h)),
+        _ => Err(format!(
+            "'{text}' is not a size such as 120x40 (columns x rows, each 1..=1000)"
+        )),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,7 @@ pub mod commands;
 pub mod engine;
 pub mod error;
 pub mod exit;
+pub mod export;
 pub mod harness;
 pub mod heartbeat;
 pub mod limits;

@@ -2,6 +2,8 @@
 //! command's outcome to an exit code (0 holds, 1 the data verdict failed, 2 an error), as
 //! ripgrep does, prints an error as one line, and installs the panic hook.
 
+mod conventions;
+mod export;
 mod heartbeat_check;
 mod inspect;
 mod prove;
@@ -31,7 +33,10 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Command::Replay(args)) if args.check => {
             replay_check::run(&args, &mut io::stdout().lock())
         }
+        Some(Command::Replay(args)) if args.export.is_some() => export::run(&args),
         Some(Command::Replay(args)) => crate::tui::replay(&args),
+        Some(Command::Completions { shell }) => Ok(conventions::completions(shell)),
+        Some(Command::Man) => conventions::man(),
         None => crate::tui::run(&crate::cli::TuiArgs::default()),
     };
     match result {

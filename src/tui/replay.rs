@@ -68,6 +68,26 @@ impl ReplayApp {
         self.playing = false;
     }
 
+    /// The frame at `at` (seconds after midnight) as the replay shows it while it plays there:
+    /// what an export draws.
+    pub fn frame_at(&mut self, at: f64) -> Dashboard {
+        self.cursor = at.clamp(NIGHT_START, self.end());
+        self.playing = self.cursor < self.end();
+        self.view()
+    }
+
+    /// Each caption's text and the moment (seconds after midnight) the night reached it.
+    #[must_use]
+    pub fn caption_moments(&self) -> Vec<(String, f64)> {
+        self.recording
+            .header
+            .captions
+            .iter()
+            .zip(&self.caption_times)
+            .filter_map(|(caption, at)| at.map(|at| (caption.text.clone(), at)))
+            .collect()
+    }
+
     fn end(&self) -> f64 {
         self.recording.last_sim()
     }

@@ -397,6 +397,9 @@ fn check_recording(bytes: &[u8]) -> Result<(), TestCaseError> {
             file: path.clone(),
             check: true,
             json,
+            export: None,
+            at: None,
+            size: (120, 40),
         };
         let mut out = Vec::new();
         if let Err(error) = reclaim::commands::replay_check::run(&args, &mut out) {

@@ -1,0 +1,32 @@
+//! `reclaim replay FILE --export OUT`: a recorded night as an asciicast, an SVG frame or CSV.
+
+use crate::cli::ReplayArgs;
+use crate::error::Error;
+use crate::exit;
+use crate::export::{self, Request};
+use crate::record::Recording;
+use crate::tui::theme::Theme;
+
+pub(super) fn run(args: &ReplayArgs) -> Result<u8, Error> {
+    let Some(path) = args.export.as_deref() else {
+        return Err(Error::Refused("--export needs a file".into()));
+    };
+    // Checked before the recording is read: a wrong extension or size is refused at once.
+    export::Format::of(path)?;
+    let recording = Recording::load(&args.file)?;
+    if recording.truncated {
+        eprintln!(
+            "reclaim: warning: {}: the last line was cut short; exporting the rest",
+            crate::paths::shown(&args.file)
+        );
+    }
+    let request = Request {
+        path,
+        at: args.at,
+        size: args.size,
+        theme: Theme::from_env(),
+    };
+    let said = export::export(recording, &request)?;
+    println!("reclaim: wrote {} ({said})", crate::paths::shown(path));
+    Ok(exit::OK)
+}

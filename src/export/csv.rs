@@ -1,0 +1,53 @@
+//! The night's figures as CSV, one row per sample and lane, for a plot.
+
+use std::io::{self, Write};
+
+use crate::clock::SimTime;
+use crate::record::Recording;
+
+pub(super) fn write(recording: &Recording, out: &mut dyn Write) -> io::Result<String> {
+    writeln!(
+        out,
+        "sim_time,sim_seconds,real_ms,lane,strategy,rows,distinct,duplicated,checkpoints,heartbeat_age_s,alive,progress,stale,restarts,kills"
+    )?;
+    let mut rows = 0;
+    for sample in &recording.samples {
+        for (info, lane) in recording.header.lanes.iter().zip(&sample.lanes) {
+            let opt = |v: Option<String>| v.unwrap_or_default();
+            writeln!(
+                out,
+                "{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                SimTime(sample.sim),
+                sample.sim - crate::clock::NIGHT_START,
+                sample.real_ms,
+                field(&info.name),
+                field(&info.strategy),
+                lane.rows,
+                lane.distinct,
+                lane.duplicated,
+                opt(lane.checkpoints.map(|c| c.to_string())),
+                opt(lane.heartbeat_age.map(|a| format!("{a:.1}"))),
+                lane.alive,
+                lane.progress,
+                lane.stale,
+                lane.restarts,
+                lane.kills
+            )?;
+            rows += 1;
+        }
+    }
+    Ok(format!(
+        "{rows} rows ({} samples x {} lanes)",
+        recording.samples.len(),
+        recording.header.lanes.len()
+    ))
+}
+
+/// A text field, quoted when it holds a comma, a quote or a line break (RFC 4180).
+fn field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}

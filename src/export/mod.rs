@@ -1,0 +1,99 @@
+//! Exports of a recorded night, for slides, web pages and plots: an asciicast of the dashboard
+//! as recorded (`.cast`), one frame as SVG (`.svg`), and the figures as CSV (`.csv`).
+//!
+//! Every frame is the replay dashboard (`tui::replay::ReplayApp`) drawn by the same pure
+//! `ui::render_to` into a buffer, so an export shows exactly what `reclaim replay` shows.
+
+mod ansi;
+mod cast;
+mod csv;
+mod svg;
+
+use std::fs::File;
+use std::io::{BufWriter, Write as _};
+use std::path::Path;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+use crate::error::{Context as _, Error};
+use crate::record::Recording;
+use crate::tui::replay::ReplayApp;
+use crate::tui::theme::Theme;
+use crate::tui::ui;
+
+/// What an export file holds, from its extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// asciicast v2: the dashboard as recorded, with a marker at each kill, restart and caption.
+    Cast,
+    /// The dashboard at one moment, with its colours.
+    Svg,
+    /// One row per sample and lane.
+    Csv,
+}
+
+impl Format {
+    /// The format a path's extension names.
+    pub fn of(path: &Path) -> Result<Self, Error> {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("cast") => Ok(Self::Cast),
+            Some("svg") => Ok(Self::Svg),
+            Some("csv") => Ok(Self::Csv),
+            _ => Err(Error::Refused(format!(
+                "--export {}: name a .cast (asciicast for asciinema), .svg (one frame for a slide) or .csv (the figures for a plot) file",
+                crate::paths::shown(path)
+            ))),
+        }
+    }
+}
+
+/// Where and how to export.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    pub path: &'a Path,
+    /// The moment of an SVG frame, in seconds after midnight (the end of the night if `None`).
+    pub at: Option<f64>,
+    /// Columns and rows of the frames.
+    pub size: (u16, u16),
+    pub theme: Theme,
+}
+
+/// Writes `recording` to the request's path (a new file; checked before anything is written)
+/// and says what was written.
+pub fn export(recording: Recording, request: &Request<'_>) -> Result<String, Error> {
+    let format = Format::of(request.path)?;
+    let path = crate::paths::new_file(request.path, "--export", "give --export a new file")?;
+    let (w, h) = request.size;
+    if w < ui::MIN_WIDTH || h < ui::MIN_HEIGHT {
+        return Err(Error::Refused(format!(
+            "--size {w}x{h} is smaller than the dashboard's {}x{}",
+            ui::MIN_WIDTH,
+            ui::MIN_HEIGHT
+        )));
+    }
+    let file = File::options()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .context(|| format!("cannot create {}", path.display()))?;
+    let mut out = BufWriter::new(file);
+    let said = match format {
+        Format::Cast => cast::write(&recording, request, &mut out),
+        Format::Svg => svg::write(recording, request, &mut out),
+        Format::Csv => csv::write(&recording, &mut out),
+    }
+    .context(|| format!("cannot write {}", path.display()))?;
+    out.flush()
+        .context(|| format!("cannot write {}", path.display()))?;
+    Ok(said)
+}
+
+/// The replay's frame at `at` (seconds after midnight), drawn into a `w`x`h` buffer.
+fn frame(app: &mut ReplayApp, at: f64, (w, h): (u16, u16), theme: Theme) -> Buffer {
+    let view = app.frame_at(at);
+    let area = Rect::new(0, 0, w, h);
+    let mut buffer = Buffer::empty(area);
+    ui::render_to(area, &mut buffer, &view, theme);
+    buffer
+}

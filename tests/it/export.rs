@@ -1,0 +1,212 @@
+//! Exports of a recorded night (`replay FILE --export`), and the conventions generated from the
+//! command line (`completions`, `man`). The night is the default incident, recorded once by the
+//! real dashboard in a pseudo-terminal; each export is read back by an independent reader: a vt100
+//! emulator for the cast, an XML parser for the SVG, plain splitting for the CSV.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use reclaim::engine::Mark;
+use reclaim::record::Recording;
+
+use crate::common::{assert_one_line_error, path_arg, reclaim};
+use crate::pty::Dashboard;
+
+/// The default incident recorded by the dashboard, made once for the module.
+fn incident() -> &'static Path {
+    static RECORDING: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    let (_dir, path) = RECORDING.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("incident.jsonl");
+        let mut dashboard =
+            Dashboard::start(&["tui", "--record", path_arg(&path)], dir.path(), 120, 40)
+                .unwrap_or_else(|e| panic!("{e}"));
+        dashboard
+            .wait_for(
+                "the end of the recorded night",
+                std::time::Instant::now() + Duration::from_secs(120),
+                |screen| screen.contents().contains("recording saved"),
+            )
+            .unwrap_or_else(|e| panic!("the night did not end: {e}"));
+        dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+        dashboard
+            .wait_exit(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{e}"));
+        (dir, path)
+    });
+    path
+}
+
+/// `reclaim replay INCIDENT --export OUT EXTRA...` into a fresh folder; returns OUT.
+fn export(name: &str, extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let out = dir.path().join(name);
+    let mut args = vec!["replay", path_arg(incident()), "--export", path_arg(&out)];
+    args.extend_from_slice(extra);
+    let run = reclaim(&args);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("wrote"), "{}", run.stdout);
+    (dir, out)
+}
+
+#[test]
+fn the_cast_plays_to_the_end_screen_with_a_marker_at_each_kill_restart_and_caption() {
+    let (_dir, cast) = export("night.cast", &[]);
+    let text = fs::read_to_string(&cast).unwrap_or_else(|e| panic!("{e}"));
+    let mut lines = text.lines();
+    let header: serde_json::Value =
+        serde_json::from_str(lines.next().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(header["version"], 2);
+    let (w, h) = (header["width"].as_u64(), header["height"].as_u64());
+    assert_eq!((w, h), (Some(120), Some(40)));
+    let size = |n: u64| std::num::NonZeroU16::new(u16::try_from(n).unwrap_or(0));
+    let (Some(cols), Some(rows)) = (size(w.unwrap_or(0)), size(h.unwrap_or(0))) else {
+        panic!("no size in the header: {header}");
+    };
+    let mut screen = vt100::Parser::new(rows, cols, 0);
+    let mut markers = Vec::new();
+    let mut last = 0.0;
+    for line in lines {
+        let event: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let t = event[0]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no time: {line}"));
+        assert!(t >= last, "time goes backwards at {line}");
+        last = t;
+        let data = event[2].as_str().unwrap_or_default();
+        match event[1].as_str() {
+            Some("o") => screen.process(data.as_bytes()),
+            Some("m") => markers.push(data.to_string()),
+            other => panic!("unknown event type {other:?}"),
+        }
+    }
+    let end = screen.screen().contents();
+    assert!(end.contains("rows 312"), "{end}");
+    assert!(end.contains("rows 200"), "{end}");
+    assert!(
+        end.contains("112 task ids were written twice") || end.contains("DATA WRONG"),
+        "{end}"
+    );
+    // One marker per kill and restart on record, and one per caption the night reached.
+    let recording = Recording::load(incident()).unwrap_or_else(|e| panic!("{e}"));
+    let count = |mark| {
+        recording
+            .events
+            .iter()
+            .filter(|e| e.mark == Some(mark))
+            .count()
+    };
+    // Each marker is `02:11:47 WHAT ...`.
+    let of = |what: &str| {
+        markers
+            .iter()
+            .filter(|m| m.split(' ').nth(1) == Some(what))
+            .count()
+    };
+    let (kills, restarts, captions) = (of("kill"), of("restart"), of("caption:"));
+    assert_eq!(kills, count(Mark::Kill), "{markers:?}");
+    assert_eq!(restarts, count(Mark::Restart), "{markers:?}");
+    assert_eq!(captions, recording.header.captions.len(), "{markers:?}");
+    assert!(kills >= 1 && restarts >= 1, "{markers:?}");
+}
+
+#[test]
+fn the_svg_frame_parses_as_xml_and_holds_the_frames_text() {
+    let (_dir, svg) = export("frame.svg", &["--at", "02:11:47", "--size", "100x30"]);
+    let text = fs::read_to_string(&svg).unwrap_or_else(|e| panic!("{e}"));
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("not XML: {e}"));
+    let words: String = doc
+        .descendants()
+        .filter(roxmltree::Node::is_text)
+        .filter_map(|n| n.text())
+        .collect::<Vec<_>>()
+        .join(" ");
+    for needle in ["reclaim REPLAY", "02:11:47", "naive", "guarded", "timeline"] {
+        assert!(words.contains(needle), "{needle} not in the SVG: {words}");
+    }
+    assert!(doc.root_element().has_tag_name("svg"));
+}
+
+#[test]
+fn the_csv_has_a_row_per_sample_and_lane_and_its_last_naive_row_says_312() {
+    let (_dir, csv) = export("night.csv", &[]);
+    let text = fs::read_to_string(&csv).unwrap_or_else(|e| panic!("{e}"));
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let column = |name| {
+        header
+            .iter()
+            .position(|c| *c == name)
+            .unwrap_or_else(|| panic!("no {name} column: {header:?}"))
+    };
+    let (lane, rows, distinct) = (column("lane"), column("rows"), column("distinct"));
+    let records: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let recording = Recording::load(incident()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        records.len(),
+        recording.samples.len() * recording.header.lanes.len()
+    );
+    let last_of = |name: &str| {
+        records
+            .iter()
+            .rev()
+            .find(|r| r[lane] == name)
+            .unwrap_or_else(|| panic!("no {name} row"))
+    };
+    assert_eq!(last_of("naive")[rows], "312");
+    assert_eq!(last_of("naive")[distinct], "200");
+    assert_eq!(last_of("guarded")[rows], "200");
+}
+
+#[test]
+fn an_export_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let existing = dir.path().join("taken.csv");
+    fs::write(&existing, "mine").unwrap_or_else(|e| panic!("{e}"));
+    let cases: [(&[&str], &str); 3] = [
+        (&["--export", path_arg(&existing)], "already exists"),
+        (&["--export", "night.gif"], ".cast"),
+        (
+            &["--export", "small.svg", "--size", "30x10"],
+            "smaller than",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["replay", path_arg(incident())];
+        args.extend_from_slice(extra);
+        let run = crate::common::reclaim_in_dir(dir.path(), &args, Duration::from_secs(30));
+        assert_one_line_error(&run, needle);
+    }
+    assert_eq!(fs::read_to_string(&existing).unwrap_or_default(), "mine");
+    assert_eq!(fs::read_dir(dir.path()).map_or(0, Iterator::count), 1);
+}
+
+#[test]
+fn bash_completions_pass_bash_n_and_the_manual_is_a_roff_page() {
+    let run = reclaim(&["completions", "bash"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stdout.contains("reclaim"), "{}", run.stdout);
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let script = dir.path().join("reclaim.bash");
+    fs::write(&script, &run.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let status = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .stdin(Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run bash: {e}"));
+    assert!(status.success(), "bash -n refused the completion script");
+    for shell in ["zsh", "fish"] {
+        let run = reclaim(&["completions", shell]);
+        assert_eq!(run.code, Some(0), "{shell}: {}", run.stderr);
+        assert!(run.stdout.contains("replay"), "{shell}: {}", run.stdout);
+    }
+    let man = reclaim(&["man"]);
+    assert_eq!(man.code, Some(0), "{}", man.stderr);
+    assert!(man.stdout.contains(".TH reclaim"), "{}", man.stdout);
+    assert!(man.stdout.contains(".SH NAME"), "{}", man.stdout);
+}
