@@ -35,7 +35,7 @@ pub enum Command {
     /// Report what a warehouse holds and derive the job's status from its rows
     Inspect(InspectArgs),
     /// Run the job under a supervisor and a kill schedule, print the night's timeline and verdict
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Run the postmortem's three tests (and a crash-point sweep) against a strategy
     Prove(ProveArgs),
     /// The dead-man's switch, for cron: exit 1 (and run --exec) when the heartbeat is stale
@@ -106,8 +106,18 @@ pub struct ReplayArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// How the worker makes a restart safe (or does not)
-    #[arg(long, value_enum)]
-    pub strategy: Strategy,
+    #[arg(
+        long,
+        value_enum,
+        required_unless_present = "exec",
+        conflicts_with = "exec"
+    )]
+    pub strategy: Option<Strategy>,
+    #[command(flatten)]
+    pub job: ExecArgs,
+    /// Kill once as soon as the table holds N rows (for any worker, --exec included)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub kill_at_rows: Option<u64>,
     /// Items in the queue: task-000 .. task-(N-1)
     #[arg(long, default_value_t = 200, value_parser = items_parser())]
     pub items: u64,
@@ -159,6 +169,80 @@ pub struct RunArgs {
     /// Kill at the moments a recorded session's host killed (replaces the random kills)
     #[arg(long, value_name = "FILE", conflicts_with_all = ["kills", "kill_at_task"])]
     pub replay_schedule: Option<PathBuf>,
+}
+
+/// Your own worker instead of reclaim's: the command, its setup, and where its rows land.
+#[derive(Debug, Args, Default)]
+pub struct ExecArgs {
+    /// Your own batch job, run with `sh -c` in the database's folder, with RECLAIM_DB,
+    /// HEARTBEAT_FILE, RECLAIM_ITEMS and RECLAIM_ATTEMPT set
+    #[arg(long, value_name = "CMD")]
+    pub exec: Option<String>,
+    /// SQL run once on the new database before the first attempt (or @FILE to read it)
+    #[arg(long, value_name = "SQL|@FILE", requires = "exec")]
+    pub setup_sql: Option<String>,
+    /// The table the job writes its rows to
+    #[arg(long, default_value = crate::store::rows::DEFAULT_TABLE, requires = "exec")]
+    pub table: String,
+    /// The column that names a unit of work in that table (task-NNN keys are also checked for
+    /// missing ones)
+    #[arg(long, default_value = crate::store::rows::DEFAULT_KEY, requires = "exec")]
+    pub key: String,
+    /// A query returning one row (rows, distinct), for shapes a table and a key cannot name
+    #[arg(long, value_name = "SQL", requires = "exec")]
+    pub count_sql: Option<String>,
+}
+
+impl ExecArgs {
+    /// The job these arguments describe, `--setup-sql @FILE` read, every SQL checked on an
+    /// empty database in memory: a bad input is refused before anything is created.
+    pub fn to_job(&self) -> Result<Option<crate::engine::ExecJob>, String> {
+        let Some(command) = &self.exec else {
+            return Ok(None);
+        };
+        if command.trim().is_empty() {
+            return Err("--exec is empty: give the command that runs your job".into());
+        }
+        let setup_sql = match self.setup_sql.as_deref() {
+            Some(text) => Some(read_sql(text)?),
+            None => None,
+        };
+        if let Some(sql) = &setup_sql {
+            crate::store::rows::check_setup(sql)?;
+        }
+        for (flag, name) in [("--table", &self.table), ("--key", &self.key)] {
+            if name.is_empty() || name.contains('\0') {
+                return Err(format!("{flag} {name:?} is not a name SQLite can use"));
+            }
+        }
+        Ok(Some(crate::engine::ExecJob {
+            command: command.clone(),
+            setup_sql,
+            rows: crate::store::rows::RowSource {
+                table: self.table.clone(),
+                key: self.key.clone(),
+                count_sql: self.count_sql.clone(),
+            },
+        }))
+    }
+}
+
+/// `SQL` as given, or the contents of `@FILE`.
+fn read_sql(text: &str) -> Result<String, String> {
+    let Some(file) = text.strip_prefix('@') else {
+        return Ok(text.to_string());
+    };
+    let path = crate::paths::existing_file(std::path::Path::new(file), "--setup-sql")
+        .map_err(|e| e.to_string())?;
+    let meta = std::fs::metadata(&path).map_err(|e| format!("--setup-sql {file}: {e}"))?;
+    // A setup is a few statements; a huge file is a mistake (a database given by accident).
+    if meta.len() > 1 << 20 {
+        return Err(format!(
+            "--setup-sql {file} is {} bytes; a setup script is expected to be under 1 MiB",
+            meta.len()
+        ));
+    }
+    std::fs::read_to_string(&path).map_err(|e| format!("--setup-sql {file}: {e}"))
 }
 
 fn parse_delay_ms(text: &str) -> Result<f64, String> {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::engine::{EngineConfig, HangPlan, Kind, LaneConfig};
+use crate::engine::{EngineConfig, HangPlan, Kind, LaneConfig, LaneWorker};
 use crate::store::SyncMode;
 use crate::supervisor::schedule::{KillPlan, parse_window};
 use crate::text::escape_controls;
@@ -395,7 +395,7 @@ impl Scenario {
                 .enumerate()
                 .map(|(i, lane)| LaneConfig {
                     name: lane.name.clone(),
-                    strategy: lane.strategy,
+                    worker: LaneWorker::Strategy(lane.strategy),
                     db: dir.join(format!("night{run}-{}-{}.db", i + 1, lane.name)),
                     items: self.items,
                     delay: self.delay,
@@ -409,6 +409,7 @@ impl Scenario {
                 random: self.random_kills,
                 window: self.kill_window,
                 at_task: self.kill_at_task,
+                at_rows: None,
                 at_times: Vec::new(),
                 seed: self.seed,
             },

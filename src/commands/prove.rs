@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::cli::ProveArgs;
-use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig};
+use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig, LaneWorker};
 use crate::error::{Context as _, Error};
 use crate::exit::{DATA_WRONG as EXIT_DATA_WRONG, OK as EXIT_OK};
 use crate::harness::{RunReport, drive};
@@ -72,7 +72,7 @@ impl Prover {
         self.runs += 1;
         LaneConfig {
             name: label.to_string(),
-            strategy: self.strategy,
+            worker: LaneWorker::Strategy(self.strategy),
             db: self.dir.join(format!("{:02}-{label}.db", self.runs)),
             items: self.items,
             delay,
@@ -236,6 +236,7 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
             random: args.kills,
             window,
             at_task: None,
+            at_rows: None,
             at_times: Vec::new(),
             seed: seed.wrapping_add(run),
         };

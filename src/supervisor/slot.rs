@@ -59,7 +59,20 @@ pub enum Exit {
     /// something outside reclaim. Restarted.
     Killed { signal: i32, by_host: bool },
     /// Exited with an error (its last stderr line, if any): not restarted.
-    Failed { reason: String },
+    Failed { reason: String, code: i32 },
+}
+
+/// Whether the process `pid` (a child not yet reaped) has exited; it stays a zombie.
+fn leader_exited(pid: i32) -> bool {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    if pid <= 0 {
+        return false;
+    }
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    !matches!(
+        waitid(Id::Pid(nix::unistd::Pid::from_raw(pid)), flags),
+        Ok(WaitStatus::StillAlive) | Err(_)
+    )
 }
 
 /// When a dead worker comes back, and how many times.
@@ -147,16 +160,18 @@ impl Slot {
 
     /// Starts the next attempt with `command` (stdio is piped here), its output lines sent to
     /// `tx` tagged with `lane` and `slot`. A night that is paused stops the new worker at once.
+    /// `paced`: the worker reads pace commands on its stdin (reclaim's own); anyone else's gets
+    /// an empty stdin, since a pipe it never reads would fill and block the supervisor.
     pub fn spawn(
         &mut self,
         mut command: Command,
         (lane, slot): (usize, usize),
         tx: &Sender<Output>,
-        paused: bool,
+        (paused, paced): (bool, bool),
     ) -> std::io::Result<()> {
         let attempt = self.attempt + 1;
         command
-            .stdin(Stdio::piped())
+            .stdin(if paced { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = process::spawn(command)?;
@@ -231,6 +246,16 @@ impl Slot {
     /// Reaps the process if it has exited, at once, so its pid is never signalled again. Its
     /// exit is handed out by `ready_exit` once its output has been read to the end.
     pub fn try_reap(&mut self, now: Instant) {
+        if self.child.is_none() {
+            return;
+        }
+        // The group dies with its leader: whatever it started (an external job's children, a
+        // background `&` in `sh -c`) would otherwise outlive it as an orphan. The leader is
+        // looked at without reaping it, so its pid (the group's id) cannot be reused before the
+        // SIGKILL lands.
+        if leader_exited(self.pid) {
+            let _ = process::signal_group(self.pid, Signal::SIGKILL);
+        }
         if let Some(child) = self.child.as_mut()
             && let Ok(Some(status)) = child.try_wait()
         {
@@ -266,6 +291,7 @@ impl Slot {
         let code = status.code().unwrap_or(-1);
         self.state = SlotState::Failed;
         Exit::Failed {
+            code,
             reason: self.last_error.as_deref().map_or_else(
                 || format!("worker exited with code {code}"),
                 |line| line.trim_start_matches("reclaim: error: ").to_string(),
@@ -296,6 +322,13 @@ impl Slot {
     #[must_use]
     pub fn restart_is_due(&self, now: Instant) -> bool {
         self.state == SlotState::Restarting && self.restart_due.is_some_and(|due| now >= due)
+    }
+
+    /// A worker that failed on its own (an external job's `database is locked`, say) is
+    /// restarted as after a kill, after the policy's delay.
+    pub fn restart_after_failure(&mut self, now: Instant, policy: RestartPolicy) {
+        self.state = SlotState::Restarting;
+        self.restart_due = Some(now + policy.delay);
     }
 
     /// The supervisor has run out of restarts for this slot.

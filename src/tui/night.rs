@@ -453,7 +453,7 @@ impl Night {
                 };
                 let meta = LaneMeta {
                     name: &lane.config.name,
-                    strategy: lane.config.strategy.name(),
+                    strategy: lane.config.worker.label(),
                     items: lane.config.items,
                     dead_man,
                 };

@@ -1167,7 +1167,7 @@ fn one_lane(db: &Path, exe: PathBuf) -> reclaim::engine::EngineConfig {
     EngineConfig {
         lanes: vec![LaneConfig {
             name: "guarded".into(),
-            strategy: Strategy::Guarded,
+            worker: reclaim::engine::LaneWorker::Strategy(Strategy::Guarded),
             db: db.to_path_buf(),
             items: 20,
             delay: Duration::ZERO,
