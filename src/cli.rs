@@ -44,9 +44,20 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct ProveArgs {
-    /// The strategy on trial
-    #[arg(long, value_enum, default_value_t = Strategy::Guarded)]
-    pub strategy: Strategy,
+    /// The strategy on trial [default: guarded]
+    #[arg(long, value_enum, conflicts_with = "exec")]
+    pub strategy: Option<Strategy>,
+    /// Your own job on trial instead (see `reclaim run --exec`): the three tests, each in a
+    /// fresh folder
+    #[command(flatten)]
+    pub job: ExecArgs,
+    /// With --exec: the job's checkpoint table, emptied for the third test (skipped when the
+    /// job has none)
+    #[arg(long, default_value = "checkpoints", requires = "exec")]
+    pub checkpoint_table: String,
+    /// With --exec: the database's file name in each test's folder
+    #[arg(long, default_value = "warehouse.db", requires = "exec")]
+    pub db_name: String,
     /// Seed for the kill test's random kills [default: drawn at random, and printed]
     #[arg(long)]
     pub seed: Option<u64>,

@@ -259,6 +259,17 @@ impl Lane {
             return self.job_failed(slot, reason, *code, (now, policy));
         }
         match exit {
+            // Someone else's program says nothing the supervisor can parse; its exit is the
+            // only word that it finished.
+            Exit::Done if self.config.worker.job().is_some() => {
+                let text = format!("exited 0  pid={}", self.slots[slot].pid());
+                vec![Note {
+                    source: Source::Worker,
+                    kind: Kind::Done,
+                    text,
+                    mark: None,
+                }]
+            }
             Exit::Done | Exit::Killed { by_host: true, .. } => Vec::new(),
             Exit::Killed {
                 signal,

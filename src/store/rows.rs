@@ -124,6 +124,25 @@ pub fn open_following(path: &Path) -> Result<Option<Connection>, StoreError> {
     Ok(Some(conn))
 }
 
+/// Deletes every row of a job's checkpoint table, as an operator might "to force a rerun";
+/// `None` when the job has no such table (nothing to wipe, and the test that wipes it does not
+/// apply).
+pub fn wipe_table(path: &Path, table: &str) -> Result<Option<usize>, StoreError> {
+    let failed = |e| StoreError::sqlite(path, e);
+    if !check_header(path)? {
+        return Ok(None);
+    }
+    let conn = Connection::open(path).map_err(failed)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(failed)?;
+    if !table_exists(&conn, table).map_err(failed)? {
+        return Ok(None);
+    }
+    let deleted = conn
+        .execute(&format!("DELETE FROM {}", quote_identifier(table)), [])
+        .map_err(failed)?;
+    Ok(Some(deleted))
+}
+
 /// Runs `--setup-sql` once on a new database, before the job's first attempt.
 pub fn run_setup(path: &Path, sql: &str) -> Result<(), StoreError> {
     let failed = |e: rusqlite::Error| StoreError::Setup {
