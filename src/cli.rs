@@ -40,6 +40,20 @@ pub enum Command {
     Prove(ProveArgs),
     /// The dead-man's switch, for cron: exit 1 (and run --exec) when the heartbeat is stale
     HeartbeatCheck(HeartbeatCheckArgs),
+    /// Runs an --exec job's `sh -c CMD` so that its whole process group dies with reclaim (what
+    /// the supervisor spawns for an external worker)
+    #[command(hide = true)]
+    ExecGuard(ExecGuardArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExecGuardArgs {
+    /// reclaim's pid: if it is gone already, the group is killed at once
+    #[arg(long)]
+    pub parent: i32,
+    /// The job's command, for `sh -c`
+    #[arg(last = true, required = true)]
+    pub command: String,
 }
 
 #[derive(Debug, Args)]

@@ -174,7 +174,7 @@ impl Lane {
                     items: self.config.items,
                     attempt: self.slots[slot].attempt() + 1,
                 };
-                (env.command(&job.command), false)
+                (env.command(exe, &job.command), false)
             }
         }
     }

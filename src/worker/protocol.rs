@@ -69,12 +69,18 @@ impl ExecEnv {
     pub const ITEMS: &'static str = "RECLAIM_ITEMS";
     pub const ATTEMPT: &'static str = "RECLAIM_ATTEMPT";
 
-    /// `sh -c command`, in the database's folder (so a script that opens `warehouse.db` beside
-    /// itself works unchanged), with the variables set.
+    /// `sh -c command` under reclaim's `exec-guard` (`exe`), which leads the job's process
+    /// group and takes the group down if reclaim dies (`supervisor::guard`); in the database's
+    /// folder (so a script that opens `warehouse.db` beside itself works unchanged), with the
+    /// variables set.
     #[must_use]
-    pub fn command(&self, command: &str) -> Command {
-        let mut sh = Command::new("sh");
-        sh.arg("-c").arg(command);
+    pub fn command(&self, exe: &Path, command: &str) -> Command {
+        let mut sh = Command::new(exe);
+        sh.arg("exec-guard")
+            .arg("--parent")
+            .arg(std::process::id().to_string())
+            .arg("--")
+            .arg(command);
         if let Some(folder) = self.db.parent().filter(|p| !p.as_os_str().is_empty()) {
             sh.current_dir(folder);
         }
@@ -379,10 +385,20 @@ mod tests {
             items: 200,
             attempt: 3,
         };
-        let command = env.command("python3 job.py");
-        assert_eq!(command.get_program(), "sh");
+        let command = env.command(Path::new("/bin/reclaim"), "python3 job.py");
+        assert_eq!(command.get_program(), "/bin/reclaim");
         let args: Vec<_> = command.get_args().collect();
-        assert_eq!(args, ["-c", "python3 job.py"]);
+        let parent = std::process::id().to_string();
+        assert_eq!(
+            args,
+            [
+                "exec-guard",
+                "--parent",
+                parent.as_str(),
+                "--",
+                "python3 job.py"
+            ]
+        );
         assert_eq!(command.get_current_dir(), Some(Path::new("/tmp/night")));
         let vars: Vec<(String, String)> = command
             .get_envs()
