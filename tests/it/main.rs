@@ -2,6 +2,7 @@
 //! SQLite files in temporary folders, real signals. Each module covers one command family.
 
 mod common;
+mod exec;
 mod faults;
 mod fuzz;
 mod heartbeat_check;
