@@ -14,7 +14,7 @@ import time
 
 db_path = os.environ.get("RECLAIM_DB", "warehouse.db")
 items = int(os.environ.get("RECLAIM_ITEMS", "200"))
-pause = float(os.environ.get("JOB_DELAY_MS", "10")) / 1000.0
+pause = float(os.environ.get("RECLAIM_DELAY_MS", "10")) / 1000.0
 beat_path = os.environ.get("HEARTBEAT_FILE")
 
 # Autocommit mode: this script says where each transaction begins and ends.

@@ -4,8 +4,8 @@ as it goes, and no memory of a previous attempt. Killed and restarted, it begins
 first item and writes every finished item a second time.
 
 Run it under reclaim:  reclaim run --exec "python3 /path/to/naive_job.py" --kills 2
-It reads RECLAIM_DB and RECLAIM_ITEMS (falling back to ./warehouse.db and 200), so it also runs
-on its own. Standard library only.
+It reads RECLAIM_DB, RECLAIM_ITEMS and RECLAIM_DELAY_MS (falling back to ./warehouse.db, 200
+items and 10 ms an item), so it also runs on its own. Standard library only.
 """
 import os
 import sqlite3
@@ -13,7 +13,7 @@ import time
 
 db_path = os.environ.get("RECLAIM_DB", "warehouse.db")
 items = int(os.environ.get("RECLAIM_ITEMS", "200"))
-pause = float(os.environ.get("JOB_DELAY_MS", "10")) / 1000.0
+pause = float(os.environ.get("RECLAIM_DELAY_MS", "10")) / 1000.0
 
 db = sqlite3.connect(db_path, timeout=30)
 # The job trusts whatever table is already there: if someone made `records` first, this keeps it.

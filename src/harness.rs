@@ -13,7 +13,7 @@ use crate::error::{Context as _, Error};
 use crate::exit;
 use crate::record::{self, LaneEnd, Recorder};
 use crate::signals;
-use crate::store::inspect::{self, Inspection};
+use crate::store::inspect::Inspection;
 use crate::supervisor::schedule::KillPlan;
 use crate::verdict::{Derived, Status, Symptom, claim_line};
 
@@ -149,10 +149,7 @@ pub fn drive_recorded(
         }
         return Err(Error::WorkerFailed(failure.clone()));
     }
-    let inspection = match lane.config.worker.job() {
-        Some(job) => inspect::inspect_rows(&lane.config.db, lane.config.items, &job.rows)?,
-        None => inspect::inspect(&lane.config.db, lane.config.items)?,
-    };
+    let inspection = lane.config.inspect()?;
     if let Some(recorder) = recorder.as_mut() {
         let end = LaneEnd::from_inspection(
             &inspection,
@@ -173,7 +170,7 @@ pub fn drive_recorded(
     let claimed_ok = match lane.config.worker.job() {
         Some(_) => claimed
             .as_deref()
-            .filter(|line| says_ok(line))
+            .filter(|line| crate::verdict::says_ok(line))
             .map(|_| "ok"),
         None => claimed.as_deref(),
     };
@@ -193,12 +190,6 @@ pub fn drive_recorded(
         never_completed,
         elapsed,
     ))
-}
-
-/// Whether a line claims success: a word `ok` (or `status=ok`, `OK`, `ok.`).
-fn says_ok(line: &str) -> bool {
-    line.split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|word| word.eq_ignore_ascii_case("ok"))
 }
 
 fn report(

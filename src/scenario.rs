@@ -262,7 +262,13 @@ struct HostFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LaneFile {
-    strategy: Strategy,
+    /// reclaim's own worker ...
+    strategy: Option<Strategy>,
+    /// ... or yours: a shell command run in the lane's own folder (see `run --exec`).
+    exec: Option<String>,
+    setup_sql: Option<String>,
+    table: Option<String>,
+    key: Option<String>,
     name: Option<String>,
     #[serde(default = "one")]
     workers: usize,
@@ -308,7 +314,7 @@ pub struct Scenario {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioLane {
     pub name: String,
-    pub strategy: Strategy,
+    pub worker: LaneWorker,
     pub workers: usize,
     pub batch: u64,
     pub crash_at: Option<CrashAt>,
@@ -395,8 +401,17 @@ impl Scenario {
                 .enumerate()
                 .map(|(i, lane)| LaneConfig {
                     name: lane.name.clone(),
-                    worker: LaneWorker::Strategy(lane.strategy),
-                    db: dir.join(format!("night{run}-{}-{}.db", i + 1, lane.name)),
+                    worker: lane.worker.clone(),
+                    db: match &lane.worker {
+                        LaneWorker::Strategy(_) => {
+                            dir.join(format!("night{run}-{}-{}.db", i + 1, lane.name))
+                        }
+                        // Someone else's job runs in its database's folder and may open
+                        // `warehouse.db` there by name: a folder of its own per lane and night.
+                        LaneWorker::Exec(_) => dir
+                            .join(format!("night{run}-{}-{}", i + 1, lane.name))
+                            .join("warehouse.db"),
+                    },
                     items: self.items,
                     delay: self.delay,
                     batch: lane.batch,
@@ -533,7 +548,50 @@ impl LaneFile {
                 crate::limits::MAX_BATCH
             ));
         }
-        if self.batch > 1 && !self.strategy.batches() {
+        let worker = match (self.strategy, &self.exec) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "lane {n}: give strategy (reclaim's worker) or exec (yours), not both"
+                ));
+            }
+            (None, None) => {
+                return Err(format!(
+                    "lane {n}: needs a strategy (naive, two-commit, keyed, guarded) or exec = \"your command\""
+                ));
+            }
+            (Some(strategy), None) => {
+                if self.setup_sql.is_some() || self.table.is_some() || self.key.is_some() {
+                    return Err(format!(
+                        "lane {n}: setup_sql, table and key describe an exec lane's job"
+                    ));
+                }
+                LaneWorker::Strategy(strategy)
+            }
+            (None, Some(command)) => {
+                let args = crate::cli::ExecArgs {
+                    exec: Some(command.clone()),
+                    setup_sql: self.setup_sql.clone(),
+                    table: self
+                        .table
+                        .clone()
+                        .unwrap_or_else(|| crate::store::rows::DEFAULT_TABLE.into()),
+                    key: self
+                        .key
+                        .clone()
+                        .unwrap_or_else(|| crate::store::rows::DEFAULT_KEY.into()),
+                    count_sql: None,
+                };
+                let job = args.to_job().map_err(|e| format!("lane {n}: {e}"))?;
+                if self.crash_at.is_some() {
+                    return Err(format!(
+                        "lane {n}: crash_at needs reclaim's own worker; an exec lane has no named crash points"
+                    ));
+                }
+                job.map(LaneWorker::Exec)
+                    .ok_or_else(|| format!("lane {n}: exec is empty"))?
+            }
+        };
+        if self.batch > 1 && !worker.strategy().is_some_and(Strategy::batches) {
             return Err(format!("lane {n}: batch applies to keyed and guarded only"));
         }
         let crash_at = match &self.crash_at {
@@ -549,7 +607,7 @@ impl LaneFile {
         let name = self
             .name
             .clone()
-            .unwrap_or_else(|| self.strategy.name().to_string());
+            .unwrap_or_else(|| worker.label().to_string());
         if name.is_empty()
             || name.chars().count() > 24
             || name.contains(['/', '\\'])
@@ -561,7 +619,7 @@ impl LaneFile {
         }
         Ok(ScenarioLane {
             name,
-            strategy: self.strategy,
+            worker,
             workers: self.workers,
             batch: self.batch,
             crash_at,
@@ -612,7 +670,8 @@ mod tests {
     #[test]
     fn the_default_is_the_incident_side_by_side() {
         let s = Scenario::default_incident().unwrap_or_else(|e| panic!("{e}"));
-        let strategies: Vec<Strategy> = s.lanes.iter().map(|l| l.strategy).collect();
+        let strategies: Vec<Strategy> =
+            s.lanes.iter().filter_map(|l| l.worker.strategy()).collect();
         assert_eq!(strategies, [Strategy::Naive, Strategy::Guarded]);
         assert_eq!(s.kill_at_task, Some(111));
         // 112 items at the scenario's pace land the kill at about 02:11:47 (707 sim seconds).
@@ -663,6 +722,49 @@ mod tests {
                 .unwrap_or_default();
             assert!(err.contains(needle), "{text:?} -> {err}");
             assert!(!err.contains('\n'), "one line: {err}");
+        }
+    }
+
+    #[test]
+    fn an_exec_lane_runs_your_job_in_a_folder_of_its_own() {
+        let text = "title = \"x\"\n[[lane]]\nstrategy = \"guarded\"\n[[lane]]\nname = \"mine\"\nexec = \"python3 my_job.py\"\nsetup_sql = \"CREATE TABLE jobs(id TEXT)\"\ntable = \"jobs\"\nkey = \"id\"\n";
+        let scenario = Scenario::parse("t", text).unwrap_or_else(|e| panic!("{e}"));
+        let config = scenario.engine_config(Path::new("/n"), 2, PathBuf::from("/bin/reclaim"));
+        let lane = &config.lanes[1];
+        let Some(job) = lane.worker.job() else {
+            panic!("lane 2 runs the job: {lane:?}");
+        };
+        assert_eq!(job.command, "python3 my_job.py");
+        assert_eq!(job.setup_sql.as_deref(), Some("CREATE TABLE jobs(id TEXT)"));
+        assert_eq!(
+            (job.rows.table.as_str(), job.rows.key.as_str()),
+            ("jobs", "id")
+        );
+        assert_eq!(lane.db, Path::new("/n/night2-2-mine/warehouse.db"));
+        assert_eq!(config.lanes[0].worker.strategy(), Some(Strategy::Guarded));
+        let cases = [
+            ("strategy = \"naive\"\nexec = \"x\"", "not both"),
+            ("name = \"x\"", "needs a strategy"),
+            (
+                "exec = \"x\"\ncrash_at = \"task-001:after-commit\"",
+                "no named crash points",
+            ),
+            (
+                "strategy = \"naive\"\ntable = \"t\"",
+                "describe an exec lane",
+            ),
+            (
+                "exec = \"x\"\nsetup_sql = \"CREAT\"",
+                "--setup-sql does not run",
+            ),
+        ];
+        for (lane, needle) in cases {
+            let text = format!("title = \"x\"\n[[lane]]\n{lane}\n");
+            let err = Scenario::parse("t", &text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(needle), "{lane:?} -> {err}");
         }
     }
 

@@ -140,9 +140,10 @@ fn print_header(
         LaneWorker::Strategy(strategy) => format!("strategy={strategy}"),
         LaneWorker::Exec(job) => format!("exec={:?}", job.command),
     };
+    // An external job is only told its pace (RECLAIM_DELAY_MS); it keeps it or not.
     let delay = match worker {
         LaneWorker::Strategy(_) => format!("  delay={}ms", args.delay_ms),
-        LaneWorker::Exec(_) => String::new(),
+        LaneWorker::Exec(_) => format!("  RECLAIM_DELAY_MS={}", args.delay_ms),
     };
     let _ = writeln!(
         out,

@@ -89,6 +89,20 @@ pub struct LaneConfig {
     pub crash_at: Option<CrashAt>,
 }
 
+impl LaneConfig {
+    /// Every fact about the lane's rows, read from its database: reclaim's warehouse, or where
+    /// the external job's rows land. The one place a finished lane is judged (`run`, `prove`,
+    /// the dashboard).
+    pub fn inspect(&self) -> Result<crate::store::inspect::Inspection, crate::store::StoreError> {
+        match &self.worker {
+            LaneWorker::Strategy(_) => crate::store::inspect::inspect(&self.db, self.items),
+            LaneWorker::Exec(job) => {
+                crate::store::inspect::inspect_rows(&self.db, self.items, &job.rows)
+            }
+        }
+    }
+}
+
 fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1000.0)
 }

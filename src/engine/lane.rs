@@ -173,6 +173,7 @@ impl Lane {
                     heartbeat: ExecEnv::absolute(self.heartbeat.path()),
                     items: self.config.items,
                     attempt: self.slots[slot].attempt() + 1,
+                    delay: self.config.delay,
                 };
                 (env.command(exe, &job.command), false)
             }

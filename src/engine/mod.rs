@@ -40,6 +40,12 @@ pub enum EngineError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("cannot create the folder {folder} for a job: {source}")]
+    Folder {
+        folder: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// The running night.
@@ -82,6 +88,17 @@ impl Engine {
         };
         // An external job's setup runs once, on its new database, before its first attempt.
         for lane in &engine.lanes {
+            if lane.config.worker.job().is_some()
+                && let Some(folder) = lane.config.db.parent()
+                && !folder.as_os_str().is_empty()
+                && !folder.exists()
+            {
+                // A dashboard lane's own folder (see `Scenario::engine_config`).
+                std::fs::create_dir(folder).map_err(|source| EngineError::Folder {
+                    folder: folder.to_path_buf(),
+                    source,
+                })?;
+            }
             if let Some(sql) = lane
                 .config
                 .worker

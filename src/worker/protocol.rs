@@ -61,6 +61,9 @@ pub struct ExecEnv {
     pub items: u64,
     /// 1 for the first attempt, 2 after the first restart, ... (`RECLAIM_ATTEMPT`).
     pub attempt: u32,
+    /// The night's pace per item (`RECLAIM_DELAY_MS`), for a job that wants to keep it (the
+    /// examples do); the dashboard's speed keys cannot reach a job that reads no stdin.
+    pub delay: Duration,
 }
 
 impl ExecEnv {
@@ -68,6 +71,7 @@ impl ExecEnv {
     pub const HEARTBEAT: &'static str = "HEARTBEAT_FILE";
     pub const ITEMS: &'static str = "RECLAIM_ITEMS";
     pub const ATTEMPT: &'static str = "RECLAIM_ATTEMPT";
+    pub const DELAY_MS: &'static str = "RECLAIM_DELAY_MS";
 
     /// `sh -c command` under reclaim's `exec-guard` (`exe`), which leads the job's process
     /// group and takes the group down if reclaim dies (`supervisor::guard`); in the database's
@@ -87,7 +91,8 @@ impl ExecEnv {
         sh.env(Self::DB, &self.db)
             .env(Self::HEARTBEAT, &self.heartbeat)
             .env(Self::ITEMS, self.items.to_string())
-            .env(Self::ATTEMPT, self.attempt.to_string());
+            .env(Self::ATTEMPT, self.attempt.to_string())
+            .env(Self::DELAY_MS, delay_ms(self.delay));
         sh
     }
 
@@ -384,6 +389,7 @@ mod tests {
             heartbeat: PathBuf::from("/tmp/night/warehouse.db.heartbeat"),
             items: 200,
             attempt: 3,
+            delay: Duration::from_micros(62_500),
         };
         let command = env.command(Path::new("/bin/reclaim"), "python3 job.py");
         assert_eq!(command.get_program(), "/bin/reclaim");
@@ -409,6 +415,7 @@ mod tests {
             ("HEARTBEAT_FILE", "/tmp/night/warehouse.db.heartbeat"),
             ("RECLAIM_ITEMS", "200"),
             ("RECLAIM_ATTEMPT", "3"),
+            ("RECLAIM_DELAY_MS", "62.500"),
         ] {
             assert!(
                 vars.contains(&(key.into(), value.into())),

@@ -566,8 +566,7 @@ fn a_job_that_forks_leaves_no_orphan_when_reclaim_is_stopped_or_killed() {
         let dir = tmp.path().join(signal.as_str());
         fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
         // Slow, so the night is still going when the signal comes.
-        let (mut child, night) =
-            start_run(&dir, &format!("JOB_DELAY_MS=200 {}", forking_job()), &[]);
+        let (mut child, night) = start_run(&dir, &forking_job(), &["--delay-ms", "200"]);
         wait_for_the_fork(&night);
         let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
         // Not reaped yet, so the pid still names our child.
@@ -581,4 +580,70 @@ fn a_job_that_forks_leaves_no_orphan_when_reclaim_is_stopped_or_killed() {
         }
         assert_no_job_process_left(&night, exited, signal.as_str());
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The dashboard: a scenario lane running your job beside reclaim's guarded worker.
+
+#[test]
+fn the_dashboard_runs_your_job_beside_guarded_under_the_same_kill() {
+    use crate::pty::Dashboard;
+    let tmp = tempdir();
+    let scenario = tmp.path().join("mine.toml");
+    let toml = format!(
+        "title = \"my job vs guarded\"\nscale = 100.0\nitems = 200\ndelay_ms = 20.0\n\
+         [host]\nkill_at_task = \"task-111\"\n\
+         [[lane]]\nname = \"my-job\"\nexec = \"{}\"\n\
+         [[lane]]\nstrategy = \"guarded\"\n",
+        naive()
+    );
+    fs::write(&scenario, toml).unwrap_or_else(|e| panic!("{e}"));
+    let mut dashboard = Dashboard::start(
+        &["tui", "--scenario", path_arg(&scenario)],
+        tmp.path(),
+        120,
+        36,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // The job keeps no heartbeat: the panel says so, and never calls it stale.
+    dashboard
+        .wait_for("no heartbeat", Instant::now() + LIMIT, |screen| {
+            screen.contents().contains("progress: no heartbeat")
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    dashboard
+        .wait_for(
+            "the job's claim and the verdict",
+            Instant::now() + LIMIT,
+            |screen| {
+                let text = screen.contents();
+                text.contains("\"done rows_written=312 status=ok\"")
+                    && text.contains("DATA WRONG (112 duplicated task ids)")
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        !dashboard.text().contains("heartbeat stale"),
+        "{}",
+        dashboard.text()
+    );
+    dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    let status = dashboard
+        .wait_exit(Duration::from_secs(5))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status.exit_code(), 0, "{}", dashboard.text());
+    // The job's own database, in its own folder, read back.
+    let db = fs::read_dir(tmp.path())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("night1-1-my-job").join("warehouse.db"))
+        .find(|db| db.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "no night1-1-my-job/warehouse.db under {}",
+                tmp.path().display()
+            )
+        });
+    assert_eq!(figures_by_rusqlite(&db), (312, 200, 112));
 }
