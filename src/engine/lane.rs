@@ -315,7 +315,13 @@ impl Lane {
                 && self.observer.rows == 0
                 && self.restarts == 0);
         if never_started {
-            self.failure = Some(reason.to_string());
+            // A relative path in the command is the usual cause: the job runs in its
+            // database's folder, not where reclaim was started.
+            let folder = self.config.db.parent().map_or_else(String::new, |f| {
+                format!(" (it ran with sh -c in {})", f.display())
+            });
+            let reason = format!("{reason}{folder}");
+            self.failure = Some(reason.clone());
             self.start_failed = true;
             let text = format!("the worker could not start: {reason}");
             return vec![Note::runner(Kind::Error, text)];
