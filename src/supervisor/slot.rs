@@ -100,6 +100,9 @@ pub struct Slot {
     open_pipes: u8,
     /// A reaped exit waiting for the last of its output.
     exited: Option<(ExitStatus, Instant)>,
+    /// When the current attempt's first process was seen to exit, not yet reaped (see
+    /// `try_reap`).
+    leader_gone: Option<Instant>,
     /// The crash point this attempt said it was dying at.
     crash: Option<CrashAt>,
 }
@@ -117,6 +120,7 @@ impl Slot {
         Self {
             open_pipes: 0,
             exited: None,
+            leader_gone: None,
             child: None,
             stdin: None,
             pid: 0,
@@ -149,7 +153,7 @@ impl Slot {
     /// Reaped, with its exit waiting for the last of its output.
     #[must_use]
     pub fn exit_pending(&self) -> bool {
-        self.exited.is_some()
+        self.exited.is_some() || self.leader_gone.is_some()
     }
 
     /// A process exists for this slot (running or hung), not yet reaped.
@@ -210,6 +214,7 @@ impl Slot {
         self.child = Some(child);
         self.open_pipes = pipes;
         self.exited = None;
+        self.leader_gone = None;
         self.pid = pid;
         self.state = SlotState::Running;
         self.attempt = attempt;
@@ -243,24 +248,36 @@ impl Slot {
         self.crash
     }
 
-    /// Reaps the process if it has exited, at once, so its pid is never signalled again. Its
-    /// exit is handed out by `ready_exit` once its output has been read to the end.
+    /// Reaps the process once it has exited and its output has been read to the end (or its
+    /// pipes outlived `PIPE_GRACE`: a grandchild holding them); its exit is then handed out by
+    /// `ready_exit`.
+    ///
+    /// The group dies with its leader: whatever it started (an external job's children, a
+    /// background `&` in `sh -c`) would otherwise outlive it as an orphan. But a process of the
+    /// group may still be passing on the leader's last lines, so the SIGKILL waits for the pipes.
+    /// Meanwhile the leader stays a zombie (looked at with `WNOWAIT`), so its pid, the group's
+    /// id, cannot be reused before the SIGKILL lands.
     pub fn try_reap(&mut self, now: Instant) {
         if self.child.is_none() {
             return;
         }
-        // The group dies with its leader: whatever it started (an external job's children, a
-        // background `&` in `sh -c`) would otherwise outlive it as an orphan. The leader is
-        // looked at without reaping it, so its pid (the group's id) cannot be reused before the
-        // SIGKILL lands.
-        if leader_exited(self.pid) {
-            let _ = process::signal_group(self.pid, Signal::SIGKILL);
+        if self.leader_gone.is_none() && leader_exited(self.pid) {
+            self.leader_gone = Some(now);
         }
+        let Some(gone) = self.leader_gone else {
+            return;
+        };
+        if self.open_pipes > 0 && now.saturating_duration_since(gone) < PIPE_GRACE {
+            return;
+        }
+        // INVARIANT: the leader is exited but not reaped: its group id is still ours.
+        let _ = process::signal_group(self.pid, Signal::SIGKILL);
         if let Some(child) = self.child.as_mut()
             && let Ok(Some(status)) = child.try_wait()
         {
             self.release();
-            self.exited = Some((status, now));
+            self.leader_gone = None;
+            self.exited = Some((status, gone));
         }
     }
 
@@ -403,5 +420,6 @@ impl Slot {
             process::forget(self.pid);
         }
         self.stdin = None;
+        self.leader_gone = None;
     }
 }

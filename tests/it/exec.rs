@@ -457,6 +457,56 @@ fn the_job_runs_in_its_database_folder_with_its_variables() {
     );
 }
 
+#[test]
+fn a_heartbeat_is_watched_when_the_job_keeps_one_and_its_absence_is_not_stale() {
+    let tmp = tempdir();
+    // One beat, then a second of silence (600 sim seconds at the default scale: past the
+    // 300 s dead-man threshold), then the work and a fresh beat.
+    let beating = "sqlite3 -cmd '.timeout 5000' warehouse.db 'CREATE TABLE records(task_id TEXT)'; \
+        echo task-000 > \"$HEARTBEAT_FILE\"; sleep 1; \
+        sqlite3 -cmd '.timeout 5000' warehouse.db \"INSERT INTO records VALUES ('task-000')\"; \
+        echo task-000 > \"$HEARTBEAT_FILE\"; sleep 0.2";
+    let (run, _) = run_exec(tmp.path(), beating, &["--items", "1"]);
+    let json = json_of(&run);
+    let timeline = json["timeline"].to_string();
+    assert!(timeline.contains("runner heartbeat stale: "), "{json}");
+    assert!(timeline.contains("heartbeat moving again"), "{json}");
+    assert_eq!(run.code, Some(0), "{json}");
+
+    // The same silence from a job that keeps no heartbeat: nothing to call stale.
+    let dir = tmp.path().join("silent");
+    fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let silent = "sleep 1; sqlite3 -cmd '.timeout 5000' warehouse.db \
+        \"CREATE TABLE records(task_id TEXT); INSERT INTO records VALUES ('task-000')\"";
+    let (run, _) = run_exec(&dir, silent, &["--items", "1"]);
+    let json = json_of(&run);
+    assert!(!json["timeline"].to_string().contains("stale"), "{json}");
+    assert_eq!(run.code, Some(0), "{json}");
+}
+
+#[test]
+fn an_exec_night_is_recorded_and_its_kills_replay_against_another_job() {
+    let tmp = tempdir();
+    let record = tmp.path().join("night.jsonl");
+    let (run, _) = run_exec(
+        tmp.path(),
+        &naive(),
+        &["--kills", "2", "--seed", "4", "--record", path_arg(&record)],
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    // The recording is evidence: its check convicts the naive job as the run did.
+    let check = crate::common::reclaim(&["replay", "--check", path_arg(&record)]);
+    assert_eq!(check.code, Some(1), "{}\n{}", check.stdout, check.stderr);
+    assert!(check.stdout.contains("DATA WRONG"), "{}", check.stdout);
+    // The same kill moments against the guarded job: nothing written twice.
+    let dir = tmp.path().join("replayed");
+    fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let (run, db) = run_exec(&dir, &guarded(), &["--replay-schedule", path_arg(&record)]);
+    let json = assert_counts_agree(&run, &db);
+    assert_eq!(number(&json, "kills"), 2, "{json}");
+    assert_eq!(run.code, Some(0), "{json}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // No orphans: a job that forks a child of its own, on every exit path.
 
