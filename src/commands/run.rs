@@ -114,6 +114,11 @@ fn lane_worker(args: &RunArgs) -> Result<LaneWorker, Error> {
                     "--crash-at needs reclaim's own worker (--strategy): its named crash points are places in that worker's code, which an --exec job does not have; kill yours by its rows with --kill-at-rows N, or at random with --kills N".into(),
                 ));
             }
+            if args.sync == crate::store::SyncMode::Full {
+                return Err(Error::Refused(
+                    "--sync sets how reclaim's own worker syncs its commits; an --exec job sets its own PRAGMA synchronous".into(),
+                ));
+            }
             if args.batch > 1 {
                 return Err(Error::Refused(
                     "--batch sets how reclaim's own worker commits; an --exec job commits as it was written to".into(),

@@ -409,6 +409,14 @@ fn exec_input_that_cannot_work_is_refused_before_anything_is_created() {
         ),
         (vec!["run", "--exec", "  "], "--exec is empty"),
         (
+            vec!["run", "--exec", "true", "--sync", "full"],
+            "an --exec job sets its own PRAGMA synchronous",
+        ),
+        (
+            vec!["run", "--exec", "true", "--batch", "5"],
+            "an --exec job commits as it was written to",
+        ),
+        (
             vec!["prove", "--exec", "true", "--db-name", "a/b.db"],
             "--db-name",
         ),
