@@ -254,7 +254,27 @@ impl Observer {
                 key = source.key_sql(),
                 table = source.table_sql()
             );
-            let mut stmt = conn.prepare_cached(&sql).map_err(failed)?;
+            let mut stmt = match conn.prepare_cached(&sql) {
+                Ok(stmt) => stmt,
+                // A WITHOUT ROWID table has no order of arrival to follow: counted whole.
+                Err(e) if e.to_string().contains("no such column: rowid") => {
+                    let whole = format!(
+                        "SELECT count(*), count(DISTINCT {key}), \
+                         (SELECT count(*) FROM (SELECT 1 FROM {table} GROUP BY {key} HAVING count(*) > 1)) \
+                         FROM {table}",
+                        key = source.key_sql(),
+                        table = source.table_sql()
+                    );
+                    let counts = conn
+                        .prepare_cached(&whole)
+                        .and_then(|mut s| {
+                            s.query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                        })
+                        .map_err(failed)?;
+                    return Ok(JobRead::Whole(counts));
+                }
+                Err(e) => return Err(failed(e)),
+            };
             let rows = stmt
                 .query_map(
                     rusqlite::params![self.high_water, MAX_ROWS_PER_POLL],
@@ -269,6 +289,13 @@ impl Observer {
             .and_then(|mut s| s.execute([]));
         let complete = match read? {
             JobRead::NoTable => false,
+            JobRead::Whole((rows, distinct, duplicated)) => {
+                poll.new_rows = rows.saturating_sub(self.rows);
+                self.rows = rows;
+                self.distinct = distinct;
+                self.duplicated = duplicated;
+                true
+            }
             JobRead::Counted(rows, distinct) => {
                 poll.new_rows = rows.saturating_sub(self.rows);
                 self.rows = rows;
@@ -410,6 +437,8 @@ enum JobRead {
     NoTable,
     /// `--count-sql`'s `(rows, distinct)`.
     Counted(u64, u64),
+    /// A table without rowids, counted whole: rows, distinct keys, duplicated keys.
+    Whole((u64, u64, u64)),
     /// New rows: rowid and key.
     Rows(Vec<(i64, Option<String>)>),
 }
@@ -437,4 +466,87 @@ fn read_checkpoints(conn: &Connection, high_water: i64) -> rusqlite::Result<Chec
         })?
         .collect::<rusqlite::Result<_>>()?;
     Ok(CheckpointRead { rows, wiped })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db_with(sql: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let db = dir.path().join("warehouse.db");
+        let conn = Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
+        conn.execute_batch(sql).unwrap_or_else(|e| panic!("{e}"));
+        (dir, db)
+    }
+
+    fn source(table: &str, key: &str) -> RowSource {
+        RowSource {
+            table: table.into(),
+            key: key.into(),
+            count_sql: None,
+        }
+    }
+
+    #[test]
+    fn a_job_table_is_followed_by_its_key_until_it_exists_and_after() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let db = dir.path().join("warehouse.db");
+        let mut observer = Observer::of_job(&db, 10, source("jobs", "id"));
+        // No database yet, then no table yet: nothing to see, and no error.
+        assert_eq!(observer.poll().ok(), Some(Poll::default()));
+        let conn = Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(observer.poll().ok(), Some(Poll::default()));
+        conn.execute_batch(
+            "CREATE TABLE jobs(id TEXT); INSERT INTO jobs VALUES ('task-000'), ('task-001'), ('task-000');",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let poll = observer.poll().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(poll.new_rows, 3);
+        assert!(poll.restarted_at_zero, "task-000 came back");
+        assert_eq!(
+            (observer.rows, observer.distinct, observer.duplicated),
+            (3, 2, 1)
+        );
+        assert!(observer.has_task(1));
+    }
+
+    #[test]
+    fn a_table_without_rowids_or_a_count_query_is_counted_whole() {
+        let (_dir, db) = db_with(
+            "CREATE TABLE jobs(id TEXT, n INT, PRIMARY KEY (id, n)) WITHOUT ROWID;
+             INSERT INTO jobs VALUES ('a', 1), ('a', 2), ('b', 1);",
+        );
+        let mut observer = Observer::of_job(&db, 10, source("jobs", "id"));
+        observer.poll().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (observer.rows, observer.distinct, observer.duplicated),
+            (3, 2, 1)
+        );
+        let counted = RowSource {
+            count_sql: Some("SELECT count(*), count(DISTINCT n) FROM jobs".into()),
+            ..source("jobs", "id")
+        };
+        let mut observer = Observer::of_job(&db, 10, counted);
+        observer.poll().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (observer.rows, observer.distinct, observer.duplicated),
+            (3, 2, 1)
+        );
+    }
+
+    #[test]
+    fn a_job_table_of_another_shape_is_an_error_naming_its_columns() {
+        let (_dir, db) = db_with("CREATE TABLE records(id TEXT, body TEXT);");
+        let mut observer = Observer::of_job(&db, 10, RowSource::default());
+        let error = observer
+            .poll()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            error.contains("no column task_id (--key); its columns are id, body"),
+            "{error}"
+        );
+    }
 }
