@@ -25,7 +25,8 @@ while [ "$n" -lt "$items" ]; do
             SELECT '$task', 'enriched:$task'
             WHERE NOT EXISTS (SELECT 1 FROM checkpoints WHERE task_id = '$task')
             ON CONFLICT DO NOTHING;
-        INSERT OR IGNORE INTO checkpoints(task_id, finished) VALUES ('$task', unixepoch('subsec'));
+        INSERT INTO checkpoints(task_id, finished) VALUES ('$task', julianday('now'))
+            ON CONFLICT(task_id) DO NOTHING;
         COMMIT;"
     if [ -n "${HEARTBEAT_FILE:-}" ]; then
         printf '%s %s\n' "$task" "$(date +%s)" > "$HEARTBEAT_FILE.tmp.$$"

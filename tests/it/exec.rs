@@ -143,6 +143,9 @@ fn the_naive_example_duplicates_under_random_kills_and_the_guarded_ones_never_do
             assert_eq!(run.code, Some(0), "{name}: {json}\n{}", run.stderr);
             assert_eq!(number(&json, "rows"), 200, "{name}: {json}");
             assert_eq!(number(&json, "duplicated_task_ids"), 0, "{name}: {json}");
+            // Its restarts are cheap because it checkpoints every item it finished.
+            let checkpoints = count(&open_ro(&db), "SELECT count(*) FROM checkpoints");
+            assert_eq!(checkpoints, 200, "{name}");
         }
     }
 }
@@ -264,6 +267,28 @@ fn prove_passes_the_guarded_example_and_fails_the_naive_one_naming_each_test() {
     );
     let (rows, _, duplicated) = figures_by_rusqlite(&kept[0]);
     assert!(rows > 200 && duplicated > 0, "{}", kept[0].display());
+}
+
+#[test]
+fn prove_says_not_tested_when_there_was_nothing_to_wipe_or_kill() {
+    // Keyed rows and a checkpoints table it never fills, all in one quick statement: no kill
+    // can land in it, and wiping its checkpoints changes nothing.
+    let job = "sqlite3 -cmd '.timeout 5000' warehouse.db \"\
+        CREATE TABLE IF NOT EXISTS records(task_id TEXT PRIMARY KEY); \
+        CREATE TABLE IF NOT EXISTS checkpoints(task_id TEXT PRIMARY KEY); \
+        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199) \
+        INSERT OR IGNORE INTO records SELECT printf('task-%03d', i) FROM n;\"";
+    let tmp = tempdir();
+    let run = prove(tmp.path(), job, &[]);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    line_of(&run, "1. NOT TESTED  kill test");
+    line_of(&run, "3. NOT TESTED  checkpoints wiped");
+    assert!(
+        run.stdout
+            .contains("the checkpoint table was empty after a whole run"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
