@@ -146,7 +146,7 @@ pub struct RunArgs {
     /// Items in the queue: task-000 .. task-(N-1)
     #[arg(long, default_value_t = 200, value_parser = items_parser())]
     pub items: u64,
-    /// Pause after each item, in milliseconds
+    /// Pause after each item, in milliseconds (an --exec job is told it as RECLAIM_DELAY_MS)
     #[arg(long, default_value_t = 10.0, value_parser = parse_delay_ms, allow_negative_numbers = true)]
     pub delay_ms: f64,
     /// Random kills: at most N, one a uniform delay after each spawn
@@ -199,8 +199,8 @@ pub struct RunArgs {
 /// Your own worker instead of reclaim's: the command, its setup, and where its rows land.
 #[derive(Debug, Args, Default)]
 pub struct ExecArgs {
-    /// Your own batch job, run with `sh -c` in the database's folder, with RECLAIM_DB,
-    /// HEARTBEAT_FILE, RECLAIM_ITEMS and RECLAIM_ATTEMPT set
+    /// Your own batch job instead of reclaim's: run with `sh -c` in the database's folder, with
+    /// RECLAIM_DB, HEARTBEAT_FILE, RECLAIM_ITEMS, RECLAIM_ATTEMPT and RECLAIM_DELAY_MS set
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
     /// SQL run once on the new database before the first attempt (or @FILE to read it)
