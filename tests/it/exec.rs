@@ -347,6 +347,29 @@ fn a_job_that_cannot_start_is_said_once_and_not_restarted() {
 }
 
 #[test]
+fn a_job_that_dies_on_its_own_mid_run_is_restarted_as_after_a_kill() {
+    let tmp = tempdir();
+    // Its first attempt writes a row, then fails as a locked database would make it; the second
+    // finishes (RECLAIM_ATTEMPT tells them apart).
+    let job = "sqlite3 -cmd '.timeout 5000' warehouse.db \
+        \"CREATE TABLE IF NOT EXISTS records(task_id TEXT PRIMARY KEY); \
+          INSERT OR IGNORE INTO records VALUES ('task-000')\"; \
+        if [ \"$RECLAIM_ATTEMPT\" = 1 ]; then echo 'Error: database is locked (5)' >&2; exit 1; fi; \
+        sqlite3 -cmd '.timeout 5000' warehouse.db \"INSERT OR IGNORE INTO records VALUES ('task-001')\"";
+    let (run, db) = run_exec(tmp.path(), job, &["--items", "2"]);
+    let json = assert_counts_agree(&run, &db);
+    assert_eq!(run.code, Some(0), "{json}\n{}", run.stderr);
+    assert_eq!(number(&json, "restarts"), 1, "{json}");
+    assert_eq!(number(&json, "kills"), 0, "not the host's kill: {json}");
+    let timeline = json["timeline"].to_string();
+    assert!(
+        timeline.contains("worker died on its own  (Error: database is locked (5)"),
+        "{json}"
+    );
+    assert!(timeline.contains("attempt=2"), "{json}");
+}
+
+#[test]
 fn a_job_that_writes_no_table_or_another_shape_gets_one_clear_line() {
     let tmp = tempdir();
     let run = reclaim_in_dir(tmp.path(), &["run", "--exec", "true"], LIMIT);
