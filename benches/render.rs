@@ -245,6 +245,7 @@ fn lane(strategy: &str) -> LaneView {
         series,
         markers,
         heartbeat_age: Some(4.0),
+        no_heartbeat: false,
         dead_man: 300.0,
         alert: None,
         claimed: Some(format!("rows_written={rows} status=ok")),

@@ -35,7 +35,7 @@ pub enum Command {
     /// Report what a warehouse holds and derive the job's status from its rows
     Inspect(InspectArgs),
     /// Run the job under a supervisor and a kill schedule, print the night's timeline and verdict
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Run the postmortem's three tests (and a crash-point sweep) against a strategy
     Prove(ProveArgs),
     /// The dead-man's switch, for cron: exit 1 (and run --exec) when the heartbeat is stale
@@ -47,13 +47,38 @@ pub enum Command {
     },
     /// Print the manual page (roff), e.g. `reclaim man | man -l -`
     Man,
+    /// Runs an --exec job's `sh -c CMD` so that its whole process group dies with reclaim (what
+    /// the supervisor spawns for an external worker)
+    #[command(hide = true)]
+    ExecGuard(ExecGuardArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExecGuardArgs {
+    /// reclaim's pid: if it is gone already, the group is killed at once
+    #[arg(long)]
+    pub parent: i32,
+    /// The job's command, for `sh -c`
+    #[arg(last = true, required = true)]
+    pub command: String,
 }
 
 #[derive(Debug, Args)]
 pub struct ProveArgs {
-    /// The strategy on trial
-    #[arg(long, value_enum, default_value_t = Strategy::Guarded)]
-    pub strategy: Strategy,
+    /// The strategy on trial [default: guarded]
+    #[arg(long, value_enum, conflicts_with = "exec")]
+    pub strategy: Option<Strategy>,
+    /// Your own job on trial instead (see `reclaim run --exec`): the three tests, each in a
+    /// fresh folder
+    #[command(flatten)]
+    pub job: ExecArgs,
+    /// With --exec: the job's checkpoint table, emptied for the third test (skipped when the
+    /// job has none)
+    #[arg(long, default_value = "checkpoints", requires = "exec")]
+    pub checkpoint_table: String,
+    /// With --exec: the database's file name in each test's folder
+    #[arg(long, default_value = "warehouse.db", requires = "exec")]
+    pub db_name: String,
     /// Seed for the kill test's random kills [default: drawn at random, and printed]
     #[arg(long)]
     pub seed: Option<u64>,
@@ -141,12 +166,22 @@ fn parse_size(text: &str) -> Result<(u16, u16), String> {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// How the worker makes a restart safe (or does not)
-    #[arg(long, value_enum)]
-    pub strategy: Strategy,
+    #[arg(
+        long,
+        value_enum,
+        required_unless_present = "exec",
+        conflicts_with = "exec"
+    )]
+    pub strategy: Option<Strategy>,
+    #[command(flatten)]
+    pub job: ExecArgs,
+    /// Kill once as soon as the table holds N rows (for any worker, --exec included)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub kill_at_rows: Option<u64>,
     /// Items in the queue: task-000 .. task-(N-1)
     #[arg(long, default_value_t = 200, value_parser = items_parser())]
     pub items: u64,
-    /// Pause after each item, in milliseconds
+    /// Pause after each item, in milliseconds (an --exec job is told it as RECLAIM_DELAY_MS)
     #[arg(long, default_value_t = 10.0, value_parser = parse_delay_ms, allow_negative_numbers = true)]
     pub delay_ms: f64,
     /// Random kills: at most N, one a uniform delay after each spawn
@@ -194,6 +229,80 @@ pub struct RunArgs {
     /// Kill at the moments a recorded session's host killed (replaces the random kills)
     #[arg(long, value_name = "FILE", conflicts_with_all = ["kills", "kill_at_task"])]
     pub replay_schedule: Option<PathBuf>,
+}
+
+/// Your own worker instead of reclaim's: the command, its setup, and where its rows land.
+#[derive(Debug, Args, Default)]
+pub struct ExecArgs {
+    /// Your own batch job instead of reclaim's: run with `sh -c` in the database's folder, with
+    /// RECLAIM_DB, HEARTBEAT_FILE, RECLAIM_ITEMS, RECLAIM_ATTEMPT and RECLAIM_DELAY_MS set
+    #[arg(long, value_name = "CMD")]
+    pub exec: Option<String>,
+    /// SQL run once on the new database before the first attempt (or @FILE to read it)
+    #[arg(long, value_name = "SQL|@FILE", requires = "exec")]
+    pub setup_sql: Option<String>,
+    /// The table the job writes its rows to
+    #[arg(long, default_value = crate::store::rows::DEFAULT_TABLE, requires = "exec")]
+    pub table: String,
+    /// The column that names a unit of work in that table (task-NNN keys are also checked for
+    /// missing ones)
+    #[arg(long, default_value = crate::store::rows::DEFAULT_KEY, requires = "exec")]
+    pub key: String,
+    /// A query returning one row (rows, distinct), for shapes a table and a key cannot name
+    #[arg(long, value_name = "SQL", requires = "exec")]
+    pub count_sql: Option<String>,
+}
+
+impl ExecArgs {
+    /// The job these arguments describe, `--setup-sql @FILE` read, every SQL checked on an
+    /// empty database in memory: a bad input is refused before anything is created.
+    pub fn to_job(&self) -> Result<Option<crate::engine::ExecJob>, String> {
+        let Some(command) = &self.exec else {
+            return Ok(None);
+        };
+        if command.trim().is_empty() {
+            return Err("--exec is empty: give the command that runs your job".into());
+        }
+        let setup_sql = match self.setup_sql.as_deref() {
+            Some(text) => Some(read_sql(text)?),
+            None => None,
+        };
+        if let Some(sql) = &setup_sql {
+            crate::store::rows::check_setup(sql)?;
+        }
+        for (flag, name) in [("--table", &self.table), ("--key", &self.key)] {
+            if name.is_empty() || name.contains('\0') {
+                return Err(format!("{flag} {name:?} is not a name SQLite can use"));
+            }
+        }
+        Ok(Some(crate::engine::ExecJob {
+            command: command.clone(),
+            setup_sql,
+            rows: crate::store::rows::RowSource {
+                table: self.table.clone(),
+                key: self.key.clone(),
+                count_sql: self.count_sql.clone(),
+            },
+        }))
+    }
+}
+
+/// `SQL` as given, or the contents of `@FILE`.
+fn read_sql(text: &str) -> Result<String, String> {
+    let Some(file) = text.strip_prefix('@') else {
+        return Ok(text.to_string());
+    };
+    let path = crate::paths::existing_file(std::path::Path::new(file), "--setup-sql")
+        .map_err(|e| e.to_string())?;
+    let meta = std::fs::metadata(&path).map_err(|e| format!("--setup-sql {file}: {e}"))?;
+    // A setup is a few statements; a huge file is a mistake (a database given by accident).
+    if meta.len() > 1 << 20 {
+        return Err(format!(
+            "--setup-sql {file} is {} bytes; a setup script is expected to be under 1 MiB",
+            meta.len()
+        ));
+    }
+    std::fs::read_to_string(&path).map_err(|e| format!("--setup-sql {file}: {e}"))
 }
 
 fn parse_delay_ms(text: &str) -> Result<f64, String> {

@@ -46,6 +46,9 @@ pub enum Error {
     /// A worker ended with an error of its own (its last stderr line).
     #[error("the worker failed: {0}")]
     WorkerFailed(String),
+    /// An external worker that never got going (no such command, an error at once).
+    #[error("the worker could not start: {0}")]
+    CouldNotStart(String),
 }
 
 impl From<String> for Error {

@@ -13,7 +13,7 @@ use crate::error::{Context as _, Error};
 use crate::exit;
 use crate::record::{self, LaneEnd, Recorder};
 use crate::signals;
-use crate::store::inspect::{self, Inspection};
+use crate::store::inspect::Inspection;
 use crate::supervisor::schedule::KillPlan;
 use crate::verdict::{Derived, Status, Symptom, claim_line};
 
@@ -54,6 +54,9 @@ pub struct RunReport {
     pub kill_delays_ms: Vec<u64>,
     /// How many random kills were planned (`--kills`): `kill_delays_ms` lists only the first.
     pub kills_planned: u32,
+    /// `--kill-at-rows`: the rows seen when the kill was sent, and the rows once it landed.
+    pub kill_sent_at_rows: Option<u64>,
+    pub kill_landed_at_rows: Option<u64>,
     pub elapsed_ms: u64,
     pub scale: f64,
     pub db: PathBuf,
@@ -141,9 +144,12 @@ pub fn drive_recorded(
     let elapsed = engine.elapsed(Instant::now());
     let lane = &engine.lanes()[0];
     if let Some(failure) = &lane.failure {
+        if lane.start_failed {
+            return Err(Error::CouldNotStart(failure.clone()));
+        }
         return Err(Error::WorkerFailed(failure.clone()));
     }
-    let inspection = inspect::inspect(&lane.config.db, lane.config.items)?;
+    let inspection = lane.config.inspect()?;
     if let Some(recorder) = recorder.as_mut() {
         let end = LaneEnd::from_inspection(
             &inspection,
@@ -159,11 +165,20 @@ pub fn drive_recorded(
     let lane = &engine.lanes()[0];
     let claimed = lane.claimed.as_ref().map(|c| c.status.clone());
     let completed = lane.completed();
+    // Someone else's job claims success in its own words; a last line that says ok (`ok`,
+    // `status=ok`) is the claim the symptom table is about.
+    let claimed_ok = match lane.config.worker.job() {
+        Some(_) => claimed
+            .as_deref()
+            .filter(|line| crate::verdict::says_ok(line))
+            .map(|_| "ok"),
+        None => claimed.as_deref(),
+    };
     let symptoms = Symptom::observed(
         (inspection.rows, inspection.items),
         inspection.derived(),
         lane.observer.restarted_at_zero,
-        claimed.as_deref(),
+        claimed_ok,
     );
     let never_completed = (!completed).then(|| {
         format!(
@@ -194,7 +209,7 @@ fn report(
     let lane = &engine.lanes()[0];
     let derived = inspection.derived();
     RunReport {
-        strategy: lane.config.strategy.name().to_string(),
+        strategy: lane.config.worker.label().to_string(),
         seed: plan.seed,
         items: inspection.items,
         rows: inspection.rows,
@@ -212,7 +227,14 @@ fn report(
             .count() as u64,
         completed: lane.completed(),
         claimed_rows_written: lane.claimed.as_ref().map(|c| c.rows_written),
-        verdict: claim_line(claimed.as_deref(), derived),
+        verdict: match lane.config.worker.job() {
+            // Someone else's last line, quoted, so it reads as their words.
+            Some(_) => format!(
+                "claimed {:?} derived={derived}",
+                claimed.as_deref().unwrap_or("(no output)")
+            ),
+            None => claim_line(claimed.as_deref(), derived),
+        },
         claimed_status: claimed.unwrap_or_else(|| "none".into()),
         derived_status: derived.status(),
         derived,
@@ -225,6 +247,8 @@ fn report(
             .map(|d| d.as_millis() as u64)
             .collect(),
         kills_planned: plan.random,
+        kill_sent_at_rows: engine.kill_at_rows().map(|(sent, _)| sent),
+        kill_landed_at_rows: engine.kill_at_rows().map(|(_, landed)| landed),
         elapsed_ms: elapsed.as_millis() as u64,
         scale: engine.config().scale,
         db: inspection.db.clone(),

@@ -4,9 +4,11 @@
 //! depends on what is new, not on the size of the table.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use rusqlite::Connection;
 
+use crate::store::rows::{self, RowSource};
 use crate::store::{self, StoreError, table_exists};
 use crate::task::canonical_index;
 
@@ -61,6 +63,11 @@ pub struct Poll {
 pub struct Observer {
     db: PathBuf,
     items: u64,
+    /// An external job's table (`run --exec`); `None` for reclaim's own warehouse.
+    source: Option<RowSource>,
+    /// For a job's database: the size and modification time of the file and its `-wal` when
+    /// everything had been read (see `poll_job`).
+    files_read: Option<(FileStamps, SystemTime)>,
     conn: Option<Connection>,
     /// `PRAGMA data_version` of `conn` when a poll last read everything there was: while it
     /// stays the same no other connection has committed, and a poll has nothing to read.
@@ -90,6 +97,8 @@ impl Observer {
         Self {
             db: db.to_path_buf(),
             items,
+            source: None,
+            files_read: None,
             conn: None,
             caught_up_at: None,
             high_water: 0,
@@ -109,6 +118,15 @@ impl Observer {
         }
     }
 
+    /// An observer of an external job's rows, wherever `source` says they land.
+    #[must_use]
+    pub fn of_job(db: &Path, items: u64, source: RowSource) -> Self {
+        Self {
+            source: Some(source),
+            ..Self::new(db, items)
+        }
+    }
+
     /// Whether the row for task `index` has been seen.
     #[must_use]
     pub fn has_task(&self, index: u64) -> bool {
@@ -118,6 +136,9 @@ impl Observer {
     /// Reads what is new. A database that does not exist yet (no worker has started) is not an
     /// error: there is simply nothing to see.
     pub fn poll(&mut self) -> Result<Poll, StoreError> {
+        if let Some(source) = self.source.clone() {
+            return self.poll_job(&source);
+        }
         if self.conn.is_none() {
             match store::open_read_only(&self.db) {
                 Ok(conn) => self.conn = Some(conn),
@@ -134,6 +155,191 @@ impl Observer {
             self.caught_up_at = None;
         }
         result.map_err(|e| StoreError::sqlite(&self.db, e))
+    }
+
+    /// `poll` for an external job: a database and a table the job creates when it likes, read
+    /// with the same high-water mark on rowid (or counted whole by `--count-sql`).
+    fn poll_job(&mut self, source: &RowSource) -> Result<Poll, StoreError> {
+        // A job that keeps SQLite's default rollback journal is blocked by any reader's lock
+        // while it commits, and one without a busy timeout (the sqlite3 shell's default) fails
+        // with "database is locked". So the database is read only when its files changed since
+        // the last complete read, which `stat` tells without taking any lock: once per commit
+        // rather than once per tick.
+        let files = self.file_stamps();
+        let now = SystemTime::now();
+        if let Some((read, read_at)) = self.files_read
+            && read == files
+        {
+            // A file's time moves in kernel ticks (a few ms), so a commit in the same tick as the
+            // last read leaves the stamps as they were: a read that late enough after the newest
+            // stamp saw everything; otherwise look again, but no more than once per tick.
+            let newest = files.iter().filter_map(|f| f.1).max();
+            let settled = newest.is_none_or(|m| read_at >= m + STAMP_TICK);
+            if settled || now.duration_since(read_at).unwrap_or_default() < STAMP_TICK {
+                return Ok(Poll::default());
+            }
+        }
+        self.files_read = None;
+        if self.conn.is_none() {
+            self.conn = rows::open_following(&self.db)?;
+        }
+        let Some(conn) = self.conn.as_ref() else {
+            return Ok(Poll::default());
+        };
+        let version: Option<i64> = conn
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .ok();
+        if version.is_some() && self.caught_up_at == version {
+            return Ok(Poll::default());
+        }
+        let result = self.read_job(source);
+        match &result {
+            Ok(_) => {}
+            // A killed job's hot journal cannot be rolled back by a read-only connection; the
+            // restarted job does that, and meanwhile there is simply nothing new to see.
+            Err(StoreError::Sqlite { source, .. })
+                if source.sqlite_error_code() == Some(rusqlite::ErrorCode::ReadOnly)
+                    || store::is_busy(source) =>
+            {
+                self.conn = None;
+                self.caught_up_at = None;
+                return Ok(Poll::default());
+            }
+            Err(_) => {
+                self.conn = None;
+                self.caught_up_at = None;
+            }
+        }
+        result.map(|(poll, complete)| {
+            self.caught_up_at = version.filter(|_| complete);
+            if complete {
+                self.files_read = Some((files, now));
+            }
+            poll
+        })
+    }
+
+    /// Size and modification time of the database and its `-wal`.
+    fn file_stamps(&self) -> FileStamps {
+        let stamp = |path: &Path| {
+            std::fs::metadata(path).map_or((0, None), |m| (m.len(), m.modified().ok()))
+        };
+        [
+            stamp(&self.db),
+            stamp(&crate::paths::with_suffix(&self.db, "-wal")),
+        ]
+    }
+
+    /// Reads what is new in a job's table; also whether everything was read.
+    fn read_job(&mut self, source: &RowSource) -> Result<(Poll, bool), StoreError> {
+        let db = self.db.clone();
+        let failed = |e| StoreError::sqlite(&db, e);
+        let Some(conn) = self.conn.as_ref() else {
+            return Ok((Poll::default(), false));
+        };
+        let mut poll = Poll::default();
+        conn.prepare_cached("BEGIN")
+            .and_then(|mut s| s.execute([]))
+            .map_err(failed)?;
+        let read = (|| -> Result<JobRead, StoreError> {
+            if let Some((rows, distinct)) = source.count(conn, &db)? {
+                return Ok(JobRead::Counted(rows, distinct));
+            }
+            if !source.check_shape(conn, &db)? {
+                return Ok(JobRead::NoTable);
+            }
+            let sql = format!(
+                "SELECT rowid, CAST({key} AS TEXT) FROM {table} WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
+                key = source.key_sql(),
+                table = source.table_sql()
+            );
+            let mut stmt = match conn.prepare_cached(&sql) {
+                Ok(stmt) => stmt,
+                // A WITHOUT ROWID table has no order of arrival to follow: counted whole.
+                Err(e) if e.to_string().contains("no such column: rowid") => {
+                    let whole = format!(
+                        "SELECT count(*), count(DISTINCT {key}), \
+                         (SELECT count(*) FROM (SELECT 1 FROM {table} GROUP BY {key} HAVING count(*) > 1)) \
+                         FROM {table}",
+                        key = source.key_sql(),
+                        table = source.table_sql()
+                    );
+                    let counts = conn
+                        .prepare_cached(&whole)
+                        .and_then(|mut s| {
+                            s.query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                        })
+                        .map_err(failed)?;
+                    return Ok(JobRead::Whole(counts));
+                }
+                Err(e) => return Err(failed(e)),
+            };
+            let rows = stmt
+                .query_map(
+                    rusqlite::params![self.high_water, MAX_ROWS_PER_POLL],
+                    |row| Ok((row.get::<_, i64>(0)?, row.get::<_, Option<String>>(1)?)),
+                )
+                .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+                .map_err(failed)?;
+            Ok(JobRead::Rows(rows))
+        })();
+        let _ = conn
+            .prepare_cached("COMMIT")
+            .and_then(|mut s| s.execute([]));
+        let complete = match read? {
+            JobRead::NoTable => false,
+            JobRead::Whole((rows, distinct, duplicated)) => {
+                poll.new_rows = rows.saturating_sub(self.rows);
+                self.rows = rows;
+                self.distinct = distinct;
+                self.duplicated = duplicated;
+                true
+            }
+            JobRead::Counted(rows, distinct) => {
+                poll.new_rows = rows.saturating_sub(self.rows);
+                self.rows = rows;
+                self.distinct = distinct;
+                self.duplicated = rows.saturating_sub(distinct);
+                true
+            }
+            JobRead::Rows(new_rows) => {
+                let complete = i64::try_from(new_rows.len()).is_ok_and(|n| n < MAX_ROWS_PER_POLL);
+                for (rowid, key) in new_rows {
+                    self.high_water = rowid;
+                    self.rows += 1;
+                    poll.new_rows += 1;
+                    let index = key
+                        .as_deref()
+                        .and_then(canonical_index)
+                        .filter(|&i| i < self.items);
+                    // Without a run id, a second task-000 is the restart at item zero.
+                    if index == Some(0) && self.seen.get(0) && !self.restarted_at_zero {
+                        self.restarted_at_zero = true;
+                        poll.restarted_at_zero = true;
+                    }
+                    self.count_key(index);
+                }
+                complete
+            }
+        };
+        Ok((poll, complete))
+    }
+
+    /// Counts one row of task `index` (`None`: a key outside the queue).
+    fn count_key(&mut self, index: Option<u64>) {
+        let Some(index) = index else {
+            self.unexpected += 1;
+            return;
+        };
+        self.last_task = Some(index);
+        if self.seen.set(index) {
+            if !self.duplicated_bits.set(index) {
+                self.duplicated += 1;
+            }
+        } else {
+            self.distinct += 1;
+        }
     }
 
     fn read_new(&mut self) -> rusqlite::Result<Poll> {
@@ -188,18 +394,7 @@ impl Observer {
                 }
                 self.last_run = Some(run);
             }
-            let Some(index) = index else {
-                self.unexpected += 1;
-                continue;
-            };
-            self.last_task = Some(index);
-            if self.seen.set(index) {
-                if !self.duplicated_bits.set(index) {
-                    self.duplicated += 1;
-                }
-            } else {
-                self.distinct += 1;
-            }
+            self.count_key(index);
         }
         if let Some(checkpoints) = checkpoint_rows {
             self.apply_checkpoints(checkpoints);
@@ -230,6 +425,24 @@ impl Observer {
     }
 }
 
+/// Size and modification time of a job's database and of its `-wal`.
+type FileStamps = [(u64, Option<SystemTime>); 2];
+
+/// Longer than the kernel's tick for file times, so a stamp older than this is final.
+const STAMP_TICK: Duration = Duration::from_millis(10);
+
+/// What one read of a job's database found.
+enum JobRead {
+    /// The job has not created its table yet.
+    NoTable,
+    /// `--count-sql`'s `(rows, distinct)`.
+    Counted(u64, u64),
+    /// A table without rowids, counted whole: rows, distinct keys, duplicated keys.
+    Whole((u64, u64, u64)),
+    /// New rows: rowid and key.
+    Rows(Vec<(i64, Option<String>)>),
+}
+
 struct CheckpointRead {
     rows: Vec<(i64, String)>,
     /// Rows were deleted since the last poll: the totals start again from these rows.
@@ -253,4 +466,87 @@ fn read_checkpoints(conn: &Connection, high_water: i64) -> rusqlite::Result<Chec
         })?
         .collect::<rusqlite::Result<_>>()?;
     Ok(CheckpointRead { rows, wiped })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db_with(sql: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let db = dir.path().join("warehouse.db");
+        let conn = Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
+        conn.execute_batch(sql).unwrap_or_else(|e| panic!("{e}"));
+        (dir, db)
+    }
+
+    fn source(table: &str, key: &str) -> RowSource {
+        RowSource {
+            table: table.into(),
+            key: key.into(),
+            count_sql: None,
+        }
+    }
+
+    #[test]
+    fn a_job_table_is_followed_by_its_key_until_it_exists_and_after() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let db = dir.path().join("warehouse.db");
+        let mut observer = Observer::of_job(&db, 10, source("jobs", "id"));
+        // No database yet, then no table yet: nothing to see, and no error.
+        assert_eq!(observer.poll().ok(), Some(Poll::default()));
+        let conn = Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(observer.poll().ok(), Some(Poll::default()));
+        conn.execute_batch(
+            "CREATE TABLE jobs(id TEXT); INSERT INTO jobs VALUES ('task-000'), ('task-001'), ('task-000');",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let poll = observer.poll().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(poll.new_rows, 3);
+        assert!(poll.restarted_at_zero, "task-000 came back");
+        assert_eq!(
+            (observer.rows, observer.distinct, observer.duplicated),
+            (3, 2, 1)
+        );
+        assert!(observer.has_task(1));
+    }
+
+    #[test]
+    fn a_table_without_rowids_or_a_count_query_is_counted_whole() {
+        let (_dir, db) = db_with(
+            "CREATE TABLE jobs(id TEXT, n INT, PRIMARY KEY (id, n)) WITHOUT ROWID;
+             INSERT INTO jobs VALUES ('a', 1), ('a', 2), ('b', 1);",
+        );
+        let mut observer = Observer::of_job(&db, 10, source("jobs", "id"));
+        observer.poll().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (observer.rows, observer.distinct, observer.duplicated),
+            (3, 2, 1)
+        );
+        let counted = RowSource {
+            count_sql: Some("SELECT count(*), count(DISTINCT n) FROM jobs".into()),
+            ..source("jobs", "id")
+        };
+        let mut observer = Observer::of_job(&db, 10, counted);
+        observer.poll().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (observer.rows, observer.distinct, observer.duplicated),
+            (3, 2, 1)
+        );
+    }
+
+    #[test]
+    fn a_job_table_of_another_shape_is_an_error_naming_its_columns() {
+        let (_dir, db) = db_with("CREATE TABLE records(id TEXT, body TEXT);");
+        let mut observer = Observer::of_job(&db, 10, RowSource::default());
+        let error = observer
+            .poll()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            error.contains("no column task_id (--key); its columns are id, body"),
+            "{error}"
+        );
+    }
 }

@@ -272,7 +272,7 @@ pub fn header(
             .iter()
             .map(|l| LaneInfo {
                 name: l.config.name.clone(),
-                strategy: l.config.strategy.name().into(),
+                strategy: l.config.worker.label().into(),
                 items: l.config.items,
                 db: l.config.db.clone(),
             })

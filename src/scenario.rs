@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::engine::{EngineConfig, HangPlan, Kind, LaneConfig};
+use crate::engine::{EngineConfig, HangPlan, Kind, LaneConfig, LaneWorker};
 use crate::supervisor::schedule::{KillPlan, parse_window};
 use crate::text::escape_controls;
 use crate::worker::{CrashAt, Strategy};
@@ -261,7 +261,13 @@ struct HostFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LaneFile {
-    strategy: Strategy,
+    /// reclaim's own worker ...
+    strategy: Option<Strategy>,
+    /// ... or yours: a shell command run in the lane's own folder (see `run --exec`).
+    exec: Option<String>,
+    setup_sql: Option<String>,
+    table: Option<String>,
+    key: Option<String>,
     name: Option<String>,
     #[serde(default = "one")]
     workers: usize,
@@ -307,7 +313,7 @@ pub struct Scenario {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioLane {
     pub name: String,
-    pub strategy: Strategy,
+    pub worker: LaneWorker,
     pub workers: usize,
     pub batch: u64,
     pub crash_at: Option<CrashAt>,
@@ -393,14 +399,23 @@ impl Scenario {
                 .iter()
                 .enumerate()
                 .map(|(i, lane)| {
-                    let db = dir.join(format!("night{run}-{}-{}.db", i + 1, lane.name));
+                    let db = match &lane.worker {
+                        LaneWorker::Strategy(_) => {
+                            dir.join(format!("night{run}-{}-{}.db", i + 1, lane.name))
+                        }
+                        // Someone else's job runs in its database's folder and may open
+                        // `warehouse.db` there by name: a folder of its own per lane and night.
+                        LaneWorker::Exec(_) => dir
+                            .join(format!("night{run}-{}-{}", i + 1, lane.name))
+                            .join("warehouse.db"),
+                    };
                     LaneConfig {
                         name: lane.name.clone(),
                         delay: self.delay,
                         batch: lane.batch,
                         workers: lane.workers,
                         crash_at: lane.crash_at,
-                        ..LaneConfig::new(lane.strategy, db, self.items)
+                        ..LaneConfig::new(lane.worker.clone(), db, self.items)
                     }
                 })
                 .collect(),
@@ -408,6 +423,7 @@ impl Scenario {
                 random: self.random_kills,
                 window: self.kill_window,
                 at_task: self.kill_at_task,
+                at_rows: None,
                 at_times: Vec::new(),
                 seed: self.seed,
             },
@@ -531,7 +547,50 @@ impl LaneFile {
                 crate::limits::MAX_BATCH
             ));
         }
-        if self.batch > 1 && !self.strategy.batches() {
+        let worker = match (self.strategy, &self.exec) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "lane {n}: give strategy (reclaim's worker) or exec (yours), not both"
+                ));
+            }
+            (None, None) => {
+                return Err(format!(
+                    "lane {n}: needs a strategy (naive, two-commit, keyed, guarded) or exec = \"your command\""
+                ));
+            }
+            (Some(strategy), None) => {
+                if self.setup_sql.is_some() || self.table.is_some() || self.key.is_some() {
+                    return Err(format!(
+                        "lane {n}: setup_sql, table and key describe an exec lane's job"
+                    ));
+                }
+                LaneWorker::Strategy(strategy)
+            }
+            (None, Some(command)) => {
+                let args = crate::cli::ExecArgs {
+                    exec: Some(command.clone()),
+                    setup_sql: self.setup_sql.clone(),
+                    table: self
+                        .table
+                        .clone()
+                        .unwrap_or_else(|| crate::store::rows::DEFAULT_TABLE.into()),
+                    key: self
+                        .key
+                        .clone()
+                        .unwrap_or_else(|| crate::store::rows::DEFAULT_KEY.into()),
+                    count_sql: None,
+                };
+                let job = args.to_job().map_err(|e| format!("lane {n}: {e}"))?;
+                if self.crash_at.is_some() {
+                    return Err(format!(
+                        "lane {n}: crash_at needs reclaim's own worker; an exec lane has no named crash points"
+                    ));
+                }
+                job.map(LaneWorker::Exec)
+                    .ok_or_else(|| format!("lane {n}: exec is empty"))?
+            }
+        };
+        if self.batch > 1 && !worker.strategy().is_some_and(Strategy::batches) {
             return Err(format!("lane {n}: batch applies to keyed and guarded only"));
         }
         let crash_at = match &self.crash_at {
@@ -547,7 +606,7 @@ impl LaneFile {
         let name = self
             .name
             .clone()
-            .unwrap_or_else(|| self.strategy.name().to_string());
+            .unwrap_or_else(|| worker.label().to_string());
         if name.is_empty()
             || name.chars().count() > 24
             || name.contains(['/', '\\'])
@@ -559,7 +618,7 @@ impl LaneFile {
         }
         Ok(ScenarioLane {
             name,
-            strategy: self.strategy,
+            worker,
             workers: self.workers,
             batch: self.batch,
             crash_at,
@@ -610,7 +669,8 @@ mod tests {
     #[test]
     fn the_default_is_the_incident_side_by_side() {
         let s = Scenario::default_incident().unwrap_or_else(|e| panic!("{e}"));
-        let strategies: Vec<Strategy> = s.lanes.iter().map(|l| l.strategy).collect();
+        let strategies: Vec<Strategy> =
+            s.lanes.iter().filter_map(|l| l.worker.strategy()).collect();
         assert_eq!(strategies, [Strategy::Naive, Strategy::Guarded]);
         assert_eq!(s.kill_at_task, Some(111));
         // 112 items at the scenario's pace land the kill at about 02:11:47 (707 sim seconds).
@@ -661,6 +721,49 @@ mod tests {
                 .unwrap_or_default();
             assert!(err.contains(needle), "{text:?} -> {err}");
             assert!(!err.contains('\n'), "one line: {err}");
+        }
+    }
+
+    #[test]
+    fn an_exec_lane_runs_your_job_in_a_folder_of_its_own() {
+        let text = "title = \"x\"\n[[lane]]\nstrategy = \"guarded\"\n[[lane]]\nname = \"mine\"\nexec = \"python3 my_job.py\"\nsetup_sql = \"CREATE TABLE jobs(id TEXT)\"\ntable = \"jobs\"\nkey = \"id\"\n";
+        let scenario = Scenario::parse("t", text).unwrap_or_else(|e| panic!("{e}"));
+        let config = scenario.engine_config(Path::new("/n"), 2, PathBuf::from("/bin/reclaim"));
+        let lane = &config.lanes[1];
+        let Some(job) = lane.worker.job() else {
+            panic!("lane 2 runs the job: {lane:?}");
+        };
+        assert_eq!(job.command, "python3 my_job.py");
+        assert_eq!(job.setup_sql.as_deref(), Some("CREATE TABLE jobs(id TEXT)"));
+        assert_eq!(
+            (job.rows.table.as_str(), job.rows.key.as_str()),
+            ("jobs", "id")
+        );
+        assert_eq!(lane.db, Path::new("/n/night2-2-mine/warehouse.db"));
+        assert_eq!(config.lanes[0].worker.strategy(), Some(Strategy::Guarded));
+        let cases = [
+            ("strategy = \"naive\"\nexec = \"x\"", "not both"),
+            ("name = \"x\"", "needs a strategy"),
+            (
+                "exec = \"x\"\ncrash_at = \"task-001:after-commit\"",
+                "no named crash points",
+            ),
+            (
+                "strategy = \"naive\"\ntable = \"t\"",
+                "describe an exec lane",
+            ),
+            (
+                "exec = \"x\"\nsetup_sql = \"CREAT\"",
+                "--setup-sql does not run",
+            ),
+        ];
+        for (lane, needle) in cases {
+            let text = format!("title = \"x\"\n[[lane]]\n{lane}\n");
+            let err = Scenario::parse("t", &text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(needle), "{lane:?} -> {err}");
         }
     }
 

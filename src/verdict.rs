@@ -155,6 +155,13 @@ impl fmt::Display for Derived {
     }
 }
 
+/// Whether someone else's last line claims success: a word `ok` (`status=ok`, `OK`, `ok.`).
+#[must_use]
+pub fn says_ok(line: &str) -> bool {
+    line.split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|word| word.eq_ignore_ascii_case("ok"))
+}
+
 /// The worker's own word and the rows' verdict side by side, as the postmortem should have seen
 /// them: `claimed=ok derived=DATA WRONG (112 duplicated task ids)`.
 #[must_use]

@@ -28,6 +28,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Command::Run(args)) => run::run(&args, &mut io::stdout().lock()),
         Some(Command::Prove(args)) => prove::run(&args, &mut io::stdout().lock()),
         Some(Command::HeartbeatCheck(args)) => heartbeat_check::run(&args),
+        Some(Command::ExecGuard(args)) => crate::supervisor::guard::run(&args.command, args.parent),
         Some(Command::Tui(args)) => crate::tui::run(&args),
         Some(Command::Scenarios) => scenarios::run(),
         Some(Command::Replay(args)) if args.check => {

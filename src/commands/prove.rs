@@ -1,5 +1,6 @@
 //! `reclaim prove`: the postmortem's three tests, and a sweep over every crash point, run against
-//! one strategy with real workers and real kills. Each verdict comes from the rows.
+//! one strategy with real workers and real kills; or the three tests against the user's own job
+//! (`--exec`), each night in a fresh folder. Each verdict comes from the rows.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::cli::ProveArgs;
-use crate::engine::{EngineConfig, LaneConfig};
+use crate::engine::{EngineConfig, LaneConfig, LaneWorker};
 use crate::error::{Context as _, Error};
 use crate::exit::{DATA_WRONG as EXIT_DATA_WRONG, OK as EXIT_OK};
 use crate::harness::{RunReport, drive};
@@ -32,6 +33,8 @@ pub struct TestResult {
     pub duplicated_task_ids: u64,
     pub missing: u64,
     pub detail: String,
+    /// The test does not apply to this job (why is in `detail`): neither a pass nor a failure.
+    pub skipped: bool,
     /// What a failure means, from the postmortem's symptom table.
     pub lessons: Vec<String>,
 }
@@ -47,12 +50,16 @@ pub struct ProveReport {
     pub failed: usize,
     /// Of `failed`, those that tested nothing (`tested: false`) with the data intact.
     pub not_tested: usize,
+    /// Tests that do not apply to the job (an external job without a checkpoint table).
+    pub skipped: usize,
     /// Where the databases are kept (only when something failed).
     pub kept: Option<PathBuf>,
 }
 
 struct Prover {
-    strategy: Strategy,
+    worker: LaneWorker,
+    /// An external job's database name, each night in a folder of its own.
+    db_name: Option<String>,
     items: u64,
     delay: Duration,
     dir: PathBuf,
@@ -67,16 +74,25 @@ impl Prover {
         workers: usize,
         crash_at: Option<CrashAt>,
         delay: Duration,
-    ) -> LaneConfig {
+    ) -> Result<LaneConfig, Error> {
         self.runs += 1;
-        let db = self.dir.join(format!("{:02}-{label}.db", self.runs));
-        LaneConfig {
+        let db = match &self.db_name {
+            // A job that opens its database relative to its folder finds it there.
+            Some(name) => {
+                let folder = self.dir.join(format!("{:02}-{label}", self.runs));
+                std::fs::create_dir(&folder)
+                    .context(|| format!("cannot create {}", folder.display()))?;
+                folder.join(name)
+            }
+            None => self.dir.join(format!("{:02}-{label}.db", self.runs)),
+        };
+        Ok(LaneConfig {
             name: label.to_string(),
             delay,
             workers,
             crash_at,
-            ..LaneConfig::new(self.strategy, db, self.items)
-        }
+            ..LaneConfig::new(self.worker.clone(), db, self.items)
+        })
     }
 
     fn night(&self, lane: LaneConfig, kills: &KillPlan) -> Result<RunReport, Error> {
@@ -140,18 +156,32 @@ fn result(
         duplicated_task_ids: worst.map_or(0, |r| r.duplicated_task_ids),
         missing: worst.map_or(0, |r| r.missing),
         detail,
+        skipped: false,
         lessons,
     }
 }
 
 /// Runs `reclaim prove`.
 pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
+    let worker = match (args.job.to_job()?, args.strategy) {
+        (Some(job), _) => {
+            let name = &args.db_name;
+            if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+                return Err(Error::Refused(format!(
+                    "--db-name {name:?} must be a file name (each test makes its own folder)"
+                )));
+            }
+            LaneWorker::Exec(job)
+        }
+        (None, strategy) => LaneWorker::Strategy(strategy.unwrap_or(Strategy::Guarded)),
+    };
     let seed = args.seed.unwrap_or_else(rand::random);
     let dir = crate::paths::fresh_db_path("prove")
         .context(|| "cannot create a folder for the databases".into())?
         .with_file_name("");
     let mut prover = Prover {
-        strategy: args.strategy,
+        db_name: worker.job().map(|_| args.db_name.clone()),
+        worker: worker.clone(),
         items: args.items,
         delay: Duration::from_secs_f64(args.delay_ms / 1000.0),
         dir: dir.clone(),
@@ -159,11 +189,22 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         runs: 0,
     };
     if !args.json {
-        let _ = writeln!(
-            out,
-            "reclaim prove  strategy={}  items={}  delay={}ms  seed={seed}",
-            args.strategy, args.items, args.delay_ms
-        );
+        let _ = match &worker {
+            LaneWorker::Strategy(strategy) => writeln!(
+                out,
+                "reclaim prove  strategy={strategy}  items={}  delay={}ms  seed={seed}",
+                args.items, args.delay_ms
+            ),
+            LaneWorker::Exec(job) => writeln!(
+                out,
+                "reclaim prove  exec={:?}  items={}  seed={seed}\n               rows in {} keyed by {}; each test in a fresh folder under {}",
+                job.command,
+                args.items,
+                job.rows.table,
+                job.rows.key,
+                dir.display()
+            ),
+        };
     }
     let mut tests = Vec::new();
     let mut emit = |test: TestResult, out: &mut dyn Write| {
@@ -174,11 +215,15 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     };
     emit(kill_test(&mut prover, args, seed)?, out);
     emit(two_workers(&mut prover)?, out);
-    emit(wiped_checkpoints(&mut prover)?, out);
-    emit(crash_sweep(&mut prover)?, out);
+    emit(wiped_checkpoints(&mut prover, &args.checkpoint_table)?, out);
+    // Named crash points are places in reclaim's own worker; someone else's job has none.
+    if worker.job().is_none() {
+        emit(crash_sweep(&mut prover)?, out);
+    }
     let passed = tests.iter().filter(|t| t.pass).count();
-    let failed = tests.len() - passed;
-    let not_tested = tests.iter().filter(|t| !t.tested).count();
+    let skipped = tests.iter().filter(|t| t.skipped).count();
+    let failed = tests.len() - passed - skipped;
+    let not_tested = tests.iter().filter(|t| !t.tested && !t.skipped).count();
     let kept = if failed == 0 {
         let _ = std::fs::remove_dir_all(&dir);
         None
@@ -186,7 +231,11 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         Some(dir)
     };
     let report = ProveReport {
-        strategy: args.strategy.name().to_string(),
+        strategy: match &worker {
+            LaneWorker::Strategy(strategy) => strategy.name().to_string(),
+            LaneWorker::Exec(job) => job.command.clone(),
+        },
+        skipped,
         seed,
         items: args.items,
         tests,
@@ -213,19 +262,25 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
 
 /// 1. Random kills and restarts, three runs in a row: a single green run proves little.
 fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestResult, Error> {
-    // The postmortem's window (0.2..0.9 s) is for a 10 ms item; it scales with the pace.
-    let factor = args.delay_ms / 10.0;
+    // The postmortem's window (0.2..0.9 s) is for a 10 ms item; it scales with the pace. An
+    // external job keeps its own pace, so it gets the postmortem's window as it is.
+    let factor = if prover.worker.job().is_some() {
+        1.0
+    } else {
+        args.delay_ms / 10.0
+    };
     let window = (
         DEFAULT_WINDOW.0.mul_f64(factor),
         DEFAULT_WINDOW.1.mul_f64(factor),
     );
     let mut reports = Vec::new();
     for run in 0..3 {
-        let lane = prover.lane("kill-test", 1, None, prover.delay);
+        let lane = prover.lane("kill-test", 1, None, prover.delay)?;
         let plan = KillPlan {
             random: args.kills,
             window,
             at_task: None,
+            at_rows: None,
             at_times: Vec::new(),
             seed: seed.wrapping_add(run),
         };
@@ -261,12 +316,16 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
 
 /// 2. Two workers at once on the same database: duplicate delivery from an at-least-once queue.
 fn two_workers(prover: &mut Prover) -> Result<TestResult, Error> {
-    let lane = prover.lane("two-workers", 2, None, prover.delay);
+    let lane = prover.lane("two-workers", 2, None, prover.delay)?;
     let report = prover.night(lane, &KillPlan::default())?;
+    // reclaim's own rows carry the process that wrote them; someone else's need not.
+    let writers = match prover.worker {
+        LaneWorker::Strategy(_) => format!("{} workers wrote rows, ", report.runs),
+        LaneWorker::Exec(_) => String::new(),
+    };
     let detail = format!(
-        "{}; {} workers wrote rows, {} had started before the first finished",
+        "{}; {writers}{} had started before the first finished",
         figures(&report),
-        report.runs,
         report.started_before_first_done
     );
     // One worker done before the other started is two runs in a row, not at once. (Under a
@@ -285,23 +344,58 @@ fn two_workers(prover: &mut Prover) -> Result<TestResult, Error> {
 }
 
 /// 3. Every checkpoint deleted, then a rerun: the unique key alone must hold.
-fn wiped_checkpoints(prover: &mut Prover) -> Result<TestResult, Error> {
-    let lane = prover.lane("wiped", 1, None, Duration::ZERO);
+fn wiped_checkpoints(prover: &mut Prover, checkpoint_table: &str) -> Result<TestResult, Error> {
+    const NAME: &str = "checkpoints wiped, then a rerun";
+    let mut lane = prover.lane("wiped", 1, None, Duration::ZERO)?;
     let db = lane.db.clone();
     let first = prover.night(lane.clone(), &KillPlan::default())?;
-    let wiped = crate::store::wipe_checkpoints(&db)?;
+    let wiped = match &mut lane.worker {
+        LaneWorker::Strategy(_) => crate::store::wipe_checkpoints(&db)?,
+        LaneWorker::Exec(job) => {
+            // The rerun is the same job on the same database: its setup has run already.
+            job.setup_sql = None;
+            let Some(wiped) = crate::store::rows::wipe_table(&db, checkpoint_table)? else {
+                return Ok(skipped(
+                    NAME,
+                    format!(
+                        "SKIPPED: the job has no {checkpoint_table} table (--checkpoint-table) to delete; first run: {}",
+                        figures(&first)
+                    ),
+                ));
+            };
+            wiped
+        }
+    };
     let second = prover.night(lane, &KillPlan::default())?;
     let detail = format!(
         "first run: {}; {wiped} checkpoints deleted; rerun: {}",
         figures(&first),
         figures(&second)
     );
-    Ok(result(
-        "checkpoints wiped, then a rerun",
-        &[&second],
+    // An external job with a checkpoint table that finished without one checkpoint in it left
+    // nothing to wipe: its rerun took the same path as the first run, and its unique key alone
+    // was never put to the test. (reclaim's keyed strategy keeps no checkpoints at all: its
+    // rerun is the key alone, which is the test.)
+    let untested = (wiped == 0 && prover.worker.job().is_some()).then(|| {
+        "the checkpoint table was empty after a whole run, so deleting it changed nothing"
+            .to_string()
+    });
+    Ok(result(NAME, &[&second], detail, untested))
+}
+
+/// A test that does not apply to the job, and why.
+fn skipped(name: &str, detail: String) -> TestResult {
+    TestResult {
+        name: name.to_string(),
+        pass: false,
+        tested: false,
+        rows: 0,
+        duplicated_task_ids: 0,
+        missing: 0,
         detail,
-        None,
-    ))
+        skipped: true,
+        lessons: Vec::new(),
+    }
 }
 
 /// 4. Beyond the postmortem: every named crash point, at the first, a middle and the last task.
@@ -319,7 +413,7 @@ fn crash_sweep(prover: &mut Prover) -> Result<TestResult, Error> {
                 1,
                 Some(crash),
                 Duration::ZERO,
-            );
+            )?;
             let report = prover.night(lane, &KillPlan::default())?;
             if !exactly_once(&report) {
                 failures.push(format!("{crash}: {}", figures(&report)));
@@ -364,6 +458,7 @@ fn crash_sweep(prover: &mut Prover) -> Result<TestResult, Error> {
 
 fn print_test(number: usize, test: &TestResult, out: &mut dyn Write) {
     let mark = match (test.pass, test.tested) {
+        _ if test.skipped => "SKIPPED",
         (true, _) => "PASS",
         (false, false) => "NOT TESTED",
         (false, true) => "FAIL",
@@ -386,11 +481,19 @@ fn print_summary(report: &ProveReport, out: &mut dyn Write) {
     } else {
         String::new()
     };
+    let skipped = if report.skipped > 0 {
+        format!(
+            " ({} SKIPPED: it does not apply to this job)",
+            report.skipped
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "result: {} of {} PASS for {}{untested}",
+        "result: {} of {} PASS for {}{untested}{skipped}",
         report.passed,
-        report.tests.len(),
+        report.tests.len() - report.skipped,
         report.strategy
     );
     if let Some(dir) = &report.kept {

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cli::RunArgs;
-use crate::engine::{EngineConfig, LaneConfig};
+use crate::engine::{EngineConfig, LaneConfig, LaneWorker};
 use crate::error::{Context as _, Error};
 use crate::harness::{self, RunReport};
 use crate::paths;
@@ -16,6 +16,7 @@ use crate::supervisor::schedule::KillPlan;
 /// Runs `reclaim run`.
 pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     // Every input is checked before anything is created or started.
+    let worker = lane_worker(args)?;
     if let Some(crash) = args.crash_at {
         crate::task::check_in_queue("--crash-at", crash.task, args.items)?;
     }
@@ -61,6 +62,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         random: args.kills,
         window: args.kill_window,
         at_task: args.kill_at_task,
+        at_rows: args.kill_at_rows,
         seed,
         at_times,
     };
@@ -70,7 +72,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         workers: usize::from(args.workers),
         sync: args.sync,
         crash_at: args.crash_at,
-        ..LaneConfig::new(args.strategy, db.clone(), args.items)
+        ..LaneConfig::new(worker.clone(), db.clone(), args.items)
     };
     let config = EngineConfig {
         restart_delay: Duration::from_secs_f64(args.restart_delay),
@@ -79,12 +81,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         ..EngineConfig::new(vec![lane], plan.clone(), exe)
     };
     if !args.json {
-        let _ = writeln!(
-            out,
-            "reclaim run  strategy={}  items={}  delay={}ms  workers={}  seed={seed}  scale={}x",
-            args.strategy, args.items, args.delay_ms, args.workers, args.scale
-        );
-        let _ = writeln!(out, "kill plan    {}", describe_plan(&plan, args));
+        print_header(args, &worker, &plan, seed, out);
     }
     let record = record.as_deref().map(|path| (path, command_line()));
     let report = harness::drive_recorded(config, &plan, record, |line| {
@@ -101,11 +98,82 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     Ok(report.exit_code())
 }
 
+/// Whose worker runs: reclaim's own strategy, or the user's command (checked whole first).
+fn lane_worker(args: &RunArgs) -> Result<LaneWorker, Error> {
+    Ok(match (args.job.to_job()?, args.strategy) {
+        (Some(job), _) => {
+            if args.crash_at.is_some() {
+                return Err(Error::Refused(
+                    "--crash-at needs reclaim's own worker (--strategy): its named crash points are places in that worker's code, which an --exec job does not have; kill yours by its rows with --kill-at-rows N, or at random with --kills N".into(),
+                ));
+            }
+            if args.sync == crate::store::SyncMode::Full {
+                return Err(Error::Refused(
+                    "--sync sets how reclaim's own worker syncs its commits; an --exec job sets its own PRAGMA synchronous".into(),
+                ));
+            }
+            if args.batch > 1 {
+                return Err(Error::Refused(
+                    "--batch sets how reclaim's own worker commits; an --exec job commits as it was written to".into(),
+                ));
+            }
+            LaneWorker::Exec(job)
+        }
+        (None, Some(strategy)) => LaneWorker::Strategy(strategy),
+        (None, None) => {
+            return Err(Error::Refused(
+                "give --strategy (reclaim's own worker) or --exec CMD (yours)".into(),
+            ));
+        }
+    })
+}
+fn print_header(
+    args: &RunArgs,
+    worker: &LaneWorker,
+    plan: &KillPlan,
+    seed: u64,
+    out: &mut dyn Write,
+) {
+    let who = match worker {
+        LaneWorker::Strategy(strategy) => format!("strategy={strategy}"),
+        LaneWorker::Exec(job) => format!("exec={:?}", job.command),
+    };
+    // An external job is only told its pace (RECLAIM_DELAY_MS); it keeps it or not.
+    let delay = match worker {
+        LaneWorker::Strategy(_) => format!("  delay={}ms", args.delay_ms),
+        LaneWorker::Exec(_) => format!("  RECLAIM_DELAY_MS={}", args.delay_ms),
+    };
+    let _ = writeln!(
+        out,
+        "reclaim run  {who}  items={}{delay}  workers={}  seed={seed}  scale={}x",
+        args.items, args.workers, args.scale
+    );
+    if let LaneWorker::Exec(job) = worker {
+        let _ = writeln!(
+            out,
+            "rows         table {} keyed by {}{}",
+            job.rows.table,
+            job.rows.key,
+            if job.rows.count_sql.is_some() {
+                " (counted by --count-sql)"
+            } else {
+                ""
+            }
+        );
+    }
+    let _ = writeln!(out, "kill plan    {}", describe_plan(plan, args));
+}
+
 fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
     let mut parts = Vec::new();
     if let Some(crash) = args.crash_at {
         parts.push(format!(
             "the worker crashes at {crash} on its first attempt"
+        ));
+    }
+    if let Some(rows) = plan.at_rows {
+        parts.push(format!(
+            "the host reclaims the instance as soon as the table holds {rows} rows"
         ));
     }
     if let Some(task) = plan.at_task {
@@ -165,6 +233,12 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
     }
     if let Some(reason) = &report.never_completed {
         let _ = writeln!(out, "             {reason}");
+    }
+    if let (Some(sent), Some(landed)) = (report.kill_sent_at_rows, report.kill_landed_at_rows) {
+        let _ = writeln!(
+            out,
+            "kill         sent when the table held {sent} rows; landed with {landed} rows written"
+        );
     }
     let _ = writeln!(
         out,

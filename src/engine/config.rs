@@ -7,17 +7,75 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::store::SyncMode;
+use crate::store::rows::RowSource;
 use crate::supervisor::schedule::KillPlan;
 use crate::worker::{CrashAt, Strategy};
 
 /// The dead-man's switch threshold of the postmortem's cron script, in sim seconds.
 pub const DEFAULT_DEAD_MAN: f64 = 300.0;
 
-/// One lane: a strategy, its own database, and its workers.
+/// Who does a lane's work: reclaim's own worker in one of its strategies, or someone else's
+/// program (`run --exec`, a scenario's `exec = ...`). Both are spawned through the same slots,
+/// killed, restarted and judged from their rows the same way.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaneWorker {
+    Strategy(Strategy),
+    Exec(ExecJob),
+}
+
+impl LaneWorker {
+    /// The strategy, for reclaim's own worker.
+    #[must_use]
+    pub fn strategy(&self) -> Option<Strategy> {
+        match self {
+            Self::Strategy(strategy) => Some(*strategy),
+            Self::Exec(_) => None,
+        }
+    }
+
+    /// The external job, for a lane that runs one.
+    #[must_use]
+    pub fn job(&self) -> Option<&ExecJob> {
+        match self {
+            Self::Strategy(_) => None,
+            Self::Exec(job) => Some(job),
+        }
+    }
+
+    /// What reports and recordings call it: a strategy's name, or `exec`.
+    #[must_use]
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Strategy(strategy) => strategy.name(),
+            Self::Exec(_) => "exec",
+        }
+    }
+
+    /// Whether the lane's database has reclaim's checkpoints table to chart.
+    #[must_use]
+    pub fn has_checkpoints(&self) -> bool {
+        self.strategy().is_some_and(|s| s.needs().checkpoints)
+    }
+}
+
+/// Someone else's batch job: a shell command run in the database's folder, whose rows land where
+/// `rows` says.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExecJob {
+    /// Run with `sh -c`, so a user pastes the command they already use.
+    pub command: String,
+    /// Run once on the new database before the first attempt (`None` once it has run, so a
+    /// second night on the same database does not run it again).
+    pub setup_sql: Option<String>,
+    pub rows: RowSource,
+}
+
+/// One lane: who does the work, its own database, and its workers.
 #[derive(Debug, Clone, Serialize)]
 pub struct LaneConfig {
     pub name: String,
-    pub strategy: Strategy,
+    pub worker: LaneWorker,
     pub db: PathBuf,
     pub items: u64,
     /// Real pause after each item.
@@ -31,14 +89,21 @@ pub struct LaneConfig {
     pub crash_at: Option<CrashAt>,
 }
 
+impl From<Strategy> for LaneWorker {
+    fn from(strategy: Strategy) -> Self {
+        Self::Strategy(strategy)
+    }
+}
+
 impl LaneConfig {
-    /// One worker of `strategy` on `db` at the postmortem's pace (10 ms an item), one item per
-    /// transaction, no crash point; set what differs with struct update syntax.
+    /// One worker on `db` at the postmortem's pace (10 ms an item), one item per transaction, no
+    /// crash point, named after what does the work; set what differs with struct update syntax.
     #[must_use]
-    pub fn new(strategy: Strategy, db: PathBuf, items: u64) -> Self {
+    pub fn new(worker: impl Into<LaneWorker>, db: PathBuf, items: u64) -> Self {
+        let worker = worker.into();
         Self {
-            name: strategy.name().to_string(),
-            strategy,
+            name: worker.label().to_string(),
+            worker,
             db,
             items,
             delay: Duration::from_millis(10),
@@ -46,6 +111,18 @@ impl LaneConfig {
             workers: 1,
             sync: SyncMode::Normal,
             crash_at: None,
+        }
+    }
+
+    /// Every fact about the lane's rows, read from its database: reclaim's warehouse, or where
+    /// the external job's rows land. The one place a finished lane is judged (`run`, `prove`,
+    /// the dashboard).
+    pub fn inspect(&self) -> Result<crate::store::inspect::Inspection, crate::store::StoreError> {
+        match &self.worker {
+            LaneWorker::Strategy(_) => crate::store::inspect::inspect(&self.db, self.items),
+            LaneWorker::Exec(job) => {
+                crate::store::inspect::inspect_rows(&self.db, self.items, &job.rows)
+            }
         }
     }
 }

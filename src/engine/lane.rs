@@ -1,11 +1,13 @@
 //! A lane: one strategy on its own warehouse, its worker slots, what the observer read of its rows
 //! and the heartbeat; and the snapshot of it that the dashboard draws and a recording keeps.
 
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
 use super::config::LaneConfig;
+use super::config::LaneWorker;
 use super::timeline::{Kind, Mark, Source};
 use super::watch::Watch;
 use crate::clock::SimClock;
@@ -14,8 +16,11 @@ use crate::observer::Observer;
 use crate::supervisor::slot::{Exit, RestartPolicy};
 use crate::supervisor::slot::{Slot, SlotState};
 use crate::task::task_id;
-use crate::worker::WorkerConfig;
-use crate::worker::protocol::Line;
+use crate::worker::protocol::{ExecEnv, Line};
+use crate::worker::{Strategy, WorkerConfig};
+
+/// The longest claim kept from an external worker's last line.
+const CLAIM_CHARS: usize = 120;
 
 /// The worker's own claim, parsed from its `done` line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -26,6 +31,7 @@ pub struct ClaimedDone {
 
 /// A lane's live state.
 #[derive(Debug)]
+#[allow(clippy::struct_excessive_bools)] // Reason: independent observed facts, not a state machine.
 pub struct Lane {
     pub config: LaneConfig,
     pub(super) slots: Vec<Slot>,
@@ -42,6 +48,12 @@ pub struct Lane {
     pub stale: bool,
     pub gave_up: bool,
     pub failure: Option<String>,
+    /// The failure was an external worker that could not start at all (a command that does not
+    /// exist, one that exits at once with an error): reported once, not restarted.
+    pub start_failed: bool,
+    /// The heartbeat file has existed at some point this night. An external job that never
+    /// writes one has no heartbeat, which is not the same as a stale one.
+    pub heartbeat_seen: bool,
     /// The last observer error, so a persistent one is reported once.
     pub(super) observer_error: Option<String>,
     pub(super) heartbeat: heartbeat::Follower,
@@ -53,8 +65,12 @@ impl Lane {
     /// A lane whose workers have not started yet.
     #[must_use]
     pub fn new(config: LaneConfig) -> Self {
+        let observer = match &config.worker {
+            LaneWorker::Strategy(_) => Observer::new(&config.db, config.items),
+            LaneWorker::Exec(job) => Observer::of_job(&config.db, config.items, job.rows.clone()),
+        };
         Self {
-            observer: Observer::new(&config.db, config.items),
+            observer,
             heartbeat: heartbeat::Follower::new(heartbeat::default_path(&config.db)),
             settled_at: None,
             slots: (0..config.workers).map(|_| Slot::new()).collect(),
@@ -68,6 +84,8 @@ impl Lane {
             stale: false,
             gave_up: false,
             failure: None,
+            start_failed: false,
+            heartbeat_seen: false,
             observer_error: None,
         }
     }
@@ -134,11 +152,39 @@ impl Lane {
         pids.join(",")
     }
 
-    /// The worker a slot's next attempt runs, at `speed` times the configured pace.
-    pub(super) fn worker_config(&self, slot: usize, speed: f64) -> WorkerConfig {
+    /// The command a slot's next attempt runs, and whether it reads pace commands on stdin:
+    /// reclaim's own worker (`exe worker ...`) at `speed` times the configured pace, or the
+    /// external job in its folder with its variables.
+    pub(super) fn command(
+        &self,
+        slot: usize,
+        speed: f64,
+        exe: &std::path::Path,
+    ) -> (Command, bool) {
+        match &self.config.worker {
+            LaneWorker::Strategy(strategy) => {
+                let mut command = Command::new(exe);
+                command.args(self.worker_config(*strategy, slot, speed).to_args());
+                (command, true)
+            }
+            LaneWorker::Exec(job) => {
+                let env = ExecEnv {
+                    db: ExecEnv::absolute(&self.config.db),
+                    heartbeat: ExecEnv::absolute(self.heartbeat.path()),
+                    items: self.config.items,
+                    attempt: self.slots[slot].attempt() + 1,
+                    delay: self.config.delay,
+                };
+                (env.command(exe, &job.command), false)
+            }
+        }
+    }
+
+    /// Reclaim's own worker for a slot's next attempt, at `speed` times the configured pace.
+    fn worker_config(&self, strategy: Strategy, slot: usize, speed: f64) -> WorkerConfig {
         let cfg = &self.config;
         WorkerConfig {
-            strategy: cfg.strategy,
+            strategy,
             db: cfg.db.clone(),
             items: cfg.items,
             delay: cfg.delay.div_f64(speed),
@@ -171,7 +217,19 @@ impl Lane {
         if stderr {
             return Some(worker(Kind::Stderr, line));
         }
-        let Ok(said) = line.parse::<Line>();
+        // Someone else's program speaks no protocol: every line is its own, and the last one
+        // is its claim, shown beside what the rows say.
+        let said = if self.config.worker.job().is_some() {
+            let claim: String = line.chars().take(CLAIM_CHARS).collect();
+            self.claimed = Some(ClaimedDone {
+                rows_written: claimed_rows(&claim).unwrap_or(0),
+                status: claim,
+            });
+            Line::Other(line)
+        } else {
+            let Ok(said) = line.parse::<Line>();
+            said
+        };
         match &said {
             Line::Done { rows_written, .. } => {
                 self.claimed = Some(ClaimedDone {
@@ -192,8 +250,27 @@ impl Lane {
     /// What a slot's exit means for the lane: a death the supervisor did not cause is the host
     /// reclaiming the instance (or the worker's own crash point, as it said); a failure ends the
     /// lane. The host's own kills are reported by `host_kill`.
-    pub(super) fn exited(&mut self, slot: usize, exit: &Exit) -> Vec<Note> {
+    pub(super) fn exited(
+        &mut self,
+        slot: usize,
+        exit: &Exit,
+        (now, policy): (Instant, RestartPolicy),
+    ) -> Vec<Note> {
+        if let (Exit::Failed { reason, code }, Some(_)) = (exit, self.config.worker.job()) {
+            return self.job_failed(slot, reason, *code, (now, policy));
+        }
         match exit {
+            // Someone else's program says nothing the supervisor can parse; its exit is the
+            // only word that it finished.
+            Exit::Done if self.config.worker.job().is_some() => {
+                let text = format!("exited 0  pid={}", self.slots[slot].pid());
+                vec![Note {
+                    source: Source::Worker,
+                    kind: Kind::Done,
+                    text,
+                    mark: None,
+                }]
+            }
             Exit::Done | Exit::Killed { by_host: true, .. } => Vec::new(),
             Exit::Killed {
                 signal,
@@ -210,12 +287,51 @@ impl Lane {
                 notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
                 notes
             }
-            Exit::Failed { reason } => {
+            Exit::Failed { reason, .. } => {
                 self.failure = Some(reason.clone());
                 let text = format!("worker failed: {reason}");
                 vec![Note::runner(Kind::Error, text)]
             }
         }
+    }
+
+    /// An external job that exited with an error. If it never got going (the shell found no
+    /// such command, or the first attempt of a lone worker failed before any row landed), that
+    /// is said once and the lane ends: restarting it a hundred times would say nothing more.
+    /// Otherwise it died on its own mid-job (a "database is locked", a crash of its own) and is
+    /// restarted as after a kill, within the same bound.
+    fn job_failed(
+        &mut self,
+        slot: usize,
+        reason: &str,
+        code: i32,
+        (now, policy): (Instant, RestartPolicy),
+    ) -> Vec<Note> {
+        let _ = self.observer.poll();
+        // 126/127: the shell could not find or run the command.
+        let never_started = matches!(code, 126 | 127)
+            || (self.slots[slot].attempt() == 1
+                && self.slots.len() == 1
+                && self.observer.rows == 0
+                && self.restarts == 0);
+        if never_started {
+            // A relative path in the command is the usual cause: the job runs in its
+            // database's folder, not where reclaim was started.
+            let folder = self.config.db.parent().map_or_else(String::new, |f| {
+                format!(" (it ran with sh -c in {})", f.display())
+            });
+            let reason = format!("{reason}{folder}");
+            self.failure = Some(reason.clone());
+            self.start_failed = true;
+            let text = format!("the worker could not start: {reason}");
+            return vec![Note::runner(Kind::Error, text)];
+        }
+        self.slots[slot].restart_after_failure(now, policy);
+        let text = format!(
+            "worker died on its own  ({reason}, pid {}); restarted as after a kill",
+            self.slots[slot].pid()
+        );
+        vec![Note::runner(Kind::Notice, text).marked(Mark::Kill)]
     }
 
     /// The last task written, read fresh: after a kill the dead write nothing more.
@@ -346,6 +462,14 @@ impl Lane {
             return None;
         }
         let beat = self.heartbeat.read(wall).ok();
+        self.heartbeat_seen |= beat.is_some();
+        if !self.heartbeat_seen && self.config.worker.job().is_some() {
+            // Nothing to measure: an external job need not keep a heartbeat, and one that does
+            // not is never called stale.
+            self.heartbeat_age = None;
+            self.heartbeat_sim_age = None;
+            return None;
+        }
         // A reaped worker whose last lines are still on their way is not running: it has
         // finished (or died, and is Restarting once its exit is handled).
         let running = self.slots.iter().any(|s| {
@@ -415,6 +539,12 @@ fn kind_of(line: &Line) -> Kind {
     }
 }
 
+/// `rows_written=N` in an external worker's last line, as the postmortem's worker claimed it.
+fn claimed_rows(line: &str) -> Option<u64> {
+    line.split_whitespace()
+        .find_map(|word| word.strip_prefix("rows_written=")?.parse().ok())
+}
+
 /// How often the rows of a lane that has finished are read again.
 const SETTLED_POLL: Duration = Duration::from_secs(1);
 
@@ -455,6 +585,10 @@ pub struct LaneSnapshot {
     pub workers: usize,
     pub claimed: Option<ClaimedDone>,
     pub restarted_at_zero: bool,
+    /// An external job that has not written its heartbeat file (yet): no progress signal at
+    /// all, which the panel says instead of "stale".
+    #[serde(default)]
+    pub no_heartbeat: bool,
 }
 
 impl LaneSnapshot {
@@ -502,10 +636,10 @@ impl Lane {
             duplicated: o.duplicated,
             checkpoints: self
                 .config
-                .strategy
-                .needs()
-                .checkpoints
+                .worker
+                .has_checkpoints()
                 .then_some(o.checkpoints),
+            no_heartbeat: !self.heartbeat_seen && self.config.worker.job().is_some(),
             heartbeat_age: self.heartbeat_sim_age,
             alive: self.alive(),
             progress: self.heartbeat_sim_age.is_some_and(|age| age <= dead_man),

@@ -13,14 +13,13 @@ mod triggers;
 mod watch;
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant, SystemTime};
 
 use nix::sys::signal::Signal;
 use thiserror::Error;
 
-pub use self::config::{DEFAULT_DEAD_MAN, EngineConfig, HangPlan, LaneConfig};
+pub use self::config::{DEFAULT_DEAD_MAN, EngineConfig, ExecJob, HangPlan, LaneConfig, LaneWorker};
 use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
 pub use self::timeline::{Entry, Kind, Mark, Source, Tone, timeline_line};
@@ -41,6 +40,12 @@ pub enum EngineError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("cannot create the folder {folder} for a job: {source}")]
+    Folder {
+        folder: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// The running night.
@@ -58,6 +63,9 @@ pub struct Engine {
     /// The workers' pace relative to their configured delay (the dashboard's speed keys).
     speed: f64,
     watch: Watch,
+    /// `--kill-at-rows`: the rows the observer had seen when the kill was sent, and the rows in
+    /// the table once the killed worker was reaped (where the kill really landed).
+    kill_at_rows: Option<(u64, u64)>,
 }
 
 impl Engine {
@@ -76,10 +84,33 @@ impl Engine {
             paused_at: None,
             speed: 1.0,
             watch: Watch::default(),
+            kill_at_rows: None,
         };
+        // An external job's setup runs once, on its new database, before its first attempt.
+        for lane in &engine.lanes {
+            if lane.config.worker.job().is_some()
+                && let Some(folder) = lane.config.db.parent()
+                && !folder.as_os_str().is_empty()
+                && !folder.exists()
+            {
+                // A dashboard lane's own folder (see `Scenario::engine_config`).
+                std::fs::create_dir(folder).map_err(|source| EngineError::Folder {
+                    folder: folder.to_path_buf(),
+                    source,
+                })?;
+            }
+            if let Some(sql) = lane
+                .config
+                .worker
+                .job()
+                .and_then(|j| j.setup_sql.as_deref())
+            {
+                crate::store::rows::run_setup(&lane.config.db, sql)?;
+            }
+        }
         for lane in 0..engine.lanes.len() {
             for slot in 0..engine.lanes[lane].slots.len() {
-                engine.spawn(lane, slot)?;
+                engine.spawn(lane, slot, now)?;
             }
         }
         engine.triggers.arm_random_kill(now);
@@ -198,7 +229,7 @@ impl Engine {
                 slot + 1
             ),
         );
-        self.spawn(lane, slot)
+        self.spawn(lane, slot, now)
     }
 
     fn log(&mut self, now: Instant, lane: Option<usize>, source: Source, kind: Kind, text: String) {
@@ -227,17 +258,36 @@ impl Engine {
         }
     }
 
-    fn spawn(&mut self, lane: usize, slot: usize) -> Result<(), EngineError> {
-        let worker = self.lanes[lane].worker_config(slot, self.speed);
-        let mut command = Command::new(&self.config.exe);
-        command.args(worker.to_args());
+    fn spawn(&mut self, lane: usize, slot: usize, now: Instant) -> Result<(), EngineError> {
+        let (command, paced) = self.lanes[lane].command(slot, self.speed, &self.config.exe);
         let paused = self.paused_at.is_some();
+        let program = PathBuf::from(command.get_program());
         self.lanes[lane].slots[slot]
-            .spawn(command, (lane, slot), &self.output_tx, paused)
+            .spawn(command, (lane, slot), &self.output_tx, (paused, paced))
             .map_err(|source| EngineError::Spawn {
-                exe: self.config.exe.clone(),
+                exe: program,
                 source,
-            })
+            })?;
+        // reclaim's own worker announces itself with its `start` line; someone else's program
+        // does not, so the supervisor says when each attempt began.
+        if self.lanes[lane].config.worker.job().is_some() {
+            let s = &self.lanes[lane].slots[slot];
+            let mut text = format!("attempt={}  pid={}", s.attempt(), s.pid());
+            if self.lanes[lane].config.workers > 1 {
+                text = format!("{text}  w={}", slot + 1);
+            }
+            self.note(
+                now,
+                lane,
+                Note {
+                    source: Source::Worker,
+                    kind: Kind::Start,
+                    text,
+                    mark: None,
+                },
+            );
+        }
+        Ok(())
     }
 
     /// Advances the night to `now`: reads worker output, reaps, observes, kills and restarts.
@@ -284,7 +334,7 @@ impl Engine {
                 self.lanes[lane].slots[slot].try_reap(now);
                 if let Some(exit) = self.lanes[lane].slots[slot].ready_exit(now, policy) {
                     self.lanes[lane].forget_temp_beat(slot);
-                    let notes = self.lanes[lane].exited(slot, &exit);
+                    let notes = self.lanes[lane].exited(slot, &exit, (now, policy));
                     self.notes(now, lane, notes);
                 }
             }
@@ -333,6 +383,24 @@ impl Engine {
                 Action::Kill => self.host_reclaims(now, None),
             }
         }
+        let seen = self.lanes.first().map_or(0, |l| l.observer.rows);
+        if self.triggers.kill_at_rows_due(seen) {
+            self.host_reclaims(now, None);
+            // host_kill read the rows again after the reap: the dead write nothing more.
+            let landed = self.lanes.first().map_or(seen, |l| l.observer.rows);
+            self.kill_at_rows = Some((seen, landed));
+            let asked = self.config.kills.at_rows.unwrap_or(seen);
+            let text = format!(
+                "kill at {asked} rows: sent when the table held {seen}, landed with {landed} rows"
+            );
+            self.log(now, Some(0), Source::Runner, Kind::Notice, text);
+        }
+    }
+
+    /// `--kill-at-rows`: rows seen when the kill was sent, and rows once it had landed.
+    #[must_use]
+    pub fn kill_at_rows(&self) -> Option<(u64, u64)> {
+        self.kill_at_rows
     }
 
     /// The host reclaims the instance: SIGKILL to every live worker (of one lane, or of all),
@@ -354,7 +422,7 @@ impl Engine {
             let (due, notes) = self.lanes[lane].due_restarts(now, policy);
             self.notes(now, lane, notes);
             for slot in due {
-                self.spawn(lane, slot)?;
+                self.spawn(lane, slot, now)?;
                 spawned = true;
             }
         }

@@ -26,6 +26,7 @@ pub struct Triggers {
     wipe_at_task: Option<u64>,
     hang: Option<HangPlan>,
     kill_at_task: Option<u64>,
+    kill_at_rows: Option<u64>,
     /// Kills at moments after the night began (a recorded schedule, replayed).
     at_times: Vec<Duration>,
     schedule: KillSchedule,
@@ -45,6 +46,7 @@ impl Triggers {
             wipe_at_task: config.wipe_at_task,
             hang: config.hang,
             kill_at_task: config.kills.at_task,
+            kill_at_rows: config.kills.at_rows,
             at_times: config.kills.at_times.clone(),
             schedule: KillSchedule::new(&config.kills),
             wipe_fired: false,
@@ -102,6 +104,16 @@ impl Triggers {
             due.push(Action::Kill);
         }
         due
+    }
+
+    /// Whether the kill at a row count is due now that the first lane's table holds `rows`
+    /// (fires once).
+    pub fn kill_at_rows_due(&mut self, rows: u64) -> bool {
+        if self.kill_at_rows.is_some_and(|n| rows >= n) {
+            self.kill_at_rows = None;
+            return true;
+        }
+        false
     }
 
     /// Arms the next random kill, one schedule delay after `now`, unless one is armed already.
@@ -215,5 +227,19 @@ mod tests {
         assert_eq!(triggers.due(at, Duration::ZERO, never), vec![Action::Kill]);
         triggers.arm_random_kill(at);
         assert!(!triggers.random_kills_on(), "the plan had one kill");
+    }
+
+    #[test]
+    fn the_kill_at_a_row_count_fires_once_when_the_count_is_reached() {
+        let mut triggers = Triggers::new(&config(KillPlan {
+            at_rows: Some(50),
+            ..KillPlan::default()
+        }));
+        assert!(!triggers.kill_at_rows_due(49));
+        assert!(
+            triggers.kill_at_rows_due(51),
+            "a poll may see a row or two more"
+        );
+        assert!(!triggers.kill_at_rows_due(60));
     }
 }

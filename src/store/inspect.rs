@@ -222,3 +222,111 @@ pub fn render(inspection: &Inspection) -> String {
     let _ = writeln!(out, "{}", i.summary_line());
     out
 }
+
+/// Reads what an external job's database holds (`run --exec`): the rows of `source`'s table
+/// counted by its key (or by `--count-sql`), judged as reclaim's own warehouse is, changing no
+/// file. Keys of the `task-NNN` form are checked against the queue (missing ones counted);
+/// other keys can only be judged for duplicates.
+pub fn inspect_rows(
+    path: &Path,
+    items: u64,
+    source: &super::rows::RowSource,
+) -> Result<Inspection, StoreError> {
+    if matches!(crate::paths::look(path), Ok(crate::paths::Entry::Missing)) {
+        return Err(StoreError::NoTable {
+            path: path.to_path_buf(),
+            table: source.table.clone(),
+        });
+    }
+    let real = crate::paths::existing_file(path, "--db")?;
+    let snapshot = super::Snapshot::open(&real)?;
+    let conn = &snapshot.conn;
+    let failed = |e| StoreError::sqlite(path, e);
+    conn.execute_batch("BEGIN").map_err(failed)?;
+    let result = read_rows(conn, path, items, source);
+    conn.execute_batch("COMMIT").map_err(failed)?;
+    result
+}
+
+fn read_rows(
+    conn: &Connection,
+    path: &Path,
+    items: u64,
+    source: &super::rows::RowSource,
+) -> Result<Inspection, StoreError> {
+    let failed = |e| StoreError::sqlite(path, e);
+    let (rows, distinct, duplicated_task_ids, present_in_queue, unexpected, keyed) = if let Some(
+        (rows, distinct),
+    ) =
+        source.count(conn, path)?
+    {
+        let extra = rows.saturating_sub(distinct);
+        (rows, distinct, extra, 0, 0, false)
+    } else {
+        if !source.check_shape(conn, path)? {
+            return Err(StoreError::NoTable {
+                path: path.to_path_buf(),
+                table: source.table.clone(),
+            });
+        }
+        let sql = format!(
+            "SELECT CAST({key} AS TEXT), typeof({key}) = 'text', count(*) FROM {table} GROUP BY {key}",
+            key = source.key_sql(),
+            table = source.table_sql()
+        );
+        let mut stmt = conn.prepare(&sql).map_err(failed)?;
+        let mut groups = stmt.query([]).map_err(failed)?;
+        let (mut rows, mut distinct, mut duplicated, mut present, mut other) = (0, 0, 0, 0, 0);
+        while let Some(group) = groups.next().map_err(failed)? {
+            let key: Option<String> = group.get(0).map_err(failed)?;
+            let is_text: bool = group.get(1).map_err(failed)?;
+            let count: u64 = group.get(2).map_err(failed)?;
+            rows += count;
+            distinct += 1;
+            if count > 1 {
+                duplicated += 1;
+            }
+            match key.filter(|_| is_text).as_deref().and_then(canonical_index) {
+                Some(index) if index < items => present += 1,
+                _ => other += count,
+            }
+        }
+        // Keys of another form than task-NNN: the queue cannot be checked, only the
+        // duplicates (and `missing` stays 0 rather than claiming every task is absent).
+        let keyed = present > 0 || rows == 0;
+        (rows, distinct, duplicated, present, other, keyed)
+    };
+    let report: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .map_err(failed)?;
+    let integrity_ok = report == "ok";
+    let missing = if keyed {
+        items.saturating_sub(present_in_queue)
+    } else {
+        0
+    };
+    let unexpected = if keyed { unexpected } else { 0 };
+    let consistent = integrity_ok
+        && rows == distinct
+        && missing == 0
+        && unexpected == 0
+        && (!keyed || distinct == items);
+    Ok(Inspection {
+        db: path.to_path_buf(),
+        items,
+        rows,
+        distinct,
+        duplicated_task_ids,
+        extra_rows: rows.saturating_sub(distinct),
+        missing,
+        unexpected,
+        checkpoints: None,
+        rows_without_checkpoint: None,
+        checkpoints_without_row: None,
+        runs: 0,
+        schema: SchemaFacts::default(),
+        integrity_ok,
+        integrity: super::one_line(&report),
+        consistent,
+    })
+}

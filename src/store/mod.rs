@@ -2,6 +2,7 @@
 //! needs, and refusing a table that exists without the constraints that strategy relies on.
 
 pub mod inspect;
+pub mod rows;
 mod snapshot;
 pub mod wal;
 
@@ -20,7 +21,7 @@ use thiserror::Error;
 use crate::paths::{self, PathError};
 
 /// How long one statement waits on another connection's lock before SQLite returns BUSY.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The first 16 bytes of every SQLite 3 database file.
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
@@ -59,6 +60,23 @@ pub enum StoreError {
     Copy { path: PathBuf, message: String },
     #[error("database {0} does not exist")]
     Missing(PathBuf),
+    #[error(
+        "{path}: table {table} has no column {key} (--key); its columns are {columns}: name the column that identifies a unit of work with --key, or count with --count-sql"
+    )]
+    NoKeyColumn {
+        path: PathBuf,
+        table: String,
+        key: String,
+        columns: String,
+    },
+    #[error(
+        "{path}: the job never created table {table} (--table), so there are no rows to judge; name the table it writes with --table (it runs in the database's folder, with RECLAIM_DB set), or create it with --setup-sql"
+    )]
+    NoTable { path: PathBuf, table: String },
+    #[error("{path}: --count-sql must return one row (rows, distinct): {detail}")]
+    CountSql { path: PathBuf, detail: String },
+    #[error("{path}: --setup-sql failed: {detail}")]
+    Setup { path: PathBuf, detail: String },
     #[error("{0} is not a SQLite database; reclaim leaves it untouched")]
     NotSqlite(PathBuf),
     #[error("{path} is a corrupt SQLite database ({detail}); reclaim leaves it untouched")]

@@ -21,6 +21,8 @@ pub struct KillPlan {
     pub window: (Duration, Duration),
     /// Kill once when this task's row has been written (in the first lane).
     pub at_task: Option<u64>,
+    /// Kill once as soon as the first lane's table holds this many rows (`--kill-at-rows`).
+    pub at_rows: Option<u64>,
     pub seed: u64,
     /// Kill at these moments after the night began (a recorded schedule, replayed).
     #[serde(serialize_with = "serialize_times")]
@@ -48,6 +50,7 @@ impl Default for KillPlan {
             random: 0,
             window: DEFAULT_WINDOW,
             at_task: None,
+            at_rows: None,
             seed: 0,
             at_times: Vec::new(),
         }

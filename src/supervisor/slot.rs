@@ -59,7 +59,20 @@ pub enum Exit {
     /// something outside reclaim. Restarted.
     Killed { signal: i32, by_host: bool },
     /// Exited with an error (its last stderr line, if any): not restarted.
-    Failed { reason: String },
+    Failed { reason: String, code: i32 },
+}
+
+/// Whether the process `pid` (a child not yet reaped) has exited; it stays a zombie.
+fn leader_exited(pid: i32) -> bool {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    if pid <= 0 {
+        return false;
+    }
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    !matches!(
+        waitid(Id::Pid(nix::unistd::Pid::from_raw(pid)), flags),
+        Ok(WaitStatus::StillAlive) | Err(_)
+    )
 }
 
 /// When a dead worker comes back, and how many times.
@@ -87,6 +100,9 @@ pub struct Slot {
     open_pipes: u8,
     /// A reaped exit waiting for the last of its output.
     exited: Option<(ExitStatus, Instant)>,
+    /// When the current attempt's first process was seen to exit, not yet reaped (see
+    /// `try_reap`).
+    leader_gone: Option<Instant>,
     /// The crash point this attempt said it was dying at.
     crash: Option<CrashAt>,
 }
@@ -104,6 +120,7 @@ impl Slot {
         Self {
             open_pipes: 0,
             exited: None,
+            leader_gone: None,
             child: None,
             stdin: None,
             pid: 0,
@@ -136,7 +153,7 @@ impl Slot {
     /// Reaped, with its exit waiting for the last of its output.
     #[must_use]
     pub fn exit_pending(&self) -> bool {
-        self.exited.is_some()
+        self.exited.is_some() || self.leader_gone.is_some()
     }
 
     /// A process exists for this slot (running or hung), not yet reaped.
@@ -147,16 +164,18 @@ impl Slot {
 
     /// Starts the next attempt with `command` (stdio is piped here), its output lines sent to
     /// `tx` tagged with `lane` and `slot`. A night that is paused stops the new worker at once.
+    /// `paced`: the worker reads pace commands on its stdin (reclaim's own); anyone else's gets
+    /// an empty stdin, since a pipe it never reads would fill and block the supervisor.
     pub fn spawn(
         &mut self,
         mut command: Command,
         (lane, slot): (usize, usize),
         tx: &Sender<Output>,
-        paused: bool,
+        (paused, paced): (bool, bool),
     ) -> std::io::Result<()> {
         let attempt = self.attempt + 1;
         command
-            .stdin(Stdio::piped())
+            .stdin(if paced { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = process::spawn(command)?;
@@ -195,6 +214,7 @@ impl Slot {
         self.child = Some(child);
         self.open_pipes = pipes;
         self.exited = None;
+        self.leader_gone = None;
         self.pid = pid;
         self.state = SlotState::Running;
         self.attempt = attempt;
@@ -228,14 +248,36 @@ impl Slot {
         self.crash
     }
 
-    /// Reaps the process if it has exited, at once, so its pid is never signalled again. Its
-    /// exit is handed out by `ready_exit` once its output has been read to the end.
+    /// Reaps the process once it has exited and its output has been read to the end (or its
+    /// pipes outlived `PIPE_GRACE`: a grandchild holding them); its exit is then handed out by
+    /// `ready_exit`.
+    ///
+    /// The group dies with its leader: whatever it started (an external job's children, a
+    /// background `&` in `sh -c`) would otherwise outlive it as an orphan. But a process of the
+    /// group may still be passing on the leader's last lines, so the SIGKILL waits for the pipes.
+    /// Meanwhile the leader stays a zombie (looked at with `WNOWAIT`), so its pid, the group's
+    /// id, cannot be reused before the SIGKILL lands.
     pub fn try_reap(&mut self, now: Instant) {
+        if self.child.is_none() {
+            return;
+        }
+        if self.leader_gone.is_none() && leader_exited(self.pid) {
+            self.leader_gone = Some(now);
+        }
+        let Some(gone) = self.leader_gone else {
+            return;
+        };
+        if self.open_pipes > 0 && now.saturating_duration_since(gone) < PIPE_GRACE {
+            return;
+        }
+        // INVARIANT: the leader is exited but not reaped: its group id is still ours.
+        let _ = process::signal_group(self.pid, Signal::SIGKILL);
         if let Some(child) = self.child.as_mut()
             && let Ok(Some(status)) = child.try_wait()
         {
             self.release();
-            self.exited = Some((status, now));
+            self.leader_gone = None;
+            self.exited = Some((status, gone));
         }
     }
 
@@ -266,6 +308,7 @@ impl Slot {
         let code = status.code().unwrap_or(-1);
         self.state = SlotState::Failed;
         Exit::Failed {
+            code,
             reason: self.last_error.as_deref().map_or_else(
                 || format!("worker exited with code {code}"),
                 |line| line.trim_start_matches("reclaim: error: ").to_string(),
@@ -296,6 +339,13 @@ impl Slot {
     #[must_use]
     pub fn restart_is_due(&self, now: Instant) -> bool {
         self.state == SlotState::Restarting && self.restart_due.is_some_and(|due| now >= due)
+    }
+
+    /// A worker that failed on its own (an external job's `database is locked`, say) is
+    /// restarted as after a kill, after the policy's delay.
+    pub fn restart_after_failure(&mut self, now: Instant, policy: RestartPolicy) {
+        self.state = SlotState::Restarting;
+        self.restart_due = Some(now + policy.delay);
     }
 
     /// The supervisor has run out of restarts for this slot.
@@ -370,5 +420,6 @@ impl Slot {
             process::forget(self.pid);
         }
         self.stdin = None;
+        self.leader_gone = None;
     }
 }

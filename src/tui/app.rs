@@ -64,7 +64,8 @@ pub struct Facts {
 /// What `update` needs to know about one lane.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LaneFacts {
-    pub strategy: Strategy,
+    /// `None` for a lane running the user's own command (`exec`).
+    pub strategy: Option<Strategy>,
     /// A worker process exists.
     pub alive: bool,
     pub finished: bool,
@@ -125,10 +126,20 @@ impl App {
                 vec![Command::SetRandomKills(on)]
             }
             Action::ToggleHang => vec![Command::ToggleHang(lane)],
-            Action::CycleStrategy => match this {
-                Some(l) => {
+            Action::CycleStrategy => match this.map(|l| l.strategy) {
+                Some(Some(strategy)) => {
                     self.restarted(facts);
-                    vec![Command::SetStrategy(lane, next_strategy(l.strategy))]
+                    vec![Command::SetStrategy(lane, next_strategy(strategy))]
+                }
+                Some(None) => {
+                    self.say(
+                        format!(
+                            "lane {} runs your own command: s cycles reclaim's strategies",
+                            lane + 1
+                        ),
+                        now,
+                    );
+                    Vec::new()
                 }
                 None => Vec::new(),
             },
@@ -303,7 +314,7 @@ mod tests {
 
     fn lane(alive: bool) -> LaneFacts {
         LaneFacts {
-            strategy: Strategy::Naive,
+            strategy: Some(Strategy::Naive),
             alive,
             finished: false,
             workers: 1,
@@ -403,7 +414,7 @@ mod tests {
         let mut app = App::default();
         let now = Instant::now();
         let mut f = facts();
-        f.lanes[1].strategy = Strategy::Guarded;
+        f.lanes[1].strategy = Some(Strategy::Guarded);
         app.update(Action::NextLane, &f, now);
         app.update(Action::ScrollUp, &f, now);
         assert_eq!(app.chrome.scroll, 3);

@@ -197,7 +197,9 @@ pub(crate) fn symptoms(
                 Symptom::RestartsAtZero => lane.restarted_at_zero,
                 Symptom::RowsExceedQueue => lane.rows > items.get(i).copied().unwrap_or(u64::MAX),
                 Symptom::StatusOkDataWrong => {
-                    lane.claimed.as_ref().is_some_and(|c| c.status == "ok")
+                    lane.claimed
+                        .as_ref()
+                        .is_some_and(|c| crate::verdict::says_ok(&c.status))
                         && ends
                             .get(i)
                             .and_then(Option::as_ref)
@@ -226,10 +228,15 @@ pub(crate) fn lane_view(
     markers: Vec<Marker>,
     end: Option<&LaneEnd>,
 ) -> LaneView {
-    let claimed = snap
-        .claimed
-        .as_ref()
-        .map(|c| format!("rows_written={} status={}", c.rows_written, c.status));
+    // An exec lane's claim is its job's last line, in its own words.
+    let exec = meta.strategy == "exec";
+    let claimed = snap.claimed.as_ref().map(|c| {
+        if exec {
+            format!("{:?}", c.status)
+        } else {
+            format!("rows_written={} status={}", c.rows_written, c.status)
+        }
+    });
     let (derived, derived_ok) = match end {
         Some(end) => (end.derived.clone(), Some(end.derived_status.is_ok())),
         None if snap.duplicated > 0 => (
@@ -242,7 +249,9 @@ pub(crate) fn lane_view(
         ),
     };
     let disagreement = match (&snap.claimed, end) {
-        (Some(c), Some(end)) if c.status == "ok" && !end.derived_status.is_ok() => {
+        (Some(c), Some(end))
+            if crate::verdict::says_ok(&c.status) && !end.derived_status.is_ok() =>
+        {
             Some(disagreement(end))
         }
         _ => None,
@@ -266,6 +275,7 @@ pub(crate) fn lane_view(
         series,
         markers,
         heartbeat_age: snap.heartbeat_age,
+        no_heartbeat: snap.no_heartbeat,
         dead_man: meta.dead_man,
         alert: snap.stale.then(|| {
             crate::heartbeat::stale_message(Duration::from_secs_f64(

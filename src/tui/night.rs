@@ -12,7 +12,6 @@ use crate::engine::{Engine, LaneSnapshot};
 use crate::error::{Context as _, Error};
 use crate::record::{self, LaneEnd, Recorder};
 use crate::scenario::{self, CaptionEvent, Scenario, ScenarioLane};
-use crate::store::inspect;
 use crate::tui::app::{Command, Facts, LaneFacts};
 use crate::tui::chrome::{LaneMeta, MAX_POINTS, Scene, lane_view, marker_kind, symptoms, x_max};
 use crate::tui::keymap::Mode;
@@ -169,7 +168,7 @@ impl Night {
                 .iter()
                 .zip(&self.lanes)
                 .map(|(lane, config)| LaneFacts {
-                    strategy: config.strategy,
+                    strategy: config.worker.strategy(),
                     alive: lane.alive(),
                     finished: lane.finished(),
                     workers: lane.config.workers,
@@ -223,7 +222,7 @@ impl Night {
                 let Some(config) = self.lanes.get_mut(lane) else {
                     return Ok(());
                 };
-                config.strategy = next;
+                config.worker = crate::engine::LaneWorker::Strategy(next);
                 if config.batch > 1 && !next.batches() {
                     config.batch = 1;
                 }
@@ -355,7 +354,7 @@ impl Night {
     /// Two lanes of the same strategy need different names (their databases are named after them).
     fn dedupe_names(&mut self) {
         for i in 0..self.lanes.len() {
-            let base = self.lanes[i].strategy.name().to_string();
+            let base = self.lanes[i].worker.label().to_string();
             let mut name = self.lanes[i].name.clone();
             let mut n = 2;
             while self.lanes[..i].iter().any(|l| l.name == name) {
@@ -403,14 +402,14 @@ impl Night {
                 // of its own: `inspect` reads the whole table, seconds at a million rows, and
                 // the dashboard must not freeze meanwhile.
                 let (tx, rx) = mpsc::channel();
-                let db = lane.config.db.clone();
-                let items = lane.config.items;
+                let config = lane.config.clone();
                 let claimed = lane.claimed.as_ref().map(|c| c.status.clone());
                 let completed = lane.completed();
                 let spawned = std::thread::Builder::new()
                     .name("reclaim-verdict".into())
                     .spawn(move || {
-                        let end = inspect::inspect(&db, items)
+                        let end = config
+                            .inspect()
                             .ok()
                             .map(|i| LaneEnd::from_inspection(&i, claimed.as_deref(), completed));
                         let _ = tx.send(end);
@@ -453,7 +452,7 @@ impl Night {
                 };
                 let meta = LaneMeta {
                     name: &lane.config.name,
-                    strategy: lane.config.strategy.name(),
+                    strategy: lane.config.worker.label(),
                     items: lane.config.items,
                     dead_man,
                 };

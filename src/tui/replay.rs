@@ -430,6 +430,7 @@ mod tests {
                             status: "ok".into(),
                         }),
                         restarted_at_zero: t >= restart + 10.0,
+                        no_heartbeat: false,
                     }],
                 }
             })

@@ -388,6 +388,7 @@ mod tests {
             },
             markers: Vec::new(),
             heartbeat_age: Some(6.0),
+            no_heartbeat: false,
             dead_man: 300.0,
             alert: None,
             claimed: None,
@@ -530,6 +531,24 @@ mod tests {
         assert!(screen.contains("runner heartbeat stale: 312s"));
         assert!(screen.contains("hung (SIGSTOP)"));
         insta::assert_snapshot!(screen);
+    }
+
+    #[test]
+    fn an_exec_lane_without_a_heartbeat_says_so_rather_than_stale() {
+        let mut job = lane("my-job", 80, 80, 500.0);
+        job.strategy = "exec".into();
+        job.progress = false;
+        job.heartbeat_age = None;
+        job.no_heartbeat = true;
+        job.claimed = Some("\"done rows_written=312 status=ok\"".into());
+        let view = dashboard(812.0, vec![job], &[]);
+        let screen = text(&view, 120, 40);
+        assert!(screen.contains("progress: no heartbeat"), "{screen}");
+        assert!(!screen.contains("stale"), "{screen}");
+        assert!(
+            screen.contains("\"done rows_written=312 status=ok\""),
+            "{screen}"
+        );
     }
 
     #[test]

@@ -75,6 +75,8 @@ pub struct LaneView {
     pub markers: Vec<Marker>,
     /// Heartbeat age in sim seconds, if known.
     pub heartbeat_age: Option<f64>,
+    /// An exec lane's job keeps no heartbeat file: there is no progress signal to show.
+    pub no_heartbeat: bool,
     pub dead_man: f64,
     /// `runner heartbeat stale: 312s` while the switch fires.
     pub alert: Option<String>,

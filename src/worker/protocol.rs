@@ -2,11 +2,16 @@
 //! that starts a worker (`WorkerConfig::to_args`, parsed back by clap's `WorkerArgs`), the lines
 //! a worker prints on stdout (`Line`), and the pace command it reads on stdin (`Pace`).
 //!
+//! Someone else's program (`run --exec`) speaks none of that: it gets `ExecEnv`, a folder and a
+//! few variables, and its lines are all `Line::Other`.
+//!
 //! Each has `Display` and `FromStr`, and the tests round-trip them, so a field added on one
 //! side and forgotten on the other fails a test instead of a night.
 
 use std::ffi::OsString;
 use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -41,6 +46,59 @@ impl WorkerConfig {
             args.push("--supervised".into());
         }
         args
+    }
+}
+
+/// What an external worker is told, through its environment and its working folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecEnv {
+    /// The database, absolute (`RECLAIM_DB`); the job runs in its folder.
+    pub db: PathBuf,
+    /// The file reclaim watches for progress (`HEARTBEAT_FILE`, the postmortem's name).
+    pub heartbeat: PathBuf,
+    /// The queue size (`RECLAIM_ITEMS`).
+    pub items: u64,
+    /// 1 for the first attempt, 2 after the first restart, ... (`RECLAIM_ATTEMPT`).
+    pub attempt: u32,
+    /// The night's pace per item (`RECLAIM_DELAY_MS`), for a job that wants to keep it (the
+    /// examples do); the dashboard's speed keys cannot reach a job that reads no stdin.
+    pub delay: Duration,
+}
+
+impl ExecEnv {
+    pub const DB: &'static str = "RECLAIM_DB";
+    pub const HEARTBEAT: &'static str = "HEARTBEAT_FILE";
+    pub const ITEMS: &'static str = "RECLAIM_ITEMS";
+    pub const ATTEMPT: &'static str = "RECLAIM_ATTEMPT";
+    pub const DELAY_MS: &'static str = "RECLAIM_DELAY_MS";
+
+    /// `sh -c command` under reclaim's `exec-guard` (`exe`), which leads the job's process
+    /// group and takes the group down if reclaim dies (`supervisor::guard`); in the database's
+    /// folder (so a script that opens `warehouse.db` beside itself works unchanged), with the
+    /// variables set.
+    #[must_use]
+    pub fn command(&self, exe: &Path, command: &str) -> Command {
+        let mut sh = Command::new(exe);
+        sh.arg("exec-guard")
+            .arg("--parent")
+            .arg(std::process::id().to_string())
+            .arg("--")
+            .arg(command);
+        if let Some(folder) = self.db.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sh.current_dir(folder);
+        }
+        sh.env(Self::DB, &self.db)
+            .env(Self::HEARTBEAT, &self.heartbeat)
+            .env(Self::ITEMS, self.items.to_string())
+            .env(Self::ATTEMPT, self.attempt.to_string())
+            .env(Self::DELAY_MS, delay_ms(self.delay));
+        sh
+    }
+
+    /// `db` made absolute against the current folder, as `RECLAIM_DB` promises.
+    #[must_use]
+    pub fn absolute(db: &Path) -> PathBuf {
+        std::path::absolute(db).unwrap_or_else(|_| db.to_path_buf())
     }
 }
 
@@ -309,6 +367,48 @@ mod tests {
             "done garbage".parse::<Line>(),
             Ok(Line::Other("done garbage".into()))
         );
+    }
+
+    #[test]
+    fn an_external_worker_gets_its_folder_and_variables() {
+        let env = ExecEnv {
+            db: PathBuf::from("/tmp/night/warehouse.db"),
+            heartbeat: PathBuf::from("/tmp/night/warehouse.db.heartbeat"),
+            items: 200,
+            attempt: 3,
+            delay: Duration::from_micros(62_500),
+        };
+        let command = env.command(Path::new("/bin/reclaim"), "python3 job.py");
+        assert_eq!(command.get_program(), "/bin/reclaim");
+        let args: Vec<_> = command.get_args().collect();
+        let parent = std::process::id().to_string();
+        assert_eq!(
+            args,
+            [
+                "exec-guard",
+                "--parent",
+                parent.as_str(),
+                "--",
+                "python3 job.py"
+            ]
+        );
+        assert_eq!(command.get_current_dir(), Some(Path::new("/tmp/night")));
+        let vars: Vec<(String, String)> = command
+            .get_envs()
+            .filter_map(|(k, v)| Some((k.to_str()?.to_string(), v?.to_str()?.to_string())))
+            .collect();
+        for (key, value) in [
+            ("RECLAIM_DB", "/tmp/night/warehouse.db"),
+            ("HEARTBEAT_FILE", "/tmp/night/warehouse.db.heartbeat"),
+            ("RECLAIM_ITEMS", "200"),
+            ("RECLAIM_ATTEMPT", "3"),
+            ("RECLAIM_DELAY_MS", "62.500"),
+        ] {
+            assert!(
+                vars.contains(&(key.into(), value.into())),
+                "{key}: {vars:?}"
+            );
+        }
     }
 
     #[test]

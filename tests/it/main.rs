@@ -2,6 +2,7 @@
 //! SQLite files in temporary folders, real signals. Each module covers one command family.
 
 mod common;
+mod exec;
 mod export;
 mod faults;
 mod fuzz;

@@ -112,17 +112,26 @@ fn status_lines(lane: &LaneView, width: u16, theme: Theme) -> Vec<Line<'static>>
                 theme.plain(),
             ),
         ]),
-        Line::from(vec![
-            Span::raw("alive "),
-            light(lane.alive, finished, theme),
-            Span::raw("  progress "),
-            light(lane.progress, finished, theme),
-            Span::raw(format!(
-                "  heartbeat {}",
-                lane.heartbeat_age
-                    .map_or_else(|| "-".into(), |a| format!("{a:.0}s/{:.0}s", lane.dead_man))
-            )),
-        ]),
+        if lane.no_heartbeat {
+            // Not stale: the job never wrote HEARTBEAT_FILE, so progress cannot be told.
+            Line::from(vec![
+                Span::raw("alive "),
+                light(lane.alive, finished, theme),
+                Span::raw("  progress: no heartbeat"),
+            ])
+        } else {
+            Line::from(vec![
+                Span::raw("alive "),
+                light(lane.alive, finished, theme),
+                Span::raw("  progress "),
+                light(lane.progress, finished, theme),
+                Span::raw(format!(
+                    "  heartbeat {}",
+                    lane.heartbeat_age
+                        .map_or_else(|| "-".into(), |a| format!("{a:.0}s/{:.0}s", lane.dead_man))
+                )),
+            ])
+        },
         Line::from(vec![
             Span::styled(format!("rows {}", lane.rows), theme.rows()),
             Span::raw(gap),

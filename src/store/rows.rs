@@ -1,0 +1,201 @@
+//! Where someone else's job puts its work: a table and the column that names each unit of work
+//! (`--table`, `--key`), or a query that counts them (`--count-sql`). reclaim's own warehouse is
+//! the case `records`/`task_id`; an external worker's database was not made by reclaim, so it is
+//! opened without the checks that insist on reclaim's schema, and never written.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+use serde::Serialize;
+
+use super::{BUSY_TIMEOUT, StoreError, check_header, table_exists};
+
+/// The table reclaim's own workers write, and the postmortem's harness creates.
+pub const DEFAULT_TABLE: &str = "records";
+/// The column naming the unit of work in it.
+pub const DEFAULT_KEY: &str = "task_id";
+
+/// Where the rows of a job land, and how to count them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RowSource {
+    pub table: String,
+    pub key: String,
+    /// A query returning one row `(rows, distinct)`, for shapes a table and a key cannot name.
+    pub count_sql: Option<String>,
+}
+
+impl Default for RowSource {
+    fn default() -> Self {
+        Self {
+            table: DEFAULT_TABLE.into(),
+            key: DEFAULT_KEY.into(),
+            count_sql: None,
+        }
+    }
+}
+
+impl RowSource {
+    /// The table's name quoted as an SQL identifier (a name from the command line is data, never
+    /// SQL).
+    #[must_use]
+    pub fn table_sql(&self) -> String {
+        quote_identifier(&self.table)
+    }
+
+    #[must_use]
+    pub fn key_sql(&self) -> String {
+        quote_identifier(&self.key)
+    }
+
+    /// Whether the table exists and has the key column: `Ok(false)` while the job has not
+    /// created the table yet; an error naming both when the table has another shape.
+    pub fn check_shape(&self, conn: &Connection, path: &Path) -> Result<bool, StoreError> {
+        let failed = |e| StoreError::sqlite(path, e);
+        if !table_exists(conn, &self.table).map_err(failed)? {
+            return Ok(false);
+        }
+        let columns: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_table_info(?1)")
+            .and_then(|mut s| {
+                s.query_map([&self.table], |row| row.get(0))?
+                    .collect::<rusqlite::Result<_>>()
+            })
+            .map_err(failed)?;
+        if !columns.iter().any(|c| c == &self.key) {
+            return Err(StoreError::NoKeyColumn {
+                path: path.to_path_buf(),
+                table: self.table.clone(),
+                key: self.key.clone(),
+                columns: columns.join(", "),
+            });
+        }
+        Ok(true)
+    }
+
+    /// Runs `--count-sql` and reads its one row `(rows, distinct)`.
+    pub fn count(&self, conn: &Connection, path: &Path) -> Result<Option<(u64, u64)>, StoreError> {
+        let Some(sql) = &self.count_sql else {
+            return Ok(None);
+        };
+        let wrong = |detail: String| StoreError::CountSql {
+            path: path.to_path_buf(),
+            detail,
+        };
+        let mut stmt = conn.prepare(sql).map_err(|e| wrong(e.to_string()))?;
+        if stmt.column_count() != 2 {
+            return Err(wrong(format!(
+                "it returns {} columns, not two (rows, distinct)",
+                stmt.column_count()
+            )));
+        }
+        let mut rows = stmt.query([]).map_err(|e| wrong(e.to_string()))?;
+        let Some(row) = rows.next().map_err(|e| wrong(e.to_string()))? else {
+            return Err(wrong("it returned no row".into()));
+        };
+        let number = |i| {
+            row.get::<_, i64>(i)
+                .ok()
+                .and_then(|n| u64::try_from(n).ok())
+                .ok_or_else(|| wrong(format!("column {} is not a count", i + 1)))
+        };
+        Ok(Some((number(0)?, number(1)?)))
+    }
+}
+
+/// `"name"`, with every `"` doubled: SQLite's quoting of an identifier.
+#[must_use]
+pub fn quote_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Opens a job's database read-only to follow it, whatever its schema; `Ok(None)` while it is
+/// not a database yet (the job has not created it, or it is still empty).
+pub fn open_following(path: &Path) -> Result<Option<Connection>, StoreError> {
+    if !check_header(path)? {
+        return Ok(None);
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| StoreError::sqlite(path, e))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(|e| StoreError::sqlite(path, e))?;
+    Ok(Some(conn))
+}
+
+/// Deletes every row of a job's checkpoint table, as an operator might "to force a rerun";
+/// `None` when the job has no such table (nothing to wipe, and the test that wipes it does not
+/// apply).
+pub fn wipe_table(path: &Path, table: &str) -> Result<Option<usize>, StoreError> {
+    let failed = |e| StoreError::sqlite(path, e);
+    if !check_header(path)? {
+        return Ok(None);
+    }
+    let conn = Connection::open(path).map_err(failed)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(failed)?;
+    if !table_exists(&conn, table).map_err(failed)? {
+        return Ok(None);
+    }
+    let deleted = conn
+        .execute(&format!("DELETE FROM {}", quote_identifier(table)), [])
+        .map_err(failed)?;
+    Ok(Some(deleted))
+}
+
+/// Runs `--setup-sql` once on a new database, before the job's first attempt.
+pub fn run_setup(path: &Path, sql: &str) -> Result<(), StoreError> {
+    let failed = |e: rusqlite::Error| StoreError::Setup {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    };
+    let conn = Connection::open(path).map_err(failed)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(failed)?;
+    conn.execute_batch(sql).map_err(failed)
+}
+
+/// Checks `--setup-sql` (and `--count-sql`) on an empty database in memory, so a typo is refused
+/// before any file is created or any job started.
+pub fn check_setup(sql: &str) -> Result<(), String> {
+    let conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
+    conn.execute_batch(sql)
+        .map_err(|e| format!("--setup-sql does not run on an empty database: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_identifier_with_quotes_stays_one_identifier() {
+        assert_eq!(quote_identifier("records"), "\"records\"");
+        assert_eq!(quote_identifier("a\"b"), "\"a\"\"b\"");
+    }
+
+    #[test]
+    fn the_shape_of_a_table_is_checked_before_it_is_counted() {
+        let conn = Connection::open_in_memory().unwrap_or_else(|e| panic!("{e}"));
+        let path = Path::new("mem.db");
+        let source = RowSource::default();
+        assert!(matches!(source.check_shape(&conn, path), Ok(false)));
+        conn.execute_batch("CREATE TABLE records(id TEXT, payload TEXT)")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let error = source
+            .check_shape(&conn, path)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("no column task_id"), "{error}");
+        assert!(error.contains("id, payload"), "{error}");
+        let counted = RowSource {
+            count_sql: Some("SELECT count(*), count(DISTINCT id) FROM records".into()),
+            ..RowSource::default()
+        };
+        assert!(matches!(counted.count(&conn, path), Ok(Some((0, 0)))));
+        let wrong = RowSource {
+            count_sql: Some("SELECT 1".into()),
+            ..RowSource::default()
+        };
+        assert!(wrong.count(&conn, path).is_err());
+    }
+}

@@ -1,0 +1,755 @@
+//! Your own worker (`run --exec`, `prove --exec`): the shipped examples under random kills and at
+//! a row count, their figures checked against the database read independently (a read-only
+//! rusqlite connection and the `sqlite3` shell); the postmortem's three tests against them;
+//! what a `records` table made beforehand without its key does to a job that relies on
+//! `CREATE TABLE IF NOT EXISTS`; bad input said once; and no orphan of a job that forks, on any
+//! exit path.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::common::{
+    BIN, Run, assert_one_line_error, count, json_of, number, open_ro, path_arg, reclaim_in_dir,
+};
+
+/// A hang guard, not a timing assertion: a night of the examples takes a few seconds.
+const LIMIT: Duration = Duration::from_secs(120);
+/// `prove` runs seven nights.
+const PROVE_LIMIT: Duration = Duration::from_secs(300);
+/// How long after reclaim's exit a process of the job may still be alive.
+const ORPHAN_GRACE: Duration = Duration::from_secs(1);
+const POLL: Duration = Duration::from_millis(10);
+
+fn example(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name);
+    assert!(path.is_file(), "{} is shipped", path.display());
+    path.display().to_string()
+}
+
+fn naive() -> String {
+    format!("python3 {}", example("naive_job.py"))
+}
+
+fn guarded() -> String {
+    format!("python3 {}", example("guarded_job.py"))
+}
+
+fn shell_loop() -> String {
+    format!("sh {}", example("guarded_loop.sh"))
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temporary folder: {e}"))
+}
+
+/// `reclaim run --exec CMD --json` on a new database in `dir`, with `extra` flags.
+fn run_exec(dir: &Path, command: &str, extra: &[&str]) -> (Run, PathBuf) {
+    let db = dir.join("night").join("warehouse.db");
+    fs::create_dir_all(db.parent().unwrap_or(dir)).unwrap_or_else(|e| panic!("{e}"));
+    let mut args = vec!["run", "--exec", command, "--db", path_arg(&db), "--json"];
+    args.extend_from_slice(extra);
+    (reclaim_in_dir(dir, &args, LIMIT), db)
+}
+
+/// rows, distinct task ids, duplicated task ids: read by a connection of the test's own.
+fn figures_by_rusqlite(db: &Path) -> (u64, u64, u64) {
+    let conn = open_ro(db);
+    (
+        count(&conn, "SELECT count(*) FROM records"),
+        count(&conn, "SELECT count(DISTINCT task_id) FROM records"),
+        count(
+            &conn,
+            "SELECT count(*) FROM (SELECT task_id FROM records GROUP BY task_id HAVING count(*) > 1)",
+        ),
+    )
+}
+
+/// The same figures from the `sqlite3` shell, as a user would check them (`None` when the
+/// shell is not installed).
+fn figures_by_sqlite3(db: &Path) -> Option<(u64, u64, u64)> {
+    let output = Command::new("sqlite3")
+        .arg("-readonly")
+        .arg(db)
+        .arg(
+            "SELECT count(*), count(DISTINCT task_id), \
+             (SELECT count(*) FROM (SELECT task_id FROM records GROUP BY task_id HAVING count(*) > 1)) \
+             FROM records",
+        )
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let numbers: Vec<u64> = text
+        .trim()
+        .split('|')
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    assert_eq!(numbers.len(), 3, "sqlite3 printed {text:?}");
+    Some((numbers[0], numbers[1], numbers[2]))
+}
+
+/// What reclaim reported agrees with the rows as two independent readers count them.
+fn assert_counts_agree(run: &Run, db: &Path) -> serde_json::Value {
+    let json = json_of(run);
+    let reported = (
+        number(&json, "rows"),
+        number(&json, "distinct"),
+        number(&json, "duplicated_task_ids"),
+    );
+    assert_eq!(reported, figures_by_rusqlite(db), "rusqlite: {json}");
+    if let Some(by_shell) = figures_by_sqlite3(db) {
+        assert_eq!(reported, by_shell, "sqlite3: {json}");
+    }
+    json
+}
+
+#[test]
+fn the_naive_example_duplicates_under_random_kills_and_the_guarded_ones_never_do() {
+    let tmp = tempdir();
+    for (name, command, seed) in [
+        ("naive", naive(), "11"),
+        ("guarded", guarded(), "12"),
+        ("shell loop", shell_loop(), "13"),
+    ] {
+        let dir = tmp.path().join(name.replace(' ', "-"));
+        fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let (run, db) = run_exec(&dir, &command, &["--kills", "3", "--seed", seed]);
+        let json = assert_counts_agree(&run, &db);
+        assert!(
+            number(&json, "kills") >= 1,
+            "{name}: no kill landed: {json}"
+        );
+        assert_eq!(json["completed"], true, "{name}: {json}");
+        if name == "naive" {
+            assert_eq!(run.code, Some(1), "{name}: {json}");
+            assert!(number(&json, "duplicated_task_ids") > 0, "{json}");
+            assert_eq!(json["derived_status"], "data_wrong", "{json}");
+            // Its own word: the last line it printed, beside the verdict that contradicts it.
+            assert!(
+                json["claimed_status"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("status=ok")),
+                "{json}"
+            );
+        } else {
+            assert_eq!(run.code, Some(0), "{name}: {json}\n{}", run.stderr);
+            assert_eq!(number(&json, "rows"), 200, "{name}: {json}");
+            assert_eq!(number(&json, "duplicated_task_ids"), 0, "{name}: {json}");
+            // Its restarts are cheap because it checkpoints every item it finished.
+            let checkpoints = count(&open_ro(&db), "SELECT count(*) FROM checkpoints");
+            assert_eq!(checkpoints, 200, "{name}");
+        }
+    }
+}
+
+#[test]
+fn a_kill_at_a_row_count_lands_within_a_few_rows_and_says_where() {
+    let tmp = tempdir();
+    for (name, command) in [("naive", naive()), ("guarded", guarded())] {
+        let dir = tmp.path().join(name);
+        fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let (run, db) = run_exec(&dir, &command, &["--kill-at-rows", "50"]);
+        let json = assert_counts_agree(&run, &db);
+        let sent = number(&json, "kill_sent_at_rows");
+        let landed = number(&json, "kill_landed_at_rows");
+        // At 10 ms an item and a look every 2 ms, the kill is sent at 50 and lands within a
+        // row or two; a loaded machine may add a row, not a hundred.
+        assert!((50..=52).contains(&sent), "{name}: sent at {sent}: {json}");
+        assert!(
+            (sent..=sent + 3).contains(&landed),
+            "{name}: landed at {landed}: {json}"
+        );
+        assert_eq!(number(&json, "kills"), 1, "{json}");
+        if name == "naive" {
+            assert_eq!(run.code, Some(1));
+            // The restart writes every task below the kill again.
+            assert!(number(&json, "duplicated_task_ids") >= 50, "{json}");
+        } else {
+            assert_eq!(run.code, Some(0), "{json}\n{}", run.stderr);
+            assert_eq!(number(&json, "duplicated_task_ids"), 0, "{json}");
+        }
+    }
+    // The human report names the moment too.
+    let dir = tmp.path().join("human");
+    fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let db = dir.join("warehouse.db");
+    let run = reclaim_in_dir(
+        &dir,
+        &[
+            "run",
+            "--exec",
+            &guarded(),
+            "--kill-at-rows",
+            "20",
+            "--db",
+            path_arg(&db),
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("kill         sent when the table held")),
+        "{}",
+        run.stdout
+    );
+}
+
+/// `reclaim prove --exec CMD ...` in its own folder.
+fn prove(dir: &Path, command: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["prove", "--exec", command, "--seed", "7"];
+    args.extend_from_slice(extra);
+    reclaim_in_dir(dir, &args, PROVE_LIMIT)
+}
+
+fn line_of<'a>(run: &'a Run, start: &str) -> &'a str {
+    run.stdout
+        .lines()
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no line starting {start:?}:\n{}", run.stdout))
+}
+
+#[test]
+fn prove_passes_the_guarded_example_and_fails_the_naive_one_naming_each_test() {
+    let tmp = tempdir();
+    let run = prove(tmp.path(), &guarded(), &[]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    for test in [
+        "1. PASS  kill test",
+        "2. PASS  two workers at once",
+        "3. PASS  checkpoints wiped",
+    ] {
+        line_of(&run, test);
+    }
+    line_of(&run, "result: 3 of 3 PASS");
+    // Nothing of a passing proof is left behind.
+    assert_eq!(fs::read_dir(tmp.path()).map(Iterator::count).ok(), Some(0));
+
+    let tmp = tempdir();
+    let run = prove(tmp.path(), &naive(), &[]);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    line_of(&run, "1. FAIL  kill test");
+    line_of(&run, "2. FAIL  two workers at once");
+    // The naive job keeps no checkpoints: the third test does not apply, and says why.
+    line_of(&run, "3. SKIPPED  checkpoints wiped");
+    assert!(run.stdout.contains("the job has no checkpoints table"));
+    line_of(&run, "result: 0 of 2 PASS");
+    // Each kept database is the job's own `warehouse.db`, in a folder of its own.
+    let mut kept: Vec<PathBuf> = fs::read_dir(tmp.path())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|prove_dir| {
+            fs::read_dir(prove_dir.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .map(|night| night.path().join("warehouse.db"))
+        .filter(|db| db.is_file())
+        .collect();
+    // Three kill-test runs, the two workers, and the wiped test's first night (its third
+    // test did not apply): a folder each.
+    assert_eq!(kept.len(), 5, "{kept:?}");
+    kept.sort();
+    assert!(
+        kept[0].display().to_string().contains("01-kill-test"),
+        "{kept:?}"
+    );
+    let (rows, _, duplicated) = figures_by_rusqlite(&kept[0]);
+    assert!(rows > 200 && duplicated > 0, "{}", kept[0].display());
+}
+
+#[test]
+fn prove_says_not_tested_when_there_was_nothing_to_wipe_or_kill() {
+    // Keyed rows and a checkpoints table it never fills, all in one quick statement: no kill
+    // can land in it, and wiping its checkpoints changes nothing.
+    let job = "sqlite3 -cmd '.timeout 5000' warehouse.db \"\
+        CREATE TABLE IF NOT EXISTS records(task_id TEXT PRIMARY KEY); \
+        CREATE TABLE IF NOT EXISTS checkpoints(task_id TEXT PRIMARY KEY); \
+        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199) \
+        INSERT OR IGNORE INTO records SELECT printf('task-%03d', i) FROM n;\"";
+    let tmp = tempdir();
+    let run = prove(tmp.path(), job, &[]);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    line_of(&run, "1. NOT TESTED  kill test");
+    line_of(&run, "3. NOT TESTED  checkpoints wiped");
+    assert!(
+        run.stdout
+            .contains("the checkpoint table was empty after a whole run"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_records_table_made_first_without_its_key_breaks_a_job_relying_on_create_if_not_exists() {
+    // The postmortem's harness makes `records` without constraints; the guarded example's
+    // CREATE TABLE IF NOT EXISTS keeps that table, and with it no unique key.
+    let setup = "CREATE TABLE records(task_id TEXT, payload TEXT, idem_key TEXT)";
+    let tmp = tempdir();
+    let run = prove(tmp.path(), &guarded(), &["--setup-sql", setup]);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    // The checkpoints still make a restart safe ...
+    line_of(&run, "1. PASS  kill test");
+    // ... but nothing refuses a second copy of a row any more.
+    line_of(&run, "2. FAIL  two workers at once");
+    line_of(&run, "3. FAIL  checkpoints wiped");
+    assert!(
+        run.stdout.contains("is there a unique key on the work id?"),
+        "{}",
+        run.stdout
+    );
+
+    // The same in one run, from a file: two copies at once, and the rows say so.
+    let sql = tmp.path().join("setup.sql");
+    fs::write(&sql, setup).unwrap_or_else(|e| panic!("{e}"));
+    let at_file = format!("@{}", sql.display());
+    let (run, db) = run_exec(
+        tmp.path(),
+        &guarded(),
+        &["--workers", "2", "--setup-sql", &at_file],
+    );
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let json = assert_counts_agree(&run, &db);
+    assert!(number(&json, "duplicated_task_ids") > 0, "{json}");
+}
+
+#[test]
+fn a_job_that_cannot_start_is_said_once_and_not_restarted() {
+    let tmp = tempdir();
+    for (command, needle) in [
+        ("no-such-command-anywhere --now", "no-such-command-anywhere"),
+        (
+            "echo 'cannot open the input queue' >&2; exit 3",
+            "cannot open the input queue",
+        ),
+    ] {
+        let run = reclaim_in_dir(tmp.path(), &["run", "--exec", command], LIMIT);
+        assert_one_line_error(&run, "the worker could not start: ");
+        assert!(run.stderr.contains(needle), "{}", run.stderr);
+        let starts = run
+            .stdout
+            .lines()
+            .filter(|l| l.contains("worker  start"))
+            .count();
+        assert_eq!(starts, 1, "started once, never restarted:\n{}", run.stdout);
+    }
+}
+
+#[test]
+fn a_job_that_dies_on_its_own_mid_run_is_restarted_as_after_a_kill() {
+    let tmp = tempdir();
+    // Its first attempt writes a row, then fails as a locked database would make it; the second
+    // finishes (RECLAIM_ATTEMPT tells them apart).
+    let job = "sqlite3 -cmd '.timeout 5000' warehouse.db \
+        \"CREATE TABLE IF NOT EXISTS records(task_id TEXT PRIMARY KEY); \
+          INSERT OR IGNORE INTO records VALUES ('task-000')\"; \
+        if [ \"$RECLAIM_ATTEMPT\" = 1 ]; then echo 'Error: database is locked (5)' >&2; exit 1; fi; \
+        sqlite3 -cmd '.timeout 5000' warehouse.db \"INSERT OR IGNORE INTO records VALUES ('task-001')\"";
+    let (run, db) = run_exec(tmp.path(), job, &["--items", "2"]);
+    let json = assert_counts_agree(&run, &db);
+    assert_eq!(run.code, Some(0), "{json}\n{}", run.stderr);
+    assert_eq!(number(&json, "restarts"), 1, "{json}");
+    assert_eq!(number(&json, "kills"), 0, "not the host's kill: {json}");
+    let timeline = json["timeline"].to_string();
+    assert!(
+        timeline.contains("worker died on its own  (Error: database is locked (5)"),
+        "{json}"
+    );
+    assert!(timeline.contains("attempt=2"), "{json}");
+}
+
+#[test]
+fn a_job_that_writes_no_table_or_another_shape_gets_one_clear_line() {
+    let tmp = tempdir();
+    let run = reclaim_in_dir(tmp.path(), &["run", "--exec", "true"], LIMIT);
+    assert_one_line_error(&run, "the job never created table records (--table)");
+
+    let other_shape = "sqlite3 -cmd '.timeout 5000' warehouse.db \
+        'CREATE TABLE records(id TEXT, body TEXT); INSERT INTO records VALUES (1, 2)'";
+    let run = reclaim_in_dir(tmp.path(), &["run", "--exec", other_shape], LIMIT);
+    assert_one_line_error(
+        &run,
+        "table records has no column task_id (--key); its columns are id, body",
+    );
+
+    // --key names the column, and a key not of the task-NNN form is judged for duplicates only.
+    let keyed = "sqlite3 -cmd '.timeout 5000' warehouse.db \
+        'CREATE TABLE records(id TEXT); INSERT INTO records VALUES (\"a\"), (\"b\"), (\"a\")'";
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &["run", "--exec", keyed, "--key", "id", "--json"],
+        LIMIT,
+    );
+    let json = json_of(&run);
+    assert_eq!(run.code, Some(1), "{json}");
+    assert_eq!(
+        (
+            number(&json, "rows"),
+            number(&json, "distinct"),
+            number(&json, "duplicated_task_ids"),
+            number(&json, "missing")
+        ),
+        (3, 2, 1, 0),
+        "{json}"
+    );
+
+    // --count-sql covers any other shape.
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &[
+            "run",
+            "--exec",
+            keyed,
+            "--count-sql",
+            "SELECT count(*), count(DISTINCT id) FROM records",
+            "--json",
+        ],
+        LIMIT,
+    );
+    let json = json_of(&run);
+    assert_eq!(
+        (number(&json, "rows"), number(&json, "distinct")),
+        (3, 2),
+        "{json}"
+    );
+    assert_eq!(run.code, Some(1), "{json}");
+}
+
+#[test]
+fn exec_input_that_cannot_work_is_refused_before_anything_is_created() {
+    let tmp = tempdir();
+    let db = tmp.path().join("warehouse.db");
+    for (args, needle) in [
+        (
+            vec![
+                "run",
+                "--exec",
+                "true",
+                "--crash-at",
+                "task-010:after-commit",
+            ],
+            "--crash-at needs reclaim's own worker",
+        ),
+        (
+            vec![
+                "run",
+                "--exec",
+                "true",
+                "--setup-sql",
+                "CREAT TABLE records(x)",
+            ],
+            "--setup-sql does not run on an empty database",
+        ),
+        (
+            vec!["run", "--exec", "true", "--setup-sql", "@no-such-setup.sql"],
+            "--setup-sql",
+        ),
+        (vec!["run", "--exec", "  "], "--exec is empty"),
+        (
+            vec!["run", "--exec", "true", "--sync", "full"],
+            "an --exec job sets its own PRAGMA synchronous",
+        ),
+        (
+            vec!["run", "--exec", "true", "--batch", "5"],
+            "an --exec job commits as it was written to",
+        ),
+        (
+            vec!["prove", "--exec", "true", "--db-name", "a/b.db"],
+            "--db-name",
+        ),
+    ] {
+        let mut args = args;
+        if args[0] == "run" {
+            args.extend(["--db", path_arg(&db)]);
+        }
+        let run = reclaim_in_dir(tmp.path(), &args, LIMIT);
+        assert_one_line_error(&run, needle);
+        let left: Vec<_> = fs::read_dir(tmp.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(left.is_empty(), "{args:?} created {left:?}");
+    }
+}
+
+#[test]
+fn the_job_runs_in_its_database_folder_with_its_variables() {
+    let tmp = tempdir();
+    let script = "sqlite3 -cmd '.timeout 5000' warehouse.db \"CREATE TABLE IF NOT EXISTS records(task_id TEXT); \
+        INSERT INTO records VALUES (printf('task-%03d', $RECLAIM_ATTEMPT - 1))\"; \
+        printf '%s|%s|%s|%s\\n' \"$PWD\" \"$RECLAIM_DB\" \"$HEARTBEAT_FILE\" \"$RECLAIM_ITEMS\" > seen.txt";
+    let (run, db) = run_exec(tmp.path(), script, &["--items", "1"]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let folder = db.parent().unwrap_or(tmp.path());
+    let seen = fs::read_to_string(folder.join("seen.txt")).unwrap_or_else(|e| panic!("{e}"));
+    let real = fs::canonicalize(folder).unwrap_or_else(|e| panic!("{e}"));
+    let fields: Vec<&str> = seen.trim().split('|').collect();
+    assert_eq!(fields[0], real.display().to_string());
+    assert_eq!(
+        Path::new(fields[1]).file_name(),
+        Some("warehouse.db".as_ref())
+    );
+    assert!(Path::new(fields[1]).is_absolute(), "{seen}");
+    assert!(fields[2].ends_with("warehouse.db.heartbeat"), "{seen}");
+    assert_eq!(fields[3], "1");
+    // A job that keeps no heartbeat has none, which is not a stale one.
+    let json = json_of(&run);
+    assert!(
+        !json["timeline"].to_string().contains("heartbeat stale"),
+        "{json}"
+    );
+}
+
+#[test]
+fn a_heartbeat_is_watched_when_the_job_keeps_one_and_its_absence_is_not_stale() {
+    let tmp = tempdir();
+    // One beat, then a second of silence (600 sim seconds at the default scale: past the
+    // 300 s dead-man threshold), then the work and a fresh beat.
+    let beating = "sqlite3 -cmd '.timeout 5000' warehouse.db 'CREATE TABLE records(task_id TEXT)'; \
+        echo task-000 > \"$HEARTBEAT_FILE\"; sleep 1; \
+        sqlite3 -cmd '.timeout 5000' warehouse.db \"INSERT INTO records VALUES ('task-000')\"; \
+        echo task-000 > \"$HEARTBEAT_FILE\"; sleep 0.2";
+    let (run, _) = run_exec(tmp.path(), beating, &["--items", "1"]);
+    let json = json_of(&run);
+    let timeline = json["timeline"].to_string();
+    assert!(timeline.contains("runner heartbeat stale: "), "{json}");
+    assert!(timeline.contains("heartbeat moving again"), "{json}");
+    assert_eq!(run.code, Some(0), "{json}");
+
+    // The same silence from a job that keeps no heartbeat: nothing to call stale.
+    let dir = tmp.path().join("silent");
+    fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let silent = "sleep 1; sqlite3 -cmd '.timeout 5000' warehouse.db \
+        \"CREATE TABLE records(task_id TEXT); INSERT INTO records VALUES ('task-000')\"";
+    let (run, _) = run_exec(&dir, silent, &["--items", "1"]);
+    let json = json_of(&run);
+    assert!(!json["timeline"].to_string().contains("stale"), "{json}");
+    assert_eq!(run.code, Some(0), "{json}");
+}
+
+#[test]
+fn an_exec_night_is_recorded_and_its_kills_replay_against_another_job() {
+    let tmp = tempdir();
+    let record = tmp.path().join("night.jsonl");
+    let (run, _) = run_exec(
+        tmp.path(),
+        &naive(),
+        &["--kills", "2", "--seed", "4", "--record", path_arg(&record)],
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    // The recording is evidence: its check convicts the naive job as the run did.
+    let check = crate::common::reclaim(&["replay", "--check", path_arg(&record)]);
+    assert_eq!(check.code, Some(1), "{}\n{}", check.stdout, check.stderr);
+    assert!(check.stdout.contains("DATA WRONG"), "{}", check.stdout);
+    // The same kill moments against the guarded job: nothing written twice.
+    let dir = tmp.path().join("replayed");
+    fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let (run, db) = run_exec(&dir, &guarded(), &["--replay-schedule", path_arg(&record)]);
+    let json = assert_counts_agree(&run, &db);
+    assert_eq!(number(&json, "kills"), 2, "{json}");
+    assert_eq!(run.code, Some(0), "{json}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// No orphans: a job that forks a child of its own, on every exit path.
+
+/// Processes whose working folder is under `dir`: the job (its guard, `sh`, its children) runs
+/// in its database's folder, and nothing else does.
+fn job_processes(dir: &Path) -> BTreeSet<i32> {
+    let Ok(real) = fs::canonicalize(dir) else {
+        return BTreeSet::new();
+    };
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return BTreeSet::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            !crate::common::process_gone(pid)
+                && fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(&real))
+        })
+        .collect()
+}
+
+fn assert_no_job_process_left(dir: &Path, exited: Instant, what: &str) {
+    let deadline = exited + ORPHAN_GRACE;
+    loop {
+        let left = job_processes(dir);
+        if left.is_empty() {
+            return;
+        }
+        let names: Vec<Vec<String>> = left.iter().map(|&p| crate::common::cmdline(p)).collect();
+        assert!(
+            Instant::now() < deadline,
+            "{what}: {left:?} outlived reclaim by {ORPHAN_GRACE:?}: {names:?}"
+        );
+        thread::sleep(POLL);
+    }
+}
+
+/// A job that leaves a child of its own running (`sleep`), then does the naive work.
+fn forking_job() -> String {
+    format!("sleep 600 & {}", naive())
+}
+
+/// `reclaim run --exec` started in `dir` (its cwd is `dir`'s parent, so only the job's
+/// processes have a working folder under `night/`).
+fn start_run(dir: &Path, command: &str, extra: &[&str]) -> (Child, PathBuf) {
+    let night = dir.join("night");
+    fs::create_dir(&night).unwrap_or_else(|e| panic!("{e}"));
+    let db = night.join("warehouse.db");
+    let child = Command::new(BIN)
+        .args(["run", "--exec", command, "--db", path_arg(&db)])
+        .args(extra)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start reclaim: {e}"));
+    (child, night)
+}
+
+/// Waits (against a deadline) until the job and its child are both running.
+fn wait_for_the_fork(night: &Path) {
+    let deadline = Instant::now() + LIMIT;
+    while !job_processes(night).iter().any(|&p| {
+        crate::common::cmdline(p)
+            .first()
+            .is_some_and(|a| a == "sleep")
+    }) {
+        assert!(Instant::now() < deadline, "the job never forked its child");
+        thread::sleep(POLL);
+    }
+}
+
+fn exit_of(child: &mut Child) -> (std::process::ExitStatus, Instant) {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return (status, Instant::now());
+        }
+        assert!(Instant::now() < deadline, "reclaim never exited");
+        thread::sleep(POLL);
+    }
+}
+
+#[test]
+fn a_job_that_forks_leaves_no_orphan_when_it_ends_or_is_killed() {
+    let tmp = tempdir();
+    // It ends by itself (exit 0), its child still running; and under random kills.
+    for (name, extra, code) in [
+        ("ends", vec![], 0),
+        ("killed", vec!["--kills", "3", "--seed", "5"], 1),
+    ] {
+        let dir = tmp.path().join(name);
+        fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let (mut child, night) = start_run(&dir, &forking_job(), &extra);
+        wait_for_the_fork(&night);
+        let (status, exited) = exit_of(&mut child);
+        assert_eq!(status.code(), Some(code), "{name}: the naive job's verdict");
+        assert_no_job_process_left(&night, exited, name);
+    }
+}
+
+#[test]
+fn a_job_that_forks_leaves_no_orphan_when_reclaim_is_stopped_or_killed() {
+    let tmp = tempdir();
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGKILL] {
+        let dir = tmp.path().join(signal.as_str());
+        fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+        // Slow, so the night is still going when the signal comes.
+        let (mut child, night) = start_run(&dir, &forking_job(), &["--delay-ms", "200"]);
+        wait_for_the_fork(&night);
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+        // Not reaped yet, so the pid still names our child.
+        kill(pid, signal).unwrap_or_else(|e| panic!("{e}"));
+        let (status, exited) = exit_of(&mut child);
+        if signal == Signal::SIGKILL {
+            use std::os::unix::process::ExitStatusExt as _;
+            assert_eq!(status.signal(), Some(9));
+        } else {
+            assert_eq!(status.code(), Some(2), "{signal}: stopped is an error exit");
+        }
+        assert_no_job_process_left(&night, exited, signal.as_str());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The dashboard: a scenario lane running your job beside reclaim's guarded worker.
+
+#[test]
+fn the_dashboard_runs_your_job_beside_guarded_under_the_same_kill() {
+    use crate::pty::Dashboard;
+    let tmp = tempdir();
+    let scenario = tmp.path().join("mine.toml");
+    let toml = format!(
+        "title = \"my job vs guarded\"\nscale = 100.0\nitems = 200\ndelay_ms = 20.0\n\
+         [host]\nkill_at_task = \"task-111\"\n\
+         [[lane]]\nname = \"my-job\"\nexec = \"{}\"\n\
+         [[lane]]\nstrategy = \"guarded\"\n",
+        naive()
+    );
+    fs::write(&scenario, toml).unwrap_or_else(|e| panic!("{e}"));
+    let mut dashboard = Dashboard::start(
+        &["tui", "--scenario", path_arg(&scenario)],
+        tmp.path(),
+        120,
+        36,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // The job keeps no heartbeat: the panel says so, and never calls it stale.
+    dashboard
+        .wait_for("no heartbeat", Instant::now() + LIMIT, |screen| {
+            screen.contents().contains("progress: no heartbeat")
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    dashboard
+        .wait_for(
+            "the job's claim and the verdict",
+            Instant::now() + LIMIT,
+            |screen| {
+                let text = screen.contents();
+                text.contains("\"done rows_written=312 status=ok\"")
+                    && text.contains("DATA WRONG (112 duplicated task ids)")
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        !dashboard.text().contains("heartbeat stale"),
+        "{}",
+        dashboard.text()
+    );
+    dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    let status = dashboard
+        .wait_exit(Duration::from_secs(5))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status.exit_code(), 0, "{}", dashboard.text());
+    // The job's own database, in its own folder, read back.
+    let db = fs::read_dir(tmp.path())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("night1-1-my-job").join("warehouse.db"))
+        .find(|db| db.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "no night1-1-my-job/warehouse.db under {}",
+                tmp.path().display()
+            )
+        });
+    assert_eq!(figures_by_rusqlite(&db), (312, 200, 112));
+}
