@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::store::SyncMode;
+use crate::tui::theme::ThemeChoice;
 use crate::worker::{CrashAt, Strategy};
 
 use crate::limits::{MAX_BATCH, MAX_ITEMS, MAX_WORKERS};
@@ -120,6 +121,10 @@ pub struct TuiArgs {
     /// Record the night to this session file (JSON lines; must not exist)
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// Colours: default, or high-contrast (colour-blind safe, bold; for a projector).
+    /// NO_COLOR turns colour off whatever this says
+    #[arg(long, value_enum, default_value_t)]
+    pub theme: ThemeChoice,
 }
 
 #[derive(Debug, Args)]
@@ -144,6 +149,9 @@ pub struct ReplayArgs {
     /// With --export: the terminal size of the frames, columns x rows
     #[arg(long, value_name = "WxH", default_value = "120x40", value_parser = parse_size)]
     pub size: (u16, u16),
+    /// Colours: default, or high-contrast (colour-blind safe, bold; for a projector)
+    #[arg(long, value_enum, default_value_t)]
+    pub theme: ThemeChoice,
 }
 
 fn parse_clock(text: &str) -> Result<f64, String> {

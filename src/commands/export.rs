@@ -24,7 +24,7 @@ pub(super) fn run(args: &ReplayArgs) -> Result<u8, Error> {
         path,
         at: args.at,
         size: args.size,
-        theme: Theme::from_env(),
+        theme: Theme::chosen(args.theme),
     };
     let said = export::export(recording, &request)?;
     println!("reclaim: wrote {} ({said})", crate::paths::shown(path));

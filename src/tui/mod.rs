@@ -167,7 +167,7 @@ pub fn replay(args: &ReplayArgs) -> Result<u8, Error> {
         );
     }
     require_terminal("reclaim replay --check")?;
-    let theme = Theme::from_env();
+    let theme = Theme::chosen(args.theme);
     signals::install().context(|| "cannot install signal handlers".into())?;
     signals::catch_suspend().context(|| "cannot install signal handlers".into())?;
     let guard = TerminalGuard::enter().context(|| "cannot set up the terminal".into())?;
@@ -193,7 +193,7 @@ pub fn run(args: &TuiArgs) -> Result<u8, Error> {
         .with_file_name("");
     signals::install().context(|| "cannot install signal handlers".into())?;
     signals::catch_suspend().context(|| "cannot install signal handlers".into())?;
-    let theme = Theme::from_env();
+    let theme = Theme::chosen(args.theme);
     let guard = TerminalGuard::enter().context(|| "cannot set up the terminal".into())?;
     let mut terminal =
         Terminal::new(CrosstermBackend::new(io::stdout())).context(|| "cannot draw".into())?;

@@ -13,7 +13,7 @@ use crate::tui::view::Tone;
 
 mod lane;
 
-use self::lane::lane_panel;
+use self::lane::{Scales, lane_panel};
 
 /// The smallest terminal the dashboard draws in.
 pub const MIN_WIDTH: u16 = 60;
@@ -102,8 +102,10 @@ pub fn render_to(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     if let Some(text) = &view.caption {
         caption(a.caption, buf, text, theme);
     }
+    // One scale for every lane: the taller night looks taller.
+    let scales = Scales::of(&view.lanes, view.x_max);
     for (i, (lane, rect)) in view.lanes.iter().zip(&a.lanes).enumerate() {
-        lane_panel(*rect, buf, lane, i == view.selected, view.x_max, theme);
+        lane_panel(*rect, buf, lane, i == view.selected, scales, theme);
     }
     timeline(a.timeline, buf, view, theme);
     symptoms(a.symptoms, buf, view, theme);
@@ -506,6 +508,51 @@ mod tests {
         assert!(screen.contains("derived DATA WRONG (112 duplicated task ids)"));
         assert!(screen.contains("● status ok, data wrong"));
         insta::assert_snapshot!(screen);
+    }
+
+    #[test]
+    fn every_lane_shares_one_rows_scale_and_names_its_curves() {
+        for (w, h) in [(120, 40), (100, 30)] {
+            let screen = text(&end_of_night(), w, h);
+            // Both lanes' axes top at 343 (a tenth above naive's 312), not 343 beside 220.
+            let tops: Vec<&str> = screen
+                .lines()
+                .filter_map(|l| l.split('│').next())
+                .filter(|l| l.contains("343") || l.contains("220"))
+                .collect();
+            assert_eq!(screen.matches("343 │").count(), 2, "{w}x{h}:\n{screen}");
+            assert!(!screen.contains("220 │"), "{w}x{h}: {tops:?}");
+            // A legend names each curve by its glyph, and the markers.
+            for word in ["⣀rows", "•distinct", "▀dup", "┃kill", "┆restart"] {
+                assert!(screen.contains(word), "{w}x{h}: no {word}:\n{screen}");
+            }
+            // ckpt only where the lane has checkpoints (guarded, not naive).
+            assert_eq!(screen.matches("▄ckpt").count(), 1, "{w}x{h}:\n{screen}");
+        }
+    }
+
+    #[test]
+    fn a_kill_and_a_restart_in_the_same_column_both_show() {
+        // At 120 columns the restart 18 sim-seconds after the kill falls in the kill's column:
+        // the kill is drawn in the chart's top half and the restart in its bottom half.
+        let screen = text(&end_of_night(), 120, 40);
+        let naive: Vec<Vec<char>> = screen
+            .lines()
+            .map(|l| l.chars().take(58).collect())
+            .collect();
+        let kill_column = naive
+            .iter()
+            .find_map(|l| l.iter().position(|&c| c == '⡇'))
+            .unwrap_or_else(|| panic!("no kill marker:\n{screen}"));
+        let first_kill_row = naive
+            .iter()
+            .position(|l| l.get(kill_column) == Some(&'⡇'))
+            .unwrap_or_default();
+        let restart_below = naive
+            .iter()
+            .skip(first_kill_row)
+            .any(|l| l.get(kill_column) == Some(&'•'));
+        assert!(restart_below, "no restart marker under the kill:\n{screen}");
     }
 
     #[test]

@@ -400,6 +400,7 @@ fn check_recording(bytes: &[u8]) -> Result<(), TestCaseError> {
             export: None,
             at: None,
             size: (120, 40),
+            theme: reclaim::tui::theme::ThemeChoice::Default,
         };
         let mut out = Vec::new();
         if let Err(error) = reclaim::commands::replay_check::run(&args, &mut out) {

@@ -24,15 +24,45 @@ fn light(on: bool, finished: bool, theme: Theme) -> Span<'static> {
     }
 }
 
+/// The scales every lane's charts share, so 312 rows stands taller than 200 side by side.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Scales {
+    /// Sim seconds since 02:00 at the time axis' end.
+    pub x_max: f64,
+    /// The rows axis' top.
+    pub y_max: f64,
+}
+
+impl Scales {
+    /// One rows axis for all `lanes`: a tenth above the tallest queue or row count.
+    pub(super) fn of(lanes: &[LaneView], x_max: f64) -> Self {
+        let tallest = lanes.iter().map(|l| l.rows.max(l.items)).max().unwrap_or(0);
+        Self {
+            x_max,
+            y_max: (tallest as f64 * 1.1).max(1.0),
+        }
+    }
+}
+
+/// How each curve is drawn: a glyph of its own (so the curves tell apart without colour) and
+/// the legend's word for it, in drawing order (a later curve covers an earlier one).
+const CURVES: [(Glyph, &str, &str); 4] = [
+    (Glyph::Bar, "▄", "ckpt"),
+    (Glyph::Dot, "•", "distinct"),
+    (Glyph::Braille, "⣀", "rows"),
+    (Glyph::HalfBlock, "▀", "dup"),
+];
+
 /// One lane's panel: its lights and figures, its two charts, its verdict.
 pub(super) fn lane_panel(
     area: Rect,
     buf: &mut Buffer,
     lane: &LaneView,
     selected: bool,
-    x_max: f64,
+    scales: Scales,
     theme: Theme,
 ) {
+    let x_max = scales.x_max;
     let border = if selected {
         theme.selected()
     } else {
@@ -83,7 +113,16 @@ pub(super) fn lane_panel(
     .areas(inner);
     Paragraph::new(lines).render(top, buf);
     if chart_area.height >= 4 {
-        rows_chart(chart_area, buf, lane, x_max, theme);
+        // A legend line when there is room for it above a chart of at least four rows.
+        let chart_area = if chart_area.height >= 6 {
+            let [legend_area, rest] =
+                Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(chart_area);
+            Paragraph::new(legend(lane, theme)).render(legend_area, buf);
+            rest
+        } else {
+            chart_area
+        };
+        rows_chart(chart_area, buf, lane, scales, theme);
     }
     if heartbeat_area.height > 0 {
         heartbeat_chart(heartbeat_area, buf, lane, x_max, theme);
@@ -196,26 +235,56 @@ fn short_time(since_start: f64) -> String {
     t[..5].to_string()
 }
 
+/// The chart's legend: each curve's glyph and name in its colour, and the two markers.
+fn legend(lane: &LaneView, theme: Theme) -> Line<'static> {
+    let styles = [
+        theme.checkpoints(),
+        theme.distinct(),
+        theme.rows(),
+        theme.duplicated(),
+    ];
+    let mut spans = Vec::new();
+    // Drawn last, shown first: rows, distinct, dup, then ckpt where the lane has checkpoints.
+    for i in [2, 1, 3, 0] {
+        if i == 0 && lane.checkpoints.is_none() {
+            continue;
+        }
+        let (_, glyph, name) = CURVES[i];
+        spans.push(Span::styled(format!("{glyph}{name} "), styles[i]));
+    }
+    spans.push(Span::styled("┃kill ", theme.bad()));
+    spans.push(Span::styled("┆restart", theme.good()));
+    Line::from(spans)
+}
+
+/// A kill is drawn in the top half of the chart and a restart in the bottom half, so both show
+/// even when they fall in the same column (18 sim-seconds apart at 120 columns).
 fn marker_lines(lane: &LaneView, y_max: f64) -> Vec<(MarkerKind, [(f64, f64); 2])> {
     lane.markers
         .iter()
-        .map(|m| (m.kind, [(m.at, 0.0), (m.at, y_max)]))
+        .map(|m| {
+            let (from, to) = match m.kind {
+                MarkerKind::Kill => (y_max * 0.5, y_max),
+                MarkerKind::Restart => (0.0, y_max * 0.5),
+            };
+            (m.kind, [(m.at, from), (m.at, to)])
+        })
         .collect()
 }
 
-fn rows_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, x_max: f64, theme: Theme) {
-    let y_max = (lane.rows.max(lane.items) as f64 * 1.1).max(1.0);
+fn rows_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, scales: Scales, theme: Theme) {
+    let Scales { x_max, y_max } = scales;
     let markers = marker_lines(lane, y_max);
     let mut datasets: Vec<Dataset<'_>> = markers
         .iter()
         .map(|(kind, points)| {
-            let style = match kind {
-                MarkerKind::Kill => theme.bad(),
-                MarkerKind::Restart => theme.good(),
+            let (style, glyph) = match kind {
+                MarkerKind::Kill => (theme.bad(), Glyph::Braille),
+                MarkerKind::Restart => (theme.good(), Glyph::Dot),
             };
             Dataset::default()
                 .graph_type(GraphType::Line)
-                .marker(Glyph::Braille)
+                .marker(glyph)
                 .style(style)
                 .data(points)
         })
@@ -226,11 +295,11 @@ fn rows_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, x_max: f64, theme: 
         (&lane.series.rows, theme.rows()),
         (&lane.series.duplicated, theme.duplicated()),
     ];
-    for (data, style) in curves {
+    for ((data, style), (glyph, _, _)) in curves.into_iter().zip(CURVES) {
         datasets.push(
             Dataset::default()
                 .graph_type(GraphType::Line)
-                .marker(Glyph::Braille)
+                .marker(glyph)
                 .style(style)
                 .data(data),
         );
