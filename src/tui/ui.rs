@@ -523,7 +523,7 @@ mod tests {
             assert_eq!(screen.matches("343 │").count(), 2, "{w}x{h}:\n{screen}");
             assert!(!screen.contains("220 │"), "{w}x{h}: {tops:?}");
             // A legend names each curve by its glyph, and the markers.
-            for word in ["⣀rows", "•distinct", "▀dup", "┃kill", "┆restart"] {
+            for word in ["⣀rows", "•distinct", "▚dup", "┃kill", "┆restart"] {
                 assert!(screen.contains(word), "{w}x{h}: no {word}:\n{screen}");
             }
             // ckpt only where the lane has checkpoints (guarded, not naive).

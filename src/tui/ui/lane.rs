@@ -50,7 +50,7 @@ const CURVES: [(Glyph, &str, &str); 4] = [
     (Glyph::Bar, "▄", "ckpt"),
     (Glyph::Dot, "•", "distinct"),
     (Glyph::Braille, "⣀", "rows"),
-    (Glyph::HalfBlock, "▀", "dup"),
+    (Glyph::Quadrant, "▚", "dup"),
 ];
 
 /// One lane's panel: its lights and figures, its two charts, its verdict.
@@ -295,7 +295,13 @@ fn rows_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, scales: Scales, the
         (&lane.series.rows, theme.rows()),
         (&lane.series.duplicated, theme.duplicated()),
     ];
-    for ((data, style), (glyph, _, _)) in curves.into_iter().zip(CURVES) {
+    for (i, ((data, style), (glyph, _, _))) in curves.into_iter().zip(CURVES).enumerate() {
+        // Nothing to draw for a lane without checkpoints, nor for duplicates that never came:
+        // a curve lying on the axis in the alarm colour would say something that is not so.
+        let empty = data.iter().all(|p| p.1 <= 0.0);
+        if (i == 0 && lane.checkpoints.is_none()) || (i == 3 && empty) {
+            continue;
+        }
         datasets.push(
             Dataset::default()
                 .graph_type(GraphType::Line)
