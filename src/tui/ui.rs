@@ -614,6 +614,20 @@ mod tests {
         let screen = text(&end_of_night(), 80, 24);
         assert!(screen.contains("? help q quit"), "{screen}");
         assert!(screen.contains("DATA WRONG (112 duplicated"), "{screen}");
+        // Every lane keeps its rows chart (an axis of at least four rows) and its heartbeat's
+        // age over the night (a sparkline).
+        assert_eq!(screen.matches("343 │").count(), 2, "{screen}");
+        assert_eq!(screen.matches("hb  │▁").count(), 2, "{screen}");
+        let axis_rows = screen
+            .lines()
+            .filter(|l| {
+                l.chars().nth(1) == Some('3') || l.starts_with("┃    │") || l.starts_with("┃0   │")
+            })
+            .count();
+        assert!(
+            axis_rows >= 4,
+            "the naive chart has {axis_rows} rows:\n{screen}"
+        );
         insta::assert_snapshot!(screen);
     }
 

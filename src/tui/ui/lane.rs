@@ -95,15 +95,32 @@ pub(super) fn lane_panel(
         return;
     }
     let lines = status_lines(lane, inner.width, theme);
-    let verdict = verdict_lines(lane, theme);
-    // Verdict lines wrap rather than lose their end: count the rows they need at this width.
-    let verdict_height: u16 = verdict
-        .iter()
-        .map(|l| (l.width() as u16).div_ceil(inner.width).max(1))
-        .sum();
-    let fixed = lines.len() as u16 + verdict_height;
-    let chart_height = inner.height.saturating_sub(fixed);
-    let heartbeat_height = if chart_height >= 16 { 6 } else { 0 };
+    let wrapped = |verdict: &[Line<'_>]| -> u16 {
+        // Verdict lines wrap rather than lose their end: count the rows they need here.
+        verdict
+            .iter()
+            .map(|l| (l.width() as u16).div_ceil(inner.width).max(1))
+            .sum()
+    };
+    let mut verdict = verdict_lines(lane, theme, true);
+    let room = |verdict_height: u16| {
+        inner
+            .height
+            .saturating_sub(lines.len() as u16 + verdict_height)
+    };
+    // The rows chart comes before the explanation of the verdict: in a small window the
+    // disagreement line (the verdict says it already) gives its rows to the chart.
+    if room(wrapped(&verdict)) < 7 {
+        verdict = verdict_lines(lane, theme, false);
+    }
+    let verdict_height = wrapped(&verdict);
+    let chart_height = room(verdict_height);
+    // The heartbeat's age over the night: a chart when there is room, else a one-row sparkline.
+    let heartbeat_height = match chart_height {
+        16.. => 6,
+        7..=15 => 1,
+        _ => 0,
+    };
     let [top, chart_area, heartbeat_area, bottom] = Layout::vertical([
         Constraint::Length(lines.len() as u16),
         Constraint::Length(chart_height - heartbeat_height),
@@ -113,19 +130,21 @@ pub(super) fn lane_panel(
     .areas(inner);
     Paragraph::new(lines).render(top, buf);
     if chart_area.height >= 4 {
-        // A legend line when there is room for it above a chart of at least four rows.
-        let chart_area = if chart_area.height >= 6 {
+        // A legend line when the chart keeps at least seven rows without it.
+        let chart_area = if chart_area.height >= 8 {
             let [legend_area, rest] =
                 Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(chart_area);
-            Paragraph::new(legend(lane, theme)).render(legend_area, buf);
+            Paragraph::new(legend(lane, theme, inner.width)).render(legend_area, buf);
             rest
         } else {
             chart_area
         };
         rows_chart(chart_area, buf, lane, scales, theme);
     }
-    if heartbeat_area.height > 0 {
-        heartbeat_chart(heartbeat_area, buf, lane, x_max, theme);
+    match heartbeat_area.height {
+        0 => {}
+        1 => heartbeat_sparkline(heartbeat_area, buf, lane, x_max, theme),
+        _ => heartbeat_chart(heartbeat_area, buf, lane, x_max, theme),
     }
     Paragraph::new(verdict)
         .wrap(ratatui::widgets::Wrap { trim: true })
@@ -194,8 +213,8 @@ fn status_lines(lane: &LaneView, width: u16, theme: Theme) -> Vec<Line<'static>>
     lines
 }
 
-/// The worker's claim beside the rows' verdict, and why they disagree.
-fn verdict_lines(lane: &LaneView, theme: Theme) -> Vec<Line<'static>> {
+/// The worker's claim beside the rows' verdict, and (`why`) why they disagree.
+fn verdict_lines(lane: &LaneView, theme: Theme, why: bool) -> Vec<Line<'static>> {
     let mut verdict = vec![
         Line::from(vec![
             Span::styled("claimed ", theme.dim()),
@@ -217,8 +236,8 @@ fn verdict_lines(lane: &LaneView, theme: Theme) -> Vec<Line<'static>> {
             ),
         ]),
     ];
-    if let Some(why) = &lane.disagreement {
-        verdict.push(Line::styled(why.clone(), theme.bad()));
+    if let Some(text) = lane.disagreement.as_ref().filter(|_| why) {
+        verdict.push(Line::styled(text.clone(), theme.bad()));
     }
     verdict
 }
@@ -235,8 +254,9 @@ fn short_time(since_start: f64) -> String {
     t[..5].to_string()
 }
 
-/// The chart's legend: each curve's glyph and name in its colour, and the two markers.
-fn legend(lane: &LaneView, theme: Theme) -> Line<'static> {
+/// The chart's legend: each curve's glyph and name in its colour, and the two markers; in a
+/// narrow panel, `distinct` is `dist`.
+fn legend(lane: &LaneView, theme: Theme, width: u16) -> Line<'static> {
     let styles = [
         theme.checkpoints(),
         theme.distinct(),
@@ -250,6 +270,11 @@ fn legend(lane: &LaneView, theme: Theme) -> Line<'static> {
             continue;
         }
         let (_, glyph, name) = CURVES[i];
+        let name = if name == "distinct" && width < 46 {
+            "dist"
+        } else {
+            name
+        };
         spans.push(Span::styled(format!("{glyph}{name} "), styles[i]));
     }
     spans.push(Span::styled("┃kill ", theme.bad()));
@@ -321,6 +346,41 @@ fn rows_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, scales: Scales, the
             Span::styled(format!("{y_max:.0}"), theme.dim()),
         ]))
         .render(area, buf);
+}
+
+/// The heartbeat's age as one row: `hb` and a bar per column, full at the dead-man's threshold
+/// and marked in the alarm colour past it.
+fn heartbeat_sparkline(area: Rect, buf: &mut Buffer, lane: &LaneView, x_max: f64, theme: Theme) {
+    const LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let label = "hb  │";
+    let width = usize::from(area.width).saturating_sub(label.chars().count());
+    if width == 0 {
+        return;
+    }
+    // The oldest age seen in each column's stretch of the night.
+    let mut columns: Vec<Option<f64>> = vec![None; width];
+    for &(at, age) in &lane.series.heartbeat_age {
+        let column = ((at / x_max.max(1.0)) * width as f64) as usize;
+        if let Some(cell) = columns.get_mut(column.min(width - 1)) {
+            *cell = Some(cell.map_or(age, |seen: f64| seen.max(age)));
+        }
+    }
+    let mut spans = vec![Span::styled(label, theme.heartbeat())];
+    for column in columns {
+        spans.push(match column {
+            None => Span::raw(" "),
+            Some(age) => {
+                let level = (age / lane.dead_man.max(1.0) * 7.0).round().clamp(0.0, 7.0);
+                let style = if age > lane.dead_man {
+                    theme.bad()
+                } else {
+                    theme.heartbeat()
+                };
+                Span::styled(LEVELS[level as usize].to_string(), style)
+            }
+        });
+    }
+    Paragraph::new(Line::from(spans)).render(area, buf);
 }
 
 fn heartbeat_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, x_max: f64, theme: Theme) {
