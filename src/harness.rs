@@ -1,6 +1,8 @@
 //! The headless driver: one night driven through the same engine the dashboard draws, its
 //! timeline handed out line by line as it happens, and the report derived from the rows at the
-//! end. `run` and `prove` (and whatever drives nights without a terminal next) share it.
+//! end. `run`, `prove`, `map` and `shrink` share it; `pool` runs many nights at once.
+
+pub mod pool;
 
 use std::path::{Path, PathBuf};
 use std::thread;
@@ -8,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::engine::{Engine, EngineConfig, Kind};
+use crate::engine::{Engine, EngineConfig, KillWindows, Kind};
 use crate::error::{Context as _, Error};
 use crate::exit;
 use crate::record::{self, LaneEnd, Recorder};
@@ -34,6 +36,8 @@ pub struct RunReport {
     pub duplicated_task_ids: u64,
     pub missing: u64,
     pub kills: u32,
+    /// Where each kill landed (window -> count), read from the rows after each kill.
+    pub kills_in_window: KillWindows,
     pub restarts: u32,
     /// Distinct `run_id` values among the rows: how many worker processes wrote any.
     pub runs: u64,
@@ -201,6 +205,7 @@ fn report(
         duplicated_task_ids: inspection.duplicated_task_ids,
         missing: inspection.missing,
         kills: lane.kills,
+        kills_in_window: lane.kills_in_window,
         restarts: lane.restarts,
         runs: inspection.runs,
         started_before_first_done: engine

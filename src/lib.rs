@@ -13,6 +13,7 @@ pub mod exit;
 pub mod harness;
 pub mod heartbeat;
 pub mod limits;
+pub mod map;
 pub mod observer;
 pub mod paths;
 pub mod record;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::cli::ProveArgs;
+use crate::engine::KillWindows;
 use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig};
 use crate::error::{Context as _, Error};
 use crate::exit::{DATA_WRONG as EXIT_DATA_WRONG, OK as EXIT_OK};
@@ -33,6 +34,10 @@ pub struct TestResult {
     pub duplicated_task_ids: u64,
     pub missing: u64,
     pub detail: String,
+    /// Where the kills of this test's nights landed (window -> count).
+    pub kills_in_window: KillWindows,
+    /// Said beside a PASS when no kill landed in the window that breaks the strategy.
+    pub unearned: Option<String>,
     /// What a failure means, from the postmortem's symptom table.
     pub lessons: Vec<String>,
 }
@@ -43,6 +48,10 @@ pub struct ProveReport {
     pub seed: u64,
     pub items: u64,
     pub tests: Vec<TestResult>,
+    /// Where every kill of every night landed (window -> count).
+    pub kills_in_window: KillWindows,
+    /// The windows no kill of any night landed in.
+    pub windows_never_hit: Vec<String>,
     pub passed: usize,
     /// Tests that did not pass: a data failure, or a test that tested nothing.
     pub failed: usize,
@@ -142,7 +151,19 @@ fn result(
     if !held {
         lessons.push(Symptom::StatusOkDataWrong.lesson());
     }
+    let kills_in_window = reports
+        .iter()
+        .fold(KillWindows::default(), |sum, r| sum.plus(r.kills_in_window));
+    // Only a test that killed can miss a window; the others test something else.
+    let killed = reports.iter().any(|r| r.kills > 0);
+    let unearned = reports
+        .first()
+        .and_then(|r| Strategy::from_name(&r.strategy))
+        .filter(|_| pass && killed)
+        .and_then(|s| kills_in_window.unearned(s));
     TestResult {
+        kills_in_window,
+        unearned,
         name: name.to_string(),
         pass,
         tested,
@@ -189,6 +210,9 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let passed = tests.iter().filter(|t| t.pass).count();
     let failed = tests.len() - passed;
     let not_tested = tests.iter().filter(|t| !t.tested).count();
+    let kills_in_window = tests
+        .iter()
+        .fold(KillWindows::default(), |sum, t| sum.plus(t.kills_in_window));
     let kept = if failed == 0 {
         let _ = std::fs::remove_dir_all(&dir);
         None
@@ -200,6 +224,12 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         seed,
         items: args.items,
         tests,
+        kills_in_window,
+        windows_never_hit: kills_in_window
+            .never_hit()
+            .into_iter()
+            .map(|w| w.name().to_string())
+            .collect(),
         passed,
         failed,
         not_tested,
@@ -379,6 +409,9 @@ fn print_test(number: usize, test: &TestResult, out: &mut dyn Write) {
         (false, true) => "FAIL",
     };
     let _ = writeln!(out, "{number}. {mark}  {}", test.name);
+    if let Some(unearned) = &test.unearned {
+        let _ = writeln!(out, "         ({unearned})");
+    }
     let _ = writeln!(out, "         {}", test.detail);
     if !test.pass && test.tested {
         for lesson in &test.lessons {
@@ -402,6 +435,11 @@ fn print_summary(report: &ProveReport, out: &mut dyn Write) {
         report.passed,
         report.tests.len(),
         report.strategy
+    );
+    let _ = writeln!(
+        out,
+        "windows: {}",
+        super::run::describe_windows(&report.kills_in_window)
     );
     if let Some(dir) = &report.kept {
         let _ = writeln!(out, "databases kept for inspection in {}", dir.display());

@@ -11,6 +11,7 @@ mod lane;
 mod timeline;
 mod triggers;
 mod watch;
+mod window;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -26,6 +27,7 @@ pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
 pub use self::timeline::{Entry, Kind, Mark, Source, Tone, timeline_line};
 use self::triggers::{Action, Triggers};
 use self::watch::Watch;
+pub use self::window::{KillWindow, KillWindows};
 use crate::clock::SimClock;
 use crate::store::StoreError;
 use crate::supervisor::slot::{Output, RestartPolicy, SlotState};
@@ -229,6 +231,7 @@ impl Engine {
 
     fn spawn(&mut self, lane: usize, slot: usize) -> Result<(), EngineError> {
         let worker = self.lanes[lane].worker_config(slot, self.speed);
+        self.lanes[lane].spawning(slot);
         let mut command = Command::new(&self.config.exe);
         command.args(worker.to_args());
         let paused = self.paused_at.is_some();
