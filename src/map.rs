@@ -329,11 +329,12 @@ fn remove_night(db: &Path) {
     let _ = std::fs::remove_file(crate::heartbeat::default_path(db));
 }
 
-/// A folder for the map's databases: in memory (`/dev/shm`) when the system has one, since a
-/// night's database lives for milliseconds, else the system temp dir.
+/// A folder for the map's databases: TMPDIR when it is set (the user's choice), else in memory
+/// (`/dev/shm`) when the system has one, since a night's database lives for milliseconds and
+/// never needs the disk, else the system temp dir.
 pub fn fresh_dir(label: &str) -> std::io::Result<PathBuf> {
     let shm = Path::new("/dev/shm");
-    let base = if shm.is_dir() && tempfile_in(shm) {
+    let base = if std::env::var_os("TMPDIR").is_none() && shm.is_dir() && tempfile_in(shm) {
         shm.to_path_buf()
     } else {
         std::env::temp_dir()

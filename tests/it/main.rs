@@ -5,6 +5,7 @@ mod common;
 mod faults;
 mod fuzz;
 mod heartbeat_check;
+mod map;
 mod pty;
 mod refuse;
 mod replay;
