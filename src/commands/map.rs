@@ -94,7 +94,6 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
             collect(&plan, &pool, started)
         }
     })();
-    let elapsed = started.elapsed().as_secs_f64();
     let state = match outcome {
         Ok(state) => state,
         Err(error) => {
@@ -104,6 +103,8 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
             return Err(error);
         }
     };
+    // The time the nights took (not the time spent watching them afterwards).
+    let elapsed = state.elapsed_s;
     let cells = state.cells();
     let all_right = state.finished() && cells.iter().all(Cell::is_right);
     // The dashboard's nights opened from the map keep their databases, as `reclaim tui` does.
@@ -243,6 +244,9 @@ fn print_summary(
         );
     }
     if let Some(dir) = kept {
-        let _ = writeln!(out, "databases kept in {dir}");
+        let _ = writeln!(
+            out,
+            "databases kept in {dir} (open them with sqlite3; under /dev/shm they live in memory until reboot)"
+        );
     }
 }

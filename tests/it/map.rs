@@ -450,3 +450,76 @@ fn shrink_refuses_a_night_that_went_right() {
     let shrink = reclaim_in_dir(dir.path(), &["shrink", path_arg(&record)], LIMIT);
     assert_one_line_error(&shrink, "ended right");
 }
+
+#[test]
+fn enter_on_the_map_opens_that_night_beside_guarded_and_q_comes_back() {
+    use crate::pty::Dashboard;
+    let dir = tmp();
+    let mut screen = Dashboard::start(
+        &[
+            "map",
+            "--items",
+            "12",
+            "--strategy",
+            "naive",
+            "--points",
+            "after-commit",
+        ],
+        dir.path(),
+        100,
+        30,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let deadline = Instant::now() + LIMIT;
+    screen
+        .wait_for("the finished map", deadline, |s| {
+            s.contents().contains("12 nights in")
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The third task: a crash after committing task-002 duplicates three rows.
+    screen.send(b"ll").unwrap_or_else(|e| panic!("{e}"));
+    screen
+        .wait_for("the cell under the cursor", deadline, |s| {
+            s.contents()
+                .contains("naive · after-commit · task-002: DUPLICATED 3")
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    screen.send(b"\r").unwrap_or_else(|e| panic!("{e}"));
+    screen
+        .wait_for("the dashboard on that night", deadline, |s| {
+            let text = s.contents();
+            text.contains("The map's night: naive at task-002:after-commit")
+                && text.contains("naive")
+                && text.contains("guarded")
+                && text.contains("running pid")
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    screen.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    screen
+        .wait_for("the map again", deadline, |s| {
+            s.contents()
+                .contains("back from naive at task-002:after-commit")
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    screen.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    let status = screen
+        .wait_exit(Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        status.exit_code(),
+        1,
+        "naive's cells are wrong:\n{}",
+        screen.text()
+    );
+    crate::tui::assert_terminal_restored(&screen);
+    assert!(
+        screen.text().contains("reclaim map: 12 of 12 nights"),
+        "{}",
+        screen.text()
+    );
+    assert_eq!(
+        workers_under(dir.path()),
+        Vec::<i32>::new(),
+        "workers outlived the map"
+    );
+}
