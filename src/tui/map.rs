@@ -8,7 +8,9 @@ use std::io;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{
+    Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
+};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::buffer::Buffer;
@@ -246,6 +248,16 @@ impl MapState {
         self.cells[self.index(self.band, self.task)].as_ref()
     }
 
+    /// Moves the cursor to a band and task (the mouse), when they are on the map.
+    pub fn select(&mut self, band: usize, task: u64) {
+        if band < self.plan.bands().len() && (self.plan.tasks.0..=self.plan.tasks.1).contains(&task)
+        {
+            self.band = band;
+            self.task = task;
+            self.notice = None;
+        }
+    }
+
     /// Says something on the status line until the next key.
     pub fn notify(&mut self, text: String) {
         self.notice = Some(text);
@@ -374,6 +386,57 @@ fn put<'a>(buf: &mut Buffer, area: Rect, y: u16, line: impl Into<Line<'a>>) {
     }
 }
 
+/// Whether there is room for a blank line between strategies, besides what must show: title,
+/// axis, the bands and (on the screen) the cell under the cursor and the keys.
+fn spaced_for(area: Rect, plan: &Plan, interactive: bool) -> bool {
+    let fixed = 2 + bands_height(plan, false) + if interactive { 3 } else { 0 };
+    area.height.saturating_sub(fixed) >= bands_height(plan, true) - bands_height(plan, false)
+}
+
+/// The line each band is drawn on, `None` past the bottom: drawing and the mouse share it.
+fn band_rows(area: Rect, plan: &Plan, spaced: bool) -> Vec<Option<u16>> {
+    let mut y = area.y + 2;
+    plan.bands()
+        .iter()
+        .enumerate()
+        .map(|(band, &(_, point))| {
+            if band > 0 && spaced && point == plan.points[0] {
+                y += 1;
+            }
+            let row = (y < area.y + area.height).then_some(y);
+            y += 1;
+            row
+        })
+        .collect()
+}
+
+/// The band and task under a point of the screen: in a binned column, the night its glyph
+/// shows (the worst of the bin), so pointing at a bad glyph shows that bad night.
+#[must_use]
+pub fn cell_at(area: Rect, state: &MapState, x: u16, y: u16) -> Option<(usize, u64)> {
+    let plan = &state.plan;
+    let rows = band_rows(area, plan, spaced_for(area, plan, true));
+    let band = rows.iter().position(|&r| r == Some(y))?;
+    let count = plan.task_count();
+    let columns = columns_for(area.width, count);
+    let column = x.checked_sub(area.x + LABEL).filter(|&c| c < columns)?;
+    let mut best: Option<(Option<Outcome>, u64)> = None;
+    for task in plan.tasks.0..=plan.tasks.1 {
+        if column_of(task, plan.tasks.0, count, columns) != column {
+            continue;
+        }
+        let outcome = state.cells[state.index(band, task)]
+            .as_ref()
+            .map(Cell::outcome);
+        best = match best {
+            None => Some((outcome, task)),
+            Some((shown, _)) if worse(shown, outcome) != shown => Some((outcome, task)),
+            keep => keep,
+        };
+    }
+    best.map(|(_, task)| (band, task))
+}
+
 fn draw(area: Rect, buf: &mut Buffer, state: &MapState, theme: Theme, interactive: bool) {
     if area.width == 0 || area.height == 0 {
         return;
@@ -384,14 +447,9 @@ fn draw(area: Rect, buf: &mut Buffer, state: &MapState, theme: Theme, interactiv
     let bottom = area.y + area.height;
     // What must show: title, axis, bands, the cell under the cursor and the footer; the gaps
     // between strategies, the summaries and the legend only when there is room.
-    let fixed = 2 + bands_height(plan, false) + if interactive { 3 } else { 0 };
-    let spare = area.height.saturating_sub(fixed);
-    let spaced = spare >= bands_height(plan, true) - bands_height(plan, false);
-    let mut spare = spare.saturating_sub(if spaced {
-        bands_height(plan, true) - bands_height(plan, false)
-    } else {
-        0
-    });
+    let spaced = spaced_for(area, plan, interactive);
+    let fixed = 2 + bands_height(plan, spaced) + if interactive { 3 } else { 0 };
+    let mut spare = area.height.saturating_sub(fixed);
     let show_legend = spare >= 1;
     spare = spare.saturating_sub(u16::from(show_legend));
     // The plain output prints its summaries itself, after the map.
@@ -540,17 +598,13 @@ fn draw_bands(
 ) -> u16 {
     let plan = &state.plan;
     let count = plan.task_count();
-    let bottom = area.y + area.height;
-    let mut y = area.y + 2;
     let bands = plan.bands();
+    let rows = band_rows(area, plan, spaced);
     let cursor_column = column_of(state.task, plan.tasks.0, count, columns);
+    let mut y = area.y + 2;
     for (band, &(strategy, point)) in bands.iter().enumerate() {
-        if band > 0 && spaced && point == plan.points[0] {
-            y += 1;
-        }
-        if y >= bottom {
-            break;
-        }
+        let Some(row) = rows[band] else { break };
+        y = row;
         let mut outcomes: Vec<Option<Outcome>> = vec![None; columns as usize];
         for task in plan.tasks.0..=plan.tasks.1 {
             let c = column_of(task, plan.tasks.0, count, columns) as usize;
@@ -791,6 +845,21 @@ fn map_loop(
                     }
                 }
             }
+            Ok(Event::Mouse(mouse))
+                if matches!(
+                    mouse.kind,
+                    MouseEventKind::Moved | MouseEventKind::Down(MouseButton::Left)
+                ) =>
+            {
+                let size = terminal
+                    .size()
+                    .context(|| "cannot read the terminal's size".into())?;
+                let area = Rect::new(0, 0, size.width, size.height);
+                if let Some((band, task)) = cell_at(area, &map.state, mouse.column, mouse.row) {
+                    map.state.select(band, task);
+                    dirty = true;
+                }
+            }
             Ok(Event::Resize(..)) => dirty = true,
             Ok(_) | Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
@@ -963,6 +1032,33 @@ mod tests {
             point: CrashPoint::AfterRowCommit,
         };
         assert!(scenario.lanes.iter().all(|l| l.crash_at == Some(crash)));
+    }
+
+    #[test]
+    fn pointing_at_a_glyph_selects_the_night_it_shows() {
+        // 200 tasks in 51 columns at 80x24: the first column holds tasks 0..=3 and shows the
+        // worst, task-003 before-write with 3 duplicated.
+        let plan = plan(Strategy::all().to_vec(), 200);
+        let mut state = finished(&plan);
+        let area = Rect::new(0, 0, 80, 24);
+        let text = screen(&state, 80, 24);
+        let y = text
+            .lines()
+            .position(|l| l.starts_with("naive      before-write"))
+            .unwrap_or_default() as u16;
+        assert_eq!(cell_at(area, &state, LABEL, y), Some((0, 3)));
+        let (band, task) = cell_at(area, &state, LABEL, y).unwrap_or_default();
+        state.select(band, task);
+        assert_eq!(state.selected().map(|c| c.duplicated_task_ids), Some(3));
+        // The label, the axis and the gap between strategies are no cell.
+        assert_eq!(cell_at(area, &state, 3, y), None);
+        assert_eq!(cell_at(area, &state, LABEL, 1), None);
+        assert_eq!(cell_at(area, &state, LABEL, y + 4), None);
+        // Two-commit's after-row-commit band, one band below the gap.
+        assert_eq!(
+            cell_at(area, &state, LABEL + 10, y + 6).map(|(b, _)| b),
+            Some(5)
+        );
     }
 
     #[test]
