@@ -68,8 +68,7 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
         scenario_toml(&wrong, &cell, crash, &source, &recorded, nights)
     );
     eprintln!(
-        "reclaim shrink: {} kill(s) -> 1 kill at {crash}, which still goes wrong ({}); the search ran {nights} nights",
-        wrong.kills.len(),
+        "reclaim shrink: {recorded} -> 1 kill at {crash}, which still goes wrong ({}); the search ran {nights} nights",
         cell.verdict()
     );
     Ok(OK)
@@ -187,7 +186,8 @@ fn describe_kills(kills: &[Option<u64>]) -> String {
             )
         })
         .collect();
-    format!("{} kills: {}", kills.len(), each.join(", "))
+    let noun = if kills.len() == 1 { "kill" } else { "kills" };
+    format!("{} {noun}: {}", kills.len(), each.join(", "))
 }
 
 /// A TOML string literal.
