@@ -165,7 +165,17 @@ fn collect(plan: &Plan, pool: &Pool<Cell>, started: Instant) -> Result<MapState,
     let progress = io::stderr().is_terminal();
     let mut shown = Instant::now();
     while let Some((_, result)) = pool.next() {
-        state.add(result?);
+        let cell = match result {
+            Ok(cell) => cell,
+            Err(error) => {
+                // The error line must not land at the end of the progress line.
+                if progress {
+                    eprintln!();
+                }
+                return Err(error);
+            }
+        };
+        state.add(cell);
         if progress && (shown.elapsed().as_millis() >= 100 || state.finished()) {
             shown = Instant::now();
             let wrong = state.cells().iter().filter(|c| !c.is_right()).count();
@@ -177,10 +187,10 @@ fn collect(plan: &Plan, pool: &Pool<Cell>, started: Instant) -> Result<MapState,
             );
         }
     }
+    state.elapsed_s = started.elapsed().as_secs_f64();
     if progress {
         eprintln!();
     }
-    state.elapsed_s = started.elapsed().as_secs_f64();
     if !state.finished() {
         // The pool ended early without an error: only a signal does that.
         return Err(Error::Stopped(
