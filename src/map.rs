@@ -119,6 +119,9 @@ pub fn expected_duplicates(strategy: Strategy, kill: Kill) -> u64 {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cell {
     pub strategy: Strategy,
+    /// The kill, typed (`task` and `point` say it in the JSON).
+    #[serde(skip)]
+    pub kill: Kill,
     pub task: u64,
     pub point: String,
     pub rows: u64,
@@ -170,14 +173,7 @@ impl Cell {
     /// The kill this cell's night ran under.
     #[must_use]
     pub fn kill(&self) -> Kill {
-        let point = CrashPoint::ALL
-            .into_iter()
-            .find(|p| p.name() == self.point)
-            .unwrap_or(CrashPoint::BeforeWrite);
-        Kill::Crash(CrashAt {
-            task: self.task,
-            point,
-        })
+        self.kill
     }
 
     /// The verdict in a word or two: right, DUPLICATED n, MISSING n, NOT TESTED, WRONG.
@@ -298,6 +294,7 @@ impl Runner {
         let report = harness::drive(config, &plan, |_| {})?;
         let cell = Cell {
             strategy: night.strategy,
+            kill: night.kill,
             task: crash.task,
             point: crash.point.name().to_string(),
             rows: report.rows,
@@ -362,6 +359,10 @@ mod tests {
     fn cell(strategy: Strategy, dup: u64, missing: u64, status: Status) -> Cell {
         Cell {
             strategy,
+            kill: Kill::Crash(CrashAt {
+                task: 3,
+                point: CrashPoint::AfterCommit,
+            }),
             task: 3,
             point: "after-commit".into(),
             rows: 10 + dup,

@@ -913,6 +913,7 @@ mod tests {
             let dup = expected_duplicates(night.strategy, night.kill);
             state.add(Cell {
                 strategy: night.strategy,
+                kill: night.kill,
                 task: night.kill.task(),
                 point: night.kill.point().to_string(),
                 rows: plan.items + dup,
