@@ -136,6 +136,9 @@ impl Lane {
     }
 
     /// Where the kill of `slots` landed, from the rows read after their workers were reaped.
+    // INVARIANT: called after `last_item` has read the rows to the end and before any restart
+    // of these slots is spawned (restarts come later in the tick, after a delay), so the rows
+    // are exactly what the killed attempts left.
     fn place_kill(&mut self, slots: &[usize]) {
         let committed = slots
             .iter()
