@@ -8,8 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::cli::ProveArgs;
-use crate::engine::KillWindows;
-use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig};
+use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, KillWindows, LaneConfig};
 use crate::error::{Context as _, Error};
 use crate::exit::{DATA_WRONG as EXIT_DATA_WRONG, OK as EXIT_OK};
 use crate::harness::{RunReport, drive};
