@@ -523,3 +523,49 @@ fn enter_on_the_map_opens_that_night_beside_guarded_and_q_comes_back() {
         "workers outlived the map"
     );
 }
+
+#[test]
+fn shrink_moves_a_two_commit_crash_to_the_first_task_and_keeps_its_window() {
+    let dir = tmp();
+    let record = dir.path().join("night.jsonl");
+    let db = dir.path().join("night.db");
+    let night = reclaim_in_dir(
+        dir.path(),
+        &[
+            "run",
+            "--strategy",
+            "two-commit",
+            "--items",
+            "60",
+            "--delay-ms",
+            "0",
+            "--crash-at",
+            "task-030:after-row-commit",
+            "--db",
+            path_arg(&db),
+            "--record",
+            path_arg(&record),
+            "--json",
+        ],
+        LIMIT,
+    );
+    assert_eq!(night.code, Some(1), "{}", night.stderr);
+    let shrink = reclaim_in_dir(dir.path(), &["shrink", path_arg(&record)], LIMIT);
+    assert_eq!(shrink.code, Some(0), "{}", shrink.stderr);
+    let scenario = reclaim::scenario::Scenario::parse("shrunk.toml", &shrink.stdout)
+        .unwrap_or_else(|e| panic!("{e}\n{}", shrink.stdout));
+    let crash = scenario.lanes[0].crash_at.map(|c| c.to_string());
+    // Only the window between the two commits breaks two-commit; the earliest task has one too.
+    assert_eq!(
+        crash.as_deref(),
+        Some("task-000:after-row-commit"),
+        "{}",
+        shrink.stdout
+    );
+    assert_eq!(scenario.lanes[0].strategy.name(), "two-commit");
+    assert!(
+        shrink.stderr.contains("1 kill: after task-030"),
+        "{}",
+        shrink.stderr
+    );
+}
