@@ -74,13 +74,13 @@ pub struct ProveArgs {
     reason = "command-line flags: each is a switch the user sets, not a state"
 )]
 pub struct MapArgs {
-    /// A strategy, or `all` for the four side by side
+    /// A strategy, several comma-separated (naive,two-commit), or `all` for the four side by side
     #[arg(long, value_name = "S|all", default_value = "all", value_parser = parse_strategies)]
     pub strategy: Strategies,
     /// Items in the queue: task-000 .. task-(N-1)
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=MAX_MAP_ITEMS))]
     pub items: u64,
-    /// Crash points, comma-separated [default: all four]
+    /// Crash points, comma-separated: before-write, after-row-commit, after-commit, after-heartbeat [default: all four]
     #[arg(long, value_name = "P,P,...", value_parser = parse_points)]
     pub points: Option<Points>,
     /// The tasks to kill at, first..last inclusive (task-010..task-020 or 10..20) [default: every task]
