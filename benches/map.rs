@@ -8,6 +8,7 @@
 use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use reclaim::map::{Kill, Night, Runner};
@@ -109,6 +110,7 @@ fn main() -> Result<(), Box<dyn Error>> {
                     strategy,
                     kill: Kill::Crash(crash),
                 },
+                &AtomicBool::new(false),
             )?;
             night.push(started.elapsed().as_secs_f64() * 1000.0);
         }

@@ -5,6 +5,7 @@
 pub mod pool;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -98,6 +99,27 @@ pub fn drive_recorded(
     config: EngineConfig,
     plan: &KillPlan,
     record: Option<(&Path, String)>,
+    on_line: impl FnMut(&str),
+) -> Result<RunReport, Error> {
+    drive_inner(config, plan, record, None, on_line)
+}
+
+/// `drive`, ended early (every worker killed, `Error::Stopped`) once `cancel` is set: the map
+/// leaves its nights in flight this way when the user quits, not only on a signal.
+pub fn drive_until(
+    config: EngineConfig,
+    plan: &KillPlan,
+    cancel: &AtomicBool,
+    on_line: impl FnMut(&str),
+) -> Result<RunReport, Error> {
+    drive_inner(config, plan, None, Some(cancel), on_line)
+}
+
+fn drive_inner(
+    config: EngineConfig,
+    plan: &KillPlan,
+    record: Option<(&Path, String)>,
+    cancel: Option<&AtomicBool>,
     mut on_line: impl FnMut(&str),
 ) -> Result<RunReport, Error> {
     signals::install().context(|| "cannot install signal handlers".into())?;
@@ -139,6 +161,10 @@ pub fn drive_recorded(
         if let Some(signal) = signals::received() {
             engine.shutdown();
             return Err(Error::Stopped(signal));
+        }
+        if cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
+            engine.shutdown();
+            return Err(Error::Stopped("the user's quit"));
         }
         thread::sleep(TICK);
     }

@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -259,8 +260,9 @@ pub struct Runner {
 }
 
 impl Runner {
-    /// Runs `night` (the `n`th of the map) to its end and reads its cell from the rows.
-    pub fn run(&self, n: usize, night: Night) -> Result<Cell, Error> {
+    /// Runs `night` (the `n`th of the map) to its end and reads its cell from the rows; once
+    /// `cancel` is set the night ends early, its workers killed (`Error::Stopped`).
+    pub fn run(&self, n: usize, night: Night, cancel: &AtomicBool) -> Result<Cell, Error> {
         let Kill::Crash(crash) = night.kill;
         let db = self.dir.join(format!(
             "{n:05}-{}-{}-{}.db",
@@ -291,7 +293,11 @@ impl Runner {
             wipe_at_task: None,
         };
         let plan = KillPlan::default();
-        let report = harness::drive(config, &plan, |_| {})?;
+        let report = harness::drive_until(config, &plan, cancel, |_| {});
+        if report.is_err() && !self.keep {
+            remove_night(&db);
+        }
+        let report = report?;
         let cell = Cell {
             strategy: night.strategy,
             kill: night.kill,

@@ -77,7 +77,9 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     let jobs: Vec<_> = plan.nights().into_iter().enumerate().collect();
     let started = Instant::now();
     let outcome = (|| {
-        let pool = Pool::start(jobs, threads, move |&(n, night)| runner.run(n, night))?;
+        let pool = Pool::start(jobs, threads, move |&(n, night), cancel| {
+            runner.run(n, night, cancel)
+        })?;
         if interactive {
             let mut map = MapRun {
                 state: MapState::new(plan.clone()),

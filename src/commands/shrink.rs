@@ -151,7 +151,9 @@ fn search(runner: &Runner, wrong: &Wrong, threads: usize) -> Result<(Option<Cell
             .collect();
         nights += candidates.len();
         let worker = runner.clone();
-        let pool = Pool::start(candidates, threads, move |&(n, night)| worker.run(n, night))?;
+        let pool = Pool::start(candidates, threads, move |&(n, night), cancel| {
+            worker.run(n, night, cancel)
+        })?;
         let mut failing: Vec<(usize, Cell)> = Vec::new();
         while let Some((i, result)) = pool.next() {
             let cell = result?;

@@ -13,9 +13,8 @@ use crate::signals;
 /// One finished night: the index of its job and what it ended with.
 pub type Finished<R> = (usize, Result<R, Error>);
 
-/// A running set of nights. Dropping it stops handing out jobs and waits for the nights in
-/// flight (each ends on its own within one night, or at once on a signal, its workers killed by
-/// the engine's drop), so no thread and no worker outlives it.
+/// A running set of nights. Dropping it stops handing out jobs, tells the nights in flight to
+/// end (their workers killed) and waits for them, so no thread and no worker outlives it.
 pub struct Pool<R> {
     results: mpsc::Receiver<Finished<R>>,
     stop: Arc<AtomicBool>,
@@ -31,11 +30,13 @@ pub fn default_threads() -> usize {
 }
 
 impl<R: Send + 'static> Pool<R> {
-    /// Starts `threads` threads over `jobs`; `night` drives one job to its result.
+    /// Starts `threads` threads over `jobs`; `night` drives one job to its result, and should
+    /// end early (its workers killed) once the flag it is given is set: the pool sets it when
+    /// stopped or dropped.
     pub fn start<J, F>(jobs: Vec<J>, threads: usize, night: F) -> Result<Self, Error>
     where
         J: Send + Sync + 'static,
-        F: Fn(&J) -> Result<R, Error> + Send + Sync + 'static,
+        F: Fn(&J, &AtomicBool) -> Result<R, Error> + Send + Sync + 'static,
     {
         // Installed once here, not by each thread's first night: two threads racing to install
         // would register two flags and only one would be read.
@@ -64,7 +65,7 @@ impl<R: Send + 'static> Pool<R> {
                         }
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(job) = jobs.get(i) else { break };
-                        let result = night(job);
+                        let result = night(job, &halt);
                         // A stopped night ends the pool: the signal is for all of them.
                         let stopped = matches!(result, Err(Error::Stopped(_)));
                         if tx.send((i, result)).is_err() || stopped {
@@ -113,7 +114,7 @@ impl<R: Send + 'static> Pool<R> {
         self.results.try_recv().ok()
     }
 
-    /// Hands out no more jobs; the nights in flight finish.
+    /// Hands out no more jobs and tells the nights in flight to end now.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
     }
@@ -134,8 +135,8 @@ mod tests {
 
     #[test]
     fn every_job_comes_back_once_whatever_the_order() {
-        let pool =
-            Pool::start((0..50u64).collect(), 3, |&n| Ok(n * 2)).unwrap_or_else(|e| panic!("{e}"));
+        let pool = Pool::start((0..50u64).collect(), 3, |&n, _| Ok(n * 2))
+            .unwrap_or_else(|e| panic!("{e}"));
         let mut seen = Vec::new();
         while let Some((i, result)) = pool.next() {
             let value = result.unwrap_or_else(|e| panic!("{e}"));
@@ -147,8 +148,22 @@ mod tests {
     }
 
     #[test]
+    fn a_stopped_pool_tells_the_nights_in_flight() {
+        let pool = Pool::start((0..2u64).collect(), 2, |_, stop: &AtomicBool| {
+            // A night that would never end on its own.
+            while !stop.load(Ordering::SeqCst) {
+                thread::sleep(std::time::Duration::from_millis(1));
+            }
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        // Dropping returns only once both nights have seen the flag and ended.
+        drop(pool);
+    }
+
+    #[test]
     fn a_stopped_pool_hands_out_no_more_jobs() {
-        let pool = Pool::start((0..1000u64).collect(), 2, |&n| {
+        let pool = Pool::start((0..1000u64).collect(), 2, |&n, _| {
             thread::sleep(std::time::Duration::from_millis(1));
             Ok(n)
         })

@@ -569,3 +569,76 @@ fn shrink_moves_a_two_commit_crash_to_the_first_task_and_keeps_its_window() {
         shrink.stderr
     );
 }
+
+#[test]
+fn q_mid_map_ends_the_nights_in_flight_and_leaves_no_worker() {
+    use crate::pty::Dashboard;
+    let dir = tmp();
+    // Long nights (naive writes 50,000 rows, then most of them again), so q lands mid-night.
+    let mut screen = Dashboard::start(
+        &[
+            "map",
+            "--items",
+            "50000",
+            "--strategy",
+            "naive",
+            "--tasks",
+            "40000..40099",
+            "--keep",
+        ],
+        dir.path(),
+        100,
+        30,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let deadline = Instant::now() + LIMIT;
+    screen
+        .wait_for("the map running", deadline, |s| {
+            s.contents().contains("/400 nights")
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    while workers_under(dir.path()).is_empty() {
+        assert!(Instant::now() < deadline, "no worker ever started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    screen.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    let status = screen
+        .wait_exit(Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        status.exit_code(),
+        1,
+        "an unfinished map is not all right:\n{}",
+        screen.text()
+    );
+    crate::tui::assert_terminal_restored(&screen);
+    assert!(
+        screen
+            .text()
+            .contains("the map was left before it finished"),
+        "{}",
+        screen.text()
+    );
+    assert_eq!(
+        workers_under(dir.path()),
+        Vec::<i32>::new(),
+        "workers outlived the map"
+    );
+    // The nights in flight were ended, not waited for: a kept database holds a night cut short.
+    let map_dir = std::fs::read_dir(dir.path())
+        .ok()
+        .and_then(|d| d.flatten().map(|e| e.path()).find(|p| p.is_dir()))
+        .unwrap_or_else(|| panic!("no map folder kept in {}", dir.path().display()));
+    let cut_short = std::fs::read_dir(&map_dir).map_or(0, |d| {
+        d.flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "db"))
+            .filter(|db| distinct(&open_ro(db)) < 50_000)
+            .count()
+    });
+    assert!(
+        cut_short > 0,
+        "every night in {} ran to its end",
+        map_dir.display()
+    );
+}
