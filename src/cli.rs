@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::store::SyncMode;
 use crate::tui::theme::ThemeChoice;
-use crate::worker::{CrashAt, Strategy};
+use crate::worker::{CrashAt, CrashPoint, Strategy};
 
 use crate::limits::{MAX_BATCH, MAX_ITEMS, MAX_WORKERS};
 
@@ -39,6 +39,10 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Run the postmortem's three tests (and a crash-point sweep) against a strategy
     Prove(ProveArgs),
+    /// The kill-timing map: a real night for every task and crash point, per strategy
+    Map(MapArgs),
+    /// Search a recorded night that went wrong for the smallest kill schedule that still does
+    Shrink(ShrinkArgs),
     /// The dead-man's switch, for cron: exit 1 (and run --exec) when the heartbeat is stale
     HeartbeatCheck(HeartbeatCheckArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
@@ -95,6 +99,124 @@ pub struct ProveArgs {
     /// Print the results as one JSON object
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "command-line flags: each is a switch the user sets, not a state"
+)]
+pub struct MapArgs {
+    /// A strategy, several comma-separated (naive,two-commit), or `all` for the four side by side
+    #[arg(long, value_name = "S|all", default_value = "all", value_parser = parse_strategies)]
+    pub strategy: Strategies,
+    /// Items in the queue: task-000 .. task-(N-1)
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=MAX_MAP_ITEMS))]
+    pub items: u64,
+    /// Crash points, comma-separated: before-write, after-row-commit, after-commit, after-heartbeat [default: all four]
+    #[arg(long, value_name = "P,P,...", value_parser = parse_points)]
+    pub points: Option<Points>,
+    /// The tasks to kill at, first..last inclusive (task-010..task-020 or 10..20) [default: every task]
+    #[arg(long, value_name = "A..B", value_parser = parse_task_range)]
+    pub tasks: Option<(u64, u64)>,
+    /// Nights in flight at once [default: one per core, at least 2]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub threads: Option<u16>,
+    /// Print the map as one JSON object
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print one CSV line per cell
+    #[arg(long)]
+    pub csv: bool,
+    /// Print the map as text even on a terminal (no interactive screen)
+    #[arg(long, conflicts_with_all = ["json", "csv"])]
+    pub plain: bool,
+    /// Keep every night's database (its path is in each cell) instead of removing it
+    #[arg(long)]
+    pub keep: bool,
+}
+
+/// The largest queue `map` accepts: the map runs items x tasks x points rows per strategy.
+pub const MAX_MAP_ITEMS: u64 = 100_000;
+
+/// Strategies named on the command line, in the order given (`all`: every one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Strategies(pub Vec<Strategy>);
+
+/// Crash points named on the command line, in the order given, each once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Points(pub Vec<CrashPoint>);
+
+fn parse_strategies(text: &str) -> Result<Strategies, String> {
+    if text == "all" {
+        return Ok(Strategies(Strategy::all().to_vec()));
+    }
+    text.split(',')
+        .map(|name| {
+            Strategy::from_name(name.trim()).ok_or_else(|| {
+                let names: Vec<&str> = Strategy::all().iter().map(|s| s.name()).collect();
+                format!(
+                    "unknown strategy '{}'; give all or one of {}",
+                    crate::text::shorten(name, 40),
+                    names.join(", ")
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Strategies)
+}
+
+fn parse_points(text: &str) -> Result<Points, String> {
+    let mut points = Vec::new();
+    for name in text.split(',').map(str::trim) {
+        let point = CrashPoint::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| {
+                format!(
+                    "unknown crash point '{}'; the points are {}",
+                    crate::text::shorten(name, 40),
+                    CrashPoint::ALL.map(CrashPoint::name).join(", ")
+                )
+            })?;
+        if !points.contains(&point) {
+            points.push(point);
+        }
+    }
+    Ok(Points(points))
+}
+
+fn parse_task_range(text: &str) -> Result<(u64, u64), String> {
+    let (a, b) = text.split_once("..").ok_or_else(|| {
+        format!(
+            "'{}' is not a range such as 10..20",
+            crate::text::shorten(text, 40)
+        )
+    })?;
+    let task = |t: &str| {
+        crate::task::parse_task_id(t.trim_start_matches('=')).ok_or_else(|| {
+            format!(
+                "'{}' is not a task id such as task-111",
+                crate::text::shorten(t, 40)
+            )
+        })
+    };
+    let (a, b) = (task(a)?, task(b)?);
+    if a > b {
+        return Err(format!(
+            "the range {a}..{b} is empty: the first task comes after the last"
+        ));
+    }
+    Ok((a, b))
+}
+
+#[derive(Debug, Args)]
+pub struct ShrinkArgs {
+    /// A night recorded with --record (by `run` or the dashboard) that went wrong
+    pub file: PathBuf,
+    /// Nights in flight at once [default: one per core, at least 2]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub threads: Option<u16>,
 }
 
 #[derive(Debug, Args)]

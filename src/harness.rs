@@ -1,14 +1,17 @@
 //! The headless driver: one night driven through the same engine the dashboard draws, its
 //! timeline handed out line by line as it happens, and the report derived from the rows at the
-//! end. `run` and `prove` (and whatever drives nights without a terminal next) share it.
+//! end. `run`, `prove`, `map` and `shrink` share it; `pool` runs many nights at once.
+
+pub mod pool;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::engine::{Engine, EngineConfig, Kind};
+use crate::engine::{Engine, EngineConfig, KillWindows, Kind};
 use crate::error::{Context as _, Error};
 use crate::exit;
 use crate::record::{self, LaneEnd, Recorder};
@@ -34,6 +37,8 @@ pub struct RunReport {
     pub duplicated_task_ids: u64,
     pub missing: u64,
     pub kills: u32,
+    /// Where each kill landed (window -> count), read from the rows after each kill.
+    pub kills_in_window: KillWindows,
     pub restarts: u32,
     /// Distinct `run_id` values among the rows: how many worker processes wrote any.
     pub runs: u64,
@@ -97,6 +102,27 @@ pub fn drive_recorded(
     config: EngineConfig,
     plan: &KillPlan,
     record: Option<(&Path, String)>,
+    on_line: impl FnMut(&str),
+) -> Result<RunReport, Error> {
+    drive_inner(config, plan, record, None, on_line)
+}
+
+/// `drive`, ended early (every worker killed, `Error::Stopped`) once `cancel` is set: the map
+/// leaves its nights in flight this way when the user quits, not only on a signal.
+pub fn drive_until(
+    config: EngineConfig,
+    plan: &KillPlan,
+    cancel: &AtomicBool,
+    on_line: impl FnMut(&str),
+) -> Result<RunReport, Error> {
+    drive_inner(config, plan, None, Some(cancel), on_line)
+}
+
+fn drive_inner(
+    config: EngineConfig,
+    plan: &KillPlan,
+    record: Option<(&Path, String)>,
+    cancel: Option<&AtomicBool>,
     mut on_line: impl FnMut(&str),
 ) -> Result<RunReport, Error> {
     signals::install().context(|| "cannot install signal handlers".into())?;
@@ -138,6 +164,10 @@ pub fn drive_recorded(
         if let Some(signal) = signals::received() {
             engine.shutdown();
             return Err(Error::Stopped(signal));
+        }
+        if cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
+            engine.shutdown();
+            return Err(Error::Stopped("the user's quit"));
         }
         thread::sleep(TICK);
     }
@@ -217,6 +247,7 @@ fn report(
         duplicated_task_ids: inspection.duplicated_task_ids,
         missing: inspection.missing,
         kills: lane.kills,
+        kills_in_window: lane.kills_in_window,
         restarts: lane.restarts,
         runs: inspection.runs,
         started_before_first_done: engine

@@ -14,6 +14,7 @@ pub mod export;
 pub mod harness;
 pub mod heartbeat;
 pub mod limits;
+pub mod map;
 pub mod observer;
 pub mod paths;
 pub mod record;

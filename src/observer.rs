@@ -133,6 +133,12 @@ impl Observer {
         self.seen.get(index)
     }
 
+    /// Whether task `index` has a checkpoint.
+    #[must_use]
+    pub fn has_checkpoint(&self, index: u64) -> bool {
+        self.checkpointed.get(index)
+    }
+
     /// Reads what is new. A database that does not exist yet (no worker has started) is not an
     /// error: there is simply nothing to see.
     pub fn poll(&mut self) -> Result<Poll, StoreError> {

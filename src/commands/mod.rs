@@ -6,10 +6,12 @@ mod conventions;
 mod export;
 mod heartbeat_check;
 mod inspect;
+mod map;
 mod prove;
 pub mod replay_check;
 mod run;
 mod scenarios;
+mod shrink;
 mod worker;
 
 use std::io;
@@ -27,6 +29,8 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Command::Inspect(args)) => inspect::run(&args),
         Some(Command::Run(args)) => run::run(&args, &mut io::stdout().lock()),
         Some(Command::Prove(args)) => prove::run(&args, &mut io::stdout().lock()),
+        Some(Command::Map(args)) => map::run(&args),
+        Some(Command::Shrink(args)) => shrink::run(&args, &mut io::stdout().lock()),
         Some(Command::HeartbeatCheck(args)) => heartbeat_check::run(&args),
         Some(Command::ExecGuard(args)) => crate::supervisor::guard::run(&args.command, args.parent),
         Some(Command::Tui(args)) => crate::tui::run(&args),

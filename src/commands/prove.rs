@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::cli::ProveArgs;
-use crate::engine::{EngineConfig, LaneConfig, LaneWorker};
+use crate::engine::{EngineConfig, KillWindows, LaneConfig, LaneWorker};
 use crate::error::{Context as _, Error};
 use crate::exit::{DATA_WRONG as EXIT_DATA_WRONG, OK as EXIT_OK};
 use crate::harness::{RunReport, drive};
@@ -35,6 +35,10 @@ pub struct TestResult {
     pub detail: String,
     /// The test does not apply to this job (why is in `detail`): neither a pass nor a failure.
     pub skipped: bool,
+    /// Where the kills of this test's nights landed (window -> count).
+    pub kills_in_window: KillWindows,
+    /// Said beside a PASS when no kill landed in the window that breaks the strategy.
+    pub unearned: Option<String>,
     /// What a failure means, from the postmortem's symptom table.
     pub lessons: Vec<String>,
 }
@@ -45,6 +49,10 @@ pub struct ProveReport {
     pub seed: u64,
     pub items: u64,
     pub tests: Vec<TestResult>,
+    /// Where every kill of every night landed (window -> count).
+    pub kills_in_window: KillWindows,
+    /// The windows no kill of any night landed in.
+    pub windows_never_hit: Vec<String>,
     pub passed: usize,
     /// Tests that did not pass: a data failure, or a test that tested nothing.
     pub failed: usize,
@@ -148,7 +156,19 @@ fn result(
     if !held {
         lessons.push(Symptom::StatusOkDataWrong.lesson());
     }
+    let kills_in_window = reports
+        .iter()
+        .fold(KillWindows::default(), |sum, r| sum.plus(r.kills_in_window));
+    // Only a test that killed can miss a window; the others test something else.
+    let killed = reports.iter().any(|r| r.kills > 0);
+    let unearned = reports
+        .first()
+        .and_then(|r| Strategy::from_name(&r.strategy))
+        .filter(|_| pass && killed)
+        .and_then(|s| kills_in_window.unearned(s));
     TestResult {
+        kills_in_window,
+        unearned,
         name: name.to_string(),
         pass,
         tested,
@@ -189,22 +209,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         runs: 0,
     };
     if !args.json {
-        let _ = match &worker {
-            LaneWorker::Strategy(strategy) => writeln!(
-                out,
-                "reclaim prove  strategy={strategy}  items={}  delay={}ms  seed={seed}",
-                args.items, args.delay_ms
-            ),
-            LaneWorker::Exec(job) => writeln!(
-                out,
-                "reclaim prove  exec={:?}  items={}  seed={seed}\n               rows in {} keyed by {}; each test in a fresh folder under {}",
-                job.command,
-                args.items,
-                job.rows.table,
-                job.rows.key,
-                dir.display()
-            ),
-        };
+        print_header(&worker, args, seed, &dir, out);
     }
     let mut tests = Vec::new();
     let mut emit = |test: TestResult, out: &mut dyn Write| {
@@ -224,6 +229,9 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let skipped = tests.iter().filter(|t| t.skipped).count();
     let failed = tests.len() - passed - skipped;
     let not_tested = tests.iter().filter(|t| !t.tested && !t.skipped).count();
+    let kills_in_window = tests
+        .iter()
+        .fold(KillWindows::default(), |sum, t| sum.plus(t.kills_in_window));
     let kept = if failed == 0 {
         let _ = std::fs::remove_dir_all(&dir);
         None
@@ -239,6 +247,12 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         seed,
         items: args.items,
         tests,
+        kills_in_window,
+        windows_never_hit: kills_in_window
+            .never_hit()
+            .into_iter()
+            .map(|w| w.name().to_string())
+            .collect(),
         passed,
         failed,
         not_tested,
@@ -383,6 +397,32 @@ fn wiped_checkpoints(prover: &mut Prover, checkpoint_table: &str) -> Result<Test
     Ok(result(NAME, &[&second], detail, untested))
 }
 
+/// The first line: what is on trial, and with which seed.
+fn print_header(
+    worker: &LaneWorker,
+    args: &ProveArgs,
+    seed: u64,
+    dir: &std::path::Path,
+    out: &mut dyn Write,
+) {
+    let _ = match worker {
+        LaneWorker::Strategy(strategy) => writeln!(
+            out,
+            "reclaim prove  strategy={strategy}  items={}  delay={}ms  seed={seed}",
+            args.items, args.delay_ms
+        ),
+        LaneWorker::Exec(job) => writeln!(
+            out,
+            "reclaim prove  exec={:?}  items={}  seed={seed}\n               rows in {} keyed by {}; each test in a fresh folder under {}",
+            job.command,
+            args.items,
+            job.rows.table,
+            job.rows.key,
+            dir.display()
+        ),
+    };
+}
+
 /// A test that does not apply to the job, and why.
 fn skipped(name: &str, detail: String) -> TestResult {
     TestResult {
@@ -395,6 +435,8 @@ fn skipped(name: &str, detail: String) -> TestResult {
         detail,
         skipped: true,
         lessons: Vec::new(),
+        kills_in_window: KillWindows::default(),
+        unearned: None,
     }
 }
 
@@ -464,6 +506,9 @@ fn print_test(number: usize, test: &TestResult, out: &mut dyn Write) {
         (false, true) => "FAIL",
     };
     let _ = writeln!(out, "{number}. {mark}  {}", test.name);
+    if let Some(unearned) = &test.unearned {
+        let _ = writeln!(out, "         ({unearned})");
+    }
     let _ = writeln!(out, "         {}", test.detail);
     if !test.pass && test.tested {
         for lesson in &test.lessons {
@@ -495,6 +540,11 @@ fn print_summary(report: &ProveReport, out: &mut dyn Write) {
         report.passed,
         report.tests.len() - report.skipped,
         report.strategy
+    );
+    let _ = writeln!(
+        out,
+        "windows: {}",
+        super::run::describe_windows(&report.kills_in_window)
     );
     if let Some(dir) = &report.kept {
         let _ = writeln!(out, "databases kept for inspection in {}", dir.display());

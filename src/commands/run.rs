@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cli::RunArgs;
-use crate::engine::{EngineConfig, LaneConfig, LaneWorker};
+use crate::engine::{EngineConfig, KillWindow, KillWindows, LaneConfig, LaneWorker};
 use crate::error::{Context as _, Error};
 use crate::harness::{self, RunReport};
 use crate::paths;
@@ -249,12 +249,50 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
         report.missing,
         report.elapsed_ms as f64 / 1000.0
     );
+    if report.kills > 0 {
+        let _ = writeln!(
+            out,
+            "windows      {}",
+            describe_windows(&report.kills_in_window)
+        );
+    }
+    if report.holds()
+        && let Some(strategy) = crate::worker::Strategy::from_name(&report.strategy)
+        && let Some(unearned) = report.kills_in_window.unearned(strategy)
+    {
+        let _ = writeln!(out, "             the data holds, but {unearned}");
+    }
     let _ = writeln!(out, "database     {} (kept)", display(&report.db));
     let _ = writeln!(
         out,
         "rows={} duplicated_task_ids={}",
         report.rows, report.duplicated_task_ids
     );
+}
+
+/// The kills by window, and the windows no kill landed in (named: a green night that never
+/// reached a window says nothing about it).
+pub(super) fn describe_windows(windows: &KillWindows) -> String {
+    let hit: Vec<String> = KillWindow::ALL
+        .into_iter()
+        .filter(|&w| windows.get(w) > 0)
+        .map(|w| format!("{w}={}", windows.get(w)))
+        .collect();
+    let never: Vec<&str> = windows
+        .never_hit()
+        .into_iter()
+        .map(KillWindow::name)
+        .collect();
+    let hit = if hit.is_empty() {
+        "no kill landed".to_string()
+    } else {
+        format!("kills landed in {}", hit.join(", "))
+    };
+    if never.is_empty() {
+        hit
+    } else {
+        format!("{hit}; never hit: {}", never.join(", "))
+    }
 }
 
 fn display(path: &Path) -> String {

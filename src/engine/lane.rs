@@ -10,6 +10,7 @@ use super::config::LaneConfig;
 use super::config::LaneWorker;
 use super::timeline::{Kind, Mark, Source};
 use super::watch::Watch;
+use super::window::{KillWindow, KillWindows};
 use crate::clock::SimClock;
 use crate::heartbeat;
 use crate::observer::Observer;
@@ -59,6 +60,12 @@ pub struct Lane {
     pub(super) heartbeat: heartbeat::Follower,
     /// When the observer last read this lane after it had finished.
     pub(super) settled_at: Option<Instant>,
+    /// Where each kill landed, read from the rows once the killed worker was reaped.
+    pub kills_in_window: KillWindows,
+    /// The rows the observer had counted when each slot's current attempt was spawned: more
+    /// rows at its kill means the attempt had committed work. (With several workers on one
+    /// queue, another worker's rows count too: the window is then a close reading, not exact.)
+    rows_at_spawn: Vec<u64>,
 }
 
 impl Lane {
@@ -73,6 +80,8 @@ impl Lane {
             observer,
             heartbeat: heartbeat::Follower::new(heartbeat::default_path(&config.db)),
             settled_at: None,
+            kills_in_window: KillWindows::default(),
+            rows_at_spawn: vec![0; config.workers],
             slots: (0..config.workers).map(|_| Slot::new()).collect(),
             config,
             kills: 0,
@@ -134,6 +143,31 @@ impl Lane {
         self.slots.push(Slot::new());
         self.config.workers += 1;
         self.slots.len() - 1
+    }
+
+    /// A slot's next attempt is about to start: remember how many rows there were.
+    pub(super) fn spawning(&mut self, slot: usize) {
+        if self.rows_at_spawn.len() <= slot {
+            self.rows_at_spawn.resize(slot + 1, 0);
+        }
+        self.rows_at_spawn[slot] = self.observer.rows;
+    }
+
+    /// Where the kill of `slots` landed, from the rows read after their workers were reaped.
+    // INVARIANT: called after `last_item` has read the rows to the end and before any restart
+    // of these slots is spawned (restarts come later in the tick, after a delay), so the rows
+    // are exactly what the killed attempts left.
+    fn place_kill(&mut self, slots: &[usize]) {
+        let committed = slots
+            .iter()
+            .any(|&slot| self.observer.rows > self.rows_at_spawn.get(slot).copied().unwrap_or(0));
+        let checkpointed = self.config.worker.has_checkpoints().then(|| {
+            self.observer
+                .last_task
+                .is_some_and(|task| self.observer.has_checkpoint(task))
+        });
+        self.kills_in_window
+            .add(KillWindow::classify(committed, checkpointed));
     }
 
     /// SIGSTOPs the running workers; the pids stopped, comma-separated.
@@ -284,6 +318,7 @@ impl Lane {
                 let text = format!("instance reclaimed by host  ({how}, pid {})", s.pid());
                 self.kills += 1;
                 let mut notes: Vec<Note> = self.last_item().into_iter().collect();
+                self.place_kill(&[slot]);
                 notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
                 notes
             }
@@ -334,9 +369,10 @@ impl Lane {
         vec![Note::runner(Kind::Notice, text).marked(Mark::Kill)]
     }
 
-    /// The last task written, read fresh: after a kill the dead write nothing more.
+    /// The last task written, read fresh and to the end (a poll takes a bounded number of
+    /// rows): after a kill the dead write nothing more.
     fn last_item(&mut self) -> Option<Note> {
-        let _ = self.observer.poll();
+        while self.observer.poll().is_ok_and(|p| p.new_rows > 0) {}
         self.observer.last_task.map(|task| Note {
             source: Source::Worker,
             kind: Kind::Item,
@@ -357,10 +393,12 @@ impl Lane {
     /// The host's SIGKILL to every live worker of the lane, each reaped at once.
     pub(super) fn host_kill(&mut self, now: Instant, policy: RestartPolicy) -> Vec<Note> {
         let mut pids = Vec::new();
+        let mut killed = Vec::new();
         for slot in 0..self.slots.len() {
             if self.slots[slot].host_kill(now, policy).is_some() {
                 self.forget_temp_beat(slot);
                 pids.push(self.slots[slot].pid().to_string());
+                killed.push(slot);
             }
         }
         if pids.is_empty() {
@@ -372,6 +410,7 @@ impl Lane {
             pids.join(",")
         );
         let mut notes: Vec<Note> = self.last_item().into_iter().collect();
+        self.place_kill(&killed);
         notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
         notes
     }

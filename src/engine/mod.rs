@@ -11,6 +11,7 @@ mod lane;
 mod timeline;
 mod triggers;
 mod watch;
+mod window;
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -25,6 +26,7 @@ pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
 pub use self::timeline::{Entry, Kind, Mark, Source, Tone, timeline_line};
 use self::triggers::{Action, Triggers};
 use self::watch::Watch;
+pub use self::window::{KillWindow, KillWindows};
 use crate::clock::SimClock;
 use crate::store::StoreError;
 use crate::supervisor::slot::{Output, RestartPolicy, SlotState};
@@ -260,6 +262,7 @@ impl Engine {
 
     fn spawn(&mut self, lane: usize, slot: usize, now: Instant) -> Result<(), EngineError> {
         let (command, paced) = self.lanes[lane].command(slot, self.speed, &self.config.exe);
+        self.lanes[lane].spawning(slot);
         let paused = self.paused_at.is_some();
         let program = PathBuf::from(command.get_program());
         self.lanes[lane].slots[slot]

@@ -7,6 +7,7 @@
 pub mod app;
 mod chrome;
 pub mod keymap;
+pub mod map;
 mod night;
 pub mod replay;
 pub mod theme;
@@ -218,8 +219,15 @@ fn event_loop(
     app: &mut dyn Screen,
     theme: Theme,
 ) -> Result<(), Error> {
+    let input = spawn_input()?;
+    drive_screen(terminal, app, theme, &input)
+}
+
+/// The terminal's input as a channel. The thread ends when the receiver is dropped (its next
+/// send fails). One reader only: two threads reading the terminal would each lose the other's
+/// keys, so the map screen hands its channel to the dashboard it opens.
+fn spawn_input() -> Result<mpsc::Receiver<Event>, Error> {
     let (tx, rx) = mpsc::channel::<Event>();
-    // The input thread ends when the loop drops the receiver (its next send fails).
     thread::Builder::new()
         .name("reclaim-input".into())
         .spawn(move || {
@@ -244,6 +252,16 @@ fn event_loop(
             }
         })
         .context(|| "cannot start the input thread".into())?;
+    Ok(rx)
+}
+
+/// Runs a screen until it asks to quit (or a signal arrives), reading keys from `rx`.
+fn drive_screen(
+    terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
+    app: &mut dyn Screen,
+    theme: Theme,
+    rx: &mpsc::Receiver<Event>,
+) -> Result<(), Error> {
     let mut next_frame = Instant::now();
     let mut next_tick = Instant::now();
     // The last frame drawn: a paused or finished night shows the same frame over and over, and

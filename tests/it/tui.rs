@@ -180,7 +180,7 @@ pub(crate) fn assert_no_worker_left(pids: &BTreeSet<u32>) {
 }
 
 /// The terminal as the user gets it back: main screen, cursor shown, no mouse reporting.
-fn assert_terminal_restored(dashboard: &Dashboard) {
+pub(crate) fn assert_terminal_restored(dashboard: &Dashboard) {
     dashboard.with_screen(assert_screen_restored);
 }
 

@@ -1,0 +1,264 @@
+//! `reclaim map`: the kill-timing map. Every (strategy, task, crash point) is a real night run in
+//! parallel; on a terminal the cells stream onto the map screen, otherwise the map is printed
+//! (as text, `--json` or `--csv`). Exit 0 when every cell is right, 1 when not.
+
+use std::io::{self, IsTerminal as _, Write};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::cli::MapArgs;
+use crate::error::{Context as _, Error};
+use crate::exit::{DATA_WRONG, OK};
+use crate::harness::pool::{self, Pool};
+use crate::map::{Cell, Plan, Runner, Summary, summarize};
+use crate::tui::map::{MapRun, MapState};
+use crate::worker::CrashPoint;
+
+/// `--json`: one object. The keys are stable.
+#[derive(Debug, Serialize)]
+struct MapReport<'a> {
+    items: u64,
+    tasks: (u64, u64),
+    points: Vec<&'static str>,
+    nights: usize,
+    cells: &'a [Cell],
+    summary: Vec<Summary>,
+    all_right: bool,
+    elapsed_s: f64,
+    /// Where the databases are, with `--keep`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kept: Option<String>,
+}
+
+/// The plan the arguments describe, every value checked before anything starts.
+fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
+    let tasks = args.tasks.unwrap_or((0, args.items - 1));
+    crate::task::check_in_queue("--tasks", tasks.1, args.items)?;
+    let plan = Plan {
+        strategies: args.strategy.0.clone(),
+        points: args
+            .points
+            .as_ref()
+            .map_or_else(|| CrashPoint::ALL.to_vec(), |p| p.0.clone()),
+        tasks,
+        items: args.items,
+    };
+    // A bound on the work asked for, so a typo cannot start a night of many hours.
+    let rows = plan.nights().len() as u64 * plan.items * 2;
+    if rows > 200_000_000 {
+        return Err(Error::Refused(format!(
+            "{} nights of {} items is about {rows} rows to write; narrow --tasks, --points or --strategy",
+            plan.nights().len(),
+            plan.items
+        )));
+    }
+    Ok(plan)
+}
+
+/// Runs `reclaim map`.
+pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
+    let plan = plan_of(args)?;
+    let interactive = !args.json
+        && !args.csv
+        && !args.plain
+        && io::stdout().is_terminal()
+        && io::stdin().is_terminal();
+    let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
+    let dir = crate::map::fresh_dir("map")
+        .context(|| "cannot create a folder for the map's databases".into())?;
+    let runner = Runner {
+        exe: exe.clone(),
+        dir: dir.clone(),
+        items: plan.items,
+        keep: args.keep,
+    };
+    let threads = args.threads.map_or_else(pool::default_threads, usize::from);
+    let jobs: Vec<_> = plan.nights().into_iter().enumerate().collect();
+    let started = Instant::now();
+    let outcome = (|| {
+        let pool = Pool::start(jobs, threads, move |&(n, night), cancel| {
+            runner.run(n, night, cancel)
+        })?;
+        if interactive {
+            let mut map = MapRun {
+                state: MapState::new(plan.clone()),
+                pool,
+                exe,
+                dir: dir.clone(),
+                started,
+            };
+            let result = crate::tui::map::run(&mut map);
+            // The nights in flight finish (each a few milliseconds) or die with the signal.
+            drop(map.pool);
+            result.map(|()| map.state)
+        } else {
+            collect(&plan, &pool, started)
+        }
+    })();
+    let state = match outcome {
+        Ok(state) => state,
+        Err(error) => {
+            if !args.keep {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            return Err(error);
+        }
+    };
+    // The time the nights took (not the time spent watching them afterwards).
+    let elapsed = state.elapsed_s;
+    let cells = state.cells();
+    let all_right = state.finished() && cells.iter().all(Cell::is_right);
+    // The dashboard's nights opened from the map keep their databases, as `reclaim tui` does.
+    let watched = std::fs::read_dir(&dir).is_ok_and(|mut entries| {
+        entries.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("watch-")))
+    });
+    let kept = (args.keep || watched).then(|| dir.display().to_string());
+    if kept.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let out = &mut io::stdout().lock();
+    if args.json {
+        let report = MapReport {
+            items: plan.items,
+            tasks: plan.tasks,
+            points: plan.points.iter().map(|p| p.name()).collect(),
+            nights: cells.len(),
+            summary: summarize(&plan, &cells),
+            cells: &cells,
+            all_right,
+            elapsed_s: (elapsed * 1000.0).round() / 1000.0,
+            kept,
+        };
+        let text = serde_json::to_string(&report).map_err(|e| Error::Refused(e.to_string()))?;
+        let _ = writeln!(out, "{text}");
+    } else if args.csv {
+        let _ = writeln!(
+            out,
+            "strategy,task,point,rows,distinct,duplicated_task_ids,missing,derived_status"
+        );
+        for c in &cells {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{}",
+                c.strategy,
+                c.task,
+                c.point,
+                c.rows,
+                c.distinct,
+                c.duplicated_task_ids,
+                c.missing,
+                c.derived_status.label()
+            );
+        }
+    } else {
+        if !interactive {
+            let width = terminal_width();
+            let _ = write!(out, "{}", crate::tui::map::plain_text(&state, width));
+        }
+        print_summary(&plan, &state, elapsed, kept.as_deref(), out);
+    }
+    Ok(if all_right { OK } else { DATA_WRONG })
+}
+
+/// Waits for every night, with a progress line on a terminal's stderr.
+fn collect(plan: &Plan, pool: &Pool<Cell>, started: Instant) -> Result<MapState, Error> {
+    let mut state = MapState::new(plan.clone());
+    let progress = io::stderr().is_terminal();
+    let mut shown = Instant::now();
+    while let Some((_, result)) = pool.next() {
+        let cell = match result {
+            Ok(cell) => cell,
+            Err(error) => {
+                // The error line must not land at the end of the progress line.
+                if progress {
+                    eprintln!();
+                }
+                return Err(error);
+            }
+        };
+        state.add(cell);
+        if progress && (shown.elapsed().as_millis() >= 100 || state.finished()) {
+            shown = Instant::now();
+            let wrong = state.cells().iter().filter(|c| !c.is_right()).count();
+            eprint!(
+                "\rreclaim map: {}/{} nights, {wrong} wrong, {:.1} s ",
+                state.done(),
+                state.total(),
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    state.elapsed_s = started.elapsed().as_secs_f64();
+    if progress {
+        eprintln!();
+    }
+    if !state.finished() {
+        // The pool ended early without an error: only a signal does that.
+        return Err(Error::Stopped(
+            crate::signals::received().unwrap_or("a signal"),
+        ));
+    }
+    Ok(state)
+}
+
+/// The width to draw the plain map at: the terminal's, else `COLUMNS`, else 100.
+fn terminal_width() -> u16 {
+    crossterm::terminal::size()
+        .ok()
+        .map(|(w, _)| w)
+        .filter(|&w| w > 0 && io::stdout().is_terminal())
+        .or_else(|| std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()))
+        .unwrap_or(100)
+        .clamp(40, 400)
+}
+
+fn print_summary(
+    plan: &Plan,
+    state: &MapState,
+    elapsed: f64,
+    kept: Option<&str>,
+    out: &mut dyn Write,
+) {
+    let cells = state.cells();
+    let wrong = cells.iter().filter(|c| !c.is_right()).count();
+    let _ = writeln!(
+        out,
+        "reclaim map: {} of {} nights in {elapsed:.1} s; {wrong} cells wrong",
+        state.done(),
+        state.total()
+    );
+    for summary in summarize(plan, &cells) {
+        let _ = writeln!(
+            out,
+            "  {:<11}{} of {} right{}",
+            summary.strategy.name(),
+            summary.right,
+            summary.cells,
+            if summary.right == summary.cells {
+                String::new()
+            } else {
+                format!(
+                    ", {} duplicated (worst night: {}), {} missing, {} other",
+                    summary.duplicated,
+                    crate::map::task_ids(summary.worst_duplicated_task_ids),
+                    summary.missing,
+                    summary.other
+                )
+            }
+        );
+    }
+    if !state.finished() {
+        let _ = writeln!(
+            out,
+            "  the map was left before it finished: {} nights never ran",
+            state.total() - state.done()
+        );
+    }
+    if let Some(dir) = kept {
+        let _ = writeln!(
+            out,
+            "databases kept in {dir} (open them with sqlite3; under /dev/shm they live in memory until reboot)"
+        );
+    }
+}

@@ -1,0 +1,426 @@
+//! The kill-timing map: for every (strategy, task, crash point) a real night in which the worker
+//! dies there on its first attempt, is restarted and finishes; each cell is that night's verdict,
+//! derived from its rows. `reclaim map` prints it, the dashboard's map screen draws it.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::engine::{EngineConfig, LaneConfig};
+use crate::error::Error;
+use crate::harness;
+use crate::supervisor::schedule::KillPlan;
+use crate::task::task_id;
+use crate::verdict::Status;
+use crate::worker::{CrashAt, CrashPoint, Strategy};
+
+/// How a night's worker is killed. Today a named crash point; the seam for a user's own
+/// worker (`--exec`, killed after N rows) is a second variant here, every match on it pointing at
+/// what it must also do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kill {
+    /// The worker SIGKILLs itself at this task and point on its first attempt.
+    Crash(CrashAt),
+}
+
+impl Kill {
+    /// The task the kill is about (a column of the map).
+    #[must_use]
+    pub fn task(self) -> u64 {
+        match self {
+            Self::Crash(crash) => crash.task,
+        }
+    }
+
+    /// The name of the band the kill belongs to within a strategy (a row of the map).
+    #[must_use]
+    pub fn point(self) -> &'static str {
+        match self {
+            Self::Crash(crash) => crash.point.name(),
+        }
+    }
+}
+
+impl fmt::Display for Kill {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Crash(crash) => write!(f, "{crash}"),
+        }
+    }
+}
+
+/// One night of the map: a strategy under one kill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Night {
+    pub strategy: Strategy,
+    pub kill: Kill,
+}
+
+/// What the map covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub strategies: Vec<Strategy>,
+    pub points: Vec<CrashPoint>,
+    /// First and last task, inclusive.
+    pub tasks: (u64, u64),
+    pub items: u64,
+}
+
+impl Plan {
+    /// The bands, top to bottom: each strategy, each point within it.
+    #[must_use]
+    pub fn bands(&self) -> Vec<(Strategy, CrashPoint)> {
+        self.strategies
+            .iter()
+            .flat_map(|&s| self.points.iter().map(move |&p| (s, p)))
+            .collect()
+    }
+
+    /// How many tasks each band spans.
+    #[must_use]
+    pub fn task_count(&self) -> u64 {
+        self.tasks.1 - self.tasks.0 + 1
+    }
+
+    /// Every night, task by task, so the map fills from left to right in every band at once.
+    #[must_use]
+    pub fn nights(&self) -> Vec<Night> {
+        let bands = self.bands();
+        (self.tasks.0..=self.tasks.1)
+            .flat_map(|task| {
+                bands.iter().map(move |&(strategy, point)| Night {
+                    strategy,
+                    kill: Kill::Crash(CrashAt { task, point }),
+                })
+            })
+            .collect()
+    }
+}
+
+/// What the code implies for a night: the duplicated task ids its rows must show. naive
+/// restarts at task-000, so a crash before writing task k rewrites tasks 0..k, and one after
+/// committing k rewrites 0..=k; two-commit rewrites the one row whose checkpoint was lost;
+/// keyed's key and guarded's single transaction leave nothing to duplicate.
+#[must_use]
+pub fn expected_duplicates(strategy: Strategy, kill: Kill) -> u64 {
+    let Kill::Crash(crash) = kill;
+    match (strategy, crash.point) {
+        (Strategy::Naive, CrashPoint::BeforeWrite) => crash.task,
+        (Strategy::Naive, _) => crash.task + 1,
+        (Strategy::TwoCommit, CrashPoint::AfterRowCommit) => 1,
+        _ => 0,
+    }
+}
+
+/// One cell: a finished night, its figures read from its rows. The JSON keys are stable.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cell {
+    pub strategy: Strategy,
+    /// The kill, typed (`task` and `point` say it in the JSON).
+    #[serde(skip)]
+    pub kill: Kill,
+    pub task: u64,
+    pub point: String,
+    pub rows: u64,
+    pub distinct: u64,
+    pub duplicated_task_ids: u64,
+    pub missing: u64,
+    pub derived_status: Status,
+    /// The job completed after its restart.
+    pub completed: bool,
+    /// The kill happened: a night whose crash point never fired tested nothing.
+    pub killed: bool,
+    /// The night's database, when kept (`--keep`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub db: Option<PathBuf>,
+}
+
+/// A cell as the map draws it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Outcome {
+    /// Every task exactly once, the job completed, and the kill happened.
+    Right,
+    /// Tasks written more than once: how many task ids.
+    Duplicated(u64),
+    /// Tasks with no row: how many.
+    Missing(u64),
+    /// Anything else the rows say (incomplete, corrupt) or a kill that never happened.
+    Wrong,
+}
+
+impl Cell {
+    #[must_use]
+    pub fn outcome(&self) -> Outcome {
+        if self.missing > 0 {
+            Outcome::Missing(self.missing)
+        } else if self.duplicated_task_ids > 0 {
+            Outcome::Duplicated(self.duplicated_task_ids)
+        } else if self.derived_status.is_ok() && self.completed && self.killed {
+            Outcome::Right
+        } else {
+            Outcome::Wrong
+        }
+    }
+
+    #[must_use]
+    pub fn is_right(&self) -> bool {
+        self.outcome() == Outcome::Right
+    }
+
+    /// The kill this cell's night ran under.
+    #[must_use]
+    pub fn kill(&self) -> Kill {
+        self.kill
+    }
+
+    /// The verdict in a word or two: right, DUPLICATED n, MISSING n, NOT TESTED, WRONG.
+    #[must_use]
+    pub fn verdict(&self) -> String {
+        match self.outcome() {
+            Outcome::Right => "right".to_string(),
+            Outcome::Duplicated(n) => format!("DUPLICATED {n}"),
+            Outcome::Missing(n) => format!("MISSING {n}"),
+            Outcome::Wrong if !self.killed => "NOT TESTED: the crash never fired".to_string(),
+            Outcome::Wrong => format!("WRONG ({})", self.derived_status.label()),
+        }
+    }
+
+    /// The night's counts, read from its rows.
+    #[must_use]
+    pub fn counts(&self) -> String {
+        format!(
+            "{} rows, {} distinct, {} duplicated, {} missing",
+            self.rows, self.distinct, self.duplicated_task_ids, self.missing
+        )
+    }
+
+    /// The cell's figures in one line.
+    #[must_use]
+    pub fn figures(&self) -> String {
+        format!("{}: {}", self.counts(), self.verdict())
+    }
+}
+
+/// "1 duplicated task id", "12 duplicated task ids".
+#[must_use]
+pub fn task_ids(n: u64) -> String {
+    format!("{n} duplicated task id{}", if n == 1 { "" } else { "s" })
+}
+
+/// Per strategy: how many cells, how many right, and the worst.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub strategy: Strategy,
+    pub cells: usize,
+    pub right: usize,
+    pub duplicated: usize,
+    pub missing: usize,
+    pub other: usize,
+    /// The most duplicated task ids in one night of this strategy.
+    pub worst_duplicated_task_ids: u64,
+}
+
+/// The summaries of `cells`, one per strategy of `plan`, in its order.
+#[must_use]
+pub fn summarize(plan: &Plan, cells: &[Cell]) -> Vec<Summary> {
+    plan.strategies
+        .iter()
+        .map(|&strategy| {
+            let mine: Vec<&Cell> = cells.iter().filter(|c| c.strategy == strategy).collect();
+            let count = |f: fn(Outcome) -> bool| mine.iter().filter(|c| f(c.outcome())).count();
+            Summary {
+                strategy,
+                cells: mine.len(),
+                right: count(|o| o == Outcome::Right),
+                duplicated: count(|o| matches!(o, Outcome::Duplicated(_))),
+                missing: count(|o| matches!(o, Outcome::Missing(_))),
+                other: count(|o| o == Outcome::Wrong),
+                worst_duplicated_task_ids: mine
+                    .iter()
+                    .map(|c| c.duplicated_task_ids)
+                    .max()
+                    .unwrap_or(0),
+            }
+        })
+        .collect()
+}
+
+/// Drives the map's nights: each at full speed (no pause per item, no restart delay), in its
+/// own database under `dir`, removed afterwards unless kept.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    pub exe: PathBuf,
+    pub dir: PathBuf,
+    pub items: u64,
+    pub keep: bool,
+}
+
+impl Runner {
+    /// Runs `night` (the `n`th of the map) to its end and reads its cell from the rows; once
+    /// `cancel` is set the night ends early, its workers killed (`Error::Stopped`).
+    pub fn run(&self, n: usize, night: Night, cancel: &AtomicBool) -> Result<Cell, Error> {
+        let Kill::Crash(crash) = night.kill;
+        let db = self.dir.join(format!(
+            "{n:05}-{}-{}-{}.db",
+            night.strategy,
+            task_id(crash.task),
+            crash.point
+        ));
+        let lane = LaneConfig {
+            delay: Duration::ZERO,
+            crash_at: Some(crash),
+            ..LaneConfig::new(night.strategy, db.clone(), self.items)
+        };
+        let config = EngineConfig {
+            restart_delay: Duration::ZERO,
+            // One crash, one restart; a few more would only hide a worker that cannot finish.
+            max_restarts: 3,
+            ..EngineConfig::new(vec![lane], KillPlan::default(), self.exe.clone())
+        };
+        let plan = KillPlan::default();
+        let report = harness::drive_until(config, &plan, cancel, |_| {});
+        if report.is_err() && !self.keep {
+            remove_night(&db);
+        }
+        let report = report?;
+        let cell = Cell {
+            strategy: night.strategy,
+            kill: night.kill,
+            task: crash.task,
+            point: crash.point.name().to_string(),
+            rows: report.rows,
+            distinct: report.distinct,
+            duplicated_task_ids: report.duplicated_task_ids,
+            missing: report.missing,
+            derived_status: report.derived_status,
+            completed: report.completed,
+            // The crash kills the first attempt, so a crash that fired shows as a restart.
+            killed: report.restarts > 0,
+            db: self.keep.then(|| db.clone()),
+        };
+        if !self.keep {
+            // The night is over and its engine dropped: no connection holds these files.
+            remove_night(&db);
+        }
+        Ok(cell)
+    }
+}
+
+/// A night's database and the files beside it.
+fn remove_night(db: &Path) {
+    let _ = std::fs::remove_file(db);
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut name = db.as_os_str().to_owned();
+        name.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(name));
+    }
+    let _ = std::fs::remove_file(crate::heartbeat::default_path(db));
+}
+
+/// A folder for the map's databases: TMPDIR when it is set (the user's choice), else in memory
+/// (`/dev/shm`) when the system has one, since a night's database lives for milliseconds and
+/// never needs the disk, else the system temp dir.
+pub fn fresh_dir(label: &str) -> std::io::Result<PathBuf> {
+    let shm = Path::new("/dev/shm");
+    let base = if std::env::var_os("TMPDIR").is_none() && shm.is_dir() && tempfile_in(shm) {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let dir = base.join(format!("reclaim-{label}-{stamp}-{}", std::process::id()));
+    std::fs::create_dir(&dir)?;
+    Ok(dir)
+}
+
+/// Whether a folder can be written (a read-only /dev/shm is no use).
+fn tempfile_in(dir: &Path) -> bool {
+    let probe = dir.join(format!(".reclaim-probe-{}", std::process::id()));
+    let ok = std::fs::write(&probe, b"").is_ok();
+    let _ = std::fs::remove_file(&probe);
+    ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(strategy: Strategy, dup: u64, missing: u64, status: Status) -> Cell {
+        Cell {
+            strategy,
+            kill: Kill::Crash(CrashAt {
+                task: 3,
+                point: CrashPoint::AfterCommit,
+            }),
+            task: 3,
+            point: "after-commit".into(),
+            rows: 10 + dup,
+            distinct: 10 - missing,
+            duplicated_task_ids: dup,
+            missing,
+            derived_status: status,
+            completed: true,
+            killed: true,
+            db: None,
+        }
+    }
+
+    #[test]
+    fn the_code_implies_these_duplicates() {
+        let at = |task, point| Kill::Crash(CrashAt { task, point });
+        assert_eq!(
+            expected_duplicates(Strategy::Naive, at(7, CrashPoint::BeforeWrite)),
+            7
+        );
+        assert_eq!(
+            expected_duplicates(Strategy::Naive, at(7, CrashPoint::AfterHeartbeat)),
+            8
+        );
+        assert_eq!(
+            expected_duplicates(Strategy::TwoCommit, at(7, CrashPoint::AfterRowCommit)),
+            1
+        );
+        assert_eq!(
+            expected_duplicates(Strategy::TwoCommit, at(7, CrashPoint::AfterCommit)),
+            0
+        );
+        for point in CrashPoint::ALL {
+            assert_eq!(expected_duplicates(Strategy::Guarded, at(7, point)), 0);
+            assert_eq!(expected_duplicates(Strategy::Keyed, at(7, point)), 0);
+        }
+    }
+
+    #[test]
+    fn outcomes_and_summaries_count_what_the_rows_say() {
+        let plan = Plan {
+            strategies: vec![Strategy::Naive, Strategy::Guarded],
+            points: vec![CrashPoint::AfterCommit],
+            tasks: (0, 1),
+            items: 10,
+        };
+        assert_eq!(plan.nights().len(), 4);
+        let mut untested = cell(Strategy::Guarded, 0, 0, Status::Ok);
+        untested.killed = false;
+        let cells = vec![
+            cell(Strategy::Naive, 4, 0, Status::DataWrong),
+            cell(Strategy::Naive, 0, 2, Status::Incomplete),
+            cell(Strategy::Guarded, 0, 0, Status::Ok),
+            untested.clone(),
+        ];
+        assert_eq!(cells[0].outcome(), Outcome::Duplicated(4));
+        assert_eq!(cells[1].outcome(), Outcome::Missing(2));
+        assert!(cells[2].is_right());
+        assert_eq!(untested.outcome(), Outcome::Wrong);
+        assert!(untested.figures().contains("NOT TESTED"));
+        let summary = summarize(&plan, &cells);
+        assert_eq!(summary[0].duplicated, 1);
+        assert_eq!(summary[0].missing, 1);
+        assert_eq!(summary[0].worst_duplicated_task_ids, 4);
+        assert_eq!((summary[1].right, summary[1].other), (1, 1));
+    }
+}
