@@ -7,10 +7,10 @@
 # is not in the dashboard's utime+stime (the reaped ones show up in cutime+cstime, printed for
 # reference only).
 #
-# Usage: scripts/dashboard-cpu.sh            (DURATION=20 SESSION=bench by default)
-#        ARGS="tui --scenario scripts/million.toml" DURATION=60 scripts/dashboard-cpu.sh
+# Usage: benches/dashboard-cpu.sh            (DURATION=20 SESSION=bench by default)
+#        ARGS="tui --scenario benches/million.toml" DURATION=60 benches/dashboard-cpu.sh
 #                                            (the million-item night; ARGS go to reclaim as is)
-#        BIN=/path/to/other/reclaim scripts/dashboard-cpu.sh   (another build, not rebuilt)
+#        BIN=/path/to/other/reclaim benches/dashboard-cpu.sh   (another build, not rebuilt)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
