@@ -129,8 +129,8 @@ pub struct RunArgs {
     /// Workers running at once on the same database (duplicate delivery)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS as i64))]
     pub workers: u16,
-    /// Seconds the supervisor waits before restarting a dead worker
-    #[arg(long, default_value_t = 0.03, value_parser = parse_seconds, allow_negative_numbers = true)]
+    /// Sim seconds the supervisor waits before restarting a dead worker (the postmortem's 18)
+    #[arg(long, default_value_t = 18.0, value_parser = parse_sim_seconds, allow_negative_numbers = true)]
     pub restart_delay: f64,
     /// Restarts before the supervisor gives up and reports that the job never completed
     #[arg(long, default_value_t = 100)]
@@ -171,12 +171,13 @@ fn parse_delay_ms(text: &str) -> Result<f64, String> {
     Ok(ms)
 }
 
-fn parse_seconds(text: &str) -> Result<f64, String> {
+/// Sim seconds, up to a day (a night is shorter).
+fn parse_sim_seconds(text: &str) -> Result<f64, String> {
     let secs: f64 = text
         .parse()
-        .map_err(|_| format!("'{text}' is not a number"))?;
-    if !(0.0..=3600.0).contains(&secs) {
-        return Err(format!("{secs} s is outside 0..=3600"));
+        .map_err(|_| format!("'{text}' is not a number of sim seconds"))?;
+    if !(0.0..=86_400.0).contains(&secs) {
+        return Err(format!("{secs} sim seconds is outside 0..=86400"));
     }
     Ok(secs)
 }
@@ -226,6 +227,10 @@ pub struct WorkerArgs {
     /// and skip the integrity check a hand-started worker makes before its first write
     #[arg(long, hide = true)]
     pub supervised: bool,
+    /// Write only what the supervisor grants on stdin (`grant N`), saying `wait N` before each
+    /// write and `wrote N` after it: the supervisor's sim clock paces the worker
+    #[arg(long, hide = true, requires = "supervised")]
+    pub gated: bool,
 }
 
 impl WorkerArgs {
@@ -251,6 +256,7 @@ impl WorkerArgs {
             crash_at: self.crash_at,
             sync: self.sync,
             supervised: self.supervised,
+            gated: self.gated,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::engine::{EngineConfig, HangPlan, Kind, LaneConfig};
+use crate::engine::{EngineConfig, HangPlan, Kind, LaneConfig, Pace};
 use crate::store::SyncMode;
 use crate::supervisor::schedule::{KillPlan, parse_window};
 use crate::text::escape_controls;
@@ -88,6 +88,11 @@ struct ScenarioFile {
     items: u64,
     #[serde(default = "default_delay_ms")]
     delay_ms: f64,
+    /// When the first workers start, such as "02:00:03".
+    start_at: Option<String>,
+    /// Each attempt's pace, such as "112 in 11m44s"; the last one holds for later attempts.
+    #[serde(default)]
+    pace: Vec<String>,
     #[serde(default = "default_restart_delay")]
     restart_delay: f64,
     #[serde(default = "default_max_restarts")]
@@ -227,6 +232,42 @@ pub fn current_caption(times: &[Option<f64>], now: f64) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
+/// `112 in 11m44s`: that many items in that much sim time (hours, minutes, seconds).
+pub fn parse_pace(text: &str) -> Result<Pace, String> {
+    let bad = || {
+        format!(
+            "\"{}\" is not a pace such as \"112 in 11m44s\"",
+            quoted(text)
+        )
+    };
+    let (items, span) = text.split_once(" in ").ok_or_else(bad)?;
+    let items: u64 = items.trim().parse().map_err(|_| bad())?;
+    if items == 0 {
+        return Err(bad());
+    }
+    let mut secs = 0.0;
+    let mut number = String::new();
+    for c in span.trim().chars() {
+        match c {
+            '0'..='9' | '.' => number.push(c),
+            'h' | 'm' | 's' => {
+                let n: f64 = number.parse().map_err(|_| bad())?;
+                number.clear();
+                secs += n * match c {
+                    'h' => 3600.0,
+                    'm' => 60.0,
+                    _ => 1.0,
+                };
+            }
+            _ => return Err(bad()),
+        }
+    }
+    if !number.is_empty() || !(0.0..=86_400.0).contains(&secs) {
+        return Err(bad());
+    }
+    Ok(Pace { secs, items })
+}
+
 fn default_scale() -> f64 {
     100.0
 }
@@ -288,6 +329,10 @@ pub struct Scenario {
     pub scale: f64,
     pub items: u64,
     pub delay: Duration,
+    /// Sim seconds after 02:00:00 at which the first workers start.
+    pub start_at: f64,
+    /// Each attempt's pace in sim time (the last for every later attempt).
+    pub paces: Vec<Pace>,
     /// Sim seconds.
     pub restart_delay: f64,
     pub max_restarts: u32,
@@ -387,7 +432,6 @@ impl Scenario {
     /// so a restarted night never reuses an old file.
     #[must_use]
     pub fn engine_config(&self, dir: &Path, run: u32, exe: PathBuf) -> EngineConfig {
-        let real = |sim: f64| Duration::from_secs_f64((sim / self.scale).max(0.0));
         EngineConfig {
             lanes: self
                 .lanes
@@ -399,6 +443,7 @@ impl Scenario {
                     db: dir.join(format!("night{run}-{}-{}.db", i + 1, lane.name)),
                     items: self.items,
                     delay: self.delay,
+                    paces: self.paces.clone(),
                     batch: lane.batch,
                     workers: lane.workers,
                     sync: SyncMode::Normal,
@@ -409,20 +454,54 @@ impl Scenario {
                 random: self.random_kills,
                 window: self.kill_window,
                 at_task: self.kill_at_task,
-                at_times: Vec::new(),
+                replayed: Vec::new(),
                 seed: self.seed,
             },
-            restart_delay: real(self.restart_delay),
+            start_at: self.start_at,
+            restart_delay: self.restart_delay,
             max_restarts: self.max_restarts,
             scale: self.scale,
             dead_man: self.dead_man,
             exe,
             hang: self.hang_at_task.map(|at_task| HangPlan {
                 at_task,
-                resume_after: self.hang_for.map(real),
+                resume_after: self.hang_for,
             }),
             wipe_at_task: self.wipe_at_task,
         }
+    }
+}
+
+impl ScenarioFile {
+    /// When the first workers start (sim seconds after 02:00:00) and each attempt's pace.
+    fn timing(&self) -> Result<(f64, Vec<Pace>), String> {
+        let start_at = match &self.start_at {
+            Some(text) => {
+                let at = parse_clock(text).ok_or_else(|| {
+                    format!(
+                        "start_at = \"{}\" is not a time such as 02:00:03",
+                        quoted(text)
+                    )
+                })?;
+                if at < crate::clock::NIGHT_START {
+                    return Err(format!(
+                        "start_at = \"{}\" is before the night begins (02:00:00)",
+                        quoted(text)
+                    ));
+                }
+                at - crate::clock::NIGHT_START
+            }
+            None => 0.0,
+        };
+        let mut paces = Vec::new();
+        for (i, text) in self.pace.iter().enumerate() {
+            paces.push(parse_pace(text).map_err(|e| format!("pace {}: {e}", i + 1))?);
+        }
+        if paces.is_empty() {
+            // No pace given: an item takes delay_ms of real time at the scale.
+            paces.push(Pace::per_item(self.delay_ms / 1000.0 * self.scale));
+        }
+        Ok((start_at, paces))
     }
 }
 
@@ -442,6 +521,7 @@ impl ScenarioFile {
         }
         range("delay_ms", self.delay_ms, 0.0, 60_000.0)?;
         range("restart_delay", self.restart_delay, 0.0, 86_400.0)?;
+        let (start_at, paces) = self.timing()?;
         range("dead_man", self.dead_man, 1.0, 86_400.0)?;
         if self.lane.is_empty() {
             return Err("no [[lane]] tables; a scenario needs at least one lane".into());
@@ -500,6 +580,8 @@ impl ScenarioFile {
             scale: self.scale,
             items: self.items,
             delay: Duration::from_secs_f64(self.delay_ms / 1000.0),
+            start_at,
+            paces,
             restart_delay: self.restart_delay,
             max_restarts: self.max_restarts,
             dead_man: self.dead_man,

@@ -8,7 +8,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::cli::ProveArgs;
-use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig};
+use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig, Pace};
+
+/// Sim seconds per real second in every proof night.
+const SCALE: f64 = 600.0;
 use crate::error::{Context as _, Error};
 use crate::exit::{DATA_WRONG as EXIT_DATA_WRONG, OK as EXIT_OK};
 use crate::harness::{RunReport, drive};
@@ -76,6 +79,7 @@ impl Prover {
             db: self.dir.join(format!("{:02}-{label}.db", self.runs)),
             items: self.items,
             delay,
+            paces: vec![Pace::per_item(delay.as_secs_f64() * SCALE)],
             batch: 1,
             workers,
             sync: SyncMode::Normal,
@@ -87,9 +91,11 @@ impl Prover {
         let config = EngineConfig {
             lanes: vec![lane],
             kills: kills.clone(),
-            restart_delay: Duration::from_millis(20),
+            start_at: 0.0,
+            // 20 ms of real time at the scale.
+            restart_delay: 12.0,
             max_restarts: 1000,
-            scale: 600.0,
+            scale: SCALE,
             dead_man: DEFAULT_DEAD_MAN,
             exe: self.exe.clone(),
             hang: None,
@@ -236,7 +242,7 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
             random: args.kills,
             window,
             at_task: None,
-            at_times: Vec::new(),
+            replayed: Vec::new(),
             seed: seed.wrapping_add(run),
         };
         reports.push(prover.night(lane, &plan)?);

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cli::RunArgs;
-use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig};
+use crate::engine::{DEFAULT_DEAD_MAN, EngineConfig, LaneConfig, Pace};
 use crate::error::{Context as _, Error};
 use crate::harness::{self, RunReport};
 use crate::paths;
@@ -22,7 +22,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     if let Some(task) = args.kill_at_task {
         crate::task::check_in_queue("--kill-at-task", task, args.items)?;
     }
-    let at_times = match &args.replay_schedule {
+    let replayed = match &args.replay_schedule {
         Some(file) => {
             let recording = Recording::load(file)?;
             if recording.truncated {
@@ -31,7 +31,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
                     file.display()
                 );
             }
-            recording.kill_times()
+            recording.kill_moments()
         }
         None => Vec::new(),
     };
@@ -62,7 +62,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         window: args.kill_window,
         at_task: args.kill_at_task,
         seed,
-        at_times,
+        replayed,
     };
     let config = EngineConfig {
         lanes: vec![LaneConfig {
@@ -71,13 +71,16 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
             db: db.clone(),
             items: args.items,
             delay: Duration::from_secs_f64(args.delay_ms / 1000.0),
+            // At speed 1 an item takes --delay-ms of real time: that many sim seconds.
+            paces: vec![Pace::per_item(args.delay_ms / 1000.0 * args.scale)],
             batch: args.batch,
             workers: usize::from(args.workers),
             sync: args.sync,
             crash_at: args.crash_at,
         }],
         kills: plan.clone(),
-        restart_delay: Duration::from_secs_f64(args.restart_delay),
+        start_at: 0.0,
+        restart_delay: args.restart_delay,
         max_restarts: args.max_restarts,
         scale: args.scale,
         dead_man: DEFAULT_DEAD_MAN,
@@ -137,17 +140,17 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
             plan.seed
         ));
     }
-    if !plan.at_times.is_empty() {
+    if !plan.replayed.is_empty() {
         let times: Vec<String> = plan
-            .at_times
+            .replayed
             .iter()
             .take(8)
-            .map(|t| format!("{:.2}s", t.as_secs_f64()))
+            .map(ToString::to_string)
             .collect();
-        let more = if plan.at_times.len() > 8 { ", ..." } else { "" };
+        let more = if plan.replayed.len() > 8 { ", ..." } else { "" };
         parts.push(format!(
-            "{} kills replayed from a recording, at {}{more} after the start",
-            plan.at_times.len(),
+            "{} kills replayed from a recording: {}{more}",
+            plan.replayed.len(),
             times.join(", ")
         ));
     }

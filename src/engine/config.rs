@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::pace::Pace;
 use crate::store::SyncMode;
 use crate::supervisor::schedule::KillPlan;
 use crate::worker::{CrashAt, Strategy};
@@ -20,9 +21,12 @@ pub struct LaneConfig {
     pub strategy: Strategy,
     pub db: PathBuf,
     pub items: u64,
-    /// Real pause after each item.
+    /// Real pause after each item at speed 1 (what a worker started by hand would take).
     #[serde(serialize_with = "serialize_ms")]
     pub delay: Duration,
+    /// The sim time each attempt's writes take: the first for the first attempt, and so on;
+    /// the last for every later one.
+    pub paces: Vec<Pace>,
     pub batch: u64,
     /// Workers running at once on this lane's database (duplicate delivery when above 1).
     pub workers: usize,
@@ -40,8 +44,10 @@ fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Er
 pub struct EngineConfig {
     pub lanes: Vec<LaneConfig>,
     pub kills: KillPlan,
-    /// How long the supervisor waits before restarting a dead worker (real time).
-    pub restart_delay: Duration,
+    /// Sim seconds after 02:00:00 at which the first workers start.
+    pub start_at: f64,
+    /// Sim seconds the supervisor waits before restarting a dead worker.
+    pub restart_delay: f64,
     /// Restarts per lane before the supervisor gives up, so a job that never finishes ends.
     pub max_restarts: u32,
     /// Sim seconds per real second.
@@ -60,6 +66,6 @@ pub struct EngineConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct HangPlan {
     pub at_task: u64,
-    /// Real time until SIGCONT; `None` hangs until someone acts.
-    pub resume_after: Option<Duration>,
+    /// Sim seconds until SIGCONT; `None` hangs until someone acts.
+    pub resume_after: Option<f64>,
 }

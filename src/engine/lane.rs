@@ -6,6 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 
 use super::config::LaneConfig;
+use super::pace::{Attempt, Pace};
 use super::timeline::{Kind, Mark, Source};
 use super::watch::Watch;
 use crate::clock::SimClock;
@@ -29,6 +30,8 @@ pub struct ClaimedDone {
 pub struct Lane {
     pub config: LaneConfig,
     pub(super) slots: Vec<Slot>,
+    /// Each slot's current attempt on the sim clock (parallel to `slots`).
+    pub(super) attempts: Vec<Attempt>,
     pub observer: Observer,
     pub kills: u32,
     pub restarts: u32,
@@ -58,6 +61,9 @@ impl Lane {
             heartbeat: heartbeat::Follower::new(heartbeat::default_path(&config.db)),
             settled_at: None,
             slots: (0..config.workers).map(|_| Slot::new()).collect(),
+            attempts: (0..config.workers)
+                .map(|_| Attempt::new(crate::clock::NIGHT_START, Pace::per_item(0.0)))
+                .collect(),
             config,
             kills: 0,
             restarts: 0,
@@ -114,6 +120,9 @@ impl Lane {
     /// One more worker position (a second delivery); returns its index.
     pub(super) fn add_slot(&mut self) -> usize {
         self.slots.push(Slot::new());
+        let pace = self.pace(1);
+        self.attempts
+            .push(Attempt::new(crate::clock::NIGHT_START, pace));
         self.config.workers += 1;
         self.slots.len() - 1
     }
@@ -134,42 +143,67 @@ impl Lane {
         pids.join(",")
     }
 
-    /// The worker a slot's next attempt runs, at `speed` times the configured pace.
-    pub(super) fn worker_config(&self, slot: usize, speed: f64) -> WorkerConfig {
+    /// The pace of attempt `attempt` (from 1): the scenario's for it, or its last.
+    #[must_use]
+    pub fn pace(&self, attempt: u32) -> Pace {
+        let paces = &self.config.paces;
+        let i = (attempt.max(1) as usize - 1).min(paces.len().saturating_sub(1));
+        paces.get(i).copied().unwrap_or(Pace::per_item(0.0))
+    }
+
+    /// A slot's next attempt begins at sim time `start`.
+    pub(super) fn begin_attempt(&mut self, slot: usize, start: f64) {
+        let pace = self.pace(self.slots[slot].attempt() + 1);
+        self.attempts[slot] = Attempt::new(start, pace);
+    }
+
+    /// The worker a slot's next attempt runs: gated, so the sim clock paces it.
+    pub(super) fn worker_config(&self, slot: usize) -> WorkerConfig {
         let cfg = &self.config;
         WorkerConfig {
             strategy: cfg.strategy,
             db: cfg.db.clone(),
             items: cfg.items,
-            delay: cfg.delay.div_f64(speed),
+            delay: cfg.delay,
             heartbeat: heartbeat::default_path(&cfg.db),
             batch: cfg.batch,
             // The crash point belongs to the first attempt only: the restart must finish.
             crash_at: cfg.crash_at.filter(|_| self.slots[slot].attempt() == 0),
             sync: cfg.sync,
             supervised: true,
+            gated: true,
         }
     }
 
     /// One line a slot's worker printed (or the end of one of its pipes): the claim and crash
-    /// point it states are kept, and the line goes on the timeline.
+    /// point it states are kept, its progress moves the attempt on, and the line goes on the
+    /// timeline, stamped with the attempt's own present. The second value is a write
+    /// (`wrote`): its last task and its moment.
     pub(super) fn heard(
         &mut self,
         slot: usize,
         attempt: u32,
         stderr: bool,
         line: Option<String>,
-    ) -> Option<Note> {
+    ) -> (Option<Note>, Option<(u64, f64)>) {
         self.slots[slot].heard(attempt, stderr, line.as_deref());
-        let line = line?;
+        let current = attempt == self.slots[slot].attempt();
+        if current {
+            self.attempts[slot].heard();
+        }
+        let at = current.then(|| self.attempts[slot].now());
+        let Some(line) = line else {
+            return (None, None);
+        };
         let worker = |kind, text| Note {
             source: Source::Worker,
             kind,
             text,
             mark: None,
+            at,
         };
         if stderr {
-            return Some(worker(Kind::Stderr, line));
+            return (Some(worker(Kind::Stderr, line)), None);
         }
         let Ok(said) = line.parse::<Line>();
         match &said {
@@ -180,13 +214,23 @@ impl Lane {
                 });
             }
             Line::Crash { at } => self.slots[slot].crashing_at(*at),
+            Line::Wait { need } if current => {
+                self.attempts[slot].need = *need;
+                return (None, None);
+            }
+            Line::Wrote { writes, last } if current => {
+                let a = &mut self.attempts[slot];
+                a.writes = *writes;
+                return (None, Some((*last, a.now())));
+            }
+            Line::Wait { .. } | Line::Wrote { .. } => return (None, None),
             _ => {}
         }
         let mut text = said.fields();
         if self.config.workers > 1 {
             text = format!("{text}  w={}", slot + 1);
         }
-        Some(worker(said.kind(), text))
+        (Some(worker(said.kind(), text)), None)
     }
 
     /// What a slot's exit means for the lane: a death the supervisor did not cause is the host
@@ -206,9 +250,10 @@ impl Lane {
                 );
                 let text = format!("instance reclaimed by host  ({how}, pid {})", s.pid());
                 self.kills += 1;
-                let mut notes: Vec<Note> = self.last_item().into_iter().collect();
+                let at = self.attempts[slot].now();
+                let mut notes = vec![self.in_flight()];
                 notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
-                notes
+                notes.into_iter().map(|n| n.at(at)).collect()
             }
             Exit::Failed { reason } => {
                 self.failure = Some(reason.clone());
@@ -218,15 +263,31 @@ impl Lane {
         }
     }
 
-    /// The last task written, read fresh: after a kill the dead write nothing more.
-    fn last_item(&mut self) -> Option<Note> {
+    /// The item in flight when the worker died, read fresh (after a kill the dead write
+    /// nothing more): the one after the last committed, lost with the instance.
+    fn in_flight(&mut self) -> Note {
         let _ = self.observer.poll();
-        self.observer.last_task.map(|task| Note {
+        let last = self.observer.last_task;
+        let next = last.map_or(0, |t| t + 1);
+        let text = if next < self.config.items {
+            let committed = last.map_or_else(|| "none".to_string(), task_id);
+            format!(
+                "{}  in flight, not committed (last committed: {committed})",
+                task_id(next)
+            )
+        } else {
+            format!(
+                "{}  committed, the last of the queue",
+                task_id(next.saturating_sub(1))
+            )
+        };
+        Note {
             source: Source::Worker,
             kind: Kind::Item,
-            text: task_id(task),
+            text,
             mark: None,
-        })
+            at: None,
+        }
     }
 
     /// A SIGKILL between a worker's creating its temporary beat and renaming it leaves the
@@ -239,10 +300,10 @@ impl Lane {
     }
 
     /// The host's SIGKILL to every live worker of the lane, each reaped at once.
-    pub(super) fn host_kill(&mut self, now: Instant, policy: RestartPolicy) -> Vec<Note> {
+    pub(super) fn host_kill(&mut self, now: Instant, sim: f64, policy: RestartPolicy) -> Vec<Note> {
         let mut pids = Vec::new();
         for slot in 0..self.slots.len() {
-            if self.slots[slot].host_kill(now, policy).is_some() {
+            if self.slots[slot].host_kill(now, sim, policy).is_some() {
                 self.forget_temp_beat(slot);
                 pids.push(self.slots[slot].pid().to_string());
             }
@@ -255,23 +316,26 @@ impl Lane {
             "instance reclaimed by host  (SIGKILL, pid {})",
             pids.join(",")
         );
-        let mut notes: Vec<Note> = self.last_item().into_iter().collect();
+        let mut notes = vec![self.in_flight()];
         notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
-        notes
+        notes.into_iter().map(|n| n.at(sim)).collect()
     }
 
-    /// The slots whose restart is due now, within the policy's bound; past it, the lane gives up
-    /// (said once).
+    /// The slots whose restart is due at sim time `sim`, each with its moment, within the
+    /// policy's bound; past it, the lane gives up (said once).
     pub(super) fn due_restarts(
         &mut self,
-        now: Instant,
+        sim: f64,
         policy: RestartPolicy,
-    ) -> (Vec<usize>, Vec<Note>) {
+    ) -> (Vec<(usize, f64)>, Vec<Note>) {
         let (mut due, mut notes) = (Vec::new(), Vec::new());
         for slot in 0..self.slots.len() {
-            if !self.slots[slot].restart_is_due(now) {
+            let Some(at) = self.slots[slot]
+                .restart_due()
+                .filter(|_| self.slots[slot].restart_is_due(sim))
+            else {
                 continue;
-            }
+            };
             if self.restarts >= policy.max {
                 self.slots[slot].give_up();
                 if !std::mem::replace(&mut self.gave_up, true) {
@@ -279,15 +343,19 @@ impl Lane {
                         "giving up after {} restarts: the job never completed",
                         policy.max
                     );
-                    notes.push(Note::runner(Kind::Error, text));
+                    notes.push(Note::runner(Kind::Error, text).at(at));
                 }
                 continue;
             }
             self.restarts += 1;
             let attempt = self.slots[slot].attempt() + 1;
             let text = format!("supervisor restarts the worker (attempt {attempt})");
-            notes.push(Note::runner(Kind::Notice, text).marked(Mark::Restart));
-            due.push(slot);
+            notes.push(
+                Note::runner(Kind::Notice, text)
+                    .marked(Mark::Restart)
+                    .at(at),
+            );
+            due.push((slot, at));
         }
         (due, notes)
     }
@@ -325,7 +393,15 @@ impl Lane {
         };
         if poll.restarted_at_zero {
             let text = "worker restarts at item zero: task-000 written again".to_string();
-            notes.push(Note::runner(Kind::Symptom, text));
+            // The moment task-000 was written again: the newest attempt's first write.
+            let at = self
+                .attempts
+                .iter()
+                .map(Attempt::first_write)
+                .max_by(f64::total_cmp);
+            let mut note = Note::runner(Kind::Symptom, text);
+            note.at = at;
+            notes.push(note);
         }
         notes
     }
@@ -386,6 +462,8 @@ pub(super) struct Note {
     pub kind: Kind,
     pub text: String,
     pub mark: Option<Mark>,
+    /// Its moment on the night's clock; `None`: the clock's present reading.
+    pub at: Option<f64>,
 }
 
 impl Note {
@@ -395,7 +473,13 @@ impl Note {
             kind,
             text,
             mark: None,
+            at: None,
         }
+    }
+
+    fn at(mut self, sim: f64) -> Self {
+        self.at = Some(sim);
+        self
     }
 
     fn marked(mut self, mark: Mark) -> Self {

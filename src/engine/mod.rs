@@ -8,6 +8,7 @@
 
 mod config;
 mod lane;
+mod pace;
 mod timeline;
 mod triggers;
 mod watch;
@@ -23,13 +24,14 @@ use thiserror::Error;
 pub use self::config::{DEFAULT_DEAD_MAN, EngineConfig, HangPlan, LaneConfig};
 use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
+pub use self::pace::{Attempt, Pace};
 pub use self::timeline::{Entry, Kind, Mark, Source, Tone, timeline_line};
 use self::triggers::{Action, Triggers};
 use self::watch::Watch;
 use crate::clock::SimClock;
 use crate::store::StoreError;
 use crate::supervisor::slot::{Output, RestartPolicy, SlotState};
-use crate::worker::protocol::Pace;
+use crate::worker::protocol::Grant;
 
 #[derive(Debug, Error)]
 pub enum EngineError {
@@ -55,7 +57,8 @@ pub struct Engine {
     output_tx: Sender<Output>,
     output_rx: Receiver<Output>,
     paused_at: Option<Instant>,
-    /// The workers' pace relative to their configured delay (the dashboard's speed keys).
+    /// How fast the night is shown relative to its scale (the dashboard's speed keys): it
+    /// changes nothing else.
     speed: f64,
     watch: Watch,
 }
@@ -77,12 +80,13 @@ impl Engine {
             speed: 1.0,
             watch: Watch::default(),
         };
+        let start = crate::clock::NIGHT_START + engine.config.start_at;
         for lane in 0..engine.lanes.len() {
             for slot in 0..engine.lanes[lane].slots.len() {
-                engine.spawn(lane, slot)?;
+                engine.spawn(lane, slot, start)?;
             }
         }
-        engine.triggers.arm_random_kill(now);
+        engine.triggers.arm_random_kill(start);
         Ok(engine)
     }
 
@@ -130,10 +134,11 @@ impl Engine {
     }
 
     /// Turns seeded random kills on (without limit) or off.
-    pub fn set_random_kills(&mut self, on: bool, now: Instant) {
-        self.triggers.set_random_kills(on, now);
+    pub fn set_random_kills(&mut self, on: bool, _now: Instant) {
+        self.triggers.set_random_kills(on, self.clock.now().0);
     }
 
+    #[must_use]
     fn restart_policy(&self) -> RestartPolicy {
         RestartPolicy {
             delay: self.config.restart_delay,
@@ -163,6 +168,12 @@ impl Engine {
 
     fn resume_lane(&mut self, lane: usize, now: Instant) {
         let pids = self.lanes[lane].unhang(self.paused_at.is_some());
+        // A resumed worker's next write is one pace after the resume, not in the past.
+        let sim = self.clock.now().0;
+        self.lanes[lane]
+            .attempts
+            .iter_mut()
+            .for_each(|a| a.rebase(sim));
         if !pids.is_empty() {
             let text = format!("worker resumed (SIGCONT, pid {pids})");
             self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
@@ -198,12 +209,25 @@ impl Engine {
                 slot + 1
             ),
         );
-        self.spawn(lane, slot)
+        let sim = self.clock.now().0;
+        self.spawn(lane, slot, sim)
     }
 
     fn log(&mut self, now: Instant, lane: Option<usize>, source: Source, kind: Kind, text: String) {
+        self.log_at(now, None, lane, (source, kind), text);
+    }
+
+    /// A timeline line at sim time `at` (the clock's present reading when `None`).
+    fn log_at(
+        &mut self,
+        now: Instant,
+        at: Option<f64>,
+        lane: Option<usize>,
+        (source, kind): (Source, Kind),
+        text: String,
+    ) {
         self.timeline.push(Entry {
-            sim: self.clock.at(now),
+            sim: at.map_or_else(|| self.clock.now(), crate::clock::SimTime),
             real_ms: self.elapsed(now).as_millis() as u64,
             lane,
             source,
@@ -221,14 +245,17 @@ impl Engine {
 
     /// Puts a lane's note on the timeline.
     fn note(&mut self, now: Instant, lane: usize, note: Note) {
-        self.log(now, Some(lane), note.source, note.kind, note.text);
+        let at = note.at;
+        self.log_at(now, at, Some(lane), (note.source, note.kind), note.text);
         if let Some(entry) = self.timeline.last_mut() {
             entry.mark = note.mark;
         }
     }
 
-    fn spawn(&mut self, lane: usize, slot: usize) -> Result<(), EngineError> {
-        let worker = self.lanes[lane].worker_config(slot, self.speed);
+    /// Starts a slot's next attempt, its schedule beginning at sim time `start`.
+    fn spawn(&mut self, lane: usize, slot: usize, start: f64) -> Result<(), EngineError> {
+        self.lanes[lane].begin_attempt(slot, start);
+        let worker = self.lanes[lane].worker_config(slot);
         let mut command = Command::new(&self.config.exe);
         command.args(worker.to_args());
         let paused = self.paused_at.is_some();
@@ -240,37 +267,102 @@ impl Engine {
             })
     }
 
-    /// Advances the night to `now`: reads worker output, reaps, observes, kills and restarts.
+    /// Advances the night to `now`: reads worker output, reaps, moves the clock on as far as
+    /// the work allows, kills, restarts, grants the writes now due, and observes.
     pub fn tick(&mut self, now: Instant) -> Result<(), EngineError> {
         self.watch.tick(now, crate::signals::take_continued());
-        self.drain_output();
+        self.drain_output(now);
         self.reap(now);
-        self.drain_output();
-        self.observe(now);
+        self.drain_output(now);
         if self.paused_at.is_none() {
-            self.fire_triggers(now);
+            let held = self.held_at(now);
+            let limit = self.triggers.next_moment().map_or(held, |m| m.min(held));
+            let limit = self.next_restart().map_or(limit, |r| r.min(limit));
+            self.clock.advance(now, limit);
+            self.fire_triggers(now, held);
             self.restart_due(now)?;
+            self.grant();
+        } else {
+            self.clock.advance(now, self.clock.now().0);
         }
+        self.observe(now);
         Ok(())
     }
 
-    fn drain_output(&mut self) {
-        while let Ok(output) = self.output_rx.try_recv() {
-            self.handle_output(output);
+    /// The sim time the clock may not pass yet: the write some running worker has been
+    /// granted (or has yet to ask for) and not made.
+    fn held_at(&mut self, now: Instant) -> f64 {
+        let clock = self.clock.now().0;
+        let mut held = f64::INFINITY;
+        for lane in &mut self.lanes {
+            for (slot, attempt) in lane.slots.iter().zip(lane.attempts.iter_mut()) {
+                if !(slot.is_live() && slot.state() == SlotState::Running) {
+                    attempt.not_waited_on();
+                    continue;
+                }
+                if let Some(hold) = attempt.hold(now) {
+                    if hold > clock {
+                        // Not waited on yet: the clock has not reached it.
+                        attempt.not_waited_on();
+                    }
+                    held = held.min(hold);
+                }
+            }
+        }
+        held
+    }
+
+    /// The sim time of the next restart planned.
+    fn next_restart(&self) -> Option<f64> {
+        (self.lanes.iter())
+            .flat_map(|l| {
+                l.slots
+                    .iter()
+                    .filter_map(crate::supervisor::slot::Slot::restart_due)
+            })
+            .min_by(f64::total_cmp)
+    }
+
+    /// Tells every running worker how many writes its moments have come for.
+    fn grant(&mut self) {
+        let clock = self.clock.now().0;
+        for lane in &mut self.lanes {
+            for (slot, attempt) in lane.slots.iter_mut().zip(lane.attempts.iter_mut()) {
+                if !(slot.is_live() && slot.state() == SlotState::Running) {
+                    continue;
+                }
+                let upto = attempt.grantable(clock);
+                if upto > attempt.granted {
+                    attempt.granted = upto;
+                    slot.tell(&Grant { upto }.to_string());
+                }
+            }
         }
     }
 
-    fn handle_output(&mut self, output: Output) {
+    fn drain_output(&mut self, now: Instant) {
+        while let Ok(output) = self.output_rx.try_recv() {
+            self.handle_output(now, output);
+        }
+    }
+
+    fn handle_output(&mut self, now: Instant, output: Output) {
         let Output {
             lane,
             slot,
             attempt,
             stderr,
             line,
-            at,
+            at: _,
         } = output;
-        if let Some(note) = self.lanes[lane].heard(slot, attempt, stderr, line) {
-            self.note(at, lane, note);
+        let (note, wrote) = self.lanes[lane].heard(slot, attempt, stderr, line);
+        if let Some(note) = note {
+            self.note(now, lane, note);
+        }
+        if lane == 0
+            && let Some((last, sim)) = wrote
+        {
+            self.triggers.wrote(last, sim);
         }
     }
 
@@ -282,7 +374,8 @@ impl Engine {
         for lane in 0..self.lanes.len() {
             for slot in 0..self.lanes[lane].slots.len() {
                 self.lanes[lane].slots[slot].try_reap(now);
-                if let Some(exit) = self.lanes[lane].slots[slot].ready_exit(now, policy) {
+                let sim = self.lanes[lane].attempts[slot].now();
+                if let Some(exit) = self.lanes[lane].slots[slot].ready_exit(now, sim, policy) {
                     self.lanes[lane].forget_temp_beat(slot);
                     let notes = self.lanes[lane].exited(slot, &exit);
                     self.notes(now, lane, notes);
@@ -308,12 +401,12 @@ impl Engine {
         }
     }
 
-    fn fire_triggers(&mut self, now: Instant) {
+    fn fire_triggers(&mut self, now: Instant, settled: f64) {
         let first = self.lanes.first().map(|l| &l.observer);
-        let due = self.triggers.due(now, self.elapsed(now), |task| {
+        let due = self.triggers.due(self.clock.now().0, settled, |task| {
             first.is_some_and(|o| o.has_task(task))
         });
-        for action in due {
+        for (action, at) in due {
             match action {
                 Action::WipeCheckpoints => {
                     for lane in 0..self.lanes.len() {
@@ -330,7 +423,7 @@ impl Engine {
                 }
                 Action::Hang => (0..self.lanes.len()).for_each(|l| self.hang_lane(l, now)),
                 Action::Resume => (0..self.lanes.len()).for_each(|l| self.resume_lane(l, now)),
-                Action::Kill => self.host_reclaims(now, None),
+                Action::Kill => self.kill_at(now, at, None),
             }
         }
     }
@@ -338,10 +431,15 @@ impl Engine {
     /// The host reclaims the instance: SIGKILL to every live worker (of one lane, or of all),
     /// reaped at once so that nothing restarts what is still being killed.
     pub fn host_reclaims(&mut self, now: Instant, only_lane: Option<usize>) {
+        self.kill_at(now, self.clock.now().0, only_lane);
+    }
+
+    /// `host_reclaims` at sim time `sim`.
+    fn kill_at(&mut self, now: Instant, sim: f64, only_lane: Option<usize>) {
         let policy = self.restart_policy();
         for lane in 0..self.lanes.len() {
             if only_lane.is_none_or(|l| l == lane) {
-                let notes = self.lanes[lane].host_kill(now, policy);
+                let notes = self.lanes[lane].host_kill(now, sim, policy);
                 self.notes(now, lane, notes);
             }
         }
@@ -349,17 +447,17 @@ impl Engine {
 
     fn restart_due(&mut self, now: Instant) -> Result<(), EngineError> {
         let policy = self.restart_policy();
-        let mut spawned = false;
+        let mut spawned = None;
         for lane in 0..self.lanes.len() {
-            let (due, notes) = self.lanes[lane].due_restarts(now, policy);
+            let (due, notes) = self.lanes[lane].due_restarts(self.clock.now().0, policy);
             self.notes(now, lane, notes);
-            for slot in due {
-                self.spawn(lane, slot)?;
-                spawned = true;
+            for (slot, at) in due {
+                self.spawn(lane, slot, at)?;
+                spawned = Some(at);
             }
         }
-        if spawned {
-            self.triggers.arm_random_kill(now);
+        if let Some(at) = spawned {
+            self.triggers.arm_random_kill(at);
         }
         Ok(())
     }
@@ -378,14 +476,11 @@ impl Engine {
         let Some(paused_at) = self.paused_at.take() else {
             return;
         };
-        let paused_for = now.saturating_duration_since(paused_at);
+        let _ = paused_at;
+        // Every deadline is a sim time, and the clock was frozen: a pause changes nothing
+        // about the night.
         self.clock.resume(now);
-        // Deadlines move with the frozen clock, so a pause changes nothing about the night.
-        self.triggers.postpone(paused_for);
-        self.each_slot(|slot| {
-            slot.postpone(paused_for);
-            slot.continue_running();
-        });
+        self.each_slot(|slot| slot.continue_running());
     }
 
     fn each_slot(&mut self, mut f: impl FnMut(&mut crate::supervisor::slot::Slot)) {
@@ -394,15 +489,11 @@ impl Engine {
         }
     }
 
-    /// Changes the speed of the night: the clock and every worker's pace, at once.
+    /// Changes how fast the night is shown. The workers follow the clock through their
+    /// grants, so nothing else changes: the same writes at the same sim times.
     pub fn set_speed(&mut self, speed: f64, now: Instant) {
         self.speed = speed;
         self.clock.set_scale(self.config.scale * speed, now);
-        for lane in &mut self.lanes {
-            let delay = lane.config.delay.div_f64(speed);
-            let line = Pace { delay }.to_string();
-            lane.slots.iter_mut().for_each(|slot| slot.tell(&line));
-        }
     }
 
     #[must_use]

@@ -41,6 +41,9 @@ impl WorkerConfig {
         if self.supervised {
             args.push("--supervised".into());
         }
+        if self.gated {
+            args.push("--gated".into());
+        }
         args
     }
 }
@@ -93,6 +96,15 @@ pub enum Line {
         rows_written: u64,
         inserted: u64,
     },
+    /// A gated worker will write next once it may have made `need` writes in all.
+    Wait {
+        need: u64,
+    },
+    /// A gated worker has committed its `writes`th item, the last of them `last`.
+    Wrote {
+        writes: u64,
+        last: u64,
+    },
     /// Anything else a worker (or someone else's program) prints.
     Other(String),
 }
@@ -106,6 +118,8 @@ impl Line {
             Self::Resume(_) => "resume",
             Self::Crash { .. } => "crash",
             Self::Done { .. } => "done",
+            Self::Wait { .. } => "wait",
+            Self::Wrote { .. } => "wrote",
             Self::Other(_) => "log",
         }
     }
@@ -118,7 +132,7 @@ impl Line {
             Self::Resume(_) => Kind::Resume,
             Self::Crash { .. } => Kind::Crash,
             Self::Done { .. } => Kind::Done,
-            Self::Other(_) => Kind::Log,
+            Self::Wait { .. } | Self::Wrote { .. } | Self::Other(_) => Kind::Log,
         }
     }
 
@@ -146,6 +160,8 @@ impl Line {
                 rows_written,
                 inserted,
             } => format!("rows_written={rows_written}  status=ok  inserted={inserted}"),
+            Self::Wait { need } => format!("need={need}"),
+            Self::Wrote { writes, last } => format!("writes={writes}  last={}", task_id(*last)),
             Self::Other(text) => text.clone(),
         }
     }
@@ -204,6 +220,13 @@ impl FromStr for Line {
                     inserted: number("inserted").unwrap_or(0),
                 })
             })(),
+            "wait" => number("need").map(|need| Self::Wait { need }),
+            "wrote" => (|| {
+                Some(Self::Wrote {
+                    writes: number("writes")?,
+                    last: parse_task_id(field(rest, "last")?)?,
+                })
+            })(),
             _ => None,
         };
         Ok(parsed.unwrap_or_else(|| Self::Other(line.to_string())))
@@ -236,6 +259,29 @@ impl FromStr for Pace {
     }
 }
 
+/// A command on a gated worker's stdin: it may have made `upto` writes in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    pub upto: u64,
+}
+
+impl fmt::Display for Grant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "grant {}", self.upto)
+    }
+}
+
+impl FromStr for Grant {
+    type Err = String;
+
+    fn from_str(line: &str) -> Result<Self, Self::Err> {
+        line.strip_prefix("grant ")
+            .and_then(|n| n.trim().parse().ok())
+            .map(|upto| Self { upto })
+            .ok_or_else(|| format!("not a grant: {line:?}"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -261,6 +307,7 @@ mod tests {
             }),
             sync: SyncMode::Full,
             supervised: true,
+            gated: true,
         };
         let mut command_line: Vec<OsString> = vec!["reclaim".into()];
         command_line.extend(config.to_args());
@@ -301,6 +348,11 @@ mod tests {
                 rows_written: 312,
                 inserted: 200,
             },
+            Line::Wait { need: 113 },
+            Line::Wrote {
+                writes: 112,
+                last: 111,
+            },
             Line::Other("heartbeat: writing x again".into()),
         ];
         for line in lines {
@@ -332,5 +384,8 @@ mod tests {
         assert_eq!(pace.to_string(), "delay-us 1250");
         assert_eq!(pace.to_string().parse::<Pace>(), Ok(pace));
         assert!("delay-us x".parse::<Pace>().is_err());
+        let grant = Grant { upto: 112 };
+        assert_eq!(grant.to_string().parse::<Grant>(), Ok(grant));
+        assert!("grant".parse::<Grant>().is_err());
     }
 }
