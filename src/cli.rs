@@ -106,8 +106,16 @@ pub struct ReplayArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// How the worker makes a restart safe (or does not)
-    #[arg(long, value_enum)]
-    pub strategy: Strategy,
+    #[arg(long, value_enum, required_unless_present = "scenario")]
+    pub strategy: Option<Strategy>,
+    /// Run a scenario headless instead (a shipped name or a .toml path): every lane, its
+    /// timeline, one verdict per lane
+    #[arg(long, value_name = "NAME|PATH", conflicts_with_all = [
+        "strategy", "items", "delay_ms", "kills", "kill_window", "kill_at_task", "crash_at",
+        "workers", "restart_delay", "max_restarts", "scale", "batch", "db", "record",
+        "replay_schedule",
+    ])]
+    pub scenario: Option<String>,
     /// Items in the queue: task-000 .. task-(N-1)
     #[arg(long, default_value_t = 200, value_parser = items_parser())]
     pub items: u64,

@@ -11,10 +11,19 @@ use crate::error::{Context as _, Error};
 use crate::harness::{self, RunReport};
 use crate::paths;
 use crate::record::Recording;
+use crate::scenario::Scenario;
 use crate::supervisor::schedule::KillPlan;
 
 /// Runs `reclaim run`.
 pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
+    if let Some(name) = &args.scenario {
+        return run_scenario(name, args, out);
+    }
+    let Some(strategy) = args.strategy else {
+        return Err(Error::Refused(
+            "give --strategy STRATEGY or --scenario NAME|PATH".into(),
+        ));
+    };
     // Every input is checked before anything is created or started.
     if let Some(crash) = args.crash_at {
         crate::task::check_in_queue("--crash-at", crash.task, args.items)?;
@@ -66,8 +75,8 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     };
     let config = EngineConfig {
         lanes: vec![LaneConfig {
-            name: args.strategy.name().to_string(),
-            strategy: args.strategy,
+            name: strategy.name().to_string(),
+            strategy,
             db: db.clone(),
             items: args.items,
             delay: Duration::from_secs_f64(args.delay_ms / 1000.0),
@@ -92,7 +101,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         let _ = writeln!(
             out,
             "reclaim run  strategy={}  items={}  delay={}ms  workers={}  seed={seed}  scale={}x",
-            args.strategy, args.items, args.delay_ms, args.workers, args.scale
+            strategy, args.items, args.delay_ms, args.workers, args.scale
         );
         let _ = writeln!(out, "kill plan    {}", describe_plan(&plan, args));
     }
@@ -109,6 +118,73 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         print_verdict(&report, out);
     }
     Ok(report.exit_code())
+}
+
+/// `run --scenario`: every lane of a scenario headless, the timeline as the dashboard shows it
+/// (a lane column), then one verdict line per lane; exit 0 only if every lane's data is right.
+fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
+    let scenario = Scenario::load(name)?;
+    let db = paths::fresh_db_path("scenario")
+        .context(|| "cannot create a folder for the warehouses".into())?;
+    let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
+    let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
+    let mut config = scenario.engine_config(&dir, 1, exe);
+    if let Some(seed) = args.seed {
+        config.kills.seed = seed;
+    }
+    let plan = config.kills.clone();
+    let names: Vec<String> = config.lanes.iter().map(|l| l.name.clone()).collect();
+    let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    if !args.json {
+        let _ = writeln!(
+            out,
+            "reclaim run  scenario={}  lanes={}  items={}  seed={}  scale={}x",
+            scenario.source,
+            names.join(","),
+            scenario.items,
+            plan.seed,
+            scenario.scale
+        );
+        let _ = writeln!(out, "title        {}", scenario.title);
+    }
+    let reports = harness::drive_lanes(config, &plan, None, |entry, _| {
+        if !args.json {
+            let line = match entry.lane.and_then(|l| names.get(l)) {
+                Some(name) => entry.line_in_lane(name, width),
+                None => entry.line(None),
+            };
+            let _ = writeln!(out, "{line}");
+        }
+    })?;
+    if args.json {
+        for (name, report) in names.iter().zip(&reports) {
+            let mut value =
+                serde_json::to_value(report).map_err(|e| Error::Refused(e.to_string()))?;
+            if let Some(object) = value.as_object_mut() {
+                object.insert("lane".into(), name.clone().into());
+            }
+            let _ = writeln!(out, "{value}");
+        }
+    } else {
+        let _ = writeln!(out);
+        for (name, report) in names.iter().zip(&reports) {
+            let _ = writeln!(
+                out,
+                "verdict      {name:<width$}  {}  rows={} duplicated_task_ids={} kills={} restarts={}",
+                report.verdict,
+                report.rows,
+                report.duplicated_task_ids,
+                report.kills,
+                report.restarts
+            );
+        }
+        let _ = writeln!(out, "databases    {} (kept)", dir.display());
+    }
+    Ok(if reports.iter().all(RunReport::holds) {
+        crate::exit::OK
+    } else {
+        crate::exit::DATA_WRONG
+    })
 }
 
 fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {

@@ -264,7 +264,18 @@ impl Engine {
             .map_err(|source| EngineError::Spawn {
                 exe: self.config.exe.clone(),
                 source,
-            })
+            })?;
+        // What is due already goes with the start (everything, for a night at full speed), so
+        // a worker does not wait a tick for its first grant.
+        let clock = self.clock.now().0;
+        let l = &mut self.lanes[lane];
+        let (slot, attempt) = (&mut l.slots[slot], &mut l.attempts[slot]);
+        let upto = attempt.grantable(clock);
+        if upto > attempt.granted {
+            attempt.granted = upto;
+            slot.tell(&Grant { upto }.to_string());
+        }
+        Ok(())
     }
 
     /// Advances the night to `now`: reads worker output, reaps, moves the clock on as far as
