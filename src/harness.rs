@@ -195,11 +195,7 @@ fn lane_report(
     let lane = &engine.lanes()[index];
     let claimed = lane.claimed.as_ref().map(|c| c.status.clone());
     let completed = lane.completed();
-    let symptoms = Symptom::observed(
-        inspection,
-        lane.observer.restarted_at_zero,
-        claimed.as_deref(),
-    );
+    let symptoms = Symptom::observed(inspection, lane.restarted_at_zero, claimed.as_deref());
     let never_completed = (!completed).then(|| {
         format!(
             "the job never completed: the supervisor gave up after {} restarts (--max-restarts) because every attempt was killed before it finished",

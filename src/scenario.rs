@@ -160,8 +160,119 @@ impl Caption {
         if self.text.trim().is_empty() {
             return Err(format!("caption {n}: text is empty"));
         }
+        if let Some(name) = unknown_placeholders(&self.text).first() {
+            return Err(format!(
+                "caption {n}: {{{}}} is not one of the night's figures ({})",
+                quoted(name),
+                CAPTION_FIGURES.map(|f| format!("{{{f}}}")).join(", ")
+            ));
+        }
         Ok(())
     }
+}
+
+/// The figures a caption's text may name, `{rows}` and the like: the night's own, so a caption
+/// is never wrong about them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptionFigures {
+    pub lane: String,
+    pub items: u64,
+    pub rows: u64,
+    pub distinct: u64,
+    pub duplicated: u64,
+    pub kills: u32,
+    pub restarts: u32,
+    /// What the worker claimed (`rows_written`), once it has.
+    pub claimed: Option<u64>,
+    pub checkpoints: Option<u64>,
+}
+
+/// The placeholders a caption may use.
+pub const CAPTION_FIGURES: [&str; 10] = [
+    "lane",
+    "items",
+    "rows",
+    "distinct",
+    "duplicated",
+    "extra",
+    "kills",
+    "restarts",
+    "claimed",
+    "checkpoints",
+];
+
+impl CaptionFigures {
+    /// A lane's figures as its panel shows them.
+    #[must_use]
+    pub fn of(snap: &crate::engine::LaneSnapshot, lane: &str, items: u64) -> Self {
+        Self {
+            lane: lane.to_string(),
+            items,
+            rows: snap.rows,
+            distinct: snap.distinct,
+            duplicated: snap.duplicated,
+            kills: snap.kills,
+            restarts: snap.restarts,
+            claimed: snap.claimed.as_ref().map(|c| c.rows_written),
+            checkpoints: snap.checkpoints,
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<String> {
+        let dash = || "-".to_string();
+        Some(match name {
+            "lane" => self.lane.clone(),
+            "items" => self.items.to_string(),
+            "rows" => self.rows.to_string(),
+            "distinct" => self.distinct.to_string(),
+            "duplicated" => self.duplicated.to_string(),
+            "extra" => self.rows.saturating_sub(self.distinct).to_string(),
+            "kills" => self.kills.to_string(),
+            "restarts" => self.restarts.to_string(),
+            "claimed" => self.claimed.map_or_else(dash, |c| c.to_string()),
+            "checkpoints" => self.checkpoints.map_or_else(dash, |c| c.to_string()),
+            _ => return None,
+        })
+    }
+}
+
+/// A caption's text with its `{name}` placeholders replaced by the night's figures.
+#[must_use]
+pub fn fill_caption(text: &str, figures: &CaptionFigures) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let found = after
+            .find('}')
+            .and_then(|close| figures.get(&after[..close]).map(|value| (value, close)));
+        if let Some((value, close)) = found {
+            out.push_str(&value);
+            rest = &after[close + 1..];
+        } else {
+            out.push('{');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The placeholders a caption's text names that are not figures, if any.
+fn unknown_placeholders(text: &str) -> Vec<String> {
+    let mut unknown = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else { break };
+        let name = &after[..close];
+        if !CAPTION_FIGURES.contains(&name) {
+            unknown.push(name.to_string());
+        }
+        rest = &after[close + 1..];
+    }
+    unknown
 }
 
 /// `02:11:47` as seconds after midnight.

@@ -255,8 +255,13 @@ impl Symptom {
 pub fn lessons(inspection: &Inspection, symptoms: &[Symptom]) -> Vec<String> {
     let mut lines: Vec<String> = symptoms.iter().map(|s| s.lesson()).collect();
     if inspection.duplicated_task_ids > 0 && !symptoms.contains(&Symptom::RowsExceedQueue) {
+        let how = if inspection.extra_rows == inspection.duplicated_task_ids {
+            "twice"
+        } else {
+            "more than once"
+        };
         lines.push(format!(
-            "{} task ids written twice: {}",
+            "{} task ids written {how}: {}",
             inspection.duplicated_task_ids,
             Symptom::RowsExceedQueue.check()
         ));

@@ -27,6 +27,7 @@ pub struct ClaimedDone {
 
 /// A lane's live state.
 #[derive(Debug)]
+#[allow(clippy::struct_excessive_bools)] // Reason: independent facts about the lane, each its own.
 pub struct Lane {
     pub config: LaneConfig,
     pub(super) slots: Vec<Slot>,
@@ -45,6 +46,11 @@ pub struct Lane {
     pub stale: bool,
     pub gave_up: bool,
     pub failure: Option<String>,
+    /// A restarted worker began again at task-000 (the symptom; an added worker starting there
+    /// is a second delivery, not a restart).
+    pub restarted_at_zero: bool,
+    /// The newest worker started was a restart (not a lane's first, not an added one).
+    newest_is_restart: bool,
     /// The last observer error, so a persistent one is reported once.
     pub(super) observer_error: Option<String>,
     pub(super) heartbeat: heartbeat::Follower,
@@ -74,6 +80,8 @@ impl Lane {
             stale: false,
             gave_up: false,
             failure: None,
+            restarted_at_zero: false,
+            newest_is_restart: false,
             observer_error: None,
         }
     }
@@ -153,6 +161,7 @@ impl Lane {
 
     /// A slot's next attempt begins at sim time `start`.
     pub(super) fn begin_attempt(&mut self, slot: usize, start: f64) {
+        self.newest_is_restart = self.slots[slot].attempt() > 0;
         let pace = self.pace(self.slots[slot].attempt() + 1);
         self.attempts[slot] = Attempt::new(start, pace);
     }
@@ -391,7 +400,8 @@ impl Lane {
                 crate::observer::Poll::default()
             }
         };
-        if poll.restarted_at_zero {
+        if poll.restarted_at_zero && self.newest_is_restart {
+            self.restarted_at_zero = true;
             let text = "worker restarts at item zero: task-000 written again".to_string();
             // The moment task-000 was written again: the newest attempt's first write.
             let at = self
@@ -590,7 +600,7 @@ impl Lane {
             kills: self.kills,
             workers: self.config.workers,
             claimed: self.claimed.clone(),
-            restarted_at_zero: o.restarted_at_zero,
+            restarted_at_zero: self.restarted_at_zero,
         }
     }
 }

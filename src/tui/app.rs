@@ -44,6 +44,8 @@ pub enum Command {
     Pause,
     Resume,
     SetSpeed(f64),
+    /// The next caption the night has reached, at once.
+    NextCaption,
 }
 
 /// What `update` needs to know about the night to decide.
@@ -56,9 +58,8 @@ pub struct Facts {
     pub random_kills: bool,
     pub seed: u64,
     pub recording: bool,
-    /// How many captions the scenario has, and which one the night is at.
+    /// How many captions the scenario has.
     pub captions: usize,
-    pub caption: Option<usize>,
 }
 
 /// What `update` needs to know about one lane.
@@ -75,15 +76,12 @@ pub struct LaneFacts {
 #[derive(Debug)]
 pub struct App {
     chrome: Chrome,
-    /// A caption the user stepped to with `c`, shown until the night's own moves past it.
-    caption_pick: Option<usize>,
 }
 
 impl Default for App {
     fn default() -> Self {
         Self {
             chrome: Chrome::new(NoticeLife::For(NOTICE_FOR)),
-            caption_pick: None,
         }
     }
 }
@@ -161,11 +159,7 @@ impl App {
                 self.say("this scenario has no captions", now);
                 Vec::new()
             }
-            Action::NextCaption => {
-                let shown = self.caption_pick.or(facts.caption);
-                self.caption_pick = Some(shown.map_or(0, |i| (i + 1) % facts.captions));
-                Vec::new()
-            }
+            Action::NextCaption => vec![Command::NextCaption],
             // The chrome's own keys, the replay's, and Ctrl-Z (the event loop suspends: it owns
             // the terminal, see `Screen::suspend`).
             Action::NextLane
@@ -192,7 +186,6 @@ impl App {
     /// The night starts again from 02:00: the timeline follows it and its captions are its own.
     fn restarted(&mut self, facts: &Facts) {
         self.chrome.scroll = 0;
-        self.caption_pick = None;
         self.chrome.selected = self
             .chrome
             .selected
@@ -211,6 +204,8 @@ fn next_strategy(strategy: Strategy) -> Strategy {
 pub struct Live {
     app: App,
     night: Night,
+    /// The window is below the minimum size: the night is paused until it is not.
+    small: bool,
 }
 
 impl Live {
@@ -226,6 +221,7 @@ impl Live {
         Ok(Self {
             app: App::default(),
             night: Night::start(scenario, exe, dir, record, now)?,
+            small: false,
         })
     }
 
@@ -274,7 +270,7 @@ impl Screen for Live {
     }
 
     fn update(&mut self, action: Action, now: Instant) -> Result<(), Error> {
-        let facts = self.night.facts(now);
+        let facts = self.night.facts();
         for command in self.app.update(action, &facts, now) {
             self.night.execute(command, now)?;
             self.listen(now);
@@ -291,9 +287,21 @@ impl Screen for Live {
     }
 
     fn view(&self) -> Dashboard {
-        self.app
-            .chrome
-            .dashboard(self.night.scene(self.app.caption_pick))
+        self.app.chrome.dashboard(self.night.scene())
+    }
+
+    fn close_help(&mut self) -> bool {
+        std::mem::replace(&mut self.app.chrome.help, false)
+    }
+
+    fn too_small(&mut self, small: bool, now: Instant) {
+        // Nothing may happen while nobody can see it: a kill would go by unseen.
+        if small && !self.small {
+            self.night.suspend(now);
+        } else if !small && self.small {
+            self.night.unsuspend(now);
+        }
+        self.small = small;
     }
 }
 
@@ -320,7 +328,6 @@ mod tests {
             seed: 214,
             recording: false,
             captions: 2,
-            caption: None,
         }
     }
 
@@ -379,7 +386,7 @@ mod tests {
     }
 
     #[test]
-    fn help_closes_on_the_next_key_which_still_acts_and_quit_closes_the_recording() {
+    fn help_closes_on_the_next_key_which_does_nothing_else_and_quit_closes_the_recording() {
         let mut app = App::default();
         let now = Instant::now();
         let f = facts();
@@ -388,8 +395,13 @@ mod tests {
         assert_eq!(app.update(Action::ToggleHelp, &f, now), []);
         assert!(!app.chrome.help);
         app.update(Action::ToggleHelp, &f, now);
-        assert_eq!(app.update(Action::KillLane, &f, now), [Command::Kill(0)]);
+        assert_eq!(
+            app.update(Action::KillLane, &f, now),
+            [],
+            "k only closed the help"
+        );
         assert!(!app.chrome.help);
+        assert_eq!(app.update(Action::KillLane, &f, now), [Command::Kill(0)]);
         assert!(!app.chrome.quit);
         assert_eq!(
             app.update(Action::Quit, &f, now),
@@ -484,24 +496,17 @@ mod tests {
     }
 
     #[test]
-    fn c_steps_through_the_captions_from_the_one_shown() {
+    fn c_asks_the_night_for_its_next_caption_and_says_when_there_are_none() {
         let mut app = App::default();
         let now = Instant::now();
         let mut f = facts();
-        app.update(Action::NextCaption, &f, now);
-        assert_eq!(app.caption_pick, Some(0));
-        app.update(Action::NextCaption, &f, now);
-        assert_eq!(app.caption_pick, Some(1));
-        app.update(Action::NextCaption, &f, now);
-        assert_eq!(app.caption_pick, Some(0));
-        // A night already at its second caption steps on from there.
-        let mut fresh = App::default();
-        f.caption = Some(1);
-        fresh.update(Action::NextCaption, &f, now);
-        assert_eq!(fresh.caption_pick, Some(0));
+        assert_eq!(
+            app.update(Action::NextCaption, &f, now),
+            [Command::NextCaption]
+        );
         f.captions = 0;
-        fresh.update(Action::NextCaption, &f, now);
-        assert_eq!(notice(&fresh), Some("this scenario has no captions"));
+        assert_eq!(app.update(Action::NextCaption, &f, now), []);
+        assert_eq!(notice(&app), Some("this scenario has no captions"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::record::{self, LaneEnd, Recorder};
 use crate::scenario::{self, CaptionEvent, Scenario, ScenarioLane};
 use crate::store::inspect;
 use crate::tui::app::{Command, Facts, LaneFacts};
+use crate::tui::captions::CaptionQueue;
 use crate::tui::chrome::{LaneMeta, MAX_POINTS, Scene, lane_view, marker_kind, symptoms, x_max};
 use crate::tui::keymap::Mode;
 use crate::tui::view::{LaneView, Marker, Series};
@@ -88,6 +89,8 @@ pub struct Night {
     suspended_running: Option<Instant>,
     /// What the night has said since the screen last asked, oldest first.
     said: Vec<String>,
+    /// The teaching caption on screen, and those shown already.
+    captions: CaptionQueue,
 }
 
 impl Night {
@@ -122,6 +125,7 @@ impl Night {
             record_to: record,
             suspended_running: None,
             said: Vec::new(),
+            captions: CaptionQueue::default(),
         };
         if recording {
             night.start_recording()?;
@@ -160,8 +164,8 @@ impl Night {
         self.said.push(text.into());
     }
 
-    /// What the live screen's `update` needs to know to decide, at `now`.
-    pub fn facts(&self, now: Instant) -> Facts {
+    /// What the live screen's `update` needs to know to decide.
+    pub fn facts(&self) -> Facts {
         Facts {
             lanes: self
                 .engine
@@ -181,10 +185,6 @@ impl Night {
             seed: self.scenario.seed,
             recording: self.recorder.is_some(),
             captions: self.scenario.captions.len(),
-            caption: scenario::current_caption(
-                &self.caption_times(),
-                self.engine.clock().at(now).0,
-            ),
         }
     }
 
@@ -193,6 +193,12 @@ impl Night {
         self.now = now;
         self.engine.tick(now)?;
         self.record_history(now);
+        let chars: Vec<usize> = (self.scenario.captions.iter())
+            .map(|c| c.text.chars().count())
+            .collect();
+        let clock = self.engine.clock().now().0;
+        self.captions
+            .update(&self.caption_times(), clock, &chars, now);
         if let Some(recorder) = self.recorder.as_mut()
             && let Err(e) = recorder.observe(&self.engine, now)
         {
@@ -261,6 +267,13 @@ impl Night {
             Command::SetSpeed(speed) => {
                 self.speed = speed;
                 self.engine.set_speed(speed, now);
+            }
+            Command::NextCaption => {
+                let times = self.caption_times();
+                let clock = self.engine.clock().now().0;
+                if !self.captions.step(&times, clock, now) {
+                    self.say("no caption waiting: the next one comes with the night");
+                }
             }
         }
         Ok(())
@@ -346,6 +359,7 @@ impl Night {
             .collect();
         self.marked = 0;
         self.end_clock = None;
+        self.captions = CaptionQueue::default();
         if recording {
             self.start_recording()?;
         }
@@ -431,9 +445,8 @@ impl Night {
         self.marked = self.engine.timeline().len();
     }
 
-    /// What the night shows at the last tick; `caption_pick` is the caption the user stepped to
-    /// with `c`, shown until the night's own moves past it.
-    pub fn scene(&self, caption_pick: Option<usize>) -> Scene {
+    /// What the night shows at the last tick.
+    pub fn scene(&self) -> Scene {
         let clock = self
             .end_clock
             .unwrap_or_else(|| self.engine.clock().at(self.now));
@@ -487,10 +500,22 @@ impl Night {
             .map(|l| l.snapshot(dead_man))
             .collect();
         let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
-        let caption = caption_pick
-            .or_else(|| scenario::current_caption(&self.caption_times(), clock.0))
+        let caption = (self.captions.shown())
             .and_then(|i| self.scenario.captions.get(i))
-            .map(|c| c.text.clone());
+            .map(|c| {
+                // The figures of the lane the caption is about (the first lane otherwise), as
+                // they are now: a caption's numbers are the night's, never a script's.
+                let lane = (c.lane.as_ref())
+                    .and_then(|name| self.lanes.iter().position(|l| &l.name == name))
+                    .unwrap_or(0);
+                match (snapshots.get(lane), self.engine.lanes().get(lane)) {
+                    (Some(snap), Some(l)) => scenario::fill_caption(
+                        &c.text,
+                        &scenario::CaptionFigures::of(snap, &l.config.name, l.config.items),
+                    ),
+                    _ => c.text.clone(),
+                }
+            });
         Scene {
             title: self.scenario.title.clone(),
             scenario: self.scenario.source.clone(),

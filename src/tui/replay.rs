@@ -192,6 +192,10 @@ impl Screen for ReplayApp {
         self.chrome.quit
     }
 
+    fn close_help(&mut self) -> bool {
+        std::mem::replace(&mut self.chrome.help, false)
+    }
+
     fn lane_count(&self) -> usize {
         self.recording.header.lanes.len()
     }

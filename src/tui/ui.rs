@@ -120,6 +120,7 @@ fn too_small(area: Rect, buf: &mut Buffer, theme: Theme) {
             "{}x{} here; the dashboard needs at least {MIN_WIDTH}x{MIN_HEIGHT}.",
             area.width, area.height
         )),
+        Line::raw("The night is paused until the window is large enough again."),
         Line::raw("Enlarge the window, or press q to quit."),
     ];
     Paragraph::new(text)
@@ -284,10 +285,18 @@ fn footer(area: Rect, buf: &mut Buffer, mode: Mode, theme: Theme) {
     right.alignment(Alignment::Right).render(right_area, buf);
 }
 
+/// What each part of a lane's panel means, as the help names it.
+const PANEL_LEGEND: &[&str] = &[
+    " lights: alive = a worker process exists (liveness); progress = its heartbeat is fresh",
+    " rows / distinct / dup = rows, task ids, task ids written more than once; ckpt - = no",
+    "   checkpoints table (naive, keyed); hb = heartbeat age in sim seconds (lower chart)",
+    " the dotted line at 300s is the dead-man's threshold; symptoms light from the rows",
+];
+
 fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     let lines_help = keymap::help_lines(view.mode);
     let width = area.width.min(92);
-    let height = (lines_help.len() as u16 + 7).min(area.height);
+    let height = (lines_help.len() as u16 + 5 + PANEL_LEGEND.len() as u16).min(area.height);
     let popup = Rect {
         x: area.x + (area.width - width) / 2,
         y: area.y + (area.height - height) / 2,
@@ -298,7 +307,10 @@ fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     let block = Block::bordered()
         .border_type(BorderType::Double)
         .border_style(theme.title())
-        .title(Span::styled(" keys (any key closes) ", theme.title()));
+        .title(Span::styled(
+            " keys (any key, Esc too, only closes this) ",
+            theme.title(),
+        ));
     let mut lines: Vec<Line<'_>> = lines_help
         .iter()
         .map(|(key, text)| {
@@ -317,10 +329,9 @@ fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
         format!(" databases in {}", view.db_dir),
         theme.dim(),
     ));
-    lines.push(Line::styled(
-        " alive = a worker process exists; progress = its heartbeat is fresh",
-        theme.dim(),
-    ));
+    for text in PANEL_LEGEND {
+        lines.push(Line::styled(*text, theme.dim()));
+    }
     Paragraph::new(lines).block(block).render(popup, buf);
 }
 
