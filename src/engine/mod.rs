@@ -57,6 +57,9 @@ pub struct Engine {
     output_tx: Sender<Output>,
     output_rx: Receiver<Output>,
     paused_at: Option<Instant>,
+    /// Held still without stopping the workers (nobody can see the night): the clock and the
+    /// grants stop, so the gated workers wait where they are.
+    frozen: bool,
     /// How fast the night is shown relative to its scale (the dashboard's speed keys): it
     /// changes nothing else.
     speed: f64,
@@ -77,6 +80,7 @@ impl Engine {
             output_tx,
             output_rx,
             paused_at: None,
+            frozen: false,
             speed: 1.0,
             watch: Watch::default(),
         };
@@ -285,7 +289,7 @@ impl Engine {
         self.drain_output(now);
         self.reap(now);
         self.drain_output(now);
-        if self.paused_at.is_none() {
+        if self.paused_at.is_none() && !self.frozen {
             let held = self.held_at(now);
             let limit = self.triggers.next_moment().map_or(held, |m| m.min(held));
             let limit = self.next_restart().map_or(limit, |r| r.min(limit));
@@ -490,8 +494,25 @@ impl Engine {
         let _ = paused_at;
         // Every deadline is a sim time, and the clock was frozen: a pause changes nothing
         // about the night.
-        self.clock.resume(now);
+        if !self.frozen {
+            self.clock.resume(now);
+        }
         self.each_slot(|slot| slot.continue_running());
+    }
+
+    /// Holds the night still (`true`) or lets it go on: the clock and the grants stop, the
+    /// workers are not signalled (a worker stopped inside a transaction would hold its lock
+    /// and keep every reader waiting), so each finishes what it was granted and waits.
+    pub fn freeze(&mut self, frozen: bool, now: Instant) {
+        if frozen == self.frozen {
+            return;
+        }
+        self.frozen = frozen;
+        if frozen {
+            self.clock.pause(now);
+        } else if self.paused_at.is_none() {
+            self.clock.resume(now);
+        }
     }
 
     fn each_slot(&mut self, mut f: impl FnMut(&mut crate::supervisor::slot::Slot)) {

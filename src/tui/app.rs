@@ -296,10 +296,8 @@ impl Screen for Live {
 
     fn too_small(&mut self, small: bool, now: Instant) {
         // Nothing may happen while nobody can see it: a kill would go by unseen.
-        if small && !self.small {
-            self.night.suspend(now);
-        } else if !small && self.small {
-            self.night.unsuspend(now);
+        if small != self.small {
+            self.night.freeze(small, now);
         }
         self.small = small;
     }

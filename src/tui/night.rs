@@ -279,6 +279,11 @@ impl Night {
         Ok(())
     }
 
+    /// Holds the night still while nobody can see it (a window too small): see `Engine::freeze`.
+    pub fn freeze(&mut self, frozen: bool, now: Instant) {
+        self.engine.freeze(frozen, now);
+    }
+
     /// Pauses the night (workers SIGSTOPped, the clock frozen) unless the user had paused it.
     pub fn suspend(&mut self, now: Instant) {
         self.suspended_running = (!self.engine.is_paused()).then_some(now);
