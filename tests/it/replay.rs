@@ -558,3 +558,47 @@ fn a_session_killed_mid_night_leaves_a_readable_recording() {
     assert_eq!(check.code, Some(1), "{}\n{}", check.stdout, check.stderr);
     assert!(check.stdout.contains("never completed"), "{}", check.stdout);
 }
+
+#[test]
+fn a_recording_replayed_onto_guarded_kills_at_the_same_task_at_another_pace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("A.jsonl"), tmp.path().join("B.jsonl"));
+    let first = recorded_night(
+        &tmp.path().join("a.db"),
+        &a,
+        &["--strategy", "naive", "--kill-at-task", "task-111"],
+    );
+    assert_eq!(first.code, Some(1), "{}\n{}", first.stdout, first.stderr);
+    // Another strategy at another pace: the same place is another moment of the night.
+    let second = recorded_night(
+        &tmp.path().join("b.db"),
+        &b,
+        &[
+            "--strategy",
+            "guarded",
+            "--delay-ms",
+            "4",
+            "--replay-schedule",
+            path_arg(&a),
+        ],
+    );
+    assert_eq!(second.code, Some(0), "{}\n{}", second.stdout, second.stderr);
+    assert!(
+        second
+            .stdout
+            .contains("1 kills replayed from a recording: after task-111"),
+        "{}",
+        second.stdout
+    );
+    let item = second
+        .stdout
+        .lines()
+        .find(|l| l.contains("worker  item"))
+        .unwrap_or_else(|| panic!("no kill:\n{}", second.stdout));
+    assert!(
+        item.contains("task-112  in flight") && item.contains("last committed: task-111"),
+        "{item}"
+    );
+    assert_eq!(load(&a).kill_moments(), load(&b).kill_moments());
+    assert!(second.stdout.contains("kills=1"), "{}", second.stdout);
+}
