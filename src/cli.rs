@@ -280,6 +280,9 @@ pub struct InspectArgs {
     /// Print the facts as one JSON object
     #[arg(long)]
     pub json: bool,
+    /// List the task ids written more than once: how many rows each, and the runs that wrote them
+    #[arg(long)]
+    pub ids: bool,
 }
 
 pub(crate) fn items_parser() -> clap::builder::RangedU64ValueParser<u64> {

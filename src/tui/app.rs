@@ -11,7 +11,7 @@ use crate::tui::Screen;
 use crate::tui::chrome::{Chrome, NoticeLife};
 use crate::tui::keymap::{Action, Mode};
 use crate::tui::night::Night;
-use crate::tui::view::Dashboard;
+use crate::tui::view::{Dashboard, IdsView};
 use crate::worker::Strategy;
 
 use crate::limits::MAX_WORKERS;
@@ -46,6 +46,8 @@ pub enum Command {
     SetSpeed(f64),
     /// The next caption the night has reached, at once.
     NextCaption,
+    /// List this lane's duplicated task ids (read from its rows).
+    ShowIds(usize),
 }
 
 /// What `update` needs to know about the night to decide.
@@ -76,12 +78,15 @@ pub struct LaneFacts {
 #[derive(Debug)]
 pub struct App {
     chrome: Chrome,
+    /// The duplicated ids shown over the dashboard (`i`), until the next key.
+    ids: Option<IdsView>,
 }
 
 impl Default for App {
     fn default() -> Self {
         Self {
             chrome: Chrome::new(NoticeLife::For(NOTICE_FOR)),
+            ids: None,
         }
     }
 }
@@ -160,6 +165,7 @@ impl App {
                 Vec::new()
             }
             Action::NextCaption => vec![Command::NextCaption],
+            Action::ShowIds => this.map(|_| Command::ShowIds(lane)).into_iter().collect(),
             // The chrome's own keys, the replay's, and Ctrl-Z (the event loop suspends: it owns
             // the terminal, see `Screen::suspend`).
             Action::NextLane
@@ -272,6 +278,11 @@ impl Screen for Live {
     fn update(&mut self, action: Action, now: Instant) -> Result<(), Error> {
         let facts = self.night.facts();
         for command in self.app.update(action, &facts, now) {
+            if let Command::ShowIds(lane) = command {
+                // What the screen shows, read for it: no change to the night.
+                self.app.ids = Some(self.night.ids_view(lane));
+                continue;
+            }
             self.night.execute(command, now)?;
             self.listen(now);
         }
@@ -505,6 +516,15 @@ mod tests {
         f.captions = 0;
         assert_eq!(app.update(Action::NextCaption, &f, now), []);
         assert_eq!(notice(&app), Some("this scenario has no captions"));
+    }
+
+    #[test]
+    fn i_asks_for_the_selected_lanes_duplicated_ids() {
+        let mut app = App::default();
+        let now = Instant::now();
+        let f = facts();
+        app.update(Action::NextLane, &f, now);
+        assert_eq!(app.update(Action::ShowIds, &f, now), [Command::ShowIds(1)]);
     }
 
     #[test]

@@ -148,6 +148,7 @@ impl Chrome {
             caption: scene.caption,
             recording: scene.recording,
             replay: scene.replay,
+            ids: None,
         }
     }
 }

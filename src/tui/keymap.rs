@@ -15,6 +15,8 @@ pub enum Mode {
 pub enum Action {
     ToggleRecord,
     NextCaption,
+    /// List the selected lane's duplicated task ids.
+    ShowIds,
     ScrubBack,
     ScrubForward,
     PrevEvent,
@@ -204,6 +206,14 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::ToggleRecord,
         help: "record on/off: the night restarts from 02:00 into a session file",
         footer: Some("record"),
+        modes: LIVE,
+    },
+    Binding {
+        keys: &[KeyCode::Char('i')],
+        label: "i",
+        action: Action::ShowIds,
+        help: "the selected lane's task ids written more than once: rows each, and which runs",
+        footer: Some("ids"),
         modes: LIVE,
     },
     Binding {

@@ -17,7 +17,7 @@ use crate::tui::app::{Command, Facts, LaneFacts};
 use crate::tui::captions::CaptionQueue;
 use crate::tui::chrome::{LaneMeta, MAX_POINTS, Scene, lane_view, marker_kind, symptoms, x_max};
 use crate::tui::keymap::Mode;
-use crate::tui::view::{LaneView, Marker, Series};
+use crate::tui::view::{IdsView, LaneView, Marker, Series};
 
 /// One curve, downsampled as it grows.
 #[derive(Debug, Clone, Default)]
@@ -268,6 +268,8 @@ impl Night {
                 self.speed = speed;
                 self.engine.set_speed(speed, now);
             }
+            // The screen reads the ids itself (`ids_view`): nothing changes in the night.
+            Command::ShowIds(_) => {}
             Command::NextCaption => {
                 let times = self.caption_times();
                 let clock = self.engine.clock().now().0;
@@ -277,6 +279,27 @@ impl Night {
             }
         }
         Ok(())
+    }
+
+    /// The lane's task ids written more than once, read from its rows now (the first 500).
+    pub fn ids_view(&self, lane: usize) -> IdsView {
+        const SHOWN: usize = 500;
+        let Some(l) = self.engine.lanes().get(lane) else {
+            return IdsView {
+                lane: String::new(),
+                lines: Vec::new(),
+                total: 0,
+            };
+        };
+        let (lines, total) = match inspect::duplicated_ids(&l.config.db, SHOWN) {
+            Ok((ids, total)) => (ids.iter().map(inspect::duplicated_line).collect(), total),
+            Err(e) => (vec![format!("cannot read the rows: {e}")], 0),
+        };
+        IdsView {
+            lane: l.config.name.clone(),
+            lines,
+            total,
+        }
     }
 
     /// Holds the night still while nobody can see it (a window too small): see `Engine::freeze`.

@@ -917,3 +917,56 @@ fn json_of_a_scenario_gives_one_object_per_lane_with_run_keys() {
     assert_eq!(number(&lanes[1], "rows"), 200);
     assert_eq!(lanes[1]["derived_status"], "ok");
 }
+
+#[test]
+fn inspect_ids_names_each_duplicated_id_its_count_and_the_runs_that_wrote_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let run = night(
+        &db,
+        &[
+            "--strategy",
+            "naive",
+            "--items",
+            "30",
+            "--kill-at-task",
+            "task-009",
+        ],
+    );
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let ids = reclaim_within(
+        &["inspect", "--db", path_arg(&db), "--items", "30", "--ids"],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(ids.code, Some(1), "{}\n{}", ids.stdout, ids.stderr);
+    let listed: Vec<&str> = ids
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("task-"))
+        .collect();
+    assert_eq!(listed.len(), 10, "{}", ids.stdout);
+    // Each written twice, first by the killed worker, then by the restarted one.
+    let first: Vec<&str> = listed[0].split("  ").collect();
+    assert_eq!(first[0], "task-000");
+    assert_eq!(first[1], "x2");
+    let runs: Vec<&str> = first[2].split(", ").collect();
+    assert_eq!(runs.len(), 2, "{}", listed[0]);
+    assert_ne!(runs[0], runs[1]);
+    let json = reclaim_within(
+        &[
+            "inspect",
+            "--db",
+            path_arg(&db),
+            "--items",
+            "30",
+            "--ids",
+            "--json",
+        ],
+        &[],
+        LIMIT,
+    );
+    let value = json_of(&json);
+    assert_eq!(value["duplicated_ids"][9]["task_id"], "task-009");
+    assert_eq!(value["duplicated_ids"][9]["count"], 2);
+}
