@@ -51,6 +51,9 @@ pub struct Lane {
     pub restarted_at_zero: bool,
     /// The newest worker started was a restart (not a lane's first, not an added one).
     newest_is_restart: bool,
+    /// The last writes heard, newest last: (last task, moment). A heartbeat names the task it
+    /// followed, so its moment on the night's clock is that write's.
+    recent_writes: std::collections::VecDeque<(u64, f64)>,
     /// The last observer error, so a persistent one is reported once.
     pub(super) observer_error: Option<String>,
     pub(super) heartbeat: heartbeat::Follower,
@@ -82,6 +85,7 @@ impl Lane {
             failure: None,
             restarted_at_zero: false,
             newest_is_restart: false,
+            recent_writes: std::collections::VecDeque::new(),
             observer_error: None,
         }
     }
@@ -230,6 +234,12 @@ impl Lane {
             Line::Wrote { writes, last } if current => {
                 let a = &mut self.attempts[slot];
                 a.writes = *writes;
+                a.last_task = Some(*last);
+                let at = a.now();
+                if self.recent_writes.len() >= RECENT_WRITES {
+                    self.recent_writes.pop_front();
+                }
+                self.recent_writes.push_back((*last, at));
                 return (None, Some((*last, a.now())));
             }
             Line::Wait { .. } | Line::Wrote { .. } => return (None, None),
@@ -446,18 +456,47 @@ impl Lane {
             .as_ref()
             .map_or_else(|| now.saturating_duration_since(started), |b| b.age);
         let since = now.checked_sub(real_age).unwrap_or(started);
-        let sim_age = watch.silence(clock, since, now);
+        // The beat's moment is the write it followed, when that write was heard: then the age
+        // is the night's own, the same at every speed and load. Otherwise (no beat yet, a beat
+        // of a write long gone) the real silence, as the supervisor watched it.
+        let scheduled = (beat.as_ref())
+            .and_then(|b| b.task.as_deref())
+            .and_then(crate::task::parse_task_id)
+            .and_then(|task| {
+                (self.recent_writes.iter().rev())
+                    .find(|(t, _)| *t == task)
+                    .map(|(_, at)| *at)
+            });
+        let sim_age = scheduled.map_or_else(
+            || watch.silence(clock, since, now),
+            |at| (clock.now().0 - at).max(0.0),
+        );
         self.heartbeat_age = beat.as_ref().map(|b| b.age);
         self.heartbeat_task = beat.and_then(|b| b.task);
         self.heartbeat_sim_age = Some(sim_age);
         let stale = running && sim_age > dead_man;
         if stale && !self.stale {
             self.stale = true;
-            let message = heartbeat::stale_message(Duration::from_secs_f64(sim_age));
-            Some(Note::runner(Kind::Alert, message))
+            let note = match scheduled {
+                // The moment the threshold was crossed, to the second.
+                Some(at) => Note::runner(
+                    Kind::Alert,
+                    heartbeat::stale_message(Duration::from_secs_f64(dead_man)),
+                )
+                .at(at + dead_man),
+                None => Note::runner(
+                    Kind::Alert,
+                    heartbeat::stale_message(Duration::from_secs_f64(sim_age)),
+                ),
+            };
+            Some(note)
         } else if !stale && self.stale {
             self.stale = false;
-            Some(Note::runner(Kind::Notice, "heartbeat moving again".into()))
+            let note = Note::runner(Kind::Notice, "heartbeat moving again".into());
+            Some(match scheduled {
+                Some(at) => note.at(at),
+                None => note,
+            })
         } else {
             None
         }
@@ -497,6 +536,10 @@ impl Note {
         self
     }
 }
+
+/// Writes remembered for placing heartbeats on the clock: a beat follows its write within a
+/// few writes at most.
+const RECENT_WRITES: usize = 256;
 
 /// How often the rows of a lane that has finished are read again.
 const SETTLED_POLL: Duration = Duration::from_secs(1);

@@ -33,6 +33,10 @@ use crate::store::StoreError;
 use crate::supervisor::slot::{Output, RestartPolicy, SlotState};
 use crate::worker::protocol::Grant;
 
+/// How far ahead of the clock, in real time at the current speed, a worker may be granted
+/// writes (see `Engine::grant_until`).
+const GRANT_AHEAD: Duration = Duration::from_millis(100);
+
 #[derive(Debug, Error)]
 pub enum EngineError {
     #[error("cannot start a worker ({exe}): {source}")]
@@ -271,7 +275,7 @@ impl Engine {
             })?;
         // What is due already goes with the start (everything, for a night at full speed), so
         // a worker does not wait a tick for its first grant.
-        let clock = self.clock.now().0;
+        let clock = self.grant_until();
         let l = &mut self.lanes[lane];
         let (slot, attempt) = (&mut l.slots[slot], &mut l.attempts[slot]);
         let upto = attempt.grantable(clock);
@@ -338,9 +342,36 @@ impl Engine {
             .min_by(f64::total_cmp)
     }
 
+    /// How far ahead of the clock writes may be granted: a worker a little ahead is never
+    /// waited for, and the clock moves at its speed rather than a write per tick.
+    fn grant_until(&self) -> f64 {
+        let clock = self.clock.now().0;
+        let mut until = clock + GRANT_AHEAD.as_secs_f64() * self.clock.scale();
+        // INVARIANT: no write is granted past a moment the plan acts at, so a kill lands
+        // between the same two writes at every speed.
+        if let Some(moment) = self.triggers.next_moment() {
+            until = until.min(moment);
+        }
+        if let Some(task) = self.triggers.awaited_task() {
+            // The first lane's moment for that task, when its one running worker can say.
+            let predicted = (self.lanes.first())
+                .and_then(|lane| {
+                    let mut running = (lane.slots.iter().zip(&lane.attempts))
+                        .filter(|(slot, _)| slot.is_live() && slot.state() == SlotState::Running);
+                    match (running.next(), running.next()) {
+                        (Some((_, attempt)), None) => attempt.predicted(task),
+                        _ => None,
+                    }
+                })
+                .filter(|&at| at > clock);
+            until = until.min(predicted.unwrap_or(clock));
+        }
+        until
+    }
+
     /// Tells every running worker how many writes its moments have come for.
     fn grant(&mut self) {
-        let clock = self.clock.now().0;
+        let clock = self.grant_until();
         for lane in &mut self.lanes {
             for (slot, attempt) in lane.slots.iter_mut().zip(lane.attempts.iter_mut()) {
                 if !(slot.is_live() && slot.state() == SlotState::Running) {
@@ -417,10 +448,7 @@ impl Engine {
     }
 
     fn fire_triggers(&mut self, now: Instant, settled: f64) {
-        let first = self.lanes.first().map(|l| &l.observer);
-        let due = self.triggers.due(self.clock.now().0, settled, |task| {
-            first.is_some_and(|o| o.has_task(task))
-        });
+        let due = self.triggers.due(self.clock.now().0, settled);
         for (action, at) in due {
             match action {
                 Action::WipeCheckpoints => {

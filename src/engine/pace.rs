@@ -52,6 +52,8 @@ pub struct Attempt {
     pub need: u64,
     /// Writes granted so far (`grant N` sent).
     pub granted: u64,
+    /// The task of the last write (`wrote N last=...`), once there is one.
+    pub last_task: Option<u64>,
     /// When the clock began waiting on this attempt (for `STALL`).
     waiting_since: Option<Instant>,
 }
@@ -67,8 +69,17 @@ impl Attempt {
             writes: 0,
             need: 0,
             granted: 0,
+            last_task: None,
             waiting_since: None,
         }
+    }
+
+    /// The moment this attempt will commit `task`, if it goes on from its last write one task
+    /// after another (what every strategy does once it has resumed).
+    #[must_use]
+    pub fn predicted(&self, task: u64) -> Option<f64> {
+        let last = self.last_task?;
+        Some(self.done_at(self.writes + task.saturating_sub(last)))
     }
 
     /// The moment of the `k`th write.

@@ -5,7 +5,7 @@
 #[cfg(test)]
 use std::time::Duration;
 
-use super::config::{EngineConfig, HangPlan};
+use super::config::EngineConfig;
 use crate::supervisor::schedule::{KillMoment, KillSchedule};
 
 /// Something the plan says is due.
@@ -21,15 +21,55 @@ pub enum Action {
     Kill,
 }
 
+/// A trigger that waits for the first lane to commit a task: its moment is that write's.
+#[derive(Debug, Clone, Copy, Default)]
+struct AtTask {
+    task: Option<u64>,
+    /// The moment of the write that committed it, once heard.
+    at: Option<f64>,
+    fired: bool,
+}
+
+impl AtTask {
+    fn new(task: Option<u64>) -> Self {
+        Self {
+            task,
+            ..Self::default()
+        }
+    }
+
+    fn wrote(&mut self, last: u64, sim: f64) {
+        if self.at.is_none() && self.task.is_some_and(|t| last >= t) {
+            self.at = Some(sim);
+        }
+    }
+
+    /// The task still awaited, its moment unknown.
+    fn awaited(&self) -> Option<u64> {
+        self.task.filter(|_| self.at.is_none() && !self.fired)
+    }
+
+    fn moment(&self) -> Option<f64> {
+        self.at.filter(|_| !self.fired)
+    }
+
+    /// Fires once, when its moment is ready.
+    fn take(&mut self, ready: impl Fn(f64) -> bool) -> Option<f64> {
+        let at = self.moment().filter(|&at| ready(at))?;
+        self.fired = true;
+        Some(at)
+    }
+}
+
 /// The plan's triggers and which of them have fired. Every moment is a sim time (seconds after
 /// midnight), so a plan lands on the same moments at every speed.
 #[derive(Debug)]
 pub struct Triggers {
-    wipe_at_task: Option<u64>,
-    hang: Option<HangPlan>,
-    kill_at_task: Option<u64>,
-    /// When the first lane wrote the task the host kills at.
-    kill_at_task_sim: Option<f64>,
+    wipe: AtTask,
+    hang: AtTask,
+    /// Sim seconds a hang lasts.
+    hang_for: Option<f64>,
+    kill_at_task: AtTask,
     /// Kills at moments of a recorded night, replayed in order.
     replayed: Vec<KillMoment>,
     /// When the first lane wrote the task the next replayed kill waits for.
@@ -37,9 +77,6 @@ pub struct Triggers {
     schedule: KillSchedule,
     /// Sim seconds per real second at speed 1: a random kill's delay is drawn in real seconds.
     scale: f64,
-    wipe_fired: bool,
-    hang_fired: bool,
-    at_task_fired: bool,
     timed_fired: usize,
     hang_resume_at: Option<f64>,
     /// The next random kill, armed after each spawn.
@@ -50,17 +87,14 @@ impl Triggers {
     #[must_use]
     pub fn new(config: &EngineConfig) -> Self {
         Self {
-            wipe_at_task: config.wipe_at_task,
-            hang: config.hang,
-            kill_at_task: config.kills.at_task,
-            kill_at_task_sim: None,
+            wipe: AtTask::new(config.wipe_at_task),
+            hang: AtTask::new(config.hang.map(|h| h.at_task)),
+            hang_for: config.hang.and_then(|h| h.resume_after),
+            kill_at_task: AtTask::new(config.kills.at_task),
             replayed: config.kills.replayed.clone(),
             replayed_sim: None,
             schedule: KillSchedule::new(&config.kills),
             scale: config.scale,
-            wipe_fired: false,
-            hang_fired: false,
-            at_task_fired: false,
             timed_fired: 0,
             hang_resume_at: None,
             next_kill: None,
@@ -69,12 +103,9 @@ impl Triggers {
 
     /// The first lane's worker has written up to task `last`, its write falling at `sim`.
     pub fn wrote(&mut self, last: u64, sim: f64) {
-        if let Some(task) = self.kill_at_task
-            && self.kill_at_task_sim.is_none()
-            && last >= task
-        {
-            self.kill_at_task_sim = Some(sim);
-        }
+        self.wipe.wrote(last, sim);
+        self.hang.wrote(last, sim);
+        self.kill_at_task.wrote(last, sim);
         if let Some(KillMoment::AfterTask(task)) = self.replayed.get(self.timed_fired)
             && self.replayed_sim.is_none()
             && last >= *task
@@ -91,12 +122,32 @@ impl Triggers {
         }
     }
 
+    /// The lowest task a trigger waits for the first lane to commit, its moment not known yet:
+    /// until then no lane may be granted a write that could fall after it.
+    #[must_use]
+    pub fn awaited_task(&self) -> Option<u64> {
+        let replayed = match self.replayed.get(self.timed_fired) {
+            Some(KillMoment::AfterTask(task)) if self.replayed_sim.is_none() => Some(*task),
+            _ => None,
+        };
+        [
+            self.wipe.awaited(),
+            self.hang.awaited(),
+            self.kill_at_task.awaited(),
+            replayed,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
     /// The next moment the plan has something to do, so the clock can stop there.
     #[must_use]
     pub fn next_moment(&self) -> Option<f64> {
-        let at_task = self.kill_at_task_sim.filter(|_| !self.at_task_fired);
         [
-            at_task,
+            self.wipe.moment(),
+            self.hang.moment(),
+            self.kill_at_task.moment(),
             self.next_replayed(),
             self.hang_resume_at,
             self.next_kill,
@@ -107,31 +158,17 @@ impl Triggers {
     }
 
     /// What is due with the clock at `clock`, each with its moment, in the order it must happen.
-    /// A timed trigger fires only once every write up to its moment is in (`settled`: the clock
-    /// is held at no write before it). `has_task` says whether the first lane has written a
-    /// task (those triggers fire when the rows show it, at `clock`). Each fires once.
-    pub fn due(
-        &mut self,
-        clock: f64,
-        settled: f64,
-        has_task: impl Fn(u64) -> bool,
-    ) -> Vec<(Action, f64)> {
+    /// A trigger fires only once every write up to its moment is in (`settled`: the clock is
+    /// held at no write before it). Each fires once.
+    pub fn due(&mut self, clock: f64, settled: f64) -> Vec<(Action, f64)> {
         let ready = |at: f64| at <= clock && at < settled;
         let mut due = Vec::new();
-        if let Some(task) = self.wipe_at_task
-            && !self.wipe_fired
-            && has_task(task)
-        {
-            self.wipe_fired = true;
-            due.push((Action::WipeCheckpoints, clock));
+        if let Some(at) = self.wipe.take(ready) {
+            due.push((Action::WipeCheckpoints, at));
         }
-        if let Some(plan) = self.hang
-            && !self.hang_fired
-            && has_task(plan.at_task)
-        {
-            self.hang_fired = true;
-            due.push((Action::Hang, clock));
-            self.hang_resume_at = plan.resume_after.map(|after| clock + after);
+        if let Some(at) = self.hang.take(ready) {
+            due.push((Action::Hang, at));
+            self.hang_resume_at = self.hang_for.map(|after| at + after);
         }
         if let Some(at) = self.hang_resume_at
             && at <= clock
@@ -139,11 +176,7 @@ impl Triggers {
             self.hang_resume_at = None;
             due.push((Action::Resume, at));
         }
-        if let Some(at) = self.kill_at_task_sim
-            && !self.at_task_fired
-            && ready(at)
-        {
-            self.at_task_fired = true;
+        if let Some(at) = self.kill_at_task.take(ready) {
             due.push((Action::Kill, at));
         }
         if let Some(at) = self.next_replayed()
@@ -192,6 +225,7 @@ impl Triggers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::HangPlan;
     use crate::supervisor::schedule::KillPlan;
 
     const OPEN: f64 = f64::INFINITY;
@@ -206,11 +240,8 @@ mod tests {
             scale: 10.0,
             dead_man: 300.0,
             exe: std::path::PathBuf::new(),
-            hang: Some(HangPlan {
-                at_task: 5,
-                resume_after: Some(20.0),
-            }),
-            wipe_at_task: Some(7),
+            hang: None,
+            wipe_at_task: None,
         }
     }
 
@@ -220,38 +251,41 @@ mod tests {
             at_task: Some(5),
             ..KillPlan::default()
         }));
-        assert!(triggers.due(100.0, OPEN, |_| false).is_empty());
+        assert!(triggers.due(100.0, OPEN).is_empty());
+        assert_eq!(triggers.awaited_task(), Some(5));
         triggers.wrote(5, 110.0);
         assert_eq!(triggers.next_moment(), Some(110.0));
         // Another lane has not written its item of 110.0 yet: wait for it.
-        assert!(triggers.due(110.0, 110.0, |_| false).is_empty());
-        assert_eq!(
-            triggers.due(110.0, 112.0, |_| false),
-            vec![(Action::Kill, 110.0)]
-        );
+        assert!(triggers.due(110.0, 110.0).is_empty());
+        assert_eq!(triggers.due(110.0, 112.0), vec![(Action::Kill, 110.0)]);
         triggers.wrote(9, 130.0);
-        assert!(triggers.due(200.0, OPEN, |_| false).is_empty());
+        assert!(triggers.due(200.0, OPEN).is_empty());
     }
 
     #[test]
-    fn each_task_trigger_fires_once_and_a_hang_ends_at_its_sim_moment() {
-        let mut triggers = Triggers::new(&config(KillPlan::default()));
-        let upto = |n: u64| move |task: u64| task <= n;
+    fn each_task_trigger_fires_once_at_its_write_and_a_hang_ends_at_its_sim_moment() {
+        let mut plan = config(KillPlan::default());
+        plan.hang = Some(HangPlan {
+            at_task: 5,
+            resume_after: Some(20.0),
+        });
+        plan.wipe_at_task = Some(7);
+        let mut triggers = Triggers::new(&plan);
+        assert_eq!(triggers.awaited_task(), Some(5));
+        triggers.wrote(5, 50.0);
+        assert_eq!(triggers.awaited_task(), Some(7));
+        assert_eq!(triggers.due(55.0, OPEN), vec![(Action::Hang, 50.0)]);
+        triggers.wrote(6, 60.0);
+        assert!(triggers.due(60.0, OPEN).is_empty());
+        triggers.wrote(7, 69.0);
         assert_eq!(
-            triggers.due(50.0, OPEN, upto(5)),
-            vec![(Action::Hang, 50.0)]
-        );
-        assert!(triggers.due(60.0, OPEN, upto(6)).is_empty());
-        assert_eq!(
-            triggers.due(69.0, OPEN, upto(7)),
+            triggers.due(69.0, OPEN),
             vec![(Action::WipeCheckpoints, 69.0)]
         );
+        assert_eq!(triggers.awaited_task(), None);
         assert_eq!(triggers.next_moment(), Some(70.0));
-        assert_eq!(
-            triggers.due(75.0, OPEN, upto(9)),
-            vec![(Action::Resume, 70.0)]
-        );
-        assert!(triggers.due(90.0, OPEN, upto(9)).is_empty());
+        assert_eq!(triggers.due(75.0, OPEN), vec![(Action::Resume, 70.0)]);
+        assert!(triggers.due(90.0, OPEN).is_empty());
     }
 
     #[test]
@@ -265,23 +299,24 @@ mod tests {
             ..KillPlan::default()
         }));
         let start = crate::clock::NIGHT_START;
+        assert_eq!(triggers.awaited_task(), Some(111));
         triggers.wrote(110, start + 40.0);
-        assert!(triggers.due(start + 45.0, OPEN, |_| false).is_empty());
+        assert!(triggers.due(start + 45.0, OPEN).is_empty());
         triggers.wrote(111, start + 50.0);
         assert_eq!(
-            triggers.due(start + 50.0, OPEN, |_| false),
+            triggers.due(start + 50.0, OPEN),
             vec![(Action::Kill, start + 50.0)]
         );
-        assert!(triggers.due(start + 99.0, OPEN, |_| false).is_empty());
+        assert!(triggers.due(start + 99.0, OPEN).is_empty());
         assert_eq!(
-            triggers.due(start + 250.0, OPEN, |_| false),
+            triggers.due(start + 250.0, OPEN),
             vec![(Action::Kill, start + 100.0)]
         );
         assert_eq!(
-            triggers.due(start + 250.0, OPEN, |_| false),
+            triggers.due(start + 250.0, OPEN),
             vec![(Action::Kill, start + 200.0)]
         );
-        assert!(triggers.due(start + 900.0, OPEN, |_| false).is_empty());
+        assert!(triggers.due(start + 900.0, OPEN).is_empty());
     }
 
     #[test]
@@ -293,13 +328,9 @@ mod tests {
         }));
         triggers.arm_random_kill(100.0);
         triggers.arm_random_kill(105.0);
-        let never = |_| false;
-        assert!(triggers.due(109.0, OPEN, never).is_empty());
+        assert!(triggers.due(109.0, OPEN).is_empty());
         // One real second at scale 10 is ten sim seconds, at any speed.
-        assert_eq!(
-            triggers.due(111.0, OPEN, never),
-            vec![(Action::Kill, 110.0)]
-        );
+        assert_eq!(triggers.due(111.0, OPEN), vec![(Action::Kill, 110.0)]);
         triggers.arm_random_kill(111.0);
         assert!(!triggers.random_kills_on(), "the plan had one kill");
     }

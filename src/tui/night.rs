@@ -91,6 +91,9 @@ pub struct Night {
     said: Vec<String>,
     /// The teaching caption on screen, and those shown already.
     captions: CaptionQueue,
+    /// Each caption's text with its figures as they were at its moment (filled when the night
+    /// reaches it, so a caption read a little later still tells that moment's numbers).
+    caption_texts: Vec<Option<String>>,
 }
 
 impl Night {
@@ -126,6 +129,7 @@ impl Night {
             suspended_running: None,
             said: Vec::new(),
             captions: CaptionQueue::default(),
+            caption_texts: Vec::new(),
         };
         if recording {
             night.start_recording()?;
@@ -197,8 +201,9 @@ impl Night {
             .map(|c| c.text.chars().count())
             .collect();
         let clock = self.engine.clock().now().0;
-        self.captions
-            .update(&self.caption_times(), clock, &chars, now);
+        let times = self.caption_times();
+        self.freeze_caption_texts(&times, clock);
+        self.captions.update(&times, clock, &chars, now);
         if let Some(recorder) = self.recorder.as_mut()
             && let Err(e) = recorder.observe(&self.engine, now)
         {
@@ -388,6 +393,7 @@ impl Night {
         self.marked = 0;
         self.end_clock = None;
         self.captions = CaptionQueue::default();
+        self.caption_texts.clear();
         if recording {
             self.start_recording()?;
         }
@@ -405,6 +411,37 @@ impl Night {
                 n += 1;
             }
             self.lanes[i].name = name;
+        }
+    }
+
+    /// Fills in the text of each caption the night has just reached, with the figures of the
+    /// lane it is about (the first lane otherwise) as they are now: a caption's numbers are the
+    /// night's, never a script's.
+    fn freeze_caption_texts(&mut self, times: &[Option<f64>], clock: f64) {
+        self.caption_texts
+            .resize(self.scenario.captions.len(), None);
+        let dead_man = self.engine.config().dead_man;
+        for (i, caption) in self.scenario.captions.iter().enumerate() {
+            if self.caption_texts[i].is_some()
+                || times.get(i).copied().flatten().is_none_or(|t| t > clock)
+            {
+                continue;
+            }
+            let lane = (caption.lane.as_ref())
+                .and_then(|name| self.lanes.iter().position(|l| &l.name == name))
+                .unwrap_or(0);
+            let text = match self.engine.lanes().get(lane) {
+                Some(l) => scenario::fill_caption(
+                    &caption.text,
+                    &scenario::CaptionFigures::of(
+                        &l.snapshot(dead_man),
+                        &l.config.name,
+                        l.config.items,
+                    ),
+                ),
+                None => caption.text.clone(),
+            };
+            self.caption_texts[i] = Some(text);
         }
     }
 
@@ -528,22 +565,8 @@ impl Night {
             .map(|l| l.snapshot(dead_man))
             .collect();
         let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
-        let caption = (self.captions.shown())
-            .and_then(|i| self.scenario.captions.get(i))
-            .map(|c| {
-                // The figures of the lane the caption is about (the first lane otherwise), as
-                // they are now: a caption's numbers are the night's, never a script's.
-                let lane = (c.lane.as_ref())
-                    .and_then(|name| self.lanes.iter().position(|l| &l.name == name))
-                    .unwrap_or(0);
-                match (snapshots.get(lane), self.engine.lanes().get(lane)) {
-                    (Some(snap), Some(l)) => scenario::fill_caption(
-                        &c.text,
-                        &scenario::CaptionFigures::of(snap, &l.config.name, l.config.items),
-                    ),
-                    _ => c.text.clone(),
-                }
-            });
+        let caption =
+            (self.captions.shown()).and_then(|i| self.caption_texts.get(i).cloned().flatten());
         Scene {
             title: self.scenario.title.clone(),
             scenario: self.scenario.source.clone(),
