@@ -33,9 +33,9 @@ use crate::store::StoreError;
 use crate::supervisor::slot::{Output, RestartPolicy, SlotState};
 use crate::worker::protocol::Grant;
 
-/// How far ahead of the clock, in real time at the current speed, a worker may be granted
-/// writes (see `Engine::grant_until`).
-const GRANT_AHEAD: Duration = Duration::from_millis(100);
+/// How far ahead of the clock a worker may be granted writes (see `Engine::grant_until`): one
+/// and a half of the driver's ticks (as measured), within these bounds of real time.
+const GRANT_AHEAD: (Duration, Duration) = (Duration::from_millis(1), Duration::from_millis(40));
 
 #[derive(Debug, Error)]
 pub enum EngineError {
@@ -68,6 +68,9 @@ pub struct Engine {
     /// changes nothing else.
     speed: f64,
     watch: Watch,
+    /// The last tick, and the real time between the last two: how often the driver ticks.
+    last_tick: Option<Instant>,
+    tick_gap: Duration,
 }
 
 impl Engine {
@@ -87,6 +90,8 @@ impl Engine {
             frozen: false,
             speed: 1.0,
             watch: Watch::default(),
+            last_tick: None,
+            tick_gap: GRANT_AHEAD.0,
         };
         let start = crate::clock::NIGHT_START + engine.config.start_at;
         for lane in 0..engine.lanes.len() {
@@ -290,6 +295,9 @@ impl Engine {
     /// the work allows, kills, restarts, grants the writes now due, and observes.
     pub fn tick(&mut self, now: Instant) -> Result<(), EngineError> {
         self.watch.tick(now, crate::signals::take_continued());
+        if let Some(last) = self.last_tick.replace(now) {
+            self.tick_gap = now.saturating_duration_since(last);
+        }
         self.drain_output(now);
         self.reap(now);
         self.drain_output(now);
@@ -346,7 +354,11 @@ impl Engine {
     /// waited for, and the clock moves at its speed rather than a write per tick.
     fn grant_until(&self) -> f64 {
         let clock = self.clock.now().0;
-        let mut until = clock + GRANT_AHEAD.as_secs_f64() * self.clock.scale();
+        let ahead = self
+            .tick_gap
+            .mul_f64(1.5)
+            .clamp(GRANT_AHEAD.0, GRANT_AHEAD.1);
+        let mut until = clock + ahead.as_secs_f64() * self.clock.scale();
         // INVARIANT: no write is granted past a moment the plan acts at, so a kill lands
         // between the same two writes at every speed.
         if let Some(moment) = self.triggers.next_moment() {

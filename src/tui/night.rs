@@ -213,7 +213,9 @@ impl Night {
         }
         let lanes_ended = self.history.iter().all(|h| h.verdict_read);
         if self.engine.finished() && lanes_ended && self.end_clock.is_none() {
-            self.end_clock = Some(self.engine.clock().at(now));
+            // The last write may have gone a tick ahead of the clock: the night ends with it.
+            let last = self.engine.timeline().last().map_or(0.0, |e| e.sim.0);
+            self.end_clock = Some(SimTime(self.engine.clock().now().0.max(last)));
             self.say("the night is over: n runs it again, R resets, q quits");
             self.finish_recording(now);
         }
