@@ -51,9 +51,12 @@ pub struct Lane {
     pub restarted_at_zero: bool,
     /// The newest worker started was a restart (not a lane's first, not an added one).
     newest_is_restart: bool,
-    /// The last writes heard, newest last: (last task, moment). A heartbeat names the task it
-    /// followed, so its moment on the night's clock is that write's.
-    recent_writes: std::collections::VecDeque<(u64, f64)>,
+    /// The moment of the newest write heard.
+    last_write_sim: Option<f64>,
+    /// The heartbeat file's modification time when last read, and the moment on the night's
+    /// clock given to that beat: the newest write heard when the beat was first seen (a beat
+    /// follows its write at once, so that is its write, or one a tick later).
+    beat_seen: Option<(SystemTime, f64)>,
     /// The last observer error, so a persistent one is reported once.
     pub(super) observer_error: Option<String>,
     pub(super) heartbeat: heartbeat::Follower,
@@ -85,7 +88,8 @@ impl Lane {
             failure: None,
             restarted_at_zero: false,
             newest_is_restart: false,
-            recent_writes: std::collections::VecDeque::new(),
+            last_write_sim: None,
+            beat_seen: None,
             observer_error: None,
         }
     }
@@ -236,10 +240,7 @@ impl Lane {
                 a.writes = *writes;
                 a.last_task = Some(*last);
                 let at = a.now();
-                if self.recent_writes.len() >= RECENT_WRITES {
-                    self.recent_writes.pop_front();
-                }
-                self.recent_writes.push_back((*last, at));
+                self.last_write_sim = Some(self.last_write_sim.map_or(at, |w| w.max(at)));
                 return (None, Some((*last, a.now())));
             }
             Line::Wait { .. } | Line::Wrote { .. } => return (None, None),
@@ -456,17 +457,16 @@ impl Lane {
             .as_ref()
             .map_or_else(|| now.saturating_duration_since(started), |b| b.age);
         let since = now.checked_sub(real_age).unwrap_or(started);
-        // The beat's moment is the write it followed, when that write was heard: then the age
-        // is the night's own, the same at every speed and load. Otherwise (no beat yet, a beat
-        // of a write long gone) the real silence, as the supervisor watched it.
-        let scheduled = (beat.as_ref())
-            .and_then(|b| b.task.as_deref())
-            .and_then(crate::task::parse_task_id)
-            .and_then(|task| {
-                (self.recent_writes.iter().rev())
-                    .find(|(t, _)| *t == task)
-                    .map(|(_, at)| *at)
-            });
+        // A beat's moment is the write it followed: then the age is the night's own, the same
+        // at every speed and load. Before any write is heard, the real silence as the
+        // supervisor watched it.
+        if let (Some(b), Some(write)) = (beat.as_ref(), self.last_write_sim) {
+            let modified = wall.checked_sub(b.age).unwrap_or(wall);
+            if self.beat_seen.is_none_or(|(seen, _)| seen != modified) {
+                self.beat_seen = Some((modified, write));
+            }
+        }
+        let scheduled = self.beat_seen.map(|(_, at)| at).filter(|_| beat.is_some());
         let sim_age = scheduled.map_or_else(
             || watch.silence(clock, since, now),
             |at| (clock.now().0 - at).max(0.0),
@@ -536,10 +536,6 @@ impl Note {
         self
     }
 }
-
-/// Writes remembered for placing heartbeats on the clock: a beat follows its write within a
-/// few writes at most.
-const RECENT_WRITES: usize = 256;
 
 /// How often the rows of a lane that has finished are read again.
 const SETTLED_POLL: Duration = Duration::from_secs(1);
