@@ -61,8 +61,8 @@ pub trait Screen {
     fn unsuspend(&mut self, _now: Instant) {}
 }
 
-/// How often the engine looks at workers and rows: often enough that a kill "at task N" lands
-/// on task N at the shipped scenarios' pace.
+/// How often the engine looks at workers and rows. A kill "at task N" lands on N whatever this
+/// is (writes are granted by the sim clock); it only bounds how smoothly the night is shown.
 const TICK: Duration = Duration::from_millis(20);
 /// How often the screen is redrawn when nothing else happens.
 const FRAME: Duration = Duration::from_millis(100);
