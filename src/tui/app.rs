@@ -298,11 +298,15 @@ impl Screen for Live {
     }
 
     fn view(&self) -> Dashboard {
-        self.app.chrome.dashboard(self.night.scene())
+        let mut dashboard = self.app.chrome.dashboard(self.night.scene());
+        dashboard.ids.clone_from(&self.app.ids);
+        dashboard
     }
 
     fn close_help(&mut self) -> bool {
-        std::mem::replace(&mut self.app.chrome.help, false)
+        // The ids list is an overlay too: any key closes it and does nothing else.
+        let ids = self.app.ids.take().is_some();
+        std::mem::replace(&mut self.app.chrome.help, false) || ids
     }
 
     fn too_small(&mut self, small: bool, now: Instant) {
