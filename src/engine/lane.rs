@@ -198,15 +198,15 @@ impl Lane {
     /// (`wrote`): its last task and its moment.
     pub(super) fn heard(
         &mut self,
-        slot: usize,
-        attempt: u32,
+        (slot, attempt): (usize, u32),
         stderr: bool,
         line: Option<String>,
+        clock: f64,
     ) -> (Option<Note>, Option<(u64, f64)>) {
         self.slots[slot].heard(attempt, stderr, line.as_deref());
         let current = attempt == self.slots[slot].attempt();
         if current {
-            self.attempts[slot].heard();
+            self.attempts[slot].heard(clock);
         }
         let at = current.then(|| self.attempts[slot].now());
         let Some(line) = line else {

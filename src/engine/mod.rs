@@ -413,7 +413,8 @@ impl Engine {
             line,
             at: _,
         } = output;
-        let (note, wrote) = self.lanes[lane].heard(slot, attempt, stderr, line);
+        let clock = self.clock.now().0;
+        let (note, wrote) = self.lanes[lane].heard((slot, attempt), stderr, line, clock);
         if let Some(note) = note {
             self.note(now, lane, note);
         }

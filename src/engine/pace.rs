@@ -56,6 +56,9 @@ pub struct Attempt {
     pub last_task: Option<u64>,
     /// When the clock began waiting on this attempt (for `STALL`).
     waiting_since: Option<Instant>,
+    /// For an attempt without a pace (`--delay-ms 0`: as fast as the machine goes), the clock's
+    /// reading when it last spoke: its present.
+    unpaced_now: f64,
 }
 
 impl Attempt {
@@ -71,13 +74,25 @@ impl Attempt {
             granted: 0,
             last_task: None,
             waiting_since: None,
+            unpaced_now: start,
         }
+    }
+
+    /// Whether the attempt has a pace. Without one (`--delay-ms 0`) its writes take no sim time
+    /// of their own: it is granted everything, never waited for, and its lines are stamped with
+    /// the clock's reading (which then runs at real time x scale, as fast as the machine).
+    #[must_use]
+    pub fn paced(&self) -> bool {
+        self.pace.secs > 0.0 && self.pace.items > 0
     }
 
     /// The moment this attempt will commit `task`, if it goes on from its last write one task
     /// after another (what every strategy does once it has resumed).
     #[must_use]
     pub fn predicted(&self, task: u64) -> Option<f64> {
+        if !self.paced() {
+            return None;
+        }
         let last = self.last_task?;
         Some(self.done_at(self.writes + task.saturating_sub(last)))
     }
@@ -91,7 +106,11 @@ impl Attempt {
     /// The attempt's own present: the moment of its last write (or its start).
     #[must_use]
     pub fn now(&self) -> f64 {
-        self.done_at(self.writes)
+        if self.paced() {
+            self.done_at(self.writes)
+        } else {
+            self.unpaced_now
+        }
     }
 
     /// The moment of the first write of this attempt.
@@ -116,14 +135,18 @@ impl Attempt {
     /// write it waits for (or of its last write, while it has not said what comes next).
     /// `None` once the worker has kept the clock waiting longer than `STALL`.
     pub fn hold(&mut self, now: Instant) -> Option<f64> {
+        if !self.paced() {
+            return None;
+        }
         let hold = self.done_at(self.need.max(self.writes));
         let since = *self.waiting_since.get_or_insert(now);
         (now.saturating_duration_since(since) < STALL).then_some(hold)
     }
 
-    /// The clock went past the hold, or the worker spoke: it is not being waited on.
-    pub fn heard(&mut self) {
+    /// The worker spoke with the clock at `clock`: it is not being waited on.
+    pub fn heard(&mut self, clock: f64) {
         self.waiting_since = None;
+        self.unpaced_now = self.unpaced_now.max(clock);
     }
 
     /// The clock is not held by this attempt now (it had moved on before the hold).
@@ -169,6 +192,16 @@ mod tests {
     }
 
     #[test]
+    fn an_attempt_without_a_pace_is_never_waited_for_and_lives_on_the_clock() {
+        let mut a = Attempt::new(100.0, Pace::per_item(0.0));
+        assert!(!a.paced());
+        assert_eq!(a.grantable(100.0), u64::MAX);
+        assert_eq!(a.hold(Instant::now()), None);
+        a.heard(130.0);
+        assert!((a.now() - 130.0).abs() < 1e-9);
+    }
+
+    #[test]
     fn the_clock_is_held_at_the_write_awaited_until_a_stall() {
         let t0 = Instant::now();
         let mut a = Attempt::new(100.0, Pace::per_item(2.0));
@@ -176,7 +209,7 @@ mod tests {
         a.need = 3;
         assert!(a.hold(t0).is_some_and(|h| (h - 106.0).abs() < 1e-9));
         assert_eq!(a.hold(t0 + Duration::from_secs(2)), None);
-        a.heard();
+        a.heard(0.0);
         a.writes = 3;
         a.rebase(200.0);
         assert!((a.done_at(4) - 202.0).abs() < 1e-9);
