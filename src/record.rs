@@ -425,7 +425,7 @@ impl Recording {
     pub fn kill_moments(&self) -> Vec<KillMoment> {
         let mut moments: Vec<KillMoment> = Vec::new();
         let mut last_sim = f64::NEG_INFINITY;
-        let first_lane = self.events.iter().find_map(|e| e.lane);
+        let first_lane = self.events.iter().filter_map(|e| e.lane).min();
         for (i, event) in self.events.iter().enumerate() {
             if event.mark != Some(Mark::Kill) {
                 continue;
