@@ -529,10 +529,9 @@ impl Engine {
     }
 
     pub fn resume(&mut self, now: Instant) {
-        let Some(paused_at) = self.paused_at.take() else {
+        if self.paused_at.take().is_none() {
             return;
-        };
-        let _ = paused_at;
+        }
         // Every deadline is a sim time, and the clock was frozen: a pause changes nothing
         // about the night.
         if !self.frozen {
