@@ -711,3 +711,45 @@ fn a_key_over_the_help_only_closes_it_and_kills_nothing() {
     let status = dashboard.wait_exit(PROMPTLY).unwrap();
     assert_eq!(status.exit_code(), 0, "{status:?}");
 }
+
+#[test]
+fn i_lists_the_naive_lanes_duplicated_ids_and_any_key_only_closes_the_list() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    // At 16x the whole night is over in a second or two.
+    dashboard.send(b"++++").unwrap();
+    dashboard
+        .wait_for(
+            "the night is over",
+            Instant::now() + Duration::from_secs(60),
+            night_over,
+        )
+        .unwrap();
+    dashboard.send(b"i").unwrap();
+    dashboard
+        .wait_for(
+            "naive's duplicated ids",
+            Instant::now() + PROMPTLY,
+            |screen| {
+                let text = screen.contents();
+                text.contains("naive: 112 task ids written more than once")
+                    && text.contains("task-000  x2  pid-")
+            },
+        )
+        .unwrap();
+    // `n` would start the night again: over the list it only closes it.
+    dashboard.send(b"n").unwrap();
+    dashboard
+        .wait_for("the list closed", Instant::now() + PROMPTLY, |screen| {
+            !screen
+                .contents()
+                .contains("written more than once (any key")
+        })
+        .unwrap();
+    // The same night, not a new one: naive's claim is still there.
+    let naive = dashboard.with_screen(|screen| lane_text(screen, 0, 2));
+    assert!(naive.contains("rows_written=312"), "{naive}");
+    dashboard.send(b"q").unwrap();
+    let status = dashboard.wait_exit(PROMPTLY).unwrap();
+    assert_eq!(status.exit_code(), 0, "{status:?}");
+}
