@@ -126,8 +126,8 @@ pub struct WorkerConfig {
     pub batch: u64,
     pub crash_at: Option<CrashAt>,
     pub sync: SyncMode,
-    /// Started by reclaim's supervisor on a warehouse it created in this session: read pace
-    /// changes (`delay-us N`) from stdin, and skip the integrity check before the first write
+    /// Started by reclaim's supervisor on a warehouse it created in this session: read commands
+    /// (`grant N`, `delay-us N`) from stdin, and skip the integrity check before the first write
     /// (restarts must be cheap; the verdict runs `integrity_check` at the end anyway).
     pub supervised: bool,
     /// Paced by the supervisor's grants rather than by `delay` (see `Gate`).

@@ -1,6 +1,7 @@
 //! The wire between the supervisor and a worker, written once for both sides: the command line
 //! that starts a worker (`WorkerConfig::to_args`, parsed back by clap's `WorkerArgs`), the lines
-//! a worker prints on stdout (`Line`), and the pace command it reads on stdin (`Pace`).
+//! a worker prints on stdout (`Line`, with a gated worker's `wait`/`wrote`), and the commands
+//! it reads on stdin (`Grant` for a gated worker, `Pace` for one that paces itself).
 //!
 //! Each has `Display` and `FromStr`, and the tests round-trip them, so a field added on one
 //! side and forgotten on the other fails a test instead of a night.
@@ -233,7 +234,9 @@ impl FromStr for Line {
     }
 }
 
-/// A command on the worker's stdin: the pause after each item (the dashboard's speed keys).
+/// A command on the worker's stdin: the pause after each item, for a worker that paces itself
+/// (the supervisor's workers are gated by `Grant` instead; the command stays for any other
+/// program driving a worker).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pace {
     pub delay: Duration,
