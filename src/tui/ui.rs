@@ -336,10 +336,10 @@ fn footer(area: Rect, buf: &mut Buffer, mode: Mode, theme: Theme) {
 
 /// What each part of a lane's panel means, as the help names it.
 const PANEL_LEGEND: &[&str] = &[
-    " lights: alive = a worker process exists (liveness); progress = its heartbeat is fresh",
-    " rows / distinct / dup = rows, task ids, task ids written more than once; ckpt - = no",
-    "   checkpoints table (naive, keyed); hb = heartbeat age in sim seconds (lower chart)",
-    " the dotted line at 300s is the dead-man's threshold; symptoms light from the rows",
+    " lights: alive = a worker process exists; progress = its heartbeat is fresh",
+    " dup = task ids written more than once; ckpt - = no checkpoints table",
+    " hb = heartbeat age in sim seconds; the dotted line at 300s = the dead-man's",
+    " threshold; symptoms light from what the rows and the timeline show",
 ];
 
 fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
@@ -369,6 +369,11 @@ fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
             ])
         })
         .collect();
+    // The panels' legend right under the keys: at 80x24 it still fits; the scenario and the
+    // databases' folder (also printed on quit) come last.
+    for text in PANEL_LEGEND {
+        lines.push(Line::styled(*text, theme.dim()));
+    }
     lines.push(Line::raw(""));
     lines.push(Line::styled(
         format!(" scenario {}: {}", view.scenario, view.title),
@@ -378,9 +383,6 @@ fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
         format!(" databases in {}", view.db_dir),
         theme.dim(),
     ));
-    for text in PANEL_LEGEND {
-        lines.push(Line::styled(*text, theme.dim()));
-    }
     Paragraph::new(lines).block(block).render(popup, buf);
 }
 
