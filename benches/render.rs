@@ -167,6 +167,7 @@ fn dashboard(lanes: usize) -> Dashboard {
         caption: None,
         recording: None,
         replay: None,
+        ids: None,
         x_max: X_MAX,
         db_dir: "/tmp/reclaim-tui-bench".into(),
     }

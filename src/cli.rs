@@ -299,7 +299,7 @@ pub struct RunArgs {
     #[arg(
         long,
         value_enum,
-        required_unless_present = "exec",
+        required_unless_present_any = ["exec", "scenario"],
         conflicts_with = "exec"
     )]
     pub strategy: Option<Strategy>,
@@ -308,6 +308,14 @@ pub struct RunArgs {
     /// Kill once as soon as the table holds N rows (for any worker, --exec included)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub kill_at_rows: Option<u64>,
+    /// Run a scenario headless instead (a shipped name or a .toml path): every lane, its
+    /// timeline, one verdict per lane
+    #[arg(long, value_name = "NAME|PATH", conflicts_with_all = [
+        "strategy", "exec", "items", "delay_ms", "kills", "kill_window", "kill_at_task",
+        "kill_at_rows", "crash_at", "workers", "restart_delay", "max_restarts", "scale", "batch",
+        "db", "record", "replay_schedule",
+    ])]
+    pub scenario: Option<String>,
     /// Items in the queue: task-000 .. task-(N-1)
     #[arg(long, default_value_t = 200, value_parser = items_parser())]
     pub items: u64,
@@ -329,8 +337,8 @@ pub struct RunArgs {
     /// Workers running at once on the same database (duplicate delivery)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS as i64))]
     pub workers: u16,
-    /// Seconds the supervisor waits before restarting a dead worker
-    #[arg(long, default_value_t = 0.03, value_parser = parse_seconds, allow_negative_numbers = true)]
+    /// Sim seconds the supervisor waits before restarting a dead worker (the postmortem's 18)
+    #[arg(long, default_value_t = 18.0, value_parser = parse_sim_seconds, allow_negative_numbers = true)]
     pub restart_delay: f64,
     /// Restarts before the supervisor gives up and reports that the job never completed
     #[arg(long, default_value_t = 100)]
@@ -445,12 +453,13 @@ fn parse_delay_ms(text: &str) -> Result<f64, String> {
     Ok(ms)
 }
 
-fn parse_seconds(text: &str) -> Result<f64, String> {
+/// Sim seconds, up to a day (a night is shorter).
+fn parse_sim_seconds(text: &str) -> Result<f64, String> {
     let secs: f64 = text
         .parse()
-        .map_err(|_| format!("'{text}' is not a number"))?;
-    if !(0.0..=3600.0).contains(&secs) {
-        return Err(format!("{secs} s is outside 0..=3600"));
+        .map_err(|_| format!("'{text}' is not a number of sim seconds"))?;
+    if !(0.0..=86_400.0).contains(&secs) {
+        return Err(format!("{secs} sim seconds is outside 0..=86400"));
     }
     Ok(secs)
 }
@@ -500,6 +509,10 @@ pub struct WorkerArgs {
     /// and skip the integrity check a hand-started worker makes before its first write
     #[arg(long, hide = true)]
     pub supervised: bool,
+    /// Write only what the supervisor grants on stdin (`grant N`), saying `wait N` before each
+    /// write and `wrote N` after it: the supervisor's sim clock paces the worker
+    #[arg(long, hide = true, requires = "supervised")]
+    pub gated: bool,
 }
 
 impl WorkerArgs {
@@ -525,6 +538,7 @@ impl WorkerArgs {
             crash_at: self.crash_at,
             sync: self.sync,
             supervised: self.supervised,
+            gated: self.gated,
         }
     }
 }
@@ -540,6 +554,9 @@ pub struct InspectArgs {
     /// Print the facts as one JSON object
     #[arg(long)]
     pub json: bool,
+    /// List the task ids written more than once: how many rows each, and the runs that wrote them
+    #[arg(long)]
+    pub ids: bool,
 }
 
 pub(crate) fn items_parser() -> clap::builder::RangedU64ValueParser<u64> {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::engine::{Engine, EngineConfig, KillWindows, Kind};
+use crate::engine::{Engine, EngineConfig, Entry, KillWindows, Kind};
 use crate::error::{Context as _, Error};
 use crate::exit;
 use crate::record::{self, LaneEnd, Recorder};
@@ -125,6 +125,24 @@ fn drive_inner(
     cancel: Option<&AtomicBool>,
     mut on_line: impl FnMut(&str),
 ) -> Result<RunReport, Error> {
+    let mut reports = drive_lanes(config, plan, record, cancel, |entry, _| {
+        on_line(&entry.line(None));
+    })?;
+    reports.truncate(1);
+    reports
+        .pop()
+        .ok_or_else(|| Error::Refused("a night without a lane".into()))
+}
+
+/// Drives a night of any number of lanes to its end, handing each new timeline entry (with the
+/// engine, for the lanes' names) to `on_entry`, and derives one report per lane, in lane order.
+pub fn drive_lanes(
+    config: EngineConfig,
+    plan: &KillPlan,
+    record: Option<(&Path, String)>,
+    cancel: Option<&AtomicBool>,
+    mut on_entry: impl FnMut(&Entry, &Engine),
+) -> Result<Vec<RunReport>, Error> {
     signals::install().context(|| "cannot install signal handlers".into())?;
     let started = Instant::now();
     let mut engine = Engine::start(config, started)?;
@@ -155,7 +173,7 @@ fn drive_inner(
                 .context(|| format!("recording {path}"))?;
         }
         for entry in &engine.timeline()[printed..] {
-            on_line(&entry.line(None));
+            on_entry(entry, &engine);
         }
         printed = engine.timeline().len();
         if engine.finished() {
@@ -172,27 +190,49 @@ fn drive_inner(
         thread::sleep(TICK);
     }
     let elapsed = engine.elapsed(Instant::now());
-    let lane = &engine.lanes()[0];
-    if let Some(failure) = &lane.failure {
+    if let Some(lane) = engine.lanes().iter().find(|l| l.failure.is_some()) {
+        let failure = lane.failure.clone().unwrap_or_default();
         if lane.start_failed {
-            return Err(Error::CouldNotStart(failure.clone()));
+            return Err(Error::CouldNotStart(failure));
         }
-        return Err(Error::WorkerFailed(failure.clone()));
+        return Err(Error::WorkerFailed(failure));
     }
-    let inspection = lane.config.inspect()?;
+    let mut inspections = Vec::new();
+    for lane in engine.lanes() {
+        inspections.push(lane.config.inspect()?);
+    }
     if let Some(recorder) = recorder.as_mut() {
-        let end = LaneEnd::from_inspection(
-            &inspection,
-            lane.claimed.as_ref().map(|c| c.status.as_str()),
-            lane.completed(),
-        );
+        let ends = (engine.lanes().iter().zip(&inspections))
+            .map(|(lane, inspection)| {
+                LaneEnd::from_inspection(
+                    inspection,
+                    lane.claimed.as_ref().map(|c| c.status.as_str()),
+                    lane.completed(),
+                )
+            })
+            .collect();
         engine.catch_up();
         let path = recorder.path().display().to_string();
         recorder
-            .end(&engine, Instant::now(), vec![end])
+            .end(&engine, Instant::now(), ends)
             .context(|| format!("recording {path}"))?;
     }
-    let lane = &engine.lanes()[0];
+    Ok(inspections
+        .iter()
+        .enumerate()
+        .map(|(i, inspection)| lane_report(&engine, i, inspection, plan, elapsed))
+        .collect())
+}
+
+/// One lane's report, its verdict derived from its rows.
+fn lane_report(
+    engine: &Engine,
+    index: usize,
+    inspection: &Inspection,
+    plan: &KillPlan,
+    elapsed: Duration,
+) -> RunReport {
+    let lane = &engine.lanes()[index];
     let claimed = lane.claimed.as_ref().map(|c| c.status.clone());
     let completed = lane.completed();
     // Someone else's job claims success in its own words; a last line that says ok (`ok`,
@@ -207,7 +247,7 @@ fn drive_inner(
     let symptoms = Symptom::observed(
         (inspection.rows, inspection.items),
         inspection.derived(),
-        lane.observer.restarted_at_zero,
+        lane.restarted_at_zero,
         claimed_ok,
     );
     let never_completed = (!completed).then(|| {
@@ -216,27 +256,25 @@ fn drive_inner(
             lane.restarts
         )
     });
-    Ok(report(
-        &engine,
-        &inspection,
+    report(
+        engine,
+        index,
+        inspection,
         plan,
-        claimed,
-        symptoms,
-        never_completed,
+        (claimed, symptoms, never_completed),
         elapsed,
-    ))
+    )
 }
 
 fn report(
     engine: &Engine,
+    index: usize,
     inspection: &Inspection,
     plan: &KillPlan,
-    claimed: Option<String>,
-    symptoms: Vec<Symptom>,
-    never_completed: Option<String>,
+    (claimed, symptoms, never_completed): (Option<String>, Vec<Symptom>, Option<String>),
     elapsed: Duration,
 ) -> RunReport {
-    let lane = &engine.lanes()[0];
+    let lane = &engine.lanes()[index];
     let derived = inspection.derived();
     RunReport {
         strategy: lane.config.worker.label().to_string(),
@@ -253,6 +291,7 @@ fn report(
         started_before_first_done: engine
             .timeline()
             .iter()
+            .filter(|e| e.lane == Some(index) || e.lane.is_none())
             .take_while(|e| e.kind != Kind::Done)
             .filter(|e| e.kind == Kind::Start)
             .count() as u64,
@@ -269,7 +308,11 @@ fn report(
         claimed_status: claimed.unwrap_or_else(|| "none".into()),
         derived_status: derived.status(),
         derived,
-        lessons: crate::verdict::lessons(inspection.duplicated_task_ids, &symptoms),
+        lessons: crate::verdict::lessons(
+            inspection.duplicated_task_ids,
+            inspection.extra_rows,
+            &symptoms,
+        ),
         symptoms,
         never_completed,
         kill_delays_ms: plan
@@ -278,11 +321,20 @@ fn report(
             .map(|d| d.as_millis() as u64)
             .collect(),
         kills_planned: plan.random,
-        kill_sent_at_rows: engine.kill_at_rows().map(|(sent, _)| sent),
-        kill_landed_at_rows: engine.kill_at_rows().map(|(_, landed)| landed),
+        // A kill at a row count watches the first lane.
+        kill_sent_at_rows: engine
+            .kill_at_rows()
+            .filter(|_| index == 0)
+            .map(|(sent, _)| sent),
+        kill_landed_at_rows: (engine.kill_at_rows())
+            .filter(|_| index == 0)
+            .map(|(_, landed)| landed),
         elapsed_ms: elapsed.as_millis() as u64,
         scale: engine.config().scale,
         db: inspection.db.clone(),
-        timeline: engine.timeline().iter().map(|e| e.line(None)).collect(),
+        timeline: (engine.timeline().iter())
+            .filter(|e| e.lane == Some(index) || e.lane.is_none())
+            .map(|e| e.line(None))
+            .collect(),
     }
 }

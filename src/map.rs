@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::engine::{EngineConfig, LaneConfig};
+use crate::engine::{EngineConfig, LaneConfig, Pace};
 use crate::error::Error;
 use crate::harness;
 use crate::supervisor::schedule::KillPlan;
@@ -271,11 +271,13 @@ impl Runner {
         ));
         let lane = LaneConfig {
             delay: Duration::ZERO,
+            // Full speed: no sim time between items, nothing to wait for.
+            paces: vec![Pace::per_item(0.0)],
             crash_at: Some(crash),
             ..LaneConfig::new(night.strategy, db.clone(), self.items)
         };
         let config = EngineConfig {
-            restart_delay: Duration::ZERO,
+            restart_delay: 0.0,
             // One crash, one restart; a few more would only hide a worker that cannot finish.
             max_restarts: 3,
             ..EngineConfig::new(vec![lane], KillPlan::default(), self.exe.clone())

@@ -14,6 +14,7 @@ use thiserror::Error;
 use crate::engine::{Engine, Entry, Kind, LaneSnapshot, Mark, Source};
 use crate::scenario::Caption;
 use crate::store::inspect::Inspection;
+use crate::supervisor::schedule::KillMoment;
 use crate::text::escape_controls;
 use crate::verdict::Status;
 
@@ -417,22 +418,70 @@ impl Recording {
         sample.max(event).max(end).max(crate::clock::NIGHT_START)
     }
 
-    /// The real moments (since the night began) at which the host reclaimed the instance.
+    /// The moments the host reclaimed the instance, as a replay repeats them: after the task
+    /// the first lane had committed (the place, so a replay onto another strategy or pace kills
+    /// at the same task), or at the sim time when no task had been committed.
     #[must_use]
-    pub fn kill_times(&self) -> Vec<Duration> {
-        let mut times: Vec<Duration> = Vec::new();
-        for event in self.events.iter().filter(|e| e.mark == Some(Mark::Kill)) {
-            let at = Duration::from_millis(event.real_ms);
+    pub fn kill_moments(&self) -> Vec<KillMoment> {
+        let mut moments: Vec<KillMoment> = Vec::new();
+        let mut last_sim = f64::NEG_INFINITY;
+        let first_lane = self.events.iter().filter_map(|e| e.lane).min();
+        for (i, event) in self.events.iter().enumerate() {
+            if event.mark != Some(Mark::Kill) {
+                continue;
+            }
             // Lanes killed in the same instant are one kill of the host.
-            if times
-                .last()
-                .is_none_or(|last| at.saturating_sub(*last) > Duration::from_millis(5))
-            {
+            if (event.sim - last_sim).abs() < 1e-6 {
+                continue;
+            }
+            last_sim = event.sim;
+            // The item line just before a kill names what was committed in that lane; the
+            // first lane's is the one a kill at a task counts.
+            let committed = self.events[..i]
+                .iter()
+                .rev()
+                .take_while(|e| (e.sim - event.sim).abs() < 1e-6)
+                .find(|e| e.kind == Kind::Item && e.lane == first_lane)
+                .and_then(|e| committed_task(&e.text));
+            moments.push(committed.map_or(
+                KillMoment::At(event.sim - crate::clock::NIGHT_START),
+                KillMoment::AfterTask,
+            ));
+        }
+        moments
+    }
+
+    /// The sim times (seconds after 02:00:00) at which the host reclaimed the instance.
+    #[must_use]
+    pub fn kill_times(&self) -> Vec<f64> {
+        let mut times: Vec<f64> = Vec::new();
+        for event in self.events.iter().filter(|e| e.mark == Some(Mark::Kill)) {
+            let at = event.sim - crate::clock::NIGHT_START;
+            if times.last().is_none_or(|last| (at - last).abs() > 1e-6) {
                 times.push(at);
             }
         }
         times
     }
+}
+
+/// The last committed task an item line names: `task-112  in flight, not committed (last
+/// committed: task-111)`, `task-199  committed, the last of the queue`, or (in a recording made
+/// before the line said which was in flight) a bare `task-111`.
+pub(crate) fn committed_task(text: &str) -> Option<u64> {
+    if let Some(task) = crate::task::parse_task_id(text.trim()) {
+        return Some(task);
+    }
+    if let Some((_, rest)) = text.split_once("last committed: ") {
+        return crate::task::parse_task_id(rest.trim_end_matches(')').trim());
+    }
+    if text.contains("committed, the last") {
+        return text
+            .split_whitespace()
+            .next()
+            .and_then(crate::task::parse_task_id);
+    }
+    None
 }
 
 fn parse_header(path: &str, bytes: &[u8]) -> Result<Header, RecordingError> {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::engine::{EngineConfig, HangPlan, Kind, LaneConfig, LaneWorker};
+use crate::engine::{EngineConfig, HangPlan, Kind, LaneConfig, LaneWorker, Pace};
 use crate::supervisor::schedule::{KillPlan, parse_window};
 use crate::text::escape_controls;
 use crate::worker::{CrashAt, Strategy};
@@ -87,6 +87,11 @@ struct ScenarioFile {
     items: u64,
     #[serde(default = "default_delay_ms")]
     delay_ms: f64,
+    /// When the first workers start, such as "02:00:03".
+    start_at: Option<String>,
+    /// Each attempt's pace, such as "112 in 11m44s"; the last one holds for later attempts.
+    #[serde(default)]
+    pace: Vec<String>,
     #[serde(default = "default_restart_delay")]
     restart_delay: f64,
     #[serde(default = "default_max_restarts")]
@@ -154,8 +159,119 @@ impl Caption {
         if self.text.trim().is_empty() {
             return Err(format!("caption {n}: text is empty"));
         }
+        if let Some(name) = unknown_placeholders(&self.text).first() {
+            return Err(format!(
+                "caption {n}: {{{}}} is not one of the night's figures ({})",
+                quoted(name),
+                CAPTION_FIGURES.map(|f| format!("{{{f}}}")).join(", ")
+            ));
+        }
         Ok(())
     }
+}
+
+/// The figures a caption's text may name, `{rows}` and the like: the night's own, so a caption
+/// is never wrong about them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptionFigures {
+    pub lane: String,
+    pub items: u64,
+    pub rows: u64,
+    pub distinct: u64,
+    pub duplicated: u64,
+    pub kills: u32,
+    pub restarts: u32,
+    /// What the worker claimed (`rows_written`), once it has.
+    pub claimed: Option<u64>,
+    pub checkpoints: Option<u64>,
+}
+
+/// The placeholders a caption may use.
+pub const CAPTION_FIGURES: [&str; 10] = [
+    "lane",
+    "items",
+    "rows",
+    "distinct",
+    "duplicated",
+    "extra",
+    "kills",
+    "restarts",
+    "claimed",
+    "checkpoints",
+];
+
+impl CaptionFigures {
+    /// A lane's figures as its panel shows them.
+    #[must_use]
+    pub fn of(snap: &crate::engine::LaneSnapshot, lane: &str, items: u64) -> Self {
+        Self {
+            lane: lane.to_string(),
+            items,
+            rows: snap.rows,
+            distinct: snap.distinct,
+            duplicated: snap.duplicated,
+            kills: snap.kills,
+            restarts: snap.restarts,
+            claimed: snap.claimed.as_ref().map(|c| c.rows_written),
+            checkpoints: snap.checkpoints,
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<String> {
+        let dash = || "-".to_string();
+        Some(match name {
+            "lane" => self.lane.clone(),
+            "items" => self.items.to_string(),
+            "rows" => self.rows.to_string(),
+            "distinct" => self.distinct.to_string(),
+            "duplicated" => self.duplicated.to_string(),
+            "extra" => self.rows.saturating_sub(self.distinct).to_string(),
+            "kills" => self.kills.to_string(),
+            "restarts" => self.restarts.to_string(),
+            "claimed" => self.claimed.map_or_else(dash, |c| c.to_string()),
+            "checkpoints" => self.checkpoints.map_or_else(dash, |c| c.to_string()),
+            _ => return None,
+        })
+    }
+}
+
+/// A caption's text with its `{name}` placeholders replaced by the night's figures.
+#[must_use]
+pub fn fill_caption(text: &str, figures: &CaptionFigures) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let found = after
+            .find('}')
+            .and_then(|close| figures.get(&after[..close]).map(|value| (value, close)));
+        if let Some((value, close)) = found {
+            out.push_str(&value);
+            rest = &after[close + 1..];
+        } else {
+            out.push('{');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The placeholders a caption's text names that are not figures, if any.
+fn unknown_placeholders(text: &str) -> Vec<String> {
+    let mut unknown = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else { break };
+        let name = &after[..close];
+        if !CAPTION_FIGURES.contains(&name) {
+            unknown.push(name.to_string());
+        }
+        rest = &after[close + 1..];
+    }
+    unknown
 }
 
 /// `02:11:47` as seconds after midnight.
@@ -226,6 +342,42 @@ pub fn current_caption(times: &[Option<f64>], now: f64) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
+/// `112 in 11m44s`: that many items in that much sim time (hours, minutes, seconds).
+pub fn parse_pace(text: &str) -> Result<Pace, String> {
+    let bad = || {
+        format!(
+            "\"{}\" is not a pace such as \"112 in 11m44s\"",
+            quoted(text)
+        )
+    };
+    let (items, span) = text.split_once(" in ").ok_or_else(bad)?;
+    let items: u64 = items.trim().parse().map_err(|_| bad())?;
+    if items == 0 {
+        return Err(bad());
+    }
+    let mut secs = 0.0;
+    let mut number = String::new();
+    for c in span.trim().chars() {
+        match c {
+            '0'..='9' | '.' => number.push(c),
+            'h' | 'm' | 's' => {
+                let n: f64 = number.parse().map_err(|_| bad())?;
+                number.clear();
+                secs += n * match c {
+                    'h' => 3600.0,
+                    'm' => 60.0,
+                    _ => 1.0,
+                };
+            }
+            _ => return Err(bad()),
+        }
+    }
+    if !number.is_empty() || !(0.0..=86_400.0).contains(&secs) {
+        return Err(bad());
+    }
+    Ok(Pace { secs, items })
+}
+
 fn default_scale() -> f64 {
     100.0
 }
@@ -293,6 +445,10 @@ pub struct Scenario {
     pub scale: f64,
     pub items: u64,
     pub delay: Duration,
+    /// Sim seconds after 02:00:00 at which the first workers start.
+    pub start_at: f64,
+    /// Each attempt's pace in sim time (the last for every later attempt).
+    pub paces: Vec<Pace>,
     /// Sim seconds.
     pub restart_delay: f64,
     pub max_restarts: u32,
@@ -392,7 +548,6 @@ impl Scenario {
     /// so a restarted night never reuses an old file.
     #[must_use]
     pub fn engine_config(&self, dir: &Path, run: u32, exe: PathBuf) -> EngineConfig {
-        let real = |sim: f64| Duration::from_secs_f64((sim / self.scale).max(0.0));
         EngineConfig {
             lanes: self
                 .lanes
@@ -412,6 +567,7 @@ impl Scenario {
                     LaneConfig {
                         name: lane.name.clone(),
                         delay: self.delay,
+                        paces: self.paces.clone(),
                         batch: lane.batch,
                         workers: lane.workers,
                         crash_at: lane.crash_at,
@@ -424,20 +580,54 @@ impl Scenario {
                 window: self.kill_window,
                 at_task: self.kill_at_task,
                 at_rows: None,
-                at_times: Vec::new(),
+                replayed: Vec::new(),
                 seed: self.seed,
             },
-            restart_delay: real(self.restart_delay),
+            start_at: self.start_at,
+            restart_delay: self.restart_delay,
             max_restarts: self.max_restarts,
             scale: self.scale,
             dead_man: self.dead_man,
             exe,
             hang: self.hang_at_task.map(|at_task| HangPlan {
                 at_task,
-                resume_after: self.hang_for.map(real),
+                resume_after: self.hang_for,
             }),
             wipe_at_task: self.wipe_at_task,
         }
+    }
+}
+
+impl ScenarioFile {
+    /// When the first workers start (sim seconds after 02:00:00) and each attempt's pace.
+    fn timing(&self) -> Result<(f64, Vec<Pace>), String> {
+        let start_at = match &self.start_at {
+            Some(text) => {
+                let at = parse_clock(text).ok_or_else(|| {
+                    format!(
+                        "start_at = \"{}\" is not a time such as 02:00:03",
+                        quoted(text)
+                    )
+                })?;
+                if at < crate::clock::NIGHT_START {
+                    return Err(format!(
+                        "start_at = \"{}\" is before the night begins (02:00:00)",
+                        quoted(text)
+                    ));
+                }
+                at - crate::clock::NIGHT_START
+            }
+            None => 0.0,
+        };
+        let mut paces = Vec::new();
+        for (i, text) in self.pace.iter().enumerate() {
+            paces.push(parse_pace(text).map_err(|e| format!("pace {}: {e}", i + 1))?);
+        }
+        if paces.is_empty() {
+            // No pace given: an item takes delay_ms of real time at the scale.
+            paces.push(Pace::per_item(self.delay_ms / 1000.0 * self.scale));
+        }
+        Ok((start_at, paces))
     }
 }
 
@@ -457,6 +647,7 @@ impl ScenarioFile {
         }
         range("delay_ms", self.delay_ms, 0.0, 60_000.0)?;
         range("restart_delay", self.restart_delay, 0.0, 86_400.0)?;
+        let (start_at, paces) = self.timing()?;
         range("dead_man", self.dead_man, 1.0, 86_400.0)?;
         if self.lane.is_empty() {
             return Err("no [[lane]] tables; a scenario needs at least one lane".into());
@@ -515,6 +706,8 @@ impl ScenarioFile {
             scale: self.scale,
             items: self.items,
             delay: Duration::from_secs_f64(self.delay_ms / 1000.0),
+            start_at,
+            paces,
             restart_delay: self.restart_delay,
             max_restarts: self.max_restarts,
             dead_man: self.dead_man,

@@ -246,11 +246,16 @@ impl Symptom {
 /// The teaching lines for a finished job: each observed symptom with its first check, and the
 /// duplicates of a job too short to exceed its queue, which need the same key.
 #[must_use]
-pub fn lessons(duplicated_task_ids: u64, symptoms: &[Symptom]) -> Vec<String> {
+pub fn lessons(duplicated_task_ids: u64, extra_rows: u64, symptoms: &[Symptom]) -> Vec<String> {
     let mut lines: Vec<String> = symptoms.iter().map(|s| s.lesson()).collect();
     if duplicated_task_ids > 0 && !symptoms.contains(&Symptom::RowsExceedQueue) {
+        let how = if extra_rows == duplicated_task_ids {
+            "twice"
+        } else {
+            "more than once"
+        };
         lines.push(format!(
-            "{duplicated_task_ids} task ids written twice: {}",
+            "{duplicated_task_ids} task ids written {how}: {}",
             Symptom::RowsExceedQueue.check()
         ));
     }

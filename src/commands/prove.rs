@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::cli::ProveArgs;
-use crate::engine::{EngineConfig, KillWindows, LaneConfig, LaneWorker};
+use crate::engine::{EngineConfig, KillWindows, LaneConfig, LaneWorker, Pace};
 use crate::error::{Context as _, Error};
 use crate::exit::{DATA_WRONG as EXIT_DATA_WRONG, OK as EXIT_OK};
 use crate::harness::{RunReport, drive};
@@ -17,6 +17,9 @@ use crate::supervisor::schedule::{DEFAULT_WINDOW, KillPlan};
 use crate::task::task_id;
 use crate::verdict::Symptom;
 use crate::worker::{CrashAt, CrashPoint, Strategy};
+
+/// Sim seconds per real second in every proof night.
+const SCALE: f64 = 600.0;
 
 /// One test's outcome.
 #[derive(Debug, Serialize)]
@@ -97,6 +100,7 @@ impl Prover {
         Ok(LaneConfig {
             name: label.to_string(),
             delay,
+            paces: vec![Pace::per_item(delay.as_secs_f64() * SCALE)],
             workers,
             crash_at,
             ..LaneConfig::new(self.worker.clone(), db, self.items)
@@ -105,8 +109,10 @@ impl Prover {
 
     fn night(&self, lane: LaneConfig, kills: &KillPlan) -> Result<RunReport, Error> {
         let config = EngineConfig {
-            restart_delay: Duration::from_millis(20),
+            // 20 ms of real time at the scale.
+            restart_delay: 12.0,
             max_restarts: 1000,
+            scale: SCALE,
             ..EngineConfig::new(vec![lane], kills.clone(), self.exe.clone())
         };
         drive(config, kills, |_| {})
@@ -295,7 +301,7 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
             window,
             at_task: None,
             at_rows: None,
-            at_times: Vec::new(),
+            replayed: Vec::new(),
             seed: seed.wrapping_add(run),
         };
         reports.push(prover.night(lane, &plan)?);

@@ -6,15 +6,19 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cli::RunArgs;
-use crate::engine::{EngineConfig, KillWindow, KillWindows, LaneConfig, LaneWorker};
+use crate::engine::{EngineConfig, KillWindow, KillWindows, LaneConfig, LaneWorker, Pace};
 use crate::error::{Context as _, Error};
 use crate::harness::{self, RunReport};
 use crate::paths;
 use crate::record::Recording;
+use crate::scenario::Scenario;
 use crate::supervisor::schedule::KillPlan;
 
 /// Runs `reclaim run`.
 pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
+    if let Some(name) = &args.scenario {
+        return run_scenario(name, args, out);
+    }
     // Every input is checked before anything is created or started.
     let worker = lane_worker(args)?;
     if let Some(crash) = args.crash_at {
@@ -23,7 +27,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     if let Some(task) = args.kill_at_task {
         crate::task::check_in_queue("--kill-at-task", task, args.items)?;
     }
-    let at_times = match &args.replay_schedule {
+    let replayed = match &args.replay_schedule {
         Some(file) => {
             let recording = Recording::load(file)?;
             if recording.truncated {
@@ -32,7 +36,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
                     file.display()
                 );
             }
-            recording.kill_times()
+            recording.kill_moments()
         }
         None => Vec::new(),
     };
@@ -64,10 +68,12 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         at_task: args.kill_at_task,
         at_rows: args.kill_at_rows,
         seed,
-        at_times,
+        replayed,
     };
     let lane = LaneConfig {
         delay: Duration::from_secs_f64(args.delay_ms / 1000.0),
+        // At speed 1 an item takes --delay-ms of real time: that many sim seconds.
+        paces: vec![Pace::per_item(args.delay_ms / 1000.0 * args.scale)],
         batch: args.batch,
         workers: usize::from(args.workers),
         sync: args.sync,
@@ -75,7 +81,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         ..LaneConfig::new(worker.clone(), db.clone(), args.items)
     };
     let config = EngineConfig {
-        restart_delay: Duration::from_secs_f64(args.restart_delay),
+        restart_delay: args.restart_delay,
         max_restarts: args.max_restarts,
         scale: args.scale,
         ..EngineConfig::new(vec![lane], plan.clone(), exe)
@@ -122,7 +128,7 @@ fn lane_worker(args: &RunArgs) -> Result<LaneWorker, Error> {
         (None, Some(strategy)) => LaneWorker::Strategy(strategy),
         (None, None) => {
             return Err(Error::Refused(
-                "give --strategy (reclaim's own worker) or --exec CMD (yours)".into(),
+                "give --strategy (reclaim's own worker), --exec CMD (yours) or --scenario NAME|PATH".into(),
             ));
         }
     })
@@ -164,6 +170,73 @@ fn print_header(
     let _ = writeln!(out, "kill plan    {}", describe_plan(plan, args));
 }
 
+/// `run --scenario`: every lane of a scenario headless, the timeline as the dashboard shows it
+/// (a lane column), then one verdict line per lane; exit 0 only if every lane's data is right.
+fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
+    let scenario = Scenario::load(name)?;
+    let db = paths::fresh_db_path("scenario")
+        .context(|| "cannot create a folder for the warehouses".into())?;
+    let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
+    let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
+    let mut config = scenario.engine_config(&dir, 1, exe);
+    if let Some(seed) = args.seed {
+        config.kills.seed = seed;
+    }
+    let plan = config.kills.clone();
+    let names: Vec<String> = config.lanes.iter().map(|l| l.name.clone()).collect();
+    let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    if !args.json {
+        let _ = writeln!(
+            out,
+            "reclaim run  scenario={}  lanes={}  items={}  seed={}  scale={}x",
+            scenario.source,
+            names.join(","),
+            scenario.items,
+            plan.seed,
+            scenario.scale
+        );
+        let _ = writeln!(out, "title        {}", scenario.title);
+    }
+    let reports = harness::drive_lanes(config, &plan, None, None, |entry, _| {
+        if !args.json {
+            let line = match entry.lane.and_then(|l| names.get(l)) {
+                Some(name) => entry.line_in_lane(name, width),
+                None => entry.line(None),
+            };
+            let _ = writeln!(out, "{line}");
+        }
+    })?;
+    if args.json {
+        for (name, report) in names.iter().zip(&reports) {
+            let mut value =
+                serde_json::to_value(report).map_err(|e| Error::Refused(e.to_string()))?;
+            if let Some(object) = value.as_object_mut() {
+                object.insert("lane".into(), name.clone().into());
+            }
+            let _ = writeln!(out, "{value}");
+        }
+    } else {
+        let _ = writeln!(out);
+        for (name, report) in names.iter().zip(&reports) {
+            let _ = writeln!(
+                out,
+                "verdict      {name:<width$}  {}  rows={} duplicated_task_ids={} kills={} restarts={}",
+                report.verdict,
+                report.rows,
+                report.duplicated_task_ids,
+                report.kills,
+                report.restarts
+            );
+        }
+        let _ = writeln!(out, "databases    {} (kept)", dir.display());
+    }
+    Ok(if reports.iter().all(RunReport::holds) {
+        crate::exit::OK
+    } else {
+        crate::exit::DATA_WRONG
+    })
+}
+
 fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
     let mut parts = Vec::new();
     if let Some(crash) = args.crash_at {
@@ -198,17 +271,17 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
             plan.seed
         ));
     }
-    if !plan.at_times.is_empty() {
+    if !plan.replayed.is_empty() {
         let times: Vec<String> = plan
-            .at_times
+            .replayed
             .iter()
             .take(8)
-            .map(|t| format!("{:.2}s", t.as_secs_f64()))
+            .map(ToString::to_string)
             .collect();
-        let more = if plan.at_times.len() > 8 { ", ..." } else { "" };
+        let more = if plan.replayed.len() > 8 { ", ..." } else { "" };
         parts.push(format!(
-            "{} kills replayed from a recording, at {}{more} after the start",
-            plan.at_times.len(),
+            "{} kills replayed from a recording: {}{more}",
+            plan.replayed.len(),
             times.join(", ")
         ));
     }

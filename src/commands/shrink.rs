@@ -13,7 +13,7 @@ use crate::exit::{DATA_WRONG, OK};
 use crate::harness::pool::{self, Pool};
 use crate::map::{Cell, Kill, Night, Runner};
 use crate::record::Recording;
-use crate::task::{parse_task_id, task_id};
+use crate::task::task_id;
 use crate::worker::{CrashAt, CrashPoint, Strategy};
 
 /// The tasks searched at once: enough to keep every thread busy, few enough that the search
@@ -103,7 +103,7 @@ fn the_wrong_lane(recording: &Recording, file: &Path) -> Result<Wrong, Error> {
     let mut kills = Vec::new();
     for event in recording.events.iter().filter(|e| e.lane == Some(lane)) {
         if event.kind == Kind::Item {
-            last_task = parse_task_id(&event.text);
+            last_task = crate::record::committed_task(&event.text);
         }
         if event.mark == Some(crate::engine::Mark::Kill) {
             kills.push(last_task);

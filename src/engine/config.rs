@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::pace::Pace;
 use crate::store::SyncMode;
 use crate::store::rows::RowSource;
 use crate::supervisor::schedule::KillPlan;
@@ -13,6 +14,9 @@ use crate::worker::{CrashAt, Strategy};
 
 /// The dead-man's switch threshold of the postmortem's cron script, in sim seconds.
 pub const DEFAULT_DEAD_MAN: f64 = 300.0;
+
+/// Sim seconds per real second, unless a driver says otherwise.
+const DEFAULT_SCALE: f64 = 600.0;
 
 /// Who does a lane's work: reclaim's own worker in one of its strategies, or someone else's
 /// program (`run --exec`, a scenario's `exec = ...`). Both are spawned through the same slots,
@@ -78,9 +82,12 @@ pub struct LaneConfig {
     pub worker: LaneWorker,
     pub db: PathBuf,
     pub items: u64,
-    /// Real pause after each item.
+    /// Real pause after each item at speed 1 (what a worker started by hand would take).
     #[serde(serialize_with = "serialize_ms")]
     pub delay: Duration,
+    /// The sim time each attempt's writes take: the first for the first attempt, and so on;
+    /// the last for every later one.
+    pub paces: Vec<Pace>,
     pub batch: u64,
     /// Workers running at once on this lane's database (duplicate delivery when above 1).
     pub workers: usize,
@@ -96,8 +103,10 @@ impl From<Strategy> for LaneWorker {
 }
 
 impl LaneConfig {
-    /// One worker on `db` at the postmortem's pace (10 ms an item), one item per transaction, no
-    /// crash point, named after what does the work; set what differs with struct update syntax.
+    /// One worker on `db` at the postmortem's pace (10 ms an item, 6 sim seconds at the default
+    /// 600x), one item per transaction, no crash point, named after what does the work; set what
+    /// differs with struct update syntax (a driver that changes `delay` or the scale sets `paces`
+    /// too). An external job's lane has no pace: it cannot be gated (see `Lane::pace`).
     #[must_use]
     pub fn new(worker: impl Into<LaneWorker>, db: PathBuf, items: u64) -> Self {
         let worker = worker.into();
@@ -107,6 +116,7 @@ impl LaneConfig {
             db,
             items,
             delay: Duration::from_millis(10),
+            paces: vec![Pace::per_item(0.010 * DEFAULT_SCALE)],
             batch: 1,
             workers: 1,
             sync: SyncMode::Normal,
@@ -136,8 +146,10 @@ fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Er
 pub struct EngineConfig {
     pub lanes: Vec<LaneConfig>,
     pub kills: KillPlan,
-    /// How long the supervisor waits before restarting a dead worker (real time).
-    pub restart_delay: Duration,
+    /// Sim seconds after 02:00:00 at which the first workers start.
+    pub start_at: f64,
+    /// Sim seconds the supervisor waits before restarting a dead worker.
+    pub restart_delay: f64,
     /// Restarts per lane before the supervisor gives up, so a job that never finishes ends.
     pub max_restarts: u32,
     /// Sim seconds per real second.
@@ -154,17 +166,19 @@ pub struct EngineConfig {
 
 impl EngineConfig {
     /// A night of `lanes` under `kills`, with the supervisor's and the dashboard's defaults for
-    /// the rest (a 30 ms restart delay, 100 restarts, 600 sim seconds a second, the postmortem's
-    /// 300 s dead-man's switch, no hang, no wipe). Every driver starts from here and sets what
+    /// the rest (the first workers at 02:00:00, an 18 sim-second restart delay (30 ms of real
+    /// time at 600x), 100 restarts, 600 sim seconds a second, the postmortem's 300 s dead-man's
+    /// switch, no hang, no wipe). Every driver starts from here and sets what
     /// it needs, so a new field is added in one place.
     #[must_use]
     pub fn new(lanes: Vec<LaneConfig>, kills: KillPlan, exe: PathBuf) -> Self {
         Self {
             lanes,
             kills,
-            restart_delay: Duration::from_millis(30),
+            start_at: 0.0,
+            restart_delay: 18.0,
             max_restarts: 100,
-            scale: 600.0,
+            scale: DEFAULT_SCALE,
             dead_man: DEFAULT_DEAD_MAN,
             exe,
             hang: None,
@@ -177,6 +191,6 @@ impl EngineConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct HangPlan {
     pub at_task: u64,
-    /// Real time until SIGCONT; `None` hangs until someone acts.
-    pub resume_after: Option<Duration>,
+    /// Sim seconds until SIGCONT; `None` hangs until someone acts.
+    pub resume_after: Option<f64>,
 }

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::config::LaneConfig;
 use super::config::LaneWorker;
+use super::pace::{Attempt, Pace};
 use super::timeline::{Kind, Mark, Source};
 use super::watch::Watch;
 use super::window::{KillWindow, KillWindows};
@@ -32,10 +33,12 @@ pub struct ClaimedDone {
 
 /// A lane's live state.
 #[derive(Debug)]
-#[allow(clippy::struct_excessive_bools)] // Reason: independent observed facts, not a state machine.
+#[allow(clippy::struct_excessive_bools)] // Reason: independent facts about the lane, each its own.
 pub struct Lane {
     pub config: LaneConfig,
     pub(super) slots: Vec<Slot>,
+    /// Each slot's current attempt on the sim clock (parallel to `slots`).
+    pub(super) attempts: Vec<Attempt>,
     pub observer: Observer,
     pub kills: u32,
     pub restarts: u32,
@@ -55,6 +58,17 @@ pub struct Lane {
     /// The heartbeat file has existed at some point this night. An external job that never
     /// writes one has no heartbeat, which is not the same as a stale one.
     pub heartbeat_seen: bool,
+    /// A restarted worker began again at task-000 (the symptom; an added worker starting there
+    /// is a second delivery, not a restart).
+    pub restarted_at_zero: bool,
+    /// The newest worker started was a restart (not a lane's first, not an added one).
+    newest_is_restart: bool,
+    /// The moment of the newest write heard.
+    last_write_sim: Option<f64>,
+    /// The heartbeat file's modification time when last read, and the moment on the night's
+    /// clock given to that beat: the newest write heard when the beat was first seen (a beat
+    /// follows its write at once, so that is its write, or one a tick later).
+    beat_seen: Option<(SystemTime, f64)>,
     /// The last observer error, so a persistent one is reported once.
     pub(super) observer_error: Option<String>,
     pub(super) heartbeat: heartbeat::Follower,
@@ -83,6 +97,9 @@ impl Lane {
             kills_in_window: KillWindows::default(),
             rows_at_spawn: vec![0; config.workers],
             slots: (0..config.workers).map(|_| Slot::new()).collect(),
+            attempts: (0..config.workers)
+                .map(|_| Attempt::new(crate::clock::NIGHT_START, Pace::per_item(0.0)))
+                .collect(),
             config,
             kills: 0,
             restarts: 0,
@@ -95,6 +112,10 @@ impl Lane {
             failure: None,
             start_failed: false,
             heartbeat_seen: false,
+            restarted_at_zero: false,
+            newest_is_restart: false,
+            last_write_sim: None,
+            beat_seen: None,
             observer_error: None,
         }
     }
@@ -141,6 +162,9 @@ impl Lane {
     /// One more worker position (a second delivery); returns its index.
     pub(super) fn add_slot(&mut self) -> usize {
         self.slots.push(Slot::new());
+        let pace = self.pace(1);
+        self.attempts
+            .push(Attempt::new(crate::clock::NIGHT_START, pace));
         self.config.workers += 1;
         self.slots.len() - 1
     }
@@ -154,7 +178,7 @@ impl Lane {
     }
 
     /// Where the kill of `slots` landed, from the rows read after their workers were reaped.
-    // INVARIANT: called after `last_item` has read the rows to the end and before any restart
+    // INVARIANT: called after `in_flight` has read the rows to the end and before any restart
     // of these slots is spawned (restarts come later in the tick, after a delay), so the rows
     // are exactly what the killed attempts left.
     fn place_kill(&mut self, slots: &[usize]) {
@@ -186,19 +210,33 @@ impl Lane {
         pids.join(",")
     }
 
-    /// The command a slot's next attempt runs, and whether it reads pace commands on stdin:
-    /// reclaim's own worker (`exe worker ...`) at `speed` times the configured pace, or the
-    /// external job in its folder with its variables.
-    pub(super) fn command(
-        &self,
-        slot: usize,
-        speed: f64,
-        exe: &std::path::Path,
-    ) -> (Command, bool) {
+    /// The pace of attempt `attempt` (from 1): the scenario's for it, or its last. An external
+    /// job has none: it cannot be gated, so the clock never waits for it.
+    #[must_use]
+    pub fn pace(&self, attempt: u32) -> Pace {
+        if self.config.worker.job().is_some() {
+            return Pace::per_item(0.0);
+        }
+        let paces = &self.config.paces;
+        let i = (attempt.max(1) as usize - 1).min(paces.len().saturating_sub(1));
+        paces.get(i).copied().unwrap_or(Pace::per_item(0.0))
+    }
+
+    /// A slot's next attempt begins at sim time `start`.
+    pub(super) fn begin_attempt(&mut self, slot: usize, start: f64) {
+        self.newest_is_restart = self.slots[slot].attempt() > 0;
+        let pace = self.pace(self.slots[slot].attempt() + 1);
+        self.attempts[slot] = Attempt::new(start, pace);
+    }
+
+    /// The command a slot's next attempt runs, and whether it is gated (reads grants on its
+    /// stdin): reclaim's own worker (`exe worker ... --gated`), or the external job in its
+    /// folder with its variables, at its own pace.
+    pub(super) fn command(&self, slot: usize, exe: &std::path::Path) -> (Command, bool) {
         match &self.config.worker {
             LaneWorker::Strategy(strategy) => {
                 let mut command = Command::new(exe);
-                command.args(self.worker_config(*strategy, slot, speed).to_args());
+                command.args(self.worker_config(*strategy, slot).to_args());
                 (command, true)
             }
             LaneWorker::Exec(job) => {
@@ -214,42 +252,53 @@ impl Lane {
         }
     }
 
-    /// Reclaim's own worker for a slot's next attempt, at `speed` times the configured pace.
-    fn worker_config(&self, strategy: Strategy, slot: usize, speed: f64) -> WorkerConfig {
+    /// Reclaim's own worker for a slot's next attempt: gated, so the sim clock paces it.
+    fn worker_config(&self, strategy: Strategy, slot: usize) -> WorkerConfig {
         let cfg = &self.config;
         WorkerConfig {
             strategy,
             db: cfg.db.clone(),
             items: cfg.items,
-            delay: cfg.delay.div_f64(speed),
+            delay: cfg.delay,
             heartbeat: heartbeat::default_path(&cfg.db),
             batch: cfg.batch,
             // The crash point belongs to the first attempt only: the restart must finish.
             crash_at: cfg.crash_at.filter(|_| self.slots[slot].attempt() == 0),
             sync: cfg.sync,
             supervised: true,
+            gated: true,
         }
     }
 
     /// One line a slot's worker printed (or the end of one of its pipes): the claim and crash
-    /// point it states are kept, and the line goes on the timeline.
+    /// point it states are kept, its progress moves the attempt on, and the line goes on the
+    /// timeline, stamped with the attempt's own present. The second value is a write
+    /// (`wrote`): its last task and its moment.
     pub(super) fn heard(
         &mut self,
-        slot: usize,
-        attempt: u32,
+        (slot, attempt): (usize, u32),
         stderr: bool,
         line: Option<String>,
-    ) -> Option<Note> {
+        clock: f64,
+    ) -> (Option<Note>, Option<(u64, f64)>) {
         self.slots[slot].heard(attempt, stderr, line.as_deref());
-        let line = line?;
+        let current = attempt == self.slots[slot].attempt();
+        if current {
+            self.attempts[slot].heard(clock);
+        }
+        let at = current.then(|| self.attempts[slot].now());
+        let Some(line) = line else {
+            return (None, None);
+        };
         let worker = |kind, text| Note {
             source: Source::Worker,
             kind,
             text,
             mark: None,
+            at,
         };
         if stderr {
-            return Some(worker(Kind::Stderr, line));
+            return (Some(worker(Kind::Stderr, line)), None);
         }
         // Someone else's program speaks no protocol: every line is its own, and the last one
         // is its claim, shown beside what the rows say.
@@ -272,13 +321,26 @@ impl Lane {
                 });
             }
             Line::Crash { at } => self.slots[slot].crashing_at(*at),
+            Line::Wait { need } if current => {
+                self.attempts[slot].need = *need;
+                return (None, None);
+            }
+            Line::Wrote { writes, last } if current => {
+                let a = &mut self.attempts[slot];
+                a.writes = *writes;
+                a.last_task = Some(*last);
+                let at = a.now();
+                self.last_write_sim = Some(self.last_write_sim.map_or(at, |w| w.max(at)));
+                return (None, Some((*last, a.now())));
+            }
+            Line::Wait { .. } | Line::Wrote { .. } => return (None, None),
             _ => {}
         }
         let mut text = said.fields();
         if self.config.workers > 1 {
             text = format!("{text}  w={}", slot + 1);
         }
-        Some(worker(kind_of(&said), text))
+        (Some(worker(kind_of(&said), text)), None)
     }
 
     /// What a slot's exit means for the lane: a death the supervisor did not cause is the host
@@ -288,10 +350,10 @@ impl Lane {
         &mut self,
         slot: usize,
         exit: &Exit,
-        (now, policy): (Instant, RestartPolicy),
+        (sim, policy): (f64, RestartPolicy),
     ) -> Vec<Note> {
         if let (Exit::Failed { reason, code }, Some(_)) = (exit, self.config.worker.job()) {
-            return self.job_failed(slot, reason, *code, (now, policy));
+            return self.job_failed(slot, reason, *code, (sim, policy));
         }
         match exit {
             // Someone else's program says nothing the supervisor can parse; its exit is the
@@ -303,6 +365,7 @@ impl Lane {
                     kind: Kind::Done,
                     text,
                     mark: None,
+                    at: Some(sim),
                 }]
             }
             Exit::Done | Exit::Killed { by_host: true, .. } => Vec::new(),
@@ -317,10 +380,11 @@ impl Lane {
                 );
                 let text = format!("instance reclaimed by host  ({how}, pid {})", s.pid());
                 self.kills += 1;
-                let mut notes: Vec<Note> = self.last_item().into_iter().collect();
+                let at = sim;
+                let mut notes = vec![self.in_flight()];
                 self.place_kill(&[slot]);
                 notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
-                notes
+                notes.into_iter().map(|n| n.at(at)).collect()
             }
             Exit::Failed { reason, .. } => {
                 self.failure = Some(reason.clone());
@@ -340,7 +404,7 @@ impl Lane {
         slot: usize,
         reason: &str,
         code: i32,
-        (now, policy): (Instant, RestartPolicy),
+        (sim, policy): (f64, RestartPolicy),
     ) -> Vec<Note> {
         let _ = self.observer.poll();
         // 126/127: the shell could not find or run the command.
@@ -359,26 +423,43 @@ impl Lane {
             self.failure = Some(reason.clone());
             self.start_failed = true;
             let text = format!("the worker could not start: {reason}");
-            return vec![Note::runner(Kind::Error, text)];
+            return vec![Note::runner(Kind::Error, text).at(sim)];
         }
-        self.slots[slot].restart_after_failure(now, policy);
+        self.slots[slot].restart_after_failure(sim, policy);
         let text = format!(
             "worker died on its own  ({reason}, pid {}); restarted as after a kill",
             self.slots[slot].pid()
         );
-        vec![Note::runner(Kind::Notice, text).marked(Mark::Kill)]
+        vec![Note::runner(Kind::Notice, text).marked(Mark::Kill).at(sim)]
     }
 
-    /// The last task written, read fresh and to the end (a poll takes a bounded number of
-    /// rows): after a kill the dead write nothing more.
-    fn last_item(&mut self) -> Option<Note> {
+    /// The item in flight when the worker died, read fresh (after a kill the dead write
+    /// nothing more): the one after the last committed, lost with the instance.
+    fn in_flight(&mut self) -> Note {
+        // Read to the end (a poll takes a bounded number of rows): where the kill landed is
+        // judged from every row the dead left.
         while self.observer.poll().is_ok_and(|p| p.new_rows > 0) {}
-        self.observer.last_task.map(|task| Note {
+        let last = self.observer.last_task;
+        let next = last.map_or(0, |t| t + 1);
+        let text = if next < self.config.items {
+            let committed = last.map_or_else(|| "none".to_string(), task_id);
+            format!(
+                "{}  in flight, not committed (last committed: {committed})",
+                task_id(next)
+            )
+        } else {
+            format!(
+                "{}  committed, the last of the queue",
+                task_id(next.saturating_sub(1))
+            )
+        };
+        Note {
             source: Source::Worker,
             kind: Kind::Item,
-            text: task_id(task),
+            text,
             mark: None,
-        })
+            at: None,
+        }
     }
 
     /// A SIGKILL between a worker's creating its temporary beat and renaming it leaves the
@@ -391,11 +472,11 @@ impl Lane {
     }
 
     /// The host's SIGKILL to every live worker of the lane, each reaped at once.
-    pub(super) fn host_kill(&mut self, now: Instant, policy: RestartPolicy) -> Vec<Note> {
+    pub(super) fn host_kill(&mut self, now: Instant, sim: f64, policy: RestartPolicy) -> Vec<Note> {
         let mut pids = Vec::new();
         let mut killed = Vec::new();
         for slot in 0..self.slots.len() {
-            if self.slots[slot].host_kill(now, policy).is_some() {
+            if self.slots[slot].host_kill(now, sim, policy).is_some() {
                 self.forget_temp_beat(slot);
                 pids.push(self.slots[slot].pid().to_string());
                 killed.push(slot);
@@ -409,24 +490,27 @@ impl Lane {
             "instance reclaimed by host  (SIGKILL, pid {})",
             pids.join(",")
         );
-        let mut notes: Vec<Note> = self.last_item().into_iter().collect();
+        let mut notes = vec![self.in_flight()];
         self.place_kill(&killed);
         notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
-        notes
+        notes.into_iter().map(|n| n.at(sim)).collect()
     }
 
-    /// The slots whose restart is due now, within the policy's bound; past it, the lane gives up
-    /// (said once).
+    /// The slots whose restart is due at sim time `sim`, each with its moment, within the
+    /// policy's bound; past it, the lane gives up (said once).
     pub(super) fn due_restarts(
         &mut self,
-        now: Instant,
+        sim: f64,
         policy: RestartPolicy,
-    ) -> (Vec<usize>, Vec<Note>) {
+    ) -> (Vec<(usize, f64)>, Vec<Note>) {
         let (mut due, mut notes) = (Vec::new(), Vec::new());
         for slot in 0..self.slots.len() {
-            if !self.slots[slot].restart_is_due(now) {
+            let Some(at) = self.slots[slot]
+                .restart_due()
+                .filter(|_| self.slots[slot].restart_is_due(sim))
+            else {
                 continue;
-            }
+            };
             if self.restarts >= policy.max {
                 self.slots[slot].give_up();
                 if !std::mem::replace(&mut self.gave_up, true) {
@@ -434,15 +518,19 @@ impl Lane {
                         "giving up after {} restarts: the job never completed",
                         policy.max
                     );
-                    notes.push(Note::runner(Kind::Error, text));
+                    notes.push(Note::runner(Kind::Error, text).at(at));
                 }
                 continue;
             }
             self.restarts += 1;
             let attempt = self.slots[slot].attempt() + 1;
             let text = format!("supervisor restarts the worker (attempt {attempt})");
-            notes.push(Note::runner(Kind::Notice, text).marked(Mark::Restart));
-            due.push(slot);
+            notes.push(
+                Note::runner(Kind::Notice, text)
+                    .marked(Mark::Restart)
+                    .at(at),
+            );
+            due.push((slot, at));
         }
         (due, notes)
     }
@@ -478,9 +566,18 @@ impl Lane {
                 crate::observer::Poll::default()
             }
         };
-        if poll.restarted_at_zero {
+        if poll.restarted_at_zero && self.newest_is_restart {
+            self.restarted_at_zero = true;
             let text = "worker restarts at item zero: task-000 written again".to_string();
-            notes.push(Note::runner(Kind::Symptom, text));
+            // The moment task-000 was written again: the newest attempt's first write.
+            let at = self
+                .attempts
+                .iter()
+                .map(Attempt::first_write)
+                .max_by(f64::total_cmp);
+            let mut note = Note::runner(Kind::Symptom, text);
+            note.at = at;
+            notes.push(note);
         }
         notes
     }
@@ -523,18 +620,46 @@ impl Lane {
             .as_ref()
             .map_or_else(|| now.saturating_duration_since(started), |b| b.age);
         let since = now.checked_sub(real_age).unwrap_or(started);
-        let sim_age = watch.silence(clock, since, now);
+        // A beat's moment is the write it followed: then the age is the night's own, the same
+        // at every speed and load. Before any write is heard, the real silence as the
+        // supervisor watched it.
+        if let (Some(b), Some(write)) = (beat.as_ref(), self.last_write_sim) {
+            let modified = wall.checked_sub(b.age).unwrap_or(wall);
+            if self.beat_seen.is_none_or(|(seen, _)| seen != modified) {
+                self.beat_seen = Some((modified, write));
+            }
+        }
+        let scheduled = self.beat_seen.map(|(_, at)| at).filter(|_| beat.is_some());
+        let sim_age = scheduled.map_or_else(
+            || watch.silence(clock, since, now),
+            |at| (clock.now().0 - at).max(0.0),
+        );
         self.heartbeat_age = beat.as_ref().map(|b| b.age);
         self.heartbeat_task = beat.and_then(|b| b.task);
         self.heartbeat_sim_age = Some(sim_age);
         let stale = running && sim_age > dead_man;
         if stale && !self.stale {
             self.stale = true;
-            let message = heartbeat::stale_message(Duration::from_secs_f64(sim_age));
-            Some(Note::runner(Kind::Alert, message))
+            let note = match scheduled {
+                // The moment the threshold was crossed, to the second.
+                Some(at) => Note::runner(
+                    Kind::Alert,
+                    heartbeat::stale_message(Duration::from_secs_f64(dead_man)),
+                )
+                .at(at + dead_man),
+                None => Note::runner(
+                    Kind::Alert,
+                    heartbeat::stale_message(Duration::from_secs_f64(sim_age)),
+                ),
+            };
+            Some(note)
         } else if !stale && self.stale {
             self.stale = false;
-            Some(Note::runner(Kind::Notice, "heartbeat moving again".into()))
+            let note = Note::runner(Kind::Notice, "heartbeat moving again".into());
+            Some(match scheduled {
+                Some(at) => note.at(at),
+                None => note,
+            })
         } else {
             None
         }
@@ -549,6 +674,8 @@ pub(super) struct Note {
     pub kind: Kind,
     pub text: String,
     pub mark: Option<Mark>,
+    /// Its moment on the night's clock; `None`: the clock's present reading.
+    pub at: Option<f64>,
 }
 
 impl Note {
@@ -558,7 +685,13 @@ impl Note {
             kind,
             text,
             mark: None,
+            at: None,
         }
+    }
+
+    fn at(mut self, sim: f64) -> Self {
+        self.at = Some(sim);
+        self
     }
 
     fn marked(mut self, mark: Mark) -> Self {
@@ -574,7 +707,7 @@ fn kind_of(line: &Line) -> Kind {
         Line::Resume(_) => Kind::Resume,
         Line::Crash { .. } => Kind::Crash,
         Line::Done { .. } => Kind::Done,
-        Line::Other(_) => Kind::Log,
+        Line::Wait { .. } | Line::Wrote { .. } | Line::Other(_) => Kind::Log,
     }
 }
 
@@ -690,7 +823,7 @@ impl Lane {
             kills: self.kills,
             workers: self.config.workers,
             claimed: self.claimed.clone(),
-            restarted_at_zero: o.restarted_at_zero,
+            restarted_at_zero: self.restarted_at_zero,
         }
     }
 }

@@ -2,10 +2,11 @@
 //! the checkpoints), given the time and the first lane's progress. Pure: no processes, no I/O;
 //! the engine carries the actions out.
 
-use std::time::{Duration, Instant};
+#[cfg(test)]
+use std::time::Duration;
 
-use super::config::{EngineConfig, HangPlan};
-use crate::supervisor::schedule::KillSchedule;
+use super::config::EngineConfig;
+use crate::supervisor::schedule::{KillMoment, KillSchedule};
 
 /// Something the plan says is due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,88 +21,179 @@ pub enum Action {
     Kill,
 }
 
-/// The plan's triggers and which of them have fired.
+/// A trigger that waits for the first lane to commit a task: its moment is that write's.
+#[derive(Debug, Clone, Copy, Default)]
+struct AtTask {
+    task: Option<u64>,
+    /// The moment of the write that committed it, once heard.
+    at: Option<f64>,
+    fired: bool,
+}
+
+impl AtTask {
+    fn new(task: Option<u64>) -> Self {
+        Self {
+            task,
+            ..Self::default()
+        }
+    }
+
+    fn wrote(&mut self, last: u64, sim: f64) {
+        if self.at.is_none() && self.task.is_some_and(|t| last >= t) {
+            self.at = Some(sim);
+        }
+    }
+
+    /// The task still awaited, its moment unknown.
+    fn awaited(&self) -> Option<u64> {
+        self.task.filter(|_| self.at.is_none() && !self.fired)
+    }
+
+    fn moment(&self) -> Option<f64> {
+        self.at.filter(|_| !self.fired)
+    }
+
+    /// Fires once, when its moment is ready.
+    fn take(&mut self, ready: impl Fn(f64) -> bool) -> Option<f64> {
+        let at = self.moment().filter(|&at| ready(at))?;
+        self.fired = true;
+        Some(at)
+    }
+}
+
+/// The plan's triggers and which of them have fired. Every moment is a sim time (seconds after
+/// midnight), so a plan lands on the same moments at every speed.
 #[derive(Debug)]
 pub struct Triggers {
-    wipe_at_task: Option<u64>,
-    hang: Option<HangPlan>,
-    kill_at_task: Option<u64>,
+    wipe: AtTask,
+    hang: AtTask,
+    /// Sim seconds a hang lasts.
+    hang_for: Option<f64>,
+    kill_at_task: AtTask,
+    /// `--kill-at-rows`: once the first lane's table holds this many rows (fires once).
     kill_at_rows: Option<u64>,
-    /// Kills at moments after the night began (a recorded schedule, replayed).
-    at_times: Vec<Duration>,
+    /// Kills at moments of a recorded night, replayed in order.
+    replayed: Vec<KillMoment>,
+    /// When the first lane wrote the task the next replayed kill waits for.
+    replayed_sim: Option<f64>,
     schedule: KillSchedule,
-    wipe_fired: bool,
-    hang_fired: bool,
-    at_task_fired: bool,
+    /// Sim seconds per real second at speed 1: a random kill's delay is drawn in real seconds.
+    scale: f64,
     timed_fired: usize,
-    hang_resume_at: Option<Instant>,
+    hang_resume_at: Option<f64>,
     /// The next random kill, armed after each spawn.
-    next_kill: Option<Instant>,
+    next_kill: Option<f64>,
 }
 
 impl Triggers {
     #[must_use]
     pub fn new(config: &EngineConfig) -> Self {
         Self {
-            wipe_at_task: config.wipe_at_task,
-            hang: config.hang,
-            kill_at_task: config.kills.at_task,
+            wipe: AtTask::new(config.wipe_at_task),
+            hang: AtTask::new(config.hang.map(|h| h.at_task)),
+            hang_for: config.hang.and_then(|h| h.resume_after),
+            kill_at_task: AtTask::new(config.kills.at_task),
             kill_at_rows: config.kills.at_rows,
-            at_times: config.kills.at_times.clone(),
+            replayed: config.kills.replayed.clone(),
+            replayed_sim: None,
             schedule: KillSchedule::new(&config.kills),
-            wipe_fired: false,
-            hang_fired: false,
-            at_task_fired: false,
+            scale: config.scale,
             timed_fired: 0,
             hang_resume_at: None,
             next_kill: None,
         }
     }
 
-    /// What is due at `now` (`elapsed` since the night began), in the order it must happen;
-    /// `has_task` says whether the first lane has written a task. Each trigger fires once.
-    pub fn due(
-        &mut self,
-        now: Instant,
-        elapsed: Duration,
-        has_task: impl Fn(u64) -> bool,
-    ) -> Vec<Action> {
+    /// The first lane's worker has written up to task `last`, its write falling at `sim`.
+    pub fn wrote(&mut self, last: u64, sim: f64) {
+        self.wipe.wrote(last, sim);
+        self.hang.wrote(last, sim);
+        self.kill_at_task.wrote(last, sim);
+        if let Some(KillMoment::AfterTask(task)) = self.replayed.get(self.timed_fired)
+            && self.replayed_sim.is_none()
+            && last >= *task
+        {
+            self.replayed_sim = Some(sim);
+        }
+    }
+
+    /// The moment of the next replayed kill, once it is known.
+    fn next_replayed(&self) -> Option<f64> {
+        match self.replayed.get(self.timed_fired)? {
+            KillMoment::AfterTask(_) => self.replayed_sim,
+            KillMoment::At(sim) => Some(crate::clock::NIGHT_START + sim),
+        }
+    }
+
+    /// The lowest task a trigger waits for the first lane to commit, its moment not known yet:
+    /// until then no lane may be granted a write that could fall after it.
+    #[must_use]
+    pub fn awaited_task(&self) -> Option<u64> {
+        let replayed = match self.replayed.get(self.timed_fired) {
+            Some(KillMoment::AfterTask(task)) if self.replayed_sim.is_none() => Some(*task),
+            _ => None,
+        };
+        [
+            self.wipe.awaited(),
+            self.hang.awaited(),
+            self.kill_at_task.awaited(),
+            replayed,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// The next moment the plan has something to do, so the clock can stop there.
+    #[must_use]
+    pub fn next_moment(&self) -> Option<f64> {
+        [
+            self.wipe.moment(),
+            self.hang.moment(),
+            self.kill_at_task.moment(),
+            self.next_replayed(),
+            self.hang_resume_at,
+            self.next_kill,
+        ]
+        .into_iter()
+        .flatten()
+        .min_by(f64::total_cmp)
+    }
+
+    /// What is due with the clock at `clock`, each with its moment, in the order it must happen.
+    /// A trigger fires only once every write up to its moment is in (`settled`: the clock is
+    /// held at no write before it). Each fires once.
+    pub fn due(&mut self, clock: f64, settled: f64) -> Vec<(Action, f64)> {
+        let ready = |at: f64| at <= clock && at < settled;
         let mut due = Vec::new();
-        if let Some(task) = self.wipe_at_task
-            && !self.wipe_fired
-            && has_task(task)
-        {
-            self.wipe_fired = true;
-            due.push(Action::WipeCheckpoints);
+        if let Some(at) = self.wipe.take(ready) {
+            due.push((Action::WipeCheckpoints, at));
         }
-        if let Some(plan) = self.hang
-            && !self.hang_fired
-            && has_task(plan.at_task)
-        {
-            self.hang_fired = true;
-            due.push(Action::Hang);
-            self.hang_resume_at = plan.resume_after.map(|after| now + after);
+        if let Some(at) = self.hang.take(ready) {
+            due.push((Action::Hang, at));
+            self.hang_resume_at = self.hang_for.map(|after| at + after);
         }
-        if self.hang_resume_at.is_some_and(|at| now >= at) {
+        if let Some(at) = self.hang_resume_at
+            && at <= clock
+        {
             self.hang_resume_at = None;
-            due.push(Action::Resume);
+            due.push((Action::Resume, at));
         }
-        if let Some(task) = self.kill_at_task
-            && !self.at_task_fired
-            && has_task(task)
-        {
-            self.at_task_fired = true;
-            due.push(Action::Kill);
+        if let Some(at) = self.kill_at_task.take(ready) {
+            due.push((Action::Kill, at));
         }
-        if let Some(&at) = self.at_times.get(self.timed_fired)
-            && elapsed >= at
+        if let Some(at) = self.next_replayed()
+            && ready(at)
         {
             self.timed_fired += 1;
-            due.push(Action::Kill);
+            self.replayed_sim = None;
+            due.push((Action::Kill, at));
         }
-        if self.next_kill.is_some_and(|at| now >= at) {
+        if let Some(at) = self.next_kill
+            && ready(at)
+        {
             self.next_kill = None;
-            due.push(Action::Kill);
+            due.push((Action::Kill, at));
         }
         due
     }
@@ -116,12 +208,13 @@ impl Triggers {
         false
     }
 
-    /// Arms the next random kill, one schedule delay after `now`, unless one is armed already.
-    pub fn arm_random_kill(&mut self, now: Instant) {
+    /// Arms the next random kill, one schedule delay after `sim` (a spawn), unless one is
+    /// armed already.
+    pub fn arm_random_kill(&mut self, sim: f64) {
         if self.next_kill.is_none()
             && let Some(delay) = self.schedule.next_delay()
         {
-            self.next_kill = Some(now + delay);
+            self.next_kill = Some(sim + delay.as_secs_f64() * self.scale);
         }
     }
 
@@ -132,22 +225,12 @@ impl Triggers {
     }
 
     /// Turns seeded random kills on (without limit) or off.
-    pub fn set_random_kills(&mut self, on: bool, now: Instant) {
+    pub fn set_random_kills(&mut self, on: bool, sim: f64) {
         self.schedule.set_unlimited(on);
         if on {
-            self.arm_random_kill(now);
+            self.arm_random_kill(sim);
         } else {
             self.next_kill = None;
-        }
-    }
-
-    /// Deadlines move with a paused clock, so a pause changes nothing about the night.
-    pub fn postpone(&mut self, by: Duration) {
-        for at in [self.next_kill.as_mut(), self.hang_resume_at.as_mut()]
-            .into_iter()
-            .flatten()
-        {
-            *at += by;
         }
     }
 }
@@ -155,77 +238,107 @@ impl Triggers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::HangPlan;
     use crate::supervisor::schedule::KillPlan;
+
+    const OPEN: f64 = f64::INFINITY;
 
     fn config(kills: KillPlan) -> EngineConfig {
         EngineConfig {
-            hang: Some(HangPlan {
-                at_task: 5,
-                resume_after: Some(Duration::from_secs(2)),
-            }),
-            wipe_at_task: Some(7),
+            restart_delay: 0.0,
+            max_restarts: 0,
+            scale: 10.0,
             ..EngineConfig::new(Vec::new(), kills, std::path::PathBuf::new())
         }
     }
 
     #[test]
-    fn each_trigger_fires_once_when_its_task_is_written() {
-        let t0 = Instant::now();
+    fn a_kill_at_a_task_lands_at_that_writes_moment_once_every_write_before_it_is_in() {
         let mut triggers = Triggers::new(&config(KillPlan {
             at_task: Some(5),
             ..KillPlan::default()
         }));
-        assert!(triggers.due(t0, Duration::ZERO, |_| false).is_empty());
-        let upto = |n: u64| move |task: u64| task <= n;
-        assert_eq!(
-            triggers.due(t0, Duration::ZERO, upto(5)),
-            vec![Action::Hang, Action::Kill]
-        );
-        assert!(triggers.due(t0, Duration::ZERO, upto(6)).is_empty());
-        assert_eq!(
-            triggers.due(t0, Duration::ZERO, upto(7)),
-            vec![Action::WipeCheckpoints]
-        );
-        // The hang ends two seconds after it began, and a pause of one second moves that.
-        triggers.postpone(Duration::from_secs(1));
-        let at = |s| t0 + Duration::from_secs(s);
-        assert!(triggers.due(at(2), Duration::ZERO, upto(9)).is_empty());
-        assert_eq!(
-            triggers.due(at(3), Duration::ZERO, upto(9)),
-            vec![Action::Resume]
-        );
-        assert!(triggers.due(at(9), Duration::ZERO, upto(9)).is_empty());
+        assert!(triggers.due(100.0, OPEN).is_empty());
+        assert_eq!(triggers.awaited_task(), Some(5));
+        triggers.wrote(5, 110.0);
+        assert_eq!(triggers.next_moment(), Some(110.0));
+        // Another lane has not written its item of 110.0 yet: wait for it.
+        assert!(triggers.due(110.0, 110.0).is_empty());
+        assert_eq!(triggers.due(110.0, 112.0), vec![(Action::Kill, 110.0)]);
+        triggers.wrote(9, 130.0);
+        assert!(triggers.due(200.0, OPEN).is_empty());
     }
 
     #[test]
-    fn timed_kills_fire_in_order_one_per_look() {
-        let t0 = Instant::now();
+    fn each_task_trigger_fires_once_at_its_write_and_a_hang_ends_at_its_sim_moment() {
+        let mut plan = config(KillPlan::default());
+        plan.hang = Some(HangPlan {
+            at_task: 5,
+            resume_after: Some(20.0),
+        });
+        plan.wipe_at_task = Some(7);
+        let mut triggers = Triggers::new(&plan);
+        assert_eq!(triggers.awaited_task(), Some(5));
+        triggers.wrote(5, 50.0);
+        assert_eq!(triggers.awaited_task(), Some(7));
+        assert_eq!(triggers.due(55.0, OPEN), vec![(Action::Hang, 50.0)]);
+        triggers.wrote(6, 60.0);
+        assert!(triggers.due(60.0, OPEN).is_empty());
+        triggers.wrote(7, 69.0);
+        assert_eq!(
+            triggers.due(69.0, OPEN),
+            vec![(Action::WipeCheckpoints, 69.0)]
+        );
+        assert_eq!(triggers.awaited_task(), None);
+        assert_eq!(triggers.next_moment(), Some(70.0));
+        assert_eq!(triggers.due(75.0, OPEN), vec![(Action::Resume, 70.0)]);
+        assert!(triggers.due(90.0, OPEN).is_empty());
+    }
+
+    #[test]
+    fn replayed_kills_fire_at_their_places_in_order() {
         let mut triggers = Triggers::new(&config(KillPlan {
-            at_times: vec![Duration::from_millis(100), Duration::from_millis(200)],
+            replayed: vec![
+                KillMoment::AfterTask(111),
+                KillMoment::At(100.0),
+                KillMoment::At(200.0),
+            ],
             ..KillPlan::default()
         }));
-        let ms = Duration::from_millis;
-        assert!(triggers.due(t0, ms(99), |_| false).is_empty());
-        assert_eq!(triggers.due(t0, ms(250), |_| false), vec![Action::Kill]);
-        assert_eq!(triggers.due(t0, ms(250), |_| false), vec![Action::Kill]);
-        assert!(triggers.due(t0, ms(900), |_| false).is_empty());
+        let start = crate::clock::NIGHT_START;
+        assert_eq!(triggers.awaited_task(), Some(111));
+        triggers.wrote(110, start + 40.0);
+        assert!(triggers.due(start + 45.0, OPEN).is_empty());
+        triggers.wrote(111, start + 50.0);
+        assert_eq!(
+            triggers.due(start + 50.0, OPEN),
+            vec![(Action::Kill, start + 50.0)]
+        );
+        assert!(triggers.due(start + 99.0, OPEN).is_empty());
+        assert_eq!(
+            triggers.due(start + 250.0, OPEN),
+            vec![(Action::Kill, start + 100.0)]
+        );
+        assert_eq!(
+            triggers.due(start + 250.0, OPEN),
+            vec![(Action::Kill, start + 200.0)]
+        );
+        assert!(triggers.due(start + 900.0, OPEN).is_empty());
     }
 
     #[test]
-    fn a_random_kill_is_armed_once_and_fires_at_its_delay() {
-        let t0 = Instant::now();
+    fn a_random_kill_is_drawn_in_real_seconds_and_falls_in_sim_seconds() {
         let mut triggers = Triggers::new(&config(KillPlan {
             random: 1,
             window: (Duration::from_secs(1), Duration::from_secs(1)),
             ..KillPlan::default()
         }));
-        triggers.arm_random_kill(t0);
-        triggers.arm_random_kill(t0 + Duration::from_secs(5));
-        let never = |_| false;
-        assert!(triggers.due(t0, Duration::ZERO, never).is_empty());
-        let at = t0 + Duration::from_secs(1);
-        assert_eq!(triggers.due(at, Duration::ZERO, never), vec![Action::Kill]);
-        triggers.arm_random_kill(at);
+        triggers.arm_random_kill(100.0);
+        triggers.arm_random_kill(105.0);
+        assert!(triggers.due(109.0, OPEN).is_empty());
+        // One real second at scale 10 is ten sim seconds, at any speed.
+        assert_eq!(triggers.due(111.0, OPEN), vec![(Action::Kill, 110.0)]);
+        triggers.arm_random_kill(111.0);
         assert!(!triggers.random_kills_on(), "the plan had one kill");
     }
 

@@ -61,11 +61,12 @@ mod tests {
     #[test]
     fn a_silence_watched_all_along_counts_whole() {
         let start = Instant::now();
-        let clock = SimClock::new(start, 600.0);
+        let mut clock = SimClock::new(start, 600.0);
         let mut watch = Watch::default();
         // Ticks every 20 ms for two seconds: a hung worker's silence is all of it.
         for ms in (0..=2000).step_by(20) {
             watch.tick(start + Duration::from_millis(ms), false);
+            clock.advance(start + Duration::from_millis(ms), f64::INFINITY);
         }
         let now = start + Duration::from_secs(2);
         let silence = watch.silence(&clock, start, now);
@@ -76,15 +77,20 @@ mod tests {
     fn time_the_supervisor_was_stopped_is_not_a_workers_silence() {
         let start = Instant::now();
         let at = |ms: u64| start + Duration::from_millis(ms);
-        let clock = SimClock::new(start, 600.0);
+        let mut clock = SimClock::new(start, 600.0);
         let mut watch = Watch::default();
-        watch.tick(at(0), false);
-        watch.tick(at(20), false);
+        let mut tick = |ms, continued| {
+            watch.tick(at(ms), continued);
+            clock.advance(at(ms), f64::INFINITY);
+        };
+        tick(0, false);
+        tick(20, false);
         // Stopped for 3 s (a gap far longer than a tick): not watched.
-        watch.tick(at(3020), false);
-        watch.tick(at(3040), false);
+        tick(3020, false);
+        tick(3040, false);
         // Stopped for 100 ms only, but SIGCONT says so: not watched either.
-        watch.tick(at(3140), true);
+        tick(3140, true);
+        tick(3200, false);
         let silence = watch.silence(&clock, at(0), at(3200));
         let watched = 0.020 + 0.020 + 0.060;
         assert!((silence - watched * 600.0).abs() < 1e-6, "{silence}");

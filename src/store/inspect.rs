@@ -65,6 +65,63 @@ impl Inspection {
     }
 }
 
+/// A task id written more than once: how many rows it has and the runs that wrote them, in the
+/// order they wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DuplicatedId {
+    pub task_id: String,
+    pub count: u64,
+    /// The `run_id` of each row, oldest first (a naive worker's is `pid-N`).
+    pub runs: Vec<String>,
+}
+
+/// The task ids with more than one row, in task id order, at most `limit` of them, and how many
+/// there are in all. Read-only, like `inspect`.
+pub fn duplicated_ids(path: &Path, limit: usize) -> Result<(Vec<DuplicatedId>, u64), StoreError> {
+    let real = crate::paths::existing_file(path, "--db")?;
+    let snapshot = open_snapshot(&real)?;
+    let query = || -> rusqlite::Result<(Vec<DuplicatedId>, u64)> {
+        let conn = &snapshot.conn;
+        conn.execute_batch("BEGIN")?;
+        let total: u64 = conn.query_row(
+            "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY task_id HAVING count(*) > 1)",
+            [],
+            |r| r.get(0),
+        )?;
+        // The inner ORDER BY rowid keeps each group's runs in the order they wrote.
+        let mut stmt = conn.prepare(
+            "SELECT task_id, count(*), group_concat(run_id, char(31))
+             FROM (SELECT task_id, run_id FROM records ORDER BY rowid)
+             GROUP BY task_id HAVING count(*) > 1 ORDER BY task_id LIMIT ?1",
+        )?;
+        let ids = stmt
+            .query_map([i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
+                let task: Option<String> = r.get(0)?;
+                let runs: Option<String> = r.get(2)?;
+                Ok(DuplicatedId {
+                    task_id: crate::text::escape_controls(task.as_deref().unwrap_or("NULL")),
+                    count: r.get(1)?,
+                    runs: runs
+                        .unwrap_or_default()
+                        .split('\u{1f}')
+                        .map(crate::text::escape_controls)
+                        .collect(),
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        conn.execute_batch("COMMIT")?;
+        Ok((ids, total))
+    };
+    query().map_err(|e| StoreError::sqlite(path, e))
+}
+
+/// `task-000  x2  pid-1234, pid-5678`: one duplicated id as `inspect --ids` and the dashboard
+/// list it.
+#[must_use]
+pub fn duplicated_line(id: &DuplicatedId) -> String {
+    format!("{}  x{}  {}", id.task_id, id.count, id.runs.join(", "))
+}
+
 /// Reads every fact `Inspection` holds from `path`, changing no file (see `store::Snapshot`).
 /// A link is followed once, up front, so the `-wal` beside the real file counts.
 pub fn inspect(path: &Path, items: u64) -> Result<Inspection, StoreError> {

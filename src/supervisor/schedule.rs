@@ -14,7 +14,9 @@ pub const DEFAULT_WINDOW: (Duration, Duration) =
 /// What the host will do to the instance during the night.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KillPlan {
-    /// Random kills: how many at most, one per spawn, each a uniform delay after the spawn.
+    /// Random kills: how many at most, one per spawn, each a uniform delay after the spawn (real
+    /// seconds at speed 1; the engine turns them into sim seconds with the night's scale, so a
+    /// seed kills at the same sim moments at every speed).
     pub random: u32,
     /// The window those delays are drawn from.
     #[serde(serialize_with = "serialize_window")]
@@ -24,13 +26,8 @@ pub struct KillPlan {
     /// Kill once as soon as the first lane's table holds this many rows (`--kill-at-rows`).
     pub at_rows: Option<u64>,
     pub seed: u64,
-    /// Kill at these moments after the night began (a recorded schedule, replayed).
-    #[serde(serialize_with = "serialize_times")]
-    pub at_times: Vec<Duration>,
-}
-
-fn serialize_times<S: serde::Serializer>(times: &[Duration], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(times.iter().map(|t| t.as_millis() as u64))
+    /// Kill at these moments, in order (a recorded schedule, replayed).
+    pub replayed: Vec<KillMoment>,
 }
 
 fn serialize_window<S: serde::Serializer>(
@@ -44,6 +41,29 @@ fn serialize_window<S: serde::Serializer>(
     ))
 }
 
+/// A moment a recorded host killed at, as a replay repeats it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KillMoment {
+    /// Once the first lane's worker has committed this task (the place, whatever the pace).
+    AfterTask(u64),
+    /// At this sim time, seconds after 02:00:00 (a kill before any row was committed).
+    At(f64),
+}
+
+impl std::fmt::Display for KillMoment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::AfterTask(task) => write!(f, "after {}", crate::task::task_id(*task)),
+            Self::At(sim) => write!(
+                f,
+                "at {}",
+                crate::clock::SimTime(crate::clock::NIGHT_START + sim)
+            ),
+        }
+    }
+}
+
 impl Default for KillPlan {
     fn default() -> Self {
         Self {
@@ -52,7 +72,7 @@ impl Default for KillPlan {
             at_task: None,
             at_rows: None,
             seed: 0,
-            at_times: Vec::new(),
+            replayed: Vec::new(),
         }
     }
 }

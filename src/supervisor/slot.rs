@@ -78,8 +78,8 @@ fn leader_exited(pid: i32) -> bool {
 /// When a dead worker comes back, and how many times.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RestartPolicy {
-    /// How long the supervisor waits before restarting a dead worker.
-    pub delay: Duration,
+    /// Sim seconds the supervisor waits before restarting a dead worker.
+    pub delay: f64,
     /// Restarts per lane before the supervisor gives up, so a job that never finishes ends.
     pub max: u32,
 }
@@ -92,7 +92,8 @@ pub struct Slot {
     pid: i32,
     state: SlotState,
     attempt: u32,
-    restart_due: Option<Instant>,
+    /// The sim time of the restart.
+    restart_due: Option<f64>,
     /// Set when the supervisor itself sent the SIGKILL now being reaped.
     killed_by_host: bool,
     last_error: Option<String>,
@@ -284,16 +285,17 @@ impl Slot {
     /// A reaped exit whose last lines are in (or whose pipes outlived `PIPE_GRACE`), classified;
     /// the slot's state follows it, and a killed worker is due for a restart after `policy`'s
     /// delay.
-    pub fn ready_exit(&mut self, now: Instant, policy: RestartPolicy) -> Option<Exit> {
+    /// `sim` is the moment of the death on the night's clock.
+    pub fn ready_exit(&mut self, now: Instant, sim: f64, policy: RestartPolicy) -> Option<Exit> {
         let (status, at) = self.exited?;
         if self.open_pipes > 0 && now.saturating_duration_since(at) < PIPE_GRACE {
             return None;
         }
         self.exited = None;
-        Some(self.classify(status, now, policy))
+        Some(self.classify(status, sim, policy))
     }
 
-    fn classify(&mut self, status: ExitStatus, now: Instant, policy: RestartPolicy) -> Exit {
+    fn classify(&mut self, status: ExitStatus, sim: f64, policy: RestartPolicy) -> Exit {
         self.release();
         let by_host = std::mem::take(&mut self.killed_by_host);
         if status.success() {
@@ -302,7 +304,7 @@ impl Slot {
         }
         if let Some(signal) = status.signal() {
             self.state = SlotState::Restarting;
-            self.restart_due = Some(now + policy.delay);
+            self.restart_due = Some(sim + policy.delay);
             return Exit::Killed { signal, by_host };
         }
         let code = status.code().unwrap_or(-1);
@@ -320,14 +322,14 @@ impl Slot {
     /// `Some(exit)` when it died of it; `None` when there was nothing to kill or it had already
     /// finished on its own (that exit is then handled as an ordinary one, once its last lines
     /// are read).
-    pub fn host_kill(&mut self, now: Instant, policy: RestartPolicy) -> Option<Exit> {
+    pub fn host_kill(&mut self, now: Instant, sim: f64, policy: RestartPolicy) -> Option<Exit> {
         let child = self.child.as_mut()?;
         // INVARIANT: only a child not yet reaped is signalled (its pid cannot be reused).
         let _ = process::signal_group(self.pid, Signal::SIGKILL);
         let status = child.wait().ok()?;
         if status.signal() == Some(Signal::SIGKILL as i32) {
             self.killed_by_host = true;
-            Some(self.classify(status, now, policy))
+            Some(self.classify(status, sim, policy))
         } else {
             self.release();
             self.exited = Some((status, now));
@@ -335,29 +337,31 @@ impl Slot {
         }
     }
 
-    /// Whether a restart is due at `now`.
+    /// Whether a restart is due at sim time `sim`.
     #[must_use]
-    pub fn restart_is_due(&self, now: Instant) -> bool {
-        self.state == SlotState::Restarting && self.restart_due.is_some_and(|due| now >= due)
+    pub fn restart_is_due(&self, sim: f64) -> bool {
+        self.state == SlotState::Restarting && self.restart_due.is_some_and(|due| sim >= due)
+    }
+
+    /// The sim time of a pending restart.
+    #[must_use]
+    pub fn restart_due(&self) -> Option<f64> {
+        (self.state == SlotState::Restarting)
+            .then_some(self.restart_due)
+            .flatten()
     }
 
     /// A worker that failed on its own (an external job's `database is locked`, say) is
     /// restarted as after a kill, after the policy's delay.
-    pub fn restart_after_failure(&mut self, now: Instant, policy: RestartPolicy) {
+    /// `sim` is the moment of the death on the night's clock.
+    pub fn restart_after_failure(&mut self, sim: f64, policy: RestartPolicy) {
         self.state = SlotState::Restarting;
-        self.restart_due = Some(now + policy.delay);
+        self.restart_due = Some(sim + policy.delay);
     }
 
     /// The supervisor has run out of restarts for this slot.
     pub fn give_up(&mut self) {
         self.state = SlotState::GaveUp;
-    }
-
-    /// Moves a pending restart later (the night was paused for `by`).
-    pub fn postpone(&mut self, by: Duration) {
-        if let Some(due) = self.restart_due.as_mut() {
-            *due += by;
-        }
     }
 
     /// SIGSTOP (alive, no progress); true when there was a running worker to stop.

@@ -11,7 +11,7 @@ use crate::tui::Screen;
 use crate::tui::chrome::{Chrome, NoticeLife};
 use crate::tui::keymap::{Action, Mode};
 use crate::tui::night::Night;
-use crate::tui::view::Dashboard;
+use crate::tui::view::{Dashboard, IdsView};
 use crate::worker::Strategy;
 
 use crate::limits::MAX_WORKERS;
@@ -44,6 +44,10 @@ pub enum Command {
     Pause,
     Resume,
     SetSpeed(f64),
+    /// The next caption the night has reached, at once.
+    NextCaption,
+    /// List this lane's duplicated task ids (read from its rows).
+    ShowIds(usize),
 }
 
 /// What `update` needs to know about the night to decide.
@@ -56,9 +60,8 @@ pub struct Facts {
     pub random_kills: bool,
     pub seed: u64,
     pub recording: bool,
-    /// How many captions the scenario has, and which one the night is at.
+    /// How many captions the scenario has.
     pub captions: usize,
-    pub caption: Option<usize>,
 }
 
 /// What `update` needs to know about one lane.
@@ -76,15 +79,15 @@ pub struct LaneFacts {
 #[derive(Debug)]
 pub struct App {
     chrome: Chrome,
-    /// A caption the user stepped to with `c`, shown until the night's own moves past it.
-    caption_pick: Option<usize>,
+    /// The duplicated ids shown over the dashboard (`i`), until the next key.
+    ids: Option<IdsView>,
 }
 
 impl Default for App {
     fn default() -> Self {
         Self {
             chrome: Chrome::new(NoticeLife::For(NOTICE_FOR)),
-            caption_pick: None,
+            ids: None,
         }
     }
 }
@@ -172,11 +175,8 @@ impl App {
                 self.say("this scenario has no captions", now);
                 Vec::new()
             }
-            Action::NextCaption => {
-                let shown = self.caption_pick.or(facts.caption);
-                self.caption_pick = Some(shown.map_or(0, |i| (i + 1) % facts.captions));
-                Vec::new()
-            }
+            Action::NextCaption => vec![Command::NextCaption],
+            Action::ShowIds => this.map(|_| Command::ShowIds(lane)).into_iter().collect(),
             // The chrome's own keys, the replay's, and Ctrl-Z (the event loop suspends: it owns
             // the terminal, see `Screen::suspend`).
             Action::NextLane
@@ -203,7 +203,6 @@ impl App {
     /// The night starts again from 02:00: the timeline follows it and its captions are its own.
     fn restarted(&mut self, facts: &Facts) {
         self.chrome.scroll = 0;
-        self.caption_pick = None;
         self.chrome.selected = self
             .chrome
             .selected
@@ -222,6 +221,8 @@ fn next_strategy(strategy: Strategy) -> Strategy {
 pub struct Live {
     app: App,
     night: Night,
+    /// The window is below the minimum size: the night is paused until it is not.
+    small: bool,
 }
 
 impl Live {
@@ -237,6 +238,7 @@ impl Live {
         Ok(Self {
             app: App::default(),
             night: Night::start(scenario, exe, dir, record, now)?,
+            small: false,
         })
     }
 
@@ -285,8 +287,13 @@ impl Screen for Live {
     }
 
     fn update(&mut self, action: Action, now: Instant) -> Result<(), Error> {
-        let facts = self.night.facts(now);
+        let facts = self.night.facts();
         for command in self.app.update(action, &facts, now) {
+            if let Command::ShowIds(lane) = command {
+                // What the screen shows, read for it: no change to the night.
+                self.app.ids = Some(self.night.ids_view(lane));
+                continue;
+            }
             self.night.execute(command, now)?;
             self.listen(now);
         }
@@ -302,9 +309,23 @@ impl Screen for Live {
     }
 
     fn view(&self) -> Dashboard {
-        self.app
-            .chrome
-            .dashboard(self.night.scene(self.app.caption_pick))
+        let mut dashboard = self.app.chrome.dashboard(self.night.scene());
+        dashboard.ids.clone_from(&self.app.ids);
+        dashboard
+    }
+
+    fn close_help(&mut self) -> bool {
+        // The ids list is an overlay too: any key closes it and does nothing else.
+        let ids = self.app.ids.take().is_some();
+        std::mem::replace(&mut self.app.chrome.help, false) || ids
+    }
+
+    fn too_small(&mut self, small: bool, now: Instant) {
+        // Nothing may happen while nobody can see it: a kill would go by unseen.
+        if small != self.small {
+            self.night.freeze(small, now);
+        }
+        self.small = small;
     }
 }
 
@@ -331,7 +352,6 @@ mod tests {
             seed: 214,
             recording: false,
             captions: 2,
-            caption: None,
         }
     }
 
@@ -390,7 +410,7 @@ mod tests {
     }
 
     #[test]
-    fn help_closes_on_the_next_key_which_still_acts_and_quit_closes_the_recording() {
+    fn help_closes_on_the_next_key_which_does_nothing_else_and_quit_closes_the_recording() {
         let mut app = App::default();
         let now = Instant::now();
         let f = facts();
@@ -399,8 +419,13 @@ mod tests {
         assert_eq!(app.update(Action::ToggleHelp, &f, now), []);
         assert!(!app.chrome.help);
         app.update(Action::ToggleHelp, &f, now);
-        assert_eq!(app.update(Action::KillLane, &f, now), [Command::Kill(0)]);
+        assert_eq!(
+            app.update(Action::KillLane, &f, now),
+            [],
+            "k only closed the help"
+        );
         assert!(!app.chrome.help);
+        assert_eq!(app.update(Action::KillLane, &f, now), [Command::Kill(0)]);
         assert!(!app.chrome.quit);
         assert_eq!(
             app.update(Action::Quit, &f, now),
@@ -495,24 +520,26 @@ mod tests {
     }
 
     #[test]
-    fn c_steps_through_the_captions_from_the_one_shown() {
+    fn c_asks_the_night_for_its_next_caption_and_says_when_there_are_none() {
         let mut app = App::default();
         let now = Instant::now();
         let mut f = facts();
-        app.update(Action::NextCaption, &f, now);
-        assert_eq!(app.caption_pick, Some(0));
-        app.update(Action::NextCaption, &f, now);
-        assert_eq!(app.caption_pick, Some(1));
-        app.update(Action::NextCaption, &f, now);
-        assert_eq!(app.caption_pick, Some(0));
-        // A night already at its second caption steps on from there.
-        let mut fresh = App::default();
-        f.caption = Some(1);
-        fresh.update(Action::NextCaption, &f, now);
-        assert_eq!(fresh.caption_pick, Some(0));
+        assert_eq!(
+            app.update(Action::NextCaption, &f, now),
+            [Command::NextCaption]
+        );
         f.captions = 0;
-        fresh.update(Action::NextCaption, &f, now);
-        assert_eq!(notice(&fresh), Some("this scenario has no captions"));
+        assert_eq!(app.update(Action::NextCaption, &f, now), []);
+        assert_eq!(notice(&app), Some("this scenario has no captions"));
+    }
+
+    #[test]
+    fn i_asks_for_the_selected_lanes_duplicated_ids() {
+        let mut app = App::default();
+        let now = Instant::now();
+        let f = facts();
+        app.update(Action::NextLane, &f, now);
+        assert_eq!(app.update(Action::ShowIds, &f, now), [Command::ShowIds(1)]);
     }
 
     #[test]

@@ -94,11 +94,11 @@ impl Chrome {
     /// closes it and still acts, except `?` itself; `q` quits from anywhere. The speed keys
     /// step `speed` within its bounds and return, so the screen can apply it.
     pub fn update(&mut self, action: Action, lanes: usize, timeline: usize) -> Option<Action> {
+        // Any key over the help closes it and does nothing else (the event loop sends every
+        // key here while it is open, bound or not); only quitting goes through.
         if self.help && action != Action::Quit {
             self.help = false;
-            if action == Action::ToggleHelp {
-                return None;
-            }
+            return None;
         }
         if self.life == NoticeLife::UntilNextKey {
             self.notice = None;
@@ -148,6 +148,7 @@ impl Chrome {
             caption: scene.caption,
             recording: scene.recording,
             replay: scene.replay,
+            ids: None,
         }
     }
 }
@@ -292,8 +293,15 @@ pub(crate) fn lane_view(
 /// Why the worker's "ok" is wrong, in the rows' own terms.
 fn disagreement(end: &LaneEnd) -> String {
     if end.duplicated_task_ids > 0 {
+        // Twice only when every duplicated id has exactly one extra row.
+        let extra = end.rows.saturating_sub(end.distinct);
+        let how = if extra == end.duplicated_task_ids {
+            "twice"
+        } else {
+            "more than once"
+        };
         format!(
-            "the worker says ok; {} task ids were written twice",
+            "the worker says ok; {} task ids were written {how}",
             end.duplicated_task_ids
         )
     } else if end.missing > 0 {
@@ -357,7 +365,7 @@ mod tests {
     }
 
     #[test]
-    fn a_key_over_the_help_closes_it_and_still_acts_but_question_mark_only_closes() {
+    fn a_key_over_the_help_closes_it_and_does_nothing_else() {
         let mut chrome = Chrome::new(LIVE);
         assert_eq!(chrome.update(Action::ToggleHelp, 2, 0), None);
         assert!(chrome.help);
@@ -366,12 +374,9 @@ mod tests {
         chrome.update(Action::ToggleHelp, 2, 0);
         assert_eq!(chrome.update(Action::NextLane, 2, 0), None);
         assert!(!chrome.help);
-        assert_eq!(chrome.selected, 1);
+        assert_eq!(chrome.selected, 0, "the key only closed the help");
         chrome.update(Action::ToggleHelp, 2, 0);
-        assert_eq!(
-            chrome.update(Action::KillLane, 2, 0),
-            Some(Action::KillLane)
-        );
+        assert_eq!(chrome.update(Action::KillLane, 2, 0), None, "no kill");
         assert!(!chrome.help);
     }
 

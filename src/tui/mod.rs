@@ -5,6 +5,7 @@
 //! and kills every worker.
 
 pub mod app;
+mod captions;
 mod chrome;
 pub mod keymap;
 pub mod map;
@@ -50,14 +51,19 @@ pub trait Screen {
     fn update(&mut self, action: Action, now: Instant) -> Result<(), Error>;
     /// The frame's view model.
     fn view(&self) -> Dashboard;
+    /// Closes the help overlay; whether it was open.
+    fn close_help(&mut self) -> bool;
+    /// The window is below the dashboard's minimum size (`true`) or large enough again: a
+    /// live night pauses while nobody can see it.
+    fn too_small(&mut self, _small: bool, _now: Instant) {}
     /// The dashboard is about to stop (Ctrl-Z, SIGTSTP): nothing may go on while nobody watches.
     fn suspend(&mut self, _now: Instant) {}
     /// The dashboard was continued (`fg`) after `suspend`.
     fn unsuspend(&mut self, _now: Instant) {}
 }
 
-/// How often the engine looks at workers and rows: often enough that a kill "at task N" lands
-/// on task N at the shipped scenarios' pace.
+/// How often the engine looks at workers and rows. A kill "at task N" lands on N whatever this
+/// is (writes are granted by the sim clock); it only bounds how smoothly the night is shown.
 const TICK: Duration = Duration::from_millis(20);
 /// How often the screen is redrawn when nothing else happens.
 const FRAME: Duration = Duration::from_millis(100);
@@ -214,6 +220,26 @@ pub fn run(args: &TuiArgs) -> Result<u8, Error> {
     Ok(crate::exit::OK)
 }
 
+/// One key press; whether the screen must be drawn again. Any key over the help, bound or not,
+/// Esc too, closes it and does nothing else; Ctrl-C and Ctrl-Z keep their meaning.
+fn key_pressed(app: &mut dyn Screen, key: event::KeyEvent) -> Result<bool, Error> {
+    let control = key.modifiers.contains(event::KeyModifiers::CONTROL);
+    if !control && app.close_help() {
+        return Ok(true);
+    }
+    match keymap::action_for(key, app.mode()) {
+        Some(Action::Suspend) => {
+            signals::request_suspend();
+            Ok(false)
+        }
+        Some(action) => {
+            app.update(action, Instant::now())?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
 fn event_loop(
     terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
     app: &mut dyn Screen,
@@ -267,19 +293,18 @@ fn drive_screen(
     // The last frame drawn: a paused or finished night shows the same frame over and over, and
     // is not rendered again until something on it changes.
     let mut shown: Option<Dashboard> = None;
+    if let Ok(size) = terminal.size() {
+        app.too_small(
+            size.width < ui::MIN_WIDTH || size.height < ui::MIN_HEIGHT,
+            Instant::now(),
+        );
+    }
     loop {
         let timeout = next_tick.saturating_duration_since(Instant::now());
         let mut redraw = false;
         match rx.recv_timeout(timeout) {
             Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
-                match keymap::action_for(key, app.mode()) {
-                    Some(Action::Suspend) => signals::request_suspend(),
-                    Some(action) => {
-                        app.update(action, Instant::now())?;
-                        redraw = true;
-                    }
-                    None => {}
-                }
+                redraw = key_pressed(app, key)?;
             }
             Ok(Event::Mouse(mouse)) if mouse.kind == MouseEventKind::Down(MouseButton::Left) => {
                 let size = terminal
@@ -297,7 +322,13 @@ fn drive_screen(
                     redraw = true;
                 }
             }
-            Ok(Event::Resize(..)) => redraw = true,
+            Ok(Event::Resize(width, height)) => {
+                app.too_small(
+                    width < ui::MIN_WIDTH || height < ui::MIN_HEIGHT,
+                    Instant::now(),
+                );
+                redraw = true;
+            }
             Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(Error::Refused("the terminal input closed".into()));

@@ -12,10 +12,12 @@ use crate::engine::{Engine, LaneSnapshot};
 use crate::error::{Context as _, Error};
 use crate::record::{self, LaneEnd, Recorder};
 use crate::scenario::{self, CaptionEvent, Scenario, ScenarioLane};
+use crate::store::inspect;
 use crate::tui::app::{Command, Facts, LaneFacts};
+use crate::tui::captions::CaptionQueue;
 use crate::tui::chrome::{LaneMeta, MAX_POINTS, Scene, lane_view, marker_kind, symptoms, x_max};
 use crate::tui::keymap::Mode;
-use crate::tui::view::{LaneView, Marker, Series};
+use crate::tui::view::{IdsView, LaneView, Marker, Series};
 
 /// One curve, downsampled as it grows.
 #[derive(Debug, Clone, Default)]
@@ -87,6 +89,11 @@ pub struct Night {
     suspended_running: Option<Instant>,
     /// What the night has said since the screen last asked, oldest first.
     said: Vec<String>,
+    /// The teaching caption on screen, and those shown already.
+    captions: CaptionQueue,
+    /// Each caption's text with its figures as they were at its moment (filled when the night
+    /// reaches it, so a caption read a little later still tells that moment's numbers).
+    caption_texts: Vec<Option<String>>,
 }
 
 impl Night {
@@ -121,6 +128,8 @@ impl Night {
             record_to: record,
             suspended_running: None,
             said: Vec::new(),
+            captions: CaptionQueue::default(),
+            caption_texts: Vec::new(),
         };
         if recording {
             night.start_recording()?;
@@ -159,8 +168,8 @@ impl Night {
         self.said.push(text.into());
     }
 
-    /// What the live screen's `update` needs to know to decide, at `now`.
-    pub fn facts(&self, now: Instant) -> Facts {
+    /// What the live screen's `update` needs to know to decide.
+    pub fn facts(&self) -> Facts {
         Facts {
             lanes: self
                 .engine
@@ -180,10 +189,6 @@ impl Night {
             seed: self.scenario.seed,
             recording: self.recorder.is_some(),
             captions: self.scenario.captions.len(),
-            caption: scenario::current_caption(
-                &self.caption_times(),
-                self.engine.clock().at(now).0,
-            ),
         }
     }
 
@@ -192,6 +197,13 @@ impl Night {
         self.now = now;
         self.engine.tick(now)?;
         self.record_history(now);
+        let chars: Vec<usize> = (self.scenario.captions.iter())
+            .map(|c| c.text.chars().count())
+            .collect();
+        let clock = self.engine.clock().now().0;
+        let times = self.caption_times();
+        self.freeze_caption_texts(&times, clock);
+        self.captions.update(&times, clock, &chars, now);
         if let Some(recorder) = self.recorder.as_mut()
             && let Err(e) = recorder.observe(&self.engine, now)
         {
@@ -201,7 +213,9 @@ impl Night {
         }
         let lanes_ended = self.history.iter().all(|h| h.verdict_read);
         if self.engine.finished() && lanes_ended && self.end_clock.is_none() {
-            self.end_clock = Some(self.engine.clock().at(now));
+            // The last write may have gone a tick ahead of the clock: the night ends with it.
+            let last = self.engine.timeline().last().map_or(0.0, |e| e.sim.0);
+            self.end_clock = Some(SimTime(self.engine.clock().now().0.max(last)));
             self.say("the night is over: n runs it again, R resets, q quits");
             self.finish_recording(now);
         }
@@ -261,8 +275,43 @@ impl Night {
                 self.speed = speed;
                 self.engine.set_speed(speed, now);
             }
+            // The screen reads the ids itself (`ids_view`): nothing changes in the night.
+            Command::ShowIds(_) => {}
+            Command::NextCaption => {
+                let times = self.caption_times();
+                let clock = self.engine.clock().now().0;
+                if !self.captions.step(&times, clock, now) {
+                    self.say("no caption waiting: the next one comes with the night");
+                }
+            }
         }
         Ok(())
+    }
+
+    /// The lane's task ids written more than once, read from its rows now (the first 500).
+    pub fn ids_view(&self, lane: usize) -> IdsView {
+        const SHOWN: usize = 500;
+        let Some(l) = self.engine.lanes().get(lane) else {
+            return IdsView {
+                lane: String::new(),
+                lines: Vec::new(),
+                total: 0,
+            };
+        };
+        let (lines, total) = match inspect::duplicated_ids(&l.config.db, SHOWN) {
+            Ok((ids, total)) => (ids.iter().map(inspect::duplicated_line).collect(), total),
+            Err(e) => (vec![format!("cannot read the rows: {e}")], 0),
+        };
+        IdsView {
+            lane: l.config.name.clone(),
+            lines,
+            total,
+        }
+    }
+
+    /// Holds the night still while nobody can see it (a window too small): see `Engine::freeze`.
+    pub fn freeze(&mut self, frozen: bool, now: Instant) {
+        self.engine.freeze(frozen, now);
     }
 
     /// Pauses the night (workers SIGSTOPped, the clock frozen) unless the user had paused it.
@@ -345,6 +394,8 @@ impl Night {
             .collect();
         self.marked = 0;
         self.end_clock = None;
+        self.captions = CaptionQueue::default();
+        self.caption_texts.clear();
         if recording {
             self.start_recording()?;
         }
@@ -362,6 +413,37 @@ impl Night {
                 n += 1;
             }
             self.lanes[i].name = name;
+        }
+    }
+
+    /// Fills in the text of each caption the night has just reached, with the figures of the
+    /// lane it is about (the first lane otherwise) as they are now: a caption's numbers are the
+    /// night's, never a script's.
+    fn freeze_caption_texts(&mut self, times: &[Option<f64>], clock: f64) {
+        self.caption_texts
+            .resize(self.scenario.captions.len(), None);
+        let dead_man = self.engine.config().dead_man;
+        for (i, caption) in self.scenario.captions.iter().enumerate() {
+            if self.caption_texts[i].is_some()
+                || times.get(i).copied().flatten().is_none_or(|t| t > clock)
+            {
+                continue;
+            }
+            let lane = (caption.lane.as_ref())
+                .and_then(|name| self.lanes.iter().position(|l| &l.name == name))
+                .unwrap_or(0);
+            let text = match self.engine.lanes().get(lane) {
+                Some(l) => scenario::fill_caption(
+                    &caption.text,
+                    &scenario::CaptionFigures::of(
+                        &l.snapshot(dead_man),
+                        &l.config.name,
+                        l.config.items,
+                    ),
+                ),
+                None => caption.text.clone(),
+            };
+            self.caption_texts[i] = Some(text);
         }
     }
 
@@ -430,9 +512,8 @@ impl Night {
         self.marked = self.engine.timeline().len();
     }
 
-    /// What the night shows at the last tick; `caption_pick` is the caption the user stepped to
-    /// with `c`, shown until the night's own moves past it.
-    pub fn scene(&self, caption_pick: Option<usize>) -> Scene {
+    /// What the night shows at the last tick.
+    pub fn scene(&self) -> Scene {
         let clock = self
             .end_clock
             .unwrap_or_else(|| self.engine.clock().at(self.now));
@@ -486,10 +567,8 @@ impl Night {
             .map(|l| l.snapshot(dead_man))
             .collect();
         let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
-        let caption = caption_pick
-            .or_else(|| scenario::current_caption(&self.caption_times(), clock.0))
-            .and_then(|i| self.scenario.captions.get(i))
-            .map(|c| c.text.clone());
+        let caption =
+            (self.captions.shown()).and_then(|i| self.caption_texts.get(i).cloned().flatten());
         Scene {
             title: self.scenario.title.clone(),
             scenario: self.scenario.source.clone(),

@@ -212,6 +212,10 @@ impl Screen for ReplayApp {
         self.chrome.quit
     }
 
+    fn close_help(&mut self) -> bool {
+        std::mem::replace(&mut self.chrome.help, false)
+    }
+
     fn lane_count(&self) -> usize {
         self.recording.header.lanes.len()
     }
@@ -260,9 +264,10 @@ impl Screen for ReplayApp {
             Action::JumpStart => self.seek(NIGHT_START),
             Action::JumpEnd => self.seek(self.end()),
             Action::NextCaption => self.next_caption(),
-            // Quitting and the chrome's own keys are the chrome's; a replay has no processes:
-            // the live-only keys are not bound in this mode.
+            // Quitting and the chrome's own keys are the chrome's; a replay has no processes (and
+            // not necessarily its databases): the live-only keys are not bound in this mode.
             Action::Quit
+            | Action::ShowIds
             | Action::NextLane
             | Action::PrevLane
             | Action::ScrollUp

@@ -112,7 +112,56 @@ pub fn render_to(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     footer(a.footer, buf, view.mode, theme);
     if view.help {
         help(area, buf, view, theme);
+    } else if let Some(ids) = &view.ids {
+        ids_overlay(area, buf, ids, theme);
     }
+}
+
+/// The duplicated ids of a lane, over the dashboard, as many as fit.
+fn ids_overlay(area: Rect, buf: &mut Buffer, ids: &crate::tui::view::IdsView, theme: Theme) {
+    let width = area.width.min(92);
+    let height = (ids.lines.len() as u16).saturating_add(4).min(area.height);
+    let popup = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
+    Clear.render(popup, buf);
+    let title = format!(
+        " {}: {} task ids written more than once (any key closes) ",
+        ids.lane, ids.total
+    );
+    let block = Block::bordered()
+        .border_type(BorderType::Double)
+        .border_style(theme.title())
+        .title(Span::styled(title, theme.title()));
+    let room = usize::from(height.saturating_sub(4));
+    let mut lines: Vec<Line<'_>> = vec![Line::styled(
+        " task id   rows  runs that wrote them, oldest first",
+        theme.dim(),
+    )];
+    if ids.lines.is_empty() {
+        lines.push(Line::raw(" none: every task id has at most one row"));
+    }
+    let hidden = ids.total.saturating_sub(room.min(ids.lines.len()) as u64);
+    for line in ids.lines.iter().take(if hidden > 0 {
+        room.saturating_sub(1)
+    } else {
+        room
+    }) {
+        lines.push(Line::raw(format!(" {line}")));
+    }
+    if hidden > 0 {
+        lines.push(Line::styled(
+            format!(
+                " ... and more: reclaim inspect --ids lists all {}",
+                ids.total
+            ),
+            theme.dim(),
+        ));
+    }
+    Paragraph::new(lines).block(block).render(popup, buf);
 }
 
 fn too_small(area: Rect, buf: &mut Buffer, theme: Theme) {
@@ -122,6 +171,7 @@ fn too_small(area: Rect, buf: &mut Buffer, theme: Theme) {
             "{}x{} here; the dashboard needs at least {MIN_WIDTH}x{MIN_HEIGHT}.",
             area.width, area.height
         )),
+        Line::raw("The night is paused until the window is large enough again."),
         Line::raw("Enlarge the window, or press q to quit."),
     ];
     Paragraph::new(text)
@@ -286,10 +336,18 @@ fn footer(area: Rect, buf: &mut Buffer, mode: Mode, theme: Theme) {
     right.alignment(Alignment::Right).render(right_area, buf);
 }
 
+/// What each part of a lane's panel means, as the help names it.
+const PANEL_LEGEND: &[&str] = &[
+    " lights: alive = a worker process exists; progress = its heartbeat is fresh",
+    " dup = task ids written more than once; ckpt - = no checkpoints table",
+    " hb = heartbeat age in sim seconds; the dotted line at 300s = the dead-man's",
+    " threshold; symptoms light from what the rows and the timeline show",
+];
+
 fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     let lines_help = keymap::help_lines(view.mode);
     let width = area.width.min(92);
-    let height = (lines_help.len() as u16 + 7).min(area.height);
+    let height = (lines_help.len() as u16 + 5 + PANEL_LEGEND.len() as u16).min(area.height);
     let popup = Rect {
         x: area.x + (area.width - width) / 2,
         y: area.y + (area.height - height) / 2,
@@ -300,7 +358,10 @@ fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     let block = Block::bordered()
         .border_type(BorderType::Double)
         .border_style(theme.title())
-        .title(Span::styled(" keys (any key closes) ", theme.title()));
+        .title(Span::styled(
+            " keys (any key, Esc too, only closes this) ",
+            theme.title(),
+        ));
     let mut lines: Vec<Line<'_>> = lines_help
         .iter()
         .map(|(key, text)| {
@@ -310,6 +371,11 @@ fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
             ])
         })
         .collect();
+    // The panels' legend right under the keys: at 80x24 it still fits; the scenario and the
+    // databases' folder (also printed on quit) come last.
+    for text in PANEL_LEGEND {
+        lines.push(Line::styled(*text, theme.dim()));
+    }
     lines.push(Line::raw(""));
     lines.push(Line::styled(
         format!(" scenario {}: {}", view.scenario, view.title),
@@ -317,10 +383,6 @@ fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     ));
     lines.push(Line::styled(
         format!(" databases in {}", view.db_dir),
-        theme.dim(),
-    ));
-    lines.push(Line::styled(
-        " alive = a worker process exists; progress = its heartbeat is fresh",
         theme.dim(),
     ));
     Paragraph::new(lines).block(block).render(popup, buf);
@@ -425,6 +487,7 @@ mod tests {
             caption: None,
             recording: None,
             replay: None,
+            ids: None,
         }
     }
 
@@ -491,6 +554,28 @@ mod tests {
 
     fn text(view: &Dashboard, width: u16, height: u16) -> String {
         render_text(view, width, height)
+    }
+
+    #[test]
+    fn the_ids_overlay_lists_each_duplicated_id_and_says_when_some_do_not_fit() {
+        let mut view = end_of_night();
+        view.ids = Some(crate::tui::view::IdsView {
+            lane: "naive".into(),
+            lines: (0..112)
+                .map(|i| format!("task-{i:03}  x2  pid-10, pid-20"))
+                .collect(),
+            total: 112,
+        });
+        let screen = text(&view, 120, 40);
+        assert!(
+            screen.contains("naive: 112 task ids written more than once"),
+            "{screen}"
+        );
+        assert!(screen.contains("task-000  x2  pid-10, pid-20"), "{screen}");
+        assert!(
+            screen.contains("reclaim inspect --ids lists all 112"),
+            "{screen}"
+        );
     }
 
     #[test]

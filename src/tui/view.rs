@@ -38,6 +38,17 @@ pub struct Dashboard {
     pub recording: Option<String>,
     /// Where a replay stands, when this is one.
     pub replay: Option<ReplayBar>,
+    /// The duplicated task ids of a lane, when the user asked for them (`i`).
+    pub ids: Option<IdsView>,
+}
+
+/// A lane's task ids written more than once, one line each: `task-000  x2  pid-1, pid-2`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdsView {
+    pub lane: String,
+    pub lines: Vec<String>,
+    /// How many duplicated ids there are in all (`lines` may hold fewer).
+    pub total: u64,
 }
 
 /// A replay's position in its night.

@@ -14,8 +14,8 @@ mod two_commit;
 use std::fmt;
 use std::io::{self, BufRead as _, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -126,10 +126,12 @@ pub struct WorkerConfig {
     pub batch: u64,
     pub crash_at: Option<CrashAt>,
     pub sync: SyncMode,
-    /// Started by reclaim's supervisor on a warehouse it created in this session: read pace
-    /// changes (`delay-us N`) from stdin, and skip the integrity check before the first write
+    /// Started by reclaim's supervisor on a warehouse it created in this session: read commands
+    /// (`grant N`, `delay-us N`) from stdin, and skip the integrity check before the first write
     /// (restarts must be cheap; the verdict runs `integrity_check` at the end anyway).
     pub supervised: bool,
+    /// Paced by the supervisor's grants rather than by `delay` (see `Gate`).
+    pub gated: bool,
 }
 
 #[derive(Debug, Error)]
@@ -177,8 +179,9 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
     let wal = store::wal::WalBound::new(&conn, &config.db)
         .map_err(|e| StoreError::sqlite(&config.db, e))?;
     let pace = Pace::new(config.delay);
+    let gate = config.gated.then(Gate::default);
     if config.supervised {
-        pace.follow_stdin();
+        pace.follow_stdin(gate.clone());
     }
     let pid = std::process::id();
     let started_ms = (heartbeat::unix_now() * 1000.0) as u64;
@@ -198,6 +201,8 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
         heartbeat_failing: false,
         last_beat: None,
         pace,
+        gate,
+        writes: 0,
         out,
         inserted: 0,
         skipped: 0,
@@ -243,6 +248,10 @@ struct Ctx<'a> {
     heartbeat_failing: bool,
     last_beat: Option<Instant>,
     pace: Pace,
+    /// Set for a gated worker: what the supervisor has granted.
+    gate: Option<Gate>,
+    /// Writes (transactions' items) this process has committed, as a gated worker counts them.
+    writes: u64,
     out: &'a mut dyn Write,
     inserted: u64,
     skipped: u64,
@@ -323,6 +332,14 @@ impl Ctx<'_> {
         ignore_conflicts: bool,
         checkpoint: bool,
     ) -> Result<u64, WorkerError> {
+        let count = rows.len() as u64;
+        if let Some(gate) = self.gate.clone() {
+            // INVARIANT: a gated worker says what it waits for before it waits, so the
+            // supervisor's clock can move on to the moment of this write and no further.
+            let need = self.writes + count;
+            self.say(&Line::Wait { need });
+            gate.wait_for(need);
+        }
         let run_id = &self.run_id;
         let inserted = retry_busy(|| {
             let tx = self
@@ -361,6 +378,16 @@ impl Ctx<'_> {
             Err(error) => return Err(self.refused(rows.first().copied(), error)),
         };
         self.inserted += inserted;
+        if self.gate.is_some() {
+            self.writes += count;
+            if let Some(last) = rows
+                .last()
+                .and_then(|r| crate::task::parse_task_id(&r.task_id))
+            {
+                let writes = self.writes;
+                self.say(&Line::Wrote { writes, last });
+            }
+        }
         Ok(inserted)
     }
 
@@ -413,9 +440,12 @@ impl Ctx<'_> {
             }
         }
         self.crash_if(tasks, CrashPoint::AfterHeartbeat);
-        // Each item takes its time, batched or not: a batch only shares the commit.
-        self.pace
-            .wait(item_started, u32::try_from(tasks.len()).unwrap_or(u32::MAX));
+        // Each item takes its time, batched or not: a batch only shares the commit. A gated
+        // worker's time is the supervisor's to give.
+        if self.gate.is_none() {
+            self.pace
+                .wait(item_started, u32::try_from(tasks.len()).unwrap_or(u32::MAX));
+        }
     }
 
     /// A heartbeat is written after a commit unless one was written less than `BEAT_EVERY` ago:
@@ -464,6 +494,35 @@ fn insert_sql(on_conflict_ignore: bool) -> &'static str {
 const CHECKPOINT_SQL: &str =
     "INSERT OR REPLACE INTO checkpoints(task_id, completed_at) VALUES (?1, ?2)";
 
+/// What a gated worker may write: the supervisor grants writes as its sim clock reaches their
+/// moment, so the real pace follows the clock shown and never the other way round.
+#[derive(Debug, Clone, Default)]
+struct Gate {
+    granted: Arc<(Mutex<u64>, Condvar)>,
+}
+
+impl Gate {
+    fn grant(&self, upto: u64) {
+        let (lock, ready) = &*self.granted;
+        if let Ok(mut granted) = lock.lock() {
+            *granted = (*granted).max(upto);
+            ready.notify_all();
+        }
+    }
+
+    /// Blocks until `need` writes in all have been granted.
+    fn wait_for(&self, need: u64) {
+        let (lock, ready) = &*self.granted;
+        let Ok(mut granted) = lock.lock() else { return };
+        while *granted < need {
+            match ready.wait(granted) {
+                Ok(next) => granted = next,
+                Err(_) => return,
+            }
+        }
+    }
+}
+
 /// The pause after each item. A supervisor may change it while the worker runs (the dashboard's
 /// speed keys), and a change applies within the current pause, not only from the next item.
 #[derive(Debug, Clone)]
@@ -478,15 +537,23 @@ impl Pace {
         }
     }
 
-    /// Reads pace commands (`protocol::Pace`) from stdin for as long as stdin stays open.
-    fn follow_stdin(&self) {
+    /// Reads pace commands (`protocol::Pace`) and grants (`protocol::Grant`, for `gate`) from
+    /// stdin for as long as stdin stays open.
+    fn follow_stdin(&self, gate: Option<Gate>) {
         let delay_us = Arc::clone(&self.delay_us);
         thread::spawn(move || {
             for line in io::stdin().lock().lines() {
                 let Ok(line) = line else { break };
                 if let Ok(pace) = line.parse::<protocol::Pace>() {
                     delay_us.store(pace.delay.as_micros() as u64, Ordering::Relaxed);
+                } else if let (Some(gate), Ok(grant)) = (&gate, line.parse::<protocol::Grant>()) {
+                    gate.grant(grant.upto);
                 }
+            }
+            // The supervisor is gone (its death signal kills this process too); a gate left
+            // shut would only leave a process waiting for no one.
+            if let Some(gate) = &gate {
+                gate.grant(u64::MAX);
             }
         });
     }

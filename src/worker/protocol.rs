@@ -1,6 +1,7 @@
 //! The wire between the supervisor and a worker, written once for both sides: the command line
 //! that starts a worker (`WorkerConfig::to_args`, parsed back by clap's `WorkerArgs`), the lines
-//! a worker prints on stdout (`Line`), and the pace command it reads on stdin (`Pace`).
+//! a worker prints on stdout (`Line`, with a gated worker's `wait`/`wrote`), and the commands
+//! it reads on stdin (`Grant` for a gated worker, `Pace` for one that paces itself).
 //!
 //! Someone else's program (`run --exec`) speaks none of that: it gets `ExecEnv`, a folder and a
 //! few variables, and its lines are all `Line::Other`.
@@ -44,6 +45,9 @@ impl WorkerConfig {
         }
         if self.supervised {
             args.push("--supervised".into());
+        }
+        if self.gated {
+            args.push("--gated".into());
         }
         args
     }
@@ -150,6 +154,15 @@ pub enum Line {
         rows_written: u64,
         inserted: u64,
     },
+    /// A gated worker will write next once it may have made `need` writes in all.
+    Wait {
+        need: u64,
+    },
+    /// A gated worker has committed its `writes`th item, the last of them `last`.
+    Wrote {
+        writes: u64,
+        last: u64,
+    },
     /// Anything else a worker (or someone else's program) prints.
     Other(String),
 }
@@ -163,6 +176,8 @@ impl Line {
             Self::Resume(_) => "resume",
             Self::Crash { .. } => "crash",
             Self::Done { .. } => "done",
+            Self::Wait { .. } => "wait",
+            Self::Wrote { .. } => "wrote",
             Self::Other(_) => "log",
         }
     }
@@ -191,6 +206,8 @@ impl Line {
                 rows_written,
                 inserted,
             } => format!("rows_written={rows_written}  status=ok  inserted={inserted}"),
+            Self::Wait { need } => format!("need={need}"),
+            Self::Wrote { writes, last } => format!("writes={writes}  last={}", task_id(*last)),
             Self::Other(text) => text.clone(),
         }
     }
@@ -249,13 +266,22 @@ impl FromStr for Line {
                     inserted: number("inserted").unwrap_or(0),
                 })
             })(),
+            "wait" => number("need").map(|need| Self::Wait { need }),
+            "wrote" => (|| {
+                Some(Self::Wrote {
+                    writes: number("writes")?,
+                    last: parse_task_id(field(rest, "last")?)?,
+                })
+            })(),
             _ => None,
         };
         Ok(parsed.unwrap_or_else(|| Self::Other(line.to_string())))
     }
 }
 
-/// A command on the worker's stdin: the pause after each item (the dashboard's speed keys).
+/// A command on the worker's stdin: the pause after each item, for a worker that paces itself
+/// (the supervisor's workers are gated by `Grant` instead; the command stays for any other
+/// program driving a worker).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pace {
     pub delay: Duration,
@@ -278,6 +304,29 @@ impl FromStr for Pace {
         Ok(Self {
             delay: Duration::from_micros(us),
         })
+    }
+}
+
+/// A command on a gated worker's stdin: it may have made `upto` writes in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    pub upto: u64,
+}
+
+impl fmt::Display for Grant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "grant {}", self.upto)
+    }
+}
+
+impl FromStr for Grant {
+    type Err = String;
+
+    fn from_str(line: &str) -> Result<Self, Self::Err> {
+        line.strip_prefix("grant ")
+            .and_then(|n| n.trim().parse().ok())
+            .map(|upto| Self { upto })
+            .ok_or_else(|| format!("not a grant: {line:?}"))
     }
 }
 
@@ -306,6 +355,7 @@ mod tests {
             }),
             sync: SyncMode::Full,
             supervised: true,
+            gated: true,
         };
         let mut command_line: Vec<OsString> = vec!["reclaim".into()];
         command_line.extend(config.to_args());
@@ -345,6 +395,11 @@ mod tests {
             Line::Done {
                 rows_written: 312,
                 inserted: 200,
+            },
+            Line::Wait { need: 113 },
+            Line::Wrote {
+                writes: 112,
+                last: 111,
             },
             Line::Other("heartbeat: writing x again".into()),
         ];
@@ -419,5 +474,8 @@ mod tests {
         assert_eq!(pace.to_string(), "delay-us 1250");
         assert_eq!(pace.to_string().parse::<Pace>(), Ok(pace));
         assert!("delay-us x".parse::<Pace>().is_err());
+        let grant = Grant { upto: 112 };
+        assert_eq!(grant.to_string().parse::<Grant>(), Ok(grant));
+        assert!("grant".parse::<Grant>().is_err());
     }
 }

@@ -1165,6 +1165,7 @@ fn one_lane(db: &Path, exe: PathBuf) -> reclaim::engine::EngineConfig {
 
     let lane = LaneConfig {
         delay: Duration::ZERO,
+        paces: vec![reclaim::engine::Pace::per_item(0.0)],
         ..LaneConfig::new(Strategy::Guarded, db.to_path_buf(), 20)
     };
     EngineConfig {

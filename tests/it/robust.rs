@@ -1286,7 +1286,7 @@ fn every_numeric_flag_of_run_out_of_range_is_one_line() {
             (&["--workers", "0"], "--workers"),
             (&["--workers", "65"], "--workers"),
             (&["--restart-delay=-1"], "--restart-delay"),
-            (&["--restart-delay", "3601"], "--restart-delay"),
+            (&["--restart-delay", "86401"], "--restart-delay"),
             (&["--max-restarts=-1"], "--max-restarts"),
             (&["--max-restarts", "4294967296"], "--max-restarts"),
             (&["--seed=-1"], "--seed"),

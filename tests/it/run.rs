@@ -240,8 +240,8 @@ fn naive_night_reproduces_the_postmortem() {
     );
     assert_eq!(
         after_clock(lines[reclaimed - 1]),
-        Some("worker  item    task-111"),
-        "the last item before the kill"
+        Some("worker  item    task-112  in flight, not committed (last committed: task-111)"),
+        "the item in flight when it died"
     );
     let again = find_line(
         &lines,
@@ -814,4 +814,159 @@ fn a_panic_in_any_thread_of_run_leaves_no_worker() {
             "{place}: workers left"
         );
     }
+}
+
+/// `reclaim run --scenario incident` in a temp dir of its own.
+fn incident_night(tmp: &Path) -> Run {
+    reclaim_within(
+        &["run", "--scenario", "incident"],
+        &[("TMPDIR", tmp)],
+        LIMIT,
+    )
+}
+
+/// The first line of `run` containing every one of `needles`.
+fn line_with<'a>(run: &'a Run, needles: &[&str]) -> &'a str {
+    run.stdout
+        .lines()
+        .find(|l| needles.iter().all(|n| l.contains(n)))
+        .unwrap_or_else(|| panic!("no line with {needles:?}:\n{}", run.stdout))
+}
+
+#[test]
+fn the_incident_scenario_headless_prints_the_postmortems_log_to_the_second() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = incident_night(tmp.path());
+    // The naive lane's data is wrong, so the night as a whole fails.
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    for (clock, needles) in [
+        ("02:00:03", &["naive", "worker  start"][..]),
+        ("02:11:47", &["naive", "worker  item"][..]),
+        ("02:11:47", &["naive", "instance reclaimed by host"][..]),
+        ("02:12:05", &["naive", "supervisor restarts"][..]),
+        ("02:12:05", &["naive", "worker  start   run_id=(none)"][..]),
+        (
+            "02:19:31",
+            &["naive", "done", "rows_written=312  status=ok"][..],
+        ),
+    ] {
+        let mut with_clock = vec![clock];
+        with_clock.extend_from_slice(needles);
+        let line = line_with(&run, &with_clock);
+        assert!(line.starts_with(clock), "{clock}: {line}");
+    }
+    let naive = line_with(&run, &["verdict", "naive"]);
+    assert!(
+        naive.contains("rows=312 duplicated_task_ids=112"),
+        "{naive}"
+    );
+    let guarded = line_with(&run, &["verdict", "guarded"]);
+    assert!(
+        guarded.contains("derived=ok") && guarded.contains("rows=200 duplicated_task_ids=0"),
+        "{guarded}"
+    );
+}
+
+#[test]
+fn the_same_scenario_twice_gives_the_same_sim_time_on_every_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Each line without what differs from night to night by nature: pids and run ids.
+    let timeline = |run: &Run| -> Vec<String> {
+        run.stdout
+            .lines()
+            .filter(|l| after_clock(l).is_some())
+            .map(|l| {
+                l.split_whitespace()
+                    .filter(|w| {
+                        let number = w.trim_end_matches(')').bytes().all(|b| b.is_ascii_digit());
+                        !number && !w.starts_with("pid") && !w.starts_with("run_id=run-")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    };
+    let (first, second) = (incident_night(tmp.path()), incident_night(tmp.path()));
+    let (mut a, mut b) = (timeline(&first), timeline(&second));
+    assert!(a.len() >= 12, "{}", first.stdout);
+    // Two lanes' lines of the same second may arrive in either order; every line, with its
+    // time, is the same.
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn json_of_a_scenario_gives_one_object_per_lane_with_run_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = reclaim_within(
+        &["run", "--scenario", "incident", "--json"],
+        &[("TMPDIR", tmp.path())],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let lanes: Vec<serde_json::Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(lanes.len(), 2, "{}", run.stdout);
+    assert_eq!(lanes[0]["lane"], "naive");
+    assert_eq!(number(&lanes[0], "rows"), 312);
+    assert_eq!(lanes[1]["lane"], "guarded");
+    assert_eq!(number(&lanes[1], "rows"), 200);
+    assert_eq!(lanes[1]["derived_status"], "ok");
+}
+
+#[test]
+fn inspect_ids_names_each_duplicated_id_its_count_and_the_runs_that_wrote_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let run = night(
+        &db,
+        &[
+            "--strategy",
+            "naive",
+            "--items",
+            "30",
+            "--kill-at-task",
+            "task-009",
+        ],
+    );
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let ids = reclaim_within(
+        &["inspect", "--db", path_arg(&db), "--items", "30", "--ids"],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(ids.code, Some(1), "{}\n{}", ids.stdout, ids.stderr);
+    let listed: Vec<&str> = ids
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("task-"))
+        .collect();
+    assert_eq!(listed.len(), 10, "{}", ids.stdout);
+    // Each written twice, first by the killed worker, then by the restarted one.
+    let first: Vec<&str> = listed[0].split("  ").collect();
+    assert_eq!(first[0], "task-000");
+    assert_eq!(first[1], "x2");
+    let runs: Vec<&str> = first[2].split(", ").collect();
+    assert_eq!(runs.len(), 2, "{}", listed[0]);
+    assert_ne!(runs[0], runs[1]);
+    let json = reclaim_within(
+        &[
+            "inspect",
+            "--db",
+            path_arg(&db),
+            "--items",
+            "30",
+            "--ids",
+            "--json",
+        ],
+        &[],
+        LIMIT,
+    );
+    let value = json_of(&json);
+    assert_eq!(value["duplicated_ids"][9]["task_id"], "task-009");
+    assert_eq!(value["duplicated_ids"][9]["count"], 2);
 }

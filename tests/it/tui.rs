@@ -13,7 +13,7 @@ use nix::unistd::Pid;
 use portable_pty::CommandBuilder;
 
 use crate::common::{
-    BIN, assert_one_line_error, cmdline, duplicated_ids, open_ro, reclaim_within, rows,
+    BIN, assert_one_line_error, cmdline, duplicated_ids, open_ro, path_arg, reclaim_within, rows,
     workers_under,
 };
 use crate::pty::Dashboard;
@@ -584,4 +584,172 @@ fn a_panic_in_any_thread_restores_the_terminal_and_leaves_no_worker() {
         );
         assert_terminal_restored(&dashboard);
     }
+}
+
+/// The header's clock as sim seconds since 02:00 (`02:11:47` -> 707).
+fn night_clock(screen: &vt100::Screen) -> Option<u32> {
+    header_clock(screen).and_then(|(clock, _)| clock.checked_sub(2 * 3600))
+}
+
+/// The incident in the dashboard, recorded, with `keys` sent once the header's clock has
+/// reached each moment (sim seconds since 02:00); ends with the night over, the screen and
+/// the recording handed back.
+fn incident_with_keys(keys: &[(u32, &[u8])]) -> (String, reclaim::record::Recording) {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let record = tmp.path().join("night.jsonl");
+    let mut dashboard = Dashboard::start(
+        &["tui", "--record", path_arg(&record)],
+        tmp.path(),
+        COLS,
+        ROWS,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    for (at, bytes) in keys {
+        dashboard
+            .wait_for(
+                "the clock to reach the moment for a key",
+                Instant::now() + Duration::from_secs(90),
+                |screen| night_clock(screen).is_some_and(|t| t >= *at),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        dashboard.send(bytes).unwrap_or_else(|e| panic!("{e}"));
+    }
+    dashboard
+        .wait_for(
+            "the night is over, naive's claim shown",
+            Instant::now() + Duration::from_secs(120),
+            |screen| night_over(screen) && lane_text(screen, 0, 2).contains("rows_written=312"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let screen = dashboard.text();
+    dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    let status = dashboard
+        .wait_exit(PROMPTLY)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status.exit_code(), 0, "{status:?}:\n{screen}");
+    let recording = reclaim::record::Recording::load(&record).unwrap_or_else(|e| panic!("{e}"));
+    (screen, recording)
+}
+
+/// Sim seconds since 02:00 of the first recorded event of `lane` whose line contains `text`.
+fn event_at(recording: &reclaim::record::Recording, lane: usize, text: &str) -> f64 {
+    recording
+        .events
+        .iter()
+        .find(|e| e.lane == Some(lane) && e.text.contains(text))
+        .map_or_else(
+            || panic!("no {text:?} in lane {lane}: {:?}", recording.events),
+            |e| e.sim - reclaim::clock::NIGHT_START,
+        )
+}
+
+/// What a user sees of the incident whatever the speed: the kill at 02:11:47, the restart
+/// 18 sim-seconds later, naive done at 02:19:31 with 312 rows, and an axis of 02:00-02:20.
+fn assert_the_same_night(screen: &str, recording: &reclaim::record::Recording) {
+    let kill = event_at(recording, 0, "instance reclaimed by host");
+    let restart = event_at(recording, 0, "supervisor restarts");
+    let done = event_at(recording, 0, "rows_written=312");
+    assert!((kill - 707.0).abs() < 0.01, "the kill at 02:11:47: {kill}");
+    assert!((restart - kill - 18.0).abs() < 1e-6, "{kill} -> {restart}");
+    assert!((done - 1171.0).abs() < 0.01, "done at 02:19:31: {done}");
+    assert!(
+        screen.contains("02:20"),
+        "the axis ends at 02:20:\n{screen}"
+    );
+    assert!(
+        !screen.contains("02:3"),
+        "the axis never grows past 02:20:\n{screen}"
+    );
+}
+
+#[test]
+fn at_4x_the_incident_is_the_same_night() {
+    // `+` twice from the start: the whole night at 4x.
+    let (screen, recording) = incident_with_keys(&[(0, b"++")]);
+    assert_the_same_night(&screen, &recording);
+}
+
+#[test]
+fn at_a_quarter_speed_the_incident_is_the_same_night() {
+    // Fast to 02:11, the kill and the restart at 0.25x, then fast to the end.
+    let (screen, recording) =
+        incident_with_keys(&[(0, b"++++"), (660, b"------"), (730, b"++++++")]);
+    assert_the_same_night(&screen, &recording);
+}
+
+#[test]
+fn a_key_over_the_help_only_closes_it_and_kills_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    dashboard
+        .wait_for("a worker writing", Instant::now() + STARTUP, |screen| {
+            night_clock(screen).is_some_and(|t| t >= 20)
+        })
+        .unwrap();
+    dashboard.send(b"?").unwrap();
+    dashboard
+        .wait_for("the help", Instant::now() + PROMPTLY, |screen| {
+            screen.contents().contains("only closes this")
+        })
+        .unwrap();
+    dashboard.send(b"k").unwrap();
+    dashboard
+        .wait_for("the help closed", Instant::now() + PROMPTLY, |screen| {
+            !screen.contents().contains("only closes this")
+        })
+        .unwrap();
+    // Well on into the night, before the scenario's own kill at 02:11:47: nothing was killed.
+    dashboard
+        .wait_for("02:08 on the clock", Instant::now() + STARTUP, |screen| {
+            night_clock(screen).is_some_and(|t| t >= 480)
+        })
+        .unwrap();
+    let screen = dashboard.text();
+    assert!(!screen.contains("instance reclaimed"), "{screen}");
+    assert!(!screen.contains("restarting"), "{screen}");
+    dashboard.send(b"q").unwrap();
+    let status = dashboard.wait_exit(PROMPTLY).unwrap();
+    assert_eq!(status.exit_code(), 0, "{status:?}");
+}
+
+#[test]
+fn i_lists_the_naive_lanes_duplicated_ids_and_any_key_only_closes_the_list() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    // At 16x the whole night is over in a second or two.
+    dashboard.send(b"++++").unwrap();
+    dashboard
+        .wait_for(
+            "the night is over",
+            Instant::now() + Duration::from_secs(60),
+            night_over,
+        )
+        .unwrap();
+    dashboard.send(b"i").unwrap();
+    dashboard
+        .wait_for(
+            "naive's duplicated ids",
+            Instant::now() + PROMPTLY,
+            |screen| {
+                let text = screen.contents();
+                text.contains("naive: 112 task ids written more than once")
+                    && text.contains("task-000  x2  pid-")
+            },
+        )
+        .unwrap();
+    // `n` would start the night again: over the list it only closes it.
+    dashboard.send(b"n").unwrap();
+    dashboard
+        .wait_for("the list closed", Instant::now() + PROMPTLY, |screen| {
+            !screen
+                .contents()
+                .contains("written more than once (any key")
+        })
+        .unwrap();
+    // The same night, not a new one: naive's claim is still there.
+    let naive = dashboard.with_screen(|screen| lane_text(screen, 0, 2));
+    assert!(naive.contains("rows_written=312"), "{naive}");
+    dashboard.send(b"q").unwrap();
+    let status = dashboard.wait_exit(PROMPTLY).unwrap();
+    assert_eq!(status.exit_code(), 0, "{status:?}");
 }

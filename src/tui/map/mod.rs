@@ -312,6 +312,9 @@ pub fn scenario_for(cell: &Cell, items: u64) -> Scenario {
         scale: 100.0,
         items,
         delay: Duration::from_millis(63),
+        start_at: 0.0,
+        // 63 ms an item at 100x.
+        paces: vec![crate::engine::Pace::per_item(6.3)],
         restart_delay: 18.0,
         max_restarts: 100,
         dead_man: crate::engine::DEFAULT_DEAD_MAN,

@@ -1,0 +1,218 @@
+//! When the work happens, in sim time: each attempt's writes fall at moments the scenario gives
+//! (its start, its pace), whatever the machine's load or the speed the night is shown at. The
+//! engine grants a worker its next write once the clock has reached that write's moment, and
+//! holds the clock there until the write is done: so a night's sim times are a function of the
+//! scenario, and the speed keys change only how fast the same night is shown.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// How long the clock waits for a worker that does not write (stopped by someone outside
+/// reclaim, say) before it goes on without it: a stuck worker's heartbeat must be able to go
+/// stale. Far above any ordinary lag, so an ordinary night never reaches it.
+const STALL: Duration = Duration::from_millis(1500);
+
+/// A pace: `items` writes take `secs` sim seconds (kept as a ratio so that 112 items in 704 s
+/// end on 704 s exactly, not a rounding short of it).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Pace {
+    pub secs: f64,
+    pub items: u64,
+}
+
+impl Pace {
+    /// One item every `secs` sim seconds.
+    #[must_use]
+    pub fn per_item(secs: f64) -> Self {
+        Self { secs, items: 1 }
+    }
+
+    /// Sim seconds that `writes` writes take.
+    #[must_use]
+    pub fn span(self, writes: u64) -> f64 {
+        if self.items == 0 {
+            return 0.0;
+        }
+        self.secs * writes as f64 / self.items as f64
+    }
+}
+
+/// One attempt of a worker slot, as the sim clock sees it.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// The sim time (seconds after midnight) the schedule counts from.
+    base_sim: f64,
+    /// Writes already made at `base_sim`.
+    base_writes: u64,
+    pace: Pace,
+    /// Writes the worker has said it made (`wrote N`).
+    pub writes: u64,
+    /// Writes it waits to be allowed (`wait N`).
+    pub need: u64,
+    /// Writes granted so far (`grant N` sent).
+    pub granted: u64,
+    /// The task of the last write (`wrote N last=...`), once there is one.
+    pub last_task: Option<u64>,
+    /// When the clock began waiting on this attempt (for `STALL`).
+    waiting_since: Option<Instant>,
+    /// For an attempt without a pace (`--delay-ms 0`: as fast as the machine goes), the clock's
+    /// reading when it last spoke: its present.
+    unpaced_now: f64,
+}
+
+impl Attempt {
+    /// An attempt that starts at sim time `start` and writes at `pace`.
+    #[must_use]
+    pub fn new(start: f64, pace: Pace) -> Self {
+        Self {
+            base_sim: start,
+            base_writes: 0,
+            pace,
+            writes: 0,
+            need: 0,
+            granted: 0,
+            last_task: None,
+            waiting_since: None,
+            unpaced_now: start,
+        }
+    }
+
+    /// Whether the attempt has a pace. Without one (`--delay-ms 0`) its writes take no sim time
+    /// of their own: it is granted everything, never waited for, and its lines are stamped with
+    /// the clock's reading (which then runs at real time x scale, as fast as the machine).
+    #[must_use]
+    pub fn paced(&self) -> bool {
+        self.pace.secs > 0.0 && self.pace.items > 0
+    }
+
+    /// The moment this attempt will commit `task`, if it goes on from its last write one task
+    /// after another (what every strategy does once it has resumed).
+    #[must_use]
+    pub fn predicted(&self, task: u64) -> Option<f64> {
+        if !self.paced() {
+            return None;
+        }
+        let last = self.last_task?;
+        Some(self.done_at(self.writes + task.saturating_sub(last)))
+    }
+
+    /// The moment of the `k`th write.
+    #[must_use]
+    pub fn done_at(&self, k: u64) -> f64 {
+        self.base_sim + self.pace.span(k.saturating_sub(self.base_writes))
+    }
+
+    /// The attempt's own present: the moment of its last write (or its start).
+    #[must_use]
+    pub fn now(&self) -> f64 {
+        if self.paced() {
+            self.done_at(self.writes)
+        } else {
+            self.unpaced_now
+        }
+    }
+
+    /// The moment of the first write of this attempt.
+    #[must_use]
+    pub fn first_write(&self) -> f64 {
+        self.done_at(self.base_writes + 1)
+    }
+
+    /// How many writes in all the worker may have made by sim time `clock`.
+    #[must_use]
+    pub fn grantable(&self, clock: f64) -> u64 {
+        if self.pace.secs <= 0.0 || self.pace.items == 0 {
+            return u64::MAX;
+        }
+        let elapsed = (clock - self.base_sim).max(0.0);
+        // The small tolerance keeps a write due at exactly `clock` from missing by a rounding.
+        let k = (elapsed * self.pace.items as f64 / self.pace.secs + 1e-9).floor();
+        self.base_writes.saturating_add(k as u64)
+    }
+
+    /// The sim time the clock may not pass until this attempt has said more: the moment of the
+    /// write it waits for (or of its last write, while it has not said what comes next).
+    /// `None` once the worker has kept the clock waiting longer than `STALL`.
+    pub fn hold(&mut self, now: Instant) -> Option<f64> {
+        if !self.paced() {
+            return None;
+        }
+        let hold = self.done_at(self.need.max(self.writes));
+        let since = *self.waiting_since.get_or_insert(now);
+        (now.saturating_duration_since(since) < STALL).then_some(hold)
+    }
+
+    /// The worker spoke with the clock at `clock`: it is not being waited on.
+    pub fn heard(&mut self, clock: f64) {
+        self.waiting_since = None;
+        self.unpaced_now = self.unpaced_now.max(clock);
+    }
+
+    /// The clock is not held by this attempt now (it had moved on before the hold).
+    pub fn not_waited_on(&mut self) {
+        self.waiting_since = None;
+    }
+
+    /// The schedule starts again from `at` with the writes made so far (a hung worker resumed:
+    /// its next write is one pace after the resume, not in the past).
+    pub fn rebase(&mut self, at: f64) {
+        self.base_sim = at.max(self.now());
+        self.base_writes = self.writes;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{NIGHT_START, SimTime};
+
+    #[test]
+    fn the_postmortems_paces_land_on_its_seconds() {
+        // 02:00:03, 112 items in 11m44s: the 112th write is at 02:11:47 exactly.
+        let first = Attempt::new(
+            NIGHT_START + 3.0,
+            Pace {
+                secs: 704.0,
+                items: 112,
+            },
+        );
+        assert_eq!(SimTime(first.done_at(112)).to_string(), "02:11:47");
+        assert_eq!(first.grantable(first.done_at(112)), 112);
+        assert_eq!(first.grantable(first.done_at(112) - 0.01), 111);
+        // 02:12:05, 200 items in 7m26s: done at 02:19:31.
+        let second = Attempt::new(
+            NIGHT_START + 725.0,
+            Pace {
+                secs: 446.0,
+                items: 200,
+            },
+        );
+        assert_eq!(SimTime(second.done_at(200)).to_string(), "02:19:31");
+    }
+
+    #[test]
+    fn an_attempt_without_a_pace_is_never_waited_for_and_lives_on_the_clock() {
+        let mut a = Attempt::new(100.0, Pace::per_item(0.0));
+        assert!(!a.paced());
+        assert_eq!(a.grantable(100.0), u64::MAX);
+        assert_eq!(a.hold(Instant::now()), None);
+        a.heard(130.0);
+        assert!((a.now() - 130.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_clock_is_held_at_the_write_awaited_until_a_stall() {
+        let t0 = Instant::now();
+        let mut a = Attempt::new(100.0, Pace::per_item(2.0));
+        assert!(a.hold(t0).is_some_and(|h| (h - 100.0).abs() < 1e-9));
+        a.need = 3;
+        assert!(a.hold(t0).is_some_and(|h| (h - 106.0).abs() < 1e-9));
+        assert_eq!(a.hold(t0 + Duration::from_secs(2)), None);
+        a.heard(0.0);
+        a.writes = 3;
+        a.rebase(200.0);
+        assert!((a.done_at(4) - 202.0).abs() < 1e-9);
+        assert_eq!(a.grantable(150.0), 3);
+    }
+}
