@@ -57,6 +57,15 @@ pub struct RunReport {
     /// `--kill-at-rows`: the rows seen when the kill was sent, and the rows once it landed.
     pub kill_sent_at_rows: Option<u64>,
     pub kill_landed_at_rows: Option<u64>,
+    /// Messages at the vendor (a lane with a side effect or an outbox; `null` otherwise), read
+    /// from the vendor's own database: sent, tasks reached, copies beyond the first, tasks
+    /// never reached.
+    pub messages_received: Option<u64>,
+    pub messages_distinct: Option<u64>,
+    pub messages_duplicated: Option<u64>,
+    pub messages_missing: Option<u64>,
+    /// What went wrong at the receiving end, in a sentence (`None` when it holds or there is none).
+    pub messages_verdict: Option<String>,
     pub elapsed_ms: u64,
     pub scale: f64,
     pub db: PathBuf,
@@ -74,10 +83,21 @@ impl RunReport {
         }
     }
 
-    /// The job completed and its rows are right.
+    /// The receiving end's counts, for a lane that reaches a vendor.
+    #[must_use]
+    pub fn with_messages(mut self, messages: Option<crate::vendor::Counts>) -> Self {
+        self.messages_received = messages.map(|m| m.received);
+        self.messages_distinct = messages.map(|m| m.distinct);
+        self.messages_duplicated = messages.map(|m| m.duplicated);
+        self.messages_missing = messages.map(|m| m.missing);
+        self.messages_verdict = messages.as_ref().and_then(messages_verdict);
+        self
+    }
+
+    /// The job completed, its rows are right, and so are its messages (if it sends any).
     #[must_use]
     pub fn holds(&self) -> bool {
-        self.completed && self.derived.is_ok()
+        self.completed && self.derived.is_ok() && self.messages_verdict.is_none()
     }
 }
 
@@ -150,6 +170,7 @@ pub fn drive_recorded(
         return Err(Error::WorkerFailed(failure.clone()));
     }
     let inspection = lane.config.inspect()?;
+    let messages = messages_at_vendor(&lane.config)?;
     if let Some(recorder) = recorder.as_mut() {
         let end = LaneEnd::from_inspection(
             &inspection,
@@ -194,7 +215,42 @@ pub fn drive_recorded(
         symptoms,
         never_completed,
         elapsed,
-    ))
+    )
+    .with_messages(messages))
+}
+
+/// The messages at a lane's vendor, read from its database (`None` for a lane without one).
+fn messages_at_vendor(
+    lane: &crate::engine::LaneConfig,
+) -> Result<Option<crate::vendor::Counts>, Error> {
+    if !lane.needs_vendor() {
+        return Ok(None);
+    }
+    Ok(Some(crate::vendor::Counts::read(
+        &lane.vendor_db(),
+        lane.items,
+    )?))
+}
+
+/// The receiving end's verdict: `None` when every task's message arrived once.
+#[must_use]
+pub fn messages_verdict(counts: &crate::vendor::Counts) -> Option<String> {
+    let mut wrong = Vec::new();
+    if counts.duplicated > 0 {
+        wrong.push(format!(
+            "{} message{} sent more than once (a customer got the same email twice)",
+            counts.duplicated,
+            if counts.duplicated == 1 { "" } else { "s" }
+        ));
+    }
+    if counts.missing > 0 {
+        wrong.push(format!(
+            "{} task{} never reached the vendor",
+            counts.missing,
+            if counts.missing == 1 { "" } else { "s" }
+        ));
+    }
+    (!wrong.is_empty()).then(|| format!("messages WRONG: {}", wrong.join("; ")))
 }
 
 fn report(
@@ -249,6 +305,12 @@ fn report(
         kills_planned: plan.random,
         kill_sent_at_rows: engine.kill_at_rows().map(|(sent, _)| sent),
         kill_landed_at_rows: engine.kill_at_rows().map(|(_, landed)| landed),
+        // Filled by `drive_recorded` for a lane that reaches a vendor.
+        messages_received: None,
+        messages_distinct: None,
+        messages_duplicated: None,
+        messages_missing: None,
+        messages_verdict: None,
         elapsed_ms: elapsed.as_millis() as u64,
         scale: engine.config().scale,
         db: inspection.db.clone(),

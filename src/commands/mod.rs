@@ -10,6 +10,7 @@ mod prove;
 pub mod replay_check;
 mod run;
 mod scenarios;
+mod vendor;
 mod worker;
 
 use std::io;
@@ -28,6 +29,8 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Command::Run(args)) => run::run(&args, &mut io::stdout().lock()),
         Some(Command::Prove(args)) => prove::run(&args, &mut io::stdout().lock()),
         Some(Command::HeartbeatCheck(args)) => heartbeat_check::run(&args),
+        Some(Command::Vendor(args)) => vendor::run(&args),
+        Some(Command::Relay(args)) => vendor::relay(&args),
         Some(Command::ExecGuard(args)) => crate::supervisor::guard::run(&args.command, args.parent),
         Some(Command::Tui(args)) => crate::tui::run(&args),
         Some(Command::Scenarios) => scenarios::run(),

@@ -405,7 +405,11 @@ fn crash_sweep(prover: &mut Prover) -> Result<TestResult, Error> {
     let mut reports = Vec::new();
     let mut failures = Vec::new();
     let mut never_fired = Vec::new();
-    for point in CrashPoint::ALL {
+    let strategy = prover.worker.strategy();
+    let points = CrashPoint::ALL
+        .into_iter()
+        .filter(|p| strategy.is_none_or(|s| p.reached_by(s, false)));
+    for point in points {
         for task in tasks {
             let crash = CrashAt { task, point };
             let lane = prover.lane(

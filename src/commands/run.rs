@@ -17,6 +17,7 @@ use crate::supervisor::schedule::KillPlan;
 pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     // Every input is checked before anything is created or started.
     let worker = lane_worker(args)?;
+    check_side_effect(args, &worker)?;
     if let Some(crash) = args.crash_at {
         crate::task::check_in_queue("--crash-at", crash.task, args.items)?;
     }
@@ -72,8 +73,27 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         workers: usize::from(args.workers),
         sync: args.sync,
         crash_at: args.crash_at,
+        side_effect: args.vendor.side_effect,
+        vendor: crate::vendor::VendorModes {
+            keys: args
+                .vendor
+                .vendor_keys
+                .unwrap_or(crate::vendor::Keys::Honour),
+            drop_responses: args.vendor.vendor_drop_responses.unwrap_or(0.0),
+            seed,
+        },
         ..LaneConfig::new(worker.clone(), db.clone(), args.items)
     };
+    if lane.needs_vendor() {
+        // Refused before the night, like the warehouse: the vendor records a night afresh.
+        let vendor_db = lane.vendor_db();
+        if vendor_db.exists() {
+            return Err(Error::Refused(format!(
+                "{} exists (the vendor's database for this warehouse); give a new --db path",
+                vendor_db.display()
+            )));
+        }
+    }
     let config = EngineConfig {
         restart_delay: Duration::from_secs_f64(args.restart_delay),
         max_restarts: args.max_restarts,
@@ -96,6 +116,40 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         print_verdict(&report, out);
     }
     Ok(report.exit_code())
+}
+
+/// A side effect, and the vendor's modes, only where a vendor is reached, and only from
+/// reclaim's own worker; `after-relay-send` only where a relay runs.
+fn check_side_effect(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
+    let v = &args.vendor;
+    let strategy = worker.strategy();
+    if strategy.is_none() && v.side_effect.is_some() {
+        return Err(Error::Refused(
+            "--side-effect needs reclaim's own worker (--strategy): an --exec job sends what it sends".into(),
+        ));
+    }
+    let reaches_vendor =
+        v.side_effect.is_some() || strategy.is_some_and(crate::worker::Strategy::relays);
+    if !reaches_vendor && (v.vendor_keys.is_some() || v.vendor_drop_responses.is_some()) {
+        return Err(Error::Refused(
+            "--vendor-keys and --vendor-drop-responses describe the vendor a side effect reaches; add --side-effect email or use --strategy outbox".into(),
+        ));
+    }
+    if let Some(crash) = args.crash_at {
+        if crash.point == crate::worker::CrashPoint::AfterRelaySend
+            && !strategy.is_some_and(crate::worker::Strategy::relays)
+        {
+            return Err(Error::Refused(format!(
+                "--crash-at {crash}: only the outbox strategy has a relay to crash"
+            )));
+        }
+        if crash.point == crate::worker::CrashPoint::AfterSend && !reaches_vendor {
+            return Err(Error::Refused(format!(
+                "--crash-at {crash}: nothing is sent without --side-effect email (or --strategy outbox)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Whose worker runs: reclaim's own strategy, or the user's command (checked whole first).
@@ -249,6 +303,23 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
         report.missing,
         report.elapsed_ms as f64 / 1000.0
     );
+    if let (Some(received), Some(distinct), Some(duplicated), Some(missing)) = (
+        report.messages_received,
+        report.messages_distinct,
+        report.messages_duplicated,
+        report.messages_missing,
+    ) {
+        let judged = report
+            .messages_verdict
+            .as_deref()
+            .unwrap_or("messages ok: every task's message arrived once");
+        let _ = writeln!(out, "vendor       {judged}");
+        let _ = writeln!(
+            out,
+            "messages     received={received}  distinct={distinct}  duplicated={duplicated}  missing={missing}  (at the vendor: {})",
+            display(&crate::vendor::db_path(&report.db))
+        );
+    }
     let _ = writeln!(out, "database     {} (kept)", display(&report.db));
     let _ = writeln!(
         out,

@@ -19,6 +19,9 @@ use crate::task::task_id;
 use crate::worker::protocol::{ExecEnv, Line};
 use crate::worker::{Strategy, WorkerConfig};
 
+/// How often a running lane's messages are read from the vendor's database.
+const MESSAGES_EVERY: Duration = Duration::from_millis(200);
+
 /// The longest claim kept from an external worker's last line.
 const CLAIM_CHARS: usize = 120;
 
@@ -56,6 +59,13 @@ pub struct Lane {
     pub heartbeat_seen: bool,
     /// The last observer error, so a persistent one is reported once.
     pub(super) observer_error: Option<String>,
+    /// The vendor this lane's side effects reach, while the night runs.
+    pub(super) vendor: Option<crate::supervisor::service::Service>,
+    /// The slot that runs the relay (outbox), after the workers' slots.
+    pub(super) relay_slot: Option<usize>,
+    /// The messages at the vendor, as last read (lanes with side effects).
+    pub messages: Option<crate::vendor::Counts>,
+    messages_read_at: Option<Instant>,
     pub(super) heartbeat: heartbeat::Follower,
     /// When the observer last read this lane after it had finished.
     pub(super) settled_at: Option<Instant>,
@@ -73,7 +83,13 @@ impl Lane {
             observer,
             heartbeat: heartbeat::Follower::new(heartbeat::default_path(&config.db)),
             settled_at: None,
-            slots: (0..config.workers).map(|_| Slot::new()).collect(),
+            slots: (0..config.workers + usize::from(config.relays()))
+                .map(|_| Slot::new())
+                .collect(),
+            relay_slot: config.relays().then_some(config.workers),
+            vendor: None,
+            messages: None,
+            messages_read_at: None,
             config,
             kills: 0,
             restarts: 0,
@@ -161,6 +177,9 @@ impl Lane {
         speed: f64,
         exe: &std::path::Path,
     ) -> (Command, bool) {
+        if self.relay_slot == Some(slot) {
+            return (self.relay_command(slot, exe), false);
+        }
         match &self.config.worker {
             LaneWorker::Strategy(strategy) => {
                 let mut command = Command::new(exe);
@@ -180,6 +199,91 @@ impl Lane {
         }
     }
 
+    /// `exe relay ...` for the relay slot's next attempt; the crash point belongs to its first.
+    fn relay_command(&self, slot: usize, exe: &std::path::Path) -> Command {
+        let mut command = Command::new(exe);
+        command
+            .arg("relay")
+            .arg("--db")
+            .arg(&self.config.db)
+            .arg("--items")
+            .arg(self.config.items.to_string());
+        if let Some(vendor) = &self.vendor {
+            command.arg("--vendor").arg(vendor.addr.to_string());
+        }
+        if let Some(crash) = self
+            .config
+            .crash_at
+            .filter(|c| c.point == crate::worker::CrashPoint::AfterRelaySend)
+            .filter(|_| self.slots[slot].attempt() == 0)
+        {
+            command.arg("--crash-at").arg(crash.to_string());
+        }
+        command
+    }
+
+    /// Starts the lane's vendor (`exe vendor ...`), when its items reach one.
+    pub(super) fn start_vendor(&mut self, exe: &std::path::Path) -> Result<(), String> {
+        if !self.config.needs_vendor() {
+            return Ok(());
+        }
+        let modes = self.config.vendor;
+        let mut command = Command::new(exe);
+        command
+            .arg("vendor")
+            .arg("--db")
+            .arg(self.config.vendor_db())
+            .arg("--keys")
+            .arg(modes.keys.to_string())
+            .arg("--drop-responses")
+            .arg(modes.drop_responses.to_string())
+            .arg("--seed")
+            .arg(modes.seed.to_string());
+        self.vendor = Some(crate::supervisor::service::Service::start(command)?);
+        Ok(())
+    }
+
+    /// Stops the vendor (the night is over, or being torn down).
+    pub(super) fn stop_vendor(&mut self) {
+        if let Some(mut vendor) = self.vendor.take() {
+            vendor.stop();
+        }
+    }
+
+    /// A relay with no worker left to feed it would wait for entries that never come: once every
+    /// worker has given up or failed, the relay is ended and given up with them.
+    pub(super) fn settle_relay(&mut self) {
+        let Some(relay) = self.relay_slot else {
+            return;
+        };
+        let workers_over = (0..self.slots.len())
+            .filter(|&s| s != relay)
+            .all(|s| matches!(self.slots[s].state(), SlotState::GaveUp | SlotState::Failed));
+        if workers_over && self.slots[relay].state() != SlotState::Done {
+            self.slots[relay].kill();
+            self.slots[relay].give_up();
+        }
+    }
+
+    /// Reads the messages at the vendor, at most every `MESSAGES_EVERY` (always with `force`).
+    pub(super) fn read_messages(&mut self, now: Instant, force: bool) {
+        if !self.config.needs_vendor() {
+            return;
+        }
+        if !force
+            && self
+                .messages_read_at
+                .is_some_and(|at| now.saturating_duration_since(at) < MESSAGES_EVERY)
+        {
+            return;
+        }
+        self.messages_read_at = Some(now);
+        if let Ok(counts) = crate::vendor::Counts::read(&self.config.vendor_db(), self.config.items)
+        {
+            self.messages = Some(counts);
+        }
+    }
+
     /// Reclaim's own worker for a slot's next attempt, at `speed` times the configured pace.
     fn worker_config(&self, strategy: Strategy, slot: usize, speed: f64) -> WorkerConfig {
         let cfg = &self.config;
@@ -194,6 +298,8 @@ impl Lane {
             crash_at: cfg.crash_at.filter(|_| self.slots[slot].attempt() == 0),
             sync: cfg.sync,
             supervised: true,
+            side_effect: cfg.side_effect,
+            vendor: self.vendor.as_ref().map(|v| v.addr),
         }
     }
 

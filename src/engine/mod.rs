@@ -40,6 +40,8 @@ pub enum EngineError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("{0}")]
+    Vendor(String),
     #[error("cannot create the folder {folder} for a job: {source}")]
     Folder {
         folder: PathBuf,
@@ -107,6 +109,12 @@ impl Engine {
             {
                 crate::store::rows::run_setup(&lane.config.db, sql)?;
             }
+        }
+        // The vendor first: the workers are told its address.
+        let exe = engine.config.exe.clone();
+        for lane in &mut engine.lanes {
+            lane.config.vendor.seed = engine.config.kills.seed;
+            lane.start_vendor(&exe).map_err(EngineError::Vendor)?;
         }
         for lane in 0..engine.lanes.len() {
             for slot in 0..engine.lanes[lane].slots.len() {
@@ -300,6 +308,16 @@ impl Engine {
         if self.paused_at.is_none() {
             self.fire_triggers(now);
             self.restart_due(now)?;
+        }
+        for lane in &mut self.lanes {
+            lane.settle_relay();
+            // A finished lane's messages are read once more, complete, and its vendor stopped:
+            // nothing will reach it again.
+            let over = lane.finished();
+            lane.read_messages(now, over && lane.vendor.is_some());
+            if over {
+                lane.stop_vendor();
+            }
         }
         Ok(())
     }
@@ -495,6 +513,7 @@ impl Engine {
                     lane.forget_temp_beat(slot);
                 }
             }
+            lane.stop_vendor();
         }
     }
 }

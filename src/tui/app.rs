@@ -414,7 +414,7 @@ mod tests {
         let mut app = App::default();
         let now = Instant::now();
         let mut f = facts();
-        f.lanes[1].strategy = Some(Strategy::Guarded);
+        f.lanes[1].strategy = Some(Strategy::Outbox);
         app.update(Action::NextLane, &f, now);
         app.update(Action::ScrollUp, &f, now);
         assert_eq!(app.chrome.scroll, 3);
@@ -516,10 +516,10 @@ mod tests {
     }
 
     #[test]
-    fn strategies_cycle_through_all_four() {
+    fn strategies_cycle_through_all_five() {
         let mut s = Strategy::Naive;
         let mut seen = Vec::new();
-        for _ in 0..4 {
+        for _ in 0..5 {
             s = next_strategy(s);
             seen.push(s);
         }
@@ -529,6 +529,7 @@ mod tests {
                 Strategy::TwoCommit,
                 Strategy::Keyed,
                 Strategy::Guarded,
+                Strategy::Outbox,
                 Strategy::Naive
             ]
         );

@@ -45,6 +45,14 @@ impl WorkerConfig {
         if self.supervised {
             args.push("--supervised".into());
         }
+        if let Some(effect) = self.side_effect {
+            args.push("--side-effect".into());
+            args.push(side_effect_name(effect).into());
+        }
+        if let Some(vendor) = self.vendor {
+            args.push("--vendor".into());
+            args.push(vendor.to_string().into());
+        }
         args
     }
 }
@@ -106,6 +114,12 @@ impl ExecEnv {
 fn delay_ms(delay: Duration) -> String {
     let us = delay.as_micros();
     format!("{}.{:03}", us / 1000, us % 1000)
+}
+
+fn side_effect_name(effect: super::SideEffect) -> &'static str {
+    match effect {
+        super::SideEffect::Email => "email",
+    }
 }
 
 fn sync_name(sync: SyncMode) -> &'static str {
@@ -306,6 +320,8 @@ mod tests {
             }),
             sync: SyncMode::Full,
             supervised: true,
+            side_effect: Some(crate::worker::SideEffect::Email),
+            vendor: Some(std::net::SocketAddr::from(([127, 0, 0, 1], 4242))),
         };
         let mut command_line: Vec<OsString> = vec!["reclaim".into()];
         command_line.extend(config.to_args());
