@@ -507,7 +507,12 @@ impl Lane {
             }
             self.restarts += 1;
             let attempt = self.slots[slot].attempt() + 1;
-            let text = format!("supervisor restarts the worker (attempt {attempt})");
+            let who = if self.relay_slot == Some(slot) {
+                "relay"
+            } else {
+                "worker"
+            };
+            let text = format!("supervisor restarts the {who} (attempt {attempt})");
             notes.push(Note::runner(Kind::Notice, text).marked(Mark::Restart));
             due.push(slot);
         }

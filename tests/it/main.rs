@@ -14,5 +14,6 @@ mod robust;
 mod run;
 mod suspend;
 mod tui;
+mod vendor;
 mod verdicts;
 mod worker;
