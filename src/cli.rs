@@ -249,7 +249,7 @@ pub struct RunArgs {
     /// Sim seconds per real second (600: ten minutes of the night per second)
     #[arg(long, default_value_t = 600.0, value_parser = parse_scale, allow_negative_numbers = true)]
     pub scale: f64,
-    /// Items per transaction (keyed and guarded)
+    /// Items per transaction (keyed, guarded and outbox)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_BATCH))]
     pub batch: u64,
     /// normal survives a process crash; full also survives a power cut
@@ -269,6 +269,8 @@ pub struct RunArgs {
     pub replay_schedule: Option<PathBuf>,
     #[command(flatten)]
     pub vendor: SideEffectArgs,
+    #[command(flatten)]
+    pub long: LongItemArgs,
 }
 
 /// What leaves the database: a side effect per item and the vendor that receives it.
@@ -412,7 +414,7 @@ pub struct WorkerArgs {
     /// Heartbeat file [default: beside the database, DB.heartbeat]
     #[arg(long)]
     pub heartbeat: Option<PathBuf>,
-    /// Items per transaction (keyed and guarded)
+    /// Items per transaction (keyed, guarded and outbox)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_BATCH))]
     pub batch: u64,
     /// Die by SIGKILL at TASK:POINT (before-write, after-row-commit, after-commit, after-heartbeat,
@@ -432,6 +434,19 @@ pub struct WorkerArgs {
     /// The vendor's address (127.0.0.1:PORT, as `reclaim vendor` says on its first line)
     #[arg(long, value_parser = crate::vendor::parse_addr)]
     pub vendor: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub long: LongItemArgs,
+}
+
+/// Work that outlives an instance: one long item, and its work in checkpointed steps.
+#[derive(Debug, Args, Default)]
+pub struct LongItemArgs {
+    /// One item whose work takes SECS seconds before its row commits (task-050:2)
+    #[arg(long, value_name = "TASK:SECS")]
+    pub long_item: Option<crate::worker::LongItem>,
+    /// Do that work in K steps, each committed as it finishes (guarded, outbox)
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub split: u64,
 }
 
 impl WorkerArgs {
@@ -459,6 +474,8 @@ impl WorkerArgs {
             supervised: self.supervised,
             side_effect: self.side_effect,
             vendor: self.vendor,
+            long_item: self.long.long_item,
+            split: self.long.split,
         }
     }
 }

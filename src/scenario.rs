@@ -591,7 +591,9 @@ impl LaneFile {
             }
         };
         if self.batch > 1 && !worker.strategy().is_some_and(Strategy::batches) {
-            return Err(format!("lane {n}: batch applies to keyed and guarded only"));
+            return Err(format!(
+                "lane {n}: batch applies to keyed, guarded and outbox only"
+            ));
         }
         let crash_at = match &self.crash_at {
             Some(text) => {
@@ -711,7 +713,7 @@ mod tests {
             ),
             (
                 "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\nbatch = 5\n",
-                "keyed and guarded only",
+                "keyed, guarded and outbox only",
             ),
         ];
         for (text, needle) in cases {

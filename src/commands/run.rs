@@ -74,6 +74,8 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         sync: args.sync,
         crash_at: args.crash_at,
         side_effect: args.vendor.side_effect,
+        long_item: args.long.long_item,
+        split: args.long.split,
         vendor: crate::vendor::VendorModes {
             keys: args
                 .vendor
@@ -134,6 +136,20 @@ fn check_side_effect(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
         return Err(Error::Refused(
             "--vendor-keys and --vendor-drop-responses describe the vendor a side effect reaches; add --side-effect email or use --strategy outbox".into(),
         ));
+    }
+    if let Some(long) = args.long.long_item {
+        crate::task::check_in_queue("--long-item", long.task, args.items)?;
+        if strategy.is_none() {
+            return Err(Error::Refused(
+                "--long-item needs reclaim's own worker (--strategy): an --exec job's items take what they take".into(),
+            ));
+        }
+    }
+    if args.long.split > 1 && !strategy.is_some_and(crate::worker::Strategy::splits) {
+        return Err(Error::Refused(format!(
+            "--split {} needs a strategy that checkpoints in the row's transaction: guarded or outbox",
+            args.long.split
+        )));
     }
     if let Some(crash) = args.crash_at {
         if crash.point == crate::worker::CrashPoint::AfterRelaySend

@@ -13,6 +13,9 @@ pub(super) fn run(args: &WorkerArgs) -> Result<u8, Error> {
     if let Some(crash) = args.crash_at {
         crate::task::check_in_queue("--crash-at", crash.task, args.items)?;
     }
+    if let Some(long) = args.long.long_item {
+        crate::task::check_in_queue("--long-item", long.task, args.items)?;
+    }
     // Both paths resolved once, before anything is opened: the heartbeat is renamed onto its
     // path after every commit, so it must never be the warehouse or one of its companions.
     let db = paths::file_or_new(&args.db, "--db")?;

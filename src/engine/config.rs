@@ -10,7 +10,7 @@ use crate::store::SyncMode;
 use crate::store::rows::RowSource;
 use crate::supervisor::schedule::KillPlan;
 use crate::vendor::VendorModes;
-use crate::worker::{CrashAt, SideEffect, Strategy};
+use crate::worker::{CrashAt, LongItem, SideEffect, Strategy};
 
 /// The dead-man's switch threshold of the postmortem's cron script, in sim seconds.
 pub const DEFAULT_DEAD_MAN: f64 = 300.0;
@@ -92,6 +92,9 @@ pub struct LaneConfig {
     pub side_effect: Option<SideEffect>,
     /// How the lane's vendor behaves, when it has one (`needs_vendor`).
     pub vendor: VendorModes,
+    /// One item that takes longer than the others (`--long-item`), and its work in steps.
+    pub long_item: Option<LongItem>,
+    pub split: u64,
 }
 
 impl From<Strategy> for LaneWorker {
@@ -118,6 +121,8 @@ impl LaneConfig {
             crash_at: None,
             side_effect: None,
             vendor: VendorModes::default(),
+            long_item: None,
+            split: 1,
         }
     }
 

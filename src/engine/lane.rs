@@ -300,6 +300,8 @@ impl Lane {
             supervised: true,
             side_effect: cfg.side_effect,
             vendor: self.vendor.as_ref().map(|v| v.addr),
+            long_item: cfg.long_item,
+            split: cfg.split,
         }
     }
 

@@ -111,6 +111,13 @@ impl Strategy {
         }
     }
 
+    /// Whether it can cut an item's work into checkpointed steps (`--split`): it needs a
+    /// checkpoint that commits with the row, so a finished item is never started again.
+    #[must_use]
+    pub fn splits(self) -> bool {
+        matches!(self, Self::Guarded | Self::Outbox)
+    }
+
     /// Whether its messages go through an outbox and a relay (rather than from the worker).
     #[must_use]
     pub fn relays(self) -> bool {
@@ -154,6 +161,52 @@ pub struct WorkerConfig {
     /// What each item also does outside the database, and the vendor it reaches.
     pub side_effect: Option<SideEffect>,
     pub vendor: Option<std::net::SocketAddr>,
+    /// One item whose work (done before its commit, so a kill loses it) takes this long.
+    pub long_item: Option<LongItem>,
+    /// That work in this many steps, each committed as it finishes (guarded, outbox).
+    pub split: u64,
+}
+
+/// `TASK:SECS`: the one unit of work that takes longer than the others (`--long-item`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LongItem {
+    pub task: u64,
+    /// Real time, at the configured pace.
+    pub work: Duration,
+}
+
+impl fmt::Display for LongItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", task_id(self.task), self.work.as_secs_f64())
+    }
+}
+
+impl Serialize for LongItem {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl std::str::FromStr for LongItem {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let quoted = crate::text::shorten(text, 40);
+        let (task, secs) = text
+            .split_once(':')
+            .ok_or_else(|| format!("expected TASK:SECS such as task-050:2, got '{quoted}'"))?;
+        let task = crate::task::parse_task_id(task)
+            .ok_or_else(|| format!("'{quoted}': not a task id such as task-050"))?;
+        let secs = secs
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && (0.001..=3600.0).contains(s))
+            .ok_or_else(|| format!("'{quoted}': the work is 0.001..=3600 seconds"))?;
+        Ok(Self {
+            task,
+            work: Duration::from_secs_f64(secs),
+        })
+    }
 }
 
 #[derive(Debug, Error)]
@@ -170,13 +223,17 @@ pub enum WorkerError {
         source: rusqlite::Error,
     },
     #[error(
-        "--batch {batch} applies to keyed and guarded only; {strategy} commits one item at a time"
+        "--batch {batch} applies to keyed, guarded and outbox only; {strategy} commits one item at a time"
     )]
     BatchUnsupported { batch: u64, strategy: Strategy },
     #[error(transparent)]
     Send(#[from] crate::vendor::SendError),
     #[error("--side-effect email needs --vendor ADDR (a `reclaim vendor` listening on 127.0.0.1)")]
     NoVendor,
+    #[error(
+        "--split {split} needs a strategy that checkpoints in the row's transaction (guarded, outbox), not {strategy}"
+    )]
+    SplitUnsupported { split: u64, strategy: Strategy },
 }
 
 /// What a worker that ran to the end says about itself.
@@ -193,6 +250,12 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
     if config.batch > 1 && !config.strategy.batches() {
         return Err(WorkerError::BatchUnsupported {
             batch: config.batch,
+            strategy: config.strategy,
+        });
+    }
+    if config.split > 1 && !config.strategy.splits() {
+        return Err(WorkerError::SplitUnsupported {
+            split: config.split,
             strategy: config.strategy,
         });
     }
@@ -355,6 +418,7 @@ impl Ctx<'_> {
         ignore_conflicts: bool,
         checkpoint: bool,
     ) -> Result<u64, WorkerError> {
+        self.work_long_item(rows)?;
         self.send_side_effects(rows)?;
         let tasks: Vec<u64> = rows
             .iter()
@@ -413,6 +477,60 @@ impl Ctx<'_> {
         };
         self.inserted += inserted;
         Ok(inserted)
+    }
+
+    /// The long item's work, done before its row commits (a kill loses whatever is not
+    /// committed). In one piece it starts again from nothing after every kill; split into
+    /// `--split K` steps, each step commits as it finishes and a restart resumes after the last
+    /// one committed: the postmortem's "split the work rather than persist harder".
+    fn work_long_item(&mut self, rows: &[&Row]) -> Result<(), WorkerError> {
+        let Some(long) = self.config.long_item else {
+            return Ok(());
+        };
+        let task = task_id(long.task);
+        if !rows.iter().any(|r| r.task_id == task) {
+            return Ok(());
+        }
+        let steps = self.config.split.max(1);
+        let step_work = long.work.div_f64(steps as f64);
+        let done = if steps > 1 {
+            retry_busy(|| {
+                self.conn.execute_batch(STEPS_SQL)?;
+                self.conn.query_row(
+                    "SELECT count(*) FROM steps WHERE task_id = ?1",
+                    [&task],
+                    |r| r.get::<_, u64>(0),
+                )
+            })
+            .map_err(|e| self.db_error(e))?
+        } else {
+            0
+        };
+        if done > 0 {
+            self.say(&Line::Other(format!(
+                "step    {task}  resumes at {}/{steps}",
+                done + 1
+            )));
+        }
+        // INVARIANT: the last step is the row's own transaction, so a kill after it leaves the
+        // row (and its checkpoint) or nothing, as for any other item.
+        for step in done..steps {
+            work(step_work);
+            if step + 1 < steps {
+                retry_busy(|| {
+                    self.conn.execute(
+                        "INSERT OR IGNORE INTO steps(task_id, step, done_at) VALUES (?1, ?2, ?3)",
+                        rusqlite::params![task, step, heartbeat::unix_now()],
+                    )
+                })
+                .map_err(|e| self.db_error(e))?;
+                self.say(&Line::Other(format!(
+                    "step    {task}  {}/{steps}",
+                    step + 1
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// A naive job's side effect: each row's message, sent before its commit and without a key,
@@ -525,9 +643,23 @@ fn insert_sql(on_conflict_ignore: bool) -> &'static str {
     }
 }
 
+/// The long item's finished steps (`--split`).
+const STEPS_SQL: &str = "CREATE TABLE IF NOT EXISTS steps(
+    task_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    done_at REAL NOT NULL,
+    PRIMARY KEY (task_id, step)
+)";
+
 /// Records that a task is done.
 const CHECKPOINT_SQL: &str =
     "INSERT OR REPLACE INTO checkpoints(task_id, completed_at) VALUES (?1, ?2)";
+
+/// Works for `span` (a step of the long item): a kill during it loses it, as it would lose a
+/// real computation.
+fn work(span: Duration) {
+    thread::sleep(span);
+}
 
 /// The pause after each item. A supervisor may change it while the worker runs (the dashboard's
 /// speed keys), and a change applies within the current pause, not only from the next item.

@@ -53,6 +53,14 @@ impl WorkerConfig {
             args.push("--vendor".into());
             args.push(vendor.to_string().into());
         }
+        if let Some(long) = self.long_item {
+            args.push("--long-item".into());
+            args.push(long.to_string().into());
+        }
+        if self.split > 1 {
+            args.push("--split".into());
+            args.push(self.split.to_string().into());
+        }
         args
     }
 }
@@ -322,6 +330,11 @@ mod tests {
             supervised: true,
             side_effect: Some(crate::worker::SideEffect::Email),
             vendor: Some(std::net::SocketAddr::from(([127, 0, 0, 1], 4242))),
+            long_item: Some(crate::worker::LongItem {
+                task: 50,
+                work: Duration::from_millis(1500),
+            }),
+            split: 10,
         };
         let mut command_line: Vec<OsString> = vec!["reclaim".into()];
         command_line.extend(config.to_args());

@@ -608,7 +608,10 @@ fn run_names_why_its_worker_failed_every_time() {
         ];
         let run = reclaim_in(tmp.path(), &args);
         assert_eq!(run.code, Some(2), "{}", run.stderr);
-        if !run.stderr.contains("applies to keyed and guarded only") {
+        if !run
+            .stderr
+            .contains("applies to keyed, guarded and outbox only")
+        {
             lost += 1;
         }
     }
@@ -1032,7 +1035,7 @@ fn a_scenario_with_a_wrong_value_is_refused_in_one_line() {
         (
             "batch",
             "[[lane]]\nstrategy = \"naive\"\nbatch = 5".into(),
-            "batch applies to keyed and guarded only",
+            "batch applies to keyed, guarded and outbox only",
         ),
         (
             "name",
@@ -1343,7 +1346,10 @@ fn every_numeric_flag_of_prove_worker_and_the_rest_out_of_range_is_one_line() {
     // Not clap's to refuse, but the same one line: naive commits one item at a time.
     assert_flags_refused(
         &["worker", "--strategy", "naive", "--db", "TMP/x.db"],
-        &[(&["--batch", "5"], "applies to keyed and guarded only")],
+        &[(
+            &["--batch", "5"],
+            "applies to keyed, guarded and outbox only",
+        )],
     );
 }
 

@@ -535,3 +535,106 @@ fn no_vendor_or_relay_outlives_reclaim_on_any_exit_path() {
         assert_none_left(tmp.path(), &format!("{signal}"));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Work that outlives the instance.
+
+/// A storm in which no instance lives longer than 0.6 s, over a queue whose task-050 takes 1 s.
+fn long_night(db: &Path, split: &str) -> (Option<i32>, serde_json::Value) {
+    night(
+        db,
+        &[
+            "--strategy",
+            "guarded",
+            "--delay-ms",
+            "2",
+            "--long-item",
+            "task-050:1",
+            "--split",
+            split,
+            "--kills",
+            "1000",
+            "--kill-window",
+            "0.3..0.6",
+            "--max-restarts",
+            "12",
+            "--seed",
+            "5",
+        ],
+    )
+}
+
+#[test]
+fn the_long_item_never_completes_in_one_piece_and_completes_in_steps_losing_and_doubling_nothing() {
+    let tmp = tempdir();
+    let whole = tmp.path().join("whole.db");
+    let (code, json) = long_night(&whole, "1");
+    assert_eq!(code, Some(1), "{json}");
+    assert_eq!(json["completed"], false, "{json}");
+    assert!(
+        json["never_completed"]
+            .as_str()
+            .is_some_and(|t| t.contains("never completed")),
+        "{json}"
+    );
+    let conn = open_ro(&whole);
+    // Every task before the long one, once; nothing after it; nothing doubled.
+    assert_eq!(rows(&conn), 50, "{json}");
+    assert_eq!(
+        count(&conn, "SELECT count(DISTINCT task_id) FROM records"),
+        50
+    );
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT count(*) FROM records WHERE task_id >= 'task-050'"
+        ),
+        0
+    );
+
+    let split = tmp.path().join("split.db");
+    let (code, json) = long_night(&split, "10");
+    assert_eq!(code, Some(0), "{json}");
+    assert!(number(&json, "kills") >= 2, "the same storm: {json}");
+    let conn = open_ro(&split);
+    assert_eq!(rows(&conn), 200);
+    assert_eq!(
+        count(&conn, "SELECT count(DISTINCT task_id) FROM records"),
+        200
+    );
+    // Nine steps committed on their own; the tenth is the row's transaction.
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT count(*) FROM steps WHERE task_id = 'task-050'"
+        ),
+        9
+    );
+}
+
+#[test]
+fn split_needs_a_strategy_whose_checkpoint_commits_with_the_row() {
+    let tmp = tempdir();
+    let db = tmp.path().join("x.db");
+    let run = reclaim(&[
+        "run",
+        "--strategy",
+        "two-commit",
+        "--split",
+        "4",
+        "--db",
+        path_arg(&db),
+    ]);
+    assert_one_line_error(&run, "guarded or outbox");
+    let run = reclaim(&[
+        "run",
+        "--strategy",
+        "guarded",
+        "--long-item",
+        "task-900:1",
+        "--db",
+        path_arg(&db),
+    ]);
+    assert_one_line_error(&run, "--long-item");
+    assert!(!db.exists());
+}
