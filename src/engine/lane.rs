@@ -702,6 +702,9 @@ pub struct LaneSnapshot {
     /// all, which the panel says instead of "stale".
     #[serde(default)]
     pub no_heartbeat: bool,
+    /// The messages at the lane's vendor (a lane with a side effect or an outbox).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<crate::vendor::Counts>,
 }
 
 impl LaneSnapshot {
@@ -765,6 +768,7 @@ impl Lane {
             workers: self.config.workers,
             claimed: self.claimed.clone(),
             restarted_at_zero: o.restarted_at_zero,
+            messages: self.messages,
         }
     }
 }

@@ -375,6 +375,7 @@ mod tests {
             distinct,
             duplicated: rows - distinct,
             checkpoints: (name == "guarded").then_some(distinct),
+            messages: None,
             series: Series {
                 rows: curve(rows as f64),
                 distinct: curve(distinct as f64),

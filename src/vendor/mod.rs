@@ -462,7 +462,7 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
 }
 
 /// The messages at the receiving end, as the vendor's database records them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
 pub struct Counts {
     /// Messages the vendor sent (a replayed or refused request sends none).
     pub received: u64,
@@ -479,6 +479,19 @@ impl Counts {
     #[must_use]
     pub fn holds(&self) -> bool {
         self.duplicated == 0 && self.missing == 0
+    }
+
+    /// What is wrong at the receiving end, in a few words for a narrow panel.
+    #[must_use]
+    pub fn short_verdict(&self) -> Option<String> {
+        let mut wrong = Vec::new();
+        if self.duplicated > 0 {
+            wrong.push(format!("{} sent twice", self.duplicated));
+        }
+        if self.missing > 0 {
+            wrong.push(format!("{} never sent", self.missing));
+        }
+        (!wrong.is_empty()).then(|| format!("messages WRONG: {}", wrong.join(", ")))
     }
 
     /// Reads the vendor's database without changing it.

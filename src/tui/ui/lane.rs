@@ -149,6 +149,23 @@ fn status_lines(lane: &LaneView, width: u16, theme: Theme) -> Vec<Line<'static>>
             ),
         ]),
     ];
+    if let Some(m) = &lane.messages {
+        // The receiving end, beside the rows: what the customer saw.
+        lines.push(Line::from(vec![
+            Span::styled(format!("messages {}", m.received), theme.rows()),
+            Span::raw(gap),
+            Span::styled(format!("distinct {}", m.distinct), theme.distinct()),
+            Span::raw(gap),
+            Span::styled(
+                format!("dup {}", m.duplicated),
+                if m.duplicated > 0 {
+                    theme.bad()
+                } else {
+                    theme.duplicated()
+                },
+            ),
+        ]));
+    }
     if let Some(alert) = &lane.alert {
         lines.push(Line::styled(alert.clone(), theme.bad()));
     }
@@ -180,6 +197,15 @@ fn verdict_lines(lane: &LaneView, theme: Theme) -> Vec<Line<'static>> {
     ];
     if let Some(why) = &lane.disagreement {
         verdict.push(Line::styled(why.clone(), theme.bad()));
+    }
+    // The rows cannot show a message sent twice: the receiving end's own verdict.
+    if let Some(wrong) = lane
+        .messages
+        .as_ref()
+        .filter(|_| matches!(lane.state_kind, StateKind::Done | StateKind::Failed))
+        .and_then(crate::vendor::Counts::short_verdict)
+    {
+        verdict.push(Line::styled(wrong, theme.bad()));
     }
     verdict
 }
