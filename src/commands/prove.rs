@@ -110,10 +110,17 @@ fn exactly_once(report: &RunReport) -> bool {
 }
 
 fn figures(report: &RunReport) -> String {
-    format!(
+    let rows = format!(
         "{} rows, {} duplicated, {} missing",
         report.rows, report.duplicated_task_ids, report.missing
-    )
+    );
+    // The outbox is judged at the vendor too: a FAIL with right rows must say why.
+    match (report.messages_duplicated, report.messages_missing) {
+        (Some(duplicated), Some(missing)) => {
+            format!("{rows}; messages {duplicated} duplicated, {missing} missing")
+        }
+        _ => rows,
+    }
 }
 
 /// A test's result; `untested` says why it tested nothing, when it did not.

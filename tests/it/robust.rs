@@ -875,7 +875,7 @@ fn the_dashboard_with_a_read_only_tmpdir_refuses_before_the_terminal() {
 /// A scenario file holding `text` is refused by `reclaim tui --scenario FILE` (validated before
 /// a terminal is needed, so plain pipes do) with one line naming `needle`; no night is started
 /// and the file is left as it was.
-fn assert_scenario_refused(name: &str, text: &[u8], needle: &str) {
+pub(crate) fn assert_scenario_refused(name: &str, text: &[u8], needle: &str) {
     let tmp = tempdir();
     let file = tmp.path().join(name);
     fs::write(&file, text).unwrap_or_else(|e| panic!("cannot write {name}: {e}"));

@@ -638,3 +638,60 @@ fn split_needs_a_strategy_whose_checkpoint_commits_with_the_row() {
     assert_one_line_error(&run, "--long-item");
     assert!(!db.exists());
 }
+
+#[test]
+fn a_scenario_lane_that_cannot_leave_the_database_as_it_says_is_refused_in_one_line() {
+    for (lane, needle) in [
+        (
+            "strategy = \"guarded\"\nvendor_keys = \"ignore\"",
+            "vendor_keys and vendor_drop_responses need",
+        ),
+        (
+            "strategy = \"outbox\"\nvendor_keys = \"sometimes\"",
+            "not a key policy",
+        ),
+        (
+            "strategy = \"outbox\"\nvendor_drop_responses = 2.0",
+            "vendor_drop_responses",
+        ),
+        (
+            "strategy = \"guarded\"\ncrash_at = \"task-001:after-relay-send\"",
+            "never passes that point",
+        ),
+        ("strategy = \"two-commit\"\nsplit = 4", "guarded or outbox"),
+        (
+            "strategy = \"guarded\"\nlong_item = \"task-999:1\"",
+            "long_item",
+        ),
+        (
+            "strategy = \"guarded\"\nside_effect = \"fax\"",
+            "side_effect",
+        ),
+    ] {
+        let text = format!("title = \"t\"\n[[lane]]\n{lane}\n");
+        crate::robust::assert_scenario_refused("lane.toml", text.as_bytes(), needle);
+    }
+}
+
+#[test]
+fn every_shipped_scenario_that_sends_reaches_a_vendor_and_the_others_do_not() {
+    for name in ["side-effects", "vendor-forgets"] {
+        let scenario = reclaim::scenario::Scenario::load(name).unwrap_or_else(|e| panic!("{e}"));
+        let config = scenario.engine_config(Path::new("/nowhere"), 1, BIN.into());
+        assert!(
+            config
+                .lanes
+                .iter()
+                .all(reclaim::engine::LaneConfig::needs_vendor),
+            "{name}"
+        );
+    }
+    let long = reclaim::scenario::Scenario::load("long-item").unwrap_or_else(|e| panic!("{e}"));
+    let config = long.engine_config(Path::new("/nowhere"), 1, BIN.into());
+    assert_eq!(
+        config.lanes.iter().map(|l| l.split).collect::<Vec<_>>(),
+        [1, 10],
+        "one lane in one piece, one in steps"
+    );
+    assert!(config.lanes.iter().all(|l| l.long_item.is_some()));
+}
