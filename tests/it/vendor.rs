@@ -665,7 +665,7 @@ fn a_scenario_lane_that_cannot_leave_the_database_as_it_says_is_refused_in_one_l
         ),
         (
             "strategy = \"guarded\"\nside_effect = \"fax\"",
-            "side_effect",
+            "expected `email`",
         ),
     ] {
         let text = format!("title = \"t\"\n[[lane]]\n{lane}\n");
