@@ -231,6 +231,46 @@ fn print_header(
             }
         );
     }
+    let relays = worker
+        .strategy()
+        .is_some_and(crate::worker::Strategy::relays);
+    if args.vendor.side_effect.is_some() || relays {
+        let how = if relays {
+            "each row's email through its outbox and a relay, with the row's idempotency key"
+        } else {
+            "each item emails its customer before the row commits, without a key"
+        };
+        let _ = writeln!(
+            out,
+            "side effect  {how}; the vendor on 127.0.0.1 {} keys{}",
+            match args
+                .vendor
+                .vendor_keys
+                .unwrap_or(crate::vendor::Keys::Honour)
+            {
+                crate::vendor::Keys::Honour => "honours".to_string(),
+                crate::vendor::Keys::Ignore => "ignores".to_string(),
+                crate::vendor::Keys::Expire(secs) => format!("forgets after {secs} s its"),
+            },
+            match args.vendor.vendor_drop_responses {
+                Some(p) if p > 0.0 => format!(" and drops {:.0}% of its responses", p * 100.0),
+                _ => String::new(),
+            }
+        );
+    }
+    if let Some(long) = args.long.long_item {
+        let steps = if args.long.split > 1 {
+            format!("in {} committed steps", args.long.split)
+        } else {
+            "in one piece".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "long item    {} takes {:.3} s of work before its commit, {steps}",
+            crate::task::task_id(long.task),
+            long.work.as_secs_f64()
+        );
+    }
     let _ = writeln!(out, "kill plan    {}", describe_plan(plan, args));
 }
 
