@@ -695,3 +695,40 @@ fn every_shipped_scenario_that_sends_reaches_a_vendor_and_the_others_do_not() {
     );
     assert!(config.lanes.iter().all(|l| l.long_item.is_some()));
 }
+
+#[test]
+fn a_recorded_night_is_judged_at_the_receiver_by_replay_check_too() {
+    let tmp = tempdir();
+    let db = tmp.path().join("g.db");
+    let rec = tmp.path().join("g.rec");
+    let run = reclaim_within(
+        &[
+            "run",
+            "--strategy",
+            "guarded",
+            "--side-effect",
+            "email",
+            "--crash-at",
+            "task-050:after-send",
+            "--delay-ms",
+            "0",
+            "--db",
+            path_arg(&db),
+            "--record",
+            path_arg(&rec),
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stdout);
+    let check = reclaim(&["replay", path_arg(&rec), "--check", "--json"]);
+    assert_eq!(
+        check.code,
+        Some(1),
+        "rows right, messages wrong: {}",
+        check.stdout
+    );
+    let json = json_of(&check);
+    assert_eq!(json["lanes"][0]["derived_status"], "ok", "{json}");
+    assert_eq!(json["lanes"][0]["messages"]["duplicated"], 1, "{json}");
+}
