@@ -526,3 +526,97 @@ impl Counts {
         Ok(counts)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_policies_parse_and_print_back_and_nonsense_is_refused() {
+        for text in ["honour", "ignore", "expire=30", "expire=0.5"] {
+            let keys: Keys = text.parse().unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(keys.to_string(), text);
+        }
+        assert_eq!("honor".parse::<Keys>(), Ok(Keys::Honour));
+        for bad in [
+            "",
+            "forever",
+            "expire=",
+            "expire=-1",
+            "expire=nan",
+            "expire=1e9",
+        ] {
+            let err = bad.parse::<Keys>().err().unwrap_or_default();
+            assert!(
+                err.contains("honour, ignore, or expire=SECS"),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_loopback_addresses_are_accepted() {
+        assert!(parse_addr("127.0.0.1:8080").is_ok());
+        assert!(parse_addr("[::1]:8080").is_ok());
+        let err = parse_addr("10.0.0.1:80").err().unwrap_or_default();
+        assert!(err.contains("loopback"), "{err}");
+        assert!(parse_addr("localhost").is_err());
+    }
+
+    #[test]
+    fn the_receiving_ends_verdict_names_what_the_customer_saw() {
+        let right = Counts {
+            received: 200,
+            distinct: 200,
+            duplicated: 0,
+            missing: 0,
+        };
+        assert!(right.holds());
+        assert_eq!(right.short_verdict(), None);
+        let wrong = Counts {
+            received: 201,
+            distinct: 199,
+            duplicated: 2,
+            missing: 1,
+        };
+        assert!(!wrong.holds());
+        assert_eq!(
+            wrong.short_verdict().as_deref(),
+            Some("messages WRONG: 2 sent twice, 1 never sent")
+        );
+    }
+
+    #[test]
+    fn counts_are_read_from_the_vendors_database_sent_deliveries_only() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let db = dir.path().join("v.sqlite");
+        let conn = Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
+        conn.execute_batch(SCHEMA).unwrap_or_else(|e| panic!("{e}"));
+        for (task, outcome) in [
+            ("task-000", "sent"),
+            ("task-000", "sent"),
+            ("task-000", "replayed"),
+            ("task-001", "sent"),
+            ("task-002", "refused"),
+            ("task-999", "sent"),
+        ] {
+            conn.execute(
+                "INSERT INTO deliveries(received_at, task_id, body, outcome) VALUES (0, ?1, '', ?2)",
+                [task, outcome],
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        }
+        drop(conn);
+        let counts = Counts::read(&db, 3).unwrap_or_else(|e| panic!("{e}"));
+        // task-999 is outside a queue of 3: received, but neither distinct nor filling a gap.
+        assert_eq!(
+            counts,
+            Counts {
+                received: 4,
+                distinct: 2,
+                duplicated: 1,
+                missing: 1,
+            }
+        );
+    }
+}

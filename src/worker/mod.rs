@@ -1,4 +1,4 @@
-//! `reclaim worker`: one process working through the queue, in one of four strategies.
+//! `reclaim worker`: one process working through the queue, in one of five strategies.
 //!
 //! Every strategy does the same unit of work (task id -> deterministic payload -> one row); they
 //! differ only in what makes a restart safe. Each lives in its own file; this module holds what

@@ -732,3 +732,20 @@ fn a_recorded_night_is_judged_at_the_receiver_by_replay_check_too() {
     assert_eq!(json["lanes"][0]["derived_status"], "ok", "{json}");
     assert_eq!(json["lanes"][0]["messages"]["duplicated"], 1, "{json}");
 }
+
+#[test]
+fn prove_outbox_passes_every_test_and_its_sweep_covers_the_relays_crash_point() {
+    let run = reclaim_within(
+        &["prove", "--strategy", "outbox", "--seed", "7", "--json"],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let json = json_of(&run);
+    assert_eq!(number(&json, "passed"), 4, "{json}");
+    let sweep = &json["tests"][3];
+    let detail = sweep["detail"].as_str().unwrap_or_default();
+    // Six points (after-send and after-relay-send among them) at three tasks, each fired.
+    assert!(detail.starts_with("18 crashes"), "{detail}");
+    assert_eq!(sweep["tested"], true, "{sweep}");
+}
