@@ -24,6 +24,11 @@ pub(super) fn run(args: &VendorArgs) -> Result<u8, Error> {
 pub(super) fn relay(args: &RelayArgs) -> Result<u8, Error> {
     if let Some(crash) = args.crash_at {
         crate::task::check_in_queue("--crash-at", crash.task, args.items)?;
+        if crash.point != crate::worker::CrashPoint::AfterRelaySend {
+            return Err(Error::Refused(format!(
+                "--crash-at {crash}: the relay's only crash point is after-relay-send (delivered, not marked sent)"
+            )));
+        }
     }
     let config = RelayConfig {
         db: args.db.clone(),

@@ -338,6 +338,59 @@ fn bad_side_effect_input_is_refused_in_one_line_before_anything_starts() {
     assert_eq!(std::fs::read(&other).unwrap_or_default(), before);
 }
 
+#[test]
+fn the_worker_and_the_relay_refuse_crash_points_they_never_pass() {
+    let tmp = tempdir();
+    let db = tmp.path().join("x.db");
+    let d = path_arg(&db);
+    for (args, needle) in [
+        (
+            vec![
+                "worker",
+                "--strategy",
+                "guarded",
+                "--crash-at",
+                "task-001:after-send",
+                "--db",
+                d,
+            ],
+            "nothing is sent",
+        ),
+        (
+            vec![
+                "worker",
+                "--strategy",
+                "outbox",
+                "--crash-at",
+                "task-001:after-relay-send",
+                "--db",
+                d,
+            ],
+            "give it to `reclaim relay`",
+        ),
+        (
+            vec![
+                "relay",
+                "--vendor",
+                "127.0.0.1:9",
+                "--crash-at",
+                "task-001:after-commit",
+                "--db",
+                d,
+            ],
+            "only crash point is after-relay-send",
+        ),
+        (
+            vec!["relay", "--vendor", "10.1.2.3:80", "--db", d],
+            "not on loopback",
+        ),
+    ] {
+        let run = reclaim(&args);
+        assert_one_line_error(&run, needle);
+        assert!(!db.exists(), "{args:?} created the warehouse");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The vendor on its own, spoken to over HTTP.
 
