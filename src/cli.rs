@@ -61,7 +61,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct VendorArgs {
-    /// The vendor's own database of deliveries (must not exist)
+    /// The vendor's own database of deliveries (created; a vendor database that exists is
+    /// continued, keys and all)
     #[arg(long)]
     pub db: PathBuf,
     /// What it does with an Idempotency-Key: honour, ignore, or expire=SECS

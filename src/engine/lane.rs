@@ -294,8 +294,12 @@ impl Lane {
             delay: cfg.delay.div_f64(speed),
             heartbeat: heartbeat::default_path(&cfg.db),
             batch: cfg.batch,
-            // The crash point belongs to the first attempt only: the restart must finish.
-            crash_at: cfg.crash_at.filter(|_| self.slots[slot].attempt() == 0),
+            // The crash point belongs to the first attempt only: the restart must finish. The
+            // relay's own point goes to the relay (`relay_command`), never to a worker.
+            crash_at: cfg
+                .crash_at
+                .filter(|c| c.point != crate::worker::CrashPoint::AfterRelaySend)
+                .filter(|_| self.slots[slot].attempt() == 0),
             sync: cfg.sync,
             supervised: true,
             side_effect: cfg.side_effect,
