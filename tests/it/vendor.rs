@@ -587,6 +587,27 @@ fn no_vendor_or_relay_outlives_reclaim_on_any_exit_path() {
         }
         assert_none_left(tmp.path(), &format!("{signal}"));
     }
+    // A panic in the driving loop (exit 101): the panic hook kills every registered group,
+    // the vendor's among them.
+    let tmp = tempdir();
+    let db = tmp.path().join("p.db");
+    let output = Command::new(BIN)
+        .args([
+            "run",
+            "--strategy",
+            "outbox",
+            "--delay-ms",
+            "20",
+            "--db",
+            path_arg(&db),
+        ])
+        .env("RECLAIM_TEST_PANIC", "loop")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(output.status.code(), Some(101), "{output:?}");
+    assert!(vendor_db(&db).exists(), "the vendor had started");
+    assert_none_left(tmp.path(), "a panic in the loop");
 }
 
 // ---------------------------------------------------------------------------------------------
