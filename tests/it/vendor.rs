@@ -823,3 +823,37 @@ fn prove_outbox_passes_every_test_and_its_sweep_covers_the_relays_crash_point() 
     assert!(detail.starts_with("18 crashes"), "{detail}");
     assert_eq!(sweep["tested"], true, "{sweep}");
 }
+
+#[test]
+fn the_side_effects_scenario_shows_the_email_sent_twice_beside_right_rows_and_quits_clean() {
+    let tmp = tempdir();
+    let mut dashboard = crate::pty::Dashboard::start(
+        &["tui", "--scenario", "side-effects"],
+        tmp.path(),
+        crate::tui::COLS,
+        crate::tui::ROWS,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Faster, so the night ends sooner; what is shown does not depend on the pace.
+    dashboard.send(b"+++").unwrap_or_else(|e| panic!("{e}"));
+    dashboard
+        .wait_for(
+            "guarded's duplicate email and the outbox's clean count",
+            Instant::now() + LIMIT,
+            |screen| {
+                let text = screen.contents();
+                let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                words.contains("messages WRONG: 1 sent twice")
+                    && words.contains("messages 201 distinct 200 dup 1")
+                    && words.contains("messages 200 distinct 200 dup 0")
+                    && words.matches("rows 200 distinct 200 dup 0").count() == 2
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    let status = dashboard
+        .wait_exit(Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success(), "{status:?}");
+    assert_none_left(tmp.path(), "q in the dashboard");
+}
