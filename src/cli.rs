@@ -90,6 +90,9 @@ pub struct RelayArgs {
     /// Die by SIGKILL at TASK:after-relay-send (delivered, not marked sent)
     #[arg(long, value_name = "TASK:POINT")]
     pub crash_at: Option<CrashAt>,
+    /// Stop (an error) after this many seconds with nothing to deliver and the queue unfinished
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub idle_secs: u64,
 }
 
 #[derive(Debug, Args)]

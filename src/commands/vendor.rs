@@ -35,6 +35,7 @@ pub(super) fn relay(args: &RelayArgs) -> Result<u8, Error> {
         vendor: args.vendor,
         items: args.items,
         crash_at: args.crash_at,
+        idle_limit: std::time::Duration::from_secs(args.idle_secs),
     };
     relay::run(&config, &mut io::stdout().lock())?;
     Ok(OK)

@@ -207,7 +207,13 @@ impl Lane {
             .arg("--db")
             .arg(&self.config.db)
             .arg("--items")
-            .arg(self.config.items.to_string());
+            .arg(self.config.items.to_string())
+            .arg("--idle-secs")
+            .arg(
+                crate::vendor::relay::SUPERVISED_IDLE_LIMIT
+                    .as_secs()
+                    .to_string(),
+            );
         if let Some(vendor) = &self.vendor {
             command.arg("--vendor").arg(vendor.addr.to_string());
         }

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _};
 use thiserror::Error;
@@ -24,9 +24,12 @@ use crate::task::parse_task_id;
 use crate::worker::protocol::Line;
 use crate::worker::{CrashAt, CrashPoint};
 
-/// How long the relay waits with nothing pending and the queue unfinished before it stops by
-/// itself (the supervisor ends it sooner when the night ends).
+/// How long a relay started by hand waits with nothing pending and the queue unfinished before
+/// it stops by itself (`--idle-secs`).
 pub const IDLE_LIMIT: Duration = Duration::from_secs(60);
+/// The same for a relay under reclaim's supervisor, which ends it with the night (and whose
+/// death ends it by PDEATHSIG): long enough for the longest `--long-item` to pass.
+pub const SUPERVISED_IDLE_LIMIT: Duration = Duration::from_secs(7200);
 const POLL: Duration = Duration::from_millis(5);
 
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +38,8 @@ pub struct RelayConfig {
     pub vendor: SocketAddr,
     pub items: u64,
     pub crash_at: Option<CrashAt>,
+    /// Waiting with nothing to deliver for this long, the relay stops (an error).
+    pub idle_limit: Duration,
 }
 
 #[derive(Debug, Error)]
@@ -73,7 +78,9 @@ pub fn run(config: &RelayConfig, out: &mut dyn Write) -> Result<u64, RelayError>
         config.vendor,
         std::process::id()
     ));
-    let mut progress_at = Instant::now();
+    // Idle time is counted in the relay's own pauses, not read from a clock: a relay stopped
+    // with its night (pause, hang, Ctrl-Z) has not been waiting, whatever the clock says.
+    let mut idle = Duration::ZERO;
     let mut conn: Option<Connection> = None;
     let mut delivered = 0u64;
     let mut replayed = 0u64;
@@ -112,19 +119,20 @@ pub fn run(config: &RelayConfig, out: &mut dyn Write) -> Result<u64, RelayError>
                 })
                 .map_err(sqlite)?;
                 delivered += 1;
-                progress_at = Instant::now();
+                idle = Duration::ZERO;
             }
             _ if total >= config.items => break,
             _ => {
-                if progress_at.elapsed() >= IDLE_LIMIT {
+                if idle >= config.idle_limit {
                     return Err(RelayError::Idle {
                         path: config.db.clone(),
-                        secs: IDLE_LIMIT.as_secs(),
+                        secs: config.idle_limit.as_secs(),
                         pending: config.items - total,
                         items: config.items,
                     });
                 }
                 thread::sleep(POLL);
+                idle += POLL;
             }
         }
     }

@@ -339,6 +339,27 @@ fn bad_side_effect_input_is_refused_in_one_line_before_anything_starts() {
 }
 
 #[test]
+fn a_relay_with_nothing_to_deliver_stops_by_itself() {
+    let tmp = tempdir();
+    let db = tmp.path().join("none.db");
+    let run = reclaim_within(
+        &[
+            "relay",
+            "--db",
+            path_arg(&db),
+            "--vendor",
+            "127.0.0.1:9",
+            "--idle-secs",
+            "1",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_one_line_error(&run, "the relay stops rather than wait forever");
+    assert!(!db.exists(), "the relay created the warehouse");
+}
+
+#[test]
 fn the_worker_and_the_relay_refuse_crash_points_they_never_pass() {
     let tmp = tempdir();
     let db = tmp.path().join("x.db");
