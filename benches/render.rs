@@ -243,6 +243,7 @@ fn lane(strategy: &str) -> LaneView {
         distinct: 200,
         duplicated,
         checkpoints: (!naive).then_some(200),
+        messages: None,
         series,
         markers,
         heartbeat_age: Some(4.0),

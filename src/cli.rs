@@ -52,10 +52,52 @@ pub enum Command {
     },
     /// Print the manual page (roff), e.g. `reclaim man | man -l -`
     Man,
+    /// The third party a side effect reaches: an HTTP server on 127.0.0.1 that records every
+    /// message in its own database and honours (or not) an Idempotency-Key
+    Vendor(VendorArgs),
+    /// Delivers an outbox worker's pending messages to the vendor with each row's key, and
+    /// marks them sent (what the supervisor spawns beside an outbox worker)
+    Relay(RelayArgs),
     /// Runs an --exec job's `sh -c CMD` so that its whole process group dies with reclaim (what
     /// the supervisor spawns for an external worker)
     #[command(hide = true)]
     ExecGuard(ExecGuardArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VendorArgs {
+    /// The vendor's own database of deliveries (created; a vendor database that exists is
+    /// continued, keys and all)
+    #[arg(long)]
+    pub db: PathBuf,
+    /// What it does with an Idempotency-Key: honour, ignore, or expire=SECS
+    #[arg(long, default_value = "honour", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::vendor::Keys>()))]
+    pub keys: crate::vendor::Keys,
+    /// The chance (0..=1) that it acts on a request and never answers it
+    #[arg(long, default_value_t = 0.0, value_parser = crate::vendor::parse_probability)]
+    pub drop_responses: f64,
+    /// Seed for the dropped responses
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    /// The outbox worker's warehouse
+    #[arg(long)]
+    pub db: PathBuf,
+    /// The vendor's address (127.0.0.1:PORT, as `reclaim vendor` says on its first line)
+    #[arg(long, value_parser = crate::vendor::parse_addr)]
+    pub vendor: std::net::SocketAddr,
+    /// Items in the queue: the relay ends once every one has been delivered
+    #[arg(long, default_value_t = 200, value_parser = items_parser())]
+    pub items: u64,
+    /// Die by SIGKILL at TASK:after-relay-send (delivered, not marked sent)
+    #[arg(long, value_name = "TASK:POINT")]
+    pub crash_at: Option<CrashAt>,
+    /// Stop (an error) after this many seconds with nothing to deliver and the queue unfinished
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub idle_secs: u64,
 }
 
 #[derive(Debug, Args)]
@@ -149,7 +191,14 @@ pub struct Points(pub Vec<CrashPoint>);
 
 fn parse_strategies(text: &str) -> Result<Strategies, String> {
     if text == "all" {
-        return Ok(Strategies(Strategy::all().to_vec()));
+        // The four whose rows alone tell the story; the outbox is named to be mapped.
+        return Ok(Strategies(
+            Strategy::all()
+                .iter()
+                .copied()
+                .filter(|s| !s.relays())
+                .collect(),
+        ));
     }
     text.split(',')
         .map(|name| {
@@ -349,7 +398,7 @@ pub struct RunArgs {
     /// Sim seconds per real second (600: ten minutes of the night per second)
     #[arg(long, default_value_t = 600.0, value_parser = parse_scale, allow_negative_numbers = true)]
     pub scale: f64,
-    /// Items per transaction (keyed and guarded)
+    /// Items per transaction (keyed, guarded and outbox)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_BATCH))]
     pub batch: u64,
     /// normal survives a process crash; full also survives a power cut
@@ -367,6 +416,25 @@ pub struct RunArgs {
     /// Kill at the moments a recorded session's host killed (replaces the random kills)
     #[arg(long, value_name = "FILE", conflicts_with_all = ["kills", "kill_at_task"])]
     pub replay_schedule: Option<PathBuf>,
+    #[command(flatten)]
+    pub vendor: SideEffectArgs,
+    #[command(flatten)]
+    pub long: LongItemArgs,
+}
+
+/// What leaves the database: a side effect per item and the vendor that receives it.
+#[derive(Debug, Args, Default)]
+pub struct SideEffectArgs {
+    /// Each item also sends a message to a vendor, before its row commits (the outbox
+    /// strategy sends through its relay instead)
+    #[arg(long, value_enum)]
+    pub side_effect: Option<crate::worker::SideEffect>,
+    /// The vendor's key policy: honour, ignore, or expire=SECS [default: honour]
+    #[arg(long, value_name = "POLICY", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::vendor::Keys>()))]
+    pub vendor_keys: Option<crate::vendor::Keys>,
+    /// The chance (0..=1) that the vendor acts on a request and never answers it
+    #[arg(long, value_name = "P", value_parser = crate::vendor::parse_probability)]
+    pub vendor_drop_responses: Option<f64>,
 }
 
 /// Your own worker instead of reclaim's: the command, its setup, and where its rows land.
@@ -496,10 +564,11 @@ pub struct WorkerArgs {
     /// Heartbeat file [default: beside the database, DB.heartbeat]
     #[arg(long)]
     pub heartbeat: Option<PathBuf>,
-    /// Items per transaction (keyed and guarded)
+    /// Items per transaction (keyed, guarded and outbox)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_BATCH))]
     pub batch: u64,
-    /// Die by SIGKILL at TASK:POINT (before-write, after-row-commit, after-commit, after-heartbeat)
+    /// Die by SIGKILL at TASK:POINT (before-write, after-row-commit, after-commit, after-heartbeat,
+    /// after-send)
     #[arg(long, value_name = "TASK:POINT")]
     pub crash_at: Option<CrashAt>,
     /// normal survives a process crash (what reclaim models); full also survives a power cut
@@ -513,6 +582,25 @@ pub struct WorkerArgs {
     /// write and `wrote N` after it: the supervisor's sim clock paces the worker
     #[arg(long, hide = true, requires = "supervised")]
     pub gated: bool,
+    /// Each item also sends a message to the vendor, before its row commits
+    #[arg(long, value_enum, requires = "vendor")]
+    pub side_effect: Option<crate::worker::SideEffect>,
+    /// The vendor's address (127.0.0.1:PORT, as `reclaim vendor` says on its first line)
+    #[arg(long, value_parser = crate::vendor::parse_addr)]
+    pub vendor: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub long: LongItemArgs,
+}
+
+/// Work that outlives an instance: one long item, and its work in checkpointed steps.
+#[derive(Debug, Args, Default)]
+pub struct LongItemArgs {
+    /// One item whose work takes SECS seconds before its row commits (task-050:2)
+    #[arg(long, value_name = "TASK:SECS")]
+    pub long_item: Option<crate::worker::LongItem>,
+    /// Do that work in K steps, each committed as it finishes (guarded, outbox)
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub split: u64,
 }
 
 impl WorkerArgs {
@@ -539,6 +627,10 @@ impl WorkerArgs {
             sync: self.sync,
             supervised: self.supervised,
             gated: self.gated,
+            side_effect: self.side_effect,
+            vendor: self.vendor,
+            long_item: self.long.long_item,
+            split: self.long.split,
         }
     }
 }

@@ -14,6 +14,8 @@ use crate::paths::PathError;
 use crate::record::RecordingError;
 use crate::scenario::ScenarioError;
 use crate::store::StoreError;
+use crate::vendor::VendorError;
+use crate::vendor::relay::RelayError;
 use crate::worker::WorkerError;
 
 #[derive(Debug, Error)]
@@ -30,6 +32,10 @@ pub enum Error {
     Recording(#[from] RecordingError),
     #[error(transparent)]
     Worker(#[from] WorkerError),
+    #[error(transparent)]
+    Vendor(#[from] VendorError),
+    #[error(transparent)]
+    Relay(#[from] RelayError),
     /// Input refused, in a sentence that names the value and what to do.
     #[error("{0}")]
     Refused(String),

@@ -62,6 +62,15 @@ pub struct RunReport {
     /// `--kill-at-rows`: the rows seen when the kill was sent, and the rows once it landed.
     pub kill_sent_at_rows: Option<u64>,
     pub kill_landed_at_rows: Option<u64>,
+    /// Messages at the vendor (a lane with a side effect or an outbox; `null` otherwise), read
+    /// from the vendor's own database: sent, tasks reached, copies beyond the first, tasks
+    /// never reached.
+    pub messages_received: Option<u64>,
+    pub messages_distinct: Option<u64>,
+    pub messages_duplicated: Option<u64>,
+    pub messages_missing: Option<u64>,
+    /// What went wrong at the receiving end, in a sentence (`None` when it holds or there is none).
+    pub messages_verdict: Option<String>,
     pub elapsed_ms: u64,
     pub scale: f64,
     pub db: PathBuf,
@@ -79,10 +88,22 @@ impl RunReport {
         }
     }
 
-    /// The job completed and its rows are right.
+    /// The receiving end's counts, for a lane that reaches a vendor.
+    #[must_use]
+    pub fn with_messages(mut self, messages: Option<crate::vendor::Counts>) -> Self {
+        self.messages_received = messages.map(|m| m.received);
+        self.messages_distinct = messages.map(|m| m.distinct);
+        self.messages_duplicated = messages.map(|m| m.duplicated);
+        self.messages_missing = messages.map(|m| m.missing);
+        self.messages_verdict =
+            messages.and_then(|m| crate::verdict::messages_verdict(m.duplicated, m.missing));
+        self
+    }
+
+    /// The job completed, its rows are right, and so are its messages (if it sends any).
     #[must_use]
     pub fn holds(&self) -> bool {
-        self.completed && self.derived.is_ok()
+        self.completed && self.derived.is_ok() && self.messages_verdict.is_none()
     }
 }
 
@@ -201,6 +222,10 @@ pub fn drive_lanes(
     for lane in engine.lanes() {
         inspections.push(lane.config.inspect()?);
     }
+    let mut messages = Vec::new();
+    for lane in engine.lanes() {
+        messages.push(messages_at_vendor(&lane.config)?);
+    }
     if let Some(recorder) = recorder.as_mut() {
         let ends = (engine.lanes().iter().zip(&inspections))
             .map(|(lane, inspection)| {
@@ -220,7 +245,9 @@ pub fn drive_lanes(
     Ok(inspections
         .iter()
         .enumerate()
-        .map(|(i, inspection)| lane_report(&engine, i, inspection, plan, elapsed))
+        .map(|(i, inspection)| {
+            lane_report(&engine, i, inspection, plan, elapsed).with_messages(messages[i])
+        })
         .collect())
 }
 
@@ -264,6 +291,19 @@ fn lane_report(
         (claimed, symptoms, never_completed),
         elapsed,
     )
+}
+
+/// The messages at a lane's vendor, read from its database (`None` for a lane without one).
+fn messages_at_vendor(
+    lane: &crate::engine::LaneConfig,
+) -> Result<Option<crate::vendor::Counts>, Error> {
+    if !lane.needs_vendor() {
+        return Ok(None);
+    }
+    Ok(Some(crate::vendor::Counts::read(
+        &lane.vendor_db(),
+        lane.items,
+    )?))
 }
 
 fn report(
@@ -329,6 +369,12 @@ fn report(
         kill_landed_at_rows: (engine.kill_at_rows())
             .filter(|_| index == 0)
             .map(|(_, landed)| landed),
+        // Filled by `drive_lanes` for a lane that reaches a vendor.
+        messages_received: None,
+        messages_distinct: None,
+        messages_duplicated: None,
+        messages_missing: None,
+        messages_verdict: None,
         elapsed_ms: elapsed.as_millis() as u64,
         scale: engine.config().scale,
         db: inspection.db.clone(),

@@ -26,5 +26,6 @@ pub mod task;
 pub mod test_hooks;
 pub mod text;
 pub mod tui;
+pub mod vendor;
 pub mod verdict;
 pub mod worker;

@@ -8,5 +8,5 @@ pub const MAX_ITEMS: u64 = 100_000_000;
 /// or the dashboard's `a` key alike.
 pub const MAX_WORKERS: usize = 64;
 
-/// Items per transaction (keyed and guarded).
+/// Items per transaction (keyed, guarded and outbox).
 pub const MAX_BATCH: u64 = 100_000;

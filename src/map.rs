@@ -75,7 +75,11 @@ impl Plan {
     pub fn bands(&self) -> Vec<(Strategy, CrashPoint)> {
         self.strategies
             .iter()
-            .flat_map(|&s| self.points.iter().map(move |&p| (s, p)))
+            .flat_map(|&s| {
+                (self.points.iter())
+                    .filter(move |p| p.reached_by(s, false))
+                    .map(move |&p| (s, p))
+            })
             .collect()
     }
 

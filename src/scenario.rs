@@ -11,10 +11,11 @@ use thiserror::Error;
 use crate::engine::{EngineConfig, HangPlan, Kind, LaneConfig, LaneWorker, Pace};
 use crate::supervisor::schedule::{KillPlan, parse_window};
 use crate::text::escape_controls;
-use crate::worker::{CrashAt, Strategy};
+use crate::vendor::{Keys, VendorModes};
+use crate::worker::{CrashAt, LongItem, SideEffect, Strategy};
 
 /// The shipped scenarios, by name; the first is the default.
-pub const SHIPPED: [(&str, &str); 7] = [
+pub const SHIPPED: [(&str, &str); 10] = [
     (
         "incident",
         include_str!("../assets/scenarios/incident.toml"),
@@ -42,6 +43,18 @@ pub const SHIPPED: [(&str, &str); 7] = [
     (
         "all-strategies",
         include_str!("../assets/scenarios/all-strategies.toml"),
+    ),
+    (
+        "side-effects",
+        include_str!("../assets/scenarios/side-effects.toml"),
+    ),
+    (
+        "vendor-forgets",
+        include_str!("../assets/scenarios/vendor-forgets.toml"),
+    ),
+    (
+        "long-item",
+        include_str!("../assets/scenarios/long-item.toml"),
     ),
 ];
 
@@ -426,6 +439,15 @@ struct LaneFile {
     #[serde(default = "one_u64")]
     batch: u64,
     crash_at: Option<String>,
+    /// `email`: each item also sends a message to the lane's vendor, before its commit.
+    side_effect: Option<SideEffect>,
+    /// The lane's vendor: `honour`, `ignore` or `expire=SECS` its Idempotency-Keys.
+    vendor_keys: Option<String>,
+    vendor_drop_responses: Option<f64>,
+    /// `TASK:SECS`: one item whose work takes that long (real seconds) before its commit.
+    long_item: Option<String>,
+    /// That work in K checkpointed steps (guarded, outbox).
+    split: Option<u64>,
 }
 
 fn one() -> usize {
@@ -473,6 +495,11 @@ pub struct ScenarioLane {
     pub workers: usize,
     pub batch: u64,
     pub crash_at: Option<CrashAt>,
+    pub side_effect: Option<SideEffect>,
+    /// The vendor's modes (its seed is the night's).
+    pub vendor: VendorModes,
+    pub long_item: Option<LongItem>,
+    pub split: u64,
 }
 
 impl Scenario {
@@ -571,6 +598,13 @@ impl Scenario {
                         batch: lane.batch,
                         workers: lane.workers,
                         crash_at: lane.crash_at,
+                        side_effect: lane.side_effect,
+                        vendor: VendorModes {
+                            seed: self.seed,
+                            ..lane.vendor
+                        },
+                        long_item: lane.long_item,
+                        split: lane.split,
                         ..LaneConfig::new(lane.worker.clone(), db, self.items)
                     }
                 })
@@ -784,7 +818,9 @@ impl LaneFile {
             }
         };
         if self.batch > 1 && !worker.strategy().is_some_and(Strategy::batches) {
-            return Err(format!("lane {n}: batch applies to keyed and guarded only"));
+            return Err(format!(
+                "lane {n}: batch applies to keyed, guarded and outbox only"
+            ));
         }
         let crash_at = match &self.crash_at {
             Some(text) => {
@@ -809,13 +845,96 @@ impl LaneFile {
                 "lane {n}: name {name:?} must be 1..=24 characters, no slashes or control characters"
             ));
         }
+        let (vendor, long_item, split) = self.leaves_the_database(n, &worker, items, crash_at)?;
         Ok(ScenarioLane {
             name,
             worker,
             workers: self.workers,
             batch: self.batch,
             crash_at,
+            side_effect: self.side_effect,
+            vendor,
+            long_item,
+            split,
         })
+    }
+
+    /// The side effect, the vendor's modes, the long item and its steps, checked as `run`
+    /// checks its flags.
+    fn leaves_the_database(
+        &self,
+        n: usize,
+        worker: &LaneWorker,
+        items: u64,
+        crash_at: Option<CrashAt>,
+    ) -> Result<(VendorModes, Option<LongItem>, u64), String> {
+        let strategy = worker.strategy();
+        let relays = strategy.is_some_and(Strategy::relays);
+        if self.side_effect.is_some() && strategy.is_none() {
+            return Err(format!(
+                "lane {n}: side_effect needs reclaim's own worker; an exec lane sends what it sends"
+            ));
+        }
+        let reaches_vendor = self.side_effect.is_some() || relays;
+        if !reaches_vendor && (self.vendor_keys.is_some() || self.vendor_drop_responses.is_some()) {
+            return Err(format!(
+                "lane {n}: vendor_keys and vendor_drop_responses need side_effect = \"email\" or strategy = \"outbox\""
+            ));
+        }
+        let keys = match &self.vendor_keys {
+            Some(text) => text
+                .parse::<Keys>()
+                .map_err(|e| format!("lane {n}: vendor_keys: {e}"))?,
+            None => Keys::Honour,
+        };
+        let drop_responses = self.vendor_drop_responses.unwrap_or(0.0);
+        range(
+            &format!("lane {n}: vendor_drop_responses"),
+            drop_responses,
+            0.0,
+            1.0,
+        )?;
+        if let Some(crash) = crash_at {
+            use crate::worker::CrashPoint;
+            if (crash.point == CrashPoint::AfterRelaySend && !relays)
+                || (crash.point == CrashPoint::AfterSend && !reaches_vendor)
+            {
+                return Err(format!(
+                    "lane {n}: crash_at {crash}: this lane never passes that point (after-send needs side_effect or outbox; after-relay-send needs outbox)"
+                ));
+            }
+        }
+        let long_item = match &self.long_item {
+            Some(text) => {
+                if strategy.is_none() {
+                    return Err(format!("lane {n}: long_item needs reclaim's own worker"));
+                }
+                let long: LongItem = text
+                    .parse()
+                    .map_err(|e| format!("lane {n}: long_item: {e}"))?;
+                crate::task::check_in_queue(&format!("lane {n}: long_item"), long.task, items)?;
+                Some(long)
+            }
+            None => None,
+        };
+        let split = self.split.unwrap_or(1);
+        if !(1..=1000).contains(&split) {
+            return Err(format!("lane {n}: split = {split} is outside 1..=1000"));
+        }
+        if split > 1 && !strategy.is_some_and(Strategy::splits) {
+            return Err(format!(
+                "lane {n}: split needs a strategy that checkpoints in the row's transaction: guarded or outbox"
+            ));
+        }
+        Ok((
+            VendorModes {
+                keys,
+                drop_responses,
+                seed: 0,
+            },
+            long_item,
+            split,
+        ))
     }
 }
 
@@ -904,7 +1023,7 @@ mod tests {
             ),
             (
                 "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\nbatch = 5\n",
-                "keyed and guarded only",
+                "keyed, guarded and outbox only",
             ),
         ];
         for (text, needle) in cases {

@@ -243,6 +243,28 @@ impl Symptom {
     }
 }
 
+/// The receiving end's verdict, from the vendor's figures: `None` when every task's message
+/// arrived once.
+#[must_use]
+pub fn messages_verdict(duplicated: u64, missing: u64) -> Option<String> {
+    let mut wrong = Vec::new();
+    if duplicated > 0 {
+        wrong.push(format!(
+            "{} message{} sent more than once (a customer got the same email twice)",
+            duplicated,
+            if duplicated == 1 { "" } else { "s" }
+        ));
+    }
+    if missing > 0 {
+        wrong.push(format!(
+            "{} task{} never reached the vendor",
+            missing,
+            if missing == 1 { "" } else { "s" }
+        ));
+    }
+    (!wrong.is_empty()).then(|| format!("messages WRONG: {}", wrong.join("; ")))
+}
+
 /// The teaching lines for a finished job: each observed symptom with its first check, and the
 /// duplicates of a job too short to exceed its queue, which need the same key.
 #[must_use]

@@ -40,7 +40,7 @@ fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
         points: args
             .points
             .as_ref()
-            .map_or_else(|| CrashPoint::ALL.to_vec(), |p| p.0.clone()),
+            .map_or_else(|| CrashPoint::ROWS.to_vec(), |p| p.0.clone()),
         tasks,
         items: args.items,
     };

@@ -12,6 +12,7 @@ pub mod replay_check;
 mod run;
 mod scenarios;
 mod shrink;
+mod vendor;
 mod worker;
 
 use std::io;
@@ -32,6 +33,8 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Command::Map(args)) => map::run(&args),
         Some(Command::Shrink(args)) => shrink::run(&args, &mut io::stdout().lock()),
         Some(Command::HeartbeatCheck(args)) => heartbeat_check::run(&args),
+        Some(Command::Vendor(args)) => vendor::run(&args),
+        Some(Command::Relay(args)) => vendor::relay(&args),
         Some(Command::ExecGuard(args)) => crate::supervisor::guard::run(&args.command, args.parent),
         Some(Command::Tui(args)) => crate::tui::run(&args),
         Some(Command::Scenarios) => scenarios::run(),

@@ -32,6 +32,9 @@ pub struct CheckedLane {
     /// one of the two is wrong and reclaim cannot tell which.
     pub contradiction: Option<String>,
     pub completed: bool,
+    /// Messages at the vendor in the last sample, for a lane whose items left the database.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<crate::vendor::Counts>,
     /// The verdict `derived_status` and `derived` spell.
     #[serde(skip)]
     pub verdict: crate::verdict::Derived,
@@ -49,9 +52,12 @@ pub fn run(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, Error> {
     }
     let lanes = checked_lanes(&recording);
     let ok = !lanes.is_empty()
-        && lanes
-            .iter()
-            .all(|l| l.completed && l.verdict.is_ok() && l.contradiction.is_none());
+        && lanes.iter().all(|l| {
+            l.completed
+                && l.verdict.is_ok()
+                && l.contradiction.is_none()
+                && l.messages.is_none_or(|m| m.holds())
+        });
     if args.json {
         let value = serde_json::json!({
             "file": args.file,
@@ -98,6 +104,15 @@ pub fn run(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, Error> {
                 lane.rows,
                 lane.duplicated_task_ids
             );
+            if let Some(m) = &lane.messages {
+                let judged = crate::verdict::messages_verdict(m.duplicated, m.missing)
+                    .unwrap_or_else(|| "messages ok".into());
+                let _ = writeln!(
+                    out,
+                    "{:<10}  {judged}  received={} duplicated={} missing={}",
+                    "", m.received, m.duplicated, m.missing
+                );
+            }
         }
     }
     Ok(if ok { exit::OK } else { exit::DATA_WRONG })
@@ -150,6 +165,7 @@ fn checked_lanes(recording: &Recording) -> Vec<CheckedLane> {
             recorded_derived_status: recorded.map(|e| e.derived_status),
             contradiction,
             completed: recorded.is_some_and(|e| e.completed),
+            messages: snap.and_then(|s| s.messages),
             verdict: derived,
         });
     }

@@ -21,6 +21,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     }
     // Every input is checked before anything is created or started.
     let worker = lane_worker(args)?;
+    check_side_effect(args, &worker)?;
     if let Some(crash) = args.crash_at {
         crate::task::check_in_queue("--crash-at", crash.task, args.items)?;
     }
@@ -78,8 +79,20 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         workers: usize::from(args.workers),
         sync: args.sync,
         crash_at: args.crash_at,
+        side_effect: args.vendor.side_effect,
+        long_item: args.long.long_item,
+        split: args.long.split,
+        vendor: crate::vendor::VendorModes {
+            keys: args
+                .vendor
+                .vendor_keys
+                .unwrap_or(crate::vendor::Keys::Honour),
+            drop_responses: args.vendor.vendor_drop_responses.unwrap_or(0.0),
+            seed,
+        },
         ..LaneConfig::new(worker.clone(), db.clone(), args.items)
     };
+    refuse_old_vendor_db(&lane)?;
     let config = EngineConfig {
         restart_delay: args.restart_delay,
         max_restarts: args.max_restarts,
@@ -102,6 +115,66 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         print_verdict(&report, out);
     }
     Ok(report.exit_code())
+}
+
+/// Refused before the night, like the warehouse: the vendor records a night afresh.
+fn refuse_old_vendor_db(lane: &LaneConfig) -> Result<(), Error> {
+    let vendor_db = lane.vendor_db();
+    if lane.needs_vendor() && vendor_db.exists() {
+        return Err(Error::Refused(format!(
+            "{} exists (the vendor's database for this warehouse); give a new --db path",
+            vendor_db.display()
+        )));
+    }
+    Ok(())
+}
+
+/// A side effect, and the vendor's modes, only where a vendor is reached, and only from
+/// reclaim's own worker; `after-relay-send` only where a relay runs.
+fn check_side_effect(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
+    let v = &args.vendor;
+    let strategy = worker.strategy();
+    if strategy.is_none() && v.side_effect.is_some() {
+        return Err(Error::Refused(
+            "--side-effect needs reclaim's own worker (--strategy): an --exec job sends what it sends".into(),
+        ));
+    }
+    let reaches_vendor =
+        v.side_effect.is_some() || strategy.is_some_and(crate::worker::Strategy::relays);
+    if !reaches_vendor && (v.vendor_keys.is_some() || v.vendor_drop_responses.is_some()) {
+        return Err(Error::Refused(
+            "--vendor-keys and --vendor-drop-responses describe the vendor a side effect reaches; add --side-effect email or use --strategy outbox".into(),
+        ));
+    }
+    if let Some(long) = args.long.long_item {
+        crate::task::check_in_queue("--long-item", long.task, args.items)?;
+        if strategy.is_none() {
+            return Err(Error::Refused(
+                "--long-item needs reclaim's own worker (--strategy): an --exec job's items take what they take".into(),
+            ));
+        }
+    }
+    if args.long.split > 1 && !strategy.is_some_and(crate::worker::Strategy::splits) {
+        return Err(Error::Refused(format!(
+            "--split {} needs a strategy that checkpoints in the row's transaction: guarded or outbox",
+            args.long.split
+        )));
+    }
+    if let Some(crash) = args.crash_at {
+        if crash.point == crate::worker::CrashPoint::AfterRelaySend
+            && !strategy.is_some_and(crate::worker::Strategy::relays)
+        {
+            return Err(Error::Refused(format!(
+                "--crash-at {crash}: only the outbox strategy has a relay to crash"
+            )));
+        }
+        if crash.point == crate::worker::CrashPoint::AfterSend && !reaches_vendor {
+            return Err(Error::Refused(format!(
+                "--crash-at {crash}: nothing is sent without --side-effect email (or --strategy outbox)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Whose worker runs: reclaim's own strategy, or the user's command (checked whole first).
@@ -167,6 +240,46 @@ fn print_header(
             }
         );
     }
+    let relays = worker
+        .strategy()
+        .is_some_and(crate::worker::Strategy::relays);
+    if args.vendor.side_effect.is_some() || relays {
+        let how = if relays {
+            "each row's email through its outbox and a relay, with the row's idempotency key"
+        } else {
+            "each item emails its customer before the row commits, without a key"
+        };
+        let _ = writeln!(
+            out,
+            "side effect  {how}; the vendor on 127.0.0.1 {} keys{}",
+            match args
+                .vendor
+                .vendor_keys
+                .unwrap_or(crate::vendor::Keys::Honour)
+            {
+                crate::vendor::Keys::Honour => "honours".to_string(),
+                crate::vendor::Keys::Ignore => "ignores".to_string(),
+                crate::vendor::Keys::Expire(secs) => format!("forgets after {secs} s its"),
+            },
+            match args.vendor.vendor_drop_responses {
+                Some(p) if p > 0.0 => format!(" and drops {:.0}% of its responses", p * 100.0),
+                _ => String::new(),
+            }
+        );
+    }
+    if let Some(long) = args.long.long_item {
+        let steps = if args.long.split > 1 {
+            format!("in {} committed steps", args.long.split)
+        } else {
+            "in one piece".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "long item    {} takes {:.3} s of work before its commit, {steps}",
+            crate::task::task_id(long.task),
+            long.work.as_secs_f64()
+        );
+    }
     let _ = writeln!(out, "kill plan    {}", describe_plan(plan, args));
 }
 
@@ -227,6 +340,19 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
                 report.kills,
                 report.restarts
             );
+            // A lane whose items leave the database is judged at its vendor too.
+            if let (Some(received), Some(distinct), Some(duplicated), Some(missing)) = (
+                report.messages_received,
+                report.messages_distinct,
+                report.messages_duplicated,
+                report.messages_missing,
+            ) {
+                let judged = report.messages_verdict.as_deref().unwrap_or("messages ok");
+                let _ = writeln!(
+                    out,
+                    "messages     {name:<width$}  {judged}  received={received} distinct={distinct} duplicated={duplicated} missing={missing}"
+                );
+            }
         }
         let _ = writeln!(out, "databases    {} (kept)", dir.display());
     }
@@ -334,6 +460,23 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
         && let Some(unearned) = report.kills_in_window.unearned(strategy)
     {
         let _ = writeln!(out, "             the data holds, but {unearned}");
+    }
+    if let (Some(received), Some(distinct), Some(duplicated), Some(missing)) = (
+        report.messages_received,
+        report.messages_distinct,
+        report.messages_duplicated,
+        report.messages_missing,
+    ) {
+        let judged = report
+            .messages_verdict
+            .as_deref()
+            .unwrap_or("messages ok: every task's message arrived once");
+        let _ = writeln!(out, "vendor       {judged}");
+        let _ = writeln!(
+            out,
+            "messages     received={received}  distinct={distinct}  duplicated={duplicated}  missing={missing}  (at the vendor: {})",
+            display(&crate::vendor::db_path(&report.db))
+        );
     }
     let _ = writeln!(out, "database     {} (kept)", display(&report.db));
     let _ = writeln!(

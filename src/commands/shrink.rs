@@ -176,6 +176,7 @@ fn points_for(strategy: Strategy) -> impl Iterator<Item = CrashPoint> {
     CrashPoint::ALL
         .into_iter()
         .filter(move |&p| p != CrashPoint::AfterRowCommit || strategy == Strategy::TwoCommit)
+        .filter(move |&p| p.reached_by(strategy, false))
 }
 
 fn describe_kills(kills: &[Option<u64>]) -> String {

@@ -12,6 +12,22 @@ use crate::worker::{self, WorkerConfig};
 pub(super) fn run(args: &WorkerArgs) -> Result<u8, Error> {
     if let Some(crash) = args.crash_at {
         crate::task::check_in_queue("--crash-at", crash.task, args.items)?;
+        if crash.point == crate::worker::CrashPoint::AfterRelaySend {
+            return Err(Error::Refused(format!(
+                "--crash-at {crash} is the relay's crash point; give it to `reclaim relay`"
+            )));
+        }
+        if !crash
+            .point
+            .reached_by(args.strategy, args.side_effect.is_some())
+        {
+            return Err(Error::Refused(format!(
+                "--crash-at {crash}: nothing is sent without --side-effect email (or --strategy outbox)"
+            )));
+        }
+    }
+    if let Some(long) = args.long.long_item {
+        crate::task::check_in_queue("--long-item", long.task, args.items)?;
     }
     // Both paths resolved once, before anything is opened: the heartbeat is renamed onto its
     // path after every commit, so it must never be the warehouse or one of its companions.

@@ -10,7 +10,8 @@ use super::pace::Pace;
 use crate::store::SyncMode;
 use crate::store::rows::RowSource;
 use crate::supervisor::schedule::KillPlan;
-use crate::worker::{CrashAt, Strategy};
+use crate::vendor::VendorModes;
+use crate::worker::{CrashAt, LongItem, SideEffect, Strategy};
 
 /// The dead-man's switch threshold of the postmortem's cron script, in sim seconds.
 pub const DEFAULT_DEAD_MAN: f64 = 300.0;
@@ -92,8 +93,15 @@ pub struct LaneConfig {
     /// Workers running at once on this lane's database (duplicate delivery when above 1).
     pub workers: usize,
     pub sync: SyncMode,
-    /// A crash point for each worker's first attempt.
+    /// A crash point for each worker's first attempt (and the relay's, for `after-relay-send`).
     pub crash_at: Option<CrashAt>,
+    /// What each item also does outside the database (`--side-effect`).
+    pub side_effect: Option<SideEffect>,
+    /// How the lane's vendor behaves, when it has one (`needs_vendor`).
+    pub vendor: VendorModes,
+    /// One item that takes longer than the others (`--long-item`), and its work in steps.
+    pub long_item: Option<LongItem>,
+    pub split: u64,
 }
 
 impl From<Strategy> for LaneWorker {
@@ -121,7 +129,29 @@ impl LaneConfig {
             workers: 1,
             sync: SyncMode::Normal,
             crash_at: None,
+            side_effect: None,
+            vendor: VendorModes::default(),
+            long_item: None,
+            split: 1,
         }
+    }
+
+    /// Its items reach a vendor: a side effect from the worker, or the outbox's relay.
+    #[must_use]
+    pub fn needs_vendor(&self) -> bool {
+        self.side_effect.is_some() || self.relays()
+    }
+
+    /// A relay runs beside its workers (the outbox strategy).
+    #[must_use]
+    pub fn relays(&self) -> bool {
+        self.worker.strategy().is_some_and(Strategy::relays)
+    }
+
+    /// The vendor's database for this lane, beside the warehouse.
+    #[must_use]
+    pub fn vendor_db(&self) -> PathBuf {
+        crate::vendor::db_path(&self.db)
     }
 
     /// Every fact about the lane's rows, read from its database: reclaim's warehouse, or where

@@ -21,6 +21,11 @@ use crate::task::task_id;
 use crate::worker::protocol::{ExecEnv, Line};
 use crate::worker::{Strategy, WorkerConfig};
 
+mod vendor;
+
+/// How often a running lane's messages are read from the vendor's database.
+const MESSAGES_EVERY: Duration = Duration::from_millis(200);
+
 /// The longest claim kept from an external worker's last line.
 const CLAIM_CHARS: usize = 120;
 
@@ -71,6 +76,13 @@ pub struct Lane {
     beat_seen: Option<(SystemTime, f64)>,
     /// The last observer error, so a persistent one is reported once.
     pub(super) observer_error: Option<String>,
+    /// The vendor this lane's side effects reach, while the night runs.
+    pub(super) vendor: Option<crate::supervisor::service::Service>,
+    /// The slot that runs the relay (outbox), after the workers' slots.
+    pub(super) relay_slot: Option<usize>,
+    /// The messages at the vendor, as last read (lanes with side effects).
+    pub messages: Option<crate::vendor::Counts>,
+    messages_read_at: Option<Instant>,
     pub(super) heartbeat: heartbeat::Follower,
     /// When the observer last read this lane after it had finished.
     pub(super) settled_at: Option<Instant>,
@@ -95,11 +107,17 @@ impl Lane {
             heartbeat: heartbeat::Follower::new(heartbeat::default_path(&config.db)),
             settled_at: None,
             kills_in_window: KillWindows::default(),
-            rows_at_spawn: vec![0; config.workers],
-            slots: (0..config.workers).map(|_| Slot::new()).collect(),
-            attempts: (0..config.workers)
+            rows_at_spawn: vec![0; config.workers + usize::from(config.relays())],
+            slots: (0..config.workers + usize::from(config.relays()))
+                .map(|_| Slot::new())
+                .collect(),
+            attempts: (0..config.workers + usize::from(config.relays()))
                 .map(|_| Attempt::new(crate::clock::NIGHT_START, Pace::per_item(0.0)))
                 .collect(),
+            relay_slot: config.relays().then_some(config.workers),
+            vendor: None,
+            messages: None,
+            messages_read_at: None,
             config,
             kills: 0,
             restarts: 0,
@@ -222,17 +240,33 @@ impl Lane {
         paces.get(i).copied().unwrap_or(Pace::per_item(0.0))
     }
 
-    /// A slot's next attempt begins at sim time `start`.
+    /// Whether a slot's attempts are on the clock's schedule (gated): reclaim's own workers
+    /// are; someone else's job and the relay are not, so the clock never waits for them and
+    /// their lines are stamped with its reading when they are heard.
+    #[must_use]
+    pub fn on_schedule(&self, slot: usize) -> bool {
+        self.config.worker.job().is_none() && self.relay_slot != Some(slot)
+    }
+
+    /// A slot's next attempt begins at sim time `start`. The relay has no pace: its attempts
+    /// are not the workers', and its restart is not the worker's restart.
     pub(super) fn begin_attempt(&mut self, slot: usize, start: f64) {
-        self.newest_is_restart = self.slots[slot].attempt() > 0;
-        let pace = self.pace(self.slots[slot].attempt() + 1);
+        let pace = if self.relay_slot == Some(slot) {
+            Pace::per_item(0.0)
+        } else {
+            self.newest_is_restart = self.slots[slot].attempt() > 0;
+            self.pace(self.slots[slot].attempt() + 1)
+        };
         self.attempts[slot] = Attempt::new(start, pace);
     }
 
     /// The command a slot's next attempt runs, and whether it is gated (reads grants on its
-    /// stdin): reclaim's own worker (`exe worker ... --gated`), or the external job in its
-    /// folder with its variables, at its own pace.
+    /// stdin): reclaim's own worker (`exe worker ... --gated`), the lane's relay (`exe relay
+    /// ...`, not gated), or the external job in its folder with its variables, at its own pace.
     pub(super) fn command(&self, slot: usize, exe: &std::path::Path) -> (Command, bool) {
+        if self.relay_slot == Some(slot) {
+            return (self.relay_command(slot, exe), false);
+        }
         match &self.config.worker {
             LaneWorker::Strategy(strategy) => {
                 let mut command = Command::new(exe);
@@ -262,11 +296,19 @@ impl Lane {
             delay: cfg.delay,
             heartbeat: heartbeat::default_path(&cfg.db),
             batch: cfg.batch,
-            // The crash point belongs to the first attempt only: the restart must finish.
-            crash_at: cfg.crash_at.filter(|_| self.slots[slot].attempt() == 0),
+            // The crash point belongs to the first attempt only: the restart must finish. The
+            // relay's own point goes to the relay (`relay_command`), never to a worker.
+            crash_at: cfg
+                .crash_at
+                .filter(|c| c.point != crate::worker::CrashPoint::AfterRelaySend)
+                .filter(|_| self.slots[slot].attempt() == 0),
             sync: cfg.sync,
             supervised: true,
             gated: true,
+            side_effect: cfg.side_effect,
+            vendor: self.vendor.as_ref().map(|v| v.addr),
+            long_item: cfg.long_item,
+            split: cfg.split,
         }
     }
 
@@ -327,6 +369,9 @@ impl Lane {
             }
             Line::Wrote { writes, last } if current => {
                 let a = &mut self.attempts[slot];
+                if a.working {
+                    a.worked(*writes, clock);
+                }
                 a.writes = *writes;
                 a.last_task = Some(*last);
                 let at = a.now();
@@ -334,6 +379,13 @@ impl Lane {
                 return (None, Some((*last, a.now())));
             }
             Line::Wait { .. } | Line::Wrote { .. } => return (None, None),
+            Line::Other(text)
+                if current
+                    && self.on_schedule(slot)
+                    && text.split_whitespace().next() == Some(crate::worker::protocol::WORK) =>
+            {
+                self.attempts[slot].working = true;
+            }
             _ => {}
         }
         let mut text = said.fields();
@@ -524,7 +576,12 @@ impl Lane {
             }
             self.restarts += 1;
             let attempt = self.slots[slot].attempt() + 1;
-            let text = format!("supervisor restarts the worker (attempt {attempt})");
+            let who = if self.relay_slot == Some(slot) {
+                "relay"
+            } else {
+                "worker"
+            };
+            let text = format!("supervisor restarts the {who} (attempt {attempt})");
             notes.push(
                 Note::runner(Kind::Notice, text)
                     .marked(Mark::Restart)
@@ -761,6 +818,9 @@ pub struct LaneSnapshot {
     /// all, which the panel says instead of "stale".
     #[serde(default)]
     pub no_heartbeat: bool,
+    /// The messages at the lane's vendor (a lane with a side effect or an outbox).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<crate::vendor::Counts>,
 }
 
 impl LaneSnapshot {
@@ -824,6 +884,7 @@ impl Lane {
             workers: self.config.workers,
             claimed: self.claimed.clone(),
             restarted_at_zero: self.restarted_at_zero,
+            messages: self.messages,
         }
     }
 }

@@ -48,6 +48,8 @@ pub enum EngineError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("{0}")]
+    Vendor(String),
     #[error("cannot create the folder {folder} for a job: {source}")]
     Folder {
         folder: PathBuf,
@@ -125,6 +127,12 @@ impl Engine {
             {
                 crate::store::rows::run_setup(&lane.config.db, sql)?;
             }
+        }
+        // The vendor first: the workers are told its address.
+        let exe = engine.config.exe.clone();
+        for lane in &mut engine.lanes {
+            lane.config.vendor.seed = engine.config.kills.seed;
+            lane.start_vendor(&exe).map_err(EngineError::Vendor)?;
         }
         let start = crate::clock::NIGHT_START + engine.config.start_at;
         for lane in 0..engine.lanes.len() {
@@ -339,6 +347,10 @@ impl Engine {
             // It reads no grants: it goes at its own pace and the clock does not wait for it.
             return Ok(());
         }
+        if !gated {
+            // The relay: not a worker, it reads no grants and the clock never waits for it.
+            return Ok(());
+        }
         // What is due already goes with the start (everything, for a night at full speed), so
         // a worker does not wait a tick for its first grant.
         let clock = self.grant_until();
@@ -376,6 +388,16 @@ impl Engine {
         self.observe(now);
         if self.paused_at.is_none() && !self.frozen {
             self.fire_observed(now);
+        }
+        for lane in &mut self.lanes {
+            lane.settle_relay();
+            // A finished lane's messages are read once more, complete, and its vendor stopped:
+            // nothing will reach it again.
+            let over = lane.finished();
+            lane.read_messages(now, over && lane.vendor.is_some());
+            if over {
+                lane.stop_vendor();
+            }
         }
         Ok(())
     }
@@ -433,7 +455,13 @@ impl Engine {
             let predicted = (self.lanes.first())
                 .and_then(|lane| {
                     let mut running = (lane.slots.iter().zip(&lane.attempts))
-                        .filter(|(slot, _)| slot.is_live() && slot.state() == SlotState::Running);
+                        .enumerate()
+                        .filter(|&(i, (slot, _))| {
+                            lane.on_schedule(i)
+                                && slot.is_live()
+                                && slot.state() == SlotState::Running
+                        })
+                        .map(|(_, pair)| pair);
                     match (running.next(), running.next()) {
                         (Some((_, attempt)), None) => attempt.predicted(task),
                         _ => None,
@@ -497,13 +525,13 @@ impl Engine {
         for lane in 0..self.lanes.len() {
             for slot in 0..self.lanes[lane].slots.len() {
                 self.lanes[lane].slots[slot].try_reap(now);
-                // An external job is not on the clock's schedule: it dies when its death is
-                // seen.
+                // An external job, or the relay, is not on the clock's schedule: it dies when
+                // its death is seen.
                 let attempt = self.lanes[lane].attempts[slot].now();
-                let sim = if self.lanes[lane].config.worker.job().is_some() {
-                    attempt.max(self.clock.now().0)
-                } else {
+                let sim = if self.lanes[lane].on_schedule(slot) {
                     attempt
+                } else {
+                    attempt.max(self.clock.now().0)
                 };
                 if let Some(exit) = self.lanes[lane].slots[slot].ready_exit(now, sim, policy) {
                     self.lanes[lane].forget_temp_beat(slot);
@@ -719,6 +747,7 @@ impl Engine {
                     lane.forget_temp_beat(slot);
                 }
             }
+            lane.stop_vendor();
         }
     }
 }

@@ -59,6 +59,9 @@ pub struct Attempt {
     /// For an attempt without a pace (`--delay-ms 0`: as fast as the machine goes), the clock's
     /// reading when it last spoke: its present.
     unpaced_now: f64,
+    /// The worker is doing the long item's real work (it said `work`): the clock runs on at its
+    /// speed meanwhile instead of waiting for the write, so the host's kills can land in it.
+    pub working: bool,
 }
 
 impl Attempt {
@@ -75,6 +78,7 @@ impl Attempt {
             last_task: None,
             waiting_since: None,
             unpaced_now: start,
+            working: false,
         }
     }
 
@@ -106,7 +110,9 @@ impl Attempt {
     /// The attempt's own present: the moment of its last write (or its start).
     #[must_use]
     pub fn now(&self) -> f64 {
-        if self.paced() {
+        if self.working {
+            self.done_at(self.writes).max(self.unpaced_now)
+        } else if self.paced() {
             self.done_at(self.writes)
         } else {
             self.unpaced_now
@@ -135,7 +141,7 @@ impl Attempt {
     /// write it waits for (or of its last write, while it has not said what comes next).
     /// `None` once the worker has kept the clock waiting longer than `STALL`.
     pub fn hold(&mut self, now: Instant) -> Option<f64> {
-        if !self.paced() {
+        if !self.paced() || self.working {
             return None;
         }
         let hold = self.done_at(self.need.max(self.writes));
@@ -147,6 +153,14 @@ impl Attempt {
     pub fn heard(&mut self, clock: f64) {
         self.waiting_since = None;
         self.unpaced_now = self.unpaced_now.max(clock);
+    }
+
+    /// The long item's work has ended with write `writes`, heard at `clock`: the schedule goes on
+    /// from there (the work took the sim time the clock ran meanwhile).
+    pub fn worked(&mut self, writes: u64, clock: f64) {
+        self.working = false;
+        self.writes = writes;
+        self.rebase(clock);
     }
 
     /// The clock is not held by this attempt now (it had moved on before the hold).
@@ -214,5 +228,23 @@ mod tests {
         a.rebase(200.0);
         assert!((a.done_at(4) - 202.0).abs() < 1e-9);
         assert_eq!(a.grantable(150.0), 3);
+    }
+
+    #[test]
+    fn the_long_items_work_is_not_waited_for_and_the_schedule_goes_on_from_its_commit() {
+        let t0 = Instant::now();
+        let mut a = Attempt::new(100.0, Pace::per_item(2.0));
+        a.writes = 3;
+        a.need = 4;
+        a.working = true;
+        assert_eq!(a.hold(t0), None);
+        a.heard(150.0);
+        assert!((a.now() - 150.0).abs() < 1e-9);
+        a.worked(4, 180.0);
+        assert!(!a.working);
+        assert!((a.now() - 180.0).abs() < 1e-9);
+        assert!((a.done_at(5) - 182.0).abs() < 1e-9);
+        a.need = 5;
+        assert!(a.hold(t0).is_some_and(|h| (h - 182.0).abs() < 1e-9));
     }
 }

@@ -41,7 +41,7 @@ impl KillWindow {
         match strategy {
             Strategy::Naive => Some(Self::AfterCommit),
             Strategy::TwoCommit => Some(Self::AfterRowCommit),
-            Strategy::Keyed | Strategy::Guarded => None,
+            Strategy::Keyed | Strategy::Guarded | Strategy::Outbox => None,
         }
     }
 

@@ -5,4 +5,5 @@
 pub mod guard;
 pub mod process;
 pub mod schedule;
+pub mod service;
 pub mod slot;

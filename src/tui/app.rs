@@ -439,7 +439,7 @@ mod tests {
         let mut app = App::default();
         let now = Instant::now();
         let mut f = facts();
-        f.lanes[1].strategy = Some(Strategy::Guarded);
+        f.lanes[1].strategy = Some(Strategy::Outbox);
         app.update(Action::NextLane, &f, now);
         app.update(Action::ScrollUp, &f, now);
         assert_eq!(app.chrome.scroll, 3);
@@ -543,10 +543,10 @@ mod tests {
     }
 
     #[test]
-    fn strategies_cycle_through_all_four() {
+    fn strategies_cycle_through_all_five() {
         let mut s = Strategy::Naive;
         let mut seen = Vec::new();
-        for _ in 0..4 {
+        for _ in 0..5 {
             s = next_strategy(s);
             seen.push(s);
         }
@@ -556,6 +556,7 @@ mod tests {
                 Strategy::TwoCommit,
                 Strategy::Keyed,
                 Strategy::Guarded,
+                Strategy::Outbox,
                 Strategy::Naive
             ]
         );

@@ -273,6 +273,7 @@ pub(crate) fn lane_view(
         distinct: snap.distinct,
         duplicated: snap.duplicated,
         checkpoints: snap.checkpoints,
+        messages: snap.messages,
         series,
         markers,
         heartbeat_age: snap.heartbeat_age,

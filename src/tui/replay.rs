@@ -430,6 +430,7 @@ mod tests {
                         restarts: u32::from(t >= restart),
                         kills: u32::from(t >= kill),
                         workers: 1,
+                        messages: None,
                         claimed: done.then(|| ClaimedDone {
                             rows_written: 312,
                             status: "ok".into(),

@@ -439,6 +439,7 @@ mod tests {
             distinct,
             duplicated: rows - distinct,
             checkpoints: (name == "guarded").then_some(distinct),
+            messages: None,
             series: Series {
                 rows: curve(rows as f64),
                 distinct: curve(distinct as f64),
@@ -746,5 +747,33 @@ mod tests {
                 let _ = text(&view, w, h);
             }
         }
+    }
+
+    #[test]
+    fn a_lane_whose_items_leave_the_database_shows_its_messages_beside_its_rows() {
+        let counts = crate::vendor::Counts {
+            received: 201,
+            distinct: 200,
+            duplicated: 1,
+            missing: 0,
+        };
+        let mut running = lane("guarded", 120, 120, 800.0);
+        running.messages = Some(counts);
+        let screen = text(&dashboard(800.0, vec![running.clone()], &[]), 80, 24);
+        // The gaps between figures widen with the panel: compare words.
+        let words = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("messages 201 distinct 200 dup 1"),
+            "{screen}"
+        );
+        // Judged only once the lane is over: a running lane's count may still change.
+        assert!(!screen.contains("messages WRONG"), "{screen}");
+        running.state = "done".into();
+        running.state_kind = StateKind::Done;
+        let screen = text(&dashboard(1900.0, vec![running], &[]), 80, 24);
+        assert!(screen.contains("messages WRONG: 1 sent twice"), "{screen}");
+        // A lane without a vendor has no such line.
+        let screen = text(&end_of_night(), 120, 40);
+        assert!(!screen.contains("messages"), "{screen}");
     }
 }

@@ -81,6 +81,8 @@ pub struct LaneView {
     pub distinct: u64,
     pub duplicated: u64,
     pub checkpoints: Option<u64>,
+    /// Messages at the vendor, for a lane whose items leave the database.
+    pub messages: Option<crate::vendor::Counts>,
     pub series: Series,
     /// Kill and restart moments, sim seconds since 02:00.
     pub markers: Vec<Marker>,

@@ -21,10 +21,27 @@ pub enum CrashPoint {
     AfterCommit,
     /// After the heartbeat for the task has been written.
     AfterHeartbeat,
+    /// After the task's message has reached the vendor (`--side-effect email`), before the
+    /// row's transaction: sent, not committed. The outbox worker sends nothing, and dies at the
+    /// same place in the item.
+    AfterSend,
+    /// The relay's: after the vendor has the task's message, before the outbox entry is marked
+    /// sent (delivered, not marked).
+    AfterRelaySend,
 }
 
 impl CrashPoint {
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 6] = [
+        Self::BeforeWrite,
+        Self::AfterRowCommit,
+        Self::AfterCommit,
+        Self::AfterHeartbeat,
+        Self::AfterSend,
+        Self::AfterRelaySend,
+    ];
+
+    /// The points every strategy passes, side effect or not (the map's default).
+    pub const ROWS: [Self; 4] = [
         Self::BeforeWrite,
         Self::AfterRowCommit,
         Self::AfterCommit,
@@ -38,6 +55,21 @@ impl CrashPoint {
             Self::AfterRowCommit => "after-row-commit",
             Self::AfterCommit => "after-commit",
             Self::AfterHeartbeat => "after-heartbeat",
+            Self::AfterSend => "after-send",
+            Self::AfterRelaySend => "after-relay-send",
+        }
+    }
+}
+
+impl CrashPoint {
+    /// Whether a worker of `strategy` (sending a side effect or not) ever reaches this point: a
+    /// sweep that names a point the job never passes would test nothing.
+    #[must_use]
+    pub fn reached_by(self, strategy: super::Strategy, side_effect: bool) -> bool {
+        match self {
+            Self::AfterSend => side_effect || strategy.relays(),
+            Self::AfterRelaySend => strategy.relays(),
+            _ => true,
         }
     }
 }
@@ -112,6 +144,8 @@ mod tests {
             .parse::<CrashAt>()
             .err()
             .unwrap_or_default();
-        assert!(err.contains("before-write, after-row-commit, after-commit, after-heartbeat"));
+        assert!(err.contains(
+            "before-write, after-row-commit, after-commit, after-heartbeat, after-send, after-relay-send"
+        ));
     }
 }

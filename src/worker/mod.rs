@@ -1,4 +1,4 @@
-//! `reclaim worker`: one process working through the queue, in one of four strategies.
+//! `reclaim worker`: one process working through the queue, in one of five strategies.
 //!
 //! Every strategy does the same unit of work (task id -> deterministic payload -> one row); they
 //! differ only in what makes a restart safe. Each lives in its own file; this module holds what
@@ -7,7 +7,9 @@
 mod crash;
 mod guarded;
 mod keyed;
+mod long_item;
 mod naive;
+mod outbox;
 pub mod protocol;
 mod two_commit;
 
@@ -24,6 +26,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 pub use crash::{CrashAt, CrashPoint};
+pub use long_item::LongItem;
 use protocol::{Line, Resume};
 
 use crate::heartbeat;
@@ -47,6 +50,9 @@ pub enum Strategy {
     Keyed,
     /// Row and checkpoint in one transaction, a unique key, and a heartbeat: safe to kill anywhere.
     Guarded,
+    /// Guarded, plus an outbox entry in the same transaction; a relay sends the message with the
+    /// row's idempotency key.
+    Outbox,
 }
 
 impl Strategy {
@@ -70,6 +76,7 @@ impl Strategy {
             Self::TwoCommit => "two-commit",
             Self::Keyed => "keyed",
             Self::Guarded => "guarded",
+            Self::Outbox => "outbox",
         }
     }
 
@@ -80,7 +87,7 @@ impl Strategy {
             Self::Naive => (false, false),
             Self::TwoCommit => (false, true),
             Self::Keyed => (true, false),
-            Self::Guarded => (true, true),
+            Self::Guarded | Self::Outbox => (true, true),
         };
         SchemaNeeds {
             unique_key,
@@ -93,7 +100,7 @@ impl Strategy {
     #[must_use]
     pub fn batches(self) -> bool {
         match self {
-            Self::Keyed | Self::Guarded => true,
+            Self::Keyed | Self::Guarded | Self::Outbox => true,
             Self::Naive | Self::TwoCommit => false,
         }
     }
@@ -102,9 +109,32 @@ impl Strategy {
     fn names_its_run(self) -> bool {
         match self {
             Self::Naive => false,
-            Self::TwoCommit | Self::Keyed | Self::Guarded => true,
+            Self::TwoCommit | Self::Keyed | Self::Guarded | Self::Outbox => true,
         }
     }
+
+    /// Whether it can cut an item's work into checkpointed steps (`--split`): it needs a
+    /// checkpoint that commits with the row, so a finished item is never started again.
+    #[must_use]
+    pub fn splits(self) -> bool {
+        matches!(self, Self::Guarded | Self::Outbox)
+    }
+
+    /// Whether its messages go through an outbox and a relay (rather than from the worker).
+    #[must_use]
+    pub fn relays(self) -> bool {
+        self == Self::Outbox
+    }
+}
+
+/// What else an item does besides its row.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum SideEffect {
+    /// Sends the customer a message through the vendor, before the row's commit.
+    Email,
 }
 
 impl fmt::Display for Strategy {
@@ -132,6 +162,13 @@ pub struct WorkerConfig {
     pub supervised: bool,
     /// Paced by the supervisor's grants rather than by `delay` (see `Gate`).
     pub gated: bool,
+    /// What each item also does outside the database, and the vendor it reaches.
+    pub side_effect: Option<SideEffect>,
+    pub vendor: Option<std::net::SocketAddr>,
+    /// One item whose work (done before its commit, so a kill loses it) takes this long.
+    pub long_item: Option<LongItem>,
+    /// That work in this many steps, each committed as it finishes (guarded, outbox).
+    pub split: u64,
 }
 
 #[derive(Debug, Error)]
@@ -148,9 +185,17 @@ pub enum WorkerError {
         source: rusqlite::Error,
     },
     #[error(
-        "--batch {batch} applies to keyed and guarded only; {strategy} commits one item at a time"
+        "--batch {batch} applies to keyed, guarded and outbox only; {strategy} commits one item at a time"
     )]
     BatchUnsupported { batch: u64, strategy: Strategy },
+    #[error(transparent)]
+    Send(#[from] crate::vendor::SendError),
+    #[error("--side-effect email needs --vendor ADDR (a `reclaim vendor` listening on 127.0.0.1)")]
+    NoVendor,
+    #[error(
+        "--split {split} needs a strategy that checkpoints in the row's transaction (guarded, outbox), not {strategy}"
+    )]
+    SplitUnsupported { split: u64, strategy: Strategy },
 }
 
 /// What a worker that ran to the end says about itself.
@@ -169,6 +214,15 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
             batch: config.batch,
             strategy: config.strategy,
         });
+    }
+    if config.split > 1 && !config.strategy.splits() {
+        return Err(WorkerError::SplitUnsupported {
+            split: config.split,
+            strategy: config.strategy,
+        });
+    }
+    if config.side_effect.is_some() && config.vendor.is_none() && !config.strategy.relays() {
+        return Err(WorkerError::NoVendor);
     }
     let conn = store::open_for_worker(
         &config.db,
@@ -219,6 +273,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
         Strategy::TwoCommit => two_commit::run(&mut ctx)?,
         Strategy::Keyed => keyed::run(&mut ctx)?,
         Strategy::Guarded => guarded::run(&mut ctx)?,
+        Strategy::Outbox => outbox::run(&mut ctx)?,
     }
     // The worker's own word: it counts the table, not what it did, and says ok regardless.
     let rows_written = store::retry_busy(|| {
@@ -340,6 +395,14 @@ impl Ctx<'_> {
             self.say(&Line::Wait { need });
             gate.wait_for(need);
         }
+        self.work_long_item(rows)?;
+        self.send_side_effects(rows)?;
+        let tasks: Vec<u64> = rows
+            .iter()
+            .filter_map(|r| crate::task::parse_task_id(&r.task_id))
+            .collect();
+        self.crash_if(&tasks, CrashPoint::AfterSend);
+        let outbox = self.config.strategy.relays();
         let run_id = &self.run_id;
         let inserted = retry_busy(|| {
             let tx = self
@@ -368,6 +431,18 @@ impl Ctx<'_> {
                         // INVARIANT: with `checkpoint`, a row and its checkpoint commit together.
                         mark.execute(rusqlite::params![row.task_id, now])?;
                     }
+                    if outbox {
+                        // INVARIANT: the outbox entry commits with its row, or neither does;
+                        // nothing is sent inside the transaction.
+                        let message = crate::vendor::Message::for_task(&row.task_id, &row.payload);
+                        tx.prepare_cached(outbox::ENTRY_SQL)?
+                            .execute(rusqlite::params![
+                                row.task_id,
+                                row.idem_key,
+                                message.body(),
+                                now
+                            ])?;
+                    }
                 }
             }
             tx.commit()?;
@@ -389,6 +464,20 @@ impl Ctx<'_> {
             }
         }
         Ok(inserted)
+    }
+
+    /// A naive job's side effect: each row's message, sent before its commit and without a key,
+    /// so a restart that redoes the item sends it again. The outbox strategy sends nothing here.
+    fn send_side_effects(&mut self, rows: &[&Row]) -> Result<(), WorkerError> {
+        if self.config.side_effect.is_none() || self.config.strategy.relays() {
+            return Ok(());
+        }
+        let vendor = self.config.vendor.ok_or(WorkerError::NoVendor)?;
+        for row in rows {
+            let message = crate::vendor::Message::for_task(&row.task_id, &row.payload);
+            crate::vendor::send(vendor, &message, None)?;
+        }
+        Ok(())
     }
 
     /// Commits a row's checkpoint in a transaction of its own (two-commit's second commit).

@@ -49,6 +49,22 @@ impl WorkerConfig {
         if self.gated {
             args.push("--gated".into());
         }
+        if let Some(effect) = self.side_effect {
+            args.push("--side-effect".into());
+            args.push(side_effect_name(effect).into());
+        }
+        if let Some(vendor) = self.vendor {
+            args.push("--vendor".into());
+            args.push(vendor.to_string().into());
+        }
+        if let Some(long) = self.long_item {
+            args.push("--long-item".into());
+            args.push(long.to_string().into());
+        }
+        if self.split > 1 {
+            args.push("--split".into());
+            args.push(self.split.to_string().into());
+        }
         args
     }
 }
@@ -112,6 +128,12 @@ fn delay_ms(delay: Duration) -> String {
     format!("{}.{:03}", us / 1000, us % 1000)
 }
 
+fn side_effect_name(effect: super::SideEffect) -> &'static str {
+    match effect {
+        super::SideEffect::Email => "email",
+    }
+}
+
 fn sync_name(sync: SyncMode) -> &'static str {
     match sync {
         SyncMode::Normal => "normal",
@@ -131,6 +153,11 @@ pub enum Resume {
         skipped: u64,
     },
 }
+
+/// The first word of the line a gated worker prints as it begins the long item's work
+/// (`--long-item`): work that takes real time, during which the supervisor's clock runs on
+/// rather than waiting for the write.
+pub const WORK: &str = "work";
 
 /// One line a worker prints on stdout. The first word is its kind; the supervisor stamps it with
 /// the sim time and puts the rest on the timeline.
@@ -356,6 +383,13 @@ mod tests {
             sync: SyncMode::Full,
             supervised: true,
             gated: true,
+            side_effect: Some(crate::worker::SideEffect::Email),
+            vendor: Some(std::net::SocketAddr::from(([127, 0, 0, 1], 4242))),
+            long_item: Some(crate::worker::LongItem {
+                task: 50,
+                work: Duration::from_millis(1500),
+            }),
+            split: 10,
         };
         let mut command_line: Vec<OsString> = vec!["reclaim".into()];
         command_line.extend(config.to_args());

@@ -15,5 +15,6 @@ mod robust;
 mod run;
 mod suspend;
 mod tui;
+mod vendor;
 mod verdicts;
 mod worker;

@@ -608,7 +608,10 @@ fn run_names_why_its_worker_failed_every_time() {
         ];
         let run = reclaim_in(tmp.path(), &args);
         assert_eq!(run.code, Some(2), "{}", run.stderr);
-        if !run.stderr.contains("applies to keyed and guarded only") {
+        if !run
+            .stderr
+            .contains("applies to keyed, guarded and outbox only")
+        {
             lost += 1;
         }
     }
@@ -872,7 +875,7 @@ fn the_dashboard_with_a_read_only_tmpdir_refuses_before_the_terminal() {
 /// A scenario file holding `text` is refused by `reclaim tui --scenario FILE` (validated before
 /// a terminal is needed, so plain pipes do) with one line naming `needle`; no night is started
 /// and the file is left as it was.
-fn assert_scenario_refused(name: &str, text: &[u8], needle: &str) {
+pub(crate) fn assert_scenario_refused(name: &str, text: &[u8], needle: &str) {
     let tmp = tempdir();
     let file = tmp.path().join(name);
     fs::write(&file, text).unwrap_or_else(|e| panic!("cannot write {name}: {e}"));
@@ -1032,7 +1035,7 @@ fn a_scenario_with_a_wrong_value_is_refused_in_one_line() {
         (
             "batch",
             "[[lane]]\nstrategy = \"naive\"\nbatch = 5".into(),
-            "batch applies to keyed and guarded only",
+            "batch applies to keyed, guarded and outbox only",
         ),
         (
             "name",
@@ -1343,7 +1346,10 @@ fn every_numeric_flag_of_prove_worker_and_the_rest_out_of_range_is_one_line() {
     // Not clap's to refuse, but the same one line: naive commits one item at a time.
     assert_flags_refused(
         &["worker", "--strategy", "naive", "--db", "TMP/x.db"],
-        &[(&["--batch", "5"], "applies to keyed and guarded only")],
+        &[(
+            &["--batch", "5"],
+            "applies to keyed, guarded and outbox only",
+        )],
     );
 }
 

@@ -207,6 +207,23 @@ fn status_lines(lane: &LaneView, width: u16, theme: Theme) -> Vec<Line<'static>>
             ),
         ]),
     ];
+    if let Some(m) = &lane.messages {
+        // The receiving end, beside the rows: what the customer saw.
+        lines.push(Line::from(vec![
+            Span::styled(format!("messages {}", m.received), theme.rows()),
+            Span::raw(gap),
+            Span::styled(format!("distinct {}", m.distinct), theme.distinct()),
+            Span::raw(gap),
+            Span::styled(
+                format!("dup {}", m.duplicated),
+                if m.duplicated > 0 {
+                    theme.bad()
+                } else {
+                    theme.duplicated()
+                },
+            ),
+        ]));
+    }
     if let Some(alert) = &lane.alert {
         lines.push(Line::styled(alert.clone(), theme.bad()));
     }
@@ -238,6 +255,15 @@ fn verdict_lines(lane: &LaneView, theme: Theme, why: bool) -> Vec<Line<'static>>
     ];
     if let Some(text) = lane.disagreement.as_ref().filter(|_| why) {
         verdict.push(Line::styled(text.clone(), theme.bad()));
+    }
+    // The rows cannot show a message sent twice: the receiving end's own verdict.
+    if let Some(wrong) = lane
+        .messages
+        .as_ref()
+        .filter(|_| matches!(lane.state_kind, StateKind::Done | StateKind::Failed))
+        .and_then(crate::vendor::Counts::short_verdict)
+    {
+        verdict.push(Line::styled(wrong, theme.bad()));
     }
     verdict
 }

@@ -1,0 +1,102 @@
+//! A lane's outside world: the vendor its items reach and the relay that feeds it (the outbox
+//! strategy), and the messages counted at the vendor. Neither is a reclaim worker: neither is
+//! gated, and the clock never waits for them.
+
+use std::process::Command;
+use std::time::Instant;
+
+use super::{Lane, MESSAGES_EVERY};
+use crate::supervisor::slot::SlotState;
+
+impl Lane {
+    /// `exe relay ...` for the relay slot's next attempt; the crash point belongs to its first.
+    pub(in crate::engine) fn relay_command(&self, slot: usize, exe: &std::path::Path) -> Command {
+        let mut command = Command::new(exe);
+        command
+            .arg("relay")
+            .arg("--db")
+            .arg(&self.config.db)
+            .arg("--items")
+            .arg(self.config.items.to_string())
+            .arg("--idle-secs")
+            .arg(
+                crate::vendor::relay::SUPERVISED_IDLE_LIMIT
+                    .as_secs()
+                    .to_string(),
+            );
+        if let Some(vendor) = &self.vendor {
+            command.arg("--vendor").arg(vendor.addr.to_string());
+        }
+        if let Some(crash) = self
+            .config
+            .crash_at
+            .filter(|c| c.point == crate::worker::CrashPoint::AfterRelaySend)
+            .filter(|_| self.slots[slot].attempt() == 0)
+        {
+            command.arg("--crash-at").arg(crash.to_string());
+        }
+        command
+    }
+
+    /// Starts the lane's vendor (`exe vendor ...`), when its items reach one.
+    pub(in crate::engine) fn start_vendor(&mut self, exe: &std::path::Path) -> Result<(), String> {
+        if !self.config.needs_vendor() {
+            return Ok(());
+        }
+        let modes = self.config.vendor;
+        let mut command = Command::new(exe);
+        command
+            .arg("vendor")
+            .arg("--db")
+            .arg(self.config.vendor_db())
+            .arg("--keys")
+            .arg(modes.keys.to_string())
+            .arg("--drop-responses")
+            .arg(modes.drop_responses.to_string())
+            .arg("--seed")
+            .arg(modes.seed.to_string());
+        self.vendor = Some(crate::supervisor::service::Service::start(command)?);
+        Ok(())
+    }
+
+    /// Stops the vendor (the night is over, or being torn down).
+    pub(in crate::engine) fn stop_vendor(&mut self) {
+        if let Some(mut vendor) = self.vendor.take() {
+            vendor.stop();
+        }
+    }
+
+    /// A relay with no worker left to feed it would wait for entries that never come: once every
+    /// worker has given up or failed, the relay is ended and given up with them.
+    pub(in crate::engine) fn settle_relay(&mut self) {
+        let Some(relay) = self.relay_slot else {
+            return;
+        };
+        let workers_over = (0..self.slots.len())
+            .filter(|&s| s != relay)
+            .all(|s| matches!(self.slots[s].state(), SlotState::GaveUp | SlotState::Failed));
+        if workers_over && self.slots[relay].state() != SlotState::Done {
+            self.slots[relay].kill();
+            self.slots[relay].give_up();
+        }
+    }
+
+    /// Reads the messages at the vendor, at most every `MESSAGES_EVERY` (always with `force`).
+    pub(in crate::engine) fn read_messages(&mut self, now: Instant, force: bool) {
+        if !self.config.needs_vendor() {
+            return;
+        }
+        if !force
+            && self
+                .messages_read_at
+                .is_some_and(|at| now.saturating_duration_since(at) < MESSAGES_EVERY)
+        {
+            return;
+        }
+        self.messages_read_at = Some(now);
+        if let Ok(counts) = crate::vendor::Counts::read(&self.config.vendor_db(), self.config.items)
+        {
+            self.messages = Some(counts);
+        }
+    }
+}

@@ -1,0 +1,622 @@
+//! `reclaim vendor`: the third party a side effect reaches. A real HTTP server on 127.0.0.1 (an
+//! ephemeral port, said on its first stdout line) that "sends" each message it is asked to and
+//! records every delivery in its own SQLite database, so a night is judged where the customer
+//! would notice: at the receiving end.
+//!
+//! It honours an `Idempotency-Key` header as the well-known payment APIs do: the first request
+//! with a key is acted on and its response stored; a retry with the same key gets that response
+//! replayed and nothing is sent again; a retry with the same key and a different body is refused
+//! (422). Vendors differ on retention, so `--keys ignore` forgets every key and
+//! `--keys expire=SECS` forgets a key after SECS seconds. `--drop-responses P` acts on a request
+//! and then, with probability P (seeded), closes the connection without answering: the caller
+//! cannot tell whether anything was sent, and retries.
+//!
+//! The callers are here too (`send`): a worker's email before its commit, and the relay.
+
+pub mod http;
+pub mod relay;
+
+use std::fmt;
+use std::io::{self, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::thread;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng as _};
+use rusqlite::{Connection, OpenFlags, OptionalExtension as _, TransactionBehavior};
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+use thiserror::Error;
+
+use crate::heartbeat::unix_now;
+use crate::task::parse_task_id;
+
+/// What the vendor does with an `Idempotency-Key`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Keys {
+    /// Stored for good: a retry is answered from the store and sends nothing.
+    Honour,
+    /// Never looked at: every request sends a message.
+    Ignore,
+    /// Stored, then forgotten after this many seconds: a retry later than that sends again.
+    Expire(f64),
+}
+
+impl fmt::Display for Keys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Honour => f.write_str("honour"),
+            Self::Ignore => f.write_str("ignore"),
+            Self::Expire(secs) => write!(f, "expire={secs}"),
+        }
+    }
+}
+
+impl FromStr for Keys {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "honour" | "honor" => Ok(Self::Honour),
+            "ignore" => Ok(Self::Ignore),
+            _ => {
+                let secs = text
+                    .strip_prefix("expire=")
+                    .and_then(|s| s.parse::<f64>().ok())
+                    .filter(|s| s.is_finite() && (0.0..=86_400.0).contains(s))
+                    .ok_or_else(|| {
+                        format!(
+                            "'{}' is not a key policy: honour, ignore, or expire=SECS (0..=86400)",
+                            crate::text::shorten(text, 40)
+                        )
+                    })?;
+                Ok(Self::Expire(secs))
+            }
+        }
+    }
+}
+
+/// A probability, 0..=1, as `--drop-responses` takes it.
+pub fn parse_probability(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|p| (0.0..=1.0).contains(p))
+        .ok_or_else(|| {
+            format!(
+                "'{}' is not a probability in 0..=1",
+                crate::text::shorten(text, 40)
+            )
+        })
+}
+
+/// How a night's vendor behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct VendorModes {
+    pub keys: Keys,
+    /// The chance that a request is acted on and its response never sent.
+    pub drop_responses: f64,
+    /// Seeds the dropped responses, so a night replays.
+    pub seed: u64,
+}
+
+impl Default for VendorModes {
+    fn default() -> Self {
+        Self {
+            keys: Keys::Honour,
+            drop_responses: 0.0,
+            seed: 0,
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum VendorError {
+    #[error("{path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error(
+        "{path} exists and is not a vendor's database (no deliveries and idempotency_keys tables); give a new path"
+    )]
+    NotAVendor { path: PathBuf },
+    #[error("cannot listen on 127.0.0.1: {0}")]
+    Listen(#[source] io::Error),
+}
+
+/// The vendor's database for a lane's warehouse: beside it, `NAME.vendor.sqlite`.
+#[must_use]
+pub fn db_path(warehouse: &Path) -> PathBuf {
+    let stem = warehouse
+        .file_stem()
+        .map_or_else(|| "warehouse".into(), |s| s.to_string_lossy().into_owned());
+    warehouse.with_file_name(format!("{stem}.vendor.sqlite"))
+}
+
+const SCHEMA: &str = "
+CREATE TABLE deliveries(
+    id INTEGER PRIMARY KEY,
+    received_at REAL NOT NULL,
+    task_id TEXT NOT NULL,
+    idem_key TEXT,
+    body TEXT NOT NULL,
+    -- sent: a message went out; replayed: a stored response, nothing sent; refused: same key,
+    -- another body
+    outcome TEXT NOT NULL CHECK (outcome IN ('sent', 'replayed', 'refused')),
+    -- 1 when the caller never heard back (--drop-responses)
+    response_dropped INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE idempotency_keys(
+    idem_key TEXT PRIMARY KEY,
+    body_sha256 TEXT NOT NULL,
+    response TEXT NOT NULL,
+    stored_at REAL NOT NULL
+);";
+
+/// Serves until a signal ends it (or the supervisor kills it), writing `listening ADDR` first.
+pub fn serve(db: &Path, modes: VendorModes, out: &mut dyn Write) -> Result<(), VendorError> {
+    let sqlite = |source| VendorError::Sqlite {
+        path: db.to_path_buf(),
+        source,
+    };
+    // An existing vendor database is the same third party on a second night over the same
+    // warehouse (prove's wiped-checkpoints test): its messages and its keys carry over.
+    let existed = db.exists();
+    let conn = Connection::open(db).map_err(sqlite)?;
+    // Looked at before any pragma: a database of someone else's is left exactly as it was.
+    if existed {
+        let tables: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('deliveries', 'idempotency_keys')",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sqlite)?;
+        if tables != 2 {
+            return Err(VendorError::NotAVendor {
+                path: db.to_path_buf(),
+            });
+        }
+    }
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(sqlite)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(sqlite)?;
+    conn.busy_timeout(Duration::from_secs(5)).map_err(sqlite)?;
+    if !existed {
+        conn.execute_batch(SCHEMA).map_err(sqlite)?;
+    }
+    // INVARIANT: loopback only. The vendor is a stand-in on this machine, never a service.
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(VendorError::Listen)?;
+    let addr = listener.local_addr().map_err(VendorError::Listen)?;
+    listener
+        .set_nonblocking(true)
+        .map_err(VendorError::Listen)?;
+    let _ = writeln!(out, "listening {addr}");
+    let _ = out.flush();
+    let mut vendor = Vendor {
+        conn,
+        modes,
+        rng: StdRng::seed_from_u64(modes.seed),
+    };
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                // One connection at a time: requests are short and this keeps the store simple.
+                let _ = stream.set_nonblocking(false);
+                if let Err(error) = vendor.handle(&stream) {
+                    eprintln!("vendor: {error}");
+                }
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                if crate::signals::received().is_some() {
+                    return Ok(());
+                }
+                thread::sleep(Duration::from_millis(1));
+            }
+            Err(error) => eprintln!("vendor: accept: {error}"),
+        }
+    }
+}
+
+struct Vendor {
+    conn: Connection,
+    modes: VendorModes,
+    rng: StdRng,
+}
+
+/// What a message says; the task names the customer it is for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Message {
+    pub task: String,
+    pub text: String,
+}
+
+impl Message {
+    /// The message a task sends: the same body on every attempt, so a key's retry matches.
+    #[must_use]
+    pub fn for_task(task_id: &str, payload: &str) -> Self {
+        Self {
+            task: task_id.to_string(),
+            text: format!("your order {payload} is confirmed"),
+        }
+    }
+
+    #[must_use]
+    pub fn body(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+impl Vendor {
+    fn handle(&mut self, stream: &TcpStream) -> io::Result<()> {
+        let request = http::read_request(stream)?;
+        let json = |status, body: String| http::Response {
+            status,
+            headers: Vec::new(),
+            body,
+        };
+        if request.method != "POST" || request.path != "/messages" {
+            return http::write_response(
+                stream,
+                &json(404, r#"{"error":"POST /messages"}"#.into()),
+            );
+        }
+        let Ok(message) = serde_json::from_slice::<Message>(&request.body) else {
+            return http::write_response(
+                stream,
+                &json(
+                    400,
+                    r#"{"error":"expected {\"task\":..., \"text\":...}"}"#.into(),
+                ),
+            );
+        };
+        let key = request.header("idempotency-key").map(ToOwned::to_owned);
+        let drop =
+            self.modes.drop_responses > 0.0 && self.rng.random_bool(self.modes.drop_responses);
+        let body = String::from_utf8_lossy(&request.body).into_owned();
+        let response = self
+            .record(&message, key.as_deref(), &body, drop)
+            .map_err(io::Error::other)?;
+        if drop {
+            // Acted on, never answered: the caller's outcome is unknown.
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            return Ok(());
+        }
+        http::write_response(stream, &response)
+    }
+
+    /// Records the delivery and decides the answer, in one transaction.
+    fn record(
+        &mut self,
+        message: &Message,
+        key: Option<&str>,
+        body: &str,
+        dropped: bool,
+    ) -> rusqlite::Result<http::Response> {
+        let now = unix_now();
+        let sha = hex_sha256(body);
+        let keys = self.modes.keys;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let stored = match (key, keys) {
+            (Some(key), Keys::Honour | Keys::Expire(_)) => tx
+                .query_row(
+                    "SELECT body_sha256, response, stored_at FROM idempotency_keys WHERE idem_key = ?1",
+                    [key],
+                    |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, f64>(2)?)),
+                )
+                .optional()?
+                .filter(|(_, _, at)| match keys {
+                    Keys::Expire(secs) => now - at <= secs,
+                    _ => true,
+                }),
+            _ => None,
+        };
+        let insert = |outcome: &str| -> rusqlite::Result<i64> {
+            tx.execute(
+                "INSERT INTO deliveries(received_at, task_id, idem_key, body, outcome, response_dropped)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                rusqlite::params![now, message.task, key, body, outcome, dropped],
+            )?;
+            Ok(tx.last_insert_rowid())
+        };
+        let response = match stored {
+            Some((stored_sha, _, _)) if stored_sha != sha => {
+                insert("refused")?;
+                http::Response {
+                    status: 422,
+                    headers: Vec::new(),
+                    body: r#"{"error":"this Idempotency-Key was used with another body"}"#.into(),
+                }
+            }
+            Some((_, stored, _)) => {
+                insert("replayed")?;
+                http::Response {
+                    status: 200,
+                    headers: vec![("Idempotent-Replayed".into(), "true".into())],
+                    body: stored,
+                }
+            }
+            None => {
+                let id = insert("sent")?;
+                let body = format!(r#"{{"id":{id},"task":"{}","status":"sent"}}"#, message.task);
+                if let (Some(key), Keys::Honour | Keys::Expire(_)) = (key, keys) {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO idempotency_keys(idem_key, body_sha256, response, stored_at)
+                         VALUES (?1, ?2, ?3, ?4)",
+                        rusqlite::params![key, sha, body, now],
+                    )?;
+                }
+                http::Response {
+                    status: 201,
+                    headers: Vec::new(),
+                    body,
+                }
+            }
+        };
+        tx.commit()?;
+        Ok(response)
+    }
+}
+
+fn hex_sha256(text: &str) -> String {
+    use std::fmt::Write as _;
+    let mut hex = String::with_capacity(64);
+    for byte in Sha256::digest(text.as_bytes()) {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+/// A message the vendor would not take.
+#[derive(Debug, Error)]
+pub enum SendError {
+    #[error("the vendor at {addr} refused {task} (HTTP {status}: {body})")]
+    Refused {
+        addr: SocketAddr,
+        task: String,
+        status: u16,
+        body: String,
+    },
+    #[error("no answer from the vendor at {addr} for {task} after {attempts} attempts: {last}")]
+    Unreachable {
+        addr: SocketAddr,
+        task: String,
+        attempts: u32,
+        last: io::Error,
+    },
+}
+
+/// How many times a caller asks before it gives up on a message; with the pause between them,
+/// a few seconds at most, so no loop runs on by itself.
+pub const SEND_ATTEMPTS: u32 = 40;
+const SEND_PAUSE: Duration = Duration::from_millis(20);
+
+/// What one `send` took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    /// Requests made: more than one when a response was lost.
+    pub attempts: u32,
+    /// The vendor answered from its key store (nothing sent this time).
+    pub replayed: bool,
+}
+
+/// Sends `message`, with `key` as its `Idempotency-Key` when given, retrying a lost response as
+/// any client must (it cannot know whether the message went out).
+pub fn send(addr: SocketAddr, message: &Message, key: Option<&str>) -> Result<Sent, SendError> {
+    let body = message.body();
+    let headers: Vec<(&str, &str)> = key.map(|k| ("Idempotency-Key", k)).into_iter().collect();
+    let mut last = io::Error::other("not tried");
+    for attempt in 1..=SEND_ATTEMPTS {
+        match http::post(addr, "/messages", &headers, &body) {
+            Ok(response) if (200..300).contains(&response.status) => {
+                return Ok(Sent {
+                    attempts: attempt,
+                    replayed: response
+                        .headers
+                        .iter()
+                        .any(|(n, v)| n == "idempotent-replayed" && v == "true"),
+                });
+            }
+            Ok(response) => {
+                return Err(SendError::Refused {
+                    addr,
+                    task: message.task.clone(),
+                    status: response.status,
+                    body: response.body,
+                });
+            }
+            Err(error) => last = error,
+        }
+        thread::sleep(SEND_PAUSE);
+    }
+    Err(SendError::Unreachable {
+        addr,
+        task: message.task.clone(),
+        attempts: SEND_ATTEMPTS,
+        last,
+    })
+}
+
+/// An address a worker or relay may send to: loopback only.
+pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    let addr: SocketAddr = text.parse().map_err(|_| {
+        format!(
+            "'{}' is not an address such as 127.0.0.1:8080",
+            crate::text::shorten(text, 40)
+        )
+    })?;
+    if !addr.ip().is_loopback() {
+        return Err(format!(
+            "{addr} is not on loopback; the vendor lives on 127.0.0.1 only"
+        ));
+    }
+    Ok(addr)
+}
+
+/// The messages at the receiving end, as the vendor's database records them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
+pub struct Counts {
+    /// Messages the vendor sent (a replayed or refused request sends none).
+    pub received: u64,
+    /// Tasks of the queue with at least one message.
+    pub distinct: u64,
+    /// Messages beyond the first for a task: what a customer got twice.
+    pub duplicated: u64,
+    /// Tasks of the queue with no message.
+    pub missing: u64,
+}
+
+impl Counts {
+    /// Every task's message arrived, once.
+    #[must_use]
+    pub fn holds(&self) -> bool {
+        self.duplicated == 0 && self.missing == 0
+    }
+
+    /// What is wrong at the receiving end, in a few words for a narrow panel.
+    #[must_use]
+    pub fn short_verdict(&self) -> Option<String> {
+        let mut wrong = Vec::new();
+        if self.duplicated > 0 {
+            wrong.push(format!("{} sent twice", self.duplicated));
+        }
+        if self.missing > 0 {
+            wrong.push(format!("{} never sent", self.missing));
+        }
+        (!wrong.is_empty()).then(|| format!("messages WRONG: {}", wrong.join(", ")))
+    }
+
+    /// Reads the vendor's database without changing it.
+    pub fn read(db: &Path, items: u64) -> Result<Self, VendorError> {
+        let sqlite = |source| VendorError::Sqlite {
+            path: db.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open_with_flags(
+            db,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sqlite)?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(sqlite)?;
+        let mut stmt = conn
+            .prepare(
+                "SELECT task_id, count(*) FROM deliveries WHERE outcome = 'sent' GROUP BY task_id",
+            )
+            .map_err(sqlite)?;
+        let mut rows = stmt.query([]).map_err(sqlite)?;
+        let mut counts = Self::default();
+        while let Some(row) = rows.next().map_err(sqlite)? {
+            let task: String = row.get(0).map_err(sqlite)?;
+            let n: u64 = row.get(1).map_err(sqlite)?;
+            counts.received += n;
+            counts.duplicated += n - 1;
+            if parse_task_id(&task).is_some_and(|i| i < items) {
+                counts.distinct += 1;
+            }
+        }
+        counts.missing = items - counts.distinct.min(items);
+        Ok(counts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_policies_parse_and_print_back_and_nonsense_is_refused() {
+        for text in ["honour", "ignore", "expire=30", "expire=0.5"] {
+            let keys: Keys = text.parse().unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(keys.to_string(), text);
+        }
+        assert_eq!("honor".parse::<Keys>(), Ok(Keys::Honour));
+        for bad in [
+            "",
+            "forever",
+            "expire=",
+            "expire=-1",
+            "expire=nan",
+            "expire=1e9",
+        ] {
+            let err = bad.parse::<Keys>().err().unwrap_or_default();
+            assert!(
+                err.contains("honour, ignore, or expire=SECS"),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_loopback_addresses_are_accepted() {
+        assert!(parse_addr("127.0.0.1:8080").is_ok());
+        assert!(parse_addr("[::1]:8080").is_ok());
+        let err = parse_addr("10.0.0.1:80").err().unwrap_or_default();
+        assert!(err.contains("loopback"), "{err}");
+        assert!(parse_addr("localhost").is_err());
+    }
+
+    #[test]
+    fn the_receiving_ends_verdict_names_what_the_customer_saw() {
+        let right = Counts {
+            received: 200,
+            distinct: 200,
+            duplicated: 0,
+            missing: 0,
+        };
+        assert!(right.holds());
+        assert_eq!(right.short_verdict(), None);
+        let wrong = Counts {
+            received: 201,
+            distinct: 199,
+            duplicated: 2,
+            missing: 1,
+        };
+        assert!(!wrong.holds());
+        assert_eq!(
+            wrong.short_verdict().as_deref(),
+            Some("messages WRONG: 2 sent twice, 1 never sent")
+        );
+    }
+
+    #[test]
+    fn counts_are_read_from_the_vendors_database_sent_deliveries_only() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let db = dir.path().join("v.sqlite");
+        let conn = Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
+        conn.execute_batch(SCHEMA).unwrap_or_else(|e| panic!("{e}"));
+        for (task, outcome) in [
+            ("task-000", "sent"),
+            ("task-000", "sent"),
+            ("task-000", "replayed"),
+            ("task-001", "sent"),
+            ("task-002", "refused"),
+            ("task-999", "sent"),
+        ] {
+            conn.execute(
+                "INSERT INTO deliveries(received_at, task_id, body, outcome) VALUES (0, ?1, '', ?2)",
+                [task, outcome],
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        }
+        drop(conn);
+        let counts = Counts::read(&db, 3).unwrap_or_else(|e| panic!("{e}"));
+        // task-999 is outside a queue of 3: received, but neither distinct nor filling a gap.
+        assert_eq!(
+            counts,
+            Counts {
+                received: 4,
+                distinct: 2,
+                duplicated: 1,
+                missing: 1,
+            }
+        );
+    }
+}

@@ -1,0 +1,134 @@
+//! Work that outlives an instance (`--long-item TASK:SECS`, `--split K`): the one item whose
+//! work takes real seconds before its commit, and that work in committed steps.
+
+use std::fmt;
+use std::thread;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::protocol::{self, Line};
+use super::{Ctx, Row, WorkerError};
+use crate::heartbeat;
+use crate::store::retry_busy;
+use crate::task::task_id;
+
+/// `TASK:SECS`: the one unit of work that takes longer than the others (`--long-item`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LongItem {
+    pub task: u64,
+    /// Real time, at the configured pace.
+    pub work: Duration,
+}
+
+impl fmt::Display for LongItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", task_id(self.task), self.work.as_secs_f64())
+    }
+}
+
+impl Serialize for LongItem {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl std::str::FromStr for LongItem {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let quoted = crate::text::shorten(text, 40);
+        let (task, secs) = text
+            .split_once(':')
+            .ok_or_else(|| format!("expected TASK:SECS such as task-050:2, got '{quoted}'"))?;
+        let task = crate::task::parse_task_id(task)
+            .ok_or_else(|| format!("'{quoted}': not a task id such as task-050"))?;
+        let secs = secs
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && (0.001..=3600.0).contains(s))
+            .ok_or_else(|| format!("'{quoted}': the work is 0.001..=3600 seconds"))?;
+        Ok(Self {
+            task,
+            work: Duration::from_secs_f64(secs),
+        })
+    }
+}
+
+/// The long item's finished steps (`--split`).
+const STEPS_SQL: &str = "CREATE TABLE IF NOT EXISTS steps(
+    task_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    done_at REAL NOT NULL,
+    PRIMARY KEY (task_id, step)
+)";
+
+/// Works for `span` (a step of the long item): a kill during it loses it, as it would lose a
+/// real computation.
+fn work(span: Duration) {
+    thread::sleep(span);
+}
+
+impl Ctx<'_> {
+    /// The long item's work, done before its row commits (a kill loses whatever is not
+    /// committed). In one piece it starts again from nothing after every kill; split into
+    /// `--split K` steps, each step commits as it finishes and a restart resumes after the last
+    /// one committed: the postmortem's "split the work rather than persist harder".
+    pub(super) fn work_long_item(&mut self, rows: &[&Row]) -> Result<(), WorkerError> {
+        let Some(long) = self.config.long_item else {
+            return Ok(());
+        };
+        let task = task_id(long.task);
+        if !rows.iter().any(|r| r.task_id == task) {
+            return Ok(());
+        }
+        let steps = self.config.split.max(1);
+        let step_work = long.work.div_f64(steps as f64);
+        let done = if steps > 1 {
+            retry_busy(|| {
+                self.conn.execute_batch(STEPS_SQL)?;
+                self.conn.query_row(
+                    "SELECT count(*) FROM steps WHERE task_id = ?1",
+                    [&task],
+                    |r| r.get::<_, u64>(0),
+                )
+            })
+            .map_err(|e| self.db_error(e))?
+        } else {
+            0
+        };
+        if done > 0 {
+            self.say(&Line::Other(format!(
+                "step    {task}  resumes at {}/{steps}",
+                done + 1
+            )));
+        }
+        if self.gate.is_some() {
+            let left = long.work.mul_f64((steps - done) as f64 / steps as f64);
+            self.say(&Line::Other(format!(
+                "{}    {task}  {:.3} s",
+                protocol::WORK,
+                left.as_secs_f64()
+            )));
+        }
+        // INVARIANT: the last step is the row's own transaction, so a kill after it leaves the
+        // row (and its checkpoint) or nothing, as for any other item.
+        for step in done..steps {
+            work(step_work);
+            if step + 1 < steps {
+                retry_busy(|| {
+                    self.conn.execute(
+                        "INSERT OR IGNORE INTO steps(task_id, step, done_at) VALUES (?1, ?2, ?3)",
+                        rusqlite::params![task, step, heartbeat::unix_now()],
+                    )
+                })
+                .map_err(|e| self.db_error(e))?;
+                self.say(&Line::Other(format!(
+                    "step    {task}  {}/{steps}",
+                    step + 1
+                )));
+            }
+        }
+        Ok(())
+    }
+}
