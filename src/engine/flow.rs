@@ -1,0 +1,97 @@
+//! The clock held to the work: how far the shown clock may go (never past a write not yet
+//! made, a restart not yet due, or a moment the plan acts at), and the grants that let gated
+//! workers write up to it.
+
+use std::time::Instant;
+
+use super::{Engine, GRANT_AHEAD, Grant, SlotState};
+
+impl Engine {
+    /// The sim time the clock may not pass yet: the write some running worker has been
+    /// granted (or has yet to ask for) and not made.
+    pub(super) fn held_at(&mut self, now: Instant) -> f64 {
+        let clock = self.clock.now().0;
+        let mut held = f64::INFINITY;
+        for lane in &mut self.lanes {
+            for (slot, attempt) in lane.slots.iter().zip(lane.attempts.iter_mut()) {
+                if !(slot.is_live() && slot.state() == SlotState::Running) {
+                    attempt.not_waited_on();
+                    continue;
+                }
+                if let Some(hold) = attempt.hold(now) {
+                    if hold > clock {
+                        // Not waited on yet: the clock has not reached it.
+                        attempt.not_waited_on();
+                    }
+                    held = held.min(hold);
+                }
+            }
+        }
+        held
+    }
+
+    /// The sim time of the next restart planned.
+    pub(super) fn next_restart(&self) -> Option<f64> {
+        (self.lanes.iter())
+            .flat_map(|l| {
+                l.slots
+                    .iter()
+                    .filter_map(crate::supervisor::slot::Slot::restart_due)
+            })
+            .min_by(f64::total_cmp)
+    }
+
+    /// How far ahead of the clock writes may be granted: a worker a little ahead is never
+    /// waited for, and the clock moves at its speed rather than a write per tick.
+    pub(super) fn grant_until(&self) -> f64 {
+        let clock = self.clock.now().0;
+        let ahead = self
+            .tick_gap
+            .mul_f64(1.5)
+            .clamp(GRANT_AHEAD.0, GRANT_AHEAD.1);
+        let mut until = clock + ahead.as_secs_f64() * self.clock.scale();
+        // INVARIANT: no write is granted past a moment the plan acts at, so a kill lands
+        // between the same two writes at every speed.
+        if let Some(moment) = self.triggers.next_moment() {
+            until = until.min(moment);
+        }
+        if let Some(task) = self.triggers.awaited_task() {
+            // The first lane's moment for that task, when its one running worker can say.
+            let predicted = (self.lanes.first())
+                .and_then(|lane| {
+                    let mut running = (lane.slots.iter().zip(&lane.attempts))
+                        .enumerate()
+                        .filter(|&(i, (slot, _))| {
+                            lane.on_schedule(i)
+                                && slot.is_live()
+                                && slot.state() == SlotState::Running
+                        })
+                        .map(|(_, pair)| pair);
+                    match (running.next(), running.next()) {
+                        (Some((_, attempt)), None) => attempt.predicted(task),
+                        _ => None,
+                    }
+                })
+                .filter(|&at| at > clock);
+            until = until.min(predicted.unwrap_or(clock));
+        }
+        until
+    }
+
+    /// Tells every running worker how many writes its moments have come for.
+    pub(super) fn grant(&mut self) {
+        let clock = self.grant_until();
+        for lane in &mut self.lanes {
+            for (slot, attempt) in lane.slots.iter_mut().zip(lane.attempts.iter_mut()) {
+                if !(slot.is_live() && slot.state() == SlotState::Running) {
+                    continue;
+                }
+                let upto = attempt.grantable(clock);
+                if upto > attempt.granted {
+                    attempt.granted = upto;
+                    slot.tell(&Grant { upto }.to_string());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! What the operator and the host do to a night, on top of the loop: kills (the host reclaims
+//! the instance), hangs, wiped checkpoints, a second worker, pause, freeze and speed.
+
+use std::time::Instant;
+
+use nix::sys::signal::Signal;
+
+use super::{Engine, EngineError, Kind, SlotState, Source, StoreError};
+
+impl Engine {
+    #[must_use]
+    pub fn is_paused(&self) -> bool {
+        self.paused_at.is_some()
+    }
+
+    /// Whether random kills are armed (the dashboard's toggle).
+    #[must_use]
+    pub fn random_kills_on(&self) -> bool {
+        self.triggers.random_kills_on()
+    }
+
+    /// Turns seeded random kills on (without limit) or off.
+    pub fn set_random_kills(&mut self, on: bool, _now: Instant) {
+        self.triggers.set_random_kills(on, self.clock.now().0);
+    }
+
+    /// SIGSTOPs a lane's workers (alive, no progress), or SIGCONTs them if already hung.
+    pub fn toggle_hang(&mut self, lane: usize, now: Instant) {
+        let Some(l) = self.lanes.get(lane) else {
+            return;
+        };
+        if l.slot_states().contains(&SlotState::Hung) {
+            self.resume_lane(lane, now);
+        } else {
+            self.hang_lane(lane, now);
+        }
+    }
+
+    pub(super) fn hang_lane(&mut self, lane: usize, now: Instant) {
+        let pids = self.lanes[lane].hang();
+        if !pids.is_empty() {
+            let text = format!("worker hung (SIGSTOP, pid {pids}): alive, no progress");
+            self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
+        }
+    }
+
+    pub(super) fn resume_lane(&mut self, lane: usize, now: Instant) {
+        let pids = self.lanes[lane].unhang(self.paused_at.is_some());
+        // A resumed worker's next write is one pace after the resume, not in the past.
+        let sim = self.clock.now().0;
+        self.lanes[lane]
+            .attempts
+            .iter_mut()
+            .for_each(|a| a.rebase(sim));
+        if !pids.is_empty() {
+            let text = format!("worker resumed (SIGCONT, pid {pids})");
+            self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
+        }
+    }
+
+    /// Deletes every checkpoint of a lane's warehouse, as an operator might "to force a rerun".
+    pub fn wipe_checkpoints(&mut self, lane: usize, now: Instant) -> Result<usize, StoreError> {
+        let db = self.lanes[lane].config.db.clone();
+        let deleted = crate::store::wipe_checkpoints(&db)?;
+        self.lanes[lane].observer.reset_checkpoints();
+        self.log(
+            now,
+            Some(lane),
+            Source::Runner,
+            Kind::Notice,
+            format!("operator deleted every checkpoint ({deleted} rows)"),
+        );
+        Ok(deleted)
+    }
+
+    /// Starts one more worker on a lane's database: duplicate delivery, as an at-least-once
+    /// queue would hand the same job to a second consumer.
+    pub fn add_worker(&mut self, lane: usize, now: Instant) -> Result<(), EngineError> {
+        let slot = self.lanes[lane].add_slot();
+        self.log(
+            now,
+            Some(lane),
+            Source::Runner,
+            Kind::Notice,
+            format!(
+                "a second delivery: worker {} starts on the same queue",
+                slot + 1
+            ),
+        );
+        let sim = self.clock.now().0;
+        self.spawn(lane, slot, sim, now)
+    }
+
+    /// The host reclaims the instance: SIGKILL to every live worker (of one lane, or of all),
+    /// reaped at once so that nothing restarts what is still being killed.
+    pub fn host_reclaims(&mut self, now: Instant, only_lane: Option<usize>) {
+        self.kill_at(now, self.clock.now().0, only_lane);
+    }
+
+    /// `host_reclaims` at sim time `sim`.
+    pub(super) fn kill_at(&mut self, now: Instant, sim: f64, only_lane: Option<usize>) {
+        let policy = self.restart_policy();
+        for lane in 0..self.lanes.len() {
+            if only_lane.is_none_or(|l| l == lane) {
+                let notes = self.lanes[lane].host_kill(now, sim, policy);
+                self.notes(now, lane, notes);
+            }
+        }
+    }
+
+    /// SIGSTOPs every live worker and freezes the clock; `resume` undoes it.
+    pub fn pause(&mut self, now: Instant) {
+        if self.paused_at.is_some() {
+            return;
+        }
+        self.paused_at = Some(now);
+        self.clock.pause(now);
+        self.each_slot(|slot| slot.signal(Signal::SIGSTOP));
+    }
+
+    pub fn resume(&mut self, now: Instant) {
+        if self.paused_at.take().is_none() {
+            return;
+        }
+        // Every deadline is a sim time, and the clock was frozen: a pause changes nothing
+        // about the night.
+        if !self.frozen {
+            self.clock.resume(now);
+        }
+        self.each_slot(|slot| slot.continue_running());
+    }
+
+    /// Holds the night still (`true`) or lets it go on: the clock and the grants stop, the
+    /// workers are not signalled (a worker stopped inside a transaction would hold its lock
+    /// and keep every reader waiting), so each finishes what it was granted and waits.
+    pub fn freeze(&mut self, frozen: bool, now: Instant) {
+        if frozen == self.frozen {
+            return;
+        }
+        self.frozen = frozen;
+        if frozen {
+            self.clock.pause(now);
+        } else if self.paused_at.is_none() {
+            self.clock.resume(now);
+        }
+    }
+
+    pub(super) fn each_slot(&mut self, mut f: impl FnMut(&mut crate::supervisor::slot::Slot)) {
+        for lane in &mut self.lanes {
+            lane.slots.iter_mut().for_each(&mut f);
+        }
+    }
+
+    /// Changes how fast the night is shown. The workers follow the clock through their
+    /// grants, so nothing else changes: the same writes at the same sim times.
+    pub fn set_speed(&mut self, speed: f64, now: Instant) {
+        self.speed = speed;
+        self.clock.set_scale(self.config.scale * speed, now);
+    }
+
+    #[must_use]
+    pub fn speed(&self) -> f64 {
+        self.speed
+    }
+}

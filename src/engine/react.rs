@@ -1,0 +1,170 @@
+//! What one tick reacts to, in order: the workers' lines, their exits (reaped at once), the
+//! rows and heartbeats, the plan's triggers, and the restarts that are due.
+
+use std::time::{Instant, SystemTime};
+
+use super::{Action, Attempt, Engine, EngineError, Kind, Output, SlotState, Source};
+
+impl Engine {
+    pub(super) fn drain_output(&mut self, now: Instant) {
+        while let Ok(output) = self.output_rx.try_recv() {
+            self.handle_output(now, output);
+        }
+    }
+
+    pub(super) fn handle_output(&mut self, now: Instant, output: Output) {
+        let Output {
+            lane,
+            slot,
+            attempt,
+            stderr,
+            line,
+            at: _,
+        } = output;
+        let clock = self.clock.now().0;
+        let (note, wrote) = self.lanes[lane].heard((slot, attempt), stderr, line, clock);
+        if let Some(note) = note {
+            self.note(now, lane, note);
+        }
+        if lane == 0
+            && let Some((last, sim)) = wrote
+        {
+            self.triggers.wrote(last, sim);
+        }
+    }
+
+    /// Reaps exited workers at once (so their pids are never signalled again), then handles each
+    /// exit once its output has been read to the end: a worker's last lines (its `done`, its
+    /// error) belong to the night before its exit does.
+    pub(super) fn reap(&mut self, now: Instant) {
+        let policy = self.restart_policy();
+        for lane in 0..self.lanes.len() {
+            for slot in 0..self.lanes[lane].slots.len() {
+                self.lanes[lane].slots[slot].try_reap(now);
+                // An external job, or the relay, is not on the clock's schedule: it dies when
+                // its death is seen.
+                let attempt = self.lanes[lane].attempts[slot].now();
+                let sim = if self.lanes[lane].on_schedule(slot) {
+                    attempt
+                } else {
+                    attempt.max(self.clock.now().0)
+                };
+                if let Some(exit) = self.lanes[lane].slots[slot].ready_exit(now, sim, policy) {
+                    self.lanes[lane].forget_temp_beat(slot);
+                    let notes = self.lanes[lane].exited(slot, &exit, (sim, policy));
+                    self.notes(now, lane, notes);
+                }
+            }
+        }
+    }
+
+    pub(super) fn observe(&mut self, now: Instant) {
+        let wall = SystemTime::now();
+        for lane in 0..self.lanes.len() {
+            let notes = self.lanes[lane].observe(now);
+            let beat = self.lanes[lane].read_heartbeat(
+                now,
+                wall,
+                (&self.clock, &self.watch),
+                self.started,
+                self.config.dead_man,
+            );
+            for note in notes.into_iter().chain(beat) {
+                self.note(now, lane, note);
+            }
+        }
+    }
+
+    pub(super) fn fire_triggers(&mut self, now: Instant, settled: f64) {
+        let due = self.triggers.due(self.clock.now().0, settled);
+        for (action, at) in due {
+            match action {
+                Action::WipeCheckpoints => {
+                    for lane in 0..self.lanes.len() {
+                        if let Err(error) = self.wipe_checkpoints(lane, now) {
+                            self.log(
+                                now,
+                                Some(lane),
+                                Source::Runner,
+                                Kind::Error,
+                                error.to_string(),
+                            );
+                        }
+                    }
+                }
+                Action::Hang => (0..self.lanes.len()).for_each(|l| self.hang_lane(l, now)),
+                Action::Resume => (0..self.lanes.len()).for_each(|l| self.resume_lane(l, now)),
+                Action::Kill => self.kill_at(now, at, None),
+            }
+        }
+    }
+
+    /// What the rows just read set off, at once (as the observer sees them, not a tick later):
+    /// `--kill-at-rows`, and, for a first lane running someone else's job (which says nothing
+    /// of its writes), a task the plan awaits, written for the plan when the observer first
+    /// sees its row while the job runs, at the clock's reading.
+    pub(super) fn fire_observed(&mut self, now: Instant) {
+        if let Some(first) = self.lanes.first()
+            && first.config.worker.job().is_some()
+            && first
+                .slots
+                .iter()
+                .any(|s| s.is_live() && s.state() == SlotState::Running)
+        {
+            let sim = self.clock.now().0;
+            let mut heard = false;
+            while let Some(task) = self.triggers.awaited_task()
+                && first.observer.has_task(task)
+            {
+                self.triggers.wrote(task, sim);
+                heard = true;
+            }
+            if heard {
+                // The job's row is in: its moment is settled for the first lane, whatever a
+                // gated lane beside it still owes at this very moment.
+                let settled = self.held_at(now).max(sim + 1e-6);
+                self.fire_triggers(now, settled);
+            }
+        }
+        let seen = self.lanes.first().map_or(0, |l| l.observer.rows);
+        if self.triggers.kill_at_rows_due(seen) {
+            // At the first lane's present: a gated worker may have written a little ahead of
+            // the clock, and the kill comes after what it wrote.
+            let sim = (self.lanes.first().into_iter())
+                .flat_map(|l| l.attempts.iter().map(Attempt::now))
+                .fold(self.clock.now().0, f64::max);
+            self.kill_at(now, sim, None);
+            // host_kill read the rows again after the reap: the dead write nothing more.
+            let landed = self.lanes.first().map_or(seen, |l| l.observer.rows);
+            self.kill_at_rows = Some((seen, landed));
+            let asked = self.config.kills.at_rows.unwrap_or(seen);
+            let text = format!(
+                "kill at {asked} rows: sent when the table held {seen}, landed with {landed} rows"
+            );
+            self.log_at(
+                now,
+                Some(sim),
+                Some(0),
+                (Source::Runner, Kind::Notice),
+                text,
+            );
+        }
+    }
+
+    pub(super) fn restart_due(&mut self, now: Instant) -> Result<(), EngineError> {
+        let policy = self.restart_policy();
+        let mut spawned = None;
+        for lane in 0..self.lanes.len() {
+            let (due, notes) = self.lanes[lane].due_restarts(self.clock.now().0, policy);
+            self.notes(now, lane, notes);
+            for (slot, at) in due {
+                self.spawn(lane, slot, at, now)?;
+                spawned = Some(at);
+            }
+        }
+        if let Some(at) = spawned {
+            self.triggers.arm_random_kill(at);
+        }
+        Ok(())
+    }
+}
