@@ -1,0 +1,488 @@
+//! The scenario file as TOML has it (unknown fields refused with their line), and its
+//! validation into a `Scenario`: every value checked, every error one line naming the field.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::engine::{LaneWorker, Pace};
+use crate::supervisor::schedule::parse_window;
+use crate::vendor::{Keys, VendorModes};
+use crate::worker::{CrashAt, LongItem, SideEffect, Strategy};
+
+use super::{Caption, MAX_LANES, Scenario, ScenarioLane, parse_clock};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ScenarioFile {
+    title: String,
+    about: Option<String>,
+    #[serde(default = "default_scale")]
+    scale: f64,
+    #[serde(default = "default_items")]
+    items: u64,
+    #[serde(default = "default_delay_ms")]
+    delay_ms: f64,
+    /// When the first workers start, such as "02:00:03".
+    start_at: Option<String>,
+    /// Each attempt's pace, such as "112 in 11m44s"; the last one holds for later attempts.
+    #[serde(default)]
+    pace: Vec<String>,
+    #[serde(default = "default_restart_delay")]
+    restart_delay: f64,
+    #[serde(default = "default_max_restarts")]
+    max_restarts: u32,
+    #[serde(default = "default_dead_man")]
+    dead_man: f64,
+    #[serde(default)]
+    seed: u64,
+    #[serde(default)]
+    host: HostFile,
+    #[serde(default)]
+    lane: Vec<LaneFile>,
+    #[serde(default)]
+    caption: Vec<Caption>,
+}
+
+/// `112 in 11m44s`: that many items in that much sim time (hours, minutes, seconds).
+pub fn parse_pace(text: &str) -> Result<Pace, String> {
+    let bad = || {
+        format!(
+            "\"{}\" is not a pace such as \"112 in 11m44s\"",
+            quoted(text)
+        )
+    };
+    let (items, span) = text.split_once(" in ").ok_or_else(bad)?;
+    let items: u64 = items.trim().parse().map_err(|_| bad())?;
+    if items == 0 {
+        return Err(bad());
+    }
+    let mut secs = 0.0;
+    let mut number = String::new();
+    for c in span.trim().chars() {
+        match c {
+            '0'..='9' | '.' => number.push(c),
+            'h' | 'm' | 's' => {
+                let n: f64 = number.parse().map_err(|_| bad())?;
+                number.clear();
+                secs += n * match c {
+                    'h' => 3600.0,
+                    'm' => 60.0,
+                    _ => 1.0,
+                };
+            }
+            _ => return Err(bad()),
+        }
+    }
+    if !number.is_empty() || !(0.0..=86_400.0).contains(&secs) {
+        return Err(bad());
+    }
+    Ok(Pace { secs, items })
+}
+
+pub(super) fn default_scale() -> f64 {
+    100.0
+}
+
+pub(super) fn default_items() -> u64 {
+    200
+}
+
+pub(super) fn default_delay_ms() -> f64 {
+    63.0
+}
+
+pub(super) fn default_restart_delay() -> f64 {
+    18.0
+}
+
+pub(super) fn default_max_restarts() -> u32 {
+    100
+}
+
+pub(super) fn default_dead_man() -> f64 {
+    crate::engine::DEFAULT_DEAD_MAN
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HostFile {
+    kill_at_task: Option<String>,
+    #[serde(default)]
+    random_kills: u32,
+    kill_window: Option<String>,
+    hang_at_task: Option<String>,
+    /// Sim seconds the hang lasts; absent: until someone resumes it.
+    hang_for: Option<f64>,
+    wipe_at_task: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct LaneFile {
+    /// reclaim's own worker ...
+    strategy: Option<Strategy>,
+    /// ... or yours: a shell command run in the lane's own folder (see `run --exec`).
+    exec: Option<String>,
+    setup_sql: Option<String>,
+    table: Option<String>,
+    key: Option<String>,
+    name: Option<String>,
+    #[serde(default = "one")]
+    workers: usize,
+    #[serde(default = "one_u64")]
+    batch: u64,
+    crash_at: Option<String>,
+    /// `email`: each item also sends a message to the lane's vendor, before its commit.
+    side_effect: Option<SideEffect>,
+    /// The lane's vendor: `honour`, `ignore` or `expire=SECS` its Idempotency-Keys.
+    vendor_keys: Option<String>,
+    vendor_drop_responses: Option<f64>,
+    /// `TASK:SECS`: one item whose work takes that long (real seconds) before its commit.
+    long_item: Option<String>,
+    /// That work in K checkpointed steps (guarded, outbox).
+    split: Option<u64>,
+}
+
+pub(super) fn one() -> usize {
+    1
+}
+
+pub(super) fn one_u64() -> u64 {
+    1
+}
+
+impl ScenarioFile {
+    /// When the first workers start (sim seconds after 02:00:00) and each attempt's pace.
+    fn timing(&self) -> Result<(f64, Vec<Pace>), String> {
+        let start_at = match &self.start_at {
+            Some(text) => {
+                let at = parse_clock(text).ok_or_else(|| {
+                    format!(
+                        "start_at = \"{}\" is not a time such as 02:00:03",
+                        quoted(text)
+                    )
+                })?;
+                if at < crate::clock::NIGHT_START {
+                    return Err(format!(
+                        "start_at = \"{}\" is before the night begins (02:00:00)",
+                        quoted(text)
+                    ));
+                }
+                at - crate::clock::NIGHT_START
+            }
+            None => 0.0,
+        };
+        let mut paces = Vec::new();
+        for (i, text) in self.pace.iter().enumerate() {
+            paces.push(parse_pace(text).map_err(|e| format!("pace {}: {e}", i + 1))?);
+        }
+        if paces.is_empty() {
+            // No pace given: an item takes delay_ms of real time at the scale.
+            paces.push(Pace::per_item(self.delay_ms / 1000.0 * self.scale));
+        }
+        Ok((start_at, paces))
+    }
+}
+
+impl ScenarioFile {
+    pub(super) fn validate(self, source: &str) -> Result<Scenario, String> {
+        let _ = source;
+        if self.title.trim().is_empty() {
+            return Err("title is empty".into());
+        }
+        range("scale", self.scale, 0.01, 100_000.0)?;
+        if !(1..=crate::limits::MAX_ITEMS).contains(&self.items) {
+            return Err(format!(
+                "items = {} is outside 1..={}",
+                self.items,
+                crate::limits::MAX_ITEMS
+            ));
+        }
+        range("delay_ms", self.delay_ms, 0.0, 60_000.0)?;
+        range("restart_delay", self.restart_delay, 0.0, 86_400.0)?;
+        let (start_at, paces) = self.timing()?;
+        range("dead_man", self.dead_man, 1.0, 86_400.0)?;
+        if self.lane.is_empty() {
+            return Err("no [[lane]] tables; a scenario needs at least one lane".into());
+        }
+        if self.lane.len() > MAX_LANES {
+            return Err(format!(
+                "{} lanes; at most {MAX_LANES} fit side by side",
+                self.lane.len()
+            ));
+        }
+        let task = |field: &str, value: &Option<String>| -> Result<Option<u64>, String> {
+            let Some(text) = value else { return Ok(None) };
+            let index = crate::task::parse_task_id(text).ok_or_else(|| {
+                format!(
+                    "{field} = \"{}\" is not a task id such as task-111",
+                    quoted(text)
+                )
+            })?;
+            crate::task::check_in_queue(
+                &format!("{field} = \"{}\":", quoted(text)),
+                index,
+                self.items,
+            )?;
+            Ok(Some(index))
+        };
+        let host = &self.host;
+        let kill_at_task = task("host.kill_at_task", &host.kill_at_task)?;
+        let hang_at_task = task("host.hang_at_task", &host.hang_at_task)?;
+        let wipe_at_task = task("host.wipe_at_task", &host.wipe_at_task)?;
+        if let Some(hang_for) = host.hang_for {
+            range("host.hang_for", hang_for, 0.0, 86_400.0)?;
+        }
+        let kill_window = match &host.kill_window {
+            Some(text) => parse_window(text).map_err(|e| format!("host.kill_window: {e}"))?,
+            None => crate::supervisor::schedule::DEFAULT_WINDOW,
+        };
+        let mut lanes: Vec<ScenarioLane> = Vec::new();
+        for (i, lane) in self.lane.iter().enumerate() {
+            let lane = lane.validate(i + 1, self.items)?;
+            if lanes.iter().any(|l| l.name == lane.name) {
+                return Err(format!(
+                    "lane {}: the name \"{}\" is used twice; give each lane a name",
+                    i + 1,
+                    lane.name
+                ));
+            }
+            lanes.push(lane);
+        }
+        for (i, caption) in self.caption.iter().enumerate() {
+            caption.validate(i + 1, &lanes)?;
+        }
+        Ok(Scenario {
+            source: source.to_string(),
+            title: self.title,
+            about: self.about.unwrap_or_default(),
+            scale: self.scale,
+            items: self.items,
+            delay: Duration::from_secs_f64(self.delay_ms / 1000.0),
+            start_at,
+            paces,
+            restart_delay: self.restart_delay,
+            max_restarts: self.max_restarts,
+            dead_man: self.dead_man,
+            seed: self.seed,
+            kill_at_task,
+            random_kills: host.random_kills,
+            kill_window,
+            hang_at_task,
+            hang_for: host.hang_for,
+            wipe_at_task,
+            lanes,
+            captions: self.caption,
+        })
+    }
+}
+
+impl LaneFile {
+    pub(super) fn validate(&self, n: usize, items: u64) -> Result<ScenarioLane, String> {
+        if !(1..=crate::limits::MAX_WORKERS).contains(&self.workers) {
+            return Err(format!(
+                "lane {n}: workers = {} is outside 1..={}",
+                self.workers,
+                crate::limits::MAX_WORKERS
+            ));
+        }
+        if !(1..=crate::limits::MAX_BATCH).contains(&self.batch) {
+            return Err(format!(
+                "lane {n}: batch = {} is outside 1..={}",
+                self.batch,
+                crate::limits::MAX_BATCH
+            ));
+        }
+        let worker = match (self.strategy, &self.exec) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "lane {n}: give strategy (reclaim's worker) or exec (yours), not both"
+                ));
+            }
+            (None, None) => {
+                return Err(format!(
+                    "lane {n}: needs a strategy (naive, two-commit, keyed, guarded) or exec = \"your command\""
+                ));
+            }
+            (Some(strategy), None) => {
+                if self.setup_sql.is_some() || self.table.is_some() || self.key.is_some() {
+                    return Err(format!(
+                        "lane {n}: setup_sql, table and key describe an exec lane's job"
+                    ));
+                }
+                LaneWorker::Strategy(strategy)
+            }
+            (None, Some(command)) => {
+                let args = crate::cli::ExecArgs {
+                    exec: Some(command.clone()),
+                    setup_sql: self.setup_sql.clone(),
+                    table: self
+                        .table
+                        .clone()
+                        .unwrap_or_else(|| crate::store::rows::DEFAULT_TABLE.into()),
+                    key: self
+                        .key
+                        .clone()
+                        .unwrap_or_else(|| crate::store::rows::DEFAULT_KEY.into()),
+                    count_sql: None,
+                };
+                let job = args.to_job().map_err(|e| format!("lane {n}: {e}"))?;
+                if self.crash_at.is_some() {
+                    return Err(format!(
+                        "lane {n}: crash_at needs reclaim's own worker; an exec lane has no named crash points"
+                    ));
+                }
+                job.map(LaneWorker::Exec)
+                    .ok_or_else(|| format!("lane {n}: exec is empty"))?
+            }
+        };
+        if self.batch > 1 && !worker.strategy().is_some_and(Strategy::batches) {
+            return Err(format!(
+                "lane {n}: batch applies to keyed, guarded and outbox only"
+            ));
+        }
+        let crash_at = match &self.crash_at {
+            Some(text) => {
+                let crash: CrashAt = text
+                    .parse()
+                    .map_err(|e| format!("lane {n}: crash_at: {e}"))?;
+                crate::task::check_in_queue(&format!("lane {n}: crash_at"), crash.task, items)?;
+                Some(crash)
+            }
+            None => None,
+        };
+        let name = self
+            .name
+            .clone()
+            .unwrap_or_else(|| worker.label().to_string());
+        if name.is_empty()
+            || name.chars().count() > 24
+            || name.contains(['/', '\\'])
+            || name.chars().any(char::is_control)
+        {
+            return Err(format!(
+                "lane {n}: name {name:?} must be 1..=24 characters, no slashes or control characters"
+            ));
+        }
+        let (vendor, long_item, split) = self.leaves_the_database(n, &worker, items, crash_at)?;
+        Ok(ScenarioLane {
+            name,
+            worker,
+            workers: self.workers,
+            batch: self.batch,
+            crash_at,
+            side_effect: self.side_effect,
+            vendor,
+            long_item,
+            split,
+        })
+    }
+
+    /// The side effect, the vendor's modes, the long item and its steps, checked as `run`
+    /// checks its flags.
+    fn leaves_the_database(
+        &self,
+        n: usize,
+        worker: &LaneWorker,
+        items: u64,
+        crash_at: Option<CrashAt>,
+    ) -> Result<(VendorModes, Option<LongItem>, u64), String> {
+        let strategy = worker.strategy();
+        let relays = strategy.is_some_and(Strategy::relays);
+        if self.side_effect.is_some() && strategy.is_none() {
+            return Err(format!(
+                "lane {n}: side_effect needs reclaim's own worker; an exec lane sends what it sends"
+            ));
+        }
+        let reaches_vendor = self.side_effect.is_some() || relays;
+        if !reaches_vendor && (self.vendor_keys.is_some() || self.vendor_drop_responses.is_some()) {
+            return Err(format!(
+                "lane {n}: vendor_keys and vendor_drop_responses need side_effect = \"email\" or strategy = \"outbox\""
+            ));
+        }
+        let keys = match &self.vendor_keys {
+            Some(text) => text
+                .parse::<Keys>()
+                .map_err(|e| format!("lane {n}: vendor_keys: {e}"))?,
+            None => Keys::Honour,
+        };
+        let drop_responses = self.vendor_drop_responses.unwrap_or(0.0);
+        range(
+            &format!("lane {n}: vendor_drop_responses"),
+            drop_responses,
+            0.0,
+            1.0,
+        )?;
+        if let Some(crash) = crash_at {
+            use crate::worker::CrashPoint;
+            if (crash.point == CrashPoint::AfterRelaySend && !relays)
+                || (crash.point == CrashPoint::AfterSend && !reaches_vendor)
+            {
+                return Err(format!(
+                    "lane {n}: crash_at {crash}: this lane never passes that point (after-send needs side_effect or outbox; after-relay-send needs outbox)"
+                ));
+            }
+        }
+        let long_item = match &self.long_item {
+            Some(text) => {
+                if strategy.is_none() {
+                    return Err(format!("lane {n}: long_item needs reclaim's own worker"));
+                }
+                let long: LongItem = text
+                    .parse()
+                    .map_err(|e| format!("lane {n}: long_item: {e}"))?;
+                crate::task::check_in_queue(&format!("lane {n}: long_item"), long.task, items)?;
+                Some(long)
+            }
+            None => None,
+        };
+        let split = self.split.unwrap_or(1);
+        if !(1..=1000).contains(&split) {
+            return Err(format!("lane {n}: split = {split} is outside 1..=1000"));
+        }
+        if split > 1 && !strategy.is_some_and(Strategy::splits) {
+            return Err(format!(
+                "lane {n}: split needs a strategy that checkpoints in the row's transaction: guarded or outbox"
+            ));
+        }
+        Ok((
+            VendorModes {
+                keys,
+                drop_responses,
+                seed: 0,
+            },
+            long_item,
+            split,
+        ))
+    }
+}
+
+pub(super) fn range(field: &str, value: f64, lo: f64, hi: f64) -> Result<(), String> {
+    if value.is_finite() && (lo..=hi).contains(&value) {
+        Ok(())
+    } else if !value.is_finite() || value.abs() < 1e15 {
+        // NaN and inf print short.
+        Err(format!("{field} = {value} is outside {lo}..={hi}"))
+    } else {
+        // Printed whole, 1e308 is a 309-digit line: say what is wrong, and what is allowed.
+        let size = if value < 0.0 {
+            "is too small"
+        } else {
+            "is too large"
+        };
+        Err(format!("{field} {size}; it must be within {lo}..={hi}"))
+    }
+}
+
+/// A value quoted from the file, cut to a readable length.
+pub(super) fn quoted(text: &str) -> String {
+    crate::text::shorten(text, QUOTE_MAX)
+}
+
+/// The most characters of a user's value an error line quotes.
+pub(super) const QUOTE_MAX: usize = 40;
+
+/// Any longer word in an error line (a value quoted by the TOML parser or a lane's message) is
+/// cut too; longer than `QUOTE_MAX` so a value already quoted and cut stays whole.
+pub(super) const WORD_MAX: usize = 60;

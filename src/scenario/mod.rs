@@ -1,0 +1,478 @@
+//! Scenarios: TOML files describing a night (its lanes, pace and what the host does), parsed
+//! strictly, then validated into a `Scenario` the engine can run. The shipped ones are embedded
+//! in the binary so they work from any folder.
+
+mod captions;
+mod file;
+
+pub use captions::{
+    CAPTION_EVENTS, CAPTION_FIGURES, Caption, CaptionEvent, CaptionFigures, caption_times,
+    current_caption, fill_caption,
+};
+pub use file::parse_pace;
+use file::{QUOTE_MAX, ScenarioFile, WORD_MAX};
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::engine::{EngineConfig, HangPlan, LaneConfig, LaneWorker, Pace};
+use crate::supervisor::schedule::KillPlan;
+use crate::text::escape_controls;
+use crate::vendor::VendorModes;
+use crate::worker::{CrashAt, LongItem, SideEffect};
+
+/// The shipped scenarios, by name; the first is the default.
+pub const SHIPPED: [(&str, &str); 10] = [
+    (
+        "incident",
+        include_str!("../../assets/scenarios/incident.toml"),
+    ),
+    (
+        "kill-storm",
+        include_str!("../../assets/scenarios/kill-storm.toml"),
+    ),
+    (
+        "crash-window",
+        include_str!("../../assets/scenarios/crash-window.toml"),
+    ),
+    (
+        "duplicate-delivery",
+        include_str!("../../assets/scenarios/duplicate-delivery.toml"),
+    ),
+    (
+        "wiped-checkpoints",
+        include_str!("../../assets/scenarios/wiped-checkpoints.toml"),
+    ),
+    (
+        "hung-worker",
+        include_str!("../../assets/scenarios/hung-worker.toml"),
+    ),
+    (
+        "all-strategies",
+        include_str!("../../assets/scenarios/all-strategies.toml"),
+    ),
+    (
+        "side-effects",
+        include_str!("../../assets/scenarios/side-effects.toml"),
+    ),
+    (
+        "vendor-forgets",
+        include_str!("../../assets/scenarios/vendor-forgets.toml"),
+    ),
+    (
+        "long-item",
+        include_str!("../../assets/scenarios/long-item.toml"),
+    ),
+];
+
+/// The most lanes a night can show side by side.
+pub const MAX_LANES: usize = 6;
+
+/// A scenario is a page of TOML; anything far larger is not one.
+const MAX_SCENARIO_BYTES: u64 = 1024 * 1024;
+
+#[derive(Debug, Error, PartialEq)]
+pub enum ScenarioError {
+    #[error("no scenario named '{0}'; shipped: {shipped}, or give the path of a .toml file", shipped = shipped_names())]
+    Unknown(String),
+    #[error("cannot read scenario {path}: {message}")]
+    Read { path: String, message: String },
+    #[error("{0}")]
+    Path(String),
+    #[error("scenario {source_name}: line {line}: {message}")]
+    Parse {
+        source_name: String,
+        line: usize,
+        message: String,
+    },
+    #[error("scenario {source_name}: {message}")]
+    Invalid {
+        source_name: String,
+        message: String,
+    },
+}
+
+fn shipped_names() -> String {
+    SHIPPED.map(|(name, _)| name).join(", ")
+}
+
+/// `02:11:47` as seconds after midnight.
+#[must_use]
+pub fn parse_clock(text: &str) -> Option<f64> {
+    let mut parts = text.split(':');
+    let h: u32 = parts.next()?.parse().ok()?;
+    let m: u32 = parts.next()?.parse().ok()?;
+    let s: u32 = parts.next()?.parse().ok()?;
+    if parts.next().is_some() || h > 23 || m > 59 || s > 59 {
+        return None;
+    }
+    Some(f64::from(h * 3600 + m * 60 + s))
+}
+
+/// A validated night.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// The shipped name or the file's path.
+    pub source: String,
+    pub title: String,
+    pub about: String,
+    pub scale: f64,
+    pub items: u64,
+    pub delay: Duration,
+    /// Sim seconds after 02:00:00 at which the first workers start.
+    pub start_at: f64,
+    /// Each attempt's pace in sim time (the last for every later attempt).
+    pub paces: Vec<Pace>,
+    /// Sim seconds.
+    pub restart_delay: f64,
+    pub max_restarts: u32,
+    /// Sim seconds.
+    pub dead_man: f64,
+    pub seed: u64,
+    pub kill_at_task: Option<u64>,
+    pub random_kills: u32,
+    pub kill_window: (Duration, Duration),
+    pub hang_at_task: Option<u64>,
+    /// Sim seconds.
+    pub hang_for: Option<f64>,
+    pub wipe_at_task: Option<u64>,
+    pub lanes: Vec<ScenarioLane>,
+    pub captions: Vec<Caption>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioLane {
+    pub name: String,
+    pub worker: LaneWorker,
+    pub workers: usize,
+    pub batch: u64,
+    pub crash_at: Option<CrashAt>,
+    pub side_effect: Option<SideEffect>,
+    /// The vendor's modes (its seed is the night's).
+    pub vendor: VendorModes,
+    pub long_item: Option<LongItem>,
+    pub split: u64,
+}
+
+impl Scenario {
+    /// Loads a shipped scenario by name, or a TOML file by path.
+    pub fn load(name_or_path: &str) -> Result<Self, ScenarioError> {
+        if let Some((name, text)) = SHIPPED.iter().find(|(name, _)| *name == name_or_path) {
+            return Self::parse(name, text);
+        }
+        let path = Path::new(name_or_path);
+        if matches!(crate::paths::look(path), Ok(crate::paths::Entry::Missing)) {
+            // Cut like any quoted value, with room for a path: it names neither a shipped
+            // scenario nor a file, so the whole of it helps no one.
+            return Err(ScenarioError::Unknown(escape_controls(
+                &crate::text::shorten(name_or_path, 2 * QUOTE_MAX),
+            )));
+        }
+        // Checked without opening (a FIFO would block), and read only up to a bound.
+        let read_error = |message: String| ScenarioError::Read {
+            path: escape_controls(name_or_path),
+            message,
+        };
+        let real = crate::paths::existing_file(path, "scenario")
+            .map_err(|e| ScenarioError::Path(e.to_string()))?;
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut std::io::Read::take(
+                std::fs::File::open(&real).map_err(|e| read_error(e.to_string()))?,
+                MAX_SCENARIO_BYTES + 1,
+            ),
+            &mut text,
+        )
+        .map_err(|e| read_error(e.to_string()))?;
+        if text.len() as u64 > MAX_SCENARIO_BYTES {
+            return Err(read_error(format!(
+                "larger than {} KiB, too large to be a scenario",
+                MAX_SCENARIO_BYTES / 1024
+            )));
+        }
+        Self::parse(name_or_path, &text)
+    }
+
+    /// The default scenario: the incident.
+    pub fn default_incident() -> Result<Self, ScenarioError> {
+        Self::parse(SHIPPED[0].0, SHIPPED[0].1)
+    }
+
+    /// Parses and validates scenario text; `source` names it in errors.
+    pub fn parse(source: &str, text: &str) -> Result<Self, ScenarioError> {
+        let source = &escape_controls(source);
+        let invalid = |message: String| ScenarioError::Invalid {
+            source_name: source.clone(),
+            message: escape_controls(&crate::text::shorten_words(&message, WORD_MAX)),
+        };
+        if text.trim().is_empty() {
+            return Err(invalid(
+                "the file is empty; a scenario needs a title and at least one [[lane]]".into(),
+            ));
+        }
+        let file: ScenarioFile = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(1, |span| {
+                text[..span.start.min(text.len())].matches('\n').count() + 1
+            });
+            ScenarioError::Parse {
+                source_name: source.clone(),
+                line,
+                message: escape_controls(&crate::text::shorten_words(e.message().trim(), WORD_MAX)),
+            }
+        })?;
+        file.validate(source).map_err(invalid)
+    }
+
+    /// The engine's configuration for this night: databases under `dir`, suffixed with `run`
+    /// so a restarted night never reuses an old file.
+    #[must_use]
+    pub fn engine_config(&self, dir: &Path, run: u32, exe: PathBuf) -> EngineConfig {
+        EngineConfig {
+            lanes: self
+                .lanes
+                .iter()
+                .enumerate()
+                .map(|(i, lane)| {
+                    let db = match &lane.worker {
+                        LaneWorker::Strategy(_) => {
+                            dir.join(format!("night{run}-{}-{}.db", i + 1, lane.name))
+                        }
+                        // Someone else's job runs in its database's folder and may open
+                        // `warehouse.db` there by name: a folder of its own per lane and night.
+                        LaneWorker::Exec(_) => dir
+                            .join(format!("night{run}-{}-{}", i + 1, lane.name))
+                            .join("warehouse.db"),
+                    };
+                    LaneConfig {
+                        name: lane.name.clone(),
+                        delay: self.delay,
+                        paces: self.paces.clone(),
+                        batch: lane.batch,
+                        workers: lane.workers,
+                        crash_at: lane.crash_at,
+                        side_effect: lane.side_effect,
+                        vendor: VendorModes {
+                            seed: self.seed,
+                            ..lane.vendor
+                        },
+                        long_item: lane.long_item,
+                        split: lane.split,
+                        ..LaneConfig::new(lane.worker.clone(), db, self.items)
+                    }
+                })
+                .collect(),
+            kills: KillPlan {
+                random: self.random_kills,
+                window: self.kill_window,
+                at_task: self.kill_at_task,
+                at_rows: None,
+                replayed: Vec::new(),
+                seed: self.seed,
+            },
+            start_at: self.start_at,
+            restart_delay: self.restart_delay,
+            max_restarts: self.max_restarts,
+            scale: self.scale,
+            dead_man: self.dead_man,
+            exe,
+            hang: self.hang_at_task.map(|at_task| HangPlan {
+                at_task,
+                resume_after: self.hang_for,
+            }),
+            wipe_at_task: self.wipe_at_task,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Kind;
+    use crate::worker::Strategy;
+
+    #[test]
+    fn every_shipped_scenario_parses() {
+        for (name, text) in SHIPPED {
+            let scenario = Scenario::parse(name, text).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!scenario.lanes.is_empty(), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_default_is_the_incident_side_by_side() {
+        let s = Scenario::default_incident().unwrap_or_else(|e| panic!("{e}"));
+        let strategies: Vec<Strategy> =
+            s.lanes.iter().filter_map(|l| l.worker.strategy()).collect();
+        assert_eq!(strategies, [Strategy::Naive, Strategy::Guarded]);
+        assert_eq!(s.kill_at_task, Some(111));
+        // 112 items at the scenario's pace land the kill at about 02:11:47 (707 sim seconds).
+        let kill_sim = 112.0 * s.delay.as_secs_f64() * s.scale;
+        assert!((690.0..=725.0).contains(&kill_sim), "{kill_sim}");
+    }
+
+    #[test]
+    fn an_unknown_field_is_named_with_its_line() {
+        let text = "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\nstrateg = \"keyed\"\n";
+        let err = Scenario::parse("t.toml", text)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with("scenario t.toml: line 4: unknown field `strateg`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn wrong_types_values_and_emptiness_are_refused() {
+        let cases = [
+            ("title = 3\n[[lane]]\nstrategy = \"naive\"\n", "line 1"),
+            (
+                "title = \"x\"\n[[lane]]\nstrategy = \"lazy\"\n",
+                "unknown variant `lazy`",
+            ),
+            (
+                "title = \"x\"\nitems = 0\n[[lane]]\nstrategy = \"naive\"\n",
+                "items = 0",
+            ),
+            ("title = \"x\"\n", "at least one lane"),
+            ("", "empty"),
+            (
+                "title = \"x\"\n[host]\nkill_at_task = \"task-900\"\n[[lane]]\nstrategy = \"naive\"\n",
+                "beyond the queue",
+            ),
+            (
+                "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\nbatch = 5\n",
+                "keyed, guarded and outbox only",
+            ),
+        ];
+        for (text, needle) in cases {
+            let err = Scenario::parse("t", text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(needle), "{text:?} -> {err}");
+            assert!(!err.contains('\n'), "one line: {err}");
+        }
+    }
+
+    #[test]
+    fn an_exec_lane_runs_your_job_in_a_folder_of_its_own() {
+        let text = "title = \"x\"\n[[lane]]\nstrategy = \"guarded\"\n[[lane]]\nname = \"mine\"\nexec = \"python3 my_job.py\"\nsetup_sql = \"CREATE TABLE jobs(id TEXT)\"\ntable = \"jobs\"\nkey = \"id\"\n";
+        let scenario = Scenario::parse("t", text).unwrap_or_else(|e| panic!("{e}"));
+        let config = scenario.engine_config(Path::new("/n"), 2, PathBuf::from("/bin/reclaim"));
+        let lane = &config.lanes[1];
+        let Some(job) = lane.worker.job() else {
+            panic!("lane 2 runs the job: {lane:?}");
+        };
+        assert_eq!(job.command, "python3 my_job.py");
+        assert_eq!(job.setup_sql.as_deref(), Some("CREATE TABLE jobs(id TEXT)"));
+        assert_eq!(
+            (job.rows.table.as_str(), job.rows.key.as_str()),
+            ("jobs", "id")
+        );
+        assert_eq!(lane.db, Path::new("/n/night2-2-mine/warehouse.db"));
+        assert_eq!(config.lanes[0].worker.strategy(), Some(Strategy::Guarded));
+        let cases = [
+            ("strategy = \"naive\"\nexec = \"x\"", "not both"),
+            ("name = \"x\"", "needs a strategy"),
+            (
+                "exec = \"x\"\ncrash_at = \"task-001:after-commit\"",
+                "no named crash points",
+            ),
+            (
+                "strategy = \"naive\"\ntable = \"t\"",
+                "describe an exec lane",
+            ),
+            (
+                "exec = \"x\"\nsetup_sql = \"CREAT\"",
+                "--setup-sql does not run",
+            ),
+        ];
+        for (lane, needle) in cases {
+            let text = format!("title = \"x\"\n[[lane]]\n{lane}\n");
+            let err = Scenario::parse("t", &text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(needle), "{lane:?} -> {err}");
+        }
+    }
+
+    #[test]
+    fn a_huge_value_is_named_too_large_and_a_quoted_one_is_cut() {
+        let digits = "9".repeat(309);
+        let cases = [
+            (
+                format!("title = \"x\"\nscale = {digits}.0\n[[lane]]\nstrategy = \"naive\"\n"),
+                "",
+            ),
+            (
+                "title = \"x\"\nscale = 1e308\n[[lane]]\nstrategy = \"naive\"\n".to_string(),
+                "scale is too large; it must be within 0.01..=100000",
+            ),
+            (
+                "title = \"x\"\ndelay_ms = -1e300\n[[lane]]\nstrategy = \"naive\"\n".to_string(),
+                "delay_ms is too small; it must be within 0..=60000",
+            ),
+            (
+                format!(
+                    "title = \"x\"\n[host]\nkill_at_task = \"task-{digits}\"\n[[lane]]\nstrategy = \"naive\"\n"
+                ),
+                "host.kill_at_task = \"task-9999999999999999999999999999999999…\" is not a task id",
+            ),
+            (
+                format!(
+                    "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\ncrash_at = \"{digits}:before-write\"\n"
+                ),
+                "lane 1: crash_at:",
+            ),
+        ];
+        for (text, needle) in cases {
+            let err = Scenario::parse("t", &text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(needle), "{err}");
+            assert!(err.chars().count() < 160, "readable: {err}");
+            assert!(!err.contains(&"9".repeat(41)), "cut: {err}");
+        }
+    }
+
+    #[test]
+    fn captions_fall_on_their_time_or_their_event() {
+        use crate::engine::Mark;
+        let text = "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\n\
+            [[caption]]\nat = \"02:00:00\"\ntext = \"start\"\n\
+            [[caption]]\non = \"kill\"\ntext = \"kill\"\n";
+        let s = Scenario::parse("t", text).unwrap_or_else(|e| panic!("{e}"));
+        let events = [CaptionEvent {
+            sim: 7907.0,
+            kind: Kind::Notice,
+            mark: Some(Mark::Kill),
+            lane: Some(0),
+        }];
+        let times = caption_times(&s.captions, &["naive".into()], &events.iter().copied());
+        assert_eq!(times, [Some(7200.0), Some(7907.0)]);
+        assert_eq!(current_caption(&times, 7500.0), Some(0));
+        assert_eq!(current_caption(&times, 7907.0), Some(1));
+        assert_eq!(current_caption(&times, 7000.0), None);
+        let bad = "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\n[[caption]]\non = \"lunch\"\ntext = \"t\"\n";
+        let err = Scenario::parse("t", bad)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("caption 1: on = \"lunch\""), "{err}");
+    }
+
+    #[test]
+    fn unknown_names_list_the_shipped_ones() {
+        let err = Scenario::load("nope")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("incident, kill-storm"), "{err}");
+    }
+}
