@@ -1,0 +1,317 @@
+//! What a lane's workers said and how they ended: their lines (the claim, the crash point they
+//! named), their exits, the host's kills and where they landed, and the restarts that are due,
+//! each as notes for the timeline.
+
+use crate::engine::timeline::{Kind, Mark, Source};
+use crate::engine::window::KillWindow;
+use crate::heartbeat;
+use crate::supervisor::slot::{Exit, RestartPolicy};
+use crate::task::task_id;
+use crate::worker::protocol::Line;
+use std::time::Instant;
+
+use super::{CLAIM_CHARS, ClaimedDone, Lane, Note, claimed_rows, kind_of};
+
+impl Lane {
+    /// Where the kill of `slots` landed, from the rows read after their workers were reaped.
+    // INVARIANT: called after `in_flight` has read the rows to the end and before any restart
+    // of these slots is spawned (restarts come later in the tick, after a delay), so the rows
+    // are exactly what the killed attempts left.
+    pub(super) fn place_kill(&mut self, slots: &[usize]) {
+        let committed = slots
+            .iter()
+            .any(|&slot| self.observer.rows > self.rows_at_spawn.get(slot).copied().unwrap_or(0));
+        let checkpointed = self.config.worker.has_checkpoints().then(|| {
+            self.observer
+                .last_task
+                .is_some_and(|task| self.observer.has_checkpoint(task))
+        });
+        self.kills_in_window
+            .add(KillWindow::classify(committed, checkpointed));
+    }
+
+    /// One line a slot's worker printed (or the end of one of its pipes): the claim and crash
+    /// point it states are kept, its progress moves the attempt on, and the line goes on the
+    /// timeline, stamped with the attempt's own present. The second value is a write
+    /// (`wrote`): its last task and its moment.
+    pub(in crate::engine) fn heard(
+        &mut self,
+        (slot, attempt): (usize, u32),
+        stderr: bool,
+        line: Option<String>,
+        clock: f64,
+    ) -> (Option<Note>, Option<(u64, f64)>) {
+        self.slots[slot].heard(attempt, stderr, line.as_deref());
+        let current = attempt == self.slots[slot].attempt();
+        if current {
+            self.attempts[slot].heard(clock);
+        }
+        let at = current.then(|| self.attempts[slot].now());
+        let Some(line) = line else {
+            return (None, None);
+        };
+        let worker = |kind, text| Note {
+            source: Source::Worker,
+            kind,
+            text,
+            mark: None,
+            at,
+        };
+        if stderr {
+            return (Some(worker(Kind::Stderr, line)), None);
+        }
+        // Someone else's program speaks no protocol: every line is its own, and the last one
+        // is its claim, shown beside what the rows say.
+        let said = if self.config.worker.job().is_some() {
+            let claim: String = line.chars().take(CLAIM_CHARS).collect();
+            self.claimed = Some(ClaimedDone {
+                rows_written: claimed_rows(&claim).unwrap_or(0),
+                status: claim,
+            });
+            Line::Other(line)
+        } else {
+            let Ok(said) = line.parse::<Line>();
+            said
+        };
+        match &said {
+            Line::Done { rows_written, .. } => {
+                self.claimed = Some(ClaimedDone {
+                    rows_written: *rows_written,
+                    status: "ok".into(),
+                });
+            }
+            Line::Crash { at } => self.slots[slot].crashing_at(*at),
+            Line::Wait { need } if current => {
+                self.attempts[slot].need = *need;
+                return (None, None);
+            }
+            Line::Wrote { writes, last } if current => {
+                let a = &mut self.attempts[slot];
+                if a.working {
+                    a.worked(*writes, clock);
+                }
+                a.writes = *writes;
+                a.last_task = Some(*last);
+                let at = a.now();
+                self.last_write_sim = Some(self.last_write_sim.map_or(at, |w| w.max(at)));
+                return (None, Some((*last, a.now())));
+            }
+            Line::Wait { .. } | Line::Wrote { .. } => return (None, None),
+            Line::Other(text)
+                if current
+                    && self.on_schedule(slot)
+                    && text.split_whitespace().next() == Some(crate::worker::protocol::WORK) =>
+            {
+                self.attempts[slot].working = true;
+            }
+            _ => {}
+        }
+        let mut text = said.fields();
+        if self.config.workers > 1 {
+            text = format!("{text}  w={}", slot + 1);
+        }
+        (Some(worker(kind_of(&said), text)), None)
+    }
+
+    /// What a slot's exit means for the lane: a death the supervisor did not cause is the host
+    /// reclaiming the instance (or the worker's own crash point, as it said); a failure ends the
+    /// lane. The host's own kills are reported by `host_kill`.
+    pub(in crate::engine) fn exited(
+        &mut self,
+        slot: usize,
+        exit: &Exit,
+        (sim, policy): (f64, RestartPolicy),
+    ) -> Vec<Note> {
+        if let (Exit::Failed { reason, code }, Some(_)) = (exit, self.config.worker.job()) {
+            return self.job_failed(slot, reason, *code, (sim, policy));
+        }
+        match exit {
+            // Someone else's program says nothing the supervisor can parse; its exit is the
+            // only word that it finished.
+            Exit::Done if self.config.worker.job().is_some() => {
+                let text = format!("exited 0  pid={}", self.slots[slot].pid());
+                vec![Note {
+                    source: Source::Worker,
+                    kind: Kind::Done,
+                    text,
+                    mark: None,
+                    at: Some(sim),
+                }]
+            }
+            Exit::Done | Exit::Killed { by_host: true, .. } => Vec::new(),
+            Exit::Killed {
+                signal,
+                by_host: false,
+            } => {
+                let s = &self.slots[slot];
+                let how = s.crashed_at().map_or_else(
+                    || format!("signal {signal}"),
+                    |c| format!("crash point {c}"),
+                );
+                let text = format!("instance reclaimed by host  ({how}, pid {})", s.pid());
+                self.kills += 1;
+                let at = sim;
+                let mut notes = vec![self.in_flight()];
+                self.place_kill(&[slot]);
+                notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
+                notes.into_iter().map(|n| n.at(at)).collect()
+            }
+            Exit::Failed { reason, .. } => {
+                self.failure = Some(reason.clone());
+                let text = format!("worker failed: {reason}");
+                vec![Note::runner(Kind::Error, text)]
+            }
+        }
+    }
+
+    /// An external job that exited with an error. If it never got going (the shell found no
+    /// such command, or the first attempt of a lone worker failed before any row landed), that
+    /// is said once and the lane ends: restarting it a hundred times would say nothing more.
+    /// Otherwise it died on its own mid-job (a "database is locked", a crash of its own) and is
+    /// restarted as after a kill, within the same bound.
+    pub(super) fn job_failed(
+        &mut self,
+        slot: usize,
+        reason: &str,
+        code: i32,
+        (sim, policy): (f64, RestartPolicy),
+    ) -> Vec<Note> {
+        let _ = self.observer.poll();
+        // 126/127: the shell could not find or run the command.
+        let never_started = matches!(code, 126 | 127)
+            || (self.slots[slot].attempt() == 1
+                && self.slots.len() == 1
+                && self.observer.rows == 0
+                && self.restarts == 0);
+        if never_started {
+            // A relative path in the command is the usual cause: the job runs in its
+            // database's folder, not where reclaim was started.
+            let folder = self.config.db.parent().map_or_else(String::new, |f| {
+                format!(" (it ran with sh -c in {})", f.display())
+            });
+            let reason = format!("{reason}{folder}");
+            self.failure = Some(reason.clone());
+            self.start_failed = true;
+            let text = format!("the worker could not start: {reason}");
+            return vec![Note::runner(Kind::Error, text).at(sim)];
+        }
+        self.slots[slot].restart_after_failure(sim, policy);
+        let text = format!(
+            "worker died on its own  ({reason}, pid {}); restarted as after a kill",
+            self.slots[slot].pid()
+        );
+        vec![Note::runner(Kind::Notice, text).marked(Mark::Kill).at(sim)]
+    }
+
+    /// The item in flight when the worker died, read fresh (after a kill the dead write
+    /// nothing more): the one after the last committed, lost with the instance.
+    pub(super) fn in_flight(&mut self) -> Note {
+        // Read to the end (a poll takes a bounded number of rows): where the kill landed is
+        // judged from every row the dead left.
+        while self.observer.poll().is_ok_and(|p| p.new_rows > 0) {}
+        let last = self.observer.last_task;
+        let next = last.map_or(0, |t| t + 1);
+        let text = if next < self.config.items {
+            let committed = last.map_or_else(|| "none".to_string(), task_id);
+            format!(
+                "{}  in flight, not committed (last committed: {committed})",
+                task_id(next)
+            )
+        } else {
+            format!(
+                "{}  committed, the last of the queue",
+                task_id(next.saturating_sub(1))
+            )
+        };
+        Note {
+            source: Source::Worker,
+            kind: Kind::Item,
+            text,
+            mark: None,
+            at: None,
+        }
+    }
+
+    /// A SIGKILL between a worker's creating its temporary beat and renaming it leaves the
+    /// temporary file behind (75 of them after one stormy night). Called only for a reaped
+    /// worker: dead, it can write nothing more, and the file is the one it created.
+    pub(in crate::engine) fn forget_temp_beat(&self, slot: usize) {
+        if let Ok(pid) = u32::try_from(self.slots[slot].pid()) {
+            heartbeat::remove_dead_writers_temp(self.heartbeat.path(), pid);
+        }
+    }
+
+    /// The host's SIGKILL to every live worker of the lane, each reaped at once.
+    pub(in crate::engine) fn host_kill(
+        &mut self,
+        now: Instant,
+        sim: f64,
+        policy: RestartPolicy,
+    ) -> Vec<Note> {
+        let mut pids = Vec::new();
+        let mut killed = Vec::new();
+        for slot in 0..self.slots.len() {
+            if self.slots[slot].host_kill(now, sim, policy).is_some() {
+                self.forget_temp_beat(slot);
+                pids.push(self.slots[slot].pid().to_string());
+                killed.push(slot);
+            }
+        }
+        if pids.is_empty() {
+            return Vec::new();
+        }
+        self.kills += 1;
+        let text = format!(
+            "instance reclaimed by host  (SIGKILL, pid {})",
+            pids.join(",")
+        );
+        let mut notes = vec![self.in_flight()];
+        self.place_kill(&killed);
+        notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
+        notes.into_iter().map(|n| n.at(sim)).collect()
+    }
+
+    /// The slots whose restart is due at sim time `sim`, each with its moment, within the
+    /// policy's bound; past it, the lane gives up (said once).
+    pub(in crate::engine) fn due_restarts(
+        &mut self,
+        sim: f64,
+        policy: RestartPolicy,
+    ) -> (Vec<(usize, f64)>, Vec<Note>) {
+        let (mut due, mut notes) = (Vec::new(), Vec::new());
+        for slot in 0..self.slots.len() {
+            let Some(at) = self.slots[slot]
+                .restart_due()
+                .filter(|_| self.slots[slot].restart_is_due(sim))
+            else {
+                continue;
+            };
+            if self.restarts >= policy.max {
+                self.slots[slot].give_up();
+                if !std::mem::replace(&mut self.gave_up, true) {
+                    let text = format!(
+                        "giving up after {} restarts: the job never completed",
+                        policy.max
+                    );
+                    notes.push(Note::runner(Kind::Error, text).at(at));
+                }
+                continue;
+            }
+            self.restarts += 1;
+            let attempt = self.slots[slot].attempt() + 1;
+            let who = if self.relay_slot == Some(slot) {
+                "relay"
+            } else {
+                "worker"
+            };
+            let text = format!("supervisor restarts the {who} (attempt {attempt})");
+            notes.push(
+                Note::runner(Kind::Notice, text)
+                    .marked(Mark::Restart)
+                    .at(at),
+            );
+            due.push((slot, at));
+        }
+        (due, notes)
+    }
+}
