@@ -466,49 +466,13 @@ impl ExecArgs {
         let Some(command) = &self.exec else {
             return Ok(None);
         };
-        if command.trim().is_empty() {
-            return Err("--exec is empty: give the command that runs your job".into());
-        }
-        let setup_sql = match self.setup_sql.as_deref() {
-            Some(text) => Some(read_sql(text)?),
-            None => None,
+        let rows = crate::store::rows::RowSource {
+            table: self.table.clone(),
+            key: self.key.clone(),
+            count_sql: self.count_sql.clone(),
         };
-        if let Some(sql) = &setup_sql {
-            crate::store::rows::check_setup(sql)?;
-        }
-        for (flag, name) in [("--table", &self.table), ("--key", &self.key)] {
-            if name.is_empty() || name.contains('\0') {
-                return Err(format!("{flag} {name:?} is not a name SQLite can use"));
-            }
-        }
-        Ok(Some(crate::engine::ExecJob {
-            command: command.clone(),
-            setup_sql,
-            rows: crate::store::rows::RowSource {
-                table: self.table.clone(),
-                key: self.key.clone(),
-                count_sql: self.count_sql.clone(),
-            },
-        }))
+        crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows).map(Some)
     }
-}
-
-/// `SQL` as given, or the contents of `@FILE`.
-fn read_sql(text: &str) -> Result<String, String> {
-    let Some(file) = text.strip_prefix('@') else {
-        return Ok(text.to_string());
-    };
-    let path = crate::paths::existing_file(std::path::Path::new(file), "--setup-sql")
-        .map_err(|e| e.to_string())?;
-    let meta = std::fs::metadata(&path).map_err(|e| format!("--setup-sql {file}: {e}"))?;
-    // A setup is a few statements; a huge file is a mistake (a database given by accident).
-    if meta.len() > 1 << 20 {
-        return Err(format!(
-            "--setup-sql {file} is {} bytes; a setup script is expected to be under 1 MiB",
-            meta.len()
-        ));
-    }
-    std::fs::read_to_string(&path).map_err(|e| format!("--setup-sql {file}: {e}"))
 }
 
 fn parse_delay_ms(text: &str) -> Result<f64, String> {

@@ -15,8 +15,8 @@ use crate::record::RecordingError;
 use crate::scenario::ScenarioError;
 use crate::store::StoreError;
 use crate::vendor::VendorError;
-use crate::vendor::relay::RelayError;
 use crate::worker::WorkerError;
+use crate::worker::relay::RelayError;
 
 #[derive(Debug, Error)]
 pub enum Error {

@@ -3,6 +3,7 @@
 //! ripgrep does, prints an error as one line, and installs the panic hook.
 
 mod conventions;
+mod exec_guard;
 mod export;
 mod heartbeat_check;
 mod inspect;
@@ -12,6 +13,7 @@ pub mod replay_check;
 mod run;
 mod scenarios;
 mod shrink;
+mod tui;
 mod vendor;
 mod worker;
 
@@ -35,17 +37,17 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Command::HeartbeatCheck(args)) => heartbeat_check::run(&args),
         Some(Command::Vendor(args)) => vendor::run(&args),
         Some(Command::Relay(args)) => vendor::relay(&args),
-        Some(Command::ExecGuard(args)) => crate::supervisor::guard::run(&args.command, args.parent),
-        Some(Command::Tui(args)) => crate::tui::run(&args),
+        Some(Command::ExecGuard(args)) => exec_guard::run(&args.command, args.parent),
+        Some(Command::Tui(args)) => tui::live(&args),
         Some(Command::Scenarios) => scenarios::run(),
         Some(Command::Replay(args)) if args.check => {
             replay_check::run(&args, &mut io::stdout().lock())
         }
         Some(Command::Replay(args)) if args.export.is_some() => export::run(&args),
-        Some(Command::Replay(args)) => crate::tui::replay(&args),
+        Some(Command::Replay(args)) => tui::replay(&args),
         Some(Command::Completions { shell }) => Ok(conventions::completions(shell)),
         Some(Command::Man) => conventions::man(),
-        None => crate::tui::run(&crate::cli::TuiArgs::default()),
+        None => tui::live(&crate::cli::TuiArgs::default()),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -6,8 +6,8 @@ use std::io;
 use crate::cli::{RelayArgs, VendorArgs};
 use crate::error::{Context as _, Error};
 use crate::exit::OK;
-use crate::vendor::relay::{self, RelayConfig};
 use crate::vendor::{self, VendorModes};
+use crate::worker::relay::{self, RelayConfig};
 
 pub(super) fn run(args: &VendorArgs) -> Result<u8, Error> {
     crate::signals::install().context(|| "cannot install signal handlers".into())?;

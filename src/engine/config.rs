@@ -76,6 +76,52 @@ pub struct ExecJob {
     pub rows: RowSource,
 }
 
+impl ExecJob {
+    /// A job from its parts (the command line's or a scenario lane's): `setup_sql` as SQL or
+    /// `@FILE`, every SQL checked on an empty database in memory, so a bad input is refused
+    /// before anything is created.
+    pub fn new(command: &str, setup_sql: Option<&str>, rows: RowSource) -> Result<Self, String> {
+        if command.trim().is_empty() {
+            return Err("--exec is empty: give the command that runs your job".into());
+        }
+        let setup_sql = match setup_sql {
+            Some(text) => Some(read_sql(text)?),
+            None => None,
+        };
+        if let Some(sql) = &setup_sql {
+            crate::store::rows::check_setup(sql)?;
+        }
+        for (flag, name) in [("--table", &rows.table), ("--key", &rows.key)] {
+            if name.is_empty() || name.contains('\0') {
+                return Err(format!("{flag} {name:?} is not a name SQLite can use"));
+            }
+        }
+        Ok(Self {
+            command: command.to_string(),
+            setup_sql,
+            rows,
+        })
+    }
+}
+
+/// `SQL` as given, or the contents of `@FILE`.
+fn read_sql(text: &str) -> Result<String, String> {
+    let Some(file) = text.strip_prefix('@') else {
+        return Ok(text.to_string());
+    };
+    let path = crate::paths::existing_file(std::path::Path::new(file), "--setup-sql")
+        .map_err(|e| e.to_string())?;
+    let meta = std::fs::metadata(&path).map_err(|e| format!("--setup-sql {file}: {e}"))?;
+    // A setup is a few statements; a huge file is a mistake (a database given by accident).
+    if meta.len() > 1 << 20 {
+        return Err(format!(
+            "--setup-sql {file} is {} bytes; a setup script is expected to be under 1 MiB",
+            meta.len()
+        ));
+    }
+    std::fs::read_to_string(&path).map_err(|e| format!("--setup-sql {file}: {e}"))
+}
+
 /// One lane: who does the work, its own database, and its workers.
 #[derive(Debug, Clone, Serialize)]
 pub struct LaneConfig {

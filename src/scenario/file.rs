@@ -314,9 +314,7 @@ impl LaneFile {
                 LaneWorker::Strategy(strategy)
             }
             (None, Some(command)) => {
-                let args = crate::cli::ExecArgs {
-                    exec: Some(command.clone()),
-                    setup_sql: self.setup_sql.clone(),
+                let rows = crate::store::rows::RowSource {
                     table: self
                         .table
                         .clone()
@@ -327,14 +325,14 @@ impl LaneFile {
                         .unwrap_or_else(|| crate::store::rows::DEFAULT_KEY.into()),
                     count_sql: None,
                 };
-                let job = args.to_job().map_err(|e| format!("lane {n}: {e}"))?;
+                let job = crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows)
+                    .map_err(|e| format!("lane {n}: {e}"))?;
                 if self.crash_at.is_some() {
                     return Err(format!(
                         "lane {n}: crash_at needs reclaim's own worker; an exec lane has no named crash points"
                     ));
                 }
-                job.map(LaneWorker::Exec)
-                    .ok_or_else(|| format!("lane {n}: exec is empty"))?
+                LaneWorker::Exec(job)
             }
         };
         if self.batch > 1 && !worker.strategy().is_some_and(Strategy::batches) {

@@ -2,7 +2,6 @@
 //! position across its attempts with its exit classification and restart policy (`slot`), and
 //! the host's seeded kill schedule (`schedule`).
 
-pub mod guard;
 pub mod process;
 pub mod schedule;
 pub mod service;

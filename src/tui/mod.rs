@@ -16,6 +16,7 @@ pub mod ui;
 pub mod view;
 
 use std::io::{self, IsTerminal as _};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread;
@@ -27,7 +28,6 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::{Position, Rect};
 
-use crate::cli::{ReplayArgs, TuiArgs};
 use crate::error::{Context as _, Error};
 use crate::record::Recording;
 use crate::scenario::Scenario;
@@ -142,18 +142,6 @@ fn suspend(
     Ok(())
 }
 
-/// Loads and validates everything the dashboard needs, before the terminal is touched.
-pub fn prepare(args: &TuiArgs) -> Result<Scenario, Error> {
-    let mut scenario = match &args.scenario {
-        Some(name) => Scenario::load(name),
-        None => Scenario::default_incident(),
-    }?;
-    if let Some(seed) = args.seed {
-        scenario.seed = seed;
-    }
-    Ok(scenario)
-}
-
 fn require_terminal(headless: &str) -> Result<(), Error> {
     if io::stdout().is_terminal() && io::stdin().is_terminal() {
         Ok(())
@@ -165,16 +153,15 @@ fn require_terminal(headless: &str) -> Result<(), Error> {
 }
 
 /// Runs `reclaim replay FILE`: the recorded night in the dashboard, no processes.
-pub fn replay(args: &ReplayArgs) -> Result<u8, Error> {
-    let recording = Recording::load(&args.file)?;
+pub fn replay(file: &Path, theme: Theme) -> Result<u8, Error> {
+    let recording = Recording::load(file)?;
     if recording.truncated {
         eprintln!(
             "reclaim: warning: {}: the last line was cut short; replaying the rest",
-            args.file.display()
+            file.display()
         );
     }
     require_terminal("reclaim replay --check")?;
-    let theme = Theme::chosen(args.theme);
     signals::install().context(|| "cannot install signal handlers".into())?;
     signals::catch_suspend().context(|| "cannot install signal handlers".into())?;
     let guard = TerminalGuard::enter().context(|| "cannot set up the terminal".into())?;
@@ -187,10 +174,10 @@ pub fn replay(args: &ReplayArgs) -> Result<u8, Error> {
     outcome.map(|()| crate::exit::OK)
 }
 
-/// Runs `reclaim tui` (and `reclaim` with no arguments).
-pub fn run(args: &TuiArgs) -> Result<u8, Error> {
-    let scenario = prepare(args)?;
-    if let Some(path) = &args.record {
+/// Runs the live dashboard on `scenario` (loaded and validated before the terminal is
+/// touched), recording it to `record` when given.
+pub fn run(scenario: Scenario, record: Option<&Path>, theme: Theme) -> Result<u8, Error> {
+    if let Some(path) = record {
         crate::paths::new_recording(path, None)?;
     }
     require_terminal("reclaim run")?;
@@ -200,11 +187,16 @@ pub fn run(args: &TuiArgs) -> Result<u8, Error> {
         .with_file_name("");
     signals::install().context(|| "cannot install signal handlers".into())?;
     signals::catch_suspend().context(|| "cannot install signal handlers".into())?;
-    let theme = Theme::chosen(args.theme);
     let guard = TerminalGuard::enter().context(|| "cannot set up the terminal".into())?;
     let mut terminal =
         Terminal::new(CrosstermBackend::new(io::stdout())).context(|| "cannot draw".into())?;
-    let mut app = Live::start(scenario, exe, dir, args.record.clone(), Instant::now())?;
+    let mut app = Live::start(
+        scenario,
+        exe,
+        dir,
+        record.map(Path::to_path_buf),
+        Instant::now(),
+    )?;
     let outcome = event_loop(&mut terminal, &mut app, theme);
     // Workers first, then the terminal: nothing may outlive the dashboard.
     let db_dir = app.db_dir().display().to_string();

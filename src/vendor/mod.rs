@@ -14,7 +14,6 @@
 //! The callers are here too (`send`): a worker's email before its commit, and the relay.
 
 pub mod http;
-pub mod relay;
 
 use std::fmt;
 use std::io::{self, Write};

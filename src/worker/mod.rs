@@ -11,6 +11,7 @@ mod long_item;
 mod naive;
 mod outbox;
 pub mod protocol;
+pub mod relay;
 mod two_commit;
 
 use std::fmt;

@@ -93,7 +93,7 @@ impl ExecEnv {
     pub const DELAY_MS: &'static str = "RECLAIM_DELAY_MS";
 
     /// `sh -c command` under reclaim's `exec-guard` (`exe`), which leads the job's process
-    /// group and takes the group down if reclaim dies (`supervisor::guard`); in the database's
+    /// group and takes the group down if reclaim dies (`commands::exec_guard`); in the database's
     /// folder (so a script that opens `warehouse.db` beside itself works unchanged), with the
     /// variables set.
     #[must_use]

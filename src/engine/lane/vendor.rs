@@ -20,7 +20,7 @@ impl Lane {
             .arg(self.config.items.to_string())
             .arg("--idle-secs")
             .arg(
-                crate::vendor::relay::SUPERVISED_IDLE_LIMIT
+                crate::worker::relay::SUPERVISED_IDLE_LIMIT
                     .as_secs()
                     .to_string(),
             );
