@@ -18,6 +18,16 @@ pub fn escape_controls(text: &str) -> String {
         .collect()
 }
 
+/// `n` and the noun in agreement with it: `1 kill`, `2 kills`, `1 task id`, `112 task ids`.
+#[must_use]
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 /// At most `max` characters of `text`, with `…` in place of the rest: a value quoted in an error
 /// (a 309-digit number, a pasted paragraph) must leave the line readable.
 #[must_use]

@@ -4,6 +4,8 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::text::count;
+
 /// What the rows say about the job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
@@ -128,7 +130,11 @@ impl fmt::Display for Derived {
         match *self {
             Self::Ok => f.write_str("ok"),
             Self::Corrupt => f.write_str("CORRUPT (PRAGMA integrity_check failed)"),
-            Self::Incomplete { missing } => write!(f, "INCOMPLETE ({missing} task ids missing)"),
+            Self::Incomplete { missing } => write!(
+                f,
+                "INCOMPLETE ({} missing)",
+                count(missing, "task id", "task ids")
+            ),
             Self::DataWrong {
                 duplicated,
                 extra: _,
@@ -138,16 +144,26 @@ impl fmt::Display for Derived {
             } => {
                 let mut parts = Vec::new();
                 if duplicated > 0 {
-                    parts.push(format!("{duplicated} duplicated task ids"));
+                    parts.push(count(
+                        duplicated,
+                        "duplicated task id",
+                        "duplicated task ids",
+                    ));
                 }
                 if missing > 0 {
                     parts.push(format!("{missing} missing"));
                 }
                 if unexpected > 0 {
-                    parts.push(format!("{unexpected} rows outside the queue"));
+                    parts.push(format!(
+                        "{} outside the queue",
+                        count(unexpected, "row", "rows")
+                    ));
                 }
                 if orphan_checkpoints > 0 {
-                    parts.push(format!("{orphan_checkpoints} checkpoints without a row"));
+                    parts.push(format!(
+                        "{} without a row",
+                        count(orphan_checkpoints, "checkpoint", "checkpoints")
+                    ));
                 }
                 write!(f, "DATA WRONG ({})", parts.join(", "))
             }
@@ -277,7 +293,8 @@ pub fn lessons(duplicated_task_ids: u64, extra_rows: u64, symptoms: &[Symptom]) 
             "more than once"
         };
         lines.push(format!(
-            "{duplicated_task_ids} task ids written {how}: {}",
+            "{} written {how}: {}",
+            count(duplicated_task_ids, "task id", "task ids"),
             Symptom::RowsExceedQueue.check()
         ));
     }

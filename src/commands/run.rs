@@ -406,8 +406,8 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
             .collect();
         let more = if plan.replayed.len() > 8 { ", ..." } else { "" };
         parts.push(format!(
-            "{} kills replayed from a recording: {}{more}",
-            plan.replayed.len(),
+            "{} replayed from a recording: {}{more}",
+            crate::text::count(plan.replayed.len() as u64, "kill", "kills"),
             times.join(", ")
         ));
     }

@@ -256,7 +256,8 @@ pub fn render(inspection: &Inspection) -> String {
     );
     let _ = writeln!(out, "missing      {} task ids with no row", i.missing);
     if i.unexpected > 0 {
-        let _ = writeln!(out, "unexpected   {} rows outside the queue", i.unexpected);
+        let rows = crate::text::count(i.unexpected, "row", "rows");
+        let _ = writeln!(out, "unexpected   {rows} outside the queue");
     }
     match (
         i.checkpoints,

@@ -241,7 +241,10 @@ pub(crate) fn lane_view(
     let (derived, derived_ok) = match end {
         Some(end) => (end.derived.clone(), Some(end.derived_status.is_ok())),
         None if snap.duplicated > 0 => (
-            format!("DATA WRONG ({} duplicated task ids)", snap.duplicated),
+            format!(
+                "DATA WRONG ({})",
+                crate::text::count(snap.duplicated, "duplicated task id", "duplicated task ids")
+            ),
             Some(false),
         ),
         None => (
@@ -301,12 +304,11 @@ fn disagreement(end: &LaneEnd) -> String {
         } else {
             "more than once"
         };
-        format!(
-            "the worker says ok; {} task ids were written {how}",
-            end.duplicated_task_ids
-        )
+        let ids = crate::text::count(end.duplicated_task_ids, "task id was", "task ids were");
+        format!("the worker says ok; {ids} written {how}")
     } else if end.missing > 0 {
-        format!("the worker says ok, but {} tasks have no row", end.missing)
+        let tasks = crate::text::count(end.missing, "task has", "tasks have");
+        format!("the worker says ok, but {tasks} no row")
     } else {
         format!("the worker says ok, but the rows say {}", end.derived)
     }

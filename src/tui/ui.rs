@@ -129,8 +129,9 @@ fn ids_overlay(area: Rect, buf: &mut Buffer, ids: &crate::tui::view::IdsView, th
     };
     Clear.render(popup, buf);
     let title = format!(
-        " {}: {} task ids written more than once (any key closes) ",
-        ids.lane, ids.total
+        " {}: {} written more than once (any key closes) ",
+        ids.lane,
+        crate::text::count(ids.total, "task id", "task ids")
     );
     let block = Block::bordered()
         .border_type(BorderType::Double)

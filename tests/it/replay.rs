@@ -586,7 +586,7 @@ fn a_recording_replayed_onto_guarded_kills_at_the_same_task_at_another_pace() {
     assert!(
         second
             .stdout
-            .contains("1 kills replayed from a recording: after task-111"),
+            .contains("1 kill replayed from a recording: after task-111"),
         "{}",
         second.stdout
     );
