@@ -33,7 +33,19 @@ impl Snapshot {
         let present = |suffix: &str| {
             fs::symlink_metadata(paths::with_suffix(path, suffix)).is_ok_and(|m| m.len() > 0)
         };
-        let (wal, shm, journal) = (present("-wal"), present("-shm"), present("-journal"));
+        // A writer opening or closing a WAL database has its `-wal` for a moment without its
+        // `-shm`, and one switching a new database to WAL has a `-journal` for a moment: only
+        // what lasts is a log left behind. Look again, briefly, before copying.
+        let mut look = 0;
+        let (wal, shm, journal) = loop {
+            let seen = (present("-wal"), present("-shm"), present("-journal"));
+            let (wal, shm, journal) = seen;
+            if !(journal || (wal && !shm)) || look == SETTLE_LOOKS {
+                break seen;
+            }
+            look += 1;
+            std::thread::sleep(SETTLE);
+        };
         if journal || (wal && !shm) {
             let copy = PrivateCopy::of(path)?;
             let conn = Connection::open_with_flags(
@@ -68,6 +80,10 @@ impl Snapshot {
     }
 }
 
+/// How long and how often `Snapshot::open` looks again at a log without its companion.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(20);
+const SETTLE_LOOKS: u32 = 10;
+
 /// A database and its `-wal`/`-journal` copied into a folder of reclaim's own, removed on drop.
 struct PrivateCopy {
     dir: PathBuf,
@@ -95,8 +111,12 @@ impl PrivateCopy {
         fs::copy(path, &copy.db).map_err(failed)?;
         for suffix in ["-wal", "-journal"] {
             let from = paths::with_suffix(path, suffix);
-            if from.exists() {
-                fs::copy(&from, paths::with_suffix(&copy.db, suffix)).map_err(failed)?;
+            match fs::copy(&from, paths::with_suffix(&copy.db, suffix)) {
+                // Gone since it was seen: a writer finished with it, and the file holds it all.
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                other => {
+                    other.map_err(failed)?;
+                }
             }
         }
         Ok(copy)
