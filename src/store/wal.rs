@@ -22,7 +22,6 @@
 //! tries again only after as long again, so such a reader costs the writers at most about half
 //! their time rather than all of it; meanwhile the log grows.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -60,10 +59,8 @@ impl WalBound {
             "journal_size_limit",
             i64::try_from(WAL_LIMIT).unwrap_or(i64::MAX),
         )?;
-        let mut wal = OsString::from(db.as_os_str());
-        wal.push("-wal");
         Ok(Self {
-            wal: PathBuf::from(wal),
+            wal: crate::paths::with_suffix(db, "-wal"),
             next_try: None,
         })
     }
