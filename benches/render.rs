@@ -168,6 +168,7 @@ fn dashboard(lanes: usize) -> Dashboard {
         recording: None,
         replay: None,
         ids: None,
+        lecture: None,
         x_max: X_MAX,
         db_dir: "/tmp/reclaim-tui-bench".into(),
     }

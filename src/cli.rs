@@ -296,6 +296,21 @@ pub struct TuiArgs {
     /// NO_COLOR turns colour off whatever this says
     #[arg(long, value_enum, default_value_t)]
     pub theme: ThemeChoice,
+    #[command(flatten)]
+    pub presenting: PresentingArgs,
+}
+
+/// For a teacher: pacing and speaker notes.
+#[derive(Debug, Args, Default, Clone)]
+pub struct PresentingArgs {
+    /// Lecture mode: the night stops at each caption, kill, restart, alert, symptom, `done`
+    /// line and verdict, says what it stopped for, and goes on with space
+    #[arg(long)]
+    pub lecture: bool,
+    /// Append each caption the night reaches, with the scenario's speaker notes, to this file
+    /// (new, or one reclaim wrote before), for a second screen: tail -F FILE
+    #[arg(long, value_name = "FILE")]
+    pub notes: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -304,7 +319,7 @@ pub struct ReplayArgs {
     pub file: PathBuf,
     /// Re-derive the verdict from the recorded history instead of opening the dashboard;
     /// exit 0 when every lane's data is right, 1 when not
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["lecture", "notes"])]
     pub check: bool,
     /// With --check: the facts as one JSON object
     #[arg(long, requires = "check")]
@@ -312,7 +327,7 @@ pub struct ReplayArgs {
     /// Write the night to a new file instead of opening the dashboard: .cast (asciicast v2 for
     /// asciinema, a marker at each kill, restart and caption), .svg (one frame, see --at) or
     /// .csv (one row per sample and lane)
-    #[arg(long, value_name = "FILE", conflicts_with = "check")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["check", "lecture", "notes"])]
     pub export: Option<PathBuf>,
     /// With --export FILE.svg: the moment of the frame, as the clock shows it [default: the end]
     #[arg(long, value_name = "HH:MM:SS", requires = "export", value_parser = parse_clock)]
@@ -323,6 +338,8 @@ pub struct ReplayArgs {
     /// Colours: default, or high-contrast (colour-blind safe, bold; for a projector)
     #[arg(long, value_enum, default_value_t)]
     pub theme: ThemeChoice,
+    #[command(flatten)]
+    pub presenting: PresentingArgs,
 }
 
 fn parse_clock(text: &str) -> Result<f64, String> {

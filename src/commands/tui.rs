@@ -14,9 +14,14 @@ pub(super) fn live(args: &TuiArgs) -> Result<u8, Error> {
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
-    crate::tui::run(scenario, args.record.as_deref(), Theme::chosen(args.theme))
+    crate::tui::run(
+        scenario,
+        args.record.as_deref(),
+        &args.presenting,
+        Theme::chosen(args.theme),
+    )
 }
 
 pub(super) fn replay(args: &ReplayArgs) -> Result<u8, Error> {
-    crate::tui::replay(&args.file, Theme::chosen(args.theme))
+    crate::tui::replay(&args.file, &args.presenting, Theme::chosen(args.theme))
 }

@@ -85,6 +85,13 @@ pub struct Engine {
     /// The last tick, and the real time between the last two: how often the driver ticks.
     last_tick: Option<Instant>,
     tick_gap: Duration,
+    /// Moments the clock does not run past in one tick (a lecture's captions): it stops on
+    /// each, so a driver that pauses there shows that second exactly.
+    stops: Vec<f64>,
+    /// The timeline entries the clock stops on as well (a lecture's kills, `done` lines, ...):
+    /// one heard in a tick keeps the clock at its moment for that tick, one logged ahead of
+    /// the clock becomes a stop.
+    stop_when: Option<fn(&Entry) -> bool>,
 }
 
 impl Engine {
@@ -107,6 +114,8 @@ impl Engine {
             kill_at_rows: None,
             last_tick: None,
             tick_gap: GRANT_AHEAD.0,
+            stops: Vec::new(),
+            stop_when: None,
         };
         // An external job's setup runs once, on its new database, before its first attempt.
         for lane in &engine.lanes {
@@ -290,6 +299,7 @@ impl Engine {
         if let Some(last) = self.last_tick.replace(now) {
             self.tick_gap = now.saturating_duration_since(last);
         }
+        let heard = self.timeline.len();
         self.drain_output(now);
         self.reap(now);
         self.drain_output(now);
@@ -297,6 +307,14 @@ impl Engine {
             let held = self.held_at(now);
             let limit = self.triggers.next_moment().map_or(held, |m| m.min(held));
             let limit = self.next_restart().map_or(limit, |r| r.min(limit));
+            let clock = self.clock.now().0;
+            let limit = (self.stops.iter().copied())
+                .filter(|&s| s > clock)
+                .fold(limit, f64::min);
+            let limit = (self.timeline[heard..].iter())
+                .filter(|e| self.stop_when.is_some_and(|stop| stop(e)))
+                .map(|e| e.sim.0.max(clock))
+                .fold(limit, f64::min);
             self.clock.advance(now, limit);
             self.fire_triggers(now, held);
             self.restart_due(now)?;
@@ -307,6 +325,14 @@ impl Engine {
         self.observe(now);
         if self.paused_at.is_none() && !self.frozen {
             self.fire_observed(now);
+        }
+        if let Some(stop) = self.stop_when {
+            let clock = self.clock.now().0;
+            let ahead: Vec<f64> = (self.timeline[heard..].iter())
+                .filter(|e| e.sim.0 > clock && stop(e))
+                .map(|e| e.sim.0)
+                .collect();
+            self.stops.extend(ahead);
         }
         for lane in &mut self.lanes {
             lane.settle_relay();

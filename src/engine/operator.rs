@@ -158,6 +158,14 @@ impl Engine {
         self.clock.set_scale(self.config.scale * speed, now);
     }
 
+    /// The clock will stop on each of these moments (seconds after midnight) rather than pass
+    /// them within a tick, as it does on every kill and restart: a driver pausing there (a
+    /// lecture at a caption's time) shows that second exactly. Changes nothing else.
+    pub fn stop_on(&mut self, moments: &[f64], entries: fn(&super::Entry) -> bool) {
+        self.stops = moments.to_vec();
+        self.stop_when = Some(entries);
+    }
+
     #[must_use]
     pub fn speed(&self) -> f64 {
         self.speed

@@ -20,6 +20,10 @@ pub struct Caption {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lane: Option<String>,
     pub text: String,
+    /// Speaker notes: not shown on the dashboard; `--notes FILE` appends them, with the
+    /// caption, as the night reaches it (for a second screen). May name the night's figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
 }
 
 /// The events a caption can wait for.
@@ -59,7 +63,11 @@ impl Caption {
         if self.text.trim().is_empty() {
             return Err(format!("caption {n}: text is empty"));
         }
-        if let Some(name) = unknown_placeholders(&self.text).first() {
+        let notes = self.notes.as_deref().unwrap_or_default();
+        if let Some(name) = unknown_placeholders(&self.text)
+            .first()
+            .or(unknown_placeholders(notes).first())
+        {
             return Err(format!(
                 "caption {n}: {{{}}} is not one of the night's figures ({})",
                 quoted(name),

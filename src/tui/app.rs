@@ -10,7 +10,9 @@ use crate::scenario::Scenario;
 use crate::tui::Screen;
 use crate::tui::chrome::{Chrome, NoticeLife};
 use crate::tui::keymap::{Action, Mode};
+use crate::tui::lecture::{self, Hold};
 use crate::tui::night::Night;
+use crate::tui::notes::Notes;
 use crate::tui::view::{Dashboard, IdsView};
 use crate::worker::Strategy;
 
@@ -223,6 +225,14 @@ pub struct Live {
     night: Night,
     /// The window is below the minimum size: the night is paused until it is not.
     small: bool,
+    /// Lecture mode.
+    lecture: bool,
+    /// Where a lecture holds the night (paused) until `space`.
+    hold: Option<Hold>,
+    /// `--notes`: each caption reached, with its notes, is appended here.
+    notes: Option<Notes>,
+    /// The night the notes have been told about.
+    noted_night: u32,
 }
 
 impl Live {
@@ -239,7 +249,67 @@ impl Live {
             app: App::default(),
             night: Night::start(scenario, exe, dir, record, now)?,
             small: false,
+            lecture: false,
+            hold: None,
+            notes: None,
+            noted_night: 0,
         })
+    }
+
+    /// For a teacher: lecture mode (the night stops at each moment worth talking about) and
+    /// speaker notes appended to a file.
+    #[must_use]
+    pub fn presenting(mut self, lecture: bool, notes: Option<Notes>) -> Self {
+        if lecture {
+            self.lecture = true;
+            self.night.stop_on_captions();
+        }
+        self.notes = notes;
+        self
+    }
+
+    /// Lecture mode: stops the night (as `space` would) at what it has just reached.
+    fn lecture_stops(&mut self, now: Instant) -> Result<(), Error> {
+        let moments = self.night.take_moments();
+        if !self.lecture || moments.is_empty() {
+            return Ok(());
+        }
+        let clock = self.night.clock();
+        let hold = self.hold.get_or_insert_with(|| Hold::new(clock));
+        let caption = moments.contains(&lecture::Why::Caption);
+        for why in moments {
+            hold.add(why);
+        }
+        if caption {
+            // The caption it stopped for is on screen now, not after the one before is read.
+            self.night.step_caption(now);
+        }
+        if !self.night.facts().paused {
+            self.night.execute(Command::Pause, now)?;
+        }
+        Ok(())
+    }
+
+    /// Appends the captions reached (and a line for each new night) to the notes.
+    fn write_notes(&mut self) {
+        let reached = self.night.take_reached();
+        let Some(notes) = self.notes.as_mut() else {
+            return;
+        };
+        let mut result = Ok(());
+        if self.noted_night != self.night.number() {
+            self.noted_night = self.night.number();
+            result = notes.night(&format!("night {}, from 02:00", self.noted_night));
+        }
+        for (at, text, said) in &reached {
+            result = result.and_then(|()| notes.reached(*at, text, said.as_deref()));
+        }
+        if let Err(e) = result {
+            let path = notes.path().display().to_string();
+            self.notes = None;
+            self.app
+                .say(format!("notes {path} stopped: {e}"), Instant::now());
+        }
     }
 
     /// Where the night's databases are kept.
@@ -282,12 +352,20 @@ impl Screen for Live {
     fn tick(&mut self, now: Instant) -> Result<(), Error> {
         self.night.tick(now)?;
         self.listen(now);
+        self.write_notes();
+        self.lecture_stops(now)?;
         self.app.chrome.expire(now);
         Ok(())
     }
 
     fn update(&mut self, action: Action, now: Instant) -> Result<(), Error> {
+        if action == Action::TogglePause && !self.app.chrome.help && self.hold.take().is_some() {
+            // Space at a lecture's stop: on to the next one.
+            self.night.execute(Command::Resume, now)?;
+            return Ok(());
+        }
         let facts = self.night.facts();
+        let night = self.night.number();
         for command in self.app.update(action, &facts, now) {
             if let Command::ShowIds(lane) = command {
                 // What the screen shows, read for it: no change to the night.
@@ -296,6 +374,10 @@ impl Screen for Live {
             }
             self.night.execute(command, now)?;
             self.listen(now);
+        }
+        if self.night.number() != night {
+            // A new night from 02:00: nothing of the old one holds it.
+            self.hold = None;
         }
         Ok(())
     }
@@ -311,6 +393,10 @@ impl Screen for Live {
     fn view(&self) -> Dashboard {
         let mut dashboard = self.app.chrome.dashboard(self.night.scene());
         dashboard.ids.clone_from(&self.app.ids);
+        dashboard.lecture = self.lecture.then(|| match &self.hold {
+            Some(hold) => hold.describe(),
+            None => lecture::between_stops(dashboard.paused),
+        });
         dashboard
     }
 

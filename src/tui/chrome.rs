@@ -149,6 +149,7 @@ impl Chrome {
             recording: scene.recording,
             replay: scene.replay,
             ids: None,
+            lecture: None,
         }
     }
 }

@@ -8,8 +8,10 @@ pub mod app;
 mod captions;
 mod chrome;
 pub mod keymap;
+pub mod lecture;
 pub mod map;
 mod night;
+pub mod notes;
 pub mod replay;
 pub mod theme;
 pub mod ui;
@@ -28,6 +30,7 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::{Position, Rect};
 
+use crate::cli::PresentingArgs;
 use crate::error::{Context as _, Error};
 use crate::record::Recording;
 use crate::scenario::Scenario;
@@ -35,6 +38,7 @@ use crate::signals;
 
 use self::app::Live;
 use self::keymap::{Action, Mode};
+use self::notes::Notes;
 use self::replay::ReplayApp;
 use self::theme::Theme;
 use self::view::Dashboard;
@@ -153,7 +157,7 @@ fn require_terminal(headless: &str) -> Result<(), Error> {
 }
 
 /// Runs `reclaim replay FILE`: the recorded night in the dashboard, no processes.
-pub fn replay(file: &Path, theme: Theme) -> Result<u8, Error> {
+pub fn replay(file: &Path, presenting: &PresentingArgs, theme: Theme) -> Result<u8, Error> {
     let recording = Recording::load(file)?;
     if recording.truncated {
         eprintln!(
@@ -162,12 +166,27 @@ pub fn replay(file: &Path, theme: Theme) -> Result<u8, Error> {
         );
     }
     require_terminal("reclaim replay --check")?;
+    let mut notes = match &presenting.notes {
+        Some(path) => Some(Notes::open(path, &recording.header.title, &[file])?),
+        None => None,
+    };
+    if let Some(notes) = notes.as_mut() {
+        notes
+            .night(&format!("a replay of {}", file.display()))
+            .context(|| "cannot write the notes".into())?;
+    }
     signals::install().context(|| "cannot install signal handlers".into())?;
     signals::catch_suspend().context(|| "cannot install signal handlers".into())?;
     let guard = TerminalGuard::enter().context(|| "cannot set up the terminal".into())?;
     let mut terminal =
         Terminal::new(CrosstermBackend::new(io::stdout())).context(|| "cannot draw".into())?;
     let mut app = ReplayApp::new(recording);
+    if presenting.lecture {
+        app = app.lecture();
+    }
+    if let Some(notes) = notes {
+        app = app.notes(notes);
+    }
     let outcome = event_loop(&mut terminal, &mut app, theme);
     drop(terminal);
     drop(guard);
@@ -175,12 +194,23 @@ pub fn replay(file: &Path, theme: Theme) -> Result<u8, Error> {
 }
 
 /// Runs the live dashboard on `scenario` (loaded and validated before the terminal is
-/// touched), recording it to `record` when given.
-pub fn run(scenario: Scenario, record: Option<&Path>, theme: Theme) -> Result<u8, Error> {
+/// touched), recording it to `record` when given; in lecture mode and with speaker notes as
+/// `presenting` asks.
+pub fn run(
+    scenario: Scenario,
+    record: Option<&Path>,
+    presenting: &PresentingArgs,
+    theme: Theme,
+) -> Result<u8, Error> {
     if let Some(path) = record {
         crate::paths::new_recording(path, None)?;
     }
     require_terminal("reclaim run")?;
+    let others: Vec<&Path> = record.into_iter().collect();
+    let notes = match &presenting.notes {
+        Some(path) => Some(Notes::open(path, &scenario.title, &others)?),
+        None => None,
+    };
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
     let dir = crate::paths::fresh_db_path("tui")
         .context(|| "cannot create a folder for the databases".into())?
@@ -196,7 +226,8 @@ pub fn run(scenario: Scenario, record: Option<&Path>, theme: Theme) -> Result<u8
         dir,
         record.map(Path::to_path_buf),
         Instant::now(),
-    )?;
+    )?
+    .presenting(presenting.lecture, notes);
     let outcome = event_loop(&mut terminal, &mut app, theme);
     // Workers first, then the terminal: nothing may outlive the dashboard.
     let db_dir = app.db_dir().display().to_string();
@@ -302,11 +333,12 @@ fn drive_screen(
                 let size = terminal
                     .size()
                     .context(|| "cannot read the terminal's size".into())?;
-                let caption = app.view().caption;
+                let view = app.view();
                 let a = ui::areas(
                     Rect::new(0, 0, size.width, size.height),
                     app.lane_count(),
-                    caption.as_deref(),
+                    view.caption.as_deref(),
+                    view.lecture.as_deref(),
                 );
                 let at = Position::new(mouse.column, mouse.row);
                 if let Some(lane) = a.lanes.iter().position(|r| r.contains(at)) {

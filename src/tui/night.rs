@@ -17,6 +17,7 @@ use crate::tui::app::{Command, Facts, LaneFacts};
 use crate::tui::captions::CaptionQueue;
 use crate::tui::chrome::{LaneMeta, MAX_POINTS, Scene, lane_view, marker_kind, symptoms, x_max};
 use crate::tui::keymap::Mode;
+use crate::tui::lecture::{self, Why};
 use crate::tui::view::{IdsView, LaneView, Marker, Series};
 
 /// One curve, downsampled as it grows.
@@ -94,6 +95,17 @@ pub struct Night {
     /// Each caption's text with its figures as they were at its moment (filled when the night
     /// reaches it, so a caption read a little later still tells that moment's numbers).
     caption_texts: Vec<Option<String>>,
+    /// Lecture mode: the clock stops on each caption's time, as on a kill or a restart.
+    stop_on_captions: bool,
+    /// Moments a lecture stops for, since the screen last asked.
+    moments: Vec<Why>,
+    /// Moments heard before the clock reached them (a row written a little ahead of it):
+    /// each is a moment once the clock is there.
+    ahead: Vec<(f64, Why)>,
+    /// Timeline entries already looked at for `moments`.
+    looked: usize,
+    /// Captions reached since the screen last asked: moment, text and notes, figures filled in.
+    reached: Vec<(SimTime, String, Option<String>)>,
 }
 
 impl Night {
@@ -130,6 +142,11 @@ impl Night {
             said: Vec::new(),
             captions: CaptionQueue::default(),
             caption_texts: Vec::new(),
+            stop_on_captions: false,
+            moments: Vec::new(),
+            ahead: Vec::new(),
+            looked: 0,
+            reached: Vec::new(),
         };
         if recording {
             night.start_recording()?;
@@ -168,6 +185,74 @@ impl Night {
         self.said.push(text.into());
     }
 
+    /// This session's night count: 1, then one more for each new night (`n`, `s`, `R`, `o`).
+    pub fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// Lecture mode: the clock stops on each caption's time (and this night's next ones).
+    pub fn stop_on_captions(&mut self) {
+        self.stop_on_captions = true;
+        self.apply_stops();
+    }
+
+    fn apply_stops(&mut self) {
+        if self.stop_on_captions {
+            let at: Vec<f64> = (self.scenario.captions.iter())
+                .filter_map(|c| c.at.as_deref().and_then(scenario::parse_clock))
+                .collect();
+            self.engine.stop_on(&at, |e| {
+                lecture::why(e.kind, e.mark, None, &e.text).is_some()
+            });
+        }
+    }
+
+    /// What a lecture stops for that has happened since the last call, oldest first.
+    pub fn take_moments(&mut self) -> Vec<Why> {
+        std::mem::take(&mut self.moments)
+    }
+
+    /// Captions reached since the last call (moment, text, notes), oldest first.
+    pub fn take_reached(&mut self) -> Vec<(SimTime, String, Option<String>)> {
+        let mut reached = std::mem::take(&mut self.reached);
+        reached.sort_by(|a, b| a.0.0.total_cmp(&b.0.0));
+        reached
+    }
+
+    /// The sim time the night stands at.
+    pub fn clock(&self) -> SimTime {
+        self.engine.clock().now()
+    }
+
+    /// Shows the next caption reached at once; whether there was one.
+    pub fn step_caption(&mut self, now: Instant) -> bool {
+        let times = self.caption_times();
+        let clock = self.engine.clock().now().0;
+        self.captions.step(&times, clock, now)
+    }
+
+    /// Looks at the timeline's new entries for the moments a lecture stops on.
+    fn look_for_moments(&mut self) {
+        let multi = self.lanes.len() > 1;
+        for entry in &self.engine.timeline()[self.looked..] {
+            let lane = entry
+                .lane
+                .and_then(|l| self.lanes.get(l))
+                .map(|l| l.name.as_str())
+                .filter(|_| multi);
+            if let Some(why) = lecture::why(entry.kind, entry.mark, lane, &entry.text) {
+                self.ahead.push((entry.sim.0, why));
+            }
+        }
+        self.looked = self.engine.timeline().len();
+        let clock = self.engine.clock().now().0;
+        let (due, ahead): (Vec<_>, Vec<_>) = std::mem::take(&mut self.ahead)
+            .into_iter()
+            .partition(|(at, _)| *at <= clock + 1e-6);
+        self.ahead = ahead;
+        self.moments.extend(due.into_iter().map(|(_, why)| why));
+    }
+
     /// What the live screen's `update` needs to know to decide.
     pub fn facts(&self) -> Facts {
         Facts {
@@ -202,6 +287,7 @@ impl Night {
             .collect();
         let clock = self.engine.clock().now().0;
         let times = self.caption_times();
+        self.look_for_moments();
         self.freeze_caption_texts(&times, clock);
         self.captions.update(&times, clock, &chars, now);
         if let Some(recorder) = self.recorder.as_mut()
@@ -396,6 +482,11 @@ impl Night {
         self.end_clock = None;
         self.captions = CaptionQueue::default();
         self.caption_texts.clear();
+        self.looked = 0;
+        self.moments.clear();
+        self.ahead.clear();
+        self.reached.clear();
+        self.apply_stops();
         if recording {
             self.start_recording()?;
         }
@@ -432,17 +523,18 @@ impl Night {
             let lane = (caption.lane.as_ref())
                 .and_then(|name| self.lanes.iter().position(|l| &l.name == name))
                 .unwrap_or(0);
-            let text = match self.engine.lanes().get(lane) {
-                Some(l) => scenario::fill_caption(
-                    &caption.text,
-                    &scenario::CaptionFigures::of(
-                        &l.snapshot(dead_man),
-                        &l.config.name,
-                        l.config.items,
-                    ),
-                ),
-                None => caption.text.clone(),
+            let figures = self.engine.lanes().get(lane).map(|l| {
+                scenario::CaptionFigures::of(&l.snapshot(dead_man), &l.config.name, l.config.items)
+            });
+            let fill = |text: &str| match &figures {
+                Some(f) => scenario::fill_caption(text, f),
+                None => text.to_string(),
             };
+            let text = fill(&caption.text);
+            let notes = caption.notes.as_deref().map(fill);
+            let at = times.get(i).copied().flatten().unwrap_or(clock);
+            self.reached.push((SimTime(at), text.clone(), notes));
+            self.moments.push(Why::Caption);
             self.caption_texts[i] = Some(text);
         }
     }
@@ -475,6 +567,10 @@ impl Night {
             if let Some(pending) = &history.pending
                 && let Ok(end) = pending.try_recv()
             {
+                if let Some(end) = &end {
+                    self.moments
+                        .push(Why::Verdict(lane.config.name.clone(), end.derived.clone()));
+                }
                 history.end = end;
                 history.pending = None;
                 history.verdict_read = true;

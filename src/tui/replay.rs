@@ -13,6 +13,8 @@ use crate::tui::chrome::{
     Chrome, LaneMeta, MAX_POINTS, NoticeLife, Scene, lane_view, marker_kind, symptoms, x_max,
 };
 use crate::tui::keymap::{Action, Mode};
+use crate::tui::lecture::{self, Hold, Why};
+use crate::tui::notes::Notes;
 use crate::tui::view::{Dashboard, LaneView, Marker, ReplayBar, Series};
 
 /// Sim seconds one scrub key moves the cursor.
@@ -29,6 +31,23 @@ pub struct ReplayApp {
     /// Selection, scroll, help, speed, notice, quitting: as the live screen has them.
     chrome: Chrome,
     caption_times: Vec<Option<f64>>,
+    /// Each caption's text and notes with the night's figures at its moment, as the live night
+    /// showed them (the recording keeps the scenario's `{rows}`-style text).
+    caption_texts: Vec<(String, Option<String>)>,
+    /// Lecture mode: the moments to stop on, in time order, and where playing has stopped.
+    lecture: Option<Lecture>,
+    /// `--notes`: where each caption reached goes, and which have gone.
+    notes: Option<Notes>,
+    noted: Vec<bool>,
+}
+
+/// A replay's lecture: its stops, and the one it holds at.
+#[derive(Debug)]
+struct Lecture {
+    stops: Vec<(f64, Why)>,
+    /// Stops at or before this moment are behind: playing from here stops only after it.
+    behind: f64,
+    hold: Option<Hold>,
 }
 
 impl ReplayApp {
@@ -52,6 +71,7 @@ impl ReplayApp {
         if recording.truncated {
             chrome.note("the recording's last line was cut short; playing what was written");
         }
+        let caption_texts = filled_captions(&recording, &caption_times);
         Self {
             recording,
             cursor: NIGHT_START,
@@ -59,6 +79,98 @@ impl ReplayApp {
             last_tick: None,
             chrome,
             caption_times,
+            caption_texts,
+            lecture: None,
+            notes: None,
+            noted: Vec::new(),
+        }
+    }
+
+    /// Lecture mode: playing stops at each caption, kill, restart, alert, symptom, `done` and
+    /// verdict, and goes on with `space`.
+    #[must_use]
+    pub fn lecture(mut self) -> Self {
+        let header = &self.recording.header;
+        let name = |lane: Option<usize>| {
+            lane.and_then(|l| header.lanes.get(l))
+                .map(|l| l.name.as_str())
+        };
+        let mut stops: Vec<(f64, Why)> = (self.recording.events.iter())
+            .filter_map(|e| Some((e.sim, lecture::why(e.kind, e.mark, name(e.lane), &e.text)?)))
+            .collect();
+        stops.extend(
+            self.caption_times
+                .iter()
+                .flatten()
+                .map(|&t| (t, Why::Caption)),
+        );
+        if let Some(end) = &self.recording.end {
+            for (info, lane) in header.lanes.iter().zip(&end.lanes) {
+                stops.push((
+                    end.sim,
+                    Why::Verdict(info.name.clone(), lane.derived.clone()),
+                ));
+            }
+        }
+        stops.sort_by(|a, b| a.0.total_cmp(&b.0));
+        self.lecture = Some(Lecture {
+            stops,
+            behind: f64::NEG_INFINITY,
+            hold: None,
+        });
+        self
+    }
+
+    /// `--notes`: each caption reached, with its notes, is appended to `notes`.
+    #[must_use]
+    pub fn notes(mut self, notes: Notes) -> Self {
+        self.notes = Some(notes);
+        self
+    }
+
+    /// Playing from the cursor to `to`: where it stops (a lecture's next stop, if one comes
+    /// first), holding there.
+    fn play_to(&mut self, to: f64) -> f64 {
+        let Some(lecture) = self.lecture.as_mut() else {
+            return to;
+        };
+        let Some(&(at, _)) = (lecture.stops.iter()).find(|(t, _)| *t > lecture.behind + 1e-6)
+        else {
+            return to;
+        };
+        if at > to {
+            return to;
+        }
+        let mut hold = Hold::new(SimTime(at));
+        for (_, why) in lecture.stops.iter().filter(|(t, _)| (t - at).abs() <= 1e-6) {
+            hold.add(why.clone());
+        }
+        lecture.behind = at;
+        lecture.hold = Some(hold);
+        self.playing = false;
+        at
+    }
+
+    /// Appends each caption the cursor has reached and the notes have not had yet.
+    fn write_notes(&mut self) {
+        let Some(notes) = self.notes.as_mut() else {
+            return;
+        };
+        self.noted.resize(self.caption_times.len(), false);
+        let mut reached: Vec<(f64, usize)> = (self.caption_times.iter().enumerate())
+            .filter_map(|(i, t)| t.filter(|&t| t <= self.cursor).map(|t| (t, i)))
+            .filter(|&(_, i)| !self.noted[i])
+            .collect();
+        reached.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (at, i) in reached {
+            self.noted[i] = true;
+            let (text, said) = &self.caption_texts[i];
+            if let Err(e) = notes.reached(SimTime(at), text, said.as_deref()) {
+                let path = notes.path().display().to_string();
+                self.chrome.note(format!("notes {path} stopped: {e}"));
+                self.notes = None;
+                return;
+            }
         }
     }
 
@@ -66,6 +178,11 @@ impl ReplayApp {
     pub fn seek(&mut self, at: f64) {
         self.cursor = at.clamp(NIGHT_START, self.end());
         self.playing = false;
+        if let Some(lecture) = self.lecture.as_mut() {
+            // Playing on from here stops at the next moment, not at this one again.
+            lecture.behind = self.cursor;
+            lecture.hold = None;
+        }
     }
 
     /// The frame at `at` (seconds after midnight) as the replay shows it while it plays there:
@@ -84,7 +201,8 @@ impl ReplayApp {
             .captions
             .iter()
             .zip(&self.caption_times)
-            .filter_map(|(caption, at)| at.map(|at| (caption.text.clone(), at)))
+            .zip(&self.caption_texts)
+            .filter_map(|((_, at), (text, _))| at.map(|at| (text.clone(), at)))
             .collect()
     }
 
@@ -225,17 +343,19 @@ impl Screen for ReplayApp {
     }
 
     fn tick(&mut self, now: Instant) -> Result<(), Error> {
-        if let Some(last) = self.last_tick
-            && self.playing
-        {
-            let real = now.saturating_duration_since(last).as_secs_f64();
-            self.cursor += real * self.recording.header.scale * self.chrome.speed;
+        if self.playing {
+            let real = self.last_tick.map_or(0.0, |last| {
+                now.saturating_duration_since(last).as_secs_f64()
+            });
+            let to = self.cursor + real * self.recording.header.scale * self.chrome.speed;
+            self.cursor = self.play_to(to.min(self.end()));
             if self.cursor >= self.end() {
                 self.cursor = self.end();
                 self.playing = false;
             }
         }
         self.last_tick = Some(now);
+        self.write_notes();
         Ok(())
     }
 
@@ -248,10 +368,16 @@ impl Screen for ReplayApp {
         };
         match action {
             Action::TogglePause => {
-                if !self.playing && self.cursor >= self.end() {
-                    self.cursor = NIGHT_START;
+                if let Some(hold) = self.lecture.as_mut().and_then(|l| l.hold.take()) {
+                    // Goes on from the stop to the next one.
+                    self.cursor = hold.at.0;
+                    self.playing = true;
+                } else {
+                    if !self.playing && self.cursor >= self.end() {
+                        self.seek(NIGHT_START);
+                    }
+                    self.playing = !self.playing;
                 }
-                self.playing = !self.playing;
             }
             Action::SpeedUp | Action::SpeedDown => self.chrome.note(format!(
                 "replay speed {}x",
@@ -286,6 +412,7 @@ impl Screen for ReplayApp {
             | Action::ToggleRecord
             | Action::Suspend => {}
         }
+        self.write_notes();
         Ok(())
     }
 
@@ -347,9 +474,9 @@ impl Screen for ReplayApp {
         let snapshots = sample.map(|s| s.lanes.clone()).unwrap_or_default();
         let items: Vec<u64> = header.lanes.iter().map(|l| l.items).collect();
         let caption = scenario::current_caption(&self.caption_times, self.cursor)
-            .and_then(|i| header.captions.get(i))
-            .map(|c| c.text.clone());
-        self.chrome.dashboard(Scene {
+            .and_then(|i| self.caption_texts.get(i))
+            .map(|(text, _)| text.clone());
+        let mut dashboard = self.chrome.dashboard(Scene {
             title: header.title.clone(),
             scenario: header.scenario.clone(),
             clock: SimTime(self.cursor),
@@ -373,8 +500,42 @@ impl Screen for ReplayApp {
                 playing: self.playing,
                 partial: self.recording.end.is_none() || self.recording.truncated,
             }),
-        })
+        });
+        dashboard.lecture = self.lecture.as_ref().map(|l| match &l.hold {
+            Some(hold) => hold.describe(),
+            None => lecture::between_stops(!self.playing),
+        });
+        dashboard
     }
+}
+
+/// Each caption's text and notes with the lane's figures as recorded at its moment (the first
+/// sample at or after it: the live night fills them in on the tick that reaches it).
+fn filled_captions(recording: &Recording, times: &[Option<f64>]) -> Vec<(String, Option<String>)> {
+    let header = &recording.header;
+    header
+        .captions
+        .iter()
+        .zip(times)
+        .map(|(caption, at)| {
+            let lane = (caption.lane.as_ref())
+                .and_then(|name| header.lanes.iter().position(|l| &l.name == name))
+                .unwrap_or(0);
+            let sample = at.and_then(|at| {
+                let i = recording.samples.partition_point(|s| s.sim < at - 1e-6);
+                recording.samples.get(i).or(recording.samples.last())
+            });
+            let figures = sample
+                .and_then(|s| s.lanes.get(lane))
+                .zip(header.lanes.get(lane))
+                .map(|(snap, info)| scenario::CaptionFigures::of(snap, &info.name, info.items));
+            let fill = |text: &str| match &figures {
+                Some(f) => scenario::fill_caption(text, f),
+                None => text.to_string(),
+            };
+            (fill(&caption.text), caption.notes.as_deref().map(fill))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -477,6 +638,7 @@ mod tests {
                     on: Some("kill".into()),
                     lane: None,
                     text: "The host reclaims the instance.".into(),
+                    notes: None,
                 }],
             },
             events: vec![
@@ -624,5 +786,66 @@ mod tests {
         app.tick(back + std::time::Duration::from_secs(1))
             .unwrap_or_default();
         assert_eq!(app.view().clock.to_string(), "02:03:20");
+    }
+
+    #[test]
+    fn a_lecture_stops_at_each_moment_and_space_goes_on() {
+        let mut app = ReplayApp::new(recording()).lecture();
+        let t0 = Instant::now();
+        let later = |s: u64| t0 + std::time::Duration::from_secs(s);
+        app.tick(t0).unwrap_or_default();
+        // An hour of real time: playing would reach the end, but stops at the kill.
+        app.tick(later(3600)).unwrap_or_default();
+        let view = app.view();
+        assert_eq!(view.clock.to_string(), "02:11:47");
+        assert!(view.paused);
+        assert_eq!(
+            view.lecture.as_deref(),
+            Some("stopped at 02:11:47: the host kills naive; a caption. space goes on")
+        );
+        assert_eq!(
+            view.caption.as_deref(),
+            Some("The host reclaims the instance.")
+        );
+        // Nothing moves until space.
+        app.tick(later(7200)).unwrap_or_default();
+        assert_eq!(app.view().clock.to_string(), "02:11:47");
+        app.update(Action::TogglePause, later(7200))
+            .unwrap_or_default();
+        app.tick(later(7300)).unwrap_or_default();
+        let view = app.view();
+        assert_eq!(view.clock.to_string(), "02:12:05");
+        assert_eq!(
+            view.lecture.as_deref(),
+            Some("stopped at 02:12:05: the supervisor restarts naive. space goes on")
+        );
+        app.update(Action::TogglePause, later(7300))
+            .unwrap_or_default();
+        app.tick(later(7400)).unwrap_or_default();
+        assert_eq!(app.view().clock.to_string(), "02:32:50");
+        app.update(Action::TogglePause, later(7400))
+            .unwrap_or_default();
+        app.tick(later(7500)).unwrap_or_default();
+        let view = app.view();
+        assert_eq!(view.clock.to_string(), "02:33:20");
+        assert_eq!(
+            view.lecture.as_deref(),
+            Some(
+                "stopped at 02:33:20: naive's rows say DATA WRONG (112 duplicated task ids). \
+                 space goes on"
+            )
+        );
+    }
+
+    #[test]
+    fn a_caption_shows_the_figures_recorded_at_its_moment() {
+        let mut rec = recording();
+        rec.header.captions[0].text = "{rows} rows, {kills} kill".into();
+        rec.header.captions[0].notes = Some("say {rows}".into());
+        let mut app = ReplayApp::new(rec);
+        app.seek(NIGHT_START + 750.0);
+        // The first sample at or after the kill (707 s) is the one at 710 s: 112 rows.
+        assert_eq!(app.view().caption.as_deref(), Some("112 rows, 1 kill"));
+        assert_eq!(app.caption_texts[0].1.as_deref(), Some("say 112"));
     }
 }

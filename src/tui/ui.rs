@@ -23,6 +23,8 @@ pub const MIN_HEIGHT: u16 = 18;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Areas {
     pub header: Rect,
+    /// Lecture mode's line; empty (zero height) outside lecture mode.
+    pub lecture: Rect,
     /// Empty (zero height) when there is no caption.
     pub caption: Rect,
     pub lanes: Vec<Rect>,
@@ -31,12 +33,21 @@ pub struct Areas {
     pub footer: Rect,
 }
 
-/// Splits `area` for `lanes` lanes: side by side up to three, then in two rows.
+/// Splits `area` for `lanes` lanes: side by side up to three, then in two rows; a line for
+/// lecture mode's status under the header when `lecture`.
 #[must_use]
-pub fn areas(area: Rect, lanes: usize, caption: Option<&str>) -> Areas {
+pub fn areas(area: Rect, lanes: usize, caption: Option<&str>, lecture: Option<&str>) -> Areas {
     // A caption wraps onto a second line rather than lose its end.
     let caption_height = caption.map_or(0, |text| {
         if text.chars().count() + 3 > usize::from(area.width) {
+            2
+        } else {
+            1
+        }
+    });
+    // So does the lecture's line (its mark takes 12 columns).
+    let lecture_height = lecture.map_or(0, |text| {
+        if text.chars().count() + 12 > usize::from(area.width) {
             2
         } else {
             1
@@ -49,8 +60,16 @@ pub fn areas(area: Rect, lanes: usize, caption: Option<&str>) -> Areas {
     } else {
         6
     };
-    let [header, caption_area, body, bottom_area, footer] = Layout::vertical([
+    let [
+        header,
+        lecture_area,
+        caption_area,
+        body,
+        bottom_area,
+        footer,
+    ] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(lecture_height),
         Constraint::Length(caption_height),
         Constraint::Min(6),
         Constraint::Length(bottom),
@@ -78,6 +97,7 @@ pub fn areas(area: Rect, lanes: usize, caption: Option<&str>) -> Areas {
     }
     Areas {
         header,
+        lecture: lecture_area,
         caption: caption_area,
         lanes: lane_areas,
         timeline,
@@ -97,8 +117,16 @@ pub fn render_to(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
         too_small(area, buf, theme);
         return;
     }
-    let a = areas(area, view.lanes.len(), view.caption.as_deref());
+    let a = areas(
+        area,
+        view.lanes.len(),
+        view.caption.as_deref(),
+        view.lecture.as_deref(),
+    );
     header(a.header, buf, view, theme);
+    if let Some(text) = &view.lecture {
+        lecture(a.lecture, buf, text, theme);
+    }
     if let Some(text) = &view.caption {
         caption(a.caption, buf, text, theme);
     }
@@ -226,6 +254,26 @@ fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     Line::from(vec![Span::styled(right, theme.title())])
         .alignment(Alignment::Right)
         .render(right_area, buf);
+}
+
+/// Lecture mode's line: where the night stopped and why (loud), or that it plays on (quiet).
+fn lecture(area: Rect, buf: &mut Buffer, text: &str, theme: Theme) {
+    let stopped = text.starts_with("stopped");
+    let (mark, style) = if stopped {
+        (" ■ LECTURE ", theme.bad())
+    } else {
+        (" ▷ LECTURE ", theme.title())
+    };
+    let line = Line::from(vec![
+        Span::styled(mark, style),
+        Span::styled(
+            format!(" {text}"),
+            if stopped { theme.warn() } else { theme.dim() },
+        ),
+    ]);
+    Paragraph::new(line)
+        .wrap(ratatui::widgets::Wrap { trim: true })
+        .render(area, buf);
 }
 
 /// The teaching caption for this moment, on its own line under the header.

@@ -40,6 +40,9 @@ pub struct Dashboard {
     pub replay: Option<ReplayBar>,
     /// The duplicated task ids of a lane, when the user asked for them (`i`).
     pub ids: Option<IdsView>,
+    /// Lecture mode's line: where the night has stopped and why, or that it plays on to the
+    /// next stop. `None` outside lecture mode.
+    pub lecture: Option<String>,
 }
 
 /// A lane's task ids written more than once, one line each: `task-000  x2  pid-1, pid-2`.

@@ -401,6 +401,7 @@ fn check_recording(bytes: &[u8]) -> Result<(), TestCaseError> {
             at: None,
             size: (120, 40),
             theme: reclaim::tui::theme::ThemeChoice::Default,
+            presenting: reclaim::cli::PresentingArgs::default(),
         };
         let mut out = Vec::new();
         if let Err(error) = reclaim::commands::replay_check::run(&args, &mut out) {

@@ -347,6 +347,7 @@ pub fn scenario_for(cell: &Cell, items: u64) -> Scenario {
                 "The crash the map's cell ran: {crash}. The map found {}.",
                 cell.figures()
             ),
+            notes: None,
         }],
     }
 }

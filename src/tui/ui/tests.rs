@@ -82,6 +82,7 @@ fn dashboard(clock: f64, lanes: Vec<LaneView>, timeline: &[&str]) -> Dashboard {
         recording: None,
         replay: None,
         ids: None,
+        lecture: None,
     }
 }
 

@@ -1,0 +1,201 @@
+//! Lecture mode (`--lecture`): the night stops at each moment a teacher talks about (a caption,
+//! a kill, a restart, an alert, a symptom, a worker's `done`, a verdict) and says what it
+//! stopped for; `space` goes on to the next one. Pure: the live and the replay screens decide
+//! when to stop with these types and show `Hold::describe`.
+
+use crate::clock::SimTime;
+use crate::engine::{Kind, Mark};
+
+/// One reason the night stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Why {
+    /// A teaching caption was reached.
+    Caption,
+    /// The host killed this lane's worker.
+    Kill(String),
+    /// The supervisor restarted this lane's worker.
+    Restart(String),
+    /// The dead-man's switch fired for this lane.
+    Alert(String),
+    /// A row of the postmortem's symptom table showed up: its text.
+    Symptom(String),
+    /// A worker printed its `done` line (its own word on how it went).
+    Done(String),
+    /// A lane's status, derived from its rows: lane, verdict.
+    Verdict(String, String),
+}
+
+/// What a timeline line is worth stopping for, if anything; `lane` names its lane.
+#[must_use]
+pub fn why(kind: Kind, mark: Option<Mark>, lane: Option<&str>, text: &str) -> Option<Why> {
+    let lane = lane.unwrap_or("the night").to_string();
+    match (mark, kind) {
+        (Some(Mark::Kill), _) => Some(Why::Kill(lane)),
+        (Some(Mark::Restart), _) => Some(Why::Restart(lane)),
+        (None, Kind::Alert) => Some(Why::Alert(lane)),
+        (None, Kind::Symptom) => Some(Why::Symptom(text.to_string())),
+        (None, Kind::Done) => Some(Why::Done(lane)),
+        _ => None,
+    }
+}
+
+/// Where a lecture has stopped: the moment, and everything that happened at it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hold {
+    pub at: SimTime,
+    pub why: Vec<Why>,
+}
+
+impl Hold {
+    #[must_use]
+    pub fn new(at: SimTime) -> Self {
+        Self {
+            at,
+            why: Vec::new(),
+        }
+    }
+
+    /// Adds a reason, once.
+    pub fn add(&mut self, why: Why) {
+        if !self.why.contains(&why) {
+            self.why.push(why);
+        }
+    }
+
+    /// `stopped at 02:11:47: the host kills naive and guarded; a caption. space goes on`
+    #[must_use]
+    pub fn describe(&self) -> String {
+        format!("stopped at {}: {}. space goes on", self.at, self.reasons())
+    }
+
+    /// The reasons, those of a kind together: `the host kills naive and guarded; a caption`.
+    fn reasons(&self) -> String {
+        let lanes = |pick: fn(&Why) -> Option<&String>| -> Vec<&str> {
+            self.why
+                .iter()
+                .filter_map(pick)
+                .map(String::as_str)
+                .collect()
+        };
+        let mut parts = Vec::new();
+        let kills = lanes(|w| match w {
+            Why::Kill(l) => Some(l),
+            _ => None,
+        });
+        if !kills.is_empty() {
+            parts.push(format!("the host kills {}", and(&kills)));
+        }
+        let restarts = lanes(|w| match w {
+            Why::Restart(l) => Some(l),
+            _ => None,
+        });
+        if !restarts.is_empty() {
+            parts.push(format!("the supervisor restarts {}", and(&restarts)));
+        }
+        let alerts = lanes(|w| match w {
+            Why::Alert(l) => Some(l),
+            _ => None,
+        });
+        if !alerts.is_empty() {
+            parts.push(format!("the dead-man's switch fires for {}", and(&alerts)));
+        }
+        for why in &self.why {
+            if let Why::Symptom(text) = why {
+                parts.push(format!("symptom: {text}"));
+            }
+        }
+        let done = lanes(|w| match w {
+            Why::Done(l) => Some(l),
+            _ => None,
+        });
+        if !done.is_empty() {
+            let says = if done.len() == 1 { "says" } else { "say" };
+            parts.push(format!("{} {says} done", and(&done)));
+        }
+        for why in &self.why {
+            if let Why::Verdict(lane, verdict) = why {
+                parts.push(format!("{lane}'s rows say {verdict}"));
+            }
+        }
+        if self.why.contains(&Why::Caption) {
+            parts.push("a caption".to_string());
+        }
+        parts.join("; ")
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The lecture line when the night is not stopped at a moment.
+#[must_use]
+pub fn between_stops(paused: bool) -> String {
+    if paused {
+        "paused: space goes on to the next stop".to_string()
+    } else {
+        "playing on to the next caption, kill, restart, alert or verdict; space pauses".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kill_in_two_lanes_and_a_caption_read_as_one_sentence() {
+        let mut hold = Hold::new(SimTime(2.0 * 3600.0 + 707.0));
+        for lane in ["naive", "guarded"] {
+            let why = why(
+                Kind::Notice,
+                Some(Mark::Kill),
+                Some(lane),
+                "instance reclaimed",
+            );
+            hold.add(why.unwrap_or(Why::Caption));
+        }
+        hold.add(Why::Caption);
+        hold.add(Why::Caption);
+        assert_eq!(
+            hold.describe(),
+            "stopped at 02:11:47: the host kills naive and guarded; a caption. space goes on"
+        );
+    }
+
+    #[test]
+    fn only_the_moments_worth_a_stop_stop() {
+        assert_eq!(why(Kind::Item, None, Some("naive"), "task-111"), None);
+        assert_eq!(why(Kind::Start, None, Some("naive"), "items=200"), None);
+        assert_eq!(
+            why(Kind::Alert, None, Some("naive"), "heartbeat stale"),
+            Some(Why::Alert("naive".into()))
+        );
+        assert_eq!(
+            why(Kind::Done, None, Some("naive"), "rows_written=312"),
+            Some(Why::Done("naive".into()))
+        );
+        let mut hold = Hold::new(SimTime(2.0 * 3600.0 + 1171.0));
+        hold.add(Why::Done("naive".into()));
+        hold.add(Why::Verdict(
+            "naive".into(),
+            "DATA WRONG (112 duplicated task ids)".into(),
+        ));
+        hold.add(Why::Symptom("status ok, data wrong".into()));
+        assert_eq!(
+            hold.describe(),
+            "stopped at 02:19:31: symptom: status ok, data wrong; naive says done; naive's rows \
+             say DATA WRONG (112 duplicated task ids). space goes on"
+        );
+    }
+
+    #[test]
+    fn three_names_take_commas() {
+        assert_eq!(and(&["a", "b", "c"]), "a, b and c");
+        assert_eq!(and(&["a"]), "a");
+    }
+}

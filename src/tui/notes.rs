@@ -1,0 +1,184 @@
+//! Speaker notes (`--notes FILE`): each caption the night reaches, with the notes the scenario
+//! gives it, appended to a file a second screen follows (`tail -f FILE`). Each line is written
+//! whole and flushed at once.
+
+use std::fs::File;
+use std::io::{self, BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+
+use crate::clock::SimTime;
+use crate::error::{Context as _, Error};
+use crate::paths::{self, Entry};
+
+/// The first line of every notes file reclaim writes: the only existing file `--notes` appends to.
+const FIRST_LINE: &str = "# reclaim speaker notes";
+
+/// An open notes file.
+#[derive(Debug)]
+pub struct Notes {
+    path: PathBuf,
+    file: File,
+}
+
+impl Notes {
+    /// Opens `path` for the notes of `title`, before anything else starts: a new file (created
+    /// now, so `tail -F` can follow it), or a notes file reclaim wrote before (appended to).
+    /// Anything else (a file reclaim did not write, a folder, a FIFO, a device, a dangling
+    /// link, one of `others`) is refused and left as it is.
+    pub fn open(path: &Path, title: &str, others: &[&Path]) -> Result<Self, Error> {
+        const WHAT: &str = "--notes";
+        let entry = paths::look(path).context(|| format!("cannot look at {}", path.display()))?;
+        let resolved = match entry {
+            Entry::File(_) => {
+                let real = paths::existing_file(path, WHAT)?;
+                if !written_by_reclaim(&real) {
+                    return Err(Error::Refused(format!(
+                        "--notes {} exists and is not a notes file reclaim wrote; give a new file \
+                         (tail -F follows it from the moment reclaim creates it)",
+                        paths::shown(path)
+                    )));
+                }
+                real
+            }
+            _ => paths::new_file(path, WHAT, "give --notes a new file")?,
+        };
+        for other in others {
+            if same_file(&resolved, other) {
+                return Err(Error::Refused(format!(
+                    "--notes {} is the file {} names too; give the notes a file of their own",
+                    paths::shown(path),
+                    paths::shown(other)
+                )));
+            }
+        }
+        let new = !resolved.exists();
+        let file = File::options()
+            .append(true)
+            .create(new)
+            .open(&resolved)
+            .context(|| format!("cannot write the notes to {}", paths::shown(path)))?;
+        let mut notes = Self {
+            path: resolved,
+            file,
+        };
+        if new {
+            notes
+                .write(&format!(
+                    "{FIRST_LINE}: {title}\n# each caption as the night reaches it, with what to say\n"
+                ))
+                .context(|| format!("cannot write the notes to {}", paths::shown(path)))?;
+        }
+        Ok(notes)
+    }
+
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A night starts (the first, or again after `n`, `s` or `R`).
+    pub fn night(&mut self, what: &str) -> io::Result<()> {
+        self.write(&format!("\n== {what} ==\n"))
+    }
+
+    /// The night reached a caption at `at`: its text, then its notes indented under it.
+    pub fn reached(&mut self, at: SimTime, caption: &str, notes: Option<&str>) -> io::Result<()> {
+        let mut text = format!("\n{at}  {caption}\n");
+        for line in notes.unwrap_or_default().lines().map(str::trim_end) {
+            if !line.is_empty() {
+                text.push_str("          ");
+                text.push_str(line);
+            }
+            text.push('\n');
+        }
+        self.write(&text)
+    }
+
+    fn write(&mut self, text: &str) -> io::Result<()> {
+        self.file.write_all(text.as_bytes())?;
+        self.file.flush()
+    }
+}
+
+fn written_by_reclaim(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    let mut first = String::new();
+    // At most 4 KiB: a huge file with no newline is not read whole to look at its start.
+    BufReader::new(io::Read::take(file, 4096))
+        .read_line(&mut first)
+        .is_ok_and(|_| first.starts_with(FIRST_LINE))
+}
+
+/// Whether `a` (resolved) and `b` name one file: the same path, or the same inode.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let b_resolved = std::fs::canonicalize(b).ok().or_else(|| {
+        let parent = std::fs::canonicalize(b.parent().filter(|p| !p.as_os_str().is_empty())?);
+        Some(parent.ok()?.join(b.file_name()?))
+    });
+    if b_resolved.as_deref() == Some(a) {
+        return true;
+    }
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_file_gets_a_header_and_each_caption_with_its_notes() -> Result<(), Error> {
+        let dir = tempfile::tempdir().context(|| "tempdir".into())?;
+        let path = dir.path().join("notes.txt");
+        let mut notes = Notes::open(&path, "The incident", &[])?;
+        notes.night("night 1").context(|| "write".into())?;
+        notes
+            .reached(
+                SimTime(7200.0 + 707.0),
+                "The host kills it.",
+                Some("Ask the room.\n\nThen wait."),
+            )
+            .context(|| "write".into())?;
+        let text = std::fs::read_to_string(&path).context(|| "read".into())?;
+        assert_eq!(
+            text,
+            "# reclaim speaker notes: The incident\n# each caption as the night reaches it, with \
+             what to say\n\n== night 1 ==\n\n02:11:47  The host kills it.\n          Ask the \
+             room.\n\n          Then wait.\n"
+        );
+        // A second session appends to a file reclaim wrote.
+        drop(notes);
+        let mut again = Notes::open(&path, "The incident", &[])?;
+        again.night("night 1").context(|| "write".into())?;
+        let text = std::fs::read_to_string(&path).context(|| "read".into())?;
+        assert!(text.ends_with("Then wait.\n\n== night 1 ==\n"), "{text}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_file_reclaim_did_not_write_is_refused_and_left_alone() -> Result<(), Error> {
+        let dir = tempfile::tempdir().context(|| "tempdir".into())?;
+        let path = dir.path().join("essay.txt");
+        std::fs::write(&path, "my essay\n").context(|| "write".into())?;
+        let refused = Notes::open(&path, "t", &[]);
+        assert!(
+            matches!(&refused, Err(Error::Refused(m)) if m.contains("not a notes file")),
+            "{refused:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).context(|| "read".into())?,
+            "my essay\n"
+        );
+        let record = dir.path().join("night.jsonl");
+        let refused = Notes::open(&record, "t", &[&record]);
+        assert!(matches!(refused, Err(Error::Refused(_))), "{refused:?}");
+        assert!(!record.exists());
+        assert!(Notes::open(dir.path(), "t", &[]).is_err());
+        Ok(())
+    }
+}
