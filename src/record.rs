@@ -23,7 +23,7 @@ pub const FORMAT: &str = "reclaim-session";
 /// The format version this build writes, and the only one it reads.
 pub const VERSION: u32 = 1;
 /// Real time between two metric samples.
-const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 /// One line of a recording.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,7 +77,8 @@ pub struct Event {
 }
 
 impl Event {
-    fn from_entry(entry: &Entry) -> Self {
+    #[must_use]
+    pub fn from_entry(entry: &Entry) -> Self {
         Self {
             real_ms: entry.real_ms,
             sim: entry.sim.0,
@@ -219,18 +220,8 @@ impl Recorder {
     }
 
     fn sample(&mut self, engine: &Engine, now: Instant) -> io::Result<()> {
-        let dead_man = engine.config().dead_man;
-        let sample = Sample {
-            real_ms: engine.elapsed(now).as_millis() as u64,
-            sim: engine.clock().at(now).0,
-            lanes: engine
-                .lanes()
-                .iter()
-                .map(|l| l.snapshot(dead_man))
-                .collect(),
-        };
         self.next_sample = Some(now + SAMPLE_EVERY);
-        self.write(&Line::Sample(sample))
+        self.write(&Line::Sample(sample(engine, now)))
     }
 
     /// Writes the last sample and the verdict; nothing is written after it.
@@ -246,6 +237,21 @@ impl Recorder {
             sim: engine.clock().at(now).0,
             lanes,
         }))
+    }
+}
+
+/// Every lane as it stands at `now`.
+#[must_use]
+pub fn sample(engine: &Engine, now: Instant) -> Sample {
+    let dead_man = engine.config().dead_man;
+    Sample {
+        real_ms: engine.elapsed(now).as_millis() as u64,
+        sim: engine.clock().at(now).0,
+        lanes: engine
+            .lanes()
+            .iter()
+            .map(|l| l.snapshot(dead_man))
+            .collect(),
     }
 }
 

@@ -13,6 +13,7 @@ use crate::tui::keymap::{Action, Mode};
 use crate::tui::lecture::{self, Hold};
 use crate::tui::night::Night;
 use crate::tui::notes::Notes;
+use crate::tui::replay::ReplayApp;
 use crate::tui::view::{Dashboard, IdsView};
 use crate::worker::Strategy;
 
@@ -193,6 +194,7 @@ impl App {
             | Action::NextEvent
             | Action::JumpStart
             | Action::JumpEnd
+            | Action::BackToNow
             | Action::Suspend => Vec::new(),
         }
     }
@@ -233,6 +235,16 @@ pub struct Live {
     notes: Option<Notes>,
     /// The night the notes have been told about.
     noted_night: u32,
+    /// A look back at the night so far (`b`, `[`), while it waits.
+    review: Option<Review>,
+}
+
+/// A live night looked back at: a replay of it up to now, while it waits.
+#[derive(Debug)]
+struct Review {
+    replay: ReplayApp,
+    /// The night was running when the look back began: it goes on when the look back ends.
+    was_running: bool,
 }
 
 impl Live {
@@ -253,7 +265,38 @@ impl Live {
             hold: None,
             notes: None,
             noted_night: 0,
+            review: None,
         })
+    }
+
+    /// `b` or `[`: the night waits (paused: workers stopped, clock frozen) and what has
+    /// happened so far is shown as a replay, at now, then scrubbed by `action`.
+    fn look_back(&mut self, action: Action, now: Instant) -> Result<(), Error> {
+        let was_running = !self.night.facts().paused;
+        if was_running {
+            self.night.execute(Command::Pause, now)?;
+        }
+        let mut replay = ReplayApp::new(self.night.past(now));
+        replay.seek(f64::INFINITY);
+        replay.select(self.app.chrome.selected);
+        replay.update(action, now)?;
+        self.review = Some(Review {
+            replay,
+            was_running,
+        });
+        Ok(())
+    }
+
+    /// Back to the live night: it goes on where it was if it was running (and no lecture
+    /// holds it).
+    fn back_to_now(&mut self, now: Instant) -> Result<(), Error> {
+        if let Some(review) = self.review.take()
+            && review.was_running
+            && self.hold.is_none()
+        {
+            self.night.execute(Command::Resume, now)?;
+        }
+        Ok(())
     }
 
     /// For a teacher: lecture mode (the night stops at each moment worth talking about) and
@@ -334,7 +377,11 @@ impl Live {
 
 impl Screen for Live {
     fn mode(&self) -> Mode {
-        Mode::Live
+        if self.review.is_some() {
+            Mode::Review
+        } else {
+            Mode::Live
+        }
     }
 
     fn quit_requested(&self) -> bool {
@@ -346,7 +393,10 @@ impl Screen for Live {
     }
 
     fn select(&mut self, lane: usize) {
-        self.app.chrome.select(lane, self.night.lane_count());
+        match self.review.as_mut() {
+            Some(review) => review.replay.select(lane),
+            None => self.app.chrome.select(lane, self.night.lane_count()),
+        }
     }
 
     fn tick(&mut self, now: Instant) -> Result<(), Error> {
@@ -359,6 +409,16 @@ impl Screen for Live {
     }
 
     fn update(&mut self, action: Action, now: Instant) -> Result<(), Error> {
+        if let Some(review) = self.review.as_mut() {
+            match action {
+                Action::BackToNow => return self.back_to_now(now),
+                // Quitting goes on below: the recording is closed as from the live night.
+                Action::Quit => self.review = None,
+                _ => return review.replay.update(action, now),
+            }
+        } else if matches!(action, Action::ScrubBack | Action::PrevEvent) {
+            return self.look_back(action, now);
+        }
         if action == Action::TogglePause && !self.app.chrome.help && self.hold.take().is_some() {
             // Space at a lecture's stop: on to the next one.
             self.night.execute(Command::Resume, now)?;
@@ -391,6 +451,11 @@ impl Screen for Live {
     }
 
     fn view(&self) -> Dashboard {
+        if let Some(review) = &self.review {
+            let mut dashboard = review.replay.view();
+            dashboard.mode = Mode::Review;
+            return dashboard;
+        }
         let mut dashboard = self.app.chrome.dashboard(self.night.scene());
         dashboard.ids.clone_from(&self.app.ids);
         dashboard.lecture = self.lecture.then(|| match &self.hold {
@@ -401,6 +466,9 @@ impl Screen for Live {
     }
 
     fn close_help(&mut self) -> bool {
+        if let Some(review) = self.review.as_mut() {
+            return review.replay.close_help();
+        }
         // The ids list is an overlay too: any key closes it and does nothing else.
         let ids = self.app.ids.take().is_some();
         std::mem::replace(&mut self.app.chrome.help, false) || ids

@@ -3,11 +3,15 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-/// Which dashboard the keys drive: a live night, or a recording played back.
+/// Which dashboard the keys drive: a live night, a recording played back, or a live night
+/// looked back at while it waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Live,
     Replay,
+    /// A live night paused and looked back at (`b`, `[`): scrubbed like a replay until `space`
+    /// returns to now.
+    Review,
 }
 
 /// What the user asked for.
@@ -44,6 +48,8 @@ pub enum Action {
     ToggleHelp,
     /// Ctrl-Z: pause the night, give the terminal back to the shell, stop; `fg` resumes.
     Suspend,
+    /// Leave a look back: the live night again, going on where it was.
+    BackToNow,
 }
 
 /// One binding: the keys, how they are written, what they do, and whether the footer shows it.
@@ -60,7 +66,11 @@ pub struct Binding {
 
 const LIVE: &[Mode] = &[Mode::Live];
 const REPLAY: &[Mode] = &[Mode::Replay];
+const REVIEW: &[Mode] = &[Mode::Review];
+/// A night in time: a replay, or a live night looked back at.
+const BROWSE: &[Mode] = &[Mode::Replay, Mode::Review];
 const BOTH: &[Mode] = &[Mode::Live, Mode::Replay];
+const ALL: &[Mode] = &[Mode::Live, Mode::Replay, Mode::Review];
 
 /// The keymap, in the order the help screen lists it.
 pub const KEYMAP: &[Binding] = &[
@@ -182,7 +192,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::ScrollUp,
         help: "scroll the timeline; end follows the night again",
         footer: None,
-        modes: BOTH,
+        modes: ALL,
     },
     Binding {
         keys: &[KeyCode::Down, KeyCode::PageDown],
@@ -190,7 +200,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::ScrollDown,
         help: "",
         footer: None,
-        modes: BOTH,
+        modes: ALL,
     },
     Binding {
         keys: &[KeyCode::End],
@@ -198,7 +208,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::ScrollEnd,
         help: "",
         footer: None,
-        modes: BOTH,
+        modes: ALL,
     },
     Binding {
         keys: &[KeyCode::Char('o')],
@@ -222,7 +232,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::NextCaption,
         help: "next caption reached, at once (in a replay: jump to its moment)",
         footer: Some("caption"),
-        modes: BOTH,
+        modes: ALL,
     },
     Binding {
         keys: &[KeyCode::Left, KeyCode::Char('h')],
@@ -230,7 +240,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::ScrubBack,
         help: "scrub the night back/forward by 15 sim-seconds",
         footer: Some("scrub"),
-        modes: REPLAY,
+        modes: BROWSE,
     },
     Binding {
         keys: &[KeyCode::Right, KeyCode::Char('l')],
@@ -238,7 +248,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::ScrubForward,
         help: "",
         footer: None,
-        modes: REPLAY,
+        modes: BROWSE,
     },
     Binding {
         keys: &[KeyCode::Char('['), KeyCode::Char(',')],
@@ -246,7 +256,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::PrevEvent,
         help: "step to the previous/next event",
         footer: Some("event"),
-        modes: REPLAY,
+        modes: BROWSE,
     },
     Binding {
         keys: &[KeyCode::Char(']'), KeyCode::Char('.')],
@@ -254,7 +264,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::NextEvent,
         help: "",
         footer: None,
-        modes: REPLAY,
+        modes: BROWSE,
     },
     Binding {
         keys: &[KeyCode::Home, KeyCode::Char('g')],
@@ -262,7 +272,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::JumpStart,
         help: "jump to the start/end of the night",
         footer: None,
-        modes: REPLAY,
+        modes: BROWSE,
     },
     Binding {
         keys: &[KeyCode::Char('G')],
@@ -278,7 +288,31 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::NextLane,
         help: "select the next lane",
         footer: None,
-        modes: REPLAY,
+        modes: BROWSE,
+    },
+    Binding {
+        keys: &[KeyCode::Char('b')],
+        label: "b [",
+        action: Action::ScrubBack,
+        help: "look back: the night waits while you scrub what has happened (space: back to now)",
+        footer: Some("back"),
+        modes: LIVE,
+    },
+    Binding {
+        keys: &[KeyCode::Char('['), KeyCode::Char(',')],
+        label: "",
+        action: Action::PrevEvent,
+        help: "",
+        footer: None,
+        modes: LIVE,
+    },
+    Binding {
+        keys: &[KeyCode::Char(' '), KeyCode::Char('G'), KeyCode::Esc],
+        label: "space",
+        action: Action::BackToNow,
+        help: "back to now: the night goes on where it was (if it was running)",
+        footer: Some("now"),
+        modes: REVIEW,
     },
     Binding {
         keys: &[KeyCode::Char('?')],
@@ -286,7 +320,7 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::ToggleHelp,
         help: "this help",
         footer: Some("help"),
-        modes: BOTH,
+        modes: ALL,
     },
     Binding {
         keys: &[KeyCode::Char('q'), KeyCode::Esc],
@@ -295,6 +329,14 @@ pub const KEYMAP: &[Binding] = &[
         help: "quit (Ctrl-C too); every worker is killed, the databases are kept",
         footer: Some("quit"),
         modes: BOTH,
+    },
+    Binding {
+        keys: &[KeyCode::Char('q')],
+        label: "q",
+        action: Action::Quit,
+        help: "quit (Ctrl-C too); every worker is killed, the databases are kept",
+        footer: Some("quit"),
+        modes: REVIEW,
     },
 ];
 
@@ -341,7 +383,7 @@ mod tests {
 
     #[test]
     fn no_key_is_bound_twice_in_a_mode() {
-        for mode in [Mode::Live, Mode::Replay] {
+        for mode in [Mode::Live, Mode::Replay, Mode::Review] {
             let mut seen = Vec::new();
             for binding in bindings(mode) {
                 for key in binding.keys {
@@ -370,7 +412,7 @@ mod tests {
 
     #[test]
     fn every_action_has_a_help_line_through_its_binding_group() {
-        for mode in [Mode::Live, Mode::Replay] {
+        for mode in [Mode::Live, Mode::Replay, Mode::Review] {
             assert!(help_lines(mode).iter().any(|(k, _)| *k == "?"));
             assert!(footer(mode).iter().any(|(k, n)| *k == "q" && *n == "quit"));
         }

@@ -13,6 +13,7 @@ pub mod map;
 mod night;
 pub mod notes;
 pub mod replay;
+mod tape;
 pub mod theme;
 pub mod ui;
 pub mod view;

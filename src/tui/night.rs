@@ -18,6 +18,7 @@ use crate::tui::captions::CaptionQueue;
 use crate::tui::chrome::{LaneMeta, MAX_POINTS, Scene, lane_view, marker_kind, symptoms, x_max};
 use crate::tui::keymap::Mode;
 use crate::tui::lecture::{self, Why};
+use crate::tui::tape::Tape;
 use crate::tui::view::{IdsView, LaneView, Marker, Series};
 
 /// One curve, downsampled as it grows.
@@ -106,6 +107,8 @@ pub struct Night {
     looked: usize,
     /// Captions reached since the screen last asked: moment, text and notes, figures filled in.
     reached: Vec<(SimTime, String, Option<String>)>,
+    /// The night so far, to look back at.
+    tape: Tape,
 }
 
 impl Night {
@@ -147,6 +150,7 @@ impl Night {
             ahead: Vec::new(),
             looked: 0,
             reached: Vec::new(),
+            tape: Tape::default(),
         };
         if recording {
             night.start_recording()?;
@@ -231,6 +235,27 @@ impl Night {
         self.captions.step(&times, clock, now)
     }
 
+    /// The night so far as a recording, to look back at (a replay of it, while it waits).
+    pub fn past(&self, now: Instant) -> record::Recording {
+        let header = record::header(
+            &self.engine,
+            &self.scenario.title,
+            &self.scenario.source,
+            self.scenario.seed,
+            self.scenario.captions.clone(),
+        );
+        let ends = self.lane_ends();
+        let end = match self.end_clock {
+            Some(at) if ends.iter().all(Option::is_some) => Some(record::End {
+                real_ms: self.engine.elapsed(now).as_millis() as u64,
+                sim: at.0,
+                lanes: ends.into_iter().flatten().collect(),
+            }),
+            _ => None,
+        };
+        self.tape.recording(header, &self.engine, now, end)
+    }
+
     /// Looks at the timeline's new entries for the moments a lecture stops on.
     fn look_for_moments(&mut self) {
         let multi = self.lanes.len() > 1;
@@ -282,6 +307,7 @@ impl Night {
         self.now = now;
         self.engine.tick(now)?;
         self.record_history(now);
+        self.tape.observe(&self.engine, now);
         let chars: Vec<usize> = (self.scenario.captions.iter())
             .map(|c| c.text.chars().count())
             .collect();
@@ -486,6 +512,7 @@ impl Night {
         self.moments.clear();
         self.ahead.clear();
         self.reached.clear();
+        self.tape = Tape::default();
         self.apply_stops();
         if recording {
             self.start_recording()?;

@@ -410,6 +410,7 @@ impl Screen for ReplayApp {
             | Action::Restart
             | Action::Reset
             | Action::ToggleRecord
+            | Action::BackToNow
             | Action::Suspend => {}
         }
         self.write_notes();
