@@ -52,10 +52,31 @@ pub struct Binding {
     pub label: &'static str,
     pub action: Action,
     pub help: &'static str,
-    /// Short name for the footer; `None` keeps it to the help screen.
-    pub footer: Option<&'static str>,
+    /// How the footer shows it; `None` keeps it to the help screen.
+    pub footer: Option<Footer>,
     /// The modes this binding works in.
     pub modes: &'static [Mode],
+}
+
+/// A binding's place in the footer: its short name, and its rank when the footer has no room
+/// for every key (0: pinned at the right whatever the width; then 1 first, higher later; the
+/// ones left out are in the help, and the footer says `? more`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footer {
+    pub name: &'static str,
+    pub rank: u8,
+}
+
+impl Footer {
+    const fn new(name: &'static str, rank: u8) -> Self {
+        Self { name, rank }
+    }
+
+    /// Shown at the right whatever the width (help and quit).
+    #[must_use]
+    pub fn pinned(self) -> bool {
+        self.rank == 0
+    }
 }
 
 const LIVE: &[Mode] = &[Mode::Live];
@@ -69,7 +90,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "k",
         action: Action::KillLane,
         help: "kill the selected lane's worker now (SIGKILL)",
-        footer: Some("kill"),
+        footer: Some(Footer::new("kill", 1)),
         modes: LIVE,
     },
     Binding {
@@ -77,7 +98,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "K",
         action: Action::KillAll,
         help: "the host reclaims the instance: SIGKILL every lane at once",
-        footer: Some("kill all"),
+        footer: Some(Footer::new("kill all", 2)),
         modes: LIVE,
     },
     Binding {
@@ -85,7 +106,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "r",
         action: Action::ToggleRandomKills,
         help: "random kills on/off (seeded: the same seed, the same storm)",
-        footer: Some("random"),
+        footer: Some(Footer::new("random", 4)),
         modes: LIVE,
     },
     Binding {
@@ -93,7 +114,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "h",
         action: Action::ToggleHang,
         help: "hang/resume the selected lane (SIGSTOP/SIGCONT): alive, no progress",
-        footer: Some("hang"),
+        footer: Some(Footer::new("hang", 4)),
         modes: LIVE,
     },
     Binding {
@@ -101,7 +122,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "space",
         action: Action::TogglePause,
         help: "pause/resume the night (workers stopped, clock frozen)",
-        footer: Some("pause"),
+        footer: Some(Footer::new("pause", 1)),
         modes: BOTH,
     },
     Binding {
@@ -109,7 +130,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "+/-",
         action: Action::SpeedUp,
         help: "faster/slower to watch; the night's sim times stay the same",
-        footer: Some("speed"),
+        footer: Some(Footer::new("speed", 3)),
         modes: BOTH,
     },
     Binding {
@@ -125,7 +146,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "tab/←→",
         action: Action::NextLane,
         help: "select the next/previous lane (or click a lane)",
-        footer: Some("lane"),
+        footer: Some(Footer::new("lane", 2)),
         modes: LIVE,
     },
     Binding {
@@ -141,7 +162,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "s",
         action: Action::CycleStrategy,
         help: "next strategy for this lane (the night restarts on fresh databases)",
-        footer: Some("strategy"),
+        footer: Some(Footer::new("strategy", 6)),
         modes: LIVE,
     },
     Binding {
@@ -149,7 +170,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "w",
         action: Action::WipeCheckpoints,
         help: "delete every checkpoint of the selected lane",
-        footer: Some("wipe"),
+        footer: Some(Footer::new("wipe", 7)),
         modes: LIVE,
     },
     Binding {
@@ -157,7 +178,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "a",
         action: Action::AddWorker,
         help: "add a concurrent worker to the selected lane (duplicate delivery)",
-        footer: Some("+worker"),
+        footer: Some(Footer::new("+worker", 6)),
         modes: LIVE,
     },
     Binding {
@@ -165,7 +186,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "n",
         action: Action::Restart,
         help: "start the night again from 02:00 on fresh databases",
-        footer: Some("restart"),
+        footer: Some(Footer::new("restart", 5)),
         modes: LIVE,
     },
     Binding {
@@ -173,7 +194,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "R",
         action: Action::Reset,
         help: "reset: the scenario's own strategies, speed and kills, from 02:00",
-        footer: None,
+        footer: Some(Footer::new("reset", 8)),
         modes: LIVE,
     },
     Binding {
@@ -205,7 +226,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "o",
         action: Action::ToggleRecord,
         help: "record on/off: the night restarts from 02:00 into a session file",
-        footer: Some("record"),
+        footer: Some(Footer::new("record", 5)),
         modes: LIVE,
     },
     Binding {
@@ -213,7 +234,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "i",
         action: Action::ShowIds,
         help: "this lane's task ids written more than once, with rows and runs",
-        footer: Some("ids"),
+        footer: Some(Footer::new("ids", 7)),
         modes: LIVE,
     },
     Binding {
@@ -221,7 +242,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "c",
         action: Action::NextCaption,
         help: "next caption reached, at once (in a replay: jump to its moment)",
-        footer: Some("caption"),
+        footer: Some(Footer::new("caption", 3)),
         modes: BOTH,
     },
     Binding {
@@ -229,7 +250,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "←→",
         action: Action::ScrubBack,
         help: "scrub the night back/forward by 15 sim-seconds",
-        footer: Some("scrub"),
+        footer: Some(Footer::new("scrub", 1)),
         modes: REPLAY,
     },
     Binding {
@@ -245,7 +266,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "[ ]",
         action: Action::PrevEvent,
         help: "step to the previous/next event",
-        footer: Some("event"),
+        footer: Some(Footer::new("event", 2)),
         modes: REPLAY,
     },
     Binding {
@@ -285,7 +306,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "?",
         action: Action::ToggleHelp,
         help: "this help",
-        footer: Some("help"),
+        footer: Some(Footer::new("help", 0)),
         modes: BOTH,
     },
     Binding {
@@ -293,7 +314,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "q",
         action: Action::Quit,
         help: "quit (Ctrl-C too); every worker is killed, the databases are kept",
-        footer: Some("quit"),
+        footer: Some(Footer::new("quit", 0)),
         modes: BOTH,
     },
 ];
@@ -318,11 +339,11 @@ pub fn action_for(key: KeyEvent, mode: Mode) -> Option<Action> {
         .map(|binding| binding.action)
 }
 
-/// The footer's entries in `mode`: (key label, short name).
+/// The footer's entries in `mode`, in the keymap's order: (key label, how the footer shows it).
 #[must_use]
-pub fn footer(mode: Mode) -> Vec<(&'static str, &'static str)> {
+pub fn footer(mode: Mode) -> Vec<(&'static str, Footer)> {
     bindings(mode)
-        .filter_map(|b| b.footer.map(|name| (b.label, name)))
+        .filter_map(|b| b.footer.map(|f| (b.label, f)))
         .collect()
 }
 
@@ -372,7 +393,11 @@ mod tests {
     fn every_action_has_a_help_line_through_its_binding_group() {
         for mode in [Mode::Live, Mode::Replay] {
             assert!(help_lines(mode).iter().any(|(k, _)| *k == "?"));
-            assert!(footer(mode).iter().any(|(k, n)| *k == "q" && *n == "quit"));
+            assert!(
+                footer(mode)
+                    .iter()
+                    .any(|(k, f)| *k == "q" && f.name == "quit" && f.pinned())
+            );
         }
     }
 }

@@ -321,6 +321,7 @@ fn drive_screen(
                     Rect::new(0, 0, size.width, size.height),
                     app.lane_count(),
                     caption.as_deref(),
+                    app.mode(),
                 );
                 let at = Position::new(mouse.column, mouse.row);
                 if let Some(lane) = a.lanes.iter().position(|r| r.contains(at)) {
