@@ -772,3 +772,17 @@ fn a_line_wraps_whole_words_under_its_message() {
         "02:00:01runnernoticedonnéesété夜の記録überall"
     );
 }
+
+#[test]
+fn at_80x24_a_two_row_caption_still_leaves_every_lane_its_chart_and_heartbeat() {
+    let mut view = end_of_night();
+    view.caption = Some(
+        "The host takes the machine back: SIGKILL, no warning. 112 rows are committed; \
+         nothing in the naive worker records how far it got."
+            .into(),
+    );
+    let screen = text(&view, 80, 24);
+    assert!(screen.contains("how far it got."), "{screen}");
+    assert_eq!(screen.matches("343 │").count(), 2, "{screen}");
+    assert_eq!(screen.matches("hb  │▁").count(), 2, "{screen}");
+}
