@@ -1,4 +1,5 @@
-//! Text for error lines: whatever a user's file or flag held, an error stays one line.
+//! Text for error lines: whatever a user's file or flag held, an error stays one line. And
+//! paths shortened from the left, so the file's name stays readable where room is short.
 
 /// Escapes control characters (a newline becomes `\n`, a NUL `\0`, ...) so that a value quoted
 /// from a scenario, a recording or a path cannot break an error line in two.
@@ -53,6 +54,64 @@ pub fn shorten_words(text: &str, max: usize) -> String {
         .join(" ")
 }
 
+/// At most `max` characters of `path`, cut from the LEFT with a leading `…` so the file's name
+/// stays: `…/reclaim-tui-1234/night2.jsonl`. The cut falls just before a `/` when one leaves room,
+/// else in the name itself (`…ght2.jsonl`). Counts characters, never splits one.
+#[must_use]
+pub fn shorten_path(path: &str, max: usize) -> String {
+    let chars: Vec<char> = path.chars().collect();
+    if chars.len() <= max {
+        return path.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let room = max - 1;
+    // The longest tail that fits and starts at a separator, else the last `room` characters.
+    let from = (chars.len() - room..chars.len())
+        .find(|&i| chars[i] == '/')
+        .unwrap_or(chars.len() - room);
+    let mut short = String::from("…");
+    short.extend(&chars[from..]);
+    short
+}
+
+/// `text` (a notice that may quote paths) in at most `max` characters when shortening the
+/// paths in it from the left can do it: the longest word holding a `/` gives up what is too
+/// much, down to its file's name. Text that still does not fit is returned as short as it gets.
+#[must_use]
+pub fn fit_paths(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_string();
+    }
+    let words: Vec<&str> = text.split(' ').collect();
+    let Some((longest, word)) = words
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| w.contains('/'))
+        .max_by_key(|(_, w)| w.chars().count())
+    else {
+        return text.to_string();
+    };
+    let len = word.chars().count();
+    let name = word.rsplit('/').next().unwrap_or_default().chars().count();
+    // Never shorter than `…/name`: past that, the name itself would be cut.
+    let keep = len.saturating_sub(total - max).max(name + 2).min(len);
+    words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            if i == longest {
+                shorten_path(w, keep)
+            } else {
+                (*w).to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +133,50 @@ mod tests {
             shorten_words(&format!("items = {long} is wrong"), 10),
             "items = 999999999… is wrong"
         );
+    }
+
+    #[test]
+    fn a_path_is_cut_from_the_left_and_keeps_its_file_name() {
+        let path = "/tmp/a-very-long-folder-name/reclaim-tui-1234/night2.jsonl";
+        assert_eq!(shorten_path(path, 80), path);
+        assert_eq!(shorten_path(path, 32), "…/reclaim-tui-1234/night2.jsonl");
+        assert_eq!(shorten_path(path, 31), "…/reclaim-tui-1234/night2.jsonl");
+        assert_eq!(shorten_path(path, 30), "…/night2.jsonl");
+        assert_eq!(shorten_path(path, 14), "…/night2.jsonl");
+        // No room even for `/name`: the name's end stays.
+        assert_eq!(shorten_path(path, 10), "…ht2.jsonl");
+        assert_eq!(shorten_path(path, 1), "…");
+        assert_eq!(shorten_path(path, 0), "");
+        for max in 0..70 {
+            let short = shorten_path(path, max);
+            assert!(short.chars().count() <= max, "{max}: {short}");
+        }
+    }
+
+    #[test]
+    fn a_path_of_many_byte_characters_is_cut_between_characters() {
+        let path = "/tmp/données-été/成績/夜の記録-二.jsonl";
+        for max in 0..=path.chars().count() {
+            let short = shorten_path(path, max);
+            assert!(short.chars().count() <= max, "{max}: {short}");
+            if max >= 2 {
+                assert!(path.ends_with(short.trim_start_matches('…')), "{short}");
+            }
+        }
+        assert_eq!(shorten_path(path, 16), "…/夜の記録-二.jsonl");
+    }
+
+    #[test]
+    fn a_notice_gives_up_the_left_of_its_path_to_fit() {
+        let notice = "recording saved to /tmp/reclaim-tui-1234/night2.jsonl";
+        assert_eq!(fit_paths(notice, 80), notice);
+        assert_eq!(
+            fit_paths(notice, 50),
+            "recording saved to …/reclaim-tui-1234/night2.jsonl"
+        );
+        assert_eq!(fit_paths(notice, 40), "recording saved to …/night2.jsonl");
+        // Too narrow even for the name: the name stays whole, the caller cuts the line.
+        assert_eq!(fit_paths(notice, 20), "recording saved to …/night2.jsonl");
+        assert_eq!(fit_paths("no path here at all", 5), "no path here at all");
     }
 }

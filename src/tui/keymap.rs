@@ -58,10 +58,31 @@ pub struct Binding {
     pub label: &'static str,
     pub action: Action,
     pub help: &'static str,
-    /// Short name for the footer; `None` keeps it to the help screen.
-    pub footer: Option<&'static str>,
+    /// How the footer shows it; `None` keeps it to the help screen.
+    pub footer: Option<Footer>,
     /// The modes this binding works in.
     pub modes: &'static [Mode],
+}
+
+/// A binding's place in the footer: its short name, and its rank when the footer has no room
+/// for every key (0: pinned at the right whatever the width; then 1 first, higher later; the
+/// ones left out are in the help, and the footer says `? more`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footer {
+    pub name: &'static str,
+    pub rank: u8,
+}
+
+impl Footer {
+    const fn new(name: &'static str, rank: u8) -> Self {
+        Self { name, rank }
+    }
+
+    /// Shown at the right whatever the width (help and quit).
+    #[must_use]
+    pub fn pinned(self) -> bool {
+        self.rank == 0
+    }
 }
 
 const LIVE: &[Mode] = &[Mode::Live];
@@ -79,7 +100,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "k",
         action: Action::KillLane,
         help: "kill the selected lane's worker now (SIGKILL)",
-        footer: Some("kill"),
+        footer: Some(Footer::new("kill", 1)),
         modes: LIVE,
     },
     Binding {
@@ -87,7 +108,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "K",
         action: Action::KillAll,
         help: "the host reclaims the instance: SIGKILL every lane at once",
-        footer: Some("kill all"),
+        footer: Some(Footer::new("kill all", 2)),
         modes: LIVE,
     },
     Binding {
@@ -95,7 +116,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "r",
         action: Action::ToggleRandomKills,
         help: "random kills on/off (seeded: the same seed, the same storm)",
-        footer: Some("random"),
+        footer: Some(Footer::new("random", 4)),
         modes: LIVE,
     },
     Binding {
@@ -103,7 +124,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "h",
         action: Action::ToggleHang,
         help: "hang/resume the selected lane (SIGSTOP/SIGCONT): alive, no progress",
-        footer: Some("hang"),
+        footer: Some(Footer::new("hang", 4)),
         modes: LIVE,
     },
     Binding {
@@ -111,7 +132,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "space",
         action: Action::TogglePause,
         help: "pause/resume the night (workers stopped, clock frozen)",
-        footer: Some("pause"),
+        footer: Some(Footer::new("pause", 1)),
         modes: BOTH,
     },
     Binding {
@@ -119,7 +140,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "+/-",
         action: Action::SpeedUp,
         help: "faster/slower to watch; the night's sim times stay the same",
-        footer: Some("speed"),
+        footer: Some(Footer::new("speed", 3)),
         modes: BOTH,
     },
     Binding {
@@ -135,7 +156,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "tab/←→",
         action: Action::NextLane,
         help: "select the next/previous lane (or click a lane)",
-        footer: Some("lane"),
+        footer: Some(Footer::new("lane", 2)),
         modes: LIVE,
     },
     Binding {
@@ -151,7 +172,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "s",
         action: Action::CycleStrategy,
         help: "next strategy for this lane (the night restarts on fresh databases)",
-        footer: Some("strategy"),
+        footer: Some(Footer::new("strategy", 6)),
         modes: LIVE,
     },
     Binding {
@@ -159,7 +180,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "w",
         action: Action::WipeCheckpoints,
         help: "delete every checkpoint of the selected lane",
-        footer: Some("wipe"),
+        footer: Some(Footer::new("wipe", 7)),
         modes: LIVE,
     },
     Binding {
@@ -167,7 +188,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "a",
         action: Action::AddWorker,
         help: "add a concurrent worker to the selected lane (duplicate delivery)",
-        footer: Some("+worker"),
+        footer: Some(Footer::new("+worker", 6)),
         modes: LIVE,
     },
     Binding {
@@ -175,7 +196,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "n",
         action: Action::Restart,
         help: "start the night again from 02:00 on fresh databases",
-        footer: Some("restart"),
+        footer: Some(Footer::new("restart", 5)),
         modes: LIVE,
     },
     Binding {
@@ -183,7 +204,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "R",
         action: Action::Reset,
         help: "reset: the scenario's own strategies, speed and kills, from 02:00",
-        footer: None,
+        footer: Some(Footer::new("reset", 8)),
         modes: LIVE,
     },
     Binding {
@@ -215,7 +236,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "o",
         action: Action::ToggleRecord,
         help: "record on/off: the night restarts from 02:00 into a session file",
-        footer: Some("record"),
+        footer: Some(Footer::new("record", 5)),
         modes: LIVE,
     },
     Binding {
@@ -223,7 +244,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "i",
         action: Action::ShowIds,
         help: "this lane's task ids written more than once, with rows and runs",
-        footer: Some("ids"),
+        footer: Some(Footer::new("ids", 7)),
         modes: LIVE,
     },
     Binding {
@@ -231,7 +252,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "c",
         action: Action::NextCaption,
         help: "next caption reached, at once (in a replay: jump to its moment)",
-        footer: Some("caption"),
+        footer: Some(Footer::new("caption", 3)),
         modes: ALL,
     },
     Binding {
@@ -239,7 +260,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "←→",
         action: Action::ScrubBack,
         help: "scrub the night back/forward by 15 sim-seconds",
-        footer: Some("scrub"),
+        footer: Some(Footer::new("scrub", 1)),
         modes: BROWSE,
     },
     Binding {
@@ -255,7 +276,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "[ ]",
         action: Action::PrevEvent,
         help: "step to the previous/next event",
-        footer: Some("event"),
+        footer: Some(Footer::new("event", 2)),
         modes: BROWSE,
     },
     Binding {
@@ -295,7 +316,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "b [",
         action: Action::ScrubBack,
         help: "look back: the night waits while you scrub what has happened (space: back to now)",
-        footer: Some("back"),
+        footer: Some(Footer::new("back", 4)),
         modes: LIVE,
     },
     Binding {
@@ -311,7 +332,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "space",
         action: Action::BackToNow,
         help: "back to now: the night goes on where it was (if it was running)",
-        footer: Some("now"),
+        footer: Some(Footer::new("now", 1)),
         modes: REVIEW,
     },
     Binding {
@@ -319,7 +340,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "?",
         action: Action::ToggleHelp,
         help: "this help",
-        footer: Some("help"),
+        footer: Some(Footer::new("help", 0)),
         modes: ALL,
     },
     Binding {
@@ -327,7 +348,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "q",
         action: Action::Quit,
         help: "quit (Ctrl-C too); every worker is killed, the databases are kept",
-        footer: Some("quit"),
+        footer: Some(Footer::new("quit", 0)),
         modes: BOTH,
     },
     Binding {
@@ -335,7 +356,7 @@ pub const KEYMAP: &[Binding] = &[
         label: "q",
         action: Action::Quit,
         help: "quit (Ctrl-C too); every worker is killed, the databases are kept",
-        footer: Some("quit"),
+        footer: Some(Footer::new("quit", 0)),
         modes: REVIEW,
     },
 ];
@@ -360,11 +381,11 @@ pub fn action_for(key: KeyEvent, mode: Mode) -> Option<Action> {
         .map(|binding| binding.action)
 }
 
-/// The footer's entries in `mode`: (key label, short name).
+/// The footer's entries in `mode`, in the keymap's order: (key label, how the footer shows it).
 #[must_use]
-pub fn footer(mode: Mode) -> Vec<(&'static str, &'static str)> {
+pub fn footer(mode: Mode) -> Vec<(&'static str, Footer)> {
     bindings(mode)
-        .filter_map(|b| b.footer.map(|name| (b.label, name)))
+        .filter_map(|b| b.footer.map(|f| (b.label, f)))
         .collect()
 }
 
@@ -414,7 +435,11 @@ mod tests {
     fn every_action_has_a_help_line_through_its_binding_group() {
         for mode in [Mode::Live, Mode::Replay, Mode::Review] {
             assert!(help_lines(mode).iter().any(|(k, _)| *k == "?"));
-            assert!(footer(mode).iter().any(|(k, n)| *k == "q" && *n == "quit"));
+            assert!(
+                footer(mode)
+                    .iter()
+                    .any(|(k, f)| *k == "q" && f.name == "quit" && f.pinned())
+            );
         }
     }
 }

@@ -147,6 +147,20 @@ fn suspend(
     Ok(())
 }
 
+/// After a resize: the buffers take the new size, the screen is cleared and the next frame is
+/// drawn whole. A terminal reflows or keeps what was drawn at another size (a window shrunk below
+/// the minimum and grown back), and a frame diffed against the old one would leave those
+/// fragments in the cells it does not change.
+fn redraw_all(terminal: &mut Terminal<CrosstermBackend<io::Stdout>>) -> Result<(), Error> {
+    terminal
+        .autoresize()
+        .and_then(|()| execute!(io::stdout(), terminal::Clear(terminal::ClearType::All)))
+        .context(|| "cannot redraw the terminal".into())?;
+    // As after `fg` (see `suspend`): not `Terminal::clear`, which asks where the cursor is.
+    terminal.swap_buffers();
+    Ok(())
+}
+
 fn require_terminal(headless: &str) -> Result<(), Error> {
     if io::stdout().is_terminal() && io::stdin().is_terminal() {
         Ok(())
@@ -340,6 +354,7 @@ fn drive_screen(
                     app.lane_count(),
                     view.caption.as_deref(),
                     view.lecture.as_deref(),
+                    view.mode,
                 );
                 let at = Position::new(mouse.column, mouse.row);
                 if let Some(lane) = a.lanes.iter().position(|r| r.contains(at)) {
@@ -352,6 +367,7 @@ fn drive_screen(
                     width < ui::MIN_WIDTH || height < ui::MIN_HEIGHT,
                     Instant::now(),
                 );
+                redraw_all(terminal)?;
                 redraw = true;
             }
             Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}

@@ -34,9 +34,16 @@ pub struct Areas {
 }
 
 /// Splits `area` for `lanes` lanes: side by side up to three, then in two rows; a line for
-/// lecture mode's status under the header when `lecture`.
+/// lecture mode's status under the header when there is one. The footer takes the rows
+/// `mode`'s keys need at this width (see `footer_layout`).
 #[must_use]
-pub fn areas(area: Rect, lanes: usize, caption: Option<&str>, lecture: Option<&str>) -> Areas {
+pub fn areas(
+    area: Rect,
+    lanes: usize,
+    caption: Option<&str>,
+    lecture: Option<&str>,
+    mode: Mode,
+) -> Areas {
     // A caption wraps onto a second line rather than lose its end.
     let caption_height = caption.map_or(0, |text| {
         if text.chars().count() + 3 > usize::from(area.width) {
@@ -53,13 +60,10 @@ pub fn areas(area: Rect, lanes: usize, caption: Option<&str>, lecture: Option<&s
             1
         }
     });
-    let bottom = if area.height >= 36 {
-        10
-    } else if area.height >= 28 {
-        8
-    } else {
-        6
-    };
+    let footer_height = footer_layout(mode, area.width, area.height)
+        .rows
+        .len()
+        .max(1) as u16;
     let [
         header,
         lecture_area,
@@ -72,8 +76,8 @@ pub fn areas(area: Rect, lanes: usize, caption: Option<&str>, lecture: Option<&s
         Constraint::Length(lecture_height),
         Constraint::Length(caption_height),
         Constraint::Min(6),
-        Constraint::Length(bottom),
-        Constraint::Length(1),
+        Constraint::Length(bottom_height(area.height)),
+        Constraint::Length(footer_height),
     ])
     .areas(area);
     let symptoms_width = if area.width >= 110 { 46 } else { 34 };
@@ -106,6 +110,13 @@ pub fn areas(area: Rect, lanes: usize, caption: Option<&str>, lecture: Option<&s
     }
 }
 
+/// The timeline and symptoms band: six rows at 24 (where every lane still keeps its rows chart
+/// and its heartbeat), then a third of every row beyond, so a tall window shows more history;
+/// capped, since the lanes' charts need the height too.
+fn bottom_height(height: u16) -> u16 {
+    (6 + height.saturating_sub(24) / 3).min(20)
+}
+
 /// Draws one frame.
 pub fn render(frame: &mut Frame<'_>, view: &Dashboard, theme: Theme) {
     render_to(frame.area(), frame.buffer_mut(), view, theme);
@@ -122,6 +133,7 @@ pub fn render_to(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
         view.lanes.len(),
         view.caption.as_deref(),
         view.lecture.as_deref(),
+        view.mode,
     );
     header(a.header, buf, view, theme);
     if let Some(text) = &view.lecture {
@@ -137,7 +149,12 @@ pub fn render_to(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     }
     timeline(a.timeline, buf, view, theme);
     symptoms(a.symptoms, buf, view, theme);
-    footer(a.footer, buf, view.mode, theme);
+    footer(
+        a.footer,
+        buf,
+        &footer_layout(view.mode, area.width, area.height),
+        theme,
+    );
     if view.help {
         help(area, buf, view, theme);
     } else if let Some(ids) = &view.ids {
@@ -209,45 +226,82 @@ fn too_small(area: Rect, buf: &mut Buffer, theme: Theme) {
         .render(area, buf);
 }
 
+/// The width of `text` in terminal columns.
+fn width_of(text: &str) -> usize {
+    Span::raw(text).width()
+}
+
+/// The least of the title the header keeps before it gives room to the recording's path.
+const TITLE_KEPT: usize = 24;
+
+/// The header: the badge and the notice (or the title) at the left; at the right the clock, the
+/// speed and the settings, and `● REC` with the recording's path when there is room. A notice
+/// is read whole: the seed, then the random-kills setting, make way for it (for the few seconds
+/// it shows); a path in it that still does not fit gives up its left end, never its file's name.
 fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
+    let width = usize::from(area.width);
     let state = if view.paused { "‖ paused" } else { "▶" };
     let speed = speed_label(view.speed);
-    let right = if let Some(bar) = &view.replay {
+    // The right-hand facts; the last ones (`droppable` of them) may make way for a notice.
+    let mut facts: Vec<String> = Vec::new();
+    if let Some(bar) = &view.replay {
         let partial = if bar.partial { " (partial)" } else { "" };
-        format!(
-            " {} / {}{partial}  {state} {speed}x  seed {} ",
-            view.clock, bar.end, view.seed
-        )
+        facts.push(format!("{} / {}{partial}", view.clock, bar.end));
     } else {
+        if view.recording.is_some() {
+            facts.push("● REC".into());
+        }
+        facts.push(view.clock.to_string());
+    }
+    facts.push(format!("{state} {speed}x"));
+    let mut droppable = 1;
+    if view.replay.is_none() {
         let random = if view.random_kills { "on" } else { "off" };
-        let rec = if view.recording.is_some() {
-            "● REC  "
-        } else {
-            ""
-        };
-        format!(
-            " {rec}{}  {state} {speed}x  random {random}  seed {} ",
-            view.clock, view.seed
-        )
-    };
+        facts.push(format!("random {random}"));
+        droppable = 2;
+    }
+    facts.push(format!("seed {}", view.seed));
+    let right_width = |facts: &[String]| width_of(&format!(" {} ", facts.join("  ")));
     let badge = if view.replay.is_some() {
         " reclaim REPLAY "
     } else {
         " reclaim "
     };
+    let left_needs = width_of(badge)
+        + match &view.notice {
+            Some(notice) => width_of(notice),
+            None => width_of(&view.title).min(TITLE_KEPT),
+        };
+    while droppable > 0 && left_needs + right_width(&facts) > width {
+        facts.pop();
+        droppable -= 1;
+    }
+    // The recording's path after `● REC`, from the left, if its file's name fits.
+    let room = width.saturating_sub(left_needs + right_width(&facts) + 1);
+    if let (Some(path), None, Some(rec)) = (&view.recording, &view.notice, facts.first_mut())
+        && rec.as_str() == "● REC"
+        && room >= width_of(path.rsplit('/').next().unwrap_or_default()) + 2
+    {
+        rec.push(' ');
+        rec.push_str(&crate::text::shorten_path(path, room));
+    }
+    let right = format!(" {} ", facts.join("  "));
+    let left_room = width
+        .saturating_sub(width_of(&right))
+        .saturating_sub(width_of(badge));
     let left = match &view.notice {
         Some(notice) => Line::from(vec![
             Span::styled(badge, theme.title()),
-            Span::styled(notice.clone(), theme.warn()),
+            Span::styled(crate::text::fit_paths(notice, left_room), theme.warn()),
         ]),
         None => Line::from(vec![
             Span::styled(badge, theme.title()),
-            Span::raw(view.title.clone()),
+            Span::raw(crate::text::shorten(&view.title, left_room)),
         ]),
     };
     let [left_area, right_area] = Layout::horizontal([
-        Constraint::Min(10),
-        Constraint::Length(right.chars().count() as u16),
+        Constraint::Min(0),
+        Constraint::Length(width_of(&right) as u16),
     ])
     .areas(area);
     left.render(left_area, buf);
@@ -297,35 +351,182 @@ pub(crate) fn speed_label(speed: f64) -> String {
 }
 
 fn timeline(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
-    let scrolled = if view.timeline_scroll > 0 {
-        format!(
-            " timeline (scrolled back {}; end follows) ",
-            view.timeline_scroll
-        )
+    let inner = Block::bordered().inner(area);
+    let (rows, below) = timeline_rows(
+        &view.timeline,
+        view.timeline_scroll,
+        usize::from(inner.width),
+        usize::from(inner.height),
+    );
+    let title = if below > 0 {
+        format!(" timeline (scrolled back {below}; end follows) ")
     } else {
         " timeline ".to_string()
     };
     let block = Block::bordered()
         .border_type(BorderType::Rounded)
         .border_style(theme.dim())
-        .title(Span::styled(scrolled, theme.title()));
-    let inner = block.inner(area);
+        .title(Span::styled(title, theme.title()));
     block.render(area, buf);
-    let height = inner.height as usize;
-    let end = view.timeline.len().saturating_sub(view.timeline_scroll);
-    let start = end.saturating_sub(height);
-    let lines: Vec<Line<'_>> = view.timeline[start..end]
-        .iter()
-        .map(|(line, tone)| {
+    let lines: Vec<Line<'_>> = rows
+        .into_iter()
+        .map(|(row, tone)| {
             let style = match tone {
                 Tone::Bad => theme.bad(),
                 Tone::Warn => theme.warn(),
                 Tone::Plain => theme.plain(),
             };
-            Line::styled(line.clone(), style)
+            Line::styled(row, style)
         })
         .collect();
     Paragraph::new(lines).render(inner, buf);
+}
+
+/// The rows a timeline panel of `width` x `height` shows, each event wrapped whole (see
+/// `wrap`), the newest at the bottom, `scroll` events back from the newest; and how many events
+/// are below the last one shown. An event that cannot show whole is left out rather than shown
+/// in part (unless it alone is taller than the panel: then its beginning); the rows it leaves
+/// are blank at the top. Scrolled back past
+/// the oldest event, the oldest page shows: the panel is never left empty while there are
+/// events to fill it.
+fn timeline_rows(
+    events: &[(String, Tone)],
+    scroll: usize,
+    width: usize,
+    height: usize,
+) -> (Vec<(String, Tone)>, usize) {
+    if width == 0 || height == 0 {
+        return (Vec::new(), 0);
+    }
+    let wrapped = |(line, tone): &(String, Tone)| -> Vec<(String, Tone)> {
+        wrap(line, width, message_column(line))
+            .into_iter()
+            .map(|row| (row, *tone))
+            .collect()
+    };
+    let mut end = events.len() - scroll.min(events.len());
+    let mut shown: std::collections::VecDeque<Vec<(String, Tone)>> =
+        std::collections::VecDeque::new();
+    let mut count = 0;
+    let mut start = end;
+    for event in events[..end].iter().rev() {
+        let rows = wrapped(event);
+        if count + rows.len() > height && !shown.is_empty() {
+            break;
+        }
+        count += rows.len();
+        shown.push_front(rows);
+        start -= 1;
+        if count >= height {
+            break;
+        }
+    }
+    // Scrolled back past the top: the oldest events, down to as many as fill the panel.
+    while end < events.len() {
+        let rows = wrapped(&events[end]);
+        if count + rows.len() > height && !shown.is_empty() {
+            break;
+        }
+        count += rows.len();
+        shown.push_back(rows);
+        end += 1;
+    }
+    let mut rows: Vec<(String, Tone)> = shown.into_iter().flatten().take(height).collect();
+    // Older events left out: the newest stays at the bottom, the room left over at the top.
+    if start > 0 {
+        let blank = height - rows.len();
+        rows.splice(
+            0..0,
+            std::iter::repeat_n((String::new(), Tone::Plain), blank),
+        );
+    }
+    (rows, events.len() - end)
+}
+
+/// Where a timeline line's message starts, past `02:11:47  [lane  ]source  kind    ` (see
+/// `engine::timeline::timeline_line`): the hanging indent of its continuation rows. 0 for a line
+/// of another shape.
+fn message_column(line: &str) -> usize {
+    let chars: Vec<char> = line.chars().collect();
+    let is = |at: usize, text: &str| {
+        text.chars()
+            .enumerate()
+            .all(|(i, c)| chars.get(at + i) == Some(&c))
+    };
+    // The source column (`worker` or `runner`) after the time, or after the time and a lane's
+    // name; the kind after it, a word padded to eight columns (a lane may be named `runner`,
+    // a kind never is).
+    for at in (10..chars.len()).filter(|&at| is(at - 2, "  ")) {
+        if !(is(at, "worker  ") || is(at, "runner  ")) {
+            continue;
+        }
+        let kind: String = chars.iter().skip(at + 8).take(8).collect();
+        let word = kind.trim_end();
+        if kind.chars().count() == 8
+            && kind.ends_with(' ')
+            && !word.is_empty()
+            && word.chars().all(|c| c.is_ascii_lowercase())
+            && !matches!(word, "worker" | "runner")
+        {
+            return at + 16;
+        }
+    }
+    0
+}
+
+/// The fewest columns a continuation row keeps for its words under the message: a narrower
+/// panel indents by `NARROW_INDENT` only (enough to tell it from an event's first row).
+const WRAPPED_ROOM: usize = 30;
+const NARROW_INDENT: usize = 4;
+
+/// `line` in rows of at most `width` columns, broken at spaces (mid-word only for a word longer
+/// than a row), the continuation rows indented by `indent`: no word is lost at the panel's edge.
+fn wrap(line: &str, width: usize, indent: usize) -> Vec<String> {
+    let indent = if indent + WRAPPED_ROOM <= width {
+        indent
+    } else {
+        NARROW_INDENT.min(width / 4)
+    };
+    let char_width = |c: char| {
+        if c.is_ascii() {
+            1
+        } else {
+            width_of(c.encode_utf8(&mut [0; 4]))
+        }
+    };
+    let mut rows = Vec::new();
+    let mut row = String::new();
+    // Columns used in this row, and where its words begin (past the indent).
+    let (mut used, mut start) = (0, 0);
+    let mut spaces = 0;
+    let mut rest = line;
+    while !rest.is_empty() {
+        let word_end = rest.find(' ').unwrap_or(rest.len());
+        let (word, after) = rest.split_at(word_end);
+        let space_end = after.find(|c| c != ' ').unwrap_or(after.len());
+        rest = &after[space_end..];
+        if used > start && used + spaces + width_of(word) > width {
+            rows.push(std::mem::take(&mut row));
+            row = " ".repeat(indent);
+            (used, start) = (indent, indent);
+        } else {
+            row.extend(std::iter::repeat_n(' ', spaces));
+            used += spaces;
+        }
+        for c in word.chars() {
+            let w = char_width(c);
+            if used > start && used + w > width {
+                rows.push(std::mem::take(&mut row));
+                row = " ".repeat(indent);
+                (used, start) = (indent, indent);
+            }
+            row.push(c);
+            used += w;
+        }
+        spaces = space_end;
+    }
+    rows.push(row);
+    rows
 }
 
 fn symptoms(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
@@ -359,30 +560,161 @@ fn symptoms(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     Paragraph::new(lines).render(inner, buf);
 }
 
-/// The keys from the keymap; help and quit stay visible at the right whatever the width.
-fn footer(area: Rect, buf: &mut Buffer, mode: Mode, theme: Theme) {
+/// The footer as drawn: rows of (key, name) in the keymap's order, the last one ending with
+/// `? more` when some keys are left to the help, and the pinned keys (help, quit) at its right.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FooterLayout {
+    pub rows: Vec<Vec<(&'static str, &'static str)>>,
+    pub pinned: Vec<(&'static str, &'static str)>,
+    pub more: bool,
+}
+
+/// Columns between two footer entries, and between the keys and the pinned ones.
+const FOOTER_GAP: usize = 2;
+
+/// An entry as the footer writes it: `k kill`.
+fn footer_entry_width((key, name): (&str, &str)) -> usize {
+    width_of(key) + 1 + width_of(name)
+}
+
+/// The width of a footer row: a leading space, then the entries `FOOTER_GAP` apart.
+fn footer_row_width(row: &[(&str, &str)]) -> usize {
+    1 + row.iter().map(|e| footer_entry_width(*e)).sum::<usize>()
+        + FOOTER_GAP * row.len().saturating_sub(1)
+}
+
+/// `entries`, in order, in exactly `rows` rows of `width` (the last one `reserved` columns
+/// shorter), each filled before the next; `None` if they do not fit.
+fn pack_footer(
+    entries: &[(&'static str, &'static str)],
+    width: usize,
+    reserved: usize,
+    rows: usize,
+) -> Option<Vec<Vec<(&'static str, &'static str)>>> {
+    let mut packed: Vec<Vec<(&'static str, &'static str)>> = vec![Vec::new()];
+    for &entry in entries {
+        let room = |row: usize| {
+            if row + 1 == rows {
+                width.saturating_sub(reserved)
+            } else {
+                width
+            }
+        };
+        let last = packed.len() - 1;
+        packed[last].push(entry);
+        if footer_row_width(&packed[last]) > room(last) {
+            packed[last].pop();
+            if packed[last].is_empty() || packed.len() == rows {
+                return None;
+            }
+            packed.push(vec![entry]);
+            if footer_row_width(&packed[last + 1]) > room(last + 1) {
+                return None;
+            }
+        }
+    }
+    Some(packed)
+}
+
+/// Which footer keys of `mode` a window of `width` x `height` shows, and in how many rows: one
+/// if they all fit, else two (from 24 rows up, taking one from the lanes); if even two cannot hold them, the
+/// most useful ones (by their rank in the keymap) and `? more`, in one row (two from
+/// `TALL_FOOTER` rows up: below, the lanes' charts and legends need the row more). An entry is
+/// never cut. `areas` and `footer` both call this, so clicks and drawing agree.
+pub(crate) fn footer_layout(mode: Mode, width: u16, height: u16) -> FooterLayout {
+    let width = usize::from(width);
     let entries = keymap::footer(mode);
-    let (pinned, rest): (Vec<_>, Vec<_>) = entries
-        .into_iter()
-        .partition(|(_, name)| matches!(*name, "help" | "quit"));
+    let pinned: Vec<(&'static str, &'static str)> = entries
+        .iter()
+        .filter(|(_, f)| f.pinned())
+        .map(|(key, f)| (*key, f.name))
+        .collect();
+    let reserved = footer_row_width(&pinned) + FOOTER_GAP - 1;
+    let keys: Vec<(&'static str, &'static str)> = entries
+        .iter()
+        .filter(|(_, f)| !f.pinned())
+        .map(|(key, f)| (*key, f.name))
+        .collect();
+    let rows_for_all = if height >= 24 { 2 } else { 1 };
+    for rows in 1..=rows_for_all {
+        if let Some(packed) = pack_footer(&keys, width, reserved, rows) {
+            return FooterLayout {
+                rows: packed,
+                pinned,
+                more: false,
+            };
+        }
+    }
+    let most_rows = if height >= TALL_FOOTER { 2 } else { 1 };
+    // The most useful first: by rank, then in the keymap's order; a key that does not fit
+    // leaves its place to a later, shorter one.
+    let mut by_rank: Vec<(usize, u8)> = entries
+        .iter()
+        .filter(|(_, f)| !f.pinned())
+        .enumerate()
+        .map(|(i, (_, f))| (i, f.rank))
+        .collect();
+    by_rank.sort_by_key(|&(i, rank)| (rank, i));
+    let mut chosen: Vec<usize> = Vec::new();
+    let mut best = vec![vec![MORE]];
+    for (i, _) in by_rank {
+        let mut trial = chosen.clone();
+        trial.push(i);
+        trial.sort_unstable();
+        let mut shown: Vec<(&'static str, &'static str)> = trial.iter().map(|&i| keys[i]).collect();
+        shown.push(MORE);
+        if let Some(packed) = pack_footer(&shown, width, reserved, most_rows) {
+            chosen = trial;
+            best = packed;
+        }
+    }
+    FooterLayout {
+        rows: best,
+        pinned,
+        more: true,
+    }
+}
+
+/// The height from which a footer that cannot show every key takes two rows.
+const TALL_FOOTER: u16 = 30;
+
+/// The footer's last entry when some keys are only in the help.
+const MORE: (&str, &str) = ("?", "more");
+
+/// The keys from the keymap (see `footer_layout`); help and quit stay visible at the right of
+/// the last row whatever the width.
+fn footer(area: Rect, buf: &mut Buffer, layout: &FooterLayout, theme: Theme) {
     let spans = |list: &[(&'static str, &'static str)]| -> Vec<Span<'static>> {
-        list.iter()
-            .flat_map(|(key, name)| {
-                [
-                    Span::styled(format!(" {key}"), theme.key()),
-                    Span::styled(format!(" {name}"), theme.dim()),
-                ]
-            })
-            .collect()
+        let mut spans = vec![Span::raw(" ")];
+        for (i, (key, name)) in list.iter().enumerate() {
+            if i > 0 {
+                spans.push(Span::raw(" ".repeat(FOOTER_GAP)));
+            }
+            spans.push(Span::styled(*key, theme.key()));
+            spans.push(Span::styled(format!(" {name}"), theme.dim()));
+        }
+        spans
     };
-    let right = Line::from(spans(&pinned));
-    let [left_area, right_area] = Layout::horizontal([
-        Constraint::Min(0),
-        Constraint::Length(right.width() as u16 + 1),
-    ])
-    .areas(area);
-    Line::from(spans(&rest)).render(left_area, buf);
-    right.alignment(Alignment::Right).render(right_area, buf);
+    let last = layout.rows.len().saturating_sub(1);
+    for (i, row) in layout.rows.iter().enumerate() {
+        let y = area.y + i as u16;
+        if y >= area.bottom() {
+            break;
+        }
+        let row_area = Rect {
+            y,
+            height: 1,
+            ..area
+        };
+        Line::from(spans(row)).render(row_area, buf);
+        if i == last {
+            let right = Line::from(spans(&layout.pinned));
+            let [_, right_area] =
+                Layout::horizontal([Constraint::Min(0), Constraint::Length(right.width() as u16)])
+                    .areas(row_area);
+            right.alignment(Alignment::Right).render(right_area, buf);
+        }
+    }
 }
 
 /// What each part of a lane's panel means, as the help names it.
@@ -426,14 +758,17 @@ fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
         lines.push(Line::styled(*text, theme.dim()));
     }
     lines.push(Line::raw(""));
+    // Inside the borders; a path too long keeps its right end (its file's name).
+    let room = usize::from(width.saturating_sub(2));
     lines.push(Line::styled(
-        format!(" scenario {}: {}", view.scenario, view.title),
+        crate::text::fit_paths(
+            &format!(" scenario {}: {}", view.scenario, view.title),
+            room,
+        ),
         theme.dim(),
     ));
-    lines.push(Line::styled(
-        format!(" databases in {}", view.db_dir),
-        theme.dim(),
-    ));
+    let db_dir = crate::text::shorten_path(&view.db_dir, room.saturating_sub(14));
+    lines.push(Line::styled(format!(" databases in {db_dir}"), theme.dim()));
     Paragraph::new(lines).block(block).render(popup, buf);
 }
 

@@ -118,7 +118,7 @@ pub(super) fn lane_panel(
     // The heartbeat's age over the night: a chart when there is room, else a one-row sparkline.
     let heartbeat_height = match chart_height {
         16.. => 6,
-        7..=15 => 1,
+        6..=15 => 1,
         _ => 0,
     };
     let [top, chart_area, heartbeat_area, bottom] = Layout::vertical([

@@ -292,7 +292,7 @@ fn the_help_overlay() {
 #[test]
 fn eighty_by_twenty_four() {
     let screen = text(&end_of_night(), 80, 24);
-    assert!(screen.contains("? help q quit"), "{screen}");
+    assert!(screen.contains("? help  q quit"), "{screen}");
     assert!(screen.contains("DATA WRONG (112 duplicated"), "{screen}");
     // Every lane keeps its rows chart (an axis of at least four rows) and its heartbeat's
     // age over the night (a sparkline).
@@ -369,4 +369,422 @@ fn a_lane_whose_items_leave_the_database_shows_its_messages_beside_its_rows() {
     // A lane without a vendor has no such line.
     let screen = text(&end_of_night(), 120, 40);
     assert!(!screen.contains("messages"), "{screen}");
+}
+
+/// The incident's night as the live dashboard writes it: long lines, as they come.
+const LONG_TIMELINE: [&str; 4] = [
+    "02:00:03  guarded  worker  start   run_id=run-17657-1796033767173  items=200  strategy=guarded  pid=17657",
+    "02:11:47  naive    worker  item    task-111",
+    "02:11:47  naive    runner  notice  instance reclaimed by host  (SIGKILL, pid 17656)",
+    "02:12:05  naive    runner  notice  supervisor restarts the worker (attempt 2 of 6, after 18s)",
+];
+
+fn long_lines() -> Dashboard {
+    let mut view = at_the_kill();
+    view.timeline = LONG_TIMELINE
+        .iter()
+        .map(|line| (line.to_string(), Tone::Plain))
+        .collect();
+    view
+}
+
+/// The timeline panel's rows, inside its borders.
+fn timeline_panel(screen: &str) -> Vec<String> {
+    let lines: Vec<&str> = screen.lines().collect();
+    let Some(top) = lines.iter().position(|l| l.starts_with("╭ timeline")) else {
+        panic!("no timeline panel:\n{screen}");
+    };
+    lines[top + 1..]
+        .iter()
+        .take_while(|l| !l.starts_with('╰'))
+        .map(|l| l.split('│').nth(1).unwrap_or_default().to_string())
+        .collect()
+}
+
+/// The panel's events, each with its continuation rows joined (a row starting with a blank is
+/// the one above it, wrapped).
+fn timeline_events(screen: &str) -> Vec<String> {
+    let mut events: Vec<String> = Vec::new();
+    for row in timeline_panel(screen) {
+        if row.trim().is_empty() {
+            continue;
+        }
+        match events.last_mut() {
+            Some(event) if row.starts_with(' ') => {
+                event.push(' ');
+                event.push_str(row.trim());
+            }
+            _ => events.push(row.trim_end().to_string()),
+        }
+    }
+    events
+}
+
+fn words(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// What the issue asks of each size: the legend, one rows scale for every lane, the heartbeat's
+/// age, and no timeline row cut at the panel's edge.
+fn assert_fits(screen: &str, size: &str) {
+    for word in ["⣀rows", "┃kill", "┆restart"] {
+        assert!(screen.contains(word), "{size}: no {word}:\n{screen}");
+    }
+    assert_eq!(screen.matches("220 │").count(), 2, "{size}:\n{screen}");
+    assert_eq!(
+        screen.matches("heartbeat 6s/300s").count(),
+        2,
+        "{size}:\n{screen}"
+    );
+    let shown = timeline_events(screen);
+    assert!(!shown.is_empty(), "{size}: an empty timeline:\n{screen}");
+    for event in &shown {
+        assert!(
+            LONG_TIMELINE.iter().any(|line| words(line) == words(event)),
+            "{size}: {event:?} is not a whole event:\n{screen}"
+        );
+    }
+}
+
+#[test]
+fn long_timeline_lines_at_80x24() {
+    let screen = text(&long_lines(), 80, 24);
+    assert_fits(&screen, "80x24");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn long_timeline_lines_at_120x40() {
+    let screen = text(&long_lines(), 120, 40);
+    assert_fits(&screen, "120x40");
+    // Every event, whole, joined across its wrapped rows.
+    let shown: Vec<String> = timeline_events(&screen).iter().map(|e| words(e)).collect();
+    let all: Vec<String> = LONG_TIMELINE.iter().map(|l| words(l)).collect();
+    assert_eq!(shown, all, "{screen}");
+    // Continuation rows hang under the message, past `02:00:03  guarded  worker  start   `.
+    let panel = timeline_panel(&screen);
+    let wrapped = panel
+        .iter()
+        .find(|row| row.trim_start().starts_with("items=200  strategy=guarded"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert_eq!(wrapped.len() - wrapped.trim_start().len(), 35, "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+/// The frame's cells at `width` x `height` in `theme`.
+fn cells(view: &Dashboard, width: u16, height: u16, theme: Theme) -> Buffer {
+    let area = Rect::new(0, 0, width, height);
+    let mut buf = Buffer::empty(area);
+    render_to(area, &mut buf, view, theme);
+    buf
+}
+
+#[test]
+fn nothing_is_carried_by_colour_alone() {
+    use ratatui::style::Color;
+    let mut hung = end_of_night();
+    hung.lanes[1].state_kind = StateKind::Hung;
+    hung.lanes[1].progress = false;
+    hung.lanes[1].alert = Some("runner heartbeat stale: 312s".into());
+    for view in [long_lines(), end_of_night(), hung] {
+        for (w, h) in [(80, 24), (120, 40)] {
+            let mono = cells(&view, w, h, Theme::monochrome());
+            // NO_COLOR: not one cell is coloured.
+            for cell in mono.content() {
+                assert_eq!(cell.fg, Color::Reset, "{w}x{h}: {cell:?}");
+                assert_eq!(cell.bg, Color::Reset, "{w}x{h}: {cell:?}");
+            }
+            // The coloured themes write the very same characters: colour only adds.
+            for theme in [Theme::colored(), Theme::high_contrast()] {
+                let colored = cells(&view, w, h, theme);
+                let symbols = |buf: &Buffer| -> Vec<String> {
+                    buf.content()
+                        .iter()
+                        .map(|c| c.symbol().to_string())
+                        .collect()
+                };
+                assert_eq!(symbols(&mono), symbols(&colored), "{w}x{h}");
+                assert!(
+                    colored.content().iter().any(|c| c.fg != Color::Reset),
+                    "{w}x{h}: the coloured theme drew no colour"
+                );
+            }
+        }
+    }
+}
+
+/// The footer's rows of a frame, as text.
+fn footer_text(view: &Dashboard, width: u16, height: u16) -> String {
+    let screen = text(view, width, height);
+    let a = areas(
+        Rect::new(0, 0, width, height),
+        view.lanes.len(),
+        view.caption.as_deref(),
+        view.lecture.as_deref(),
+        view.mode,
+    );
+    screen
+        .lines()
+        .skip(usize::from(a.footer.y))
+        .take(usize::from(a.footer.height))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_footer_shows_every_key_or_says_more_and_never_cuts_an_entry() {
+    for mode in [Mode::Live, Mode::Replay] {
+        let mut view = end_of_night();
+        view.mode = mode;
+        let entries: Vec<String> = keymap::footer(mode)
+            .iter()
+            .map(|(key, f)| format!("{key} {}", f.name))
+            .collect();
+        for (w, h) in [
+            (80, 24),
+            (100, 30),
+            (120, 40),
+            (200, 55),
+            (120, 20),
+            (60, 18),
+        ] {
+            let footer = footer_text(&view, w, h);
+            // Entries stand two blanks apart: each piece is a whole entry, or `? more`.
+            let pieces: Vec<&str> = footer
+                .lines()
+                .flat_map(|l| l.split("  "))
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .collect();
+            for piece in &pieces {
+                assert!(
+                    entries.iter().any(|e| e == piece) || *piece == "? more",
+                    "{mode:?} {w}x{h}: a cut entry {piece:?}:\n{footer}"
+                );
+            }
+            let more = pieces.contains(&"? more");
+            for entry in &entries {
+                assert!(
+                    more || pieces.contains(&entry.as_str()),
+                    "{mode:?} {w}x{h}: no {entry:?} and no `? more`:\n{footer}"
+                );
+            }
+            // Help and quit are always there, at the end of the last row.
+            assert!(
+                footer
+                    .lines()
+                    .last()
+                    .is_some_and(|l| l.ends_with("? help  q quit")),
+                "{mode:?} {w}x{h}:\n{footer}"
+            );
+            // The most useful keys first when not all fit.
+            if mode == Mode::Live {
+                assert!(pieces.contains(&"k kill"), "{w}x{h}:\n{footer}");
+                assert!(pieces.contains(&"space pause"), "{w}x{h}:\n{footer}");
+            }
+        }
+    }
+    // Where two rows hold every key, every key shows; the widest window needs one row.
+    let view = end_of_night();
+    assert!(!footer_text(&view, 100, 30).contains("? more"));
+    assert!(!footer_text(&view, 120, 40).contains("? more"));
+    assert_eq!(footer_text(&view, 200, 55).lines().count(), 1);
+    assert!(footer_text(&view, 80, 24).contains("? more"));
+}
+
+#[test]
+fn clicks_and_drawing_agree_on_the_footer() {
+    for (w, h) in [(80, 24), (100, 30), (120, 20), (120, 40), (200, 55)] {
+        for mode in [Mode::Live, Mode::Replay] {
+            let a = areas(Rect::new(0, 0, w, h), 2, None, None, mode);
+            let layout = footer_layout(mode, w, h);
+            assert_eq!(usize::from(a.footer.height), layout.rows.len(), "{w}x{h}");
+            assert_eq!(a.footer.bottom(), h);
+            assert!(a.lanes.iter().all(|l| l.bottom() <= a.timeline.y));
+        }
+    }
+}
+
+#[test]
+fn a_tall_window_gives_the_timeline_more_rows() {
+    let rows = |w, h| {
+        areas(Rect::new(0, 0, w, h), 2, None, None, Mode::Live)
+            .timeline
+            .height
+    };
+    assert!(
+        rows(200, 55) > rows(120, 40),
+        "{} vs {}",
+        rows(200, 55),
+        rows(120, 40)
+    );
+    assert!(rows(120, 40) >= rows(80, 24));
+    // And it shows more of the night.
+    let mut view = long_lines();
+    view.timeline = (0..60)
+        .map(|i| {
+            (
+                format!("02:{i:02}:00  naive    worker  item    task-{i:03}"),
+                Tone::Plain,
+            )
+        })
+        .collect();
+    let events = |w, h| timeline_events(&text(&view, w, h)).len();
+    assert!(
+        events(200, 55) > events(120, 40),
+        "{}",
+        text(&view, 200, 55)
+    );
+}
+
+const LONG_PATH: &str =
+    "/tmp/a-folder-name-long-enough-to-need-cutting-at-any-width/reclaim-tui-1234/night2.jsonl";
+
+#[test]
+fn a_long_path_keeps_its_file_name() {
+    let mut view = at_the_kill();
+    view.recording = Some(LONG_PATH.into());
+    for (w, h) in [(100, 30), (120, 40)] {
+        let screen = text(&view, w, h);
+        let header = screen.lines().next().unwrap_or_default();
+        assert!(header.contains("● REC …/"), "{w}x{h}: {header}");
+        assert!(
+            header.contains("night2.jsonl  02:11:47"),
+            "{w}x{h}: {header}"
+        );
+    }
+    // At 80 columns the header keeps the title rather than a path: `● REC` still says it.
+    let screen = text(&view, 80, 24);
+    assert!(
+        screen.lines().next().unwrap_or_default().contains("● REC"),
+        "{screen}"
+    );
+    // A notice quoting a path: the seed and settings make way; the path gives up its left.
+    view.notice = Some(format!("recording saved to {LONG_PATH}"));
+    for (w, h) in [(80, 24), (120, 40)] {
+        let screen = text(&view, w, h);
+        let header = screen.lines().next().unwrap_or_default();
+        assert!(
+            header.contains("recording saved to …/"),
+            "{w}x{h}: {header}"
+        );
+        assert!(header.contains("night2.jsonl"), "{w}x{h}: {header}");
+        assert!(header.contains("02:11:47"), "{w}x{h}: {header}");
+    }
+    // The seed makes way for a notice a few seconds long: a path as the dashboard names them
+    // shows whole at 120 columns.
+    let real = "/tmp/reclaim-tui-1796034268663-31723/night2.jsonl";
+    view.notice = Some(format!("recording from 02:00 into {real}"));
+    let screen = text(&view, 120, 40);
+    let header = screen.lines().next().unwrap_or_default();
+    assert!(header.contains(real), "{header}");
+    assert!(header.contains("random off"), "{header}");
+    // The help's databases folder.
+    let mut view = at_the_kill();
+    view.help = true;
+    view.db_dir = LONG_PATH.replace("/night2.jsonl", "").repeat(2);
+    let screen = text(&view, 120, 40);
+    let line = screen
+        .lines()
+        .find(|l| l.contains(" databases in "))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(line.contains(" databases in …/"), "{line}");
+    assert!(line.contains("/reclaim-tui-1234 "), "{line}");
+}
+
+#[test]
+fn scrolling_back_moves_by_events_and_never_empties_the_panel() {
+    let mut view = long_lines();
+    // Three nights' worth of the same lines, each numbered at its end.
+    view.timeline = (0..3)
+        .flat_map(|night| {
+            LONG_TIMELINE
+                .iter()
+                .map(move |line| (format!("{line} #{night}"), Tone::Plain))
+        })
+        .collect();
+    let newest = |screen: &str| timeline_events(screen).last().cloned().unwrap_or_default();
+    let screen = text(&view, 120, 40);
+    assert!(newest(&screen).ends_with("after 18s) #2"), "{screen}");
+    view.timeline_scroll = 1;
+    let screen = text(&view, 120, 40);
+    assert!(
+        newest(&screen).ends_with("(SIGKILL, pid 17656) #2"),
+        "{screen}"
+    );
+    assert!(screen.contains("scrolled back 1;"), "{screen}");
+    // Past the oldest event: the oldest page, never a blank panel.
+    for scroll in [10, 12, 100] {
+        view.timeline_scroll = scroll;
+        for (w, h) in [(80, 24), (120, 40)] {
+            let screen = text(&view, w, h);
+            let shown = timeline_events(&screen);
+            assert!(!shown.is_empty(), "{scroll} {w}x{h}:\n{screen}");
+            // (At 80x24 the oldest event, four rows wrapped, waits for a scroll past it.)
+            if scroll >= 12 || w == 120 {
+                assert!(shown[0].starts_with("02:00:03  guarded"), "{screen}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_line_wraps_whole_words_under_its_message() {
+    let line = LONG_TIMELINE[0];
+    assert_eq!(message_column(line), 35);
+    assert_eq!(
+        message_column("02:13:32  runner  alert   runner heartbeat stale"),
+        26
+    );
+    // A lane may be named like a source; a kind never is.
+    assert_eq!(
+        message_column("02:00:01  runner  worker  start   run_id=(none)"),
+        34
+    );
+    assert_eq!(message_column("not a timeline line"), 0);
+    let rows = wrap(line, 72, 35);
+    assert_eq!(
+        rows,
+        [
+            "02:00:03  guarded  worker  start   run_id=run-17657-1796033767173",
+            "                                   items=200  strategy=guarded",
+            "                                   pid=17657",
+        ]
+    );
+    for width in 1..120 {
+        let rows = wrap(line, width, 35);
+        assert_eq!(
+            rows.concat().replace(' ', ""),
+            line.replace(' ', ""),
+            "{width}"
+        );
+        assert!(
+            rows.iter().all(|r| r.chars().count() <= width),
+            "{width}: {rows:?}"
+        );
+    }
+    // Characters of many bytes are never split.
+    let rows = wrap(
+        "02:00:01  runner  notice  données été 夜の記録 überall",
+        30,
+        26,
+    );
+    assert_eq!(
+        rows.concat().replace(' ', ""),
+        "02:00:01runnernoticedonnéesété夜の記録überall"
+    );
+}
+
+#[test]
+fn at_80x24_a_two_row_caption_still_leaves_every_lane_its_chart_and_heartbeat() {
+    let mut view = end_of_night();
+    view.caption = Some(
+        "The host takes the machine back: SIGKILL, no warning. 112 rows are committed; \
+         nothing in the naive worker records how far it got."
+            .into(),
+    );
+    let screen = text(&view, 80, 24);
+    assert!(screen.contains("how far it got."), "{screen}");
+    assert_eq!(screen.matches("343 │").count(), 2, "{screen}");
+    assert_eq!(screen.matches("hb  │▁").count(), 2, "{screen}");
 }
