@@ -180,6 +180,9 @@ pub fn replay(file: &Path, presenting: &PresentingArgs, theme: Theme) -> Result<
             file.display()
         );
     }
+    if let Some(path) = &presenting.notes {
+        Notes::check(path, &[file])?;
+    }
     require_terminal("reclaim replay --check")?;
     let mut notes = match &presenting.notes {
         Some(path) => Some(Notes::open(path, &recording.header.title, &[file])?),
@@ -220,8 +223,11 @@ pub fn run(
     if let Some(path) = record {
         crate::paths::new_recording(path, None)?;
     }
-    require_terminal("reclaim run")?;
     let others: Vec<&Path> = record.into_iter().collect();
+    if let Some(path) = &presenting.notes {
+        Notes::check(path, &others)?;
+    }
+    require_terminal("reclaim run")?;
     let notes = match &presenting.notes {
         Some(path) => Some(Notes::open(path, &scenario.title, &others)?),
         None => None,

@@ -21,40 +21,20 @@ pub struct Notes {
 }
 
 impl Notes {
-    /// Opens `path` for the notes of `title`, before anything else starts: a new file (created
-    /// now, so `tail -F` can follow it), or a notes file reclaim wrote before (appended to).
-    /// Anything else (a file reclaim did not write, a folder, a FIFO, a device, a dangling
-    /// link, one of `others`) is refused and left as it is.
+    /// Checks `path` as `open` will, creating nothing: run before anything else starts.
+    pub fn check(path: &Path, others: &[&Path]) -> Result<(), Error> {
+        resolve(path, others).map(|_| ())
+    }
+
+    /// Opens `path` for the notes of `title`: a new file (created now, so `tail -F` can follow
+    /// it), or a notes file reclaim wrote before (appended to). Anything else (a file reclaim
+    /// did not write, a folder, a FIFO, a device, a dangling link, one of `others`) is refused
+    /// and left as it is.
     pub fn open(path: &Path, title: &str, others: &[&Path]) -> Result<Self, Error> {
-        const WHAT: &str = "--notes";
-        let entry = paths::look(path).context(|| format!("cannot look at {}", path.display()))?;
-        let resolved = match entry {
-            Entry::File(_) => {
-                let real = paths::existing_file(path, WHAT)?;
-                if !written_by_reclaim(&real) {
-                    return Err(Error::Refused(format!(
-                        "--notes {} exists and is not a notes file reclaim wrote; give a new file \
-                         (tail -F follows it from the moment reclaim creates it)",
-                        paths::shown(path)
-                    )));
-                }
-                real
-            }
-            _ => paths::new_file(path, WHAT, "give --notes a new file")?,
-        };
-        for other in others {
-            if same_file(&resolved, other) {
-                return Err(Error::Refused(format!(
-                    "--notes {} is the file {} names too; give the notes a file of their own",
-                    paths::shown(path),
-                    paths::shown(other)
-                )));
-            }
-        }
-        let new = !resolved.exists();
+        let (resolved, new) = resolve(path, others)?;
         let file = File::options()
             .append(true)
-            .create(new)
+            .create_new(new)
             .open(&resolved)
             .context(|| format!("cannot write the notes to {}", paths::shown(path)))?;
         let mut notes = Self {
@@ -98,6 +78,39 @@ impl Notes {
         self.file.write_all(text.as_bytes())?;
         self.file.flush()
     }
+}
+
+/// Where the notes go, and whether that file is new.
+fn resolve(path: &Path, others: &[&Path]) -> Result<(PathBuf, bool), Error> {
+    const WHAT: &str = "--notes";
+    let entry = paths::look(path).context(|| format!("cannot look at {}", path.display()))?;
+    let (resolved, new) = match entry {
+        Entry::File(_) => {
+            let real = paths::existing_file(path, WHAT)?;
+            if !written_by_reclaim(&real) {
+                return Err(Error::Refused(format!(
+                    "--notes {} exists and is not a notes file reclaim wrote; give a new file \
+                     (tail -F follows it from the moment reclaim creates it)",
+                    paths::shown(path)
+                )));
+            }
+            (real, false)
+        }
+        _ => (
+            paths::new_file(path, WHAT, "give --notes a new file")?,
+            true,
+        ),
+    };
+    for other in others {
+        if same_file(&resolved, other) {
+            return Err(Error::Refused(format!(
+                "--notes {} is the file {} names too; give the notes a file of their own",
+                paths::shown(path),
+                paths::shown(other)
+            )));
+        }
+    }
+    Ok((resolved, new))
 }
 
 fn written_by_reclaim(path: &Path) -> bool {

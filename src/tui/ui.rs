@@ -244,7 +244,11 @@ fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     let speed = speed_label(view.speed);
     // The right-hand facts; the last ones (`droppable` of them) may make way for a notice.
     let mut facts: Vec<String> = Vec::new();
-    if let Some(bar) = &view.replay {
+    let review = view.mode == Mode::Review;
+    if let Some(bar) = view.replay.as_ref().filter(|_| review) {
+        // A live night looked back at: its end is now, and it waits.
+        facts.push(format!("{} / now {}", view.clock, bar.end));
+    } else if let Some(bar) = &view.replay {
         let partial = if bar.partial { " (partial)" } else { "" };
         facts.push(format!("{} / {}{partial}", view.clock, bar.end));
     } else {
@@ -253,7 +257,11 @@ fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
         }
         facts.push(view.clock.to_string());
     }
-    facts.push(format!("{state} {speed}x"));
+    if review {
+        facts.push("‖ the night waits".into());
+    } else {
+        facts.push(format!("{state} {speed}x"));
+    }
     let mut droppable = 1;
     if view.replay.is_none() {
         let random = if view.random_kills { "on" } else { "off" };
@@ -262,7 +270,9 @@ fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     }
     facts.push(format!("seed {}", view.seed));
     let right_width = |facts: &[String]| width_of(&format!(" {} ", facts.join("  ")));
-    let badge = if view.replay.is_some() {
+    let badge = if review {
+        " reclaim LOOKING BACK "
+    } else if view.replay.is_some() {
         " reclaim REPLAY "
     } else {
         " reclaim "

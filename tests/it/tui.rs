@@ -24,7 +24,7 @@ pub(crate) const ROWS: u16 = 30;
 /// How long the dashboard may take to show its first workers (a debug build, two cores shared).
 pub(crate) const STARTUP: Duration = Duration::from_secs(15);
 /// "Exit promptly": from the key or signal to the process gone.
-const PROMPTLY: Duration = Duration::from_secs(3);
+pub(crate) const PROMPTLY: Duration = Duration::from_secs(3);
 /// How long after reclaim's exit a worker may still be alive.
 const ORPHAN_GRACE: Duration = Duration::from_secs(1);
 /// How often the screen is looked at while waiting.
@@ -109,7 +109,7 @@ fn running_pids(text: &str) -> Vec<u32> {
 
 /// The dashboard's clock (the last `HH:MM:SS` of the header row; the title may hold another),
 /// in seconds since midnight, and the header row itself.
-fn header_clock(screen: &vt100::Screen) -> Option<(u32, String)> {
+pub(crate) fn header_clock(screen: &vt100::Screen) -> Option<(u32, String)> {
     let (_, cols) = screen.size();
     let header = screen.rows(0, cols.get()).next()?;
     let chars: Vec<char> = header.chars().collect();
@@ -199,7 +199,7 @@ pub(crate) fn assert_screen_restored(screen: &vt100::Screen) {
 }
 
 /// The `reclaim-tui-*` folders the dashboard made under `tmp`.
-fn tui_dirs(tmp: &Path) -> Vec<PathBuf> {
+pub(crate) fn tui_dirs(tmp: &Path) -> Vec<PathBuf> {
     fs::read_dir(tmp)
         .map(|entries| {
             entries
@@ -215,13 +215,13 @@ fn tui_dirs(tmp: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-fn the_tui_dir(tmp: &Path) -> PathBuf {
+pub(crate) fn the_tui_dir(tmp: &Path) -> PathBuf {
     let mut dirs = tui_dirs(tmp);
     assert_eq!(dirs.len(), 1, "expected one reclaim-tui-* folder: {dirs:?}");
     dirs.remove(0)
 }
 
-const NAIVE_DB: &str = "night1-1-naive.db";
+pub(crate) const NAIVE_DB: &str = "night1-1-naive.db";
 const GUARDED_DB: &str = "night1-2-guarded.db";
 
 #[test]
@@ -507,7 +507,7 @@ fn a_piped_stdout_is_refused_even_with_a_terminal_on_stdin() {
 
 /// `reclaim ARGS` is refused with one line naming `needle`, exit 2, before the terminal is
 /// touched: in a pty (no alternate screen, ever) and with plain pipes.
-fn assert_refused_before_the_terminal(args: &[&str], needle: &str) {
+pub(crate) fn assert_refused_before_the_terminal(args: &[&str], needle: &str) {
     let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temp dir: {e}"));
     let mut dashboard = Dashboard::start(args, tmp.path(), COLS, ROWS)
         .unwrap_or_else(|e| panic!("cannot start reclaim {args:?}: {e}"));

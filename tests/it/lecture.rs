@@ -1,0 +1,206 @@
+//! A teacher's dashboard in a real pty: lecture mode stops the real night at its moments and
+//! goes on with space; a look back makes the live night wait and returns to it; speaker notes
+//! reach their file; bad notes paths are refused before the terminal is touched.
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use crate::common::{open_ro, rows};
+use crate::pty::Dashboard;
+use crate::tui::{
+    COLS, NAIVE_DB, PROMPTLY, ROWS, STARTUP, assert_refused_before_the_terminal, header_clock,
+    the_tui_dir,
+};
+
+/// The header's clock, `HH:MM:SS` as shown.
+fn clock_shown(dashboard: &Dashboard) -> String {
+    dashboard.with_screen(|screen| {
+        header_clock(screen).map_or_else(String::new, |(t, _)| {
+            format!("{:02}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60)
+        })
+    })
+}
+
+fn lecture_line(screen: &vt100::Screen) -> String {
+    screen
+        .contents()
+        .lines()
+        .filter(|l| l.contains("LECTURE") || l.starts_with("goes on"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Watches the dashboard for `span` and hands back every clock it showed.
+fn clocks_during(dashboard: &Dashboard, span: Duration) -> Vec<String> {
+    let until = Instant::now() + span;
+    let mut seen = Vec::new();
+    while Instant::now() < until {
+        let clock = clock_shown(dashboard);
+        if seen.last() != Some(&clock) {
+            seen.push(clock);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    seen
+}
+
+#[test]
+fn with_lecture_the_clock_stops_at_the_kill_and_goes_on_after_space() {
+    let tmp = tempfile::tempdir().unwrap();
+    let notes = tmp.path().join("notes.txt");
+    let notes_arg = notes.to_str().unwrap();
+    let mut dashboard = Dashboard::start(
+        &["tui", "--lecture", "--notes", notes_arg],
+        tmp.path(),
+        120,
+        40,
+    )
+    .unwrap();
+    dashboard
+        .wait_for(
+            "the stop at the first caption",
+            Instant::now() + STARTUP,
+            |s| lecture_line(s).contains("stopped at 02:00:00: a caption"),
+        )
+        .unwrap();
+    dashboard.send(b" ").unwrap();
+    dashboard
+        .wait_for(
+            "the stop at the kill",
+            Instant::now() + Duration::from_secs(30),
+            |s| {
+                lecture_line(s).contains(
+                    "stopped at 02:11:47: the host kills naive and guarded; a caption. space goes on",
+                )
+            },
+        )
+        .unwrap();
+    // The night waits there: the clock does not move and no row is written.
+    let db = the_tui_dir(tmp.path()).join(NAIVE_DB);
+    let before = rows(&open_ro(&db));
+    let clocks = clocks_during(&dashboard, Duration::from_millis(1500));
+    assert_eq!(clocks, ["02:11:47"], "{}", dashboard.text());
+    assert_eq!(before, 112, "the kill lands after task-111");
+    assert_eq!(rows(&open_ro(&db)), before);
+    assert!(
+        dashboard.text().contains("112 rows are committed"),
+        "the kill's caption with its figure:\n{}",
+        dashboard.text()
+    );
+
+    dashboard.send(b" ").unwrap();
+    dashboard
+        .wait_for(
+            "the stop at the restart",
+            Instant::now() + Duration::from_secs(30),
+            |s| lecture_line(s).contains("stopped at 02:12:05: the supervisor restarts"),
+        )
+        .unwrap();
+    assert_eq!(clock_shown(&dashboard), "02:12:05");
+    dashboard.send(b"q").unwrap();
+    let status = dashboard.wait_exit(PROMPTLY).unwrap();
+    assert_eq!(status.exit_code(), 0, "{}", dashboard.text());
+
+    let text = fs::read_to_string(&notes).unwrap();
+    assert!(
+        text.starts_with("# reclaim speaker notes: The incident"),
+        "{text}"
+    );
+    let kill = text
+        .find("02:11:47  The host takes the machine back")
+        .unwrap_or_else(|| panic!("no kill caption in the notes:\n{text}"));
+    assert!(
+        text[kill..].contains("112 rows are committed. Point at task-112"),
+        "the kill's notes, figures filled in:\n{text}"
+    );
+    assert!(text.contains("02:12:05  A dead process"), "{text}");
+    assert!(!text.contains("02:19:31"), "a caption not reached: {text}");
+}
+
+#[test]
+fn looking_back_makes_the_live_night_wait_and_space_returns_to_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    dashboard
+        .wait_for("02:05 or later", Instant::now() + STARTUP, |s| {
+            header_clock(s).is_some_and(|(t, _)| t >= 2 * 3600 + 5 * 60)
+        })
+        .unwrap();
+    dashboard.send(b"b").unwrap();
+    dashboard
+        .wait_for(
+            "the look back",
+            Instant::now() + Duration::from_secs(5),
+            |s| s.contents().contains("LOOKING BACK") && s.contents().contains("/ now 02:"),
+        )
+        .unwrap();
+    let now_shown = |dashboard: &Dashboard| {
+        let text = dashboard.text();
+        let at = text.find("/ now ").map_or(0, |i| i + 6);
+        text.get(at..at + 8).unwrap_or_default().to_string()
+    };
+    let now = now_shown(&dashboard);
+    let db = the_tui_dir(tmp.path()).join(NAIVE_DB);
+    let before = rows(&open_ro(&db));
+    // Back in time: the view moves, the night does not.
+    dashboard.send(b"[").unwrap();
+    dashboard.send(b"g").unwrap();
+    dashboard
+        .wait_for(
+            "the start of the night",
+            Instant::now() + Duration::from_secs(5),
+            |s| header_clock(s).is_some_and(|(_, h)| h.contains("02:00:00 / now")),
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(rows(&open_ro(&db)), before, "the night waited");
+    assert_eq!(now_shown(&dashboard), now);
+    dashboard.send(b" ").unwrap();
+    let now_secs = {
+        let p: Vec<u32> = now.split(':').filter_map(|x| x.parse().ok()).collect();
+        p[0] * 3600 + p[1] * 60 + p[2]
+    };
+    dashboard
+        .wait_for(
+            "the live night going on past the moment it waited at",
+            Instant::now() + Duration::from_secs(10),
+            |s| {
+                !s.contents().contains("LOOKING BACK")
+                    && header_clock(s).is_some_and(|(t, _)| t > now_secs)
+            },
+        )
+        .unwrap();
+    dashboard
+        .wait_for(
+            "more rows",
+            Instant::now() + Duration::from_secs(10),
+            |_| rows(&open_ro(&db)) > before,
+        )
+        .unwrap();
+    dashboard.send(b"q").unwrap();
+    let status = dashboard.wait_exit(PROMPTLY).unwrap();
+    assert_eq!(status.exit_code(), 0, "{}", dashboard.text());
+}
+
+#[test]
+fn notes_on_a_file_reclaim_did_not_write_are_refused_and_the_file_is_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let essay = tmp.path().join("essay.txt");
+    fs::write(&essay, "my own words\n").unwrap();
+    let essay_arg = essay.to_str().unwrap();
+    assert_refused_before_the_terminal(
+        &["tui", "--lecture", "--notes", essay_arg],
+        "not a notes file reclaim wrote",
+    );
+    assert_eq!(fs::read_to_string(&essay).unwrap(), "my own words\n");
+    let same = tmp.path().join("night.jsonl");
+    let same_arg = same.to_str().unwrap();
+    assert_refused_before_the_terminal(
+        &["tui", "--record", same_arg, "--notes", same_arg],
+        "give the notes a file of their own",
+    );
+    assert!(!same.exists());
+    assert_refused_before_the_terminal(&["tui", "--notes", "/dev/null"], "not a regular file");
+    let dir_arg = tmp.path().to_str().unwrap();
+    assert_refused_before_the_terminal(&["tui", "--notes", dir_arg], "is a folder");
+}
