@@ -458,10 +458,9 @@ impl Screen for Live {
         }
         let mut dashboard = self.app.chrome.dashboard(self.night.scene());
         dashboard.ids.clone_from(&self.app.ids);
-        dashboard.lecture = self.lecture.then(|| match &self.hold {
-            Some(hold) => hold.describe(),
-            None => lecture::between_stops(dashboard.paused),
-        });
+        dashboard.lecture = self
+            .lecture
+            .then(|| lecture::line(self.hold.as_ref(), dashboard.paused));
         dashboard
     }
 

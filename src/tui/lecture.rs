@@ -5,6 +5,7 @@
 
 use crate::clock::SimTime;
 use crate::engine::{Kind, Mark};
+use crate::tui::view::LectureLine;
 
 /// One reason the night stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,6 +125,69 @@ impl Hold {
     }
 }
 
+impl Hold {
+    /// `02:11:47 kill: naive, guarded · caption · space: on`, for a narrow window.
+    #[must_use]
+    pub fn brief(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let mut add = |label: &str, what: &str| {
+            if let Some(part) = parts
+                .iter_mut()
+                .find(|p| p.starts_with(&format!("{label}:")))
+            {
+                part.push_str(", ");
+                part.push_str(what);
+            } else if what.is_empty() {
+                parts.push(label.to_string());
+            } else {
+                parts.push(format!("{label}: {what}"));
+            }
+        };
+        for why in &self.why {
+            match why {
+                Why::Kill(lane) => add("kill", lane),
+                Why::Restart(lane) => add("restart", lane),
+                Why::Alert(lane) => add("alert", lane),
+                Why::Done(lane) => add("done", lane),
+                Why::Verdict(lane, verdict) => {
+                    let short = verdict.split(" (").next().unwrap_or(verdict);
+                    add("rows say", &format!("{lane} {short}"));
+                }
+                Why::Symptom(_) | Why::Caption => {}
+            }
+        }
+        if self.why.iter().any(|w| matches!(w, Why::Symptom(_))) {
+            parts.push("symptom".into());
+        }
+        if self.why.contains(&Why::Caption) {
+            parts.push("caption".into());
+        }
+        parts.dedup();
+        format!("{} {} · space: on", self.at, parts.join(" · "))
+    }
+}
+
+/// The lecture's line for the screen: where it holds, or what it does between stops.
+#[must_use]
+pub fn line(hold: Option<&Hold>, paused: bool) -> LectureLine {
+    match hold {
+        Some(hold) => LectureLine {
+            stopped: true,
+            full: hold.describe(),
+            brief: hold.brief(),
+        },
+        None => LectureLine {
+            stopped: false,
+            full: between_stops(paused),
+            brief: if paused {
+                "paused · space: on".into()
+            } else {
+                "playing to the next stop · space: pause".into()
+            },
+        },
+    }
+}
+
 /// `a`, `a and b`, `a, b and c`.
 fn and(names: &[&str]) -> String {
     match names {
@@ -190,6 +254,29 @@ mod tests {
             hold.describe(),
             "stopped at 02:19:31: symptom: status ok, data wrong; naive says done; naive's rows \
              say DATA WRONG (112 duplicated task ids). space goes on"
+        );
+    }
+
+    #[test]
+    fn the_brief_line_fits_a_narrow_window() {
+        let mut hold = Hold::new(SimTime(2.0 * 3600.0 + 707.0));
+        hold.add(Why::Kill("naive".into()));
+        hold.add(Why::Kill("guarded".into()));
+        hold.add(Why::Caption);
+        assert_eq!(
+            hold.brief(),
+            "02:11:47 kill: naive, guarded · caption · space: on"
+        );
+        let mut end = Hold::new(SimTime(2.0 * 3600.0 + 1171.0));
+        end.add(Why::Done("naive".into()));
+        end.add(Why::Verdict(
+            "naive".into(),
+            "DATA WRONG (112 duplicated task ids)".into(),
+        ));
+        end.add(Why::Caption);
+        assert_eq!(
+            end.brief(),
+            "02:19:31 done: naive · rows say: naive DATA WRONG · caption · space: on"
         );
     }
 

@@ -359,7 +359,7 @@ fn drive_screen(
                     Rect::new(0, 0, size.width, size.height),
                     app.lane_count(),
                     view.caption.as_deref(),
-                    view.lecture.as_deref(),
+                    view.lecture.as_ref(),
                     view.mode,
                 );
                 let at = Position::new(mouse.column, mouse.row);

@@ -502,10 +502,8 @@ impl Screen for ReplayApp {
                 partial: self.recording.end.is_none() || self.recording.truncated,
             }),
         });
-        dashboard.lecture = self.lecture.as_ref().map(|l| match &l.hold {
-            Some(hold) => hold.describe(),
-            None => lecture::between_stops(!self.playing),
-        });
+        dashboard.lecture =
+            (self.lecture.as_ref()).map(|l| lecture::line(l.hold.as_ref(), !self.playing));
         dashboard
     }
 }
@@ -801,7 +799,7 @@ mod tests {
         assert_eq!(view.clock.to_string(), "02:11:47");
         assert!(view.paused);
         assert_eq!(
-            view.lecture.as_deref(),
+            view.lecture.as_ref().map(|l| l.full.as_str()),
             Some("stopped at 02:11:47: the host kills naive; a caption. space goes on")
         );
         assert_eq!(
@@ -817,7 +815,7 @@ mod tests {
         let view = app.view();
         assert_eq!(view.clock.to_string(), "02:12:05");
         assert_eq!(
-            view.lecture.as_deref(),
+            view.lecture.as_ref().map(|l| l.full.as_str()),
             Some("stopped at 02:12:05: the supervisor restarts naive. space goes on")
         );
         app.update(Action::TogglePause, later(7300))
@@ -830,7 +828,7 @@ mod tests {
         let view = app.view();
         assert_eq!(view.clock.to_string(), "02:33:20");
         assert_eq!(
-            view.lecture.as_deref(),
+            view.lecture.as_ref().map(|l| l.full.as_str()),
             Some(
                 "stopped at 02:33:20: naive's rows say DATA WRONG (112 duplicated task ids). \
                  space goes on"

@@ -8,8 +8,8 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget};
 
 use crate::tui::keymap::{self, Mode};
 use crate::tui::theme::Theme;
-use crate::tui::view::Dashboard;
 use crate::tui::view::Tone;
+use crate::tui::view::{Dashboard, LectureLine};
 
 mod lane;
 
@@ -41,7 +41,7 @@ pub fn areas(
     area: Rect,
     lanes: usize,
     caption: Option<&str>,
-    lecture: Option<&str>,
+    lecture: Option<&LectureLine>,
     mode: Mode,
 ) -> Areas {
     // A caption wraps onto a second line rather than lose its end.
@@ -52,9 +52,9 @@ pub fn areas(
             1
         }
     });
-    // So does the lecture's line (its mark takes 12 columns).
-    let lecture_height = lecture.map_or(0, |text| {
-        if text.chars().count() + 12 > usize::from(area.width) {
+    // So does the lecture's line, in brief when the full one does not fit.
+    let lecture_height = lecture.map_or(0, |line| {
+        if lecture_text(line, area.width).chars().count() + LECTURE_MARK > usize::from(area.width) {
             2
         } else {
             1
@@ -132,12 +132,12 @@ pub fn render_to(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
         area,
         view.lanes.len(),
         view.caption.as_deref(),
-        view.lecture.as_deref(),
+        view.lecture.as_ref(),
         view.mode,
     );
     header(a.header, buf, view, theme);
-    if let Some(text) = &view.lecture {
-        lecture(a.lecture, buf, text, theme);
+    if let Some(line) = &view.lecture {
+        lecture(a.lecture, buf, line, theme);
     }
     if let Some(text) = &view.caption {
         caption(a.caption, buf, text, theme);
@@ -320,9 +320,22 @@ fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
         .render(right_area, buf);
 }
 
+/// Columns the lecture line's mark (` ■ LECTURE `) and the space after it take.
+const LECTURE_MARK: usize = 12;
+
+/// The lecture line's text for a window `width` wide: in full if it fits, else in brief.
+fn lecture_text(line: &LectureLine, width: u16) -> &str {
+    if line.full.chars().count() + LECTURE_MARK <= usize::from(width) {
+        &line.full
+    } else {
+        &line.brief
+    }
+}
+
 /// Lecture mode's line: where the night stopped and why (loud), or that it plays on (quiet).
-fn lecture(area: Rect, buf: &mut Buffer, text: &str, theme: Theme) {
-    let stopped = text.starts_with("stopped");
+fn lecture(area: Rect, buf: &mut Buffer, line: &LectureLine, theme: Theme) {
+    let stopped = line.stopped;
+    let text = lecture_text(line, area.width);
     let (mark, style) = if stopped {
         (" ■ LECTURE ", theme.bad())
     } else {

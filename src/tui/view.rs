@@ -42,7 +42,16 @@ pub struct Dashboard {
     pub ids: Option<IdsView>,
     /// Lecture mode's line: where the night has stopped and why, or that it plays on to the
     /// next stop. `None` outside lecture mode.
-    pub lecture: Option<String>,
+    pub lecture: Option<LectureLine>,
+}
+
+/// Lecture mode's line, in full and in brief (for a narrow window).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LectureLine {
+    /// Stopped at a moment (rather than playing on, or paused by hand).
+    pub stopped: bool,
+    pub full: String,
+    pub brief: String,
 }
 
 /// A lane's task ids written more than once, one line each: `task-000  x2  pid-1, pid-2`.

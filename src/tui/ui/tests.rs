@@ -520,7 +520,7 @@ fn footer_text(view: &Dashboard, width: u16, height: u16) -> String {
         Rect::new(0, 0, width, height),
         view.lanes.len(),
         view.caption.as_deref(),
-        view.lecture.as_deref(),
+        view.lecture.as_ref(),
         view.mode,
     );
     screen
@@ -787,4 +787,53 @@ fn at_80x24_a_two_row_caption_still_leaves_every_lane_its_chart_and_heartbeat() 
     assert!(screen.contains("how far it got."), "{screen}");
     assert_eq!(screen.matches("343 │").count(), 2, "{screen}");
     assert_eq!(screen.matches("hb  │▁").count(), 2, "{screen}");
+}
+
+/// The incident's kill as a lecture stops on it, with its caption.
+fn lecture_at_the_kill() -> Dashboard {
+    use crate::tui::lecture::{Hold, Why, line};
+    let mut view = at_the_kill();
+    let mut hold = Hold::new(view.clock);
+    hold.add(Why::Kill("naive".into()));
+    hold.add(Why::Kill("guarded".into()));
+    hold.add(Why::Caption);
+    view.lecture = Some(line(Some(&hold), true));
+    view.paused = true;
+    view.caption = Some(
+        "The host takes the machine back: SIGKILL, no warning. 112 rows are committed; nothing \
+         in the naive worker records how far it got."
+            .into(),
+    );
+    view
+}
+
+#[test]
+fn a_lecture_says_where_it_stopped_in_full_or_in_brief_and_keeps_the_charts() {
+    let wide = text(&lecture_at_the_kill(), 120, 40);
+    assert!(
+        wide.lines().nth(1).is_some_and(|l| l.contains(
+            "■ LECTURE  stopped at 02:11:47: the host kills naive and guarded; a caption. space goes on"
+        )),
+        "{wide}"
+    );
+    insta::assert_snapshot!("lecture_120x40", wide);
+    let narrow = text(&lecture_at_the_kill(), 80, 24);
+    assert!(
+        narrow.lines().nth(1).is_some_and(
+            |l| l.contains("■ LECTURE  02:11:47 kill: naive, guarded · caption · space: on")
+        ),
+        "{narrow}"
+    );
+    // One row for the lecture, two for the caption, and each lane still has its rows chart
+    // and its heartbeat sparkline.
+    assert!(
+        narrow
+            .lines()
+            .nth(2)
+            .is_some_and(|l| l.starts_with("▌ The host")),
+        "{narrow}"
+    );
+    assert_eq!(narrow.matches("hb  │").count(), 2, "{narrow}");
+    assert_eq!(narrow.matches("0   │").count(), 2, "{narrow}");
+    insta::assert_snapshot!("lecture_80x24", narrow);
 }
