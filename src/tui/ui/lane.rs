@@ -162,14 +162,23 @@ fn status_lines(lane: &LaneView, width: u16, theme: Theme) -> Vec<Line<'static>>
     };
     let task = lane.task.clone().unwrap_or_else(|| "-".into());
     let finished = matches!(lane.state_kind, StateKind::Done | StateKind::Failed);
+    // The state first; the task and the restarts after it only whole (a task cut to `task-11`
+    // would name another task): the narrower the panel, the fewer of them.
+    let mut first = vec![Span::styled(lane.state.clone(), state_style)];
+    let mut used = lane.state.chars().count();
+    for part in [
+        format!("{gap}{task}"),
+        format!("{gap}restarts {}", lane.restarts),
+    ] {
+        let len = part.chars().count();
+        if used + len > usize::from(width) {
+            break;
+        }
+        used += len;
+        first.push(Span::styled(part, theme.plain()));
+    }
     let mut lines = vec![
-        Line::from(vec![
-            Span::styled(lane.state.clone(), state_style),
-            Span::styled(
-                format!("  {task}  restarts {}", lane.restarts),
-                theme.plain(),
-            ),
-        ]),
+        Line::from(first),
         if lane.no_heartbeat {
             // Not stale: the job never wrote HEARTBEAT_FILE, so progress cannot be told.
             Line::from(vec![
