@@ -334,7 +334,7 @@ impl Live {
     }
 
     /// Appends the captions reached (and a line for each new night) to the notes.
-    fn write_notes(&mut self) {
+    fn write_notes(&mut self, now: Instant) {
         let reached = self.night.take_reached();
         let Some(notes) = self.notes.as_mut() else {
             return;
@@ -350,8 +350,7 @@ impl Live {
         if let Err(e) = result {
             let path = notes.path().display().to_string();
             self.notes = None;
-            self.app
-                .say(format!("notes {path} stopped: {e}"), Instant::now());
+            self.app.say(format!("notes {path} stopped: {e}"), now);
         }
     }
 
@@ -402,7 +401,7 @@ impl Screen for Live {
     fn tick(&mut self, now: Instant) -> Result<(), Error> {
         self.night.tick(now)?;
         self.listen(now);
-        self.write_notes();
+        self.write_notes(now);
         self.lecture_stops(now)?;
         self.app.chrome.expire(now);
         Ok(())

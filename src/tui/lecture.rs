@@ -29,7 +29,7 @@ pub enum Why {
 /// What a timeline line is worth stopping for, if anything; `lane` names its lane.
 #[must_use]
 pub fn why(kind: Kind, mark: Option<Mark>, lane: Option<&str>, text: &str) -> Option<Why> {
-    let lane = lane.unwrap_or("the night").to_string();
+    let lane = lane.unwrap_or("the worker").to_string();
     match (mark, kind) {
         (Some(Mark::Kill), _) => Some(Why::Kill(lane)),
         (Some(Mark::Restart), _) => Some(Why::Restart(lane)),

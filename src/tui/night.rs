@@ -258,13 +258,10 @@ impl Night {
 
     /// Looks at the timeline's new entries for the moments a lecture stops on.
     fn look_for_moments(&mut self) {
-        let multi = self.lanes.len() > 1;
         for entry in &self.engine.timeline()[self.looked..] {
-            let lane = entry
-                .lane
+            let lane = (entry.lane)
                 .and_then(|l| self.lanes.get(l))
-                .map(|l| l.name.as_str())
-                .filter(|_| multi);
+                .map(|l| l.name.as_str());
             if let Some(why) = lecture::why(entry.kind, entry.mark, lane, &entry.text) {
                 self.ahead.push((entry.sim.0, why));
             }
