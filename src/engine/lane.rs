@@ -342,6 +342,16 @@ impl Lane {
         notes
     }
 
+    /// The sim time at which the heartbeat, still since its last beat, will cross `dead_man`:
+    /// when the switch would fire if nothing moves. `None` while it is firing, once the lane is
+    /// over, or before a beat's moment is known.
+    pub(super) fn alert_moment(&self, dead_man: f64) -> Option<f64> {
+        if self.stale || self.finished() {
+            return None;
+        }
+        self.beat_seen.map(|(_, at)| at + dead_man)
+    }
+
     /// Reads the heartbeat: its age in real and sim time, and the dead-man's switch (`dead_man`
     /// sim seconds), which fires or clears with a timeline line.
     pub(super) fn read_heartbeat(

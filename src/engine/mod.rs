@@ -307,15 +307,11 @@ impl Engine {
             let held = self.held_at(now);
             let limit = self.triggers.next_moment().map_or(held, |m| m.min(held));
             let limit = self.next_restart().map_or(limit, |r| r.min(limit));
-            let clock = self.clock.now().0;
-            let limit = (self.stops.iter().copied())
-                .filter(|&s| s > clock)
-                .fold(limit, f64::min);
-            let limit = (self.timeline[heard..].iter())
-                .filter(|e| self.stop_when.is_some_and(|stop| stop(e)))
-                .map(|e| e.sim.0.max(clock))
-                .fold(limit, f64::min);
+            let limit = self.stop_limit(heard, limit);
             self.clock.advance(now, limit);
+            let clock = self.clock.now().0;
+            // A stop the clock has reached is behind it: the driver paused there, or goes on.
+            self.stops.retain(|&s| s > clock);
             self.fire_triggers(now, held);
             self.restart_due(now)?;
             self.grant();
@@ -345,6 +341,26 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// `limit`, or an earlier moment the driver asked the clock to stop on (`stop_on`): a stop
+    /// not yet passed (one at the clock's very reading holds it there for this tick), an entry
+    /// it picks heard since `heard`, or the moment a lane's heartbeat will have been still for
+    /// the dead-man's threshold (just past it, so the alert fires on that second).
+    fn stop_limit(&self, heard: usize, limit: f64) -> f64 {
+        let Some(stop) = self.stop_when else {
+            return limit;
+        };
+        let clock = self.clock.now().0;
+        let stops = self.stops.iter().copied().filter(|&s| s >= clock);
+        let entries = (self.timeline[heard..].iter())
+            .filter(|e| stop(e))
+            .map(|e| e.sim.0.max(clock));
+        let alerts = (self.lanes.iter())
+            .filter_map(|l| l.alert_moment(self.config.dead_man))
+            .map(|at| at + 1e-3)
+            .filter(|&at| at > clock);
+        stops.chain(entries).chain(alerts).fold(limit, f64::min)
     }
 
     /// `--kill-at-rows`: rows seen when the kill was sent, and rows once it had landed.

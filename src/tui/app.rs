@@ -459,7 +459,7 @@ impl Screen for Live {
         dashboard.ids.clone_from(&self.app.ids);
         dashboard.lecture = self
             .lecture
-            .then(|| lecture::line(self.hold.as_ref(), dashboard.paused));
+            .then(|| lecture::line(self.hold.as_ref(), dashboard.paused, self.night.over()));
         dashboard
     }
 

@@ -6,6 +6,7 @@
 use crate::clock::SimTime;
 use crate::engine::{Kind, Mark};
 use crate::tui::view::LectureLine;
+use crate::verdict::Symptom;
 
 /// One reason the night stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +38,23 @@ pub fn why(kind: Kind, mark: Option<Mark>, lane: Option<&str>, text: &str) -> Op
         (None, Kind::Symptom) => Some(Why::Symptom(text.to_string())),
         (None, Kind::Done) => Some(Why::Done(lane)),
         _ => None,
+    }
+}
+
+/// A symptom the timeline does not log as it lights (the panel shows it from the figures):
+/// rows beyond the queue, a claim the rows contradict. The restart at item zero is logged.
+#[must_use]
+pub fn lit_off_the_timeline(symptom: Symptom) -> bool {
+    !matches!(symptom, Symptom::RestartsAtZero)
+}
+
+/// A lane's verdict as a lecture says it: the rows' status, and what went wrong at the
+/// receiving end when its items left the database.
+#[must_use]
+pub fn verdict(derived: &str, messages: Option<&crate::vendor::Counts>) -> String {
+    match messages.and_then(crate::vendor::Counts::short_verdict) {
+        Some(wrong) => format!("{derived}, but {wrong}"),
+        None => derived.to_string(),
     }
 }
 
@@ -167,10 +185,16 @@ impl Hold {
     }
 }
 
-/// The lecture's line for the screen: where it holds, or what it does between stops.
+/// The lecture's line for the screen: where it holds, or what it does between stops (or that
+/// the night is `over`: nothing is left to stop at).
 #[must_use]
-pub fn line(hold: Option<&Hold>, paused: bool) -> LectureLine {
+pub fn line(hold: Option<&Hold>, paused: bool, over: bool) -> LectureLine {
     match hold {
+        None if over => LectureLine {
+            stopped: false,
+            full: "the night is over: nothing left to stop at".into(),
+            brief: "the night is over".into(),
+        },
         Some(hold) => LectureLine {
             stopped: true,
             full: hold.describe(),

@@ -20,6 +20,7 @@ use crate::tui::keymap::Mode;
 use crate::tui::lecture::{self, Why};
 use crate::tui::tape::Tape;
 use crate::tui::view::{IdsView, LaneView, Marker, Series};
+use crate::verdict::Symptom;
 
 /// One curve, downsampled as it grows.
 #[derive(Debug, Clone, Default)]
@@ -109,6 +110,8 @@ pub struct Night {
     reached: Vec<(SimTime, String, Option<String>)>,
     /// The night so far, to look back at.
     tape: Tape,
+    /// The symptoms `look_for_symptoms` has seen light.
+    lit: Vec<Symptom>,
 }
 
 impl Night {
@@ -151,6 +154,7 @@ impl Night {
             looked: 0,
             reached: Vec::new(),
             tape: Tape::default(),
+            lit: Vec::new(),
         };
         if recording {
             night.start_recording()?;
@@ -223,6 +227,11 @@ impl Night {
         reached
     }
 
+    /// The night is over: every lane has ended and its verdict has been read.
+    pub fn over(&self) -> bool {
+        self.end_clock.is_some()
+    }
+
     /// The sim time the night stands at.
     pub fn clock(&self) -> SimTime {
         self.engine.clock().now()
@@ -253,7 +262,24 @@ impl Night {
             }),
             _ => None,
         };
-        self.tape.recording(header, &self.engine, now, end)
+        self.tape
+            .recording(header, &self.engine, now, self.end_clock.map(|c| c.0), end)
+    }
+
+    /// The symptoms the timeline does not carry (rows beyond the queue, a claim the rows
+    /// contradict), as they light: moments for a lecture.
+    fn look_for_symptoms(&mut self) {
+        let dead_man = self.engine.config().dead_man;
+        let snapshots: Vec<LaneSnapshot> = (self.engine.lanes().iter())
+            .map(|l| l.snapshot(dead_man))
+            .collect();
+        let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
+        for (symptom, seen) in symptoms(&snapshots, &items, &self.lane_ends()) {
+            if seen && lecture::lit_off_the_timeline(symptom) && !self.lit.contains(&symptom) {
+                self.lit.push(symptom);
+                self.moments.push(Why::Symptom(symptom.seen().to_string()));
+            }
+        }
     }
 
     /// Looks at the timeline's new entries for the moments a lecture stops on.
@@ -304,13 +330,17 @@ impl Night {
         self.now = now;
         self.engine.tick(now)?;
         self.record_history(now);
-        self.tape.observe(&self.engine, now);
+        if self.end_clock.is_none() {
+            // Once the night is over its clock means nothing: the tape ends with the night.
+            self.tape.observe(&self.engine, now);
+        }
         let chars: Vec<usize> = (self.scenario.captions.iter())
             .map(|c| c.text.chars().count())
             .collect();
         let clock = self.engine.clock().now().0;
         let times = self.caption_times();
         self.look_for_moments();
+        self.look_for_symptoms();
         self.freeze_caption_texts(&times, clock);
         self.captions.update(&times, clock, &chars, now);
         if let Some(recorder) = self.recorder.as_mut()
@@ -510,6 +540,7 @@ impl Night {
         self.ahead.clear();
         self.reached.clear();
         self.tape = Tape::default();
+        self.lit.clear();
         self.apply_stops();
         if recording {
             self.start_recording()?;
@@ -576,6 +607,7 @@ impl Night {
 
     fn record_history(&mut self, now: Instant) {
         let t = self.engine.clock().at(now).since_start();
+        let dead_man = self.engine.config().dead_man;
         for (lane, history) in self.engine.lanes().iter().zip(&mut self.history) {
             let o = &lane.observer;
             if !history.ended {
@@ -592,8 +624,11 @@ impl Night {
                 && let Ok(end) = pending.try_recv()
             {
                 if let Some(end) = &end {
-                    self.moments
-                        .push(Why::Verdict(lane.config.name.clone(), end.derived.clone()));
+                    let messages = lane.snapshot(dead_man).messages;
+                    self.moments.push(Why::Verdict(
+                        lane.config.name.clone(),
+                        lecture::verdict(&end.derived, messages.as_ref()),
+                    ));
                 }
                 history.end = end;
                 history.pending = None;
@@ -668,10 +703,14 @@ impl Night {
             .collect();
         let multi = lanes.len() > 1;
         let width = self.lanes.iter().map(|l| l.name.len()).max().unwrap_or(0);
-        let timeline = self
-            .engine
-            .timeline()
-            .iter()
+        // In the order of the night, and only what it has come to: a line is printed a little
+        // before its moment (a worker's start line at its spawn), or after one logged later.
+        let mut entries: Vec<&crate::engine::Entry> = (self.engine.timeline().iter())
+            .filter(|e| e.sim.0 <= clock.0 + 1e-6)
+            .collect();
+        entries.sort_by(|a, b| a.sim.0.total_cmp(&b.sim.0));
+        let timeline = entries
+            .into_iter()
             .map(|e| {
                 let line = match e.lane {
                     Some(l) if multi => e.line_in_lane(&self.lanes[l].name, width),

@@ -9,27 +9,37 @@ use std::path::{Path, PathBuf};
 use crate::clock::SimTime;
 use crate::error::{Context as _, Error};
 use crate::paths::{self, Entry};
+use nix::fcntl::{Flock, FlockArg};
 
-/// The first line of every notes file reclaim writes: the only existing file `--notes` appends to.
-const FIRST_LINE: &str = "# reclaim speaker notes";
+/// The first line of every notes file reclaim writes (then `: ` and the title): the only
+/// existing file `--notes` appends to.
+const FIRST_LINE: &str = "# reclaim speaker notes: ";
 
-/// An open notes file.
+/// An open notes file, locked (`flock`) so two dashboards never interleave their nights in it.
 #[derive(Debug)]
 pub struct Notes {
     path: PathBuf,
-    file: File,
+    file: Flock<File>,
+    title: String,
 }
 
 impl Notes {
     /// Checks `path` as `open` will, creating nothing: run before anything else starts.
     pub fn check(path: &Path, others: &[&Path]) -> Result<(), Error> {
-        resolve(path, others).map(|_| ())
+        let (resolved, new) = resolve(path, others)?;
+        if !new {
+            // Held by another dashboard: refused now, not once the night has begun.
+            let file = File::open(&resolved)
+                .context(|| format!("cannot read the notes {}", paths::shown(path)))?;
+            lock(file, path)?;
+        }
+        Ok(())
     }
 
     /// Opens `path` for the notes of `title`: a new file (created now, so `tail -F` can follow
     /// it), or a notes file reclaim wrote before (appended to). Anything else (a file reclaim
-    /// did not write, a folder, a FIFO, a device, a dangling link, one of `others`) is refused
-    /// and left as it is.
+    /// did not write, a folder, a FIFO, a device, a dangling link, one of `others`, a notes
+    /// file another reclaim is writing) is refused and left as it is.
     pub fn open(path: &Path, title: &str, others: &[&Path]) -> Result<Self, Error> {
         let (resolved, new) = resolve(path, others)?;
         let file = File::options()
@@ -39,13 +49,12 @@ impl Notes {
             .context(|| format!("cannot write the notes to {}", paths::shown(path)))?;
         let mut notes = Self {
             path: resolved,
-            file,
+            file: lock(file, path)?,
+            title: title.to_string(),
         };
         if new {
             notes
-                .write(&format!(
-                    "{FIRST_LINE}: {title}\n# each caption as the night reaches it, with what to say\n"
-                ))
+                .write_header()
                 .context(|| format!("cannot write the notes to {}", paths::shown(path)))?;
         }
         Ok(notes)
@@ -56,9 +65,10 @@ impl Notes {
         &self.path
     }
 
-    /// A night starts (the first, or again after `n`, `s` or `R`).
+    /// A night starts (the first, or again after `n`, `s` or `R`): `what` says which.
     pub fn night(&mut self, what: &str) -> io::Result<()> {
-        self.write(&format!("\n== {what} ==\n"))
+        let text = format!("\n== {}: {what} ==\n", self.title);
+        self.write(&text)
     }
 
     /// The night reached a caption at `at`: its text, then its notes indented under it.
@@ -74,10 +84,60 @@ impl Notes {
         self.write(&text)
     }
 
+    fn write_header(&mut self) -> io::Result<()> {
+        let header = format!(
+            "{FIRST_LINE}{}\n# each caption as the night reaches it, with what to say\n",
+            self.title
+        );
+        self.write_raw(&header)
+    }
+
+    /// Appends `text`. A notes file deleted meanwhile (a second screen's `tail -F` waits for
+    /// it) is made again; one replaced by another file is not written to.
     fn write(&mut self, text: &str) -> io::Result<()> {
+        use std::os::unix::fs::MetadataExt as _;
+        match std::fs::symlink_metadata(&self.path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let file = File::options()
+                    .append(true)
+                    .create_new(true)
+                    .open(&self.path)?;
+                self.file = Flock::lock(file, FlockArg::LockExclusiveNonblock)
+                    .map_err(|(_, errno)| io::Error::from(errno))?;
+                self.write_header()?;
+            }
+            Err(e) => return Err(e),
+            Ok(there) => {
+                let ours = self.file.metadata()?;
+                if (there.dev(), there.ino()) != (ours.dev(), ours.ino()) {
+                    return Err(io::Error::other("it was replaced by another file"));
+                }
+            }
+        }
+        self.write_raw(text)
+    }
+
+    fn write_raw(&mut self, text: &str) -> io::Result<()> {
         self.file.write_all(text.as_bytes())?;
         self.file.flush()
     }
+}
+
+/// Takes the notes file's lock, or says that another reclaim holds it.
+fn lock(file: File, path: &Path) -> Result<Flock<File>, Error> {
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
+        if errno == nix::errno::Errno::EWOULDBLOCK {
+            Error::Refused(format!(
+                "--notes {} is being written by another reclaim; give this one a file of its own",
+                paths::shown(path)
+            ))
+        } else {
+            Error::Io {
+                context: format!("cannot lock the notes {}", paths::shown(path)),
+                source: io::Error::from(errno),
+            }
+        }
+    })
 }
 
 /// Where the notes go, and whether that file is new.
@@ -128,8 +188,10 @@ fn written_by_reclaim(path: &Path) -> bool {
 fn same_file(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::MetadataExt as _;
     let b_resolved = std::fs::canonicalize(b).ok().or_else(|| {
-        let parent = std::fs::canonicalize(b.parent().filter(|p| !p.as_os_str().is_empty())?);
-        Some(parent.ok()?.join(b.file_name()?))
+        // Not there yet: its folder resolved (`.` for a bare name), then its name.
+        let parent = b.parent().filter(|p| !p.as_os_str().is_empty());
+        let parent = std::fs::canonicalize(parent.unwrap_or(Path::new("."))).ok()?;
+        Some(parent.join(b.file_name()?))
     });
     if b_resolved.as_deref() == Some(a) {
         return true;
@@ -161,15 +223,34 @@ mod tests {
         assert_eq!(
             text,
             "# reclaim speaker notes: The incident\n# each caption as the night reaches it, with \
-             what to say\n\n== night 1 ==\n\n02:11:47  The host kills it.\n          Ask the \
-             room.\n\n          Then wait.\n"
+             what to say\n\n== The incident: night 1 ==\n\n02:11:47  The host kills it.\n          \
+             Ask the room.\n\n          Then wait.\n"
         );
         // A second session appends to a file reclaim wrote.
         drop(notes);
         let mut again = Notes::open(&path, "The incident", &[])?;
         again.night("night 1").context(|| "write".into())?;
         let text = std::fs::read_to_string(&path).context(|| "read".into())?;
-        assert!(text.ends_with("Then wait.\n\n== night 1 ==\n"), "{text}");
+        assert!(
+            text.ends_with("Then wait.\n\n== The incident: night 1 ==\n"),
+            "{text}"
+        );
+        // While one dashboard writes it, a second is refused, before and at opening.
+        let held = Notes::open(&path, "The incident", &[]);
+        assert!(
+            matches!(&held, Err(Error::Refused(m)) if m.contains("another reclaim")),
+            "{held:?}"
+        );
+        assert!(Notes::check(&path, &[]).is_err());
+        // Deleted while in use (a `tail -F` waits for it): made again, header first.
+        std::fs::remove_file(&path).context(|| "rm".into())?;
+        again.night("night 2").context(|| "write".into())?;
+        let text = std::fs::read_to_string(&path).context(|| "read".into())?;
+        assert!(
+            text.starts_with("# reclaim speaker notes: The incident\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("== The incident: night 2 ==\n"), "{text}");
         Ok(())
     }
 
@@ -187,6 +268,10 @@ mod tests {
             std::fs::read_to_string(&path).context(|| "read".into())?,
             "my essay\n"
         );
+        // A first line that only looks like one.
+        let sneaky = dir.path().join("sneaky.md");
+        std::fs::write(&sneaky, "# reclaim speaker notesXYZ\n").context(|| "write".into())?;
+        assert!(Notes::open(&sneaky, "t", &[]).is_err());
         let record = dir.path().join("night.jsonl");
         let refused = Notes::open(&record, "t", &[&record]);
         assert!(matches!(refused, Err(Error::Refused(_))), "{refused:?}");

@@ -53,7 +53,10 @@ struct Lecture {
 impl ReplayApp {
     /// A replay at the start of the night, playing.
     #[must_use]
-    pub fn new(recording: Recording) -> Self {
+    pub fn new(mut recording: Recording) -> Self {
+        // In the order of the night (a line is logged a little after its moment at times): the
+        // cursor finds what it has come to by time.
+        recording.events.sort_by(|a, b| a.sim.total_cmp(&b.sim));
         let names: Vec<String> = recording
             .header
             .lanes
@@ -104,11 +107,35 @@ impl ReplayApp {
                 .flatten()
                 .map(|&t| (t, Why::Caption)),
         );
+        // The symptoms the timeline does not log, where the recorded figures first show them.
+        let items: Vec<u64> = header.lanes.iter().map(|l| l.items).collect();
+        let mut lit = Vec::new();
+        let unknown = vec![None; header.lanes.len()];
+        let ends = self.recording.end.as_ref().map(|end| {
+            let ends: Vec<Option<LaneEnd>> = end.lanes.iter().cloned().map(Some).collect();
+            (end.sim, ends)
+        });
+        let moments =
+            (self.recording.samples.iter())
+                .map(|s| (s.sim, &s.lanes, &unknown))
+                .chain(ends.iter().filter_map(|(at, ends)| {
+                    Some((*at, &self.recording.samples.last()?.lanes, ends))
+                }));
+        for (at, lanes, ends) in moments {
+            for (symptom, seen) in symptoms(lanes, &items, ends) {
+                if seen && lecture::lit_off_the_timeline(symptom) && !lit.contains(&symptom) {
+                    lit.push(symptom);
+                    stops.push((at, Why::Symptom(symptom.seen().to_string())));
+                }
+            }
+        }
         if let Some(end) = &self.recording.end {
-            for (info, lane) in header.lanes.iter().zip(&end.lanes) {
+            let last = self.recording.samples.last();
+            for (i, (info, lane)) in header.lanes.iter().zip(&end.lanes).enumerate() {
+                let messages = last.and_then(|s| s.lanes.get(i)?.messages.as_ref());
                 stops.push((
                     end.sim,
-                    Why::Verdict(info.name.clone(), lane.derived.clone()),
+                    Why::Verdict(info.name.clone(), lecture::verdict(&lane.derived, messages)),
                 ));
             }
         }
@@ -502,8 +529,10 @@ impl Screen for ReplayApp {
                 partial: self.recording.end.is_none() || self.recording.truncated,
             }),
         });
-        dashboard.lecture =
-            (self.lecture.as_ref()).map(|l| lecture::line(l.hold.as_ref(), !self.playing));
+        dashboard.lecture = (self.lecture.as_ref()).map(|l| {
+            let over = self.cursor >= self.end() && l.hold.is_none();
+            lecture::line(l.hold.as_ref(), !self.playing, over)
+        });
         dashboard
     }
 }
@@ -821,18 +850,36 @@ mod tests {
         app.update(Action::TogglePause, later(7300))
             .unwrap_or_default();
         app.tick(later(7400)).unwrap_or_default();
-        assert_eq!(app.view().clock.to_string(), "02:32:50");
+        // The 201st row, where the recorded figures first show it (a sample every 10 s).
+        let view = app.view();
+        assert_eq!(view.clock.to_string(), "02:21:30");
+        assert_eq!(
+            view.lecture.as_ref().map(|l| l.full.as_str()),
+            Some("stopped at 02:21:30: symptom: row count exceeds queue size. space goes on")
+        );
         app.update(Action::TogglePause, later(7400))
             .unwrap_or_default();
         app.tick(later(7500)).unwrap_or_default();
+        assert_eq!(app.view().clock.to_string(), "02:32:50");
+        app.update(Action::TogglePause, later(7500))
+            .unwrap_or_default();
+        app.tick(later(7600)).unwrap_or_default();
         let view = app.view();
         assert_eq!(view.clock.to_string(), "02:33:20");
         assert_eq!(
             view.lecture.as_ref().map(|l| l.full.as_str()),
             Some(
-                "stopped at 02:33:20: naive's rows say DATA WRONG (112 duplicated task ids). \
-                 space goes on"
+                "stopped at 02:33:20: symptom: status ok, data wrong; naive's rows say DATA \
+                 WRONG (112 duplicated task ids). space goes on"
             )
+        );
+        // Nothing is left: space plays to the end and the line says so.
+        app.update(Action::TogglePause, later(7600))
+            .unwrap_or_default();
+        app.tick(later(7700)).unwrap_or_default();
+        assert_eq!(
+            app.view().lecture.map(|l| l.full),
+            Some("the night is over: nothing left to stop at".into())
         );
     }
 

@@ -49,16 +49,20 @@ impl Tape {
     }
 
     /// The night so far as a recording (`header` names it; `end` is its verdict, once there is
-    /// one), with a last sample at `now`.
+    /// one), with a last sample at `now`, or at `over` (the night's end) if it is over.
     pub fn recording(
         &self,
         header: Header,
         engine: &Engine,
         now: Instant,
+        over: Option<f64>,
         end: Option<End>,
     ) -> Recording {
         let mut samples = self.samples.clone();
-        let last = record::sample(engine, now);
+        let mut last = record::sample(engine, now);
+        if let Some(over) = over {
+            last.sim = last.sim.min(over);
+        }
         if samples
             .last()
             .is_some_and(|s| (s.sim - last.sim).abs() < 1e-9)

@@ -323,9 +323,11 @@ fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
 /// Columns the lecture line's mark (` ■ LECTURE `) and the space after it take.
 const LECTURE_MARK: usize = 12;
 
-/// The lecture line's text for a window `width` wide: in full if it fits, else in brief.
+/// The lecture line's text for a window `width` wide: in full if it fits on one row, or on two
+/// in a wide window; else in brief.
 fn lecture_text(line: &LectureLine, width: u16) -> &str {
-    if line.full.chars().count() + LECTURE_MARK <= usize::from(width) {
+    let full = line.full.chars().count() + LECTURE_MARK;
+    if full <= usize::from(width) || (width >= 100 && full <= 2 * usize::from(width) - 8) {
         &line.full
     } else {
         &line.brief

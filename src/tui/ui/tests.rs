@@ -797,7 +797,7 @@ fn lecture_at_the_kill() -> Dashboard {
     hold.add(Why::Kill("naive".into()));
     hold.add(Why::Kill("guarded".into()));
     hold.add(Why::Caption);
-    view.lecture = Some(line(Some(&hold), true));
+    view.lecture = Some(line(Some(&hold), true, false));
     view.paused = true;
     view.caption = Some(
         "The host takes the machine back: SIGKILL, no warning. 112 rows are committed; nothing \
