@@ -27,7 +27,7 @@ pub use self::config::{DEFAULT_DEAD_MAN, EngineConfig, ExecJob, HangPlan, LaneCo
 use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
 pub use self::pace::{Attempt, Pace};
-pub use self::timeline::{Entry, Kind, Mark, Source, Tone, timeline_line};
+pub use self::timeline::{Entry, Kind, Mark, Source, StopWhen, Tone, timeline_line};
 use self::triggers::{Action, Triggers};
 use self::watch::Watch;
 pub use self::window::{KillWindow, KillWindows};
@@ -91,7 +91,7 @@ pub struct Engine {
     /// The timeline entries the clock stops on as well (a lecture's kills, `done` lines, ...):
     /// one heard in a tick keeps the clock at its moment for that tick, one logged ahead of
     /// the clock becomes a stop.
-    stop_when: Option<fn(&Entry) -> bool>,
+    stop_when: Option<StopWhen>,
 }
 
 impl Engine {
@@ -322,10 +322,10 @@ impl Engine {
         if self.paused_at.is_none() && !self.frozen {
             self.fire_observed(now);
         }
-        if let Some(stop) = self.stop_when {
+        if let Some(stop) = &self.stop_when {
             let clock = self.clock.now().0;
             let ahead: Vec<f64> = (self.timeline[heard..].iter())
-                .filter(|e| e.sim.0 > clock && stop(e))
+                .filter(|e| e.sim.0 > clock && stop.picks(e))
                 .map(|e| e.sim.0)
                 .collect();
             self.stops.extend(ahead);
@@ -348,13 +348,13 @@ impl Engine {
     /// it picks heard since `heard`, or the moment a lane's heartbeat will have been still for
     /// the dead-man's threshold (just past it, so the alert fires on that second).
     fn stop_limit(&self, heard: usize, limit: f64) -> f64 {
-        let Some(stop) = self.stop_when else {
+        let Some(stop) = &self.stop_when else {
             return limit;
         };
         let clock = self.clock.now().0;
         let stops = self.stops.iter().copied().filter(|&s| s >= clock);
         let entries = (self.timeline[heard..].iter())
-            .filter(|e| stop(e))
+            .filter(|e| stop.picks(e))
             .map(|e| e.sim.0.max(clock));
         let alerts = (self.lanes.iter())
             .filter_map(|l| l.alert_moment(self.config.dead_man))

@@ -161,7 +161,7 @@ impl Engine {
     /// The clock will stop on each of these moments (seconds after midnight) rather than pass
     /// them within a tick, as it does on every kill and restart: a driver pausing there (a
     /// lecture at a caption's time) shows that second exactly. Changes nothing else.
-    pub fn stop_on(&mut self, moments: &[f64], entries: fn(&super::Entry) -> bool) {
+    pub fn stop_on(&mut self, moments: &[f64], entries: super::StopWhen) {
         self.stops = moments.to_vec();
         self.stop_when = Some(entries);
     }

@@ -91,6 +91,21 @@ pub struct Entry {
     pub mark: Option<Mark>,
 }
 
+/// The timeline entries a driver asks the clock to stop on (a lecture's): any with a chart
+/// mark (kills, restarts), and any of `kinds`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StopWhen {
+    pub marks: bool,
+    pub kinds: Vec<Kind>,
+}
+
+impl StopWhen {
+    #[must_use]
+    pub fn picks(&self, entry: &Entry) -> bool {
+        (self.marks && entry.mark.is_some()) || self.kinds.contains(&entry.kind)
+    }
+}
+
 /// A moment worth marking on a chart's time axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -78,6 +78,27 @@ impl Caption {
     }
 }
 
+impl Caption {
+    /// Its text and its notes with the night's figures: those of its lane (the first lane
+    /// when it names none; `lane_names` in order), which `figures_of` gives for a lane's index
+    /// (`None`: left as written).
+    pub fn filled(
+        &self,
+        lane_names: &[&str],
+        figures_of: impl FnOnce(usize) -> Option<CaptionFigures>,
+    ) -> (String, Option<String>) {
+        let lane = (self.lane.as_deref())
+            .and_then(|name| lane_names.iter().position(|l| *l == name))
+            .unwrap_or(0);
+        let figures = figures_of(lane);
+        let fill = |text: &str| match &figures {
+            Some(f) => fill_caption(text, f),
+            None => text.to_string(),
+        };
+        (fill(&self.text), self.notes.as_deref().map(fill))
+    }
+}
+
 /// The figures a caption's text may name, `{rows}` and the like: the night's own, so a caption
 /// is never wrong about them.
 #[derive(Debug, Clone, PartialEq, Eq)]

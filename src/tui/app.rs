@@ -12,7 +12,7 @@ use crate::tui::chrome::{Chrome, NoticeLife};
 use crate::tui::keymap::{Action, Mode};
 use crate::tui::lecture::{self, Hold};
 use crate::tui::night::Night;
-use crate::tui::notes::Notes;
+use crate::tui::notes::NoteLine;
 use crate::tui::replay::ReplayApp;
 use crate::tui::view::{Dashboard, IdsView};
 use crate::worker::Strategy;
@@ -231,8 +231,6 @@ pub struct Live {
     lecture: bool,
     /// Where a lecture holds the night (paused) until `space`.
     hold: Option<Hold>,
-    /// `--notes`: each caption reached, with its notes, is appended here.
-    notes: Option<Notes>,
     /// The night the notes have been told about.
     noted_night: u32,
     /// A look back at the night so far (`b`, `[`), while it waits.
@@ -263,7 +261,6 @@ impl Live {
             small: false,
             lecture: false,
             hold: None,
-            notes: None,
             noted_night: 0,
             review: None,
         })
@@ -299,15 +296,13 @@ impl Live {
         Ok(())
     }
 
-    /// For a teacher: lecture mode (the night stops at each moment worth talking about) and
-    /// speaker notes appended to a file.
+    /// For a teacher: lecture mode (the night stops at each moment worth talking about).
     #[must_use]
-    pub fn presenting(mut self, lecture: bool, notes: Option<Notes>) -> Self {
+    pub fn presenting(mut self, lecture: bool) -> Self {
         if lecture {
             self.lecture = true;
             self.night.stop_on_captions();
         }
-        self.notes = notes;
         self
     }
 
@@ -331,27 +326,6 @@ impl Live {
             self.night.execute(Command::Pause, now)?;
         }
         Ok(())
-    }
-
-    /// Appends the captions reached (and a line for each new night) to the notes.
-    fn write_notes(&mut self, now: Instant) {
-        let reached = self.night.take_reached();
-        let Some(notes) = self.notes.as_mut() else {
-            return;
-        };
-        let mut result = Ok(());
-        if self.noted_night != self.night.number() {
-            self.noted_night = self.night.number();
-            result = notes.night(&format!("night {}, from 02:00", self.noted_night));
-        }
-        for (at, text, said) in &reached {
-            result = result.and_then(|()| notes.reached(*at, text, said.as_deref()));
-        }
-        if let Err(e) = result {
-            let path = notes.path().display().to_string();
-            self.notes = None;
-            self.app.say(format!("notes {path} stopped: {e}"), now);
-        }
     }
 
     /// Where the night's databases are kept.
@@ -401,7 +375,6 @@ impl Screen for Live {
     fn tick(&mut self, now: Instant) -> Result<(), Error> {
         self.night.tick(now)?;
         self.listen(now);
-        self.write_notes(now);
         self.lecture_stops(now)?;
         self.app.chrome.expire(now);
         Ok(())
@@ -461,6 +434,29 @@ impl Screen for Live {
             .lecture
             .then(|| lecture::line(self.hold.as_ref(), dashboard.paused, self.night.over()));
         dashboard
+    }
+
+    fn take_notes(&mut self) -> Vec<NoteLine> {
+        let mut lines = Vec::new();
+        if self.noted_night != self.night.number() {
+            self.noted_night = self.night.number();
+            lines.push(NoteLine::Night(format!(
+                "night {}, from 02:00",
+                self.noted_night
+            )));
+        }
+        lines.extend(
+            (self.night.take_reached().into_iter()).map(|(at, text, notes)| NoteLine::Caption {
+                at,
+                text,
+                notes,
+            }),
+        );
+        lines
+    }
+
+    fn notice(&mut self, text: String, now: Instant) {
+        self.app.say(text, now);
     }
 
     fn close_help(&mut self) -> bool {

@@ -293,7 +293,15 @@ pub const KEYMAP: &[Binding] = &[
         action: Action::JumpStart,
         help: "jump to the start/end of the night",
         footer: None,
-        modes: BROWSE,
+        modes: REPLAY,
+    },
+    Binding {
+        keys: &[KeyCode::Home, KeyCode::Char('g')],
+        label: "g",
+        action: Action::JumpStart,
+        help: "jump to the start of the night (G: back to now)",
+        footer: None,
+        modes: REVIEW,
     },
     Binding {
         keys: &[KeyCode::Char('G')],

@@ -4,7 +4,8 @@
 //! when to stop with these types and show `Hold::describe`.
 
 use crate::clock::SimTime;
-use crate::engine::{Kind, Mark};
+use crate::engine::{Kind, Mark, StopWhen};
+use crate::scenario::Caption;
 use crate::tui::view::LectureLine;
 use crate::verdict::Symptom;
 
@@ -15,6 +16,8 @@ pub enum Why {
     Caption,
     /// The host killed this lane's worker.
     Kill(String),
+    /// This lane's worker died on its own (and is restarted as after a kill).
+    Died(String),
     /// The supervisor restarted this lane's worker.
     Restart(String),
     /// The dead-man's switch fired for this lane.
@@ -27,11 +30,36 @@ pub enum Why {
     Verdict(String, String),
 }
 
+/// The timeline entries a lecture's clock stops on: those `why` stops for, and those a
+/// caption waits for (`on = "resume"`, `"start"`), so each stop lands on its own second.
+#[must_use]
+pub fn stop_when(captions: &[Caption]) -> StopWhen {
+    let mut kinds = vec![Kind::Alert, Kind::Symptom, Kind::Done];
+    for on in captions.iter().filter_map(|c| c.on.as_deref()) {
+        let kind = match on {
+            "start" => Kind::Start,
+            "resume" => Kind::Resume,
+            "done" => Kind::Done,
+            "alert" => Kind::Alert,
+            "symptom" => Kind::Symptom,
+            // `kill` and `restart` are marks.
+            _ => continue,
+        };
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    StopWhen { marks: true, kinds }
+}
+
 /// What a timeline line is worth stopping for, if anything; `lane` names its lane.
 #[must_use]
 pub fn why(kind: Kind, mark: Option<Mark>, lane: Option<&str>, text: &str) -> Option<Why> {
     let lane = lane.unwrap_or("the worker").to_string();
     match (mark, kind) {
+        (Some(Mark::Kill), _) if text.starts_with("worker died on its own") => {
+            Some(Why::Died(lane))
+        }
         (Some(Mark::Kill), _) => Some(Why::Kill(lane)),
         (Some(Mark::Restart), _) => Some(Why::Restart(lane)),
         (None, Kind::Alert) => Some(Why::Alert(lane)),
@@ -41,20 +69,30 @@ pub fn why(kind: Kind, mark: Option<Mark>, lane: Option<&str>, text: &str) -> Op
     }
 }
 
-/// A symptom the timeline does not log as it lights (the panel shows it from the figures):
-/// rows beyond the queue, a claim the rows contradict. The restart at item zero is logged.
-#[must_use]
-pub fn lit_off_the_timeline(symptom: Symptom) -> bool {
-    !matches!(symptom, Symptom::RestartsAtZero)
+/// The symptoms a lecture stops on that the timeline does not log (the panel shows them from
+/// the figures): rows beyond the queue, a claim the rows contradict. Each lit in `now` and not
+/// in `lit` yet is a moment, and is added to `lit`. (The restart at item zero is logged.)
+pub fn newly_lit(lit: &mut Vec<Symptom>, now: &[(Symptom, bool)]) -> Vec<Why> {
+    let mut moments = Vec::new();
+    for &(symptom, seen) in now {
+        if seen && symptom != Symptom::RestartsAtZero && !lit.contains(&symptom) {
+            lit.push(symptom);
+            moments.push(Why::Symptom(symptom.seen().to_string()));
+        }
+    }
+    moments
 }
 
-/// A lane's verdict as a lecture says it: the rows' status, and what went wrong at the
-/// receiving end when its items left the database.
-#[must_use]
-pub fn verdict(derived: &str, messages: Option<&crate::vendor::Counts>) -> String {
-    match messages.and_then(crate::vendor::Counts::short_verdict) {
-        Some(wrong) => format!("{derived}, but {wrong}"),
-        None => derived.to_string(),
+impl Why {
+    /// A lane's verdict as a lecture says it: the rows' status, and what went wrong at the
+    /// receiving end when its items left the database.
+    #[must_use]
+    pub fn verdict(lane: &str, derived: &str, messages: Option<&crate::vendor::Counts>) -> Self {
+        let verdict = match messages.and_then(crate::vendor::Counts::short_verdict) {
+            Some(wrong) => format!("{derived}, but {wrong}"),
+            None => derived.to_string(),
+        };
+        Self::Verdict(lane.to_string(), verdict)
     }
 }
 
@@ -104,6 +142,18 @@ impl Hold {
         if !kills.is_empty() {
             parts.push(format!("the host kills {}", and(&kills)));
         }
+        let died = lanes(|w| match w {
+            Why::Died(l) => Some(l),
+            _ => None,
+        });
+        if !died.is_empty() {
+            let verb = if died.len() == 1 {
+                "dies on its own"
+            } else {
+                "die on their own"
+            };
+            parts.push(format!("{} {verb}", and(&died)));
+        }
         let restarts = lanes(|w| match w {
             Why::Restart(l) => Some(l),
             _ => None,
@@ -141,9 +191,7 @@ impl Hold {
         }
         parts.join("; ")
     }
-}
 
-impl Hold {
     /// `02:11:47 kill: naive, guarded · caption · space: on`, for a narrow window.
     #[must_use]
     pub fn brief(&self) -> String {
@@ -164,6 +212,7 @@ impl Hold {
         for why in &self.why {
             match why {
                 Why::Kill(lane) => add("kill", lane),
+                Why::Died(lane) => add("died", lane),
                 Why::Restart(lane) => add("restart", lane),
                 Why::Alert(lane) => add("alert", lane),
                 Why::Done(lane) => add("done", lane),
@@ -180,7 +229,6 @@ impl Hold {
         if self.why.contains(&Why::Caption) {
             parts.push("caption".into());
         }
-        parts.dedup();
         format!("{} {} · space: on", self.at, parts.join(" · "))
     }
 }
@@ -222,12 +270,13 @@ fn and(names: &[&str]) -> String {
 }
 
 /// The lecture line when the night is not stopped at a moment.
-#[must_use]
-pub fn between_stops(paused: bool) -> String {
+fn between_stops(paused: bool) -> String {
     if paused {
         "paused: space goes on to the next stop".to_string()
     } else {
-        "playing on to the next caption, kill, restart, alert or verdict; space pauses".to_string()
+        "playing on to the next stop (a caption, kill, restart, alert, symptom, done line or \
+         verdict); space pauses"
+            .to_string()
     }
 }
 
@@ -301,6 +350,19 @@ mod tests {
         assert_eq!(
             end.brief(),
             "02:19:31 done: naive · rows say: naive DATA WRONG · caption · space: on"
+        );
+    }
+
+    #[test]
+    fn a_worker_that_dies_by_itself_is_not_called_a_host_kill() {
+        let text = "worker died on its own  (exit status 1, pid 7); restarted as after a kill";
+        let why = why(Kind::Notice, Some(Mark::Kill), Some("mine"), text);
+        assert_eq!(why, Some(Why::Died("mine".into())));
+        let mut hold = Hold::new(SimTime(2.0 * 3600.0 + 60.0));
+        hold.add(Why::Died("mine".into()));
+        assert_eq!(
+            hold.describe(),
+            "stopped at 02:01:00: mine dies on its own. space goes on"
         );
     }
 

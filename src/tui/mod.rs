@@ -39,7 +39,7 @@ use crate::signals;
 
 use self::app::Live;
 use self::keymap::{Action, Mode};
-use self::notes::Notes;
+use self::notes::{NoteLine, Notes};
 use self::replay::ReplayApp;
 use self::theme::Theme;
 use self::view::Dashboard;
@@ -65,6 +65,12 @@ pub trait Screen {
     fn suspend(&mut self, _now: Instant) {}
     /// The dashboard was continued (`fg`) after `suspend`.
     fn unsuspend(&mut self, _now: Instant) {}
+    /// What the speaker notes should get since the last call: nights begun, captions reached.
+    fn take_notes(&mut self) -> Vec<NoteLine> {
+        Vec::new()
+    }
+    /// Shows `text` in the header, as a notice of the screen's own.
+    fn notice(&mut self, _text: String, _now: Instant) {}
 }
 
 /// How often the engine looks at workers and rows. A kill "at task N" lands on N whatever this
@@ -202,10 +208,7 @@ pub fn replay(file: &Path, presenting: &PresentingArgs, theme: Theme) -> Result<
     if presenting.lecture {
         app = app.lecture();
     }
-    if let Some(notes) = notes {
-        app = app.notes(notes);
-    }
-    let outcome = event_loop(&mut terminal, &mut app, theme);
+    let outcome = event_loop(&mut terminal, &mut app, theme, notes.as_mut());
     drop(terminal);
     drop(guard);
     outcome.map(|()| crate::exit::OK)
@@ -228,7 +231,7 @@ pub fn run(
         Notes::check(path, &others)?;
     }
     require_terminal("reclaim run")?;
-    let notes = match &presenting.notes {
+    let mut notes = match &presenting.notes {
         Some(path) => Some(Notes::open(path, &scenario.title, &others)?),
         None => None,
     };
@@ -248,8 +251,8 @@ pub fn run(
         record.map(Path::to_path_buf),
         Instant::now(),
     )?
-    .presenting(presenting.lecture, notes);
-    let outcome = event_loop(&mut terminal, &mut app, theme);
+    .presenting(presenting.lecture);
+    let outcome = event_loop(&mut terminal, &mut app, theme, notes.as_mut());
     // Workers first, then the terminal: nothing may outlive the dashboard.
     let db_dir = app.db_dir().display().to_string();
     let recording = app.saved_recording().map(|p| p.display().to_string());
@@ -288,9 +291,24 @@ fn event_loop(
     terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
     app: &mut dyn Screen,
     theme: Theme,
+    notes: Option<&mut Notes>,
 ) -> Result<(), Error> {
     let input = spawn_input()?;
-    drive_screen(terminal, app, theme, &input)
+    drive_screen(terminal, app, theme, &input, notes)
+}
+
+/// Writes what the screen reached to the speaker notes; a notes file that cannot be written is
+/// given up (the night goes on) and the screen says so.
+fn write_notes(app: &mut dyn Screen, notes: &mut Option<&mut Notes>, now: Instant) {
+    let lines = app.take_notes();
+    let Some(file) = notes.as_deref_mut() else {
+        return;
+    };
+    if let Err(e) = lines.iter().try_for_each(|line| file.write_line(line)) {
+        let path = file.path().display().to_string();
+        *notes = None;
+        app.notice(format!("notes {path} stopped: {e}"), now);
+    }
 }
 
 /// The terminal's input as a channel. The thread ends when the receiver is dropped (its next
@@ -331,6 +349,7 @@ fn drive_screen(
     app: &mut dyn Screen,
     theme: Theme,
     rx: &mpsc::Receiver<Event>,
+    mut notes: Option<&mut Notes>,
 ) -> Result<(), Error> {
     let mut next_frame = Instant::now();
     let mut next_tick = Instant::now();
@@ -349,6 +368,7 @@ fn drive_screen(
         match rx.recv_timeout(timeout) {
             Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
                 redraw = key_pressed(app, key)?;
+                write_notes(app, &mut notes, Instant::now());
             }
             Ok(Event::Mouse(mouse)) if mouse.kind == MouseEventKind::Down(MouseButton::Left) => {
                 let size = terminal
@@ -384,6 +404,7 @@ fn drive_screen(
         let now = Instant::now();
         if now >= next_tick {
             app.tick(now)?;
+            write_notes(app, &mut notes, now);
             next_tick = now + TICK;
             crate::test_hooks::panic_point(app.mode() == Mode::Live);
         }

@@ -96,7 +96,7 @@ pub struct Night {
     captions: CaptionQueue,
     /// Each caption's text with its figures as they were at its moment (filled when the night
     /// reaches it, so a caption read a little later still tells that moment's numbers).
-    caption_texts: Vec<Option<String>>,
+    caption_texts: Vec<Option<(String, Option<String>)>>,
     /// Lecture mode: the clock stops on each caption's time, as on a kill or a restart.
     stop_on_captions: bool,
     /// Moments a lecture stops for, since the screen last asked.
@@ -209,9 +209,8 @@ impl Night {
             let at: Vec<f64> = (self.scenario.captions.iter())
                 .filter_map(|c| c.at.as_deref().and_then(scenario::parse_clock))
                 .collect();
-            self.engine.stop_on(&at, |e| {
-                lecture::why(e.kind, e.mark, None, &e.text).is_some()
-            });
+            self.engine
+                .stop_on(&at, lecture::stop_when(&self.scenario.captions));
         }
     }
 
@@ -244,15 +243,33 @@ impl Night {
         self.captions.step(&times, clock, now)
     }
 
-    /// The night so far as a recording, to look back at (a replay of it, while it waits).
-    pub fn past(&self, now: Instant) -> record::Recording {
-        let header = record::header(
+    /// The recording's header for this night, with `captions`.
+    fn header(&self, captions: Vec<scenario::Caption>) -> record::Header {
+        record::header(
             &self.engine,
             &self.scenario.title,
             &self.scenario.source,
             self.scenario.seed,
-            self.scenario.captions.clone(),
-        );
+            captions,
+        )
+    }
+
+    /// The night so far as a recording, to look back at (a replay of it, while it waits): what
+    /// the screen has shown, up to the clock (or the night's end), with each caption reached in
+    /// the words and figures it was shown with.
+    pub fn past(&self, now: Instant) -> record::Recording {
+        let captions = (self.scenario.captions.iter().enumerate())
+            .map(
+                |(i, caption)| match self.caption_texts.get(i).cloned().flatten() {
+                    Some((text, notes)) => scenario::Caption {
+                        text,
+                        notes,
+                        ..caption.clone()
+                    },
+                    None => caption.clone(),
+                },
+            )
+            .collect();
         let ends = self.lane_ends();
         let end = match self.end_clock {
             Some(at) if ends.iter().all(Option::is_some) => Some(record::End {
@@ -262,8 +279,26 @@ impl Night {
             }),
             _ => None,
         };
+        let mut last = record::sample(&self.engine, now);
+        if let Some(over) = self.end_clock {
+            last.sim = last.sim.min(over.0);
+        }
+        let events = (self.shown_timeline(SimTime(last.sim)).into_iter())
+            .map(record::Event::from_entry)
+            .collect();
         self.tape
-            .recording(header, &self.engine, now, self.end_clock.map(|c| c.0), end)
+            .recording(self.header(captions), events, last, end)
+    }
+
+    /// The timeline as the screen shows it at `clock`: in the order of the night, and only what
+    /// it has come to (a line is printed a little before its moment, a worker's start line at
+    /// its spawn, or logged a little after it).
+    fn shown_timeline(&self, clock: SimTime) -> Vec<&crate::engine::Entry> {
+        let mut entries: Vec<&crate::engine::Entry> = (self.engine.timeline().iter())
+            .filter(|e| e.sim.0 <= clock.0 + 1e-6)
+            .collect();
+        entries.sort_by(|a, b| a.sim.0.total_cmp(&b.sim.0));
+        entries
     }
 
     /// The symptoms the timeline does not carry (rows beyond the queue, a claim the rows
@@ -274,12 +309,9 @@ impl Night {
             .map(|l| l.snapshot(dead_man))
             .collect();
         let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
-        for (symptom, seen) in symptoms(&snapshots, &items, &self.lane_ends()) {
-            if seen && lecture::lit_off_the_timeline(symptom) && !self.lit.contains(&symptom) {
-                self.lit.push(symptom);
-                self.moments.push(Why::Symptom(symptom.seen().to_string()));
-            }
-        }
+        let now = symptoms(&snapshots, &items, &self.lane_ends());
+        let lit = lecture::newly_lit(&mut self.lit, &now);
+        self.moments.extend(lit);
     }
 
     /// Looks at the timeline's new entries for the moments a lecture stops on.
@@ -340,7 +372,10 @@ impl Night {
         let clock = self.engine.clock().now().0;
         let times = self.caption_times();
         self.look_for_moments();
-        self.look_for_symptoms();
+        if self.stop_on_captions {
+            // Only a lecture stops on them; the panel reads its own.
+            self.look_for_symptoms();
+        }
         self.freeze_caption_texts(&times, clock);
         self.captions.update(&times, clock, &chars, now);
         if let Some(recorder) = self.recorder.as_mut()
@@ -353,7 +388,7 @@ impl Night {
         let lanes_ended = self.history.iter().all(|h| h.verdict_read);
         if self.engine.finished() && lanes_ended && self.end_clock.is_none() {
             // The last write may have gone a tick ahead of the clock: the night ends with it.
-            let last = self.engine.timeline().last().map_or(0.0, |e| e.sim.0);
+            let last = (self.engine.timeline().iter()).fold(0.0, |t, e| e.sim.0.max(t));
             self.end_clock = Some(SimTime(self.engine.clock().now().0.max(last)));
             self.say("the night is over: n runs it again, R resets, q quits");
             self.finish_recording(now);
@@ -471,13 +506,7 @@ impl Night {
             Some(path) => path,
             None => self.dir.join(format!("night{}.jsonl", self.number)),
         };
-        let header = record::header(
-            &self.engine,
-            &self.scenario.title,
-            &self.scenario.source,
-            self.scenario.seed,
-            self.scenario.captions.clone(),
-        );
+        let header = self.header(self.scenario.captions.clone());
         let recorder = Recorder::create(&path, &header)
             .context(|| format!("cannot record to {}", path.display()))?;
         self.recorder = Some(recorder);
@@ -569,28 +598,26 @@ impl Night {
         self.caption_texts
             .resize(self.scenario.captions.len(), None);
         let dead_man = self.engine.config().dead_man;
+        let names: Vec<&str> = self.lanes.iter().map(|l| l.name.as_str()).collect();
         for (i, caption) in self.scenario.captions.iter().enumerate() {
             if self.caption_texts[i].is_some()
                 || times.get(i).copied().flatten().is_none_or(|t| t > clock)
             {
                 continue;
             }
-            let lane = (caption.lane.as_ref())
-                .and_then(|name| self.lanes.iter().position(|l| &l.name == name))
-                .unwrap_or(0);
-            let figures = self.engine.lanes().get(lane).map(|l| {
-                scenario::CaptionFigures::of(&l.snapshot(dead_man), &l.config.name, l.config.items)
+            let (text, notes) = caption.filled(&names, |lane| {
+                let l = self.engine.lanes().get(lane)?;
+                Some(scenario::CaptionFigures::of(
+                    &l.snapshot(dead_man),
+                    &l.config.name,
+                    l.config.items,
+                ))
             });
-            let fill = |text: &str| match &figures {
-                Some(f) => scenario::fill_caption(text, f),
-                None => text.to_string(),
-            };
-            let text = fill(&caption.text);
-            let notes = caption.notes.as_deref().map(fill);
             let at = times.get(i).copied().flatten().unwrap_or(clock);
-            self.reached.push((SimTime(at), text.clone(), notes));
+            self.reached
+                .push((SimTime(at), text.clone(), notes.clone()));
             self.moments.push(Why::Caption);
-            self.caption_texts[i] = Some(text);
+            self.caption_texts[i] = Some((text, notes));
         }
     }
 
@@ -625,10 +652,8 @@ impl Night {
             {
                 if let Some(end) = &end {
                     let messages = lane.snapshot(dead_man).messages;
-                    self.moments.push(Why::Verdict(
-                        lane.config.name.clone(),
-                        lecture::verdict(&end.derived, messages.as_ref()),
-                    ));
+                    let name = &lane.config.name;
+                    (self.moments).push(Why::verdict(name, &end.derived, messages.as_ref()));
                 }
                 history.end = end;
                 history.pending = None;
@@ -703,14 +728,7 @@ impl Night {
             .collect();
         let multi = lanes.len() > 1;
         let width = self.lanes.iter().map(|l| l.name.len()).max().unwrap_or(0);
-        // In the order of the night, and only what it has come to: a line is printed a little
-        // before its moment (a worker's start line at its spawn), or after one logged later.
-        let mut entries: Vec<&crate::engine::Entry> = (self.engine.timeline().iter())
-            .filter(|e| e.sim.0 <= clock.0 + 1e-6)
-            .collect();
-        entries.sort_by(|a, b| a.sim.0.total_cmp(&b.sim.0));
-        let timeline = entries
-            .into_iter()
+        let timeline = (self.shown_timeline(clock).into_iter())
             .map(|e| {
                 let line = match e.lane {
                     Some(l) if multi => e.line_in_lane(&self.lanes[l].name, width),
@@ -726,8 +744,8 @@ impl Night {
             .map(|l| l.snapshot(dead_man))
             .collect();
         let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
-        let caption =
-            (self.captions.shown()).and_then(|i| self.caption_texts.get(i).cloned().flatten());
+        let caption = (self.captions.shown())
+            .and_then(|i| Some(self.caption_texts.get(i)?.as_ref()?.0.clone()));
         Scene {
             title: self.scenario.title.clone(),
             scenario: self.scenario.source.clone(),

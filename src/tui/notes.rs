@@ -15,6 +15,20 @@ use nix::fcntl::{Flock, FlockArg};
 /// existing file `--notes` appends to.
 const FIRST_LINE: &str = "# reclaim speaker notes: ";
 
+/// What a screen hands the notes, oldest first: the event loop writes it (a screen does no
+/// I/O of its own).
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoteLine {
+    /// A night begins (`night 2, from 02:00`).
+    Night(String),
+    /// A caption reached at its moment: its text and its speaker notes, figures filled in.
+    Caption {
+        at: SimTime,
+        text: String,
+        notes: Option<String>,
+    },
+}
+
 /// An open notes file, locked (`flock`) so two dashboards never interleave their nights in it.
 #[derive(Debug)]
 pub struct Notes {
@@ -63,6 +77,14 @@ impl Notes {
     #[must_use]
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Appends one line of what a screen reached.
+    pub fn write_line(&mut self, line: &NoteLine) -> io::Result<()> {
+        match line {
+            NoteLine::Night(what) => self.night(what),
+            NoteLine::Caption { at, text, notes } => self.reached(*at, text, notes.as_deref()),
+        }
     }
 
     /// A night starts (the first, or again after `n`, `s` or `R`): `what` says which.

@@ -14,7 +14,7 @@ use crate::tui::chrome::{
 };
 use crate::tui::keymap::{Action, Mode};
 use crate::tui::lecture::{self, Hold, Why};
-use crate::tui::notes::Notes;
+use crate::tui::notes::NoteLine;
 use crate::tui::view::{Dashboard, LaneView, Marker, ReplayBar, Series};
 
 /// Sim seconds one scrub key moves the cursor.
@@ -36,9 +36,9 @@ pub struct ReplayApp {
     caption_texts: Vec<(String, Option<String>)>,
     /// Lecture mode: the moments to stop on, in time order, and where playing has stopped.
     lecture: Option<Lecture>,
-    /// `--notes`: where each caption reached goes, and which have gone.
-    notes: Option<Notes>,
+    /// The captions reached that the notes have had, and those they are still to get.
     noted: Vec<bool>,
+    to_note: Vec<NoteLine>,
 }
 
 /// A replay's lecture: its stops, and the one it holds at.
@@ -84,8 +84,8 @@ impl ReplayApp {
             caption_times,
             caption_texts,
             lecture: None,
-            notes: None,
             noted: Vec::new(),
+            to_note: Vec::new(),
         }
     }
 
@@ -122,21 +122,18 @@ impl ReplayApp {
                     Some((*at, &self.recording.samples.last()?.lanes, ends))
                 }));
         for (at, lanes, ends) in moments {
-            for (symptom, seen) in symptoms(lanes, &items, ends) {
-                if seen && lecture::lit_off_the_timeline(symptom) && !lit.contains(&symptom) {
-                    lit.push(symptom);
-                    stops.push((at, Why::Symptom(symptom.seen().to_string())));
-                }
-            }
+            let now = symptoms(lanes, &items, ends);
+            stops.extend(
+                lecture::newly_lit(&mut lit, &now)
+                    .into_iter()
+                    .map(|w| (at, w)),
+            );
         }
         if let Some(end) = &self.recording.end {
             let last = self.recording.samples.last();
             for (i, (info, lane)) in header.lanes.iter().zip(&end.lanes).enumerate() {
                 let messages = last.and_then(|s| s.lanes.get(i)?.messages.as_ref());
-                stops.push((
-                    end.sim,
-                    Why::Verdict(info.name.clone(), lecture::verdict(&lane.derived, messages)),
-                ));
+                stops.push((end.sim, Why::verdict(&info.name, &lane.derived, messages)));
             }
         }
         stops.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -145,13 +142,6 @@ impl ReplayApp {
             behind: f64::NEG_INFINITY,
             hold: None,
         });
-        self
-    }
-
-    /// `--notes`: each caption reached, with its notes, is appended to `notes`.
-    #[must_use]
-    pub fn notes(mut self, notes: Notes) -> Self {
-        self.notes = Some(notes);
         self
     }
 
@@ -178,11 +168,8 @@ impl ReplayApp {
         at
     }
 
-    /// Appends each caption the cursor has reached and the notes have not had yet.
-    fn write_notes(&mut self) {
-        let Some(notes) = self.notes.as_mut() else {
-            return;
-        };
+    /// Each caption the cursor has reached and the notes have not had yet, for `take_notes`.
+    fn note_captions(&mut self) {
         self.noted.resize(self.caption_times.len(), false);
         let mut reached: Vec<(f64, usize)> = (self.caption_times.iter().enumerate())
             .filter_map(|(i, t)| t.filter(|&t| t <= self.cursor).map(|t| (t, i)))
@@ -191,13 +178,12 @@ impl ReplayApp {
         reached.sort_by(|a, b| a.0.total_cmp(&b.0));
         for (at, i) in reached {
             self.noted[i] = true;
-            let (text, said) = &self.caption_texts[i];
-            if let Err(e) = notes.reached(SimTime(at), text, said.as_deref()) {
-                let path = notes.path().display().to_string();
-                self.chrome.note(format!("notes {path} stopped: {e}"));
-                self.notes = None;
-                return;
-            }
+            let (text, notes) = self.caption_texts[i].clone();
+            self.to_note.push(NoteLine::Caption {
+                at: SimTime(at),
+                text,
+                notes,
+            });
         }
     }
 
@@ -382,7 +368,7 @@ impl Screen for ReplayApp {
             }
         }
         self.last_tick = Some(now);
-        self.write_notes();
+        self.note_captions();
         Ok(())
     }
 
@@ -440,8 +426,16 @@ impl Screen for ReplayApp {
             | Action::BackToNow
             | Action::Suspend => {}
         }
-        self.write_notes();
+        self.note_captions();
         Ok(())
+    }
+
+    fn take_notes(&mut self) -> Vec<NoteLine> {
+        std::mem::take(&mut self.to_note)
+    }
+
+    fn notice(&mut self, text: String, _now: Instant) {
+        self.chrome.note(text);
     }
 
     /// The time spent suspended is not played: playback goes on from where it stopped.
@@ -541,27 +535,20 @@ impl Screen for ReplayApp {
 /// sample at or after it: the live night fills them in on the tick that reaches it).
 fn filled_captions(recording: &Recording, times: &[Option<f64>]) -> Vec<(String, Option<String>)> {
     let header = &recording.header;
+    let names: Vec<&str> = header.lanes.iter().map(|l| l.name.as_str()).collect();
     header
         .captions
         .iter()
         .zip(times)
         .map(|(caption, at)| {
-            let lane = (caption.lane.as_ref())
-                .and_then(|name| header.lanes.iter().position(|l| &l.name == name))
-                .unwrap_or(0);
-            let sample = at.and_then(|at| {
+            caption.filled(&names, |lane| {
+                let at = (*at)?;
                 let i = recording.samples.partition_point(|s| s.sim < at - 1e-6);
-                recording.samples.get(i).or(recording.samples.last())
-            });
-            let figures = sample
-                .and_then(|s| s.lanes.get(lane))
-                .zip(header.lanes.get(lane))
-                .map(|(snap, info)| scenario::CaptionFigures::of(snap, &info.name, info.items));
-            let fill = |text: &str| match &figures {
-                Some(f) => scenario::fill_caption(text, f),
-                None => text.to_string(),
-            };
-            (fill(&caption.text), caption.notes.as_deref().map(fill))
+                let sample = recording.samples.get(i).or(recording.samples.last())?;
+                let info = header.lanes.get(lane)?;
+                let snap = sample.lanes.get(lane)?;
+                Some(scenario::CaptionFigures::of(snap, &info.name, info.items))
+            })
         })
         .collect()
 }

@@ -48,31 +48,23 @@ impl Tape {
         }
     }
 
-    /// The night so far as a recording (`header` names it; `end` is its verdict, once there is
-    /// one), with a last sample at `now`, or at `over` (the night's end) if it is over.
+    /// The night so far as a recording: `header` names it, `events` are its timeline as
+    /// shown, `last` its present, `end` its verdict once there is one.
     pub fn recording(
         &self,
         header: Header,
-        engine: &Engine,
-        now: Instant,
-        over: Option<f64>,
+        events: Vec<Event>,
+        last: Sample,
         end: Option<End>,
     ) -> Recording {
-        let mut samples = self.samples.clone();
-        let mut last = record::sample(engine, now);
-        if let Some(over) = over {
-            last.sim = last.sim.min(over);
-        }
-        if samples
-            .last()
-            .is_some_and(|s| (s.sim - last.sim).abs() < 1e-9)
-        {
-            samples.pop();
-        }
+        let mut samples: Vec<Sample> = (self.samples.iter())
+            .filter(|s| s.sim < last.sim - 1e-9)
+            .cloned()
+            .collect();
         samples.push(last);
         Recording {
             header,
-            events: engine.timeline().iter().map(Event::from_entry).collect(),
+            events,
             samples,
             end,
             truncated: false,

@@ -53,13 +53,7 @@ pub fn areas(
         }
     });
     // So does the lecture's line, in brief when the full one does not fit.
-    let lecture_height = lecture.map_or(0, |line| {
-        if lecture_text(line, area.width).chars().count() + LECTURE_MARK > usize::from(area.width) {
-            2
-        } else {
-            1
-        }
-    });
+    let lecture_height = lecture.map_or(0, |line| lecture_rows(line, area.width).len() as u16);
     let footer_height = footer_layout(mode, area.width, area.height)
         .rows
         .len()
@@ -320,39 +314,54 @@ fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
         .render(right_area, buf);
 }
 
-/// Columns the lecture line's mark (` ■ LECTURE `) and the space after it take.
-const LECTURE_MARK: usize = 12;
+/// Columns the lecture line's mark (`■ LECTURE `) and the space after it take: a wrapped
+/// line's next row starts under its text.
+const LECTURE_MARK: usize = 11;
 
-/// The lecture line's text for a window `width` wide: in full if it fits on one row, or on two
-/// in a wide window; else in brief.
-fn lecture_text(line: &LectureLine, width: u16) -> &str {
-    let full = line.full.chars().count() + LECTURE_MARK;
-    if full <= usize::from(width) || (width >= 100 && full <= 2 * usize::from(width) - 8) {
-        &line.full
+/// The lecture line's mark, stopped or playing on: the text follows it after a space.
+fn lecture_mark(line: &LectureLine) -> &'static str {
+    if line.stopped {
+        "■ LECTURE "
     } else {
-        &line.brief
+        "▷ LECTURE "
     }
+}
+
+/// The lecture line's rows in a window `width` wide: in full if it takes one row (two in a
+/// window 100 wide or more: what it stopped for is the lesson), else in brief; at most two,
+/// the continuation under the text, no word cut.
+fn lecture_rows(line: &LectureLine, width: u16) -> Vec<String> {
+    let width = usize::from(width);
+    let mark = lecture_mark(line);
+    let rows_of = |text: &str| wrap(&format!("{mark} {text}"), width, LECTURE_MARK);
+    let full = rows_of(&line.full);
+    if full.len() <= if width >= 100 { 2 } else { 1 } {
+        return full;
+    }
+    let mut brief = rows_of(&line.brief);
+    brief.truncate(2);
+    brief
 }
 
 /// Lecture mode's line: where the night stopped and why (loud), or that it plays on (quiet).
 fn lecture(area: Rect, buf: &mut Buffer, line: &LectureLine, theme: Theme) {
-    let stopped = line.stopped;
-    let text = lecture_text(line, area.width);
-    let (mark, style) = if stopped {
-        (" ■ LECTURE ", theme.bad())
+    let (mark_style, text_style) = if line.stopped {
+        (theme.bad(), theme.warn())
     } else {
-        (" ▷ LECTURE ", theme.title())
+        (theme.title(), theme.dim())
     };
-    let line = Line::from(vec![
-        Span::styled(mark, style),
-        Span::styled(
-            format!(" {text}"),
-            if stopped { theme.warn() } else { theme.dim() },
-        ),
-    ]);
-    Paragraph::new(line)
-        .wrap(ratatui::widgets::Wrap { trim: true })
-        .render(area, buf);
+    let mark = lecture_mark(line);
+    let rows: Vec<Line<'_>> = lecture_rows(line, area.width)
+        .into_iter()
+        .map(|row| match row.strip_prefix(mark) {
+            Some(text) => Line::from(vec![
+                Span::styled(mark, mark_style),
+                Span::styled(text.to_string(), text_style),
+            ]),
+            None => Line::styled(row, text_style),
+        })
+        .collect();
+    Paragraph::new(rows).render(area, buf);
 }
 
 /// The teaching caption for this moment, on its own line under the header.

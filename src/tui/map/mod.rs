@@ -456,7 +456,7 @@ fn watch(
     std::fs::create_dir_all(&dir).context(|| format!("cannot create {}", dir.display()))?;
     let scenario = scenario_for(cell, map.state.plan.items);
     let mut live = super::app::Live::start(scenario, map.exe.clone(), dir, None, Instant::now())?;
-    super::drive_screen(terminal, &mut live, theme, input)
+    super::drive_screen(terminal, &mut live, theme, input, None)
 }
 
 #[cfg(test)]

@@ -533,7 +533,7 @@ fn footer_text(view: &Dashboard, width: u16, height: u16) -> String {
 
 #[test]
 fn the_footer_shows_every_key_or_says_more_and_never_cuts_an_entry() {
-    for mode in [Mode::Live, Mode::Replay] {
+    for mode in [Mode::Live, Mode::Replay, Mode::Review] {
         let mut view = end_of_night();
         view.mode = mode;
         let entries: Vec<String> = keymap::footer(mode)
@@ -595,7 +595,7 @@ fn the_footer_shows_every_key_or_says_more_and_never_cuts_an_entry() {
 #[test]
 fn clicks_and_drawing_agree_on_the_footer() {
     for (w, h) in [(80, 24), (100, 30), (120, 20), (120, 40), (200, 55)] {
-        for mode in [Mode::Live, Mode::Replay] {
+        for mode in [Mode::Live, Mode::Replay, Mode::Review] {
             let a = areas(Rect::new(0, 0, w, h), 2, None, None, mode);
             let layout = footer_layout(mode, w, h);
             assert_eq!(usize::from(a.footer.height), layout.rows.len(), "{w}x{h}");
