@@ -204,3 +204,50 @@ fn notes_on_a_file_reclaim_did_not_write_are_refused_and_the_file_is_kept() {
     let dir_arg = tmp.path().to_str().unwrap();
     assert_refused_before_the_terminal(&["tui", "--notes", dir_arg], "is a folder");
 }
+
+#[test]
+fn at_16x_a_lecture_stops_on_the_alerts_second_and_a_new_night_on_its_first_caption() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dashboard = Dashboard::start(
+        &["tui", "--scenario", "hung-worker", "--lecture"],
+        tmp.path(),
+        120,
+        40,
+    )
+    .unwrap();
+    dashboard
+        .wait_for("the first stop", Instant::now() + STARTUP, |s| {
+            lecture_line(s).contains("stopped at 02:00:00")
+        })
+        .unwrap();
+    // 16x: a tick is tens of sim seconds, and the clock still stops on the second.
+    dashboard.send(b"++++").unwrap();
+    dashboard.send(b" ").unwrap();
+    dashboard
+        .wait_for(
+            "the dead-man's switch",
+            Instant::now() + Duration::from_secs(30),
+            |s| lecture_line(s).contains("the dead-man's switch fires"),
+        )
+        .unwrap();
+    let text = dashboard.text();
+    let line = lecture_line(&dashboard.with_screen(|s| s.clone()));
+    assert!(line.contains("stopped at 02:13:30"), "{line}\n{text}");
+    assert_eq!(clock_shown(&dashboard), "02:13:30", "{text}");
+    assert!(text.contains("heartbeat 300s/300s"), "{text}");
+    // A new night while held: the hold goes, and the new night stops at its first caption.
+    dashboard.send(b"n").unwrap();
+    dashboard
+        .wait_for(
+            "the new night's first stop",
+            Instant::now() + Duration::from_secs(15),
+            |s| {
+                lecture_line(s).contains("stopped at 02:00:00: a caption")
+                    && header_clock(s).is_some_and(|(t, _)| t == 2 * 3600)
+            },
+        )
+        .unwrap();
+    dashboard.send(b"q").unwrap();
+    let status = dashboard.wait_exit(PROMPTLY).unwrap();
+    assert_eq!(status.exit_code(), 0, "{}", dashboard.text());
+}
