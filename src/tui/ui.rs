@@ -418,9 +418,8 @@ fn timeline(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
 
 /// The rows a timeline panel of `width` x `height` shows, each event wrapped whole (see
 /// `wrap`), the newest at the bottom, `scroll` events back from the newest; and how many events
-/// are below the last one shown. An event that cannot show whole is left out rather than shown
-/// in part (unless it alone is taller than the panel: then its beginning); the rows it leaves
-/// are blank at the top. Scrolled back past
+/// are below the last one shown. An event that cannot show whole is shown in part only at the
+/// top, its beginning, ending in `…` (or alone: then as much as fits). Scrolled back past
 /// the oldest event, the oldest page shows: the panel is never left empty while there are
 /// events to fill it.
 fn timeline_rows(
@@ -466,15 +465,37 @@ fn timeline_rows(
         end += 1;
     }
     let mut rows: Vec<(String, Tone)> = shown.into_iter().flatten().take(height).collect();
-    // Older events left out: the newest stays at the bottom, the room left over at the top.
-    if start > 0 {
-        let blank = height - rows.len();
+    // The room left at the top: the beginning of the next older event, its last row shown
+    // ending in `…` (abbreviated, never cut without saying so).
+    let room = height - rows.len();
+    if start > 0 && room > 0 {
+        let mut older = wrapped(&events[start - 1]);
+        older.truncate(room);
+        if let Some((last, _)) = older.last_mut() {
+            abbreviate(last, width);
+        }
+        let blank = room - older.len();
+        rows.splice(0..0, older);
         rows.splice(
             0..0,
             std::iter::repeat_n((String::new(), Tone::Plain), blank),
         );
     }
     (rows, events.len() - end)
+}
+
+/// Ends `row` with `…` within `width` columns: the row goes on elsewhere.
+fn abbreviate(row: &mut String, width: usize) {
+    let trimmed = row.trim_end().len();
+    row.truncate(trimmed);
+    if width_of(row) + 1 > width {
+        // No room for the mark: the last word makes way for it, whole.
+        let cut = row.trim_end().rfind(' ').unwrap_or(0);
+        row.truncate(cut);
+        let trimmed = row.trim_end().len();
+        row.truncate(trimmed);
+    }
+    row.push('…');
 }
 
 /// Where a timeline line's message starts, past `02:11:47  [lane  ]source  kind    ` (see

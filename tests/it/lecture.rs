@@ -231,7 +231,7 @@ fn at_16x_a_lecture_stops_on_the_alerts_second_and_a_new_night_on_its_first_capt
         )
         .unwrap();
     let text = dashboard.text();
-    let line = lecture_line(&dashboard.with_screen(|s| s.clone()));
+    let line = dashboard.with_screen(lecture_line);
     assert!(line.contains("stopped at 02:13:30"), "{line}\n{text}");
     assert_eq!(clock_shown(&dashboard), "02:13:30", "{text}");
     assert!(text.contains("heartbeat 300s/300s"), "{text}");
