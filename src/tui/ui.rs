@@ -701,6 +701,12 @@ pub(crate) fn footer_layout(mode: Mode, width: u16, height: u16) -> FooterLayout
         }
     }
     let most_rows = if height >= TALL_FOOTER { 2 } else { 1 };
+    // `? more` is the help's key: it is not pinned a second time as `? help`.
+    let pinned: Vec<(&'static str, &'static str)> = pinned
+        .into_iter()
+        .filter(|(key, _)| *key != MORE.0)
+        .collect();
+    let reserved = footer_row_width(&pinned) + FOOTER_GAP - 1;
     // The most useful first: by rank, then in the keymap's order; a key that does not fit
     // leaves its place to a later, shorter one.
     let mut by_rank: Vec<(usize, u8)> = entries
