@@ -70,6 +70,8 @@ pub struct Lane {
     newest_is_restart: bool,
     /// The moment of the newest write heard.
     last_write_sim: Option<f64>,
+    /// The task of the newest write heard (`task-080`), to match a beat naming it.
+    last_write_task: Option<String>,
     /// The heartbeat file's modification time when last read, and the moment on the night's
     /// clock given to that beat: the newest write heard when the beat was first seen (a beat
     /// follows its write at once, so that is its write, or one a tick later).
@@ -133,6 +135,7 @@ impl Lane {
             restarted_at_zero: false,
             newest_is_restart: false,
             last_write_sim: None,
+            last_write_task: None,
             beat_seen: None,
             observer_error: None,
         }
@@ -395,7 +398,10 @@ impl Lane {
         // supervisor watched it.
         if let (Some(b), Some(write)) = (beat.as_ref(), self.last_write_sim) {
             let modified = wall.checked_sub(b.age).unwrap_or(wall);
-            if self.beat_seen.is_none_or(|(seen, _)| seen != modified) {
+            // A beat seen before its own write was heard (the worker's line still in the pipe)
+            // took the write before it: once its task's write is heard, the beat is that one's.
+            let its_write = b.task.is_some() && b.task == self.last_write_task;
+            if its_write || self.beat_seen.is_none_or(|(seen, _)| seen != modified) {
                 self.beat_seen = Some((modified, write));
             }
         }

@@ -308,6 +308,13 @@ impl Engine {
             let limit = self.triggers.next_moment().map_or(held, |m| m.min(held));
             let limit = self.next_restart().map_or(limit, |r| r.min(limit));
             let limit = self.stop_limit(heard, limit);
+            // A long item's real work takes the real time it takes, whatever the speed key: the
+            // clock runs at the scenario's own pace meanwhile, so the kills land in the same
+            // place of the work at every speed (at 16x, they would all land before it could end).
+            let working = (self.lanes.iter())
+                .any(|l| (l.slots.iter().zip(&l.attempts)).any(|(s, a)| s.is_live() && a.working));
+            let speed = if working { 1.0 } else { self.speed };
+            self.clock.set_scale(self.config.scale * speed, now);
             self.clock.advance(now, limit);
             let clock = self.clock.now().0;
             // A stop the clock has reached is behind it: the driver paused there, or goes on.

@@ -273,7 +273,8 @@ impl Live {
         if was_running {
             self.night.execute(Command::Pause, now)?;
         }
-        let mut replay = ReplayApp::new(self.night.past(now));
+        let mut replay =
+            ReplayApp::new(self.night.past(now)).with_lane_ends(self.night.lane_ends());
         replay.seek(f64::INFINITY);
         replay.select(self.app.chrome.selected);
         replay.update(action, now)?;

@@ -242,11 +242,13 @@ pub fn line(hold: Option<&Hold>, paused: bool, over: bool) -> LectureLine {
             stopped: false,
             full: "the night is over: nothing left to stop at".into(),
             brief: "the night is over".into(),
+            reasons: 0,
         },
         Some(hold) => LectureLine {
             stopped: true,
             full: hold.describe(),
             brief: hold.brief(),
+            reasons: hold.why.len(),
         },
         None => LectureLine {
             stopped: false,
@@ -256,6 +258,7 @@ pub fn line(hold: Option<&Hold>, paused: bool, over: bool) -> LectureLine {
             } else {
                 "playing to the next stop · space: pause".into()
             },
+            reasons: 0,
         },
     }
 }

@@ -81,6 +81,8 @@ pub struct Night {
     marked: usize,
     now: Instant,
     end_clock: Option<SimTime>,
+    /// The screen has been told the night is over.
+    told_over: bool,
     speed: f64,
     random_kills: bool,
     recorder: Option<Recorder>,
@@ -139,6 +141,7 @@ impl Night {
             marked: 0,
             now,
             end_clock: None,
+            told_over: false,
             speed: 1.0,
             random_kills,
             recorder: None,
@@ -226,9 +229,10 @@ impl Night {
         reached
     }
 
-    /// The night is over: every lane has ended and its verdict has been read.
+    /// The night is over: every lane has ended, its verdict has been read, and the clock has
+    /// come to the night's last line (which the work may have stamped a little ahead of it).
     pub fn over(&self) -> bool {
-        self.end_clock.is_some()
+        (self.end_clock).is_some_and(|end| self.engine.clock().now().0 >= end.0 - 1e-6)
     }
 
     /// The sim time the night stands at.
@@ -272,7 +276,7 @@ impl Night {
             .collect();
         let ends = self.lane_ends();
         let end = match self.end_clock {
-            Some(at) if ends.iter().all(Option::is_some) => Some(record::End {
+            Some(at) if self.over() && ends.iter().all(Option::is_some) => Some(record::End {
                 real_ms: self.engine.elapsed(now).as_millis() as u64,
                 sim: at.0,
                 lanes: ends.into_iter().flatten().collect(),
@@ -310,8 +314,19 @@ impl Night {
             .collect();
         let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
         let now = symptoms(&snapshots, &items, &self.lane_ends());
+        // What the rows show has been written by work stamped up to the night's newest line.
+        let at = self.frontier(None);
         let lit = lecture::newly_lit(&mut self.lit, &now);
-        self.moments.extend(lit);
+        self.ahead.extend(lit.into_iter().map(|why| (at, why)));
+    }
+
+    /// The newest moment the night's lines (of `lane`, or of any) have reached, or the clock if
+    /// it is further on.
+    fn frontier(&self, lane: Option<usize>) -> f64 {
+        (self.engine.timeline().iter())
+            .filter(|e| lane.is_none() || e.lane == lane)
+            .map(|e| e.sim.0)
+            .fold(self.engine.clock().now().0, f64::max)
     }
 
     /// Looks at the timeline's new entries for the moments a lecture stops on.
@@ -362,7 +377,7 @@ impl Night {
         self.now = now;
         self.engine.tick(now)?;
         self.record_history(now);
-        if self.end_clock.is_none() {
+        if !self.over() {
             // Once the night is over its clock means nothing: the tape ends with the night.
             self.tape.observe(&self.engine, now);
         }
@@ -371,11 +386,11 @@ impl Night {
             .collect();
         let clock = self.engine.clock().now().0;
         let times = self.caption_times();
-        self.look_for_moments();
         if self.stop_on_captions {
             // Only a lecture stops on them; the panel reads its own.
             self.look_for_symptoms();
         }
+        self.look_for_moments();
         self.freeze_caption_texts(&times, clock);
         self.captions.update(&times, clock, &chars, now);
         if let Some(recorder) = self.recorder.as_mut()
@@ -390,8 +405,11 @@ impl Night {
             // The last write may have gone a tick ahead of the clock: the night ends with it.
             let last = (self.engine.timeline().iter()).fold(0.0, |t, e| e.sim.0.max(t));
             self.end_clock = Some(SimTime(self.engine.clock().now().0.max(last)));
-            self.say("the night is over: n runs it again, R resets, q quits");
             self.finish_recording(now);
+        }
+        if self.over() && !self.told_over {
+            self.told_over = true;
+            self.say("the night is over: n runs it again, R resets, q quits");
         }
         Ok(())
     }
@@ -532,7 +550,8 @@ impl Night {
         }
     }
 
-    fn lane_ends(&self) -> Vec<Option<LaneEnd>> {
+    /// Each lane's verdict, once read.
+    pub fn lane_ends(&self) -> Vec<Option<LaneEnd>> {
         self.history.iter().map(|h| h.end.clone()).collect()
     }
 
@@ -562,6 +581,7 @@ impl Night {
             .collect();
         self.marked = 0;
         self.end_clock = None;
+        self.told_over = false;
         self.captions = CaptionQueue::default();
         self.caption_texts.clear();
         self.looked = 0;
@@ -635,7 +655,9 @@ impl Night {
     fn record_history(&mut self, now: Instant) {
         let t = self.engine.clock().at(now).since_start();
         let dead_man = self.engine.config().dead_man;
-        for (lane, history) in self.engine.lanes().iter().zip(&mut self.history) {
+        let mut verdicts = Vec::new();
+        for (i, (lane, history)) in (self.engine.lanes().iter().zip(&mut self.history)).enumerate()
+        {
             let o = &lane.observer;
             if !history.ended {
                 history.rows.push(t, o.rows as f64);
@@ -653,7 +675,7 @@ impl Night {
                 if let Some(end) = &end {
                     let messages = lane.snapshot(dead_man).messages;
                     let name = &lane.config.name;
-                    (self.moments).push(Why::verdict(name, &end.derived, messages.as_ref()));
+                    verdicts.push((i, Why::verdict(name, &end.derived, messages.as_ref())));
                 }
                 history.end = end;
                 history.pending = None;
@@ -681,6 +703,12 @@ impl Night {
                 }
             }
         }
+        // A lane's verdict belongs to the moment its last line says it ended (its `done`,
+        // stamped by the work, may be ahead of the clock): a lecture stops there, with it.
+        for (lane, why) in verdicts {
+            let at = self.frontier(Some(lane));
+            self.ahead.push((at, why));
+        }
         for entry in &self.engine.timeline()[self.marked..] {
             if let (Some(mark), Some(lane)) = (entry.mark, entry.lane) {
                 self.history[lane].markers.push(Marker {
@@ -694,9 +722,11 @@ impl Night {
 
     /// What the night shows at the last tick.
     pub fn scene(&self) -> Scene {
+        // The clock runs on after the night; the night's end is its last moment shown.
+        let running = self.engine.clock().at(self.now);
         let clock = self
             .end_clock
-            .unwrap_or_else(|| self.engine.clock().at(self.now));
+            .map_or(running, |end| SimTime(running.0.min(end.0)));
         let dead_man = self.engine.config().dead_man;
         let lanes: Vec<LaneView> = self
             .engine

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use crate::clock::{NIGHT_START, SimTime};
+use crate::engine::LaneSnapshot;
 use crate::error::Error;
 use crate::record::{LaneEnd, Recording, Sample};
 use crate::scenario::{self, CaptionEvent};
@@ -36,6 +37,8 @@ pub struct ReplayApp {
     caption_texts: Vec<(String, Option<String>)>,
     /// Lecture mode: the moments to stop on, in time order, and where playing has stopped.
     lecture: Option<Lecture>,
+    /// Each lane's verdict, shown once its lane is over (from the recording's `end`).
+    lane_ends: Vec<Option<LaneEnd>>,
     /// The captions reached that the notes have had, and those they are still to get.
     noted: Vec<bool>,
     to_note: Vec<NoteLine>,
@@ -75,7 +78,12 @@ impl ReplayApp {
             chrome.note("the recording's last line was cut short; playing what was written");
         }
         let caption_texts = filled_captions(&recording, &caption_times);
+        let lane_ends = match &recording.end {
+            Some(end) => end.lanes.iter().cloned().map(Some).collect(),
+            None => vec![None; recording.header.lanes.len()],
+        };
         Self {
+            lane_ends,
             recording,
             cursor: NIGHT_START,
             playing: true,
@@ -107,34 +115,26 @@ impl ReplayApp {
                 .flatten()
                 .map(|&t| (t, Why::Caption)),
         );
-        // The symptoms the timeline does not log, where the recorded figures first show them.
+        // Each lane's verdict where the recorded figures first show it over (as live, where it
+        // is read once the lane has ended), and the symptoms the timeline does not log where
+        // the figures first show them.
         let items: Vec<u64> = header.lanes.iter().map(|l| l.items).collect();
         let mut lit = Vec::new();
-        let unknown = vec![None; header.lanes.len()];
-        let ends = self.recording.end.as_ref().map(|end| {
-            let ends: Vec<Option<LaneEnd>> = end.lanes.iter().cloned().map(Some).collect();
-            (end.sim, ends)
-        });
-        let moments =
-            (self.recording.samples.iter())
-                .map(|s| (s.sim, &s.lanes, &unknown))
-                .chain(ends.iter().filter_map(|(at, ends)| {
-                    Some((*at, &self.recording.samples.last()?.lanes, ends))
-                }));
-        for (at, lanes, ends) in moments {
-            let now = symptoms(lanes, &items, ends);
-            stops.extend(
-                lecture::newly_lit(&mut lit, &now)
-                    .into_iter()
-                    .map(|w| (at, w)),
-            );
-        }
-        if let Some(end) = &self.recording.end {
-            let last = self.recording.samples.last();
-            for (i, (info, lane)) in header.lanes.iter().zip(&end.lanes).enumerate() {
-                let messages = last.and_then(|s| s.lanes.get(i)?.messages.as_ref());
-                stops.push((end.sim, Why::verdict(&info.name, &lane.derived, messages)));
+        let mut told = vec![false; header.lanes.len()];
+        let last = self.recording.samples.last();
+        for sample in &self.recording.samples {
+            let ends = self.ends_in(sample, sample.sim);
+            for (i, end) in ends.iter().enumerate() {
+                if let (Some(end), false) = (end, told[i]) {
+                    told[i] = true;
+                    let messages = last.and_then(|s| s.lanes.get(i)?.messages.as_ref());
+                    let name = header.lanes.get(i).map_or("", |l| l.name.as_str());
+                    stops.push((sample.sim, Why::verdict(name, &end.derived, messages)));
+                }
             }
+            let now = symptoms(&sample.lanes, &items, &ends);
+            let newly = lecture::newly_lit(&mut lit, &now);
+            stops.extend(newly.into_iter().map(|why| (sample.sim, why)));
         }
         stops.sort_by(|a, b| a.0.total_cmp(&b.0));
         self.lecture = Some(Lecture {
@@ -233,13 +233,37 @@ impl ReplayApp {
             .or(samples.first())
     }
 
-    /// The verdict, once the cursor has reached the end of the night.
+    /// Each lane's verdict at the cursor: once the night's end is reached, or once the lane's
+    /// figures show it over (a lane ends before the night does, and live shows its verdict
+    /// then).
     fn ends(&self) -> Vec<Option<LaneEnd>> {
-        let lanes = self.recording.header.lanes.len();
-        match &self.recording.end {
-            Some(end) if self.cursor >= end.sim => end.lanes.iter().cloned().map(Some).collect(),
-            _ => vec![None; lanes],
+        match self.sample() {
+            Some(sample) => self.ends_in(sample, self.cursor),
+            None => vec![None; self.recording.header.lanes.len()],
         }
+    }
+
+    /// Each lane's verdict as shown with `sample` at `at`.
+    fn ends_in(&self, sample: &Sample, at: f64) -> Vec<Option<LaneEnd>> {
+        let over = self.recording.end.as_ref().is_some_and(|end| at >= end.sim);
+        (self.lane_ends.iter().enumerate())
+            .map(|(i, end)| {
+                let ended = over || sample.lanes.get(i).is_some_and(LaneSnapshot::finished);
+                end.clone().filter(|_| ended)
+            })
+            .collect()
+    }
+
+    /// The verdicts known of a night not over yet (a live night looked back at): each shows
+    /// once its lane's figures show it over.
+    #[must_use]
+    pub fn with_lane_ends(mut self, ends: Vec<Option<LaneEnd>>) -> Self {
+        if self.recording.end.is_none() {
+            self.lane_ends = ends;
+            self.lane_ends
+                .resize(self.recording.header.lanes.len(), None);
+        }
+        self
     }
 
     fn series(&self, lane: usize) -> Series {
@@ -388,6 +412,10 @@ impl Screen for ReplayApp {
                 } else {
                     if !self.playing && self.cursor >= self.end() {
                         self.seek(NIGHT_START);
+                        if let Some(lecture) = self.lecture.as_mut() {
+                            // Played again from the start: every stop again, 02:00:00's too.
+                            lecture.behind = f64::NEG_INFINITY;
+                        }
                     }
                     self.playing = !self.playing;
                 }
@@ -851,14 +879,20 @@ mod tests {
         app.update(Action::TogglePause, later(7500))
             .unwrap_or_default();
         app.tick(later(7600)).unwrap_or_default();
+        // The verdict where the figures first show the lane over (the sample at 02:33:10), as
+        // live shows it once the lane has ended, not at the recording's last line.
         let view = app.view();
-        assert_eq!(view.clock.to_string(), "02:33:20");
+        assert_eq!(view.clock.to_string(), "02:33:10");
         assert_eq!(
             view.lecture.as_ref().map(|l| l.full.as_str()),
             Some(
-                "stopped at 02:33:20: symptom: status ok, data wrong; naive's rows say DATA \
+                "stopped at 02:33:10: symptom: status ok, data wrong; naive's rows say DATA \
                  WRONG (112 duplicated task ids). space goes on"
             )
+        );
+        assert_eq!(
+            view.lanes[0].derived,
+            "DATA WRONG (112 duplicated task ids)"
         );
         // Nothing is left: space plays to the end and the line says so.
         app.update(Action::TogglePause, later(7600))

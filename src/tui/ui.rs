@@ -338,9 +338,17 @@ fn lecture_rows(line: &LectureLine, width: u16) -> Vec<String> {
     if full.len() <= if width >= 100 { 2 } else { 1 } {
         return full;
     }
-    let mut brief = rows_of(&line.brief);
-    brief.truncate(2);
-    brief
+    let brief = rows_of(&line.brief);
+    if brief.len() <= 2 {
+        return brief;
+    }
+    // Too many reasons even in brief (many lanes on a narrow window): how many, and the
+    // timeline and the panels say which.
+    rows_of(&format!(
+        "stopped at {}: {} moments at once (see the timeline) · space: on",
+        line.brief.split(' ').next().unwrap_or_default(),
+        line.reasons
+    ))
 }
 
 /// Lecture mode's line: where the night stopped and why (loud), or that it plays on (quiet).

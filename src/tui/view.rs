@@ -52,6 +52,8 @@ pub struct LectureLine {
     pub stopped: bool,
     pub full: String,
     pub brief: String,
+    /// How many reasons it stopped for (0 when not stopped).
+    pub reasons: usize,
 }
 
 /// A lane's task ids written more than once, one line each: `task-000  x2  pid-1, pid-2`.

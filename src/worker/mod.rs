@@ -540,14 +540,21 @@ impl Ctx<'_> {
 
     /// A heartbeat is written after a commit unless one was written less than `BEAT_EVERY` ago:
     /// at the shipped paces that is every item, and at full speed it keeps the file's churn off
-    /// the hot path. The last task and an `after-heartbeat` crash point always get their beat.
+    /// the hot path. The last task and an `after-heartbeat` crash point always get their beat,
+    /// and so does every write of a worker paced by the supervisor's grants: there the night's
+    /// clock gives each write its moment, and a beat skipped because the dashboard was sped up
+    /// would move the moment the heartbeat goes stale (the dead-man's alert) with the speed key.
     fn beat_due(&self, tasks: &[u64]) -> bool {
         let last_task = tasks.last().is_some_and(|&t| t + 1 == self.config.items);
         let crash_here = self
             .config
             .crash_at
             .is_some_and(|c| c.point == CrashPoint::AfterHeartbeat && tasks.contains(&c.task));
-        last_task || crash_here || self.last_beat.is_none_or(|at| at.elapsed() >= BEAT_EVERY)
+        let paced_by_grants = self.gate.is_some() && !self.config.delay.is_zero();
+        last_task
+            || crash_here
+            || paced_by_grants
+            || self.last_beat.is_none_or(|at| at.elapsed() >= BEAT_EVERY)
     }
 
     fn refused(&self, row: Option<&Row>, source: rusqlite::Error) -> WorkerError {

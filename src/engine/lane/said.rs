@@ -93,6 +93,9 @@ impl Lane {
                 a.writes = *writes;
                 a.last_task = Some(*last);
                 let at = a.now();
+                if self.last_write_sim.is_none_or(|w| at >= w) {
+                    self.last_write_task = Some(crate::task::task_id(*last));
+                }
                 self.last_write_sim = Some(self.last_write_sim.map_or(at, |w| w.max(at)));
                 return (None, Some((*last, a.now())));
             }

@@ -335,17 +335,16 @@ fn marker_lines(lane: &LaneView, y_max: f64) -> Vec<(MarkerKind, [(f64, f64); 2]
 fn rows_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, scales: Scales, theme: Theme) {
     let Scales { x_max, y_max } = scales;
     let markers = marker_lines(lane, y_max);
+    // Kills as a braille line; restarts are painted after, as the legend's `┆` (no chart marker
+    // is free: the curves use the others).
     let mut datasets: Vec<Dataset<'_>> = markers
         .iter()
-        .map(|(kind, points)| {
-            let (style, glyph) = match kind {
-                MarkerKind::Kill => (theme.bad(), Glyph::Braille),
-                MarkerKind::Restart => (theme.good(), Glyph::Dot),
-            };
+        .filter(|(kind, _)| *kind == MarkerKind::Kill)
+        .map(|(_, points)| {
             Dataset::default()
                 .graph_type(GraphType::Line)
-                .marker(glyph)
-                .style(style)
+                .marker(Glyph::Braille)
+                .style(theme.bad())
                 .data(points)
         })
         .collect();
@@ -381,6 +380,39 @@ fn rows_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, scales: Scales, the
             Span::styled(format!("{y_max:.0}"), theme.dim()),
         ]))
         .render(area, buf);
+    paint_restarts(area, buf, lane, scales, theme);
+}
+
+/// Each restart as a column of `┆` in the bottom half of the chart's plot (the kill's braille
+/// line takes the top half), where no curve is drawn. The plot is the chart less its y labels
+/// and axis on the left and its x axis and labels below, as ratatui lays it out; the column is
+/// ratatui's for that moment.
+fn paint_restarts(area: Rect, buf: &mut Buffer, lane: &LaneView, scales: Scales, theme: Theme) {
+    let labels = format!("{:.0}", scales.y_max).chars().count().max(1) as u16;
+    // The labels, a blank, the axis line: then the plot.
+    let plot = Rect {
+        x: area.x + labels + 2,
+        y: area.y,
+        width: area.width.saturating_sub(labels + 2),
+        height: area.height.saturating_sub(2),
+    };
+    if plot.width < 2 || plot.height == 0 || scales.x_max <= 0.0 {
+        return;
+    }
+    for marker in lane
+        .markers
+        .iter()
+        .filter(|m| m.kind == MarkerKind::Restart)
+    {
+        let at = (marker.at / scales.x_max).clamp(0.0, 1.0);
+        let x = plot.x + (at * f64::from(plot.width - 1)) as u16;
+        for y in plot.y + plot.height / 2..plot.bottom() {
+            let cell = &mut buf[(x, y)];
+            if matches!(cell.symbol(), " " | "⠀") {
+                cell.set_symbol("┆").set_style(theme.good());
+            }
+        }
+    }
 }
 
 /// The heartbeat's age as one row: `hb` and a bar per column, full at the dead-man's threshold

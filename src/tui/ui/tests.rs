@@ -231,7 +231,7 @@ fn a_kill_and_a_restart_in_the_same_column_both_show() {
     let restart_below = naive
         .iter()
         .skip(first_kill_row)
-        .any(|l| l.get(kill_column) == Some(&'•'));
+        .any(|l| l.get(kill_column) == Some(&'┆'));
     assert!(restart_below, "no restart marker under the kill:\n{screen}");
 }
 
