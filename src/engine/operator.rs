@@ -77,15 +77,14 @@ impl Engine {
     /// queue would hand the same job to a second consumer.
     pub fn add_worker(&mut self, lane: usize, now: Instant) -> Result<(), EngineError> {
         let slot = self.lanes[lane].add_slot();
+        // Counted among the workers (a lane's relay has a slot too, but it is not a worker).
+        let number = self.lanes[lane].config.workers;
         self.log(
             now,
             Some(lane),
             Source::Runner,
             Kind::Notice,
-            format!(
-                "a second delivery: worker {} starts on the same queue",
-                slot + 1
-            ),
+            format!("a second delivery: worker {number} starts on the same queue"),
         );
         let sim = self.clock.now().0;
         self.spawn(lane, slot, sim, now)

@@ -268,13 +268,16 @@ pub fn run(
 }
 
 /// One key press; whether the screen must be drawn again. Any key over the help, bound or not,
-/// Esc too, closes it and does nothing else; Ctrl-C and Ctrl-Z keep their meaning.
-fn key_pressed(app: &mut dyn Screen, key: event::KeyEvent) -> Result<bool, Error> {
+/// Esc too, closes it and does nothing else; Ctrl-C and Ctrl-Z keep their meaning. Behind the
+/// "too small" screen (`small`) only quitting and suspending act: nothing else can be seen.
+fn key_pressed(app: &mut dyn Screen, key: event::KeyEvent, small: bool) -> Result<bool, Error> {
     let control = key.modifiers.contains(event::KeyModifiers::CONTROL);
-    if !control && app.close_help() {
+    if !control && !small && app.close_help() {
         return Ok(true);
     }
-    match keymap::action_for(key, app.mode()) {
+    let action = keymap::action_for(key, app.mode())
+        .filter(|a| !small || matches!(a, Action::Quit | Action::Suspend));
+    match action {
         Some(Action::Suspend) => {
             signals::request_suspend();
             Ok(false)
@@ -356,18 +359,17 @@ fn drive_screen(
     // The last frame drawn: a paused or finished night shows the same frame over and over, and
     // is not rendered again until something on it changes.
     let mut shown: Option<Dashboard> = None;
+    let mut small = false;
     if let Ok(size) = terminal.size() {
-        app.too_small(
-            size.width < ui::MIN_WIDTH || size.height < ui::MIN_HEIGHT,
-            Instant::now(),
-        );
+        small = size.width < ui::MIN_WIDTH || size.height < ui::MIN_HEIGHT;
+        app.too_small(small, Instant::now());
     }
     loop {
         let timeout = next_tick.saturating_duration_since(Instant::now());
         let mut redraw = false;
         match rx.recv_timeout(timeout) {
             Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
-                redraw = key_pressed(app, key)?;
+                redraw = key_pressed(app, key, small)?;
                 write_notes(app, &mut notes, Instant::now());
             }
             Ok(Event::Mouse(mouse)) if mouse.kind == MouseEventKind::Down(MouseButton::Left) => {
@@ -389,10 +391,8 @@ fn drive_screen(
                 }
             }
             Ok(Event::Resize(width, height)) => {
-                app.too_small(
-                    width < ui::MIN_WIDTH || height < ui::MIN_HEIGHT,
-                    Instant::now(),
-                );
+                small = width < ui::MIN_WIDTH || height < ui::MIN_HEIGHT;
+                app.too_small(small, Instant::now());
                 redraw_all(terminal)?;
                 redraw = true;
             }

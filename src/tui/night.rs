@@ -405,11 +405,13 @@ impl Night {
             // The last write may have gone a tick ahead of the clock: the night ends with it.
             let last = (self.engine.timeline().iter()).fold(0.0, |t, e| e.sim.0.max(t));
             self.end_clock = Some(SimTime(self.engine.clock().now().0.max(last)));
-            self.finish_recording(now);
         }
         if self.over() && !self.told_over {
+            // Once the clock has come to the night's last line: the recording ends there, and
+            // says where it was saved last, so that is the notice left on screen.
             self.told_over = true;
             self.say("the night is over: n runs it again, R resets, q quits");
+            self.finish_recording(now);
         }
         Ok(())
     }

@@ -35,6 +35,8 @@ pub struct Notes {
     path: PathBuf,
     file: Flock<File>,
     title: String,
+    /// The night's heading last written: a file made again starts with it.
+    night: Option<String>,
 }
 
 impl Notes {
@@ -65,6 +67,7 @@ impl Notes {
             path: resolved,
             file: lock(file, path)?,
             title: title.to_string(),
+            night: None,
         };
         if new {
             notes
@@ -90,6 +93,7 @@ impl Notes {
     /// A night starts (the first, or again after `n`, `s` or `R`): `what` says which.
     pub fn night(&mut self, what: &str) -> io::Result<()> {
         let text = format!("\n== {}: {what} ==\n", self.title);
+        self.night = Some(text.clone());
         self.write(&text)
     }
 
@@ -127,6 +131,9 @@ impl Notes {
                 self.file = Flock::lock(file, FlockArg::LockExclusiveNonblock)
                     .map_err(|(_, errno)| io::Error::from(errno))?;
                 self.write_header()?;
+                if let Some(night) = self.night.clone().filter(|n| n != text) {
+                    self.write_raw(&night)?;
+                }
             }
             Err(e) => return Err(e),
             Ok(there) => {
