@@ -39,6 +39,8 @@ pub struct ReplayApp {
     lecture: Option<Lecture>,
     /// Each lane's verdict, shown once its lane is over (from the recording's `end`).
     lane_ends: Vec<Option<LaneEnd>>,
+    /// When each lane ended: its last line before the figures first show it over (its `done`).
+    ended_at: Vec<Option<f64>>,
     /// The captions reached that the notes have had, and those they are still to get.
     noted: Vec<bool>,
     to_note: Vec<NoteLine>,
@@ -82,8 +84,12 @@ impl ReplayApp {
             Some(end) => end.lanes.iter().cloned().map(Some).collect(),
             None => vec![None; recording.header.lanes.len()],
         };
+        let ended_at = (0..recording.header.lanes.len())
+            .map(|lane| ended_at(&recording, lane))
+            .collect();
         Self {
             lane_ends,
+            ended_at,
             recording,
             cursor: NIGHT_START,
             playing: true,
@@ -115,26 +121,29 @@ impl ReplayApp {
                 .flatten()
                 .map(|&t| (t, Why::Caption)),
         );
-        // Each lane's verdict where the recorded figures first show it over (as live, where it
-        // is read once the lane has ended), and the symptoms the timeline does not log where
-        // the figures first show them.
-        let items: Vec<u64> = header.lanes.iter().map(|l| l.items).collect();
-        let mut lit = Vec::new();
-        let mut told = vec![false; header.lanes.len()];
+        // Each lane's verdict at its end (as live, where it is read once the lane has ended),
+        // and the symptoms the timeline does not log where the figures first show them.
         let last = self.recording.samples.last();
-        for sample in &self.recording.samples {
-            let ends = self.ends_in(sample, sample.sim);
-            for (i, end) in ends.iter().enumerate() {
-                if let (Some(end), false) = (end, told[i]) {
-                    told[i] = true;
-                    let messages = last.and_then(|s| s.lanes.get(i)?.messages.as_ref());
-                    let name = header.lanes.get(i).map_or("", |l| l.name.as_str());
-                    stops.push((sample.sim, Why::verdict(name, &end.derived, messages)));
-                }
+        for (i, (end, at)) in self.lane_ends.iter().zip(&self.ended_at).enumerate() {
+            if let (Some(end), Some(at)) = (end, at) {
+                let messages = last.and_then(|s| s.lanes.get(i)?.messages.as_ref());
+                let name = header.lanes.get(i).map_or("", |l| l.name.as_str());
+                stops.push((*at, Why::verdict(name, &end.derived, messages)));
             }
-            let now = symptoms(&sample.lanes, &items, &ends);
+        }
+        let items: Vec<u64> = header.lanes.iter().map(|l| l.items).collect();
+        let mut moments: Vec<f64> = (self.recording.samples.iter().map(|s| s.sim))
+            .chain(self.ended_at.iter().flatten().copied())
+            .collect();
+        moments.sort_by(f64::total_cmp);
+        let mut lit = Vec::new();
+        for at in moments {
+            let Some(sample) = self.sample_at(at) else {
+                continue;
+            };
+            let now = symptoms(&sample.lanes, &items, &self.ends_at(at));
             let newly = lecture::newly_lit(&mut lit, &now);
-            stops.extend(newly.into_iter().map(|why| (sample.sim, why)));
+            stops.extend(newly.into_iter().map(|why| (at, why)));
         }
         stops.sort_by(|a, b| a.0.total_cmp(&b.0));
         self.lecture = Some(Lecture {
@@ -158,11 +167,19 @@ impl ReplayApp {
         if at > to {
             return to;
         }
+        // What falls within the same second of the night is one stop (a symptom the figures
+        // show a sample after the line that caused it).
         let mut hold = Hold::new(SimTime(at));
-        for (_, why) in lecture.stops.iter().filter(|(t, _)| (t - at).abs() <= 1e-6) {
+        let mut behind = at;
+        for (t, why) in lecture
+            .stops
+            .iter()
+            .filter(|(t, _)| *t >= at && *t < at + 1.0)
+        {
             hold.add(why.clone());
+            behind = behind.max(*t);
         }
-        lecture.behind = at;
+        lecture.behind = behind;
         lecture.hold = Some(hold);
         self.playing = false;
         at
@@ -225,33 +242,34 @@ impl ReplayApp {
 
     /// The last sample at or before the cursor.
     fn sample(&self) -> Option<&Sample> {
+        self.sample_at(self.cursor)
+    }
+
+    /// Each lane's verdict at the cursor: once the night's end is reached, or once the lane has
+    /// ended (a lane ends before the night does, and live shows its verdict then).
+    fn ends(&self) -> Vec<Option<LaneEnd>> {
+        self.ends_at(self.cursor)
+    }
+
+    /// Each lane's verdict as shown at `at` (seconds after midnight).
+    fn ends_at(&self, at: f64) -> Vec<Option<LaneEnd>> {
+        let over = self.recording.end.as_ref().is_some_and(|end| at >= end.sim);
+        (self.lane_ends.iter().zip(&self.ended_at))
+            .map(|(end, ended)| {
+                let ended = over || ended.is_some_and(|t| at >= t - 1e-6);
+                end.clone().filter(|_| ended)
+            })
+            .collect()
+    }
+
+    /// The last sample at or before `at` (the first, before it).
+    fn sample_at(&self, at: f64) -> Option<&Sample> {
         let samples = &self.recording.samples;
-        let after = samples.partition_point(|s| s.sim <= self.cursor);
+        let after = samples.partition_point(|s| s.sim <= at + 1e-9);
         after
             .checked_sub(1)
             .map(|i| &samples[i])
             .or(samples.first())
-    }
-
-    /// Each lane's verdict at the cursor: once the night's end is reached, or once the lane's
-    /// figures show it over (a lane ends before the night does, and live shows its verdict
-    /// then).
-    fn ends(&self) -> Vec<Option<LaneEnd>> {
-        match self.sample() {
-            Some(sample) => self.ends_in(sample, self.cursor),
-            None => vec![None; self.recording.header.lanes.len()],
-        }
-    }
-
-    /// Each lane's verdict as shown with `sample` at `at`.
-    fn ends_in(&self, sample: &Sample, at: f64) -> Vec<Option<LaneEnd>> {
-        let over = self.recording.end.as_ref().is_some_and(|end| at >= end.sim);
-        (self.lane_ends.iter().enumerate())
-            .map(|(i, end)| {
-                let ended = over || sample.lanes.get(i).is_some_and(LaneSnapshot::finished);
-                end.clone().filter(|_| ended)
-            })
-            .collect()
     }
 
     /// The verdicts known of a night not over yet (a live night looked back at): each shows
@@ -557,6 +575,19 @@ impl Screen for ReplayApp {
         });
         dashboard
     }
+}
+
+/// When `lane` ended: the moment of its last line at or before the first sample that shows it
+/// over (its `done`, or its last failure), or that sample's moment.
+fn ended_at(recording: &Recording, lane: usize) -> Option<f64> {
+    let over = (recording.samples.iter())
+        .find(|s| s.lanes.get(lane).is_some_and(LaneSnapshot::finished))?
+        .sim;
+    let said = (recording.events.iter())
+        .filter(|e| e.lane == Some(lane) && e.sim <= over + 1e-9)
+        .map(|e| e.sim)
+        .fold(f64::NEG_INFINITY, f64::max);
+    Some(if said.is_finite() { said } else { over })
 }
 
 /// Each caption's text and notes with the lane's figures as recorded at its moment (the first
@@ -875,24 +906,30 @@ mod tests {
         app.update(Action::TogglePause, later(7400))
             .unwrap_or_default();
         app.tick(later(7500)).unwrap_or_default();
-        assert_eq!(app.view().clock.to_string(), "02:32:50");
-        app.update(Action::TogglePause, later(7500))
-            .unwrap_or_default();
-        app.tick(later(7600)).unwrap_or_default();
-        // The verdict where the figures first show the lane over (the sample at 02:33:10), as
-        // live shows it once the lane has ended, not at the recording's last line.
+        // The lane's done line, and its verdict with it: the lane ended there (live reads the
+        // verdict then), not at the recording's last line.
         let view = app.view();
-        assert_eq!(view.clock.to_string(), "02:33:10");
+        assert_eq!(view.clock.to_string(), "02:32:50");
         assert_eq!(
             view.lecture.as_ref().map(|l| l.full.as_str()),
             Some(
-                "stopped at 02:33:10: symptom: status ok, data wrong; naive's rows say DATA \
-                 WRONG (112 duplicated task ids). space goes on"
+                "stopped at 02:32:50: naive says done; naive's rows say DATA WRONG (112 \
+                 duplicated task ids). space goes on"
             )
         );
         assert_eq!(
             view.lanes[0].derived,
             "DATA WRONG (112 duplicated task ids)"
+        );
+        app.update(Action::TogglePause, later(7500))
+            .unwrap_or_default();
+        app.tick(later(7600)).unwrap_or_default();
+        // The claim the rows contradict, where the figures first show the claim.
+        let view = app.view();
+        assert_eq!(view.clock.to_string(), "02:33:10");
+        assert_eq!(
+            view.lecture.as_ref().map(|l| l.full.as_str()),
+            Some("stopped at 02:33:10: symptom: status ok, data wrong. space goes on")
         );
         // Nothing is left: space plays to the end and the line says so.
         app.update(Action::TogglePause, later(7600))
