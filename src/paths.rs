@@ -280,6 +280,33 @@ pub const COMPANIONS: [(&str, &str); 4] = [
     (".heartbeat", "heartbeat file"),
 ];
 
+/// Whether `a` and `b` (both resolved) name one file: the same path, or, for files that exist,
+/// the same inode (a hard link counts).
+#[must_use]
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// `path` resolved for comparing: its real path if it exists, else its folder's real path (`.`
+/// for a bare name) joined with its name; as given when neither can be found.
+#[must_use]
+pub fn resolved(path: &Path) -> PathBuf {
+    fs::canonicalize(path)
+        .ok()
+        .or_else(|| {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            let parent = fs::canonicalize(parent.unwrap_or(Path::new("."))).ok()?;
+            Some(parent.join(path.file_name()?))
+        })
+        .unwrap_or_else(|| path.to_path_buf())
+}
+
 /// Refuses `path` (resolved) when it is the warehouse `db` (resolved) itself or one of its
 /// companions, by name or (for files that exist) by identity, so a hard link counts too.
 /// `allowed` names a companion suffix the caller may write (the heartbeat's own).
@@ -289,15 +316,7 @@ pub fn refuse_companion(
     db: &Path,
     allowed: Option<&str>,
 ) -> Result<(), PathError> {
-    let same = |other: &Path| -> bool {
-        if path == other {
-            return true;
-        }
-        match (fs::metadata(path), fs::metadata(other)) {
-            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-            _ => false,
-        }
-    };
+    let same = |other: &Path| same_file(path, other);
     let companion = |role: &'static str| PathError::Companion {
         what,
         path: shown(path),

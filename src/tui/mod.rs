@@ -186,12 +186,21 @@ pub fn replay(file: &Path, presenting: &PresentingArgs, theme: Theme) -> Result<
             file.display()
         );
     }
+    // The recorded night's warehouses (and their companions) are not the notes' to write.
+    let warehouses: Vec<&Path> = (recording.header.lanes.iter())
+        .map(|l| l.db.as_path())
+        .collect();
     if let Some(path) = &presenting.notes {
-        Notes::check(path, &[file])?;
+        Notes::check(path, &[file], &warehouses)?;
     }
     require_terminal("reclaim replay --check")?;
     let mut notes = match &presenting.notes {
-        Some(path) => Some(Notes::open(path, &recording.header.title, &[file])?),
+        Some(path) => Some(Notes::open(
+            path,
+            &recording.header.title,
+            &[file],
+            &warehouses,
+        )?),
         None => None,
     };
     if let Some(notes) = notes.as_mut() {
@@ -228,11 +237,11 @@ pub fn run(
     }
     let others: Vec<&Path> = record.into_iter().collect();
     if let Some(path) = &presenting.notes {
-        Notes::check(path, &others)?;
+        Notes::check(path, &others, &[])?;
     }
     require_terminal("reclaim run")?;
     let mut notes = match &presenting.notes {
-        Some(path) => Some(Notes::open(path, &scenario.title, &others)?),
+        Some(path) => Some(Notes::open(path, &scenario.title, &others, &[])?),
         None => None,
     };
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;

@@ -41,8 +41,8 @@ pub struct Notes {
 
 impl Notes {
     /// Checks `path` as `open` will, creating nothing: run before anything else starts.
-    pub fn check(path: &Path, others: &[&Path]) -> Result<(), Error> {
-        let (resolved, new) = resolve(path, others)?;
+    pub fn check(path: &Path, others: &[&Path], warehouses: &[&Path]) -> Result<(), Error> {
+        let (resolved, new) = resolve(path, others, warehouses)?;
         if !new {
             // Held by another dashboard: refused now, not once the night has begun.
             let file = File::open(&resolved)
@@ -55,9 +55,15 @@ impl Notes {
     /// Opens `path` for the notes of `title`: a new file (created now, so `tail -F` can follow
     /// it), or a notes file reclaim wrote before (appended to). Anything else (a file reclaim
     /// did not write, a folder, a FIFO, a device, a dangling link, one of `others`, a notes
-    /// file another reclaim is writing) is refused and left as it is.
-    pub fn open(path: &Path, title: &str, others: &[&Path]) -> Result<Self, Error> {
-        let (resolved, new) = resolve(path, others)?;
+    /// file another reclaim is writing, a warehouse of `warehouses` or one of its companions) is
+    /// refused and left as it is.
+    pub fn open(
+        path: &Path,
+        title: &str,
+        others: &[&Path],
+        warehouses: &[&Path],
+    ) -> Result<Self, Error> {
+        let (resolved, new) = resolve(path, others, warehouses)?;
         let file = File::options()
             .append(true)
             .create_new(new)
@@ -170,34 +176,34 @@ fn lock(file: File, path: &Path) -> Result<Flock<File>, Error> {
 }
 
 /// Where the notes go, and whether that file is new.
-fn resolve(path: &Path, others: &[&Path]) -> Result<(PathBuf, bool), Error> {
+fn resolve(path: &Path, others: &[&Path], warehouses: &[&Path]) -> Result<(PathBuf, bool), Error> {
     const WHAT: &str = "--notes";
     let entry = paths::look(path).context(|| format!("cannot look at {}", path.display()))?;
     let (resolved, new) = match entry {
-        Entry::File(_) => {
-            let real = paths::existing_file(path, WHAT)?;
-            if !written_by_reclaim(&real) {
-                return Err(Error::Refused(format!(
-                    "--notes {} exists and is not a notes file reclaim wrote; give a new file \
-                     (tail -F follows it from the moment reclaim creates it)",
-                    paths::shown(path)
-                )));
-            }
-            (real, false)
-        }
+        Entry::File(_) => (paths::existing_file(path, WHAT)?, false),
         _ => (
             paths::new_file(path, WHAT, "give --notes a new file")?,
             true,
         ),
     };
+    for db in warehouses {
+        paths::refuse_companion(&resolved, WHAT, &paths::resolved(db), None)?;
+    }
     for other in others {
-        if same_file(&resolved, other) {
+        if paths::same_file(&resolved, &paths::resolved(other)) {
             return Err(Error::Refused(format!(
                 "--notes {} is the file {} names too; give the notes a file of their own",
                 paths::shown(path),
                 paths::shown(other)
             )));
         }
+    }
+    if !new && !written_by_reclaim(&resolved) {
+        return Err(Error::Refused(format!(
+            "--notes {} exists and is not a notes file reclaim wrote; give a new file \
+             (tail -F follows it from the moment reclaim creates it)",
+            paths::shown(path)
+        )));
     }
     Ok((resolved, new))
 }
@@ -213,24 +219,6 @@ fn written_by_reclaim(path: &Path) -> bool {
         .is_ok_and(|_| first.starts_with(FIRST_LINE))
 }
 
-/// Whether `a` (resolved) and `b` name one file: the same path, or the same inode.
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    let b_resolved = std::fs::canonicalize(b).ok().or_else(|| {
-        // Not there yet: its folder resolved (`.` for a bare name), then its name.
-        let parent = b.parent().filter(|p| !p.as_os_str().is_empty());
-        let parent = std::fs::canonicalize(parent.unwrap_or(Path::new("."))).ok()?;
-        Some(parent.join(b.file_name()?))
-    });
-    if b_resolved.as_deref() == Some(a) {
-        return true;
-    }
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,7 +227,7 @@ mod tests {
     fn a_new_file_gets_a_header_and_each_caption_with_its_notes() -> Result<(), Error> {
         let dir = tempfile::tempdir().context(|| "tempdir".into())?;
         let path = dir.path().join("notes.txt");
-        let mut notes = Notes::open(&path, "The incident", &[])?;
+        let mut notes = Notes::open(&path, "The incident", &[], &[])?;
         notes.night("night 1").context(|| "write".into())?;
         notes
             .reached(
@@ -257,7 +245,7 @@ mod tests {
         );
         // A second session appends to a file reclaim wrote.
         drop(notes);
-        let mut again = Notes::open(&path, "The incident", &[])?;
+        let mut again = Notes::open(&path, "The incident", &[], &[])?;
         again.night("night 1").context(|| "write".into())?;
         let text = std::fs::read_to_string(&path).context(|| "read".into())?;
         assert!(
@@ -265,12 +253,12 @@ mod tests {
             "{text}"
         );
         // While one dashboard writes it, a second is refused, before and at opening.
-        let held = Notes::open(&path, "The incident", &[]);
+        let held = Notes::open(&path, "The incident", &[], &[]);
         assert!(
             matches!(&held, Err(Error::Refused(m)) if m.contains("another reclaim")),
             "{held:?}"
         );
-        assert!(Notes::check(&path, &[]).is_err());
+        assert!(Notes::check(&path, &[], &[]).is_err());
         // Deleted while in use (a `tail -F` waits for it): made again, header first.
         std::fs::remove_file(&path).context(|| "rm".into())?;
         again.night("night 2").context(|| "write".into())?;
@@ -288,7 +276,7 @@ mod tests {
         let dir = tempfile::tempdir().context(|| "tempdir".into())?;
         let path = dir.path().join("essay.txt");
         std::fs::write(&path, "my essay\n").context(|| "write".into())?;
-        let refused = Notes::open(&path, "t", &[]);
+        let refused = Notes::open(&path, "t", &[], &[]);
         assert!(
             matches!(&refused, Err(Error::Refused(m)) if m.contains("not a notes file")),
             "{refused:?}"
@@ -300,12 +288,29 @@ mod tests {
         // A first line that only looks like one.
         let sneaky = dir.path().join("sneaky.md");
         std::fs::write(&sneaky, "# reclaim speaker notesXYZ\n").context(|| "write".into())?;
-        assert!(Notes::open(&sneaky, "t", &[]).is_err());
+        assert!(Notes::open(&sneaky, "t", &[], &[]).is_err());
         let record = dir.path().join("night.jsonl");
-        let refused = Notes::open(&record, "t", &[&record]);
+        let refused = Notes::open(&record, "t", &[&record], &[]);
         assert!(matches!(refused, Err(Error::Refused(_))), "{refused:?}");
         assert!(!record.exists());
-        assert!(Notes::open(dir.path(), "t", &[]).is_err());
+        assert!(Notes::open(dir.path(), "t", &[], &[]).is_err());
+        // A recorded night's warehouse and its companions, there or not yet, are not notes.
+        let db = dir.path().join("night1-1-naive.db");
+        std::fs::write(&db, "").context(|| "write".into())?;
+        for name in [
+            "night1-1-naive.db",
+            "night1-1-naive.db-journal",
+            "night1-1-naive.db-wal",
+        ] {
+            let refused = Notes::open(&dir.path().join(name), "t", &[], &[&db]);
+            assert!(
+                matches!(refused, Err(Error::Path(_))),
+                "{name}: {refused:?}"
+            );
+        }
+        assert!(!dir.path().join("night1-1-naive.db-journal").exists());
+        assert!(!dir.path().join("night1-1-naive.db-wal").exists());
+        assert_eq!(std::fs::read(&db).context(|| "read".into())?, b"");
         Ok(())
     }
 }
