@@ -27,7 +27,9 @@ pub use self::config::{DEFAULT_DEAD_MAN, EngineConfig, ExecJob, HangPlan, LaneCo
 use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
 pub use self::pace::{Attempt, Pace};
-pub use self::timeline::{Entry, Kind, Mark, Source, StopWhen, Tone, timeline_line};
+pub use self::timeline::{
+    DIED_ON_ITS_OWN, Entry, Kind, Mark, Source, StopWhen, Tone, timeline_line,
+};
 use self::triggers::{Action, Triggers};
 use self::watch::Watch;
 pub use self::window::{KillWindow, KillWindows};

@@ -91,6 +91,10 @@ pub struct Entry {
     pub mark: Option<Mark>,
 }
 
+/// How a worker's death that no kill caused begins its line: it is marked as a kill on the
+/// charts (and restarted as after one), and told apart from the host's by these words.
+pub const DIED_ON_ITS_OWN: &str = "worker died on its own";
+
 /// The timeline entries a driver asks the clock to stop on (a lecture's): any with a chart
 /// mark (kills, restarts), and any of `kinds`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! when to stop with these types and show `Hold::describe`.
 
 use crate::clock::SimTime;
-use crate::engine::{Kind, Mark, StopWhen};
+use crate::engine::{DIED_ON_ITS_OWN, Kind, Mark, StopWhen};
 use crate::scenario::Caption;
 use crate::tui::view::LectureLine;
 use crate::verdict::Symptom;
@@ -57,9 +57,7 @@ pub fn stop_when(captions: &[Caption]) -> StopWhen {
 pub fn why(kind: Kind, mark: Option<Mark>, lane: Option<&str>, text: &str) -> Option<Why> {
     let lane = lane.unwrap_or("the worker").to_string();
     match (mark, kind) {
-        (Some(Mark::Kill), _) if text.starts_with("worker died on its own") => {
-            Some(Why::Died(lane))
-        }
+        (Some(Mark::Kill), _) if text.starts_with(DIED_ON_ITS_OWN) => Some(Why::Died(lane)),
         (Some(Mark::Kill), _) => Some(Why::Kill(lane)),
         (Some(Mark::Restart), _) => Some(Why::Restart(lane)),
         (None, Kind::Alert) => Some(Why::Alert(lane)),

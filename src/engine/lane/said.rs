@@ -200,7 +200,8 @@ impl Lane {
         }
         self.slots[slot].restart_after_failure(sim, policy);
         let text = format!(
-            "worker died on its own  ({reason}, pid {}); restarted as after a kill",
+            "{}  ({reason}, pid {}); restarted as after a kill",
+            crate::engine::DIED_ON_ITS_OWN,
             self.slots[slot].pid()
         );
         vec![Note::runner(Kind::Notice, text).marked(Mark::Kill).at(sim)]
