@@ -119,10 +119,6 @@ pub struct ProveArgs {
     /// fresh folder
     #[command(flatten)]
     pub job: ExecArgs,
-    /// With --exec: the job's checkpoint table, emptied for the third test (skipped when the
-    /// job has none)
-    #[arg(long, default_value = "checkpoints", requires = "exec")]
-    pub checkpoint_table: String,
     /// With --exec: the database's file name in each test's folder
     #[arg(long, default_value = "warehouse.db", requires = "exec")]
     pub db_name: String,
@@ -394,9 +390,10 @@ pub struct RunArgs {
     /// Where those delays fall, in seconds after a spawn
     #[arg(long, default_value = "0.2..0.9", value_parser = crate::supervisor::schedule::parse_window)]
     pub kill_window: (Duration, Duration),
-    /// Kill once when this task's row has been written (task-111 or 111)
-    #[arg(long, value_name = "TASK", value_parser = parse_task)]
-    pub kill_at_task: Option<u64>,
+    /// Kill once when this key's row has been written: a key of the queue (task-111, or
+    /// ord-00042 with --key-format), or its number (111)
+    #[arg(long, value_name = "KEY", visible_alias = "kill-at-key")]
+    pub kill_at_task: Option<String>,
     /// The worker SIGKILLs itself at TASK:POINT on its first attempt
     #[arg(long, value_name = "TASK:POINT")]
     pub crash_at: Option<CrashAt>,
@@ -427,6 +424,10 @@ pub struct RunArgs {
     /// Print the facts as one JSON object instead of the timeline
     #[arg(long)]
     pub json: bool,
+    /// Exit 1 also when the night did not test what it set out to: a planned kill that never
+    /// fired, a window that breaks the strategy never hit, kills or rows that could not be judged
+    #[arg(long)]
+    pub strict: bool,
     /// Record the night to this session file (JSON lines; must not exist)
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
@@ -454,11 +455,13 @@ pub struct SideEffectArgs {
     pub vendor_drop_responses: Option<f64>,
 }
 
-/// Your own worker instead of reclaim's: the command, its setup, and where its rows land.
+/// Your own worker instead of reclaim's: the command, its setup, where its rows land, and the
+/// queue they are judged against.
 #[derive(Debug, Args, Default)]
 pub struct ExecArgs {
     /// Your own batch job instead of reclaim's: run with `sh -c` in the database's folder, with
-    /// RECLAIM_DB, HEARTBEAT_FILE, RECLAIM_ITEMS, RECLAIM_ATTEMPT and RECLAIM_DELAY_MS set
+    /// RECLAIM_DB, RECLAIM_KEYS_FILE, HEARTBEAT_FILE, RECLAIM_ITEMS, RECLAIM_ATTEMPT and
+    /// RECLAIM_DELAY_MS set
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
     /// SQL run once on the new database before the first attempt (or @FILE to read it)
@@ -467,19 +470,37 @@ pub struct ExecArgs {
     /// The table the job writes its rows to
     #[arg(long, default_value = crate::store::rows::DEFAULT_TABLE, requires = "exec")]
     pub table: String,
-    /// The column that names a unit of work in that table (task-NNN keys are also checked for
-    /// missing ones)
+    /// The column that names a unit of work in that table; its values are matched to the queue
     #[arg(long, default_value = crate::store::rows::DEFAULT_KEY, requires = "exec")]
     pub key: String,
     /// A query returning one row (rows, distinct), for shapes a table and a key cannot name
+    /// (the queue is then judged by counts alone)
     #[arg(long, value_name = "SQL", requires = "exec")]
     pub count_sql: Option<String>,
+    /// The queue's keys as a printf format of the item's number: 'ord-%05d' is ord-00000 ..
+    /// [default: task-%03d]
+    #[arg(long, value_name = "FORMAT", requires = "exec", conflicts_with_all = ["keys_from", "keys_sql"])]
+    pub key_format: Option<String>,
+    /// The queue's keys, one a line (`-`: standard input); the queue's size is their count
+    #[arg(long, value_name = "FILE|-", requires = "exec", conflicts_with_all = ["keys_sql", "items"])]
+    pub keys_from: Option<PathBuf>,
+    /// The queue's keys, read by a query of one column on the new database after --setup-sql
+    #[arg(long, value_name = "SQL", requires = "exec", conflicts_with = "items")]
+    pub keys_sql: Option<String>,
+    /// The job's checkpoint table: where a kill landed (after-row-commit or after-commit) is
+    /// read from it; without it reclaim cannot tell those windows apart, and says so
+    #[arg(long, value_name = "TABLE", requires = "exec")]
+    pub checkpoint_table: Option<String>,
+    /// The column of the checkpoint table that names the unit of work [default: --key]
+    #[arg(long, value_name = "COLUMN", requires = "checkpoint_table")]
+    pub checkpoint_key: Option<String>,
 }
 
 impl ExecArgs {
     /// The job these arguments describe, `--setup-sql @FILE` read, every SQL checked on an
-    /// empty database in memory: a bad input is refused before anything is created.
-    pub fn to_job(&self) -> Result<Option<crate::engine::ExecJob>, String> {
+    /// empty database in memory, its queue made (`items` long unless listed): a bad input is
+    /// refused before anything is created.
+    pub fn to_job(&self, items: u64) -> Result<Option<crate::engine::ExecJob>, String> {
         let Some(command) = &self.exec else {
             return Ok(None);
         };
@@ -487,8 +508,41 @@ impl ExecArgs {
             table: self.table.clone(),
             key: self.key.clone(),
             count_sql: self.count_sql.clone(),
+            checkpoints: self.checkpoint_table.as_ref().map(|table| {
+                crate::store::rows::Checkpoints {
+                    table: table.clone(),
+                    key: self
+                        .checkpoint_key
+                        .clone()
+                        .unwrap_or_else(|| self.key.clone()),
+                }
+            }),
         };
-        crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows).map(Some)
+        let queue = self.queue(items)?;
+        crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows, queue).map(Some)
+    }
+
+    /// The queue: listed, formatted, or the postmortem's `task-NNN`. `--keys-sql` is read from
+    /// the setup's trial in memory, which is the new warehouse after its setup.
+    fn queue(&self, items: u64) -> Result<crate::queue::Queue, String> {
+        use crate::queue::{KeyFormat, Queue};
+        if let Some(file) = &self.keys_from {
+            return Queue::from_file(file).map_err(|e| e.to_string());
+        }
+        if let Some(sql) = &self.keys_sql {
+            let setup = match &self.setup_sql {
+                Some(text) => Some(crate::engine::read_sql(text)?),
+                None => None,
+            };
+            let conn = crate::store::rows::trial_setup(setup.as_deref())?;
+            return crate::queue::keys_from_sql(&conn, sql).map_err(|e| e.to_string());
+        }
+        Ok(match &self.key_format {
+            Some(format) => {
+                Queue::formatted(KeyFormat::parse(format).map_err(|e| e.to_string())?, items)
+            }
+            None => Queue::tasks(items),
+        })
     }
 }
 
@@ -521,11 +575,6 @@ fn parse_scale(text: &str) -> Result<f64, String> {
         return Err(format!("{scale} is outside 0.001..=1000000"));
     }
     Ok(scale)
-}
-
-fn parse_task(text: &str) -> Result<u64, String> {
-    crate::task::parse_task_id(text)
-        .ok_or_else(|| format!("'{text}' is not a task id such as task-111"))
 }
 
 #[derive(Debug, Args)]

@@ -59,6 +59,13 @@ pub struct RunReport {
     pub kill_delays_ms: Vec<u64>,
     /// How many random kills were planned (`--kills`): `kill_delays_ms` lists only the first.
     pub kills_planned: u32,
+    /// Each kill the plan asked for that never fired, in a sentence (empty when all did).
+    pub not_fired: Vec<String>,
+    /// What the verdict rests on beside the rows: keys outside the queue (and the options that
+    /// name a job's keys), a judgement by counts alone.
+    pub queue_notes: Vec<String>,
+    /// Whether the rows were matched key by key to the queue, or counted (`--count-sql`).
+    pub judged: crate::store::inspect::Judged,
     /// `--kill-at-rows`: the rows seen when the kill was sent, and the rows once it landed.
     pub kill_sent_at_rows: Option<u64>,
     pub kill_landed_at_rows: Option<u64>,
@@ -98,6 +105,32 @@ impl RunReport {
         self.messages_verdict =
             messages.and_then(|m| crate::verdict::messages_verdict(m.duplicated, m.missing));
         self
+    }
+
+    /// What the night set out to test and did not, or could not judge: each planned kill that
+    /// never fired, each window that breaks the strategy that no kill reached, kills that could
+    /// not be placed, a queue judged by counts alone. `--strict` fails a night with any.
+    #[must_use]
+    pub fn untested(&self) -> Vec<String> {
+        let mut said = self.not_fired.clone();
+        said.extend(self.unearned());
+        if self.kills_in_window.unplaced > 0 {
+            said.push(format!(
+                "{} after a commit could not be placed before or after a checkpoint",
+                crate::text::count(u64::from(self.kills_in_window.unplaced), "kill", "kills")
+            ));
+        }
+        if self.judged == crate::store::inspect::Judged::Counts {
+            said.push("the rows were judged by counts, not key by key".into());
+        }
+        said
+    }
+
+    /// Beside a green night: no kill landed in a window that breaks the strategy.
+    #[must_use]
+    pub fn unearned(&self) -> Option<String> {
+        crate::worker::Strategy::from_name(&self.strategy)
+            .and_then(|strategy| self.kills_in_window.unearned(strategy))
     }
 
     /// The job completed, its rows are right, and so are its messages (if it sends any).
@@ -251,6 +284,16 @@ pub fn drive_lanes(
         .collect())
 }
 
+/// The verdict of a lane's rows: once its job has ended, a key still missing is work lost.
+fn judged(inspection: &Inspection, completed: bool) -> Derived {
+    let derived = inspection.derived();
+    if completed {
+        derived.once_ended()
+    } else {
+        derived
+    }
+}
+
 /// One lane's report, its verdict derived from its rows.
 fn lane_report(
     engine: &Engine,
@@ -273,7 +316,7 @@ fn lane_report(
     };
     let symptoms = Symptom::observed(
         (inspection.rows, inspection.items),
-        inspection.derived(),
+        judged(inspection, completed),
         lane.restarted_at_zero,
         claimed_ok,
     );
@@ -291,6 +334,41 @@ fn lane_report(
         (claimed, symptoms, never_completed),
         elapsed,
     )
+}
+
+/// Each planned kill that never fired, said (the plan watches the first lane).
+fn not_fired(
+    fired: crate::engine::triggers::Fired,
+    queue: &crate::queue::Queue,
+    rows: u64,
+) -> Vec<String> {
+    let mut said = Vec::new();
+    if let Some((task, false)) = fired.kill_at_task {
+        said.push(format!(
+            "the kill at {} never fired: its row was never written while the job ran",
+            crate::text::escape_controls(&queue.key(task))
+        ));
+    }
+    if let Some((n, false)) = fired.kill_at_rows {
+        said.push(format!(
+            "the kill at {n} rows never fired: the table held {rows} rows at the end"
+        ));
+    }
+    let (planned, fired_replayed) = fired.replayed;
+    if fired_replayed < planned {
+        said.push(format!(
+            "{} of {planned} replayed kills never fired: the job finished first",
+            planned - fired_replayed
+        ));
+    }
+    let (planned, fired_random) = fired.random;
+    if fired_random < planned {
+        said.push(format!(
+            "{} of {planned} random kills never fired: the job finished first",
+            planned - fired_random
+        ));
+    }
+    said
 }
 
 /// The messages at a lane's vendor, read from its database (`None` for a lane without one).
@@ -315,7 +393,7 @@ fn report(
     elapsed: Duration,
 ) -> RunReport {
     let lane = &engine.lanes()[index];
-    let derived = inspection.derived();
+    let derived = judged(inspection, lane.completed());
     RunReport {
         strategy: lane.config.worker.label().to_string(),
         seed: plan.seed,
@@ -361,6 +439,13 @@ fn report(
             .map(|d| d.as_millis() as u64)
             .collect(),
         kills_planned: plan.random,
+        not_fired: if index == 0 {
+            not_fired(engine.fired(), &lane.config.queue(), inspection.rows)
+        } else {
+            Vec::new()
+        },
+        queue_notes: inspection.queue_notes(),
+        judged: inspection.judged,
         // A kill at a row count watches the first lane.
         kill_sent_at_rows: engine
             .kill_at_rows()

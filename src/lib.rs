@@ -17,6 +17,7 @@ pub mod limits;
 pub mod map;
 pub mod observer;
 pub mod paths;
+pub mod queue;
 pub mod record;
 pub mod scenario;
 pub mod signals;

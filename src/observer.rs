@@ -8,9 +8,9 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::Connection;
 
+use crate::queue::Queue;
 use crate::store::rows::{self, RowSource};
 use crate::store::{self, StoreError, table_exists};
-use crate::task::canonical_index;
 
 /// At most this many rows are taken per poll, so a tick stays short even when a million rows
 /// arrive at once; the rest come on the next poll.
@@ -62,7 +62,8 @@ pub struct Poll {
 #[derive(Debug)]
 pub struct Observer {
     db: PathBuf,
-    items: u64,
+    /// The keys rows are matched to: `task-NNN`, or an external job's own.
+    queue: Queue,
     /// An external job's table (`run --exec`); `None` for reclaim's own warehouse.
     source: Option<RowSource>,
     /// For a job's database: the size and modification time of the file and its `-wal` when
@@ -83,8 +84,13 @@ pub struct Observer {
     /// Rows whose task id is outside the queue.
     pub unexpected: u64,
     pub checkpoints: u64,
-    /// The task of the newest row.
+    /// The task of the newest row of the queue.
     pub last_task: Option<u64>,
+    /// The key of the newest row, whatever it is (an external job's row may be outside the
+    /// queue); `None` before any row, or when the rows are only counted.
+    pub last_key: Option<String>,
+    /// The external job's checkpoint table has been seen (its checkpoints are read from it).
+    pub checkpoints_seen: bool,
     last_run: Option<String>,
     /// Distinct writers seen, in order of their first row.
     pub writers: u32,
@@ -96,7 +102,7 @@ impl Observer {
     pub fn new(db: &Path, items: u64) -> Self {
         Self {
             db: db.to_path_buf(),
-            items,
+            queue: Queue::tasks(items),
             source: None,
             files_read: None,
             conn: None,
@@ -112,17 +118,22 @@ impl Observer {
             unexpected: 0,
             checkpoints: 0,
             last_task: None,
+            last_key: None,
+            checkpoints_seen: false,
             last_run: None,
             writers: 0,
             restarted_at_zero: false,
         }
     }
 
-    /// An observer of an external job's rows, wherever `source` says they land.
+    /// An observer of an external job's rows, wherever `source` says they land, matched to
+    /// the job's `queue`.
     #[must_use]
-    pub fn of_job(db: &Path, items: u64, source: RowSource) -> Self {
+    pub fn of_job(db: &Path, queue: Queue, source: RowSource) -> Self {
+        let items = queue.len();
         Self {
             source: Some(source),
+            queue,
             ..Self::new(db, items)
         }
     }
@@ -288,7 +299,14 @@ impl Observer {
                 )
                 .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
                 .map_err(failed)?;
-            Ok(JobRead::Rows(rows))
+            let checkpoints = match &source.checkpoints {
+                Some(named) if table_exists(conn, &named.table).map_err(failed)? => Some(
+                    read_job_checkpoints(conn, named, self.checkpoint_high_water)
+                        .map_err(failed)?,
+                ),
+                _ => None,
+            };
+            Ok(JobRead::Rows(rows, checkpoints))
         })();
         let _ = conn
             .prepare_cached("COMMIT")
@@ -309,16 +327,20 @@ impl Observer {
                 self.duplicated = rows.saturating_sub(distinct);
                 true
             }
-            JobRead::Rows(new_rows) => {
-                let complete = i64::try_from(new_rows.len()).is_ok_and(|n| n < MAX_ROWS_PER_POLL);
+            JobRead::Rows(new_rows, checkpoints) => {
+                let limited = |n: usize| i64::try_from(n).is_ok_and(|n| n >= MAX_ROWS_PER_POLL);
+                let complete = !limited(new_rows.len())
+                    && checkpoints.as_ref().is_none_or(|c| !limited(c.rows.len()));
+                if let Some(checkpoints) = checkpoints {
+                    self.checkpoints_seen = true;
+                    self.apply_checkpoints(checkpoints);
+                }
                 for (rowid, key) in new_rows {
                     self.high_water = rowid;
                     self.rows += 1;
                     poll.new_rows += 1;
-                    let index = key
-                        .as_deref()
-                        .and_then(canonical_index)
-                        .filter(|&i| i < self.items);
+                    let index = key.as_deref().and_then(|k| self.queue.index_of(k));
+                    self.last_key.clone_from(&key);
                     // Without a run id, a second task-000 is the restart at item zero.
                     if index == Some(0) && self.seen.get(0) && !self.restarted_at_zero {
                         self.restarted_at_zero = true;
@@ -391,7 +413,7 @@ impl Observer {
             self.high_water = rowid;
             self.rows += 1;
             poll.new_rows += 1;
-            let index = canonical_index(&task).filter(|&i| i < self.items);
+            let index = self.queue.index_of(&task);
             if self.last_run.as_deref() != Some(run.as_str()) {
                 self.writers += 1;
                 if index == Some(0) && self.seen.get(0) {
@@ -414,7 +436,7 @@ impl Observer {
         }
         for (rowid, task) in read.rows {
             self.checkpoint_high_water = self.checkpoint_high_water.max(rowid);
-            if let Some(index) = canonical_index(&task).filter(|&i| i < self.items)
+            if let Some(index) = self.queue.index_of(&task)
                 && !self.checkpointed.set(index)
             {
                 self.checkpoints += 1;
@@ -445,14 +467,41 @@ enum JobRead {
     Counted(u64, u64),
     /// A table without rowids, counted whole: rows, distinct keys, duplicated keys.
     Whole((u64, u64, u64)),
-    /// New rows: rowid and key.
-    Rows(Vec<(i64, Option<String>)>),
+    /// New rows: rowid and key; and the checkpoint table's new rows, when it is named and there.
+    Rows(Vec<(i64, Option<String>)>, Option<CheckpointRead>),
 }
 
 struct CheckpointRead {
     rows: Vec<(i64, String)>,
     /// Rows were deleted since the last poll: the totals start again from these rows.
     wiped: bool,
+}
+
+/// `read_checkpoints` for an external job's checkpoint table, named by the user.
+fn read_job_checkpoints(
+    conn: &Connection,
+    named: &rows::Checkpoints,
+    high_water: i64,
+) -> rusqlite::Result<CheckpointRead> {
+    let table = rows::quote_identifier(&named.table);
+    let key = rows::quote_identifier(&named.key);
+    let max_rowid: i64 = conn
+        .prepare_cached(&format!("SELECT coalesce(max(rowid), 0) FROM {table}"))?
+        .query_row([], |r| r.get(0))?;
+    let wiped = max_rowid < high_water;
+    let from = if wiped { 0 } else { high_water };
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT rowid, CAST({key} AS TEXT) FROM {table} WHERE rowid > ?1 ORDER BY rowid LIMIT ?2"
+    ))?;
+    let rows = stmt
+        .query_map(rusqlite::params![from, MAX_ROWS_PER_POLL], |row| {
+            Ok((
+                row.get(0)?,
+                row.get::<_, Option<String>>(1)?.unwrap_or_default(),
+            ))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(CheckpointRead { rows, wiped })
 }
 
 fn read_checkpoints(conn: &Connection, high_water: i64) -> rusqlite::Result<CheckpointRead> {
@@ -491,6 +540,7 @@ mod tests {
             table: table.into(),
             key: key.into(),
             count_sql: None,
+            checkpoints: None,
         }
     }
 
@@ -498,7 +548,7 @@ mod tests {
     fn a_job_table_is_followed_by_its_key_until_it_exists_and_after() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let db = dir.path().join("warehouse.db");
-        let mut observer = Observer::of_job(&db, 10, source("jobs", "id"));
+        let mut observer = Observer::of_job(&db, Queue::tasks(10), source("jobs", "id"));
         // No database yet, then no table yet: nothing to see, and no error.
         assert_eq!(observer.poll().ok(), Some(Poll::default()));
         let conn = Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
@@ -523,7 +573,7 @@ mod tests {
             "CREATE TABLE jobs(id TEXT, n INT, PRIMARY KEY (id, n)) WITHOUT ROWID;
              INSERT INTO jobs VALUES ('a', 1), ('a', 2), ('b', 1);",
         );
-        let mut observer = Observer::of_job(&db, 10, source("jobs", "id"));
+        let mut observer = Observer::of_job(&db, Queue::tasks(10), source("jobs", "id"));
         observer.poll().unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             (observer.rows, observer.distinct, observer.duplicated),
@@ -533,7 +583,7 @@ mod tests {
             count_sql: Some("SELECT count(*), count(DISTINCT n) FROM jobs".into()),
             ..source("jobs", "id")
         };
-        let mut observer = Observer::of_job(&db, 10, counted);
+        let mut observer = Observer::of_job(&db, Queue::tasks(10), counted);
         observer.poll().unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             (observer.rows, observer.distinct, observer.duplicated),
@@ -544,7 +594,7 @@ mod tests {
     #[test]
     fn a_job_table_of_another_shape_is_an_error_naming_its_columns() {
         let (_dir, db) = db_with("CREATE TABLE records(id TEXT, body TEXT);");
-        let mut observer = Observer::of_job(&db, 10, RowSource::default());
+        let mut observer = Observer::of_job(&db, Queue::tasks(10), RowSource::default());
         let error = observer
             .poll()
             .err()

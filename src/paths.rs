@@ -273,11 +273,12 @@ pub fn with_suffix(db: &Path, suffix: &str) -> PathBuf {
 }
 
 /// The files SQLite and reclaim keep beside a warehouse, each with the role it plays.
-pub const COMPANIONS: [(&str, &str); 4] = [
+pub const COMPANIONS: [(&str, &str); 5] = [
     ("-wal", "write-ahead log"),
     ("-shm", "shared-memory index"),
     ("-journal", "rollback journal"),
     (".heartbeat", "heartbeat file"),
+    (".keys", "queue's keys file"),
 ];
 
 /// Whether `a` and `b` (both resolved) name one file: the same path, or, for files that exist,
@@ -366,6 +367,22 @@ pub fn claim_new(path: &Path, what: &'static str, advice: &'static str) -> Resul
         }),
         Err(error) => Err(io_error(what, path, &error)),
     }
+}
+
+/// Writes `path` as a new file, exclusively (`O_EXCL`) and never through a link (`O_NOFOLLOW`):
+/// anything already there is left alone and refused.
+pub fn write_new(
+    path: &Path,
+    write: impl FnOnce(&mut dyn io::Write) -> io::Result<()>,
+) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(path)?;
+    write(&mut file)?;
+    file.sync_all()
 }
 
 /// A fresh folder for a night's databases under the system temp dir, made atomically (a name

@@ -107,6 +107,22 @@ impl Derived {
         self == Self::Ok
     }
 
+    /// The verdict once the job has ended its night: a key of the queue still without a row is
+    /// no longer work to come but work lost, and that makes the data wrong.
+    #[must_use]
+    pub fn once_ended(self) -> Self {
+        match self {
+            Self::Incomplete { missing } => Self::DataWrong {
+                duplicated: 0,
+                extra: 0,
+                missing,
+                unexpected: 0,
+                orphan_checkpoints: 0,
+            },
+            other => other,
+        }
+    }
+
     /// The verdict's name without its figures.
     #[must_use]
     pub fn status(self) -> Status {

@@ -196,8 +196,16 @@ fn result(
 
 /// Runs `reclaim prove`.
 pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
-    let worker = match (args.job.to_job()?, args.strategy) {
-        (Some(job), _) => {
+    let worker = match (args.job.to_job(args.items)?, args.strategy) {
+        (Some(mut job), _) => {
+            // The third test empties the job's checkpoint table: `checkpoints` unless named. The
+            // same table places each kill (before or after a checkpoint) when it is there.
+            if job.rows.checkpoints.is_none() {
+                job.rows.checkpoints = Some(crate::store::rows::Checkpoints {
+                    table: "checkpoints".into(),
+                    key: job.rows.key.clone(),
+                });
+            }
             let name = &args.db_name;
             if name.is_empty() || name.contains('/') || name == "." || name == ".." {
                 return Err(Error::Refused(format!(
@@ -215,7 +223,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let mut prover = Prover {
         db_name: worker.job().map(|_| args.db_name.clone()),
         worker: worker.clone(),
-        items: args.items,
+        items: worker.job().map_or(args.items, |job| job.queue.len()),
         delay: Duration::from_secs_f64(args.delay_ms / 1000.0),
         dir: dir.clone(),
         exe: std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?,
@@ -233,7 +241,11 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     };
     emit(kill_test(&mut prover, args, seed)?, out);
     emit(two_workers(&mut prover)?, out);
-    emit(wiped_checkpoints(&mut prover, &args.checkpoint_table)?, out);
+    let checkpoint_table = worker
+        .job()
+        .and_then(|job| job.rows.checkpoints.as_ref())
+        .map_or_else(|| "checkpoints".to_string(), |c| c.table.clone());
+    emit(wiped_checkpoints(&mut prover, &checkpoint_table)?, out);
     // Named crash points are places in reclaim's own worker; someone else's job has none.
     if worker.job().is_none() {
         emit(crash_sweep(&mut prover)?, out);
@@ -258,7 +270,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         },
         skipped,
         seed,
-        items: args.items,
+        items: prover.items,
         tests,
         kills_in_window,
         windows_never_hit: kills_in_window
@@ -426,11 +438,12 @@ fn print_header(
         ),
         LaneWorker::Exec(job) => writeln!(
             out,
-            "reclaim prove  exec={:?}  items={}  seed={seed}\n               rows in {} keyed by {}; each test in a fresh folder under {}",
+            "reclaim prove  exec={:?}  items={}  seed={seed}\n               rows in {} keyed by {}; queue {}\n               each test in a fresh folder under {}",
             job.command,
-            args.items,
-            job.rows.table,
-            job.rows.key,
+            job.queue.len(),
+            crate::text::escape_controls(&job.rows.table),
+            crate::text::escape_controls(&job.rows.key),
+            job.queue.describe(),
             dir.display()
         ),
     };

@@ -21,13 +21,19 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     }
     // Every input is checked before anything is created or started.
     let worker = lane_worker(args)?;
+    let queue = match &worker {
+        LaneWorker::Exec(job) => job.queue.clone(),
+        LaneWorker::Strategy(_) => crate::queue::Queue::tasks(args.items),
+    };
     check_side_effect(args, &worker)?;
     if let Some(crash) = args.crash_at {
-        crate::task::check_in_queue("--crash-at", crash.task, args.items)?;
+        crate::task::check_in_queue("--crash-at", crash.task, queue.len())?;
     }
-    if let Some(task) = args.kill_at_task {
-        crate::task::check_in_queue("--kill-at-task", task, args.items)?;
-    }
+    let kill_at_task = args
+        .kill_at_task
+        .as_deref()
+        .map(|typed| resolve_key("--kill-at-task", typed, &queue))
+        .transpose()?;
     let replayed = match &args.replay_schedule {
         Some(file) => {
             let recording = Recording::load(file)?;
@@ -66,7 +72,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let plan = KillPlan {
         random: args.kills,
         window: args.kill_window,
-        at_task: args.kill_at_task,
+        at_task: kill_at_task,
         at_rows: args.kill_at_rows,
         seed,
         replayed,
@@ -90,7 +96,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
             drop_responses: args.vendor.vendor_drop_responses.unwrap_or(0.0),
             seed,
         },
-        ..LaneConfig::new(worker.clone(), db.clone(), args.items)
+        ..LaneConfig::new(worker.clone(), db.clone(), queue.len())
     };
     refuse_old_vendor_db(&lane)?;
     let config = EngineConfig {
@@ -100,7 +106,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         ..EngineConfig::new(vec![lane], plan.clone(), exe)
     };
     if !args.json {
-        print_header(args, &worker, &plan, seed, out);
+        print_header(args, (&worker, &queue), &plan, seed, out);
     }
     let record = record.as_deref().map(|path| (path, command_line()));
     let report = harness::drive_recorded(config, &plan, record, |line| {
@@ -108,13 +114,34 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
             let _ = writeln!(out, "{line}");
         }
     })?;
+    finish(&report, args, out)
+}
+
+/// The report as JSON or the verdict's lines, and the exit code (`--strict` fails a green
+/// night that did not test all it set out to).
+fn finish(report: &RunReport, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
+    let untested = report.untested();
     if args.json {
-        let text = serde_json::to_string(&report).map_err(|e| Error::Refused(e.to_string()))?;
-        let _ = writeln!(out, "{text}");
+        let mut value = serde_json::to_value(report).map_err(|e| Error::Refused(e.to_string()))?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("untested".into(), untested.clone().into());
+        }
+        let _ = writeln!(out, "{value}");
     } else {
-        print_verdict(&report, out);
+        print_verdict(report, out);
+        if args.strict && report.holds() && !untested.is_empty() {
+            let _ = writeln!(
+                out,
+                "strict       exit 1: the data holds, but this night did not test all it set out to: {}",
+                untested.join("; ")
+            );
+        }
     }
-    Ok(report.exit_code())
+    Ok(if args.strict && report.holds() && !untested.is_empty() {
+        crate::exit::DATA_WRONG
+    } else {
+        report.exit_code()
+    })
 }
 
 /// Refused before the night, like the warehouse: the vendor records a night afresh.
@@ -177,9 +204,21 @@ fn check_side_effect(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
     Ok(())
 }
 
+/// Where a key the user typed stands in the queue; refused (before anything starts) when the
+/// queue has no such key: a kill there would never happen.
+fn resolve_key(flag: &str, typed: &str, queue: &crate::queue::Queue) -> Result<u64, Error> {
+    queue.resolve(typed).ok_or_else(|| {
+        Error::Refused(format!(
+            "{flag} {} is not a key of the queue ({}); it would never happen",
+            crate::text::escape_controls(typed),
+            queue.describe()
+        ))
+    })
+}
+
 /// Whose worker runs: reclaim's own strategy, or the user's command (checked whole first).
 fn lane_worker(args: &RunArgs) -> Result<LaneWorker, Error> {
-    Ok(match (args.job.to_job()?, args.strategy) {
+    Ok(match (args.job.to_job(args.items)?, args.strategy) {
         (Some(job), _) => {
             if args.crash_at.is_some() {
                 return Err(Error::Refused(
@@ -208,7 +247,7 @@ fn lane_worker(args: &RunArgs) -> Result<LaneWorker, Error> {
 }
 fn print_header(
     args: &RunArgs,
-    worker: &LaneWorker,
+    (worker, queue): (&LaneWorker, &crate::queue::Queue),
     plan: &KillPlan,
     seed: u64,
     out: &mut dyn Write,
@@ -225,18 +264,33 @@ fn print_header(
     let _ = writeln!(
         out,
         "reclaim run  {who}  items={}{delay}  workers={}  seed={seed}  scale={}x",
-        args.items, args.workers, args.scale
+        queue.len(),
+        args.workers,
+        args.scale
     );
     if let LaneWorker::Exec(job) = worker {
         let _ = writeln!(
             out,
             "rows         table {} keyed by {}{}",
-            job.rows.table,
-            job.rows.key,
+            crate::text::escape_controls(&job.rows.table),
+            crate::text::escape_controls(&job.rows.key),
             if job.rows.count_sql.is_some() {
                 " (counted by --count-sql)"
             } else {
                 ""
+            }
+        );
+        let _ = writeln!(out, "queue        {}", queue.describe());
+        let _ = writeln!(
+            out,
+            "checkpoints  {}",
+            match &job.rows.checkpoints {
+                Some(c) => format!(
+                    "table {} keyed by {}: where each kill lands is read from it",
+                    crate::text::escape_controls(&c.table),
+                    crate::text::escape_controls(&c.key)
+                ),
+                None => "not named (--checkpoint-table): a kill after a commit cannot be placed before or after its checkpoint".into(),
             }
         );
     }
@@ -280,7 +334,7 @@ fn print_header(
             long.work.as_secs_f64()
         );
     }
-    let _ = writeln!(out, "kill plan    {}", describe_plan(plan, args));
+    let _ = writeln!(out, "kill plan    {}", describe_plan(plan, args, queue));
 }
 
 /// `run --scenario`: every lane of a scenario headless, the timeline as the dashboard shows it
@@ -363,7 +417,7 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
     })
 }
 
-fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
+fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -> String {
     let mut parts = Vec::new();
     if let Some(crash) = args.crash_at {
         parts.push(format!(
@@ -378,7 +432,7 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs) -> String {
     if let Some(task) = plan.at_task {
         parts.push(format!(
             "the host reclaims the instance once {} is written",
-            crate::task::task_id(task)
+            crate::text::escape_controls(&queue.key(task))
         ));
     }
     if plan.random > 0 {
@@ -433,6 +487,12 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
     if let Some(reason) = &report.never_completed {
         let _ = writeln!(out, "             {reason}");
     }
+    for note in &report.queue_notes {
+        let _ = writeln!(out, "queue        {note}");
+    }
+    for said in &report.not_fired {
+        let _ = writeln!(out, "not fired    {said}");
+    }
     if let (Some(sent), Some(landed)) = (report.kill_sent_at_rows, report.kill_landed_at_rows) {
         let _ = writeln!(
             out,
@@ -456,8 +516,7 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
         );
     }
     if report.holds()
-        && let Some(strategy) = crate::worker::Strategy::from_name(&report.strategy)
-        && let Some(unearned) = report.kills_in_window.unearned(strategy)
+        && let Some(unearned) = report.unearned()
     {
         let _ = writeln!(out, "             the data holds, but {unearned}");
     }
@@ -499,15 +558,27 @@ pub(super) fn describe_windows(windows: &KillWindows) -> String {
         .into_iter()
         .map(KillWindow::name)
         .collect();
-    let hit = if hit.is_empty() {
+    let mut said = if hit.is_empty() && windows.unplaced == 0 {
         "no kill landed".to_string()
+    } else if hit.is_empty() {
+        String::new()
     } else {
         format!("kills landed in {}", hit.join(", "))
     };
+    if windows.unplaced > 0 {
+        if !said.is_empty() {
+            said.push_str("; ");
+        }
+        let kills = crate::text::count(u64::from(windows.unplaced), "kill", "kills");
+        said.push_str(&kills);
+        said.push_str(
+            " after a commit, not placed: reclaim cannot see the job's checkpoints, so after-row-commit and after-commit cannot be told apart (name them with --checkpoint-table)",
+        );
+    }
     if never.is_empty() {
-        hit
+        said
     } else {
-        format!("{hit}; never hit: {}", never.join(", "))
+        format!("{said}; never hit: {}", never.join(", "))
     }
 }
 

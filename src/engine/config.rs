@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::pace::Pace;
+use crate::queue::Queue;
 use crate::store::SyncMode;
 use crate::store::rows::RowSource;
 use crate::supervisor::schedule::KillPlan;
@@ -74,13 +75,20 @@ pub struct ExecJob {
     /// second night on the same database does not run it again).
     pub setup_sql: Option<String>,
     pub rows: RowSource,
+    /// The keys its rows are judged against (`RECLAIM_KEYS_FILE` hands them to the job).
+    pub queue: Queue,
 }
 
 impl ExecJob {
     /// A job from its parts (the command line's or a scenario lane's): `setup_sql` as SQL or
     /// `@FILE`, every SQL checked on an empty database in memory, so a bad input is refused
     /// before anything is created.
-    pub fn new(command: &str, setup_sql: Option<&str>, rows: RowSource) -> Result<Self, String> {
+    pub fn new(
+        command: &str,
+        setup_sql: Option<&str>,
+        rows: RowSource,
+        queue: Queue,
+    ) -> Result<Self, String> {
         if command.trim().is_empty() {
             return Err("--exec is empty: give the command that runs your job".into());
         }
@@ -91,7 +99,16 @@ impl ExecJob {
         if let Some(sql) = &setup_sql {
             crate::store::rows::check_setup(sql)?;
         }
-        for (flag, name) in [("--table", &rows.table), ("--key", &rows.key)] {
+        let checkpoint_names = rows.checkpoints.iter().flat_map(|c| {
+            [
+                ("--checkpoint-table", &c.table),
+                ("--checkpoint-key", &c.key),
+            ]
+        });
+        for (flag, name) in [("--table", &rows.table), ("--key", &rows.key)]
+            .into_iter()
+            .chain(checkpoint_names)
+        {
             if name.is_empty() || name.contains('\0') {
                 return Err(format!("{flag} {name:?} is not a name SQLite can use"));
             }
@@ -100,12 +117,13 @@ impl ExecJob {
             command: command.to_string(),
             setup_sql,
             rows,
+            queue,
         })
     }
 }
 
 /// `SQL` as given, or the contents of `@FILE`.
-fn read_sql(text: &str) -> Result<String, String> {
+pub fn read_sql(text: &str) -> Result<String, String> {
     let Some(file) = text.strip_prefix('@') else {
         return Ok(text.to_string());
     };
@@ -164,6 +182,8 @@ impl LaneConfig {
     #[must_use]
     pub fn new(worker: impl Into<LaneWorker>, db: PathBuf, items: u64) -> Self {
         let worker = worker.into();
+        // An external job's queue says how many items it has.
+        let items = worker.job().map_or(items, |job| job.queue.len());
         Self {
             name: worker.label().to_string(),
             worker,
@@ -200,6 +220,16 @@ impl LaneConfig {
         crate::vendor::db_path(&self.db)
     }
 
+    /// The keys the lane's rows are judged against: the external job's queue, or the
+    /// postmortem's `task-NNN` for reclaim's own worker.
+    #[must_use]
+    pub fn queue(&self) -> Queue {
+        match &self.worker {
+            LaneWorker::Exec(job) => job.queue.clone(),
+            LaneWorker::Strategy(_) => Queue::tasks(self.items),
+        }
+    }
+
     /// Every fact about the lane's rows, read from its database: reclaim's warehouse, or where
     /// the external job's rows land. The one place a finished lane is judged (`run`, `prove`,
     /// the dashboard).
@@ -207,7 +237,7 @@ impl LaneConfig {
         match &self.worker {
             LaneWorker::Strategy(_) => crate::store::inspect::inspect(&self.db, self.items),
             LaneWorker::Exec(job) => {
-                crate::store::inspect::inspect_rows(&self.db, self.items, &job.rows)
+                crate::store::inspect::inspect_rows(&self.db, &job.queue, &job.rows)
             }
         }
     }

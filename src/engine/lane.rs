@@ -102,13 +102,18 @@ impl Lane {
     pub fn new(config: LaneConfig) -> Self {
         let observer = match &config.worker {
             LaneWorker::Strategy(_) => Observer::new(&config.db, config.items),
-            LaneWorker::Exec(job) => Observer::of_job(&config.db, config.items, job.rows.clone()),
+            LaneWorker::Exec(job) => {
+                Observer::of_job(&config.db, job.queue.clone(), job.rows.clone())
+            }
         };
         Self {
             observer,
             heartbeat: heartbeat::Follower::new(heartbeat::default_path(&config.db)),
             settled_at: None,
-            kills_in_window: KillWindows::default(),
+            kills_in_window: KillWindows {
+                sends: config.side_effect.is_some(),
+                ..KillWindows::default()
+            },
             rows_at_spawn: vec![0; config.workers + usize::from(config.relays())],
             slots: (0..config.workers + usize::from(config.relays()))
                 .map(|_| Slot::new())
@@ -264,6 +269,7 @@ impl Lane {
                     db: ExecEnv::absolute(&self.config.db),
                     heartbeat: ExecEnv::absolute(self.heartbeat.path()),
                     items: self.config.items,
+                    keys: ExecEnv::absolute(&crate::engine::keys_path(&self.config.db)),
                     attempt: self.slots[slot].attempt() + 1,
                     delay: self.config.delay,
                 };

@@ -13,7 +13,7 @@ mod operator;
 mod pace;
 mod react;
 mod timeline;
-mod triggers;
+pub mod triggers;
 mod watch;
 mod window;
 
@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-pub use self::config::{DEFAULT_DEAD_MAN, EngineConfig, ExecJob, HangPlan, LaneConfig, LaneWorker};
+pub use self::config::{
+    DEFAULT_DEAD_MAN, EngineConfig, ExecJob, HangPlan, LaneConfig, LaneWorker, read_sql,
+};
 use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
 pub use self::pace::{Attempt, Pace};
@@ -57,6 +59,12 @@ pub enum EngineError {
     #[error("cannot create the folder {folder} for a job: {source}")]
     Folder {
         folder: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write the queue's keys to {path} (RECLAIM_KEYS_FILE): {source}")]
+    Keys {
+        path: PathBuf,
         #[source]
         source: std::io::Error,
     },
@@ -94,6 +102,12 @@ pub struct Engine {
     /// one heard in a tick keeps the clock at its moment for that tick, one logged ahead of
     /// the clock becomes a stop.
     stop_when: Option<StopWhen>,
+}
+
+/// Where an external job's queue is written for it (`RECLAIM_KEYS_FILE`): beside its database.
+#[must_use]
+pub fn keys_path(db: &std::path::Path) -> std::path::PathBuf {
+    crate::paths::with_suffix(db, ".keys")
 }
 
 impl Engine {
@@ -139,6 +153,11 @@ impl Engine {
                 .and_then(|j| j.setup_sql.as_deref())
             {
                 crate::store::rows::run_setup(&lane.config.db, sql)?;
+            }
+            if let Some(job) = lane.config.worker.job() {
+                let keys = keys_path(&lane.config.db);
+                crate::paths::write_new(&keys, |out| job.queue.write_lines(out))
+                    .map_err(|source| EngineError::Keys { path: keys, source })?;
             }
         }
         // The vendor first: the workers are told its address.
@@ -370,6 +389,12 @@ impl Engine {
             .map(|at| at + 1e-3)
             .filter(|&at| at > clock);
         stops.chain(entries).chain(alerts).fold(limit, f64::min)
+    }
+
+    /// Which of the plan's kills fired, so far.
+    #[must_use]
+    pub fn fired(&self) -> triggers::Fired {
+        self.triggers.fired()
     }
 
     /// `--kill-at-rows`: rows seen when the kill was sent, and rows once it had landed.

@@ -83,6 +83,19 @@ pub struct Triggers {
     hang_resume_at: Option<f64>,
     /// The next random kill, armed after each spawn.
     next_kill: Option<f64>,
+    /// How many of each planned kill fired, for saying which never did.
+    fired: Fired,
+}
+
+/// What the plan asked for and how much of it happened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Fired {
+    pub kill_at_task: Option<(u64, bool)>,
+    pub kill_at_rows: Option<(u64, bool)>,
+    /// Replayed kills: planned, fired.
+    pub replayed: (usize, usize),
+    /// Random kills: planned (`--kills`), fired.
+    pub random: (u32, u32),
 }
 
 impl Triggers {
@@ -101,6 +114,25 @@ impl Triggers {
             timed_fired: 0,
             hang_resume_at: None,
             next_kill: None,
+            fired: Fired {
+                kill_at_task: config.kills.at_task.map(|t| (t, false)),
+                kill_at_rows: config.kills.at_rows.map(|n| (n, false)),
+                replayed: (config.kills.replayed.len(), 0),
+                random: (config.kills.random, 0),
+            },
+        }
+    }
+
+    /// Which planned kills fired, so far.
+    #[must_use]
+    pub fn fired(&self) -> Fired {
+        Fired {
+            kill_at_task: self
+                .fired
+                .kill_at_task
+                .map(|(t, _)| (t, self.kill_at_task.fired)),
+            replayed: (self.fired.replayed.0, self.timed_fired),
+            ..self.fired
         }
     }
 
@@ -193,6 +225,7 @@ impl Triggers {
             && ready(at)
         {
             self.next_kill = None;
+            self.fired.random.1 += 1;
             due.push((Action::Kill, at));
         }
         due
@@ -203,6 +236,9 @@ impl Triggers {
     pub fn kill_at_rows_due(&mut self, rows: u64) -> bool {
         if self.kill_at_rows.is_some_and(|n| rows >= n) {
             self.kill_at_rows = None;
+            if let Some((_, fired)) = self.fired.kill_at_rows.as_mut() {
+                *fired = true;
+            }
             return true;
         }
         false

@@ -17,13 +17,17 @@ pub enum KillWindow {
     /// The attempt had committed work and every row it wrote is checkpointed (or the strategy
     /// keeps no checkpoints): naive's window, since its restart begins again at task-000.
     AfterCommit,
+    /// The item in flight had already reached the vendor (its message sent) and its row had
+    /// not committed: the restart sends it again unless the vendor honours a key.
+    AfterSend,
 }
 
 impl KillWindow {
-    pub const ALL: [Self; 3] = [
+    pub const ALL: [Self; 4] = [
         Self::BeforeAnyCommit,
         Self::AfterRowCommit,
         Self::AfterCommit,
+        Self::AfterSend,
     ];
 
     #[must_use]
@@ -32,17 +36,22 @@ impl KillWindow {
             Self::BeforeAnyCommit => "before-any-commit",
             Self::AfterRowCommit => "after-row-commit",
             Self::AfterCommit => "after-commit",
+            Self::AfterSend => "after-send",
         }
     }
 
-    /// The window in which a kill breaks `strategy`'s data, if there is one.
+    /// The windows in which a kill breaks `strategy`'s data or its messages: its own, and,
+    /// when each item also sends before its commit (`sends`), the send->commit window.
     #[must_use]
-    pub fn dangerous_for(strategy: Strategy) -> Option<Self> {
-        match strategy {
+    pub fn dangerous_for(strategy: Strategy, sends: bool) -> Vec<Self> {
+        let own = match strategy {
             Strategy::Naive => Some(Self::AfterCommit),
             Strategy::TwoCommit => Some(Self::AfterRowCommit),
             Strategy::Keyed | Strategy::Guarded | Strategy::Outbox => None,
-        }
+        };
+        own.into_iter()
+            .chain(sends.then_some(Self::AfterSend))
+            .collect()
     }
 
     /// The window, from what the database held once the killed worker was reaped: whether the
@@ -74,6 +83,16 @@ pub struct KillWindows {
     pub after_row_commit: u32,
     #[serde(rename = "after-commit")]
     pub after_commit: u32,
+    #[serde(rename = "after-send", default)]
+    pub after_send: u32,
+    /// Kills after a commit of the attempt that could not be placed before or after its
+    /// checkpoint: an external job whose checkpoints reclaim was not told of (or never saw).
+    #[serde(rename = "after-a-commit-unplaced", default)]
+    pub unplaced: u32,
+    /// Whether the lane's items reach a vendor before their commit, so `after-send` is a
+    /// window of this night at all.
+    #[serde(skip)]
+    pub sends: bool,
 }
 
 impl KillWindows {
@@ -87,7 +106,13 @@ impl KillWindows {
             KillWindow::BeforeAnyCommit => self.before_any_commit,
             KillWindow::AfterRowCommit => self.after_row_commit,
             KillWindow::AfterCommit => self.after_commit,
+            KillWindow::AfterSend => self.after_send,
         }
+    }
+
+    /// Counts a kill after a commit that could not be placed against a checkpoint.
+    pub fn add_unplaced(&mut self) {
+        self.unplaced += 1;
     }
 
     fn slot(&mut self, window: KillWindow) -> &mut u32 {
@@ -95,6 +120,7 @@ impl KillWindows {
             KillWindow::BeforeAnyCommit => &mut self.before_any_commit,
             KillWindow::AfterRowCommit => &mut self.after_row_commit,
             KillWindow::AfterCommit => &mut self.after_commit,
+            KillWindow::AfterSend => &mut self.after_send,
         }
     }
 
@@ -104,28 +130,47 @@ impl KillWindows {
         for window in KillWindow::ALL {
             *self.slot(window) += other.get(window);
         }
+        self.unplaced += other.unplaced;
+        self.sends |= other.sends;
         self
     }
 
-    /// The windows no kill landed in, in order.
+    /// The windows of this night that no kill landed in, in order. Only what reclaim could
+    /// see: with kills it could not place against a checkpoint, neither after-row-commit nor
+    /// after-commit is said to be missed; without a send before the commit, after-send is no
+    /// window of this night.
     #[must_use]
     pub fn never_hit(&self) -> Vec<KillWindow> {
         KillWindow::ALL
             .into_iter()
             .filter(|&w| self.get(w) == 0)
+            .filter(|&w| w != KillWindow::AfterSend || self.sends)
+            .filter(|&w| {
+                self.unplaced == 0
+                    || !matches!(w, KillWindow::AfterRowCommit | KillWindow::AfterCommit)
+            })
             .collect()
     }
 
-    /// What to say beside a PASS of `strategy` when no kill landed in the window that breaks
-    /// it: that pass tested nothing about the danger.
+    /// What to say beside a PASS of `strategy` when no kill landed in a window that breaks it:
+    /// that pass tested nothing about that danger.
     #[must_use]
     pub fn unearned(&self, strategy: Strategy) -> Option<String> {
-        let window = KillWindow::dangerous_for(strategy)?;
-        (self.get(window) == 0).then(|| {
-            format!(
-                "no kill landed in {window}, the window that breaks {strategy}: this pass did not test it"
-            )
-        })
+        let missed: Vec<KillWindow> = KillWindow::dangerous_for(strategy, self.sends)
+            .into_iter()
+            .filter(|&w| self.get(w) == 0)
+            .collect();
+        let names: Vec<&str> = missed.iter().map(|w| w.name()).collect();
+        match names.as_slice() {
+            [] => None,
+            [one] => Some(format!(
+                "no kill landed in {one}, the window that breaks {strategy}: this pass did not test it"
+            )),
+            _ => Some(format!(
+                "no kill landed in {}, the windows that break {strategy}: this pass did not test them",
+                names.join(" or ")
+            )),
+        }
     }
 }
 
@@ -166,7 +211,23 @@ mod tests {
         let json = serde_json::to_string(&windows).unwrap_or_default();
         assert_eq!(
             json,
-            r#"{"before-any-commit":0,"after-row-commit":0,"after-commit":2}"#
+            r#"{"before-any-commit":0,"after-row-commit":0,"after-commit":2,"after-send":0,"after-a-commit-unplaced":0}"#
         );
+    }
+
+    #[test]
+    fn what_could_not_be_seen_is_never_said_missed() {
+        let mut windows = KillWindows::default();
+        windows.add_unplaced();
+        assert_eq!(windows.never_hit(), vec![KillWindow::BeforeAnyCommit]);
+        let mut sending = KillWindows {
+            sends: true,
+            ..KillWindows::default()
+        };
+        sending.add(KillWindow::AfterCommit);
+        assert!(sending.never_hit().contains(&KillWindow::AfterSend));
+        let said = sending.unearned(Strategy::Guarded).unwrap_or_default();
+        assert!(said.contains("after-send"), "{said}");
+        assert!(KillWindows::default().unearned(Strategy::Guarded).is_none());
     }
 }

@@ -324,9 +324,12 @@ impl LaneFile {
                         .clone()
                         .unwrap_or_else(|| crate::store::rows::DEFAULT_KEY.into()),
                     count_sql: None,
+                    checkpoints: None,
                 };
-                let job = crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows)
-                    .map_err(|e| format!("lane {n}: {e}"))?;
+                let queue = crate::queue::Queue::tasks(items);
+                let job =
+                    crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows, queue)
+                        .map_err(|e| format!("lane {n}: {e}"))?;
                 if self.crash_at.is_some() {
                     return Err(format!(
                         "lane {n}: crash_at needs reclaim's own worker; an exec lane has no named crash points"

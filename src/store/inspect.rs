@@ -6,6 +6,7 @@ use rusqlite::Connection;
 use serde::Serialize;
 
 use super::{SchemaFacts, StoreError, open_snapshot};
+use crate::queue::Queue;
 use crate::task::canonical_index;
 use crate::verdict::{Derived, Facts};
 
@@ -39,6 +40,23 @@ pub struct Inspection {
     pub integrity: String,
     /// Every task present exactly once, nothing else, and SQLite's own check passes.
     pub consistent: bool,
+    /// Whether each row's key was matched to the queue, or only counted (`--count-sql`).
+    pub judged: Judged,
+    /// The queue judged against, in a few words (an external job's; `None` for reclaim's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+}
+
+/// How a job's rows were judged against its queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Judged {
+    /// Every row's key matched to the queue's keys.
+    #[default]
+    Keys,
+    /// `--count-sql`'s counts against the queue's size: a missing key and a key outside the
+    /// queue cancel out, unseen.
+    Counts,
 }
 
 impl Inspection {
@@ -53,6 +71,36 @@ impl Inspection {
             unexpected: self.unexpected,
             orphan_checkpoints: self.checkpoints_without_row.unwrap_or(0),
         })
+    }
+
+    /// What a reader needs beside the verdict of an external job's rows: keys that do not
+    /// match the queue (and the options that would name them), or a judgement by counts alone.
+    #[must_use]
+    pub fn queue_notes(&self) -> Vec<String> {
+        let Some(queue) = &self.queue else {
+            return Vec::new();
+        };
+        let mut notes = Vec::new();
+        if self.judged == Judged::Counts {
+            notes.push(format!(
+                "judged by --count-sql's counts against the queue ({queue}): which keys are missing or outside it, counts cannot tell"
+            ));
+        }
+        if self.unexpected > 0 {
+            let none = self.distinct == 0 && self.judged == Judged::Keys;
+            notes.push(format!(
+                "{} of {} {} outside the queue ({queue}){}",
+                self.unexpected,
+                self.rows,
+                if self.rows == 1 { "row is" } else { "rows are" },
+                if none {
+                    "; no key matched: tell reclaim the job's keys with --key-format, --keys-from or --keys-sql"
+                } else {
+                    ""
+                }
+            ));
+        }
+        notes
     }
 
     /// The postmortem's closing line.
@@ -226,6 +274,8 @@ fn read_in_transaction(conn: &Connection, path: &Path, items: u64) -> rusqlite::
         integrity_ok,
         integrity,
         consistent,
+        judged: Judged::Keys,
+        queue: None,
     })
 }
 
@@ -282,12 +332,11 @@ pub fn render(inspection: &Inspection) -> String {
 }
 
 /// Reads what an external job's database holds (`run --exec`): the rows of `source`'s table
-/// counted by its key (or by `--count-sql`), judged as reclaim's own warehouse is, changing no
-/// file. Keys of the `task-NNN` form are checked against the queue (missing ones counted);
-/// other keys can only be judged for duplicates.
+/// matched key by key to the job's `queue` (or counted by `--count-sql`, and then judged by
+/// counts alone), judged as reclaim's own warehouse is, changing no file.
 pub fn inspect_rows(
     path: &Path,
-    items: u64,
+    queue: &Queue,
     source: &super::rows::RowSource,
 ) -> Result<Inspection, StoreError> {
     if matches!(crate::paths::look(path), Ok(crate::paths::Entry::Missing)) {
@@ -301,25 +350,39 @@ pub fn inspect_rows(
     let conn = &snapshot.conn;
     let failed = |e| StoreError::sqlite(path, e);
     conn.execute_batch("BEGIN").map_err(failed)?;
-    let result = read_rows(conn, path, items, source);
+    let result = read_rows(conn, path, queue, source);
     conn.execute_batch("COMMIT").map_err(failed)?;
     result
+}
+
+/// What a job's rows hold against its queue: `(rows, distinct keys of the queue, keys of the
+/// queue with more than one row, rows outside the queue)`.
+#[derive(Default)]
+struct Matched {
+    rows: u64,
+    distinct: u64,
+    duplicated: u64,
+    outside: u64,
 }
 
 fn read_rows(
     conn: &Connection,
     path: &Path,
-    items: u64,
+    queue: &Queue,
     source: &super::rows::RowSource,
 ) -> Result<Inspection, StoreError> {
     let failed = |e| StoreError::sqlite(path, e);
-    let (rows, distinct, duplicated_task_ids, present_in_queue, unexpected, keyed) = if let Some(
-        (rows, distinct),
-    ) =
-        source.count(conn, path)?
-    {
-        let extra = rows.saturating_sub(distinct);
-        (rows, distinct, extra, 0, 0, false)
+    let items = queue.len();
+    let (matched, judged) = if let Some((rows, distinct)) = source.count(conn, path)? {
+        // Counts name no key: the distinct keys beyond the queue's size are outside it, those
+        // short of it missing; which keys they are, reclaim cannot tell.
+        let matched = Matched {
+            rows,
+            distinct: distinct.min(items),
+            duplicated: rows.saturating_sub(distinct),
+            outside: distinct.saturating_sub(items),
+        };
+        (matched, Judged::Counts)
     } else {
         if !source.check_shape(conn, path)? {
             return Err(StoreError::NoTable {
@@ -328,56 +391,49 @@ fn read_rows(
             });
         }
         let sql = format!(
-            "SELECT CAST({key} AS TEXT), typeof({key}) = 'text', count(*) FROM {table} GROUP BY {key}",
+            "SELECT CAST({key} AS TEXT), typeof({key}) IN ('text', 'integer'), count(*) FROM {table} GROUP BY {key}",
             key = source.key_sql(),
             table = source.table_sql()
         );
         let mut stmt = conn.prepare(&sql).map_err(failed)?;
         let mut groups = stmt.query([]).map_err(failed)?;
-        let (mut rows, mut distinct, mut duplicated, mut present, mut other) = (0, 0, 0, 0, 0);
+        let mut m = Matched::default();
         while let Some(group) = groups.next().map_err(failed)? {
             let key: Option<String> = group.get(0).map_err(failed)?;
-            let is_text: bool = group.get(1).map_err(failed)?;
+            let is_key: bool = group.get(1).map_err(failed)?;
             let count: u64 = group.get(2).map_err(failed)?;
-            rows += count;
-            distinct += 1;
-            if count > 1 {
-                duplicated += 1;
-            }
-            match key.filter(|_| is_text).as_deref().and_then(canonical_index) {
-                Some(index) if index < items => present += 1,
-                _ => other += count,
+            m.rows += count;
+            // INVARIANT: a key of the queue is one group at most (GROUP BY the key), so
+            // `distinct` never exceeds the queue's size and `missing` cannot underflow.
+            match key.filter(|_| is_key).and_then(|k| queue.index_of(&k)) {
+                Some(_) => {
+                    m.distinct += 1;
+                    if count > 1 {
+                        m.duplicated += 1;
+                    }
+                }
+                None => m.outside = m.outside.saturating_add(count),
             }
         }
-        // Keys of another form than task-NNN: the queue cannot be checked, only the
-        // duplicates (and `missing` stays 0 rather than claiming every task is absent).
-        let keyed = present > 0 || rows == 0;
-        (rows, distinct, duplicated, present, other, keyed)
+        (m, Judged::Keys)
     };
     let report: String = conn
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .map_err(failed)?;
     let integrity_ok = report == "ok";
-    let missing = if keyed {
-        items.saturating_sub(present_in_queue)
-    } else {
-        0
-    };
-    let unexpected = if keyed { unexpected } else { 0 };
-    let consistent = integrity_ok
-        && rows == distinct
-        && missing == 0
-        && unexpected == 0
-        && (!keyed || distinct == items);
+    let missing = items.saturating_sub(matched.distinct);
+    let in_queue_rows = matched.rows.saturating_sub(matched.outside);
+    let consistent =
+        integrity_ok && in_queue_rows == matched.distinct && missing == 0 && matched.outside == 0;
     Ok(Inspection {
         db: path.to_path_buf(),
         items,
-        rows,
-        distinct,
-        duplicated_task_ids,
-        extra_rows: rows.saturating_sub(distinct),
+        rows: matched.rows,
+        distinct: matched.distinct,
+        duplicated_task_ids: matched.duplicated,
+        extra_rows: in_queue_rows.saturating_sub(matched.distinct),
         missing,
-        unexpected,
+        unexpected: matched.outside,
         checkpoints: None,
         rows_without_checkpoint: None,
         checkpoints_without_row: None,
@@ -386,5 +442,7 @@ fn read_rows(
         integrity_ok,
         integrity: super::one_line(&report),
         consistent,
+        judged,
+        queue: Some(queue.describe()),
     })
 }

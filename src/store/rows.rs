@@ -22,6 +22,16 @@ pub struct RowSource {
     pub key: String,
     /// A query returning one row `(rows, distinct)`, for shapes a table and a key cannot name.
     pub count_sql: Option<String>,
+    /// Where the job checkpoints its work (`--checkpoint-table`), if reclaim is told.
+    pub checkpoints: Option<Checkpoints>,
+}
+
+/// A job's checkpoint table and the column naming the unit of work in it: what lets reclaim
+/// tell a kill after a row's commit from one after its checkpoint's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Checkpoints {
+    pub table: String,
+    pub key: String,
 }
 
 impl Default for RowSource {
@@ -30,6 +40,7 @@ impl Default for RowSource {
             table: DEFAULT_TABLE.into(),
             key: DEFAULT_KEY.into(),
             count_sql: None,
+            checkpoints: None,
         }
     }
 }
@@ -157,9 +168,18 @@ pub fn run_setup(path: &Path, sql: &str) -> Result<(), StoreError> {
 /// Checks `--setup-sql` (and `--count-sql`) on an empty database in memory, so a typo is refused
 /// before any file is created or any job started.
 pub fn check_setup(sql: &str) -> Result<(), String> {
+    trial_setup(Some(sql)).map(drop)
+}
+
+/// An empty database in memory with `--setup-sql` run on it: what a new warehouse holds before
+/// the job's first attempt, for checks (and `--keys-sql`) that must not touch a file.
+pub fn trial_setup(sql: Option<&str>) -> Result<Connection, String> {
     let conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
-    conn.execute_batch(sql)
-        .map_err(|e| format!("--setup-sql does not run on an empty database: {e}"))
+    if let Some(sql) = sql {
+        conn.execute_batch(sql)
+            .map_err(|e| format!("--setup-sql does not run on an empty database: {e}"))?;
+    }
+    Ok(conn)
 }
 
 #[cfg(test)]

@@ -78,6 +78,8 @@ pub struct ExecEnv {
     pub heartbeat: PathBuf,
     /// The queue size (`RECLAIM_ITEMS`).
     pub items: u64,
+    /// The queue's keys, one a line (`RECLAIM_KEYS_FILE`), in the queue's order.
+    pub keys: PathBuf,
     /// 1 for the first attempt, 2 after the first restart, ... (`RECLAIM_ATTEMPT`).
     pub attempt: u32,
     /// The night's pace per item (`RECLAIM_DELAY_MS`), for a job that wants to keep it (the
@@ -89,6 +91,7 @@ impl ExecEnv {
     pub const DB: &'static str = "RECLAIM_DB";
     pub const HEARTBEAT: &'static str = "HEARTBEAT_FILE";
     pub const ITEMS: &'static str = "RECLAIM_ITEMS";
+    pub const KEYS_FILE: &'static str = "RECLAIM_KEYS_FILE";
     pub const ATTEMPT: &'static str = "RECLAIM_ATTEMPT";
     pub const DELAY_MS: &'static str = "RECLAIM_DELAY_MS";
 
@@ -110,6 +113,7 @@ impl ExecEnv {
         sh.env(Self::DB, &self.db)
             .env(Self::HEARTBEAT, &self.heartbeat)
             .env(Self::ITEMS, self.items.to_string())
+            .env(Self::KEYS_FILE, &self.keys)
             .env(Self::ATTEMPT, self.attempt.to_string())
             .env(Self::DELAY_MS, delay_ms(self.delay));
         sh
@@ -464,6 +468,7 @@ mod tests {
             db: PathBuf::from("/tmp/night/warehouse.db"),
             heartbeat: PathBuf::from("/tmp/night/warehouse.db.heartbeat"),
             items: 200,
+            keys: PathBuf::from("/tmp/w/warehouse.db.keys"),
             attempt: 3,
             delay: Duration::from_micros(62_500),
         };

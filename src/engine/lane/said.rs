@@ -21,11 +21,38 @@ impl Lane {
         let committed = slots
             .iter()
             .any(|&slot| self.observer.rows > self.rows_at_spawn.get(slot).copied().unwrap_or(0));
-        let checkpointed = self.config.worker.has_checkpoints().then(|| {
-            self.observer
-                .last_task
-                .is_some_and(|task| self.observer.has_checkpoint(task))
-        });
+        // The item in flight reached the vendor and its row did not commit: more tasks have a
+        // message than have a row.
+        if self.config.side_effect.is_some()
+            && crate::vendor::Counts::read(&self.config.vendor_db(), self.config.items)
+                .is_ok_and(|m| m.distinct > self.observer.distinct)
+        {
+            self.kills_in_window.add(KillWindow::AfterSend);
+            return;
+        }
+        let named = self
+            .config
+            .worker
+            .job()
+            .map(|job| job.rows.checkpoints.is_some() && self.observer.checkpoints_seen);
+        let checkpointed = match named {
+            // An external job whose checkpoints reclaim cannot read: a kill after a commit
+            // cannot be placed before or after its checkpoint.
+            Some(false) if committed => {
+                self.kills_in_window.add_unplaced();
+                return;
+            }
+            Some(_) => Some(
+                self.observer
+                    .last_task
+                    .is_some_and(|task| self.observer.has_checkpoint(task)),
+            ),
+            None => self.config.worker.has_checkpoints().then(|| {
+                self.observer
+                    .last_task
+                    .is_some_and(|task| self.observer.has_checkpoint(task))
+            }),
+        };
         self.kills_in_window
             .add(KillWindow::classify(committed, checkpointed));
     }
@@ -213,6 +240,28 @@ impl Lane {
         // Read to the end (a poll takes a bounded number of rows): where the kill landed is
         // judged from every row the dead left.
         while self.observer.poll().is_ok_and(|p| p.new_rows > 0) {}
+        if let Some(job) = self.config.worker.job() {
+            // Someone else's job says nothing of its items: what reclaim knows is its newest row.
+            let text = if job.rows.count_sql.is_some() {
+                "the job's item in flight: cannot tell (--count-sql counts rows, it names no key)"
+                    .to_string()
+            } else {
+                match &self.observer.last_key {
+                    Some(key) => format!(
+                        "{}  the newest row committed before the kill (which item was in flight, the job does not say)",
+                        crate::text::escape_controls(key)
+                    ),
+                    None => "no row committed before the kill".to_string(),
+                }
+            };
+            return Note {
+                source: Source::Worker,
+                kind: Kind::Item,
+                text,
+                mark: None,
+                at: None,
+            };
+        }
         let last = self.observer.last_task;
         let next = last.map_or(0, |t| t + 1);
         let text = if next < self.config.items {

@@ -1,0 +1,501 @@
+//! A job's queue: the keys of its work, in order. Every verdict judges a job against its queue:
+//! a key of the queue with no row is missing, a row whose key is not in the queue is outside it.
+//!
+//! reclaim's own workers always work through the postmortem's `task-000 .. task-NNN`. Someone
+//! else's job (`--exec`) names its work its own way, and says so with `--key-format 'ord-%05d'`,
+//! `--keys-from FILE` or `--keys-sql "SELECT ..."`; the job can read the queue back from the file
+//! `RECLAIM_KEYS_FILE` names instead of computing it.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{Read as _, Write as _};
+use std::path::Path;
+use std::sync::Arc;
+
+use thiserror::Error;
+
+/// The most keys a listed queue may hold (a formatted one holds up to `limits::MAX_ITEMS`).
+pub const MAX_LISTED: usize = 10_000_000;
+/// The longest key, in bytes: a key is a name, not a document.
+pub const MAX_KEY_BYTES: usize = 1_000;
+/// The largest keys file or `-` read, in bytes.
+const MAX_KEYS_BYTES: u64 = 256 << 20;
+
+/// The keys of a job's work.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Queue {
+    /// `prefix`, the index zero-padded to at least `width` digits, `suffix`: the default
+    /// `task-%03d` (the spelling `task::task_id` writes) or the user's `--key-format`.
+    Formatted(Arc<KeyFormat>, u64),
+    /// Keys listed one by one (`--keys-from`, `--keys-sql`), in the queue's order.
+    Listed(Arc<Listed>),
+}
+
+/// `prefix` + index padded with zeros to `width` + `suffix`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyFormat {
+    prefix: String,
+    width: usize,
+    suffix: String,
+    /// As the user wrote it, for messages.
+    written: String,
+}
+
+/// Listed keys and where each stands.
+#[derive(PartialEq, Eq)]
+pub struct Listed {
+    keys: Vec<String>,
+    index: HashMap<String, u64>,
+    /// Where the list came from, for messages: `keys.txt`, `--keys-sql`.
+    origin: String,
+}
+
+/// Why a queue could not be made; each names the option and what to do.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum QueueError {
+    #[error(
+        "--key-format {0:?} needs exactly one integer conversion (%d or %05d; %% for a literal %)"
+    )]
+    Format(String),
+    #[error("{origin}: {detail}")]
+    List { origin: String, detail: String },
+}
+
+impl KeyFormat {
+    /// Parses a printf-like format with exactly one `%d` or `%0Nd` (`%%` is a literal `%`).
+    pub fn parse(text: &str) -> Result<Self, QueueError> {
+        let wrong = || QueueError::Format(text.to_string());
+        let mut prefix = String::new();
+        let mut suffix = String::new();
+        let mut width = None;
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            let out = if width.is_some() {
+                &mut suffix
+            } else {
+                &mut prefix
+            };
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            if chars.peek() == Some(&'%') {
+                chars.next();
+                out.push('%');
+                continue;
+            }
+            if width.is_some() {
+                return Err(wrong());
+            }
+            let mut digits = String::new();
+            while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
+                digits.push(d);
+                chars.next();
+            }
+            if chars.next() != Some('d') || (!digits.is_empty() && !digits.starts_with('0')) {
+                return Err(wrong());
+            }
+            let n: usize = if digits.is_empty() {
+                1
+            } else {
+                digits.parse().map_err(|_| wrong())?
+            };
+            if n > 30 {
+                return Err(wrong());
+            }
+            width = Some(n.max(1));
+        }
+        let width = width.ok_or_else(wrong)?;
+        if text.chars().any(char::is_control) {
+            return Err(wrong());
+        }
+        Ok(Self {
+            prefix,
+            width,
+            suffix,
+            written: text.to_string(),
+        })
+    }
+
+    /// The postmortem's spelling, `task-%03d`.
+    #[must_use]
+    pub fn tasks() -> Self {
+        Self {
+            prefix: "task-".into(),
+            width: 3,
+            suffix: String::new(),
+            written: "task-%03d".into(),
+        }
+    }
+
+    #[must_use]
+    pub fn key(&self, index: u64) -> String {
+        format!(
+            "{}{index:0width$}{}",
+            self.prefix,
+            self.suffix,
+            width = self.width
+        )
+    }
+
+    /// The index of a key spelled exactly as `key` spells it; `None` for any other spelling
+    /// (`ord-1` is not `ord-00001`'s row).
+    #[must_use]
+    pub fn index_of(&self, key: &str) -> Option<u64> {
+        let digits = key.strip_prefix(&self.prefix)?.strip_suffix(&self.suffix)?;
+        if digits.len() < self.width || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let index: u64 = digits.parse().ok()?;
+        // A longer spelling than the padding needs (`ord-000042` for width 5) is not the key.
+        (digits.len() == self.width || !digits.starts_with('0')).then_some(index)
+    }
+}
+
+impl Queue {
+    /// The postmortem's queue: `task-000 .. task-(items-1)`.
+    #[must_use]
+    pub fn tasks(items: u64) -> Self {
+        Self::Formatted(Arc::new(KeyFormat::tasks()), items)
+    }
+
+    /// `items` keys in the user's format.
+    #[must_use]
+    pub fn formatted(format: KeyFormat, items: u64) -> Self {
+        Self::Formatted(Arc::new(format), items)
+    }
+
+    /// A listed queue: every key non-empty, at most `MAX_KEY_BYTES`, without control characters,
+    /// and once only; at least one key.
+    pub fn listed(keys: Vec<String>, origin: &str) -> Result<Self, QueueError> {
+        let wrong = |detail: String| QueueError::List {
+            origin: origin.to_string(),
+            detail,
+        };
+        if keys.is_empty() {
+            return Err(wrong("holds no key: a queue needs at least one".into()));
+        }
+        if keys.len() > MAX_LISTED {
+            return Err(wrong(format!(
+                "holds {} keys; at most {MAX_LISTED} are judged",
+                keys.len()
+            )));
+        }
+        let mut index = HashMap::with_capacity(keys.len());
+        for (n, key) in keys.iter().enumerate() {
+            let shown = crate::text::escape_controls(key);
+            if key.is_empty() {
+                return Err(wrong(format!("key {} is empty", n + 1)));
+            }
+            if key.len() > MAX_KEY_BYTES {
+                return Err(wrong(format!(
+                    "key {} is {} bytes long; a key is at most {MAX_KEY_BYTES}",
+                    n + 1,
+                    key.len()
+                )));
+            }
+            if key.chars().any(char::is_control) {
+                return Err(wrong(format!(
+                    "key {} ({shown}) holds a control character",
+                    n + 1
+                )));
+            }
+            if let Some(first) = index.insert(key.clone(), n as u64) {
+                return Err(wrong(format!(
+                    "holds {shown} twice (keys {} and {}); each unit of work is one key",
+                    first + 1,
+                    n + 1
+                )));
+            }
+        }
+        Ok(Self::Listed(Arc::new(Listed {
+            keys,
+            index,
+            origin: origin.to_string(),
+        })))
+    }
+
+    /// The keys of a file, one a line (`-`: standard input); blank lines and a final newline
+    /// are not keys, a `\r` before a newline is dropped.
+    pub fn from_file(path: &Path) -> Result<Self, QueueError> {
+        let origin = path.display().to_string();
+        let wrong = |detail: String| QueueError::List {
+            origin: format!("--keys-from {}", crate::text::escape_controls(&origin)),
+            detail,
+        };
+        let mut bytes = Vec::new();
+        if origin == "-" {
+            std::io::stdin()
+                .take(MAX_KEYS_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| wrong(e.to_string()))?;
+        } else {
+            let real = crate::paths::existing_file(path, "--keys-from")
+                .map_err(|e| wrong(e.to_string()))?;
+            std::fs::File::open(real)
+                .and_then(|f| f.take(MAX_KEYS_BYTES + 1).read_to_end(&mut bytes))
+                .map_err(|e| wrong(e.to_string()))?;
+        }
+        if bytes.len() as u64 > MAX_KEYS_BYTES {
+            return Err(wrong(format!(
+                "is over {} MiB; a keys file is one key a line",
+                MAX_KEYS_BYTES >> 20
+            )));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| wrong("is not UTF-8 text".into()))?;
+        let keys = text
+            .lines()
+            .map(|l| l.strip_suffix('\r').unwrap_or(l))
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_string)
+            .collect();
+        Self::listed(keys, &format!("--keys-from {origin}"))
+    }
+
+    #[must_use]
+    pub fn len(&self) -> u64 {
+        match self {
+            Self::Formatted(_, items) => *items,
+            Self::Listed(listed) => listed.keys.len() as u64,
+        }
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The key at `index` (the caller keeps `index < len`).
+    #[must_use]
+    pub fn key(&self, index: u64) -> String {
+        match self {
+            Self::Formatted(format, _) => format.key(index),
+            Self::Listed(listed) => listed.keys.get(index as usize).cloned().unwrap_or_default(),
+        }
+    }
+
+    /// Where `key` stands in the queue; `None` when it is not one of the queue's keys.
+    #[must_use]
+    pub fn index_of(&self, key: &str) -> Option<u64> {
+        match self {
+            Self::Formatted(format, items) => format.index_of(key).filter(|i| i < items),
+            Self::Listed(listed) => listed.index.get(key).copied(),
+        }
+    }
+
+    /// Whether this is the postmortem's own `task-NNN` queue.
+    #[must_use]
+    pub fn is_tasks(&self) -> bool {
+        matches!(self, Self::Formatted(format, _) if **format == KeyFormat::tasks())
+    }
+
+    /// Where a key typed by the user stands (`--kill-at-task ord-00042`): the key itself, or, in
+    /// a formatted queue, its bare number (`42`), as `--kill-at-task 111` always worked.
+    #[must_use]
+    pub fn resolve(&self, typed: &str) -> Option<u64> {
+        if let Some(index) = self.index_of(typed) {
+            return Some(index);
+        }
+        match self {
+            // `task-111` or `111` for the postmortem's queue; only the bare number for another
+            // (`task-050` is no key of `ord-%05d`).
+            Self::Formatted(format, items) => {
+                let index = if **format == KeyFormat::tasks() {
+                    crate::task::parse_task_id(typed)?
+                } else if !typed.is_empty() && typed.bytes().all(|b| b.is_ascii_digit()) {
+                    typed.parse().ok()?
+                } else {
+                    return None;
+                };
+                (index < *items).then_some(index)
+            }
+            Self::Listed(_) => None,
+        }
+    }
+
+    /// `task-000 .. task-199`, `ord-00000 .. ord-00049`, `50 keys from --keys-from keys.txt
+    /// (a-1 .. z-9)`: the queue in a few words.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let n = self.len();
+        let ends = if n == 0 {
+            "empty".to_string()
+        } else {
+            format!(
+                "{} .. {}",
+                crate::text::escape_controls(&self.key(0)),
+                crate::text::escape_controls(&self.key(n - 1))
+            )
+        };
+        match self {
+            Self::Formatted(format, _) if **format == KeyFormat::tasks() => ends,
+            Self::Formatted(format, _) => format!(
+                "{ends} (--key-format {})",
+                crate::text::escape_controls(&format.written)
+            ),
+            Self::Listed(listed) => format!(
+                "{} from {} ({ends})",
+                crate::text::count(n, "key", "keys"),
+                crate::text::escape_controls(&listed.origin)
+            ),
+        }
+    }
+
+    /// The queue written one key a line, for `RECLAIM_KEYS_FILE`.
+    pub fn write_lines(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mut buffered = std::io::BufWriter::new(out);
+        for i in 0..self.len() {
+            writeln!(buffered, "{}", self.key(i))?;
+        }
+        buffered.flush()
+    }
+}
+
+impl fmt::Debug for Queue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+impl serde::Serialize for Queue {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.describe())
+    }
+}
+
+/// Runs `--keys-sql` on `conn` (the warehouse after its setup, or the setup's trial in memory):
+/// a read-only query of one text column, each row a key.
+pub fn keys_from_sql(conn: &rusqlite::Connection, sql: &str) -> Result<Queue, QueueError> {
+    let wrong = |detail: String| QueueError::List {
+        origin: "--keys-sql".into(),
+        detail,
+    };
+    let mut stmt = conn.prepare(sql).map_err(|e| wrong(e.to_string()))?;
+    if !stmt.readonly() {
+        return Err(wrong(
+            "writes to the database; it must only read the keys (SELECT ...)".into(),
+        ));
+    }
+    if stmt.column_count() != 1 {
+        return Err(wrong(format!(
+            "returns {} columns; it must return one, the key",
+            stmt.column_count()
+        )));
+    }
+    let mut keys = Vec::new();
+    let mut rows = stmt.query([]).map_err(|e| wrong(e.to_string()))?;
+    while let Some(row) = rows.next().map_err(|e| wrong(e.to_string()))? {
+        let key: Option<String> = match row.get_ref(0).map_err(|e| wrong(e.to_string()))? {
+            rusqlite::types::ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+            rusqlite::types::ValueRef::Integer(n) => Some(n.to_string()),
+            _ => None,
+        };
+        let Some(key) = key else {
+            return Err(wrong(format!(
+                "row {} is not a text key (NULL, a real or a blob)",
+                keys.len() + 1
+            )));
+        };
+        keys.push(key);
+        if keys.len() > MAX_LISTED {
+            return Err(wrong(format!("returns over {MAX_LISTED} keys")));
+        }
+    }
+    Queue::listed(keys, "--keys-sql")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_queue_spells_keys_as_task_id_does() {
+        let q = Queue::tasks(1200);
+        for i in [0, 7, 199, 999, 1000, 1199] {
+            assert_eq!(q.key(i), crate::task::task_id(i));
+            assert_eq!(q.index_of(&q.key(i)), Some(i));
+            assert_eq!(
+                q.index_of(&q.key(i)),
+                crate::task::canonical_index(&q.key(i))
+            );
+        }
+        for other in [
+            "task-01",
+            "task-0000",
+            "task-0199",
+            "199",
+            "task-1200",
+            "TASK-001",
+        ] {
+            assert_eq!(q.index_of(other), None, "{other}");
+        }
+        assert!(q.is_tasks());
+        assert_eq!(q.describe(), "task-000 .. task-1199");
+    }
+
+    #[test]
+    fn a_key_format_has_one_integer_conversion() {
+        let f = KeyFormat::parse("ord-%05d").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(f.key(42), "ord-00042");
+        assert_eq!(f.index_of("ord-00042"), Some(42));
+        assert_eq!(f.index_of("ord-42"), None);
+        assert_eq!(f.index_of("ord-000042"), None);
+        assert_eq!(f.index_of("ord-123456"), Some(123_456));
+        let bare = KeyFormat::parse("%d").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(bare.key(0), "0");
+        assert_eq!(bare.index_of("10"), Some(10));
+        assert_eq!(bare.index_of("010"), None);
+        let pct = KeyFormat::parse("%d%%").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(pct.key(5), "5%");
+        for bad in ["ord", "%s", "%d-%d", "%5d", "%05x", "%", "a%0d%", "x\n%d"] {
+            assert!(KeyFormat::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_listed_queue_refuses_empty_long_control_and_twice() {
+        let q = Queue::listed(vec!["b".into(), "a".into()], "t").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(q.index_of("a"), Some(1));
+        assert_eq!(q.index_of("c"), None);
+        assert_eq!(q.resolve("b"), Some(0));
+        assert_eq!(q.resolve("0"), None);
+        assert!(Queue::listed(vec![], "t").is_err());
+        let orders = Queue::formatted(
+            KeyFormat::parse("ord-%05d").unwrap_or_else(|e| panic!("{e}")),
+            100,
+        );
+        assert_eq!(orders.resolve("ord-00050"), Some(50));
+        assert_eq!(orders.resolve("50"), Some(50));
+        assert_eq!(orders.resolve("task-050"), None);
+        assert_eq!(orders.resolve("ord-00100"), None);
+        assert_eq!(Queue::tasks(200).resolve("task-111"), Some(111));
+        assert_eq!(Queue::tasks(200).resolve("111"), Some(111));
+        assert!(Queue::listed(vec!["a".into(), "a".into()], "t").is_err());
+        assert!(Queue::listed(vec!["a\u{1b}]".into()], "t").is_err());
+        assert!(Queue::listed(vec!["x".repeat(MAX_KEY_BYTES + 1)], "t").is_err());
+        let said = Queue::listed(vec!["a".into(), "a".into()], "keys.txt")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(said.contains("holds a twice (keys 1 and 2)"), "{said}");
+    }
+
+    #[test]
+    fn keys_sql_reads_one_column_and_never_writes() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap_or_else(|e| panic!("{e}"));
+        conn.execute_batch(
+            "CREATE TABLE q(k TEXT, n INT); INSERT INTO q VALUES ('x', 1), ('y', 2);",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let q =
+            keys_from_sql(&conn, "SELECT k FROM q ORDER BY n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.key(1), "y");
+        assert!(keys_from_sql(&conn, "SELECT k, n FROM q").is_err());
+        assert!(keys_from_sql(&conn, "DELETE FROM q").is_err());
+        assert!(keys_from_sql(&conn, "SELECT NULL").is_err());
+        assert!(keys_from_sql(&conn, "SELECT k FROM q WHERE 0").is_err());
+        let ints = keys_from_sql(&conn, "SELECT n FROM q").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ints.index_of("2"), Some(1));
+    }
+}
