@@ -137,6 +137,13 @@ pub struct ProveArgs {
     /// Print the results as one JSON object
     #[arg(long)]
     pub json: bool,
+    /// Exit 1 also when a test passed without testing all it set out to: a window that breaks
+    /// the strategy never hit, kills that could not be placed, a test skipped
+    #[arg(long)]
+    pub strict: bool,
+    /// Also write the results as JUnit XML to FILE (a new file, or one reclaim wrote)
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -166,6 +173,10 @@ pub struct MapArgs {
     /// Print one CSV line per cell
     #[arg(long)]
     pub csv: bool,
+    /// Also write the map as JUnit XML to FILE: one test case per strategy x point (a new
+    /// file, or one reclaim wrote)
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     /// Print the map as text even on a terminal (no interactive screen)
     #[arg(long, conflicts_with_all = ["json", "csv"])]
     pub plain: bool,
@@ -679,6 +690,22 @@ pub struct InspectArgs {
     /// List the task ids written more than once: how many rows each, and the runs that wrote them
     #[arg(long)]
     pub ids: bool,
+    /// Your own job's table instead of reclaim's `records` (its rows judged against its queue,
+    /// as a finished night: a key of the queue with no row is lost)
+    #[arg(long, conflicts_with = "ids")]
+    pub table: Option<String>,
+    /// The column of --table that names a unit of work [default: task_id]
+    #[arg(long, requires = "table")]
+    pub key: Option<String>,
+    /// The queue's keys as a printf format of the item's number ('ord-%05d')
+    #[arg(long, value_name = "FORMAT", requires = "table", conflicts_with_all = ["keys_from", "keys_sql"])]
+    pub key_format: Option<String>,
+    /// The queue's keys, one a line (`-`: standard input)
+    #[arg(long, value_name = "FILE|-", requires = "table", conflicts_with_all = ["keys_sql", "items"])]
+    pub keys_from: Option<PathBuf>,
+    /// The queue's keys, read by a query of one column on the database
+    #[arg(long, value_name = "SQL", requires = "table", conflicts_with = "items")]
+    pub keys_sql: Option<String>,
 }
 
 pub(crate) fn items_parser() -> clap::builder::RangedU64ValueParser<u64> {

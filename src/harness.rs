@@ -26,6 +26,9 @@ pub const KILL_DELAYS_SHOWN: usize = 100;
 /// How often the headless loop looks at the workers and the rows.
 const TICK: Duration = Duration::from_millis(2);
 
+/// What a lane's vendor verdict says when every task's message arrived once.
+pub const MESSAGES_OK: &str = "messages ok: every task's message arrived once";
+
 /// Everything a finished run reports; the JSON keys are stable.
 #[derive(Debug, Serialize)]
 pub struct RunReport {
@@ -40,8 +43,10 @@ pub struct RunReport {
     /// Where each kill landed (window -> count), read from the rows after each kill.
     pub kills_in_window: KillWindows,
     pub restarts: u32,
-    /// Distinct `run_id` values among the rows: how many worker processes wrote any.
-    pub runs: u64,
+    /// Distinct `run_id` values among the rows: how many worker processes wrote any (absent
+    /// for someone else's job, whose rows carry no run id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<u64>,
     /// Workers that had started before the first one finished: 2 or more means they ran at once.
     pub started_before_first_done: u64,
     pub completed: bool,
@@ -76,7 +81,7 @@ pub struct RunReport {
     pub messages_distinct: Option<u64>,
     pub messages_duplicated: Option<u64>,
     pub messages_missing: Option<u64>,
-    /// What went wrong at the receiving end, in a sentence (`None` when it holds or there is none).
+    /// The receiving end's verdict in a sentence (`None` for a lane that reaches no vendor).
     pub messages_verdict: Option<String>,
     pub elapsed_ms: u64,
     pub scale: f64,
@@ -102,8 +107,11 @@ impl RunReport {
         self.messages_distinct = messages.map(|m| m.distinct);
         self.messages_duplicated = messages.map(|m| m.duplicated);
         self.messages_missing = messages.map(|m| m.missing);
-        self.messages_verdict =
-            messages.and_then(|m| crate::verdict::messages_verdict(m.duplicated, m.missing));
+        // Said whenever a vendor was reached, right or wrong: never left blank.
+        self.messages_verdict = messages.map(|m| {
+            crate::verdict::messages_verdict(m.duplicated, m.missing)
+                .unwrap_or_else(|| MESSAGES_OK.to_string())
+        });
         self
     }
 
@@ -136,7 +144,10 @@ impl RunReport {
     /// The job completed, its rows are right, and so are its messages (if it sends any).
     #[must_use]
     pub fn holds(&self) -> bool {
-        self.completed && self.derived.is_ok() && self.messages_verdict.is_none()
+        self.completed
+            && self.derived.is_ok()
+            && self.messages_duplicated.unwrap_or(0) == 0
+            && self.messages_missing.unwrap_or(0) == 0
     }
 }
 
@@ -321,8 +332,18 @@ fn lane_report(
         claimed_ok,
     );
     let never_completed = (!completed).then(|| {
+        // Only the host's kills are kills: an attempt that died on its own is said so.
+        let on_its_own = lane.restarts.saturating_sub(lane.kills);
+        let how = match (lane.kills, on_its_own) {
+            (_, 0) => "every attempt was killed before it finished".to_string(),
+            (0, _) => "every attempt died on its own before it finished".to_string(),
+            (kills, own) => format!(
+                "{} by the host and {own} died on their own before finishing",
+                crate::text::count(u64::from(kills), "attempt was killed", "attempts were killed")
+            ),
+        };
         format!(
-            "the job never completed: the supervisor gave up after {} restarts (--max-restarts) because every attempt was killed before it finished",
+            "the job never completed: the supervisor gave up after {} restarts (--max-restarts): {how}",
             lane.restarts
         )
     });
@@ -405,7 +426,7 @@ fn report(
         kills: lane.kills,
         kills_in_window: lane.kills_in_window,
         restarts: lane.restarts,
-        runs: inspection.runs,
+        runs: lane.config.worker.strategy().map(|_| inspection.runs),
         started_before_first_done: engine
             .timeline()
             .iter()

@@ -13,6 +13,7 @@ pub mod exit;
 pub mod export;
 pub mod harness;
 pub mod heartbeat;
+pub mod junit;
 pub mod limits;
 pub mod map;
 pub mod observer;

@@ -259,55 +259,12 @@ impl Observer {
         conn.prepare_cached("BEGIN")
             .and_then(|mut s| s.execute([]))
             .map_err(failed)?;
-        let read = (|| -> Result<JobRead, StoreError> {
-            if let Some((rows, distinct)) = source.count(conn, &db)? {
-                return Ok(JobRead::Counted(rows, distinct));
-            }
-            if !source.check_shape(conn, &db)? {
-                return Ok(JobRead::NoTable);
-            }
-            let sql = format!(
-                "SELECT rowid, CAST({key} AS TEXT) FROM {table} WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
-                key = source.key_sql(),
-                table = source.table_sql()
-            );
-            let mut stmt = match conn.prepare_cached(&sql) {
-                Ok(stmt) => stmt,
-                // A WITHOUT ROWID table has no order of arrival to follow: counted whole.
-                Err(e) if e.to_string().contains("no such column: rowid") => {
-                    let whole = format!(
-                        "SELECT count(*), count(DISTINCT {key}), \
-                         (SELECT count(*) FROM (SELECT 1 FROM {table} GROUP BY {key} HAVING count(*) > 1)) \
-                         FROM {table}",
-                        key = source.key_sql(),
-                        table = source.table_sql()
-                    );
-                    let counts = conn
-                        .prepare_cached(&whole)
-                        .and_then(|mut s| {
-                            s.query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                        })
-                        .map_err(failed)?;
-                    return Ok(JobRead::Whole(counts));
-                }
-                Err(e) => return Err(failed(e)),
-            };
-            let rows = stmt
-                .query_map(
-                    rusqlite::params![self.high_water, MAX_ROWS_PER_POLL],
-                    |row| Ok((row.get::<_, i64>(0)?, row.get::<_, Option<String>>(1)?)),
-                )
-                .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
-                .map_err(failed)?;
-            let checkpoints = match &source.checkpoints {
-                Some(named) if table_exists(conn, &named.table).map_err(failed)? => Some(
-                    read_job_checkpoints(conn, named, self.checkpoint_high_water)
-                        .map_err(failed)?,
-                ),
-                _ => None,
-            };
-            Ok(JobRead::Rows(rows, checkpoints))
-        })();
+        let read = query_job(
+            conn,
+            source,
+            &db,
+            (self.high_water, self.checkpoint_high_water),
+        );
         let _ = conn
             .prepare_cached("COMMIT")
             .and_then(|mut s| s.execute([]));
@@ -475,6 +432,67 @@ struct CheckpointRead {
     rows: Vec<(i64, String)>,
     /// Rows were deleted since the last poll: the totals start again from these rows.
     wiped: bool,
+}
+
+/// One read of a job's table (and its checkpoint table, when named): what is new above the
+/// high-water marks `(rows, checkpoints)`, inside the caller's read transaction.
+fn query_job(
+    conn: &Connection,
+    source: &RowSource,
+    db: &Path,
+    high_water: (i64, i64),
+) -> Result<JobRead, StoreError> {
+    let db = db.to_path_buf();
+    let failed = |e| StoreError::sqlite(&db, e);
+    match source.count(conn, &db) {
+        Ok(Some((rows, distinct))) => return Ok(JobRead::Counted(rows, distinct)),
+        Ok(None) => {}
+        // The job has not made the tables its count reads yet: nothing to see, no error.
+        Err(StoreError::CountSql { detail, .. }) if detail.contains("no such table") => {
+            return Ok(JobRead::NoTable);
+        }
+        Err(error) => return Err(error),
+    }
+    if !source.check_shape(conn, &db)? {
+        return Ok(JobRead::NoTable);
+    }
+    let sql = format!(
+        "SELECT rowid, CAST({key} AS TEXT) FROM {table} WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
+        key = source.key_sql(),
+        table = source.table_sql()
+    );
+    let mut stmt = match conn.prepare_cached(&sql) {
+        Ok(stmt) => stmt,
+        // A WITHOUT ROWID table has no order of arrival to follow: counted whole.
+        Err(e) if e.to_string().contains("no such column: rowid") => {
+            let whole = format!(
+                "SELECT count(*), count(DISTINCT {key}), \
+                     (SELECT count(*) FROM (SELECT 1 FROM {table} GROUP BY {key} HAVING count(*) > 1)) \
+                     FROM {table}",
+                key = source.key_sql(),
+                table = source.table_sql()
+            );
+            let counts = conn
+                .prepare_cached(&whole)
+                .and_then(|mut s| s.query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))))
+                .map_err(failed)?;
+            return Ok(JobRead::Whole(counts));
+        }
+        Err(e) => return Err(failed(e)),
+    };
+    let rows = stmt
+        .query_map(rusqlite::params![high_water.0, MAX_ROWS_PER_POLL], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, Option<String>>(1)?))
+        })
+        .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+        .map_err(failed)?;
+    let checkpoints = match &source.checkpoints {
+        Some(named) if table_exists(conn, &named.table).map_err(failed)? => {
+            Some(read_job_checkpoints(conn, named, high_water.1).map_err(failed)?)
+        }
+        _ => None,
+    };
+    Ok(JobRead::Rows(rows, checkpoints))
 }
 
 /// `read_checkpoints` for an external job's checkpoint table, named by the user.

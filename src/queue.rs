@@ -59,6 +59,9 @@ pub enum QueueError {
     Format(String),
     #[error("{origin}: {detail}")]
     List { origin: String, detail: String },
+    /// The keys file cannot be read as one (a FIFO, a folder, missing): the path's own refusal.
+    #[error("{0}")]
+    Path(String),
 }
 
 impl KeyFormat {
@@ -231,7 +234,7 @@ impl Queue {
                 .map_err(|e| wrong(e.to_string()))?;
         } else {
             let real = crate::paths::existing_file(path, "--keys-from")
-                .map_err(|e| wrong(e.to_string()))?;
+                .map_err(|e| QueueError::Path(e.to_string()))?;
             std::fs::File::open(real)
                 .and_then(|f| f.take(MAX_KEYS_BYTES + 1).read_to_end(&mut bytes))
                 .map_err(|e| wrong(e.to_string()))?;

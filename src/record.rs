@@ -143,6 +143,12 @@ impl LaneEnd {
         completed: bool,
     ) -> Self {
         let derived = inspection.derived();
+        // A job that ended with a key of its queue still missing has lost it.
+        let derived = if completed {
+            derived.once_ended()
+        } else {
+            derived
+        };
         Self {
             items: inspection.items,
             rows: inspection.rows,

@@ -146,6 +146,9 @@ impl fmt::Display for Derived {
         match *self {
             Self::Ok => f.write_str("ok"),
             Self::Corrupt => f.write_str("CORRUPT (PRAGMA integrity_check failed)"),
+            Self::Incomplete { missing: 0 } => {
+                f.write_str("INCOMPLETE (every row is there, but the job never completed)")
+            }
             Self::Incomplete { missing } => write!(
                 f,
                 "INCOMPLETE ({} missing)",

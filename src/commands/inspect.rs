@@ -9,6 +9,9 @@ use crate::exit::{DATA_WRONG, OK};
 use crate::store::inspect;
 
 pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
+    if let Some(table) = &args.table {
+        return own_job(args, table);
+    }
     let inspection = inspect::inspect(&args.db, args.items)?;
     let ids = if args.ids {
         Some(inspect::duplicated_ids(&args.db, usize::MAX)?.0)
@@ -45,4 +48,81 @@ pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
     } else {
         DATA_WRONG
     })
+}
+
+/// `inspect --table T --key K`: someone else's job's rows, judged against its queue by the
+/// rule `run --exec` uses, as a finished night.
+fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
+    use crate::queue::{KeyFormat, Queue};
+    let source = crate::store::rows::RowSource {
+        table: table.to_string(),
+        key: args
+            .key
+            .clone()
+            .unwrap_or_else(|| crate::store::rows::DEFAULT_KEY.into()),
+        ..crate::store::rows::RowSource::default()
+    };
+    let queue = if let Some(file) = &args.keys_from {
+        Queue::from_file(file).map_err(|e| Error::Refused(e.to_string()))?
+    } else if let Some(sql) = &args.keys_sql {
+        let real = crate::paths::existing_file(&args.db, "--db")?;
+        let snapshot = crate::store::Snapshot::open(&real)?;
+        crate::queue::keys_from_sql(&snapshot.conn, sql)
+            .map_err(|e| Error::Refused(e.to_string()))?
+    } else if let Some(format) = &args.key_format {
+        let format = KeyFormat::parse(format).map_err(|e| Error::Refused(e.to_string()))?;
+        Queue::formatted(format, args.items)
+    } else {
+        Queue::tasks(args.items)
+    };
+    let inspection = inspect::inspect_rows(&args.db, &queue, &source)?;
+    let derived = inspection.derived().once_ended();
+    let mut out = io::stdout().lock();
+    let text = if args.json {
+        let mut value =
+            serde_json::to_value(&inspection).map_err(|e| Error::Refused(e.to_string()))?;
+        value["derived_status"] = derived.label().into();
+        value["verdict"] = derived.to_string().into();
+        format!("{value}\n")
+    } else {
+        let i = &inspection;
+        let mut text = String::new();
+        let _ = writeln!(
+            text,
+            "database     {}",
+            crate::text::escape_controls(&i.db.display().to_string())
+        );
+        let _ = writeln!(
+            text,
+            "rows         {} in {} keyed by {}",
+            i.rows,
+            crate::text::escape_controls(&source.table),
+            crate::text::escape_controls(&source.key)
+        );
+        let _ = writeln!(text, "queue        {}", queue.describe());
+        let _ = writeln!(text, "distinct     {} keys of the queue", i.distinct);
+        let _ = writeln!(
+            text,
+            "duplicated   {} keys with more than one row ({} extra rows)",
+            i.duplicated_task_ids, i.extra_rows
+        );
+        let _ = writeln!(
+            text,
+            "missing      {} keys of the queue with no row",
+            i.missing
+        );
+        let _ = writeln!(
+            text,
+            "outside      {} rows whose key is not in the queue",
+            i.unexpected
+        );
+        for note in i.queue_notes() {
+            let _ = writeln!(text, "             {note}");
+        }
+        let _ = writeln!(text, "integrity    {}", i.integrity);
+        let _ = writeln!(text, "verdict      {derived}");
+        text
+    };
+    let _ = out.write_all(text.as_bytes());
+    Ok(if derived.is_ok() { OK } else { DATA_WRONG })
 }

@@ -44,6 +44,36 @@ fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
         tasks,
         items: args.items,
     };
+    // A point a strategy never passes would be a band of nights that test nothing (the map
+    // sends no side effect: only the outbox's relay sends).
+    for &point in &plan.points {
+        let never: Vec<&str> = (plan.strategies.iter())
+            .filter(|s| !point.reached_by(**s, false))
+            .map(|s| s.name())
+            .collect();
+        if !never.is_empty() {
+            let reach: Vec<&str> = crate::worker::Strategy::all()
+                .iter()
+                .filter(|s| point.reached_by(**s, false))
+                .map(|s| s.name())
+                .collect();
+            return Err(Error::Refused(format!(
+                "--points {point}: {} never {} it in the map (it sends nothing without a side effect); {}",
+                never.join(", "),
+                if never.len() == 1 { "reaches" } else { "reach" },
+                match reach.as_slice() {
+                    [] => "no strategy does".to_string(),
+                    [one] => format!("only {one} does"),
+                    many => format!("{} do", many.join(", ")),
+                }
+            )));
+        }
+    }
+    if plan.nights().is_empty() {
+        return Err(Error::Refused(
+            "the map has no night to run: give --strategy and --points that meet".into(),
+        ));
+    }
     // A bound on the work asked for, so a typo cannot start a night of many hours.
     let rows = plan.nights().len() as u64 * plan.items * 2;
     if rows > 200_000_000 {
@@ -59,6 +89,11 @@ fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
 /// Runs `reclaim map`.
 pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     let plan = plan_of(args)?;
+    let junit = args
+        .junit
+        .as_deref()
+        .map(crate::junit::check_path)
+        .transpose()?;
     let interactive = !args.json
         && !args.csv
         && !args.plain
@@ -105,10 +140,13 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
             return Err(error);
         }
     };
-    // The time the nights took (not the time spent watching them afterwards).
-    let elapsed = state.elapsed_s;
     let cells = state.cells();
-    let all_right = state.finished() && cells.iter().all(Cell::is_right);
+    // An empty map proves nothing: it is never all right.
+    let all_right = state.finished() && !cells.is_empty() && cells.iter().all(Cell::is_right);
+    if let Some(path) = &junit {
+        crate::junit::write(path, "reclaim map", &junit_cases(&plan, &cells))
+            .context(|| format!("cannot write --junit {}", path.display()))?;
+    }
     // The dashboard's nights opened from the map keep their databases, as `reclaim tui` does.
     let watched = std::fs::read_dir(&dir).is_ok_and(|mut entries| {
         entries.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("watch-")))
@@ -117,7 +155,28 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     if kept.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let out = &mut io::stdout().lock();
+    print_map(
+        args,
+        (&plan, &state),
+        (all_right, interactive),
+        kept,
+        &mut io::stdout().lock(),
+    )?;
+    Ok(if all_right { OK } else { DATA_WRONG })
+}
+
+/// The finished map on stdout: JSON, CSV, or the plain map and its summary.
+fn print_map(
+    args: &MapArgs,
+    (plan, state): (&Plan, &MapState),
+    (all_right, interactive): (bool, bool),
+    kept: Option<String>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let plan = plan.clone();
+    // The time the nights took (not the time spent watching them afterwards).
+    let elapsed = state.elapsed_s;
+    let cells = state.cells();
     if args.json {
         let report = MapReport {
             items: plan.items,
@@ -154,11 +213,54 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     } else {
         if !interactive {
             let width = terminal_width();
-            let _ = write!(out, "{}", crate::tui::map::plain_text(&state, width));
+            let _ = write!(out, "{}", crate::tui::map::plain_text(state, width));
         }
-        print_summary(&plan, &state, elapsed, kept.as_deref(), out);
+        print_summary(&plan, state, elapsed, kept.as_deref(), out);
     }
-    Ok(if all_right { OK } else { DATA_WRONG })
+    Ok(())
+}
+
+/// One JUnit test case per band (strategy x point): it fails when any of its nights is wrong,
+/// naming them.
+fn junit_cases(plan: &Plan, cells: &[Cell]) -> Vec<crate::junit::Case> {
+    use crate::junit::{Case, Outcome};
+    plan.bands()
+        .into_iter()
+        .map(|(strategy, point)| {
+            let band: Vec<&Cell> = cells
+                .iter()
+                .filter(|c| c.strategy == strategy && c.point == point.name())
+                .collect();
+            let wrong: Vec<String> = band
+                .iter()
+                .filter(|c| !c.is_right())
+                .map(|c| format!("{}: {}", crate::task::task_id(c.task), c.figures()))
+                .collect();
+            let detail = format!(
+                "{} of {} nights right{}",
+                band.len() - wrong.len(),
+                band.len(),
+                if wrong.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", wrong.join("; "))
+                }
+            );
+            let outcome = if band.is_empty() {
+                Outcome::Skipped("no night of this band ran".into())
+            } else if wrong.is_empty() {
+                Outcome::Passed
+            } else {
+                Outcome::Failed(format!("{} of {} nights wrong", wrong.len(), band.len()))
+            };
+            Case {
+                class: format!("map.{}", strategy.name()),
+                name: point.name().to_string(),
+                outcome,
+                detail,
+            }
+        })
+        .collect()
 }
 
 /// Waits for every night, with a progress line on a terminal's stderr.

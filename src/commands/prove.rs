@@ -216,6 +216,11 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         }
         (None, strategy) => LaneWorker::Strategy(strategy.unwrap_or(Strategy::Guarded)),
     };
+    let junit = args
+        .junit
+        .as_deref()
+        .map(crate::junit::check_path)
+        .transpose()?;
     let seed = args.seed.unwrap_or_else(rand::random);
     let dir = crate::paths::fresh_db_path("prove")
         .context(|| "cannot create a folder for the databases".into())?
@@ -283,20 +288,107 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         not_tested,
         kept,
     };
-    if args.json {
-        let _ = writeln!(
-            out,
-            "{}",
-            serde_json::to_string(&report).map_err(|e| Error::Refused(e.to_string()))?
-        );
-    } else {
-        print_summary(&report, out);
+    finish(&report, args, junit.as_deref(), out)
+}
+
+/// The summary (or JSON), the JUnit file, and the exit code: 1 on a failure, or with `--strict`
+/// on a pass that did not test all it set out to.
+fn finish(
+    report: &ProveReport,
+    args: &ProveArgs,
+    junit: Option<&std::path::Path>,
+    out: &mut dyn Write,
+) -> Result<u8, Error> {
+    let failed = report.failed;
+    let strictly = report.untested();
+    if let Some(path) = junit {
+        crate::junit::write(path, "reclaim prove", &report.junit_cases(args.strict))
+            .context(|| format!("cannot write --junit {}", path.display()))?;
     }
-    Ok(if failed == 0 {
+    if args.json {
+        let mut value = serde_json::to_value(report).map_err(|e| Error::Refused(e.to_string()))?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("untested".into(), strictly.clone().into());
+        }
+        let _ = writeln!(out, "{value}");
+    } else {
+        print_summary(report, out);
+        if args.strict && failed == 0 && !strictly.is_empty() {
+            let _ = writeln!(
+                out,
+                "strict: exit 1: every test held, but not all was tested: {}",
+                strictly.join("; ")
+            );
+        }
+        if let Some(path) = junit {
+            let _ = writeln!(out, "junit: {}", path.display());
+        }
+    }
+    Ok(if failed == 0 && (!args.strict || strictly.is_empty()) {
         EXIT_OK
     } else {
         EXIT_DATA_WRONG
     })
+}
+
+impl ProveReport {
+    /// What `--strict` holds against a night of passes: a window that breaks the strategy no
+    /// kill reached, kills that could not be placed against a checkpoint, a test skipped.
+    #[must_use]
+    pub fn untested(&self) -> Vec<String> {
+        let mut said = Vec::new();
+        for test in &self.tests {
+            if let Some(unearned) = &test.unearned {
+                said.push(format!("{}: {unearned}", test.name));
+            }
+            if test.skipped {
+                said.push(format!("{}: skipped", test.name));
+            }
+            if test.kills_in_window.unplaced > 0 {
+                said.push(format!(
+                    "{}: {} after a commit could not be placed before or after a checkpoint",
+                    test.name,
+                    crate::text::count(u64::from(test.kills_in_window.unplaced), "kill", "kills")
+                ));
+            }
+        }
+        said
+    }
+
+    /// One JUnit test case per test; with `strict`, a pass that did not test all it set out to
+    /// is a failure there too.
+    #[must_use]
+    pub fn junit_cases(&self, strict: bool) -> Vec<crate::junit::Case> {
+        use crate::junit::{Case, Outcome};
+        let class = format!("prove.{}", self.strategy);
+        self.tests
+            .iter()
+            .map(|test| {
+                let mark = |what: &str| format!("{what}: {}", test.detail);
+                let outcome = if test.skipped {
+                    Outcome::Skipped(test.detail.clone())
+                } else if !test.tested && !test.pass {
+                    Outcome::Failed(mark("NOT TESTED"))
+                } else if !test.pass {
+                    Outcome::Failed(mark("FAIL"))
+                } else if strict && (test.unearned.is_some() || test.kills_in_window.unplaced > 0) {
+                    Outcome::Failed(
+                        test.unearned.clone().unwrap_or_else(|| {
+                            "kills could not be placed against a checkpoint".into()
+                        }),
+                    )
+                } else {
+                    Outcome::Passed
+                };
+                Case {
+                    class: class.clone(),
+                    name: test.name.clone(),
+                    outcome,
+                    detail: test.detail.clone(),
+                }
+            })
+            .collect()
+    }
 }
 
 /// 1. Random kills and restarts, three runs in a row: a single green run proves little.
@@ -359,7 +451,7 @@ fn two_workers(prover: &mut Prover) -> Result<TestResult, Error> {
     let report = prover.night(lane, &KillPlan::default())?;
     // reclaim's own rows carry the process that wrote them; someone else's need not.
     let writers = match prover.worker {
-        LaneWorker::Strategy(_) => format!("{} workers wrote rows, ", report.runs),
+        LaneWorker::Strategy(_) => format!("{} workers wrote rows, ", report.runs.unwrap_or(0)),
         LaneWorker::Exec(_) => String::new(),
     };
     let detail = format!(

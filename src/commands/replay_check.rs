@@ -128,18 +128,25 @@ fn checked_lanes(recording: &Recording) -> Vec<CheckedLane> {
         let rows = snap.map_or(0, |s| s.rows);
         let distinct = snap.map_or(0, |s| s.distinct);
         let duplicated = snap.map_or(0, |s| s.duplicated);
+        let outside = snap.map_or(0, |s| s.outside);
         let missing = info.items.saturating_sub(distinct);
-        // A sample counts distinct tasks of the queue, so every row beyond them is a duplicate
-        // or a row outside the queue; it cannot tell those apart, nor see the integrity check.
+        // A sample counts distinct keys of the queue and the rows outside it, so every other
+        // row beyond the distinct ones is a duplicate; it cannot see the integrity check.
+        let recorded = recording.end.as_ref().and_then(|e| e.lanes.get(i));
         let derived = Derived::from_facts(Facts {
             integrity_ok: true,
             duplicated,
-            extra: rows.saturating_sub(distinct),
+            extra: rows.saturating_sub(distinct).saturating_sub(outside),
             missing,
-            unexpected: 0,
+            unexpected: outside,
             orphan_checkpoints: 0,
         });
-        let recorded = recording.end.as_ref().and_then(|e| e.lanes.get(i));
+        // The job said it was done: what is still missing was lost, as `run` judges it.
+        let derived = if recorded.is_some_and(|e| e.completed) {
+            derived.once_ended()
+        } else {
+            derived
+        };
         let contradiction = recorded
             .filter(|end| end.derived_status != derived.status())
             .map(|end| {

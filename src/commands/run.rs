@@ -209,7 +209,7 @@ fn check_side_effect(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
 fn resolve_key(flag: &str, typed: &str, queue: &crate::queue::Queue) -> Result<u64, Error> {
     queue.resolve(typed).ok_or_else(|| {
         Error::Refused(format!(
-            "{flag} {} is not a key of the queue ({}); it would never happen",
+            "{flag} {} is not a key of the queue ({}): it is beyond the queue or spelled otherwise, so it would never happen",
             crate::text::escape_controls(typed),
             queue.describe()
         ))
@@ -529,7 +529,7 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
         let judged = report
             .messages_verdict
             .as_deref()
-            .unwrap_or("messages ok: every task's message arrived once");
+            .unwrap_or(crate::harness::MESSAGES_OK);
         let _ = writeln!(out, "vendor       {judged}");
         let _ = writeln!(
             out,

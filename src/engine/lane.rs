@@ -518,8 +518,13 @@ pub enum StateKind {
 #[allow(clippy::struct_excessive_bools)] // Reason: independent observed facts, recorded as such.
 pub struct LaneSnapshot {
     pub rows: u64,
+    /// Distinct keys of the queue among the rows.
     pub distinct: u64,
+    /// Keys of the queue with more than one row.
     pub duplicated: u64,
+    /// Rows whose key is not one of the queue's.
+    #[serde(default)]
+    pub outside: u64,
     /// `None` for strategies without a checkpoints table.
     pub checkpoints: Option<u64>,
     /// Heartbeat age in sim seconds.
@@ -591,6 +596,7 @@ impl Lane {
             rows: o.rows,
             distinct: o.distinct,
             duplicated: o.duplicated,
+            outside: o.unexpected,
             checkpoints: self
                 .config
                 .worker

@@ -104,6 +104,27 @@ pub struct Engine {
     stop_when: Option<StopWhen>,
 }
 
+/// Writes an external job's queue beside its database, once: a second night on the same
+/// database (prove's rerun) finds it there, the same queue, and leaves it; anything else there
+/// is refused.
+fn write_keys(db: &std::path::Path, queue: &crate::queue::Queue) -> Result<(), EngineError> {
+    let path = keys_path(db);
+    let mut lines = Vec::new();
+    let failed = |source| EngineError::Keys {
+        path: path.clone(),
+        source,
+    };
+    queue.write_lines(&mut lines).map_err(failed)?;
+    match crate::paths::write_new(&path, |out| out.write_all(&lines)) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let same = matches!(crate::paths::look(&path), Ok(crate::paths::Entry::File(_)))
+                && std::fs::read(&path).is_ok_and(|held| held == lines);
+            if same { Ok(()) } else { Err(failed(e)) }
+        }
+        other => other.map_err(failed),
+    }
+}
+
 /// Where an external job's queue is written for it (`RECLAIM_KEYS_FILE`): beside its database.
 #[must_use]
 pub fn keys_path(db: &std::path::Path) -> std::path::PathBuf {
@@ -155,9 +176,7 @@ impl Engine {
                 crate::store::rows::run_setup(&lane.config.db, sql)?;
             }
             if let Some(job) = lane.config.worker.job() {
-                let keys = keys_path(&lane.config.db);
-                crate::paths::write_new(&keys, |out| job.queue.write_lines(out))
-                    .map_err(|source| EngineError::Keys { path: keys, source })?;
+                write_keys(&lane.config.db, &job.queue)?;
             }
         }
         // The vendor first: the workers are told its address.

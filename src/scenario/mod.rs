@@ -235,14 +235,15 @@ impl Scenario {
                 .iter()
                 .enumerate()
                 .map(|(i, lane)| {
+                    let name = file_name_part(&lane.name);
                     let db = match &lane.worker {
                         LaneWorker::Strategy(_) => {
-                            dir.join(format!("night{run}-{}-{}.db", i + 1, lane.name))
+                            dir.join(format!("night{run}-{}-{name}.db", i + 1))
                         }
                         // Someone else's job runs in its database's folder and may open
                         // `warehouse.db` there by name: a folder of its own per lane and night.
                         LaneWorker::Exec(_) => dir
-                            .join(format!("night{run}-{}-{}", i + 1, lane.name))
+                            .join(format!("night{run}-{}-{name}", i + 1))
                             .join("warehouse.db"),
                     };
                     LaneConfig {
@@ -284,6 +285,20 @@ impl Scenario {
             wipe_at_task: self.wipe_at_task,
         }
     }
+}
+
+/// A lane's name as part of a file name: letters, digits, `.`, `_` and `-` kept, anything else
+/// (a space, a slash, a quote) a `-`, so a path never needs quoting in a shell.
+fn file_name_part(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -646,6 +646,7 @@ mod tests {
                         rows,
                         distinct,
                         duplicated: rows.saturating_sub(112).min(112),
+                        outside: 0,
                         checkpoints: None,
                         heartbeat_age: Some(4.0),
                         alive: !done && !(kill..restart).contains(&t),

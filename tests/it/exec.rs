@@ -383,12 +383,47 @@ fn a_job_that_writes_no_table_or_another_shape_gets_one_clear_line() {
         "table records has no column task_id (--key); its columns are id, body",
     );
 
-    // --key names the column, and a key not of the task-NNN form is judged for duplicates only.
+    // --key names the column; keys of another form than the queue's are all outside it, and
+    // the verdict says which options would name them (never "judged for duplicates only").
     let keyed = "sqlite3 -cmd '.timeout 5000' warehouse.db \
         'CREATE TABLE records(id TEXT); INSERT INTO records VALUES (\"a\"), (\"b\"), (\"a\")'";
     let run = reclaim_in_dir(
         tmp.path(),
         &["run", "--exec", keyed, "--key", "id", "--json"],
+        LIMIT,
+    );
+    let json = json_of(&run);
+    assert_eq!(run.code, Some(1), "{json}");
+    assert_eq!(
+        (
+            number(&json, "rows"),
+            number(&json, "distinct"),
+            number(&json, "missing")
+        ),
+        (3, 0, 200),
+        "{json}"
+    );
+    assert!(
+        json["queue_notes"][0]
+            .as_str()
+            .is_some_and(|n| n.contains("--keys-from")),
+        "{json}"
+    );
+    // Told its keys, the same rows are judged key by key: one duplicated, none missing.
+    let keys = tmp.path().join("keys.txt");
+    std::fs::write(&keys, "a\nb\n").unwrap_or_else(|e| panic!("{e}"));
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &[
+            "run",
+            "--exec",
+            keyed,
+            "--key",
+            "id",
+            "--keys-from",
+            "keys.txt",
+            "--json",
+        ],
         LIMIT,
     );
     let json = json_of(&run);

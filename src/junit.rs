@@ -1,0 +1,190 @@
+//! `--junit FILE`: results as JUnit XML, the format CI test reporters read (one `<testcase>` per
+//! test of `prove`, per strategy x point of `map`). The file is reclaim's: a new path, or one a
+//! previous run wrote (its first line says so); it is written aside and renamed into place.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::paths::{self, Entry, PathError};
+
+/// The first line of every file reclaim writes, by which it knows one of its own.
+const MARK: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><!-- reclaim junit -->";
+
+/// One test's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Case {
+    /// The group (`prove.guarded`, `map.naive`).
+    pub class: String,
+    pub name: String,
+    pub outcome: Outcome,
+    /// Said in the test's output (its figures).
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    /// The data (or the test) failed: the message says how.
+    Failed(String),
+    /// The test did not apply, or was not run.
+    Skipped(String),
+}
+
+/// Checks `--junit FILE` before anything starts: a new file in a writable folder, or a JUnit
+/// file reclaim wrote before. Returns the resolved path.
+pub fn check_path(path: &Path) -> Result<PathBuf, PathError> {
+    match paths::look(path) {
+        Ok(Entry::File(_)) if written_by_reclaim(path) => paths::file_or_new(path, "--junit"),
+        _ => paths::new_file(
+            path,
+            "--junit",
+            "give --junit a new file (or one reclaim wrote before)",
+        ),
+    }
+}
+
+fn written_by_reclaim(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut head = vec![0; MARK.len()];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head == MARK.as_bytes())
+}
+
+/// The XML for one suite of `cases`.
+#[must_use]
+pub fn render(suite: &str, cases: &[Case]) -> String {
+    let failures = cases
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Failed(_)))
+        .count();
+    let skipped = cases
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Skipped(_)))
+        .count();
+    let mut xml = String::new();
+    let _ = writeln!(xml, "{MARK}");
+    let _ = writeln!(
+        xml,
+        "<testsuites name=\"reclaim\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">",
+        cases.len()
+    );
+    let _ = writeln!(
+        xml,
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\" errors=\"0\">",
+        escape(suite),
+        cases.len()
+    );
+    for case in cases {
+        let _ = write!(
+            xml,
+            "    <testcase classname=\"{}\" name=\"{}\">",
+            escape(&case.class),
+            escape(&case.name)
+        );
+        match &case.outcome {
+            Outcome::Passed => {}
+            Outcome::Failed(message) => {
+                let _ = write!(
+                    xml,
+                    "<failure message=\"{}\">{}</failure>",
+                    escape(message),
+                    escape(&case.detail)
+                );
+            }
+            Outcome::Skipped(message) => {
+                let _ = write!(xml, "<skipped message=\"{}\"/>", escape(message));
+            }
+        }
+        let _ = writeln!(
+            xml,
+            "<system-out>{}</system-out></testcase>",
+            escape(&case.detail)
+        );
+    }
+    xml.push_str("  </testsuite>\n</testsuites>\n");
+    xml
+}
+
+/// Writes the suite to `path` (checked by `check_path`): aside in the same folder, then renamed
+/// over, so a reader never sees half a file and a failed write leaves the old one whole.
+pub fn write(path: &Path, suite: &str, cases: &[Case]) -> std::io::Result<()> {
+    let xml = render(suite, cases);
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let aside = tempfile::Builder::new()
+        .prefix(".reclaim-junit-")
+        .tempfile_in(folder)?;
+    std::fs::write(aside.path(), xml)?;
+    aside.as_file().sync_all()?;
+    aside.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Text as XML character data or an attribute value: markup escaped, and the characters XML
+/// 1.0 cannot hold (controls other than tab and newline) written as `\u{..}`.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' => out.push(c),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_suite_counts_its_failures_and_escapes_what_it_quotes() {
+        let cases = vec![
+            Case {
+                class: "prove.exec".into(),
+                name: "kill <3>".into(),
+                outcome: Outcome::Failed("DATA WRONG (1 missing)".into()),
+                detail: "199 rows & \u{1b}[2J".into(),
+            },
+            Case {
+                class: "prove.exec".into(),
+                name: "two workers".into(),
+                outcome: Outcome::Passed,
+                detail: String::new(),
+            },
+            Case {
+                class: "prove.exec".into(),
+                name: "wiped".into(),
+                outcome: Outcome::Skipped("no checkpoint table".into()),
+                detail: String::new(),
+            },
+        ];
+        let xml = render("reclaim prove", &cases);
+        let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+        let suite = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testsuite"))
+            .unwrap_or_else(|| panic!("{xml}"));
+        assert_eq!(suite.attribute("tests"), Some("3"));
+        assert_eq!(suite.attribute("failures"), Some("1"));
+        assert_eq!(suite.attribute("skipped"), Some("1"));
+        let failure = doc
+            .descendants()
+            .find(|n| n.has_tag_name("failure"))
+            .unwrap_or_else(|| panic!("{xml}"));
+        assert_eq!(failure.attribute("message"), Some("DATA WRONG (1 missing)"));
+        assert_eq!(failure.text(), Some("199 rows & \\u{1b}[2J"));
+        assert!(xml.starts_with(MARK));
+    }
+}
