@@ -420,7 +420,10 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
     let detail = reports
         .iter()
         .enumerate()
-        .map(|(i, r)| format!("run {}: {} ({} kills)", i + 1, figures(r), r.kills))
+        .map(|(i, r)| {
+            let kills = crate::text::count(u64::from(r.kills), "kill", "kills");
+            format!("run {}: {} ({kills})", i + 1, figures(r))
+        })
         .collect::<Vec<_>>()
         .join("; ");
     // A run that no kill reached is an undisturbed run: it proves nothing about restarts.

@@ -9,6 +9,7 @@ mod fuzz;
 mod heartbeat_check;
 mod lecture;
 mod map;
+mod own_queue;
 mod pty;
 mod refuse;
 mod replay;
