@@ -333,9 +333,9 @@ fn run_the_recording_and_the_replay_check_count_an_own_job_alike() {
     let text = std::fs::read_to_string(&record).unwrap_or_else(|e| panic!("{e}"));
     let last_sample = text
         .lines()
+        .rev()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["type"] == "sample")
-        .last()
+        .find(|v| v["type"] == "sample")
         .unwrap_or_else(|| panic!("no sample in\n{text}"));
     let lane = &last_sample["lanes"][0];
     assert_eq!(
