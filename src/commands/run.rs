@@ -34,6 +34,11 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         .as_deref()
         .map(|typed| resolve_key("--kill-at-task", typed, &queue))
         .transpose()?;
+    if kill_at_task.is_some() && worker.job().is_some_and(|j| j.rows.count_sql.is_some()) {
+        return Err(Error::Refused(
+            "--kill-at-task waits for a key's row, and --count-sql only counts rows: it would never see it; use --kill-at-rows N".into(),
+        ));
+    }
     let replayed = match &args.replay_schedule {
         Some(file) => {
             let recording = Recording::load(file)?;
