@@ -405,9 +405,10 @@ pub struct RunArgs {
     /// ord-00042 with --key-format), or its number (111)
     #[arg(long, value_name = "KEY", visible_alias = "kill-at-key")]
     pub kill_at_task: Option<String>,
-    /// The worker SIGKILLs itself at TASK:POINT on its first attempt
-    #[arg(long, value_name = "TASK:POINT")]
-    pub crash_at: Option<CrashAt>,
+    /// Die at KEY:POINT on the first attempt: a named crash point of reclaim's worker
+    /// (task-111:after-commit), or one your --exec job announces (ord-00042:after-row-commit)
+    #[arg(long, value_name = "KEY:POINT")]
+    pub crash_at: Option<String>,
     /// Workers running at once on the same database (duplicate delivery)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS as i64))]
     pub workers: u16,

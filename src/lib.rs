@@ -18,6 +18,7 @@ pub mod limits;
 pub mod map;
 pub mod observer;
 pub mod paths;
+pub mod points;
 pub mod queue;
 pub mod record;
 pub mod scenario;

@@ -25,8 +25,18 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         LaneWorker::Exec(job) => job.queue.clone(),
         LaneWorker::Strategy(_) => crate::queue::Queue::tasks(args.items),
     };
-    check_side_effect(args, &worker)?;
-    if let Some(crash) = args.crash_at {
+    // reclaim's own worker's named points; an --exec job's plan is in its job.
+    let crash_at: Option<crate::worker::CrashAt> = match (&args.crash_at, worker.strategy()) {
+        (Some(text), Some(_)) => Some(text.parse().map_err(|e: String| {
+            Error::Refused(format!(
+                "--crash-at {}: {e}",
+                crate::text::escape_controls(text)
+            ))
+        })?),
+        _ => None,
+    };
+    check_side_effect(args, &worker, crash_at)?;
+    if let Some(crash) = crash_at {
         crate::task::check_in_queue("--crash-at", crash.task, queue.len())?;
     }
     let kill_at_task = args
@@ -89,7 +99,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         batch: args.batch,
         workers: usize::from(args.workers),
         sync: args.sync,
-        crash_at: args.crash_at,
+        crash_at,
         side_effect: args.vendor.side_effect,
         long_item: args.long.long_item,
         split: args.long.split,
@@ -163,7 +173,11 @@ fn refuse_old_vendor_db(lane: &LaneConfig) -> Result<(), Error> {
 
 /// A side effect, and the vendor's modes, only where a vendor is reached, and only from
 /// reclaim's own worker; `after-relay-send` only where a relay runs.
-fn check_side_effect(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
+fn check_side_effect(
+    args: &RunArgs,
+    worker: &LaneWorker,
+    crash_at: Option<crate::worker::CrashAt>,
+) -> Result<(), Error> {
     let v = &args.vendor;
     let strategy = worker.strategy();
     if strategy.is_none() && v.side_effect.is_some() {
@@ -192,7 +206,7 @@ fn check_side_effect(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
             args.long.split
         )));
     }
-    if let Some(crash) = args.crash_at {
+    if let Some(crash) = crash_at {
         if crash.point == crate::worker::CrashPoint::AfterRelaySend
             && !strategy.is_some_and(crate::worker::Strategy::relays)
         {
@@ -224,11 +238,14 @@ fn resolve_key(flag: &str, typed: &str, queue: &crate::queue::Queue) -> Result<u
 /// Whose worker runs: reclaim's own strategy, or the user's command (checked whole first).
 fn lane_worker(args: &RunArgs) -> Result<LaneWorker, Error> {
     Ok(match (args.job.to_job(args.items)?, args.strategy) {
-        (Some(job), _) => {
-            if args.crash_at.is_some() {
-                return Err(Error::Refused(
-                    "--crash-at needs reclaim's own worker (--strategy): its named crash points are places in that worker's code, which an --exec job does not have; kill yours by its rows with --kill-at-rows N, or at random with --kills N".into(),
-                ));
+        (Some(mut job), _) => {
+            // A point your job announces (examples/reclaim_point.py), in a unit of work of its
+            // queue; a key outside it would never be reached.
+            if let Some(text) = &args.crash_at {
+                let mut plan = crate::points::CrashPlan::parse(text).map_err(Error::Refused)?;
+                let index = resolve_key("--crash-at", &plan.key, &job.queue)?;
+                plan.key = job.queue.key(index);
+                job.crash_at = Some(plan);
             }
             if args.sync == crate::store::SyncMode::Full {
                 return Err(Error::Refused(
@@ -424,9 +441,15 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
 
 fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -> String {
     let mut parts = Vec::new();
-    if let Some(crash) = args.crash_at {
+    if let Some(crash) = &args.crash_at {
         parts.push(format!(
-            "the worker crashes at {crash} on its first attempt"
+            "the worker dies at {} on its first attempt{}",
+            crate::text::escape_controls(crash),
+            if args.job.exec.is_some() {
+                " (the job announces the point; the host kills it there)"
+            } else {
+                ""
+            }
         ));
     }
     if let Some(rows) = plan.at_rows {

@@ -77,6 +77,8 @@ pub struct ExecJob {
     pub rows: RowSource,
     /// The keys its rows are judged against (`RECLAIM_KEYS_FILE` hands them to the job).
     pub queue: Queue,
+    /// The point its first attempt is SIGKILLed at, when the job announces it (`--crash-at`).
+    pub crash_at: Option<crate::points::CrashPlan>,
 }
 
 impl ExecJob {
@@ -118,6 +120,7 @@ impl ExecJob {
             setup_sql,
             rows,
             queue,
+            crash_at: None,
         })
     }
 }

@@ -20,8 +20,11 @@ use crate::task::task_id;
 use crate::worker::protocol::{ExecEnv, Line};
 use crate::worker::{Strategy, WorkerConfig};
 
+mod points;
 mod said;
 mod vendor;
+
+pub use self::points::JobPoints;
 
 /// How often a running lane's messages are read from the vendor's database.
 const MESSAGES_EVERY: Duration = Duration::from_millis(200);
@@ -94,6 +97,8 @@ pub struct Lane {
     /// rows at its kill means the attempt had committed work. (With several workers on one
     /// queue, another worker's rows count too: the window is then a close reading, not exact.)
     rows_at_spawn: Vec<u64>,
+    /// The crash points an external job announced, and its planned crash.
+    pub points: JobPoints,
 }
 
 impl Lane {
@@ -115,6 +120,7 @@ impl Lane {
                 ..KillWindows::default()
             },
             rows_at_spawn: vec![0; config.workers + usize::from(config.relays())],
+            points: JobPoints::default(),
             slots: (0..config.workers + usize::from(config.relays()))
                 .map(|_| Slot::new())
                 .collect(),
@@ -201,6 +207,7 @@ impl Lane {
             self.rows_at_spawn.resize(slot + 1, 0);
         }
         self.rows_at_spawn[slot] = self.observer.rows;
+        self.points.spawned(slot);
     }
 
     /// SIGSTOPs the running workers; the pids stopped, comma-separated.
@@ -265,7 +272,14 @@ impl Lane {
                 (command, true)
             }
             LaneWorker::Exec(job) => {
+                // The planned crash belongs to the first attempt: the restart must finish.
+                let crash_at = job
+                    .crash_at
+                    .as_ref()
+                    .filter(|_| self.slots[slot].attempt() == 0)
+                    .map(|plan| format!("{}:{}", plan.key, plan.point));
                 let env = ExecEnv {
+                    crash_at,
                     db: ExecEnv::absolute(&self.config.db),
                     heartbeat: ExecEnv::absolute(self.heartbeat.path()),
                     items: self.config.items,

@@ -26,6 +26,10 @@ impl Engine {
         if let Some(note) = note {
             self.note(now, lane, note);
         }
+        // A job at its planned crash point waits there: the host kills it now, from outside.
+        if self.lanes[lane].points.take_crash_due() {
+            self.kill_at(now, clock, Some(lane));
+        }
         if lane == 0
             && let Some((last, sim)) = wrote
         {

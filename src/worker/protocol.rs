@@ -80,6 +80,8 @@ pub struct ExecEnv {
     pub items: u64,
     /// The queue's keys, one a line (`RECLAIM_KEYS_FILE`), in the queue's order.
     pub keys: PathBuf,
+    /// Where this attempt is to die (`RECLAIM_CRASH_AT=KEY:POINT`), if anywhere.
+    pub crash_at: Option<String>,
     /// 1 for the first attempt, 2 after the first restart, ... (`RECLAIM_ATTEMPT`).
     pub attempt: u32,
     /// The night's pace per item (`RECLAIM_DELAY_MS`), for a job that wants to keep it (the
@@ -116,6 +118,10 @@ impl ExecEnv {
             .env(Self::KEYS_FILE, &self.keys)
             .env(Self::ATTEMPT, self.attempt.to_string())
             .env(Self::DELAY_MS, delay_ms(self.delay));
+        match &self.crash_at {
+            Some(at) => sh.env(crate::points::CRASH_ENV, at),
+            None => sh.env_remove(crate::points::CRASH_ENV),
+        };
         sh
     }
 
@@ -468,6 +474,7 @@ mod tests {
             db: PathBuf::from("/tmp/night/warehouse.db"),
             heartbeat: PathBuf::from("/tmp/night/warehouse.db.heartbeat"),
             items: 200,
+            crash_at: None,
             keys: PathBuf::from("/tmp/w/warehouse.db.keys"),
             attempt: 3,
             delay: Duration::from_micros(62_500),

@@ -30,6 +30,15 @@ impl Lane {
             self.kills_in_window.add(KillWindow::AfterSend);
             return;
         }
+        // A job that announces its points says where it was: the newest point reached.
+        if self.config.worker.job().is_some()
+            && let Ok(placed) = self.points.place(slots, committed)
+        {
+            if let Some(window) = placed {
+                self.kills_in_window.add(window);
+            }
+            return;
+        }
         let named = self
             .config
             .worker
@@ -87,8 +96,27 @@ impl Lane {
         if stderr {
             return (Some(worker(Kind::Stderr, line)), None);
         }
-        // Someone else's program speaks no protocol: every line is its own, and the last one
-        // is its claim, shown beside what the rows say.
+        // Someone else's program speaks no protocol but its crash points: those are counted
+        // (and the planned one carried out), never shown as its words nor taken as its claim.
+        if let Some(job) = self.config.worker.job()
+            && let Some(point) = crate::points::parse(&line)
+        {
+            let first = self.slots[slot].attempt() == 0 && current;
+            if self
+                .points
+                .heard(slot, &point, job.crash_at.as_ref(), first)
+            {
+                let text = format!(
+                    "{}  crash point {} reached: the host kills the job there",
+                    crate::text::escape_controls(&point.key),
+                    point.name
+                );
+                return (Some(worker(Kind::Crash, text)), None);
+            }
+            return (None, None);
+        }
+        // Every other line is its own, and the last one is its claim, shown beside what the
+        // rows say.
         let said = if self.config.worker.job().is_some() {
             let claim: String = line.chars().take(CLAIM_CHARS).collect();
             self.claimed = Some(ClaimedDone {

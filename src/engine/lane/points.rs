@@ -1,0 +1,92 @@
+//! The crash points someone else's job announces (`points`): how many of each, the newest per
+//! slot (where a kill landing now would land), and the planned crash, due the moment its point
+//! is read.
+
+use std::collections::BTreeMap;
+
+use crate::engine::window::KillWindow;
+use crate::points::{CrashPlan, MAX_NAMES, Point};
+
+/// A lane's points, as its job announced them.
+#[derive(Debug, Default)]
+pub struct JobPoints {
+    /// Each point's name and how many times it was reached.
+    pub announced: BTreeMap<String, u64>,
+    /// Kills that landed after a point of the job's own naming (one no window of reclaim's
+    /// covers), by that point.
+    pub kills_after: BTreeMap<String, u32>,
+    /// The newest point each slot's current attempt reached.
+    newest: Vec<Option<String>>,
+    /// The planned crash has been carried out.
+    pub crash_fired: bool,
+    crash_due: bool,
+}
+
+impl JobPoints {
+    /// A slot's new attempt has reached no point yet.
+    pub(super) fn spawned(&mut self, slot: usize) {
+        if self.newest.len() <= slot {
+            self.newest.resize(slot + 1, None);
+        }
+        self.newest[slot] = None;
+    }
+
+    /// A point heard from `slot`; whether it is the planned crash (on its first attempt).
+    pub(super) fn heard(
+        &mut self,
+        slot: usize,
+        point: &Point,
+        plan: Option<&CrashPlan>,
+        first_attempt: bool,
+    ) -> bool {
+        if self.announced.len() < MAX_NAMES || self.announced.contains_key(&point.name) {
+            *self.announced.entry(point.name.clone()).or_default() += 1;
+        }
+        self.spawned_if_new(slot);
+        self.newest[slot] = Some(point.name.clone());
+        let crash = first_attempt && !self.crash_fired && plan.is_some_and(|p| p.is(point));
+        if crash {
+            self.crash_fired = true;
+            self.crash_due = true;
+        }
+        crash
+    }
+
+    fn spawned_if_new(&mut self, slot: usize) {
+        if self.newest.len() <= slot {
+            self.newest.resize(slot + 1, None);
+        }
+    }
+
+    /// The crash is due now (once).
+    pub fn take_crash_due(&mut self) -> bool {
+        std::mem::take(&mut self.crash_due)
+    }
+
+    /// Where a kill of these slots landed, from the newest point any of them reached: one of
+    /// reclaim's windows, or a point of the job's own (counted in `kills_after`, `None` back).
+    /// `Err(())` when none of them announced a point.
+    pub(super) fn place(
+        &mut self,
+        slots: &[usize],
+        committed: bool,
+    ) -> Result<Option<KillWindow>, ()> {
+        let newest = slots
+            .iter()
+            .find_map(|&s| self.newest.get(s).cloned().flatten())
+            .ok_or(())?;
+        Ok(match newest.as_str() {
+            "after-row-commit" => Some(KillWindow::AfterRowCommit),
+            "after-commit" | "after-heartbeat" => Some(KillWindow::AfterCommit),
+            "after-send" => Some(KillWindow::AfterSend),
+            "before-write" if committed => Some(KillWindow::AfterCommit),
+            "before-write" => Some(KillWindow::BeforeAnyCommit),
+            other => {
+                if self.kills_after.len() < MAX_NAMES || self.kills_after.contains_key(other) {
+                    *self.kills_after.entry(other.to_string()).or_default() += 1;
+                }
+                None
+            }
+        })
+    }
+}
