@@ -286,6 +286,9 @@ pub struct TuiArgs {
     /// A shipped scenario's name (see `reclaim scenarios`) or a path to a .toml file
     #[arg(long, value_name = "NAME|PATH")]
     pub scenario: Option<String>,
+    /// Let the scenario's exec lanes run their commands (shown in full before they run)
+    #[arg(long, requires = "scenario")]
+    pub allow_exec: bool,
     /// Replace the scenario's seed for random kills
     #[arg(long)]
     pub seed: Option<u64>,
@@ -382,6 +385,9 @@ pub struct RunArgs {
         "db", "record", "replay_schedule",
     ])]
     pub scenario: Option<String>,
+    /// Let the scenario's exec lanes run their commands (each printed in full first)
+    #[arg(long, requires = "scenario")]
+    pub allow_exec: bool,
     /// Items in the queue: task-000 .. task-(N-1)
     #[arg(long, default_value_t = 200, value_parser = items_parser())]
     pub items: u64,

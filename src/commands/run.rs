@@ -287,6 +287,7 @@ fn print_header(
 /// (a lane column), then one verdict line per lane; exit 0 only if every lane's data is right.
 fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let scenario = Scenario::load(name)?;
+    super::consent::for_run(&scenario, args.allow_exec)?;
     let db = paths::fresh_db_path("scenario")
         .context(|| "cannot create a folder for the warehouses".into())?;
     let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();

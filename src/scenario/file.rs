@@ -363,6 +363,11 @@ impl LaneFile {
                 "lane {n}: name {name:?} must be 1..=24 characters, no slashes or control characters"
             ));
         }
+        if worker.job().is_some() && taken_by_reclaim(&name) {
+            return Err(format!(
+                "lane {n}: an exec lane named {name:?} would read as reclaim's own {name:?}; name it after your job"
+            ));
+        }
         let (vendor, long_item, split) = self.leaves_the_database(n, &worker, items, crash_at)?;
         Ok(ScenarioLane {
             name,
@@ -454,6 +459,16 @@ impl LaneFile {
             split,
         ))
     }
+}
+
+/// A strategy's name: an exec lane so named would pass for reclaim's own worker in every
+/// `lanes=` line and panel.
+fn taken_by_reclaim(name: &str) -> bool {
+    use clap::ValueEnum as _;
+    let name = name.trim().to_ascii_lowercase();
+    Strategy::value_variants()
+        .iter()
+        .any(|s| s.name().eq_ignore_ascii_case(&name))
 }
 
 pub(super) fn range(field: &str, value: f64, lo: f64, hi: f64) -> Result<(), String> {
