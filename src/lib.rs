@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod exit;
 pub mod export;
+pub mod fsafe;
 pub mod harness;
 pub mod heartbeat;
 pub mod limits;
