@@ -50,6 +50,10 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Command::Man) => conventions::man(),
         None => tui::live(&crate::cli::TuiArgs::default()),
     };
+    // Whatever a job left outside its group, re-parented to reclaim, ends with reclaim.
+    if crate::supervisor::orphans::adopts() {
+        crate::supervisor::orphans::kill_descendants();
+    }
     match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
