@@ -17,6 +17,7 @@ pub mod heartbeat;
 pub mod limits;
 pub mod map;
 pub mod observer;
+pub mod out;
 pub mod paths;
 pub mod record;
 pub mod scenario;

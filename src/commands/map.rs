@@ -117,7 +117,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     if kept.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let out = &mut io::stdout().lock();
+    let out = &mut crate::out::stdout();
     if args.json {
         let report = MapReport {
             items: plan.items,

@@ -4,6 +4,7 @@
 
 mod children;
 mod files;
+mod output;
 mod scenario;
 
 use std::path::Path;
