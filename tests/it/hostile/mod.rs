@@ -4,6 +4,7 @@
 
 mod children;
 mod files;
+mod hangs;
 mod output;
 mod scenario;
 
