@@ -212,7 +212,20 @@ fn parse_strategies(text: &str) -> Result<Strategies, String> {
             })
         })
         .collect::<Result<Vec<_>, _>>()
-        .map(Strategies)
+        .and_then(|list| {
+            // Twice the same strategy is one map drawn twice, and its nights collide.
+            match list
+                .iter()
+                .enumerate()
+                .find(|(i, s)| list[..*i].contains(s))
+            {
+                Some((_, twice)) => Err(format!(
+                    "{} is named twice; name each strategy once",
+                    twice.name()
+                )),
+                None => Ok(Strategies(list)),
+            }
+        })
 }
 
 fn parse_points(text: &str) -> Result<Points, String> {

@@ -92,3 +92,15 @@ fn shipped_scenarios_need_no_flag() {
     assert!(run.code == Some(0) || run.code == Some(1), "{}", run.stderr);
     assert!(!run.stderr.contains("--allow-exec"), "{}", run.stderr);
 }
+
+#[test]
+fn map_refuses_a_strategy_named_twice() {
+    let tmp = tempdir();
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &["map", "--strategy", "naive,naive", "--items", "3"],
+        LIMIT,
+    );
+    assert_one_line_error(&run, "naive is named twice");
+    assert!(!run.stderr.contains("stopped by"), "{}", run.stderr);
+}
