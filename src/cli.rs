@@ -219,7 +219,20 @@ fn parse_strategies(text: &str) -> Result<Strategies, String> {
             })
         })
         .collect::<Result<Vec<_>, _>>()
-        .map(Strategies)
+        .and_then(|list| {
+            // Twice the same strategy is one map drawn twice, and its nights collide.
+            match list
+                .iter()
+                .enumerate()
+                .find(|(i, s)| list[..*i].contains(s))
+            {
+                Some((_, twice)) => Err(format!(
+                    "{} is named twice; name each strategy once",
+                    twice.name()
+                )),
+                None => Ok(Strategies(list)),
+            }
+        })
 }
 
 fn parse_points(text: &str) -> Result<Points, String> {
@@ -293,6 +306,9 @@ pub struct TuiArgs {
     /// A shipped scenario's name (see `reclaim scenarios`) or a path to a .toml file
     #[arg(long, value_name = "NAME|PATH")]
     pub scenario: Option<String>,
+    /// Let the scenario's exec lanes run their commands (shown in full before they run)
+    #[arg(long, requires = "scenario")]
+    pub allow_exec: bool,
     /// Replace the scenario's seed for random kills
     #[arg(long)]
     pub seed: Option<u64>,
@@ -389,6 +405,9 @@ pub struct RunArgs {
         "db", "record", "replay_schedule",
     ])]
     pub scenario: Option<String>,
+    /// Let the scenario's exec lanes run their commands (each printed in full first)
+    #[arg(long, requires = "scenario")]
+    pub allow_exec: bool,
     /// Items in the queue: task-000 .. task-(N-1)
     #[arg(long, default_value_t = 200, value_parser = items_parser())]
     pub items: u64,

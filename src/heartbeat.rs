@@ -43,6 +43,34 @@ pub fn remove_dead_writers_temp(heartbeat: &Path, pid: u32) {
     }
 }
 
+/// The most a heartbeat file holds (one line: a task id, a time, a pid).
+const MAX_BEAT_BYTES: u64 = 256;
+
+/// Whether a worker may replace the file at `path` with its heartbeat: nothing there, an empty
+/// file, or a heartbeat (`task-NNN SECONDS pid=N`). Anything else (a warehouse, a text, a FIFO,
+/// a folder) is someone's data and is not to be replaced.
+pub fn replaceable(path: &Path) -> io::Result<bool> {
+    let meta = match fs::metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+        other => other?,
+    };
+    if !meta.is_file() || meta.len() > MAX_BEAT_BYTES {
+        return Ok(false);
+    }
+    if meta.len() == 0 {
+        return Ok(true);
+    }
+    Ok(is_beat(&first_line(path)?))
+}
+
+/// A line as `Writer::beat` writes it.
+fn is_beat(line: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    matches!(words.as_slice(), [_, at, pid]
+        if at.parse::<f64>().is_ok()
+            && pid.strip_prefix("pid=").is_some_and(|n| n.parse::<u32>().is_ok()))
+}
+
 /// Seconds since the Unix epoch, as the heartbeat and `written_at` store them.
 #[must_use]
 pub fn unix_now() -> f64 {
@@ -76,7 +104,19 @@ impl Writer {
     /// Records that `task` has been committed.
     pub fn beat(&self, task: &str) -> io::Result<()> {
         let line = format!("{task} {:.3} pid={}\n", unix_now(), self.pid);
-        let mut file = fs::File::create(&self.temp)?;
+        let mut file = match crate::fsafe::create_new(&self.temp) {
+            // This process's own leftover (a beat cut short), or an earlier process's of the
+            // same pid: a regular file is removed (never written through) and made anew.
+            Err(e)
+                if e.kind() == io::ErrorKind::AlreadyExists
+                    && fs::symlink_metadata(&self.temp).is_ok_and(|m| m.file_type().is_file()) =>
+            {
+                fs::remove_file(&self.temp)?;
+                crate::fsafe::create_new(&self.temp)?
+            }
+            // A link, a FIFO, a folder: not reclaim's, so never followed or waited on.
+            other => other?,
+        };
         file.write_all(line.as_bytes())?;
         drop(file);
         fs::rename(&self.temp, &self.path)
@@ -198,6 +238,19 @@ pub fn stale_message(age: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_beat_reads_as_a_heartbeat() {
+        assert!(is_beat("task-012 1764460800.123 pid=4242"));
+        for line in [
+            "SQLite format 3",
+            "my notes",
+            "task-012 soon pid=1",
+            "a b c d",
+        ] {
+            assert!(!is_beat(line), "{line}");
+        }
+    }
 
     #[test]
     fn default_path_sits_beside_the_database() {

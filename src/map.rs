@@ -336,20 +336,18 @@ pub fn fresh_dir(label: &str) -> std::io::Result<PathBuf> {
     } else {
         std::env::temp_dir()
     };
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let dir = base.join(format!("reclaim-{label}-{stamp}-{}", std::process::id()));
-    std::fs::create_dir(&dir)?;
-    Ok(dir)
+    // A folder of reclaim's own, made exclusively under a random name, private (0700): what a
+    // night creates inside it cannot meet a name someone else planted.
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("reclaim-{label}-{}-", std::process::id()))
+        .tempdir_in(&base)?;
+    Ok(dir.keep())
 }
 
-/// Whether a folder can be written (a read-only /dev/shm is no use).
+/// Whether a folder can be written (a read-only /dev/shm is no use): an unnamed file made there
+/// exclusively, gone when dropped, so no name in the shared folder is ever opened.
 fn tempfile_in(dir: &Path) -> bool {
-    let probe = dir.join(format!(".reclaim-probe-{}", std::process::id()));
-    let ok = std::fs::write(&probe, b"").is_ok();
-    let _ = std::fs::remove_file(&probe);
-    ok
+    tempfile::tempfile_in(dir).is_ok()
 }
 
 #[cfg(test)]

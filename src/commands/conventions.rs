@@ -1,7 +1,7 @@
 //! `reclaim completions SHELL` and `reclaim man`: generated from the command line's own
 //! definition (`cli::Cli`), so they never drift from what the binary accepts.
 
-use std::io::{self, Write as _};
+use std::io::Write as _;
 
 use clap::CommandFactory as _;
 
@@ -11,7 +11,10 @@ use crate::exit;
 
 pub(super) fn completions(shell: clap_complete::Shell) -> u8 {
     let mut command = Cli::command();
-    clap_complete::generate(shell, &mut command, "reclaim", &mut io::stdout().lock());
+    // Generated whole first: clap_complete panics on a write that fails (`| head -c 10`).
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "reclaim", &mut script);
+    let _ = crate::out::stdout().write_all(&script);
     exit::OK
 }
 
@@ -21,6 +24,6 @@ pub(super) fn man() -> Result<u8, Error> {
         .render(&mut page)
         .context(|| "cannot render the manual page".into())?;
     // A closed pipe (`| head`) is not an error worth a line.
-    let _ = io::stdout().lock().write_all(&page);
+    let _ = crate::out::stdout().write_all(&page);
     Ok(exit::OK)
 }

@@ -33,6 +33,9 @@ pub fn run(command: &str, parent: i32) -> Result<u8, Error> {
         ));
     }
     signals::install().context(|| "exec-guard: cannot install signal handlers".into())?;
+    // What the job starts outside the group (`setsid`, a double fork) is re-parented here,
+    // not to init, and killed with the rest on every way out.
+    crate::supervisor::orphans::become_subreaper();
     // The SIGKILL death signal set before exec is replaced by one the guard can act on.
     nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)
         .map_err(|e| Error::Refused(format!("exec-guard: cannot set the death signal: {e}")))?;
@@ -55,6 +58,8 @@ pub fn run(command: &str, parent: i32) -> Result<u8, Error> {
         match rx.recv_timeout(LOOK) {
             Ok(status) => {
                 let status = status.context(|| "cannot wait for sh".into())?;
+                // The job is over: whatever it left running goes with it.
+                crate::supervisor::orphans::kill_descendants();
                 return Ok(end_as(status));
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
@@ -69,6 +74,7 @@ pub fn run(command: &str, parent: i32) -> Result<u8, Error> {
 
 /// SIGKILL to the job's whole group, the guard included: nothing of it outlives reclaim.
 fn kill_group() -> ! {
+    crate::supervisor::orphans::kill_descendants();
     if getpgrp() == getpid() {
         let _ = killpg(getpgrp(), Signal::SIGKILL);
     }

@@ -1,5 +1,7 @@
 //! `reclaim replay FILE --export OUT`: a recorded night as an asciicast, an SVG frame or CSV.
 
+use std::io::Write as _;
+
 use crate::cli::ReplayArgs;
 use crate::error::Error;
 use crate::exit;
@@ -27,6 +29,10 @@ pub(super) fn run(args: &ReplayArgs) -> Result<u8, Error> {
         theme: Theme::chosen(args.theme),
     };
     let said = export::export(recording, &request)?;
-    println!("reclaim: wrote {} ({said})", crate::paths::shown(path));
+    let _ = writeln!(
+        crate::out::stdout(),
+        "reclaim: wrote {} ({said})",
+        crate::paths::shown(path)
+    );
     Ok(exit::OK)
 }

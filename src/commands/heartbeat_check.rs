@@ -1,5 +1,7 @@
 //! `reclaim heartbeat-check`: the postmortem's dead-man's switch, for cron.
 
+use std::io::Write as _;
+
 use crate::cli::HeartbeatCheckArgs;
 use crate::error::{Context as _, Error};
 use crate::exit::{DATA_WRONG, OK};
@@ -23,12 +25,15 @@ pub(super) fn run(args: &HeartbeatCheckArgs) -> Result<u8, Error> {
             beat.ahead.as_secs()
         )
     } else if age <= args.max_age {
-        println!("runner heartbeat fresh: {age}s ({task})");
+        let _ = writeln!(
+            crate::out::stdout(),
+            "runner heartbeat fresh: {age}s ({task})"
+        );
         return Ok(OK);
     } else {
         heartbeat::stale_message(beat.age)
     };
-    println!("{message}");
+    let _ = writeln!(crate::out::stdout(), "{message}");
     if let Some(command) = &args.exec {
         let status = std::process::Command::new("sh")
             .args(["-c", command])

@@ -1,7 +1,7 @@
 //! `reclaim inspect`: what a warehouse holds, and the status derived from its rows.
 
 use std::fmt::Write as _;
-use std::io::{self, Write as _};
+use std::io::Write as _;
 
 use crate::cli::InspectArgs;
 use crate::error::Error;
@@ -18,7 +18,7 @@ pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
     } else {
         None
     };
-    let mut out = io::stdout().lock();
+    let mut out = crate::out::stdout();
     let text = if args.json {
         let mut value =
             serde_json::to_value(&inspection).map_err(|e| Error::Refused(e.to_string()))?;
@@ -77,7 +77,7 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
     };
     let inspection = inspect::inspect_rows(&args.db, &queue, &source)?;
     let derived = inspection.derived().once_ended();
-    let mut out = io::stdout().lock();
+    let mut out = crate::out::stdout();
     let text = if args.json {
         let mut value =
             serde_json::to_value(&inspection).map_err(|e| Error::Refused(e.to_string()))?;

@@ -160,7 +160,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
         (&plan, &state),
         (all_right, interactive),
         kept,
-        &mut io::stdout().lock(),
+        &mut crate::out::stdout(),
     )?;
     Ok(if all_right { OK } else { DATA_WRONG })
 }

@@ -2,6 +2,7 @@
 //! command's outcome to an exit code (0 holds, 1 the data verdict failed, 2 an error), as
 //! ripgrep does, prints an error as one line, and installs the panic hook.
 
+mod consent;
 mod conventions;
 mod exec_guard;
 mod export;
@@ -30,10 +31,10 @@ pub fn main(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Some(Command::Worker(args)) => worker::run(&args),
         Some(Command::Inspect(args)) => inspect::run(&args),
-        Some(Command::Run(args)) => run::run(&args, &mut io::stdout().lock()),
-        Some(Command::Prove(args)) => prove::run(&args, &mut io::stdout().lock()),
+        Some(Command::Run(args)) => run::run(&args, &mut crate::out::stdout()),
+        Some(Command::Prove(args)) => prove::run(&args, &mut crate::out::stdout()),
         Some(Command::Map(args)) => map::run(&args),
-        Some(Command::Shrink(args)) => shrink::run(&args, &mut io::stdout().lock()),
+        Some(Command::Shrink(args)) => shrink::run(&args, &mut crate::out::stdout()),
         Some(Command::HeartbeatCheck(args)) => heartbeat_check::run(&args),
         Some(Command::Vendor(args)) => vendor::run(&args),
         Some(Command::Relay(args)) => vendor::relay(&args),
@@ -41,7 +42,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Command::Tui(args)) => tui::live(&args),
         Some(Command::Scenarios) => scenarios::run(),
         Some(Command::Replay(args)) if args.check => {
-            replay_check::run(&args, &mut io::stdout().lock())
+            replay_check::run(&args, &mut crate::out::stdout())
         }
         Some(Command::Replay(args)) if args.export.is_some() => export::run(&args),
         Some(Command::Replay(args)) => tui::replay(&args),
@@ -49,6 +50,22 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Command::Man) => conventions::man(),
         None => tui::live(&crate::cli::TuiArgs::default()),
     };
+    // Whatever a job left outside its group, re-parented to reclaim, ends with reclaim.
+    if crate::supervisor::orphans::adopts() {
+        crate::supervisor::orphans::kill_descendants();
+    }
+    // Output that could not be written: a reader gone away (`| head`) ends quietly with the
+    // command's own code; anything else (a full disk) is one line and exit 2.
+    match crate::out::failure() {
+        Some(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+            return ExitCode::from(result.unwrap_or(EXIT_ERROR));
+        }
+        Some(e) if result.is_ok() => {
+            eprintln!("reclaim: error: cannot write the output: {e}");
+            return ExitCode::from(EXIT_ERROR);
+        }
+        _ => {}
+    }
     match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {

@@ -212,7 +212,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
                     "--db-name {name:?} must be a file name (each test makes its own folder)"
                 )));
             }
-            LaneWorker::Exec(job)
+            LaneWorker::Exec(Box::new(job))
         }
         (None, strategy) => LaneWorker::Strategy(strategy.unwrap_or(Strategy::Guarded)),
     };

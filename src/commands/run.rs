@@ -25,30 +25,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         LaneWorker::Exec(job) => job.queue.clone(),
         LaneWorker::Strategy(_) => crate::queue::Queue::tasks(args.items),
     };
-    // reclaim's own worker's named points; an --exec job's plan is in its job.
-    let crash_at: Option<crate::worker::CrashAt> = match (&args.crash_at, worker.strategy()) {
-        (Some(text), Some(_)) => Some(text.parse().map_err(|e: String| {
-            Error::Refused(format!(
-                "--crash-at {}: {e}",
-                crate::text::escape_controls(text)
-            ))
-        })?),
-        _ => None,
-    };
-    check_side_effect(args, &worker, crash_at)?;
-    if let Some(crash) = crash_at {
-        crate::task::check_in_queue("--crash-at", crash.task, queue.len())?;
-    }
-    let kill_at_task = args
-        .kill_at_task
-        .as_deref()
-        .map(|typed| resolve_key("--kill-at-task", typed, &queue))
-        .transpose()?;
-    if kill_at_task.is_some() && worker.job().is_some_and(|j| j.rows.count_sql.is_some()) {
-        return Err(Error::Refused(
-            "--kill-at-task waits for a key's row, and --count-sql only counts rows: it would never see it; use --kill-at-rows N".into(),
-        ));
-    }
+    let (crash_at, kill_at_task) = planned_kills(args, &worker, &queue)?;
     let replayed = match &args.replay_schedule {
         Some(file) => {
             let recording = Recording::load(file)?;
@@ -159,6 +136,40 @@ fn finish(report: &RunReport, args: &RunArgs, out: &mut dyn Write) -> Result<u8,
     })
 }
 
+/// The kills aimed at a place in the work, checked against the queue: reclaim's own worker's
+/// named crash point (an --exec job's plan is in its job), and `--kill-at-task`'s key.
+fn planned_kills(
+    args: &RunArgs,
+    worker: &LaneWorker,
+    queue: &crate::queue::Queue,
+) -> Result<(Option<crate::worker::CrashAt>, Option<u64>), Error> {
+    // reclaim's own worker's named points; an --exec job's plan is in its job.
+    let crash_at: Option<crate::worker::CrashAt> = match (&args.crash_at, worker.strategy()) {
+        (Some(text), Some(_)) => Some(text.parse().map_err(|e: String| {
+            Error::Refused(format!(
+                "--crash-at {}: {e}",
+                crate::text::escape_controls(text)
+            ))
+        })?),
+        _ => None,
+    };
+    check_side_effect(args, worker, crash_at)?;
+    if let Some(crash) = crash_at {
+        crate::task::check_in_queue("--crash-at", crash.task, queue.len())?;
+    }
+    let kill_at_task = args
+        .kill_at_task
+        .as_deref()
+        .map(|typed| resolve_key("--kill-at-task", typed, queue))
+        .transpose()?;
+    if kill_at_task.is_some() && worker.job().is_some_and(|j| j.rows.count_sql.is_some()) {
+        return Err(Error::Refused(
+            "--kill-at-task waits for a key's row, and --count-sql only counts rows: it would never see it; use --kill-at-rows N".into(),
+        ));
+    }
+    Ok((crash_at, kill_at_task))
+}
+
 /// Refused before the night, like the warehouse: the vendor records a night afresh.
 fn refuse_old_vendor_db(lane: &LaneConfig) -> Result<(), Error> {
     let vendor_db = lane.vendor_db();
@@ -257,7 +268,7 @@ fn lane_worker(args: &RunArgs) -> Result<LaneWorker, Error> {
                     "--batch sets how reclaim's own worker commits; an --exec job commits as it was written to".into(),
                 ));
             }
-            LaneWorker::Exec(job)
+            LaneWorker::Exec(Box::new(job))
         }
         (None, Some(strategy)) => LaneWorker::Strategy(strategy),
         (None, None) => {
@@ -363,6 +374,7 @@ fn print_header(
 /// (a lane column), then one verdict line per lane; exit 0 only if every lane's data is right.
 fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let scenario = Scenario::load(name)?;
+    super::consent::for_run(&scenario, args.allow_exec)?;
     let db = paths::fresh_db_path("scenario")
         .context(|| "cannot create a folder for the warehouses".into())?;
     let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();

@@ -1,13 +1,19 @@
 //! `reclaim scenarios`: the shipped scenarios, one line each.
 
+use std::io::Write as _;
+
 use crate::error::Error;
 use crate::exit::OK;
 
 pub(super) fn run() -> Result<u8, Error> {
+    let mut out = crate::out::stdout();
     for (name, _) in crate::scenario::SHIPPED {
         let scenario = crate::scenario::Scenario::load(name)?;
-        println!("{name:<20} {}", scenario.title);
+        let _ = writeln!(out, "{name:<20} {}", scenario.title);
     }
-    println!("\nrun one with: reclaim tui --scenario NAME   (or a path to your own .toml)");
+    let _ = writeln!(
+        out,
+        "\nrun one with: reclaim tui --scenario NAME   (or a path to your own .toml)"
+    );
     Ok(OK)
 }

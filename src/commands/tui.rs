@@ -11,6 +11,7 @@ pub(super) fn live(args: &TuiArgs) -> Result<u8, Error> {
         Some(name) => Scenario::load(name),
         None => Scenario::default_incident(),
     }?;
+    super::consent::for_dashboard(&scenario, args.allow_exec)?;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }

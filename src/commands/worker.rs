@@ -37,6 +37,12 @@ pub(super) fn run(args: &WorkerArgs) -> Result<u8, Error> {
         None => paths::file_or_new(&heartbeat::default_path(&db), "the heartbeat file")?,
     };
     paths::refuse_companion(&heartbeat, "--heartbeat", &db, Some(".heartbeat"))?;
+    if !heartbeat::replaceable(&heartbeat).unwrap_or(false) {
+        return Err(Error::Refused(format!(
+            "--heartbeat {} is not a heartbeat file (a worker replaces it after every commit); give a new path or one a worker wrote before",
+            paths::shown(&heartbeat)
+        )));
+    }
     let config = WorkerConfig {
         db,
         heartbeat,

@@ -27,7 +27,7 @@ const DEFAULT_SCALE: f64 = 600.0;
 #[serde(rename_all = "snake_case")]
 pub enum LaneWorker {
     Strategy(Strategy),
-    Exec(ExecJob),
+    Exec(Box<ExecJob>),
 }
 
 impl LaneWorker {

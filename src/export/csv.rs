@@ -43,11 +43,31 @@ pub(super) fn write(recording: &Recording, out: &mut dyn Write) -> io::Result<St
     ))
 }
 
-/// A text field, quoted when it holds a comma, a quote or a line break (RFC 4180).
+/// A text field, quoted when it holds a comma, a quote or a line break (RFC 4180); one that a
+/// spreadsheet would take for a formula (`=`, `+`, `-`, `@`, a tab or a carriage return first:
+/// a recording's lane named `=HYPERLINK(...)`) is made text by a leading `'`, as OWASP advises.
 fn field(text: &str) -> String {
+    let text = if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_string()
+    };
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {
-        text.to_string()
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_cell_a_spreadsheet_would_evaluate_is_made_text() {
+        assert_eq!(
+            super::field("=HYPERLINK(\"http://x\",\"y\")"),
+            "\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\""
+        );
+        assert_eq!(super::field("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(super::field("guarded"), "guarded");
     }
 }

@@ -279,6 +279,32 @@ impl ScenarioFile {
 }
 
 impl LaneFile {
+    /// An exec lane's job: its table and key (default `records`/`task_id`), its setup checked,
+    /// the postmortem's queue.
+    fn exec_worker(&self, n: usize, command: &str, items: u64) -> Result<LaneWorker, String> {
+        let rows = crate::store::rows::RowSource {
+            table: self
+                .table
+                .clone()
+                .unwrap_or_else(|| crate::store::rows::DEFAULT_TABLE.into()),
+            key: self
+                .key
+                .clone()
+                .unwrap_or_else(|| crate::store::rows::DEFAULT_KEY.into()),
+            count_sql: None,
+            checkpoints: None,
+        };
+        let queue = crate::queue::Queue::tasks(items);
+        let job = crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows, queue)
+            .map_err(|e| format!("lane {n}: {e}"))?;
+        if self.crash_at.is_some() {
+            return Err(format!(
+                "lane {n}: crash_at needs reclaim's own worker; an exec lane has no named crash points"
+            ));
+        }
+        Ok(LaneWorker::Exec(Box::new(job)))
+    }
+
     pub(super) fn validate(&self, n: usize, items: u64) -> Result<ScenarioLane, String> {
         if !(1..=crate::limits::MAX_WORKERS).contains(&self.workers) {
             return Err(format!(
@@ -313,30 +339,7 @@ impl LaneFile {
                 }
                 LaneWorker::Strategy(strategy)
             }
-            (None, Some(command)) => {
-                let rows = crate::store::rows::RowSource {
-                    table: self
-                        .table
-                        .clone()
-                        .unwrap_or_else(|| crate::store::rows::DEFAULT_TABLE.into()),
-                    key: self
-                        .key
-                        .clone()
-                        .unwrap_or_else(|| crate::store::rows::DEFAULT_KEY.into()),
-                    count_sql: None,
-                    checkpoints: None,
-                };
-                let queue = crate::queue::Queue::tasks(items);
-                let job =
-                    crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows, queue)
-                        .map_err(|e| format!("lane {n}: {e}"))?;
-                if self.crash_at.is_some() {
-                    return Err(format!(
-                        "lane {n}: crash_at needs reclaim's own worker; an exec lane has no named crash points"
-                    ));
-                }
-                LaneWorker::Exec(job)
-            }
+            (None, Some(command)) => self.exec_worker(n, command, items)?,
         };
         if self.batch > 1 && !worker.strategy().is_some_and(Strategy::batches) {
             return Err(format!(
@@ -364,6 +367,11 @@ impl LaneFile {
         {
             return Err(format!(
                 "lane {n}: name {name:?} must be 1..=24 characters, no slashes or control characters"
+            ));
+        }
+        if worker.job().is_some() && taken_by_reclaim(&name) {
+            return Err(format!(
+                "lane {n}: an exec lane named {name:?} would read as reclaim's own {name:?}; name it after your job"
             ));
         }
         let (vendor, long_item, split) = self.leaves_the_database(n, &worker, items, crash_at)?;
@@ -457,6 +465,16 @@ impl LaneFile {
             split,
         ))
     }
+}
+
+/// A strategy's name: an exec lane so named would pass for reclaim's own worker in every
+/// `lanes=` line and panel.
+fn taken_by_reclaim(name: &str) -> bool {
+    use clap::ValueEnum as _;
+    let name = name.trim().to_ascii_lowercase();
+    Strategy::value_variants()
+        .iter()
+        .any(|s| s.name().eq_ignore_ascii_case(&name))
 }
 
 pub(super) fn range(field: &str, value: f64, lo: f64, hi: f64) -> Result<(), String> {

@@ -3,12 +3,14 @@
 //! in the binary so they work from any folder.
 
 mod captions;
+mod consent;
 mod file;
 
 pub use captions::{
     CAPTION_EVENTS, CAPTION_FIGURES, Caption, CaptionEvent, CaptionFigures, caption_times,
     current_caption, fill_caption,
 };
+pub use consent::{ALLOW_EXEC, LaneCommand};
 pub use file::parse_pace;
 use file::{QUOTE_MAX, ScenarioFile, WORD_MAX};
 
@@ -86,6 +88,13 @@ pub enum ScenarioError {
         source_name: String,
         line: usize,
         message: String,
+    },
+    #[error(
+        "scenario {source_name} runs commands of its own: {commands}; none was run: read them, then pass --allow-exec to run them"
+    )]
+    RunsCommands {
+        source_name: String,
+        commands: String,
     },
     #[error("scenario {source_name}: {message}")]
     Invalid {

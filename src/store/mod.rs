@@ -1,6 +1,7 @@
 //! The warehouse database: opening it with reclaim's pragmas, creating the schema a strategy
 //! needs, and refusing a table that exists without the constraints that strategy relies on.
 
+pub mod bounded;
 pub mod inspect;
 pub mod rows;
 mod snapshot;

@@ -99,17 +99,23 @@ impl RowSource {
                 stmt.column_count()
             )));
         }
-        let mut rows = stmt.query([]).map_err(|e| wrong(e.to_string()))?;
-        let Some(row) = rows.next().map_err(|e| wrong(e.to_string()))? else {
+        let named = format!("--count-sql {sql:?}");
+        let first = super::bounded::limited(conn, &named, super::bounded::COUNT_LIMIT, || {
+            let mut rows = stmt.query([])?;
+            let Some(row) = rows.next()? else {
+                return Ok(None);
+            };
+            Ok(Some((row.get::<_, i64>(0).ok(), row.get::<_, i64>(1).ok())))
+        })
+        .map_err(wrong)?;
+        let Some(row) = first else {
             return Err(wrong("it returned no row".into()));
         };
-        let number = |i| {
-            row.get::<_, i64>(i)
-                .ok()
-                .and_then(|n| u64::try_from(n).ok())
+        let number = |i: usize, n: Option<i64>| {
+            n.and_then(|n| u64::try_from(n).ok())
                 .ok_or_else(|| wrong(format!("column {} is not a count", i + 1)))
         };
-        Ok(Some((number(0)?, number(1)?)))
+        Ok(Some((number(0, row.0)?, number(1, row.1)?)))
     }
 }
 
@@ -162,7 +168,17 @@ pub fn run_setup(path: &Path, sql: &str) -> Result<(), StoreError> {
     };
     let conn = Connection::open(path).map_err(failed)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(failed)?;
-    conn.execute_batch(sql).map_err(failed)
+    super::bounded::confine(&conn);
+    super::bounded::limited(
+        &conn,
+        &format!("--setup-sql {sql:?}"),
+        super::bounded::SETUP_LIMIT,
+        || conn.execute_batch(sql),
+    )
+    .map_err(|detail| StoreError::Setup {
+        path: path.to_path_buf(),
+        detail,
+    })
 }
 
 /// Checks `--setup-sql` (and `--count-sql`) on an empty database in memory, so a typo is refused
@@ -175,9 +191,16 @@ pub fn check_setup(sql: &str) -> Result<(), String> {
 /// the job's first attempt, for checks (and `--keys-sql`) that must not touch a file.
 pub fn trial_setup(sql: Option<&str>) -> Result<Connection, String> {
     let conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
+    // A trial: it may touch nothing but its own database in memory.
+    super::bounded::confine(&conn);
     if let Some(sql) = sql {
-        conn.execute_batch(sql)
-            .map_err(|e| format!("--setup-sql does not run on an empty database: {e}"))?;
+        super::bounded::limited(
+            &conn,
+            &format!("--setup-sql {sql:?} (tried on an empty database)"),
+            super::bounded::TRIAL_LIMIT,
+            || conn.execute_batch(sql),
+        )
+        .map_err(|e| format!("--setup-sql does not run on an empty database: {e}"))?;
     }
     Ok(conn)
 }

@@ -68,6 +68,11 @@ pub fn spawn(mut command: Command) -> io::Result<Child> {
             Ok(())
         });
     }
+    // The registry stays locked from fork to insert, so a sweep for adopted orphans never
+    // takes a worker being born for one.
+    let mut live = LIVE
+        .lock()
+        .map_err(|_| io::Error::other("worker registry poisoned"))?;
     let (reply_tx, reply_rx) = mpsc::channel();
     spawner()
         .lock()
@@ -77,9 +82,7 @@ pub fn spawn(mut command: Command) -> io::Result<Child> {
     let child = reply_rx
         .recv()
         .map_err(|_| io::Error::other("spawner thread is gone"))??;
-    if let Ok(mut live) = LIVE.lock() {
-        live.insert(child_pid(&child));
-    }
+    live.insert(child_pid(&child));
     Ok(child)
 }
 
@@ -98,6 +101,9 @@ pub fn signal_group(pid: i32, signal: Signal) -> nix::Result<()> {
 pub fn forget(pid: i32) {
     if let Ok(mut live) = LIVE.lock() {
         live.remove(&pid);
+        // A job's guard just reaped may have left descendants outside its group (`setsid`):
+        // re-parented to reclaim, the subreaper, they die now, with their job.
+        super::orphans::sweep(&live);
     }
 }
 
@@ -111,5 +117,8 @@ pub fn kill_all() {
     for pid in groups {
         // SIGCONT is not needed: SIGKILL ends a stopped process too.
         let _ = signal_group(pid, Signal::SIGKILL);
+    }
+    if super::orphans::adopts() {
+        super::orphans::kill_descendants();
     }
 }

@@ -103,6 +103,7 @@ impl ExecEnv {
     /// variables set.
     #[must_use]
     pub fn command(&self, exe: &Path, command: &str) -> Command {
+        crate::supervisor::orphans::become_subreaper();
         let mut sh = Command::new(exe);
         sh.arg("exec-guard")
             .arg("--parent")

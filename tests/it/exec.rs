@@ -740,12 +740,28 @@ fn the_dashboard_runs_your_job_beside_guarded_under_the_same_kill() {
     );
     fs::write(&scenario, toml).unwrap_or_else(|e| panic!("{e}"));
     let mut dashboard = Dashboard::start(
-        &["tui", "--scenario", path_arg(&scenario)],
+        &["tui", "--scenario", path_arg(&scenario), "--allow-exec"],
         tmp.path(),
         120,
         36,
     )
     .unwrap_or_else(|e| panic!("{e}"));
+    // The command is shown in full before it runs, and runs once Enter says so.
+    dashboard
+        .wait_for(
+            "the command shown first",
+            Instant::now() + LIMIT,
+            |screen| screen.contents().contains("press Enter to start the night"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        dashboard
+            .text()
+            .contains(&format!("lane my-job runs `{}`", naive())),
+        "{}",
+        dashboard.text()
+    );
+    dashboard.send(b"\r").unwrap_or_else(|e| panic!("{e}"));
     // The job keeps no heartbeat: the panel says so, and never calls it stale.
     dashboard
         .wait_for("no heartbeat", Instant::now() + LIMIT, |screen| {

@@ -7,6 +7,7 @@ mod export;
 mod faults;
 mod fuzz;
 mod heartbeat_check;
+mod hostile;
 mod lecture;
 mod map;
 mod own_queue;

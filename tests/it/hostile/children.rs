@@ -1,0 +1,133 @@
+//! A job's descendants that leave its process group (`setsid`, a double fork) die with it: on
+//! its normal end, under the host's kills, and when reclaim is stopped or SIGKILLed.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use super::tempdir;
+use crate::common::{BIN, cmdline, path_arg, process_gone};
+
+const LIMIT: Duration = Duration::from_secs(60);
+const GRACE: Duration = Duration::from_secs(5);
+
+/// A naive job that first starts two sleeps in sessions of their own: one by `setsid`, one by
+/// `setsid` inside a subshell that exits at once (a double fork: its parent is gone).
+fn escaping_job() -> String {
+    format!(
+        "setsid sleep 313 & (setsid sleep 314 &); python3 {}/examples/naive_job.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// Live processes whose working folder is under `dir` (the job's, and only the job's).
+fn job_processes(dir: &Path) -> BTreeSet<i32> {
+    let Ok(real) = fs::canonicalize(dir) else {
+        return BTreeSet::new();
+    };
+    fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            !process_gone(pid)
+                && fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(&real))
+        })
+        .collect()
+}
+
+fn sleeps(dir: &Path) -> Vec<i32> {
+    job_processes(dir)
+        .into_iter()
+        .filter(|&p| cmdline(p).first().is_some_and(|a| a == "sleep"))
+        .collect()
+}
+
+fn start(dir: &Path, extra: &[&str]) -> (Child, PathBuf) {
+    let night = dir.join("night");
+    fs::create_dir(&night).unwrap_or_else(|e| panic!("{e}"));
+    let child = Command::new(BIN)
+        .args(["run", "--exec", &escaping_job(), "--db"])
+        .arg(path_arg(&night.join("warehouse.db")))
+        .args(extra)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start reclaim: {e}"));
+    (child, night)
+}
+
+fn wait_for_both_sleeps(night: &Path) {
+    let deadline = Instant::now() + LIMIT;
+    while sleeps(night).len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the job never started its sleeps"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn wait_exit(child: &mut Child) -> Instant {
+    let deadline = Instant::now() + LIMIT;
+    while child.try_wait().ok().flatten().is_none() {
+        assert!(Instant::now() < deadline, "reclaim never exited");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Instant::now()
+}
+
+fn assert_none_left(night: &Path, exited: Instant, what: &str) {
+    loop {
+        let left = job_processes(night);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() > exited + GRACE {
+            let names: Vec<Vec<String>> = left.iter().map(|&p| cmdline(p)).collect();
+            for &pid in &left {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            panic!("{what}: {names:?} outlived reclaim by {GRACE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn descendants_in_sessions_of_their_own_die_when_the_job_ends_or_is_killed() {
+    let tmp = tempdir();
+    for (name, extra) in [
+        ("ends", vec![]),
+        ("killed", vec!["--kills", "2", "--seed", "5"]),
+    ] {
+        let dir = tmp.path().join(name);
+        fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let (mut child, night) = start(&dir, &extra);
+        wait_for_both_sleeps(&night);
+        let exited = wait_exit(&mut child);
+        assert_none_left(&night, exited, name);
+    }
+}
+
+#[test]
+fn descendants_in_sessions_of_their_own_die_when_reclaim_is_stopped_or_killed() {
+    let tmp = tempdir();
+    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGKILL] {
+        let dir = tmp.path().join(signal.as_str());
+        fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let (mut child, night) = start(&dir, &["--delay-ms", "200"]);
+        wait_for_both_sleeps(&night);
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+        kill(pid, signal).unwrap_or_else(|e| panic!("{e}"));
+        let exited = wait_exit(&mut child);
+        assert_none_left(&night, exited, signal.as_str());
+    }
+}

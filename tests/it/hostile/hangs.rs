@@ -1,0 +1,135 @@
+//! Queries reclaim runs for a user: a time limit, a stop on a signal, one line naming the
+//! query; and the setup's trial run reaches no other file.
+
+use std::fs;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use super::tempdir;
+use crate::common::{BIN, assert_one_line_error, path_arg, reclaim_in_dir};
+
+const ENDLESS: &str = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n) \
+                       SELECT max(i), max(i) FROM n";
+
+fn guarded_job() -> String {
+    format!(
+        "python3 {}/examples/guarded_job.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn two_hundred_rows(path: &std::path::Path) {
+    let conn = rusqlite::Connection::open(path).unwrap_or_else(|e| panic!("{e}"));
+    conn.execute_batch(
+        "CREATE TABLE records(task_id TEXT); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL \
+         SELECT i+1 FROM n WHERE i<200) INSERT INTO records SELECT 'task-'||i FROM n;",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn the_setup_trial_cannot_touch_another_database() {
+    let tmp = tempdir();
+    let other = tmp.path().join("other.db");
+    two_hundred_rows(&other);
+    let before = fs::read(&other).unwrap_or_default();
+    let sql = format!(
+        "ATTACH '{}' AS v; DELETE FROM v.records; CREATE TABLE records(task_id TEXT);",
+        other.display()
+    );
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &[
+            "run",
+            "--exec",
+            &guarded_job(),
+            "--setup-sql",
+            &sql,
+            "--items",
+            "3",
+        ],
+        Duration::from_secs(30),
+    );
+    assert_one_line_error(&run, "--setup-sql");
+    assert_eq!(
+        fs::read(&other).unwrap_or_default(),
+        before,
+        "the other database changed"
+    );
+}
+
+#[test]
+fn an_endless_setup_sql_is_stopped_at_its_limit_with_one_line() {
+    let tmp = tempdir();
+    let sql = format!("CREATE TABLE t AS {ENDLESS}");
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &["run", "--exec", &guarded_job(), "--setup-sql", &sql],
+        Duration::from_secs(40),
+    );
+    assert_one_line_error(&run, "was stopped after");
+}
+
+/// CPU seconds `pid` has used (user + system), from /proc.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    fields.iter().sum::<u64>() as f64 / 100.0
+}
+
+#[test]
+fn an_endless_count_sql_is_stopped_by_sigterm_within_two_seconds() {
+    let tmp = tempdir();
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            "--exec",
+            &guarded_job(),
+            "--items",
+            "3",
+            "--count-sql",
+            ENDLESS,
+            "--db",
+            path_arg(&tmp.path().join("w.db")),
+        ])
+        .current_dir(tmp.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Busy in the query: a second of CPU spent.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while cpu_seconds(child.id()) < 1.0 {
+        if Instant::now() > deadline || child.try_wait().ok().flatten().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    let _ = kill(pid, Signal::SIGTERM);
+    let sent = Instant::now();
+    let mut status = None;
+    while sent.elapsed() < Duration::from_secs(2) {
+        if let Ok(Some(s)) = child.try_wait() {
+            status = Some(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let Some(status) = status else {
+        let _ = kill(pid, Signal::SIGKILL);
+        let _ = child.wait();
+        panic!("run was still going 2 s after SIGTERM");
+    };
+    assert_eq!(status.code(), Some(2));
+}

@@ -1,0 +1,19 @@
+//! The hostile pass of issue 24: each probe that once turned reclaim against its user (a
+//! scenario that runs a command, a planted link or FIFO, an escaped child, an endless query, a
+//! slow client, a full disk), now a test that fails on the old behaviour.
+
+mod children;
+mod files;
+mod hangs;
+mod output;
+mod scenario;
+
+use std::path::Path;
+
+pub(crate) fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temporary folder: {e}"))
+}
+
+pub(crate) fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}
