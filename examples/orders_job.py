@@ -17,11 +17,19 @@ ORDERS_MODE picks how it is written (the default is the right way):
                   between the two settles that order twice); ORDERS_PAUSE_S waits between them
                   on the first attempt, so a kill can be aimed there
 
+It announces its crash points through examples/reclaim_point.py (before-write, after-commit,
+and after-row-commit between its two commits in two-commit mode), so reclaim can kill it at any
+of them (`--crash-at ord-00042:after-row-commit`) and say where each kill landed.
+
 Standard library only.
 """
 import os
 import sqlite3
+import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reclaim_point import point  # noqa: E402  (the helper beside this file)
 
 mode = os.environ.get("ORDERS_MODE", "atomic")
 pause = float(os.environ.get("RECLAIM_DELAY_MS", "10")) / 1000.0
@@ -49,8 +57,10 @@ if settled:
 
 for n, order in enumerate(queue[start:], start):
     amount = 100 + n % 7
+    point("before-write", order)
     if mode == "two-commit":
         db.execute("INSERT INTO orders(order_id, amount) VALUES (?, ?)", (order, amount))
+        point("after-row-commit", order)
         if first_attempt and between > 0:
             time.sleep(between)
         db.execute("INSERT OR REPLACE INTO settled(order_id) VALUES (?)", (order,))
@@ -59,6 +69,7 @@ for n, order in enumerate(queue[start:], start):
         db.execute("INSERT INTO orders(order_id, amount) VALUES (?, ?)", (order, amount))
         db.execute("INSERT OR REPLACE INTO settled(order_id) VALUES (?)", (order,))
         db.execute("COMMIT")
+    point("after-commit", order)
     time.sleep(pause)
 
 total = db.execute("SELECT count(*) FROM orders").fetchone()[0]

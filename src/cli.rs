@@ -183,6 +183,13 @@ pub struct MapArgs {
     /// Keep every night's database (its path is in each cell) instead of removing it
     #[arg(long)]
     pub keep: bool,
+    /// Your own job instead of reclaim's strategies: every key of its queue x every crash point
+    /// it announces (or a kill after every row count), each a real night
+    #[command(flatten)]
+    pub job: ExecArgs,
+    /// With --exec: the database's file name in each night's folder
+    #[arg(long, default_value = "warehouse.db", requires = "exec")]
+    pub db_name: String,
 }
 
 /// The largest queue `map` accepts: the map runs items x tasks x points rows per strategy.

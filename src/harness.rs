@@ -66,6 +66,12 @@ pub struct RunReport {
     pub kills_planned: u32,
     /// Each kill the plan asked for that never fired, in a sentence (empty when all did).
     pub not_fired: Vec<String>,
+    /// The crash points an external job announced, and how often (absent when none).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub points_announced: std::collections::BTreeMap<String, u64>,
+    /// Kills that landed after a point of the job's own naming, by that point.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub kills_after_points: std::collections::BTreeMap<String, u32>,
     /// What the verdict rests on beside the rows: keys outside the queue (and the options that
     /// name a job's keys), a judgement by counts alone.
     pub queue_notes: Vec<String>,
@@ -392,6 +398,23 @@ fn not_fired(
     said
 }
 
+/// An external job's planned crash that never happened: the job never announced that point in
+/// that unit of work (or no such point at all).
+fn crash_not_fired(lane: &crate::engine::Lane) -> Option<String> {
+    let plan = lane.config.worker.job()?.crash_at.as_ref()?;
+    if lane.points.crash_fired {
+        return None;
+    }
+    let why = if lane.points.announced.contains_key(&plan.point) {
+        "the job announced that point, never in that unit of work on its first attempt"
+    } else if lane.points.announced.is_empty() {
+        "the job announced no crash point at all (see examples/reclaim_point.py)"
+    } else {
+        "the job never announced a point of that name"
+    };
+    Some(format!("the crash at {plan} never fired: {why}"))
+}
+
 /// The messages at a lane's vendor, read from its database (`None` for a lane without one).
 fn messages_at_vendor(
     lane: &crate::engine::LaneConfig,
@@ -464,7 +487,12 @@ fn report(
             not_fired(engine.fired(), &lane.config.queue(), inspection.rows)
         } else {
             Vec::new()
-        },
+        }
+        .into_iter()
+        .chain(crash_not_fired(lane))
+        .collect(),
+        points_announced: lane.points.announced.clone(),
+        kills_after_points: lane.points.kills_after.clone(),
         queue_notes: inspection.queue_notes(),
         judged: inspection.judged,
         // A kill at a row count watches the first lane.

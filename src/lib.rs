@@ -9,6 +9,7 @@ pub mod clock;
 pub mod commands;
 pub mod engine;
 pub mod error;
+pub mod exec_map;
 pub mod exit;
 pub mod export;
 pub mod fsafe;

@@ -88,6 +88,9 @@ fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
 
 /// Runs `reclaim map`.
 pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
+    if let Some(job) = args.job.to_job(args.items)? {
+        return super::map_exec::run(args, job, &mut crate::out::stdout());
+    }
     let plan = plan_of(args)?;
     let junit = args
         .junit

@@ -9,6 +9,7 @@ mod export;
 mod heartbeat_check;
 mod inspect;
 mod map;
+mod map_exec;
 mod prove;
 pub mod replay_check;
 mod run;

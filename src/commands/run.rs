@@ -555,6 +555,24 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
             describe_windows(&report.kills_in_window)
         );
     }
+    if !report.points_announced.is_empty() {
+        let points: Vec<String> = (report.points_announced.iter())
+            .map(|(name, n)| format!("{name}={n}"))
+            .collect();
+        let after: Vec<String> = (report.kills_after_points.iter())
+            .map(|(name, n)| format!("{name}={n}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "points       the job announced {}{}",
+            points.join(", "),
+            if after.is_empty() {
+                String::new()
+            } else {
+                format!("; kills after its own points: {}", after.join(", "))
+            }
+        );
+    }
     if report.holds()
         && let Some(unearned) = report.unearned()
     {

@@ -46,7 +46,8 @@ pub(super) fn write(recording: &Recording, out: &mut dyn Write) -> io::Result<St
 /// A text field, quoted when it holds a comma, a quote or a line break (RFC 4180); one that a
 /// spreadsheet would take for a formula (`=`, `+`, `-`, `@`, a tab or a carriage return first:
 /// a recording's lane named `=HYPERLINK(...)`) is made text by a leading `'`, as OWASP advises.
-fn field(text: &str) -> String {
+#[must_use]
+pub fn field(text: &str) -> String {
     let text = if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{text}")
     } else {

@@ -6,7 +6,7 @@
 
 mod ansi;
 mod cast;
-mod csv;
+pub mod csv;
 mod svg;
 
 use std::fs::File;

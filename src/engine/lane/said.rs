@@ -101,7 +101,7 @@ impl Lane {
         if let Some(job) = self.config.worker.job()
             && let Some(point) = crate::points::parse(&line)
         {
-            let first = self.slots[slot].attempt() == 0 && current;
+            let first = self.slots[slot].attempt() == 1 && current;
             if self
                 .points
                 .heard(slot, &point, job.crash_at.as_ref(), first)

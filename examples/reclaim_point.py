@@ -1,0 +1,31 @@
+"""reclaim's crash points for your own Python job: a few lines, no library to install.
+
+Call point(NAME, KEY) where a kill would matter (after a commit, after a send), with the key
+of the unit of work at hand:
+
+    from reclaim_point import point
+    ...
+    db.execute("COMMIT")
+    point("after-row-commit", order_id)
+
+Under reclaim it prints `reclaim-point NAME KEY` on stdout, which reclaim counts (so a run can
+say where each kill landed). When reclaim planned a crash right there (`--crash-at KEY:NAME`, in
+RECLAIM_CRASH_AT on that attempt only), it waits, and reclaim SIGKILLs the job at that exact
+point, from outside, as the host would. Outside reclaim it does nothing.
+"""
+import os
+import sys
+import time
+
+_UNDER_RECLAIM = "RECLAIM_DB" in os.environ
+_CRASH_AT = os.environ.get("RECLAIM_CRASH_AT")
+
+
+def point(name, key):
+    if not _UNDER_RECLAIM:
+        return
+    sys.stdout.write("reclaim-point %s %s\n" % (name, key))
+    sys.stdout.flush()
+    if _CRASH_AT == "%s:%s" % (key, name):
+        while True:  # reclaim's SIGKILL ends this; the job never goes past the point
+            time.sleep(60)

@@ -1,0 +1,323 @@
+//! `reclaim map --exec CMD`: the kill-timing map of the user's own job. A first night runs it
+//! undisturbed and hears which crash points it announces; then every key x every point (or,
+//! for a job that announces none, a kill after every row count 1..N) is a real night, in
+//! parallel, each in its own folder. Printed as text (one band per point), `--json` or `--csv`;
+//! `--junit` writes a test case per band. Exit 0 only when every cell is right.
+
+use std::io::{IsTerminal as _, Write};
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::cli::MapArgs;
+use crate::engine::ExecJob;
+use crate::error::{Context as _, Error};
+use crate::exec_map::{ExecCell, ExecKill, ExecRunner};
+use crate::exit::{DATA_WRONG, OK};
+use crate::harness::pool::{self, Pool};
+
+/// `--json`: one object. The keys are stable.
+#[derive(Debug, Serialize)]
+struct ExecMapReport<'a> {
+    command: &'a str,
+    queue: String,
+    /// The points the job announced on its undisturbed night (empty: kills at row counts).
+    points: &'a [String],
+    nights: usize,
+    cells: &'a [ExecCell],
+    all_right: bool,
+    /// The undisturbed night's verdict: a job already wrong without a kill is wrong everywhere.
+    undisturbed: String,
+    elapsed_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kept: Option<String>,
+}
+
+/// Runs `reclaim map --exec`.
+pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u8, Error> {
+    if args.points.is_some() {
+        return Err(Error::Refused(
+            "--points names reclaim's own crash points; map --exec maps every point your job announces (reclaim-point NAME KEY), or its row counts when it announces none".into(),
+        ));
+    }
+    let name = &args.db_name;
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return Err(Error::Refused(format!(
+            "--db-name {name:?} must be a file name (each night makes its own folder)"
+        )));
+    }
+    let items = job.queue.len();
+    let tasks = args.tasks.unwrap_or((0, items - 1));
+    if tasks.1 >= items {
+        return Err(Error::Refused(format!(
+            "--tasks {}..{} is beyond the queue of {items} keys ({})",
+            tasks.0,
+            tasks.1,
+            job.queue.describe()
+        )));
+    }
+    let junit = args
+        .junit
+        .as_deref()
+        .map(crate::junit::check_path)
+        .transpose()?;
+    let dir = crate::map::fresh_dir("map-exec")
+        .context(|| "cannot create a folder for the map's nights".into())?;
+    let command = job.command.clone();
+    let queue = job.queue.describe();
+    let runner = ExecRunner {
+        exe: std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?,
+        dir: dir.clone(),
+        job,
+        db_name: args.db_name.clone(),
+        keep: args.keep,
+    };
+    let started = Instant::now();
+    let result = (|| {
+        let (points, undisturbed) = runner.probe(&AtomicBool::new(false))?;
+        let kills = plan(&points, tasks);
+        // A bound on the work asked for, as the built-in map has.
+        let rows = kills.len() as u64 * items * 2;
+        if rows > 200_000_000 {
+            return Err(Error::Refused(format!(
+                "{} nights of {items} items is about {rows} rows to write; narrow --tasks",
+                kills.len()
+            )));
+        }
+        let cells = collect(kills, &runner, args)?;
+        Ok((points, undisturbed, cells))
+    })();
+    let kept = args.keep.then(|| dir.display().to_string());
+    if !args.keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let (points, undisturbed, cells) = result?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let all_right = !cells.is_empty() && cells.iter().all(ExecCell::is_right);
+    if let Some(path) = &junit {
+        crate::junit::write(path, "reclaim map --exec", &junit_cases(&points, &cells))
+            .context(|| format!("cannot write --junit {}", path.display()))?;
+    }
+    let facts = Facts {
+        command: &command,
+        queue,
+        points: &points,
+        undisturbed: &undisturbed.verdict,
+        elapsed,
+        kept,
+        first: tasks.0,
+    };
+    print(args, &facts, &cells, all_right, out)?;
+    Ok(if all_right { OK } else { DATA_WRONG })
+}
+
+/// What the printed map says beside its cells.
+struct Facts<'a> {
+    command: &'a str,
+    queue: String,
+    points: &'a [String],
+    undisturbed: &'a str,
+    elapsed: f64,
+    kept: Option<String>,
+    first: u64,
+}
+
+/// The finished map on stdout: JSON, CSV, or the bands and a summary.
+fn print(
+    args: &MapArgs,
+    facts: &Facts<'_>,
+    cells: &[ExecCell],
+    all_right: bool,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    if args.json {
+        let report = ExecMapReport {
+            command: facts.command,
+            queue: facts.queue.clone(),
+            points: facts.points,
+            nights: cells.len(),
+            cells,
+            all_right,
+            undisturbed: facts.undisturbed.to_string(),
+            elapsed_s: (facts.elapsed * 1000.0).round() / 1000.0,
+            kept: facts.kept.clone(),
+        };
+        let text = serde_json::to_string(&report).map_err(|e| Error::Refused(e.to_string()))?;
+        let _ = writeln!(out, "{text}");
+    } else if args.csv {
+        let _ = writeln!(
+            out,
+            "band,at,rows,distinct,duplicated_task_ids,missing,derived_status,killed"
+        );
+        for c in cells {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{}",
+                crate::export::csv::field(&c.band),
+                crate::export::csv::field(&c.at),
+                c.rows,
+                c.distinct,
+                c.duplicated_task_ids,
+                c.missing,
+                c.derived_status.label(),
+                c.killed
+            );
+        }
+    } else {
+        let _ = writeln!(
+            out,
+            "reclaim map --exec {:?}\nqueue        {}\nundisturbed  {}",
+            facts.command, facts.queue, facts.undisturbed
+        );
+        let _ = writeln!(
+            out,
+            "points       {}",
+            if facts.points.is_empty() {
+                "none announced: a kill after every row count instead (see examples/reclaim_point.py)".to_string()
+            } else {
+                facts.points.join(", ")
+            }
+        );
+        print_bands(facts.points, cells, facts.first, out);
+        let wrong = cells.iter().filter(|c| !c.is_right()).count();
+        let _ = writeln!(
+            out,
+            "reclaim map: {} nights in {:.1} s; {wrong} cells wrong",
+            cells.len(),
+            facts.elapsed
+        );
+        if let Some(dir) = &facts.kept {
+            let _ = writeln!(out, "databases kept in {dir}");
+        }
+    }
+    Ok(())
+}
+
+/// Every night: each key of `tasks` at each point, in key order so the bands fill together;
+/// or, with no point, a kill after each row count of the range (1-based).
+fn plan(points: &[String], tasks: (u64, u64)) -> Vec<ExecKill> {
+    if points.is_empty() {
+        return (tasks.0..=tasks.1).map(|i| ExecKill::Rows(i + 1)).collect();
+    }
+    (tasks.0..=tasks.1)
+        .flat_map(|index| {
+            points.iter().map(move |name| ExecKill::Point {
+                index,
+                name: name.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Runs the nights in parallel, a progress line on a terminal's stderr; cells in plan order.
+fn collect(
+    kills: Vec<ExecKill>,
+    runner: &ExecRunner,
+    args: &MapArgs,
+) -> Result<Vec<ExecCell>, Error> {
+    let total = kills.len();
+    let threads = args.threads.map_or_else(pool::default_threads, usize::from);
+    let jobs: Vec<(usize, ExecKill)> = kills.into_iter().enumerate().collect();
+    let night = runner.clone();
+    let pool = Pool::start(jobs, threads, move |(n, kill), cancel| {
+        night.run(*n, kill, cancel).map(|cell| (*n, cell))
+    })?;
+    let progress = std::io::stderr().is_terminal();
+    let mut cells: Vec<Option<ExecCell>> = vec![None; total];
+    let mut done = 0;
+    while let Some((_, result)) = pool.next() {
+        let (n, cell) = result?;
+        cells[n] = Some(cell);
+        done += 1;
+        if progress {
+            eprint!("\rreclaim map --exec: {done}/{total} nights ");
+        }
+    }
+    if progress {
+        eprintln!();
+    }
+    if done < total {
+        return Err(Error::Stopped(
+            crate::signals::received().unwrap_or("a signal"),
+        ));
+    }
+    Ok(cells.into_iter().flatten().collect())
+}
+
+/// One band a point: a mark a night, 50 to a line, each line headed by its first column.
+fn print_bands(points: &[String], cells: &[ExecCell], first: u64, out: &mut dyn Write) {
+    let bands: Vec<String> = if points.is_empty() {
+        vec!["rows".into()]
+    } else {
+        points.to_vec()
+    };
+    let _ = writeln!(
+        out,
+        "· right  1-9 keys duplicated (# 10+)  ! missing  ? wrong or the kill never fired"
+    );
+    for band in &bands {
+        let mine: Vec<&ExecCell> = cells.iter().filter(|c| &c.band == band).collect();
+        let right = mine.iter().filter(|c| c.is_right()).count();
+        let _ = writeln!(out, "{band}: {right} of {} right", mine.len());
+        for chunk in mine.chunks(50) {
+            let start = chunk.first().map_or(first, |c| c.column);
+            let marks: String = chunk.iter().map(|c| c.mark()).collect();
+            let _ = writeln!(out, "  {start:>6}  {marks}");
+        }
+        for cell in mine.iter().filter(|c| !c.is_right()).take(3) {
+            let _ = writeln!(
+                out,
+                "          {}: {} rows, {} distinct, {} duplicated, {} missing: {}",
+                cell.at,
+                cell.rows,
+                cell.distinct,
+                cell.duplicated_task_ids,
+                cell.missing,
+                cell.verdict()
+            );
+        }
+    }
+}
+
+/// A JUnit test case per band: it fails when any of its nights is wrong, naming them.
+fn junit_cases(points: &[String], cells: &[ExecCell]) -> Vec<crate::junit::Case> {
+    use crate::junit::{Case, Outcome};
+    let bands: Vec<String> = if points.is_empty() {
+        vec!["rows".into()]
+    } else {
+        points.to_vec()
+    };
+    bands
+        .iter()
+        .map(|band| {
+            let mine: Vec<&ExecCell> = cells.iter().filter(|c| &c.band == band).collect();
+            let wrong: Vec<String> = mine
+                .iter()
+                .filter(|c| !c.is_right())
+                .map(|c| format!("{}: {}", c.at, c.verdict()))
+                .collect();
+            let detail = format!(
+                "{} of {} nights right{}",
+                mine.len() - wrong.len(),
+                mine.len(),
+                if wrong.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", wrong.join("; "))
+                }
+            );
+            let outcome = if wrong.is_empty() {
+                Outcome::Passed
+            } else {
+                Outcome::Failed(format!("{} of {} nights wrong", wrong.len(), mine.len()))
+            };
+            Case {
+                class: "map.exec".into(),
+                name: band.clone(),
+                outcome,
+                detail,
+            }
+        })
+        .collect()
+}

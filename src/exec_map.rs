@@ -1,0 +1,202 @@
+//! The kill-timing map of someone else's job (`map --exec`): every key of its queue x every
+//! crash point it announces (or, for a job that announces none, a kill after every row count),
+//! each a real night in a folder of its own with a real SIGKILL and a restart, the verdict
+//! derived from the rows.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::engine::{EngineConfig, ExecJob, LaneConfig, LaneWorker};
+use crate::error::{Context as _, Error};
+use crate::harness;
+use crate::points::CrashPlan;
+use crate::supervisor::schedule::KillPlan;
+use crate::verdict::Status;
+
+/// Where one night kills the job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExecKill {
+    /// At a point the job announces, in the unit of work of the key at `index`.
+    Point { index: u64, name: String },
+    /// As soon as the table holds this many rows.
+    Rows(u64),
+}
+
+impl ExecKill {
+    /// The band the cell is drawn in: the point's name, or `rows`.
+    #[must_use]
+    pub fn band(&self) -> String {
+        match self {
+            Self::Point { name, .. } => name.clone(),
+            Self::Rows(_) => "rows".into(),
+        }
+    }
+
+    /// The column: the key's index, or the row count less one.
+    #[must_use]
+    pub fn column(&self) -> u64 {
+        match self {
+            Self::Point { index, .. } => *index,
+            Self::Rows(rows) => rows - 1,
+        }
+    }
+}
+
+/// One finished night. The JSON keys are stable.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExecCell {
+    /// The point's name, or `rows` for a kill at a row count.
+    pub band: String,
+    /// The key the point was in, or `after N rows`.
+    pub at: String,
+    #[serde(skip)]
+    pub column: u64,
+    pub rows: u64,
+    pub distinct: u64,
+    pub duplicated_task_ids: u64,
+    pub missing: u64,
+    pub derived_status: Status,
+    pub completed: bool,
+    /// The kill happened: a night whose kill never fired tested nothing.
+    pub killed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub db: Option<PathBuf>,
+}
+
+impl ExecCell {
+    /// Every key once, the job completed, and the kill happened.
+    #[must_use]
+    pub fn is_right(&self) -> bool {
+        self.killed && self.completed && self.derived_status.is_ok()
+    }
+
+    /// The verdict in a word or two, as the built-in map says it.
+    #[must_use]
+    pub fn verdict(&self) -> String {
+        if self.missing > 0 {
+            format!("MISSING {}", self.missing)
+        } else if self.duplicated_task_ids > 0 {
+            format!("DUPLICATED {}", self.duplicated_task_ids)
+        } else if !self.killed {
+            "NOT TESTED: the kill never fired".into()
+        } else if self.is_right() {
+            "right".into()
+        } else {
+            format!("WRONG ({})", self.derived_status.label())
+        }
+    }
+
+    /// One character for the text map: `·` right, a digit the duplicated keys (`#` for 10 or
+    /// more), `!` missing, `?` anything else (the kill never fired included).
+    #[must_use]
+    pub fn mark(&self) -> char {
+        if self.missing > 0 {
+            '!'
+        } else if self.duplicated_task_ids > 0 {
+            char::from_digit(self.duplicated_task_ids.min(10) as u32, 10).unwrap_or('#')
+        } else if self.is_right() {
+            '·'
+        } else {
+            '?'
+        }
+    }
+}
+
+/// Drives the map's nights of one job: each in a folder of its own under `dir` (the job may open
+/// its database by name), at full speed (no pause per item, no restart delay).
+#[derive(Debug, Clone)]
+pub struct ExecRunner {
+    pub exe: PathBuf,
+    pub dir: PathBuf,
+    pub job: ExecJob,
+    /// The database's file name in each night's folder.
+    pub db_name: String,
+    pub keep: bool,
+}
+
+impl ExecRunner {
+    /// One undisturbed night: which points the job announces (in the order first heard, and
+    /// as BTreeMap order otherwise), and whether it holds with no kill at all.
+    pub fn probe(&self, cancel: &AtomicBool) -> Result<(Vec<String>, harness::RunReport), Error> {
+        let report = self.night("probe", None, &KillPlan::default(), cancel)?;
+        Ok((report.points_announced.keys().cloned().collect(), report))
+    }
+
+    /// Night `n` under `kill`.
+    pub fn run(&self, n: usize, kill: &ExecKill, cancel: &AtomicBool) -> Result<ExecCell, Error> {
+        let (crash, plan, at) = match kill {
+            ExecKill::Point { index, name } => {
+                let key = self.job.queue.key(*index);
+                let at = crate::text::escape_controls(&key);
+                (
+                    Some(CrashPlan {
+                        key,
+                        point: name.clone(),
+                    }),
+                    KillPlan::default(),
+                    at,
+                )
+            }
+            ExecKill::Rows(rows) => (
+                None,
+                KillPlan {
+                    at_rows: Some(*rows),
+                    ..KillPlan::default()
+                },
+                format!("after {rows} rows"),
+            ),
+        };
+        let report = self.night(&format!("{n:05}"), crash, &plan, cancel)?;
+        Ok(ExecCell {
+            band: kill.band(),
+            at,
+            column: kill.column(),
+            rows: report.rows,
+            distinct: report.distinct,
+            duplicated_task_ids: report.duplicated_task_ids,
+            missing: report.missing,
+            derived_status: report.derived_status,
+            completed: report.completed,
+            killed: report.kills > 0,
+            db: self.keep.then(|| report.db.clone()),
+        })
+    }
+
+    fn night(
+        &self,
+        label: &str,
+        crash: Option<CrashPlan>,
+        plan: &KillPlan,
+        cancel: &AtomicBool,
+    ) -> Result<harness::RunReport, Error> {
+        let folder = self.dir.join(label);
+        std::fs::create_dir(&folder)
+            .context(|| format!("cannot create the night's folder {}", folder.display()))?;
+        let mut job = self.job.clone();
+        job.crash_at = crash;
+        let items = job.queue.len();
+        let lane = LaneConfig {
+            delay: Duration::ZERO,
+            ..LaneConfig::new(
+                LaneWorker::Exec(Box::new(job)),
+                folder.join(&self.db_name),
+                items,
+            )
+        };
+        let config = EngineConfig {
+            restart_delay: 0.0,
+            // One kill, one restart; a few more would only hide a job that cannot finish.
+            max_restarts: 3,
+            ..EngineConfig::new(vec![lane], plan.clone(), self.exe.clone())
+        };
+        let report = harness::drive_until(config, plan, cancel, |_| {});
+        if !self.keep {
+            // The night is over and its engine dropped: no connection holds these files.
+            let _ = std::fs::remove_dir_all(&folder);
+        }
+        report
+    }
+}
