@@ -190,6 +190,10 @@ pub struct MapArgs {
     /// With --exec: the database's file name in each night's folder
     #[arg(long, default_value = "warehouse.db", requires = "exec")]
     pub db_name: String,
+    /// With --exec, on nights killed at a row count: the pace told to the job
+    /// (RECLAIM_DELAY_MS), so the kill lands at that count
+    #[arg(long, default_value_t = 10.0, value_parser = parse_delay_ms, requires = "exec")]
+    pub delay_ms: f64,
 }
 
 /// The largest queue `map` accepts: the map runs items x tasks x points rows per strategy.

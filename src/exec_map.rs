@@ -115,13 +115,22 @@ pub struct ExecRunner {
     /// The database's file name in each night's folder.
     pub db_name: String,
     pub keep: bool,
+    /// The pace told to the job (`RECLAIM_DELAY_MS`) on nights killed at a row count: a job
+    /// that keeps it gives the observer time to land the kill at that count (at a crash point
+    /// the job waits for its kill, so those nights run at full speed).
+    pub rows_delay: Duration,
 }
 
 impl ExecRunner {
     /// One undisturbed night: which points the job announces (in the order first heard, and
     /// as BTreeMap order otherwise), and whether it holds with no kill at all.
     pub fn probe(&self, cancel: &AtomicBool) -> Result<(Vec<String>, harness::RunReport), Error> {
-        let report = self.night("probe", None, &KillPlan::default(), cancel)?;
+        let report = self.night(
+            "probe",
+            (None, Duration::ZERO),
+            &KillPlan::default(),
+            cancel,
+        )?;
         Ok((report.points_announced.keys().cloned().collect(), report))
     }
 
@@ -146,10 +155,15 @@ impl ExecRunner {
                     at_rows: Some(*rows),
                     ..KillPlan::default()
                 },
-                format!("after {rows} rows"),
+                format!("after {}", crate::text::count(*rows, "row", "rows")),
             ),
         };
-        let report = self.night(&format!("{n:05}"), crash, &plan, cancel)?;
+        let delay = if crash.is_some() {
+            Duration::ZERO
+        } else {
+            self.rows_delay
+        };
+        let report = self.night(&format!("{n:05}"), (crash, delay), &plan, cancel)?;
         Ok(ExecCell {
             band: kill.band(),
             at,
@@ -168,7 +182,7 @@ impl ExecRunner {
     fn night(
         &self,
         label: &str,
-        crash: Option<CrashPlan>,
+        (crash, delay): (Option<CrashPlan>, Duration),
         plan: &KillPlan,
         cancel: &AtomicBool,
     ) -> Result<harness::RunReport, Error> {
@@ -179,7 +193,7 @@ impl ExecRunner {
         job.crash_at = crash;
         let items = job.queue.len();
         let lane = LaneConfig {
-            delay: Duration::ZERO,
+            delay,
             ..LaneConfig::new(
                 LaneWorker::Exec(Box::new(job)),
                 folder.join(&self.db_name),

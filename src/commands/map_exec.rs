@@ -72,6 +72,7 @@ pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u
         job,
         db_name: args.db_name.clone(),
         keep: args.keep,
+        rows_delay: std::time::Duration::from_secs_f64(args.delay_ms / 1000.0),
     };
     let started = Instant::now();
     let result = (|| {

@@ -10,6 +10,7 @@ mod heartbeat_check;
 mod hostile;
 mod lecture;
 mod map;
+mod own_points;
 mod own_queue;
 mod pty;
 mod refuse;

@@ -1,0 +1,191 @@
+//! Crash points in an engineer's own job (`examples/orders_job.py` with `reclaim_point.py`),
+//! and its kill-timing map (`map --exec`): each night's cell checked against its database with
+//! SQLite, and against `run --exec --crash-at` for the same cell.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::{BIN, Run, count, json_of, number, open_ro};
+
+fn example(name: &str) -> String {
+    let job = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name);
+    format!("python3 {}", job.display())
+}
+
+fn reclaim_with(env: &[(&str, &str)], args: &[&str]) -> Run {
+    let output = Command::new(BIN)
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run reclaim: {e}"));
+    Run::from_output(&args.join(" "), &output)
+}
+
+const ORDERS: [&str; 6] = [
+    "--table",
+    "orders",
+    "--key",
+    "order_id",
+    "--key-format",
+    "ord-%05d",
+];
+
+/// Keys written more than once in a night's `orders`, read with SQLite.
+fn duplicated_orders(db: &Path) -> u64 {
+    count(
+        &open_ro(db),
+        "SELECT count(*) FROM (SELECT 1 FROM orders GROUP BY order_id HAVING count(*) > 1)",
+    )
+}
+
+#[test]
+fn a_crash_at_a_point_the_job_announces_is_a_kill_from_outside_right_there() {
+    let job = example("orders_job.py");
+    let two_commit = [("ORDERS_MODE", "two-commit")];
+    let mut args = vec!["run", "--exec", &job];
+    args.extend(ORDERS);
+    args.extend([
+        "--items",
+        "20",
+        "--crash-at",
+        "ord-00007:after-row-commit",
+        "--json",
+    ]);
+    let run = reclaim_with(&two_commit, &args);
+    let json = json_of(&run);
+    assert_eq!(run.code, Some(1), "{json}");
+    assert_eq!(number(&json, "kills"), 1, "{json}");
+    assert_eq!(json["kills_in_window"]["after-row-commit"], 1, "{json}");
+    assert_eq!(json["points_announced"]["after-row-commit"], 21, "{json}");
+    let db = PathBuf::from(json["db"].as_str().unwrap_or_default());
+    assert_eq!(duplicated_orders(&db), 1);
+    assert_eq!(
+        count(
+            &open_ro(&db),
+            "SELECT count(*) FROM orders WHERE order_id = 'ord-00007'"
+        ),
+        2
+    );
+    let timeline = json["timeline"].to_string();
+    assert!(
+        timeline.contains("crash point after-row-commit reached"),
+        "{timeline}"
+    );
+
+    // A point the job never announces is said not reached, never a silent ok.
+    let mut args = vec!["run", "--exec", &job];
+    args.extend(ORDERS);
+    args.extend(["--items", "10", "--crash-at", "ord-00003:after-charge"]);
+    let run = reclaim_with(&[], &args);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("not fired    the crash at ord-00003:after-charge never fired: the job never announced a point of that name"),
+        "{}",
+        run.stdout
+    );
+    // A key outside the queue is refused before anything starts.
+    let mut args = vec!["run", "--exec", &job];
+    args.extend(ORDERS);
+    args.extend(["--items", "10", "--crash-at", "ord-00010:after-commit"]);
+    let run = reclaim_with(&[], &args);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("not a key of the queue"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn map_exec_finds_exactly_the_after_row_commit_cells_duplicated_and_agrees_with_run() {
+    let job = example("orders_job.py");
+    let two_commit = [("ORDERS_MODE", "two-commit")];
+    let mut args = vec!["map", "--exec", &job];
+    args.extend(ORDERS);
+    args.extend(["--items", "8", "--json", "--keep"]);
+    let run = reclaim_with(&two_commit, &args);
+    let json = json_of(&run);
+    assert_eq!(run.code, Some(1), "{json}");
+    let points: Vec<&str> = json["points"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|p| p.as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        points,
+        ["after-commit", "after-row-commit", "before-write"],
+        "{json}"
+    );
+    let cells = json["cells"].as_array().cloned().unwrap_or_default();
+    assert_eq!(cells.len(), 24, "{json}");
+    for cell in &cells {
+        let expected = u64::from(cell["band"] == "after-row-commit");
+        assert_eq!(number(cell, "duplicated_task_ids"), expected, "{cell}");
+        assert_eq!(number(cell, "missing"), 0, "{cell}");
+        assert_eq!(cell["killed"], true, "{cell}");
+    }
+    // Three cells by hand: the database of the night, and the same night through run.
+    for (band, key) in [
+        ("after-row-commit", "ord-00000"),
+        ("after-row-commit", "ord-00005"),
+        ("after-commit", "ord-00003"),
+    ] {
+        let cell = cells
+            .iter()
+            .find(|c| c["band"] == band && c["at"] == key)
+            .unwrap_or_else(|| panic!("no cell {band} {key}"));
+        let db = PathBuf::from(cell["db"].as_str().unwrap_or_default());
+        assert_eq!(
+            duplicated_orders(&db),
+            number(cell, "duplicated_task_ids"),
+            "{cell}"
+        );
+        let crash = format!("{key}:{band}");
+        let mut args = vec!["run", "--exec", &job];
+        args.extend(ORDERS);
+        args.extend(["--items", "8", "--crash-at", &crash, "--json"]);
+        let run = reclaim_with(&two_commit, &args);
+        let night = json_of(&run);
+        assert_eq!(
+            (
+                number(&night, "rows"),
+                number(&night, "duplicated_task_ids")
+            ),
+            (number(cell, "rows"), number(cell, "duplicated_task_ids")),
+            "{night}\n{cell}"
+        );
+    }
+    if let Some(kept) = json["kept"].as_str() {
+        let _ = std::fs::remove_dir_all(kept);
+    }
+}
+
+#[test]
+fn map_exec_of_a_job_without_points_kills_after_every_row_count() {
+    let job = example("naive_job.py");
+    let run = reclaim_with(
+        &[],
+        &["map", "--exec", &job, "--items", "6", "--json", "--keep"],
+    );
+    let json = json_of(&run);
+    assert_eq!(run.code, Some(1), "{json}");
+    assert_eq!(json["points"].as_array().map(Vec::len), Some(0), "{json}");
+    let cells = json["cells"].as_array().cloned().unwrap_or_default();
+    assert_eq!(cells.len(), 6, "{json}");
+    for (k, cell) in (1..).zip(&cells) {
+        // A kill after k rows: the restart at item zero writes those k again (k + 1 when one
+        // more row committed before the kill landed).
+        let dup = number(cell, "duplicated_task_ids");
+        assert!(dup == k || dup == k + 1, "after {k} rows: {cell}");
+        let db = PathBuf::from(cell["db"].as_str().unwrap_or_default());
+        let conn = open_ro(&db);
+        let records =
+            "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY task_id HAVING count(*) > 1)";
+        assert_eq!(count(&conn, records), dup, "{cell}");
+    }
+    if let Some(kept) = json["kept"].as_str() {
+        let _ = std::fs::remove_dir_all(kept);
+    }
+}
