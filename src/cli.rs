@@ -79,6 +79,9 @@ pub struct VendorArgs {
     /// Seed for the dropped responses
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Record the Nth request and never answer it: its caller waits there until it is killed
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub hold_at: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -495,6 +498,14 @@ pub struct SideEffectArgs {
     /// The chance (0..=1) that the vendor acts on a request and never answers it
     #[arg(long, value_name = "P", value_parser = crate::vendor::parse_probability)]
     pub vendor_drop_responses: Option<f64>,
+    /// With --exec: start a vendor on 127.0.0.1 for your job (RECLAIM_VENDOR_URL), with this
+    /// key policy [default: honour]; its messages are judged against the queue
+    #[arg(long, value_name = "POLICY", num_args = 0..=1, default_missing_value = "honour", requires = "exec", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::vendor::Keys>()))]
+    pub vendor: Option<crate::vendor::Keys>,
+    /// SIGKILL the job when the vendor has received message N, before it answers: a kill
+    /// after the send and before the commit, in any job
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub kill_at_message: Option<u64>,
 }
 
 /// Your own worker instead of reclaim's: the command, its setup, where its rows land, and the

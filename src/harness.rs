@@ -115,6 +115,9 @@ impl RunReport {
         self.messages_missing = messages.map(|m| m.missing);
         // Said whenever a vendor was reached, right or wrong: never left blank.
         self.messages_verdict = messages.map(|m| {
+            if m.received == 0 && m.missing > 0 {
+                return "messages WRONG: no message arrived at the vendor (does the job send to RECLAIM_VENDOR_URL?)".to_string();
+            }
             crate::verdict::messages_verdict(m.duplicated, m.missing)
                 .unwrap_or_else(|| MESSAGES_OK.to_string())
         });
@@ -376,6 +379,11 @@ fn not_fired(
             crate::text::escape_controls(&queue.key(task))
         ));
     }
+    if let Some((n, false)) = fired.kill_at_message {
+        said.push(format!(
+            "the kill at message {n} never fired: the vendor never received that many"
+        ));
+    }
     if let Some((n, false)) = fired.kill_at_rows {
         said.push(format!(
             "the kill at {n} rows never fired: the table held {rows} rows at the end"
@@ -422,10 +430,7 @@ fn messages_at_vendor(
     if !lane.needs_vendor() {
         return Ok(None);
     }
-    Ok(Some(crate::vendor::Counts::read(
-        &lane.vendor_db(),
-        lane.items,
-    )?))
+    Ok(Some(lane.read_messages()?))
 }
 
 fn report(

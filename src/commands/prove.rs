@@ -412,6 +412,7 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
             window,
             at_task: None,
             at_rows: None,
+            at_message: None,
             replayed: Vec::new(),
             seed: seed.wrapping_add(run),
         };

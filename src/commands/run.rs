@@ -66,6 +66,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         window: args.kill_window,
         at_task: kill_at_task,
         at_rows: args.kill_at_rows,
+        at_message: args.vendor.kill_at_message,
         seed,
         replayed,
     };
@@ -81,12 +82,12 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         long_item: args.long.long_item,
         split: args.long.split,
         vendor: crate::vendor::VendorModes {
-            keys: args
-                .vendor
-                .vendor_keys
+            keys: (args.vendor.vendor)
+                .or(args.vendor.vendor_keys)
                 .unwrap_or(crate::vendor::Keys::Honour),
             drop_responses: args.vendor.vendor_drop_responses.unwrap_or(0.0),
             seed,
+            hold_at: args.vendor.kill_at_message,
         },
         ..LaneConfig::new(worker.clone(), db.clone(), queue.len())
     };
@@ -193,15 +194,34 @@ fn check_side_effect(
     let strategy = worker.strategy();
     if strategy.is_none() && v.side_effect.is_some() {
         return Err(Error::Refused(
-            "--side-effect needs reclaim's own worker (--strategy): an --exec job sends what it sends".into(),
+            "--side-effect makes reclaim's own worker send; your --exec job sends what it sends: give it a vendor with --vendor (it is told RECLAIM_VENDOR_URL)".into(),
         ));
     }
-    let reaches_vendor =
-        v.side_effect.is_some() || strategy.is_some_and(crate::worker::Strategy::relays);
-    if !reaches_vendor && (v.vendor_keys.is_some() || v.vendor_drop_responses.is_some()) {
-        return Err(Error::Refused(
-            "--vendor-keys and --vendor-drop-responses describe the vendor a side effect reaches; add --side-effect email or use --strategy outbox".into(),
-        ));
+    let job_sends = worker.job().is_some_and(|j| j.vendor);
+    let reaches_vendor = v.side_effect.is_some()
+        || strategy.is_some_and(crate::worker::Strategy::relays)
+        || job_sends;
+    if !reaches_vendor
+        && (v.vendor_keys.is_some()
+            || v.vendor_drop_responses.is_some()
+            || v.kill_at_message.is_some())
+    {
+        let how = if worker.job().is_some() {
+            "give your job a vendor with --vendor [honour|ignore|expire=SECS]"
+        } else {
+            "add --side-effect email or use --strategy outbox"
+        };
+        return Err(Error::Refused(format!(
+            "--vendor-keys, --vendor-drop-responses and --kill-at-message describe the vendor the items reach, and none is reached; {how}"
+        )));
+    }
+    if let Some(n) = v.kill_at_message {
+        let items = worker.job().map_or(args.items, |j| j.queue.len());
+        if n > items {
+            return Err(Error::Refused(format!(
+                "--kill-at-message {n} is beyond the queue of {items} items, one message each; it would never happen"
+            )));
+        }
     }
     if let Some(long) = args.long.long_item {
         crate::task::check_in_queue("--long-item", long.task, args.items)?;
@@ -250,6 +270,7 @@ fn resolve_key(flag: &str, typed: &str, queue: &crate::queue::Queue) -> Result<u
 fn lane_worker(args: &RunArgs) -> Result<LaneWorker, Error> {
     Ok(match (args.job.to_job(args.items)?, args.strategy) {
         (Some(mut job), _) => {
+            job.vendor = args.vendor.vendor.is_some();
             // A point your job announces (examples/reclaim_point.py), in a unit of work of its
             // queue; a key outside it would never be reached.
             if let Some(text) = &args.crash_at {

@@ -15,6 +15,7 @@ pub(super) fn run(args: &VendorArgs) -> Result<u8, Error> {
         keys: args.keys,
         drop_responses: args.drop_responses,
         seed: args.seed,
+        hold_at: args.hold_at,
     };
     let db = crate::paths::file_or_new(&args.db, "--db")?;
     vendor::serve(&db, modes, &mut io::stdout().lock())?;

@@ -79,6 +79,9 @@ pub struct ExecJob {
     pub queue: Queue,
     /// The point its first attempt is SIGKILLed at, when the job announces it (`--crash-at`).
     pub crash_at: Option<crate::points::CrashPlan>,
+    /// The job sends messages to a vendor reclaim starts for the night (`--vendor`), told by
+    /// `RECLAIM_VENDOR_URL`; they are judged at the vendor against the queue.
+    pub vendor: bool,
 }
 
 impl ExecJob {
@@ -121,6 +124,7 @@ impl ExecJob {
             rows,
             queue,
             crash_at: None,
+            vendor: false,
         })
     }
 }
@@ -208,7 +212,15 @@ impl LaneConfig {
     /// Its items reach a vendor: a side effect from the worker, or the outbox's relay.
     #[must_use]
     pub fn needs_vendor(&self) -> bool {
-        self.side_effect.is_some() || self.relays()
+        self.side_effect.is_some() || self.relays() || self.worker.job().is_some_and(|j| j.vendor)
+    }
+
+    /// The messages at the lane's vendor, each matched to the lane's queue.
+    pub fn read_messages(&self) -> Result<crate::vendor::Counts, crate::vendor::VendorError> {
+        match self.worker.job() {
+            Some(job) => crate::vendor::Counts::read_queue(&self.vendor_db(), &job.queue),
+            None => crate::vendor::Counts::read(&self.vendor_db(), self.items),
+        }
     }
 
     /// A relay runs beside its workers (the outbox strategy).

@@ -99,6 +99,8 @@ pub struct Lane {
     rows_at_spawn: Vec<u64>,
     /// The crash points an external job announced, and its planned crash.
     pub points: JobPoints,
+    /// The kill about to land is `--kill-at-message`'s: the vendor holds a message unanswered.
+    pub(super) killing_at_message: bool,
 }
 
 impl Lane {
@@ -116,11 +118,14 @@ impl Lane {
             heartbeat: heartbeat::Follower::new(heartbeat::default_path(&config.db)),
             settled_at: None,
             kills_in_window: KillWindows {
-                sends: config.side_effect.is_some(),
+                // Each item reaches a vendor before its commit: reclaim's email, or a job's own.
+                sends: config.side_effect.is_some()
+                    || config.worker.job().is_some_and(|j| j.vendor),
                 ..KillWindows::default()
             },
             rows_at_spawn: vec![0; config.workers + usize::from(config.relays())],
             points: JobPoints::default(),
+            killing_at_message: false,
             slots: (0..config.workers + usize::from(config.relays()))
                 .map(|_| Slot::new())
                 .collect(),
@@ -280,6 +285,10 @@ impl Lane {
                     .map(|plan| format!("{}:{}", plan.key, plan.point));
                 let env = ExecEnv {
                     crash_at,
+                    vendor: self
+                        .vendor
+                        .as_ref()
+                        .map(|v| format!("http://{}/messages", v.addr)),
                     db: ExecEnv::absolute(&self.config.db),
                     heartbeat: ExecEnv::absolute(self.heartbeat.path()),
                     items: self.config.items,

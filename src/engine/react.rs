@@ -130,6 +130,29 @@ impl Engine {
                 self.fire_triggers(now, settled);
             }
         }
+        // The vendor holds message N unanswered: the job waits inside its send, before its
+        // commit; the host kills it there.
+        if self.triggers.awaited_message().is_some()
+            && let Some(first) = self.lanes.first()
+            && let Some(requests) = crate::vendor::Counts::requests(&first.config.vendor_db())
+            && self.triggers.kill_at_message_due(requests)
+        {
+            let sim = self.clock.now().0;
+            if let Some(first) = self.lanes.first_mut() {
+                first.killing_at_message = true;
+            }
+            self.kill_at(now, sim, None);
+            let text = format!(
+                "kill at message {requests}: the vendor holds it unanswered, the host kills the job"
+            );
+            self.log_at(
+                now,
+                Some(sim),
+                Some(0),
+                (Source::Runner, Kind::Notice),
+                text,
+            );
+        }
         let seen = self.lanes.first().map_or(0, |l| l.observer.rows);
         if self.triggers.kill_at_rows_due(seen) {
             // At the first lane's present: a gated worker may have written a little ahead of

@@ -72,6 +72,8 @@ pub struct Triggers {
     kill_at_task: AtTask,
     /// `--kill-at-rows`: once the first lane's table holds this many rows (fires once).
     kill_at_rows: Option<u64>,
+    /// `--kill-at-message`: once the first lane's vendor has this many requests (fires once).
+    kill_at_message: Option<u64>,
     /// Kills at moments of a recorded night, replayed in order.
     replayed: Vec<KillMoment>,
     /// When the first lane wrote the task the next replayed kill waits for.
@@ -92,6 +94,7 @@ pub struct Triggers {
 pub struct Fired {
     pub kill_at_task: Option<(u64, bool)>,
     pub kill_at_rows: Option<(u64, bool)>,
+    pub kill_at_message: Option<(u64, bool)>,
     /// Replayed kills: planned, fired.
     pub replayed: (usize, usize),
     /// Random kills: planned (`--kills`), fired.
@@ -107,6 +110,7 @@ impl Triggers {
             hang_for: config.hang.and_then(|h| h.resume_after),
             kill_at_task: AtTask::new(config.kills.at_task),
             kill_at_rows: config.kills.at_rows,
+            kill_at_message: config.kills.at_message,
             replayed: config.kills.replayed.clone(),
             replayed_sim: None,
             schedule: KillSchedule::new(&config.kills),
@@ -117,6 +121,7 @@ impl Triggers {
             fired: Fired {
                 kill_at_task: config.kills.at_task.map(|t| (t, false)),
                 kill_at_rows: config.kills.at_rows.map(|n| (n, false)),
+                kill_at_message: config.kills.at_message.map(|n| (n, false)),
                 replayed: (config.kills.replayed.len(), 0),
                 random: (config.kills.random, 0),
             },
@@ -237,6 +242,25 @@ impl Triggers {
         if self.kill_at_rows.is_some_and(|n| rows >= n) {
             self.kill_at_rows = None;
             if let Some((_, fired)) = self.fired.kill_at_rows.as_mut() {
+                *fired = true;
+            }
+            return true;
+        }
+        false
+    }
+
+    /// The message count `--kill-at-message` still waits for.
+    #[must_use]
+    pub fn awaited_message(&self) -> Option<u64> {
+        self.kill_at_message
+    }
+
+    /// Whether the kill at a message is due now that the first lane's vendor has `requests`
+    /// (fires once).
+    pub fn kill_at_message_due(&mut self, requests: u64) -> bool {
+        if self.kill_at_message.is_some_and(|n| requests >= n) {
+            self.kill_at_message = None;
+            if let Some((_, fired)) = self.fired.kill_at_message.as_mut() {
                 *fired = true;
             }
             return true;

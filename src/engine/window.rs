@@ -20,14 +20,18 @@ pub enum KillWindow {
     /// The item in flight had already reached the vendor (its message sent) and its row had
     /// not committed: the restart sends it again unless the vendor honours a key.
     AfterSend,
+    /// A message left after its row committed (an outbox's relay), before the sender marked
+    /// it sent: the restart sends it again, with its key.
+    AfterRelaySend,
 }
 
 impl KillWindow {
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::BeforeAnyCommit,
         Self::AfterRowCommit,
         Self::AfterCommit,
         Self::AfterSend,
+        Self::AfterRelaySend,
     ];
 
     #[must_use]
@@ -37,6 +41,7 @@ impl KillWindow {
             Self::AfterRowCommit => "after-row-commit",
             Self::AfterCommit => "after-commit",
             Self::AfterSend => "after-send",
+            Self::AfterRelaySend => "after-relay-send",
         }
     }
 
@@ -85,6 +90,8 @@ pub struct KillWindows {
     pub after_commit: u32,
     #[serde(rename = "after-send", default)]
     pub after_send: u32,
+    #[serde(rename = "after-relay-send", default)]
+    pub after_relay_send: u32,
     /// Kills after a commit of the attempt that could not be placed before or after its
     /// checkpoint: an external job whose checkpoints reclaim was not told of (or never saw).
     #[serde(rename = "after-a-commit-unplaced", default)]
@@ -107,6 +114,7 @@ impl KillWindows {
             KillWindow::AfterRowCommit => self.after_row_commit,
             KillWindow::AfterCommit => self.after_commit,
             KillWindow::AfterSend => self.after_send,
+            KillWindow::AfterRelaySend => self.after_relay_send,
         }
     }
 
@@ -121,6 +129,7 @@ impl KillWindows {
             KillWindow::AfterRowCommit => &mut self.after_row_commit,
             KillWindow::AfterCommit => &mut self.after_commit,
             KillWindow::AfterSend => &mut self.after_send,
+            KillWindow::AfterRelaySend => &mut self.after_relay_send,
         }
     }
 
@@ -144,7 +153,9 @@ impl KillWindows {
         KillWindow::ALL
             .into_iter()
             .filter(|&w| self.get(w) == 0)
-            .filter(|&w| w != KillWindow::AfterSend || self.sends)
+            .filter(|&w| {
+                !matches!(w, KillWindow::AfterSend | KillWindow::AfterRelaySend) || self.sends
+            })
             .filter(|&w| {
                 self.unplaced == 0
                     || !matches!(w, KillWindow::AfterRowCommit | KillWindow::AfterCommit)
@@ -211,7 +222,7 @@ mod tests {
         let json = serde_json::to_string(&windows).unwrap_or_default();
         assert_eq!(
             json,
-            r#"{"before-any-commit":0,"after-row-commit":0,"after-commit":2,"after-send":0,"after-a-commit-unplaced":0}"#
+            r#"{"before-any-commit":0,"after-row-commit":0,"after-commit":2,"after-send":0,"after-relay-send":0,"after-a-commit-unplaced":0}"#
         );
     }
 

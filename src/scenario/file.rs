@@ -460,6 +460,7 @@ impl LaneFile {
                 keys,
                 drop_responses,
                 seed: 0,
+                hold_at: None,
             },
             long_item,
             split,

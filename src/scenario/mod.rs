@@ -278,6 +278,7 @@ impl Scenario {
                 window: self.kill_window,
                 at_task: self.kill_at_task,
                 at_rows: None,
+                at_message: None,
                 replayed: Vec::new(),
                 seed: self.seed,
             },

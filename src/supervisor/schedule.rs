@@ -25,6 +25,9 @@ pub struct KillPlan {
     pub at_task: Option<u64>,
     /// Kill once as soon as the first lane's table holds this many rows (`--kill-at-rows`).
     pub at_rows: Option<u64>,
+    /// Kill the first lane's job once its vendor has received this many messages, the last one
+    /// held unanswered (`--kill-at-message`): a kill after the send, before the commit.
+    pub at_message: Option<u64>,
     pub seed: u64,
     /// Kill at these moments, in order (a recorded schedule, replayed).
     pub replayed: Vec<KillMoment>,
@@ -71,6 +74,7 @@ impl Default for KillPlan {
             window: DEFAULT_WINDOW,
             at_task: None,
             at_rows: None,
+            at_message: None,
             seed: 0,
             replayed: Vec::new(),
         }

@@ -100,6 +100,9 @@ pub struct VendorModes {
     pub drop_responses: f64,
     /// Seeds the dropped responses, so a night replays.
     pub seed: u64,
+    /// The request that, once recorded, is never answered: the caller waits there until the
+    /// supervisor kills it (`--kill-at-message`).
+    pub hold_at: Option<u64>,
 }
 
 impl Default for VendorModes {
@@ -108,6 +111,7 @@ impl Default for VendorModes {
             keys: Keys::Honour,
             drop_responses: 0.0,
             seed: 0,
+            hold_at: None,
         }
     }
 }
@@ -287,7 +291,19 @@ impl Vendor {
             let _ = stream.shutdown(std::net::Shutdown::Both);
             return Ok(());
         }
+        if let Some(n) = self.modes.hold_at
+            && self.requests().is_ok_and(|seen| seen == n)
+        {
+            hold(stream);
+            return Ok(());
+        }
         http::write_response(stream, &response)
+    }
+
+    /// How many requests have been recorded, whatever their outcome.
+    fn requests(&self) -> rusqlite::Result<u64> {
+        self.conn
+            .query_row("SELECT count(*) FROM deliveries", [], |r| r.get(0))
     }
 
     /// Records the delivery and decides the answer, in one transaction.
@@ -362,6 +378,28 @@ impl Vendor {
         };
         tx.commit()?;
         Ok(response)
+    }
+}
+
+/// Keeps a request unanswered until its caller goes away (killed by the supervisor), a minute
+/// at most: the message is recorded as sent, and the caller never learns it.
+fn hold(stream: &TcpStream) {
+    use std::io::Read as _;
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
+    let mut byte = [0u8; 64];
+    let mut reader = stream;
+    while std::time::Instant::now() < until {
+        match reader.read(&mut byte) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return,
+        }
     }
 }
 
@@ -493,8 +531,36 @@ impl Counts {
         (!wrong.is_empty()).then(|| format!("messages WRONG: {}", wrong.join(", ")))
     }
 
+    /// Reads the vendor's database without changing it, each message's task matched to `queue`
+    /// (someone else's job names its messages by its own keys).
+    pub fn read_queue(db: &Path, queue: &crate::queue::Queue) -> Result<Self, VendorError> {
+        Self::read_with(db, queue.len(), |task| queue.index_of(task))
+    }
+
+    /// How many requests the vendor has recorded, whatever their outcome (`None` while it has no
+    /// database yet).
+    #[must_use]
+    pub fn requests(db: &Path) -> Option<u64> {
+        let conn = Connection::open_with_flags(
+            db,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .ok()?;
+        conn.busy_timeout(Duration::from_secs(1)).ok()?;
+        conn.query_row("SELECT count(*) FROM deliveries", [], |r| r.get(0))
+            .ok()
+    }
+
     /// Reads the vendor's database without changing it.
     pub fn read(db: &Path, items: u64) -> Result<Self, VendorError> {
+        Self::read_with(db, items, |task| parse_task_id(task).filter(|&i| i < items))
+    }
+
+    fn read_with(
+        db: &Path,
+        items: u64,
+        index_of: impl Fn(&str) -> Option<u64>,
+    ) -> Result<Self, VendorError> {
         let sqlite = |source| VendorError::Sqlite {
             path: db.to_path_buf(),
             source,
@@ -517,7 +583,7 @@ impl Counts {
             let n: u64 = row.get(1).map_err(sqlite)?;
             counts.received += n;
             counts.duplicated += n - 1;
-            if parse_task_id(&task).is_some_and(|i| i < items) {
+            if index_of(&task).is_some() {
                 counts.distinct += 1;
             }
         }

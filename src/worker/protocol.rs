@@ -82,6 +82,8 @@ pub struct ExecEnv {
     pub keys: PathBuf,
     /// Where this attempt is to die (`RECLAIM_CRASH_AT=KEY:POINT`), if anywhere.
     pub crash_at: Option<String>,
+    /// The night's vendor (`RECLAIM_VENDOR_URL=http://127.0.0.1:PORT/messages`), if it has one.
+    pub vendor: Option<String>,
     /// 1 for the first attempt, 2 after the first restart, ... (`RECLAIM_ATTEMPT`).
     pub attempt: u32,
     /// The night's pace per item (`RECLAIM_DELAY_MS`), for a job that wants to keep it (the
@@ -94,6 +96,7 @@ impl ExecEnv {
     pub const HEARTBEAT: &'static str = "HEARTBEAT_FILE";
     pub const ITEMS: &'static str = "RECLAIM_ITEMS";
     pub const KEYS_FILE: &'static str = "RECLAIM_KEYS_FILE";
+    pub const VENDOR_URL: &'static str = "RECLAIM_VENDOR_URL";
     pub const ATTEMPT: &'static str = "RECLAIM_ATTEMPT";
     pub const DELAY_MS: &'static str = "RECLAIM_DELAY_MS";
 
@@ -122,6 +125,10 @@ impl ExecEnv {
         match &self.crash_at {
             Some(at) => sh.env(crate::points::CRASH_ENV, at),
             None => sh.env_remove(crate::points::CRASH_ENV),
+        };
+        match &self.vendor {
+            Some(url) => sh.env(Self::VENDOR_URL, url),
+            None => sh.env_remove(Self::VENDOR_URL),
         };
         sh
     }
@@ -476,6 +483,7 @@ mod tests {
             heartbeat: PathBuf::from("/tmp/night/warehouse.db.heartbeat"),
             items: 200,
             crash_at: None,
+            vendor: None,
             keys: PathBuf::from("/tmp/w/warehouse.db.keys"),
             attempt: 3,
             delay: Duration::from_micros(62_500),

@@ -189,3 +189,56 @@ fn map_exec_of_a_job_without_points_kills_after_every_row_count() {
         let _ = std::fs::remove_dir_all(kept);
     }
 }
+
+#[test]
+fn an_own_jobs_emails_are_counted_at_its_vendor_and_killed_between_send_and_commit() {
+    let mut base: Vec<&str> = Vec::new();
+    base.extend(ORDERS);
+    base.extend(["--items", "60", "--kill-at-message", "30", "--json"]);
+    for (job, vendor, code, duplicated, window) in [
+        ("email_job.py", "honour", 1, 1, "after-send"),
+        ("outbox_job.py", "honour", 0, 0, "after-relay-send"),
+        ("outbox_job.py", "ignore", 1, 1, "after-relay-send"),
+    ] {
+        let command = example(job);
+        let mut args = vec!["run", "--exec", &command, "--vendor", vendor];
+        args.extend(&base);
+        let run = reclaim_with(&[], &args);
+        let json = json_of(&run);
+        assert_eq!(run.code, Some(code), "{job} {vendor}: {json}");
+        assert_eq!(
+            number(&json, "messages_duplicated"),
+            duplicated,
+            "{job} {vendor}: {json}"
+        );
+        assert_eq!(
+            number(&json, "messages_missing"),
+            0,
+            "{job} {vendor}: {json}"
+        );
+        assert_eq!(json["kills_in_window"][window], 1, "{job} {vendor}: {json}");
+        assert_eq!(json["derived_status"], "ok", "{job} {vendor}: {json}");
+        // The vendor's own database, read with SQLite: one delivery per order, one twice.
+        let db = PathBuf::from(json["db"].as_str().unwrap_or_default());
+        let vendor_db = db.with_file_name("warehouse.vendor.sqlite");
+        let twice = count(
+            &open_ro(&vendor_db),
+            "SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE outcome = 'sent' GROUP BY task_id HAVING count(*) > 1)",
+        );
+        assert_eq!(twice, duplicated, "{job} {vendor}");
+    }
+    // A job that ignores its vendor: the verdict says no message arrived.
+    let command = example("orders_job.py");
+    let mut args = vec!["run", "--exec", &command, "--vendor"];
+    args.extend(ORDERS);
+    args.extend(["--items", "10", "--json"]);
+    let run = reclaim_with(&[], &args);
+    let json = json_of(&run);
+    assert_eq!(run.code, Some(1), "{json}");
+    assert!(
+        json["messages_verdict"]
+            .as_str()
+            .is_some_and(|v| v.contains("no message arrived")),
+        "{json}"
+    );
+}

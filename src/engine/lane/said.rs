@@ -23,11 +23,19 @@ impl Lane {
             .any(|&slot| self.observer.rows > self.rows_at_spawn.get(slot).copied().unwrap_or(0));
         // The item in flight reached the vendor and its row did not commit: more tasks have a
         // message than have a row.
-        if self.config.side_effect.is_some()
-            && crate::vendor::Counts::read(&self.config.vendor_db(), self.config.items)
+        if self.kills_in_window.sends
+            && self
+                .config
+                .read_messages()
                 .is_ok_and(|m| m.distinct > self.observer.distinct)
         {
+            self.killing_at_message = false;
             self.kills_in_window.add(KillWindow::AfterSend);
+            return;
+        }
+        // The vendor holds a message whose row had committed: a relay's send, not yet marked.
+        if std::mem::take(&mut self.killing_at_message) {
+            self.kills_in_window.add(KillWindow::AfterRelaySend);
             return;
         }
         // A job that announces its points says where it was: the newest point reached.

@@ -55,6 +55,9 @@ impl Lane {
             .arg(modes.drop_responses.to_string())
             .arg("--seed")
             .arg(modes.seed.to_string());
+        if let Some(n) = modes.hold_at {
+            command.arg("--hold-at").arg(n.to_string());
+        }
         self.vendor = Some(crate::supervisor::service::Service::start(command)?);
         Ok(())
     }
@@ -94,8 +97,7 @@ impl Lane {
             return;
         }
         self.messages_read_at = Some(now);
-        if let Ok(counts) = crate::vendor::Counts::read(&self.config.vendor_db(), self.config.items)
-        {
+        if let Ok(counts) = self.config.read_messages() {
             self.messages = Some(counts);
         }
     }
