@@ -300,6 +300,13 @@ pub struct ShrinkArgs {
     /// Nights in flight at once [default: one per core, at least 2]
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: Option<u16>,
+    /// With --exec: the queue's size [default: the recorded lane's]
+    #[arg(long, requires = "exec", value_parser = items_parser())]
+    pub items: Option<u64>,
+    /// For a night of your own job: the command to search with (never read from the
+    /// recording), and its table, key and queue, as `run --exec` takes them
+    #[command(flatten)]
+    pub job: ExecArgs,
 }
 
 #[derive(Debug, Args)]

@@ -286,6 +286,15 @@ impl Queue {
         }
     }
 
+    /// The `--key-format` a formatted queue was written with (`None` for a listed one).
+    #[must_use]
+    pub fn format_text(&self) -> Option<&str> {
+        match self {
+            Self::Formatted(format, _) => Some(&format.written),
+            Self::Listed(_) => None,
+        }
+    }
+
     /// Whether this is the postmortem's own `task-NNN` queue.
     #[must_use]
     pub fn is_tasks(&self) -> bool {

@@ -435,6 +435,20 @@ impl Recording {
     /// at the same task), or at the sim time when no task had been committed.
     #[must_use]
     pub fn kill_moments(&self) -> Vec<KillMoment> {
+        self.kill_moments_keyed(|_| None)
+    }
+
+    /// `kill_moments`, an external job's kills placed by its own keys: its item line names the
+    /// newest row committed before the kill (`ord-00012  the newest row committed ...`), found
+    /// in its queue by `index_of`.
+    #[must_use]
+    pub fn kill_moments_keyed(&self, index_of: impl Fn(&str) -> Option<u64>) -> Vec<KillMoment> {
+        let own_key = |text: &str| {
+            text.contains("the newest row committed before the kill")
+                .then(|| text.split_whitespace().next())
+                .flatten()
+                .and_then(&index_of)
+        };
         let mut moments: Vec<KillMoment> = Vec::new();
         let mut last_sim = f64::NEG_INFINITY;
         let first_lane = self.events.iter().filter_map(|e| e.lane).min();
@@ -454,7 +468,7 @@ impl Recording {
                 .rev()
                 .take_while(|e| (e.sim - event.sim).abs() < 1e-6)
                 .find(|e| e.kind == Kind::Item && e.lane == first_lane)
-                .and_then(|e| committed_task(&e.text));
+                .and_then(|e| committed_task(&e.text).or_else(|| own_key(&e.text)));
             moments.push(committed.map_or(
                 KillMoment::At(event.sim - crate::clock::NIGHT_START),
                 KillMoment::AfterTask,

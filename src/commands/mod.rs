@@ -15,6 +15,7 @@ pub mod replay_check;
 mod run;
 mod scenarios;
 mod shrink;
+mod shrink_exec;
 mod tui;
 mod vendor;
 mod worker;

@@ -35,7 +35,8 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
                     file.display()
                 );
             }
-            recording.kill_moments()
+            // An --exec job's kills are placed by its own keys, matched to its queue.
+            recording.kill_moments_keyed(|key| queue.index_of(key))
         }
         None => Vec::new(),
     };
@@ -517,7 +518,13 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
             .replayed
             .iter()
             .take(8)
-            .map(ToString::to_string)
+            .map(|moment| match moment {
+                // Named by the queue's own keys (ord-00004), as the job names its work.
+                crate::supervisor::schedule::KillMoment::AfterTask(t) => {
+                    format!("after {}", crate::text::escape_controls(&queue.key(*t)))
+                }
+                other @ crate::supervisor::schedule::KillMoment::At(_) => other.to_string(),
+            })
             .collect();
         let more = if plan.replayed.len() > 8 { ", ..." } else { "" };
         parts.push(format!(

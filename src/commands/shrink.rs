@@ -32,6 +32,9 @@ struct Wrong {
 
 /// Runs `reclaim shrink`.
 pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
+    if args.job.exec.is_some() {
+        return super::shrink_exec::run(args, out);
+    }
     let recording = Recording::load(&args.file)?;
     let wrong = the_wrong_lane(&recording, &args.file)?;
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
@@ -93,6 +96,12 @@ fn the_wrong_lane(recording: &Recording, file: &Path) -> Result<Wrong, Error> {
             lane + 1
         ))
     })?;
+    if info.strategy == "exec" {
+        return Err(Error::Refused(format!(
+            "{name}: lane {} ran your own job; give its command with --exec CMD (and its --table, --key, --key-format): shrink never runs a command read from a recording",
+            crate::text::escape_controls(&info.name)
+        )));
+    }
     let strategy = Strategy::from_name(&info.strategy).ok_or_else(|| {
         Error::Refused(format!(
             "{name}: unknown strategy '{}'",

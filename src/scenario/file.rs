@@ -108,6 +108,8 @@ pub(super) fn default_dead_man() -> f64 {
 #[serde(deny_unknown_fields)]
 pub(super) struct HostFile {
     kill_at_task: Option<String>,
+    /// Kill once the first lane's table holds this many rows.
+    kill_at_rows: Option<u64>,
     #[serde(default)]
     random_kills: u32,
     kill_window: Option<String>,
@@ -133,6 +135,13 @@ pub(super) struct LaneFile {
     #[serde(default = "one_u64")]
     batch: u64,
     crash_at: Option<String>,
+    /// An exec lane's queue: its keys as a printf format of the item's number (`ord-%05d`).
+    key_format: Option<String>,
+    /// An exec lane's checkpoint table, to place each kill against it.
+    checkpoint_table: Option<String>,
+    /// An exec lane's job sends to a vendor of its own (told `RECLAIM_VENDOR_URL`).
+    #[serde(default)]
+    vendor: bool,
     /// `email`: each item also sends a message to the lane's vendor, before its commit.
     side_effect: Option<SideEffect>,
     /// The lane's vendor: `honour`, `ignore` or `expire=SECS` its Idempotency-Keys.
@@ -267,6 +276,7 @@ impl ScenarioFile {
             dead_man: self.dead_man,
             seed: self.seed,
             kill_at_task,
+            kill_at_rows: host.kill_at_rows,
             random_kills: host.random_kills,
             kill_window,
             hang_at_task,
@@ -294,14 +304,40 @@ impl LaneFile {
             count_sql: None,
             checkpoints: None,
         };
-        let queue = crate::queue::Queue::tasks(items);
-        let job = crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows, queue)
+        let checkpoints =
+            self.checkpoint_table
+                .as_ref()
+                .map(|table| crate::store::rows::Checkpoints {
+                    table: table.clone(),
+                    key: rows.key.clone(),
+                });
+        let rows = crate::store::rows::RowSource {
+            checkpoints,
+            ..rows
+        };
+        let queue = match &self.key_format {
+            Some(format) => crate::queue::Queue::formatted(
+                crate::queue::KeyFormat::parse(format).map_err(|e| format!("lane {n}: {e}"))?,
+                items,
+            ),
+            None => crate::queue::Queue::tasks(items),
+        };
+        let mut job = crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows, queue)
             .map_err(|e| format!("lane {n}: {e}"))?;
-        if self.crash_at.is_some() {
-            return Err(format!(
-                "lane {n}: crash_at needs reclaim's own worker; an exec lane has no named crash points"
-            ));
+        // A point the job announces, in a unit of work of its queue.
+        if let Some(text) = &self.crash_at {
+            let mut plan = crate::points::CrashPlan::parse(text)
+                .map_err(|e| format!("lane {n}: crash_at: {e}"))?;
+            let index = job.queue.resolve(&plan.key).ok_or_else(|| {
+                format!(
+                    "lane {n}: crash_at {text}: not a key of the queue ({})",
+                    job.queue.describe()
+                )
+            })?;
+            plan.key = job.queue.key(index);
+            job.crash_at = Some(plan);
         }
+        job.vendor = self.vendor;
         Ok(LaneWorker::Exec(Box::new(job)))
     }
 
@@ -347,6 +383,8 @@ impl LaneFile {
             ));
         }
         let crash_at = match &self.crash_at {
+            // An exec lane's crash point is its job's, kept in its job.
+            Some(_) if worker.job().is_some() => None,
             Some(text) => {
                 let crash: CrashAt = text
                     .parse()
@@ -401,10 +439,15 @@ impl LaneFile {
         let relays = strategy.is_some_and(Strategy::relays);
         if self.side_effect.is_some() && strategy.is_none() {
             return Err(format!(
-                "lane {n}: side_effect needs reclaim's own worker; an exec lane sends what it sends"
+                "lane {n}: side_effect needs reclaim's own worker; an exec lane sends what it sends (vendor = true gives it a vendor)"
             ));
         }
-        let reaches_vendor = self.side_effect.is_some() || relays;
+        if self.vendor && strategy.is_some() {
+            return Err(format!(
+                "lane {n}: vendor = true gives an exec lane's job a vendor; reclaim's worker reaches one by side_effect = \"email\" or strategy = \"outbox\""
+            ));
+        }
+        let reaches_vendor = self.side_effect.is_some() || relays || self.vendor;
         if !reaches_vendor && (self.vendor_keys.is_some() || self.vendor_drop_responses.is_some()) {
             return Err(format!(
                 "lane {n}: vendor_keys and vendor_drop_responses need side_effect = \"email\" or strategy = \"outbox\""

@@ -320,6 +320,7 @@ pub fn scenario_for(cell: &Cell, items: u64) -> Scenario {
         dead_man: crate::engine::DEFAULT_DEAD_MAN,
         seed: 0,
         kill_at_task: None,
+        kill_at_rows: None,
         random_kills: 0,
         kill_window: crate::supervisor::schedule::DEFAULT_WINDOW,
         hang_at_task: None,

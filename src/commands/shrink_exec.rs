@@ -1,0 +1,227 @@
+//! `reclaim shrink FILE --exec CMD`: the smallest failing schedule of the user's own job. The
+//! command comes from the command line, never from the recording (a file is data). The search
+//! hears which crash points the job announces, then tries one kill at a time, earliest key (or
+//! row count) first, each a real night, and prints the first that still goes wrong as a
+//! scenario with the job's exec lane.
+
+use std::io::{IsTerminal as _, Write};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use crate::cli::ShrinkArgs;
+use crate::engine::ExecJob;
+use crate::error::{Context as _, Error};
+use crate::exec_map::{ExecCell, ExecKill, ExecRunner};
+use crate::exit::{DATA_WRONG, OK};
+use crate::harness::pool::{self, Pool};
+use crate::record::Recording;
+
+/// At most this many nights are searched (a 10,000-key queue with three points is 30,000).
+const MAX_NIGHTS: usize = 20_000;
+
+/// Runs `reclaim shrink FILE --exec CMD`.
+pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
+    let recording = Recording::load(&args.file)?;
+    let name = args.file.display();
+    let Some(end) = &recording.end else {
+        return Err(Error::Refused(format!(
+            "{name}: the recording has no end (the night was cut short), so it is not known to have gone wrong; record a whole night"
+        )));
+    };
+    let lane = (recording.header.lanes.iter().zip(&end.lanes))
+        .position(|(info, lane)| info.strategy == "exec" && !lane.is_ok())
+        .ok_or_else(|| {
+            Error::Refused(format!(
+                "{name}: no exec lane of this night ended wrong; shrink --exec shrinks your own job's night"
+            ))
+        })?;
+    let info = &recording.header.lanes[lane];
+    let job = args
+        .job
+        .to_job(args.items.unwrap_or(info.items))?
+        .ok_or_else(|| Error::Refused("shrink --exec needs the job's command".into()))?;
+    if job.queue.len() != info.items {
+        return Err(Error::Refused(format!(
+            "{name}: the recorded lane's queue has {} items, the job's {} ({}); give the recorded night's queue",
+            info.items,
+            job.queue.len(),
+            job.queue.describe()
+        )));
+    }
+    let Some(format) = job.queue.format_text().map(str::to_string) else {
+        return Err(Error::Refused(
+            "a scenario names its queue by key_format; shrink --exec takes --key-format (or the default queue), not a listed one".into(),
+        ));
+    };
+    let dir = crate::map::fresh_dir("shrink-exec")
+        .context(|| "cannot create a folder for the search's nights".into())?;
+    let runner = ExecRunner {
+        exe: std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?,
+        dir: dir.clone(),
+        job: job.clone(),
+        db_name: "warehouse.db".into(),
+        keep: false,
+        rows_delay: std::time::Duration::from_millis(10),
+    };
+    let threads = args.threads.map_or_else(pool::default_threads, usize::from);
+    let found = search(&runner, threads);
+    let _ = std::fs::remove_dir_all(&dir);
+    let (found, nights) = found?;
+    let derived = crate::text::escape_controls(&end.lanes[lane].derived);
+    let Some((kill, cell)) = found else {
+        eprintln!(
+            "reclaim shrink: no single kill makes the job go wrong on {} items ({nights} nights searched); the recorded night (ended {derived}) is the smallest known: replay its kills with `reclaim run --exec ... --replay-schedule {}`",
+            info.items,
+            args.file.display()
+        );
+        return Ok(DATA_WRONG);
+    };
+    let _ = write!(
+        out,
+        "{}",
+        scenario_toml(&job, &format, (&kill, &cell), &args.file, &derived, nights)
+    );
+    eprintln!(
+        "reclaim shrink: one kill {} still goes wrong ({}); the search ran {nights} nights",
+        describe(&kill, &cell),
+        cell.verdict()
+    );
+    Ok(OK)
+}
+
+/// One kill at a time, in order, a few threads' worth at once; the earliest that goes wrong.
+fn search(
+    runner: &ExecRunner,
+    threads: usize,
+) -> Result<(Option<(ExecKill, ExecCell)>, usize), Error> {
+    let (points, _) = runner.probe(&AtomicBool::new(false))?;
+    let items = runner.job.queue.len();
+    let candidates: Vec<ExecKill> = if points.is_empty() {
+        (1..=items).map(ExecKill::Rows).collect()
+    } else {
+        (0..items)
+            .flat_map(|index| {
+                points.iter().map(move |name| ExecKill::Point {
+                    index,
+                    name: name.clone(),
+                })
+            })
+            .collect()
+    };
+    let progress = std::io::stderr().is_terminal();
+    let chunk = threads * 2;
+    let mut nights = 0;
+    for batch in candidates.chunks(chunk).take(MAX_NIGHTS.div_ceil(chunk)) {
+        let jobs: Vec<(usize, ExecKill)> = (nights..).zip(batch.iter().cloned()).collect();
+        nights += jobs.len();
+        let night = runner.clone();
+        let pool = Pool::start(jobs, threads, move |(n, kill), cancel| {
+            night
+                .run(*n, kill, cancel)
+                .map(|cell| (*n, kill.clone(), cell))
+        })?;
+        let mut failing = Vec::new();
+        while let Some((_, result)) = pool.next() {
+            let (n, kill, cell) = result?;
+            // A kill that never fired proves nothing; only a real kill that broke the data counts.
+            if cell.killed && !cell.is_right() {
+                failing.push((n, kill, cell));
+            }
+        }
+        if progress {
+            eprint!("\rreclaim shrink: {nights}/{} nights ", candidates.len());
+        }
+        if let Some((_, kill, cell)) = failing.into_iter().min_by_key(|(n, _, _)| *n) {
+            if progress {
+                eprintln!();
+            }
+            return Ok((Some((kill, cell)), nights));
+        }
+    }
+    if progress {
+        eprintln!();
+    }
+    Ok((None, nights))
+}
+
+fn describe(kill: &ExecKill, cell: &ExecCell) -> String {
+    match kill {
+        ExecKill::Point { name, .. } => format!("at {}:{name}", cell.at),
+        ExecKill::Rows(rows) => format!("after {rows} rows"),
+    }
+}
+
+/// A TOML string literal.
+fn quoted(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
+}
+
+/// The scenario: the job's exec lane with its table, key, queue and checkpoints, and the one
+/// kill (its crash point, or the host's kill at a row count).
+fn scenario_toml(
+    job: &ExecJob,
+    format: &str,
+    (kill, cell): (&ExecKill, &ExecCell),
+    source: &Path,
+    derived: &str,
+    nights: usize,
+) -> String {
+    let items = job.queue.len();
+    let what = describe(kill, cell);
+    let (host, crash) = match kill {
+        ExecKill::Point { name, .. } => (
+            String::new(),
+            format!(
+                "crash_at = {}\n",
+                quoted(&format!("{}:{name}", job.queue.key(kill.column())))
+            ),
+        ),
+        ExecKill::Rows(rows) => (format!("\n[host]\nkill_at_rows = {rows}\n"), String::new()),
+    };
+    let setup = job
+        .setup_sql
+        .as_ref()
+        .map(|sql| format!("setup_sql = {}\n", quoted(sql)))
+        .unwrap_or_default();
+    let checkpoint = job
+        .rows
+        .checkpoints
+        .as_ref()
+        .map(|c| format!("checkpoint_table = {}\n", quoted(&c.table)))
+        .unwrap_or_default();
+    let about = format!(
+        "Shrunk from {}, whose exec lane ended {derived}. One kill, {what}, is enough: {} rows, {} distinct, {} duplicated, {} missing.",
+        crate::text::escape_controls(&source.display().to_string()),
+        cell.rows,
+        cell.distinct,
+        cell.duplicated_task_ids,
+        cell.missing
+    );
+    format!(
+        "# The smallest failing schedule of your job, found by `reclaim shrink --exec` in {nights} real nights.\n\
+         # Shrunk: 1 kill {what}: {verdict}.\n\
+         # Watch it: reclaim tui --scenario THIS_FILE --allow-exec\n\
+         # Headless: reclaim run --scenario THIS_FILE --allow-exec\n\
+         title = {title}\n\
+         about = {about}\n\
+         \n\
+         items = {items}\n\
+         seed = 0\n\
+         {host}\n\
+         [[lane]]\n\
+         name = \"my-job\"\n\
+         exec = {exec}\n\
+         table = {table}\n\
+         key = {key}\n\
+         key_format = {format}\n\
+         {setup}{checkpoint}{crash}{vendor}",
+        verdict = cell.verdict(),
+        title = quoted(&format!("your job: one kill {what}")),
+        about = quoted(&about),
+        exec = quoted(&job.command),
+        table = quoted(&job.rows.table),
+        key = quoted(&job.rows.key),
+        format = quoted(format),
+        vendor = if job.vendor { "vendor = true\n" } else { "" },
+    )
+}
