@@ -242,3 +242,62 @@ fn an_own_jobs_emails_are_counted_at_its_vendor_and_killed_between_send_and_comm
         "{json}"
     );
 }
+
+#[test]
+fn shrink_of_a_failing_exec_recording_gives_a_scenario_that_fails_again() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let job = format!("ORDERS_MODE=two-commit {}", example("orders_job.py"));
+    let record = tmp.path().join("night.jsonl");
+    let record_arg = record.to_string_lossy().into_owned();
+    let mut args = vec!["run", "--exec", &job];
+    args.extend(ORDERS);
+    args.extend([
+        "--checkpoint-table",
+        "settled",
+        "--items",
+        "12",
+        "--crash-at",
+        "ord-00006:after-row-commit",
+        "--record",
+        &record_arg,
+    ]);
+    let run = reclaim_with(&[], &args);
+    assert_eq!(run.code, Some(1), "{}", run.stdout);
+
+    // Without the command, shrink says how to give it: it never runs one from a recording.
+    let run = reclaim_with(&[], &["shrink", &record_arg]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("--exec CMD"), "{}", run.stderr);
+
+    let mut args = vec!["shrink", &record_arg, "--exec", &job];
+    args.extend(ORDERS);
+    args.extend(["--checkpoint-table", "settled"]);
+    let run = reclaim_with(&[], &args);
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    // The earliest kill that still goes wrong: between the first order's two commits.
+    assert!(
+        run.stdout
+            .contains("crash_at = \"ord-00000:after-row-commit\""),
+        "{}",
+        run.stdout
+    );
+    let scenario = tmp.path().join("shrunk.toml");
+    std::fs::write(&scenario, &run.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let replayed = reclaim_with(
+        &[],
+        &[
+            "run",
+            "--scenario",
+            &scenario.to_string_lossy(),
+            "--allow-exec",
+        ],
+    );
+    assert_eq!(replayed.code, Some(1), "{}", replayed.stdout);
+    assert!(
+        replayed
+            .stdout
+            .contains("DATA WRONG (1 duplicated task id)"),
+        "{}",
+        replayed.stdout
+    );
+}
