@@ -16,6 +16,7 @@ ORDERS_MODE picks how it is written (the default is the right way):
   two-commit      the order commits, then its progress in a second transaction (a kill
                   between the two settles that order twice); ORDERS_PAUSE_S waits between them
                   on the first attempt, so a kill can be aimed there
+ORDERS_POINTS=a,b announces only those crash points (default: all three).
 
 It announces its crash points through examples/reclaim_point.py (before-write, after-commit,
 and after-row-commit between its two commits in two-commit mode), so reclaim can kill it at any
@@ -29,7 +30,17 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reclaim_point import point  # noqa: E402  (the helper beside this file)
+from reclaim_point import point as announce  # noqa: E402  (the helper beside this file)
+
+# ORDERS_POINTS=after-commit,... announces only those (a map of one point per order); all three
+# by default.
+only = os.environ.get("ORDERS_POINTS")
+
+
+def point(name, key):
+    if not only or name in only.split(","):
+        announce(name, key)
+
 
 mode = os.environ.get("ORDERS_MODE", "atomic")
 pause = float(os.environ.get("RECLAIM_DELAY_MS", "10")) / 1000.0
