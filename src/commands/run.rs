@@ -466,7 +466,24 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         }
         let _ = writeln!(out, "databases    {} (kept)", dir.display());
     }
-    Ok(if reports.iter().all(RunReport::holds) {
+    // `--strict`: a lane whose data holds but that did not test all it set out to fails too.
+    let untested: Vec<String> = (names.iter().zip(&reports))
+        .flat_map(|(name, report)| {
+            report
+                .untested()
+                .into_iter()
+                .map(move |said| format!("{name}: {said}"))
+        })
+        .collect();
+    let strictly_wrong = args.strict && !untested.is_empty();
+    if strictly_wrong && !args.json {
+        let _ = writeln!(
+            out,
+            "strict       exit 1: not all was tested: {}",
+            untested.join("; ")
+        );
+    }
+    Ok(if reports.iter().all(RunReport::holds) && !strictly_wrong {
         crate::exit::OK
     } else {
         crate::exit::DATA_WRONG

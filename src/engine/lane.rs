@@ -292,7 +292,8 @@ impl Lane {
                     db: ExecEnv::absolute(&self.config.db),
                     heartbeat: ExecEnv::absolute(self.heartbeat.path()),
                     items: self.config.items,
-                    keys: ExecEnv::absolute(&crate::engine::keys_path(&self.config.db)),
+                    keys: (job.queue.len() <= crate::queue::MAX_LISTED as u64)
+                        .then(|| ExecEnv::absolute(&crate::engine::keys_path(&self.config.db))),
                     attempt: self.slots[slot].attempt() + 1,
                     delay: self.config.delay,
                 };

@@ -175,7 +175,10 @@ impl Engine {
             {
                 crate::store::rows::run_setup(&lane.config.db, sql)?;
             }
-            if let Some(job) = lane.config.worker.job() {
+            // A queue too long to write out is the job's to compute (RECLAIM_ITEMS).
+            if let Some(job) = lane.config.worker.job()
+                && job.queue.len() <= crate::queue::MAX_LISTED as u64
+            {
                 write_keys(&lane.config.db, &job.queue)?;
             }
         }

@@ -405,8 +405,13 @@ mod tests {
             ("strategy = \"naive\"\nexec = \"x\"", "not both"),
             ("name = \"x\"", "needs a strategy"),
             (
-                "exec = \"x\"\ncrash_at = \"task-001:after-commit\"",
-                "no named crash points",
+                "exec = \"x\"\ncrash_at = \"task-999:after-commit\"",
+                "not a key of the queue",
+            ),
+            ("exec = \"x\"\ncrash_at = \"task-001\"", "not KEY:POINT"),
+            (
+                "strategy = \"naive\"\nvendor = true",
+                "gives an exec lane's job a vendor",
             ),
             (
                 "strategy = \"naive\"\ntable = \"t\"",

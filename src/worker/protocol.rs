@@ -78,8 +78,9 @@ pub struct ExecEnv {
     pub heartbeat: PathBuf,
     /// The queue size (`RECLAIM_ITEMS`).
     pub items: u64,
-    /// The queue's keys, one a line (`RECLAIM_KEYS_FILE`), in the queue's order.
-    pub keys: PathBuf,
+    /// The queue's keys, one a line (`RECLAIM_KEYS_FILE`), in the queue's order; `None` for a
+    /// queue too long to write out (over `queue::MAX_LISTED` keys).
+    pub keys: Option<PathBuf>,
     /// Where this attempt is to die (`RECLAIM_CRASH_AT=KEY:POINT`), if anywhere.
     pub crash_at: Option<String>,
     /// The night's vendor (`RECLAIM_VENDOR_URL=http://127.0.0.1:PORT/messages`), if it has one.
@@ -119,7 +120,6 @@ impl ExecEnv {
         sh.env(Self::DB, &self.db)
             .env(Self::HEARTBEAT, &self.heartbeat)
             .env(Self::ITEMS, self.items.to_string())
-            .env(Self::KEYS_FILE, &self.keys)
             .env(Self::ATTEMPT, self.attempt.to_string())
             .env(Self::DELAY_MS, delay_ms(self.delay));
         match &self.crash_at {
@@ -129,6 +129,10 @@ impl ExecEnv {
         match &self.vendor {
             Some(url) => sh.env(Self::VENDOR_URL, url),
             None => sh.env_remove(Self::VENDOR_URL),
+        };
+        match &self.keys {
+            Some(keys) => sh.env(Self::KEYS_FILE, keys),
+            None => sh.env_remove(Self::KEYS_FILE),
         };
         sh
     }
@@ -484,7 +488,7 @@ mod tests {
             items: 200,
             crash_at: None,
             vendor: None,
-            keys: PathBuf::from("/tmp/w/warehouse.db.keys"),
+            keys: Some(PathBuf::from("/tmp/w/warehouse.db.keys")),
             attempt: 3,
             delay: Duration::from_micros(62_500),
         };

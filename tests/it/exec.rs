@@ -472,9 +472,9 @@ fn exec_input_that_cannot_work_is_refused_before_anything_is_created() {
                 "--exec",
                 "true",
                 "--crash-at",
-                "task-010:after-commit",
+                "task-999:after-commit",
             ],
-            "--crash-at needs reclaim's own worker",
+            "is not a key of the queue",
         ),
         (
             vec![

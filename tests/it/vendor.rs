@@ -303,7 +303,7 @@ fn bad_side_effect_input_is_refused_in_one_line_before_anything_starts() {
         ),
         (
             vec!["run", "--exec", "true", "--side-effect", "email", "--db", d],
-            "--side-effect needs reclaim's own worker",
+            "--side-effect makes reclaim's own worker send",
         ),
         (
             vec![
