@@ -17,9 +17,10 @@ pub mod http;
 
 use std::fmt;
 use std::io::{self, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
 
@@ -198,29 +199,21 @@ pub fn serve(db: &Path, modes: VendorModes, out: &mut dyn Write) -> Result<(), V
         .map_err(VendorError::Listen)?;
     let _ = writeln!(out, "listening {addr}");
     let _ = out.flush();
-    let mut vendor = Vendor {
+    let vendor = Mutex::new(Vendor {
         conn,
         modes,
         rng: StdRng::seed_from_u64(modes.seed),
-    };
-    loop {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                // One connection at a time: requests are short and this keeps the store simple.
-                let _ = stream.set_nonblocking(false);
-                if let Err(error) = vendor.handle(&stream) {
-                    eprintln!("vendor: {error}");
-                }
-            }
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                if crate::signals::received().is_some() {
-                    return Ok(());
-                }
-                thread::sleep(Duration::from_millis(1));
-            }
-            Err(error) => eprintln!("vendor: accept: {error}"),
-        }
-    }
+    });
+    // Each connection is read on a thread of its own (a slow client delays nobody); the store
+    // and the seeded drops are taken one request at a time.
+    let answer: Arc<http::Answer> = Arc::new(move |request: &http::Request| {
+        vendor
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .handle(request)
+    });
+    http::serve_connections(&listener, &answer, &|| crate::signals::received().is_some());
+    Ok(())
 }
 
 struct Vendor {
@@ -253,27 +246,21 @@ impl Message {
 }
 
 impl Vendor {
-    fn handle(&mut self, stream: &TcpStream) -> io::Result<()> {
-        let request = http::read_request(stream)?;
+    /// The answer to one request; `None` when the response is dropped (`--drop-responses`).
+    fn handle(&mut self, request: &http::Request) -> io::Result<Option<http::Response>> {
         let json = |status, body: String| http::Response {
             status,
             headers: Vec::new(),
             body,
         };
         if request.method != "POST" || request.path != "/messages" {
-            return http::write_response(
-                stream,
-                &json(404, r#"{"error":"POST /messages"}"#.into()),
-            );
+            return Ok(Some(json(404, r#"{"error":"POST /messages"}"#.into())));
         }
         let Ok(message) = serde_json::from_slice::<Message>(&request.body) else {
-            return http::write_response(
-                stream,
-                &json(
-                    400,
-                    r#"{"error":"expected {\"task\":..., \"text\":...}"}"#.into(),
-                ),
-            );
+            return Ok(Some(json(
+                400,
+                r#"{"error":"expected {\"task\":..., \"text\":...}"}"#.into(),
+            )));
         };
         let key = request.header("idempotency-key").map(ToOwned::to_owned);
         let drop =
@@ -282,12 +269,8 @@ impl Vendor {
         let response = self
             .record(&message, key.as_deref(), &body, drop)
             .map_err(io::Error::other)?;
-        if drop {
-            // Acted on, never answered: the caller's outcome is unknown.
-            let _ = stream.shutdown(std::net::Shutdown::Both);
-            return Ok(());
-        }
-        http::write_response(stream, &response)
+        // Dropped: acted on, never answered; the caller's outcome is unknown.
+        Ok((!drop).then_some(response))
     }
 
     /// Records the delivery and decides the answer, in one transaction.

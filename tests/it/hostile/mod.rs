@@ -7,6 +7,7 @@ mod files;
 mod hangs;
 mod output;
 mod scenario;
+mod vendor;
 
 use std::path::Path;
 
