@@ -2,6 +2,7 @@
 //! scenario that runs a command, a planted link or FIFO, an escaped child, an endless query, a
 //! slow client, a full disk), now a test that fails on the old behaviour.
 
+mod bounds;
 mod children;
 mod files;
 mod hangs;
