@@ -76,7 +76,7 @@ fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
     }
     // A bound on the work asked for, so a typo cannot start a night of many hours.
     let rows = plan.nights().len() as u64 * plan.items * 2;
-    if rows > 200_000_000 {
+    if rows > crate::limits::MAX_PLANNED_ROWS {
         return Err(Error::Refused(format!(
             "{} nights of {} items is about {rows} rows to write; narrow --tasks, --points or --strategy",
             plan.nights().len(),

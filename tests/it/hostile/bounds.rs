@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::tempdir;
 
-use crate::common::BIN;
+use crate::common::{BIN, assert_one_line_error, path_arg, reclaim_in_dir};
 
 /// Runs reclaim with `args` in `dir` (stdout and stderr to files there), polling its peak
 /// resident memory (`VmHWM`, KiB) until it exits: its exit code, stdout and that peak.
@@ -82,4 +82,106 @@ fn a_300_mb_line_of_job_output_is_cut_not_held_and_the_recording_gets_the_cut_li
         logged.iter().map(|l| l.len()).max().unwrap_or(0)
     );
     assert!(recording.contains(&cut));
+}
+
+/// A recorded naive night of 100 items that went wrong under 3 kills, its lines as JSON.
+fn a_wrong_night(dir: &Path) -> Vec<serde_json::Value> {
+    let record = dir.join("night.jsonl");
+    let night = reclaim_in_dir(
+        dir,
+        &[
+            "run",
+            "--strategy",
+            "naive",
+            "--items",
+            "100",
+            "--delay-ms",
+            "3",
+            "--kills",
+            "3",
+            "--kill-window",
+            "0.05..0.15",
+            "--seed",
+            "7",
+            "--db",
+            path_arg(&dir.join("night.db")),
+            "--record",
+            path_arg(&record),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        night.code,
+        Some(1),
+        "the night went wrong: {}",
+        night.stdout
+    );
+    fs::read_to_string(&record)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn write_lines(path: &Path, lines: &[serde_json::Value]) {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(path, text).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn shrink_writes_a_doctored_derived_string_into_its_toml_as_text_never_as_toml() {
+    let tmp = tempdir();
+    let mut lines = a_wrong_night(tmp.path());
+    // The line break ends the comment the derived string is copied into; what follows would
+    // be the scenario's own: 40 random kills in "the smallest failing schedule".
+    let injected = "DATA WRONG (26 duplicated task ids)\nhost.random_kills = 40\n#";
+    if let Some(end) = lines.last_mut() {
+        end["lanes"][0]["derived"] = injected.into();
+    }
+    let doctored = tmp.path().join("doctored.jsonl");
+    write_lines(&doctored, &lines);
+    let shrink = reclaim_in_dir(
+        tmp.path(),
+        &["shrink", path_arg(&doctored)],
+        Duration::from_secs(120),
+    );
+    assert_eq!(shrink.code, Some(0), "{}", shrink.stderr);
+    let scenario = reclaim::scenario::Scenario::parse("shrunk.toml", &shrink.stdout)
+        .unwrap_or_else(|e| panic!("{e}\n{}", shrink.stdout));
+    assert_eq!(scenario.random_kills, 0, "{}", shrink.stdout);
+    assert!(scenario.captions.is_empty(), "{}", shrink.stdout);
+    assert_eq!(scenario.lanes.len(), 1);
+    assert!(
+        shrink.stdout.contains("\\nhost.random_kills = 40"),
+        "the recorded text, escaped: {}",
+        shrink.stdout
+    );
+}
+
+#[test]
+fn shrink_refuses_a_recording_that_would_plan_more_work_than_the_map_may() {
+    let tmp = tempdir();
+    let mut lines = a_wrong_night(tmp.path());
+    // 100,000 items and every kill after the last tasks: 400,000 nights once.
+    lines[0]["lanes"][0]["items"] = 100_000.into();
+    for line in &mut lines {
+        if line["kind"] == "item" {
+            line["text"] =
+                "task-99990  in flight, not committed (last committed: task-99989)".into();
+        }
+    }
+    let doctored = tmp.path().join("doctored.jsonl");
+    write_lines(&doctored, &lines);
+    let before = crate::common::snapshot(tmp.path());
+    let shrink = reclaim_in_dir(
+        tmp.path(),
+        &["shrink", path_arg(&doctored)],
+        Duration::from_secs(30),
+    );
+    assert_one_line_error(&shrink, "nights of 100000 items");
+    assert_eq!(
+        crate::common::snapshot(tmp.path()),
+        before,
+        "shrink wrote something"
+    );
 }
