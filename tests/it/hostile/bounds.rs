@@ -124,7 +124,11 @@ fn a_wrong_night(dir: &Path) -> Vec<serde_json::Value> {
 }
 
 fn write_lines(path: &Path, lines: &[serde_json::Value]) {
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let mut text = String::new();
+    for line in lines {
+        text.push_str(&line.to_string());
+        text.push('\n');
+    }
     fs::write(path, text).unwrap_or_else(|e| panic!("{e}"));
 }
 
