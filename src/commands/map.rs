@@ -102,6 +102,15 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
     let dir = crate::map::fresh_dir("map")
         .context(|| "cannot create a folder for the map's databases".into())?;
+    if args.keep {
+        match crate::map::kept_size(&dir, plan.nights().len(), plan.items) {
+            Ok(line) => eprintln!("{}", crate::text::escape_controls(&line)),
+            Err(refusal) => {
+                let _ = std::fs::remove_dir(&dir);
+                return Err(Error::Refused(refusal));
+            }
+        }
+    }
     let runner = Runner {
         exe: exe.clone(),
         dir: dir.clone(),

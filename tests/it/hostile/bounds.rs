@@ -189,3 +189,55 @@ fn shrink_refuses_a_recording_that_would_plan_more_work_than_the_map_may() {
         "shrink wrote something"
     );
 }
+
+#[test]
+fn map_keep_says_the_size_first_and_keeps_no_log_beside_a_night() {
+    let tmp = tempdir();
+    let map = reclaim_in_dir(
+        tmp.path(),
+        &[
+            "map", "--items", "200", "--tasks", "0..1", "--keep", "--json",
+        ],
+        Duration::from_secs(300),
+    );
+    assert_eq!(map.code, Some(1), "{}", map.stderr);
+    let first = map.stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("reclaim map: --keep keeps ") && first.contains(" MB, in "),
+        "{}",
+        map.stderr
+    );
+    let dir = fs::read_dir(tmp.path())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("reclaim-map-"))
+        })
+        .unwrap_or_else(|| panic!("no kept folder in {}", tmp.path().display()));
+    let said_mb: f64 = first
+        .split(", about ")
+        .nth(1)
+        .and_then(|r| r.split(" MB").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no size in {first}"));
+    let mut total = 0;
+    let mut databases = 0;
+    for entry in fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(Result::ok)
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let len = entry.metadata().map_or(0, |m| m.len());
+        total += len;
+        databases += u64::from(name.ends_with(".db"));
+        // Each kept night's log folded into its database (each was ~886 KB).
+        assert!(!name.ends_with("-wal") || len == 0, "{name} is {len} bytes");
+    }
+    assert!(databases > 0);
+    assert!(
+        (total as f64) / 1e6 <= said_mb,
+        "{total} bytes kept, {said_mb} MB said"
+    );
+}
