@@ -349,7 +349,7 @@ pub fn kept_size(dir: &Path, nights: usize, items: u64) -> Result<String, String
     };
     let free = nix::sys::statvfs::statvfs(dir)
         .ok()
-        .map(|s| u64::from(s.blocks_available()).saturating_mul(s.fragment_size()));
+        .map(|s| s.blocks_available().saturating_mul(s.fragment_size()));
     if let Some(free) = free.filter(|&free| free < bytes) {
         return Err(format!(
             "--keep: {nights} nights' databases of {items} items take about {mb:.1} MB, and {} has {:.1} MB free{memory}; narrow --tasks, --points or --strategy, or set TMPDIR to a folder with room",
