@@ -231,7 +231,7 @@ fn map_keep_says_the_size_first_and_keeps_no_log_beside_a_night() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let len = entry.metadata().map_or(0, |m| m.len());
         total += len;
-        databases += u64::from(name.ends_with(".db"));
+        databases += u64::from(entry.path().extension().is_some_and(|e| e == "db"));
         // Each kept night's log folded into its database (each was ~886 KB).
         assert!(!name.ends_with("-wal") || len == 0, "{name} is {len} bytes");
     }
