@@ -241,3 +241,50 @@ fn map_keep_says_the_size_first_and_keeps_no_log_beside_a_night() {
         "{total} bytes kept, {said_mb} MB said"
     );
 }
+
+#[test]
+fn run_json_carries_a_bounded_timeline_and_says_how_many_lines_it_left_out() {
+    let tmp = tempdir();
+    // 10,000 lines of the job's own: each a timeline line (100,000 kills printed 352,317).
+    let job = format!(
+        "seq 1 10000; exec python3 {}/examples/guarded_job.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &[
+            "run", "--exec", &job, "--items", "3", "--db", "w.db", "--json",
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let json: serde_json::Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let timeline: Vec<&str> = json["timeline"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no timeline"))
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    let left_out = json["timeline_left_out"].as_u64().unwrap_or_else(|| {
+        panic!(
+            "no timeline_left_out beside {} timeline lines",
+            json["timeline"].as_array().map_or(0, Vec::len)
+        )
+    });
+    assert!(timeline.len() <= 2_001, "{} lines", timeline.len());
+    // Every line is either carried or counted: the job's 10,000, its start and its done.
+    assert!(
+        timeline.len() as u64 - 1 + left_out >= 10_002,
+        "{} carried, {left_out} left out",
+        timeline.len()
+    );
+    let cut = format!("{left_out} lines left out");
+    assert_eq!(
+        timeline.iter().filter(|l| l.contains(&cut)).count(),
+        1,
+        "the cut is not said in the timeline"
+    );
+    assert!(timeline.first().is_some_and(|l| l.contains(" start ")));
+    assert!(timeline.iter().rev().take(3).any(|l| l.contains(" done ")));
+}
