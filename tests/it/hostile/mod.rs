@@ -9,6 +9,7 @@ mod hangs;
 mod output;
 mod scenario;
 mod vendor;
+mod writes;
 
 use std::path::Path;
 
