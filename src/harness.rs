@@ -294,7 +294,10 @@ pub fn drive_lanes(
     }
     let mut inspections = Vec::new();
     for lane in engine.lanes() {
-        inspections.push(lane.config.inspect()?);
+        inspections.push(
+            (lane.config.inspect())
+                .map_err(|e| e.seen_before(lane.observer.table_seen, lane.observer.rows))?,
+        );
     }
     let mut messages = Vec::new();
     for lane in engine.lanes() {

@@ -442,7 +442,7 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
                 );
             }
         }
-        let _ = writeln!(out, "databases    {} (kept)", dir.display());
+        let _ = writeln!(out, "databases    {} (kept)", display(&dir));
     }
     Ok(if reports.iter().all(RunReport::holds) {
         crate::exit::OK
@@ -622,6 +622,8 @@ pub(super) fn describe_windows(windows: &KillWindows) -> String {
     }
 }
 
+/// A path on a line of its own: a line break in it (a `--db` may hold one) is escaped, so it
+/// cannot split the `database` line in two.
 fn display(path: &Path) -> String {
-    path.display().to_string()
+    crate::text::escape_controls(&path.display().to_string())
 }

@@ -8,6 +8,7 @@ mod files;
 mod hangs;
 mod output;
 mod scenario;
+mod small;
 mod vendor;
 mod writes;
 
