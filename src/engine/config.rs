@@ -81,6 +81,10 @@ pub struct ExecJob {
     pub crash_at: Option<crate::points::CrashPlan>,
 }
 
+/// The longest command a job may be: it goes to `sh -c` as one argument, which Linux caps
+/// (MAX_ARG_STRLEN); past it the job failed after the header with "Argument list too long".
+const MAX_COMMAND: usize = 128 * 1024 - 1;
+
 impl ExecJob {
     /// A job from its parts (the command line's or a scenario lane's): `setup_sql` as SQL or
     /// `@FILE`, every SQL checked on an empty database in memory, so a bad input is refused
@@ -94,9 +98,6 @@ impl ExecJob {
         if command.trim().is_empty() {
             return Err("--exec is empty: give the command that runs your job".into());
         }
-        // The command goes to `sh -c` as one argument, which Linux caps (MAX_ARG_STRLEN): past
-        // it the job failed after the header with "Argument list too long".
-        const MAX_COMMAND: usize = 128 * 1024 - 1;
         if command.len() > MAX_COMMAND {
             return Err(format!(
                 "the command to run is {} bytes, more than the {MAX_COMMAND} that sh -c can take as one argument; put it in a script and run the script",
