@@ -41,6 +41,20 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// A new temporary file beside `path` (created exclusively) to write a new `path` into, a
+/// piece at a time; `finish_new` puts it in place. Dropped unfinished, it is removed.
+pub fn begin_new(path: &Path) -> io::Result<tempfile::NamedTempFile> {
+    temp_beside(path)
+}
+
+/// Flushes `temp` (from `begin_new`) to disk and renames it onto `path`, never replacing
+/// anything (`AlreadyExists` if `path` appeared meanwhile; the temporary file is then removed).
+pub fn finish_new(temp: tempfile::NamedTempFile, path: &Path) -> io::Result<()> {
+    temp.as_file().sync_data()?;
+    temp.persist_noclobber(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
 /// A new temporary file in `path`'s folder, named after it (`.NAME.XXXXXX.tmp`).
 fn temp_beside(path: &Path) -> io::Result<tempfile::NamedTempFile> {
     let dir = match path.parent() {

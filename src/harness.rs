@@ -92,7 +92,37 @@ pub struct RunReport {
     pub elapsed_ms: u64,
     pub scale: f64,
     pub db: PathBuf,
+    /// The lane's timeline, its first and last `TIMELINE_KEPT / 2` lines when longer (a
+    /// 100,000-kill night printed 352,317 lines), a line saying the cut where it is.
     pub timeline: Vec<String>,
+    /// How many timeline lines were left out of `timeline` (0 when it is whole).
+    pub timeline_left_out: u64,
+}
+
+/// The most timeline lines a report carries.
+pub const TIMELINE_KEPT: usize = 2_000;
+
+/// `lines`, its first and last `TIMELINE_KEPT / 2` when longer, a line naming the cut between
+/// them; and how many lines were left out.
+fn bounded_timeline(lines: impl ExactSizeIterator<Item = String>) -> (Vec<String>, u64) {
+    let total = lines.len();
+    if total <= TIMELINE_KEPT {
+        return (lines.collect(), 0);
+    }
+    let half = TIMELINE_KEPT / 2;
+    let left_out = total - 2 * half;
+    let mut kept = Vec::with_capacity(TIMELINE_KEPT + 1);
+    for (i, line) in lines.enumerate() {
+        if i == half {
+            kept.push(format!(
+                "…  {left_out} lines left out (timeline_left_out)  …"
+            ));
+        }
+        if i < half || i >= total - half {
+            kept.push(line);
+        }
+    }
+    (kept, left_out as u64)
 }
 
 impl RunReport {
@@ -273,7 +303,10 @@ pub fn drive_lanes(
     }
     let mut inspections = Vec::new();
     for lane in engine.lanes() {
-        inspections.push(lane.config.inspect()?);
+        inspections.push(
+            (lane.config.inspect())
+                .map_err(|e| e.seen_before(lane.observer.table_seen, lane.observer.rows))?,
+        );
     }
     let mut messages = Vec::new();
     for lane in engine.lanes() {
@@ -443,6 +476,11 @@ fn report(
 ) -> RunReport {
     let lane = &engine.lanes()[index];
     let derived = judged(inspection, lane.completed());
+    let lane_lines: Vec<&crate::engine::Entry> = (engine.timeline().iter())
+        .filter(|e| e.lane == Some(index) || e.lane.is_none())
+        .collect();
+    let (timeline, timeline_left_out) =
+        bounded_timeline(lane_lines.into_iter().map(|e| e.line(None)));
     RunReport {
         strategy: lane.config.worker.label().to_string(),
         seed: plan.seed,
@@ -517,9 +555,7 @@ fn report(
         elapsed_ms: elapsed.as_millis() as u64,
         scale: engine.config().scale,
         db: inspection.db.clone(),
-        timeline: (engine.timeline().iter())
-            .filter(|e| e.lane == Some(index) || e.lane.is_none())
-            .map(|e| e.line(None))
-            .collect(),
+        timeline,
+        timeline_left_out,
     }
 }

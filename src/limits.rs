@@ -10,3 +10,7 @@ pub const MAX_WORKERS: usize = 64;
 
 /// Items per transaction (keyed, guarded and outbox).
 pub const MAX_BATCH: u64 = 100_000;
+
+/// The most rows a `map` or a `shrink` may plan to write across its nights (two per item per
+/// night: a crash and a restart): a typo or a doctored recording cannot start hours of work.
+pub const MAX_PLANNED_ROWS: u64 = 200_000_000;

@@ -91,6 +91,9 @@ pub struct Observer {
     pub last_key: Option<String>,
     /// The external job's checkpoint table has been seen (its checkpoints are read from it).
     pub checkpoints_seen: bool,
+    /// The external job's table has been seen: a night that ends without it had it dropped,
+    /// not never made.
+    pub table_seen: bool,
     last_run: Option<String>,
     /// Distinct writers seen, in order of their first row.
     pub writers: u32,
@@ -117,6 +120,7 @@ impl Observer {
             duplicated: 0,
             unexpected: 0,
             checkpoints: 0,
+            table_seen: false,
             last_task: None,
             last_key: None,
             checkpoints_seen: false,
@@ -268,7 +272,9 @@ impl Observer {
         let _ = conn
             .prepare_cached("COMMIT")
             .and_then(|mut s| s.execute([]));
-        let complete = match read? {
+        let read = read?;
+        self.table_seen |= !matches!(read, JobRead::NoTable);
+        let complete = match read {
             JobRead::NoTable => false,
             JobRead::Whole((rows, distinct, duplicated)) => {
                 poll.new_rows = rows.saturating_sub(self.rows);

@@ -70,7 +70,7 @@ pub enum PathError {
         db: String,
     },
     #[error(
-        "{path} already exists beside the new warehouse {db} (it would be the warehouse's {role}); reclaim leaves it untouched, give --db a path with none of -wal, -shm, -journal, .heartbeat beside it"
+        "{path} already exists beside the new warehouse {db} (it would be its {role}); reclaim leaves it untouched, give --db a path with none of -wal, -shm, -journal, .heartbeat, .keys, .vendor.sqlite beside it"
     )]
     Leftover {
         path: String,
@@ -335,11 +335,29 @@ pub fn refuse_companion(
     Ok(())
 }
 
+/// The files of the vendor a night with a side effect starts beside its warehouse
+/// (`NAME.vendor.sqlite`, from `vendor::db_path`), each with its role.
+const VENDOR_FILES: [(&str, &str); 4] = [
+    ("", "vendor's database"),
+    ("-wal", "vendor's write-ahead log"),
+    ("-shm", "vendor's shared-memory index"),
+    ("-journal", "vendor's rollback journal"),
+];
+
 /// Refuses a new warehouse path when any companion is already there: a stale `-wal` would be
-/// replayed into the new database (or emptied), an old heartbeat overwritten.
+/// replayed into the new database (or emptied), an old heartbeat overwritten; the vendor's
+/// database beside it and its own companions likewise (its `-wal` was overwritten).
 pub fn refuse_leftovers(db: &Path) -> Result<(), PathError> {
-    for (suffix, role) in COMPANIONS {
-        let companion = with_suffix(db, suffix);
+    let vendor = crate::vendor::db_path(db);
+    let companions = COMPANIONS
+        .into_iter()
+        .map(|(suffix, role)| (with_suffix(db, suffix), role))
+        .chain(
+            VENDOR_FILES
+                .into_iter()
+                .map(|(suffix, role)| (with_suffix(&vendor, suffix), role)),
+        );
+    for (companion, role) in companions {
         if !matches!(look(&companion), Ok(Entry::Missing)) {
             return Err(PathError::Leftover {
                 path: shown(&companion),

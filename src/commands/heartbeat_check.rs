@@ -35,15 +35,52 @@ pub(super) fn run(args: &HeartbeatCheckArgs) -> Result<u8, Error> {
     };
     let _ = writeln!(crate::out::stdout(), "{message}");
     if let Some(command) = &args.exec {
-        let status = std::process::Command::new("sh")
-            .args(["-c", command])
-            .env("RECLAIM_ALERT", &message)
-            .env("RECLAIM_HEARTBEAT_AGE", age.to_string())
-            .status()
-            .context(|| "cannot run --exec command".into())?;
-        if !status.success() {
-            eprintln!("reclaim: warning: the --exec command failed ({status})");
-        }
+        run_alert(command, &message, age)?;
     }
     Ok(DATA_WRONG)
+}
+
+/// How long the switch waits for its alert command before leaving it to finish on its own.
+const ALERT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs the alert command (its own process group, so a terminal's Ctrl-C or cron's cleanup of
+/// the switch does not cut a page short): its failure is said when it ends within `ALERT_WAIT`;
+/// one still running then (a slow mail relay) is left to finish and said so, so a switch run by
+/// cron every minute never waits on it and never piles up.
+fn run_alert(command: &str, message: &str, age: u64) -> Result<(), Error> {
+    use std::os::unix::process::CommandExt as _;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", command])
+        .env("RECLAIM_ALERT", message)
+        .env("RECLAIM_HEARTBEAT_AGE", age.to_string())
+        .stdin(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .context(|| "cannot run --exec command".into())?;
+    let until = std::time::Instant::now() + ALERT_WAIT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                if !status.success() {
+                    eprintln!("reclaim: warning: the --exec command failed ({status})");
+                }
+                return Ok(());
+            }
+            Ok(None) if std::time::Instant::now() < until => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Ok(None) => {
+                eprintln!(
+                    "reclaim: the --exec command is still running after {} s (pid {}); it is left to finish on its own",
+                    ALERT_WAIT.as_secs(),
+                    child.id()
+                );
+                return Ok(());
+            }
+            Err(error) => {
+                eprintln!("reclaim: warning: cannot wait for the --exec command: {error}");
+                return Ok(());
+            }
+        }
+    }
 }

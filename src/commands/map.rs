@@ -76,7 +76,7 @@ fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
     }
     // A bound on the work asked for, so a typo cannot start a night of many hours.
     let rows = plan.nights().len() as u64 * plan.items * 2;
-    if rows > 200_000_000 {
+    if rows > crate::limits::MAX_PLANNED_ROWS {
         return Err(Error::Refused(format!(
             "{} nights of {} items is about {rows} rows to write; narrow --tasks, --points or --strategy",
             plan.nights().len(),
@@ -105,6 +105,15 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
     let dir = crate::map::fresh_dir("map")
         .context(|| "cannot create a folder for the map's databases".into())?;
+    if args.keep {
+        match crate::map::kept_size(&dir, plan.nights().len(), plan.items) {
+            Ok(line) => eprintln!("{}", crate::text::escape_controls(&line)),
+            Err(refusal) => {
+                let _ = std::fs::remove_dir(&dir);
+                return Err(Error::Refused(refusal));
+            }
+        }
+    }
     let runner = Runner {
         exe: exe.clone(),
         dir: dir.clone(),

@@ -464,7 +464,7 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
                 );
             }
         }
-        let _ = writeln!(out, "databases    {} (kept)", dir.display());
+        let _ = writeln!(out, "databases    {} (kept)", display(&dir));
     }
     // `--strict`: a lane whose data holds but that did not test all it set out to fails too.
     let untested: Vec<String> = (names.iter().zip(&reports))
@@ -685,6 +685,8 @@ pub(super) fn describe_windows(windows: &KillWindows) -> String {
     }
 }
 
+/// A path on a line of its own: a line break in it (a `--db` may hold one) is escaped, so it
+/// cannot split the `database` line in two.
 fn display(path: &Path) -> String {
-    path.display().to_string()
+    crate::text::escape_controls(&path.display().to_string())
 }

@@ -3,7 +3,7 @@
 //! task and point that still go wrong with the same strategy and queue, each candidate a real
 //! night, and prints that night as a scenario TOML for `reclaim tui --scenario` (and `run`).
 
-use std::io::Write;
+use std::io::{IsTerminal as _, Write};
 use std::path::Path;
 
 use crate::cli::ShrinkArgs;
@@ -37,6 +37,21 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
     }
     let recording = Recording::load(&args.file)?;
     let wrong = the_wrong_lane(&recording, &args.file)?;
+    // The same bound on the work as the map's, said before anything runs: a doctored recording
+    // (100,000 items, a kill at the last) once planned 400,000 nights.
+    let planned = (last_task(&wrong) + 1) * points_for(wrong.strategy).count() as u64;
+    let rows = planned.saturating_mul(wrong.items).saturating_mul(2);
+    if rows > crate::limits::MAX_PLANNED_ROWS {
+        return Err(Error::Refused(format!(
+            "{}: shrinking it could take {planned} nights of {} items (about {rows} rows to write, over the bound of {}); replay its schedule instead: `reclaim run --strategy {} --items {} --replay-schedule {}`",
+            args.file.display(),
+            wrong.items,
+            crate::limits::MAX_PLANNED_ROWS,
+            wrong.strategy,
+            wrong.items,
+            args.file.display(),
+        )));
+    }
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
     let dir = crate::map::fresh_dir("shrink")
         .context(|| "cannot create a folder for the search's databases".into())?;
@@ -124,12 +139,14 @@ fn the_wrong_lane(recording: &Recording, file: &Path) -> Result<Wrong, Error> {
             info.name
         )));
     }
+    // Recorded text is escaped before it goes anywhere near the TOML: a line break in it would
+    // end a comment and write TOML of its own (kills, captions) into the scenario.
     Ok(Wrong {
-        lane: info.name.clone(),
+        lane: crate::text::escape_controls(&info.name),
         strategy,
         items: info.items,
         kills,
-        derived: end.lanes[lane].derived.clone(),
+        derived: crate::text::escape_controls(&end.lanes[lane].derived),
     })
 }
 
@@ -137,13 +154,10 @@ fn the_wrong_lane(recording: &Recording, file: &Path) -> Result<Wrong, Error> {
 /// parallel, up to one past the last task a recorded kill followed (a kill after task t landed
 /// somewhere before t+1's commit); the earliest that goes wrong, and how many nights ran.
 fn search(runner: &Runner, wrong: &Wrong, threads: usize) -> Result<(Option<Cell>, usize), Error> {
-    let last = wrong
-        .kills
-        .iter()
-        .flatten()
-        .max()
-        .map_or(0, |&t| t + 1)
-        .min(wrong.items - 1);
+    let last = last_task(wrong);
+    let planned = (last + 1) * points_for(wrong.strategy).count() as u64;
+    let progress = std::io::stderr().is_terminal();
+    let mut shown = std::time::Instant::now();
     let mut nights = 0;
     let mut first = 0;
     while first <= last {
@@ -165,18 +179,48 @@ fn search(runner: &Runner, wrong: &Wrong, threads: usize) -> Result<(Option<Cell
         })?;
         let mut failing: Vec<(usize, Cell)> = Vec::new();
         while let Some((i, result)) = pool.next() {
-            let cell = result?;
+            let cell = result.inspect_err(|_| {
+                // The error line must not land at the end of the progress line.
+                if progress {
+                    eprintln!();
+                }
+            })?;
+            if progress && shown.elapsed().as_millis() >= 100 {
+                shown = std::time::Instant::now();
+                eprint!(
+                    "\rreclaim shrink: tasks {first}..{chunk_end} of {} ({nights} of at most {planned} nights) ",
+                    last + 1
+                );
+            }
             // A crash that never fired proves nothing; only a real kill that broke the data counts.
             if cell.killed && !cell.is_right() {
                 failing.push((i, cell));
             }
         }
         if let Some((_, cell)) = failing.into_iter().min_by_key(|(i, _)| *i) {
+            if progress {
+                eprintln!();
+            }
             return Ok((Some(cell), nights));
         }
         first = chunk_end + 1;
     }
+    if progress {
+        eprintln!();
+    }
     Ok((None, nights))
+}
+
+/// The last task worth a night: one past the last task a recorded kill followed (a kill after
+/// task t landed somewhere before t+1's commit), within the queue.
+fn last_task(wrong: &Wrong) -> u64 {
+    wrong
+        .kills
+        .iter()
+        .flatten()
+        .max()
+        .map_or(0, |&t| t + 1)
+        .min(wrong.items.saturating_sub(1))
 }
 
 /// The crash points worth a night for `strategy`: `after-row-commit` is a place of its own only

@@ -18,6 +18,23 @@ pub(super) fn run(args: &VendorArgs) -> Result<u8, Error> {
         hold_at: args.hold_at,
     };
     let db = crate::paths::file_or_new(&args.db, "--db")?;
+    // A new database with a log already beside it: SQLite would take that log for its own
+    // (replay it into the new file, or empty it). Left alone and refused, as for a warehouse.
+    if !db.exists() {
+        for suffix in ["-wal", "-shm", "-journal"] {
+            let companion = crate::paths::with_suffix(&db, suffix);
+            if !matches!(
+                crate::paths::look(&companion),
+                Ok(crate::paths::Entry::Missing)
+            ) {
+                return Err(Error::Refused(format!(
+                    "{} already exists beside the new vendor database {}; reclaim leaves it untouched, give --db a new path",
+                    crate::paths::shown(&companion),
+                    crate::paths::shown(&db)
+                )));
+            }
+        }
+    }
     vendor::serve(&db, modes, &mut io::stdout().lock())?;
     Ok(OK)
 }
@@ -31,8 +48,16 @@ pub(super) fn relay(args: &RelayArgs) -> Result<u8, Error> {
             )));
         }
     }
+    // A device, a FIFO or a folder is refused at once (on /dev/null it waited out its 60 s).
+    let db = crate::paths::file_or_new(&args.db, "--db")?;
+    if has_rows_and_no_outbox(&db) {
+        return Err(Error::Refused(format!(
+            "--db {}: its records have no outbox beside them (not a warehouse of --strategy outbox), so the relay has nothing to deliver; it is left as it was",
+            crate::paths::shown(&db)
+        )));
+    }
     let config = RelayConfig {
-        db: args.db.clone(),
+        db,
         vendor: args.vendor,
         items: args.items,
         crash_at: args.crash_at,
@@ -40,4 +65,27 @@ pub(super) fn relay(args: &RelayArgs) -> Result<u8, Error> {
     };
     relay::run(&config, &mut io::stdout().lock())?;
     Ok(OK)
+}
+
+/// Whether `db` is a warehouse with rows and no outbox table, read without changing any file
+/// (no `-wal` or `-shm` left beside it). The outbox strategy makes its table before its first
+/// row, so a night still starting is never taken for one; anything unreadable is left to the
+/// relay's own loop.
+fn has_rows_and_no_outbox(db: &std::path::Path) -> bool {
+    if !db.exists() {
+        return false;
+    }
+    let Ok(snapshot) = crate::store::open_snapshot(db) else {
+        return false;
+    };
+    let outbox = crate::store::table_exists(&snapshot.conn, "outbox").unwrap_or(true);
+    let rows: i64 = snapshot
+        .conn
+        .query_row(
+            "SELECT count(*) FROM (SELECT 1 FROM records LIMIT 1)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap_or(0);
+    !outbox && rows > 0
 }

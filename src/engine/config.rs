@@ -84,6 +84,10 @@ pub struct ExecJob {
     pub vendor: bool,
 }
 
+/// The longest command a job may be: it goes to `sh -c` as one argument, which Linux caps
+/// (MAX_ARG_STRLEN); past it the job failed after the header with "Argument list too long".
+const MAX_COMMAND: usize = 128 * 1024 - 1;
+
 impl ExecJob {
     /// A job from its parts (the command line's or a scenario lane's): `setup_sql` as SQL or
     /// `@FILE`, every SQL checked on an empty database in memory, so a bad input is refused
@@ -96,6 +100,17 @@ impl ExecJob {
     ) -> Result<Self, String> {
         if command.trim().is_empty() {
             return Err("--exec is empty: give the command that runs your job".into());
+        }
+        if command.len() > MAX_COMMAND {
+            return Err(format!(
+                "the command to run is {} bytes, more than the {MAX_COMMAND} that sh -c can take as one argument; put it in a script and run the script",
+                command.len()
+            ));
+        }
+        if command.contains('\0') {
+            return Err(
+                "the command to run holds a NUL byte, which no command line can carry".into(),
+            );
         }
         let setup_sql = match setup_sql {
             Some(text) => Some(read_sql(text)?),

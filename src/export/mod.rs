@@ -9,8 +9,7 @@ mod cast;
 pub mod csv;
 mod svg;
 
-use std::fs::File;
-use std::io::{BufWriter, Write as _};
+use std::io::BufWriter;
 use std::path::Path;
 
 use ratatui::buffer::Buffer;
@@ -72,20 +71,22 @@ pub fn export(recording: Recording, request: &Request<'_>) -> Result<String, Err
             ui::MIN_HEIGHT
         )));
     }
-    let file = File::options()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .context(|| format!("cannot create {}", path.display()))?;
-    let mut out = BufWriter::new(file);
+    // Written beside it under a temporary name and renamed into place once whole: a full disk
+    // leaves no half file (which a retry would then find "already exists").
+    let temp = crate::fsafe::begin_new(&path)
+        .context(|| format!("cannot create a file beside {}", path.display()))?;
+    let mut out = BufWriter::new(temp);
     let said = match format {
         Format::Cast => cast::write(&recording, request, &mut out),
         Format::Svg => svg::write(recording, request, &mut out),
         Format::Csv => csv::write(&recording, &mut out),
     }
     .context(|| format!("cannot write {}", path.display()))?;
-    out.flush()
+    let temp = out
+        .into_inner()
+        .map_err(std::io::IntoInnerError::into_error)
         .context(|| format!("cannot write {}", path.display()))?;
+    crate::fsafe::finish_new(temp, &path).context(|| format!("cannot write {}", path.display()))?;
     Ok(said)
 }
 

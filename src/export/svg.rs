@@ -24,13 +24,29 @@ pub(super) fn write(
     out: &mut dyn Write,
 ) -> io::Result<String> {
     let end = recording.last_sim();
-    let at = request.at.unwrap_or(end).min(end);
+    // The moment drawn is the one named: a time outside the night is drawn at its nearest edge,
+    // as the replay does, and said so (it named 01:00:00 and drew 02:00:00).
+    let asked = request.at.unwrap_or(end);
+    let at = asked.clamp(crate::clock::NIGHT_START.min(end), end);
     let mut app = ReplayApp::new(recording);
     let buffer = frame(&mut app, at, request.size, request.theme);
     out.write_all(render(&buffer).as_bytes())?;
     let (w, h) = request.size;
+    let moved = if (at - asked).abs() > f64::EPSILON {
+        let (edge, side) = if asked < at {
+            ("begins", "before")
+        } else {
+            ("ends", "after")
+        };
+        format!(
+            ", where the night {edge} (--at {} is {side} it),",
+            crate::clock::SimTime(asked)
+        )
+    } else {
+        String::new()
+    };
     Ok(format!(
-        "the dashboard at {} as a {w}x{h} SVG",
+        "the dashboard at {}{moved} as a {w}x{h} SVG",
         crate::clock::SimTime(at)
     ))
 }

@@ -295,7 +295,11 @@ pub fn render(inspection: &Inspection) -> String {
         (true, true) => "checkpoints keyed by task_id",
         (true, false) => "checkpoints table WITHOUT a key on task_id",
     };
-    let _ = writeln!(out, "database     {}", i.db.display());
+    let _ = writeln!(
+        out,
+        "database     {}",
+        crate::text::escape_controls(&i.db.display().to_string())
+    );
     let _ = writeln!(out, "schema       {key}; {checkpoint_schema}");
     let _ = writeln!(out, "rows         {} (queue of {})", i.rows, i.items);
     let _ = writeln!(out, "distinct     {} task ids", i.distinct);

@@ -74,6 +74,14 @@ pub enum StoreError {
         "{path}: the job never created table {table} (--table), so there are no rows to judge; name the table it writes with --table (it runs in the database's folder, with RECLAIM_DB set), or create it with --setup-sql"
     )]
     NoTable { path: PathBuf, table: String },
+    #[error(
+        "{path}: table {table} (--table) is gone at the end of the night: reclaim had seen it (with {rows} rows), so the job dropped it, and there are no rows to judge"
+    )]
+    TableGone {
+        path: PathBuf,
+        table: String,
+        rows: u64,
+    },
     #[error("{path}: --count-sql must return one row (rows, distinct): {detail}")]
     CountSql { path: PathBuf, detail: String },
     #[error("{path}: --setup-sql failed: {detail}")]
@@ -137,6 +145,16 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A `NoTable` at the end of a night whose table the observer had seen (`seen`, with `rows`
+    /// rows) is a table the job dropped: said so, never "never created".
+    #[must_use]
+    pub fn seen_before(self, seen: bool, rows: u64) -> Self {
+        match self {
+            Self::NoTable { path, table } if seen => Self::TableGone { path, table, rows },
+            other => other,
+        }
+    }
+
     /// Wraps a SQLite error, naming corruption and foreign files as such.
     #[must_use]
     pub fn sqlite(path: &Path, source: rusqlite::Error) -> Self {

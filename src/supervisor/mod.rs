@@ -2,6 +2,7 @@
 //! position across its attempts with its exit classification and restart policy (`slot`), and
 //! the host's seeded kill schedule (`schedule`).
 
+pub mod lines;
 pub mod orphans;
 pub mod process;
 pub mod schedule;

@@ -3,7 +3,6 @@
 //! exit path, like a worker; unlike a worker, the host's kills never reach it (it is not on the
 //! instance), and it lives exactly as long as the night that started it.
 
-use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -39,7 +38,7 @@ impl Service {
             let _ = thread::Builder::new()
                 .name(format!("reclaim-service-{pid}"))
                 .spawn(move || {
-                    let mut lines = BufReader::new(stdout).lines();
+                    let mut lines = super::lines::CappedLines::new(stdout);
                     let _ = tx.send(lines.next().and_then(Result::ok));
                     for _ in lines.by_ref() {}
                 });
@@ -59,14 +58,18 @@ impl Service {
         let Some(addr) = addr else {
             service.stop();
             let said = stderr
-                .and_then(|s| BufReader::new(s).lines().next().and_then(Result::ok))
+                .and_then(|s| {
+                    super::lines::CappedLines::new(s)
+                        .next()
+                        .and_then(Result::ok)
+                })
                 .unwrap_or_else(|| first.unwrap_or_else(|| "(nothing)".into()));
             return Err(format!("the vendor did not start: {said}"));
         };
         if let Some(stderr) = stderr {
             let _ = thread::Builder::new()
                 .name(format!("reclaim-service-err-{pid}"))
-                .spawn(move || for _ in BufReader::new(stderr).lines() {});
+                .spawn(move || for _ in super::lines::CappedLines::new(stderr) {});
         }
         service.addr = addr;
         Ok(service)

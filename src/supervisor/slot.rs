@@ -3,7 +3,7 @@
 //!
 //! The engine owns the slots and decides what happens to a lane; a slot only knows its process.
 
-use std::io::{BufRead as _, BufReader, Read, Write as _};
+use std::io::{Read, Write as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::Sender;
@@ -201,7 +201,7 @@ impl Slot {
                         line,
                         at: Instant::now(),
                     };
-                    for read in BufReader::new(stream).lines() {
+                    for read in super::lines::CappedLines::new(stream) {
                         let Ok(text) = read else { break };
                         if tx.send(output(Some(text))).is_err() {
                             return;

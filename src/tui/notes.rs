@@ -152,9 +152,22 @@ impl Notes {
         self.write_raw(text)
     }
 
+    /// Appends `text` whole or not at all: a failed write (a full disk) is cut back to where
+    /// the file ended, so no half line is left, and the data is synced so a disk that fills
+    /// later (delayed allocation) fails here, where the screen can say so. Not a temporary file
+    /// renamed into place, as exports are: the notes are a log a second screen follows with
+    /// `tail -f`, which would lose the file at each rename.
     fn write_raw(&mut self, text: &str) -> io::Result<()> {
-        self.file.write_all(text.as_bytes())?;
-        self.file.flush()
+        let before = self.file.metadata()?.len();
+        let written = self
+            .file
+            .write_all(text.as_bytes())
+            .and_then(|()| self.file.sync_data());
+        if let Err(error) = written {
+            let _ = self.file.set_len(before);
+            return Err(error);
+        }
+        Ok(())
     }
 }
 

@@ -1,20 +1,42 @@
-//! Just enough HTTP/1.1 over `std::net` for the vendor and its callers: one request per
-//! connection (`Connection: close`), a `Content-Length` body, a handful of headers. No crate:
-//! the vendor speaks to reclaim's own processes on loopback only, and the whole protocol it
-//! needs fits in this file, where a dependency would bring a thread pool or a TLS stack it never
-//! uses.
+//! HTTP/1.1 over `std::net` for the vendor and its callers: one request per connection
+//! (`Connection: close`), a `Content-Length` body, a handful of headers. Heads are parsed by
+//! `httparse` (a tested parser, not hand-written line reads) and everything read is bounded: the
+//! head to `MAX_HEAD` bytes and each of its lines to `MAX_LINE` (431 past either, found while
+//! the bytes arrive, never after buffering them), the body to `MAX_BODY` (413), a whole request
+//! to `REQUEST_DEADLINE` from its accept (408). Bytes httparse refuses, a header value that is
+//! not UTF-8, two different `Content-Length`s or a `Transfer-Encoding` get 400, never a dropped
+//! connection. The server gives each connection a thread of its own (at most `MAX_CONNECTIONS`
+//! at once), so a slow client delays nobody else.
 
 use std::fmt::Write as _;
-use std::io::{self, BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::io::{self, Read as _, Write as _};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
 
 /// The largest body either side accepts: a message is a few hundred bytes.
 pub const MAX_BODY: usize = 64 * 1024;
-/// The most header lines either side reads before giving up on the peer.
+/// The largest head (start line and headers) either side reads: a real one is ~200 bytes.
+pub const MAX_HEAD: usize = 16 * 1024;
+/// The longest line of a head.
+pub const MAX_LINE: usize = 8 * 1024;
+/// What one read takes.
+const CHUNK: usize = 4096;
+/// The most header lines either side reads.
 const MAX_HEADERS: usize = 64;
-/// How long a connect, a read or a write may take on loopback before it counts as lost.
+/// How long a connect or a write may take on loopback before it counts as lost, and how long a
+/// caller waits for the whole response once its request is sent.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long the vendor gives a connection, from its accept, to deliver its whole request; a
+/// caller's request arrives in one write, so only a client that trickles bytes meets it.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
+/// How long the vendor goes on reading (and discarding) after refusing a request, so the
+/// refusal reaches a client still sending instead of being lost to a reset.
+const LINGER: Duration = Duration::from_secs(2);
+/// The most connections served at once; past it the vendor accepts no more until one ends.
+pub const MAX_CONNECTIONS: usize = 128;
 
 /// Header names and values, in order.
 type Headers = Vec<(String, String)>;
@@ -48,57 +70,221 @@ pub struct Response {
     pub body: String,
 }
 
-fn bad(text: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, text.to_string())
+/// Why a request or response could not be read.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The peer sent something the vendor answers with this status and reason.
+    Answer(u16, String),
+    /// The peer went away (or the socket failed): nobody to answer.
+    Gone(io::Error),
 }
 
-/// Reads the header lines and the `Content-Length` body that follow a start line.
-fn read_rest(reader: &mut BufReader<&TcpStream>) -> io::Result<(Headers, Vec<u8>)> {
-    let mut headers = Vec::new();
+impl Refusal {
+    fn answer(status: u16, why: impl Into<String>) -> Self {
+        Self::Answer(status, why.into())
+    }
+
+    /// As a caller sees it: the response could not be read.
+    fn into_io(self) -> io::Error {
+        match self {
+            Self::Answer(_, why) => io::Error::new(io::ErrorKind::InvalidData, why),
+            Self::Gone(error) => error,
+        }
+    }
+}
+
+/// A complete head's length, `None` while more bytes are needed.
+type HeadEnd = Result<Option<usize>, Refusal>;
+
+fn parse_error(error: httparse::Error) -> Refusal {
+    match error {
+        httparse::Error::TooManyHeaders => {
+            Refusal::answer(431, format!("more than {MAX_HEADERS} header lines"))
+        }
+        other => Refusal::answer(400, format!("not HTTP/1.1: {other}")),
+    }
+}
+
+fn request_end(bytes: &[u8]) -> HeadEnd {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    match httparse::Request::new(&mut headers).parse(bytes) {
+        Ok(httparse::Status::Complete(n)) => Ok(Some(n)),
+        Ok(httparse::Status::Partial) => Ok(None),
+        Err(error) => Err(parse_error(error)),
+    }
+}
+
+fn response_end(bytes: &[u8]) -> HeadEnd {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    match httparse::Response::new(&mut headers).parse(bytes) {
+        Ok(httparse::Status::Complete(n)) => Ok(Some(n)),
+        Ok(httparse::Status::Partial) => Ok(None),
+        Err(error) => Err(parse_error(error)),
+    }
+}
+
+/// Sets the read timeout to what is left before `deadline`; a deadline already passed is 408.
+fn time_left(stream: &TcpStream, deadline: Instant) -> Result<(), Refusal> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(Refusal::answer(408, "the request did not arrive in time"));
+    }
+    stream.set_read_timeout(Some(left)).map_err(Refusal::Gone)
+}
+
+/// Reads a head, a chunk at a time, until `end` says it is complete: the head's bytes (with
+/// whatever of the body came along) and its length. Never holds more than `MAX_HEAD` bytes.
+fn read_head(
+    stream: &TcpStream,
+    deadline: Instant,
+    end: fn(&[u8]) -> HeadEnd,
+) -> Result<(Vec<u8>, usize), Refusal> {
+    let mut bytes = Vec::with_capacity(1024);
+    let mut line_start = 0;
+    let mut chunk = [0u8; CHUNK];
     loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Err(bad("connection closed inside the headers"));
+        let room = MAX_HEAD - bytes.len();
+        if room == 0 {
+            return Err(Refusal::answer(
+                431,
+                format!("the head is longer than {MAX_HEAD} bytes"),
+            ));
         }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
+        time_left(stream, deadline)?;
+        let n = match (&*stream).read(&mut chunk[..room.min(CHUNK)]) {
+            Ok(0) => {
+                return Err(Refusal::Gone(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the connection closed inside the head",
+                )));
+            }
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue;
+            }
+            Err(e) => return Err(Refusal::Gone(e)),
+        };
+        let from = bytes.len();
+        bytes.extend_from_slice(&chunk[..n]);
+        if let Some(last) = bytes[from..].iter().rposition(|&b| b == b'\n') {
+            line_start = from + last + 1;
         }
-        if headers.len() >= MAX_HEADERS {
-            return Err(bad("too many headers"));
+        if let Some(len) = end(&bytes)? {
+            return Ok((bytes, len));
         }
-        let (name, value) = line
-            .split_once(':')
-            .ok_or_else(|| bad("a header without ':'"))?;
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+        if bytes.len() - line_start > MAX_LINE {
+            return Err(Refusal::answer(
+                431,
+                format!("a header line is longer than {MAX_LINE} bytes"),
+            ));
+        }
     }
-    let length = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .map_or(Ok(0), |(_, v)| {
-            v.parse::<usize>().map_err(|_| bad("bad Content-Length"))
-        })?;
-    if length > MAX_BODY {
-        return Err(bad("body too large"));
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    Ok((headers, body))
 }
 
-/// Reads one request from an accepted connection.
-pub fn read_request(stream: &TcpStream) -> io::Result<Request> {
-    stream.set_read_timeout(Some(IO_TIMEOUT))?;
-    stream.set_write_timeout(Some(IO_TIMEOUT))?;
-    let mut reader = BufReader::new(stream);
-    let mut start = String::new();
-    reader.read_line(&mut start)?;
-    let mut words = start.split_whitespace();
-    let (Some(method), Some(path)) = (words.next(), words.next()) else {
-        return Err(bad("not an HTTP request line"));
-    };
-    let (method, path) = (method.to_string(), path.to_string());
-    let (headers, body) = read_rest(&mut reader)?;
+/// The headers of a parsed head, owned, names lower-cased; a value that is not UTF-8 is 400.
+fn owned_headers(headers: &[httparse::Header<'_>]) -> Result<Headers, Refusal> {
+    let mut owned = Vec::with_capacity(headers.len());
+    for header in headers {
+        if header.value.len() > MAX_LINE {
+            return Err(Refusal::answer(
+                431,
+                format!("a header line is longer than {MAX_LINE} bytes"),
+            ));
+        }
+        let value = std::str::from_utf8(header.value)
+            .map_err(|_| Refusal::answer(400, "a header value is not UTF-8 text"))?;
+        owned.push((header.name.to_ascii_lowercase(), value.trim().to_string()));
+    }
+    Ok(owned)
+}
+
+/// The body's length by `Content-Length` (0 without one). Two different lengths, a length that
+/// is not a plain number, or a `Transfer-Encoding` (a message could be framed two ways: the
+/// root of request smuggling) are refused.
+fn content_length(headers: &Headers) -> Result<usize, Refusal> {
+    if headers.iter().any(|(n, _)| n == "transfer-encoding") {
+        return Err(Refusal::answer(
+            400,
+            "Transfer-Encoding is not accepted; send a Content-Length",
+        ));
+    }
+    let mut length = None;
+    for (_, value) in headers.iter().filter(|(n, _)| n == "content-length") {
+        if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(Refusal::answer(
+                400,
+                "a Content-Length that is not a number",
+            ));
+        }
+        let n = value
+            .parse::<usize>()
+            .map_err(|_| Refusal::answer(413, format!("a body over {MAX_BODY} bytes")))?;
+        if length.is_some_and(|l| l != n) {
+            return Err(Refusal::answer(400, "two different Content-Lengths"));
+        }
+        length = Some(n);
+    }
+    let length = length.unwrap_or(0);
+    if length > MAX_BODY {
+        return Err(Refusal::answer(
+            413,
+            format!("a body over {MAX_BODY} bytes"),
+        ));
+    }
+    Ok(length)
+}
+
+/// Reads the rest of a `length`-byte body of which `have` came with the head.
+fn read_body(
+    stream: &TcpStream,
+    deadline: Instant,
+    mut have: Vec<u8>,
+    length: usize,
+) -> Result<Vec<u8>, Refusal> {
+    have.truncate(length);
+    while have.len() < length {
+        time_left(stream, deadline)?;
+        let mut chunk = [0u8; CHUNK];
+        let want = (length - have.len()).min(chunk.len());
+        match (&*stream).read(&mut chunk[..want]) {
+            Ok(0) => {
+                return Err(Refusal::Gone(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the connection closed inside the body",
+                )));
+            }
+            Ok(n) => have.extend_from_slice(&chunk[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(Refusal::Gone(e)),
+        }
+    }
+    Ok(have)
+}
+
+/// Reads one request from an accepted connection, all of it before `deadline`.
+pub fn read_request(stream: &TcpStream, deadline: Instant) -> Result<Request, Refusal> {
+    let (bytes, len) = read_head(stream, deadline, request_end)?;
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut parsed = httparse::Request::new(&mut headers);
+    parsed.parse(&bytes[..len]).map_err(parse_error)?;
+    let method = parsed.method.unwrap_or_default().to_string();
+    let path = parsed.path.unwrap_or_default().to_string();
+    let headers = owned_headers(parsed.headers)?;
+    let length = content_length(&headers)?;
+    let body = read_body(stream, deadline, bytes[len..].to_vec(), length)?;
     Ok(Request {
         method,
         path,
@@ -113,8 +299,11 @@ fn reason(status: u16) -> &'static str {
         201 => "Created",
         400 => "Bad Request",
         404 => "Not Found",
+        408 => "Request Timeout",
         409 => "Conflict",
+        413 => "Content Too Large",
         422 => "Unprocessable Entity",
+        431 => "Request Header Fields Too Large",
         _ => "Internal Server Error",
     }
 }
@@ -136,6 +325,134 @@ pub fn write_response(mut stream: &TcpStream, response: &Response) -> io::Result
     stream.flush()
 }
 
+/// Answers a request that cannot be read, then reads and discards what the client still sends
+/// (for `LINGER` at most, in a fixed buffer) so the answer is not lost to a reset.
+fn refuse(stream: &TcpStream, status: u16, why: &str) {
+    let body = serde_json::json!({ "error": why }).to_string();
+    let response = Response {
+        status,
+        headers: Vec::new(),
+        body,
+    };
+    if write_response(stream, &response).is_err() {
+        return;
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let until = Instant::now() + LINGER;
+    let mut sink = [0u8; 16 * 1024];
+    while time_left(stream, until).is_ok() {
+        match (&*stream).read(&mut sink) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// What the server does with a request it read: a response, `None` to close without one (a
+/// dropped response), or an error said on stderr (the connection closed).
+pub type Answer = dyn Fn(&Request) -> io::Result<Reply> + Send + Sync;
+
+/// What the server does with a request it has read.
+#[derive(Debug)]
+pub enum Reply {
+    Send(Response),
+    /// Acted on, and the connection closed without an answer.
+    Drop,
+    /// Acted on, and never answered while the caller waits (until it goes away).
+    Hold,
+}
+
+/// One connection, start to end, on its own thread.
+fn connection(stream: &TcpStream, answer: &Answer) {
+    let deadline = Instant::now() + REQUEST_DEADLINE;
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
+    match read_request(stream, deadline) {
+        Ok(request) => match answer(&request) {
+            Ok(Reply::Send(response)) => {
+                if let Err(error) = write_response(stream, &response) {
+                    eprintln!("vendor: {error}");
+                }
+            }
+            Ok(Reply::Drop) => {
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
+            Ok(Reply::Hold) => hold(stream),
+            Err(error) => eprintln!("vendor: {error}"),
+        },
+        Err(Refusal::Answer(status, why)) => refuse(stream, status, &why),
+        Err(Refusal::Gone(_)) => {}
+    }
+}
+
+/// Keeps a request unanswered until its caller goes away (killed by the supervisor), a minute
+/// at most: the message is recorded as sent, and the caller never learns it.
+fn hold(stream: &TcpStream) {
+    use std::io::Read as _;
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
+    let mut byte = [0u8; 64];
+    let mut reader = stream;
+    while std::time::Instant::now() < until {
+        match reader.read(&mut byte) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Counts a connection as served until it is dropped, panic or not.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Accepts on `listener` (non-blocking) until `stop` says so, each connection on a thread of its
+/// own, at most `MAX_CONNECTIONS` at once.
+pub fn serve_connections(listener: &TcpListener, answer: &Arc<Answer>, stop: &dyn Fn() -> bool) {
+    let active = Arc::new(AtomicUsize::new(0));
+    loop {
+        if stop() {
+            return;
+        }
+        if active.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+            thread::sleep(Duration::from_millis(1));
+            continue;
+        }
+        match listener.accept() {
+            Ok((stream, _)) => {
+                active.fetch_add(1, Ordering::SeqCst);
+                let slot = Slot(Arc::clone(&active));
+                let answer = Arc::clone(answer);
+                let spawned = thread::Builder::new()
+                    .name("vendor-connection".into())
+                    .spawn(move || {
+                        let _slot = slot;
+                        connection(&stream, answer.as_ref());
+                    });
+                if let Err(error) = spawned {
+                    eprintln!("vendor: cannot serve a connection: {error}");
+                }
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                thread::sleep(Duration::from_millis(1));
+            }
+            Err(error) => eprintln!("vendor: accept: {error}"),
+        }
+    }
+}
+
 /// One POST and its response; an error means the outcome is unknown to the caller (refused
 /// connection, a response that never came).
 pub fn post(
@@ -145,7 +462,6 @@ pub fn post(
     body: &str,
 ) -> io::Result<Response> {
     let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT)?;
-    stream.set_read_timeout(Some(IO_TIMEOUT))?;
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
     let mut text = format!(
         "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
@@ -158,23 +474,97 @@ pub fn post(
     text.push_str(body);
     (&stream).write_all(text.as_bytes())?;
     (&stream).flush()?;
-    let mut reader = BufReader::new(&stream);
-    let mut start = String::new();
-    if reader.read_line(&mut start)? == 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the connection closed without a response",
-        ));
-    }
-    let status = start
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse::<u16>().ok())
-        .ok_or_else(|| bad("not an HTTP status line"))?;
-    let (headers, body) = read_rest(&mut reader)?;
+    let deadline = Instant::now() + IO_TIMEOUT;
+    let (bytes, len) = read_head(&stream, deadline, response_end).map_err(Refusal::into_io)?;
+    let mut parsed_headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut parsed = httparse::Response::new(&mut parsed_headers);
+    parsed
+        .parse(&bytes[..len])
+        .map_err(|e| parse_error(e).into_io())?;
+    let status = parsed.code.unwrap_or_default();
+    let headers = owned_headers(parsed.headers).map_err(Refusal::into_io)?;
+    let length = content_length(&headers).map_err(Refusal::into_io)?;
+    let body =
+        read_body(&stream, deadline, bytes[len..].to_vec(), length).map_err(Refusal::into_io)?;
     Ok(Response {
         status,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> Headers {
+        pairs
+            .iter()
+            .map(|(n, v)| ((*n).to_string(), (*v).to_string()))
+            .collect()
+    }
+
+    fn status(result: &Result<usize, Refusal>) -> Option<u16> {
+        match result {
+            Err(Refusal::Answer(status, _)) => Some(*status),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn lengths_are_one_plain_number_or_refused() {
+        assert!(matches!(content_length(&headers(&[])), Ok(0)));
+        assert!(matches!(
+            content_length(&headers(&[
+                ("content-length", "12"),
+                ("content-length", "12")
+            ])),
+            Ok(12)
+        ));
+        for bad in [
+            vec![("content-length", "12"), ("content-length", "13")],
+            vec![("content-length", "12, 13")],
+            vec![("content-length", "+12")],
+            vec![("content-length", "")],
+            vec![("transfer-encoding", "chunked"), ("content-length", "5")],
+        ] {
+            assert_eq!(
+                status(&content_length(&headers(&bad))),
+                Some(400),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            status(&content_length(&headers(&[("content-length", "70000")]))),
+            Some(413)
+        );
+        assert_eq!(
+            status(&content_length(&headers(&[(
+                "content-length",
+                "99999999999999999999999"
+            )]))),
+            Some(413)
+        );
+    }
+
+    #[test]
+    fn a_head_is_complete_partial_or_refused_as_httparse_reads_it() {
+        assert_eq!(
+            request_end(b"POST /m HTTP/1.1\r\nHost: x\r\n\r\nbody").ok(),
+            Some(Some(29))
+        );
+        assert_eq!(request_end(b"POST /m HTTP/1.1\r\nHost: x").ok(), Some(None));
+        assert!(matches!(
+            request_end(b"POST /m HTTP/1.1\r\nHo\x01st: x\r\n\r\n"),
+            Err(Refusal::Answer(400, _))
+        ));
+        let many = format!(
+            "GET / HTTP/1.1\r\n{}\r\n",
+            "a: b\r\n".repeat(MAX_HEADERS + 1)
+        );
+        assert!(matches!(
+            request_end(many.as_bytes()),
+            Err(Refusal::Answer(431, _))
+        ));
+    }
 }

@@ -17,9 +17,10 @@ pub mod http;
 
 use std::fmt;
 use std::io::{self, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
 
@@ -202,29 +203,21 @@ pub fn serve(db: &Path, modes: VendorModes, out: &mut dyn Write) -> Result<(), V
         .map_err(VendorError::Listen)?;
     let _ = writeln!(out, "listening {addr}");
     let _ = out.flush();
-    let mut vendor = Vendor {
+    let vendor = Mutex::new(Vendor {
         conn,
         modes,
         rng: StdRng::seed_from_u64(modes.seed),
-    };
-    loop {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                // One connection at a time: requests are short and this keeps the store simple.
-                let _ = stream.set_nonblocking(false);
-                if let Err(error) = vendor.handle(&stream) {
-                    eprintln!("vendor: {error}");
-                }
-            }
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                if crate::signals::received().is_some() {
-                    return Ok(());
-                }
-                thread::sleep(Duration::from_millis(1));
-            }
-            Err(error) => eprintln!("vendor: accept: {error}"),
-        }
-    }
+    });
+    // Each connection is read on a thread of its own (a slow client delays nobody); the store
+    // and the seeded drops are taken one request at a time.
+    let answer: Arc<http::Answer> = Arc::new(move |request: &http::Request| {
+        vendor
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .handle(request)
+    });
+    http::serve_connections(&listener, &answer, &|| crate::signals::received().is_some());
+    Ok(())
 }
 
 struct Vendor {
@@ -257,27 +250,24 @@ impl Message {
 }
 
 impl Vendor {
-    fn handle(&mut self, stream: &TcpStream) -> io::Result<()> {
-        let request = http::read_request(stream)?;
+    /// The answer to one request: sent, dropped (`--drop-responses`) or held (`--hold-at`).
+    fn handle(&mut self, request: &http::Request) -> io::Result<http::Reply> {
         let json = |status, body: String| http::Response {
             status,
             headers: Vec::new(),
             body,
         };
         if request.method != "POST" || request.path != "/messages" {
-            return http::write_response(
-                stream,
-                &json(404, r#"{"error":"POST /messages"}"#.into()),
-            );
+            return Ok(http::Reply::Send(json(
+                404,
+                r#"{"error":"POST /messages"}"#.into(),
+            )));
         }
         let Ok(message) = serde_json::from_slice::<Message>(&request.body) else {
-            return http::write_response(
-                stream,
-                &json(
-                    400,
-                    r#"{"error":"expected {\"task\":..., \"text\":...}"}"#.into(),
-                ),
-            );
+            return Ok(http::Reply::Send(json(
+                400,
+                r#"{"error":"expected {\"task\":..., \"text\":...}"}"#.into(),
+            )));
         };
         let key = request.header("idempotency-key").map(ToOwned::to_owned);
         let drop =
@@ -288,16 +278,15 @@ impl Vendor {
             .map_err(io::Error::other)?;
         if drop {
             // Acted on, never answered: the caller's outcome is unknown.
-            let _ = stream.shutdown(std::net::Shutdown::Both);
-            return Ok(());
+            return Ok(http::Reply::Drop);
         }
         if let Some(n) = self.modes.hold_at
             && self.requests().is_ok_and(|seen| seen == n)
         {
-            hold(stream);
-            return Ok(());
+            // Recorded, never answered, and the caller kept waiting: the supervisor kills it.
+            return Ok(http::Reply::Hold);
         }
-        http::write_response(stream, &response)
+        Ok(http::Reply::Send(response))
     }
 
     /// How many requests have been recorded, whatever their outcome.
@@ -378,28 +367,6 @@ impl Vendor {
         };
         tx.commit()?;
         Ok(response)
-    }
-}
-
-/// Keeps a request unanswered until its caller goes away (killed by the supervisor), a minute
-/// at most: the message is recorded as sent, and the caller never learns it.
-fn hold(stream: &TcpStream) {
-    use std::io::Read as _;
-    let until = std::time::Instant::now() + Duration::from_secs(60);
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
-    let mut byte = [0u8; 64];
-    let mut reader = stream;
-    while std::time::Instant::now() < until {
-        match reader.read(&mut byte) {
-            Ok(0) => return,
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => return,
-        }
     }
 }
 

@@ -619,14 +619,14 @@ fn run_names_why_its_worker_failed_every_time() {
 }
 
 /// A tmpfs mounted for one test, lazily unmounted when dropped (even after a failed assertion).
-struct Tmpfs {
+pub(crate) struct Tmpfs {
     dir: PathBuf,
 }
 
 impl Tmpfs {
     /// Mounts a tmpfs with `options` on `dir`; `None`, with a message, where this machine does not
     /// allow it (not root, no mount namespace, a container without CAP_SYS_ADMIN).
-    fn mount(dir: &Path, options: &str) -> Option<Self> {
+    pub(crate) fn mount(dir: &Path, options: &str) -> Option<Self> {
         let output = Command::new("mount")
             .args(["-t", "tmpfs", "-o", options, "tmpfs"])
             .arg(dir)
@@ -649,7 +649,7 @@ impl Tmpfs {
         }
     }
 
-    fn remount(&self, options: &str) {
+    pub(crate) fn remount(&self, options: &str) {
         let status = Command::new("mount")
             .args(["-o", &format!("remount,{options}")])
             .arg(&self.dir)
@@ -670,7 +670,7 @@ impl Drop for Tmpfs {
 }
 
 /// A fresh folder and a tmpfs on a subfolder of it; the folder outlives the mount.
-fn mounted(options: &str) -> Option<(tempfile::TempDir, PathBuf, Tmpfs)> {
+pub(crate) fn mounted(options: &str) -> Option<(tempfile::TempDir, PathBuf, Tmpfs)> {
     let tmp = tempdir();
     let dir = tmp.path().join("mnt");
     fs::create_dir(&dir).unwrap_or_else(|e| panic!("cannot make {}: {e}", dir.display()));

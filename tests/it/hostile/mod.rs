@@ -2,11 +2,15 @@
 //! scenario that runs a command, a planted link or FIFO, an escaped child, an endless query, a
 //! slow client, a full disk), now a test that fails on the old behaviour.
 
+mod bounds;
 mod children;
 mod files;
 mod hangs;
 mod output;
 mod scenario;
+mod small;
+mod vendor;
+mod writes;
 
 use std::path::Path;
 

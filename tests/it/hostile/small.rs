@@ -1,0 +1,253 @@
+//! The smaller probes of the hostile pass: the vendor's files beside a new warehouse, a relay
+//! given what it cannot relay, an SVG's moment, a path with a line break, a dropped table, a
+//! command too long for `sh -c`, and an alert command that takes its time.
+
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use super::{tempdir, write};
+use crate::common::{assert_one_line_error, path_arg, reclaim_in_dir, snapshot};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+#[test]
+fn the_vendors_database_and_its_log_beside_a_new_warehouse_are_refused_and_left_alone() {
+    for leftover in [
+        "w.vendor.sqlite",
+        "w.vendor.sqlite-wal",
+        "w.vendor.sqlite-shm",
+    ] {
+        let tmp = tempdir();
+        write(&tmp.path().join(leftover), "someone else's log");
+        let before = snapshot(tmp.path());
+        let run = reclaim_in_dir(
+            tmp.path(),
+            &[
+                "run",
+                "--strategy",
+                "guarded",
+                "--side-effect",
+                "email",
+                "--items",
+                "5",
+                "--db",
+                "w.db",
+            ],
+            LIMIT,
+        );
+        assert_one_line_error(&run, leftover);
+        assert_eq!(snapshot(tmp.path()), before, "{leftover} was touched");
+    }
+    // The vendor started by hand on a new database with a log beside it.
+    let tmp = tempdir();
+    write(&tmp.path().join("v.sqlite-wal"), "someone else's log");
+    let before = snapshot(tmp.path());
+    let vendor = reclaim_in_dir(tmp.path(), &["vendor", "--db", "v.sqlite"], LIMIT);
+    assert_one_line_error(&vendor, "v.sqlite-wal already exists");
+    assert_eq!(snapshot(tmp.path()), before);
+}
+
+/// A guarded warehouse of 5 rows with nothing beside it (its log folded in and removed).
+fn quiet_warehouse(dir: &Path) -> std::path::PathBuf {
+    let db = dir.join("w.db");
+    let run = reclaim_in_dir(
+        dir,
+        &[
+            "run",
+            "--strategy",
+            "guarded",
+            "--items",
+            "5",
+            "--db",
+            "w.db",
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    // The log folded in; the last connection to close then removes the -wal and -shm.
+    let conn = rusqlite::Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(conn);
+    let _ = fs::remove_file(dir.join("w.db.heartbeat"));
+    for suffix in ["-wal", "-shm"] {
+        assert!(!dir.join(format!("w.db{suffix}")).exists(), "{suffix} left");
+    }
+    assert_eq!(crate::common::rows(&crate::common::open_ro(&db)), 5);
+    db
+}
+
+#[test]
+fn a_relay_given_a_warehouse_without_an_outbox_or_a_device_refuses_at_once_touching_nothing() {
+    let tmp = tempdir();
+    quiet_warehouse(tmp.path());
+    let before = snapshot(tmp.path());
+    // It waited 60 s on each, and left a -wal and -shm beside the warehouse it only read.
+    let limit = Duration::from_secs(15);
+    let relay = |db: &str| {
+        reclaim_in_dir(
+            tmp.path(),
+            &[
+                "relay",
+                "--vendor",
+                "127.0.0.1:9",
+                "--items",
+                "5",
+                "--db",
+                db,
+            ],
+            limit,
+        )
+    };
+    assert_one_line_error(&relay("w.db"), "no outbox");
+    assert_eq!(
+        snapshot(tmp.path()),
+        before,
+        "the relay left files beside it"
+    );
+    assert_one_line_error(&relay("/dev/null"), "not a regular file");
+}
+
+#[test]
+fn an_svg_asked_for_a_moment_outside_the_night_names_the_moment_it_draws() {
+    let tmp = tempdir();
+    crate::common::record_short_night(tmp.path());
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &[
+            "replay",
+            "night.jsonl",
+            "--export",
+            "early.svg",
+            "--at",
+            "01:00:00",
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        said.contains("the dashboard at 02:00:00, where the night begins (--at 01:00:00"),
+        "{said}"
+    );
+    let svg = fs::read_to_string(tmp.path().join("early.svg")).unwrap_or_default();
+    assert!(svg.contains("02:00:00") && !svg.contains("01:00:00"));
+}
+
+#[test]
+fn a_db_path_with_a_line_break_stays_on_the_database_line() {
+    let tmp = tempdir();
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &[
+            "run",
+            "--strategy",
+            "guarded",
+            "--items",
+            "5",
+            "--db",
+            "a\nb.db",
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("database "))
+        .unwrap_or_else(|| panic!("no database line:\n{}", run.stdout));
+    assert!(line.ends_with("a\\nb.db (kept)"), "{line}");
+    assert!(
+        !run.stdout.lines().any(|l| l.starts_with("b.db")),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_job_that_drops_its_table_is_told_so_not_that_it_never_made_it() {
+    let tmp = tempdir();
+    let job = format!(
+        "python3 {}/examples/guarded_job.py && sqlite3 \"$RECLAIM_DB\" 'DROP TABLE records'",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &["run", "--exec", &job, "--items", "20", "--db", "w.db"],
+        LIMIT,
+    );
+    assert_one_line_error(&run, "is gone at the end of the night");
+    assert!(!run.stderr.contains("never created"), "{}", run.stderr);
+}
+
+#[test]
+fn a_command_too_long_for_sh_is_refused_before_the_night_in_one_line() {
+    let tmp = tempdir();
+    let scenario = tmp.path().join("long.toml");
+    write(
+        &scenario,
+        &format!(
+            "title = \"long\"\nitems = 3\n[[lane]]\nname = \"long\"\nexec = \"echo {}\"\n",
+            "a".repeat(200_000)
+        ),
+    );
+    let before = snapshot(tmp.path());
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &["run", "--scenario", path_arg(&scenario), "--allow-exec"],
+        LIMIT,
+    );
+    assert_one_line_error(&run, "that sh -c can take as one argument");
+    assert!(!run.stdout.contains("reclaim run"), "the header came first");
+    assert_eq!(snapshot(tmp.path()), before);
+}
+
+#[test]
+fn heartbeat_check_does_not_wait_out_a_slow_alert() {
+    let tmp = tempdir();
+    let beat = tmp.path().join("hb");
+    write(&beat, "hb 1 task-001\n");
+    fs::File::options()
+        .write(true)
+        .open(&beat)
+        .and_then(|f| f.set_modified(SystemTime::now() - Duration::from_secs(3600)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let pid_file = tmp.path().join("alert.pid");
+    let alert = format!(
+        "echo $$ > {}; exec sleep 120 >/dev/null 2>&1",
+        path_arg(&pid_file)
+    );
+    // It waited as long as the alert ran (120 s here): cron piled up.
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &[
+            "heartbeat-check",
+            "--file",
+            path_arg(&beat),
+            "--max-age",
+            "10",
+            "--exec",
+            &alert,
+        ],
+        Duration::from_secs(30),
+    );
+    let pid = fs::read_to_string(&pid_file).unwrap_or_default();
+    if let Ok(pid) = pid.trim().parse::<i32>() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stdout.contains("runner heartbeat stale"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.contains("still running") && run.stderr.contains("left to finish"),
+        "{}",
+        run.stderr
+    );
+}

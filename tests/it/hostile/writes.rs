@@ -1,0 +1,87 @@
+//! Files written whole or not at all: an export that fails on a full disk leaves nothing (the
+//! retry once there is room works); speaker notes that cannot be written leave no half line
+//! and are said on screen once.
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use crate::common::{path_arg, reclaim_in_dir, record_short_night};
+use crate::pty::Dashboard;
+use crate::robust::mounted;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+#[test]
+fn an_export_that_fills_the_disk_leaves_no_file_and_the_retry_works() {
+    let Some((tmp, dir, mount)) = mounted("size=8k") else {
+        return;
+    };
+    record_short_night(tmp.path());
+    let recording = tmp.path().join("night.jsonl");
+    for name in ["night.cast", "frame.svg"] {
+        let out = dir.join(name);
+        let args = ["replay", path_arg(&recording), "--export", path_arg(&out)];
+        let full = reclaim_in_dir(tmp.path(), &args, LIMIT);
+        assert_eq!(full.code, Some(2), "{name}: {}", full.stderr);
+        assert!(
+            full.stderr.contains("No space left on device"),
+            "{name}: {}",
+            full.stderr
+        );
+        let left: Vec<String> = fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(left.is_empty(), "{name}: left behind {left:?}");
+        // Room again: the same command works (it said `already exists` to a half file).
+        mount.remount("size=1m");
+        let again = reclaim_in_dir(tmp.path(), &args, LIMIT);
+        assert_eq!(again.code, Some(0), "{name}: {}", again.stderr);
+        let text = fs::read_to_string(&out).unwrap_or_default();
+        assert!(
+            text.ends_with('\n') || text.trim_end().ends_with("</svg>"),
+            "{name} is not whole"
+        );
+        fs::remove_file(&out).unwrap_or_else(|e| panic!("{e}"));
+        mount.remount("size=8k");
+    }
+}
+
+#[test]
+fn notes_that_cannot_be_written_leave_no_half_line_and_are_said_on_screen() {
+    let Some((tmp, dir, _mount)) = mounted("size=4k") else {
+        return;
+    };
+    // A notes file reclaim wrote before, filling the one page the disk has but 20 bytes: the
+    // night's heading (longer) cannot be appended whole.
+    let notes = dir.join("notes.txt");
+    let mut text = String::from("# reclaim speaker notes: an earlier night\n");
+    while text.len() < 4096 - 20 {
+        text.push_str("# padding\n");
+    }
+    fs::write(&notes, &text).unwrap_or_else(|e| panic!("{e}"));
+    let before = fs::read(&notes).unwrap_or_default();
+    let mut dashboard = Dashboard::start(
+        &["tui", "--lecture", "--notes", path_arg(&notes)],
+        tmp.path(),
+        120,
+        40,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    dashboard
+        .wait_for(
+            "the notes' failure said on screen",
+            Instant::now() + Duration::from_secs(30),
+            |s| s.contents().contains("stopped: No space left on device"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    let _ = dashboard.wait_exit(Duration::from_secs(10));
+    let after = fs::read(&notes).unwrap_or_default();
+    assert!(
+        after == before,
+        "the notes were cut mid-line: they end {:?}",
+        String::from_utf8_lossy(&after[after.len().saturating_sub(40)..])
+    );
+}
