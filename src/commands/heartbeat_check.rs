@@ -40,13 +40,14 @@ pub(super) fn run(args: &HeartbeatCheckArgs) -> Result<u8, Error> {
     Ok(DATA_WRONG)
 }
 
-/// How long the switch waits for its alert command before leaving it to finish on its own.
-const ALERT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long the switch gives its alert command before stopping it.
+const ALERT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Runs the alert command (its own process group, so a terminal's Ctrl-C or cron's cleanup of
 /// the switch does not cut a page short): its failure is said when it ends within `ALERT_WAIT`;
-/// one still running then (a slow mail relay) is left to finish and said so, so a switch run by
-/// cron every minute never waits on it and never piles up.
+/// one still running then (a mail relay that hangs) is stopped, its whole group, and said so:
+/// a switch run by cron every minute never waits long, never piles up, and never leaves a
+/// process of its own behind.
 fn run_alert(command: &str, message: &str, age: u64) -> Result<(), Error> {
     use std::os::unix::process::CommandExt as _;
     let mut child = std::process::Command::new("sh")
@@ -70,10 +71,17 @@ fn run_alert(command: &str, message: &str, age: u64) -> Result<(), Error> {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
             Ok(None) => {
+                // The group leads with the shell: the alert and whatever it started go with it.
+                if let Ok(pid) = i32::try_from(child.id()) {
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+                let _ = child.wait();
                 eprintln!(
-                    "reclaim: the --exec command is still running after {} s (pid {}); it is left to finish on its own",
-                    ALERT_WAIT.as_secs(),
-                    child.id()
+                    "reclaim: the --exec command was still running after {} s and was stopped (SIGKILL to its process group); an alert should take seconds",
+                    ALERT_WAIT.as_secs()
                 );
                 return Ok(());
             }

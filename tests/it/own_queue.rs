@@ -382,8 +382,9 @@ fn prove_strict_junit_on_the_examples_writes_xml_a_ci_reporter_reads() {
                 "prove",
                 "--exec",
                 &command,
+                // Long enough (1.5 s of work) for every planned kill to land in its window.
                 "--items",
-                "30",
+                "150",
                 "--seed",
                 "11",
                 "--strict",
