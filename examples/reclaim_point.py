@@ -17,6 +17,10 @@ import os
 import sys
 import time
 
+# reclaim kills the job within milliseconds of reading the line; a job still here after this
+# long was not heard (its stdout does not reach reclaim), and stops rather than hang.
+_WAIT_S = 60
+
 _UNDER_RECLAIM = "RECLAIM_DB" in os.environ
 _CRASH_AT = os.environ.get("RECLAIM_CRASH_AT")
 
@@ -27,5 +31,9 @@ def point(name, key):
     sys.stdout.write("reclaim-point %s %s\n" % (name, key))
     sys.stdout.flush()
     if _CRASH_AT == "%s:%s" % (key, name):
-        while True:  # reclaim's SIGKILL ends this; the job never goes past the point
-            time.sleep(60)
+        time.sleep(_WAIT_S)  # reclaim's SIGKILL ends this; the job never goes past the point
+        sys.stderr.write(
+            "reclaim_point: not killed at %s:%s after %d s; is stdout reaching reclaim?\n"
+            % (key, name, _WAIT_S)
+        )
+        sys.exit(70)

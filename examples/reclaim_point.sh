@@ -8,6 +8,10 @@ reclaim_point() {
     [ -n "${RECLAIM_DB:-}" ] || return 0
     printf 'reclaim-point %s %s\n' "$1" "$2"
     if [ "${RECLAIM_CRASH_AT:-}" = "$2:$1" ]; then
-        while :; do sleep 60; done
+        # reclaim kills the job within milliseconds of reading the line; still here after a
+        # minute, it was not heard (stdout not reaching reclaim): stop rather than hang.
+        sleep 60
+        echo "reclaim_point: not killed at $2:$1 after 60 s; is stdout reaching reclaim?" >&2
+        exit 70
     fi
 }

@@ -501,7 +501,14 @@ fn report(
             .filter(|e| e.kind == Kind::Start)
             .count() as u64,
         completed: lane.completed(),
-        claimed_rows_written: lane.claimed.as_ref().map(|c| c.rows_written),
+        // Someone else's job names a count only if it says `rows_written=N`.
+        claimed_rows_written: lane
+            .claimed
+            .as_ref()
+            .and_then(|c| match lane.config.worker.job() {
+                Some(_) => crate::engine::claimed_rows(&c.status),
+                None => Some(c.rows_written),
+            }),
         verdict: match lane.config.worker.job() {
             // Someone else's last line, quoted, so it reads as their words.
             Some(_) => format!(

@@ -30,16 +30,37 @@ pub enum Outcome {
     Skipped(String),
 }
 
+/// Where `--junit` writes: the resolved path, and whether it replaces a file reclaim wrote
+/// before (a new path is never allowed to replace anything that appeared there meanwhile).
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub path: PathBuf,
+    replaces: bool,
+}
+
+impl Target {
+    #[must_use]
+    pub fn display(&self) -> std::path::Display<'_> {
+        self.path.display()
+    }
+}
+
 /// Checks `--junit FILE` before anything starts: a new file in a writable folder, or a JUnit
-/// file reclaim wrote before. Returns the resolved path.
-pub fn check_path(path: &Path) -> Result<PathBuf, PathError> {
+/// file reclaim wrote before.
+pub fn check_path(path: &Path) -> Result<Target, PathError> {
     match paths::look(path) {
-        Ok(Entry::File(_)) if written_by_reclaim(path) => paths::file_or_new(path, "--junit"),
-        _ => paths::new_file(
-            path,
-            "--junit",
-            "give --junit a new file (or one reclaim wrote before)",
-        ),
+        Ok(Entry::File(_)) if written_by_reclaim(path) => Ok(Target {
+            path: paths::file_or_new(path, "--junit")?,
+            replaces: true,
+        }),
+        _ => Ok(Target {
+            path: paths::new_file(
+                path,
+                "--junit",
+                "give --junit a new file (or one reclaim wrote before)",
+            )?,
+            replaces: false,
+        }),
     }
 }
 
@@ -106,20 +127,29 @@ pub fn render(suite: &str, cases: &[Case]) -> String {
     xml
 }
 
-/// Writes the suite to `path` (checked by `check_path`): aside in the same folder, then renamed
-/// over, so a reader never sees half a file and a failed write leaves the old one whole.
-pub fn write(path: &Path, suite: &str, cases: &[Case]) -> std::io::Result<()> {
+/// Writes the suite to the target (checked by `check_path`): aside in the same folder, through
+/// the file's own handle, then renamed into place, so a reader never sees half a file and a
+/// failed write leaves the old one whole; a new path is never put over a file that appeared
+/// there meanwhile.
+pub fn write(target: &Target, suite: &str, cases: &[Case]) -> std::io::Result<()> {
+    use std::io::Write as _;
     let xml = render(suite, cases);
-    let folder = path
+    let folder = target
+        .path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let aside = tempfile::Builder::new()
+    let mut aside = tempfile::Builder::new()
         .prefix(".reclaim-junit-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
         .tempfile_in(folder)?;
-    std::fs::write(aside.path(), xml)?;
+    aside.write_all(xml.as_bytes())?;
     aside.as_file().sync_all()?;
-    aside.persist(path).map_err(|e| e.error)?;
+    if target.replaces {
+        aside.persist(&target.path).map_err(|e| e.error)?;
+    } else {
+        aside.persist_noclobber(&target.path).map_err(|e| e.error)?;
+    }
     Ok(())
 }
 
@@ -135,7 +165,8 @@ fn escape(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             '\t' | '\n' => out.push(c),
-            c if c.is_control() => {
+            // Not characters XML 1.0 can hold, written out.
+            c if c.is_control() || matches!(c, '\u{fffe}' | '\u{ffff}') => {
                 let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
             }
             c => out.push(c),

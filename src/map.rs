@@ -388,6 +388,7 @@ pub fn fresh_dir(label: &str) -> std::io::Result<PathBuf> {
     // night creates inside it cannot meet a name someone else planted.
     let dir = tempfile::Builder::new()
         .prefix(&format!("reclaim-{label}-{}-", std::process::id()))
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .tempdir_in(&base)?;
     Ok(dir.keep())
 }

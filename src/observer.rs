@@ -142,6 +142,12 @@ impl Observer {
         }
     }
 
+    /// The key at `index` of the queue the rows are matched to.
+    #[must_use]
+    pub fn key(&self, index: u64) -> String {
+        self.queue.key(index)
+    }
+
     /// Whether the row for task `index` has been seen.
     #[must_use]
     pub fn has_task(&self, index: u64) -> bool {
@@ -152,6 +158,17 @@ impl Observer {
     #[must_use]
     pub fn has_checkpoint(&self, index: u64) -> bool {
         self.checkpointed.get(index)
+    }
+
+    /// Reads everything there is, now: the shortcut that skips a job's database while its files
+    /// look unchanged is not taken (a commit in the same kernel tick as the last read leaves the
+    /// stamps as they were), so what a killed job left is all counted.
+    pub fn poll_to_the_end(&mut self) {
+        self.files_read = None;
+        self.caught_up_at = None;
+        while self.poll().is_ok_and(|p| p.new_rows > 0) {
+            self.files_read = None;
+        }
     }
 
     /// Reads what is new. A database that does not exist yet (no worker has started) is not an
@@ -304,8 +321,14 @@ impl Observer {
                     poll.new_rows += 1;
                     let index = key.as_deref().and_then(|k| self.queue.index_of(k));
                     self.last_key.clone_from(&key);
-                    // Without a run id, a second task-000 is the restart at item zero.
-                    if index == Some(0) && self.seen.get(0) && !self.restarted_at_zero {
+                    // Without a run id, a second row for the first key, once the job had gone
+                    // past it, is the restart at item zero (a kill at the first key, redone, is
+                    // not).
+                    if index == Some(0)
+                        && self.seen.get(0)
+                        && self.distinct > 1
+                        && !self.restarted_at_zero
+                    {
                         self.restarted_at_zero = true;
                         poll.restarted_at_zero = true;
                     }

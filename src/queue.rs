@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{Read as _, Write as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -109,7 +110,11 @@ impl KeyFormat {
             width = Some(n.max(1));
         }
         let width = width.ok_or_else(wrong)?;
-        if text.chars().any(char::is_control) {
+        // Every key must fit in a key (and in a crash point's line): the longest number is 20
+        // digits.
+        if text.chars().any(char::is_control)
+            || prefix.len() + suffix.len() + width.max(20) > MAX_KEY_BYTES
+        {
             return Err(wrong());
         }
         Ok(Self {
@@ -235,8 +240,18 @@ impl Queue {
         } else {
             let real = crate::paths::existing_file(path, "--keys-from")
                 .map_err(|e| QueueError::Path(e.to_string()))?;
-            std::fs::File::open(real)
-                .and_then(|f| f.take(MAX_KEYS_BYTES + 1).read_to_end(&mut bytes))
+            // Opened without waiting (a FIFO swapped in after the check would block) and read
+            // only if what was opened is a regular file.
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+                .open(real)
+                .map_err(|e| wrong(e.to_string()))?;
+            if !file.metadata().is_ok_and(|m| m.is_file()) {
+                return Err(wrong("is not a regular file".into()));
+            }
+            file.take(MAX_KEYS_BYTES + 1)
+                .read_to_end(&mut bytes)
                 .map_err(|e| wrong(e.to_string()))?;
         }
         if bytes.len() as u64 > MAX_KEYS_BYTES {
@@ -375,44 +390,58 @@ impl serde::Serialize for Queue {
     }
 }
 
-/// Runs `--keys-sql` on `conn` (the warehouse after its setup, or the setup's trial in memory):
-/// a read-only query of one text column, each row a key.
+/// Runs `--keys-sql` on `conn` (the setup's trial in memory, or a database `inspect` reads): a
+/// read-only query of one column, each row a key (text, or an integer written as text), within
+/// the time `--count-sql` has and stopped by a signal.
 pub fn keys_from_sql(conn: &rusqlite::Connection, sql: &str) -> Result<Queue, QueueError> {
     let wrong = |detail: String| QueueError::List {
         origin: "--keys-sql".into(),
         detail,
     };
-    let mut stmt = conn.prepare(sql).map_err(|e| wrong(e.to_string()))?;
-    if !stmt.readonly() {
-        return Err(wrong(
-            "writes to the database; it must only read the keys (SELECT ...)".into(),
-        ));
-    }
-    if stmt.column_count() != 1 {
-        return Err(wrong(format!(
-            "returns {} columns; it must return one, the key",
-            stmt.column_count()
-        )));
-    }
-    let mut keys = Vec::new();
-    let mut rows = stmt.query([]).map_err(|e| wrong(e.to_string()))?;
-    while let Some(row) = rows.next().map_err(|e| wrong(e.to_string()))? {
-        let key: Option<String> = match row.get_ref(0).map_err(|e| wrong(e.to_string()))? {
-            rusqlite::types::ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-            rusqlite::types::ValueRef::Integer(n) => Some(n.to_string()),
-            _ => None,
-        };
-        let Some(key) = key else {
+    {
+        let stmt = conn.prepare(sql).map_err(|e| wrong(e.to_string()))?;
+        if !stmt.readonly() {
+            return Err(wrong(
+                "writes to the database; it must only read the keys (SELECT ...)".into(),
+            ));
+        }
+        if stmt.column_count() != 1 {
             return Err(wrong(format!(
-                "row {} is not a text key (NULL, a real or a blob)",
-                keys.len() + 1
+                "returns {} columns; it must return one, the key",
+                stmt.column_count()
             )));
-        };
-        keys.push(key);
-        if keys.len() > MAX_LISTED {
-            return Err(wrong(format!("returns over {MAX_LISTED} keys")));
         }
     }
+    let read = || -> rusqlite::Result<Result<Vec<String>, String>> {
+        let mut stmt = conn.prepare(sql)?;
+        let mut rows = stmt.query([])?;
+        let mut keys = Vec::new();
+        while let Some(row) = rows.next()? {
+            let key = match row.get_ref(0)? {
+                rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                rusqlite::types::ValueRef::Integer(n) => n.to_string(),
+                _ => {
+                    return Ok(Err(format!(
+                        "row {} is not a text key (NULL, a real or a blob)",
+                        keys.len() + 1
+                    )));
+                }
+            };
+            keys.push(key);
+            if keys.len() > MAX_LISTED {
+                return Ok(Err(format!("returns over {MAX_LISTED} keys")));
+            }
+        }
+        Ok(Ok(keys))
+    };
+    let keys = crate::store::bounded::limited(
+        conn,
+        &format!("--keys-sql {sql:?}"),
+        crate::store::bounded::COUNT_LIMIT,
+        read,
+    )
+    .map_err(wrong)?
+    .map_err(wrong)?;
     Queue::listed(keys, "--keys-sql")
 }
 

@@ -57,6 +57,16 @@ pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u
             job.queue.describe()
         )));
     }
+    // The least the map will write, known before its first night: a night per key at least.
+    let least = (tasks.1 - tasks.0 + 1)
+        .saturating_mul(items)
+        .saturating_mul(2);
+    if least > 200_000_000 {
+        return Err(Error::Refused(format!(
+            "{} nights of {items} items is at least {least} rows to write; narrow --tasks",
+            tasks.1 - tasks.0 + 1
+        )));
+    }
     let junit = args
         .junit
         .as_deref()

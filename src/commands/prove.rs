@@ -44,6 +44,8 @@ pub struct TestResult {
     pub unearned: Option<String>,
     /// What a failure means, from the postmortem's symptom table.
     pub lessons: Vec<String>,
+    /// Kills this test's nights planned that never fired (`--strict` fails a pass with any).
+    pub not_fired: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -179,9 +181,19 @@ fn result(
         .and_then(|r| Strategy::from_name(&r.strategy))
         .filter(|_| pass && killed)
         .and_then(|s| kills_in_window.unearned(s));
+    let not_fired = reports
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            r.not_fired
+                .iter()
+                .map(move |s| format!("run {}: {s}", i + 1))
+        })
+        .collect();
     TestResult {
         kills_in_window,
         unearned,
+        not_fired,
         name: name.to_string(),
         pass,
         tested,
@@ -288,7 +300,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         not_tested,
         kept,
     };
-    finish(&report, args, junit.as_deref(), out)
+    finish(&report, args, junit.as_ref(), out)
 }
 
 /// The summary (or JSON), the JUnit file, and the exit code: 1 on a failure, or with `--strict`
@@ -296,7 +308,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
 fn finish(
     report: &ProveReport,
     args: &ProveArgs,
-    junit: Option<&std::path::Path>,
+    junit: Option<&crate::junit::Target>,
     out: &mut dyn Write,
 ) -> Result<u8, Error> {
     let failed = report.failed;
@@ -344,6 +356,9 @@ impl ProveReport {
             if test.skipped {
                 said.push(format!("{}: skipped", test.name));
             }
+            for never in &test.not_fired {
+                said.push(format!("{}: {never}", test.name));
+            }
             if test.kills_in_window.unplaced > 0 {
                 said.push(format!(
                     "{}: {} after a commit could not be placed before or after a checkpoint",
@@ -368,14 +383,22 @@ impl ProveReport {
                 let outcome = if test.skipped {
                     Outcome::Skipped(test.detail.clone())
                 } else if !test.tested && !test.pass {
-                    Outcome::Failed(mark("NOT TESTED"))
+                    // The detail already begins `NOT TESTED: ...`.
+                    Outcome::Failed(test.detail.clone())
                 } else if !test.pass {
                     Outcome::Failed(mark("FAIL"))
-                } else if strict && (test.unearned.is_some() || test.kills_in_window.unplaced > 0) {
+                } else if strict
+                    && (test.unearned.is_some()
+                        || test.kills_in_window.unplaced > 0
+                        || !test.not_fired.is_empty())
+                {
                     Outcome::Failed(
-                        test.unearned.clone().unwrap_or_else(|| {
-                            "kills could not be placed against a checkpoint".into()
-                        }),
+                        test.unearned
+                            .clone()
+                            .or_else(|| test.not_fired.first().cloned())
+                            .unwrap_or_else(|| {
+                                "kills could not be placed against a checkpoint".into()
+                            }),
                     )
                 } else {
                     Outcome::Passed
@@ -557,6 +580,7 @@ fn skipped(name: &str, detail: String) -> TestResult {
         detail,
         skipped: true,
         lessons: Vec::new(),
+        not_fired: Vec::new(),
         kills_in_window: KillWindows::default(),
         unearned: None,
     }

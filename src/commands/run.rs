@@ -450,6 +450,9 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
                 report.kills,
                 report.restarts
             );
+            for said in &report.not_fired {
+                let _ = writeln!(out, "not fired    {name:<width$}  {said}");
+            }
             // A lane whose items leave the database is judged at its vendor too.
             if let (Some(received), Some(distinct), Some(duplicated), Some(missing)) = (
                 report.messages_received,
@@ -501,6 +504,11 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
             } else {
                 ""
             }
+        ));
+    }
+    if let Some(n) = plan.at_message {
+        parts.push(format!(
+            "the host kills the job once the vendor has message {n}, which it holds unanswered"
         ));
     }
     if let Some(rows) = plan.at_rows {

@@ -32,7 +32,7 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
         .position(|(info, lane)| info.strategy == "exec" && !lane.is_ok())
         .ok_or_else(|| {
             Error::Refused(format!(
-                "{name}: no exec lane of this night ended wrong; shrink --exec shrinks your own job's night"
+                "{name}: no exec lane's rows ended wrong (a night wrong only at its vendor is not searched: shrink --exec kills by the rows); shrink --exec shrinks your own job's night"
             ))
         })?;
     let info = &recording.header.lanes[lane];
@@ -66,11 +66,21 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let threads = args.threads.map_or_else(pool::default_threads, usize::from);
     let found = search(&runner, threads);
     let _ = std::fs::remove_dir_all(&dir);
-    let (found, nights) = found?;
     let derived = crate::text::escape_controls(&end.lanes[lane].derived);
+    let found = match found? {
+        Search::Undisturbed(verdict) => {
+            eprintln!(
+                "reclaim shrink: no kill is needed: the job goes wrong with none at all ({}); there is no schedule to shrink",
+                crate::text::escape_controls(&verdict)
+            );
+            return Ok(DATA_WRONG);
+        }
+        Search::Searched(found) => found,
+    };
+    let (found, nights, searched) = found;
     let Some((kill, cell)) = found else {
         eprintln!(
-            "reclaim shrink: no single kill makes the job go wrong on {} items ({nights} nights searched); the recorded night (ended {derived}) is the smallest known: replay its kills with `reclaim run --exec ... --replay-schedule {}`",
+            "reclaim shrink: no single kill made the job go wrong on {} items ({nights} nights{searched}); the recorded night (ended {derived}) is the smallest known: replay its kills with `reclaim run --exec ... --replay-schedule {}`",
             info.items,
             args.file.display()
         );
@@ -89,12 +99,19 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
     Ok(OK)
 }
 
+/// What the search found: the job already wrong with no kill, or the earliest single kill that
+/// breaks it (if any), the nights run, and what was left unsearched or untested.
+enum Search {
+    Undisturbed(String),
+    Searched((Option<(ExecKill, ExecCell)>, usize, String)),
+}
+
 /// One kill at a time, in order, a few threads' worth at once; the earliest that goes wrong.
-fn search(
-    runner: &ExecRunner,
-    threads: usize,
-) -> Result<(Option<(ExecKill, ExecCell)>, usize), Error> {
-    let (points, _) = runner.probe(&AtomicBool::new(false))?;
+fn search(runner: &ExecRunner, threads: usize) -> Result<Search, Error> {
+    let (points, undisturbed) = runner.probe(&AtomicBool::new(false))?;
+    if !undisturbed.holds() {
+        return Ok(Search::Undisturbed(undisturbed.verdict));
+    }
     let items = runner.job.queue.len();
     let candidates: Vec<ExecKill> = if points.is_empty() {
         (1..=items).map(ExecKill::Rows).collect()
@@ -111,6 +128,7 @@ fn search(
     let progress = std::io::stderr().is_terminal();
     let chunk = threads * 2;
     let mut nights = 0;
+    let mut never_fired = 0;
     for batch in candidates.chunks(chunk).take(MAX_NIGHTS.div_ceil(chunk)) {
         let jobs: Vec<(usize, ExecKill)> = (nights..).zip(batch.iter().cloned()).collect();
         nights += jobs.len();
@@ -124,7 +142,9 @@ fn search(
         while let Some((_, result)) = pool.next() {
             let (n, kill, cell) = result?;
             // A kill that never fired proves nothing; only a real kill that broke the data counts.
-            if cell.killed && !cell.is_right() {
+            if !cell.killed {
+                never_fired += 1;
+            } else if !cell.is_right() {
                 failing.push((n, kill, cell));
             }
         }
@@ -135,13 +155,28 @@ fn search(
             if progress {
                 eprintln!();
             }
-            return Ok((Some((kill, cell)), nights));
+            return Ok(Search::Searched((
+                Some((kill, cell)),
+                nights,
+                String::new(),
+            )));
         }
     }
     if progress {
         eprintln!();
     }
-    Ok((None, nights))
+    let mut said = Vec::new();
+    if nights < candidates.len() {
+        said.push(format!(
+            "; only the first {nights} of {} candidates were searched",
+            candidates.len()
+        ));
+    }
+    if never_fired > 0 {
+        said.push(format!("; in {never_fired} of them the kill never fired"));
+    }
+    let said = said.concat();
+    Ok(Search::Searched((None, nights, said)))
 }
 
 fn describe(kill: &ExecKill, cell: &ExecCell) -> String {

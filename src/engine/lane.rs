@@ -16,7 +16,6 @@ use crate::clock::SimClock;
 use crate::heartbeat;
 use crate::observer::Observer;
 use crate::supervisor::slot::{Slot, SlotState};
-use crate::task::task_id;
 use crate::worker::protocol::{ExecEnv, Line};
 use crate::worker::{Strategy, WorkerConfig};
 
@@ -212,7 +211,7 @@ impl Lane {
             self.rows_at_spawn.resize(slot + 1, 0);
         }
         self.rows_at_spawn[slot] = self.observer.rows;
-        self.points.spawned(slot);
+        self.points.spawning(slot);
     }
 
     /// SIGSTOPs the running workers; the pids stopped, comma-separated.
@@ -361,7 +360,10 @@ impl Lane {
         };
         if poll.restarted_at_zero && self.newest_is_restart {
             self.restarted_at_zero = true;
-            let text = "worker restarts at item zero: task-000 written again".to_string();
+            let text = format!(
+                "worker restarts at item zero: {} written again",
+                crate::text::escape_controls(&self.observer.key(0))
+            );
             // The moment task-000 was written again: the newest attempt's first write.
             let at = self
                 .attempts
@@ -518,7 +520,8 @@ fn kind_of(line: &Line) -> Kind {
 }
 
 /// `rows_written=N` in an external worker's last line, as the postmortem's worker claimed it.
-fn claimed_rows(line: &str) -> Option<u64> {
+#[must_use]
+pub fn claimed_rows(line: &str) -> Option<u64> {
     line.split_whitespace()
         .find_map(|word| word.strip_prefix("rows_written=")?.parse().ok())
 }
@@ -633,7 +636,7 @@ impl Lane {
             stale: self.stale,
             state,
             state_kind,
-            task: o.last_task.map(task_id),
+            task: o.last_task.map(|t| crate::text::escape_controls(&o.key(t))),
             restarts: self.restarts,
             kills: self.kills,
             workers: self.config.workers,

@@ -27,7 +27,7 @@ pub use self::config::{
     DEFAULT_DEAD_MAN, EngineConfig, ExecJob, HangPlan, LaneConfig, LaneWorker, read_sql,
 };
 use self::lane::Note;
-pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
+pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind, claimed_rows};
 pub use self::pace::{Attempt, Pace};
 pub use self::timeline::{
     DIED_ON_ITS_OWN, Entry, Kind, Mark, Source, StopWhen, Tone, timeline_line,

@@ -395,7 +395,7 @@ fn read_rows(
             });
         }
         let sql = format!(
-            "SELECT CAST({key} AS TEXT), typeof({key}) IN ('text', 'integer'), count(*) FROM {table} GROUP BY {key}",
+            "SELECT CAST({key} AS TEXT), max(typeof({key}) IN ('text', 'integer')), count(*) FROM {table} GROUP BY CAST({key} AS TEXT)",
             key = source.key_sql(),
             table = source.table_sql()
         );

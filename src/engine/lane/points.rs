@@ -20,15 +20,21 @@ pub struct JobPoints {
     /// The planned crash has been carried out.
     pub crash_fired: bool,
     crash_due: bool,
+    crash_landing: bool,
 }
 
 impl JobPoints {
     /// A slot's new attempt has reached no point yet.
-    pub(super) fn spawned(&mut self, slot: usize) {
+    pub(super) fn spawning(&mut self, slot: usize) {
+        self.spawned(slot);
+        self.newest[slot] = None;
+    }
+
+    /// Makes room for `slot`.
+    fn spawned(&mut self, slot: usize) {
         if self.newest.len() <= slot {
             self.newest.resize(slot + 1, None);
         }
-        self.newest[slot] = None;
     }
 
     /// A point heard from `slot`; whether it is the planned crash (on its first attempt).
@@ -42,7 +48,7 @@ impl JobPoints {
         if self.announced.len() < MAX_NAMES || self.announced.contains_key(&point.name) {
             *self.announced.entry(point.name.clone()).or_default() += 1;
         }
-        self.spawned_if_new(slot);
+        self.spawned(slot);
         self.newest[slot] = Some(point.name.clone());
         let crash = first_attempt && !self.crash_fired && plan.is_some_and(|p| p.is(point));
         if crash {
@@ -52,15 +58,16 @@ impl JobPoints {
         crash
     }
 
-    fn spawned_if_new(&mut self, slot: usize) {
-        if self.newest.len() <= slot {
-            self.newest.resize(slot + 1, None);
-        }
+    /// The crash is due now (once); the kill that follows is the crash's.
+    pub fn take_crash_due(&mut self) -> bool {
+        let due = std::mem::take(&mut self.crash_due);
+        self.crash_landing |= due;
+        due
     }
 
-    /// The crash is due now (once).
-    pub fn take_crash_due(&mut self) -> bool {
-        std::mem::take(&mut self.crash_due)
+    /// The kill being placed is the planned crash's (once).
+    pub(super) fn crash_landing(&mut self) -> bool {
+        std::mem::take(&mut self.crash_landing)
     }
 
     /// Where a kill of these slots landed, from the newest point any of them reached: one of

@@ -38,8 +38,11 @@ impl Lane {
             self.kills_in_window.add(KillWindow::AfterRelaySend);
             return;
         }
-        // A job that announces its points says where it was: the newest point reached.
+        // The planned crash: the job waits at its point, so the point is exactly where the
+        // kill landed. (A point printed before any other kill may lag what the job had already
+        // committed: those kills are placed by the rows, or said unplaced.)
         if self.config.worker.job().is_some()
+            && self.points.crash_landing()
             && let Ok(placed) = self.points.place(slots, committed)
         {
             if let Some(window) = placed {
@@ -273,9 +276,9 @@ impl Lane {
     /// The item in flight when the worker died, read fresh (after a kill the dead write
     /// nothing more): the one after the last committed, lost with the instance.
     pub(super) fn in_flight(&mut self) -> Note {
-        // Read to the end (a poll takes a bounded number of rows): where the kill landed is
-        // judged from every row the dead left.
-        while self.observer.poll().is_ok_and(|p| p.new_rows > 0) {}
+        // Read to the end, past every shortcut (a poll takes a bounded number of rows): where
+        // the kill landed is judged from every row the dead left.
+        self.observer.poll_to_the_end();
         if let Some(job) = self.config.worker.job() {
             // Someone else's job says nothing of its items: what reclaim knows is its newest row.
             let text = if job.rows.count_sql.is_some() {
