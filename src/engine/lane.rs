@@ -120,6 +120,7 @@ impl Lane {
                 // Each item reaches a vendor before its commit: reclaim's email, or a job's own.
                 sends: config.side_effect.is_some()
                     || config.worker.job().is_some_and(|j| j.vendor),
+                relays: config.relays() || config.worker.job().is_some_and(|j| j.vendor),
                 ..KillWindows::default()
             },
             rows_at_spawn: vec![0; config.workers + usize::from(config.relays())],

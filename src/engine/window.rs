@@ -100,6 +100,10 @@ pub struct KillWindows {
     /// window of this night at all.
     #[serde(skip)]
     pub sends: bool,
+    /// Whether messages leave after their rows commit (an outbox's relay, or a job of the
+    /// user's whose design reclaim cannot know), so `after-relay-send` is a window of this night.
+    #[serde(skip)]
+    pub relays: bool,
 }
 
 impl KillWindows {
@@ -141,6 +145,7 @@ impl KillWindows {
         }
         self.unplaced += other.unplaced;
         self.sends |= other.sends;
+        self.relays |= other.relays;
         self
     }
 
@@ -153,9 +158,8 @@ impl KillWindows {
         KillWindow::ALL
             .into_iter()
             .filter(|&w| self.get(w) == 0)
-            .filter(|&w| {
-                !matches!(w, KillWindow::AfterSend | KillWindow::AfterRelaySend) || self.sends
-            })
+            .filter(|&w| w != KillWindow::AfterSend || self.sends)
+            .filter(|&w| w != KillWindow::AfterRelaySend || self.relays)
             .filter(|&w| {
                 self.unplaced == 0
                     || !matches!(w, KillWindow::AfterRowCommit | KillWindow::AfterCommit)
