@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::prove_report::{print_header, print_summary, print_test};
 use crate::cli::ProveArgs;
 use crate::engine::{EngineConfig, KillWindows, LaneConfig, LaneWorker, Pace};
 use crate::error::{Context as _, Error};
@@ -343,77 +344,6 @@ fn finish(
     })
 }
 
-impl ProveReport {
-    /// What `--strict` holds against a night of passes: a window that breaks the strategy no
-    /// kill reached, kills that could not be placed against a checkpoint, a test skipped.
-    #[must_use]
-    pub fn untested(&self) -> Vec<String> {
-        let mut said = Vec::new();
-        for test in &self.tests {
-            if let Some(unearned) = &test.unearned {
-                said.push(format!("{}: {unearned}", test.name));
-            }
-            if test.skipped {
-                said.push(format!("{}: skipped", test.name));
-            }
-            for never in &test.not_fired {
-                said.push(format!("{}: {never}", test.name));
-            }
-            if test.kills_in_window.unplaced > 0 {
-                said.push(format!(
-                    "{}: {} after a commit could not be placed before or after a checkpoint",
-                    test.name,
-                    crate::text::count(u64::from(test.kills_in_window.unplaced), "kill", "kills")
-                ));
-            }
-        }
-        said
-    }
-
-    /// One JUnit test case per test; with `strict`, a pass that did not test all it set out to
-    /// is a failure there too.
-    #[must_use]
-    pub fn junit_cases(&self, strict: bool) -> Vec<crate::junit::Case> {
-        use crate::junit::{Case, Outcome};
-        let class = format!("prove.{}", self.strategy);
-        self.tests
-            .iter()
-            .map(|test| {
-                let mark = |what: &str| format!("{what}: {}", test.detail);
-                let outcome = if test.skipped {
-                    Outcome::Skipped(test.detail.clone())
-                } else if !test.tested && !test.pass {
-                    // The detail already begins `NOT TESTED: ...`.
-                    Outcome::Failed(test.detail.clone())
-                } else if !test.pass {
-                    Outcome::Failed(mark("FAIL"))
-                } else if strict
-                    && (test.unearned.is_some()
-                        || test.kills_in_window.unplaced > 0
-                        || !test.not_fired.is_empty())
-                {
-                    Outcome::Failed(
-                        test.unearned
-                            .clone()
-                            .or_else(|| test.not_fired.first().cloned())
-                            .unwrap_or_else(|| {
-                                "kills could not be placed against a checkpoint".into()
-                            }),
-                    )
-                } else {
-                    Outcome::Passed
-                };
-                Case {
-                    class: class.clone(),
-                    name: test.name.clone(),
-                    outcome,
-                    detail: test.detail.clone(),
-                }
-            })
-            .collect()
-    }
-}
-
 /// 1. Random kills and restarts, three runs in a row: a single green run proves little.
 fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestResult, Error> {
     // The postmortem's window (0.2..0.9 s) is for a 10 ms item; it scales with the pace. An
@@ -541,33 +471,6 @@ fn wiped_checkpoints(prover: &mut Prover, checkpoint_table: &str) -> Result<Test
     Ok(result(NAME, &[&second], detail, untested))
 }
 
-/// The first line: what is on trial, and with which seed.
-fn print_header(
-    worker: &LaneWorker,
-    args: &ProveArgs,
-    seed: u64,
-    dir: &std::path::Path,
-    out: &mut dyn Write,
-) {
-    let _ = match worker {
-        LaneWorker::Strategy(strategy) => writeln!(
-            out,
-            "reclaim prove  strategy={strategy}  items={}  delay={}ms  seed={seed}",
-            args.items, args.delay_ms
-        ),
-        LaneWorker::Exec(job) => writeln!(
-            out,
-            "reclaim prove  exec={:?}  items={}  seed={seed}\n               rows in {} keyed by {}; queue {}\n               each test in a fresh folder under {}",
-            job.command,
-            job.queue.len(),
-            crate::text::escape_controls(&job.rows.table),
-            crate::text::escape_controls(&job.rows.key),
-            job.queue.describe(),
-            dir.display()
-        ),
-    };
-}
-
 /// A test that does not apply to the job, and why.
 fn skipped(name: &str, detail: String) -> TestResult {
     TestResult {
@@ -646,57 +549,4 @@ fn crash_sweep(prover: &mut Prover) -> Result<TestResult, Error> {
         detail,
         untested,
     ))
-}
-
-fn print_test(number: usize, test: &TestResult, out: &mut dyn Write) {
-    let mark = match (test.pass, test.tested) {
-        _ if test.skipped => "SKIPPED",
-        (true, _) => "PASS",
-        (false, false) => "NOT TESTED",
-        (false, true) => "FAIL",
-    };
-    let _ = writeln!(out, "{number}. {mark}  {}", test.name);
-    if let Some(unearned) = &test.unearned {
-        let _ = writeln!(out, "         ({unearned})");
-    }
-    let _ = writeln!(out, "         {}", test.detail);
-    if !test.pass && test.tested {
-        for lesson in &test.lessons {
-            let _ = writeln!(out, "         -> {lesson}");
-        }
-    }
-}
-
-fn print_summary(report: &ProveReport, out: &mut dyn Write) {
-    let untested = if report.not_tested > 0 {
-        format!(
-            " ({} NOT TESTED: a test that tested nothing does not pass)",
-            report.not_tested
-        )
-    } else {
-        String::new()
-    };
-    let skipped = if report.skipped > 0 {
-        format!(
-            " ({} SKIPPED: it does not apply to this job)",
-            report.skipped
-        )
-    } else {
-        String::new()
-    };
-    let _ = writeln!(
-        out,
-        "result: {} of {} PASS for {}{untested}{skipped}",
-        report.passed,
-        report.tests.len() - report.skipped,
-        report.strategy
-    );
-    let _ = writeln!(
-        out,
-        "windows: {}",
-        super::run::describe_windows(&report.kills_in_window)
-    );
-    if let Some(dir) = &report.kept {
-        let _ = writeln!(out, "databases kept for inspection in {}", dir.display());
-    }
 }

@@ -1,0 +1,335 @@
+//! What `reclaim run` prints: the header (who works, the queue, the kill plan), the verdict's
+//! lines (the claim beside the rows' status, what never fired, where each kill landed, the
+//! vendor's count) and the `--json` report, and the exit code `--strict` decides.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::cli::RunArgs;
+use crate::engine::{KillWindow, KillWindows, LaneWorker};
+use crate::error::Error;
+use crate::harness::RunReport;
+use crate::supervisor::schedule::KillPlan;
+
+/// The report as JSON or the verdict's lines, and the exit code (`--strict` fails a green
+/// night that did not test all it set out to).
+pub(super) fn finish(report: &RunReport, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
+    let untested = report.untested();
+    if args.json {
+        let mut value = serde_json::to_value(report).map_err(|e| Error::Refused(e.to_string()))?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("untested".into(), untested.clone().into());
+        }
+        let _ = writeln!(out, "{value}");
+    } else {
+        print_verdict(report, out);
+        if args.strict && report.holds() && !untested.is_empty() {
+            let _ = writeln!(
+                out,
+                "strict       exit 1: the data holds, but this night did not test all it set out to: {}",
+                untested.join("; ")
+            );
+        }
+    }
+    Ok(if args.strict && report.holds() && !untested.is_empty() {
+        crate::exit::DATA_WRONG
+    } else {
+        report.exit_code()
+    })
+}
+
+/// The lines before the night: who works, its rows and queue, the side effect, the kill plan.
+pub(super) fn print_header(
+    args: &RunArgs,
+    (worker, queue): (&LaneWorker, &crate::queue::Queue),
+    plan: &KillPlan,
+    seed: u64,
+    out: &mut dyn Write,
+) {
+    let who = match worker {
+        LaneWorker::Strategy(strategy) => format!("strategy={strategy}"),
+        LaneWorker::Exec(job) => format!("exec={:?}", job.command),
+    };
+    // An external job is only told its pace (RECLAIM_DELAY_MS); it keeps it or not.
+    let delay = match worker {
+        LaneWorker::Strategy(_) => format!("  delay={}ms", args.delay_ms),
+        LaneWorker::Exec(_) => format!("  RECLAIM_DELAY_MS={}", args.delay_ms),
+    };
+    let _ = writeln!(
+        out,
+        "reclaim run  {who}  items={}{delay}  workers={}  seed={seed}  scale={}x",
+        queue.len(),
+        args.workers,
+        args.scale
+    );
+    if let LaneWorker::Exec(job) = worker {
+        let _ = writeln!(
+            out,
+            "rows         table {} keyed by {}{}",
+            crate::text::escape_controls(&job.rows.table),
+            crate::text::escape_controls(&job.rows.key),
+            if job.rows.count_sql.is_some() {
+                " (counted by --count-sql)"
+            } else {
+                ""
+            }
+        );
+        let _ = writeln!(out, "queue        {}", queue.describe());
+        let _ = writeln!(
+            out,
+            "checkpoints  {}",
+            match &job.rows.checkpoints {
+                Some(c) => format!(
+                    "table {} keyed by {}: where each kill lands is read from it",
+                    crate::text::escape_controls(&c.table),
+                    crate::text::escape_controls(&c.key)
+                ),
+                None => "not named (--checkpoint-table): a kill after a commit cannot be placed before or after its checkpoint".into(),
+            }
+        );
+    }
+    let relays = worker
+        .strategy()
+        .is_some_and(crate::worker::Strategy::relays);
+    if args.vendor.side_effect.is_some() || relays {
+        let how = if relays {
+            "each row's email through its outbox and a relay, with the row's idempotency key"
+        } else {
+            "each item emails its customer before the row commits, without a key"
+        };
+        let _ = writeln!(
+            out,
+            "side effect  {how}; the vendor on 127.0.0.1 {} keys{}",
+            match args
+                .vendor
+                .vendor_keys
+                .unwrap_or(crate::vendor::Keys::Honour)
+            {
+                crate::vendor::Keys::Honour => "honours".to_string(),
+                crate::vendor::Keys::Ignore => "ignores".to_string(),
+                crate::vendor::Keys::Expire(secs) => format!("forgets after {secs} s its"),
+            },
+            match args.vendor.vendor_drop_responses {
+                Some(p) if p > 0.0 => format!(" and drops {:.0}% of its responses", p * 100.0),
+                _ => String::new(),
+            }
+        );
+    }
+    if let Some(long) = args.long.long_item {
+        let steps = if args.long.split > 1 {
+            format!("in {} committed steps", args.long.split)
+        } else {
+            "in one piece".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "long item    {} takes {:.3} s of work before its commit, {steps}",
+            crate::task::task_id(long.task),
+            long.work.as_secs_f64()
+        );
+    }
+    let _ = writeln!(out, "kill plan    {}", describe_plan(plan, args, queue));
+}
+
+/// The kill plan in words, each planned kill named by the queue's own keys.
+fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -> String {
+    let mut parts = Vec::new();
+    if let Some(crash) = &args.crash_at {
+        parts.push(format!(
+            "the worker dies at {} on its first attempt{}",
+            crate::text::escape_controls(crash),
+            if args.job.exec.is_some() {
+                " (the job announces the point; the host kills it there)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if let Some(n) = plan.at_message {
+        parts.push(format!(
+            "the host kills the job once the vendor has message {n}, which it holds unanswered"
+        ));
+    }
+    if let Some(rows) = plan.at_rows {
+        parts.push(format!(
+            "the host reclaims the instance as soon as the table holds {rows} rows"
+        ));
+    }
+    if let Some(task) = plan.at_task {
+        parts.push(format!(
+            "the host reclaims the instance once {} is written",
+            crate::text::escape_controls(&queue.key(task))
+        ));
+    }
+    if plan.random > 0 {
+        let delays: Vec<String> = plan
+            .first_delays(8)
+            .iter()
+            .map(|d| format!("{:.2}s", d.as_secs_f64()))
+            .collect();
+        let more = if plan.random > 8 { ", ..." } else { "" };
+        parts.push(format!(
+            "up to {} random kills, each {:.2}..{:.2}s after a spawn ({}{more}; seed {})",
+            plan.random,
+            plan.window.0.as_secs_f64(),
+            plan.window.1.as_secs_f64(),
+            delays.join(", "),
+            plan.seed
+        ));
+    }
+    if !plan.replayed.is_empty() {
+        let times: Vec<String> = plan
+            .replayed
+            .iter()
+            .take(8)
+            .map(|moment| match moment {
+                // Named by the queue's own keys (ord-00004), as the job names its work.
+                crate::supervisor::schedule::KillMoment::AfterTask(t) => {
+                    format!("after {}", crate::text::escape_controls(&queue.key(*t)))
+                }
+                other @ crate::supervisor::schedule::KillMoment::At(_) => other.to_string(),
+            })
+            .collect();
+        let more = if plan.replayed.len() > 8 { ", ..." } else { "" };
+        parts.push(format!(
+            "{} replayed from a recording: {}{more}",
+            crate::text::count(plan.replayed.len() as u64, "kill", "kills"),
+            times.join(", ")
+        ));
+    }
+    if parts.is_empty() {
+        "no kills: the job runs undisturbed".to_string()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// The verdict's lines: the claim beside the rows' status, what never fired, where the kills
+/// landed, the vendor's count, the database.
+fn print_verdict(report: &RunReport, out: &mut dyn Write) {
+    let _ = writeln!(out);
+    let _ = writeln!(out, "verdict      {}", report.verdict);
+    for lesson in &report.lessons {
+        let _ = writeln!(out, "             {lesson}");
+    }
+    if let Some(reason) = &report.never_completed {
+        let _ = writeln!(out, "             {reason}");
+    }
+    for note in &report.queue_notes {
+        let _ = writeln!(out, "queue        {note}");
+    }
+    for said in &report.not_fired {
+        let _ = writeln!(out, "not fired    {said}");
+    }
+    if let (Some(sent), Some(landed)) = (report.kill_sent_at_rows, report.kill_landed_at_rows) {
+        let _ = writeln!(
+            out,
+            "kill         sent when the table held {sent} rows; landed with {landed} rows written"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "run          kills={}  restarts={}  completed={}  missing={}  elapsed={:.1}s",
+        report.kills,
+        report.restarts,
+        if report.completed { "yes" } else { "NO" },
+        report.missing,
+        report.elapsed_ms as f64 / 1000.0
+    );
+    if report.kills > 0 {
+        let _ = writeln!(
+            out,
+            "windows      {}",
+            describe_windows(&report.kills_in_window)
+        );
+    }
+    if !report.points_announced.is_empty() {
+        let points: Vec<String> = (report.points_announced.iter())
+            .map(|(name, n)| format!("{name}={n}"))
+            .collect();
+        let after: Vec<String> = (report.kills_after_points.iter())
+            .map(|(name, n)| format!("{name}={n}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "points       the job announced {}{}",
+            points.join(", "),
+            if after.is_empty() {
+                String::new()
+            } else {
+                format!("; kills after its own points: {}", after.join(", "))
+            }
+        );
+    }
+    if report.holds()
+        && let Some(unearned) = report.unearned()
+    {
+        let _ = writeln!(out, "             the data holds, but {unearned}");
+    }
+    if let (Some(received), Some(distinct), Some(duplicated), Some(missing)) = (
+        report.messages_received,
+        report.messages_distinct,
+        report.messages_duplicated,
+        report.messages_missing,
+    ) {
+        let judged = report
+            .messages_verdict
+            .as_deref()
+            .unwrap_or(crate::harness::MESSAGES_OK);
+        let _ = writeln!(out, "vendor       {judged}");
+        let _ = writeln!(
+            out,
+            "messages     received={received}  distinct={distinct}  duplicated={duplicated}  missing={missing}  (at the vendor: {})",
+            display(&crate::vendor::db_path(&report.db))
+        );
+    }
+    let _ = writeln!(out, "database     {} (kept)", display(&report.db));
+    let _ = writeln!(
+        out,
+        "rows={} duplicated_task_ids={}",
+        report.rows, report.duplicated_task_ids
+    );
+}
+
+/// The kills by window, and the windows no kill landed in (named: a green night that never
+/// reached a window says nothing about it).
+pub(super) fn describe_windows(windows: &KillWindows) -> String {
+    let hit: Vec<String> = KillWindow::ALL
+        .into_iter()
+        .filter(|&w| windows.get(w) > 0)
+        .map(|w| format!("{w}={}", windows.get(w)))
+        .collect();
+    let never: Vec<&str> = windows
+        .never_hit()
+        .into_iter()
+        .map(KillWindow::name)
+        .collect();
+    let mut said = if hit.is_empty() && windows.unplaced == 0 {
+        "no kill landed".to_string()
+    } else if hit.is_empty() {
+        String::new()
+    } else {
+        format!("kills landed in {}", hit.join(", "))
+    };
+    if windows.unplaced > 0 {
+        if !said.is_empty() {
+            said.push_str("; ");
+        }
+        let kills = crate::text::count(u64::from(windows.unplaced), "kill", "kills");
+        said.push_str(&kills);
+        said.push_str(
+            " after a commit, not placed: reclaim cannot see the job's checkpoints, so after-row-commit and after-commit cannot be told apart (name them with --checkpoint-table)",
+        );
+    }
+    if never.is_empty() {
+        said
+    } else {
+        format!("{said}; never hit: {}", never.join(", "))
+    }
+}
+
+/// A path on a line of its own: a line break in it (a `--db` may hold one) is escaped, so it
+/// cannot split the `database` line in two.
+pub(super) fn display(path: &Path) -> String {
+    crate::text::escape_controls(&path.display().to_string())
+}
