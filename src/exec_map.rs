@@ -45,6 +45,34 @@ impl ExecKill {
     }
 }
 
+/// Every night of a map (or a search) over keys `tasks.0..=tasks.1`: each key at each point, in
+/// key order so the bands fill together; or, with no point, a kill after each row count of the
+/// range (1-based).
+#[must_use]
+pub fn plan(points: &[String], tasks: (u64, u64)) -> Vec<ExecKill> {
+    if points.is_empty() {
+        return (tasks.0..=tasks.1).map(|i| ExecKill::Rows(i + 1)).collect();
+    }
+    (tasks.0..=tasks.1)
+        .flat_map(|index| {
+            points.iter().map(move |name| ExecKill::Point {
+                index,
+                name: name.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The bands of a map: one a point, or `rows` for a job that announces none.
+#[must_use]
+pub fn bands(points: &[String]) -> Vec<String> {
+    if points.is_empty() {
+        vec!["rows".into()]
+    } else {
+        points.to_vec()
+    }
+}
+
 /// One finished night. The JSON keys are stable.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExecCell {
@@ -58,6 +86,8 @@ pub struct ExecCell {
     pub distinct: u64,
     pub duplicated_task_ids: u64,
     pub missing: u64,
+    /// Rows whose key is not one of the queue's.
+    pub outside: u64,
     pub derived_status: Status,
     pub completed: bool,
     /// The kill happened: a night whose kill never fired tested nothing.
@@ -80,6 +110,8 @@ impl ExecCell {
             format!("MISSING {}", self.missing)
         } else if self.duplicated_task_ids > 0 {
             format!("DUPLICATED {}", self.duplicated_task_ids)
+        } else if self.outside > 0 {
+            format!("{} rows OUTSIDE the queue", self.outside)
         } else if !self.killed {
             "NOT TESTED: the kill never fired".into()
         } else if self.is_right() {
@@ -172,6 +204,7 @@ impl ExecRunner {
             distinct: report.distinct,
             duplicated_task_ids: report.duplicated_task_ids,
             missing: report.missing,
+            outside: report.outside,
             derived_status: report.derived_status,
             completed: report.completed,
             killed: report.kills > 0,

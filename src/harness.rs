@@ -39,6 +39,8 @@ pub struct RunReport {
     pub distinct: u64,
     pub duplicated_task_ids: u64,
     pub missing: u64,
+    /// Rows whose key is not one of the queue's.
+    pub outside: u64,
     pub kills: u32,
     /// Where each kill landed (window -> count), read from the rows after each kill.
     pub kills_in_window: KillWindows,
@@ -489,6 +491,7 @@ fn report(
         distinct: inspection.distinct,
         duplicated_task_ids: inspection.duplicated_task_ids,
         missing: inspection.missing,
+        outside: inspection.unexpected,
         kills: lane.kills,
         kills_in_window: lane.kills_in_window,
         restarts: lane.restarts,

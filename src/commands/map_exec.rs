@@ -87,7 +87,7 @@ pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u
     let started = Instant::now();
     let result = (|| {
         let (points, undisturbed) = runner.probe(&AtomicBool::new(false))?;
-        let kills = plan(&points, tasks);
+        let kills = crate::exec_map::plan(&points, tasks);
         // A bound on the work asked for, as the built-in map has.
         let rows = kills.len() as u64 * items * 2;
         if rows > 200_000_000 {
@@ -205,22 +205,6 @@ fn print(
     Ok(())
 }
 
-/// Every night: each key of `tasks` at each point, in key order so the bands fill together;
-/// or, with no point, a kill after each row count of the range (1-based).
-fn plan(points: &[String], tasks: (u64, u64)) -> Vec<ExecKill> {
-    if points.is_empty() {
-        return (tasks.0..=tasks.1).map(|i| ExecKill::Rows(i + 1)).collect();
-    }
-    (tasks.0..=tasks.1)
-        .flat_map(|index| {
-            points.iter().map(move |name| ExecKill::Point {
-                index,
-                name: name.clone(),
-            })
-        })
-        .collect()
-}
-
 /// Runs the nights in parallel, a progress line on a terminal's stderr; cells in plan order.
 fn collect(
     kills: Vec<ExecKill>,
@@ -258,11 +242,7 @@ fn collect(
 
 /// One band a point: a mark a night, 50 to a line, each line headed by its first column.
 fn print_bands(points: &[String], cells: &[ExecCell], first: u64, out: &mut dyn Write) {
-    let bands: Vec<String> = if points.is_empty() {
-        vec!["rows".into()]
-    } else {
-        points.to_vec()
-    };
+    let bands = crate::exec_map::bands(points);
     let _ = writeln!(
         out,
         "· right  1-9 keys duplicated (# 10+)  ! missing  ? wrong or the kill never fired"
@@ -294,11 +274,7 @@ fn print_bands(points: &[String], cells: &[ExecCell], first: u64, out: &mut dyn 
 /// A JUnit test case per band: it fails when any of its nights is wrong, naming them.
 fn junit_cases(points: &[String], cells: &[ExecCell]) -> Vec<crate::junit::Case> {
     use crate::junit::{Case, Outcome};
-    let bands: Vec<String> = if points.is_empty() {
-        vec!["rows".into()]
-    } else {
-        points.to_vec()
-    };
+    let bands = crate::exec_map::bands(points);
     bands
         .iter()
         .map(|band| {

@@ -113,18 +113,7 @@ fn search(runner: &ExecRunner, threads: usize) -> Result<Search, Error> {
         return Ok(Search::Undisturbed(undisturbed.verdict));
     }
     let items = runner.job.queue.len();
-    let candidates: Vec<ExecKill> = if points.is_empty() {
-        (1..=items).map(ExecKill::Rows).collect()
-    } else {
-        (0..items)
-            .flat_map(|index| {
-                points.iter().map(move |name| ExecKill::Point {
-                    index,
-                    name: name.clone(),
-                })
-            })
-            .collect()
-    };
+    let candidates = crate::exec_map::plan(&points, (0, items - 1));
     let progress = std::io::stderr().is_terminal();
     let chunk = threads * 2;
     let mut nights = 0;
