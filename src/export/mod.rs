@@ -72,6 +72,17 @@ pub fn export(recording: Recording, request: &Request<'_>) -> Result<String, Err
             ui::MIN_HEIGHT
         )));
     }
+    if let (Format::Svg, Some(at)) = (format, request.at) {
+        let end = recording.last_sim();
+        // A second past the end would be drawn as the end, under another time than it names.
+        if at > end.floor() {
+            return Err(Error::Refused(format!(
+                "--at {} is after the recorded night's end ({}): name a moment of the night",
+                crate::clock::SimTime(at),
+                crate::clock::SimTime(end)
+            )));
+        }
+    }
     let file = File::options()
         .write(true)
         .create_new(true)

@@ -24,7 +24,9 @@ pub(super) fn write(
     out: &mut dyn Write,
 ) -> io::Result<String> {
     let end = recording.last_sim();
-    let at = request.at.unwrap_or(end).min(end);
+    // `--at 02:15:21` names what the clock shows as 02:15:21: the frame at the end of that
+    // second, with every line the timeline shows under that time.
+    let at = request.at.map_or(end, |at| at + 0.999).min(end);
     let mut app = ReplayApp::new(recording);
     let buffer = frame(&mut app, at, request.size, request.theme);
     out.write_all(render(&buffer).as_bytes())?;

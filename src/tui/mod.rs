@@ -10,6 +10,7 @@ mod chrome;
 pub mod keymap;
 pub mod lecture;
 pub mod map;
+mod moment;
 mod night;
 pub mod notes;
 pub mod replay;
