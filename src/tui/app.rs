@@ -441,10 +441,13 @@ impl Screen for Live {
         let mut lines = Vec::new();
         if self.noted_night != self.night.number() {
             self.noted_night = self.night.number();
-            lines.push(NoteLine::Night(format!(
-                "night {}, from 02:00",
-                self.noted_night
-            )));
+            let night = format!("night {}, from 02:00", self.noted_night);
+            // The lanes are not the scenario's: the heading says which they are.
+            let what = match self.night.changed_title() {
+                Some(changed) => format!("{night} as {changed}"),
+                None => night,
+            };
+            lines.push(NoteLine::Night(what));
         }
         lines.extend(
             (self.night.take_reached().into_iter()).map(|(at, text, notes)| NoteLine::Caption {

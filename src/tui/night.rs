@@ -114,6 +114,10 @@ pub struct Night {
     tape: Tape,
     /// The symptoms `look_for_symptoms` has seen light.
     lit: Vec<Symptom>,
+    /// Which of the scenario's captions speak of the lanes there are now (see `fit_to_lanes`).
+    applies: Vec<bool>,
+    /// The night's title for the lanes there are now.
+    title: String,
 }
 
 impl Night {
@@ -158,7 +162,10 @@ impl Night {
             reached: Vec::new(),
             tape: Tape::default(),
             lit: Vec::new(),
+            applies: Vec::new(),
+            title: String::new(),
         };
+        night.fit_to_lanes();
         if recording {
             night.start_recording()?;
         }
@@ -209,12 +216,40 @@ impl Night {
 
     fn apply_stops(&mut self) {
         if self.stop_on_captions {
-            let at: Vec<f64> = (self.scenario.captions.iter())
+            let captions = self.captions_now();
+            let at: Vec<f64> = (captions.iter())
                 .filter_map(|c| c.at.as_deref().and_then(scenario::parse_clock))
                 .collect();
-            self.engine
-                .stop_on(&at, lecture::stop_when(&self.scenario.captions));
+            self.engine.stop_on(&at, lecture::stop_when(&captions));
         }
+    }
+
+    /// The night's title when the lanes are no longer the scenario's (`naive vs keyed`).
+    pub fn changed_title(&self) -> Option<&str> {
+        (self.title != self.scenario.title).then_some(self.title.as_str())
+    }
+
+    /// The captions that speak of the lanes there are now.
+    fn captions_now(&self) -> Vec<scenario::Caption> {
+        (self.scenario.captions.iter().zip(&self.applies))
+            .filter(|(_, applies)| **applies)
+            .map(|(c, _)| c.clone())
+            .collect()
+    }
+
+    /// Which captions, and what title, fit the lanes as they are now: a caption about a lane
+    /// the user has changed (`s`, `a`) would speak of a worker that is not there.
+    fn fit_to_lanes(&mut self) {
+        let now: Vec<scenario::LaneShape<'_>> = (self.lanes.iter().zip(self.engine.lanes()))
+            .map(|(lane, running)| scenario::LaneShape {
+                name: &lane.name,
+                worker: lane.worker.label(),
+                workers: running.config.workers,
+            })
+            .collect();
+        let scenario = &self.scenario;
+        self.applies = scenario::captions_apply(&scenario.captions, &scenario.lanes, &now);
+        self.title = scenario::title_for(&scenario.title, &scenario.lanes, &now);
     }
 
     /// What a lecture stops for that has happened since the last call, oldest first.
@@ -251,7 +286,7 @@ impl Night {
     fn header(&self, captions: Vec<scenario::Caption>) -> record::Header {
         record::header(
             &self.engine,
-            &self.scenario.title,
+            &self.title,
             &self.scenario.source,
             self.scenario.seed,
             captions,
@@ -263,6 +298,7 @@ impl Night {
     /// the words and figures it was shown with.
     pub fn past(&self, now: Instant) -> record::Recording {
         let captions = (self.scenario.captions.iter().enumerate())
+            .filter(|(i, _)| self.applies.get(*i).copied().unwrap_or(false))
             .map(
                 |(i, caption)| match self.caption_texts.get(i).cloned().flatten() {
                     Some((text, notes)) => scenario::Caption {
@@ -368,7 +404,7 @@ impl Night {
             random_kills: self.random_kills,
             seed: self.scenario.seed,
             recording: self.recorder.is_some(),
-            captions: self.scenario.captions.len(),
+            captions: self.applies.iter().filter(|a| **a).count(),
         }
     }
 
@@ -446,7 +482,10 @@ impl Night {
                 Ok(n) => self.say(format!("{n} checkpoints deleted")),
                 Err(e) => self.say(format!("wipe failed: {e}")),
             },
-            Command::AddWorker(lane) => self.engine.add_worker(lane, now)?,
+            Command::AddWorker(lane) => {
+                self.engine.add_worker(lane, now)?;
+                self.fit_to_lanes();
+            }
             Command::Restart => self.restart(now)?,
             Command::Reset => {
                 self.lanes = self.scenario.lanes.clone();
@@ -526,7 +565,7 @@ impl Night {
             Some(path) => path,
             None => self.dir.join(format!("night{}.jsonl", self.number)),
         };
-        let header = self.header(self.scenario.captions.clone());
+        let header = self.header(self.captions_now());
         let recorder = Recorder::create(&path, &header)
             .context(|| format!("cannot record to {}", path.display()))?;
         self.recorder = Some(recorder);
@@ -592,6 +631,7 @@ impl Night {
         self.reached.clear();
         self.tape = Tape::default();
         self.lit.clear();
+        self.fit_to_lanes();
         self.apply_stops();
         if recording {
             self.start_recording()?;
@@ -651,7 +691,10 @@ impl Night {
             mark: e.mark,
             lane: e.lane,
         });
-        scenario::caption_times(&self.scenario.captions, &names, &events)
+        let times = scenario::caption_times(&self.scenario.captions, &names, &events);
+        (times.into_iter().zip(&self.applies))
+            .map(|(t, applies)| t.filter(|_| *applies))
+            .collect()
     }
 
     fn record_history(&mut self, now: Instant) {
@@ -779,7 +822,7 @@ impl Night {
         let caption = (self.captions.shown())
             .and_then(|i| Some(self.caption_texts.get(i)?.as_ref()?.0.clone()));
         Scene {
-            title: self.scenario.title.clone(),
+            title: self.title.clone(),
             scenario: self.scenario.source.clone(),
             clock,
             paused: self.engine.is_paused(),
