@@ -51,10 +51,10 @@ fn with_the_right_lane_switched_to_keyed_no_guarded_caption_shows_and_figures_ar
     let until = Instant::now() + Duration::from_secs(90);
     while Instant::now() < until {
         let screen = dashboard.text();
-        if let Some(caption) = screen.lines().find(|l| l.starts_with('▌')) {
-            if shown.last() != Some(&caption.to_string()) {
-                shown.push(caption.to_string());
-            }
+        if let Some(caption) = screen.lines().find(|l| l.starts_with('▌'))
+            && shown.last() != Some(&caption.to_string())
+        {
+            shown.push(caption.to_string());
         }
         let text = fs::read_to_string(&notes).unwrap_or_default();
         if text.contains("The naive worker reports") && screen.contains("the night is over") {
