@@ -55,6 +55,26 @@ impl Engine {
         if let Some(moment) = self.triggers.next_moment() {
             until = until.min(moment);
         }
+        // Nor past a moment the driver stops on (`stop_on`): the figures there are that
+        // moment's at every speed.
+        if let Some(stop) = (self.stops.iter())
+            .copied()
+            .filter(|&s| s >= clock)
+            .reduce(f64::min)
+        {
+            until = until.min(stop);
+        }
+        // Nor, in this tick, past an entry it stops on heard in it (a restart: the restarted
+        // worker's first grant waits for the driver, which may hold there).
+        if let Some(when) = &self.stop_when {
+            let heard = self.timeline.get(self.heard..).unwrap_or_default();
+            for entry in heard.iter().filter(|e| when.picks(e)) {
+                until = until.min(entry.sim.0.max(clock));
+            }
+            if let Some(first) = self.first_writes_unread(when).reduce(f64::min) {
+                until = until.min(first);
+            }
+        }
         if let Some(task) = self.triggers.awaited_task() {
             // The first lane's moment for that task, when its one running worker can say.
             let predicted = (self.lanes.first())

@@ -68,6 +68,9 @@ pub struct Lane {
     pub restarted_at_zero: bool,
     /// The newest worker started was a restart (not a lane's first, not an added one).
     newest_is_restart: bool,
+    /// A restarted worker's slot whose first write has not been read from the rows yet: the
+    /// moment of the symptom "restarts at item zero", where a driver may want the clock.
+    first_write_unread: Option<usize>,
     /// The moment of the newest write heard.
     last_write_sim: Option<f64>,
     /// The task of the newest write heard (`task-080`), to match a beat naming it.
@@ -134,6 +137,7 @@ impl Lane {
             heartbeat_seen: false,
             restarted_at_zero: false,
             newest_is_restart: false,
+            first_write_unread: None,
             last_write_sim: None,
             last_write_task: None,
             beat_seen: None,
@@ -241,9 +245,19 @@ impl Lane {
             Pace::per_item(0.0)
         } else {
             self.newest_is_restart = self.slots[slot].attempt() > 0;
+            self.first_write_unread = self.newest_is_restart.then_some(slot);
             self.pace(self.slots[slot].attempt() + 1)
         };
         self.attempts[slot] = Attempt::new(start, pace);
+    }
+
+    /// The moment of a restarted worker's first write while the rows have not shown it yet
+    /// (whether it began at task-000 again is read from them), if that worker runs on.
+    #[must_use]
+    pub(super) fn first_write_unread(&self) -> Option<f64> {
+        let slot = self.first_write_unread?;
+        let running = self.slots[slot].is_live() && self.slots[slot].state() == SlotState::Running;
+        (running && self.attempts[slot].paced()).then(|| self.attempts[slot].first_write())
     }
 
     /// The command a slot's next attempt runs, and whether it is gated (reads grants on its
@@ -329,6 +343,12 @@ impl Lane {
                 crate::observer::Poll::default()
             }
         };
+        if let Some(slot) = self.first_write_unread
+            && self.attempts[slot].writes > 0
+        {
+            // Its write was heard before this poll, which has read it.
+            self.first_write_unread = None;
+        }
         if poll.restarted_at_zero && self.newest_is_restart {
             self.restarted_at_zero = true;
             let text = "worker restarts at item zero: task-000 written again".to_string();

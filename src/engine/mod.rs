@@ -94,6 +94,8 @@ pub struct Engine {
     /// one heard in a tick keeps the clock at its moment for that tick, one logged ahead of
     /// the clock becomes a stop.
     stop_when: Option<StopWhen>,
+    /// The timeline's length when this tick began: what was heard since is this tick's.
+    heard: usize,
 }
 
 impl Engine {
@@ -118,6 +120,7 @@ impl Engine {
             tick_gap: GRANT_AHEAD.0,
             stops: Vec::new(),
             stop_when: None,
+            heard: 0,
         };
         // An external job's setup runs once, on its new database, before its first attempt.
         for lane in &engine.lanes {
@@ -302,6 +305,7 @@ impl Engine {
             self.tick_gap = now.saturating_duration_since(last);
         }
         let heard = self.timeline.len();
+        self.heard = heard;
         self.drain_output(now);
         self.reap(now);
         self.drain_output(now);
@@ -369,7 +373,23 @@ impl Engine {
             .filter_map(|l| l.alert_moment(self.config.dead_man))
             .map(|at| at + 1e-3)
             .filter(|&at| at > clock);
-        stops.chain(entries).chain(alerts).fold(limit, f64::min)
+        stops
+            .chain(entries)
+            .chain(alerts)
+            .chain(self.first_writes_unread(stop))
+            .fold(limit, f64::min)
+    }
+
+    /// Where a restarted worker's first write falls while it has not been read, when the driver
+    /// stops on symptoms: the clock (and the grants) wait there, so "restarts at item zero" is
+    /// logged on its own second, with that second's figures, at any speed.
+    fn first_writes_unread(&self, stop: &StopWhen) -> impl Iterator<Item = f64> + '_ {
+        let clock = self.clock.now().0;
+        let wanted = stop.kinds.contains(&Kind::Symptom);
+        (self.lanes.iter())
+            .filter(move |_| wanted)
+            .filter_map(Lane::first_write_unread)
+            .filter(move |&at| at >= clock - 1e-9)
     }
 
     /// `--kill-at-rows`: rows seen when the kill was sent, and rows once it had landed.

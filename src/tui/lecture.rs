@@ -52,6 +52,19 @@ pub fn stop_when(captions: &[Caption]) -> StopWhen {
     StopWhen { marks: true, kinds }
 }
 
+/// The timeline entries the clock lands on outside a lecture: those a caption waits for, so
+/// the night holds for it on its own second.
+#[must_use]
+pub fn caption_stops(captions: &[Caption]) -> StopWhen {
+    let mut when = stop_when(captions);
+    when.marks = captions
+        .iter()
+        .any(|c| matches!(c.on.as_deref(), Some("kill" | "restart")));
+    when.kinds
+        .retain(|kind| (captions.iter()).any(|c| c.on.as_deref() == Some(kind.name())));
+    when
+}
+
 /// What a timeline line is worth stopping for, if anything; `lane` names its lane.
 #[must_use]
 pub fn why(kind: Kind, mark: Option<Mark>, lane: Option<&str>, text: &str) -> Option<Why> {

@@ -68,6 +68,7 @@ struct LaneHistory {
 
 /// The live night: its engine, its settings (carried over a restart), its recording, its charts.
 #[derive(Debug)]
+#[allow(clippy::struct_excessive_bools)] // Reason: independent states of the night, each its own.
 pub struct Night {
     scenario: Scenario,
     /// The lanes as the user has them now (`s` changes a strategy).
@@ -118,6 +119,8 @@ pub struct Night {
     applies: Vec<bool>,
     /// The night's title for the lanes there are now.
     title: String,
+    /// The window is too small to see the night: it is held still.
+    small: bool,
 }
 
 impl Night {
@@ -164,8 +167,10 @@ impl Night {
             lit: Vec::new(),
             applies: Vec::new(),
             title: String::new(),
+            small: false,
         };
         night.fit_to_lanes();
+        night.apply_stops();
         if recording {
             night.start_recording()?;
         }
@@ -214,14 +219,19 @@ impl Night {
         self.apply_stops();
     }
 
+    /// The clock lands on each caption's moment (a lecture's: on each of its moments), so a
+    /// caption shows with that moment's figures at any speed.
     fn apply_stops(&mut self) {
-        if self.stop_on_captions {
-            let captions = self.captions_now();
-            let at: Vec<f64> = (captions.iter())
-                .filter_map(|c| c.at.as_deref().and_then(scenario::parse_clock))
-                .collect();
-            self.engine.stop_on(&at, lecture::stop_when(&captions));
-        }
+        let captions = self.captions_now();
+        let at: Vec<f64> = (captions.iter())
+            .filter_map(|c| c.at.as_deref().and_then(scenario::parse_clock))
+            .collect();
+        let when = if self.stop_on_captions {
+            lecture::stop_when(&captions)
+        } else {
+            lecture::caption_stops(&captions)
+        };
+        self.engine.stop_on(&at, when);
     }
 
     /// The night's title when the lanes are no longer the scenario's (`naive vs keyed`).
@@ -427,8 +437,9 @@ impl Night {
             self.look_for_symptoms();
         }
         self.look_for_moments();
-        self.freeze_caption_texts(&times, clock);
+        self.freeze_caption_texts(&times, clock, &chars, now);
         self.captions.update(&times, clock, &chars, now);
+        self.hold_for_captions(now);
         if let Some(recorder) = self.recorder.as_mut()
             && let Err(e) = recorder.observe(&self.engine, now)
         {
@@ -442,7 +453,7 @@ impl Night {
             let last = (self.engine.timeline().iter()).fold(0.0, |t, e| e.sim.0.max(t));
             self.end_clock = Some(SimTime(self.engine.clock().now().0.max(last)));
         }
-        if self.over() && !self.told_over {
+        if self.over() && !self.told_over && !self.captions.holding(now) {
             // Once the clock has come to the night's last line: the recording ends there, and
             // says where it was saved last, so that is the notice left on screen.
             self.told_over = true;
@@ -513,8 +524,17 @@ impl Night {
             Command::NextCaption => {
                 let times = self.caption_times();
                 let clock = self.engine.clock().now().0;
-                if !self.captions.step(&times, clock, now) {
-                    self.say("no caption waiting: the next one comes with the night");
+                if self.stop_on_captions {
+                    if !self.captions.step(&times, clock, now) {
+                        self.say("no caption waiting: the next one comes with the night");
+                    }
+                } else {
+                    // Read already: the next one waiting, or the night goes on.
+                    let chars: Vec<usize> = (self.scenario.captions.iter())
+                        .map(|c| c.text.chars().count())
+                        .collect();
+                    self.captions.move_on(&times, clock, &chars, now);
+                    self.hold_for_captions(now);
                 }
             }
         }
@@ -544,7 +564,15 @@ impl Night {
 
     /// Holds the night still while nobody can see it (a window too small): see `Engine::freeze`.
     pub fn freeze(&mut self, frozen: bool, now: Instant) {
-        self.engine.freeze(frozen, now);
+        self.small = frozen;
+        self.hold_for_captions(now);
+    }
+
+    /// Holds the clock (without signalling a worker, as for a small window) while a caption
+    /// reached is being read, or while nobody can see the night.
+    fn hold_for_captions(&mut self, now: Instant) {
+        let reading = self.captions.holding(now);
+        self.engine.freeze(self.small || reading, now);
     }
 
     /// Pauses the night (workers SIGSTOPped, the clock frozen) unless the user had paused it.
@@ -656,7 +684,13 @@ impl Night {
     /// Fills in the text of each caption the night has just reached, with the figures of the
     /// lane it is about (the first lane otherwise) as they are now: a caption's numbers are the
     /// night's, never a script's.
-    fn freeze_caption_texts(&mut self, times: &[Option<f64>], clock: f64) {
+    fn freeze_caption_texts(
+        &mut self,
+        times: &[Option<f64>],
+        clock: f64,
+        chars: &[usize],
+        now: Instant,
+    ) {
         self.caption_texts
             .resize(self.scenario.captions.len(), None);
         let dead_man = self.engine.config().dead_man;
@@ -680,6 +714,11 @@ impl Night {
                 .push((SimTime(at), text.clone(), notes.clone()));
             self.moments.push(Why::Caption);
             self.caption_texts[i] = Some((text, notes));
+            if !self.stop_on_captions {
+                // Outside a lecture the night waits at the caption's moment while it is read.
+                self.captions
+                    .hold_for(chars.get(i).copied().unwrap_or(0), now);
+            }
         }
     }
 

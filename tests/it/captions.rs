@@ -5,7 +5,7 @@ use std::fs;
 use std::time::{Duration, Instant};
 
 use crate::pty::Dashboard;
-use crate::tui::{PROMPTLY, STARTUP};
+use crate::tui::{PROMPTLY, STARTUP, header_clock};
 
 /// The caption lines of a notes file after its last night's heading.
 fn last_nights_captions(notes: &str) -> (String, Vec<String>) {
@@ -88,4 +88,108 @@ fn with_the_right_lane_switched_to_keyed_no_guarded_caption_shows_and_figures_ar
     dashboard.send(b"q").unwrap();
     let status = dashboard.wait_exit(PROMPTLY).unwrap();
     assert_eq!(status.exit_code(), 0, "{}", dashboard.text());
+}
+
+/// What the screen showed when a caption first appeared: the clock, the caption's first
+/// line, naive's rows, and whether the night was over.
+#[derive(Debug)]
+struct Seen {
+    clock: u32,
+    caption: String,
+    naive_rows: Option<u64>,
+    over: bool,
+}
+
+/// naive's rows, from the left panel's figures line (`rows 112  distinct ...`).
+fn naive_rows(text: &str) -> Option<u64> {
+    let line = text
+        .lines()
+        .find(|l| l.contains("rows ") && l.contains("distinct"))?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| w.ends_with("rows"))?;
+    words.get(at + 1)?.parse().ok()
+}
+
+/// The default incident at `speed_keys` (`+` presses): every caption as it first appears.
+fn captions_as_they_appear(speed_keys: &[u8]) -> (Vec<Seen>, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dashboard = Dashboard::start(&["tui"], tmp.path(), 120, 40).unwrap();
+    dashboard
+        .wait_for("the first caption", Instant::now() + STARTUP, |s| {
+            s.contents().contains("02:00, the nightly job")
+        })
+        .unwrap();
+    dashboard.send(speed_keys).unwrap();
+    let mut seen: Vec<Seen> = Vec::new();
+    let until = Instant::now() + Duration::from_secs(150);
+    let mut over_since = None;
+    while Instant::now() < until {
+        let (clock, text) =
+            dashboard.with_screen(|s| (header_clock(s).map_or(0, |(t, _)| t), s.contents()));
+        let over = text.contains("the night is over");
+        if let Some(caption) = text.lines().find(|l| l.starts_with('▌'))
+            && seen.last().is_none_or(|s| s.caption != caption)
+        {
+            seen.push(Seen {
+                clock,
+                caption: caption.to_string(),
+                naive_rows: naive_rows(&text),
+                over,
+            });
+        }
+        // A few seconds past the end: a caption trailing the night would show by then.
+        let since = *over_since.get_or_insert_with(Instant::now);
+        if !over {
+            over_since = None;
+        } else if since.elapsed() > Duration::from_secs(12) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let screen = dashboard.text();
+    dashboard.send(b"q").unwrap();
+    let status = dashboard.wait_exit(PROMPTLY).unwrap();
+    assert_eq!(status.exit_code(), 0, "{screen}");
+    (seen, screen)
+}
+
+fn assert_each_caption_at_its_moment(speed_keys: &[u8]) {
+    let (seen, screen) = captions_as_they_appear(speed_keys);
+    let hms = |h: u32, m: u32, s: u32| h * 3600 + m * 60 + s;
+    // The incident's captions, each at its moment of the postmortem's night.
+    let expected = [
+        ("02:00, the nightly job", hms(2, 0, 0), None),
+        ("The host takes the machine back", hms(2, 11, 47), Some(112)),
+        ("A dead process", hms(2, 12, 5), Some(112)),
+        ("The new naive worker begins", hms(2, 12, 7), None),
+        ("Guarded ends with 200 rows", hms(2, 15, 21), None),
+        (
+            "The naive worker reports rows_written=312",
+            hms(2, 19, 31),
+            Some(312),
+        ),
+    ];
+    assert_eq!(seen.len(), expected.len(), "{seen:#?}\n{screen}");
+    for (seen, (start, at, rows)) in seen.iter().zip(expected) {
+        assert!(seen.caption.contains(start), "{seen:?}, expected {start}");
+        assert_eq!(seen.clock, at, "{start} at another moment: {seen:?}");
+        assert!(!seen.over, "{start} after the night: {seen:?}");
+        if let Some(rows) = rows {
+            assert_eq!(
+                seen.naive_rows,
+                Some(rows),
+                "{start} beside other figures: {seen:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn at_1x_each_caption_is_on_screen_at_its_moment_with_its_figures() {
+    assert_each_caption_at_its_moment(b"");
+}
+
+#[test]
+fn at_16x_each_caption_is_on_screen_at_its_moment_with_its_figures() {
+    assert_each_caption_at_its_moment(b"++++");
 }
