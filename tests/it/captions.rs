@@ -112,14 +112,15 @@ fn naive_rows(text: &str) -> Option<u64> {
 
 /// The default incident at `speed_keys` (`+` presses): every caption as it first appears.
 fn captions_as_they_appear(speed_keys: &[u8]) -> (Vec<Seen>, String) {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut dashboard = Dashboard::start(&["tui"], tmp.path(), 120, 40).unwrap();
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut dashboard =
+        Dashboard::start(&["tui"], tmp.path(), 120, 40).unwrap_or_else(|e| panic!("{e}"));
     dashboard
         .wait_for("the first caption", Instant::now() + STARTUP, |s| {
             s.contents().contains("02:00, the nightly job")
         })
-        .unwrap();
-    dashboard.send(speed_keys).unwrap();
+        .unwrap_or_else(|e| panic!("{e}"));
+    dashboard.send(speed_keys).unwrap_or_else(|e| panic!("{e}"));
     let mut seen: Vec<Seen> = Vec::new();
     let until = Instant::now() + Duration::from_secs(150);
     let mut over_since = None;
@@ -147,8 +148,10 @@ fn captions_as_they_appear(speed_keys: &[u8]) -> (Vec<Seen>, String) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let screen = dashboard.text();
-    dashboard.send(b"q").unwrap();
-    let status = dashboard.wait_exit(PROMPTLY).unwrap();
+    dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    let status = dashboard
+        .wait_exit(PROMPTLY)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status.exit_code(), 0, "{screen}");
     (seen, screen)
 }
