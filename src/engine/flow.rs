@@ -71,7 +71,10 @@ impl Engine {
             for entry in heard.iter().filter(|e| when.picks(e)) {
                 until = until.min(entry.sim.0.max(clock));
             }
-            if let Some(first) = self.first_writes_unread(when).reduce(f64::min) {
+            let waits = self
+                .first_writes_unread(when)
+                .chain(self.rows_past_items(when));
+            if let Some(first) = waits.reduce(f64::min) {
                 until = until.min(first);
             }
         }

@@ -251,6 +251,30 @@ impl Lane {
         self.attempts[slot] = Attempt::new(start, pace);
     }
 
+    /// The moment of the write that takes the rows past the queue's items, while they have not
+    /// gone past it: a lane with one running worker on its schedule (with two, which of them
+    /// writes that row is the machine's doing).
+    #[must_use]
+    pub(super) fn row_past_items(&self) -> Option<f64> {
+        let rows = self.observer.rows;
+        if rows > self.config.items || self.config.items == 0 {
+            return None;
+        }
+        let mut running =
+            (self.slots.iter().zip(&self.attempts).enumerate()).filter(|(i, (s, _))| {
+                self.on_schedule(*i) && s.is_live() && s.state() == SlotState::Running
+            });
+        let (Some((_, (_, attempt))), None) = (running.next(), running.next()) else {
+            return None;
+        };
+        if !attempt.paced() {
+            return None;
+        }
+        let batch = self.config.batch.max(1);
+        let writes = (self.config.items + 1 - rows).div_ceil(batch);
+        Some(attempt.done_at(attempt.writes + writes))
+    }
+
     /// The moment of a restarted worker's first write while the rows have not shown it yet
     /// (whether it began at task-000 again is read from them), if that worker runs on.
     #[must_use]

@@ -28,7 +28,7 @@ use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
 pub use self::pace::{Attempt, Pace};
 pub use self::timeline::{
-    DIED_ON_ITS_OWN, Entry, Kind, Mark, Source, StopWhen, Tone, timeline_line,
+    DIED_ON_ITS_OWN, Entry, HUNG, Kind, Mark, RESUMED, Source, StopWhen, Tone, timeline_line,
 };
 use self::triggers::{Action, Triggers};
 use self::watch::Watch;
@@ -94,7 +94,8 @@ pub struct Engine {
     /// one heard in a tick keeps the clock at its moment for that tick, one logged ahead of
     /// the clock becomes a stop.
     stop_when: Option<StopWhen>,
-    /// The timeline's length when this tick began: what was heard since is this tick's.
+    /// The timeline's length when the last tick ended: what was logged since (in this tick,
+    /// or between ticks by the operator's kill) is new to this one.
     heard: usize,
 }
 
@@ -304,8 +305,7 @@ impl Engine {
         if let Some(last) = self.last_tick.replace(now) {
             self.tick_gap = now.saturating_duration_since(last);
         }
-        let heard = self.timeline.len();
-        self.heard = heard;
+        let heard = self.heard.min(self.timeline.len());
         self.drain_output(now);
         self.reap(now);
         self.drain_output(now);
@@ -343,6 +343,7 @@ impl Engine {
                 .collect();
             self.stops.extend(ahead);
         }
+        self.heard = self.timeline.len();
         for lane in &mut self.lanes {
             lane.settle_relay();
             // A finished lane's messages are read once more, complete, and its vendor stopped:
@@ -377,7 +378,20 @@ impl Engine {
             .chain(entries)
             .chain(alerts)
             .chain(self.first_writes_unread(stop))
+            .chain(self.rows_past_items(stop))
             .fold(limit, f64::min)
+    }
+
+    /// Where the write that takes a lane's rows past its queue falls, while the rows have not
+    /// shown it, when the driver stops on symptoms: "row count exceeds queue size" lights on
+    /// the second of that row on every rehearsal.
+    fn rows_past_items(&self, stop: &StopWhen) -> impl Iterator<Item = f64> + '_ {
+        let clock = self.clock.now().0;
+        let wanted = stop.kinds.contains(&Kind::Symptom);
+        (self.lanes.iter())
+            .filter(move |_| wanted)
+            .filter_map(Lane::row_past_items)
+            .filter(move |&at| at >= clock - 1e-9)
     }
 
     /// Where a restarted worker's first write falls while it has not been read, when the driver

@@ -229,6 +229,8 @@ pub struct Live {
     small: bool,
     /// Lecture mode.
     lecture: bool,
+    /// A lecture that stops at its captions only (`--lecture captions`).
+    captions_only: bool,
     /// Where a lecture holds the night (paused) until `space`.
     hold: Option<Hold>,
     /// The night the notes have been told about.
@@ -260,6 +262,7 @@ impl Live {
             night: Night::start(scenario, exe, dir, record, now)?,
             small: false,
             lecture: false,
+            captions_only: false,
             hold: None,
             noted_night: 0,
             review: None,
@@ -299,17 +302,21 @@ impl Live {
 
     /// For a teacher: lecture mode (the night stops at each moment worth talking about).
     #[must_use]
-    pub fn presenting(mut self, lecture: bool) -> Self {
-        if lecture {
+    pub fn presenting(mut self, lecture: Option<crate::cli::LectureStops>) -> Self {
+        if let Some(stops) = lecture {
             self.lecture = true;
-            self.night.stop_on_captions();
+            self.captions_only = stops == crate::cli::LectureStops::Captions;
+            self.night.stop_on_captions(self.captions_only);
         }
         self
     }
 
     /// Lecture mode: stops the night (as `space` would) at what it has just reached.
     fn lecture_stops(&mut self, now: Instant) -> Result<(), Error> {
-        let moments = self.night.take_moments();
+        let mut moments = self.night.take_moments();
+        if self.captions_only {
+            moments.retain(|why| *why == lecture::Why::Caption);
+        }
         if !self.lecture || moments.is_empty() {
             return Ok(());
         }

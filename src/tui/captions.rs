@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 
 /// The shortest time a caption is on screen before the next one may replace it.
 const READ_AT_LEAST: Duration = Duration::from_secs(3);
+/// The longest the night holds at one caption's moment: the caption stays on screen after it,
+/// until the next one is reached.
+const HOLD_AT_MOST: Duration = Duration::from_secs(5);
 /// Reading speed, in characters per second (about 200 words a minute).
 const CHARS_PER_SECOND: f64 = 18.0;
 
@@ -76,7 +79,7 @@ impl CaptionQueue {
     /// read, after those reached before it.
     pub fn hold_for(&mut self, chars: usize, now: Instant) {
         let from = self.hold.filter(|&h| h > now).unwrap_or(now);
-        self.hold = Some(from + read_for(chars));
+        self.hold = Some(from + read_for(chars).min(HOLD_AT_MOST));
     }
 
     /// Whether the night holds for a caption at `now`.
@@ -89,7 +92,7 @@ impl CaptionQueue {
     pub fn move_on(&mut self, times: &[Option<f64>], clock: f64, chars: &[usize], now: Instant) {
         if self.step(times, clock, now) {
             let shown = self.shown.and_then(|i| chars.get(i)).copied().unwrap_or(0);
-            self.hold = Some(now + read_for(shown));
+            self.hold = Some(now + read_for(shown).min(HOLD_AT_MOST));
             for waiting in self.pending(times, clock) {
                 self.hold_for(chars.get(waiting).copied().unwrap_or(0), now);
             }

@@ -215,8 +215,8 @@ pub fn replay(file: &Path, presenting: &PresentingArgs, theme: Theme) -> Result<
     let mut terminal =
         Terminal::new(CrosstermBackend::new(io::stdout())).context(|| "cannot draw".into())?;
     let mut app = ReplayApp::new(recording);
-    if presenting.lecture {
-        app = app.lecture();
+    if let Some(stops) = presenting.lecture {
+        app = app.lecture(stops == crate::cli::LectureStops::Captions);
     }
     let outcome = event_loop(&mut terminal, &mut app, theme, notes.as_mut());
     drop(terminal);

@@ -121,6 +121,8 @@ pub struct Night {
     title: String,
     /// The window is too small to see the night: it is held still.
     small: bool,
+    /// A lecture stops at its captions only.
+    captions_only: bool,
 }
 
 impl Night {
@@ -168,6 +170,7 @@ impl Night {
             applies: Vec::new(),
             title: String::new(),
             small: false,
+            captions_only: false,
         };
         night.fit_to_lanes();
         night.apply_stops();
@@ -214,8 +217,9 @@ impl Night {
     }
 
     /// Lecture mode: the clock stops on each caption's time (and this night's next ones).
-    pub fn stop_on_captions(&mut self) {
+    pub fn stop_on_captions(&mut self, captions_only: bool) {
         self.stop_on_captions = true;
+        self.captions_only = captions_only;
         self.apply_stops();
     }
 
@@ -226,7 +230,7 @@ impl Night {
         let at: Vec<f64> = (captions.iter())
             .filter_map(|c| c.at.as_deref().and_then(scenario::parse_clock))
             .collect();
-        let when = if self.stop_on_captions {
+        let when = if self.stop_on_captions && !self.captions_only {
             lecture::stop_when(&captions)
         } else {
             lecture::caption_stops(&captions)
@@ -360,10 +364,15 @@ impl Night {
             .collect();
         let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
         let now = symptoms(&snapshots, &items, &self.lane_ends());
-        // What the rows show has been written by work stamped up to the night's newest line.
+        // Rows past the queue: the clock waits on the row that takes them there (see
+        // `Engine::stop_on`), so they light at the clock. A claim the rows contradict lights
+        // with the lane's last line, which the work may have stamped ahead of it.
+        let clock = self.engine.clock().now().0;
         let at = self.frontier(None);
+        let past_queue = Why::Symptom(Symptom::RowsExceedQueue.seen().to_string());
         let lit = lecture::newly_lit(&mut self.lit, &now);
-        self.ahead.extend(lit.into_iter().map(|why| (at, why)));
+        self.ahead
+            .extend((lit.into_iter()).map(|why| (if why == past_queue { clock } else { at }, why)));
     }
 
     /// The newest moment the night's lines (of `lane`, or of any) have reached, or the clock if
@@ -437,7 +446,11 @@ impl Night {
             self.look_for_symptoms();
         }
         self.look_for_moments();
-        self.freeze_caption_texts(&times, clock, &chars, now);
+        let reached = self.freeze_caption_texts(&times, clock, &chars, now);
+        if reached && !self.stop_on_captions {
+            // Its moment has come: on screen now, not once the one before has been read.
+            self.captions.step(&times, clock, now);
+        }
         self.captions.update(&times, clock, &chars, now);
         self.hold_for_captions(now);
         if let Some(recorder) = self.recorder.as_mut()
@@ -690,7 +703,8 @@ impl Night {
         clock: f64,
         chars: &[usize],
         now: Instant,
-    ) {
+    ) -> bool {
+        let mut reached = false;
         self.caption_texts
             .resize(self.scenario.captions.len(), None);
         let dead_man = self.engine.config().dead_man;
@@ -714,12 +728,14 @@ impl Night {
                 .push((SimTime(at), text.clone(), notes.clone()));
             self.moments.push(Why::Caption);
             self.caption_texts[i] = Some((text, notes));
+            reached = true;
             if !self.stop_on_captions {
                 // Outside a lecture the night waits at the caption's moment while it is read.
                 self.captions
                     .hold_for(chars.get(i).copied().unwrap_or(0), now);
             }
         }
+        reached
     }
 
     fn caption_times(&self) -> Vec<Option<f64>> {

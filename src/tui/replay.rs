@@ -108,7 +108,7 @@ impl ReplayApp {
     /// Lecture mode: playing stops at each caption, kill, restart, alert, symptom, `done` and
     /// verdict, and goes on with `space`.
     #[must_use]
-    pub fn lecture(mut self) -> Self {
+    pub fn lecture(mut self, captions_only: bool) -> Self {
         let header = &self.recording.header;
         let name = |lane: Option<usize>| {
             lane.and_then(|l| header.lanes.get(l))
@@ -149,6 +149,9 @@ impl ReplayApp {
             let now = symptoms(&snaps, &items, &self.ends_at(at));
             let newly = lecture::newly_lit(&mut lit, &now);
             stops.extend(newly.into_iter().map(|why| (at, why)));
+        }
+        if captions_only {
+            stops.retain(|(_, why)| *why == Why::Caption);
         }
         stops.sort_by(|a, b| a.0.total_cmp(&b.0));
         self.lecture = Some(Lecture {
@@ -858,7 +861,7 @@ mod tests {
 
     #[test]
     fn a_lecture_stops_at_each_moment_and_space_goes_on() {
-        let mut app = ReplayApp::new(recording()).lecture();
+        let mut app = ReplayApp::new(recording()).lecture(false);
         let t0 = Instant::now();
         let later = |s: u64| t0 + std::time::Duration::from_secs(s);
         app.tick(t0).unwrap_or_default();
