@@ -57,11 +57,8 @@ impl Engine {
         }
         // Nor past a moment the driver stops on (`stop_on`): the figures there are that
         // moment's at every speed.
-        if let Some(stop) = (self.stops.iter())
-            .copied()
-            .filter(|&s| s >= clock)
-            .reduce(f64::min)
-        {
+        let stops = (self.stops.iter().copied()).chain(self.landed);
+        if let Some(stop) = stops.filter(|&s| s >= clock - 1e-9).reduce(f64::min) {
             until = until.min(stop);
         }
         // Nor, in this tick, past an entry it stops on heard in it (a restart: the restarted
@@ -75,7 +72,12 @@ impl Engine {
                 .first_writes_unread(when)
                 .chain(self.rows_past_items(when));
             if let Some(first) = waits.reduce(f64::min) {
-                until = until.min(first);
+                // That write itself only once the clock is there, so nothing past it is made.
+                until = until.min(if first > clock + 1e-9 {
+                    first - 1e-6
+                } else {
+                    first
+                });
             }
         }
         if let Some(task) = self.triggers.awaited_task() {

@@ -71,6 +71,8 @@ pub struct Lane {
     /// A restarted worker's slot whose first write has not been read from the rows yet: the
     /// moment of the symptom "restarts at item zero", where a driver may want the clock.
     first_write_unread: Option<usize>,
+    /// Each slot's writes heard when the rows were last read: the rows read include them.
+    observed_writes: Vec<u64>,
     /// The moment of the newest write heard.
     last_write_sim: Option<f64>,
     /// The task of the newest write heard (`task-080`), to match a beat naming it.
@@ -138,6 +140,7 @@ impl Lane {
             restarted_at_zero: false,
             newest_is_restart: false,
             first_write_unread: None,
+            observed_writes: Vec::new(),
             last_write_sim: None,
             last_write_task: None,
             beat_seen: None,
@@ -251,6 +254,21 @@ impl Lane {
         self.attempts[slot] = Attempt::new(start, pace);
     }
 
+    /// Every write its running workers were granted up to `clock` has been made and read
+    /// from the rows: what the lane shows is the clock's moment, whatever the machine's pace.
+    #[must_use]
+    pub fn settled(&self, clock: f64) -> bool {
+        (self.slots.iter().zip(&self.attempts).enumerate())
+            .filter(|(i, (s, a))| {
+                self.on_schedule(*i) && s.is_live() && s.state() == SlotState::Running && a.paced()
+            })
+            .all(|(i, (_, a))| {
+                let due = a.granted.min(a.grantable(clock)).min(a.need.max(a.writes));
+                let read = self.observed_writes.get(i).copied().unwrap_or(0);
+                a.writes >= due && read >= due
+            })
+    }
+
     /// The moment of the write that takes the rows past the queue's items, while they have not
     /// gone past it: a lane with one running worker on its schedule (with two, which of them
     /// writes that row is the machine's doing).
@@ -264,15 +282,18 @@ impl Lane {
             (self.slots.iter().zip(&self.attempts).enumerate()).filter(|(i, (s, _))| {
                 self.on_schedule(*i) && s.is_live() && s.state() == SlotState::Running
             });
-        let (Some((_, (_, attempt))), None) = (running.next(), running.next()) else {
+        let (Some((slot, (_, attempt))), None) = (running.next(), running.next()) else {
             return None;
         };
         if !attempt.paced() {
             return None;
         }
+        // Counted from the writes the rows read last include, not from those heard since.
+        let read = (self.observed_writes.get(slot).copied())
+            .map_or(attempt.writes, |w| w.min(attempt.writes));
         let batch = self.config.batch.max(1);
         let writes = (self.config.items + 1 - rows).div_ceil(batch);
-        Some(attempt.done_at(attempt.writes + writes))
+        Some(attempt.done_at(read + writes))
     }
 
     /// The moment of a restarted worker's first write while the rows have not shown it yet
@@ -367,6 +388,7 @@ impl Lane {
                 crate::observer::Poll::default()
             }
         };
+        self.observed_writes = self.attempts.iter().map(|a| a.writes).collect();
         if let Some(slot) = self.first_write_unread
             && self.attempts[slot].writes > 0
         {

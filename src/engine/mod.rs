@@ -94,6 +94,8 @@ pub struct Engine {
     /// one heard in a tick keeps the clock at its moment for that tick, one logged ahead of
     /// the clock becomes a stop.
     stop_when: Option<StopWhen>,
+    /// The stop the clock reached in this tick, if any: its grants end there.
+    landed: Option<f64>,
     /// The timeline's length when the last tick ended: what was logged since (in this tick,
     /// or between ticks by the operator's kill) is new to this one.
     heard: usize,
@@ -122,6 +124,7 @@ impl Engine {
             stops: Vec::new(),
             stop_when: None,
             heard: 0,
+            landed: None,
         };
         // An external job's setup runs once, on its new database, before its first attempt.
         for lane in &engine.lanes {
@@ -324,6 +327,13 @@ impl Engine {
             self.clock.advance(now, limit);
             let clock = self.clock.now().0;
             // A stop the clock has reached is behind it: the driver paused there, or goes on.
+            // This tick's grants still end there (`landed`).
+            self.landed = self
+                .stops
+                .iter()
+                .copied()
+                .filter(|&s| s <= clock + 1e-9)
+                .reduce(f64::max);
             self.stops.retain(|&s| s > clock);
             self.fire_triggers(now, held);
             self.restart_due(now)?;
@@ -380,6 +390,13 @@ impl Engine {
             .chain(self.first_writes_unread(stop))
             .chain(self.rows_past_items(stop))
             .fold(limit, f64::min)
+    }
+
+    /// Every lane shows the clock's moment: each write granted up to it made and read.
+    #[must_use]
+    pub fn settled(&self) -> bool {
+        let clock = self.clock.now().0;
+        self.lanes.iter().all(|l| l.settled(clock))
     }
 
     /// Where the write that takes a lane's rows past its queue falls, while the rows have not

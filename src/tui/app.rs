@@ -326,6 +326,7 @@ impl Live {
         for why in moments {
             hold.add(why);
         }
+        hold.in_lane_order(&self.night.lane_names());
         if caption {
             // The caption it stopped for is on screen now, not after the one before is read.
             self.night.step_caption(now);
@@ -399,9 +400,13 @@ impl Screen for Live {
         } else if matches!(action, Action::ScrubBack | Action::PrevEvent) {
             return self.look_back(action, now);
         }
-        if action == Action::TogglePause && !self.app.chrome.help && self.hold.take().is_some() {
-            // Space at a lecture's stop: on to the next one.
-            self.night.execute(Command::Resume, now)?;
+        if action == Action::TogglePause && !self.app.chrome.help && self.hold.is_some() {
+            // Space at a lecture's stop: the next caption reached here, one at a time (every
+            // one is on screen at its stop), then on to the next stop.
+            if !self.night.step_caption(now) {
+                self.hold = None;
+                self.night.execute(Command::Resume, now)?;
+            }
             return Ok(());
         }
         let facts = self.night.facts();

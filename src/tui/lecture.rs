@@ -137,6 +137,27 @@ impl Hold {
         }
     }
 
+    /// Puts the reasons in the order of the night's lanes (`lanes`, by name), whatever order
+    /// the machine heard them in: a stop reads the same on every rehearsal.
+    pub fn in_lane_order(&mut self, lanes: &[&str]) {
+        let place = |why: &Why| {
+            let lane = match why {
+                Why::Kill(l)
+                | Why::Died(l)
+                | Why::Restart(l)
+                | Why::Alert(l)
+                | Why::Hang(l)
+                | Why::Resumed(l)
+                | Why::Done(l)
+                | Why::Verdict(l, _) => Some(l.as_str()),
+                Why::Caption | Why::Symptom(_) => None,
+            };
+            lane.and_then(|l| lanes.iter().position(|n| *n == l))
+                .unwrap_or(usize::MAX)
+        };
+        self.why.sort_by_key(place);
+    }
+
     /// `stopped at 02:11:47: the host kills naive and guarded; a caption. space goes on`
     #[must_use]
     pub fn describe(&self) -> String {

@@ -22,6 +22,9 @@ use crate::tui::tape::Tape;
 use crate::tui::view::{IdsView, LaneView, Marker, Series};
 use crate::verdict::Symptom;
 
+/// The longest a lecture's stop on a `done` line waits for the lane's verdict (real time).
+const VERDICT_AWAITED: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// One curve, downsampled as it grows.
 #[derive(Debug, Clone, Default)]
 struct Curve {
@@ -123,6 +126,8 @@ pub struct Night {
     small: bool,
     /// A lecture stops at its captions only.
     captions_only: bool,
+    /// Since when a lecture's stop waits for a lane's verdict (see `look_for_moments`).
+    awaiting_verdict: Option<Instant>,
 }
 
 impl Night {
@@ -171,6 +176,7 @@ impl Night {
             title: String::new(),
             small: false,
             captions_only: false,
+            awaiting_verdict: None,
         };
         night.fit_to_lanes();
         night.apply_stops();
@@ -236,6 +242,11 @@ impl Night {
             lecture::caption_stops(&captions)
         };
         self.engine.stop_on(&at, when);
+    }
+
+    /// The lanes' names, in their order.
+    pub fn lane_names(&self) -> Vec<&str> {
+        self.lanes.iter().map(|l| l.name.as_str()).collect()
     }
 
     /// The night's title when the lanes are no longer the scenario's (`naive vs keyed`).
@@ -385,7 +396,7 @@ impl Night {
     }
 
     /// Looks at the timeline's new entries for the moments a lecture stops on.
-    fn look_for_moments(&mut self) {
+    fn look_for_moments(&mut self, now: Instant) {
         for entry in &self.engine.timeline()[self.looked..] {
             let lane = (entry.lane)
                 .and_then(|l| self.lanes.get(l))
@@ -400,7 +411,39 @@ impl Night {
             .into_iter()
             .partition(|(at, _)| *at <= clock + 1e-6);
         self.ahead = ahead;
-        self.moments.extend(due.into_iter().map(|(_, why)| why));
+        // A lecture stops on a `done` line with the lane's verdict, which is read once the lane
+        // is over: the stop waits for it (the clock held, a bounded while) rather than showing
+        // the line now and the verdict as a stop of its own at the same second, or never.
+        let unread = |why: &Why| match why {
+            Why::Done(name) => self.verdict_awaited(name),
+            _ => false,
+        };
+        // And for the figures of its moment: every write due by then made and read.
+        let waiting = self.stop_on_captions
+            && !due.is_empty()
+            && (due.iter().any(|(_, why)| unread(why)) || !self.engine.settled());
+        let since = *self.awaiting_verdict.get_or_insert(now);
+        if waiting && now.saturating_duration_since(since) < VERDICT_AWAITED {
+            self.ahead.extend(due);
+        } else {
+            self.awaiting_verdict = None;
+            self.moments.extend(due.into_iter().map(|(_, why)| why));
+        }
+        if !waiting {
+            self.awaiting_verdict = None;
+        }
+    }
+
+    /// Whether the lane named `name` is over, or about to be (its last worker said done), and
+    /// its verdict not read yet.
+    fn verdict_awaited(&self, name: &str) -> bool {
+        let Some(i) = self.lanes.iter().position(|l| l.name == name) else {
+            return false;
+        };
+        let (Some(lane), Some(history)) = (self.engine.lanes().get(i), self.history.get(i)) else {
+            return false;
+        };
+        !history.verdict_read && (lane.finished() || lane.live_pids().len() <= 1)
     }
 
     /// What the live screen's `update` needs to know to decide.
@@ -445,8 +488,8 @@ impl Night {
             // Only a lecture stops on them; the panel reads its own.
             self.look_for_symptoms();
         }
-        self.look_for_moments();
         let reached = self.freeze_caption_texts(&times, clock, &chars, now);
+        self.look_for_moments(now);
         if reached && !self.stop_on_captions {
             // Its moment has come: on screen now, not once the one before has been read.
             self.captions.step(&times, clock, now);
@@ -585,7 +628,8 @@ impl Night {
     /// reached is being read, or while nobody can see the night.
     fn hold_for_captions(&mut self, now: Instant) {
         let reading = self.captions.holding(now);
-        self.engine.freeze(self.small || reading, now);
+        let awaiting = self.awaiting_verdict.is_some();
+        self.engine.freeze(self.small || reading || awaiting, now);
     }
 
     /// Pauses the night (workers SIGSTOPped, the clock frozen) unless the user had paused it.
@@ -669,6 +713,7 @@ impl Night {
         self.looked = 0;
         self.moments.clear();
         self.ahead.clear();
+        self.awaiting_verdict = None;
         self.reached.clear();
         self.tape = Tape::default();
         self.lit.clear();
@@ -726,7 +771,7 @@ impl Night {
             let at = times.get(i).copied().flatten().unwrap_or(clock);
             self.reached
                 .push((SimTime(at), text.clone(), notes.clone()));
-            self.moments.push(Why::Caption);
+            self.ahead.push((at, Why::Caption));
             self.caption_texts[i] = Some((text, notes));
             reached = true;
             if !self.stop_on_captions {

@@ -55,6 +55,9 @@ struct Lecture {
     /// Stops at or before this moment are behind: playing from here stops only after it.
     behind: f64,
     hold: Option<Hold>,
+    /// The captions of the stop held at not shown yet, the one on screen first: space shows
+    /// the next before going on, so every caption is on screen at its stop.
+    captions: Vec<usize>,
 }
 
 impl ReplayApp {
@@ -158,6 +161,7 @@ impl ReplayApp {
             stops,
             behind: f64::NEG_INFINITY,
             hold: None,
+            captions: Vec::new(),
         });
         self
     }
@@ -189,6 +193,11 @@ impl ReplayApp {
         }
         lecture.behind = behind;
         lecture.hold = Some(hold);
+        let mut captions: Vec<(f64, usize)> = (self.caption_times.iter().enumerate())
+            .filter_map(|(i, t)| t.filter(|&t| t >= at && t <= behind).map(|t| (t, i)))
+            .collect();
+        captions.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        lecture.captions = captions.into_iter().map(|(_, i)| i).collect();
         self.playing = false;
         at
     }
@@ -220,6 +229,7 @@ impl ReplayApp {
             // Playing on from here stops at the next moment, not at this one again.
             lecture.behind = self.cursor;
             lecture.hold = None;
+            lecture.captions.clear();
         }
     }
 
@@ -428,7 +438,12 @@ impl Screen for ReplayApp {
         };
         match action {
             Action::TogglePause => {
-                if let Some(hold) = self.lecture.as_mut().and_then(|l| l.hold.take()) {
+                let more =
+                    (self.lecture.as_mut()).filter(|l| l.hold.is_some() && l.captions.len() > 1);
+                if let Some(lecture) = more {
+                    // The next caption of this stop, still held.
+                    lecture.captions.remove(0);
+                } else if let Some(hold) = self.lecture.as_mut().and_then(|l| l.hold.take()) {
                     // Goes on from the stop to the next one.
                     self.cursor = hold.at.0;
                     self.playing = true;
@@ -545,7 +560,11 @@ impl Screen for ReplayApp {
             })
             .collect();
         let items: Vec<u64> = header.lanes.iter().map(|l| l.items).collect();
-        let caption = scenario::current_caption(&self.caption_times, self.cursor)
+        let held = (self.lecture.as_ref())
+            .filter(|l| l.hold.is_some())
+            .and_then(|l| l.captions.first().copied());
+        let caption = held
+            .or_else(|| scenario::current_caption(&self.caption_times, self.cursor))
             .and_then(|i| self.caption_texts.get(i))
             .map(|(text, _)| text.clone());
         let mut dashboard = self.chrome.dashboard(Scene {

@@ -15,6 +15,7 @@ mod refuse;
 mod replay;
 mod robust;
 mod run;
+mod stops;
 mod suspend;
 mod tui;
 mod vendor;
