@@ -103,7 +103,7 @@ impl Caption {
 
 /// The figures a caption's text may name, `{rows}` and the like: the night's own, so a caption
 /// is never wrong about them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CaptionFigures {
     pub lane: String,
     pub items: u64,
@@ -115,10 +115,14 @@ pub struct CaptionFigures {
     /// What the worker claimed (`rows_written`), once it has.
     pub claimed: Option<u64>,
     pub checkpoints: Option<u64>,
+    /// The lane's newest task on its panel (`task-111`), once it has one.
+    pub task: Option<String>,
+    /// The caption's moment, seconds after midnight (`{at}` shows it as 02:11:47).
+    pub at: Option<f64>,
 }
 
 /// The placeholders a caption may use.
-pub const CAPTION_FIGURES: [&str; 10] = [
+pub const CAPTION_FIGURES: [&str; 12] = [
     "lane",
     "items",
     "rows",
@@ -129,6 +133,8 @@ pub const CAPTION_FIGURES: [&str; 10] = [
     "restarts",
     "claimed",
     "checkpoints",
+    "task",
+    "at",
 ];
 
 impl CaptionFigures {
@@ -145,6 +151,17 @@ impl CaptionFigures {
             restarts: snap.restarts,
             claimed: snap.claimed.as_ref().map(|c| c.rows_written),
             checkpoints: snap.checkpoints,
+            task: snap.task.clone(),
+            at: None,
+        }
+    }
+
+    /// The same figures at the caption's moment `at` (seconds after midnight).
+    #[must_use]
+    pub fn at(self, at: f64) -> Self {
+        Self {
+            at: Some(at),
+            ..self
         }
     }
 
@@ -161,6 +178,10 @@ impl CaptionFigures {
             "restarts" => self.restarts.to_string(),
             "claimed" => self.claimed.map_or_else(dash, |c| c.to_string()),
             "checkpoints" => self.checkpoints.map_or_else(dash, |c| c.to_string()),
+            "task" => self.task.clone().unwrap_or_else(dash),
+            "at" => self
+                .at
+                .map_or_else(dash, |at| crate::clock::SimTime(at).to_string()),
             _ => return None,
         })
     }

@@ -526,6 +526,39 @@ mod tests {
     }
 
     #[test]
+    fn notes_name_the_moment_and_the_task_of_this_night() {
+        let figures = CaptionFigures {
+            lane: "naive".into(),
+            items: 200,
+            rows: 51,
+            distinct: 51,
+            duplicated: 0,
+            kills: 1,
+            restarts: 0,
+            claimed: None,
+            checkpoints: None,
+            task: Some("task-050".into()),
+            at: None,
+        }
+        .at(7398.0);
+        // A kill by hand at 02:03:18, not the postmortem's 02:11:47 and task-111.
+        assert_eq!(
+            fill_caption("{at}: {rows} rows, the newest {task}", &figures),
+            "02:03:18: 51 rows, the newest task-050"
+        );
+        let s = Scenario::load("incident").unwrap_or_else(|e| panic!("{e}"));
+        let kill = (s.captions.iter())
+            .find(|c| c.on.as_deref() == Some("kill"))
+            .and_then(|c| c.notes.clone())
+            .unwrap_or_default();
+        assert!(
+            kill.starts_with("{at}:") && kill.contains("{task}"),
+            "{kill}"
+        );
+        assert!(!kill.contains("task-112"), "{kill}");
+    }
+
+    #[test]
     fn unknown_names_list_the_shipped_ones() {
         let err = Scenario::load("nope")
             .err()

@@ -760,15 +760,16 @@ impl Night {
             {
                 continue;
             }
+            let at = times.get(i).copied().flatten().unwrap_or(clock);
             let (text, notes) = caption.filled(&names, |lane| {
                 let l = self.engine.lanes().get(lane)?;
-                Some(scenario::CaptionFigures::of(
+                let figures = scenario::CaptionFigures::of(
                     &l.snapshot(dead_man),
                     &l.config.name,
                     l.config.items,
-                ))
+                );
+                Some(figures.at(at))
             });
-            let at = times.get(i).copied().flatten().unwrap_or(clock);
             self.reached
                 .push((SimTime(at), text.clone(), notes.clone()));
             self.ahead.push((at, Why::Caption));

@@ -622,7 +622,7 @@ fn filled_captions(recording: &Recording, times: &[Option<f64>]) -> Vec<(String,
                 let sample = samples.get(i).or(samples.last())?;
                 let info = header.lanes.get(lane)?;
                 let snap = sample.lanes.get(lane)?;
-                Some(scenario::CaptionFigures::of(snap, &info.name, info.items))
+                Some(scenario::CaptionFigures::of(snap, &info.name, info.items).at(at))
             })
         })
         .collect()
