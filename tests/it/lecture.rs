@@ -110,7 +110,8 @@ fn with_lecture_the_clock_stops_at_the_kill_and_goes_on_after_space() {
         .find("02:11:47  The host takes the machine back")
         .unwrap_or_else(|| panic!("no kill caption in the notes:\n{text}"));
     assert!(
-        text[kill..].contains("112 rows are committed. Point at task-112"),
+        text[kill..].contains("112 rows are committed, the newest task-111")
+            && text[kill..].contains("02:11:47: the host reclaims"),
         "the kill's notes, figures filled in:\n{text}"
     );
     assert!(text.contains("02:12:05  A dead process"), "{text}");
