@@ -237,6 +237,8 @@ pub struct Live {
     noted_night: u32,
     /// A look back at the night so far (`b`, `[`), while it waits.
     review: Option<Review>,
+    /// The help paused the night (it was running): closing the help resumes it.
+    help_paused: bool,
 }
 
 /// A live night looked back at: a replay of it up to now, while it waits.
@@ -266,6 +268,7 @@ impl Live {
             hold: None,
             noted_night: 0,
             review: None,
+            help_paused: false,
         })
     }
 
@@ -411,6 +414,11 @@ impl Screen for Live {
         }
         let facts = self.night.facts();
         let night = self.night.number();
+        if action == Action::ToggleHelp && !self.app.chrome.help && !facts.paused {
+            // Nothing happens unseen behind the help: the night waits while it is read.
+            self.night.execute(Command::Pause, now)?;
+            self.help_paused = true;
+        }
         for command in self.app.update(action, &facts, now) {
             if let Command::ShowIds(lane) = command {
                 // What the screen shows, read for it: no change to the night.
@@ -475,13 +483,18 @@ impl Screen for Live {
         self.app.say(text, now);
     }
 
-    fn close_help(&mut self) -> bool {
+    fn close_help(&mut self, now: Instant) -> bool {
         if let Some(review) = self.review.as_mut() {
-            return review.replay.close_help();
+            return review.replay.close_help(now);
         }
         // The ids list is an overlay too: any key closes it and does nothing else.
         let ids = self.app.ids.take().is_some();
-        std::mem::replace(&mut self.app.chrome.help, false) || ids
+        let help = std::mem::replace(&mut self.app.chrome.help, false);
+        if help && std::mem::take(&mut self.help_paused) && self.hold.is_none() {
+            // The help paused the night: closing it lets the night go on.
+            let _ = self.night.execute(Command::Resume, now);
+        }
+        help || ids
     }
 
     fn too_small(&mut self, small: bool, now: Instant) {

@@ -400,7 +400,7 @@ impl Screen for ReplayApp {
         self.chrome.quit
     }
 
-    fn close_help(&mut self) -> bool {
+    fn close_help(&mut self, _now: Instant) -> bool {
         std::mem::replace(&mut self.chrome.help, false)
     }
 
