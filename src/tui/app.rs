@@ -222,6 +222,7 @@ fn next_strategy(strategy: Strategy) -> Strategy {
 
 /// The live dashboard: the screen's state and the night it drives.
 #[derive(Debug)]
+#[allow(clippy::struct_excessive_bools)] // Reason: independent states of the screen, each its own.
 pub struct Live {
     app: App,
     night: Night,
