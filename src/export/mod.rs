@@ -100,11 +100,23 @@ pub fn export(recording: Recording, request: &Request<'_>) -> Result<String, Err
     Ok(said)
 }
 
-/// The replay's frame at `at` (seconds after midnight), drawn into a `w`x`h` buffer.
+/// The replay's frame at `at` (seconds after midnight), drawn into a `w`x`h` buffer, without
+/// the footer of keys: a slide or a cast is not a screen that takes any.
 fn frame(app: &mut ReplayApp, at: f64, (w, h): (u16, u16), theme: Theme) -> Buffer {
     let view = app.frame_at(at);
+    // Drawn taller by the footer's rows, which are then left out.
+    let footer = ui::footer_layout(view.mode, w, h).rows.len().max(1) as u16;
+    let tall = Rect::new(0, 0, w, h.saturating_add(footer));
+    let mut drawn = Buffer::empty(tall);
+    ui::render_to(tall, &mut drawn, &view, theme);
     let area = Rect::new(0, 0, w, h);
     let mut buffer = Buffer::empty(area);
-    ui::render_to(area, &mut buffer, &view, theme);
+    for y in 0..h {
+        for x in 0..w {
+            if let (Some(from), Some(to)) = (drawn.cell((x, y)), buffer.cell_mut((x, y))) {
+                *to = from.clone();
+            }
+        }
+    }
     buffer
 }

@@ -86,6 +86,11 @@ fn the_cast_plays_to_the_end_screen_with_a_marker_at_each_kill_restart_and_capti
     }
     let end = screen.screen().contents();
     assert!(end.contains("rows 312"), "{end}");
+    // A cast takes no keys: no footer of them.
+    assert!(
+        !end.contains("? help") && !end.contains("q quit"),
+        "the interactive footer in a cast:\n{end}"
+    );
     assert!(end.contains("rows 200"), "{end}");
     assert!(
         end.contains("112 task ids were written twice") || end.contains("DATA WRONG"),
