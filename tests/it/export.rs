@@ -393,3 +393,47 @@ fn a_slide_past_the_nights_end_is_refused() {
     );
     assert!(!out.exists());
 }
+
+#[test]
+fn a_slide_draws_its_charts_as_shapes_and_renders_with_rsvg() {
+    let (dir, svg) = export("slide.svg", &["--at", "02:15:21"]);
+    let text = fs::read_to_string(&svg).unwrap_or_else(|e| panic!("{e}"));
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("not XML: {e}"));
+    // No braille or block element is left to a font (a box in one renderer, a wider glyph
+    // spilling over a border in another): each is drawn as rectangles.
+    let glyphs: String = doc
+        .descendants()
+        .filter(roxmltree::Node::is_text)
+        .filter_map(|n| n.text())
+        .collect();
+    let drawn_by_font: Vec<char> = glyphs
+        .chars()
+        .filter(|c| matches!(u32::from(*c), 0x2800..=0x28FF | 0x2580..=0x259F))
+        .collect();
+    assert!(drawn_by_font.is_empty(), "{drawn_by_font:?}");
+    let dots = doc.descendants().filter(|n| n.has_tag_name("rect")).count();
+    assert!(dots > 200, "the charts drew {dots} rectangles");
+    // The header names the second asked for.
+    assert!(glyphs.contains("02:15:21 /"), "{glyphs}");
+    // A real renderer draws it at its size (rsvg-convert, from librsvg2-bin; .ci/run installs it).
+    let Ok(status) = Command::new("rsvg-convert")
+        .arg(&svg)
+        .arg("-o")
+        .arg(dir.path().join("slide.png"))
+        .stderr(Stdio::piped())
+        .status()
+    else {
+        eprintln!("rsvg-convert is not installed (apt-get install librsvg2-bin): not rendered");
+        return;
+    };
+    assert!(status.success(), "rsvg-convert failed on {}", svg.display());
+    let png = fs::read(dir.path().join("slide.png")).unwrap_or_else(|e| panic!("{e}"));
+    // IHDR: width and height, big-endian, at bytes 16..24.
+    let size = |at: usize| u32::from_be_bytes([png[at], png[at + 1], png[at + 2], png[at + 3]]);
+    assert_eq!(&png[1..4], b"PNG");
+    assert_eq!(
+        (size(16), size(20)),
+        (1008, 680),
+        "120x40 cells of 8.4x17 px"
+    );
+}
