@@ -344,13 +344,23 @@ pub struct TuiArgs {
     pub presenting: PresentingArgs,
 }
 
+/// What a lecture stops at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LectureStops {
+    /// Every moment worth talking about
+    All,
+    /// The captions only
+    Captions,
+}
+
 /// For a teacher: pacing and speaker notes.
 #[derive(Debug, Args, Default, Clone)]
 pub struct PresentingArgs {
-    /// Lecture mode: the night stops at each caption, kill, restart, alert, symptom, `done`
-    /// line and verdict, says what it stopped for, and goes on with space
-    #[arg(long)]
-    pub lecture: bool,
+    /// Lecture mode: the night stops at each caption, kill, restart, hang, alert, symptom,
+    /// `done` line and verdict, says what it stopped for, and goes on with space;
+    /// `--lecture captions` stops at the captions only
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "all", value_name = "STOPS")]
+    pub lecture: Option<LectureStops>,
     /// Append each caption the night reaches, with the scenario's speaker notes, to this file
     /// (new, or one reclaim wrote before), for a second screen: tail -F FILE
     #[arg(long, value_name = "FILE")]

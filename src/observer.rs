@@ -178,9 +178,14 @@ impl Observer {
             return self.poll_job(&source);
         }
         if self.conn.is_none() {
-            match store::open_read_only(&self.db) {
+            match store::open_observing(&self.db) {
                 Ok(conn) => self.conn = Some(conn),
                 Err(StoreError::Missing(_) | StoreError::NotWarehouse { .. }) => {
+                    return Ok(Poll::default());
+                }
+                // A worker holds the database locked (setting it up, perhaps paused there):
+                // nothing new to see this tick; the dashboard must not wait on it.
+                Err(StoreError::Sqlite { source, .. }) if store::is_busy(&source) => {
                     return Ok(Poll::default());
                 }
                 Err(error) => return Err(error),
@@ -192,7 +197,10 @@ impl Observer {
             self.conn = None;
             self.caught_up_at = None;
         }
-        result.map_err(|e| StoreError::sqlite(&self.db, e))
+        match result {
+            Err(error) if store::is_busy(&error) => Ok(Poll::default()),
+            result => result.map_err(|e| StoreError::sqlite(&self.db, e)),
+        }
     }
 
     /// `poll` for an external job: a database and a table the job creates when it likes, read

@@ -55,6 +55,31 @@ impl Engine {
         if let Some(moment) = self.triggers.next_moment() {
             until = until.min(moment);
         }
+        // Nor past a moment the driver stops on (`stop_on`): the figures there are that
+        // moment's at every speed.
+        let stops = (self.stops.iter().copied()).chain(self.landed);
+        if let Some(stop) = stops.filter(|&s| s >= clock - 1e-9).reduce(f64::min) {
+            until = until.min(stop);
+        }
+        // Nor, in this tick, past an entry it stops on heard in it (a restart: the restarted
+        // worker's first grant waits for the driver, which may hold there).
+        if let Some(when) = &self.stop_when {
+            let heard = self.timeline.get(self.heard..).unwrap_or_default();
+            for entry in heard.iter().filter(|e| when.picks(e)) {
+                until = until.min(entry.sim.0.max(clock));
+            }
+            let waits = self
+                .first_writes_unread(when)
+                .chain(self.rows_past_items(when));
+            if let Some(first) = waits.reduce(f64::min) {
+                // That write itself only once the clock is there, so nothing past it is made.
+                until = until.min(if first > clock + 1e-9 {
+                    first - 1e-6
+                } else {
+                    first
+                });
+            }
+        }
         if let Some(task) = self.triggers.awaited_task() {
             // The first lane's moment for that task, when its one running worker can say.
             let predicted = (self.lanes.first())

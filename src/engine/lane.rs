@@ -70,6 +70,11 @@ pub struct Lane {
     pub restarted_at_zero: bool,
     /// The newest worker started was a restart (not a lane's first, not an added one).
     newest_is_restart: bool,
+    /// A restarted worker's slot whose first write has not been read from the rows yet: the
+    /// moment of the symptom "restarts at item zero", where a driver may want the clock.
+    first_write_unread: Option<usize>,
+    /// Each slot's writes heard when the rows were last read: the rows read include them.
+    observed_writes: Vec<u64>,
     /// The moment of the newest write heard.
     last_write_sim: Option<f64>,
     /// The task of the newest write heard (`task-080`), to match a beat naming it.
@@ -150,6 +155,8 @@ impl Lane {
             heartbeat_seen: false,
             restarted_at_zero: false,
             newest_is_restart: false,
+            first_write_unread: None,
+            observed_writes: Vec::new(),
             last_write_sim: None,
             last_write_task: None,
             beat_seen: None,
@@ -258,9 +265,61 @@ impl Lane {
             Pace::per_item(0.0)
         } else {
             self.newest_is_restart = self.slots[slot].attempt() > 0;
+            self.first_write_unread = self.newest_is_restart.then_some(slot);
             self.pace(self.slots[slot].attempt() + 1)
         };
         self.attempts[slot] = Attempt::new(start, pace);
+    }
+
+    /// Every write its running workers were granted up to `clock` has been made and read
+    /// from the rows: what the lane shows is the clock's moment, whatever the machine's pace.
+    #[must_use]
+    pub fn settled(&self, clock: f64) -> bool {
+        (self.slots.iter().zip(&self.attempts).enumerate())
+            .filter(|(i, (s, a))| {
+                self.on_schedule(*i) && s.is_live() && s.state() == SlotState::Running && a.paced()
+            })
+            .all(|(i, (_, a))| {
+                let due = a.granted.min(a.grantable(clock)).min(a.need.max(a.writes));
+                let read = self.observed_writes.get(i).copied().unwrap_or(0);
+                a.writes >= due && read >= due
+            })
+    }
+
+    /// The moment of the write that takes the rows past the queue's items, while they have not
+    /// gone past it: a lane with one running worker on its schedule (with two, which of them
+    /// writes that row is the machine's doing).
+    #[must_use]
+    pub(super) fn row_past_items(&self) -> Option<f64> {
+        let rows = self.observer.rows;
+        if rows > self.config.items || self.config.items == 0 {
+            return None;
+        }
+        let mut running =
+            (self.slots.iter().zip(&self.attempts).enumerate()).filter(|(i, (s, _))| {
+                self.on_schedule(*i) && s.is_live() && s.state() == SlotState::Running
+            });
+        let (Some((slot, (_, attempt))), None) = (running.next(), running.next()) else {
+            return None;
+        };
+        if !attempt.paced() {
+            return None;
+        }
+        // Counted from the writes the rows read last include, not from those heard since.
+        let read = (self.observed_writes.get(slot).copied())
+            .map_or(attempt.writes, |w| w.min(attempt.writes));
+        let batch = self.config.batch.max(1);
+        let writes = (self.config.items + 1 - rows).div_ceil(batch);
+        Some(attempt.done_at(read + writes))
+    }
+
+    /// The moment of a restarted worker's first write while the rows have not shown it yet
+    /// (whether it began at task-000 again is read from them), if that worker runs on.
+    #[must_use]
+    pub(super) fn first_write_unread(&self) -> Option<f64> {
+        let slot = self.first_write_unread?;
+        let running = self.slots[slot].is_live() && self.slots[slot].state() == SlotState::Running;
+        (running && self.attempts[slot].paced()).then(|| self.attempts[slot].first_write())
     }
 
     /// The command a slot's next attempt runs, and whether it is gated (reads grants on its
@@ -359,6 +418,13 @@ impl Lane {
                 crate::observer::Poll::default()
             }
         };
+        self.observed_writes = self.attempts.iter().map(|a| a.writes).collect();
+        if let Some(slot) = self.first_write_unread
+            && self.attempts[slot].writes > 0
+        {
+            // Its write was heard before this poll, which has read it.
+            self.first_write_unread = None;
+        }
         if poll.restarted_at_zero && self.newest_is_restart {
             self.restarted_at_zero = true;
             let text = format!(

@@ -30,7 +30,7 @@ use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind, claimed_rows};
 pub use self::pace::{Attempt, Pace};
 pub use self::timeline::{
-    DIED_ON_ITS_OWN, Entry, Kind, Mark, Source, StopWhen, Tone, timeline_line,
+    DIED_ON_ITS_OWN, Entry, HUNG, Kind, Mark, RESUMED, Source, StopWhen, Tone, timeline_line,
 };
 use self::triggers::{Action, Triggers};
 use self::watch::Watch;
@@ -102,6 +102,11 @@ pub struct Engine {
     /// one heard in a tick keeps the clock at its moment for that tick, one logged ahead of
     /// the clock becomes a stop.
     stop_when: Option<StopWhen>,
+    /// The stop the clock reached in this tick, if any: its grants end there.
+    landed: Option<f64>,
+    /// The timeline's length when the last tick ended: what was logged since (in this tick,
+    /// or between ticks by the operator's kill) is new to this one.
+    heard: usize,
 }
 
 /// Writes an external job's queue beside its database, once: a second night on the same
@@ -153,6 +158,8 @@ impl Engine {
             tick_gap: GRANT_AHEAD.0,
             stops: Vec::new(),
             stop_when: None,
+            heard: 0,
+            landed: None,
         };
         // An external job's setup runs once, on its new database, before its first attempt.
         for lane in &engine.lanes {
@@ -342,7 +349,7 @@ impl Engine {
         if let Some(last) = self.last_tick.replace(now) {
             self.tick_gap = now.saturating_duration_since(last);
         }
-        let heard = self.timeline.len();
+        let heard = self.heard.min(self.timeline.len());
         self.drain_output(now);
         self.reap(now);
         self.drain_output(now);
@@ -361,6 +368,13 @@ impl Engine {
             self.clock.advance(now, limit);
             let clock = self.clock.now().0;
             // A stop the clock has reached is behind it: the driver paused there, or goes on.
+            // This tick's grants still end there (`landed`).
+            self.landed = self
+                .stops
+                .iter()
+                .copied()
+                .filter(|&s| s <= clock + 1e-9)
+                .reduce(f64::max);
             self.stops.retain(|&s| s > clock);
             self.fire_triggers(now, held);
             self.restart_due(now)?;
@@ -380,6 +394,7 @@ impl Engine {
                 .collect();
             self.stops.extend(ahead);
         }
+        self.heard = self.timeline.len();
         for lane in &mut self.lanes {
             lane.settle_relay();
             // A finished lane's messages are read once more, complete, and its vendor stopped:
@@ -410,7 +425,43 @@ impl Engine {
             .filter_map(|l| l.alert_moment(self.config.dead_man))
             .map(|at| at + 1e-3)
             .filter(|&at| at > clock);
-        stops.chain(entries).chain(alerts).fold(limit, f64::min)
+        stops
+            .chain(entries)
+            .chain(alerts)
+            .chain(self.first_writes_unread(stop))
+            .chain(self.rows_past_items(stop))
+            .fold(limit, f64::min)
+    }
+
+    /// Every lane shows the clock's moment: each write granted up to it made and read.
+    #[must_use]
+    pub fn settled(&self) -> bool {
+        let clock = self.clock.now().0;
+        self.lanes.iter().all(|l| l.settled(clock))
+    }
+
+    /// Where the write that takes a lane's rows past its queue falls, while the rows have not
+    /// shown it, when the driver stops on symptoms: "row count exceeds queue size" lights on
+    /// the second of that row on every rehearsal.
+    fn rows_past_items(&self, stop: &StopWhen) -> impl Iterator<Item = f64> + '_ {
+        let clock = self.clock.now().0;
+        let wanted = stop.kinds.contains(&Kind::Symptom);
+        (self.lanes.iter())
+            .filter(move |_| wanted)
+            .filter_map(Lane::row_past_items)
+            .filter(move |&at| at >= clock - 1e-9)
+    }
+
+    /// Where a restarted worker's first write falls while it has not been read, when the driver
+    /// stops on symptoms: the clock (and the grants) wait there, so "restarts at item zero" is
+    /// logged on its own second, with that second's figures, at any speed.
+    fn first_writes_unread(&self, stop: &StopWhen) -> impl Iterator<Item = f64> + '_ {
+        let clock = self.clock.now().0;
+        let wanted = stop.kinds.contains(&Kind::Symptom);
+        (self.lanes.iter())
+            .filter(move |_| wanted)
+            .filter_map(Lane::first_write_unread)
+            .filter(move |&at| at >= clock - 1e-9)
     }
 
     /// Which of the plan's kills fired, so far.

@@ -39,7 +39,7 @@ impl Engine {
     pub(super) fn hang_lane(&mut self, lane: usize, now: Instant) {
         let pids = self.lanes[lane].hang();
         if !pids.is_empty() {
-            let text = format!("worker hung (SIGSTOP, pid {pids}): alive, no progress");
+            let text = format!("{} (SIGSTOP, pid {pids}): alive, no progress", super::HUNG);
             self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
         }
     }
@@ -53,7 +53,7 @@ impl Engine {
             .iter_mut()
             .for_each(|a| a.rebase(sim));
         if !pids.is_empty() {
-            let text = format!("worker resumed (SIGCONT, pid {pids})");
+            let text = format!("{} (SIGCONT, pid {pids})", super::RESUMED);
             self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
         }
     }

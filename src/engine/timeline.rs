@@ -95,6 +95,11 @@ pub struct Entry {
 /// charts (and restarted as after one), and told apart from the host's by these words.
 pub const DIED_ON_ITS_OWN: &str = "worker died on its own";
 
+/// How the line of a worker the operator or the plan hangs (SIGSTOP) begins.
+pub const HUNG: &str = "worker hung";
+/// How the line of a hung worker resumed (SIGCONT) begins.
+pub const RESUMED: &str = "worker resumed";
+
 /// The timeline entries a driver asks the clock to stop on (a lecture's): any with a chart
 /// mark (kills, restarts), and any of `kinds`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -71,6 +71,17 @@ pub fn export(recording: Recording, request: &Request<'_>) -> Result<String, Err
             ui::MIN_HEIGHT
         )));
     }
+    if let (Format::Svg, Some(at)) = (format, request.at) {
+        let end = recording.last_sim();
+        // A second past the end would be drawn as the end, under another time than it names.
+        if at > end.floor() {
+            return Err(Error::Refused(format!(
+                "--at {} is after the recorded night's end ({}): name a moment of the night",
+                crate::clock::SimTime(at),
+                crate::clock::SimTime(end)
+            )));
+        }
+    }
     // Written beside it under a temporary name and renamed into place once whole: a full disk
     // leaves no half file (which a retry would then find "already exists").
     let temp = crate::fsafe::begin_new(&path)
@@ -90,11 +101,23 @@ pub fn export(recording: Recording, request: &Request<'_>) -> Result<String, Err
     Ok(said)
 }
 
-/// The replay's frame at `at` (seconds after midnight), drawn into a `w`x`h` buffer.
+/// The replay's frame at `at` (seconds after midnight), drawn into a `w`x`h` buffer, without
+/// the footer of keys: a slide or a cast is not a screen that takes any.
 fn frame(app: &mut ReplayApp, at: f64, (w, h): (u16, u16), theme: Theme) -> Buffer {
     let view = app.frame_at(at);
+    // Drawn taller by the footer's rows, which are then left out.
+    let footer = ui::footer_layout(view.mode, w, h).rows.len().max(1) as u16;
+    let tall = Rect::new(0, 0, w, h.saturating_add(footer));
+    let mut drawn = Buffer::empty(tall);
+    ui::render_to(tall, &mut drawn, &view, theme);
     let area = Rect::new(0, 0, w, h);
     let mut buffer = Buffer::empty(area);
-    ui::render_to(area, &mut buffer, &view, theme);
+    for y in 0..h {
+        for x in 0..w {
+            if let (Some(from), Some(to)) = (drawn.cell((x, y)), buffer.cell_mut((x, y))) {
+                *to = from.clone();
+            }
+        }
+    }
     buffer
 }

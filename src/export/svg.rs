@@ -1,5 +1,7 @@
 //! One frame of the dashboard as SVG: a monospace grid of text runs with their colours on a dark
-//! background, for a slide. Text stays text (selectable, searchable, sharp at any size).
+//! background, for a slide. Text stays text (selectable, searchable, sharp at any size); the
+//! charts' braille dots and block elements are drawn as rectangles in their cells (`shapes`),
+//! since many fonts have no braille and a renderer falls back to boxes or to wider glyphs.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -24,30 +26,36 @@ pub(super) fn write(
     out: &mut dyn Write,
 ) -> io::Result<String> {
     let end = recording.last_sim();
-    // The moment drawn is the one named: a time outside the night is drawn at its nearest edge,
-    // as the replay does, and said so (it named 01:00:00 and drew 02:00:00).
+    // `--at 02:15:21` names what the clock shows as 02:15:21: the frame at the end of that
+    // second, with every line the timeline shows under that time. A time before the night is
+    // drawn at its start, and said so (it named 01:00:00 and drew 02:00:00); one after its end
+    // is refused before this.
     let asked = request.at.unwrap_or(end);
-    let at = asked.clamp(crate::clock::NIGHT_START.min(end), end);
+    let start = crate::clock::NIGHT_START.min(end);
+    let shown = if request.at.is_some() {
+        asked + 0.99
+    } else {
+        asked
+    };
+    let at = shown.clamp(start, end);
     let mut app = ReplayApp::new(recording);
     let buffer = frame(&mut app, at, request.size, request.theme);
     out.write_all(render(&buffer).as_bytes())?;
     let (w, h) = request.size;
-    let moved = if (at - asked).abs() > f64::EPSILON {
-        let (edge, side) = if asked < at {
-            ("begins", "before")
-        } else {
-            ("ends", "after")
-        };
-        format!(
-            ", where the night {edge} (--at {} is {side} it),",
-            crate::clock::SimTime(asked)
+    let (named, moved) = if asked < start {
+        (
+            start,
+            format!(
+                ", where the night begins (--at {} is before it),",
+                crate::clock::SimTime(asked)
+            ),
         )
     } else {
-        String::new()
+        (asked.min(end), String::new())
     };
     Ok(format!(
         "the dashboard at {}{moved} as a {w}x{h} SVG",
-        crate::clock::SimTime(at)
+        crate::clock::SimTime(named)
     ))
 }
 
@@ -68,6 +76,26 @@ pub(super) fn render(buffer: &Buffer) -> String {
     for y in 0..h {
         let runs = runs(buffer, y);
         let top = f64::from(y) * CELL_H;
+        for x in 0..w {
+            if let Some(cell) = buffer.cell((x, y))
+                && let Some(c) = cell.symbol().chars().next()
+            {
+                let fill = (cell.style().fg)
+                    .filter(|c| *c != Color::Reset)
+                    .and_then(ansi::css)
+                    .unwrap_or_else(|| FOREGROUND.to_string());
+                for (dx, dy, dw, dh) in shapes(c) {
+                    let _ = writeln!(
+                        svg,
+                        r#"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{fill}"/>"#,
+                        (f64::from(x) + dx) * CELL_W,
+                        top + dy * CELL_H,
+                        dw * CELL_W,
+                        dh * CELL_H
+                    );
+                }
+            }
+        }
         for run in &runs {
             if let Some(bg) = run.style.bg.and_then(ansi::css) {
                 let _ = writeln!(
@@ -114,6 +142,69 @@ pub(super) fn render(buffer: &Buffer) -> String {
     svg
 }
 
+/// The rectangles that draw `c` in its cell, as fractions of the cell (x, y, width, height):
+/// a braille pattern's dots, a block element's part; none for any other character.
+fn shapes(c: char) -> Vec<(f64, f64, f64, f64)> {
+    let code = u32::from(c);
+    if (0x2800..=0x28FF).contains(&code) {
+        // Dots 1-3 and 7 down the left column, 4-6 and 8 down the right (Unicode's order).
+        const DOTS: [(f64, f64); 8] = [
+            (0.0, 0.0),
+            (0.0, 1.0),
+            (0.0, 2.0),
+            (1.0, 0.0),
+            (1.0, 1.0),
+            (1.0, 2.0),
+            (0.0, 3.0),
+            (1.0, 3.0),
+        ];
+        let bits = code - 0x2800;
+        return (DOTS.iter().enumerate())
+            .filter(|(i, _)| bits & (1 << i) != 0)
+            .map(|(_, (col, row))| (0.15 + col * 0.45, 0.06 + row * 0.235, 0.3, 0.17))
+            .collect();
+    }
+    let quadrants = |ul: bool, ur: bool, ll: bool, lr: bool| {
+        [
+            (ul, 0.0, 0.0),
+            (ur, 0.5, 0.0),
+            (ll, 0.0, 0.5),
+            (lr, 0.5, 0.5),
+        ]
+        .into_iter()
+        .filter(|(on, _, _)| *on)
+        .map(|(_, x, y)| (x, y, 0.5, 0.5))
+        .collect()
+    };
+    match code {
+        0x2580 => vec![(0.0, 0.0, 1.0, 0.5)],
+        // Lower eighths, ▁ to █.
+        0x2581..=0x2588 => {
+            let h = f64::from(code - 0x2580) / 8.0;
+            vec![(0.0, 1.0 - h, 1.0, h)]
+        }
+        // Left eighths, ▉ to ▏.
+        0x2589..=0x258F => {
+            let w = f64::from(0x2590 - code) / 8.0;
+            vec![(0.0, 0.0, w, 1.0)]
+        }
+        0x2590 => vec![(0.5, 0.0, 0.5, 1.0)],
+        0x2594 => vec![(0.0, 0.0, 1.0, 0.125)],
+        0x2595 => vec![(0.875, 0.0, 0.125, 1.0)],
+        0x2596 => quadrants(false, false, true, false),
+        0x2597 => quadrants(false, false, false, true),
+        0x2598 => quadrants(true, false, false, false),
+        0x2599 => quadrants(true, false, true, true),
+        0x259A => quadrants(true, false, false, true),
+        0x259B => quadrants(true, true, true, false),
+        0x259C => quadrants(true, true, false, true),
+        0x259D => quadrants(false, true, false, false),
+        0x259E => quadrants(false, true, true, false),
+        0x259F => quadrants(false, true, true, true),
+        _ => Vec::new(),
+    }
+}
+
 /// A stretch of one row in one style.
 struct Run {
     x: u16,
@@ -132,14 +223,22 @@ fn runs(buffer: &Buffer, y: u16) -> Vec<Run> {
         match runs.last_mut() {
             Some(run) if run.style == style && run.x + run.width == x => {
                 run.width += 1;
-                run.text.push_str(cell.symbol());
             }
             _ => runs.push(Run {
                 x,
                 width: 1,
                 style,
-                text: cell.symbol().to_string(),
+                text: String::new(),
             }),
+        }
+        // A cell drawn as shapes is a space in the text.
+        let symbol = cell.symbol();
+        let drawn = symbol.chars().next().is_some_and(|c| !shapes(c).is_empty());
+        if let Some(run) = runs.last_mut() {
+            if run.width == 1 {
+                run.text.clear();
+            }
+            run.text.push_str(if drawn { " " } else { symbol });
         }
     }
     runs

@@ -87,10 +87,12 @@ impl Caption {
         lane_names: &[&str],
         figures_of: impl FnOnce(usize) -> Option<CaptionFigures>,
     ) -> (String, Option<String>) {
-        let lane = (self.lane.as_deref())
-            .and_then(|name| lane_names.iter().position(|l| *l == name))
-            .unwrap_or(0);
-        let figures = figures_of(lane);
+        // A caption's figures are its own lane's; a lane not on screen has none to give.
+        let lane = match self.lane.as_deref() {
+            Some(name) => lane_names.iter().position(|l| *l == name),
+            None => Some(0),
+        };
+        let figures = lane.and_then(figures_of);
         let fill = |text: &str| match &figures {
             Some(f) => fill_caption(text, f),
             None => text.to_string(),
@@ -101,7 +103,7 @@ impl Caption {
 
 /// The figures a caption's text may name, `{rows}` and the like: the night's own, so a caption
 /// is never wrong about them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CaptionFigures {
     pub lane: String,
     pub items: u64,
@@ -113,10 +115,14 @@ pub struct CaptionFigures {
     /// What the worker claimed (`rows_written`), once it has.
     pub claimed: Option<u64>,
     pub checkpoints: Option<u64>,
+    /// The lane's newest task on its panel (`task-111`), once it has one.
+    pub task: Option<String>,
+    /// The caption's moment, seconds after midnight (`{at}` shows it as 02:11:47).
+    pub at: Option<f64>,
 }
 
 /// The placeholders a caption may use.
-pub const CAPTION_FIGURES: [&str; 10] = [
+pub const CAPTION_FIGURES: [&str; 12] = [
     "lane",
     "items",
     "rows",
@@ -127,6 +133,8 @@ pub const CAPTION_FIGURES: [&str; 10] = [
     "restarts",
     "claimed",
     "checkpoints",
+    "task",
+    "at",
 ];
 
 impl CaptionFigures {
@@ -143,6 +151,17 @@ impl CaptionFigures {
             restarts: snap.restarts,
             claimed: snap.claimed.as_ref().map(|c| c.rows_written),
             checkpoints: snap.checkpoints,
+            task: snap.task.clone(),
+            at: None,
+        }
+    }
+
+    /// The same figures at the caption's moment `at` (seconds after midnight).
+    #[must_use]
+    pub fn at(self, at: f64) -> Self {
+        Self {
+            at: Some(at),
+            ..self
         }
     }
 
@@ -159,6 +178,10 @@ impl CaptionFigures {
             "restarts" => self.restarts.to_string(),
             "claimed" => self.claimed.map_or_else(dash, |c| c.to_string()),
             "checkpoints" => self.checkpoints.map_or_else(dash, |c| c.to_string()),
+            "task" => self.task.clone().unwrap_or_else(dash),
+            "at" => self
+                .at
+                .map_or_else(dash, |at| crate::clock::SimTime(at).to_string()),
             _ => return None,
         })
     }
@@ -228,10 +251,11 @@ pub fn caption_times(
                 return parse_clock(at);
             }
             let on = caption.on.as_deref().unwrap_or_default();
-            let lane = caption
-                .lane
-                .as_ref()
-                .and_then(|name| lane_names.iter().position(|n| n == name));
+            let lane = match &caption.lane {
+                // A caption about a lane not on screen never falls (not at another lane's event).
+                Some(name) => Some(lane_names.iter().position(|n| n == name)?),
+                None => None,
+            };
             events
                 .clone()
                 .find(|e| {
@@ -245,6 +269,89 @@ pub fn caption_times(
                 .map(|e| e.sim)
         })
         .collect()
+}
+
+/// A lane as captions see it: its name, its worker (a strategy's name, or `exec`), how many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneShape<'a> {
+    pub name: &'a str,
+    pub worker: &'a str,
+    pub workers: usize,
+}
+
+impl<'a> LaneShape<'a> {
+    #[must_use]
+    pub fn of(lane: &'a ScenarioLane) -> Self {
+        Self {
+            name: &lane.name,
+            worker: lane.worker.label(),
+            workers: lane.workers,
+        }
+    }
+}
+
+/// Whether each caption still speaks of the lanes on screen (`now`), which the user may have
+/// changed from the scenario's (`s` another strategy, `a` another worker): a caption about a
+/// lane applies while that lane, and every other lane its text names, runs the scenario's
+/// worker, as many of them; one about no lane in particular (it may speak of left and right)
+/// while every lane does.
+#[must_use]
+pub fn captions_apply(
+    captions: &[Caption],
+    scenario: &[ScenarioLane],
+    now: &[LaneShape<'_>],
+) -> Vec<bool> {
+    let unchanged =
+        |i: usize| (scenario.get(i)).is_some_and(|lane| now.get(i) == Some(&LaneShape::of(lane)));
+    let all = scenario.len() == now.len() && (0..scenario.len()).all(unchanged);
+    captions
+        .iter()
+        .map(|caption| match &caption.lane {
+            Some(name) => {
+                let own = scenario.iter().position(|l| &l.name == name);
+                let named = (scenario.iter().enumerate())
+                    .filter(|(_, l)| names(&caption.text, &l.name))
+                    .map(|(i, _)| i);
+                own.is_some_and(unchanged) && named.into_iter().all(unchanged)
+            }
+            None => all,
+        })
+        .collect()
+}
+
+/// Whether `text` names `name` as a word of its own, in any case (`Guarded read its...`).
+fn names(text: &str, name: &str) -> bool {
+    let (text, name) = (text.to_lowercase(), name.to_lowercase());
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_');
+    text.match_indices(&name).any(|(at, _)| {
+        !word(text[..at].chars().next_back()) && !word(text[at + name.len()..].chars().next())
+    })
+}
+
+/// The night's title for the lanes on screen: the scenario's while they are its own, with
+/// their names where it names them (`naive vs guarded` becomes `naive vs keyed`), or followed
+/// by them.
+#[must_use]
+pub fn title_for(title: &str, scenario: &[ScenarioLane], now: &[LaneShape<'_>]) -> String {
+    let was: Vec<LaneShape<'_>> = scenario.iter().map(LaneShape::of).collect();
+    if was == now {
+        return title.to_string();
+    }
+    let names = |lanes: &[LaneShape<'_>]| {
+        let names: Vec<String> = (lanes.iter())
+            .map(|l| match l.workers {
+                1 => l.name.to_string(),
+                n => format!("{n} x {}", l.name),
+            })
+            .collect();
+        names.join(" vs ")
+    };
+    let (old, new) = (names(&was), names(now));
+    if !old.is_empty() && title.contains(&old) {
+        title.replacen(&old, &new, 1)
+    } else {
+        format!("{title} (now {new})")
+    }
 }
 
 /// The caption showing at `now` (seconds after midnight): the latest one whose moment has come.

@@ -356,6 +356,26 @@ pub fn open_read_only(path: &Path) -> Result<Connection, StoreError> {
     check_warehouse(conn, path)
 }
 
+/// How long the observer waits on a worker's lock: it reads on the dashboard's own thread, and
+/// a worker paused (SIGSTOP) inside its setup holds an exclusive lock until it is resumed.
+pub const OBSERVER_BUSY: Duration = Duration::from_millis(20);
+
+/// `open_read_only` for the observer: BUSY after `OBSERVER_BUSY`, never seconds of waiting.
+pub fn open_observing(path: &Path) -> Result<Connection, StoreError> {
+    if !check_header(path)? {
+        return Err(StoreError::Missing(path.to_path_buf()));
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| StoreError::sqlite(path, e))?;
+    conn.busy_timeout(OBSERVER_BUSY)
+        .map_err(|e| StoreError::sqlite(path, e))?;
+    check_warehouse_ref(&conn, path)?;
+    Ok(conn)
+}
+
 /// Opens an existing warehouse to read it once (`inspect`), changing nothing (see `Snapshot`).
 pub fn open_snapshot(path: &Path) -> Result<Snapshot, StoreError> {
     let snapshot = Snapshot::open(path)?;

@@ -222,6 +222,7 @@ fn next_strategy(strategy: Strategy) -> Strategy {
 
 /// The live dashboard: the screen's state and the night it drives.
 #[derive(Debug)]
+#[allow(clippy::struct_excessive_bools)] // Reason: independent states of the screen, each its own.
 pub struct Live {
     app: App,
     night: Night,
@@ -229,12 +230,16 @@ pub struct Live {
     small: bool,
     /// Lecture mode.
     lecture: bool,
+    /// A lecture that stops at its captions only (`--lecture captions`).
+    captions_only: bool,
     /// Where a lecture holds the night (paused) until `space`.
     hold: Option<Hold>,
     /// The night the notes have been told about.
     noted_night: u32,
     /// A look back at the night so far (`b`, `[`), while it waits.
     review: Option<Review>,
+    /// The help paused the night (it was running): closing the help resumes it.
+    help_paused: bool,
 }
 
 /// A live night looked back at: a replay of it up to now, while it waits.
@@ -260,9 +265,11 @@ impl Live {
             night: Night::start(scenario, exe, dir, record, now)?,
             small: false,
             lecture: false,
+            captions_only: false,
             hold: None,
             noted_night: 0,
             review: None,
+            help_paused: false,
         })
     }
 
@@ -299,17 +306,21 @@ impl Live {
 
     /// For a teacher: lecture mode (the night stops at each moment worth talking about).
     #[must_use]
-    pub fn presenting(mut self, lecture: bool) -> Self {
-        if lecture {
+    pub fn presenting(mut self, lecture: Option<crate::cli::LectureStops>) -> Self {
+        if let Some(stops) = lecture {
             self.lecture = true;
-            self.night.stop_on_captions();
+            self.captions_only = stops == crate::cli::LectureStops::Captions;
+            self.night.stop_on_captions(self.captions_only);
         }
         self
     }
 
     /// Lecture mode: stops the night (as `space` would) at what it has just reached.
     fn lecture_stops(&mut self, now: Instant) -> Result<(), Error> {
-        let moments = self.night.take_moments();
+        let mut moments = self.night.take_moments();
+        if self.captions_only {
+            moments.retain(|why| *why == lecture::Why::Caption);
+        }
         if !self.lecture || moments.is_empty() {
             return Ok(());
         }
@@ -319,6 +330,7 @@ impl Live {
         for why in moments {
             hold.add(why);
         }
+        hold.in_lane_order(&self.night.lane_names());
         if caption {
             // The caption it stopped for is on screen now, not after the one before is read.
             self.night.step_caption(now);
@@ -392,13 +404,22 @@ impl Screen for Live {
         } else if matches!(action, Action::ScrubBack | Action::PrevEvent) {
             return self.look_back(action, now);
         }
-        if action == Action::TogglePause && !self.app.chrome.help && self.hold.take().is_some() {
-            // Space at a lecture's stop: on to the next one.
-            self.night.execute(Command::Resume, now)?;
+        if action == Action::TogglePause && !self.app.chrome.help && self.hold.is_some() {
+            // Space at a lecture's stop: the next caption reached here, one at a time (every
+            // one is on screen at its stop), then on to the next stop.
+            if !self.night.step_caption(now) {
+                self.hold = None;
+                self.night.execute(Command::Resume, now)?;
+            }
             return Ok(());
         }
         let facts = self.night.facts();
         let night = self.night.number();
+        if action == Action::ToggleHelp && !self.app.chrome.help && !facts.paused {
+            // Nothing happens unseen behind the help: the night waits while it is read.
+            self.night.execute(Command::Pause, now)?;
+            self.help_paused = true;
+        }
         for command in self.app.update(action, &facts, now) {
             if let Command::ShowIds(lane) = command {
                 // What the screen shows, read for it: no change to the night.
@@ -441,10 +462,13 @@ impl Screen for Live {
         let mut lines = Vec::new();
         if self.noted_night != self.night.number() {
             self.noted_night = self.night.number();
-            lines.push(NoteLine::Night(format!(
-                "night {}, from 02:00",
-                self.noted_night
-            )));
+            let night = format!("night {}, from 02:00", self.noted_night);
+            // The lanes are not the scenario's: the heading says which they are.
+            let what = match self.night.changed_title() {
+                Some(changed) => format!("{night} as {changed}"),
+                None => night,
+            };
+            lines.push(NoteLine::Night(what));
         }
         lines.extend(
             (self.night.take_reached().into_iter()).map(|(at, text, notes)| NoteLine::Caption {
@@ -460,13 +484,18 @@ impl Screen for Live {
         self.app.say(text, now);
     }
 
-    fn close_help(&mut self) -> bool {
+    fn close_help(&mut self, now: Instant) -> bool {
         if let Some(review) = self.review.as_mut() {
-            return review.replay.close_help();
+            return review.replay.close_help(now);
         }
         // The ids list is an overlay too: any key closes it and does nothing else.
         let ids = self.app.ids.take().is_some();
-        std::mem::replace(&mut self.app.chrome.help, false) || ids
+        let help = std::mem::replace(&mut self.app.chrome.help, false);
+        if help && std::mem::take(&mut self.help_paused) && self.hold.is_none() {
+            // The help paused the night: closing it lets the night go on.
+            let _ = self.night.execute(Command::Resume, now);
+        }
+        help || ids
     }
 
     fn too_small(&mut self, small: bool, now: Instant) {

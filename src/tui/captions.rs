@@ -1,11 +1,16 @@
 //! Which teaching caption the live night shows: each one reached stays on screen long enough to
 //! read, in real time whatever the speed, then gives way to the next one reached; `c` moves on
-//! at once. Pure: `now` is passed in.
+//! at once. Outside a lecture the night holds at a caption's moment while it is read (`hold`),
+//! so a caption is on screen with its moment's figures, never behind the night. Pure: `now` is
+//! passed in.
 
 use std::time::{Duration, Instant};
 
 /// The shortest time a caption is on screen before the next one may replace it.
 const READ_AT_LEAST: Duration = Duration::from_secs(3);
+/// The longest the night holds at one caption's moment: the caption stays on screen after it,
+/// until the next one is reached.
+const HOLD_AT_MOST: Duration = Duration::from_secs(5);
 /// Reading speed, in characters per second (about 200 words a minute).
 const CHARS_PER_SECOND: f64 = 18.0;
 
@@ -21,6 +26,8 @@ pub struct CaptionQueue {
     shown: Option<usize>,
     since: Option<Instant>,
     done: Vec<bool>,
+    /// Until when the night holds for the captions reached to be read.
+    hold: Option<Instant>,
 }
 
 impl CaptionQueue {
@@ -65,6 +72,32 @@ impl CaptionQueue {
         };
         if read {
             self.show(next, now);
+        }
+    }
+
+    /// A caption of `chars` characters has been reached: the night holds until it has been
+    /// read, after those reached before it.
+    pub fn hold_for(&mut self, chars: usize, now: Instant) {
+        let from = self.hold.filter(|&h| h > now).unwrap_or(now);
+        self.hold = Some(from + read_for(chars).min(HOLD_AT_MOST));
+    }
+
+    /// Whether the night holds for a caption at `now`.
+    #[must_use]
+    pub fn holding(&self, now: Instant) -> bool {
+        self.hold.is_some_and(|h| now < h)
+    }
+
+    /// `c` outside a lecture: the next caption waiting, read from now, or the night goes on.
+    pub fn move_on(&mut self, times: &[Option<f64>], clock: f64, chars: &[usize], now: Instant) {
+        if self.step(times, clock, now) {
+            let shown = self.shown.and_then(|i| chars.get(i)).copied().unwrap_or(0);
+            self.hold = Some(now + read_for(shown).min(HOLD_AT_MOST));
+            for waiting in self.pending(times, clock) {
+                self.hold_for(chars.get(waiting).copied().unwrap_or(0), now);
+            }
+        } else {
+            self.hold = None;
         }
     }
 
@@ -120,6 +153,31 @@ mod tests {
         // Nothing reached is left: `c` says so and the night's own captions go on.
         assert!(!q.step(&times, 25.0, t0));
         assert_eq!(q.shown(), Some(2));
+    }
+
+    #[test]
+    fn the_night_holds_while_each_caption_reached_is_read_and_c_moves_on() {
+        let t0 = Instant::now();
+        let at = |s: f64| t0 + Duration::from_secs_f64(s);
+        let times = [Some(0.0), Some(707.0), Some(707.0)];
+        let chars = [40, 40, 90];
+        let mut q = CaptionQueue::default();
+        q.update(&times, 0.0, &chars, t0);
+        assert!(!q.holding(t0));
+        // Two captions at one moment: held for both, one after the other (3 s and 5 s).
+        q.hold_for(chars[1], at(10.0));
+        q.hold_for(chars[2], at(10.0));
+        q.update(&times, 707.0, &chars, at(10.0));
+        assert_eq!(q.shown(), Some(1));
+        assert!(q.holding(at(17.9)));
+        assert!(!q.holding(at(18.0)));
+        // `c` shows the one waiting at once and holds for it; again, and the night goes on.
+        q.move_on(&times, 707.0, &chars, at(11.0));
+        assert_eq!(q.shown(), Some(2));
+        assert!(q.holding(at(15.9)));
+        assert!(!q.holding(at(16.0)));
+        q.move_on(&times, 707.0, &chars, at(11.5));
+        assert!(!q.holding(at(11.5)));
     }
 
     #[test]

@@ -275,7 +275,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[KeyCode::Char('['), KeyCode::Char(',')],
         label: "[ ]",
         action: Action::PrevEvent,
-        help: "step to the previous/next event",
+        help: "step to the previous/next event (, and . too)",
         footer: Some(Footer::new("event", 2)),
         modes: BROWSE,
     },
@@ -323,7 +323,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[KeyCode::Char('b')],
         label: "b [",
         action: Action::ScrubBack,
-        help: "look back: the night waits while you scrub what has happened (space: back to now)",
+        help: "look back (, too): the night waits while you scrub what happened (space: now)",
         footer: Some(Footer::new("back", 4)),
         modes: LIVE,
     },
@@ -342,6 +342,15 @@ pub const KEYMAP: &[Binding] = &[
         help: "back to now: the night goes on where it was (if it was running)",
         footer: Some(Footer::new("now", 1)),
         modes: REVIEW,
+    },
+    // Ctrl-Z reaches the dashboard as a key in raw mode (`action_for` maps it): in the help.
+    Binding {
+        keys: &[],
+        label: "Ctrl-Z",
+        action: Action::Suspend,
+        help: "suspend: the night pauses and the shell has the terminal; fg goes on",
+        footer: None,
+        modes: ALL,
     },
     Binding {
         keys: &[KeyCode::Char('?')],
@@ -409,6 +418,33 @@ pub fn help_lines(mode: Mode) -> Vec<(&'static str, &'static str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_help_names_every_key_of_its_mode() {
+        for mode in [Mode::Live, Mode::Replay, Mode::Review] {
+            let help: Vec<String> = (help_lines(mode).iter())
+                .map(|(label, text)| format!("{label} {text}"))
+                .collect();
+            assert!(
+                help.iter().any(|l| l.starts_with("Ctrl-Z")),
+                "{mode:?}: {help:?}"
+            );
+            for binding in bindings(mode) {
+                // A binding without a line of its own is named by its neighbour's label
+                // (`+/-`, `[ ]`, `g G`, `↑↓ end`).
+                let named = !binding.help.is_empty()
+                    || (!binding.label.is_empty()
+                        && help.iter().any(|l| l.contains(binding.label)))
+                    || binding.keys.iter().all(|k| {
+                        help.iter().any(|l| match k {
+                            KeyCode::Char(c) => l.contains(*c),
+                            _ => true,
+                        })
+                    });
+                assert!(named, "{mode:?}: {:?} is not in the help", binding.keys);
+            }
+        }
+    }
 
     #[test]
     fn no_key_is_bound_twice_in_a_mode() {

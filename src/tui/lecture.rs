@@ -4,7 +4,7 @@
 //! when to stop with these types and show `Hold::describe`.
 
 use crate::clock::SimTime;
-use crate::engine::{DIED_ON_ITS_OWN, Kind, Mark, StopWhen};
+use crate::engine::{DIED_ON_ITS_OWN, HUNG, Kind, Mark, RESUMED, StopWhen};
 use crate::scenario::Caption;
 use crate::tui::view::LectureLine;
 use crate::verdict::Symptom;
@@ -22,6 +22,10 @@ pub enum Why {
     Restart(String),
     /// The dead-man's switch fired for this lane.
     Alert(String),
+    /// This lane's worker was hung (SIGSTOP): alive, no progress.
+    Hang(String),
+    /// This lane's hung worker was resumed (SIGCONT).
+    Resumed(String),
     /// A row of the postmortem's symptom table showed up: its text.
     Symptom(String),
     /// A worker printed its `done` line (its own word on how it went).
@@ -34,7 +38,8 @@ pub enum Why {
 /// caption waits for (`on = "resume"`, `"start"`), so each stop lands on its own second.
 #[must_use]
 pub fn stop_when(captions: &[Caption]) -> StopWhen {
-    let mut kinds = vec![Kind::Alert, Kind::Symptom, Kind::Done];
+    // Notices: a hang and its resume, which the operator may cause between two ticks.
+    let mut kinds = vec![Kind::Alert, Kind::Symptom, Kind::Done, Kind::Notice];
     for on in captions.iter().filter_map(|c| c.on.as_deref()) {
         let kind = match on {
             "start" => Kind::Start,
@@ -52,6 +57,19 @@ pub fn stop_when(captions: &[Caption]) -> StopWhen {
     StopWhen { marks: true, kinds }
 }
 
+/// The timeline entries the clock lands on outside a lecture: those a caption waits for, so
+/// the night holds for it on its own second.
+#[must_use]
+pub fn caption_stops(captions: &[Caption]) -> StopWhen {
+    let mut when = stop_when(captions);
+    when.marks = captions
+        .iter()
+        .any(|c| matches!(c.on.as_deref(), Some("kill" | "restart")));
+    when.kinds
+        .retain(|kind| (captions.iter()).any(|c| c.on.as_deref() == Some(kind.name())));
+    when
+}
+
 /// What a timeline line is worth stopping for, if anything; `lane` names its lane.
 #[must_use]
 pub fn why(kind: Kind, mark: Option<Mark>, lane: Option<&str>, text: &str) -> Option<Why> {
@@ -61,6 +79,8 @@ pub fn why(kind: Kind, mark: Option<Mark>, lane: Option<&str>, text: &str) -> Op
         (Some(Mark::Kill), _) => Some(Why::Kill(lane)),
         (Some(Mark::Restart), _) => Some(Why::Restart(lane)),
         (None, Kind::Alert) => Some(Why::Alert(lane)),
+        (None, Kind::Notice) if text.starts_with(HUNG) => Some(Why::Hang(lane)),
+        (None, Kind::Notice) if text.starts_with(RESUMED) => Some(Why::Resumed(lane)),
         (None, Kind::Symptom) => Some(Why::Symptom(text.to_string())),
         (None, Kind::Done) => Some(Why::Done(lane)),
         _ => None,
@@ -117,6 +137,27 @@ impl Hold {
         }
     }
 
+    /// Puts the reasons in the order of the night's lanes (`lanes`, by name), whatever order
+    /// the machine heard them in: a stop reads the same on every rehearsal.
+    pub fn in_lane_order(&mut self, lanes: &[&str]) {
+        let place = |why: &Why| {
+            let lane = match why {
+                Why::Kill(l)
+                | Why::Died(l)
+                | Why::Restart(l)
+                | Why::Alert(l)
+                | Why::Hang(l)
+                | Why::Resumed(l)
+                | Why::Done(l)
+                | Why::Verdict(l, _) => Some(l.as_str()),
+                Why::Caption | Why::Symptom(_) => None,
+            };
+            lane.and_then(|l| lanes.iter().position(|n| *n == l))
+                .unwrap_or(usize::MAX)
+        };
+        self.why.sort_by_key(place);
+    }
+
     /// `stopped at 02:11:47: the host kills naive and guarded; a caption. space goes on`
     #[must_use]
     pub fn describe(&self) -> String {
@@ -158,6 +199,21 @@ impl Hold {
         });
         if !restarts.is_empty() {
             parts.push(format!("the supervisor restarts {}", and(&restarts)));
+        }
+        let hangs = lanes(|w| match w {
+            Why::Hang(l) => Some(l),
+            _ => None,
+        });
+        if !hangs.is_empty() {
+            let verb = if hangs.len() == 1 { "hangs" } else { "hang" };
+            parts.push(format!("{} {verb}: alive, no progress", and(&hangs)));
+        }
+        let resumed = lanes(|w| match w {
+            Why::Resumed(l) => Some(l),
+            _ => None,
+        });
+        if !resumed.is_empty() {
+            parts.push(format!("{} resumed", and(&resumed)));
         }
         let alerts = lanes(|w| match w {
             Why::Alert(l) => Some(l),
@@ -213,6 +269,8 @@ impl Hold {
                 Why::Died(lane) => add("died", lane),
                 Why::Restart(lane) => add("restart", lane),
                 Why::Alert(lane) => add("alert", lane),
+                Why::Hang(lane) => add("hang", lane),
+                Why::Resumed(lane) => add("resumed", lane),
                 Why::Done(lane) => add("done", lane),
                 Why::Verdict(lane, verdict) => {
                     let short = verdict.split(" (").next().unwrap_or(verdict);

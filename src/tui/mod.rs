@@ -10,6 +10,7 @@ mod chrome;
 pub mod keymap;
 pub mod lecture;
 pub mod map;
+mod moment;
 mod night;
 pub mod notes;
 pub mod replay;
@@ -57,7 +58,7 @@ pub trait Screen {
     /// The frame's view model.
     fn view(&self) -> Dashboard;
     /// Closes the help overlay; whether it was open.
-    fn close_help(&mut self) -> bool;
+    fn close_help(&mut self, now: Instant) -> bool;
     /// The window is below the dashboard's minimum size (`true`) or large enough again: a
     /// live night pauses while nobody can see it.
     fn too_small(&mut self, _small: bool, _now: Instant) {}
@@ -214,8 +215,8 @@ pub fn replay(file: &Path, presenting: &PresentingArgs, theme: Theme) -> Result<
     let mut terminal =
         Terminal::new(CrosstermBackend::new(io::stdout())).context(|| "cannot draw".into())?;
     let mut app = ReplayApp::new(recording);
-    if presenting.lecture {
-        app = app.lecture();
+    if let Some(stops) = presenting.lecture {
+        app = app.lecture(stops == crate::cli::LectureStops::Captions);
     }
     let outcome = event_loop(&mut terminal, &mut app, theme, notes.as_mut());
     drop(terminal);
@@ -281,7 +282,7 @@ pub fn run(
 /// "too small" screen (`small`) only quitting and suspending act: nothing else can be seen.
 fn key_pressed(app: &mut dyn Screen, key: event::KeyEvent, small: bool) -> Result<bool, Error> {
     let control = key.modifiers.contains(event::KeyModifiers::CONTROL);
-    if !control && !small && app.close_help() {
+    if !control && !small && app.close_help(Instant::now()) {
         return Ok(true);
     }
     let action = keymap::action_for(key, app.mode())

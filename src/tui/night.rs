@@ -22,6 +22,9 @@ use crate::tui::tape::Tape;
 use crate::tui::view::{IdsView, LaneView, Marker, Series};
 use crate::verdict::Symptom;
 
+/// The longest a lecture's stop on a `done` line waits for the lane's verdict (real time).
+const VERDICT_AWAITED: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// One curve, downsampled as it grows.
 #[derive(Debug, Clone, Default)]
 struct Curve {
@@ -68,6 +71,7 @@ struct LaneHistory {
 
 /// The live night: its engine, its settings (carried over a restart), its recording, its charts.
 #[derive(Debug)]
+#[allow(clippy::struct_excessive_bools)] // Reason: independent states of the night, each its own.
 pub struct Night {
     scenario: Scenario,
     /// The lanes as the user has them now (`s` changes a strategy).
@@ -114,6 +118,16 @@ pub struct Night {
     tape: Tape,
     /// The symptoms `look_for_symptoms` has seen light.
     lit: Vec<Symptom>,
+    /// Which of the scenario's captions speak of the lanes there are now (see `fit_to_lanes`).
+    applies: Vec<bool>,
+    /// The night's title for the lanes there are now.
+    title: String,
+    /// The window is too small to see the night: it is held still.
+    small: bool,
+    /// A lecture stops at its captions only.
+    captions_only: bool,
+    /// Since when a lecture's stop waits for a lane's verdict (see `look_for_moments`).
+    awaiting_verdict: Option<Instant>,
 }
 
 impl Night {
@@ -158,7 +172,14 @@ impl Night {
             reached: Vec::new(),
             tape: Tape::default(),
             lit: Vec::new(),
+            applies: Vec::new(),
+            title: String::new(),
+            small: false,
+            captions_only: false,
+            awaiting_verdict: None,
         };
+        night.fit_to_lanes();
+        night.apply_stops();
         if recording {
             night.start_recording()?;
         }
@@ -202,19 +223,58 @@ impl Night {
     }
 
     /// Lecture mode: the clock stops on each caption's time (and this night's next ones).
-    pub fn stop_on_captions(&mut self) {
+    pub fn stop_on_captions(&mut self, captions_only: bool) {
         self.stop_on_captions = true;
+        self.captions_only = captions_only;
         self.apply_stops();
     }
 
+    /// The clock lands on each caption's moment (a lecture's: on each of its moments), so a
+    /// caption shows with that moment's figures at any speed.
     fn apply_stops(&mut self) {
-        if self.stop_on_captions {
-            let at: Vec<f64> = (self.scenario.captions.iter())
-                .filter_map(|c| c.at.as_deref().and_then(scenario::parse_clock))
-                .collect();
-            self.engine
-                .stop_on(&at, lecture::stop_when(&self.scenario.captions));
-        }
+        let captions = self.captions_now();
+        let at: Vec<f64> = (captions.iter())
+            .filter_map(|c| c.at.as_deref().and_then(scenario::parse_clock))
+            .collect();
+        let when = if self.stop_on_captions && !self.captions_only {
+            lecture::stop_when(&captions)
+        } else {
+            lecture::caption_stops(&captions)
+        };
+        self.engine.stop_on(&at, when);
+    }
+
+    /// The lanes' names, in their order.
+    pub fn lane_names(&self) -> Vec<&str> {
+        self.lanes.iter().map(|l| l.name.as_str()).collect()
+    }
+
+    /// The night's title when the lanes are no longer the scenario's (`naive vs keyed`).
+    pub fn changed_title(&self) -> Option<&str> {
+        (self.title != self.scenario.title).then_some(self.title.as_str())
+    }
+
+    /// The captions that speak of the lanes there are now.
+    fn captions_now(&self) -> Vec<scenario::Caption> {
+        (self.scenario.captions.iter().zip(&self.applies))
+            .filter(|(_, applies)| **applies)
+            .map(|(c, _)| c.clone())
+            .collect()
+    }
+
+    /// Which captions, and what title, fit the lanes as they are now: a caption about a lane
+    /// the user has changed (`s`, `a`) would speak of a worker that is not there.
+    fn fit_to_lanes(&mut self) {
+        let now: Vec<scenario::LaneShape<'_>> = (self.lanes.iter().zip(self.engine.lanes()))
+            .map(|(lane, running)| scenario::LaneShape {
+                name: &lane.name,
+                worker: lane.worker.label(),
+                workers: running.config.workers,
+            })
+            .collect();
+        let scenario = &self.scenario;
+        self.applies = scenario::captions_apply(&scenario.captions, &scenario.lanes, &now);
+        self.title = scenario::title_for(&scenario.title, &scenario.lanes, &now);
     }
 
     /// What a lecture stops for that has happened since the last call, oldest first.
@@ -251,7 +311,7 @@ impl Night {
     fn header(&self, captions: Vec<scenario::Caption>) -> record::Header {
         record::header(
             &self.engine,
-            &self.scenario.title,
+            &self.title,
             &self.scenario.source,
             self.scenario.seed,
             captions,
@@ -263,6 +323,7 @@ impl Night {
     /// the words and figures it was shown with.
     pub fn past(&self, now: Instant) -> record::Recording {
         let captions = (self.scenario.captions.iter().enumerate())
+            .filter(|(i, _)| self.applies.get(*i).copied().unwrap_or(false))
             .map(
                 |(i, caption)| match self.caption_texts.get(i).cloned().flatten() {
                     Some((text, notes)) => scenario::Caption {
@@ -314,10 +375,15 @@ impl Night {
             .collect();
         let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
         let now = symptoms(&snapshots, &items, &self.lane_ends());
-        // What the rows show has been written by work stamped up to the night's newest line.
+        // Rows past the queue: the clock waits on the row that takes them there (see
+        // `Engine::stop_on`), so they light at the clock. A claim the rows contradict lights
+        // with the lane's last line, which the work may have stamped ahead of it.
+        let clock = self.engine.clock().now().0;
         let at = self.frontier(None);
+        let past_queue = Why::Symptom(Symptom::RowsExceedQueue.seen().to_string());
         let lit = lecture::newly_lit(&mut self.lit, &now);
-        self.ahead.extend(lit.into_iter().map(|why| (at, why)));
+        self.ahead
+            .extend((lit.into_iter()).map(|why| (if why == past_queue { clock } else { at }, why)));
     }
 
     /// The newest moment the night's lines (of `lane`, or of any) have reached, or the clock if
@@ -330,7 +396,7 @@ impl Night {
     }
 
     /// Looks at the timeline's new entries for the moments a lecture stops on.
-    fn look_for_moments(&mut self) {
+    fn look_for_moments(&mut self, now: Instant) {
         for entry in &self.engine.timeline()[self.looked..] {
             let lane = (entry.lane)
                 .and_then(|l| self.lanes.get(l))
@@ -345,7 +411,39 @@ impl Night {
             .into_iter()
             .partition(|(at, _)| *at <= clock + 1e-6);
         self.ahead = ahead;
-        self.moments.extend(due.into_iter().map(|(_, why)| why));
+        // A lecture stops on a `done` line with the lane's verdict, which is read once the lane
+        // is over: the stop waits for it (the clock held, a bounded while) rather than showing
+        // the line now and the verdict as a stop of its own at the same second, or never.
+        let unread = |why: &Why| match why {
+            Why::Done(name) => self.verdict_awaited(name),
+            _ => false,
+        };
+        // And for the figures of its moment: every write due by then made and read.
+        let waiting = self.stop_on_captions
+            && !due.is_empty()
+            && (due.iter().any(|(_, why)| unread(why)) || !self.engine.settled());
+        let since = *self.awaiting_verdict.get_or_insert(now);
+        if waiting && now.saturating_duration_since(since) < VERDICT_AWAITED {
+            self.ahead.extend(due);
+        } else {
+            self.awaiting_verdict = None;
+            self.moments.extend(due.into_iter().map(|(_, why)| why));
+        }
+        if !waiting {
+            self.awaiting_verdict = None;
+        }
+    }
+
+    /// Whether the lane named `name` is over, or about to be (its last worker said done), and
+    /// its verdict not read yet.
+    fn verdict_awaited(&self, name: &str) -> bool {
+        let Some(i) = self.lanes.iter().position(|l| l.name == name) else {
+            return false;
+        };
+        let (Some(lane), Some(history)) = (self.engine.lanes().get(i), self.history.get(i)) else {
+            return false;
+        };
+        !history.verdict_read && (lane.finished() || lane.live_pids().len() <= 1)
     }
 
     /// What the live screen's `update` needs to know to decide.
@@ -368,7 +466,7 @@ impl Night {
             random_kills: self.random_kills,
             seed: self.scenario.seed,
             recording: self.recorder.is_some(),
-            captions: self.scenario.captions.len(),
+            captions: self.applies.iter().filter(|a| **a).count(),
         }
     }
 
@@ -390,9 +488,14 @@ impl Night {
             // Only a lecture stops on them; the panel reads its own.
             self.look_for_symptoms();
         }
-        self.look_for_moments();
-        self.freeze_caption_texts(&times, clock);
+        let reached = self.freeze_caption_texts(&times, clock, &chars, now);
+        self.look_for_moments(now);
+        if reached && !self.stop_on_captions {
+            // Its moment has come: on screen now, not once the one before has been read.
+            self.captions.step(&times, clock, now);
+        }
         self.captions.update(&times, clock, &chars, now);
+        self.hold_for_captions(now);
         if let Some(recorder) = self.recorder.as_mut()
             && let Err(e) = recorder.observe(&self.engine, now)
         {
@@ -406,7 +509,7 @@ impl Night {
             let last = (self.engine.timeline().iter()).fold(0.0, |t, e| e.sim.0.max(t));
             self.end_clock = Some(SimTime(self.engine.clock().now().0.max(last)));
         }
-        if self.over() && !self.told_over {
+        if self.over() && !self.told_over && !self.captions.holding(now) {
             // Once the clock has come to the night's last line: the recording ends there, and
             // says where it was saved last, so that is the notice left on screen.
             self.told_over = true;
@@ -446,7 +549,10 @@ impl Night {
                 Ok(n) => self.say(format!("{n} checkpoints deleted")),
                 Err(e) => self.say(format!("wipe failed: {e}")),
             },
-            Command::AddWorker(lane) => self.engine.add_worker(lane, now)?,
+            Command::AddWorker(lane) => {
+                self.engine.add_worker(lane, now)?;
+                self.fit_to_lanes();
+            }
             Command::Restart => self.restart(now)?,
             Command::Reset => {
                 self.lanes = self.scenario.lanes.clone();
@@ -474,8 +580,17 @@ impl Night {
             Command::NextCaption => {
                 let times = self.caption_times();
                 let clock = self.engine.clock().now().0;
-                if !self.captions.step(&times, clock, now) {
-                    self.say("no caption waiting: the next one comes with the night");
+                if self.stop_on_captions {
+                    if !self.captions.step(&times, clock, now) {
+                        self.say("no caption waiting: the next one comes with the night");
+                    }
+                } else {
+                    // Read already: the next one waiting, or the night goes on.
+                    let chars: Vec<usize> = (self.scenario.captions.iter())
+                        .map(|c| c.text.chars().count())
+                        .collect();
+                    self.captions.move_on(&times, clock, &chars, now);
+                    self.hold_for_captions(now);
                 }
             }
         }
@@ -505,7 +620,16 @@ impl Night {
 
     /// Holds the night still while nobody can see it (a window too small): see `Engine::freeze`.
     pub fn freeze(&mut self, frozen: bool, now: Instant) {
-        self.engine.freeze(frozen, now);
+        self.small = frozen;
+        self.hold_for_captions(now);
+    }
+
+    /// Holds the clock (without signalling a worker, as for a small window) while a caption
+    /// reached is being read, or while nobody can see the night.
+    fn hold_for_captions(&mut self, now: Instant) {
+        let reading = self.captions.holding(now);
+        let awaiting = self.awaiting_verdict.is_some();
+        self.engine.freeze(self.small || reading || awaiting, now);
     }
 
     /// Pauses the night (workers SIGSTOPped, the clock frozen) unless the user had paused it.
@@ -526,7 +650,7 @@ impl Night {
             Some(path) => path,
             None => self.dir.join(format!("night{}.jsonl", self.number)),
         };
-        let header = self.header(self.scenario.captions.clone());
+        let header = self.header(self.captions_now());
         let recorder = Recorder::create(&path, &header)
             .context(|| format!("cannot record to {}", path.display()))?;
         self.recorder = Some(recorder);
@@ -589,9 +713,11 @@ impl Night {
         self.looked = 0;
         self.moments.clear();
         self.ahead.clear();
+        self.awaiting_verdict = None;
         self.reached.clear();
         self.tape = Tape::default();
         self.lit.clear();
+        self.fit_to_lanes();
         self.apply_stops();
         if recording {
             self.start_recording()?;
@@ -616,7 +742,14 @@ impl Night {
     /// Fills in the text of each caption the night has just reached, with the figures of the
     /// lane it is about (the first lane otherwise) as they are now: a caption's numbers are the
     /// night's, never a script's.
-    fn freeze_caption_texts(&mut self, times: &[Option<f64>], clock: f64) {
+    fn freeze_caption_texts(
+        &mut self,
+        times: &[Option<f64>],
+        clock: f64,
+        chars: &[usize],
+        now: Instant,
+    ) -> bool {
+        let mut reached = false;
         self.caption_texts
             .resize(self.scenario.captions.len(), None);
         let dead_man = self.engine.config().dead_man;
@@ -627,20 +760,28 @@ impl Night {
             {
                 continue;
             }
+            let at = times.get(i).copied().flatten().unwrap_or(clock);
             let (text, notes) = caption.filled(&names, |lane| {
                 let l = self.engine.lanes().get(lane)?;
-                Some(scenario::CaptionFigures::of(
+                let figures = scenario::CaptionFigures::of(
                     &l.snapshot(dead_man),
                     &l.config.name,
                     l.config.items,
-                ))
+                );
+                Some(figures.at(at))
             });
-            let at = times.get(i).copied().flatten().unwrap_or(clock);
             self.reached
                 .push((SimTime(at), text.clone(), notes.clone()));
-            self.moments.push(Why::Caption);
+            self.ahead.push((at, Why::Caption));
             self.caption_texts[i] = Some((text, notes));
+            reached = true;
+            if !self.stop_on_captions {
+                // Outside a lecture the night waits at the caption's moment while it is read.
+                self.captions
+                    .hold_for(chars.get(i).copied().unwrap_or(0), now);
+            }
         }
+        reached
     }
 
     fn caption_times(&self) -> Vec<Option<f64>> {
@@ -651,7 +792,10 @@ impl Night {
             mark: e.mark,
             lane: e.lane,
         });
-        scenario::caption_times(&self.scenario.captions, &names, &events)
+        let times = scenario::caption_times(&self.scenario.captions, &names, &events);
+        (times.into_iter().zip(&self.applies))
+            .map(|(t, applies)| t.filter(|_| *applies))
+            .collect()
     }
 
     fn record_history(&mut self, now: Instant) {
@@ -779,7 +923,7 @@ impl Night {
         let caption = (self.captions.shown())
             .and_then(|i| Some(self.caption_texts.get(i)?.as_ref()?.0.clone()));
         Scene {
-            title: self.scenario.title.clone(),
+            title: self.title.clone(),
             scenario: self.scenario.source.clone(),
             clock,
             paused: self.engine.is_paused(),

@@ -15,6 +15,7 @@ use crate::tui::chrome::{
 };
 use crate::tui::keymap::{Action, Mode};
 use crate::tui::lecture::{self, Hold, Why};
+use crate::tui::moment::{self, LaneOver};
 use crate::tui::notes::NoteLine;
 use crate::tui::view::{Dashboard, LaneView, Marker, ReplayBar, Series};
 
@@ -39,8 +40,9 @@ pub struct ReplayApp {
     lecture: Option<Lecture>,
     /// Each lane's verdict, shown once its lane is over (from the recording's `end`).
     lane_ends: Vec<Option<LaneEnd>>,
-    /// When each lane ended: its last line before the figures first show it over (its `done`).
-    ended_at: Vec<Option<f64>>,
+    /// When each lane ended (its last line before the figures first show it over: its `done`)
+    /// and the sample that shows it over.
+    overs: Vec<Option<LaneOver>>,
     /// The captions reached that the notes have had, and those they are still to get.
     noted: Vec<bool>,
     to_note: Vec<NoteLine>,
@@ -53,6 +55,9 @@ struct Lecture {
     /// Stops at or before this moment are behind: playing from here stops only after it.
     behind: f64,
     hold: Option<Hold>,
+    /// The captions of the stop held at not shown yet, the one on screen first: space shows
+    /// the next before going on, so every caption is on screen at its stop.
+    captions: Vec<usize>,
 }
 
 impl ReplayApp {
@@ -84,12 +89,12 @@ impl ReplayApp {
             Some(end) => end.lanes.iter().cloned().map(Some).collect(),
             None => vec![None; recording.header.lanes.len()],
         };
-        let ended_at = (0..recording.header.lanes.len())
-            .map(|lane| ended_at(&recording, lane))
+        let overs = (0..recording.header.lanes.len())
+            .map(|lane| moment::lane_over(&recording.samples, &recording.events, lane))
             .collect();
         Self {
             lane_ends,
-            ended_at,
+            overs,
             recording,
             cursor: NIGHT_START,
             playing: true,
@@ -106,7 +111,7 @@ impl ReplayApp {
     /// Lecture mode: playing stops at each caption, kill, restart, alert, symptom, `done` and
     /// verdict, and goes on with `space`.
     #[must_use]
-    pub fn lecture(mut self) -> Self {
+    pub fn lecture(mut self, captions_only: bool) -> Self {
         let header = &self.recording.header;
         let name = |lane: Option<usize>| {
             lane.and_then(|l| header.lanes.get(l))
@@ -123,33 +128,40 @@ impl ReplayApp {
         );
         // Each lane's verdict at its end (as live, where it is read once the lane has ended),
         // and the symptoms the timeline does not log where the figures first show them.
-        let last = self.recording.samples.last();
-        for (i, (end, at)) in self.lane_ends.iter().zip(&self.ended_at).enumerate() {
-            if let (Some(end), Some(at)) = (end, at) {
-                let messages = last.and_then(|s| s.lanes.get(i)?.messages.as_ref());
+        let samples = &self.recording.samples;
+        for (i, (end, over)) in self.lane_ends.iter().zip(&self.overs).enumerate() {
+            if let (Some(end), Some(over)) = (end, over) {
+                // What the receiving end held when the lane ended, not at the night's end.
+                let messages =
+                    (samples[over.sample].lanes.get(i)).and_then(|l| l.messages.as_ref());
                 let name = header.lanes.get(i).map_or("", |l| l.name.as_str());
-                stops.push((*at, Why::verdict(name, &end.derived, messages)));
+                stops.push((over.at, Why::verdict(name, &end.derived, messages)));
             }
         }
         let items: Vec<u64> = header.lanes.iter().map(|l| l.items).collect();
-        let mut moments: Vec<f64> = (self.recording.samples.iter().map(|s| s.sim))
-            .chain(self.ended_at.iter().flatten().copied())
+        let mut moments: Vec<f64> = (samples.iter().map(|s| s.sim))
+            .chain(self.overs.iter().flatten().map(|o| o.at))
             .collect();
         moments.sort_by(f64::total_cmp);
         let mut lit = Vec::new();
         for at in moments {
-            let Some(sample) = self.sample_at(at) else {
+            let snaps = self.snapshots_at(at);
+            if snaps.is_empty() {
                 continue;
-            };
-            let now = symptoms(&sample.lanes, &items, &self.ends_at(at));
+            }
+            let now = symptoms(&snaps, &items, &self.ends_at(at));
             let newly = lecture::newly_lit(&mut lit, &now);
             stops.extend(newly.into_iter().map(|why| (at, why)));
+        }
+        if captions_only {
+            stops.retain(|(_, why)| *why == Why::Caption);
         }
         stops.sort_by(|a, b| a.0.total_cmp(&b.0));
         self.lecture = Some(Lecture {
             stops,
             behind: f64::NEG_INFINITY,
             hold: None,
+            captions: Vec::new(),
         });
         self
     }
@@ -181,6 +193,11 @@ impl ReplayApp {
         }
         lecture.behind = behind;
         lecture.hold = Some(hold);
+        let mut captions: Vec<(f64, usize)> = (self.caption_times.iter().enumerate())
+            .filter_map(|(i, t)| t.filter(|&t| t >= at && t <= behind).map(|t| (t, i)))
+            .collect();
+        captions.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        lecture.captions = captions.into_iter().map(|(_, i)| i).collect();
         self.playing = false;
         at
     }
@@ -212,6 +229,7 @@ impl ReplayApp {
             // Playing on from here stops at the next moment, not at this one again.
             lecture.behind = self.cursor;
             lecture.hold = None;
+            lecture.captions.clear();
         }
     }
 
@@ -240,36 +258,31 @@ impl ReplayApp {
         self.recording.last_sim()
     }
 
-    /// The last sample at or before the cursor.
-    fn sample(&self) -> Option<&Sample> {
-        self.sample_at(self.cursor)
-    }
-
     /// Each lane's verdict at the cursor: once the night's end is reached, or once the lane has
     /// ended (a lane ends before the night does, and live shows its verdict then).
     fn ends(&self) -> Vec<Option<LaneEnd>> {
         self.ends_at(self.cursor)
     }
 
-    /// Each lane's verdict as shown at `at` (seconds after midnight).
+    /// Each lane's verdict as shown at `at` (seconds after midnight): from its last line on.
     fn ends_at(&self, at: f64) -> Vec<Option<LaneEnd>> {
-        let over = self.recording.end.as_ref().is_some_and(|end| at >= end.sim);
-        (self.lane_ends.iter().zip(&self.ended_at))
-            .map(|(end, ended)| {
-                let ended = over || ended.is_some_and(|t| at >= t - 1e-6);
+        // A lane the figures never show over has its verdict at the night's end.
+        let night_over = self.recording.end.as_ref().is_some_and(|end| at >= end.sim);
+        (self.lane_ends.iter().zip(&self.overs))
+            .map(|(end, over)| {
+                let ended = moment::ended(*over, at) || (over.is_none() && night_over);
                 end.clone().filter(|_| ended)
             })
             .collect()
     }
 
-    /// The last sample at or before `at` (the first, before it).
-    fn sample_at(&self, at: f64) -> Option<&Sample> {
-        let samples = &self.recording.samples;
-        let after = samples.partition_point(|s| s.sim <= at + 1e-9);
-        after
-            .checked_sub(1)
-            .map(|i| &samples[i])
-            .or(samples.first())
+    /// Each lane's figures at `at`: the lane still working before its last line, over from it
+    /// on (empty before any sample).
+    fn snapshots_at(&self, at: f64) -> Vec<LaneSnapshot> {
+        moment::snapshots_at(&self.recording.samples, at, &self.overs)
+            .into_iter()
+            .map_while(|s| s.map(|(_, snap)| snap))
+            .collect()
     }
 
     /// The verdicts known of a night not over yet (a live night looked back at): each shows
@@ -285,10 +298,12 @@ impl ReplayApp {
     }
 
     fn series(&self, lane: usize) -> Series {
-        let upto = self
-            .recording
-            .samples
-            .partition_point(|s| s.sim <= self.cursor);
+        let upto = moment::lane_sample_index(
+            &self.recording.samples,
+            self.cursor,
+            self.overs.get(lane).copied().flatten(),
+        )
+        .map_or(0, |i| i + 1);
         let samples = &self.recording.samples[..upto];
         // Downsampled by stride, so a long recording draws as cheaply as a short one.
         let stride = samples.len().div_ceil(MAX_POINTS).max(1);
@@ -385,7 +400,7 @@ impl Screen for ReplayApp {
         self.chrome.quit
     }
 
-    fn close_help(&mut self) -> bool {
+    fn close_help(&mut self, _now: Instant) -> bool {
         std::mem::replace(&mut self.chrome.help, false)
     }
 
@@ -423,7 +438,12 @@ impl Screen for ReplayApp {
         };
         match action {
             Action::TogglePause => {
-                if let Some(hold) = self.lecture.as_mut().and_then(|l| l.hold.take()) {
+                let more =
+                    (self.lecture.as_mut()).filter(|l| l.hold.is_some() && l.captions.len() > 1);
+                if let Some(lecture) = more {
+                    // The next caption of this stop, still held.
+                    lecture.captions.remove(0);
+                } else if let Some(hold) = self.lecture.as_mut().and_then(|l| l.hold.take()) {
                     // Goes on from the stop to the next one.
                     self.cursor = hold.at.0;
                     self.playing = true;
@@ -491,7 +511,7 @@ impl Screen for ReplayApp {
 
     fn view(&self) -> Dashboard {
         let header = &self.recording.header;
-        let sample = self.sample();
+        let snapshots = self.snapshots_at(self.cursor);
         let ends = self.ends();
         let shown = self.events_shown();
         let events = &self.recording.events[..shown];
@@ -500,7 +520,7 @@ impl Screen for ReplayApp {
             .iter()
             .enumerate()
             .filter_map(|(i, info)| {
-                let snap = sample?.lanes.get(i)?;
+                let snap = snapshots.get(i)?;
                 let markers: Vec<Marker> = events
                     .iter()
                     .filter(|e| e.lane == Some(i))
@@ -539,9 +559,12 @@ impl Screen for ReplayApp {
                 (e.line(name, width), e.kind.tone(e.mark))
             })
             .collect();
-        let snapshots = sample.map(|s| s.lanes.clone()).unwrap_or_default();
         let items: Vec<u64> = header.lanes.iter().map(|l| l.items).collect();
-        let caption = scenario::current_caption(&self.caption_times, self.cursor)
+        let held = (self.lecture.as_ref())
+            .filter(|l| l.hold.is_some())
+            .and_then(|l| l.captions.first().copied());
+        let caption = held
+            .or_else(|| scenario::current_caption(&self.caption_times, self.cursor))
             .and_then(|i| self.caption_texts.get(i))
             .map(|(text, _)| text.clone());
         let mut dashboard = self.chrome.dashboard(Scene {
@@ -577,19 +600,6 @@ impl Screen for ReplayApp {
     }
 }
 
-/// When `lane` ended: the moment of its last line at or before the first sample that shows it
-/// over (its `done`, or its last failure), or that sample's moment.
-fn ended_at(recording: &Recording, lane: usize) -> Option<f64> {
-    let over = (recording.samples.iter())
-        .find(|s| s.lanes.get(lane).is_some_and(LaneSnapshot::finished))?
-        .sim;
-    let said = (recording.events.iter())
-        .filter(|e| e.lane == Some(lane) && e.sim <= over + 1e-9)
-        .map(|e| e.sim)
-        .fold(f64::NEG_INFINITY, f64::max);
-    Some(if said.is_finite() { said } else { over })
-}
-
 /// Each caption's text and notes with the lane's figures as recorded at its moment (the first
 /// sample at or after it: the live night fills them in on the tick that reaches it).
 fn filled_captions(recording: &Recording, times: &[Option<f64>]) -> Vec<(String, Option<String>)> {
@@ -602,11 +612,17 @@ fn filled_captions(recording: &Recording, times: &[Option<f64>]) -> Vec<(String,
         .map(|(caption, at)| {
             caption.filled(&names, |lane| {
                 let at = (*at)?;
-                let i = recording.samples.partition_point(|s| s.sim < at - 1e-6);
-                let sample = recording.samples.get(i).or(recording.samples.last())?;
+                let samples = &recording.samples;
+                let mut i = samples.partition_point(|s| s.sim < at - 1e-6);
+                // Never a figure from after the lane's last line, before it.
+                let over = moment::lane_over(samples, &recording.events, lane);
+                if let Some(over) = over.filter(|o| !moment::ended(Some(*o), at)) {
+                    i = i.min(over.sample.saturating_sub(1));
+                }
+                let sample = samples.get(i).or(samples.last())?;
                 let info = header.lanes.get(lane)?;
                 let snap = sample.lanes.get(lane)?;
-                Some(scenario::CaptionFigures::of(snap, &info.name, info.items))
+                Some(scenario::CaptionFigures::of(snap, &info.name, info.items).at(at))
             })
         })
         .collect()
@@ -865,7 +881,7 @@ mod tests {
 
     #[test]
     fn a_lecture_stops_at_each_moment_and_space_goes_on() {
-        let mut app = ReplayApp::new(recording()).lecture();
+        let mut app = ReplayApp::new(recording()).lecture(false);
         let t0 = Instant::now();
         let later = |s: u64| t0 + std::time::Duration::from_secs(s);
         app.tick(t0).unwrap_or_default();
@@ -907,30 +923,26 @@ mod tests {
         app.update(Action::TogglePause, later(7400))
             .unwrap_or_default();
         app.tick(later(7500)).unwrap_or_default();
-        // The lane's done line, and its verdict with it: the lane ended there (live reads the
-        // verdict then), not at the recording's last line.
+        // The lane's done line, with its verdict, its claim and the symptom they make together:
+        // the lane ended there (live reads the verdict then), not at the recording's last line,
+        // and its figures are those that show it over.
         let view = app.view();
         assert_eq!(view.clock.to_string(), "02:32:50");
         assert_eq!(
             view.lecture.as_ref().map(|l| l.full.as_str()),
             Some(
-                "stopped at 02:32:50: naive says done; naive's rows say DATA WRONG (112 \
-                 duplicated task ids). space goes on"
+                "stopped at 02:32:50: symptom: status ok, data wrong; naive says done; naive's \
+                 rows say DATA WRONG (112 duplicated task ids). space goes on"
             )
         );
         assert_eq!(
             view.lanes[0].derived,
             "DATA WRONG (112 duplicated task ids)"
         );
-        app.update(Action::TogglePause, later(7500))
-            .unwrap_or_default();
-        app.tick(later(7600)).unwrap_or_default();
-        // The claim the rows contradict, where the figures first show the claim.
-        let view = app.view();
-        assert_eq!(view.clock.to_string(), "02:33:10");
+        assert_eq!(view.lanes[0].rows, 312);
         assert_eq!(
-            view.lecture.as_ref().map(|l| l.full.as_str()),
-            Some("stopped at 02:33:10: symptom: status ok, data wrong. space goes on")
+            view.lanes[0].claimed.as_deref(),
+            Some("rows_written=312 status=ok")
         );
         // Nothing is left: space plays to the end and the line says so.
         app.update(Action::TogglePause, later(7600))

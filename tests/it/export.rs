@@ -86,6 +86,11 @@ fn the_cast_plays_to_the_end_screen_with_a_marker_at_each_kill_restart_and_capti
     }
     let end = screen.screen().contents();
     assert!(end.contains("rows 312"), "{end}");
+    // A cast takes no keys: no footer of them.
+    assert!(
+        !end.contains("? help") && !end.contains("q quit"),
+        "the interactive footer in a cast:\n{end}"
+    );
     assert!(end.contains("rows 200"), "{end}");
     assert!(
         end.contains("112 task ids were written twice") || end.contains("DATA WRONG"),
@@ -209,4 +214,226 @@ fn bash_completions_pass_bash_n_and_the_manual_is_a_roff_page() {
     assert_eq!(man.code, Some(0), "{}", man.stderr);
     assert!(man.stdout.contains(".TH reclaim"), "{}", man.stdout);
     assert!(man.stdout.contains(".SH NAME"), "{}", man.stdout);
+}
+
+/// Every figure a lane panel shows agrees with the moment shown: a verdict only from its done
+/// line on (and then the rows' own), a claim only once its `done` is on the timeline, a
+/// duplicate count in the verdict that is the one beside it.
+fn assert_the_lane_is_of_its_moment(view: &reclaim::tui::view::Dashboard, lane: usize) {
+    let l = &view.lanes[lane];
+    let clock = view.clock;
+    let done_shown = view.timeline.iter().any(|(line, _)| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        words.get(1..4) == Some(&[l.name.as_str(), "worker", "done"][..])
+    });
+    let what = format!(
+        "{} at {clock}: rows {} distinct {} dup {}, claimed {:?}, derived {}",
+        l.name, l.rows, l.distinct, l.duplicated, l.claimed, l.derived
+    );
+    assert_eq!(
+        l.claimed.is_some(),
+        done_shown,
+        "a claim and its done line: {what}"
+    );
+    if l.duplicated > 0 {
+        let ids = if l.duplicated == 1 { "id" } else { "ids" };
+        assert_eq!(
+            l.derived,
+            format!("DATA WRONG ({} duplicated task {ids})", l.duplicated),
+            "{what}"
+        );
+    } else if l.derived == "ok" {
+        assert!(done_shown, "ok before the done line: {what}");
+        assert_eq!((l.rows, l.distinct), (l.items, l.items), "{what}");
+    } else {
+        assert_eq!(
+            l.derived,
+            format!("in progress: {} of {} tasks", l.distinct, l.items),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn a_replay_stepped_to_each_event_shows_the_figures_and_verdicts_of_that_moment() {
+    use reclaim::tui::Screen as _;
+    use reclaim::tui::keymap::Action;
+    let recording = Recording::load(incident()).unwrap_or_else(|e| panic!("{e}"));
+    let events = recording.events.len();
+    let mut app = reclaim::tui::replay::ReplayApp::new(recording);
+    let now = std::time::Instant::now();
+    app.update(Action::TogglePause, now)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut seen = Vec::new();
+    for _ in 0..=events {
+        app.update(Action::NextEvent, now)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let view = app.view();
+        for lane in 0..view.lanes.len() {
+            assert_the_lane_is_of_its_moment(&view, lane);
+        }
+        seen.push((view.clock.to_string(), view.lanes[0].derived.clone()));
+    }
+    // Stepped through the night: naive's duplicates grow from the restart on, and its end is
+    // the postmortem's.
+    assert!(
+        seen.iter()
+            .any(|(t, d)| t == "02:19:31" && d == "DATA WRONG (112 duplicated task ids)"),
+        "{seen:?}"
+    );
+    let view = app.view();
+    assert_eq!((view.lanes[0].rows, view.lanes[1].rows), (312, 200));
+    assert_eq!(view.lanes[1].derived, "ok");
+}
+
+/// The text of each row of an exported SVG, and the part of it in each lane's box.
+fn svg_rows(svg: &Path) -> Vec<String> {
+    let text = fs::read_to_string(svg).unwrap_or_else(|e| panic!("{e}"));
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("not XML: {e}"));
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|row| {
+            row.descendants()
+                .filter(roxmltree::Node::is_text)
+                .filter_map(|n| n.text())
+                .collect::<Vec<_>>()
+                .join(" ")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+/// The lines of a lane's box (0: left, 1: right) in an SVG frame's rows holding `word`.
+fn in_lane(rows: &[String], lane: usize, word: &str) -> Vec<String> {
+    rows.iter()
+        .filter_map(|row| {
+            let parts: Vec<&str> = row
+                .split(['┃', '│'])
+                .filter(|p| !p.trim().is_empty())
+                .collect();
+            parts.get(lane).map(|p| p.trim().to_string())
+        })
+        .filter(|p| p.contains(word))
+        .collect()
+}
+
+/// The number after `label` in a lane's figures line (`rows 114  distinct 112  dup 2`).
+fn figure(line: &str, label: &str) -> u64 {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|w| *w == label)
+        .unwrap_or_else(|| panic!("no {label} in {line}"));
+    words[at + 1]
+        .parse()
+        .unwrap_or_else(|e| panic!("{label} in {line}: {e}"))
+}
+
+#[test]
+fn slides_at_02_12_07_and_02_15_21_show_the_figures_and_verdicts_of_that_moment() {
+    let (_dir, svg) = export("early.svg", &["--at", "02:12:07"]);
+    let rows = svg_rows(&svg);
+    let naive = in_lane(&rows, 0, "dup ");
+    let dup = figure(&naive[0], "dup");
+    // Restarted at 02:12:05, the naive worker has rewritten a task or two by 02:12:07.
+    assert!(dup <= 2, "{naive:?}");
+    let derived = in_lane(&rows, 0, "derived");
+    let expected = if dup == 0 {
+        "derived in progress".to_string()
+    } else {
+        format!("derived DATA WRONG ({dup} duplicated task id")
+    };
+    assert!(
+        derived[0].starts_with(&expected),
+        "{derived:?} with dup {dup}"
+    );
+    let guarded = in_lane(&rows, 1, "derived");
+    assert!(
+        guarded[0].starts_with("derived in progress"),
+        "guarded is not over at 02:12:07: {guarded:?}"
+    );
+    assert!(in_lane(&rows, 1, "claimed")[0].contains("no done line yet"));
+
+    let (_dir, svg) = export("done.svg", &["--at", "02:15:21"]);
+    let rows = svg_rows(&svg);
+    let naive = in_lane(&rows, 0, "dup ");
+    let dup = figure(&naive[0], "dup");
+    assert!((80..=88).contains(&dup), "naive at 02:15:21: {naive:?}");
+    let derived = in_lane(&rows, 0, "derived");
+    assert!(
+        derived[0].starts_with(&format!("derived DATA WRONG ({dup} duplicated task ids)")),
+        "{derived:?}"
+    );
+    assert!(in_lane(&rows, 0, "claimed")[0].contains("no done line yet"));
+    // Guarded's done line is at 02:15:21: its verdict, with the figures that end it.
+    assert_eq!(in_lane(&rows, 1, "derived"), ["derived ok"]);
+    assert_eq!(figure(&in_lane(&rows, 1, "ckpt ")[0], "rows"), 200);
+    assert!(in_lane(&rows, 1, "claimed")[0].contains("rows_written=200"));
+}
+
+#[test]
+fn a_slide_past_the_nights_end_is_refused() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let out = dir.path().join("late.svg");
+    let run = reclaim(&[
+        "replay",
+        path_arg(incident()),
+        "--export",
+        path_arg(&out),
+        "--at",
+        "02:59:00",
+    ]);
+    assert_eq!(run.code, Some(2), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("after the recorded night's end"),
+        "{}",
+        run.stderr
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_slide_draws_its_charts_as_shapes_and_renders_with_rsvg() {
+    let (dir, svg) = export("slide.svg", &["--at", "02:15:21"]);
+    let text = fs::read_to_string(&svg).unwrap_or_else(|e| panic!("{e}"));
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("not XML: {e}"));
+    // No braille or block element is left to a font (a box in one renderer, a wider glyph
+    // spilling over a border in another): each is drawn as rectangles.
+    let glyphs: String = doc
+        .descendants()
+        .filter(roxmltree::Node::is_text)
+        .filter_map(|n| n.text())
+        .collect();
+    let drawn_by_font: Vec<char> = glyphs
+        .chars()
+        .filter(|c| matches!(u32::from(*c), 0x2800..=0x28FF | 0x2580..=0x259F))
+        .collect();
+    assert!(drawn_by_font.is_empty(), "{drawn_by_font:?}");
+    let dots = doc.descendants().filter(|n| n.has_tag_name("rect")).count();
+    assert!(dots > 200, "the charts drew {dots} rectangles");
+    // The header names the second asked for.
+    assert!(glyphs.contains("02:15:21 /"), "{glyphs}");
+    // A real renderer draws it at its size (rsvg-convert, from librsvg2-bin; .ci/run installs it).
+    let Ok(status) = Command::new("rsvg-convert")
+        .arg(&svg)
+        .arg("-o")
+        .arg(dir.path().join("slide.png"))
+        .stderr(Stdio::piped())
+        .status()
+    else {
+        eprintln!("rsvg-convert is not installed (apt-get install librsvg2-bin): not rendered");
+        return;
+    };
+    assert!(status.success(), "rsvg-convert failed on {}", svg.display());
+    let png = fs::read(dir.path().join("slide.png")).unwrap_or_else(|e| panic!("{e}"));
+    // IHDR: width and height, big-endian, at bytes 16..24.
+    let size = |at: usize| u32::from_be_bytes([png[at], png[at + 1], png[at + 2], png[at + 3]]);
+    assert_eq!(&png[1..4], b"PNG");
+    assert_eq!(
+        (size(16), size(20)),
+        (1008, 680),
+        "120x40 cells of 8.4x17 px"
+    );
 }

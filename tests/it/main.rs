@@ -1,6 +1,7 @@
 //! One integration test target driving the real `reclaim` binary: real worker processes, real
 //! SQLite files in temporary folders, real signals. Each module covers one command family.
 
+mod captions;
 mod common;
 mod exec;
 mod export;
@@ -17,6 +18,7 @@ mod refuse;
 mod replay;
 mod robust;
 mod run;
+mod stops;
 mod suspend;
 mod tui;
 mod vendor;

@@ -224,10 +224,21 @@ pub(crate) fn the_tui_dir(tmp: &Path) -> PathBuf {
 pub(crate) const NAIVE_DB: &str = "night1-1-naive.db";
 const GUARDED_DB: &str = "night1-2-guarded.db";
 
+/// The night holds at its first caption (02:00:00) while it is read; `c` goes on at once.
+fn past_the_first_caption(dashboard: &mut Dashboard) {
+    dashboard
+        .wait_for("the first caption", Instant::now() + STARTUP, |screen| {
+            screen.contents().contains("02:00, the nightly job")
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    dashboard.send(b"c").unwrap_or_else(|e| panic!("{e}"));
+}
+
 #[test]
 fn the_dashboard_opens_and_its_clock_advances() {
     let tmp = tempfile::tempdir().unwrap();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    past_the_first_caption(&mut dashboard);
     let mut first = None;
     dashboard
         .wait_for(
@@ -268,6 +279,7 @@ fn the_dashboard_opens_and_its_clock_advances() {
 fn k_kills_the_selected_lanes_real_worker_and_the_supervisor_restarts_it() {
     let tmp = tempfile::tempdir().unwrap();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    past_the_first_caption(&mut dashboard);
     let reclaim = dashboard.pid();
     // The first lane (naive) is selected when the dashboard opens.
     let mut first = None;
@@ -286,6 +298,15 @@ fn k_kills_the_selected_lanes_real_worker_and_the_supervisor_restarts_it() {
     let old = first.unwrap();
     let guarded = wait_for_workers(&mut dashboard, 2).unwrap()[1].clone();
     dashboard.send(b"k").unwrap();
+    // The kill's caption holds the night while it is read: c goes on.
+    dashboard
+        .wait_for("the kill's caption", Instant::now() + STARTUP, |screen| {
+            screen
+                .contents()
+                .contains("The host takes the machine back")
+        })
+        .unwrap();
+    dashboard.send(b"c").unwrap();
     let (mut reclaimed, mut gone, mut restarted) = (false, false, None);
     dashboard
         .wait_for(
@@ -326,6 +347,7 @@ fn k_kills_the_selected_lanes_real_worker_and_the_supervisor_restarts_it() {
 fn q_quits_leaving_no_worker_and_the_terminal_restored() {
     let tmp = tempfile::tempdir().unwrap();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    past_the_first_caption(&mut dashboard);
     let pids = collect_pids(&mut dashboard, 2, Duration::from_millis(1500)).unwrap();
     assert!(
         pids.iter().any(|&p| alive_worker(p)),

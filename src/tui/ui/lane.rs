@@ -361,6 +361,13 @@ fn rows_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, scales: Scales, the
         if (i == 0 && lane.checkpoints.is_none()) || (i == 3 && empty) {
             continue;
         }
+        // Nor for the stretch before the first duplicate: it starts where they do.
+        let data = if i == 3 {
+            let first = data.iter().position(|p| p.1 > 0.0).unwrap_or(0);
+            &data[first.saturating_sub(1)..]
+        } else {
+            data
+        };
         datasets.push(
             Dataset::default()
                 .graph_type(GraphType::Line)
