@@ -433,7 +433,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME|PATH", conflicts_with_all = [
         "strategy", "exec", "items", "delay_ms", "kills", "kill_window", "kill_at_task",
         "kill_at_rows", "crash_at", "workers", "restart_delay", "max_restarts", "scale", "batch",
-        "db", "record", "replay_schedule",
+        "db", "replay_schedule",
     ])]
     pub scenario: Option<String>,
     /// Let the scenario's exec lanes run their commands (each printed in full first)

@@ -231,6 +231,7 @@ fn drive_inner(
     cancel: Option<&AtomicBool>,
     mut on_line: impl FnMut(&str),
 ) -> Result<RunReport, Error> {
+    let record = record.map(|(path, title)| (path, title, Vec::new()));
     let mut reports = drive_lanes(config, plan, record, cancel, |entry, _| {
         on_line(&entry.line(None));
     })?;
@@ -241,11 +242,12 @@ fn drive_inner(
 }
 
 /// Drives a night of any number of lanes to its end, handing each new timeline entry (with the
-/// engine, for the lanes' names) to `on_entry`, and derives one report per lane, in lane order.
+/// engine, for the lanes' names) to `on_entry`, and derives one report per lane, in lane order;
+/// recorded, when `record` names a file, with its title and the scenario's captions.
 pub fn drive_lanes(
     config: EngineConfig,
     plan: &KillPlan,
-    record: Option<(&Path, String)>,
+    record: Option<(&Path, String, Vec<crate::scenario::Caption>)>,
     cancel: Option<&AtomicBool>,
     mut on_entry: impl FnMut(&Entry, &Engine),
 ) -> Result<Vec<RunReport>, Error> {
@@ -253,8 +255,8 @@ pub fn drive_lanes(
     let started = Instant::now();
     let mut engine = Engine::start(config, started)?;
     let mut recorder = match record {
-        Some((path, title)) => {
-            let header = record::header(&engine, &title, &title, plan.seed, Vec::new());
+        Some((path, title, captions)) => {
+            let header = record::header(&engine, &title, &title, plan.seed, captions);
             Some(
                 Recorder::create(path, &header)
                     .context(|| format!("cannot record to {}", path.display()))?,

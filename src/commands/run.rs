@@ -275,6 +275,34 @@ fn lane_worker(args: &RunArgs) -> Result<LaneWorker, Error> {
     })
 }
 
+/// One verdict line per lane (and what never fired, and its messages), names in a column.
+fn print_lane_verdicts(names: &[String], reports: &[RunReport], out: &mut dyn Write) {
+    let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    for (name, report) in names.iter().zip(reports) {
+        let _ = writeln!(
+            out,
+            "verdict      {name:<width$}  {}  rows={} duplicated_task_ids={} kills={} restarts={}",
+            report.verdict, report.rows, report.duplicated_task_ids, report.kills, report.restarts
+        );
+        for said in &report.not_fired {
+            let _ = writeln!(out, "not fired    {name:<width$}  {said}");
+        }
+        // A lane whose items leave the database is judged at its vendor too.
+        if let (Some(received), Some(distinct), Some(duplicated), Some(missing)) = (
+            report.messages_received,
+            report.messages_distinct,
+            report.messages_duplicated,
+            report.messages_missing,
+        ) {
+            let judged = report.messages_verdict.as_deref().unwrap_or("messages ok");
+            let _ = writeln!(
+                out,
+                "messages     {name:<width$}  {judged}  received={received} distinct={distinct} duplicated={duplicated} missing={missing}"
+            );
+        }
+    }
+}
+
 /// `run --scenario`: every lane of a scenario headless, the timeline as the dashboard shows it
 /// (a lane column), then one verdict line per lane; exit 0 only if every lane's data is right.
 fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
@@ -303,7 +331,16 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         );
         let _ = writeln!(out, "title        {}", scenario.title);
     }
-    let reports = harness::drive_lanes(config, &plan, None, None, |entry, _| {
+    // A night recorded headless replays in class as one recorded by the dashboard, captions too.
+    let record = args
+        .record
+        .as_deref()
+        .map(|path| paths::new_recording(path, None))
+        .transpose()?;
+    let record = record
+        .as_deref()
+        .map(|path| (path, scenario.title.clone(), scenario.captions.clone()));
+    let reports = harness::drive_lanes(config, &plan, record, None, |entry, _| {
         if !args.json {
             let line = match entry.lane.and_then(|l| names.get(l)) {
                 Some(name) => entry.line_in_lane(name, width),
@@ -323,33 +360,7 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         }
     } else {
         let _ = writeln!(out);
-        for (name, report) in names.iter().zip(&reports) {
-            let _ = writeln!(
-                out,
-                "verdict      {name:<width$}  {}  rows={} duplicated_task_ids={} kills={} restarts={}",
-                report.verdict,
-                report.rows,
-                report.duplicated_task_ids,
-                report.kills,
-                report.restarts
-            );
-            for said in &report.not_fired {
-                let _ = writeln!(out, "not fired    {name:<width$}  {said}");
-            }
-            // A lane whose items leave the database is judged at its vendor too.
-            if let (Some(received), Some(distinct), Some(duplicated), Some(missing)) = (
-                report.messages_received,
-                report.messages_distinct,
-                report.messages_duplicated,
-                report.messages_missing,
-            ) {
-                let judged = report.messages_verdict.as_deref().unwrap_or("messages ok");
-                let _ = writeln!(
-                    out,
-                    "messages     {name:<width$}  {judged}  received={received} distinct={distinct} duplicated={duplicated} missing={missing}"
-                );
-            }
-        }
+        print_lane_verdicts(&names, &reports, out);
         let _ = writeln!(out, "databases    {} (kept)", display(&dir));
     }
     // `--strict`: a lane whose data holds but that did not test all it set out to fails too.
