@@ -21,6 +21,8 @@ impl Lane {
         let committed = slots
             .iter()
             .any(|&slot| self.observer.rows > self.rows_at_spawn.get(slot).copied().unwrap_or(0));
+        // Taken first, whichever way this kill is placed, so it never carries to the next.
+        let crash_landing = self.points.crash_landing();
         // The item in flight reached the vendor and its row did not commit: more tasks have a
         // message than have a row.
         if self.kills_in_window.sends
@@ -42,7 +44,7 @@ impl Lane {
         // kill landed. (A point printed before any other kill may lag what the job had already
         // committed: those kills are placed by the rows, or said unplaced.)
         if self.config.worker.job().is_some()
-            && self.points.crash_landing()
+            && crash_landing
             && let Ok(placed) = self.points.place(slots, committed)
         {
             if let Some(window) = placed {
