@@ -6,7 +6,7 @@ supervisor can tell progress from mere liveness.
 
 Run it under reclaim:  reclaim prove --exec "python3 /path/to/guarded_job.py"
 Standard library only. Note that it creates its tables with CREATE TABLE IF NOT EXISTS: a
-`records` table made beforehand without the key keeps running without it (see the README).
+`records` table made beforehand without the key keeps running without it (see docs/own-job.md).
 """
 import os
 import sqlite3

@@ -3,6 +3,7 @@
 
 mod captions;
 mod common;
+mod docs;
 mod exec;
 mod export;
 mod faults;
