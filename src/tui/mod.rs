@@ -4,16 +4,17 @@
 //! engine and draws. Every exit path (q, Ctrl-C, SIGTERM, SIGHUP, a panic) restores the terminal
 //! and kills every worker.
 
-pub mod app;
 mod captions;
 mod chrome;
 pub mod keymap;
 pub mod lecture;
+pub mod live;
 pub mod map;
 mod moment;
 mod night;
 pub mod notes;
 pub mod replay;
+pub mod settings;
 mod tape;
 pub mod theme;
 pub mod ui;
@@ -32,16 +33,16 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::{Position, Rect};
 
-use crate::cli::PresentingArgs;
 use crate::error::{Context as _, Error};
 use crate::record::Recording;
 use crate::scenario::Scenario;
 use crate::signals;
 
-use self::app::Live;
-use self::keymap::{Action, Mode};
+use self::keymap::{KeyAction, Mode};
+use self::live::Live;
 use self::notes::{NoteLine, Notes};
 use self::replay::ReplayApp;
+use self::settings::{DashboardSettings, LectureMode};
 use self::theme::Theme;
 use self::view::Dashboard;
 
@@ -54,7 +55,7 @@ pub trait Screen {
     /// Advances time to `now`.
     fn tick(&mut self, now: Instant) -> Result<(), Error>;
     /// Applies one user action.
-    fn update(&mut self, action: Action, now: Instant) -> Result<(), Error>;
+    fn update(&mut self, action: KeyAction, now: Instant) -> Result<(), Error>;
     /// The frame's view model.
     fn view(&self) -> Dashboard;
     /// Closes the help overlay; whether it was open.
@@ -179,7 +180,7 @@ fn require_terminal(headless: &str) -> Result<(), Error> {
 }
 
 /// Runs `reclaim replay FILE`: the recorded night in the dashboard, no processes.
-pub fn replay(file: &Path, presenting: &PresentingArgs, theme: Theme) -> Result<u8, Error> {
+pub fn replay(file: &Path, settings: &DashboardSettings) -> Result<u8, Error> {
     let recording = Recording::load(file)?;
     if recording.truncated {
         eprintln!(
@@ -191,11 +192,11 @@ pub fn replay(file: &Path, presenting: &PresentingArgs, theme: Theme) -> Result<
     let warehouses: Vec<&Path> = (recording.header.lanes.iter())
         .map(|l| l.db.as_path())
         .collect();
-    if let Some(path) = &presenting.notes {
+    if let Some(path) = &settings.notes {
         Notes::check(path, &[file], &warehouses)?;
     }
     require_terminal("reclaim replay --check")?;
-    let mut notes = match &presenting.notes {
+    let mut notes = match &settings.notes {
         Some(path) => Some(Notes::open(
             path,
             &recording.header.title,
@@ -215,10 +216,10 @@ pub fn replay(file: &Path, presenting: &PresentingArgs, theme: Theme) -> Result<
     let mut terminal =
         Terminal::new(CrosstermBackend::new(io::stdout())).context(|| "cannot draw".into())?;
     let mut app = ReplayApp::new(recording);
-    if let Some(stops) = presenting.lecture {
-        app = app.lecture(stops == crate::cli::LectureStops::Captions);
+    if let Some(mode) = settings.lecture {
+        app = app.lecture(mode == LectureMode::CaptionsOnly);
     }
-    let outcome = event_loop(&mut terminal, &mut app, theme, notes.as_mut());
+    let outcome = event_loop(&mut terminal, &mut app, settings.theme, notes.as_mut());
     drop(terminal);
     drop(guard);
     outcome.map(|()| crate::exit::OK)
@@ -226,22 +227,21 @@ pub fn replay(file: &Path, presenting: &PresentingArgs, theme: Theme) -> Result<
 
 /// Runs the live dashboard on `scenario` (loaded and validated before the terminal is
 /// touched), recording it to `record` when given; in lecture mode and with speaker notes as
-/// `presenting` asks.
+/// `settings` ask.
 pub fn run(
     scenario: Scenario,
     record: Option<&Path>,
-    presenting: &PresentingArgs,
-    theme: Theme,
+    settings: &DashboardSettings,
 ) -> Result<u8, Error> {
     if let Some(path) = record {
         crate::paths::new_recording(path, None)?;
     }
     let others: Vec<&Path> = record.into_iter().collect();
-    if let Some(path) = &presenting.notes {
+    if let Some(path) = &settings.notes {
         Notes::check(path, &others, &[])?;
     }
     require_terminal("reclaim run")?;
-    let mut notes = match &presenting.notes {
+    let mut notes = match &settings.notes {
         Some(path) => Some(Notes::open(path, &scenario.title, &others, &[])?),
         None => None,
     };
@@ -261,8 +261,8 @@ pub fn run(
         record.map(Path::to_path_buf),
         Instant::now(),
     )?
-    .presenting(presenting.lecture);
-    let outcome = event_loop(&mut terminal, &mut app, theme, notes.as_mut());
+    .presenting(settings.lecture);
+    let outcome = event_loop(&mut terminal, &mut app, settings.theme, notes.as_mut());
     // Workers first, then the terminal: nothing may outlive the dashboard.
     let db_dir = app.db_dir().display().to_string();
     let recording = app.saved_recording().map(|p| p.display().to_string());
@@ -286,9 +286,9 @@ fn key_pressed(app: &mut dyn Screen, key: event::KeyEvent, small: bool) -> Resul
         return Ok(true);
     }
     let action = keymap::action_for(key, app.mode())
-        .filter(|a| !small || matches!(a, Action::Quit | Action::Suspend));
+        .filter(|a| !small || matches!(a, KeyAction::Quit | KeyAction::Suspend));
     match action {
-        Some(Action::Suspend) => {
+        Some(KeyAction::Suspend) => {
             signals::request_suspend();
             Ok(false)
         }
@@ -393,6 +393,7 @@ fn drive_screen(
                     view.caption.as_deref(),
                     view.lecture.as_ref(),
                     view.mode,
+                    view.zoom.then_some(view.selected),
                 );
                 let at = Position::new(mouse.column, mouse.row);
                 if let Some(lane) = a.lanes.iter().position(|r| r.contains(at)) {

@@ -53,12 +53,15 @@ const CURVES: [(Glyph, &str, &str); 4] = [
     (Glyph::Quadrant, "▚", "dup"),
 ];
 
-/// One lane's panel: its lights and figures, its two charts, its verdict.
+/// One lane's panel: its lights and figures, its two charts, its verdict. `zoom` (this lane's
+/// place and the number of lanes) when it has the whole width: its top border says so, and how
+/// to get every lane back.
 pub(super) fn lane_panel(
     area: Rect,
     buf: &mut Buffer,
     lane: &LaneView,
     selected: bool,
+    zoom: Option<(usize, usize)>,
     scales: Scales,
     theme: Theme,
 ) {
@@ -89,6 +92,19 @@ pub(super) fn lane_panel(
                 theme.title()
             },
         ));
+    let block = match zoom {
+        Some((i, lanes)) => {
+            let others = if lanes > 1 { "tab next · " } else { "" };
+            block.title(
+                Line::from(Span::styled(
+                    format!(" zoom {}/{lanes} · {others}z all lanes ", i + 1),
+                    theme.selected(),
+                ))
+                .right_aligned(),
+            )
+        }
+        None => block,
+    };
     let inner = block.inner(area);
     block.render(area, buf);
     if inner.height < 3 || inner.width < 10 {
