@@ -508,7 +508,6 @@ mod tests {
     fn no_key_is_bound_twice_in_a_mode() {
         let modes = [Mode::Live, Mode::Replay, Mode::Review];
         assert_eq!(bound_twice(KEYMAP, &modes), []);
-        assert_eq!(bound_twice(crate::tui::map::MAP_KEYS, &[Mode::Map]), []);
     }
 
     #[test]
@@ -537,24 +536,6 @@ mod tests {
         );
         assert_eq!(lookup(TWICE, Mode::Replay, KeyCode::Char('y')), None);
         assert_eq!(lookup(TWICE, Mode::Live, KeyCode::Char('y')), Some(2));
-    }
-
-    #[test]
-    fn the_map_screen_reads_the_same_table_type() {
-        let right = KeyEvent::new(KeyCode::Right, KeyModifiers::NONE);
-        assert_eq!(
-            crate::tui::map::action_for(right),
-            Some(crate::tui::map::MapAction::Right)
-        );
-        // The dashboard's keys are not the map's, and the other way round.
-        assert_eq!(lookup(KEYMAP, Mode::Map, KeyCode::Char('k')), None);
-        let help = help_of(crate::tui::map::MAP_KEYS, Mode::Map);
-        assert!(help.iter().any(|(key, _)| *key == "enter"), "{help:?}");
-        let pinned: Vec<&str> = (footer_of(crate::tui::map::MAP_KEYS, Mode::Map).iter())
-            .filter(|(_, f)| f.pinned())
-            .map(|(_, f)| f.name)
-            .collect();
-        assert_eq!(pinned, ["help", "quit"]);
     }
 
     #[test]

@@ -12,12 +12,12 @@ use std::time::Instant;
 
 use crate::error::Error;
 use crate::scenario::Scenario;
-use crate::tui::Screen;
 use crate::tui::keymap::{KeyAction, Mode};
 use crate::tui::lecture::{self, Hold};
 use crate::tui::night::{LiveNight, NightCommand};
 use crate::tui::notes::NoteLine;
 use crate::tui::replay::ReplayApp;
+use crate::tui::screen::Screen;
 use crate::tui::settings::LectureMode;
 use crate::tui::view::Dashboard;
 

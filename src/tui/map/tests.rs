@@ -1,9 +1,11 @@
 //! Tests of the map screen: its state machine, its drawing at fixed sizes, its keys.
 
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 
 use super::*;
 use crate::map::expected_duplicates;
+use crate::tui::keymap::{self, Mode};
 use crate::tui::theme::Theme;
 use crate::verdict::Status;
 use crate::worker::CrashPoint;
@@ -196,11 +198,25 @@ fn tiny_terminals_do_not_panic() {
 
 #[test]
 fn no_key_is_bound_twice() {
-    let mut seen = Vec::new();
-    for binding in MAP_KEYS {
-        for key in binding.keys {
-            assert!(!seen.contains(key), "{key:?} is bound twice");
-            seen.push(*key);
-        }
-    }
+    assert_eq!(keymap::bound_twice(MAP_KEYS, &[Mode::Map]), []);
+}
+
+#[test]
+fn the_map_reads_its_keys_from_the_one_binding_type() {
+    let right = KeyEvent::new(KeyCode::Right, KeyModifiers::NONE);
+    assert_eq!(action_for(right), Some(MapAction::Right));
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert_eq!(action_for(ctrl_c), Some(MapAction::Quit));
+    // The dashboard's keys are not the map's.
+    assert_eq!(
+        keymap::lookup(keymap::KEYMAP, Mode::Map, KeyCode::Char('s')),
+        None
+    );
+    let help = keymap::help_of(MAP_KEYS, Mode::Map);
+    assert!(help.iter().any(|(key, _)| *key == "enter"), "{help:?}");
+    let pinned: Vec<&str> = (keymap::footer_of(MAP_KEYS, Mode::Map).iter())
+        .filter(|(_, f)| f.pinned())
+        .map(|(_, f)| f.name)
+        .collect();
+    assert_eq!(pinned, ["help", "quit"]);
 }

@@ -90,13 +90,13 @@ pub struct MapRun {
 /// Runs the map screen until the user quits; returns the state (the cells that arrived). The
 /// terminal is restored on every path; the pool's nights are finished or stopped by its owner.
 pub fn run(map: &mut MapRun) -> Result<(), Error> {
-    crate::tui::require_terminal("reclaim map --json")?;
+    crate::tui::terminal::require_terminal("reclaim map --json")?;
     let theme = Theme::from_env();
-    let guard =
-        crate::tui::TerminalGuard::enter().context(|| "cannot set up the terminal".into())?;
+    let guard = crate::tui::terminal::TerminalGuard::enter()
+        .context(|| "cannot set up the terminal".into())?;
     let mut terminal =
         Terminal::new(CrosstermBackend::new(io::stdout())).context(|| "cannot draw".into())?;
-    let input = crate::tui::spawn_input()?;
+    let input = crate::tui::terminal::spawn_input()?;
     let outcome = map_loop(&mut terminal, map, theme, &input);
     drop(terminal);
     drop(guard);
@@ -183,5 +183,5 @@ fn watch(
     let scenario = scenario_for(cell, map.state.plan.items);
     let mut live =
         crate::tui::live::Live::start(scenario, map.exe.clone(), dir, None, Instant::now())?;
-    crate::tui::drive_screen(terminal, &mut live, theme, input, None)
+    crate::tui::event_loop::drive_screen(terminal, &mut live, theme, input, None)
 }

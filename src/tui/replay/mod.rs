@@ -12,11 +12,11 @@ use crate::engine::LaneSnapshot;
 use crate::error::Error;
 use crate::record::{LaneEnd, Recording};
 use crate::scenario::{self, CaptionEvent};
-use crate::tui::Screen;
 use crate::tui::chrome::{Chrome, NoticeLife};
 use crate::tui::keymap::{KeyAction, Mode};
 use crate::tui::moment::{self, LaneOver};
 use crate::tui::notes::NoteLine;
+use crate::tui::screen::Screen;
 use crate::tui::view::Dashboard;
 
 use self::lecture::Lecture;

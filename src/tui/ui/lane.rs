@@ -110,7 +110,14 @@ pub(super) fn lane_panel(
     if inner.height < 3 || inner.width < 10 {
         return;
     }
-    let lines = status_lines(lane, inner.width, theme);
+    let mut lines = status_lines(lane, inner.width, theme);
+    if zoom.is_some() && lines[0].width() + 2 + lines[1].width() <= usize::from(inner.width) {
+        // Zoomed, the panel is wide enough for the state and the lights on one row: the row
+        // goes to the chart.
+        let lights = lines.remove(1);
+        lines[0].spans.push(Span::raw("  "));
+        lines[0].spans.extend(lights.spans);
+    }
     let wrapped = |verdict: &[Line<'_>]| -> u16 {
         // Verdict lines wrap rather than lose their end: count the rows they need here.
         verdict

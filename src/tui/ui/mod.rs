@@ -69,6 +69,7 @@ pub fn areas(
     zoom: Option<usize>,
 ) -> Areas {
     // A caption wraps onto a second line rather than lose its end.
+    let zoom = zoom.filter(|&z| z < lanes.max(1));
     let caption_height = caption.map_or(0, |text| {
         if text.chars().count() + 3 > usize::from(area.width) {
             2
@@ -94,7 +95,7 @@ pub fn areas(
         Constraint::Length(lecture_height),
         Constraint::Length(caption_height),
         Constraint::Min(6),
-        Constraint::Length(bottom_height(area.height)),
+        Constraint::Length(bottom_height(area.height, zoom.is_some())),
         Constraint::Length(footer_height),
     ])
     .areas(area);
@@ -103,7 +104,7 @@ pub fn areas(
         Layout::horizontal([Constraint::Min(20), Constraint::Length(symptoms_width)])
             .areas(bottom_area);
     let lanes = lanes.max(1);
-    if let Some(zoomed) = zoom.filter(|&z| z < lanes) {
+    if let Some(zoomed) = zoom {
         let mut lane_areas = vec![Rect::default(); lanes];
         lane_areas[zoomed] = body;
         return Areas {
@@ -144,8 +145,11 @@ pub fn areas(
 /// The timeline and symptoms band: six rows at 24 (where every lane still keeps its rows chart
 /// and its heartbeat), then a third of every row beyond, so a tall window shows more history;
 /// capped, since the lanes' charts need the height too.
-fn bottom_height(height: u16) -> u16 {
-    (6 + height.saturating_sub(24) / 3).min(20)
+fn bottom_height(height: u16, zoom: bool) -> u16 {
+    let rows = (6 + height.saturating_sub(24) / 3).min(20);
+    // A zoomed lane takes a row more for its chart: the symptoms panel still has a row for
+    // each symptom, the timeline one line fewer.
+    if zoom { rows - 1 } else { rows }
 }
 
 /// Draws one frame.

@@ -901,6 +901,22 @@ fn z_gives_the_selected_lane_the_whole_width_at_80x24() {
         axis_width(&shared),
         axis_width(&screen)
     );
+    // And more rows: the state and the lights share one, the timeline gives one.
+    let plot_rows = |screen: &str| {
+        (screen.lines())
+            .filter(|l| {
+                ["┃343 │", "┃    │", "┃0   │"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            })
+            .count()
+    };
+    assert!(
+        plot_rows(&screen) >= plot_rows(&shared) + 2,
+        "{} then {}:\n{screen}",
+        plot_rows(&shared),
+        plot_rows(&screen)
+    );
     assert!(screen.contains("⣀rows •distinct"), "{screen}");
     assert_eq!(screen.matches("hb  │▁").count(), 1, "{screen}");
     assert!(
@@ -921,12 +937,13 @@ fn a_zoomed_lane_is_the_only_one_a_click_finds() {
     assert_eq!(a.lanes.len(), 3);
     assert_eq!(a.lanes[2].width, 80);
     assert!(a.lanes[..2].iter().all(|r| r.area() == 0), "{:?}", a.lanes);
-    // The rest of the screen is laid out as without the zoom.
+    // The lane takes a row from the timeline and the symptoms; the header and footer stay,
+    // and the symptoms keep a row for each of the three.
     let plain = areas(area, 3, None, None, Mode::Live, None);
-    assert_eq!(
-        (a.timeline, a.symptoms, a.footer),
-        (plain.timeline, plain.symptoms, plain.footer)
-    );
+    assert_eq!((a.header, a.footer), (plain.header, plain.footer));
+    assert_eq!(a.lanes[2].height, plain.lanes[2].height + 1);
+    assert_eq!(a.symptoms.height, plain.symptoms.height - 1);
+    assert_eq!(a.symptoms.height, 5);
     // A lane that is not there is no zoom.
     assert_eq!(
         areas(area, 3, None, None, Mode::Live, Some(5)).lanes,
