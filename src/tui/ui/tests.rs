@@ -901,7 +901,7 @@ fn z_gives_the_selected_lane_the_whole_width_at_80x24() {
         axis_width(&shared),
         axis_width(&screen)
     );
-    // And more rows: the state and the lights share one, the timeline gives one.
+    // And a row more, from the timeline.
     let plot_rows = |screen: &str| {
         (screen.lines())
             .filter(|l| {
@@ -912,13 +912,14 @@ fn z_gives_the_selected_lane_the_whole_width_at_80x24() {
             .count()
     };
     assert!(
-        plot_rows(&screen) >= plot_rows(&shared) + 2,
+        plot_rows(&screen) > plot_rows(&shared),
         "{} then {}:\n{screen}",
         plot_rows(&shared),
         plot_rows(&screen)
     );
     assert!(screen.contains("⣀rows •distinct"), "{screen}");
     assert_eq!(screen.matches("hb  │▁").count(), 1, "{screen}");
+    assert!(screen.contains("┃done  task-199  restarts 1"), "{screen}");
     assert!(
         screen.contains("rows 200  distinct 200  dup 0  ckpt 200"),
         "{screen}"
@@ -976,4 +977,30 @@ fn five_lanes_zoomed_at_80x24_keep_every_figure_readable() {
             "{other}:\n{screen}"
         );
     }
+}
+
+#[test]
+fn a_lane_zoomed_at_120x40_has_its_state_and_lights_on_one_row_and_a_heartbeat_chart() {
+    let mut view = end_of_night();
+    view.zoom = true;
+    let screen = text(&view, 120, 40);
+    assert!(
+        screen.contains("┃done  task-111  restarts 1  alive ·  progress ·  heartbeat 6s/300s"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("rows 312  distinct 200  dup 112  ckpt -"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("derived DATA WRONG (112 duplicated task ids)"),
+        "{screen}"
+    );
+    // Tall enough for the heartbeat's own chart, with the dead-man's threshold on its axis.
+    assert!(screen.contains("300s"), "{screen}");
+    assert!(!screen.contains("hb  │▁"), "{screen}");
+    assert!(
+        screen.contains(" zoom 1/2 · tab next · z all lanes "),
+        "{screen}"
+    );
 }
