@@ -100,8 +100,9 @@ impl Live {
         let Some(review) = self.review.take() else {
             return Ok(());
         };
-        // A lane zoomed (or not) while looking back stays so.
+        // The lane selected and zoomed (or not) while looking back stays so.
         self.app.chrome.zoom = review.replay.zoomed();
+        (self.app.chrome).select(review.replay.selected(), self.night.lane_count());
         if review.was_running && self.hold.is_none() {
             self.night.execute(NightCommand::Resume, now)?;
         }

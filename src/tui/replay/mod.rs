@@ -124,6 +124,12 @@ impl ReplayApp {
         self.chrome.zoom
     }
 
+    /// The lane selected (`tab`, a click).
+    #[must_use]
+    pub fn selected(&self) -> usize {
+        self.chrome.selected
+    }
+
     /// Gives the selected lane the whole width, or every lane its share: a look back starts
     /// as the live screen was.
     pub fn set_zoom(&mut self, zoom: bool) {
