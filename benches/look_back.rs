@@ -16,7 +16,7 @@ use reclaim::clock::NIGHT_START;
 use reclaim::engine::{Kind, LaneSnapshot, Mark, Source};
 use reclaim::record::{Event, Header, LaneInfo, Recording, Sample};
 use reclaim::tui::Screen as _;
-use reclaim::tui::keymap::Action;
+use reclaim::tui::keymap::KeyAction;
 use reclaim::tui::replay::ReplayApp;
 use reclaim::tui::theme::Theme;
 use reclaim::tui::ui::render_to;
@@ -104,7 +104,7 @@ fn main() -> BenchResult<()> {
         };
         let mut replay = ReplayApp::new(past);
         replay.seek(f64::INFINITY);
-        replay.update(Action::ScrubBack, started)?;
+        replay.update(KeyAction::ScrubBack, started)?;
         let view = black_box(replay.view());
         let built = started.elapsed();
         render_to(area, &mut buf, &view, Theme::colored());

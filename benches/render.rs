@@ -154,6 +154,7 @@ fn dashboard(lanes: usize) -> Dashboard {
         random_kills: false,
         lanes: lane_views,
         selected: 0,
+        zoom: false,
         timeline: timeline(),
         timeline_scroll: 0,
         symptoms: Symptom::ALL

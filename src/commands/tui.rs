@@ -1,10 +1,12 @@
 //! `reclaim tui` (and `reclaim` alone) and `reclaim replay FILE`: the command line turned into
-//! what the dashboard needs, everything checked before the terminal is touched.
+//! what the dashboard needs (its own `DashboardSettings`), everything checked before the
+//! terminal is touched.
 
-use crate::cli::{ReplayArgs, TuiArgs};
+use crate::cli::{LectureStops, PresentingArgs, ReplayArgs, TuiArgs};
 use crate::error::Error;
 use crate::scenario::Scenario;
-use crate::tui::theme::Theme;
+use crate::tui::settings::{DashboardSettings, LectureMode};
+use crate::tui::theme::{Theme, ThemeChoice};
 
 pub(super) fn live(args: &TuiArgs) -> Result<u8, Error> {
     let mut scenario = match &args.scenario {
@@ -18,11 +20,22 @@ pub(super) fn live(args: &TuiArgs) -> Result<u8, Error> {
     crate::tui::run(
         scenario,
         args.record.as_deref(),
-        &args.presenting,
-        Theme::chosen(args.theme),
+        &settings(&args.presenting, args.theme),
     )
 }
 
 pub(super) fn replay(args: &ReplayArgs) -> Result<u8, Error> {
-    crate::tui::replay(&args.file, &args.presenting, Theme::chosen(args.theme))
+    crate::tui::replay(&args.file, &settings(&args.presenting, args.theme))
+}
+
+/// The dashboard's settings from the command line's.
+fn settings(presenting: &PresentingArgs, theme: ThemeChoice) -> DashboardSettings {
+    DashboardSettings {
+        lecture: presenting.lecture.map(|stops| match stops {
+            LectureStops::All => LectureMode::AllMoments,
+            LectureStops::Captions => LectureMode::CaptionsOnly,
+        }),
+        notes: presenting.notes.clone(),
+        theme: Theme::chosen(theme),
+    }
 }

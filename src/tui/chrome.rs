@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::clock::SimTime;
 use crate::engine::{LaneSnapshot, Mark, Tone};
 use crate::record::LaneEnd;
-use crate::tui::keymap::{Action, Mode};
+use crate::tui::keymap::{KeyAction, Mode};
 use crate::tui::view::{Dashboard, LaneView, Marker, MarkerKind, ReplayBar, Series};
 use crate::verdict::Symptom;
 
@@ -36,6 +36,8 @@ pub(crate) struct Chrome {
     /// Lines scrolled back from the newest; 0 follows the night.
     pub scroll: usize,
     pub help: bool,
+    /// The selected lane has the whole width (`z`).
+    pub zoom: bool,
     pub speed: f64,
     notice: Option<(String, Option<Instant>)>,
     life: NoticeLife,
@@ -48,6 +50,7 @@ impl Chrome {
             selected: 0,
             scroll: 0,
             help: false,
+            zoom: false,
             speed: 1.0,
             notice: None,
             life,
@@ -93,10 +96,15 @@ impl Chrome {
     /// once it is used up (selection, scrolling, help). A key pressed over the help overlay
     /// closes it and still acts, except `?` itself; `q` quits from anywhere. The speed keys
     /// step `speed` within its bounds and return, so the screen can apply it.
-    pub fn update(&mut self, action: Action, lanes: usize, timeline: usize) -> Option<Action> {
+    pub fn update(
+        &mut self,
+        action: KeyAction,
+        lanes: usize,
+        timeline: usize,
+    ) -> Option<KeyAction> {
         // Any key over the help closes it and does nothing else (the event loop sends every
         // key here while it is open, bound or not); only quitting goes through.
-        if self.help && action != Action::Quit {
+        if self.help && action != KeyAction::Quit {
             self.help = false;
             return None;
         }
@@ -105,18 +113,23 @@ impl Chrome {
         }
         let lanes = lanes.max(1);
         match action {
-            Action::NextLane => self.selected = (self.selected + 1) % lanes,
-            Action::PrevLane => self.selected = (self.selected + lanes - 1) % lanes,
-            Action::ScrollUp => self.scroll = (self.scroll + SCROLL).min(timeline),
-            Action::ScrollDown => self.scroll = self.scroll.saturating_sub(SCROLL),
-            Action::ScrollEnd => self.scroll = 0,
-            Action::ToggleHelp => self.help = !self.help,
-            Action::Quit => {
+            KeyAction::NextLane => self.selected = (self.selected + 1) % lanes,
+            KeyAction::PrevLane => self.selected = (self.selected + lanes - 1) % lanes,
+            KeyAction::ScrollUp => self.scroll = (self.scroll + SCROLL).min(timeline),
+            KeyAction::ScrollDown => self.scroll = self.scroll.saturating_sub(SCROLL),
+            KeyAction::ScrollEnd => self.scroll = 0,
+            KeyAction::ToggleHelp => self.help = !self.help,
+            KeyAction::ToggleZoom => self.zoom = !self.zoom,
+            KeyAction::Quit => {
                 self.quit = true;
                 return Some(action);
             }
-            Action::SpeedUp | Action::SpeedDown => {
-                let factor = if action == Action::SpeedUp { 2.0 } else { 0.5 };
+            KeyAction::SpeedUp | KeyAction::SpeedDown => {
+                let factor = if action == KeyAction::SpeedUp {
+                    2.0
+                } else {
+                    0.5
+                };
                 self.speed = (self.speed * factor).clamp(MIN_SPEED, MAX_SPEED);
                 return Some(action);
             }
@@ -137,6 +150,7 @@ impl Chrome {
             random_kills: scene.random_kills,
             symptoms: scene.symptoms,
             selected: self.selected.min(scene.lanes.len().saturating_sub(1)),
+            zoom: self.zoom,
             lanes: scene.lanes,
             timeline: scene.timeline,
             timeline_scroll: self.scroll,
@@ -324,9 +338,9 @@ mod tests {
     #[test]
     fn selection_wraps_both_ways_and_a_click_outside_the_lanes_is_ignored() {
         let mut chrome = Chrome::new(LIVE);
-        assert_eq!(chrome.update(Action::PrevLane, 3, 0), None);
+        assert_eq!(chrome.update(KeyAction::PrevLane, 3, 0), None);
         assert_eq!(chrome.selected, 2);
-        assert_eq!(chrome.update(Action::NextLane, 3, 0), None);
+        assert_eq!(chrome.update(KeyAction::NextLane, 3, 0), None);
         assert_eq!(chrome.selected, 0);
         chrome.select(1, 3);
         assert_eq!(chrome.selected, 1);
@@ -338,17 +352,17 @@ mod tests {
     fn scrolling_stops_at_the_oldest_line_and_end_follows_the_night_again() {
         let mut chrome = Chrome::new(LIVE);
         for _ in 0..5 {
-            chrome.update(Action::ScrollUp, 1, 7);
+            chrome.update(KeyAction::ScrollUp, 1, 7);
         }
         assert_eq!(chrome.scroll, 7);
-        chrome.update(Action::ScrollDown, 1, 7);
+        chrome.update(KeyAction::ScrollDown, 1, 7);
         assert_eq!(chrome.scroll, 4);
         for _ in 0..3 {
-            chrome.update(Action::ScrollDown, 1, 7);
+            chrome.update(KeyAction::ScrollDown, 1, 7);
         }
         assert_eq!(chrome.scroll, 0);
-        chrome.update(Action::ScrollUp, 1, 7);
-        chrome.update(Action::ScrollEnd, 1, 7);
+        chrome.update(KeyAction::ScrollUp, 1, 7);
+        chrome.update(KeyAction::ScrollEnd, 1, 7);
         assert_eq!(chrome.scroll, 0);
     }
 
@@ -356,13 +370,16 @@ mod tests {
     fn speed_doubles_and_halves_within_its_bounds_and_is_passed_on() {
         let mut chrome = Chrome::new(LIVE);
         for _ in 0..10 {
-            assert_eq!(chrome.update(Action::SpeedUp, 1, 0), Some(Action::SpeedUp));
+            assert_eq!(
+                chrome.update(KeyAction::SpeedUp, 1, 0),
+                Some(KeyAction::SpeedUp)
+            );
         }
         assert!((chrome.speed - MAX_SPEED).abs() < f64::EPSILON);
         for _ in 0..20 {
             assert_eq!(
-                chrome.update(Action::SpeedDown, 1, 0),
-                Some(Action::SpeedDown)
+                chrome.update(KeyAction::SpeedDown, 1, 0),
+                Some(KeyAction::SpeedDown)
             );
         }
         assert!((chrome.speed - MIN_SPEED).abs() < f64::EPSILON);
@@ -371,24 +388,24 @@ mod tests {
     #[test]
     fn a_key_over_the_help_closes_it_and_does_nothing_else() {
         let mut chrome = Chrome::new(LIVE);
-        assert_eq!(chrome.update(Action::ToggleHelp, 2, 0), None);
+        assert_eq!(chrome.update(KeyAction::ToggleHelp, 2, 0), None);
         assert!(chrome.help);
-        assert_eq!(chrome.update(Action::ToggleHelp, 2, 0), None);
+        assert_eq!(chrome.update(KeyAction::ToggleHelp, 2, 0), None);
         assert!(!chrome.help);
-        chrome.update(Action::ToggleHelp, 2, 0);
-        assert_eq!(chrome.update(Action::NextLane, 2, 0), None);
+        chrome.update(KeyAction::ToggleHelp, 2, 0);
+        assert_eq!(chrome.update(KeyAction::NextLane, 2, 0), None);
         assert!(!chrome.help);
         assert_eq!(chrome.selected, 0, "the key only closed the help");
-        chrome.update(Action::ToggleHelp, 2, 0);
-        assert_eq!(chrome.update(Action::KillLane, 2, 0), None, "no kill");
+        chrome.update(KeyAction::ToggleHelp, 2, 0);
+        assert_eq!(chrome.update(KeyAction::KillLane, 2, 0), None, "no kill");
         assert!(!chrome.help);
     }
 
     #[test]
     fn quit_works_over_the_help_and_is_passed_on() {
         let mut chrome = Chrome::new(LIVE);
-        chrome.update(Action::ToggleHelp, 1, 0);
-        assert_eq!(chrome.update(Action::Quit, 1, 0), Some(Action::Quit));
+        chrome.update(KeyAction::ToggleHelp, 1, 0);
+        assert_eq!(chrome.update(KeyAction::Quit, 1, 0), Some(KeyAction::Quit));
         assert!(chrome.quit);
         // The overlay is still up: quitting does not stop to close it.
         assert!(chrome.help);
@@ -399,7 +416,7 @@ mod tests {
         let t0 = Instant::now();
         let mut live = Chrome::new(LIVE);
         live.say("speed 2x", t0);
-        live.update(Action::NextLane, 2, 0);
+        live.update(KeyAction::NextLane, 2, 0);
         live.expire(t0 + Duration::from_secs(4));
         assert_eq!(live.notice(), Some("speed 2x"));
         live.expire(t0 + Duration::from_millis(4001));
@@ -409,7 +426,22 @@ mod tests {
         replay.note("cut short");
         replay.expire(t0 + Duration::from_secs(3600));
         assert_eq!(replay.notice(), Some("cut short"));
-        replay.update(Action::ScrollUp, 1, 0);
+        replay.update(KeyAction::ScrollUp, 1, 0);
         assert_eq!(replay.notice(), None);
+    }
+
+    #[test]
+    fn z_zooms_the_selected_lane_tab_moves_the_zoom_and_z_again_shows_every_lane() {
+        let mut chrome = Chrome::new(LIVE);
+        assert_eq!(chrome.update(KeyAction::ToggleZoom, 3, 0), None);
+        assert!(chrome.zoom);
+        chrome.update(KeyAction::NextLane, 3, 0);
+        assert_eq!((chrome.selected, chrome.zoom), (1, true));
+        // Over the help, z only closes it.
+        chrome.update(KeyAction::ToggleHelp, 3, 0);
+        chrome.update(KeyAction::ToggleZoom, 3, 0);
+        assert!(chrome.zoom && !chrome.help);
+        chrome.update(KeyAction::ToggleZoom, 3, 0);
+        assert!(!chrome.zoom);
     }
 }

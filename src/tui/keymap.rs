@@ -1,5 +1,6 @@
-//! The one keymap: it decides what a key does, and it draws the footer and the help overlay, so
-//! the three can never disagree.
+//! The one keymap type, `Binding<A>`, for every screen (the dashboard's `KEYMAP` here, the map's
+//! `MAP_KEYS` beside the map): a table decides what a key does, and draws the footer and the
+//! help overlay, so the three can never disagree.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -12,11 +13,13 @@ pub enum Mode {
     /// A live night paused and looked back at (`b`, `[`): scrubbed like a replay until `space`
     /// returns to now.
     Review,
+    /// The map of crash points (`reclaim map`), a screen of its own.
+    Map,
 }
 
 /// What the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub enum KeyAction {
     ToggleRecord,
     NextCaption,
     /// List the selected lane's duplicated task ids.
@@ -50,13 +53,16 @@ pub enum Action {
     Suspend,
     /// Leave a look back: the live night again, going on where it was.
     BackToNow,
+    /// One lane (the selected one) takes the whole width, with larger charts; again for all.
+    ToggleZoom,
 }
 
-/// One binding: the keys, how they are written, what they do, and whether the footer shows it.
-pub struct Binding {
+/// One binding: the keys, how they are written, what they do (an `A` of the screen's own), and
+/// whether the footer shows it.
+pub struct Binding<A: 'static> {
     pub keys: &'static [KeyCode],
     pub label: &'static str,
-    pub action: Action,
+    pub action: A,
     pub help: &'static str,
     /// How the footer shows it; `None` keeps it to the help screen.
     pub footer: Option<Footer>,
@@ -74,7 +80,8 @@ pub struct Footer {
 }
 
 impl Footer {
-    const fn new(name: &'static str, rank: u8) -> Self {
+    #[must_use]
+    pub const fn new(name: &'static str, rank: u8) -> Self {
         Self { name, rank }
     }
 
@@ -94,11 +101,11 @@ const BOTH: &[Mode] = &[Mode::Live, Mode::Replay];
 const ALL: &[Mode] = &[Mode::Live, Mode::Replay, Mode::Review];
 
 /// The keymap, in the order the help screen lists it.
-pub const KEYMAP: &[Binding] = &[
+pub const KEYMAP: &[Binding<KeyAction>] = &[
     Binding {
         keys: &[KeyCode::Char('k')],
         label: "k",
-        action: Action::KillLane,
+        action: KeyAction::KillLane,
         help: "kill the selected lane's worker now (SIGKILL)",
         footer: Some(Footer::new("kill", 1)),
         modes: LIVE,
@@ -106,7 +113,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('K')],
         label: "K",
-        action: Action::KillAll,
+        action: KeyAction::KillAll,
         help: "the host reclaims the instance: SIGKILL every lane at once",
         footer: Some(Footer::new("kill all", 2)),
         modes: LIVE,
@@ -114,7 +121,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('r')],
         label: "r",
-        action: Action::ToggleRandomKills,
+        action: KeyAction::ToggleRandomKills,
         help: "random kills on/off (seeded: the same seed, the same storm)",
         footer: Some(Footer::new("random", 4)),
         modes: LIVE,
@@ -122,7 +129,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('h')],
         label: "h",
-        action: Action::ToggleHang,
+        action: KeyAction::ToggleHang,
         help: "hang/resume the selected lane (SIGSTOP/SIGCONT): alive, no progress",
         footer: Some(Footer::new("hang", 4)),
         modes: LIVE,
@@ -130,7 +137,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char(' '), KeyCode::Char('p')],
         label: "space",
-        action: Action::TogglePause,
+        action: KeyAction::TogglePause,
         help: "pause/resume the night (workers stopped, clock frozen)",
         footer: Some(Footer::new("pause", 1)),
         modes: BOTH,
@@ -138,7 +145,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('+'), KeyCode::Char('=')],
         label: "+/-",
-        action: Action::SpeedUp,
+        action: KeyAction::SpeedUp,
         help: "faster/slower to watch; the night's sim times stay the same",
         footer: Some(Footer::new("speed", 3)),
         modes: BOTH,
@@ -146,7 +153,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('-'), KeyCode::Char('_')],
         label: "-",
-        action: Action::SpeedDown,
+        action: KeyAction::SpeedDown,
         help: "",
         footer: None,
         modes: BOTH,
@@ -154,7 +161,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Tab, KeyCode::Right, KeyCode::Char('l')],
         label: "tab/←→",
-        action: Action::NextLane,
+        action: KeyAction::NextLane,
         help: "select the next/previous lane (or click a lane)",
         footer: Some(Footer::new("lane", 2)),
         modes: LIVE,
@@ -162,7 +169,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::BackTab, KeyCode::Left],
         label: "",
-        action: Action::PrevLane,
+        action: KeyAction::PrevLane,
         help: "",
         footer: None,
         modes: LIVE,
@@ -170,7 +177,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('s')],
         label: "s",
-        action: Action::CycleStrategy,
+        action: KeyAction::CycleStrategy,
         help: "next strategy for this lane (the night restarts on fresh databases)",
         footer: Some(Footer::new("strategy", 6)),
         modes: LIVE,
@@ -178,7 +185,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('w')],
         label: "w",
-        action: Action::WipeCheckpoints,
+        action: KeyAction::WipeCheckpoints,
         help: "delete every checkpoint of the selected lane",
         footer: Some(Footer::new("wipe", 7)),
         modes: LIVE,
@@ -186,7 +193,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('a')],
         label: "a",
-        action: Action::AddWorker,
+        action: KeyAction::AddWorker,
         help: "add a concurrent worker to the selected lane (duplicate delivery)",
         footer: Some(Footer::new("+worker", 6)),
         modes: LIVE,
@@ -194,7 +201,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('n')],
         label: "n",
-        action: Action::Restart,
+        action: KeyAction::Restart,
         help: "start the night again from 02:00 on fresh databases",
         footer: Some(Footer::new("restart", 5)),
         modes: LIVE,
@@ -202,7 +209,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('R')],
         label: "R",
-        action: Action::Reset,
+        action: KeyAction::Reset,
         help: "reset: the scenario's own strategies, speed and kills, from 02:00",
         footer: Some(Footer::new("reset", 8)),
         modes: LIVE,
@@ -210,7 +217,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Up, KeyCode::PageUp],
         label: "↑↓ end",
-        action: Action::ScrollUp,
+        action: KeyAction::ScrollUp,
         help: "scroll the timeline; end follows the night again",
         footer: None,
         modes: ALL,
@@ -218,7 +225,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Down, KeyCode::PageDown],
         label: "",
-        action: Action::ScrollDown,
+        action: KeyAction::ScrollDown,
         help: "",
         footer: None,
         modes: ALL,
@@ -226,7 +233,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::End],
         label: "",
-        action: Action::ScrollEnd,
+        action: KeyAction::ScrollEnd,
         help: "",
         footer: None,
         modes: ALL,
@@ -234,7 +241,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('o')],
         label: "o",
-        action: Action::ToggleRecord,
+        action: KeyAction::ToggleRecord,
         help: "record on/off: the night restarts from 02:00 into a session file",
         footer: Some(Footer::new("record", 5)),
         modes: LIVE,
@@ -242,7 +249,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('i')],
         label: "i",
-        action: Action::ShowIds,
+        action: KeyAction::ShowIds,
         help: "this lane's task ids written more than once, with rows and runs",
         footer: Some(Footer::new("ids", 7)),
         modes: LIVE,
@@ -250,7 +257,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('c')],
         label: "c",
-        action: Action::NextCaption,
+        action: KeyAction::NextCaption,
         help: "next caption reached, at once (in a replay: jump to its moment)",
         footer: Some(Footer::new("caption", 3)),
         modes: ALL,
@@ -258,7 +265,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Left, KeyCode::Char('h')],
         label: "←→",
-        action: Action::ScrubBack,
+        action: KeyAction::ScrubBack,
         help: "scrub the night back/forward by 15 sim-seconds",
         footer: Some(Footer::new("scrub", 1)),
         modes: BROWSE,
@@ -266,7 +273,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Right, KeyCode::Char('l')],
         label: "",
-        action: Action::ScrubForward,
+        action: KeyAction::ScrubForward,
         help: "",
         footer: None,
         modes: BROWSE,
@@ -274,7 +281,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('['), KeyCode::Char(',')],
         label: "[ ]",
-        action: Action::PrevEvent,
+        action: KeyAction::PrevEvent,
         help: "step to the previous/next event (, and . too)",
         footer: Some(Footer::new("event", 2)),
         modes: BROWSE,
@@ -282,7 +289,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char(']'), KeyCode::Char('.')],
         label: "",
-        action: Action::NextEvent,
+        action: KeyAction::NextEvent,
         help: "",
         footer: None,
         modes: BROWSE,
@@ -290,7 +297,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Home, KeyCode::Char('g')],
         label: "g G",
-        action: Action::JumpStart,
+        action: KeyAction::JumpStart,
         help: "jump to the start/end of the night",
         footer: None,
         modes: REPLAY,
@@ -298,7 +305,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Home, KeyCode::Char('g')],
         label: "g",
-        action: Action::JumpStart,
+        action: KeyAction::JumpStart,
         help: "jump to the start of the night (G: back to now)",
         footer: None,
         modes: REVIEW,
@@ -306,7 +313,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('G')],
         label: "",
-        action: Action::JumpEnd,
+        action: KeyAction::JumpEnd,
         help: "",
         footer: None,
         modes: REPLAY,
@@ -314,7 +321,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Tab],
         label: "tab",
-        action: Action::NextLane,
+        action: KeyAction::NextLane,
         help: "select the next lane",
         footer: None,
         modes: BROWSE,
@@ -322,7 +329,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('b')],
         label: "b [",
-        action: Action::ScrubBack,
+        action: KeyAction::ScrubBack,
         help: "look back (, too): the night waits while you scrub what happened (space: now)",
         footer: Some(Footer::new("back", 4)),
         modes: LIVE,
@@ -330,7 +337,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('['), KeyCode::Char(',')],
         label: "",
-        action: Action::PrevEvent,
+        action: KeyAction::PrevEvent,
         help: "",
         footer: None,
         modes: LIVE,
@@ -338,16 +345,24 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char(' '), KeyCode::Char('G'), KeyCode::Esc],
         label: "space",
-        action: Action::BackToNow,
+        action: KeyAction::BackToNow,
         help: "back to now: the night goes on where it was (if it was running)",
         footer: Some(Footer::new("now", 1)),
         modes: REVIEW,
+    },
+    Binding {
+        keys: &[KeyCode::Char('z')],
+        label: "z",
+        action: KeyAction::ToggleZoom,
+        help: "zoom: this lane takes the whole width, larger charts; z again: all",
+        footer: Some(Footer::new("zoom", 3)),
+        modes: ALL,
     },
     // Ctrl-Z reaches the dashboard as a key in raw mode (`action_for` maps it): in the help.
     Binding {
         keys: &[],
         label: "Ctrl-Z",
-        action: Action::Suspend,
+        action: KeyAction::Suspend,
         help: "suspend: the night pauses and the shell has the terminal; fg goes on",
         footer: None,
         modes: ALL,
@@ -355,7 +370,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('?')],
         label: "?",
-        action: Action::ToggleHelp,
+        action: KeyAction::ToggleHelp,
         help: "this help",
         footer: Some(Footer::new("help", 0)),
         modes: ALL,
@@ -363,7 +378,7 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('q'), KeyCode::Esc],
         label: "q",
-        action: Action::Quit,
+        action: KeyAction::Quit,
         help: "quit (Ctrl-C too); every worker is killed, the databases are kept",
         footer: Some(Footer::new("quit", 0)),
         modes: BOTH,
@@ -371,48 +386,91 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: &[KeyCode::Char('q')],
         label: "q",
-        action: Action::Quit,
+        action: KeyAction::Quit,
         help: "quit (Ctrl-C too); every worker is killed, the databases are kept",
         footer: Some(Footer::new("quit", 0)),
         modes: REVIEW,
     },
 ];
 
-fn bindings(mode: Mode) -> impl Iterator<Item = &'static Binding> {
-    KEYMAP.iter().filter(move |b| b.modes.contains(&mode))
+/// The bindings of `table` that work in `mode`, in the table's order.
+fn in_mode<A>(
+    table: &'static [Binding<A>],
+    mode: Mode,
+) -> impl Iterator<Item = &'static Binding<A>> {
+    table.iter().filter(move |b| b.modes.contains(&mode))
+}
+
+#[cfg(test)]
+fn bindings(mode: Mode) -> impl Iterator<Item = &'static Binding<KeyAction>> {
+    in_mode(KEYMAP, mode)
+}
+
+/// The action `table` binds to `code` in `mode`, if any.
+#[must_use]
+pub fn lookup<A: Copy>(table: &'static [Binding<A>], mode: Mode, code: KeyCode) -> Option<A> {
+    in_mode(table, mode)
+        .find(|binding| binding.keys.contains(&code))
+        .map(|binding| binding.action)
+}
+
+/// The footer's entries of `table` in `mode`, in the table's order: (key label, its entry).
+#[must_use]
+pub fn footer_of<A>(table: &'static [Binding<A>], mode: Mode) -> Vec<(&'static str, Footer)> {
+    in_mode(table, mode)
+        .filter_map(|b| b.footer.map(|f| (b.label, f)))
+        .collect()
+}
+
+/// The help's lines of `table` in `mode`: (key label, what it does).
+#[must_use]
+pub fn help_of<A>(table: &'static [Binding<A>], mode: Mode) -> Vec<(&'static str, &'static str)> {
+    in_mode(table, mode)
+        .filter(|b| !b.help.is_empty())
+        .map(|b| (b.label, b.help))
+        .collect()
+}
+
+/// Every key `table` binds twice in one of `modes` (a test's guard: the second would never act).
+#[must_use]
+pub fn bound_twice<A>(table: &'static [Binding<A>], modes: &[Mode]) -> Vec<(Mode, KeyCode)> {
+    let mut twice = Vec::new();
+    for &mode in modes {
+        let mut seen = Vec::new();
+        for key in in_mode(table, mode).flat_map(|b| b.keys) {
+            if seen.contains(key) {
+                twice.push((mode, *key));
+            }
+            seen.push(*key);
+        }
+    }
+    twice
 }
 
 /// The action bound to a key press in `mode`, if any. Ctrl-C always quits; Ctrl-Z always
 /// suspends (in raw mode the terminal sends it as a key, not as SIGTSTP).
 #[must_use]
-pub fn action_for(key: KeyEvent, mode: Mode) -> Option<Action> {
+pub fn action_for(key: KeyEvent, mode: Mode) -> Option<KeyAction> {
     if key.modifiers.contains(KeyModifiers::CONTROL) {
         match key.code {
-            KeyCode::Char('c') => return Some(Action::Quit),
-            KeyCode::Char('z') => return Some(Action::Suspend),
+            KeyCode::Char('c') => return Some(KeyAction::Quit),
+            KeyCode::Char('z') => return Some(KeyAction::Suspend),
             _ => {}
         }
     }
-    bindings(mode)
-        .find(|binding| binding.keys.contains(&key.code))
-        .map(|binding| binding.action)
+    lookup(KEYMAP, mode, key.code)
 }
 
 /// The footer's entries in `mode`, in the keymap's order: (key label, how the footer shows it).
 #[must_use]
 pub fn footer(mode: Mode) -> Vec<(&'static str, Footer)> {
-    bindings(mode)
-        .filter_map(|b| b.footer.map(|f| (b.label, f)))
-        .collect()
+    footer_of(KEYMAP, mode)
 }
 
 /// The help screen's lines in `mode`: (key label, what it does).
 #[must_use]
 pub fn help_lines(mode: Mode) -> Vec<(&'static str, &'static str)> {
-    bindings(mode)
-        .filter(|b| !b.help.is_empty())
-        .map(|b| (b.label, b.help))
-        .collect()
+    help_of(KEYMAP, mode)
 }
 
 #[cfg(test)]
@@ -448,30 +506,51 @@ mod tests {
 
     #[test]
     fn no_key_is_bound_twice_in_a_mode() {
-        for mode in [Mode::Live, Mode::Replay, Mode::Review] {
-            let mut seen = Vec::new();
-            for binding in bindings(mode) {
-                for key in binding.keys {
-                    assert!(!seen.contains(key), "{key:?} bound twice in {mode:?}");
-                    seen.push(*key);
-                }
-            }
-        }
+        let modes = [Mode::Live, Mode::Replay, Mode::Review];
+        assert_eq!(bound_twice(KEYMAP, &modes), []);
+    }
+
+    #[test]
+    fn a_key_bound_twice_is_found() {
+        const TWICE: &[Binding<u8>] = &[
+            Binding {
+                keys: &[KeyCode::Char('x')],
+                label: "x",
+                action: 1,
+                help: "one",
+                footer: None,
+                modes: ALL,
+            },
+            Binding {
+                keys: &[KeyCode::Char('y'), KeyCode::Char('x')],
+                label: "y",
+                action: 2,
+                help: "two",
+                footer: None,
+                modes: LIVE,
+            },
+        ];
+        assert_eq!(
+            bound_twice(TWICE, &[Mode::Live, Mode::Replay]),
+            [(Mode::Live, KeyCode::Char('x'))]
+        );
+        assert_eq!(lookup(TWICE, Mode::Replay, KeyCode::Char('y')), None);
+        assert_eq!(lookup(TWICE, Mode::Live, KeyCode::Char('y')), Some(2));
     }
 
     #[test]
     fn ctrl_c_and_q_quit_and_k_kills() {
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        assert_eq!(action_for(ctrl_c, Mode::Live), Some(Action::Quit));
+        assert_eq!(action_for(ctrl_c, Mode::Live), Some(KeyAction::Quit));
         let q = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
-        assert_eq!(action_for(q, Mode::Replay), Some(Action::Quit));
+        assert_eq!(action_for(q, Mode::Replay), Some(KeyAction::Quit));
         let k = KeyEvent::new(KeyCode::Char('k'), KeyModifiers::NONE);
-        assert_eq!(action_for(k, Mode::Live), Some(Action::KillLane));
+        assert_eq!(action_for(k, Mode::Live), Some(KeyAction::KillLane));
         // A replay has no processes to kill.
         assert_eq!(action_for(k, Mode::Replay), None);
         let ctrl_z = KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL);
         for mode in [Mode::Live, Mode::Replay] {
-            assert_eq!(action_for(ctrl_z, mode), Some(Action::Suspend));
+            assert_eq!(action_for(ctrl_z, mode), Some(KeyAction::Suspend));
         }
     }
 

@@ -8,6 +8,7 @@ use crate::verdict::Symptom;
 
 /// Everything one frame shows.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::struct_excessive_bools)] // Reason: independent facts of one frame, each its own.
 pub struct Dashboard {
     pub title: String,
     pub scenario: String,
@@ -18,6 +19,8 @@ pub struct Dashboard {
     pub random_kills: bool,
     pub lanes: Vec<LaneView>,
     pub selected: usize,
+    /// The selected lane takes the whole width, with larger charts (`z`, for a projector).
+    pub zoom: bool,
     /// The shared timeline, oldest first, already formatted, each line with how loudly to show
     /// it (from its kind, never from its words).
     pub timeline: Vec<(String, Tone)>,

@@ -257,16 +257,16 @@ fn assert_the_lane_is_of_its_moment(view: &reclaim::tui::view::Dashboard, lane: 
 #[test]
 fn a_replay_stepped_to_each_event_shows_the_figures_and_verdicts_of_that_moment() {
     use reclaim::tui::Screen as _;
-    use reclaim::tui::keymap::Action;
+    use reclaim::tui::keymap::KeyAction;
     let recording = Recording::load(incident()).unwrap_or_else(|e| panic!("{e}"));
     let events = recording.events.len();
     let mut app = reclaim::tui::replay::ReplayApp::new(recording);
     let now = std::time::Instant::now();
-    app.update(Action::TogglePause, now)
+    app.update(KeyAction::TogglePause, now)
         .unwrap_or_else(|e| panic!("{e}"));
     let mut seen = Vec::new();
     for _ in 0..=events {
-        app.update(Action::NextEvent, now)
+        app.update(KeyAction::NextEvent, now)
             .unwrap_or_else(|e| panic!("{e}"));
         let view = app.view();
         for lane in 0..view.lanes.len() {

@@ -21,7 +21,7 @@ use reclaim::cli::ReplayArgs;
 use reclaim::record::Recording;
 use reclaim::scenario::{SHIPPED, Scenario};
 use reclaim::tui::Screen as _;
-use reclaim::tui::keymap::Action;
+use reclaim::tui::keymap::KeyAction;
 use reclaim::tui::replay::ReplayApp;
 use reclaim::tui::theme::Theme;
 use reclaim::tui::ui;
@@ -420,22 +420,22 @@ fn check_recording(bytes: &[u8]) -> Result<(), TestCaseError> {
     };
     draw(&app);
     let actions = [
-        Action::TogglePause,
-        Action::SpeedUp,
-        Action::NextEvent,
-        Action::ScrubForward,
-        Action::NextCaption,
-        Action::NextLane,
-        Action::ScrollUp,
-        Action::JumpEnd,
-        Action::PrevEvent,
-        Action::ScrubBack,
-        Action::PrevLane,
-        Action::SpeedDown,
-        Action::ScrollDown,
-        Action::ToggleHelp,
-        Action::JumpStart,
-        Action::ScrollEnd,
+        KeyAction::TogglePause,
+        KeyAction::SpeedUp,
+        KeyAction::NextEvent,
+        KeyAction::ScrubForward,
+        KeyAction::NextCaption,
+        KeyAction::NextLane,
+        KeyAction::ScrollUp,
+        KeyAction::JumpEnd,
+        KeyAction::PrevEvent,
+        KeyAction::ScrubBack,
+        KeyAction::PrevLane,
+        KeyAction::SpeedDown,
+        KeyAction::ScrollDown,
+        KeyAction::ToggleHelp,
+        KeyAction::JumpStart,
+        KeyAction::ScrollEnd,
     ];
     for (i, action) in actions.into_iter().enumerate() {
         let now = start + Duration::from_secs(u64::try_from(i).unwrap_or(0));

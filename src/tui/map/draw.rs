@@ -410,9 +410,9 @@ fn draw_cursor(buf: &mut Buffer, area: Rect, state: &MapState, theme: Theme) {
     }
     let mut footer = Vec::new();
     for binding in MAP_KEYS {
-        if let Some(name) = binding.footer {
+        if let Some(entry) = binding.footer {
             footer.push(Span::styled(binding.label, theme.key()));
-            footer.push(Span::raw(format!(" {name}  ")));
+            footer.push(Span::raw(format!(" {}  ", entry.name)));
         }
     }
     put(buf, area, bottom - 1, Line::from(footer));

@@ -53,48 +53,40 @@ const CURVES: [(Glyph, &str, &str); 4] = [
     (Glyph::Quadrant, "▚", "dup"),
 ];
 
-/// One lane's panel: its lights and figures, its two charts, its verdict.
+/// The panel width from which a zoomed lane's state and lights share one row: the widest state
+/// (`killed by SIGKILL, restarting  task-123  restarts 10`) beside the widest lights.
+const ONE_ROW_STATUS: u16 = 96;
+
+/// One lane's panel: its lights and figures, its two charts, its verdict. `zoom` (this lane's
+/// place and the number of lanes) when it has the whole width: its top border says so, and how
+/// to get every lane back.
 pub(super) fn lane_panel(
     area: Rect,
     buf: &mut Buffer,
     lane: &LaneView,
     selected: bool,
+    zoom: Option<(usize, usize)>,
     scales: Scales,
     theme: Theme,
 ) {
     let x_max = scales.x_max;
-    let border = if selected {
-        theme.selected()
-    } else {
-        theme.dim()
-    };
-    let workers = if lane.workers > 1 {
-        format!(" x{}", lane.workers)
-    } else {
-        String::new()
-    };
-    let title = format!(" {}{workers} ", lane.name);
-    let block = Block::bordered()
-        .border_type(if selected {
-            BorderType::Thick
-        } else {
-            BorderType::Rounded
-        })
-        .border_style(border)
-        .title(Span::styled(
-            title,
-            if selected {
-                theme.selected()
-            } else {
-                theme.title()
-            },
-        ));
+    let block = panel_block(lane, selected, zoom, theme);
     let inner = block.inner(area);
     block.render(area, buf);
     if inner.height < 3 || inner.width < 10 {
         return;
     }
-    let lines = status_lines(lane, inner.width, theme);
+    let mut lines = status_lines(lane, inner.width, theme);
+    if zoom.is_some() && inner.width >= ONE_ROW_STATUS {
+        // Zoomed in a wide window, the state and the lights share a row, which goes to the
+        // chart. The state keeps the room the lights leave (its task and restarts go whole or
+        // not at all); from this width on that is always all of it, so the rows never jump.
+        let lights = lines.remove(1);
+        let room = inner.width.saturating_sub(lights.width() as u16 + 2);
+        lines[0] = status_lines(lane, room, theme).swap_remove(0);
+        lines[0].spans.push(Span::raw("  "));
+        lines[0].spans.extend(lights.spans);
+    }
     let wrapped = |verdict: &[Line<'_>]| -> u16 {
         // Verdict lines wrap rather than lose their end: count the rows they need here.
         verdict
@@ -149,6 +141,55 @@ pub(super) fn lane_panel(
     Paragraph::new(verdict)
         .wrap(ratatui::widgets::Wrap { trim: true })
         .render(bottom, buf);
+}
+
+/// The panel's border: thick when selected, its name (and workers) at the left and, zoomed, its
+/// place among the lanes and the keys back at the right.
+fn panel_block(
+    lane: &LaneView,
+    selected: bool,
+    zoom: Option<(usize, usize)>,
+    theme: Theme,
+) -> Block<'static> {
+    let border = if selected {
+        theme.selected()
+    } else {
+        theme.dim()
+    };
+    let workers = if lane.workers > 1 {
+        format!(" x{}", lane.workers)
+    } else {
+        String::new()
+    };
+    let title = format!(" {}{workers} ", lane.name);
+    let block = Block::bordered()
+        .border_type(if selected {
+            BorderType::Thick
+        } else {
+            BorderType::Rounded
+        })
+        .border_style(border)
+        .title(Span::styled(
+            title,
+            if selected {
+                theme.selected()
+            } else {
+                theme.title()
+            },
+        ));
+    match zoom {
+        Some((i, lanes)) => {
+            let others = if lanes > 1 { "tab next · " } else { "" };
+            block.title(
+                Line::from(Span::styled(
+                    format!(" zoom {}/{lanes} · {others}z all lanes ", i + 1),
+                    theme.selected(),
+                ))
+                .right_aligned(),
+            )
+        }
+        None => block,
+    }
 }
 
 /// The lane's state, lights and figures, with the dead-man's alert when it fires.

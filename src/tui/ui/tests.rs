@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::clock::{NIGHT_START, SimTime};
+use crate::tui::keymap;
+use crate::tui::view::Tone;
 use crate::tui::view::{LaneView, Marker, MarkerKind, Series, StateKind};
 use crate::verdict::Symptom;
 
@@ -67,6 +69,7 @@ fn dashboard(clock: f64, lanes: Vec<LaneView>, timeline: &[&str]) -> Dashboard {
         random_kills: false,
         lanes,
         selected: 0,
+        zoom: false,
         timeline: timeline
             .iter()
             .map(|line| (line.to_string(), Tone::Plain))
@@ -535,6 +538,7 @@ fn footer_text(view: &Dashboard, width: u16, height: u16) -> String {
         view.caption.as_deref(),
         view.lecture.as_ref(),
         view.mode,
+        None,
     );
     screen
         .lines()
@@ -613,7 +617,7 @@ fn the_footer_shows_every_key_or_says_more_and_never_cuts_an_entry() {
 fn clicks_and_drawing_agree_on_the_footer() {
     for (w, h) in [(80, 24), (100, 30), (120, 20), (120, 40), (200, 55)] {
         for mode in [Mode::Live, Mode::Replay, Mode::Review] {
-            let a = areas(Rect::new(0, 0, w, h), 2, None, None, mode);
+            let a = areas(Rect::new(0, 0, w, h), 2, None, None, mode, None);
             let layout = footer_layout(mode, w, h);
             assert_eq!(usize::from(a.footer.height), layout.rows.len(), "{w}x{h}");
             assert_eq!(a.footer.bottom(), h);
@@ -625,7 +629,7 @@ fn clicks_and_drawing_agree_on_the_footer() {
 #[test]
 fn a_tall_window_gives_the_timeline_more_rows() {
     let rows = |w, h| {
-        areas(Rect::new(0, 0, w, h), 2, None, None, Mode::Live)
+        areas(Rect::new(0, 0, w, h), 2, None, None, Mode::Live, None)
             .timeline
             .height
     };
@@ -853,4 +857,150 @@ fn a_lecture_says_where_it_stopped_in_full_or_in_brief_and_keeps_the_charts() {
     assert_eq!(narrow.matches("hb  │").count(), 2, "{narrow}");
     assert_eq!(narrow.matches("0   │").count(), 2, "{narrow}");
     insta::assert_snapshot!("lecture_80x24", narrow);
+}
+
+/// The widest rows chart's time axis on screen, in columns (its `└───` line).
+fn axis_width(screen: &str) -> usize {
+    screen
+        .lines()
+        .filter_map(|l| {
+            let from = l.find('└')?;
+            Some(l[from..].chars().skip(1).take_while(|&c| c == '─').count())
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn z_gives_the_selected_lane_the_whole_width_at_80x24() {
+    let mut view = end_of_night();
+    let shared = text(&view, 80, 24);
+    view.zoom = true;
+    view.selected = 1;
+    let screen = text(&view, 80, 24);
+    let lines: Vec<&str> = screen.lines().collect();
+    // Guarded alone, from the left edge to the right one, and it says how to get back.
+    assert!(
+        lines[1].starts_with("┏ guarded ") && lines[1].ends_with('┓'),
+        "{screen}"
+    );
+    assert_eq!(lines[1].chars().count(), 80, "{screen}");
+    assert!(
+        lines[1].contains(" zoom 2/2 · tab next · z all lanes "),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("┏ naive") && !screen.contains("╭ naive"),
+        "{screen}"
+    );
+    // Its chart spans twice the columns it had beside naive, with its legend, its heartbeat,
+    // its figures and verdict whole.
+    assert!(
+        axis_width(&screen) >= 2 * axis_width(&shared),
+        "{} then {}:\n{screen}",
+        axis_width(&shared),
+        axis_width(&screen)
+    );
+    // And a row more, from the timeline.
+    let plot_rows = |screen: &str| {
+        (screen.lines())
+            .filter(|l| {
+                ["┃343 │", "┃    │", "┃0   │"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            })
+            .count()
+    };
+    assert!(
+        plot_rows(&screen) > plot_rows(&shared),
+        "{} then {}:\n{screen}",
+        plot_rows(&shared),
+        plot_rows(&screen)
+    );
+    assert!(screen.contains("⣀rows •distinct"), "{screen}");
+    assert_eq!(screen.matches("hb  │▁").count(), 1, "{screen}");
+    assert!(screen.contains("┃done  task-199  restarts 1"), "{screen}");
+    assert!(
+        screen.contains("rows 200  distinct 200  dup 0  ckpt 200"),
+        "{screen}"
+    );
+    assert!(screen.contains("derived ok"), "{screen}");
+    // The symptoms and the timeline stay; the footer names the key.
+    assert!(screen.contains("● status ok, data wrong"), "{screen}");
+    assert!(lines[23].contains("z zoom"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn a_zoomed_lane_is_the_only_one_a_click_finds() {
+    let area = Rect::new(0, 0, 80, 24);
+    let a = areas(area, 3, None, None, Mode::Live, Some(2));
+    assert_eq!(a.lanes.len(), 3);
+    assert_eq!(a.lanes[2].width, 80);
+    assert!(a.lanes[..2].iter().all(|r| r.area() == 0), "{:?}", a.lanes);
+    // The lane takes a row from the timeline and the symptoms; the header and footer stay,
+    // and the symptoms keep a row for each of the three.
+    let plain = areas(area, 3, None, None, Mode::Live, None);
+    assert_eq!((a.header, a.footer), (plain.header, plain.footer));
+    assert_eq!(a.lanes[2].height, plain.lanes[2].height + 1);
+    assert_eq!(a.symptoms.height, plain.symptoms.height - 1);
+    assert_eq!(a.symptoms.height, 5);
+    // A lane that is not there is no zoom.
+    assert_eq!(
+        areas(area, 3, None, None, Mode::Live, Some(5)).lanes,
+        plain.lanes
+    );
+}
+
+#[test]
+fn five_lanes_zoomed_at_80x24_keep_every_figure_readable() {
+    let lanes = ["naive", "two-commit", "keyed", "guarded", "outbox"]
+        .map(|n| lane(n, 150, 150, 900.0))
+        .to_vec();
+    let mut view = dashboard(900.0, lanes, &[]);
+    let shared = text(&view, 80, 24);
+    // Five lanes in 80 columns: no panel has room for its figures whole.
+    assert!(!shared.contains("rows 150  distinct 150"), "{shared}");
+    view.zoom = true;
+    view.selected = 3;
+    let screen = text(&view, 80, 24);
+    assert!(screen.contains("┏ guarded "), "{screen}");
+    assert!(
+        screen.contains(" zoom 4/5 · tab next · z all lanes "),
+        "{screen}"
+    );
+    assert!(screen.contains("rows 150  distinct 150  dup 0"), "{screen}");
+    assert!(screen.contains("in progress: 150 of 200 tasks"), "{screen}");
+    for other in ["naive", "two-commit", "keyed", "outbox"] {
+        assert!(
+            !screen.contains(&format!("┃{other}")) && !screen.contains(&format!("╭ {other} ")),
+            "{other}:\n{screen}"
+        );
+    }
+}
+
+#[test]
+fn a_lane_zoomed_at_120x40_has_its_state_and_lights_on_one_row_and_a_heartbeat_chart() {
+    let mut view = end_of_night();
+    view.zoom = true;
+    let screen = text(&view, 120, 40);
+    assert!(
+        screen.contains("┃done  task-111  restarts 1  alive ·  progress ·  heartbeat 6s/300s"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("rows 312  distinct 200  dup 112  ckpt -"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("derived DATA WRONG (112 duplicated task ids)"),
+        "{screen}"
+    );
+    // Tall enough for the heartbeat's own chart, with the dead-man's threshold on its axis.
+    assert!(screen.contains("300s"), "{screen}");
+    assert!(!screen.contains("hb  │▁"), "{screen}");
+    assert!(
+        screen.contains(" zoom 1/2 · tab next · z all lanes "),
+        "{screen}"
+    );
 }

@@ -1,0 +1,187 @@
+//! The map screen's loop: cells arrive from the pool and keys move the cursor; `enter` opens a
+//! cell's night in the live dashboard, in the same terminal, until its `q`.
+
+use std::io;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, KeyEventKind, MouseButton, MouseEventKind};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::Rect;
+
+use crate::error::{Context as _, Error};
+use crate::harness::pool::Pool;
+use crate::map::{Cell, Kill};
+use crate::scenario::{Caption, Scenario, ScenarioLane};
+use crate::signals;
+use crate::tui::theme::Theme;
+use crate::worker::Strategy;
+
+use super::{MapCommand, MapState, action_for, cell_at, render_to};
+
+/// The dashboard's night for a cell: the cell's strategy beside guarded, each killed by the same
+/// crash on its first attempt, at the shipped scenarios' pace so it can be watched.
+#[must_use]
+pub fn scenario_for(cell: &Cell, items: u64) -> Scenario {
+    let Kill::Crash(crash) = cell.kill();
+    let mut strategies = vec![cell.strategy];
+    if cell.strategy != Strategy::Guarded {
+        strategies.push(Strategy::Guarded);
+    }
+    Scenario {
+        source: "map".into(),
+        title: format!("The map's night: {} at {crash}", cell.strategy),
+        about: format!("the map found: {}", cell.figures()),
+        scale: 100.0,
+        items,
+        delay: Duration::from_millis(63),
+        start_at: 0.0,
+        // 63 ms an item at 100x.
+        paces: vec![crate::engine::Pace::per_item(6.3)],
+        restart_delay: 18.0,
+        max_restarts: 100,
+        dead_man: crate::engine::DEFAULT_DEAD_MAN,
+        seed: 0,
+        kill_at_task: None,
+        kill_at_rows: None,
+        random_kills: 0,
+        kill_window: crate::supervisor::schedule::DEFAULT_WINDOW,
+        hang_at_task: None,
+        hang_for: None,
+        wipe_at_task: None,
+        lanes: strategies
+            .into_iter()
+            .map(|strategy| ScenarioLane {
+                name: strategy.name().to_string(),
+                worker: strategy.into(),
+                workers: 1,
+                batch: 1,
+                crash_at: Some(crash),
+                side_effect: None,
+                vendor: crate::vendor::VendorModes::default(),
+                long_item: None,
+                split: 1,
+            })
+            .collect(),
+        captions: vec![Caption {
+            at: None,
+            on: Some("kill".into()),
+            lane: None,
+            text: format!(
+                "The crash the map's cell ran: {crash}. The map found {}.",
+                cell.figures()
+            ),
+            notes: None,
+        }],
+    }
+}
+
+/// Everything the map's loop needs besides the terminal.
+pub struct MapRun {
+    pub state: MapState,
+    pub pool: Pool<Cell>,
+    pub exe: std::path::PathBuf,
+    /// Where the dashboard's nights (opened with enter) keep their databases.
+    pub dir: std::path::PathBuf,
+    pub started: Instant,
+}
+
+/// Runs the map screen until the user quits; returns the state (the cells that arrived). The
+/// terminal is restored on every path; the pool's nights are finished or stopped by its owner.
+pub fn run(map: &mut MapRun) -> Result<(), Error> {
+    crate::tui::terminal::require_terminal("reclaim map --json")?;
+    let theme = Theme::from_env();
+    let guard = crate::tui::terminal::TerminalGuard::enter()
+        .context(|| "cannot set up the terminal".into())?;
+    let mut terminal =
+        Terminal::new(CrosstermBackend::new(io::stdout())).context(|| "cannot draw".into())?;
+    let input = crate::tui::terminal::spawn_input()?;
+    let outcome = map_loop(&mut terminal, map, theme, &input);
+    drop(terminal);
+    drop(guard);
+    outcome
+}
+
+fn map_loop(
+    terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
+    map: &mut MapRun,
+    theme: Theme,
+    input: &mpsc::Receiver<Event>,
+) -> Result<(), Error> {
+    let mut watched = 0u32;
+    let mut dirty = true;
+    loop {
+        // Everything that finished since the last frame.
+        while let Some((_, result)) = map.pool.try_next() {
+            map.state.add(result?);
+            dirty = true;
+        }
+        if !map.state.finished() {
+            map.state.elapsed_s = map.started.elapsed().as_secs_f64();
+            dirty = true;
+        }
+        if dirty {
+            terminal
+                .draw(|frame| render_to(frame.area(), frame.buffer_mut(), &map.state, theme))
+                .context(|| "cannot draw".into())?;
+            dirty = false;
+        }
+        match input.recv_timeout(Duration::from_millis(100)) {
+            Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
+                if let Some(action) = action_for(key) {
+                    dirty = true;
+                    if let Some(MapCommand::Open(cell)) = map.state.update(action) {
+                        watched += 1;
+                        watch(terminal, map, &cell, watched, theme, input)?;
+                        map.state
+                            .notify(format!("back from {} at {}", cell.strategy, cell.kill()));
+                    }
+                }
+            }
+            Ok(Event::Mouse(mouse))
+                if matches!(
+                    mouse.kind,
+                    MouseEventKind::Moved | MouseEventKind::Down(MouseButton::Left)
+                ) =>
+            {
+                let size = terminal
+                    .size()
+                    .context(|| "cannot read the terminal's size".into())?;
+                let area = Rect::new(0, 0, size.width, size.height);
+                if let Some((band, task)) = cell_at(area, &map.state, mouse.column, mouse.row) {
+                    map.state.select(band, task);
+                    dirty = true;
+                }
+            }
+            Ok(Event::Resize(..)) => dirty = true,
+            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Error::Refused("the terminal input closed".into()));
+            }
+        }
+        if map.state.quit_requested() {
+            return Ok(());
+        }
+        if let Some(signal) = signals::received() {
+            return Err(Error::Stopped(signal));
+        }
+    }
+}
+
+/// The dashboard on one cell's night, in the same terminal, until its `q`.
+fn watch(
+    terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
+    map: &MapRun,
+    cell: &Cell,
+    n: u32,
+    theme: Theme,
+    input: &mpsc::Receiver<Event>,
+) -> Result<(), Error> {
+    let dir = map.dir.join(format!("watch-{n}"));
+    std::fs::create_dir_all(&dir).context(|| format!("cannot create {}", dir.display()))?;
+    let scenario = scenario_for(cell, map.state.plan.items);
+    let mut live =
+        crate::tui::live::Live::start(scenario, map.exe.clone(), dir, None, Instant::now())?;
+    crate::tui::event_loop::drive_screen(terminal, &mut live, theme, input, None)
+}

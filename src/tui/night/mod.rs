@@ -1,0 +1,458 @@
+//! The live night's lifecycle: the `Engine` started (and started again) from the scenario, and
+//! the `NightCommand`s the live screen decides, carried out on it. Each other concern of the
+//! night has its own file beside this one (captions, moments, recording, history, scene). No
+//! terminal and no UI state live here: what the night has to say goes out as notices for the
+//! screen to show.
+
+mod captions;
+mod command;
+mod history;
+mod moments;
+mod recording;
+mod scene;
+
+pub use self::command::{LaneFacts, NightCommand, NightFacts};
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::clock::SimTime;
+use crate::engine::Engine;
+use crate::error::Error;
+use crate::record::{LaneEnd, Recorder};
+use crate::scenario::{Scenario, ScenarioLane};
+use crate::tui::captions::CaptionQueue;
+use crate::tui::lecture::Why;
+use crate::tui::tape::Tape;
+use crate::verdict::Symptom;
+
+use self::history::LaneHistory;
+
+/// The live night: its engine, its settings (carried over a restart), its recording, its charts.
+#[derive(Debug)]
+#[allow(clippy::struct_excessive_bools)] // Reason: independent states of the night, each its own.
+pub struct LiveNight {
+    scenario: Scenario,
+    /// The lanes as the user has them now (`s` changes a strategy).
+    lanes: Vec<ScenarioLane>,
+    exe: PathBuf,
+    dir: PathBuf,
+    /// This session's night count: the databases and recordings are named after it.
+    number: u32,
+    engine: Engine,
+    history: Vec<LaneHistory>,
+    marked: usize,
+    now: Instant,
+    end_clock: Option<SimTime>,
+    /// The screen has been told the night is over.
+    told_over: bool,
+    speed: f64,
+    random_kills: bool,
+    recorder: Option<Recorder>,
+    /// The last recording closed in this session.
+    saved: Option<PathBuf>,
+    /// Where the next recording goes (`--record`), if it was named.
+    record_to: Option<PathBuf>,
+    /// When the dashboard was suspended (Ctrl-Z) with the night running: `fg` resumes it.
+    suspended_running: Option<Instant>,
+    /// What the night has said since the screen last asked, oldest first.
+    said: Vec<String>,
+    /// The teaching caption on screen, and those shown already.
+    captions: CaptionQueue,
+    /// Each caption's text with its figures as they were at its moment (filled when the night
+    /// reaches it, so a caption read a little later still tells that moment's numbers).
+    caption_texts: Vec<Option<(String, Option<String>)>>,
+    /// Lecture mode: the clock stops on each caption's time, as on a kill or a restart.
+    stop_on_captions: bool,
+    /// Moments a lecture stops for, since the screen last asked.
+    moments: Vec<Why>,
+    /// Moments heard before the clock reached them (a row written a little ahead of it):
+    /// each is a moment once the clock is there.
+    ahead: Vec<(f64, Why)>,
+    /// Timeline entries already looked at for `moments`.
+    looked: usize,
+    /// Captions reached since the screen last asked: moment, text and notes, figures filled in.
+    reached: Vec<(SimTime, String, Option<String>)>,
+    /// The night so far, to look back at.
+    tape: Tape,
+    /// The symptoms `look_for_symptoms` has seen light.
+    lit: Vec<Symptom>,
+    /// Which of the scenario's captions speak of the lanes there are now (see `fit_to_lanes`).
+    applies: Vec<bool>,
+    /// The night's title for the lanes there are now.
+    title: String,
+    /// The window is too small to see the night: it is held still.
+    small: bool,
+    /// A lecture stops at its captions only.
+    captions_only: bool,
+    /// Since when a lecture's stop waits for a lane's verdict (see `look_for_moments`).
+    awaiting_verdict: Option<Instant>,
+}
+
+impl LiveNight {
+    /// Starts the scenario's night; workers run from here on. With `record`, the night is
+    /// recorded to that file from 02:00.
+    pub fn start(
+        scenario: Scenario,
+        exe: PathBuf,
+        dir: PathBuf,
+        record: Option<PathBuf>,
+        now: Instant,
+    ) -> Result<Self, Error> {
+        let lanes = scenario.lanes.clone();
+        let engine = launch(&scenario, &lanes, &dir, 1, &exe, now)?;
+        let random_kills = scenario.random_kills > 0;
+        let recording = record.is_some();
+        let mut night = Self {
+            history: (0..lanes.len()).map(|_| LaneHistory::default()).collect(),
+            scenario,
+            lanes,
+            exe,
+            dir,
+            number: 1,
+            engine,
+            marked: 0,
+            now,
+            end_clock: None,
+            told_over: false,
+            speed: 1.0,
+            random_kills,
+            recorder: None,
+            saved: None,
+            record_to: record,
+            suspended_running: None,
+            said: Vec::new(),
+            captions: CaptionQueue::default(),
+            caption_texts: Vec::new(),
+            stop_on_captions: false,
+            moments: Vec::new(),
+            ahead: Vec::new(),
+            looked: 0,
+            reached: Vec::new(),
+            tape: Tape::default(),
+            lit: Vec::new(),
+            applies: Vec::new(),
+            title: String::new(),
+            small: false,
+            captions_only: false,
+            awaiting_verdict: None,
+        };
+        night.fit_to_lanes();
+        night.apply_stops();
+        if recording {
+            night.start_recording()?;
+        }
+        Ok(night)
+    }
+
+    /// Where the night's databases are kept.
+    #[must_use]
+    pub fn db_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The recording being written, if any.
+    #[must_use]
+    pub fn recording(&self) -> Option<&Path> {
+        self.recorder.as_ref().map(Recorder::path)
+    }
+
+    /// The recording written (or being written) last, if any.
+    #[must_use]
+    pub fn saved_recording(&self) -> Option<&Path> {
+        self.recording().or(self.saved.as_deref())
+    }
+
+    pub fn lane_count(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// What the night has said since the last call (notices for the header), oldest first.
+    pub fn take_said(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.said)
+    }
+
+    fn say(&mut self, text: impl Into<String>) {
+        self.said.push(text.into());
+    }
+
+    /// This session's night count: 1, then one more for each new night (`n`, `s`, `R`, `o`).
+    pub fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// Lecture mode: the clock stops on each caption's time (and this night's next ones).
+    pub fn stop_on_captions(&mut self, captions_only: bool) {
+        self.stop_on_captions = true;
+        self.captions_only = captions_only;
+        self.apply_stops();
+    }
+
+    /// The lanes' names, in their order.
+    pub fn lane_names(&self) -> Vec<&str> {
+        self.lanes.iter().map(|l| l.name.as_str()).collect()
+    }
+
+    /// The night's title when the lanes are no longer the scenario's (`naive vs keyed`).
+    pub fn changed_title(&self) -> Option<&str> {
+        (self.title != self.scenario.title).then_some(self.title.as_str())
+    }
+
+    /// The night is over: every lane has ended, its verdict has been read, and the clock has
+    /// come to the night's last line (which the work may have stamped a little ahead of it).
+    pub fn over(&self) -> bool {
+        (self.end_clock).is_some_and(|end| self.engine.clock().now().0 >= end.0 - 1e-6)
+    }
+
+    /// The sim time the night stands at.
+    pub fn clock(&self) -> SimTime {
+        self.engine.clock().now()
+    }
+
+    /// What the live screen's `update` needs to know to decide.
+    pub fn facts(&self) -> NightFacts {
+        NightFacts {
+            lanes: self
+                .engine
+                .lanes()
+                .iter()
+                .zip(&self.lanes)
+                .map(|(lane, config)| LaneFacts {
+                    strategy: config.worker.strategy(),
+                    alive: lane.alive(),
+                    finished: lane.finished(),
+                    workers: lane.config.workers,
+                })
+                .collect(),
+            timeline: self.engine.timeline().len(),
+            paused: self.engine.is_paused(),
+            random_kills: self.random_kills,
+            seed: self.scenario.seed,
+            recording: self.recorder.is_some(),
+            captions: self.applies.iter().filter(|a| **a).count(),
+        }
+    }
+
+    /// Advances the night and records what the charts (and the recording) need.
+    pub fn tick(&mut self, now: Instant) -> Result<(), Error> {
+        self.now = now;
+        self.engine.tick(now)?;
+        self.record_history(now);
+        if !self.over() {
+            // Once the night is over its clock means nothing: the tape ends with the night.
+            self.tape.observe(&self.engine, now);
+        }
+        let chars: Vec<usize> = (self.scenario.captions.iter())
+            .map(|c| c.text.chars().count())
+            .collect();
+        let clock = self.engine.clock().now().0;
+        let times = self.caption_times();
+        if self.stop_on_captions {
+            // Only a lecture stops on them; the panel reads its own.
+            self.look_for_symptoms();
+        }
+        let reached = self.freeze_caption_texts(&times, clock, &chars, now);
+        self.look_for_moments(now);
+        if reached && !self.stop_on_captions {
+            // Its moment has come: on screen now, not once the one before has been read.
+            self.captions.step(&times, clock, now);
+        }
+        self.captions.update(&times, clock, &chars, now);
+        self.hold_for_captions(now);
+        if let Some(recorder) = self.recorder.as_mut()
+            && let Err(e) = recorder.observe(&self.engine, now)
+        {
+            let path = recorder.path().display().to_string();
+            self.recorder = None;
+            self.say(format!("recording {path} stopped: {e}"));
+        }
+        let lanes_ended = self.history.iter().all(|h| h.verdict_read);
+        if self.engine.finished() && lanes_ended && self.end_clock.is_none() {
+            // The last write may have gone a tick ahead of the clock: the night ends with it.
+            let last = (self.engine.timeline().iter()).fold(0.0, |t, e| e.sim.0.max(t));
+            self.end_clock = Some(SimTime(self.engine.clock().now().0.max(last)));
+        }
+        if self.over() && !self.told_over && !self.captions.holding(now) {
+            // Once the clock has come to the night's last line: the recording ends there, and
+            // says where it was saved last, so that is the notice left on screen.
+            self.told_over = true;
+            self.say("the night is over: n runs it again, R resets, q quits");
+            self.finish_recording(now);
+        }
+        Ok(())
+    }
+
+    /// Carries out one thing the screen decided.
+    pub fn execute(&mut self, command: NightCommand, now: Instant) -> Result<(), Error> {
+        match command {
+            NightCommand::Kill(lane) => self.engine.host_reclaims(now, Some(lane)),
+            NightCommand::KillAll => self.engine.host_reclaims(now, None),
+            NightCommand::SetRandomKills(on) => {
+                self.random_kills = on;
+                self.engine.set_random_kills(on, now);
+            }
+            NightCommand::ToggleHang(lane) => self.engine.toggle_hang(lane, now),
+            NightCommand::SetStrategy(lane, next) => {
+                let Some(config) = self.lanes.get_mut(lane) else {
+                    return Ok(());
+                };
+                config.worker = crate::engine::LaneWorker::Strategy(next);
+                if config.batch > 1 && !next.batches() {
+                    config.batch = 1;
+                }
+                config.name = next.name().to_string();
+                self.dedupe_names();
+                self.restart(now)?;
+                self.say(format!(
+                    "lane {} is now {next}; the night starts again",
+                    lane + 1
+                ));
+            }
+            NightCommand::WipeCheckpoints(lane) => match self.engine.wipe_checkpoints(lane, now) {
+                Ok(n) => self.say(format!("{n} checkpoints deleted")),
+                Err(e) => self.say(format!("wipe failed: {e}")),
+            },
+            NightCommand::AddWorker(lane) => {
+                self.engine.add_worker(lane, now)?;
+                self.fit_to_lanes();
+            }
+            NightCommand::Restart => self.restart(now)?,
+            NightCommand::Reset => {
+                self.lanes = self.scenario.lanes.clone();
+                self.speed = 1.0;
+                self.random_kills = self.scenario.random_kills > 0;
+                self.restart(now)?;
+            }
+            NightCommand::StartRecording => {
+                self.restart_recording(now, true)?;
+                let path = self
+                    .recording()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                self.say(format!("recording from 02:00 into {path}"));
+            }
+            NightCommand::FinishRecording => self.finish_recording(now),
+            NightCommand::Pause => self.engine.pause(now),
+            NightCommand::Resume => self.engine.resume(now),
+            NightCommand::SetSpeed(speed) => {
+                self.speed = speed;
+                self.engine.set_speed(speed, now);
+            }
+            // The screen reads the ids itself (`ids_view`): nothing changes in the night.
+            NightCommand::ShowIds(_) => {}
+            NightCommand::NextCaption => {
+                let times = self.caption_times();
+                let clock = self.engine.clock().now().0;
+                if self.stop_on_captions {
+                    if !self.captions.step(&times, clock, now) {
+                        self.say("no caption waiting: the next one comes with the night");
+                    }
+                } else {
+                    // Read already: the next one waiting, or the night goes on.
+                    let chars: Vec<usize> = (self.scenario.captions.iter())
+                        .map(|c| c.text.chars().count())
+                        .collect();
+                    self.captions.move_on(&times, clock, &chars, now);
+                    self.hold_for_captions(now);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Holds the night still while nobody can see it (a window too small): see `Engine::freeze`.
+    pub fn freeze(&mut self, frozen: bool, now: Instant) {
+        self.small = frozen;
+        self.hold_for_captions(now);
+    }
+
+    /// Pauses the night (workers SIGSTOPped, the clock frozen) unless the user had paused it.
+    pub fn suspend(&mut self, now: Instant) {
+        self.suspended_running = (!self.engine.is_paused()).then_some(now);
+        self.engine.pause(now);
+    }
+
+    /// Resumes the night if `suspend` paused it; a night the user paused stays paused.
+    pub fn unsuspend(&mut self, now: Instant) {
+        if self.suspended_running.take().is_some() {
+            self.engine.resume(now);
+        }
+    }
+
+    /// Each lane's verdict, once read.
+    pub fn lane_ends(&self) -> Vec<Option<LaneEnd>> {
+        self.history.iter().map(|h| h.end.clone()).collect()
+    }
+
+    /// A new night from 02:00 on fresh databases; the old workers are killed first. A night
+    /// being recorded goes on being recorded, into a new file.
+    fn restart(&mut self, now: Instant) -> Result<(), Error> {
+        let recording = self.recorder.is_some();
+        self.restart_recording(now, recording)
+    }
+
+    fn restart_recording(&mut self, now: Instant, recording: bool) -> Result<(), Error> {
+        self.finish_recording(now);
+        self.engine.shutdown();
+        self.number += 1;
+        self.engine = launch(
+            &self.scenario,
+            &self.lanes,
+            &self.dir,
+            self.number,
+            &self.exe,
+            now,
+        )?;
+        self.engine.set_speed(self.speed, now);
+        self.engine.set_random_kills(self.random_kills, now);
+        self.history = (0..self.lanes.len())
+            .map(|_| LaneHistory::default())
+            .collect();
+        self.marked = 0;
+        self.end_clock = None;
+        self.told_over = false;
+        self.captions = CaptionQueue::default();
+        self.caption_texts.clear();
+        self.looked = 0;
+        self.moments.clear();
+        self.ahead.clear();
+        self.awaiting_verdict = None;
+        self.reached.clear();
+        self.tape = Tape::default();
+        self.lit.clear();
+        self.fit_to_lanes();
+        self.apply_stops();
+        if recording {
+            self.start_recording()?;
+        }
+        Ok(())
+    }
+
+    /// Two lanes of the same strategy need different names (their databases are named after them).
+    fn dedupe_names(&mut self) {
+        for i in 0..self.lanes.len() {
+            let base = self.lanes[i].worker.label().to_string();
+            let mut name = self.lanes[i].name.clone();
+            let mut n = 2;
+            while self.lanes[..i].iter().any(|l| l.name == name) {
+                name = format!("{base}-{n}");
+                n += 1;
+            }
+            self.lanes[i].name = name;
+        }
+    }
+}
+
+fn launch(
+    scenario: &Scenario,
+    lanes: &[ScenarioLane],
+    dir: &Path,
+    night: u32,
+    exe: &Path,
+    now: Instant,
+) -> Result<Engine, Error> {
+    let mut scenario = scenario.clone();
+    scenario.lanes = lanes.to_vec();
+    let config = scenario.engine_config(dir, night, exe.to_path_buf());
+    Ok(Engine::start(config, now)?)
+}

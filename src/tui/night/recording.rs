@@ -1,0 +1,104 @@
+//! The live night on tape: its session file (`--record`, `o`), started and closed with the
+//! night's verdict, and the night so far as a recording to look back at.
+
+use std::time::Instant;
+
+use crate::clock::SimTime;
+use crate::engine::Entry;
+use crate::error::{Context as _, Error};
+use crate::record::{self, Recorder};
+use crate::scenario;
+
+use super::LiveNight;
+
+impl LiveNight {
+    /// The recording's header for this night, with `captions`.
+    pub(super) fn header(&self, captions: Vec<scenario::Caption>) -> record::Header {
+        record::header(
+            &self.engine,
+            &self.title,
+            &self.scenario.source,
+            self.scenario.seed,
+            captions,
+        )
+    }
+
+    /// The night so far as a recording, to look back at (a replay of it, while it waits): what
+    /// the screen has shown, up to the clock (or the night's end), with each caption reached in
+    /// the words and figures it was shown with.
+    pub fn past(&self, now: Instant) -> record::Recording {
+        let captions = (self.scenario.captions.iter().enumerate())
+            .filter(|(i, _)| self.applies.get(*i).copied().unwrap_or(false))
+            .map(
+                |(i, caption)| match self.caption_texts.get(i).cloned().flatten() {
+                    Some((text, notes)) => scenario::Caption {
+                        text,
+                        notes,
+                        ..caption.clone()
+                    },
+                    None => caption.clone(),
+                },
+            )
+            .collect();
+        let ends = self.lane_ends();
+        let end = match self.end_clock {
+            Some(at) if self.over() && ends.iter().all(Option::is_some) => Some(record::End {
+                real_ms: self.engine.elapsed(now).as_millis() as u64,
+                sim: at.0,
+                lanes: ends.into_iter().flatten().collect(),
+            }),
+            _ => None,
+        };
+        let mut last = record::sample(&self.engine, now);
+        if let Some(over) = self.end_clock {
+            last.sim = last.sim.min(over.0);
+        }
+        let events = (self.shown_timeline(SimTime(last.sim)).into_iter())
+            .map(record::Event::from_entry)
+            .collect();
+        self.tape
+            .recording(self.header(captions), events, last, end)
+    }
+
+    /// The timeline as the screen shows it at `clock`: in the order of the night, and only what
+    /// it has come to (a line is printed a little before its moment, a worker's start line at
+    /// its spawn, or logged a little after it).
+    pub(super) fn shown_timeline(&self, clock: SimTime) -> Vec<&Entry> {
+        let mut entries: Vec<&Entry> = (self.engine.timeline().iter())
+            .filter(|e| e.sim.0 <= clock.0 + 1e-6)
+            .collect();
+        entries.sort_by(|a, b| a.sim.0.total_cmp(&b.sim.0));
+        entries
+    }
+
+    pub(super) fn start_recording(&mut self) -> Result<(), Error> {
+        let path = match self.record_to.take() {
+            Some(path) => path,
+            None => self.dir.join(format!("night{}.jsonl", self.number)),
+        };
+        let header = self.header(self.captions_now());
+        let recorder = Recorder::create(&path, &header)
+            .context(|| format!("cannot record to {}", path.display()))?;
+        self.recorder = Some(recorder);
+        Ok(())
+    }
+
+    /// Writes the verdict into the recording (if the night has one) and closes it.
+    pub(super) fn finish_recording(&mut self, now: Instant) {
+        let Some(mut recorder) = self.recorder.take() else {
+            return;
+        };
+        let ends = self.lane_ends();
+        let result = if ends.iter().all(Option::is_some) {
+            recorder.end(&self.engine, now, ends.into_iter().flatten().collect())
+        } else {
+            recorder.observe(&self.engine, now)
+        };
+        let path = recorder.path().display().to_string();
+        self.saved = Some(recorder.path().to_path_buf());
+        match result {
+            Ok(()) => self.say(format!("recording saved to {path}")),
+            Err(e) => self.say(format!("recording {path} failed: {e}")),
+        }
+    }
+}
