@@ -90,10 +90,16 @@ impl Lane {
         line: Option<String>,
         clock: f64,
     ) -> (Option<Note>, Option<(u64, f64)>) {
+        // The relay's planned crash is stamped with its moment (`relay_crash_moment`), even when
+        // heard before the clock got there: the stop and the kill land on one second.
+        let relay_moment = (self.relay_slot == Some(slot))
+            .then(|| self.relay_crash_moment())
+            .flatten()
+            .filter(|_| line.as_deref().is_some_and(|l| l.starts_with("crash ")));
         self.slots[slot].heard(attempt, stderr, line.as_deref());
         let current = attempt == self.slots[slot].attempt();
         if current {
-            self.attempts[slot].heard(clock);
+            self.attempts[slot].heard(relay_moment.map_or(clock, |m| m.max(clock)));
         }
         let at = current.then(|| self.attempts[slot].now());
         let Some(line) = line else {
