@@ -156,7 +156,7 @@ pub struct ProveArgs {
 )]
 pub struct MapArgs {
     /// A strategy, several comma-separated (naive,two-commit), or `all` for the four side by side
-    #[arg(long, value_name = "S|all", default_value = "all", value_parser = parse_strategies)]
+    #[arg(long, value_name = "S|all", default_value = "all", value_parser = parse_strategies, conflicts_with = "exec")]
     pub strategy: Strategies,
     /// Items in the queue: task-000 .. task-(N-1)
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=MAX_MAP_ITEMS))]
@@ -164,9 +164,10 @@ pub struct MapArgs {
     /// Crash points, comma-separated: before-write, after-row-commit, after-commit, after-heartbeat [default: all four]
     #[arg(long, value_name = "P,P,...", value_parser = parse_points)]
     pub points: Option<Points>,
-    /// The tasks to kill at, first..last inclusive (task-010..task-020 or 10..20) [default: every task]
-    #[arg(long, value_name = "A..B", value_parser = parse_task_range)]
-    pub tasks: Option<(u64, u64)>,
+    /// The tasks to kill at, first..last inclusive (task-010..task-020 or 10..20; with --exec,
+    /// keys of the job's queue such as ord-00010..ord-00020, or their numbers) [default: every task]
+    #[arg(long, value_name = "A..B", value_parser = parse_key_range)]
+    pub tasks: Option<KeyRange>,
     /// Nights in flight at once [default: one per core, at least 2]
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: Option<u16>,
@@ -267,6 +268,40 @@ fn parse_points(text: &str) -> Result<Points, String> {
         }
     }
     Ok(Points(points))
+}
+
+/// `--tasks A..B` as typed: its ends are read against the queue they name (reclaim's tasks, or
+/// an own job's keys) once that queue is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRange {
+    pub first: String,
+    pub last: String,
+}
+
+impl KeyRange {
+    /// The range in the postmortem's queue (task ids or numbers).
+    pub fn tasks(&self) -> Result<(u64, u64), String> {
+        parse_task_range(&format!("{}..{}", self.first, self.last))
+    }
+}
+
+fn parse_key_range(text: &str) -> Result<KeyRange, String> {
+    let (a, b) = text.split_once("..").ok_or_else(|| {
+        format!(
+            "'{}' is not a range such as 10..20",
+            crate::text::shorten(text, 40)
+        )
+    })?;
+    if a.is_empty() || b.is_empty() {
+        return Err(format!(
+            "'{}' is not a range such as 10..20",
+            crate::text::shorten(text, 40)
+        ));
+    }
+    Ok(KeyRange {
+        first: a.to_string(),
+        last: b.trim_start_matches('=').to_string(),
+    })
 }
 
 fn parse_task_range(text: &str) -> Result<(u64, u64), String> {

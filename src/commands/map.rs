@@ -33,7 +33,12 @@ struct MapReport<'a> {
 
 /// The plan the arguments describe, every value checked before anything starts.
 fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
-    let tasks = args.tasks.unwrap_or((0, args.items - 1));
+    let tasks = match &args.tasks {
+        Some(range) => range
+            .tasks()
+            .map_err(|e| Error::Refused(format!("--tasks: {e}")))?,
+        None => (0, args.items - 1),
+    };
     crate::task::check_in_queue("--tasks", tasks.1, args.items)?;
     let plan = Plan {
         strategies: args.strategy.0.clone(),

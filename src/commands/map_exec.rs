@@ -48,15 +48,29 @@ pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u
         )));
     }
     let items = job.queue.len();
-    let tasks = args.tasks.unwrap_or((0, items - 1));
-    if tasks.1 >= items {
-        return Err(Error::Refused(format!(
-            "--tasks {}..{} is beyond the queue of {items} keys ({})",
-            tasks.0,
-            tasks.1,
-            job.queue.describe()
-        )));
-    }
+    let tasks = match &args.tasks {
+        Some(range) => {
+            let key = |typed: &str| {
+                job.queue.resolve(typed).ok_or_else(|| {
+                    Error::Refused(format!(
+                        "--tasks: '{}' is no key of the queue ({}), nor a number below {items}",
+                        crate::text::escape_controls(&crate::text::shorten(typed, 40)),
+                        job.queue.describe()
+                    ))
+                })
+            };
+            let (first, last) = (key(&range.first)?, key(&range.last)?);
+            if first > last {
+                return Err(Error::Refused(format!(
+                    "--tasks {}..{} is empty: the first key comes after the last in the queue",
+                    crate::text::escape_controls(&range.first),
+                    crate::text::escape_controls(&range.last)
+                )));
+            }
+            (first, last)
+        }
+        None => (0, items - 1),
+    };
     // The least the map will write, known before its first night: a night per key at least.
     let least = (tasks.1 - tasks.0 + 1)
         .saturating_mul(items)

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{Engine, GRANT_AHEAD, Grant, SlotState};
+use super::{Engine, GRANT_AHEAD, Grant, Lane, SlotState};
 
 impl Engine {
     /// The sim time the clock may not pass yet: the write some running worker has been
@@ -25,6 +25,9 @@ impl Engine {
                     }
                     held = held.min(hold);
                 }
+            }
+            if let Some(moment) = lane.relay_crash_hold(clock, now) {
+                held = held.min(moment);
             }
         }
         held
@@ -54,6 +57,17 @@ impl Engine {
         // between the same two writes at every speed.
         if let Some(moment) = self.triggers.next_moment() {
             until = until.min(moment);
+        }
+        // Nor past the moment of a relay's planned crash, until it has died there.
+        if let Some(moment) = (self.lanes.iter())
+            .filter_map(Lane::relay_crash_moment)
+            .reduce(f64::min)
+        {
+            until = until.min(moment);
+        }
+        // Nor past a planned restart, so its second shows the same rows at every speed.
+        if let Some(restart) = self.next_restart() {
+            until = until.min(restart.max(clock));
         }
         // Nor past a moment the driver stops on (`stop_on`): the figures there are that
         // moment's at every speed.
@@ -105,13 +119,14 @@ impl Engine {
 
     /// Tells every running worker how many writes its moments have come for.
     pub(super) fn grant(&mut self) {
-        let clock = self.grant_until();
+        let until = self.grant_until();
         for lane in &mut self.lanes {
+            let clock = lane.lockstep().map_or(until, |next| next.min(until));
             for (slot, attempt) in lane.slots.iter_mut().zip(lane.attempts.iter_mut()) {
                 if !(slot.is_live() && slot.state() == SlotState::Running) {
                     continue;
                 }
-                let upto = attempt.grantable(clock);
+                let upto = (attempt.grantable(clock)).max(attempt.crash_grant(clock).unwrap_or(0));
                 if upto > attempt.granted {
                     attempt.granted = upto;
                     slot.tell(&Grant { upto }.to_string());

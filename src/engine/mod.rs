@@ -85,6 +85,11 @@ pub struct Engine {
     /// Held still without stopping the workers (nobody can see the night): the clock and the
     /// grants stop, so the gated workers wait where they are.
     frozen: bool,
+    /// Slots (lane, slot) SIGSTOPped while frozen because they were doing a long item's real
+    /// work, which must not go on while the clock is held (see `hold_working`).
+    stopped_working: Vec<(usize, usize)>,
+    /// The clock's reading and since when it has not moved (for `hold_working`'s bound).
+    held_since: Option<(f64, Instant)>,
     /// How fast the night is shown relative to its scale (the dashboard's speed keys): it
     /// changes nothing else.
     speed: f64,
@@ -151,6 +156,8 @@ impl Engine {
             output_rx,
             paused_at: None,
             frozen: false,
+            stopped_working: Vec::new(),
+            held_since: None,
             speed: 1.0,
             watch: Watch::default(),
             kill_at_rows: None,
@@ -334,7 +341,7 @@ impl Engine {
         let clock = self.grant_until();
         let l = &mut self.lanes[lane];
         let (slot, attempt) = (&mut l.slots[slot], &mut l.attempts[slot]);
-        let upto = attempt.grantable(clock);
+        let upto = (attempt.grantable(clock)).max(attempt.crash_grant(clock).unwrap_or(0));
         if upto > attempt.granted {
             attempt.granted = upto;
             slot.tell(&Grant { upto }.to_string());
@@ -353,6 +360,15 @@ impl Engine {
         self.drain_output(now);
         self.reap(now);
         self.drain_output(now);
+        // A kill's messages are read as it lands, not up to `MESSAGES_EVERY` later: a stop on it
+        // shows what the vendor held then.
+        let marked: Vec<usize> = (self.timeline[heard..].iter())
+            .filter(|e| e.mark.is_some())
+            .filter_map(|e| e.lane)
+            .collect();
+        for lane in marked {
+            self.lanes[lane].read_messages(now, true);
+        }
         if self.paused_at.is_none() && !self.frozen {
             let held = self.held_at(now);
             let limit = self.triggers.next_moment().map_or(held, |m| m.min(held));
@@ -367,6 +383,19 @@ impl Engine {
             self.clock.set_scale(self.config.scale * speed, now);
             self.clock.advance(now, limit);
             let clock = self.clock.now().0;
+            // A long item's real work goes on only while the clock does: held at a limit, the
+            // work is stopped too, so the kills land in the same place of it at every speed.
+            // (Never for longer than a stall: no limit may wait on the work it stops.)
+            let since = match self.held_since {
+                Some((at, since)) if (at - clock).abs() < 1e-9 => since,
+                _ => now,
+            };
+            self.held_since = Some((clock, since));
+            if clock + 1e-9 >= limit && now.saturating_duration_since(since) < pace::STALL {
+                self.hold_working();
+            } else {
+                self.release_working();
+            }
             // A stop the clock has reached is behind it: the driver paused there, or goes on.
             // This tick's grants still end there (`landed`).
             self.landed = self
@@ -381,6 +410,9 @@ impl Engine {
             self.grant();
         } else {
             self.clock.advance(now, self.clock.now().0);
+            if self.paused_at.is_none() {
+                self.hold_working();
+            }
         }
         self.observe(now);
         if self.paused_at.is_none() && !self.frozen {
@@ -400,7 +432,10 @@ impl Engine {
             // A finished lane's messages are read once more, complete, and its vendor stopped:
             // nothing will reach it again.
             let over = lane.finished();
-            lane.read_messages(now, over && lane.vendor.is_some());
+            // Paused, the figures stay those of the moment stopped at.
+            if self.paused_at.is_none() || over {
+                lane.read_messages(now, over && lane.vendor.is_some());
+            }
             if over {
                 lane.stop_vendor();
             }

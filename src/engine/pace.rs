@@ -11,7 +11,7 @@ use serde::Serialize;
 /// How long the clock waits for a worker that does not write (stopped by someone outside
 /// reclaim, say) before it goes on without it: a stuck worker's heartbeat must be able to go
 /// stale. Far above any ordinary lag, so an ordinary night never reaches it.
-const STALL: Duration = Duration::from_millis(1500);
+pub(super) const STALL: Duration = Duration::from_millis(1500);
 
 /// A pace: `items` writes take `secs` sim seconds (kept as a ratio so that 112 items in 704 s
 /// end on 704 s exactly, not a rounding short of it).
@@ -62,6 +62,9 @@ pub struct Attempt {
     /// The worker is doing the long item's real work (it said `work`): the clock runs on at its
     /// speed meanwhile instead of waiting for the write, so the host's kills can land in it.
     pub working: bool,
+    /// The write in whose work the plan's crash point falls (`--crash-at`), while this attempt
+    /// is the one that carries it out.
+    pub crash_write: Option<u64>,
 }
 
 impl Attempt {
@@ -79,6 +82,7 @@ impl Attempt {
             waiting_since: None,
             unpaced_now: start,
             working: false,
+            crash_write: None,
         }
     }
 
@@ -144,9 +148,23 @@ impl Attempt {
         if !self.paced() || self.working {
             return None;
         }
-        let hold = self.done_at(self.need.max(self.writes));
+        let mut hold = self.done_at(self.need.max(self.writes));
+        // A crash inside write k is stamped with the attempt's present, write k-1's moment:
+        // the clock waits there until the worker has died or made write k, so the kill lands on
+        // that second at every speed rather than wherever the clock had run to meanwhile.
+        if let Some(k) = self.crash_write.filter(|&k| self.writes < k) {
+            hold = hold.min(self.done_at(k - 1));
+        }
         let since = *self.waiting_since.get_or_insert(now);
         (now.saturating_duration_since(since) < STALL).then_some(hold)
+    }
+
+    /// The write to grant beyond the clock's own (`grantable`): the one holding the plan's
+    /// crash, once the clock stands on the moment before it, where it waits for the crash.
+    #[must_use]
+    pub fn crash_grant(&self, clock: f64) -> Option<u64> {
+        let k = self.crash_write?;
+        (self.paced() && self.writes + 1 == k && clock + 1e-9 >= self.done_at(k - 1)).then_some(k)
     }
 
     /// The worker spoke with the clock at `clock`: it is not being waited on.

@@ -184,6 +184,10 @@ impl Engine {
         for lane in 0..self.lanes.len() {
             let (due, notes) = self.lanes[lane].due_restarts(self.clock.now().0, policy);
             self.notes(now, lane, notes);
+            if !due.is_empty() {
+                // The messages of the restart's moment, before the new attempt can send more.
+                self.lanes[lane].read_messages(now, true);
+            }
             for (slot, at) in due {
                 self.spawn(lane, slot, at, now)?;
                 spawned = Some(at);

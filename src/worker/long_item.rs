@@ -63,10 +63,17 @@ const STEPS_SQL: &str = "CREATE TABLE IF NOT EXISTS steps(
     PRIMARY KEY (task_id, step)
 )";
 
-/// Works for `span` (a step of the long item): a kill during it loses it, as it would lose a
-/// real computation.
+/// The item's real work, done in slices: only a slice's own span counts as work done, so a
+/// worker stopped meanwhile (SIGSTOP: a lecture's stop, a paused night) has not worked while it
+/// was stopped, and the kills land in the same place of the work however long a stop lasts.
 fn work(span: Duration) {
-    thread::sleep(span);
+    const SLICE: Duration = Duration::from_millis(10);
+    let mut left = span;
+    while !left.is_zero() {
+        let slice = left.min(SLICE);
+        thread::sleep(slice);
+        left -= slice;
+    }
 }
 
 impl Ctx<'_> {

@@ -301,3 +301,38 @@ fn shrink_of_a_failing_exec_recording_gives_a_scenario_that_fails_again() {
         replayed.stdout
     );
 }
+
+#[test]
+fn map_exec_takes_its_tasks_as_keys_of_the_queue_and_refuses_what_is_not_its_own() {
+    let job = example("orders_job.py");
+    let mut args = vec!["map", "--exec", &job];
+    args.extend(ORDERS);
+    args.extend(["--items", "8", "--tasks", "ord-00002..ord-00003", "--json"]);
+    let run = reclaim_with(&[], &args);
+    let json = json_of(&run);
+    assert_eq!(run.code, Some(0), "{json}");
+    let mut keys: Vec<String> = (json["cells"].as_array().cloned().unwrap_or_default())
+        .iter()
+        .map(|c| c["at"].as_str().unwrap_or_default().to_string())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys, ["ord-00002", "ord-00003"], "{json}");
+    for (extra, said) in [
+        (["--tasks", "task-002..task-003"], "no key of the queue"),
+        (["--tasks", "ord-00005..ord-00002"], "is empty"),
+        (["--strategy", "naive"], "cannot be used with"),
+    ] {
+        let mut args = vec!["map", "--exec", &job];
+        args.extend(ORDERS);
+        args.extend(["--items", "8"]);
+        args.extend(extra);
+        let refused = reclaim_with(&[], &args);
+        assert_eq!(refused.code, Some(2), "{extra:?}: {}", refused.stderr);
+        assert!(
+            refused.stderr.contains(said),
+            "{extra:?}: {}",
+            refused.stderr
+        );
+    }
+}

@@ -26,11 +26,17 @@ fn stop_of(screen: &vt100::Screen) -> Option<Stop> {
         .unwrap_or_default()
         .trim()
         .to_string();
-    let figures = (text.lines())
-        .filter(|l| l.contains("distinct") && l.contains("dup"))
+    // The figure lines themselves (`rows N  distinct N ...`, `messages N ...`), not a chart's
+    // legend, which a screen caught mid-draw may show half drawn.
+    let figures: Vec<String> = (text.lines())
+        .filter(|l| {
+            let inner = l.trim_start_matches(['┃', '│', ' ']);
+            (inner.starts_with("rows ") || inner.starts_with("messages ")) && l.contains("distinct")
+        })
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
-    Some(Stop {
+    // A screen caught before its figures were drawn is not the stop yet.
+    (!figures.is_empty()).then_some(Stop {
         line,
         caption,
         figures,
@@ -57,7 +63,13 @@ fn lecture(scenario: &str, speed_keys: &[u8]) -> Result<Vec<Stop>, String> {
         let mut over = false;
         dashboard.wait_for("a new stop, or the end", deadline, |s| {
             over = s.contents().contains("nothing left to stop at");
-            seen = stop_of(s).filter(|stop| stops.last() != Some(stop));
+            // A new stop says another thing or shows another caption; the same stop redrawn
+            // (its figures caught mid-draw) is not one, or a space would be taken as a pause.
+            seen = stop_of(s).filter(|stop| {
+                stops
+                    .last()
+                    .is_none_or(|last| (&last.line, &last.caption) != (&stop.line, &stop.caption))
+            });
             over || seen.is_some()
         })?;
         match seen {
@@ -91,22 +103,38 @@ fn caption_starts(scenario: &str) -> Vec<String> {
         .collect()
 }
 
-/// The stops as a lecture says them: each stop's line and figures (as first shown), and the
-/// captions it shows one after another (in the order their moments were heard, which within one
-/// second is the machine's).
-fn said(stops: &[Stop]) -> Vec<(String, Vec<String>, Vec<String>)> {
-    let mut out: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+/// What a lecture says at one second: the figures first shown there, every caption shown there
+/// and every reason it stopped for there. Several stops may share a second (a kill, then a
+/// caption); which of them the screen shows first, within the second, is not part of the lesson.
+type Said = (String, Vec<String>, Vec<String>, Vec<String>);
+
+/// The stops as a lecture says them, one entry a second (see `Said`).
+fn said(stops: &[Stop]) -> Vec<Said> {
+    let mut out: Vec<Said> = Vec::new();
     for stop in stops {
+        let rest = stop.line.trim_start_matches("stopped at ");
+        let (second, why) = rest.split_once(": ").unwrap_or((rest, ""));
+        let reasons = why
+            .split("; ")
+            .map(|r| r.trim_end_matches(". space goes on").trim().to_string())
+            .filter(|r| !r.is_empty());
         match out.last_mut() {
-            Some((line, _, captions)) if *line == stop.line => {
+            Some((at, _, captions, whys)) if at == second => {
                 captions.push(stop.caption.clone());
-                captions.sort();
+                whys.extend(reasons);
             }
             _ => out.push((
-                stop.line.clone(),
+                second.to_string(),
                 stop.figures.clone(),
                 vec![stop.caption.clone()],
+                reasons.collect(),
             )),
+        }
+        if let Some((_, _, captions, whys)) = out.last_mut() {
+            captions.sort();
+            captions.dedup();
+            whys.sort();
+            whys.dedup();
         }
     }
     out
@@ -131,7 +159,7 @@ fn check(scenario: &str) -> Result<(), String> {
 }
 
 #[test]
-#[ignore = "not yet true: side-effects' and vendor-forgets' kills land on another second at 4x than at 1x, duplicate-delivery's two workers per lane make other figures at 02:02:00, long-item's alert caption is at no stop; run with --ignored"]
+#[ignore = "not yet true: long-item's 0.2 s steps of real work against kills 0.4..0.8 s after each spawn land a step either way with a few ms of jitter; and this harness sometimes reads a stop from a screen caught mid-draw or misses the last stop; run with --ignored"]
 fn every_shipped_scenario_stops_alike_at_4x_and_1x_and_shows_each_caption() {
     let names: Vec<&str> = SHIPPED.iter().map(|(name, _)| *name).collect();
     let failures: Vec<String> = std::thread::scope(|scope| {

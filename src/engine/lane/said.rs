@@ -23,6 +23,17 @@ impl Lane {
             .any(|&slot| self.observer.rows > self.rows_at_spawn.get(slot).copied().unwrap_or(0));
         // Taken first, whichever way this kill is placed, so it never carries to the next.
         let crash_landing = self.points.crash_landing();
+        // The relay died at its planned point: the vendor has the message, the entry is unmarked.
+        let relay_point = slots.iter().any(|&slot| {
+            self.relay_slot == Some(slot)
+                && (self.slots[slot].crashed_at())
+                    .is_some_and(|c| c.point == crate::worker::CrashPoint::AfterRelaySend)
+        });
+        if relay_point {
+            self.killing_at_message = false;
+            self.kills_in_window.add(KillWindow::AfterRelaySend);
+            return;
+        }
         // The item in flight reached the vendor and its row did not commit: more tasks have a
         // message than have a row.
         if self.kills_in_window.sends
@@ -90,10 +101,16 @@ impl Lane {
         line: Option<String>,
         clock: f64,
     ) -> (Option<Note>, Option<(u64, f64)>) {
+        // The relay's planned crash is stamped with its moment (`relay_crash_moment`), even when
+        // heard before the clock got there: the stop and the kill land on one second.
+        let relay_moment = (self.relay_slot == Some(slot))
+            .then(|| self.relay_crash_moment())
+            .flatten()
+            .filter(|_| line.as_deref().is_some_and(|l| l.starts_with("crash ")));
         self.slots[slot].heard(attempt, stderr, line.as_deref());
         let current = attempt == self.slots[slot].attempt();
         if current {
-            self.attempts[slot].heard(clock);
+            self.attempts[slot].heard(relay_moment.map_or(clock, |m| m.max(clock)));
         }
         let at = current.then(|| self.attempts[slot].now());
         let Some(line) = line else {

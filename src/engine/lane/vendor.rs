@@ -38,6 +38,38 @@ impl Lane {
         command
     }
 
+    /// The moment the plan's relay crash (`after-relay-send` at task T) belongs to: T's commit
+    /// on the worker's first attempt, the first moment the relay can have sent it. While the
+    /// relay has not died there, no write is granted past it and the clock waits on it, so the
+    /// kill lands on that second, with that second's rows, at every speed.
+    pub(in crate::engine) fn relay_crash_moment(&self) -> Option<f64> {
+        let crash = (self.config.crash_at)
+            .filter(|c| c.point == crate::worker::CrashPoint::AfterRelaySend)?;
+        let relay = &self.slots[self.relay_slot?];
+        let first = relay.attempt() <= 1 && relay.crashed_at().is_none();
+        let worker = self
+            .slots
+            .first()
+            .filter(|w| w.attempt() <= 1 && w.is_live())?;
+        let pending = first && relay.is_live() && worker.state() == SlotState::Running;
+        let attempt = self.attempts.first().filter(|a| a.paced())?;
+        pending.then(|| attempt.done_at(crash.task + 1))
+    }
+
+    /// `relay_crash_moment`, while the clock may still wait there: once it has waited `STALL`
+    /// (a relay that never gets there), it goes on without it.
+    pub(in crate::engine) fn relay_crash_hold(&mut self, clock: f64, now: Instant) -> Option<f64> {
+        let Some(moment) = self.relay_crash_moment() else {
+            self.relay_waiting_since = None;
+            return None;
+        };
+        if clock + 1e-9 < moment {
+            return Some(moment);
+        }
+        let since = *self.relay_waiting_since.get_or_insert(now);
+        (now.saturating_duration_since(since) < crate::engine::pace::STALL).then_some(moment)
+    }
+
     /// Starts the lane's vendor (`exe vendor ...`), when its items reach one.
     pub(in crate::engine) fn start_vendor(&mut self, exe: &std::path::Path) -> Result<(), String> {
         if !self.config.needs_vendor() {
