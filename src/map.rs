@@ -104,19 +104,12 @@ impl Plan {
     }
 }
 
-/// What the code implies for a night: the duplicated task ids its rows must show. naive
-/// restarts at task-000, so a crash before writing task k rewrites tasks 0..k, and one after
-/// committing k rewrites 0..=k; two-commit rewrites the one row whose checkpoint was lost;
-/// keyed's key and guarded's single transaction leave nothing to duplicate.
+/// What the code implies for a night: the duplicated task ids its rows must show (the
+/// strategy's table says it, `Strategy::expected_duplicates`).
 #[must_use]
 pub fn expected_duplicates(strategy: Strategy, kill: Kill) -> u64 {
     let Kill::Crash(crash) = kill;
-    match (strategy, crash.point) {
-        (Strategy::Naive, CrashPoint::BeforeWrite) => crash.task,
-        (Strategy::Naive, _) => crash.task + 1,
-        (Strategy::TwoCommit, CrashPoint::AfterRowCommit) => 1,
-        _ => 0,
-    }
+    strategy.expected_duplicates(crash)
 }
 
 /// One cell: a finished night, its figures read from its rows. The JSON keys are stable.
