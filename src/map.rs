@@ -377,13 +377,9 @@ pub fn fresh_dir(label: &str) -> std::io::Result<PathBuf> {
     } else {
         std::env::temp_dir()
     };
-    // A folder of reclaim's own, made exclusively under a random name, private (0700): what a
-    // night creates inside it cannot meet a name someone else planted.
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("reclaim-{label}-{}-", std::process::id()))
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .tempdir_in(&base)?;
-    Ok(dir.keep())
+    // A folder of reclaim's own: what a night creates inside it cannot meet a name someone else
+    // planted. The map removes it itself, unless `--keep`.
+    Ok(crate::paths::private_dir_in(&base, label)?.keep())
 }
 
 /// Whether a folder can be written (a read-only /dev/shm is no use): an unnamed file made there

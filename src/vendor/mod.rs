@@ -132,13 +132,7 @@ pub enum VendorError {
 }
 
 /// The vendor's database for a lane's warehouse: beside it, `NAME.vendor.sqlite`.
-#[must_use]
-pub fn db_path(warehouse: &Path) -> PathBuf {
-    let stem = warehouse
-        .file_stem()
-        .map_or_else(|| "warehouse".into(), |s| s.to_string_lossy().into_owned());
-    warehouse.with_file_name(format!("{stem}.vendor.sqlite"))
-}
+pub use crate::paths::vendor_db_path as db_path;
 
 const SCHEMA: &str = "
 CREATE TABLE deliveries(
