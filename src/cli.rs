@@ -155,7 +155,7 @@ pub struct ProveArgs {
     reason = "command-line flags: each is a switch the user sets, not a state"
 )]
 pub struct MapArgs {
-    /// A strategy, several comma-separated (naive,two-commit), or `all` for the four side by side
+    /// A strategy, several comma-separated (naive,two-commit), or `all`: side by side, every one whose rows alone tell its story (not the outbox, which is judged by its messages)
     #[arg(long, value_name = "S|all", default_value = "all", value_parser = parse_strategies, conflicts_with = "exec")]
     pub strategy: Strategies,
     /// Items in the queue: task-000 .. task-(N-1)
@@ -213,7 +213,7 @@ pub struct Points(pub Vec<CrashPoint>);
 
 fn parse_strategies(text: &str) -> Result<Strategies, String> {
     if text == "all" {
-        // The four whose rows alone tell the story; the outbox is named to be mapped.
+        // Those whose rows alone tell the story; a strategy that relays is named to be mapped.
         return Ok(Strategies(
             Strategy::all()
                 .iter()

@@ -32,11 +32,19 @@ impl SimTime {
     }
 }
 
-impl fmt::Display for SimTime {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl SimTime {
+    /// The whole second it is shown as (seconds after midnight).
+    #[must_use]
+    pub fn second(self) -> u64 {
         // A scheduled moment computed as 704.0 may come out as 703.9999999: a millisecond's
         // tolerance keeps 02:11:47 from printing as 02:11:46.
-        let total = (self.0.max(0.0) + 1e-3).floor() as u64;
+        (self.0.max(0.0) + 1e-3).floor() as u64
+    }
+}
+
+impl fmt::Display for SimTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let total = self.second();
         let (h, m, s) = ((total / 3600) % 24, (total / 60) % 60, total % 60);
         write!(f, "{h:02}:{m:02}:{s:02}")
     }

@@ -264,10 +264,20 @@ pub fn drive_lanes(
         }
         None => None,
     };
-    let mut printed = 0;
+    // Handed out in a stable order (second, lane), so identical nights print identical text.
+    let mut in_order = crate::engine::InOrder::default();
+    let mut hand_out = |engine: &Engine, over: bool| {
+        let upto = (!over).then(|| engine.heard_up_to());
+        for i in in_order.release(engine.timeline(), upto) {
+            on_entry(&engine.timeline()[i], engine);
+        }
+    };
     loop {
         let now = Instant::now();
-        engine.tick(now)?;
+        if let Err(error) = engine.tick(now) {
+            hand_out(&engine, true);
+            return Err(error.into());
+        }
         crate::test_hooks::panic_point(
             engine
                 .lanes()
@@ -280,19 +290,19 @@ pub fn drive_lanes(
                 .observe(&engine, now)
                 .context(|| format!("recording {path}"))?;
         }
-        for entry in &engine.timeline()[printed..] {
-            on_entry(entry, &engine);
-        }
-        printed = engine.timeline().len();
         if engine.finished() {
+            hand_out(&engine, true);
             break;
         }
+        hand_out(&engine, false);
         if let Some(signal) = signals::received() {
             engine.shutdown();
+            hand_out(&engine, true);
             return Err(Error::Stopped(signal));
         }
         if cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
             engine.shutdown();
+            hand_out(&engine, true);
             return Err(Error::Stopped("the user's quit"));
         }
         thread::sleep(TICK);
@@ -480,9 +490,11 @@ fn report(
 ) -> RunReport {
     let lane = &engine.lanes()[index];
     let derived = judged(inspection, lane.completed());
-    let lane_lines: Vec<&crate::engine::Entry> = (engine.timeline().iter())
+    let mut lane_lines: Vec<&crate::engine::Entry> = (engine.timeline().iter())
         .filter(|e| e.lane == Some(index) || e.lane.is_none())
         .collect();
+    // In the order the night printed them (`InOrder`): by second, stably.
+    lane_lines.sort_by_key(|e| e.sim.second());
     let (timeline, timeline_left_out) =
         bounded_timeline(lane_lines.into_iter().map(|e| e.line(None)));
     RunReport {

@@ -25,6 +25,7 @@ pub mod points;
 pub mod queue;
 pub mod record;
 pub mod scenario;
+pub mod seeded;
 pub mod signals;
 pub mod store;
 pub mod supervisor;

@@ -104,19 +104,12 @@ impl Plan {
     }
 }
 
-/// What the code implies for a night: the duplicated task ids its rows must show. naive
-/// restarts at task-000, so a crash before writing task k rewrites tasks 0..k, and one after
-/// committing k rewrites 0..=k; two-commit rewrites the one row whose checkpoint was lost;
-/// keyed's key and guarded's single transaction leave nothing to duplicate.
+/// What the code implies for a night: the duplicated task ids its rows must show (the
+/// strategy's table says it, `Strategy::expected_duplicates`).
 #[must_use]
 pub fn expected_duplicates(strategy: Strategy, kill: Kill) -> u64 {
     let Kill::Crash(crash) = kill;
-    match (strategy, crash.point) {
-        (Strategy::Naive, CrashPoint::BeforeWrite) => crash.task,
-        (Strategy::Naive, _) => crash.task + 1,
-        (Strategy::TwoCommit, CrashPoint::AfterRowCommit) => 1,
-        _ => 0,
-    }
+    strategy.expected_duplicates(crash)
 }
 
 /// One cell: a finished night, its figures read from its rows. The JSON keys are stable.
@@ -384,13 +377,9 @@ pub fn fresh_dir(label: &str) -> std::io::Result<PathBuf> {
     } else {
         std::env::temp_dir()
     };
-    // A folder of reclaim's own, made exclusively under a random name, private (0700): what a
-    // night creates inside it cannot meet a name someone else planted.
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("reclaim-{label}-{}-", std::process::id()))
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .tempdir_in(&base)?;
-    Ok(dir.keep())
+    // A folder of reclaim's own: what a night creates inside it cannot meet a name someone else
+    // planted. The map removes it itself, unless `--keep`.
+    Ok(crate::paths::private_dir_in(&base, label)?.keep())
 }
 
 /// Whether a folder can be written (a read-only /dev/shm is no use): an unnamed file made there

@@ -336,7 +336,7 @@ pub fn refuse_companion(
 }
 
 /// The files of the vendor a night with a side effect starts beside its warehouse
-/// (`NAME.vendor.sqlite`, from `vendor::db_path`), each with its role.
+/// (`NAME.vendor.sqlite`, from `vendor_db_path`), each with its role.
 const VENDOR_FILES: [(&str, &str); 4] = [
     ("", "vendor's database"),
     ("-wal", "vendor's write-ahead log"),
@@ -348,7 +348,7 @@ const VENDOR_FILES: [(&str, &str); 4] = [
 /// replayed into the new database (or emptied), an old heartbeat overwritten; the vendor's
 /// database beside it and its own companions likewise (its `-wal` was overwritten).
 pub fn refuse_leftovers(db: &Path) -> Result<(), PathError> {
-    let vendor = crate::vendor::db_path(db);
+    let vendor = vendor_db_path(db);
     let companions = COMPANIONS
         .into_iter()
         .map(|(suffix, role)| (with_suffix(db, suffix), role))
@@ -403,25 +403,32 @@ pub fn write_new(
     file.sync_all()
 }
 
-/// A fresh folder for a night's databases under the system temp dir, made atomically (a name
-/// already taken is never reused), and the warehouse path inside it.
+/// A folder of reclaim's own under `base`: made exclusively under a random name (a name already
+/// taken, or planted, is never used), private (0700), and removed when the handle drops unless
+/// it is kept (`TempDir::keep`).
+pub fn private_dir_in(base: &Path, label: &str) -> io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt as _;
+    tempfile::Builder::new()
+        .prefix(&format!("reclaim-{label}-{}-", std::process::id()))
+        .permissions(fs::Permissions::from_mode(0o700))
+        .tempdir_in(base)
+}
+
+/// A fresh folder for a night's databases under the system temp dir (`private_dir_in`), kept
+/// (the command names it when the night is over), and the warehouse path inside it.
 pub fn fresh_db_path(label: &str) -> io::Result<PathBuf> {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let suffix = if n == 0 {
-        String::new()
-    } else {
-        format!("-{n}")
-    };
-    let dir = std::env::temp_dir().join(format!(
-        "reclaim-{label}-{stamp}-{}{suffix}",
-        std::process::id()
-    ));
-    std::fs::create_dir(&dir)?;
+    let dir = private_dir_in(&std::env::temp_dir(), label)?.keep();
     Ok(dir.join("warehouse.db"))
+}
+
+/// The vendor's database for a lane's warehouse: beside it, `NAME.vendor.sqlite` (here, with
+/// the other companions, so paths needs nothing from the vendor).
+#[must_use]
+pub fn vendor_db_path(warehouse: &Path) -> PathBuf {
+    let stem = warehouse
+        .file_stem()
+        .map_or_else(|| "warehouse".into(), |s| s.to_string_lossy().into_owned());
+    warehouse.with_file_name(format!("{stem}.vendor.sqlite"))
 }
 
 /// What `--db` must be for a new night: a new path, no companion of an earlier warehouse beside

@@ -6,8 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Serialize;
-
+pub use super::prove_report::{ProveReport, TestResult};
 use super::prove_report::{print_header, print_summary, print_test};
 use crate::cli::ProveArgs;
 use crate::engine::{EngineConfig, KillWindows, LaneConfig, LaneWorker, Pace};
@@ -21,54 +20,6 @@ use crate::worker::{CrashAt, CrashPoint, Strategy};
 
 /// Sim seconds per real second in every proof night.
 const SCALE: f64 = 600.0;
-
-/// One test's outcome.
-#[derive(Debug, Serialize)]
-pub struct TestResult {
-    pub name: String,
-    /// The data held exactly once in every run AND the test exercised what it names.
-    pub pass: bool,
-    /// False when the danger the test is about never happened (no kill landed, the second
-    /// worker wrote nothing, a crash point never fired): then it proved nothing and does not
-    /// pass, whatever the rows say.
-    pub tested: bool,
-    /// Figures of the worst run in the test.
-    pub rows: u64,
-    pub duplicated_task_ids: u64,
-    pub missing: u64,
-    pub detail: String,
-    /// The test does not apply to this job (why is in `detail`): neither a pass nor a failure.
-    pub skipped: bool,
-    /// Where the kills of this test's nights landed (window -> count).
-    pub kills_in_window: KillWindows,
-    /// Said beside a PASS when no kill landed in the window that breaks the strategy.
-    pub unearned: Option<String>,
-    /// What a failure means, from the postmortem's symptom table.
-    pub lessons: Vec<String>,
-    /// Kills this test's nights planned that never fired (`--strict` fails a pass with any).
-    pub not_fired: Vec<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct ProveReport {
-    pub strategy: String,
-    pub seed: u64,
-    pub items: u64,
-    pub tests: Vec<TestResult>,
-    /// Where every kill of every night landed (window -> count).
-    pub kills_in_window: KillWindows,
-    /// The windows no kill of any night landed in.
-    pub windows_never_hit: Vec<String>,
-    pub passed: usize,
-    /// Tests that did not pass: a data failure, or a test that tested nothing.
-    pub failed: usize,
-    /// Of `failed`, those that tested nothing (`tested: false`) with the data intact.
-    pub not_tested: usize,
-    /// Tests that do not apply to the job (an external job without a checkpoint table).
-    pub skipped: usize,
-    /// Where the databases are kept (only when something failed).
-    pub kept: Option<PathBuf>,
-}
 
 struct Prover {
     worker: LaneWorker,

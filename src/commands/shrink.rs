@@ -224,11 +224,11 @@ fn last_task(wrong: &Wrong) -> u64 {
 }
 
 /// The crash points worth a night for `strategy`: `after-row-commit` is a place of its own only
-/// where the row and its checkpoint commit apart (two-commit); elsewhere it is `after-commit`.
+/// where the row and its checkpoint commit apart; elsewhere it is `after-commit`.
 fn points_for(strategy: Strategy) -> impl Iterator<Item = CrashPoint> {
     CrashPoint::ALL
         .into_iter()
-        .filter(move |&p| p != CrashPoint::AfterRowCommit || strategy == Strategy::TwoCommit)
+        .filter(move |&p| p != CrashPoint::AfterRowCommit || strategy.checkpoints_apart())
         .filter(move |&p| p.reached_by(strategy, false))
 }
 

@@ -30,7 +30,8 @@ use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind, claimed_rows};
 pub use self::pace::{Attempt, Pace};
 pub use self::timeline::{
-    DIED_ON_ITS_OWN, Entry, HUNG, Kind, Mark, RESUMED, Source, StopWhen, Tone, timeline_line,
+    DIED_ON_ITS_OWN, Entry, HUNG, InOrder, Kind, Mark, RESUMED, Source, StopWhen, Tone,
+    timeline_line,
 };
 use self::triggers::{Action, Triggers};
 use self::watch::Watch;
@@ -225,6 +226,19 @@ impl Engine {
     #[must_use]
     pub fn timeline(&self) -> &[Entry] {
         &self.timeline
+    }
+
+    /// The earliest sim moment an entry still to come can carry: the clock's reading, or a
+    /// running worker's place in its schedule when that is behind it (what it says is stamped
+    /// there when heard, however late its pipe delivers it). Lines before this moment's second
+    /// can be put in their final order.
+    #[must_use]
+    pub fn heard_up_to(&self) -> f64 {
+        (self.lanes.iter())
+            .flat_map(|l| l.slots.iter().zip(&l.attempts))
+            .filter(|(slot, _)| slot.is_live() || slot.exit_pending())
+            .map(|(_, attempt)| attempt.now())
+            .fold(self.clock.now().0, f64::min)
     }
 
     #[must_use]

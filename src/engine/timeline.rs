@@ -91,6 +91,37 @@ pub struct Entry {
     pub mark: Option<Mark>,
 }
 
+/// Entries handed out in a stable order, so two runs of one night print the same text: by the
+/// second they are shown at, then by lane (the night's own lines first), then as they were
+/// heard. Each waits until no entry still to come can fall in its second: workers' pipes and
+/// the database are read as they deliver, and two lanes' lines of one second arrive in either
+/// order.
+#[derive(Debug, Default)]
+pub struct InOrder {
+    /// Indices into the timeline not yet handed out.
+    pending: Vec<usize>,
+    /// How much of the timeline has been looked at.
+    seen: usize,
+}
+
+impl InOrder {
+    /// The indices of the entries of `timeline` now in their final order, given the earliest
+    /// moment an entry still to come can carry (`Engine::heard_up_to`); `None` when the night
+    /// is over and every entry goes.
+    pub fn release(&mut self, timeline: &[Entry], heard_up_to: Option<f64>) -> Vec<usize> {
+        self.pending.extend(self.seen..timeline.len());
+        self.seen = timeline.len();
+        let before = heard_up_to.map(|at| SimTime(at).second());
+        let (mut ready, waiting): (Vec<usize>, Vec<usize>) = self
+            .pending
+            .iter()
+            .partition(|&&i| before.is_none_or(|second| timeline[i].sim.second() < second));
+        self.pending = waiting;
+        ready.sort_by_key(|&i| (timeline[i].sim.second(), timeline[i].lane, i));
+        ready
+    }
+}
+
 /// How a worker's death that no kill caused begins its line: it is marked as a kill on the
 /// charts (and restarted as after one), and told apart from the host's by these words.
 pub const DIED_ON_ITS_OWN: &str = "worker died on its own";
@@ -193,5 +224,45 @@ mod tests {
             entry.line(Some("naive")),
             "02:11:47  runner  notice  instance reclaimed by host  [naive]"
         );
+    }
+
+    /// `second` seconds into the night.
+    fn night(second: f64) -> f64 {
+        crate::clock::NIGHT_START + second
+    }
+
+    fn at(second: f64, lane: Option<usize>, text: &str) -> Entry {
+        Entry {
+            sim: SimTime(night(second)),
+            real_ms: 0,
+            lane,
+            source: Source::Worker,
+            kind: Kind::Start,
+            text: text.into(),
+            mark: None,
+        }
+    }
+
+    #[test]
+    fn lines_of_one_second_come_out_in_lane_order_whatever_order_they_arrived_in() {
+        let mut timeline = vec![at(3.2, Some(1), "guarded"), at(3.1, Some(0), "naive")];
+        let mut order = InOrder::default();
+        // The clock is still inside second 3: a line of it may yet arrive.
+        assert!(order.release(&timeline, Some(night(3.9))).is_empty());
+        timeline.push(at(2.5, Some(1), "late, stamped before"));
+        timeline.push(at(4.0, None, "the night's own"));
+        let texts = |released: Vec<usize>, timeline: &[Entry]| -> Vec<String> {
+            released.iter().map(|&i| timeline[i].text.clone()).collect()
+        };
+        assert_eq!(
+            texts(order.release(&timeline, Some(night(4.5))), &timeline),
+            ["late, stamped before", "naive", "guarded"]
+        );
+        timeline.push(at(4.2, Some(0), "naive at 4"));
+        assert_eq!(
+            texts(order.release(&timeline, None), &timeline),
+            ["the night's own", "naive at 4"]
+        );
+        assert!(order.release(&timeline, None).is_empty());
     }
 }

@@ -1,82 +1,12 @@
-//! Where in the unit of work a kill landed, read from the database right after it: the windows
-//! a strategy is (or is not) safe in. A random storm that never lands in a strategy's dangerous
-//! window proves nothing about it, and these counts are how a report can say so.
+//! How many kills landed in each window (`KillWindow`, beside the crash points in
+//! `worker/crash.rs`), read from the database right after each. A random storm that never lands
+//! in a strategy's dangerous window proves nothing about it, and these counts are how a report
+//! can say so.
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::worker::KillWindow;
 use crate::worker::Strategy;
-
-/// A window a kill can land in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KillWindow {
-    /// The killed attempt had committed nothing: harmless for every strategy.
-    BeforeAnyCommit,
-    /// The newest row has no checkpoint yet: the row committed, its checkpoint did not
-    /// (two-commit's window; guarded commits both at once and can never be caught here).
-    AfterRowCommit,
-    /// The attempt had committed work and every row it wrote is checkpointed (or the strategy
-    /// keeps no checkpoints): naive's window, since its restart begins again at task-000.
-    AfterCommit,
-    /// The item in flight had already reached the vendor (its message sent) and its row had
-    /// not committed: the restart sends it again unless the vendor honours a key.
-    AfterSend,
-    /// A message left after its row committed (an outbox's relay), before the sender marked
-    /// it sent: the restart sends it again, with its key.
-    AfterRelaySend,
-}
-
-impl KillWindow {
-    pub const ALL: [Self; 5] = [
-        Self::BeforeAnyCommit,
-        Self::AfterRowCommit,
-        Self::AfterCommit,
-        Self::AfterSend,
-        Self::AfterRelaySend,
-    ];
-
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::BeforeAnyCommit => "before-any-commit",
-            Self::AfterRowCommit => "after-row-commit",
-            Self::AfterCommit => "after-commit",
-            Self::AfterSend => "after-send",
-            Self::AfterRelaySend => "after-relay-send",
-        }
-    }
-
-    /// The windows in which a kill breaks `strategy`'s data or its messages: its own, and,
-    /// when each item also sends before its commit (`sends`), the send->commit window.
-    #[must_use]
-    pub fn dangerous_for(strategy: Strategy, sends: bool) -> Vec<Self> {
-        let own = match strategy {
-            Strategy::Naive => Some(Self::AfterCommit),
-            Strategy::TwoCommit => Some(Self::AfterRowCommit),
-            Strategy::Keyed | Strategy::Guarded | Strategy::Outbox => None,
-        };
-        own.into_iter()
-            .chain(sends.then_some(Self::AfterSend))
-            .collect()
-    }
-
-    /// The window, from what the database held once the killed worker was reaped: whether the
-    /// killed attempt had committed any row, and (for a strategy that checkpoints) whether the
-    /// newest row has its checkpoint.
-    #[must_use]
-    pub fn classify(committed_by_attempt: bool, newest_row_checkpointed: Option<bool>) -> Self {
-        match (committed_by_attempt, newest_row_checkpointed) {
-            (false, _) => Self::BeforeAnyCommit,
-            (true, Some(false)) => Self::AfterRowCommit,
-            (true, _) => Self::AfterCommit,
-        }
-    }
-}
-
-impl std::fmt::Display for KillWindow {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// How many kills landed in each window; as JSON, `{"before-any-commit": 0, ...}`, every window
 /// present so a zero is visible.
@@ -192,23 +122,6 @@ impl KillWindows {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_kill_is_placed_by_what_the_rows_say() {
-        assert_eq!(
-            KillWindow::classify(false, Some(false)),
-            KillWindow::BeforeAnyCommit
-        );
-        assert_eq!(
-            KillWindow::classify(true, Some(false)),
-            KillWindow::AfterRowCommit
-        );
-        assert_eq!(
-            KillWindow::classify(true, Some(true)),
-            KillWindow::AfterCommit
-        );
-        assert_eq!(KillWindow::classify(true, None), KillWindow::AfterCommit);
-    }
 
     #[test]
     fn a_pass_that_missed_the_dangerous_window_says_so() {

@@ -86,27 +86,21 @@ const SETTLE_LOOKS: u32 = 10;
 
 /// A database and its `-wal`/`-journal` copied into a folder of reclaim's own, removed on drop.
 struct PrivateCopy {
-    dir: PathBuf,
+    /// Removed, with the copy in it, when dropped.
+    _dir: tempfile::TempDir,
     db: PathBuf,
 }
 
 impl PrivateCopy {
     fn of(path: &Path) -> Result<Self, StoreError> {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!(
-            "reclaim-snapshot-{}-{n}-{}",
-            std::process::id(),
-            crate::heartbeat::unix_now().to_bits()
-        ));
         let failed = |error: std::io::Error| StoreError::Copy {
             path: path.to_path_buf(),
             message: error.to_string(),
         };
-        fs::create_dir(&dir).map_err(failed)?;
+        let dir = paths::private_dir_in(&std::env::temp_dir(), "snapshot").map_err(failed)?;
         let copy = Self {
-            db: dir.join("snapshot.db"),
-            dir,
+            db: dir.path().join("snapshot.db"),
+            _dir: dir,
         };
         fs::copy(path, &copy.db).map_err(failed)?;
         for suffix in ["-wal", "-journal"] {
@@ -120,12 +114,6 @@ impl PrivateCopy {
             }
         }
         Ok(copy)
-    }
-}
-
-impl Drop for PrivateCopy {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -24,8 +24,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
 
-use rand::rngs::StdRng;
-use rand::{Rng as _, SeedableRng as _};
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _, TransactionBehavior};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
@@ -134,13 +132,7 @@ pub enum VendorError {
 }
 
 /// The vendor's database for a lane's warehouse: beside it, `NAME.vendor.sqlite`.
-#[must_use]
-pub fn db_path(warehouse: &Path) -> PathBuf {
-    let stem = warehouse
-        .file_stem()
-        .map_or_else(|| "warehouse".into(), |s| s.to_string_lossy().into_owned());
-    warehouse.with_file_name(format!("{stem}.vendor.sqlite"))
-}
+pub use crate::paths::vendor_db_path as db_path;
 
 const SCHEMA: &str = "
 CREATE TABLE deliveries(
@@ -206,7 +198,7 @@ pub fn serve(db: &Path, modes: VendorModes, out: &mut dyn Write) -> Result<(), V
     let vendor = Mutex::new(Vendor {
         conn,
         modes,
-        rng: StdRng::seed_from_u64(modes.seed),
+        rng: crate::seeded::Seeded::new(modes.seed, crate::seeded::Stream::VendorDrops),
     });
     // Each connection is read on a thread of its own (a slow client delays nobody); the store
     // and the seeded drops are taken one request at a time.
@@ -223,7 +215,7 @@ pub fn serve(db: &Path, modes: VendorModes, out: &mut dyn Write) -> Result<(), V
 struct Vendor {
     conn: Connection,
     modes: VendorModes,
-    rng: StdRng,
+    rng: crate::seeded::Seeded,
 }
 
 /// What a message says; the task names the customer it is for.
@@ -270,8 +262,7 @@ impl Vendor {
             )));
         };
         let key = request.header("idempotency-key").map(ToOwned::to_owned);
-        let drop =
-            self.modes.drop_responses > 0.0 && self.rng.random_bool(self.modes.drop_responses);
+        let drop = self.modes.drop_responses > 0.0 && self.rng.chance(self.modes.drop_responses);
         let body = String::from_utf8_lossy(&request.body).into_owned();
         let response = self
             .record(&message, key.as_deref(), &body, drop)

@@ -1,11 +1,13 @@
 //! Named crash points: a worker SIGKILLs itself at an exact place, so a kill inside a narrow
-//! window is reproducible instead of lucky.
+//! window is reproducible instead of lucky; and the windows an unplanned kill lands in, as the
+//! rows place it afterwards.
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::Serialize;
 
+use super::Strategy;
 use crate::task::{parse_task_id, task_id};
 
 /// Where in the unit of work the worker dies.
@@ -65,16 +67,87 @@ impl CrashPoint {
     /// Whether a worker of `strategy` (sending a side effect or not) ever reaches this point: a
     /// sweep that names a point the job never passes would test nothing.
     #[must_use]
-    pub fn reached_by(self, strategy: super::Strategy, side_effect: bool) -> bool {
+    pub fn reached_by(self, strategy: Strategy, side_effect: bool) -> bool {
         match self {
             Self::AfterSend => side_effect || strategy.relays(),
             Self::AfterRelaySend => strategy.relays(),
-            _ => true,
+            Self::BeforeWrite | Self::AfterRowCommit | Self::AfterCommit | Self::AfterHeartbeat => {
+                true
+            }
         }
     }
 }
 
 impl fmt::Display for CrashPoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A window a kill can land in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillWindow {
+    /// The killed attempt had committed nothing: harmless for every strategy.
+    BeforeAnyCommit,
+    /// The newest row has no checkpoint yet: the row committed, its checkpoint did not
+    /// (two-commit's window; guarded commits both at once and can never be caught here).
+    AfterRowCommit,
+    /// The attempt had committed work and every row it wrote is checkpointed (or the strategy
+    /// keeps no checkpoints): naive's window, since its restart begins again at task-000.
+    AfterCommit,
+    /// The item in flight had already reached the vendor (its message sent) and its row had
+    /// not committed: the restart sends it again unless the vendor honours a key.
+    AfterSend,
+    /// A message left after its row committed (an outbox's relay), before the sender marked
+    /// it sent: the restart sends it again, with its key.
+    AfterRelaySend,
+}
+
+impl KillWindow {
+    pub const ALL: [Self; 5] = [
+        Self::BeforeAnyCommit,
+        Self::AfterRowCommit,
+        Self::AfterCommit,
+        Self::AfterSend,
+        Self::AfterRelaySend,
+    ];
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::BeforeAnyCommit => "before-any-commit",
+            Self::AfterRowCommit => "after-row-commit",
+            Self::AfterCommit => "after-commit",
+            Self::AfterSend => "after-send",
+            Self::AfterRelaySend => "after-relay-send",
+        }
+    }
+
+    /// The windows in which a kill breaks `strategy`'s data or its messages: its own, and,
+    /// when each item also sends before its commit (`sends`), the send->commit window.
+    #[must_use]
+    pub fn dangerous_for(strategy: Strategy, sends: bool) -> Vec<Self> {
+        strategy
+            .breaking_window()
+            .into_iter()
+            .chain(sends.then_some(Self::AfterSend))
+            .collect()
+    }
+
+    /// The window, from what the database held once the killed worker was reaped: whether the
+    /// killed attempt had committed any row, and (for a strategy that checkpoints) whether the
+    /// newest row has its checkpoint.
+    #[must_use]
+    pub fn classify(committed_by_attempt: bool, newest_row_checkpointed: Option<bool>) -> Self {
+        match (committed_by_attempt, newest_row_checkpointed) {
+            (false, _) => Self::BeforeAnyCommit,
+            (true, Some(false)) => Self::AfterRowCommit,
+            (true, _) => Self::AfterCommit,
+        }
+    }
+}
+
+impl fmt::Display for KillWindow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
@@ -130,6 +203,23 @@ impl FromStr for CrashAt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kill_is_placed_by_what_the_rows_say() {
+        assert_eq!(
+            KillWindow::classify(false, Some(false)),
+            KillWindow::BeforeAnyCommit
+        );
+        assert_eq!(
+            KillWindow::classify(true, Some(false)),
+            KillWindow::AfterRowCommit
+        );
+        assert_eq!(
+            KillWindow::classify(true, Some(true)),
+            KillWindow::AfterCommit
+        );
+        assert_eq!(KillWindow::classify(true, None), KillWindow::AfterCommit);
+    }
 
     #[test]
     fn parses_the_postmortem_crash_and_rejects_nonsense() {

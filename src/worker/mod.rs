@@ -1,8 +1,8 @@
-//! `reclaim worker`: one process working through the queue, in one of five strategies.
+//! `reclaim worker`: one process working through the queue, in one of the strategies.
 //!
 //! Every strategy does the same unit of work (task id -> deterministic payload -> one row); they
-//! differ only in what makes a restart safe. Each lives in its own file; this module holds what
-//! they share: the connection, the crash points, the heartbeat, the pace and the worker's claim.
+//! differ only in what makes a restart safe. Each lives in its own file, and `strategy.rs` is
+//! the table of what each one does; this module holds what they share: the connection, the crash points, the heartbeat, the pace and the worker's claim.
 
 mod crash;
 mod guarded;
@@ -12,9 +12,9 @@ mod naive;
 mod outbox;
 pub mod protocol;
 pub mod relay;
+mod strategy;
 mod two_commit;
 
-use std::fmt;
 use std::io::{self, BufRead as _, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,107 +26,17 @@ use rusqlite::{Connection, TransactionBehavior};
 use serde::Serialize;
 use thiserror::Error;
 
-pub use crash::{CrashAt, CrashPoint};
+pub use crash::{CrashAt, CrashPoint, KillWindow};
 pub use long_item::LongItem;
 use protocol::{Line, Resume};
+pub use strategy::Strategy;
 
 use crate::heartbeat;
-use crate::store::{self, SchemaNeeds, StoreError, SyncMode, retry_busy};
+use crate::store::{self, StoreError, SyncMode, retry_busy};
 use crate::task::{idem_key, payload, task_id};
 
 /// The shortest time between two heartbeats (see `Ctx::beat_due`).
 const BEAT_EVERY: Duration = Duration::from_millis(10);
-
-/// The four ways to do the job, from the postmortem's worker to its fix.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, clap::ValueEnum,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Strategy {
-    /// INSERT and commit; no key, no checkpoint. A restart begins again at task-000.
-    Naive,
-    /// Skips checkpointed tasks; commits the row, then the checkpoint, in two transactions.
-    TwoCommit,
-    /// UNIQUE idempotency key, ON CONFLICT DO NOTHING; no checkpoint, so a restart redoes work.
-    Keyed,
-    /// Row and checkpoint in one transaction, a unique key, and a heartbeat: safe to kill anywhere.
-    Guarded,
-    /// Guarded, plus an outbox entry in the same transaction; a relay sends the message with the
-    /// row's idempotency key.
-    Outbox,
-}
-
-impl Strategy {
-    /// Every strategy, in the order the postmortem tells them (naive first), derived from the
-    /// enum itself so a new one is never left out.
-    #[must_use]
-    pub fn all() -> &'static [Self] {
-        <Self as clap::ValueEnum>::value_variants()
-    }
-
-    /// The strategy a name (as `name` gives it) stands for.
-    #[must_use]
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::all().iter().copied().find(|s| s.name() == name)
-    }
-
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Naive => "naive",
-            Self::TwoCommit => "two-commit",
-            Self::Keyed => "keyed",
-            Self::Guarded => "guarded",
-            Self::Outbox => "outbox",
-        }
-    }
-
-    /// The schema this strategy creates and insists on.
-    #[must_use]
-    pub fn needs(self) -> SchemaNeeds {
-        let (unique_key, checkpoints) = match self {
-            Self::Naive => (false, false),
-            Self::TwoCommit => (false, true),
-            Self::Keyed => (true, false),
-            Self::Guarded | Self::Outbox => (true, true),
-        };
-        SchemaNeeds {
-            unique_key,
-            checkpoints,
-            strategy: self.name(),
-        }
-    }
-
-    /// Whether it can put several items in one transaction (`--batch`).
-    #[must_use]
-    pub fn batches(self) -> bool {
-        match self {
-            Self::Keyed | Self::Guarded | Self::Outbox => true,
-            Self::Naive | Self::TwoCommit => false,
-        }
-    }
-
-    /// Whether the worker names its run in its start line (the naive one logs `(none)`).
-    fn names_its_run(self) -> bool {
-        match self {
-            Self::Naive => false,
-            Self::TwoCommit | Self::Keyed | Self::Guarded | Self::Outbox => true,
-        }
-    }
-
-    /// Whether it can cut an item's work into checkpointed steps (`--split`): it needs a
-    /// checkpoint that commits with the row, so a finished item is never started again.
-    #[must_use]
-    pub fn splits(self) -> bool {
-        matches!(self, Self::Guarded | Self::Outbox)
-    }
-
-    /// Whether its messages go through an outbox and a relay (rather than from the worker).
-    #[must_use]
-    pub fn relays(self) -> bool {
-        self == Self::Outbox
-    }
-}
 
 /// What else an item does besides its row.
 #[derive(
@@ -136,12 +46,6 @@ impl Strategy {
 pub enum SideEffect {
     /// Sends the customer a message through the vendor, before the row's commit.
     Email,
-}
-
-impl fmt::Display for Strategy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 /// Everything one worker process needs; `to_args` (in `protocol`) is its command line.
@@ -269,13 +173,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
         strategy: config.strategy,
         pid,
     });
-    match config.strategy {
-        Strategy::Naive => naive::run(&mut ctx)?,
-        Strategy::TwoCommit => two_commit::run(&mut ctx)?,
-        Strategy::Keyed => keyed::run(&mut ctx)?,
-        Strategy::Guarded => guarded::run(&mut ctx)?,
-        Strategy::Outbox => outbox::run(&mut ctx)?,
-    }
+    config.strategy.run(&mut ctx)?;
     // The worker's own word: it counts the table, not what it did, and says ok regardless.
     let rows_written = store::retry_busy(|| {
         ctx.conn
@@ -350,7 +248,7 @@ impl Ctx<'_> {
         let point_matches = crash.point == point
             || (point == CrashPoint::AfterCommit
                 && crash.point == CrashPoint::AfterRowCommit
-                && self.config.strategy != Strategy::TwoCommit);
+                && !self.config.strategy.checkpoints_apart());
         if point_matches && tasks.contains(&crash.task) {
             self.say(&Line::Crash { at: crash });
             let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);

@@ -35,9 +35,15 @@ fn with_the_right_lane_switched_to_keyed_no_guarded_caption_shows_and_figures_ar
             s.contents().contains("naive vs guarded")
         })
         .unwrap();
-    // The right lane, then its strategy round to keyed: outbox, naive, two-commit, keyed.
+    // The right lane, then its strategy round from guarded to keyed (`s` goes through
+    // `Strategy::all()` in order, and round).
+    let all = reclaim::worker::Strategy::all();
+    let at = |s| all.iter().position(|&x| x == s).unwrap();
+    let presses = (at(reclaim::worker::Strategy::Keyed) + all.len()
+        - at(reclaim::worker::Strategy::Guarded))
+        % all.len();
     dashboard.send(b"\t").unwrap();
-    for _ in 0..4 {
+    for _ in 0..presses {
         dashboard.send(b"s").unwrap();
     }
     dashboard

@@ -75,6 +75,22 @@ impl Run {
     }
 }
 
+/// Every strategy's name, from the binary's own table (`Strategy::all()`), so a new strategy is
+/// in every test that loops over them.
+pub(crate) fn strategies() -> Vec<&'static str> {
+    strategies_that(|_| true)
+}
+
+/// The names of the strategies with a capability, such as `Strategy::batches`.
+pub(crate) fn strategies_that(has: fn(reclaim::worker::Strategy) -> bool) -> Vec<&'static str> {
+    reclaim::worker::Strategy::all()
+        .iter()
+        .copied()
+        .filter(|&s| has(s))
+        .map(reclaim::worker::Strategy::name)
+        .collect()
+}
+
 pub(crate) fn reclaim(args: &[&str]) -> Run {
     let output = Command::new(BIN)
         .args(args)

@@ -277,8 +277,7 @@ fn table_of(
 /// of each table and values mostly of their types, so most cases get past the TOML into the
 /// validation, and some all the way to a night.
 fn toml_like() -> impl Strategy<Value = String> {
-    let strategy = select(vec!["naive", "two-commit", "keyed", "guarded"])
-        .prop_map(|s| format!("strategy = \"{s}\""));
+    let strategy = select(crate::common::strategies()).prop_map(|s| format!("strategy = \"{s}\""));
     (
         table_of(Just("title = \"t\"".to_string()), top_line(), 6),
         prop::option::of(table_of(host_line(), host_line(), 4)),

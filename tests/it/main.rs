@@ -12,6 +12,7 @@ mod heartbeat_check;
 mod hostile;
 mod lecture;
 mod map;
+mod module_graph;
 mod own_points;
 mod own_queue;
 mod pty;

@@ -11,10 +11,11 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use crate::common::strategies;
 use crate::common::{
     BIN, Run, assert_one_line_error, count, json_of, number, open_ro, path_arg, reclaim_in_dir,
 };
-use crate::robust::{STRATEGIES, tempdir, warehouse};
+use crate::robust::{tempdir, warehouse};
 
 /// Long enough for any refusal; a command that hangs (on a FIFO, say) fails the test here.
 const LIMIT: Duration = Duration::from_secs(20);
@@ -400,7 +401,7 @@ fn a_foreign_wal_beside_a_good_warehouse_is_refused_and_never_checkpointed() {
     let before = tree(tmp.path());
     let main_file = fs::metadata(&good).map_or(0, |m| m.len());
     let mut args: Vec<Vec<&str>> = vec![vec!["inspect", "--db", path_arg(&good), "--items", "300"]];
-    for strategy in STRATEGIES {
+    for strategy in strategies() {
         args.push(vec![
             "worker",
             "--strategy",
@@ -444,7 +445,7 @@ fn a_records_table_with_a_column_reclaim_cannot_fill_is_refused_before_any_chang
         .unwrap_or_else(|e| panic!("{e}"));
     }
     let before = tree(tmp.path());
-    for strategy in STRATEGIES {
+    for strategy in strategies() {
         let run = reclaim_in(
             tmp.path(),
             &[

@@ -471,8 +471,6 @@ pub(crate) fn warehouse(db: &Path, items: &str) {
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
 }
 
-pub(crate) const STRATEGIES: [&str; 4] = ["naive", "two-commit", "keyed", "guarded"];
-
 /// `inspect` and a worker of every strategy refuse `db` in one line naming `needle` (and the
 /// file), and nothing in its folder changes.
 pub(crate) fn assert_refused_by_inspect_and_workers(db: &Path, needle: &str) {
@@ -492,7 +490,7 @@ pub(crate) fn assert_refused_by_inspect_and_workers(db: &Path, needle: &str) {
         "inspect changed {}",
         dir.display()
     );
-    for strategy in STRATEGIES {
+    for strategy in crate::common::strategies() {
         let args = ["worker", "--strategy", strategy, "--items", "10"];
         let run = reclaim_in(dir, &[&args[..], &["--db", path_arg(db)]].concat());
         assert_eq!(

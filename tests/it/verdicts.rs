@@ -134,7 +134,7 @@ fn a_worker_refuses_a_table_of_integer_task_ids_and_leaves_it_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("ints.db");
     integer_table(&db);
-    for strategy in ["naive", "two-commit", "keyed", "guarded"] {
+    for strategy in crate::common::strategies() {
         let before = snapshot(dir.path());
         let run = reclaim(&[
             "worker",

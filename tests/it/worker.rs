@@ -11,10 +11,9 @@ use serde_json::Value;
 
 use crate::common::{
     BIN, Run, assert_one_line_error, assert_usage_error, count, distinct, duplicated_ids, open_ro,
-    path_arg, read_bytes, reclaim, rows, snapshot,
+    path_arg, read_bytes, reclaim, rows, snapshot, strategies, strategies_that,
 };
 
-const STRATEGIES: [&str; 4] = ["naive", "two-commit", "keyed", "guarded"];
 const CRASH_POINTS: [&str; 4] = [
     "before-write",
     "after-row-commit",
@@ -146,7 +145,7 @@ fn foreign_database(path: &Path) {
 
 #[test]
 fn every_strategy_writes_each_task_once_when_nothing_goes_wrong() {
-    for strategy in STRATEGIES {
+    for strategy in strategies() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("warehouse.db");
         let run = worker(strategy, &db, &[]);
@@ -169,7 +168,9 @@ fn every_strategy_writes_each_task_once_when_nothing_goes_wrong() {
         assert_eq!(json["integrity_ok"], true, "{strategy}");
         assert_eq!(json["consistent"], true, "{strategy}");
         assert_eq!(json["derived_status"], "ok", "{strategy}");
-        let checkpoints = if matches!(strategy, "two-commit" | "guarded") {
+        let checkpoints = if reclaim::worker::Strategy::from_name(strategy)
+            .is_some_and(reclaim::worker::Strategy::checkpoints)
+        {
             Value::from(200)
         } else {
             Value::Null
@@ -465,7 +466,7 @@ fn guarded_refuses_an_existing_records_table_without_a_unique_key() {
 }
 
 #[test]
-fn keyed_and_guarded_refuse_rows_keyed_in_another_form_and_touch_nothing() {
+fn every_keyed_strategy_refuses_rows_keyed_in_another_form_and_touches_nothing() {
     // A warehouse whose rows carry the bare sha256 key (an earlier reclaim's form): a row written
     // now with today's key would not collide with its duplicate, so the worker must not write.
     let dir = tempfile::tempdir().unwrap();
@@ -491,7 +492,7 @@ fn keyed_and_guarded_refuse_rows_keyed_in_another_form_and_touch_nothing() {
     drop(conn);
     let before = snapshot(dir.path());
 
-    for strategy in ["keyed", "guarded"] {
+    for strategy in strategies_that(reclaim::worker::Strategy::unique_key) {
         let run = worker(strategy, &db, &["--items", "5"]);
         assert_one_line_error(&run, "idempotency keys of another form");
         assert!(
@@ -569,7 +570,7 @@ fn a_batch_shares_its_commit_but_each_item_still_takes_its_delay() {
     // --delay-ms is the work of one item; batching saves commits, not that work. 100 items at
     // 10 ms cannot take less than a second, whatever the batch (a lower bound: no timing race).
     let dir = tempfile::tempdir().unwrap();
-    for strategy in ["keyed", "guarded"] {
+    for strategy in strategies_that(reclaim::worker::Strategy::batches) {
         let db = dir.path().join(format!("{strategy}.db"));
         let started = std::time::Instant::now();
         let run = reclaim(&[
@@ -678,7 +679,7 @@ fn a_database_with_someone_elses_table_is_left_alone() {
     foreign_database(&db);
     let before = snapshot(dir.path());
 
-    for strategy in STRATEGIES {
+    for strategy in strategies() {
         let run = worker(strategy, &db, &[]);
         assert_one_line_error(&run, "other.db");
         assert_eq!(snapshot(dir.path()), before, "{strategy}");
@@ -755,7 +756,7 @@ fn a_corrupt_warehouse_is_refused_by_worker_and_flagged_by_inspect() {
 
 #[test]
 fn a_corrupt_warehouse_is_refused_by_every_strategy_without_a_write() {
-    for strategy in STRATEGIES {
+    for strategy in strategies() {
         let dir = tempfile::tempdir().unwrap();
         let db = corrupt_warehouse(dir.path(), strategy);
         let corrupted = read_bytes(&db);
