@@ -71,10 +71,10 @@ pub struct VendorArgs {
     #[arg(long)]
     pub db: PathBuf,
     /// What it does with an Idempotency-Key: honour, ignore, or expire=SECS
-    #[arg(long, default_value = "honour", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::vendor::Keys>()))]
-    pub keys: crate::vendor::Keys,
+    #[arg(long, default_value = "honour", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::fake_vendor::Keys>()))]
+    pub keys: crate::fake_vendor::Keys,
     /// The chance (0..=1) that it acts on a request and never answers it
-    #[arg(long, default_value_t = 0.0, value_parser = crate::vendor::parse_probability)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::fake_vendor::parse_probability)]
     pub drop_responses: f64,
     /// Seed for the dropped responses
     #[arg(long, default_value_t = 0)]
@@ -90,7 +90,7 @@ pub struct RelayArgs {
     #[arg(long)]
     pub db: PathBuf,
     /// The vendor's address (127.0.0.1:PORT, as `reclaim vendor` says on its first line)
-    #[arg(long, value_parser = crate::vendor::parse_addr)]
+    #[arg(long, value_parser = crate::fake_vendor::parse_addr)]
     pub vendor: std::net::SocketAddr,
     /// Items in the queue: the relay ends once every one has been delivered
     #[arg(long, default_value_t = 200, value_parser = items_parser())]
@@ -510,15 +510,15 @@ pub struct SideEffectArgs {
     #[arg(long, value_enum)]
     pub side_effect: Option<crate::worker::SideEffect>,
     /// The vendor's key policy: honour, ignore, or expire=SECS [default: honour]
-    #[arg(long, value_name = "POLICY", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::vendor::Keys>()))]
-    pub vendor_keys: Option<crate::vendor::Keys>,
+    #[arg(long, value_name = "POLICY", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::fake_vendor::Keys>()))]
+    pub vendor_keys: Option<crate::fake_vendor::Keys>,
     /// The chance (0..=1) that the vendor acts on a request and never answers it
-    #[arg(long, value_name = "P", value_parser = crate::vendor::parse_probability)]
+    #[arg(long, value_name = "P", value_parser = crate::fake_vendor::parse_probability)]
     pub vendor_drop_responses: Option<f64>,
     /// With --exec: start a vendor on 127.0.0.1 for your job (RECLAIM_VENDOR_URL), with this
     /// key policy [default: honour]; its messages are judged against the queue
-    #[arg(long, value_name = "POLICY", num_args = 0..=1, default_missing_value = "honour", requires = "exec", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::vendor::Keys>()))]
-    pub vendor: Option<crate::vendor::Keys>,
+    #[arg(long, value_name = "POLICY", num_args = 0..=1, default_missing_value = "honour", requires = "exec", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::fake_vendor::Keys>()))]
+    pub vendor: Option<crate::fake_vendor::Keys>,
     /// SIGKILL the job when the vendor has received message N, before it answers: a kill
     /// after the send and before the commit, in any job
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -686,7 +686,7 @@ pub struct WorkerArgs {
     #[arg(long, value_enum, requires = "vendor")]
     pub side_effect: Option<crate::worker::SideEffect>,
     /// The vendor's address (127.0.0.1:PORT, as `reclaim vendor` says on its first line)
-    #[arg(long, value_parser = crate::vendor::parse_addr)]
+    #[arg(long, value_parser = crate::fake_vendor::parse_addr)]
     pub vendor: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub long: LongItemArgs,

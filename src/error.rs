@@ -10,11 +10,11 @@ use std::io;
 use thiserror::Error;
 
 use crate::engine::EngineError;
+use crate::fake_vendor::VendorError;
 use crate::paths::PathError;
 use crate::record::RecordingError;
 use crate::scenario::ScenarioError;
 use crate::store::StoreError;
-use crate::vendor::VendorError;
 use crate::worker::WorkerError;
 use crate::worker::relay::RelayError;
 

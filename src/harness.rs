@@ -140,7 +140,7 @@ impl RunReport {
 
     /// The receiving end's counts, for a lane that reaches a vendor.
     #[must_use]
-    pub fn with_messages(mut self, messages: Option<crate::vendor::Counts>) -> Self {
+    pub fn with_messages(mut self, messages: Option<crate::fake_vendor::Counts>) -> Self {
         self.messages_received = messages.map(|m| m.received);
         self.messages_distinct = messages.map(|m| m.distinct);
         self.messages_duplicated = messages.map(|m| m.duplicated);
@@ -463,7 +463,7 @@ fn crash_not_fired(lane: &crate::engine::Lane) -> Option<String> {
 /// The messages at a lane's vendor, read from its database (`None` for a lane without one).
 fn messages_at_vendor(
     lane: &crate::engine::LaneConfig,
-) -> Result<Option<crate::vendor::Counts>, Error> {
+) -> Result<Option<crate::fake_vendor::Counts>, Error> {
     if !lane.needs_vendor() {
         return Ok(None);
     }

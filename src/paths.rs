@@ -336,7 +336,7 @@ pub fn refuse_companion(
 }
 
 /// The files of the vendor a night with a side effect starts beside its warehouse
-/// (`NAME.vendor.sqlite`, from `vendor::db_path`), each with its role.
+/// (`NAME.vendor.sqlite`, from `fake_vendor::db_path`), each with its role.
 const VENDOR_FILES: [(&str, &str); 4] = [
     ("", "vendor's database"),
     ("-wal", "vendor's write-ahead log"),
@@ -348,7 +348,7 @@ const VENDOR_FILES: [(&str, &str); 4] = [
 /// replayed into the new database (or emptied), an old heartbeat overwritten; the vendor's
 /// database beside it and its own companions likewise (its `-wal` was overwritten).
 pub fn refuse_leftovers(db: &Path) -> Result<(), PathError> {
-    let vendor = crate::vendor::db_path(db);
+    let vendor = crate::fake_vendor::db_path(db);
     let companions = COMPANIONS
         .into_iter()
         .map(|(suffix, role)| (with_suffix(db, suffix), role))

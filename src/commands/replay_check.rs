@@ -34,7 +34,7 @@ pub struct CheckedLane {
     pub completed: bool,
     /// Messages at the vendor in the last sample, for a lane whose items left the database.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub messages: Option<crate::vendor::Counts>,
+    pub messages: Option<crate::fake_vendor::Counts>,
     /// The verdict `derived_status` and `derived` spell.
     #[serde(skip)]
     pub verdict: crate::verdict::Derived,

@@ -83,10 +83,10 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         side_effect: args.vendor.side_effect,
         long_item: args.long.long_item,
         split: args.long.split,
-        vendor: crate::vendor::VendorModes {
+        vendor: crate::fake_vendor::VendorModes {
             keys: (args.vendor.vendor)
                 .or(args.vendor.vendor_keys)
-                .unwrap_or(crate::vendor::Keys::Honour),
+                .unwrap_or(crate::fake_vendor::Keys::Honour),
             drop_responses: args.vendor.vendor_drop_responses.unwrap_or(0.0),
             seed,
             hold_at: args.vendor.kill_at_message,

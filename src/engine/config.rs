@@ -7,11 +7,11 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::pace::Pace;
+use crate::fake_vendor::VendorModes;
 use crate::queue::Queue;
 use crate::store::SyncMode;
 use crate::store::rows::RowSource;
 use crate::supervisor::schedule::KillPlan;
-use crate::vendor::VendorModes;
 use crate::worker::{CrashAt, LongItem, SideEffect, Strategy};
 
 /// The dead-man's switch threshold of the postmortem's cron script, in sim seconds.
@@ -231,10 +231,12 @@ impl LaneConfig {
     }
 
     /// The messages at the lane's vendor, each matched to the lane's queue.
-    pub fn read_messages(&self) -> Result<crate::vendor::Counts, crate::vendor::VendorError> {
+    pub fn read_messages(
+        &self,
+    ) -> Result<crate::fake_vendor::Counts, crate::fake_vendor::VendorError> {
         match self.worker.job() {
-            Some(job) => crate::vendor::Counts::read_queue(&self.vendor_db(), &job.queue),
-            None => crate::vendor::Counts::read(&self.vendor_db(), self.items),
+            Some(job) => crate::fake_vendor::Counts::read_queue(&self.vendor_db(), &job.queue),
+            None => crate::fake_vendor::Counts::read(&self.vendor_db(), self.items),
         }
     }
 
@@ -247,7 +249,7 @@ impl LaneConfig {
     /// The vendor's database for this lane, beside the warehouse.
     #[must_use]
     pub fn vendor_db(&self) -> PathBuf {
-        crate::vendor::db_path(&self.db)
+        crate::fake_vendor::db_path(&self.db)
     }
 
     /// The keys the lane's rows are judged against: the external job's queue, or the

@@ -90,7 +90,7 @@ pub struct Lane {
     /// The slot that runs the relay (outbox), after the workers' slots.
     pub(super) relay_slot: Option<usize>,
     /// The messages at the vendor, as last read (lanes with side effects).
-    pub messages: Option<crate::vendor::Counts>,
+    pub messages: Option<crate::fake_vendor::Counts>,
     messages_read_at: Option<Instant>,
     pub(super) heartbeat: heartbeat::Follower,
     /// When the observer last read this lane after it had finished.
@@ -644,7 +644,7 @@ pub struct LaneSnapshot {
     pub no_heartbeat: bool,
     /// The messages at the lane's vendor (a lane with a side effect or an outbox).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub messages: Option<crate::vendor::Counts>,
+    pub messages: Option<crate::fake_vendor::Counts>,
 }
 
 impl LaneSnapshot {

@@ -134,7 +134,7 @@ impl Engine {
         // commit; the host kills it there.
         if self.triggers.awaited_message().is_some()
             && let Some(first) = self.lanes.first()
-            && let Some(requests) = crate::vendor::Counts::requests(&first.config.vendor_db())
+            && let Some(requests) = crate::fake_vendor::Counts::requests(&first.config.vendor_db())
             && self.triggers.kill_at_message_due(requests)
         {
             let sim = self.clock.now().0;

@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::engine::{LaneWorker, Pace};
+use crate::fake_vendor::{Keys, VendorModes};
 use crate::supervisor::schedule::parse_window;
-use crate::vendor::{Keys, VendorModes};
 use crate::worker::{CrashAt, LongItem, SideEffect, Strategy};
 
 use super::{Caption, MAX_LANES, Scenario, ScenarioLane, parse_clock};

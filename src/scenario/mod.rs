@@ -20,9 +20,9 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::engine::{EngineConfig, HangPlan, LaneConfig, LaneWorker, Pace};
+use crate::fake_vendor::VendorModes;
 use crate::supervisor::schedule::KillPlan;
 use crate::text::escape_controls;
-use crate::vendor::VendorModes;
 use crate::worker::{CrashAt, LongItem, SideEffect};
 
 /// The shipped scenarios, by name; the first is the default.

@@ -190,7 +190,7 @@ pub enum WorkerError {
     )]
     BatchUnsupported { batch: u64, strategy: Strategy },
     #[error(transparent)]
-    Send(#[from] crate::vendor::SendError),
+    Send(#[from] crate::fake_vendor::SendError),
     #[error("--side-effect email needs --vendor ADDR (a `reclaim vendor` listening on 127.0.0.1)")]
     NoVendor,
     #[error(
@@ -435,7 +435,8 @@ impl Ctx<'_> {
                     if outbox {
                         // INVARIANT: the outbox entry commits with its row, or neither does;
                         // nothing is sent inside the transaction.
-                        let message = crate::vendor::Message::for_task(&row.task_id, &row.payload);
+                        let message =
+                            crate::fake_vendor::Message::for_task(&row.task_id, &row.payload);
                         tx.prepare_cached(outbox::ENTRY_SQL)?
                             .execute(rusqlite::params![
                                 row.task_id,
@@ -475,8 +476,8 @@ impl Ctx<'_> {
         }
         let vendor = self.config.vendor.ok_or(WorkerError::NoVendor)?;
         for row in rows {
-            let message = crate::vendor::Message::for_task(&row.task_id, &row.payload);
-            crate::vendor::send(vendor, &message, None)?;
+            let message = crate::fake_vendor::Message::for_task(&row.task_id, &row.payload);
+            crate::fake_vendor::send(vendor, &message, None)?;
         }
         Ok(())
     }

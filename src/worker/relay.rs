@@ -17,10 +17,10 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _};
 use thiserror::Error;
 
+use crate::fake_vendor::{Message, SendError, send};
 use crate::heartbeat::unix_now;
 use crate::store::retry_busy;
 use crate::task::parse_task_id;
-use crate::vendor::{Message, SendError, send};
 use crate::worker::protocol::Line;
 use crate::worker::{CrashAt, CrashPoint};
 

@@ -1,4 +1,5 @@
-//! `reclaim vendor`: the third party a side effect reaches. A real HTTP server on 127.0.0.1 (an
+//! `reclaim vendor`: reclaim's own stand-in for the third party a side effect reaches (an email
+//! vendor), written here and not third-party code, hence "fake". A real HTTP server on 127.0.0.1 (an
 //! ephemeral port, said on its first stdout line) that "sends" each message it is asked to and
 //! records every delivery in its own SQLite database, so a night is judged where the customer
 //! would notice: at the receiving end.
