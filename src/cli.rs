@@ -570,7 +570,10 @@ impl ExecArgs {
     /// The job these arguments describe, `--setup-sql @FILE` read, every SQL checked on an
     /// empty database in memory, its queue made (`items` long unless listed): a bad input is
     /// refused before anything is created.
-    pub fn to_job(&self, items: u64) -> Result<Option<crate::engine::ExecJob>, String> {
+    pub fn to_job(
+        &self,
+        items: u64,
+    ) -> Result<Option<crate::engine::ExecJob>, crate::engine::JobError> {
         let Some(command) = &self.exec else {
             return Ok(None);
         };
@@ -594,10 +597,10 @@ impl ExecArgs {
 
     /// The queue: listed, formatted, or the postmortem's `task-NNN`. `--keys-sql` is read from
     /// the setup's trial in memory, which is the new warehouse after its setup.
-    fn queue(&self, items: u64) -> Result<crate::queue::Queue, String> {
+    fn queue(&self, items: u64) -> Result<crate::queue::Queue, crate::engine::JobError> {
         use crate::queue::{KeyFormat, Queue};
         if let Some(file) = &self.keys_from {
-            return Queue::from_file(file).map_err(|e| e.to_string());
+            return Ok(Queue::from_file(file)?);
         }
         if let Some(sql) = &self.keys_sql {
             let setup = match &self.setup_sql {
@@ -605,12 +608,10 @@ impl ExecArgs {
                 None => None,
             };
             let conn = crate::store::rows::trial_setup(setup.as_deref())?;
-            return crate::queue::keys_from_sql(&conn, sql).map_err(|e| e.to_string());
+            return Ok(crate::queue::keys_from_sql(&conn, sql)?);
         }
         Ok(match &self.key_format {
-            Some(format) => {
-                Queue::formatted(KeyFormat::parse(format).map_err(|e| e.to_string())?, items)
-            }
+            Some(format) => Queue::formatted(KeyFormat::parse(format)?, items),
             None => Queue::tasks(items),
         })
     }

@@ -108,9 +108,9 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     if args.keep {
         match crate::map::kept_size(&dir, plan.nights().len(), plan.items) {
             Ok(line) => eprintln!("{}", crate::text::escape_controls(&line)),
-            Err(refusal) => {
+            Err(no_room) => {
                 let _ = std::fs::remove_dir(&dir);
-                return Err(Error::Refused(refusal));
+                return Err(Error::Refused(no_room.to_string()));
             }
         }
     }
@@ -201,7 +201,7 @@ fn print_map(
             elapsed_s: (elapsed * 1000.0).round() / 1000.0,
             kept,
         };
-        let text = serde_json::to_string(&report).map_err(|e| Error::Refused(e.to_string()))?;
+        let text = serde_json::to_string(&report).map_err(Error::json("the map"))?;
         let _ = writeln!(out, "{text}");
     } else if args.csv {
         let _ = writeln!(

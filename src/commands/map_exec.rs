@@ -154,7 +154,7 @@ fn print(
             elapsed_s: (facts.elapsed * 1000.0).round() / 1000.0,
             kept: facts.kept.clone(),
         };
-        let text = serde_json::to_string(&report).map_err(|e| Error::Refused(e.to_string()))?;
+        let text = serde_json::to_string(&report).map_err(Error::json("the map"))?;
         let _ = writeln!(out, "{text}");
     } else if args.csv {
         let _ = writeln!(

@@ -16,7 +16,7 @@ use crate::supervisor::schedule::KillPlan;
 pub(super) fn finish(report: &RunReport, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let untested = report.untested();
     if args.json {
-        let mut value = serde_json::to_value(report).map_err(|e| Error::Refused(e.to_string()))?;
+        let mut value = serde_json::to_value(report).map_err(Error::json("the night's report"))?;
         if let Some(object) = value.as_object_mut() {
             object.insert("untested".into(), untested.clone().into());
         }

@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 pub use self::config::{
-    DEFAULT_DEAD_MAN, EngineConfig, ExecJob, HangPlan, LaneConfig, LaneWorker, read_sql,
+    DEFAULT_DEAD_MAN, EXEC_LABEL, EngineConfig, ExecJob, HangPlan, JobError, LaneConfig,
+    LaneWorker, read_sql,
 };
 use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind, claimed_rows};
@@ -54,8 +55,8 @@ pub enum EngineError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("{0}")]
-    Vendor(String),
+    #[error(transparent)]
+    Vendor(#[from] crate::supervisor::service::ServiceError),
     #[error("cannot create the folder {folder} for a job: {source}")]
     Folder {
         folder: PathBuf,
@@ -193,7 +194,7 @@ impl Engine {
         let exe = engine.config.exe.clone();
         for lane in &mut engine.lanes {
             lane.config.vendor.seed = engine.config.kills.seed;
-            lane.start_vendor(&exe).map_err(EngineError::Vendor)?;
+            lane.start_vendor(&exe)?;
         }
         let start = crate::clock::NIGHT_START + engine.config.start_at;
         for lane in 0..engine.lanes.len() {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::Kind;
 
-use super::file::quoted;
+use super::file::{Invalid, quoted};
 use super::{ScenarioLane, parse_clock};
 
 /// A teaching caption attached to a moment: a sim time (`at = "02:11:47"`) or the first event of
@@ -32,47 +32,49 @@ pub const CAPTION_EVENTS: [&str; 7] = [
 ];
 
 impl Caption {
-    pub(super) fn validate(&self, n: usize, lanes: &[ScenarioLane]) -> Result<(), String> {
+    pub(super) fn validate(&self, n: usize, lanes: &[ScenarioLane]) -> Result<(), Invalid> {
         match (&self.at, &self.on) {
             (Some(at), None) => {
                 parse_clock(at).ok_or_else(|| {
-                    format!("caption {n}: at = \"{at}\" is not a time such as 02:11:47")
+                    Invalid(format!(
+                        "caption {n}: at = \"{at}\" is not a time such as 02:11:47"
+                    ))
                 })?;
             }
             (None, Some(on)) => {
                 if !CAPTION_EVENTS.contains(&on.as_str()) {
-                    return Err(format!(
+                    return Err(Invalid(format!(
                         "caption {n}: on = \"{on}\" is not one of {}",
                         CAPTION_EVENTS.join(", ")
-                    ));
+                    )));
                 }
             }
             _ => {
-                return Err(format!(
+                return Err(Invalid(format!(
                     "caption {n}: give exactly one of at = \"HH:MM:SS\" or on = \"EVENT\""
-                ));
+                )));
             }
         }
         if let Some(lane) = &self.lane
             && !lanes.iter().any(|l| &l.name == lane)
         {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "caption {n}: lane = \"{lane}\" is not a lane of this scenario"
-            ));
+            )));
         }
         if self.text.trim().is_empty() {
-            return Err(format!("caption {n}: text is empty"));
+            return Err(Invalid(format!("caption {n}: text is empty")));
         }
         let notes = self.notes.as_deref().unwrap_or_default();
         if let Some(name) = unknown_placeholders(&self.text)
             .first()
             .or(unknown_placeholders(notes).first())
         {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "caption {n}: {{{}}} is not one of the night's figures ({})",
                 quoted(name),
                 CAPTION_FIGURES.map(|f| format!("{{{f}}}")).join(", ")
-            ));
+            )));
         }
         Ok(())
     }

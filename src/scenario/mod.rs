@@ -232,7 +232,7 @@ impl Scenario {
                 message: escape_controls(&crate::text::shorten_words(e.message().trim(), WORD_MAX)),
             }
         })?;
-        file.validate(source).map_err(invalid)
+        file.validate(source).map_err(|e| invalid(e.0))
     }
 
     /// The engine's configuration for this night: databases under `dir`, suffixed with `run`
