@@ -10,16 +10,14 @@ mod keyed;
 mod long_item;
 mod naive;
 mod outbox;
+mod pacing;
 pub mod protocol;
 pub mod relay;
 mod two_commit;
 
 use std::fmt;
-use std::io::{self, BufRead as _, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, TransactionBehavior};
@@ -28,6 +26,7 @@ use thiserror::Error;
 
 pub use crash::{CrashAt, CrashPoint};
 pub use long_item::LongItem;
+use pacing::{Gate, LiveDelay};
 use protocol::{Line, Resume};
 
 use crate::heartbeat;
@@ -233,7 +232,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
     )?;
     let wal = store::wal::WalBound::new(&conn, &config.db)
         .map_err(|e| StoreError::sqlite(&config.db, e))?;
-    let pace = Pace::new(config.delay);
+    let pace = LiveDelay::new(config.delay);
     let gate = config.gated.then(Gate::default);
     if config.supervised {
         pace.follow_stdin(gate.clone());
@@ -303,7 +302,7 @@ struct Ctx<'a> {
     heartbeat: heartbeat::Writer,
     heartbeat_failing: bool,
     last_beat: Option<Instant>,
-    pace: Pace,
+    pace: LiveDelay,
     /// Set for a gated worker: what the supervisor has granted.
     gate: Option<Gate>,
     /// Writes (transactions' items) this process has committed, as a gated worker counts them.
@@ -591,86 +590,3 @@ fn insert_sql(on_conflict_ignore: bool) -> &'static str {
 /// Records that a task is done.
 const CHECKPOINT_SQL: &str =
     "INSERT OR REPLACE INTO checkpoints(task_id, completed_at) VALUES (?1, ?2)";
-
-/// What a gated worker may write: the supervisor grants writes as its sim clock reaches their
-/// moment, so the real pace follows the clock shown and never the other way round.
-#[derive(Debug, Clone, Default)]
-struct Gate {
-    granted: Arc<(Mutex<u64>, Condvar)>,
-}
-
-impl Gate {
-    fn grant(&self, upto: u64) {
-        let (lock, ready) = &*self.granted;
-        if let Ok(mut granted) = lock.lock() {
-            *granted = (*granted).max(upto);
-            ready.notify_all();
-        }
-    }
-
-    /// Blocks until `need` writes in all have been granted.
-    fn wait_for(&self, need: u64) {
-        let (lock, ready) = &*self.granted;
-        let Ok(mut granted) = lock.lock() else { return };
-        while *granted < need {
-            match ready.wait(granted) {
-                Ok(next) => granted = next,
-                Err(_) => return,
-            }
-        }
-    }
-}
-
-/// The pause after each item. A supervisor may change it while the worker runs (the dashboard's
-/// speed keys), and a change applies within the current pause, not only from the next item.
-#[derive(Debug, Clone)]
-struct Pace {
-    delay_us: Arc<AtomicU64>,
-}
-
-impl Pace {
-    fn new(delay: Duration) -> Self {
-        Self {
-            delay_us: Arc::new(AtomicU64::new(delay.as_micros() as u64)),
-        }
-    }
-
-    /// Reads pace commands (`protocol::Pace`) and grants (`protocol::Grant`, for `gate`) from
-    /// stdin for as long as stdin stays open.
-    fn follow_stdin(&self, gate: Option<Gate>) {
-        let delay_us = Arc::clone(&self.delay_us);
-        thread::spawn(move || {
-            for line in io::stdin().lock().lines() {
-                let Ok(line) = line else { break };
-                if let Ok(pace) = line.parse::<protocol::Pace>() {
-                    delay_us.store(pace.delay.as_micros() as u64, Ordering::Relaxed);
-                } else if let (Some(gate), Ok(grant)) = (&gate, line.parse::<protocol::Grant>()) {
-                    gate.grant(grant.upto);
-                }
-            }
-            // The supervisor is gone (its death signal kills this process too); a gate left
-            // shut would only leave a process waiting for no one.
-            if let Some(gate) = &gate {
-                gate.grant(u64::MAX);
-            }
-        });
-    }
-
-    /// Sleeps until `items` times the delay has passed since `started`, re-reading the delay as
-    /// it goes.
-    fn wait(&self, started: Instant, items: u32) {
-        const SLICE: Duration = Duration::from_millis(10);
-        loop {
-            let delay = Duration::from_micros(self.delay_us.load(Ordering::Relaxed))
-                .checked_mul(items)
-                .unwrap_or(Duration::MAX);
-            let Some(left) = delay.checked_sub(started.elapsed()) else {
-                return;
-            };
-            if left.is_zero() {
-                return;
-            }
-            thread::sleep(left.min(SLICE));
-        }
-    }
-}

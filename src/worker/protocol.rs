@@ -1,7 +1,7 @@
 //! The wire between the supervisor and a worker, written once for both sides: the command line
 //! that starts a worker (`WorkerConfig::to_args`, parsed back by clap's `WorkerArgs`), the lines
 //! a worker prints on stdout (`Line`, with a gated worker's `wait`/`wrote`), and the commands
-//! it reads on stdin (`Grant` for a gated worker, `Pace` for one that paces itself).
+//! it reads on stdin (`Grant` for a gated worker, `SetDelay` for one that paces itself).
 //!
 //! Someone else's program (`run --exec`) speaks none of that: it gets `ExecEnv`, a folder and a
 //! few variables, and its lines are all `Line::Other`.
@@ -332,24 +332,36 @@ impl FromStr for Line {
 /// (the supervisor's workers are gated by `Grant` instead; the command stays for any other
 /// program driving a worker).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pace {
+pub struct SetDelay {
     pub delay: Duration,
 }
 
-impl fmt::Display for Pace {
+impl fmt::Display for SetDelay {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "delay-us {}", self.delay.as_micros())
     }
 }
 
-impl FromStr for Pace {
-    type Err = String;
+/// A line on a worker's stdin that is not the command it was read as.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a {what}: {line:?}")]
+pub struct NotACommand {
+    /// The command expected: `pace command`, `grant`.
+    pub what: &'static str,
+    pub line: String,
+}
+
+impl FromStr for SetDelay {
+    type Err = NotACommand;
 
     fn from_str(line: &str) -> Result<Self, Self::Err> {
         let us = line
             .strip_prefix("delay-us ")
             .and_then(|n| n.trim().parse().ok())
-            .ok_or_else(|| format!("not a pace command: {line:?}"))?;
+            .ok_or_else(|| NotACommand {
+                what: "pace command",
+                line: line.to_string(),
+            })?;
         Ok(Self {
             delay: Duration::from_micros(us),
         })
@@ -369,13 +381,16 @@ impl fmt::Display for Grant {
 }
 
 impl FromStr for Grant {
-    type Err = String;
+    type Err = NotACommand;
 
     fn from_str(line: &str) -> Result<Self, Self::Err> {
         line.strip_prefix("grant ")
             .and_then(|n| n.trim().parse().ok())
             .map(|upto| Self { upto })
-            .ok_or_else(|| format!("not a grant: {line:?}"))
+            .ok_or_else(|| NotACommand {
+                what: "grant",
+                line: line.to_string(),
+            })
     }
 }
 
@@ -527,12 +542,12 @@ mod tests {
 
     #[test]
     fn the_pace_command_round_trips() {
-        let pace = Pace {
+        let pace = SetDelay {
             delay: Duration::from_micros(1250),
         };
         assert_eq!(pace.to_string(), "delay-us 1250");
-        assert_eq!(pace.to_string().parse::<Pace>(), Ok(pace));
-        assert!("delay-us x".parse::<Pace>().is_err());
+        assert_eq!(pace.to_string().parse::<SetDelay>(), Ok(pace));
+        assert!("delay-us x".parse::<SetDelay>().is_err());
         let grant = Grant { upto: 112 };
         assert_eq!(grant.to_string().parse::<Grant>(), Ok(grant));
         assert!("grant".parse::<Grant>().is_err());

@@ -10,7 +10,8 @@ use crate::task::task_id;
 use crate::worker::protocol::Line;
 use std::time::Instant;
 
-use super::{CLAIM_CHARS, ClaimedDone, Lane, Note, claimed_rows, kind_of};
+use super::note::kind_of;
+use super::{CLAIM_CHARS, ClaimedDone, Lane, Note, claimed_rows};
 
 impl Lane {
     /// Where the kill of `slots` landed, from the rows read after their workers were reaped.
