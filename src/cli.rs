@@ -7,7 +7,7 @@ mod parse;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser};
 
 use crate::store::SyncMode;
 use crate::tui::theme::ThemeChoice;
@@ -32,11 +32,12 @@ use self::parse::{
 )]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Option<Command>,
+    pub command: Option<Subcommand>,
 }
 
-#[derive(Debug, Subcommand)]
-pub enum Command {
+/// The subcommands, each with its arguments (the dashboard's effects are `tui::app::Command`).
+#[derive(Debug, clap::Subcommand)]
+pub enum Subcommand {
     /// Open the dashboard (what `reclaim` with no command does)
     Tui(TuiArgs),
     /// List the shipped scenarios

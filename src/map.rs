@@ -54,7 +54,7 @@ impl fmt::Display for Kill {
 
 /// One night of the map: a strategy under one kill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Night {
+pub struct PlannedNight {
     pub strategy: Strategy,
     pub kill: Kill,
 }
@@ -91,11 +91,11 @@ impl Plan {
 
     /// Every night, task by task, so the map fills from left to right in every band at once.
     #[must_use]
-    pub fn nights(&self) -> Vec<Night> {
+    pub fn nights(&self) -> Vec<PlannedNight> {
         let bands = self.bands();
         (self.tasks.0..=self.tasks.1)
             .flat_map(|task| {
-                bands.iter().map(move |&(strategy, point)| Night {
+                bands.iter().map(move |&(strategy, point)| PlannedNight {
                     strategy,
                     kill: Kill::Crash(CrashAt { task, point }),
                 })
@@ -265,7 +265,7 @@ pub struct Runner {
 impl Runner {
     /// Runs `night` (the `n`th of the map) to its end and reads its cell from the rows; once
     /// `cancel` is set the night ends early, its workers killed (`Error::Stopped`).
-    pub fn run(&self, n: usize, night: Night, cancel: &AtomicBool) -> Result<Cell, Error> {
+    pub fn run(&self, n: usize, night: PlannedNight, cancel: &AtomicBool) -> Result<Cell, Error> {
         let Kill::Crash(crash) = night.kill;
         let db = self.dir.join(format!(
             "{n:05}-{}-{}-{}.db",

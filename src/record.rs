@@ -29,7 +29,7 @@ pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 /// One line of a recording.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Line {
+pub enum SessionLine {
     Header(Header),
     Event(Event),
     Sample(Sample),
@@ -191,7 +191,7 @@ impl Recorder {
             next_sample: None,
             ended: false,
         };
-        recorder.write(&Line::Header(header.clone()))?;
+        recorder.write(&SessionLine::Header(header.clone()))?;
         Ok(recorder)
     }
 
@@ -200,7 +200,7 @@ impl Recorder {
         &self.path
     }
 
-    fn write(&mut self, line: &Line) -> io::Result<()> {
+    fn write(&mut self, line: &SessionLine) -> io::Result<()> {
         let mut text = serde_json::to_string(line).map_err(io::Error::other)?;
         text.push('\n');
         // One write per line: a reader never sees half of a line unless the process died
@@ -212,9 +212,9 @@ impl Recorder {
     /// Writes the engine's new timeline entries, and a sample when one is due.
     pub fn observe(&mut self, engine: &Engine, now: Instant) -> io::Result<()> {
         let entries = &engine.timeline()[self.events_written..];
-        let lines: Vec<Line> = entries
+        let lines: Vec<SessionLine> = entries
             .iter()
-            .map(|e| Line::Event(Event::from_entry(e)))
+            .map(|e| SessionLine::Event(Event::from_entry(e)))
             .collect();
         self.events_written = engine.timeline().len();
         for line in &lines {
@@ -228,7 +228,7 @@ impl Recorder {
 
     fn sample(&mut self, engine: &Engine, now: Instant) -> io::Result<()> {
         self.next_sample = Some(now + SAMPLE_EVERY);
-        self.write(&Line::Sample(sample(engine, now)))
+        self.write(&SessionLine::Sample(sample(engine, now)))
     }
 
     /// Writes the last sample and the verdict; nothing is written after it.
@@ -239,7 +239,7 @@ impl Recorder {
         self.observe(engine, now)?;
         self.sample(engine, now)?;
         self.ended = true;
-        self.write(&Line::End(End {
+        self.write(&SessionLine::End(End {
             real_ms: engine.elapsed(now).as_millis() as u64,
             sim: engine.clock().at(now).0,
             lanes,

@@ -235,7 +235,7 @@ fn print_map(
 /// One JUnit test case per band (strategy x point): it fails when any of its nights is wrong,
 /// naming them.
 fn junit_cases(plan: &Plan, cells: &[Cell]) -> Vec<crate::junit::Case> {
-    use crate::junit::{Case, Outcome};
+    use crate::junit::{Case, CaseResult};
     plan.bands()
         .into_iter()
         .map(|(strategy, point)| {
@@ -259,11 +259,11 @@ fn junit_cases(plan: &Plan, cells: &[Cell]) -> Vec<crate::junit::Case> {
                 }
             );
             let outcome = if band.is_empty() {
-                Outcome::Skipped("no night of this band ran".into())
+                CaseResult::Skipped("no night of this band ran".into())
             } else if wrong.is_empty() {
-                Outcome::Passed
+                CaseResult::Passed
             } else {
-                Outcome::Failed(format!("{} of {} nights wrong", wrong.len(), band.len()))
+                CaseResult::Failed(format!("{} of {} nights wrong", wrong.len(), band.len()))
             };
             Case {
                 class: format!("map.{}", strategy.name()),

@@ -25,7 +25,7 @@ pub(super) fn run(args: &VendorArgs) -> Result<u8, Error> {
             let companion = crate::paths::with_suffix(&db, suffix);
             if !matches!(
                 crate::paths::look(&companion),
-                Ok(crate::paths::Entry::Missing)
+                Ok(crate::paths::PathKind::Missing)
             ) {
                 return Err(Error::Refused(format!(
                     "{} already exists beside the new vendor database {}; reclaim leaves it untouched, give --db a new path",

@@ -33,7 +33,7 @@ pub use self::pace::{Attempt, Pace};
 pub use self::timeline::{
     DIED_ON_ITS_OWN, Entry, HUNG, Kind, Mark, RESUMED, Source, StopWhen, Tone, timeline_line,
 };
-use self::triggers::{Action, Triggers};
+use self::triggers::{HostAction, Triggers};
 use self::watch::Watch;
 pub use self::window::{KillWindow, KillWindows};
 use crate::clock::SimClock;
@@ -123,8 +123,10 @@ fn write_keys(db: &std::path::Path, queue: &crate::queue::Queue) -> Result<(), E
     queue.write_lines(&mut lines).map_err(failed)?;
     match crate::paths::write_new(&path, |out| out.write_all(&lines)) {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let same = matches!(crate::paths::look(&path), Ok(crate::paths::Entry::File(_)))
-                && std::fs::read(&path).is_ok_and(|held| held == lines);
+            let same = matches!(
+                crate::paths::look(&path),
+                Ok(crate::paths::PathKind::File(_))
+            ) && std::fs::read(&path).is_ok_and(|held| held == lines);
             if same { Ok(()) } else { Err(failed(e)) }
         }
         other => other.map_err(failed),

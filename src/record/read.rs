@@ -7,7 +7,7 @@ use std::path::Path;
 
 use thiserror::Error;
 
-use super::{End, Event, FORMAT, Header, Line, Sample, VERSION};
+use super::{End, Event, FORMAT, Header, Sample, SessionLine, VERSION};
 use crate::engine::{Kind, Mark};
 use crate::supervisor::schedule::KillMoment;
 use crate::text::escape_controls;
@@ -99,9 +99,9 @@ impl Recording {
         };
         let last = lines.len() - 1;
         for (i, bytes) in lines.iter().enumerate().skip(1) {
-            match serde_json::from_slice::<Line>(bytes) {
-                Ok(Line::Event(event)) => recording.events.push(event),
-                Ok(Line::Sample(sample)) => {
+            match serde_json::from_slice::<SessionLine>(bytes) {
+                Ok(SessionLine::Event(event)) => recording.events.push(event),
+                Ok(SessionLine::Sample(sample)) => {
                     // INVARIANT: samples are in time order, so the last is the latest and
                     // `replay --check` judges the end of the night (and the replay's scrubbing
                     // can search them).
@@ -117,8 +117,8 @@ impl Recording {
                     }
                     recording.samples.push(sample);
                 }
-                Ok(Line::End(end)) => recording.end = Some(end),
-                Ok(Line::Header(_)) => {
+                Ok(SessionLine::End(end)) => recording.end = Some(end),
+                Ok(SessionLine::Header(_)) => {
                     return Err(RecordingError::Garbled {
                         path: path.into(),
                         line: i + 1,
@@ -263,8 +263,8 @@ fn parse_header(path: &str, bytes: &[u8]) -> Result<Header, RecordingError> {
             });
         }
     }
-    match serde_json::from_value::<Line>(value) {
-        Ok(Line::Header(header)) => Ok(header),
+    match serde_json::from_value::<SessionLine>(value) {
+        Ok(SessionLine::Header(header)) => Ok(header),
         Ok(_) => Err(not_recording("no header".into())),
         Err(e) => Err(not_recording(e.to_string())),
     }
@@ -288,7 +288,7 @@ mod tests {
             lanes: Vec::new(),
             captions: Vec::new(),
         };
-        serde_json::to_string(&Line::Header(header)).unwrap_or_default()
+        serde_json::to_string(&SessionLine::Header(header)).unwrap_or_default()
     }
 
     fn parse(text: &str) -> Result<Recording, RecordingError> {

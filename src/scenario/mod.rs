@@ -173,7 +173,10 @@ impl Scenario {
             return Self::parse(name, text);
         }
         let path = Path::new(name_or_path);
-        if matches!(crate::paths::look(path), Ok(crate::paths::Entry::Missing)) {
+        if matches!(
+            crate::paths::look(path),
+            Ok(crate::paths::PathKind::Missing)
+        ) {
             // Cut like any quoted value, with room for a path: it names neither a shipped
             // scenario nor a file, so the whole of it helps no one.
             return Err(ScenarioError::Unknown(escape_controls(

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{SchemaFacts, StoreError, open_snapshot};
 use crate::queue::Queue;
 use crate::task::canonical_index;
-use crate::verdict::{Derived, Facts};
+use crate::verdict::{Derived, RowFacts};
 
 /// What a warehouse holds, as `reclaim inspect` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -64,7 +64,7 @@ impl Inspection {
     /// The derived status: the only status reclaim believes.
     #[must_use]
     pub fn derived(&self) -> Derived {
-        Derived::from_facts(Facts {
+        Derived::from_facts(RowFacts {
             integrity_ok: self.integrity_ok,
             duplicated: self.duplicated_task_ids,
             extra: self.extra_rows,
@@ -347,7 +347,10 @@ pub fn inspect_rows(
     queue: &Queue,
     source: &super::rows::RowSource,
 ) -> Result<Inspection, StoreError> {
-    if matches!(crate::paths::look(path), Ok(crate::paths::Entry::Missing)) {
+    if matches!(
+        crate::paths::look(path),
+        Ok(crate::paths::PathKind::Missing)
+    ) {
         return Err(StoreError::NoTable {
             path: path.to_path_buf(),
             table: source.table.clone(),

@@ -27,7 +27,7 @@ use thiserror::Error;
 pub use crash::{CrashAt, CrashPoint};
 pub use long_item::LongItem;
 use pacing::{Gate, LiveDelay};
-use protocol::{Line, Resume};
+use protocol::{Resume, WorkerLine};
 
 use crate::heartbeat;
 use crate::store::{self, SchemaNeeds, StoreError, SyncMode, retry_busy};
@@ -262,7 +262,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
         skipped: 0,
         resumed: false,
     };
-    ctx.say(&Line::Start {
+    ctx.say(&WorkerLine::Start {
         run_id: config.strategy.names_its_run().then(|| run_id.clone()),
         items: config.items,
         strategy: config.strategy,
@@ -285,7 +285,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
         rows_written,
         inserted: ctx.inserted,
     };
-    ctx.say(&Line::Done {
+    ctx.say(&WorkerLine::Done {
         rows_written: claim.rows_written,
         inserted: claim.inserted,
     });
@@ -335,7 +335,7 @@ impl Row {
 
 impl Ctx<'_> {
     /// A line on stdout, in the protocol's words; a supervisor stamps it with the sim time.
-    fn say(&mut self, line: &Line) {
+    fn say(&mut self, line: &WorkerLine) {
         // The log is advisory: a closed pipe must not stop the work.
         let _ = writeln!(self.out, "{line}");
         let _ = self.out.flush();
@@ -351,7 +351,7 @@ impl Ctx<'_> {
                 && crash.point == CrashPoint::AfterRowCommit
                 && self.config.strategy != Strategy::TwoCommit);
         if point_matches && tasks.contains(&crash.task) {
-            self.say(&Line::Crash { at: crash });
+            self.say(&WorkerLine::Crash { at: crash });
             let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
         }
     }
@@ -367,9 +367,9 @@ impl Ctx<'_> {
             self.resumed = true;
             let skipped = self.skipped;
             if index >= self.config.items {
-                self.say(&Line::Resume(Resume::NothingLeft { skipped }));
+                self.say(&WorkerLine::Resume(Resume::NothingLeft { skipped }));
             } else if skipped > 0 {
-                self.say(&Line::Resume(Resume::From {
+                self.say(&WorkerLine::Resume(Resume::From {
                     task: index,
                     skipped,
                 }));
@@ -392,7 +392,7 @@ impl Ctx<'_> {
             // INVARIANT: a gated worker says what it waits for before it waits, so the
             // supervisor's clock can move on to the moment of this write and no further.
             let need = self.writes + count;
-            self.say(&Line::Wait { need });
+            self.say(&WorkerLine::Wait { need });
             gate.wait_for(need);
         }
         self.work_long_item(rows)?;
@@ -461,7 +461,7 @@ impl Ctx<'_> {
                 .and_then(|r| crate::task::parse_task_id(&r.task_id))
             {
                 let writes = self.writes;
-                self.say(&Line::Wrote { writes, last });
+                self.say(&WorkerLine::Wrote { writes, last });
             }
         }
         Ok(inserted)

@@ -2,7 +2,7 @@
 //! moment; and the kind of a line a worker printed.
 
 use super::super::timeline::{Kind, Mark, Source};
-use crate::worker::protocol::Line;
+use crate::worker::protocol::WorkerLine;
 
 /// A line for the timeline, as a lane reports it: where it comes from, its kind, its text, and
 /// the chart mark it carries.
@@ -39,12 +39,12 @@ impl Note {
 }
 
 /// The timeline's kind for a line a worker printed.
-pub(super) fn kind_of(line: &Line) -> Kind {
+pub(super) fn kind_of(line: &WorkerLine) -> Kind {
     match line {
-        Line::Start { .. } => Kind::Start,
-        Line::Resume(_) => Kind::Resume,
-        Line::Crash { .. } => Kind::Crash,
-        Line::Done { .. } => Kind::Done,
-        Line::Wait { .. } | Line::Wrote { .. } | Line::Other(_) => Kind::Log,
+        WorkerLine::Start { .. } => Kind::Start,
+        WorkerLine::Resume(_) => Kind::Resume,
+        WorkerLine::Crash { .. } => Kind::Crash,
+        WorkerLine::Done { .. } => Kind::Done,
+        WorkerLine::Wait { .. } | WorkerLine::Wrote { .. } | WorkerLine::Other(_) => Kind::Log,
     }
 }
