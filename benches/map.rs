@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use reclaim::map::{Kill, Night, Runner};
+use reclaim::map::{Kill, PlannedNight, Runner};
 use reclaim::worker::{CrashAt, CrashPoint, Strategy};
 
 const BIN: &str = env!("CARGO_BIN_EXE_reclaim");
@@ -106,7 +106,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             let started = Instant::now();
             runner.run(
                 100_000 + counter.get() as usize,
-                Night {
+                PlannedNight {
                     strategy,
                     kill: Kill::Crash(crash),
                 },

@@ -1,15 +1,27 @@
-//! The command line: one clap-derived enum of subcommands.
+//! The command line: one clap-derived enum of subcommands and each one's arguments; the value
+//! parsers are in `parse`, the flags of a job of the user's own in `job`.
+
+mod job;
+mod parse;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser};
 
 use crate::store::SyncMode;
 use crate::tui::theme::ThemeChoice;
 use crate::worker::{CrashAt, CrashPoint, Strategy};
 
 use crate::limits::{MAX_BATCH, MAX_ITEMS, MAX_WORKERS};
+
+pub use self::job::{ExecArgs, SideEffectArgs};
+pub(crate) use self::parse::items_parser;
+pub use self::parse::{KeyRange, MAX_MAP_ITEMS, NotTasks, Points, Strategies};
+use self::parse::{
+    parse_clock, parse_delay_ms, parse_key_range, parse_points, parse_scale, parse_sim_seconds,
+    parse_size, parse_strategies,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -20,11 +32,12 @@ use crate::limits::{MAX_BATCH, MAX_ITEMS, MAX_WORKERS};
 )]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Option<Command>,
+    pub command: Option<Subcommand>,
 }
 
-#[derive(Debug, Subcommand)]
-pub enum Command {
+/// The subcommands, each with its arguments (the dashboard's effects are `tui::app::Command`).
+#[derive(Debug, clap::Subcommand)]
+pub enum Subcommand {
     /// Open the dashboard (what `reclaim` with no command does)
     Tui(TuiArgs),
     /// List the shipped scenarios
@@ -71,10 +84,10 @@ pub struct VendorArgs {
     #[arg(long)]
     pub db: PathBuf,
     /// What it does with an Idempotency-Key: honour, ignore, or expire=SECS
-    #[arg(long, default_value = "honour", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::vendor::Keys>()))]
-    pub keys: crate::vendor::Keys,
+    #[arg(long, default_value = "honour", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::fake_vendor::Keys>()))]
+    pub keys: crate::fake_vendor::Keys,
     /// The chance (0..=1) that it acts on a request and never answers it
-    #[arg(long, default_value_t = 0.0, value_parser = crate::vendor::parse_probability)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::fake_vendor::parse_probability)]
     pub drop_responses: f64,
     /// Seed for the dropped responses
     #[arg(long, default_value_t = 0)]
@@ -90,7 +103,7 @@ pub struct RelayArgs {
     #[arg(long)]
     pub db: PathBuf,
     /// The vendor's address (127.0.0.1:PORT, as `reclaim vendor` says on its first line)
-    #[arg(long, value_parser = crate::vendor::parse_addr)]
+    #[arg(long, value_parser = crate::fake_vendor::parse_addr)]
     pub vendor: std::net::SocketAddr,
     /// Items in the queue: the relay ends once every one has been delivered
     #[arg(long, default_value_t = 200, value_parser = items_parser())]
@@ -200,134 +213,6 @@ pub struct MapArgs {
     pub delay_ms: f64,
 }
 
-/// The largest queue `map` accepts: the map runs items x tasks x points rows per strategy.
-pub const MAX_MAP_ITEMS: u64 = 100_000;
-
-/// Strategies named on the command line, in the order given (`all`: every one).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Strategies(pub Vec<Strategy>);
-
-/// Crash points named on the command line, in the order given, each once.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Points(pub Vec<CrashPoint>);
-
-fn parse_strategies(text: &str) -> Result<Strategies, String> {
-    if text == "all" {
-        // Those whose rows alone tell the story; a strategy that relays is named to be mapped.
-        return Ok(Strategies(
-            Strategy::all()
-                .iter()
-                .copied()
-                .filter(|s| !s.relays())
-                .collect(),
-        ));
-    }
-    text.split(',')
-        .map(|name| {
-            Strategy::from_name(name.trim()).ok_or_else(|| {
-                let names: Vec<&str> = Strategy::all().iter().map(|s| s.name()).collect();
-                format!(
-                    "unknown strategy '{}'; give all or one of {}",
-                    crate::text::shorten(name, 40),
-                    names.join(", ")
-                )
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .and_then(|list| {
-            // Twice the same strategy is one map drawn twice, and its nights collide.
-            match list
-                .iter()
-                .enumerate()
-                .find(|(i, s)| list[..*i].contains(s))
-            {
-                Some((_, twice)) => Err(format!(
-                    "{} is named twice; name each strategy once",
-                    twice.name()
-                )),
-                None => Ok(Strategies(list)),
-            }
-        })
-}
-
-fn parse_points(text: &str) -> Result<Points, String> {
-    let mut points = Vec::new();
-    for name in text.split(',').map(str::trim) {
-        let point = CrashPoint::ALL
-            .into_iter()
-            .find(|p| p.name() == name)
-            .ok_or_else(|| {
-                format!(
-                    "unknown crash point '{}'; the points are {}",
-                    crate::text::shorten(name, 40),
-                    CrashPoint::ALL.map(CrashPoint::name).join(", ")
-                )
-            })?;
-        if !points.contains(&point) {
-            points.push(point);
-        }
-    }
-    Ok(Points(points))
-}
-
-/// `--tasks A..B` as typed: its ends are read against the queue they name (reclaim's tasks, or
-/// an own job's keys) once that queue is known.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyRange {
-    pub first: String,
-    pub last: String,
-}
-
-impl KeyRange {
-    /// The range in the postmortem's queue (task ids or numbers).
-    pub fn tasks(&self) -> Result<(u64, u64), String> {
-        parse_task_range(&format!("{}..{}", self.first, self.last))
-    }
-}
-
-fn parse_key_range(text: &str) -> Result<KeyRange, String> {
-    let (a, b) = text.split_once("..").ok_or_else(|| {
-        format!(
-            "'{}' is not a range such as 10..20",
-            crate::text::shorten(text, 40)
-        )
-    })?;
-    if a.is_empty() || b.is_empty() {
-        return Err(format!(
-            "'{}' is not a range such as 10..20",
-            crate::text::shorten(text, 40)
-        ));
-    }
-    Ok(KeyRange {
-        first: a.to_string(),
-        last: b.trim_start_matches('=').to_string(),
-    })
-}
-
-fn parse_task_range(text: &str) -> Result<(u64, u64), String> {
-    let (a, b) = text.split_once("..").ok_or_else(|| {
-        format!(
-            "'{}' is not a range such as 10..20",
-            crate::text::shorten(text, 40)
-        )
-    })?;
-    let task = |t: &str| {
-        crate::task::parse_task_id(t.trim_start_matches('=')).ok_or_else(|| {
-            format!(
-                "'{}' is not a task id such as task-111",
-                crate::text::shorten(t, 40)
-            )
-        })
-    };
-    let (a, b) = (task(a)?, task(b)?);
-    if a > b {
-        return Err(format!(
-            "the range {a}..{b} is empty: the first task comes after the last"
-        ));
-    }
-    Ok((a, b))
-}
-
 #[derive(Debug, Args)]
 pub struct ShrinkArgs {
     /// A night recorded with --record (by `run` or the dashboard) that went wrong
@@ -431,23 +316,6 @@ pub struct ReplayArgs {
     pub presenting: PresentingArgs,
 }
 
-fn parse_clock(text: &str) -> Result<f64, String> {
-    crate::scenario::parse_clock(text)
-        .ok_or_else(|| format!("'{text}' is not a time of the night such as 02:11:47"))
-}
-
-fn parse_size(text: &str) -> Result<(u16, u16), String> {
-    let parsed = text
-        .split_once(['x', 'X'])
-        .and_then(|(w, h)| Some((w.trim().parse().ok()?, h.trim().parse().ok()?)));
-    match parsed {
-        Some((w, h)) if (1..=1000).contains(&w) && (1..=1000).contains(&h) => Ok((w, h)),
-        _ => Err(format!(
-            "'{text}' is not a size such as 120x40 (columns x rows, each 1..=1000)"
-        )),
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// How the worker makes a restart safe (or does not)
@@ -537,151 +405,6 @@ pub struct RunArgs {
     pub long: LongItemArgs,
 }
 
-/// What leaves the database: a side effect per item and the vendor that receives it.
-#[derive(Debug, Args, Default)]
-pub struct SideEffectArgs {
-    /// Each item also sends a message to a vendor, before its row commits (the outbox
-    /// strategy sends through its relay instead)
-    #[arg(long, value_enum)]
-    pub side_effect: Option<crate::worker::SideEffect>,
-    /// The vendor's key policy: honour, ignore, or expire=SECS [default: honour]
-    #[arg(long, value_name = "POLICY", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::vendor::Keys>()))]
-    pub vendor_keys: Option<crate::vendor::Keys>,
-    /// The chance (0..=1) that the vendor acts on a request and never answers it
-    #[arg(long, value_name = "P", value_parser = crate::vendor::parse_probability)]
-    pub vendor_drop_responses: Option<f64>,
-    /// With --exec: start a vendor on 127.0.0.1 for your job (RECLAIM_VENDOR_URL), with this
-    /// key policy [default: honour]; its messages are judged against the queue
-    #[arg(long, value_name = "POLICY", num_args = 0..=1, default_missing_value = "honour", requires = "exec", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::vendor::Keys>()))]
-    pub vendor: Option<crate::vendor::Keys>,
-    /// SIGKILL the job when the vendor has received message N, before it answers: a kill
-    /// after the send and before the commit, in any job
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub kill_at_message: Option<u64>,
-}
-
-/// Your own worker instead of reclaim's: the command, its setup, where its rows land, and the
-/// queue they are judged against.
-#[derive(Debug, Args, Default)]
-pub struct ExecArgs {
-    /// Your own batch job instead of reclaim's: run with `sh -c` in the database's folder, with
-    /// RECLAIM_DB, RECLAIM_KEYS_FILE, HEARTBEAT_FILE, RECLAIM_ITEMS, RECLAIM_ATTEMPT and
-    /// RECLAIM_DELAY_MS set
-    #[arg(long, value_name = "CMD")]
-    pub exec: Option<String>,
-    /// SQL run once on the new database before the first attempt (or @FILE to read it)
-    #[arg(long, value_name = "SQL|@FILE", requires = "exec")]
-    pub setup_sql: Option<String>,
-    /// The table the job writes its rows to
-    #[arg(long, default_value = crate::store::rows::DEFAULT_TABLE, requires = "exec")]
-    pub table: String,
-    /// The column that names a unit of work in that table; its values are matched to the queue
-    #[arg(long, default_value = crate::store::rows::DEFAULT_KEY, requires = "exec")]
-    pub key: String,
-    /// A query returning one row (rows, distinct), for shapes a table and a key cannot name
-    /// (the queue is then judged by counts alone)
-    #[arg(long, value_name = "SQL", requires = "exec")]
-    pub count_sql: Option<String>,
-    /// The queue's keys as a printf format of the item's number: 'ord-%05d' is ord-00000 ..
-    /// [default: task-%03d]
-    #[arg(long, value_name = "FORMAT", requires = "exec", conflicts_with_all = ["keys_from", "keys_sql"])]
-    pub key_format: Option<String>,
-    /// The queue's keys, one a line (`-`: standard input); the queue's size is their count
-    #[arg(long, value_name = "FILE|-", requires = "exec", conflicts_with_all = ["keys_sql", "items"])]
-    pub keys_from: Option<PathBuf>,
-    /// The queue's keys, read by a query of one column on the new database after --setup-sql
-    #[arg(long, value_name = "SQL", requires = "exec", conflicts_with = "items")]
-    pub keys_sql: Option<String>,
-    /// The job's checkpoint table: where a kill landed (after-row-commit or after-commit) is
-    /// read from it; without it reclaim cannot tell those windows apart, and says so
-    #[arg(long, value_name = "TABLE", requires = "exec")]
-    pub checkpoint_table: Option<String>,
-    /// The column of the checkpoint table that names the unit of work [default: --key]
-    #[arg(long, value_name = "COLUMN", requires = "checkpoint_table")]
-    pub checkpoint_key: Option<String>,
-}
-
-impl ExecArgs {
-    /// The job these arguments describe, `--setup-sql @FILE` read, every SQL checked on an
-    /// empty database in memory, its queue made (`items` long unless listed): a bad input is
-    /// refused before anything is created.
-    pub fn to_job(&self, items: u64) -> Result<Option<crate::engine::ExecJob>, String> {
-        let Some(command) = &self.exec else {
-            return Ok(None);
-        };
-        let rows = crate::store::rows::RowSource {
-            table: self.table.clone(),
-            key: self.key.clone(),
-            count_sql: self.count_sql.clone(),
-            checkpoints: self.checkpoint_table.as_ref().map(|table| {
-                crate::store::rows::Checkpoints {
-                    table: table.clone(),
-                    key: self
-                        .checkpoint_key
-                        .clone()
-                        .unwrap_or_else(|| self.key.clone()),
-                }
-            }),
-        };
-        let queue = self.queue(items)?;
-        crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows, queue).map(Some)
-    }
-
-    /// The queue: listed, formatted, or the postmortem's `task-NNN`. `--keys-sql` is read from
-    /// the setup's trial in memory, which is the new warehouse after its setup.
-    fn queue(&self, items: u64) -> Result<crate::queue::Queue, String> {
-        use crate::queue::{KeyFormat, Queue};
-        if let Some(file) = &self.keys_from {
-            return Queue::from_file(file).map_err(|e| e.to_string());
-        }
-        if let Some(sql) = &self.keys_sql {
-            let setup = match &self.setup_sql {
-                Some(text) => Some(crate::engine::read_sql(text)?),
-                None => None,
-            };
-            let conn = crate::store::rows::trial_setup(setup.as_deref())?;
-            return crate::queue::keys_from_sql(&conn, sql).map_err(|e| e.to_string());
-        }
-        Ok(match &self.key_format {
-            Some(format) => {
-                Queue::formatted(KeyFormat::parse(format).map_err(|e| e.to_string())?, items)
-            }
-            None => Queue::tasks(items),
-        })
-    }
-}
-
-fn parse_delay_ms(text: &str) -> Result<f64, String> {
-    let ms: f64 = text
-        .parse()
-        .map_err(|_| format!("'{text}' is not a number"))?;
-    if !(0.0..=60_000.0).contains(&ms) {
-        return Err(format!("{ms} ms is outside 0..=60000"));
-    }
-    Ok(ms)
-}
-
-/// Sim seconds, up to a day (a night is shorter).
-fn parse_sim_seconds(text: &str) -> Result<f64, String> {
-    let secs: f64 = text
-        .parse()
-        .map_err(|_| format!("'{text}' is not a number of sim seconds"))?;
-    if !(0.0..=86_400.0).contains(&secs) {
-        return Err(format!("{secs} sim seconds is outside 0..=86400"));
-    }
-    Ok(secs)
-}
-
-fn parse_scale(text: &str) -> Result<f64, String> {
-    let scale: f64 = text
-        .parse()
-        .map_err(|_| format!("'{text}' is not a number"))?;
-    if !(0.001..=1_000_000.0).contains(&scale) {
-        return Err(format!("{scale} is outside 0.001..=1000000"));
-    }
-    Ok(scale)
-}
-
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
     /// How the worker makes a restart safe (or does not)
@@ -721,7 +444,7 @@ pub struct WorkerArgs {
     #[arg(long, value_enum, requires = "vendor")]
     pub side_effect: Option<crate::worker::SideEffect>,
     /// The vendor's address (127.0.0.1:PORT, as `reclaim vendor` says on its first line)
-    #[arg(long, value_parser = crate::vendor::parse_addr)]
+    #[arg(long, value_parser = crate::fake_vendor::parse_addr)]
     pub vendor: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub long: LongItemArgs,
@@ -800,8 +523,4 @@ pub struct InspectArgs {
     /// The queue's keys, read by a query of one column on the database
     #[arg(long, value_name = "SQL", requires = "table", conflicts_with = "items")]
     pub keys_sql: Option<String>,
-}
-
-pub(crate) fn items_parser() -> clap::builder::RangedU64ValueParser<u64> {
-    clap::value_parser!(u64).range(1..=MAX_ITEMS)
 }

@@ -239,7 +239,7 @@ impl ExecRunner {
             max_restarts: 3,
             ..EngineConfig::new(vec![lane], plan.clone(), self.exe.clone())
         };
-        let report = harness::drive_until(config, plan, cancel, |_| {});
+        let report = harness::drive_until(config, cancel, |_| {});
         if !self.keep {
             // The night is over and its engine dropped: no connection holds these files.
             let _ = std::fs::remove_dir_all(&folder);

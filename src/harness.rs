@@ -17,8 +17,8 @@ use crate::exit;
 use crate::record::{self, LaneEnd, Recorder};
 use crate::signals;
 use crate::store::inspect::Inspection;
-use crate::supervisor::schedule::KillPlan;
 use crate::verdict::{Derived, Status, Symptom, claim_line};
+use crate::worker::Strategy;
 
 /// At most this many random kill delays are listed in a report (a plan may hold billions).
 pub const KILL_DELAYS_SHOWN: usize = 100;
@@ -29,10 +29,26 @@ const TICK: Duration = Duration::from_millis(2);
 /// What a lane's vendor verdict says when every task's message arrived once.
 pub const MESSAGES_OK: &str = "messages ok: every task's message arrived once";
 
+/// A report's `strategy` as `--json` has always written it: the strategy's name, or `exec`.
+#[allow(
+    clippy::ref_option,
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's serialize_with hands the field by reference"
+)]
+fn strategy_or_exec<S: serde::Serializer>(
+    strategy: &Option<Strategy>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(strategy.map_or(crate::engine::EXEC_LABEL, Strategy::name))
+}
+
 /// Everything a finished run reports; the JSON keys are stable.
 #[derive(Debug, Serialize)]
 pub struct RunReport {
-    pub strategy: String,
+    /// Whose worker ran: one of reclaim's strategies, or `None` for the user's own job;
+    /// `--json` writes the strategy's name, or `exec`.
+    #[serde(serialize_with = "strategy_or_exec")]
+    pub strategy: Option<Strategy>,
     pub seed: u64,
     pub items: u64,
     pub rows: u64,
@@ -140,7 +156,7 @@ impl RunReport {
 
     /// The receiving end's counts, for a lane that reaches a vendor.
     #[must_use]
-    pub fn with_messages(mut self, messages: Option<crate::vendor::Counts>) -> Self {
+    pub fn with_messages(mut self, messages: Option<crate::fake_vendor::Counts>) -> Self {
         self.messages_received = messages.map(|m| m.received);
         self.messages_distinct = messages.map(|m| m.distinct);
         self.messages_duplicated = messages.map(|m| m.duplicated);
@@ -178,7 +194,7 @@ impl RunReport {
     /// Beside a green night: no kill landed in a window that breaks the strategy.
     #[must_use]
     pub fn unearned(&self) -> Option<String> {
-        crate::worker::Strategy::from_name(&self.strategy)
+        self.strategy
             .and_then(|strategy| self.kills_in_window.unearned(strategy))
     }
 
@@ -194,45 +210,38 @@ impl RunReport {
 
 /// Drives one single-lane night to its end, handing each new timeline line to `on_line`, and
 /// derives the report. Ctrl-C, SIGTERM and SIGHUP stop it (every worker killed) with an error.
-pub fn drive(
-    config: EngineConfig,
-    plan: &KillPlan,
-    on_line: impl FnMut(&str),
-) -> Result<RunReport, Error> {
-    drive_recorded(config, plan, None, on_line)
+pub fn drive(config: EngineConfig, on_line: impl FnMut(&str)) -> Result<RunReport, Error> {
+    drive_recorded(config, None, on_line)
 }
 
 /// `drive`, recording the night to a session file when `record` names one (with the title the
 /// header gives it).
 pub fn drive_recorded(
     config: EngineConfig,
-    plan: &KillPlan,
     record: Option<(&Path, String)>,
     on_line: impl FnMut(&str),
 ) -> Result<RunReport, Error> {
-    drive_inner(config, plan, record, None, on_line)
+    drive_inner(config, record, None, on_line)
 }
 
 /// `drive`, ended early (every worker killed, `Error::Stopped`) once `cancel` is set: the map
 /// leaves its nights in flight this way when the user quits, not only on a signal.
 pub fn drive_until(
     config: EngineConfig,
-    plan: &KillPlan,
     cancel: &AtomicBool,
     on_line: impl FnMut(&str),
 ) -> Result<RunReport, Error> {
-    drive_inner(config, plan, None, Some(cancel), on_line)
+    drive_inner(config, None, Some(cancel), on_line)
 }
 
 fn drive_inner(
     config: EngineConfig,
-    plan: &KillPlan,
     record: Option<(&Path, String)>,
     cancel: Option<&AtomicBool>,
     mut on_line: impl FnMut(&str),
 ) -> Result<RunReport, Error> {
     let record = record.map(|(path, title)| (path, title, Vec::new()));
-    let mut reports = drive_lanes(config, plan, record, cancel, |entry, _| {
+    let mut reports = drive_lanes(config, record, cancel, |entry, _| {
         on_line(&entry.line(None));
     })?;
     reports.truncate(1);
@@ -241,12 +250,22 @@ fn drive_inner(
         .ok_or_else(|| Error::Refused("a night without a lane".into()))
 }
 
+/// The recording of a night driven headless, its header written.
+fn start_recording(
+    engine: &Engine,
+    path: &Path,
+    title: &str,
+    captions: Vec<crate::scenario::Caption>,
+) -> Result<Recorder, Error> {
+    let header = record::header(engine, title, title, engine.config().kills.seed, captions);
+    Recorder::create(path, &header).context(|| format!("cannot record to {}", path.display()))
+}
+
 /// Drives a night of any number of lanes to its end, handing each new timeline entry (with the
 /// engine, for the lanes' names) to `on_entry`, and derives one report per lane, in lane order;
 /// recorded, when `record` names a file, with its title and the scenario's captions.
 pub fn drive_lanes(
     config: EngineConfig,
-    plan: &KillPlan,
     record: Option<(&Path, String, Vec<crate::scenario::Caption>)>,
     cancel: Option<&AtomicBool>,
     mut on_entry: impl FnMut(&Entry, &Engine),
@@ -254,16 +273,9 @@ pub fn drive_lanes(
     signals::install().context(|| "cannot install signal handlers".into())?;
     let started = Instant::now();
     let mut engine = Engine::start(config, started)?;
-    let mut recorder = match record {
-        Some((path, title, captions)) => {
-            let header = record::header(&engine, &title, &title, plan.seed, captions);
-            Some(
-                Recorder::create(path, &header)
-                    .context(|| format!("cannot record to {}", path.display()))?,
-            )
-        }
-        None => None,
-    };
+    let mut recorder = record
+        .map(|(path, title, captions)| start_recording(&engine, path, &title, captions))
+        .transpose()?;
     // Handed out in a stable order (second, lane), so identical nights print identical text.
     let mut in_order = crate::engine::InOrder::default();
     let mut hand_out = |engine: &Engine, over: bool| {
@@ -346,7 +358,7 @@ pub fn drive_lanes(
         .iter()
         .enumerate()
         .map(|(i, inspection)| {
-            lane_report(&engine, i, inspection, plan, elapsed).with_messages(messages[i])
+            lane_report(&engine, i, inspection, elapsed).with_messages(messages[i])
         })
         .collect())
 }
@@ -366,7 +378,6 @@ fn lane_report(
     engine: &Engine,
     index: usize,
     inspection: &Inspection,
-    plan: &KillPlan,
     elapsed: Duration,
 ) -> RunReport {
     let lane = &engine.lanes()[index];
@@ -407,7 +418,6 @@ fn lane_report(
         engine,
         index,
         inspection,
-        plan,
         (claimed, symptoms, never_completed),
         elapsed,
     )
@@ -473,7 +483,7 @@ fn crash_not_fired(lane: &crate::engine::Lane) -> Option<String> {
 /// The messages at a lane's vendor, read from its database (`None` for a lane without one).
 fn messages_at_vendor(
     lane: &crate::engine::LaneConfig,
-) -> Result<Option<crate::vendor::Counts>, Error> {
+) -> Result<Option<crate::fake_vendor::Counts>, Error> {
     if !lane.needs_vendor() {
         return Ok(None);
     }
@@ -484,11 +494,12 @@ fn report(
     engine: &Engine,
     index: usize,
     inspection: &Inspection,
-    plan: &KillPlan,
     (claimed, symptoms, never_completed): (Option<String>, Vec<Symptom>, Option<String>),
     elapsed: Duration,
 ) -> RunReport {
     let lane = &engine.lanes()[index];
+    // The plan the engine ran by: the one copy of it, so the report cannot describe another.
+    let plan = &engine.config().kills;
     let derived = judged(inspection, lane.completed());
     let mut lane_lines: Vec<&crate::engine::Entry> = (engine.timeline().iter())
         .filter(|e| e.lane == Some(index) || e.lane.is_none())
@@ -498,7 +509,7 @@ fn report(
     let (timeline, timeline_left_out) =
         bounded_timeline(lane_lines.into_iter().map(|e| e.line(None)));
     RunReport {
-        strategy: lane.config.worker.label().to_string(),
+        strategy: lane.config.worker.strategy(),
         seed: plan.seed,
         items: inspection.items,
         rows: inspection.rows,

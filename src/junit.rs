@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::paths::{self, Entry, PathError};
+use crate::paths::{self, PathError, PathKind};
 
 /// The first line of every file reclaim writes, by which it knows one of its own.
 const MARK: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><!-- reclaim junit -->";
@@ -16,13 +16,13 @@ pub struct Case {
     /// The group (`prove.guarded`, `map.naive`).
     pub class: String,
     pub name: String,
-    pub outcome: Outcome,
+    pub outcome: CaseResult,
     /// Said in the test's output (its figures).
     pub detail: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum CaseResult {
     Passed,
     /// The data (or the test) failed: the message says how.
     Failed(String),
@@ -49,7 +49,7 @@ impl Target {
 /// file reclaim wrote before.
 pub fn check_path(path: &Path) -> Result<Target, PathError> {
     match paths::look(path) {
-        Ok(Entry::File(_)) if written_by_reclaim(path) => Ok(Target {
+        Ok(PathKind::File(_)) if written_by_reclaim(path) => Ok(Target {
             path: paths::file_or_new(path, "--junit")?,
             replaces: true,
         }),
@@ -77,11 +77,11 @@ fn written_by_reclaim(path: &Path) -> bool {
 pub fn render(suite: &str, cases: &[Case]) -> String {
     let failures = cases
         .iter()
-        .filter(|c| matches!(c.outcome, Outcome::Failed(_)))
+        .filter(|c| matches!(c.outcome, CaseResult::Failed(_)))
         .count();
     let skipped = cases
         .iter()
-        .filter(|c| matches!(c.outcome, Outcome::Skipped(_)))
+        .filter(|c| matches!(c.outcome, CaseResult::Skipped(_)))
         .count();
     let mut xml = String::new();
     let _ = writeln!(xml, "{MARK}");
@@ -104,8 +104,8 @@ pub fn render(suite: &str, cases: &[Case]) -> String {
             escape(&case.name)
         );
         match &case.outcome {
-            Outcome::Passed => {}
-            Outcome::Failed(message) => {
+            CaseResult::Passed => {}
+            CaseResult::Failed(message) => {
                 let _ = write!(
                     xml,
                     "<failure message=\"{}\">{}</failure>",
@@ -113,7 +113,7 @@ pub fn render(suite: &str, cases: &[Case]) -> String {
                     escape(&case.detail)
                 );
             }
-            Outcome::Skipped(message) => {
+            CaseResult::Skipped(message) => {
                 let _ = write!(xml, "<skipped message=\"{}\"/>", escape(message));
             }
         }
@@ -185,19 +185,19 @@ mod tests {
             Case {
                 class: "prove.exec".into(),
                 name: "kill <3>".into(),
-                outcome: Outcome::Failed("DATA WRONG (1 missing)".into()),
+                outcome: CaseResult::Failed("DATA WRONG (1 missing)".into()),
                 detail: "199 rows & \u{1b}[2J".into(),
             },
             Case {
                 class: "prove.exec".into(),
                 name: "two workers".into(),
-                outcome: Outcome::Passed,
+                outcome: CaseResult::Passed,
                 detail: String::new(),
             },
             Case {
                 class: "prove.exec".into(),
                 name: "wiped".into(),
-                outcome: Outcome::Skipped("no checkpoint table".into()),
+                outcome: CaseResult::Skipped("no checkpoint table".into()),
                 detail: String::new(),
             },
         ];

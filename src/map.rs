@@ -54,7 +54,7 @@ impl fmt::Display for Kill {
 
 /// One night of the map: a strategy under one kill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Night {
+pub struct PlannedNight {
     pub strategy: Strategy,
     pub kill: Kill,
 }
@@ -91,11 +91,11 @@ impl Plan {
 
     /// Every night, task by task, so the map fills from left to right in every band at once.
     #[must_use]
-    pub fn nights(&self) -> Vec<Night> {
+    pub fn nights(&self) -> Vec<PlannedNight> {
         let bands = self.bands();
         (self.tasks.0..=self.tasks.1)
             .flat_map(|task| {
-                bands.iter().map(move |&(strategy, point)| Night {
+                bands.iter().map(move |&(strategy, point)| PlannedNight {
                     strategy,
                     kill: Kill::Crash(CrashAt { task, point }),
                 })
@@ -258,7 +258,7 @@ pub struct Runner {
 impl Runner {
     /// Runs `night` (the `n`th of the map) to its end and reads its cell from the rows; once
     /// `cancel` is set the night ends early, its workers killed (`Error::Stopped`).
-    pub fn run(&self, n: usize, night: Night, cancel: &AtomicBool) -> Result<Cell, Error> {
+    pub fn run(&self, n: usize, night: PlannedNight, cancel: &AtomicBool) -> Result<Cell, Error> {
         let Kill::Crash(crash) = night.kill;
         let db = self.dir.join(format!(
             "{n:05}-{}-{}-{}.db",
@@ -279,8 +279,7 @@ impl Runner {
             max_restarts: 3,
             ..EngineConfig::new(vec![lane], KillPlan::default(), self.exe.clone())
         };
-        let plan = KillPlan::default();
-        let report = harness::drive_until(config, &plan, cancel, |_| {});
+        let report = harness::drive_until(config, cancel, |_| {});
         if report.is_err() && !self.keep {
             remove_night(&db);
         }
@@ -330,9 +329,27 @@ fn kept_night_bytes(items: u64) -> u64 {
     8 * 1024 + items.saturating_mul(420)
 }
 
+/// A kept map whose databases would not fit in the folder it writes them to.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "--keep: {nights} nights' databases of {items} items take about {:.1} MB, and {} has {:.1} MB free{memory}; narrow --tasks, --points or --strategy, or set TMPDIR to a folder with room",
+    *bytes as f64 / 1e6,
+    dir.display(),
+    *free as f64 / 1e6
+)]
+pub struct NoRoom {
+    pub nights: usize,
+    pub items: u64,
+    pub bytes: u64,
+    pub dir: PathBuf,
+    pub free: u64,
+    /// " (memory)" when the folder is in /dev/shm, else empty.
+    pub memory: &'static str,
+}
+
 /// The line a kept map says before it starts: how many databases, about how much, and where;
 /// or why it cannot start (the folder has not that much room).
-pub fn kept_size(dir: &Path, nights: usize, items: u64) -> Result<String, String> {
+pub fn kept_size(dir: &Path, nights: usize, items: u64) -> Result<String, NoRoom> {
     let bytes = (nights as u64).saturating_mul(kept_night_bytes(items));
     let mb = bytes as f64 / 1e6;
     let memory = if dir.starts_with("/dev/shm") {
@@ -344,11 +361,14 @@ pub fn kept_size(dir: &Path, nights: usize, items: u64) -> Result<String, String
         .ok()
         .map(|s| s.blocks_available().saturating_mul(s.fragment_size()));
     if let Some(free) = free.filter(|&free| free < bytes) {
-        return Err(format!(
-            "--keep: {nights} nights' databases of {items} items take about {mb:.1} MB, and {} has {:.1} MB free{memory}; narrow --tasks, --points or --strategy, or set TMPDIR to a folder with room",
-            dir.display(),
-            free as f64 / 1e6
-        ));
+        return Err(NoRoom {
+            nights,
+            items,
+            bytes,
+            dir: dir.to_path_buf(),
+            free,
+            memory,
+        });
     }
     Ok(format!(
         "reclaim map: --keep keeps {nights} databases of {items} items, about {mb:.1} MB, in {}{memory}",
@@ -403,6 +423,7 @@ mod tests {
         // 42 PB: more than any folder holds.
         let refused = kept_size(dir.path(), 1_000_000, 100_000_000)
             .err()
+            .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(refused.contains("MB free"), "{refused}");
     }

@@ -93,7 +93,7 @@ pub fn shown(path: &Path) -> String {
 
 /// What a path names, with its last symbolic link followed.
 #[derive(Debug)]
-pub enum Entry {
+pub enum PathKind {
     /// Nothing there, and no link either.
     Missing,
     /// A link whose target does not exist.
@@ -105,7 +105,7 @@ pub enum Entry {
 }
 
 /// Looks at `path` without opening it.
-pub fn look(path: &Path) -> io::Result<Entry> {
+pub fn look(path: &Path) -> io::Result<PathKind> {
     let link = match fs::symlink_metadata(path) {
         Ok(meta) => meta,
         // A path through a file (`afile/w.db`), or too long to be one, names nothing; the
@@ -115,7 +115,7 @@ pub fn look(path: &Path) -> io::Result<Entry> {
                 || error.raw_os_error() == Some(nix::libc::ENOTDIR)
                 || error.raw_os_error() == Some(nix::libc::ENAMETOOLONG) =>
         {
-            return Ok(Entry::Missing);
+            return Ok(PathKind::Missing);
         }
         Err(error) => return Err(error),
     };
@@ -123,7 +123,7 @@ pub fn look(path: &Path) -> io::Result<Entry> {
         match fs::metadata(path) {
             Ok(meta) => meta,
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                return Ok(Entry::Dangling(fs::read_link(path).unwrap_or_default()));
+                return Ok(PathKind::Dangling(fs::read_link(path).unwrap_or_default()));
             }
             Err(error) => return Err(error),
         }
@@ -132,17 +132,17 @@ pub fn look(path: &Path) -> io::Result<Entry> {
     };
     let kind = meta.file_type();
     Ok(if kind.is_file() {
-        Entry::File(meta)
+        PathKind::File(meta)
     } else if kind.is_dir() {
-        Entry::Folder
+        PathKind::Folder
     } else if kind.is_fifo() {
-        Entry::Special("FIFO (named pipe)")
+        PathKind::Special("FIFO (named pipe)")
     } else if kind.is_socket() {
-        Entry::Special("socket")
+        PathKind::Special("socket")
     } else if kind.is_char_device() || kind.is_block_device() {
-        Entry::Special("device")
+        PathKind::Special("device")
     } else {
-        Entry::Special("special file")
+        PathKind::Special("special file")
     })
 }
 
@@ -158,8 +158,8 @@ fn io_error(what: &'static str, path: &Path, error: &io::Error) -> PathError {
 /// resolved to its real path so its companions (`-wal`) are looked for where SQLite keeps them.
 pub fn existing_file(path: &Path, what: &'static str) -> Result<PathBuf, PathError> {
     match look(path).map_err(|e| io_error(what, path, &e))? {
-        Entry::File(_) => fs::canonicalize(path).map_err(|e| io_error(what, path, &e)),
-        Entry::Missing => Err(PathError::Missing {
+        PathKind::File(_) => fs::canonicalize(path).map_err(|e| io_error(what, path, &e)),
+        PathKind::Missing => Err(PathError::Missing {
             what,
             path: shown(path),
         }),
@@ -176,8 +176,8 @@ pub fn new_file(
     advice: &'static str,
 ) -> Result<PathBuf, PathError> {
     match look(path).map_err(|e| io_error(what, path, &e))? {
-        Entry::Missing => writable_folder(path, what),
-        Entry::File(_) => Err(PathError::Exists {
+        PathKind::Missing => writable_folder(path, what),
+        PathKind::File(_) => Err(PathError::Exists {
             what,
             path: shown(path),
             advice,
@@ -191,8 +191,8 @@ pub fn new_file(
 /// its `-wal` beside the file and a heartbeat is renamed into place.
 pub fn file_or_new(path: &Path, what: &'static str) -> Result<PathBuf, PathError> {
     match look(path).map_err(|e| io_error(what, path, &e))? {
-        Entry::Missing => writable_folder(path, what),
-        Entry::File(_) => {
+        PathKind::Missing => writable_folder(path, what),
+        PathKind::File(_) => {
             let real = fs::canonicalize(path).map_err(|e| io_error(what, path, &e))?;
             writable_folder(&real, what)
         }
@@ -200,23 +200,23 @@ pub fn file_or_new(path: &Path, what: &'static str) -> Result<PathBuf, PathError
     }
 }
 
-fn refusal(what: &'static str, path: &Path, entry: Entry) -> PathError {
+fn refusal(what: &'static str, path: &Path, entry: PathKind) -> PathError {
     match entry {
-        Entry::Folder => PathError::Folder {
+        PathKind::Folder => PathError::Folder {
             what,
             path: shown(path),
         },
-        Entry::Special(kind) => PathError::Special {
+        PathKind::Special(kind) => PathError::Special {
             what,
             path: shown(path),
             kind,
         },
-        Entry::Dangling(target) => PathError::Dangling {
+        PathKind::Dangling(target) => PathError::Dangling {
             what,
             path: shown(path),
             target: shown(&target),
         },
-        Entry::Missing | Entry::File(_) => PathError::Missing {
+        PathKind::Missing | PathKind::File(_) => PathError::Missing {
             what,
             path: shown(path),
         },
@@ -237,15 +237,15 @@ fn writable_folder(path: &Path, what: &'static str) -> Result<PathBuf, PathError
         });
     };
     match look(dir).map_err(|e| io_error(what, path, &e))? {
-        Entry::Folder => {}
-        Entry::Missing | Entry::Dangling(_) => {
+        PathKind::Folder => {}
+        PathKind::Missing | PathKind::Dangling(_) => {
             return Err(PathError::NoFolder {
                 what,
                 path: shown(path),
                 dir: shown(dir),
             });
         }
-        Entry::File(_) | Entry::Special(_) => {
+        PathKind::File(_) | PathKind::Special(_) => {
             return Err(PathError::NotFolder {
                 what,
                 path: shown(path),
@@ -358,7 +358,7 @@ pub fn refuse_leftovers(db: &Path) -> Result<(), PathError> {
                 .map(|(suffix, role)| (with_suffix(&vendor, suffix), role)),
         );
     for (companion, role) in companions {
-        if !matches!(look(&companion), Ok(Entry::Missing)) {
+        if !matches!(look(&companion), Ok(PathKind::Missing)) {
             return Err(PathError::Leftover {
                 path: shown(&companion),
                 role,
@@ -483,14 +483,14 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(dir.path().join("nowhere"), &link)?;
-        assert!(matches!(look(&link)?, Entry::Dangling(_)));
+        assert!(matches!(look(&link)?, PathKind::Dangling(_)));
         assert!(matches!(
             new_file(&link, "--db", "give a new path"),
             Err(PathError::Dangling { .. })
         ));
         assert!(matches!(
             look(Path::new("/dev/null"))?,
-            Entry::Special("device")
+            PathKind::Special("device")
         ));
         assert!(matches!(
             file_or_new(Path::new("/dev/null"), "--db"),

@@ -28,6 +28,18 @@ pub struct Point {
     pub key: String,
 }
 
+/// A `--crash-at KEY:POINT` (or a scenario's `crash_at`) that names no point a job can announce;
+/// each holds the text as given, control characters escaped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("--crash-at {0} is not KEY:POINT (ord-00042:after-row-commit)")]
+    NotKeyPoint(String),
+    #[error(
+        "--crash-at {0}: a point's name is letters, digits, '-', '_' and '.', at most {MAX_NAME} of them"
+    )]
+    BadName(String),
+}
+
 /// Where to die: a point in the unit of work of a key.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CrashPlan {
@@ -38,18 +50,13 @@ pub struct CrashPlan {
 impl CrashPlan {
     /// `KEY:NAME` (the last `:` splits, so a key may hold one); the name checked, the key's
     /// place in the queue checked by the caller.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let (key, point) = text.rsplit_once(':').ok_or_else(|| {
-            format!(
-                "--crash-at {} is not KEY:POINT (ord-00042:after-row-commit)",
-                crate::text::escape_controls(text)
-            )
-        })?;
+    pub fn parse(text: &str) -> Result<Self, PlanError> {
+        let shown = || crate::text::escape_controls(text);
+        let (key, point) = text
+            .rsplit_once(':')
+            .ok_or_else(|| PlanError::NotKeyPoint(shown()))?;
         if !is_name(point) {
-            return Err(format!(
-                "--crash-at {}: a point's name is letters, digits, '-', '_' and '.', at most {MAX_NAME} of them",
-                crate::text::escape_controls(text)
-            ));
+            return Err(PlanError::BadName(shown()));
         }
         Ok(Self {
             key: key.to_string(),

@@ -412,7 +412,7 @@ pub fn keys_from_sql(conn: &rusqlite::Connection, sql: &str) -> Result<Queue, Qu
             )));
         }
     }
-    let read = || -> rusqlite::Result<Result<Vec<String>, String>> {
+    let read = || -> rusqlite::Result<Result<Vec<String>, QueueError>> {
         let mut stmt = conn.prepare(sql)?;
         let mut rows = stmt.query([])?;
         let mut keys = Vec::new();
@@ -421,15 +421,15 @@ pub fn keys_from_sql(conn: &rusqlite::Connection, sql: &str) -> Result<Queue, Qu
                 rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
                 rusqlite::types::ValueRef::Integer(n) => n.to_string(),
                 _ => {
-                    return Ok(Err(format!(
+                    return Ok(Err(wrong(format!(
                         "row {} is not a text key (NULL, a real or a blob)",
                         keys.len() + 1
-                    )));
+                    ))));
                 }
             };
             keys.push(key);
             if keys.len() > MAX_LISTED {
-                return Ok(Err(format!("returns over {MAX_LISTED} keys")));
+                return Ok(Err(wrong(format!("returns over {MAX_LISTED} keys"))));
             }
         }
         Ok(Ok(keys))
@@ -440,8 +440,7 @@ pub fn keys_from_sql(conn: &rusqlite::Connection, sql: &str) -> Result<Queue, Qu
         crate::store::bounded::COUNT_LIMIT,
         read,
     )
-    .map_err(wrong)?
-    .map_err(wrong)?;
+    .map_err(|e| wrong(e.to_string()))??;
     Queue::listed(keys, "--keys-sql")
 }
 

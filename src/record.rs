@@ -1,21 +1,22 @@
 //! Session recordings: a night as JSON lines (a header, then events and metric samples as they
-//! happen, then the verdict), and reading one back, tolerating a torn last line.
+//! happen, then the verdict), written as it happens; reading one back is `read`'s.
 //!
 //! The format is versioned (`version` in the header); see README, "Recordings".
 
 use std::fs::File;
-use std::io::{self, BufRead as _, BufReader, Write as _};
+use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
 
+mod read;
+
+pub(crate) use self::read::committed_task;
+pub use self::read::{Recording, RecordingError};
 use crate::engine::{Engine, Entry, Kind, LaneSnapshot, Mark, Source};
 use crate::scenario::Caption;
 use crate::store::inspect::Inspection;
-use crate::supervisor::schedule::KillMoment;
-use crate::text::escape_controls;
 use crate::verdict::Status;
 
 /// The `format` field of every recording's header.
@@ -28,7 +29,7 @@ pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 /// One line of a recording.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Line {
+pub enum SessionLine {
     Header(Header),
     Event(Event),
     Sample(Sample),
@@ -190,7 +191,7 @@ impl Recorder {
             next_sample: None,
             ended: false,
         };
-        recorder.write(&Line::Header(header.clone()))?;
+        recorder.write(&SessionLine::Header(header.clone()))?;
         Ok(recorder)
     }
 
@@ -199,7 +200,7 @@ impl Recorder {
         &self.path
     }
 
-    fn write(&mut self, line: &Line) -> io::Result<()> {
+    fn write(&mut self, line: &SessionLine) -> io::Result<()> {
         let mut text = serde_json::to_string(line).map_err(io::Error::other)?;
         text.push('\n');
         // One write per line: a reader never sees half of a line unless the process died
@@ -211,9 +212,9 @@ impl Recorder {
     /// Writes the engine's new timeline entries, and a sample when one is due.
     pub fn observe(&mut self, engine: &Engine, now: Instant) -> io::Result<()> {
         let entries = &engine.timeline()[self.events_written..];
-        let lines: Vec<Line> = entries
+        let lines: Vec<SessionLine> = entries
             .iter()
-            .map(|e| Line::Event(Event::from_entry(e)))
+            .map(|e| SessionLine::Event(Event::from_entry(e)))
             .collect();
         self.events_written = engine.timeline().len();
         for line in &lines {
@@ -227,7 +228,7 @@ impl Recorder {
 
     fn sample(&mut self, engine: &Engine, now: Instant) -> io::Result<()> {
         self.next_sample = Some(now + SAMPLE_EVERY);
-        self.write(&Line::Sample(sample(engine, now)))
+        self.write(&SessionLine::Sample(sample(engine, now)))
     }
 
     /// Writes the last sample and the verdict; nothing is written after it.
@@ -238,7 +239,7 @@ impl Recorder {
         self.observe(engine, now)?;
         self.sample(engine, now)?;
         self.ended = true;
-        self.write(&Line::End(End {
+        self.write(&SessionLine::End(End {
             real_ms: engine.elapsed(now).as_millis() as u64,
             sim: engine.clock().at(now).0,
             lanes,
@@ -291,338 +292,5 @@ pub fn header(
             })
             .collect(),
         captions,
-    }
-}
-
-#[derive(Debug, Error, PartialEq)]
-pub enum RecordingError {
-    #[error("{0}")]
-    Path(String),
-    #[error("cannot read recording {path}: {message}")]
-    Read { path: String, message: String },
-    #[error("recording {0} is empty")]
-    Empty(String),
-    #[error("{path} is not a reclaim recording (line 1: {message})")]
-    NotRecording { path: String, message: String },
-    #[error(
-        "recording {path} is format version {found}, newer than this reclaim reads ({VERSION}); upgrade reclaim"
-    )]
-    Newer { path: String, found: u32 },
-    #[error(
-        "recording {path} is format version {found}, which this reclaim does not read; it writes and reads version {VERSION} only"
-    )]
-    Unsupported { path: String, found: String },
-    #[error(
-        "recording {path}: line {line} is a sample at {at_ms} ms after one at {before_ms} ms; reclaim writes samples in time order, so this file was changed, and no verdict is drawn from it"
-    )]
-    OutOfOrder {
-        path: String,
-        line: usize,
-        at_ms: u64,
-        before_ms: u64,
-    },
-    #[error("recording {path}: line {line} is garbled ({message})")]
-    Garbled {
-        path: String,
-        line: usize,
-        message: String,
-    },
-}
-
-/// A recording read back.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Recording {
-    pub header: Header,
-    pub events: Vec<Event>,
-    pub samples: Vec<Sample>,
-    pub end: Option<End>,
-    /// Set when the last line was cut short and dropped.
-    pub truncated: bool,
-}
-
-impl Recording {
-    /// Reads `path`. A torn last line is dropped (and flagged); a bad line elsewhere is an error.
-    pub fn load(path: &Path) -> Result<Self, RecordingError> {
-        let shown = escape_controls(&path.display().to_string());
-        // Checked without opening: opening a FIFO would wait for a writer forever.
-        let path = &crate::paths::existing_file(path, "recording")
-            .map_err(|e| RecordingError::Path(e.to_string()))?;
-        let file = File::open(path).map_err(|e| RecordingError::Read {
-            path: shown.clone(),
-            message: e.to_string(),
-        })?;
-        let mut lines = Vec::new();
-        for line in BufReader::new(file).split(b'\n') {
-            let line = line.map_err(|e| RecordingError::Read {
-                path: shown.clone(),
-                message: e.to_string(),
-            })?;
-            lines.push(line);
-        }
-        Self::parse(&shown, &lines)
-    }
-
-    fn parse(path: &str, raw: &[Vec<u8>]) -> Result<Self, RecordingError> {
-        let lines: Vec<&[u8]> = raw
-            .iter()
-            .map(Vec::as_slice)
-            .filter(|l| !l.is_empty())
-            .collect();
-        let Some(first) = lines.first() else {
-            return Err(RecordingError::Empty(path.into()));
-        };
-        let header = parse_header(path, first)?;
-        let mut recording = Self {
-            header,
-            events: Vec::new(),
-            samples: Vec::new(),
-            end: None,
-            truncated: false,
-        };
-        let last = lines.len() - 1;
-        for (i, bytes) in lines.iter().enumerate().skip(1) {
-            match serde_json::from_slice::<Line>(bytes) {
-                Ok(Line::Event(event)) => recording.events.push(event),
-                Ok(Line::Sample(sample)) => {
-                    // INVARIANT: samples are in time order, so the last is the latest and
-                    // `replay --check` judges the end of the night (and the replay's scrubbing
-                    // can search them).
-                    if let Some(before) = recording.samples.last()
-                        && sample.real_ms < before.real_ms
-                    {
-                        return Err(RecordingError::OutOfOrder {
-                            path: path.into(),
-                            line: i + 1,
-                            at_ms: sample.real_ms,
-                            before_ms: before.real_ms,
-                        });
-                    }
-                    recording.samples.push(sample);
-                }
-                Ok(Line::End(end)) => recording.end = Some(end),
-                Ok(Line::Header(_)) => {
-                    return Err(RecordingError::Garbled {
-                        path: path.into(),
-                        line: i + 1,
-                        message: "a second header".into(),
-                    });
-                }
-                // Only the last line may be torn: the recorder died while writing it.
-                Err(error) if i == last && error.is_eof() => recording.truncated = true,
-                Err(error) => {
-                    return Err(RecordingError::Garbled {
-                        path: path.into(),
-                        line: i + 1,
-                        message: escape_controls(&error.to_string()),
-                    });
-                }
-            }
-        }
-        Ok(recording)
-    }
-
-    /// Sim seconds since 02:00 at which the recording ends.
-    #[must_use]
-    pub fn last_sim(&self) -> f64 {
-        let sample = self.samples.last().map_or(0.0, |s| s.sim);
-        let event = self.events.last().map_or(0.0, |e| e.sim);
-        let end = self.end.as_ref().map_or(0.0, |e| e.sim);
-        sample.max(event).max(end).max(crate::clock::NIGHT_START)
-    }
-
-    /// The moments the host reclaimed the instance, as a replay repeats them: after the task
-    /// the first lane had committed (the place, so a replay onto another strategy or pace kills
-    /// at the same task), or at the sim time when no task had been committed.
-    #[must_use]
-    pub fn kill_moments(&self) -> Vec<KillMoment> {
-        self.kill_moments_keyed(|_| None)
-    }
-
-    /// `kill_moments`, an external job's kills placed by its own keys: its item line names the
-    /// newest row committed before the kill (`ord-00012  the newest row committed ...`), found
-    /// in its queue by `index_of`.
-    #[must_use]
-    pub fn kill_moments_keyed(&self, index_of: impl Fn(&str) -> Option<u64>) -> Vec<KillMoment> {
-        let own_key = |text: &str| {
-            text.contains("the newest row committed before the kill")
-                .then(|| text.split_whitespace().next())
-                .flatten()
-                .and_then(&index_of)
-        };
-        let mut moments: Vec<KillMoment> = Vec::new();
-        let mut last_sim = f64::NEG_INFINITY;
-        let first_lane = self.events.iter().filter_map(|e| e.lane).min();
-        for (i, event) in self.events.iter().enumerate() {
-            if event.mark != Some(Mark::Kill) {
-                continue;
-            }
-            // Lanes killed in the same instant are one kill of the host.
-            if (event.sim - last_sim).abs() < 1e-6 {
-                continue;
-            }
-            last_sim = event.sim;
-            // The item line just before a kill names what was committed in that lane; the
-            // first lane's is the one a kill at a task counts.
-            let committed = self.events[..i]
-                .iter()
-                .rev()
-                .take_while(|e| (e.sim - event.sim).abs() < 1e-6)
-                .find(|e| e.kind == Kind::Item && e.lane == first_lane)
-                .and_then(|e| committed_task(&e.text).or_else(|| own_key(&e.text)));
-            moments.push(committed.map_or(
-                KillMoment::At(event.sim - crate::clock::NIGHT_START),
-                KillMoment::AfterTask,
-            ));
-        }
-        moments
-    }
-
-    /// The sim times (seconds after 02:00:00) at which the host reclaimed the instance.
-    #[must_use]
-    pub fn kill_times(&self) -> Vec<f64> {
-        let mut times: Vec<f64> = Vec::new();
-        for event in self.events.iter().filter(|e| e.mark == Some(Mark::Kill)) {
-            let at = event.sim - crate::clock::NIGHT_START;
-            if times.last().is_none_or(|last| (at - last).abs() > 1e-6) {
-                times.push(at);
-            }
-        }
-        times
-    }
-}
-
-/// The last committed task an item line names: `task-112  in flight, not committed (last
-/// committed: task-111)`, `task-199  committed, the last of the queue`, or (in a recording made
-/// before the line said which was in flight) a bare `task-111`.
-pub(crate) fn committed_task(text: &str) -> Option<u64> {
-    if let Some(task) = crate::task::parse_task_id(text.trim()) {
-        return Some(task);
-    }
-    if let Some((_, rest)) = text.split_once("last committed: ") {
-        return crate::task::parse_task_id(rest.trim_end_matches(')').trim());
-    }
-    if text.contains("committed, the last") {
-        return text
-            .split_whitespace()
-            .next()
-            .and_then(crate::task::parse_task_id);
-    }
-    None
-}
-
-fn parse_header(path: &str, bytes: &[u8]) -> Result<Header, RecordingError> {
-    let not_recording = |message: String| RecordingError::NotRecording {
-        path: path.into(),
-        message: escape_controls(&message),
-    };
-    let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| not_recording(e.to_string()))?;
-    if value.get("type").and_then(serde_json::Value::as_str) != Some("header")
-        || value.get("format").and_then(serde_json::Value::as_str) != Some(FORMAT)
-    {
-        return Err(not_recording(format!("no {FORMAT} header")));
-    }
-    // Only the version this build writes is read: an older header may mean other fields, and a
-    // verdict re-derived from fields misread would be a lie.
-    match value.get("version") {
-        Some(v) if v.as_u64() == Some(u64::from(VERSION)) => {}
-        Some(v) if v.as_u64().is_some_and(|n| n > u64::from(VERSION)) => {
-            return Err(RecordingError::Newer {
-                path: path.into(),
-                found: v
-                    .as_u64()
-                    .and_then(|n| u32::try_from(n).ok())
-                    .unwrap_or(u32::MAX),
-            });
-        }
-        found => {
-            return Err(RecordingError::Unsupported {
-                path: path.into(),
-                found: found.map_or_else(
-                    || "missing".to_string(),
-                    |v| escape_controls(&crate::text::shorten(&v.to_string(), 40)),
-                ),
-            });
-        }
-    }
-    match serde_json::from_value::<Line>(value) {
-        Ok(Line::Header(header)) => Ok(header),
-        Ok(_) => Err(not_recording("no header".into())),
-        Err(e) => Err(not_recording(e.to_string())),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn header_line() -> String {
-        let header = Header {
-            format: FORMAT.into(),
-            version: VERSION,
-            reclaim: "0.1.0".into(),
-            started_unix: 0.0,
-            title: "t".into(),
-            scenario: "s".into(),
-            seed: 1,
-            scale: 100.0,
-            dead_man: 300.0,
-            lanes: Vec::new(),
-            captions: Vec::new(),
-        };
-        serde_json::to_string(&Line::Header(header)).unwrap_or_default()
-    }
-
-    fn parse(text: &str) -> Result<Recording, RecordingError> {
-        let raw: Vec<Vec<u8>> = text.split('\n').map(|l| l.as_bytes().to_vec()).collect();
-        Recording::parse("r.jsonl", &raw)
-    }
-
-    #[test]
-    fn a_torn_last_line_is_dropped_and_flagged() {
-        let text = format!(
-            "{}\n{{\"type\":\"event\",\"real_ms\":1,\"sim\":7200.0,\"lane\":0,\"source\":\"runner\",\"kind\":\"notice\",\"text\":\"x\"}}\n{{\"type\":\"sample\",\"real_",
-            header_line()
-        );
-        let recording = parse(&text).unwrap_or_else(|e| panic!("{e}"));
-        assert!(recording.truncated);
-        assert_eq!(recording.events.len(), 1);
-    }
-
-    #[test]
-    fn bad_recordings_are_refused_with_one_line() {
-        let newer = header_line().replace("\"version\":1", "\"version\":9");
-        let older = header_line().replace("\"version\":1", "\"version\":0");
-        let unversioned = header_line().replace("\"version\":1,", "");
-        let text_version = header_line().replace("\"version\":1", "\"version\":\"1\"");
-        let cases = [
-            ("", "is empty"),
-            ("not json", "is not a reclaim recording"),
-            (
-                "{\"type\":\"header\",\"format\":\"other\"}",
-                "is not a reclaim recording",
-            ),
-            (newer.as_str(), "format version 9, newer"),
-            (
-                older.as_str(),
-                "format version 0, which this reclaim does not read; it writes and reads version 1 only",
-            ),
-            (unversioned.as_str(), "format version missing"),
-            (text_version.as_str(), "format version \"1\", which"),
-        ];
-        for (text, needle) in cases {
-            let err = parse(text).err().map(|e| e.to_string()).unwrap_or_default();
-            assert!(err.contains(needle), "{text:?}: {err}");
-            assert!(!err.contains('\n'));
-        }
-        let garbled = format!(
-            "{}\n{{garbage}}\n{{\"type\":\"end\",\"real_ms\":1,\"sim\":1.0,\"lanes\":[]}}",
-            header_line()
-        );
-        let err = parse(&garbled)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(err.contains("line 2 is garbled"), "{err}");
     }
 }

@@ -46,17 +46,31 @@ pub fn payload(index: u64) -> String {
     format!("segment={segment} score={score}")
 }
 
-/// Refuses a kill or crash aimed at a task the queue does not have: it would never happen. The
-/// one check of a task against the queue, for flags and scenarios alike.
-pub fn check_in_queue(what: &str, task: u64, items: u64) -> Result<(), String> {
+/// A kill or crash aimed at a task the queue does not have: it would never happen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{what} {} is beyond the queue of {items} items ({} is the last task); it would never happen",
+    task_id(*task),
+    task_id(items.saturating_sub(1))
+)]
+pub struct BeyondQueue {
+    /// The flag or scenario field that named the task.
+    pub what: String,
+    pub task: u64,
+    pub items: u64,
+}
+
+/// Refuses a kill or crash aimed at a task the queue does not have. The one check of a task
+/// against the queue, for flags and scenarios alike.
+pub fn check_in_queue(what: &str, task: u64, items: u64) -> Result<(), BeyondQueue> {
     if task < items {
         Ok(())
     } else {
-        Err(format!(
-            "{what} {} is beyond the queue of {items} items ({} is the last task); it would never happen",
-            task_id(task),
-            task_id(items.saturating_sub(1))
-        ))
+        Err(BeyondQueue {
+            what: what.to_string(),
+            task,
+            items,
+        })
     }
 }
 

@@ -67,7 +67,7 @@ impl fmt::Display for Status {
 /// The figures the verdict is derived from: all of them from `inspect`, or those a recorded
 /// sample holds (`replay --check`). One rule, `Derived::from_facts`, judges both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Facts {
+pub struct RowFacts {
     pub integrity_ok: bool,
     /// Task ids with more than one row.
     pub duplicated: u64,
@@ -83,7 +83,7 @@ impl Derived {
     /// The rule: corrupt outranks everything; any row the job should not have produced is
     /// data wrong; then missing tasks are incomplete; otherwise ok.
     #[must_use]
-    pub fn from_facts(f: Facts) -> Self {
+    pub fn from_facts(f: RowFacts) -> Self {
         if !f.integrity_ok {
             return Self::Corrupt;
         }
@@ -324,8 +324,8 @@ pub fn lessons(duplicated_task_ids: u64, extra_rows: u64, symptoms: &[Symptom]) 
 mod tests {
     use super::*;
 
-    fn facts(rows: u64, distinct: u64, dups: u64, missing: u64) -> Facts {
-        Facts {
+    fn facts(rows: u64, distinct: u64, dups: u64, missing: u64) -> RowFacts {
+        RowFacts {
             integrity_ok: true,
             duplicated: dups,
             extra: rows - distinct,

@@ -9,6 +9,7 @@
 //! Otherwise it waits for `sh` and ends as `sh` ended, so the supervisor classifies the exit as
 //! if it had watched `sh` itself.
 
+use std::io;
 use std::process::Command;
 use std::sync::mpsc;
 use std::thread;
@@ -38,7 +39,8 @@ pub fn run(command: &str, parent: i32) -> Result<u8, Error> {
     crate::supervisor::orphans::become_subreaper();
     // The SIGKILL death signal set before exec is replaced by one the guard can act on.
     nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)
-        .map_err(|e| Error::Refused(format!("exec-guard: cannot set the death signal: {e}")))?;
+        .map_err(io::Error::from)
+        .context(|| "exec-guard: cannot set the death signal".into())?;
     // reclaim may have died before that: then no signal will ever come.
     if getppid() != Pid::from_raw(parent) {
         kill_group();

@@ -5,7 +5,7 @@ use std::io::Write as _;
 use crate::cli::ReplayArgs;
 use crate::error::Error;
 use crate::exit;
-use crate::export::{self, Request};
+use crate::export::{self, Spec};
 use crate::record::Recording;
 use crate::tui::theme::Theme;
 
@@ -22,7 +22,7 @@ pub(super) fn run(args: &ReplayArgs) -> Result<u8, Error> {
             crate::paths::shown(&args.file)
         );
     }
-    let request = Request {
+    let request = Spec {
         path,
         at: args.at,
         size: args.size,

@@ -20,12 +20,11 @@ pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
     };
     let mut out = crate::out::stdout();
     let text = if args.json {
-        let mut value =
-            serde_json::to_value(&inspection).map_err(|e| Error::Refused(e.to_string()))?;
+        let mut value = serde_json::to_value(&inspection).map_err(Error::json("the inspection"))?;
         value["derived_status"] = inspection.derived().label().into();
         if let Some(ids) = &ids {
             value["duplicated_ids"] =
-                serde_json::to_value(ids).map_err(|e| Error::Refused(e.to_string()))?;
+                serde_json::to_value(ids).map_err(Error::json("the duplicate ids"))?;
         }
         format!("{value}\n")
     } else {
@@ -43,11 +42,12 @@ pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
         text
     };
     let _ = out.write_all(text.as_bytes());
-    Ok(if inspection.consistent {
-        OK
-    } else {
-        DATA_WRONG
-    })
+    Ok(exit_code(inspection.derived()))
+}
+
+/// The exit code of a verdict, the one `inspect` prints: 0 when it holds, 1 otherwise.
+fn exit_code(derived: crate::verdict::Derived) -> u8 {
+    if derived.is_ok() { OK } else { DATA_WRONG }
 }
 
 /// `inspect --table T --key K`: someone else's job's rows, judged against its queue by the
@@ -63,14 +63,13 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
         ..crate::store::rows::RowSource::default()
     };
     let queue = if let Some(file) = &args.keys_from {
-        Queue::from_file(file).map_err(|e| Error::Refused(e.to_string()))?
+        Queue::from_file(file)?
     } else if let Some(sql) = &args.keys_sql {
         let real = crate::paths::existing_file(&args.db, "--db")?;
         let snapshot = crate::store::Snapshot::open(&real)?;
-        crate::queue::keys_from_sql(&snapshot.conn, sql)
-            .map_err(|e| Error::Refused(e.to_string()))?
+        crate::queue::keys_from_sql(&snapshot.conn, sql)?
     } else if let Some(format) = &args.key_format {
-        let format = KeyFormat::parse(format).map_err(|e| Error::Refused(e.to_string()))?;
+        let format = KeyFormat::parse(format)?;
         Queue::formatted(format, args.items)
     } else {
         Queue::tasks(args.items)
@@ -79,8 +78,7 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
     let derived = inspection.derived().once_ended();
     let mut out = crate::out::stdout();
     let text = if args.json {
-        let mut value =
-            serde_json::to_value(&inspection).map_err(|e| Error::Refused(e.to_string()))?;
+        let mut value = serde_json::to_value(&inspection).map_err(Error::json("the inspection"))?;
         value["derived_status"] = derived.label().into();
         value["verdict"] = derived.to_string().into();
         format!("{value}\n")
@@ -124,5 +122,5 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
         text
     };
     let _ = out.write_all(text.as_bytes());
-    Ok(if derived.is_ok() { OK } else { DATA_WRONG })
+    Ok(exit_code(derived))
 }

@@ -113,9 +113,9 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     if args.keep {
         match crate::map::kept_size(&dir, plan.nights().len(), plan.items) {
             Ok(line) => eprintln!("{}", crate::text::escape_controls(&line)),
-            Err(refusal) => {
+            Err(no_room) => {
                 let _ = std::fs::remove_dir(&dir);
-                return Err(Error::Refused(refusal));
+                return Err(Error::Refused(no_room.to_string()));
             }
         }
     }
@@ -206,7 +206,7 @@ fn print_map(
             elapsed_s: (elapsed * 1000.0).round() / 1000.0,
             kept,
         };
-        let text = serde_json::to_string(&report).map_err(|e| Error::Refused(e.to_string()))?;
+        let text = serde_json::to_string(&report).map_err(Error::json("the map"))?;
         let _ = writeln!(out, "{text}");
     } else if args.csv {
         let _ = writeln!(
@@ -240,7 +240,7 @@ fn print_map(
 /// One JUnit test case per band (strategy x point): it fails when any of its nights is wrong,
 /// naming them.
 fn junit_cases(plan: &Plan, cells: &[Cell]) -> Vec<crate::junit::Case> {
-    use crate::junit::{Case, Outcome};
+    use crate::junit::{Case, CaseResult};
     plan.bands()
         .into_iter()
         .map(|(strategy, point)| {
@@ -264,11 +264,11 @@ fn junit_cases(plan: &Plan, cells: &[Cell]) -> Vec<crate::junit::Case> {
                 }
             );
             let outcome = if band.is_empty() {
-                Outcome::Skipped("no night of this band ran".into())
+                CaseResult::Skipped("no night of this band ran".into())
             } else if wrong.is_empty() {
-                Outcome::Passed
+                CaseResult::Passed
             } else {
-                Outcome::Failed(format!("{} of {} nights wrong", wrong.len(), band.len()))
+                CaseResult::Failed(format!("{} of {} nights wrong", wrong.len(), band.len()))
             };
             Case {
                 class: format!("map.{}", strategy.name()),

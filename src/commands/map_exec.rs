@@ -124,7 +124,7 @@ pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u
         crate::junit::write(path, "reclaim map --exec", &junit_cases(&points, &cells))
             .context(|| format!("cannot write --junit {}", path.display()))?;
     }
-    let facts = Facts {
+    let facts = Legend {
         command: &command,
         queue,
         points: &points,
@@ -138,7 +138,7 @@ pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u
 }
 
 /// What the printed map says beside its cells.
-struct Facts<'a> {
+struct Legend<'a> {
     command: &'a str,
     queue: String,
     points: &'a [String],
@@ -151,7 +151,7 @@ struct Facts<'a> {
 /// The finished map on stdout: JSON, CSV, or the bands and a summary.
 fn print(
     args: &MapArgs,
-    facts: &Facts<'_>,
+    facts: &Legend<'_>,
     cells: &[ExecCell],
     all_right: bool,
     out: &mut dyn Write,
@@ -168,7 +168,7 @@ fn print(
             elapsed_s: (facts.elapsed * 1000.0).round() / 1000.0,
             kept: facts.kept.clone(),
         };
-        let text = serde_json::to_string(&report).map_err(|e| Error::Refused(e.to_string()))?;
+        let text = serde_json::to_string(&report).map_err(Error::json("the map"))?;
         let _ = writeln!(out, "{text}");
     } else if args.csv {
         let _ = writeln!(
@@ -287,7 +287,7 @@ fn print_bands(points: &[String], cells: &[ExecCell], first: u64, out: &mut dyn 
 
 /// A JUnit test case per band: it fails when any of its nights is wrong, naming them.
 fn junit_cases(points: &[String], cells: &[ExecCell]) -> Vec<crate::junit::Case> {
-    use crate::junit::{Case, Outcome};
+    use crate::junit::{Case, CaseResult};
     let bands = crate::exec_map::bands(points);
     bands
         .iter()
@@ -309,9 +309,9 @@ fn junit_cases(points: &[String], cells: &[ExecCell]) -> Vec<crate::junit::Case>
                 }
             );
             let outcome = if wrong.is_empty() {
-                Outcome::Passed
+                CaseResult::Passed
             } else {
-                Outcome::Failed(format!("{} of {} nights wrong", wrong.len(), mine.len()))
+                CaseResult::Failed(format!("{} of {} nights wrong", wrong.len(), mine.len()))
             };
             Case {
                 class: "map.exec".into(),

@@ -25,7 +25,7 @@ mod worker;
 use std::io;
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Subcommand};
 use crate::exit::{ERROR as EXIT_ERROR, OK as EXIT_OK};
 
 /// Runs `cli` and returns the process's exit code. Errors are printed as one line on stderr.
@@ -33,25 +33,25 @@ use crate::exit::{ERROR as EXIT_ERROR, OK as EXIT_OK};
 pub fn main(cli: Cli) -> ExitCode {
     install_panic_hook();
     let result = match cli.command {
-        Some(Command::Worker(args)) => worker::run(&args),
-        Some(Command::Inspect(args)) => inspect::run(&args),
-        Some(Command::Run(args)) => run::run(&args, &mut crate::out::stdout()),
-        Some(Command::Prove(args)) => prove::run(&args, &mut crate::out::stdout()),
-        Some(Command::Map(args)) => map::run(&args),
-        Some(Command::Shrink(args)) => shrink::run(&args, &mut crate::out::stdout()),
-        Some(Command::HeartbeatCheck(args)) => heartbeat_check::run(&args),
-        Some(Command::Vendor(args)) => vendor::run(&args),
-        Some(Command::Relay(args)) => vendor::relay(&args),
-        Some(Command::ExecGuard(args)) => exec_guard::run(&args.command, args.parent),
-        Some(Command::Tui(args)) => tui::live(&args),
-        Some(Command::Scenarios) => scenarios::run(),
-        Some(Command::Replay(args)) if args.check => {
+        Some(Subcommand::Worker(args)) => worker::run(&args),
+        Some(Subcommand::Inspect(args)) => inspect::run(&args),
+        Some(Subcommand::Run(args)) => run::run(&args, &mut crate::out::stdout()),
+        Some(Subcommand::Prove(args)) => prove::run(&args, &mut crate::out::stdout()),
+        Some(Subcommand::Map(args)) => map::run(&args),
+        Some(Subcommand::Shrink(args)) => shrink::run(&args, &mut crate::out::stdout()),
+        Some(Subcommand::HeartbeatCheck(args)) => heartbeat_check::run(&args),
+        Some(Subcommand::Vendor(args)) => vendor::run(&args),
+        Some(Subcommand::Relay(args)) => vendor::relay(&args),
+        Some(Subcommand::ExecGuard(args)) => exec_guard::run(&args.command, args.parent),
+        Some(Subcommand::Tui(args)) => tui::live(&args),
+        Some(Subcommand::Scenarios) => scenarios::run(),
+        Some(Subcommand::Replay(args)) if args.check => {
             replay_check::run(&args, &mut crate::out::stdout())
         }
-        Some(Command::Replay(args)) if args.export.is_some() => export::run(&args),
-        Some(Command::Replay(args)) => tui::replay(&args),
-        Some(Command::Completions { shell }) => Ok(conventions::completions(shell)),
-        Some(Command::Man) => conventions::man(),
+        Some(Subcommand::Replay(args)) if args.export.is_some() => export::run(&args),
+        Some(Subcommand::Replay(args)) => tui::replay(&args),
+        Some(Subcommand::Completions { shell }) => Ok(conventions::completions(shell)),
+        Some(Subcommand::Man) => conventions::man(),
         None => tui::live(&crate::cli::TuiArgs::default()),
     };
     // Whatever a job left outside its group, re-parented to reclaim, ends with reclaim.

@@ -69,7 +69,7 @@ impl Prover {
             scale: SCALE,
             ..EngineConfig::new(vec![lane], kills.clone(), self.exe.clone())
         };
-        drive(config, kills, |_| {})
+        drive(config, |_| {})
     }
 }
 
@@ -130,7 +130,7 @@ fn result(
     let killed = reports.iter().any(|r| r.kills > 0);
     let unearned = reports
         .first()
-        .and_then(|r| Strategy::from_name(&r.strategy))
+        .and_then(|r| r.strategy)
         .filter(|_| pass && killed)
         .and_then(|s| kills_in_window.unearned(s));
     let not_fired = reports
@@ -270,7 +270,7 @@ fn finish(
             .context(|| format!("cannot write --junit {}", path.display()))?;
     }
     if args.json {
-        let mut value = serde_json::to_value(report).map_err(|e| Error::Refused(e.to_string()))?;
+        let mut value = serde_json::to_value(report).map_err(Error::json("the trial's report"))?;
         if let Some(object) = value.as_object_mut() {
             object.insert("untested".into(), strictly.clone().into());
         }

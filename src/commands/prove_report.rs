@@ -89,25 +89,25 @@ impl ProveReport {
     /// is a failure there too.
     #[must_use]
     pub fn junit_cases(&self, strict: bool) -> Vec<crate::junit::Case> {
-        use crate::junit::{Case, Outcome};
+        use crate::junit::{Case, CaseResult};
         let class = format!("prove.{}", self.strategy);
         self.tests
             .iter()
             .map(|test| {
                 let mark = |what: &str| format!("{what}: {}", test.detail);
                 let outcome = if test.skipped {
-                    Outcome::Skipped(test.detail.clone())
+                    CaseResult::Skipped(test.detail.clone())
                 } else if !test.tested && !test.pass {
                     // The detail already begins `NOT TESTED: ...`.
-                    Outcome::Failed(test.detail.clone())
+                    CaseResult::Failed(test.detail.clone())
                 } else if !test.pass {
-                    Outcome::Failed(mark("FAIL"))
+                    CaseResult::Failed(mark("FAIL"))
                 } else if strict
                     && (test.unearned.is_some()
                         || test.kills_in_window.unplaced > 0
                         || !test.not_fired.is_empty())
                 {
-                    Outcome::Failed(
+                    CaseResult::Failed(
                         test.unearned
                             .clone()
                             .or_else(|| test.not_fired.first().cloned())
@@ -116,7 +116,7 @@ impl ProveReport {
                             }),
                     )
                 } else {
-                    Outcome::Passed
+                    CaseResult::Passed
                 };
                 Case {
                     class: class.clone(),

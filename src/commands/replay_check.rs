@@ -10,7 +10,7 @@ use crate::cli::ReplayArgs;
 use crate::error::Error;
 use crate::exit;
 use crate::record::Recording;
-use crate::verdict::{Derived, Facts, Status};
+use crate::verdict::{Derived, RowFacts, Status};
 
 /// One lane's verdict, re-derived from a recording.
 #[derive(Debug, Serialize)]
@@ -34,7 +34,7 @@ pub struct CheckedLane {
     pub completed: bool,
     /// Messages at the vendor in the last sample, for a lane whose items left the database.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub messages: Option<crate::vendor::Counts>,
+    pub messages: Option<crate::fake_vendor::Counts>,
     /// The verdict `derived_status` and `derived` spell.
     #[serde(skip)]
     pub verdict: crate::verdict::Derived,
@@ -133,7 +133,7 @@ fn checked_lanes(recording: &Recording) -> Vec<CheckedLane> {
         // A sample counts distinct keys of the queue and the rows outside it, so every other
         // row beyond the distinct ones is a duplicate; it cannot see the integrity check.
         let recorded = recording.end.as_ref().and_then(|e| e.lanes.get(i));
-        let derived = Derived::from_facts(Facts {
+        let derived = Derived::from_facts(RowFacts {
             integrity_ok: true,
             duplicated,
             extra: rows.saturating_sub(distinct).saturating_sub(outside),

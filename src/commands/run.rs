@@ -83,10 +83,10 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         side_effect: args.vendor.side_effect,
         long_item: args.long.long_item,
         split: args.long.split,
-        vendor: crate::vendor::VendorModes {
+        vendor: crate::fake_vendor::VendorModes {
             keys: (args.vendor.vendor)
                 .or(args.vendor.vendor_keys)
-                .unwrap_or(crate::vendor::Keys::Honour),
+                .unwrap_or(crate::fake_vendor::Keys::Honour),
             drop_responses: args.vendor.vendor_drop_responses.unwrap_or(0.0),
             seed,
             hold_at: args.vendor.kill_at_message,
@@ -104,7 +104,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         print_header(args, (&worker, &queue), &plan, seed, out);
     }
     let record = record.as_deref().map(|path| (path, command_line()));
-    let report = harness::drive_recorded(config, &plan, record, |line| {
+    let report = harness::drive_recorded(config, record, |line| {
         if !args.json {
             let _ = writeln!(out, "{line}");
         }
@@ -249,7 +249,7 @@ fn lane_worker(args: &RunArgs) -> Result<LaneWorker, Error> {
             // A point your job announces (examples/reclaim_point.py), in a unit of work of its
             // queue; a key outside it would never be reached.
             if let Some(text) = &args.crash_at {
-                let mut plan = crate::points::CrashPlan::parse(text).map_err(Error::Refused)?;
+                let mut plan = crate::points::CrashPlan::parse(text)?;
                 let index = resolve_key("--crash-at", &plan.key, &job.queue)?;
                 plan.key = job.queue.key(index);
                 job.crash_at = Some(plan);
@@ -340,7 +340,7 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
     let record = record
         .as_deref()
         .map(|path| (path, scenario.title.clone(), scenario.captions.clone()));
-    let reports = harness::drive_lanes(config, &plan, record, None, |entry, _| {
+    let reports = harness::drive_lanes(config, record, None, |entry, _| {
         if !args.json {
             let line = match entry.lane.and_then(|l| names.get(l)) {
                 Some(name) => entry.line_in_lane(name, width),
@@ -352,7 +352,7 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
     if args.json {
         for (name, report) in names.iter().zip(&reports) {
             let mut value =
-                serde_json::to_value(report).map_err(|e| Error::Refused(e.to_string()))?;
+                serde_json::to_value(report).map_err(Error::json("the night's report"))?;
             if let Some(object) = value.as_object_mut() {
                 object.insert("lane".into(), name.clone().into());
             }

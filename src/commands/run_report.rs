@@ -16,7 +16,7 @@ use crate::supervisor::schedule::KillPlan;
 pub(super) fn finish(report: &RunReport, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let untested = report.untested();
     if args.json {
-        let mut value = serde_json::to_value(report).map_err(|e| Error::Refused(e.to_string()))?;
+        let mut value = serde_json::to_value(report).map_err(Error::json("the night's report"))?;
         if let Some(object) = value.as_object_mut() {
             object.insert("untested".into(), untested.clone().into());
         }
@@ -103,11 +103,11 @@ pub(super) fn print_header(
             match args
                 .vendor
                 .vendor_keys
-                .unwrap_or(crate::vendor::Keys::Honour)
+                .unwrap_or(crate::fake_vendor::Keys::Honour)
             {
-                crate::vendor::Keys::Honour => "honours".to_string(),
-                crate::vendor::Keys::Ignore => "ignores".to_string(),
-                crate::vendor::Keys::Expire(secs) => format!("forgets after {secs} s its"),
+                crate::fake_vendor::Keys::Honour => "honours".to_string(),
+                crate::fake_vendor::Keys::Ignore => "ignores".to_string(),
+                crate::fake_vendor::Keys::Expire(secs) => format!("forgets after {secs} s its"),
             },
             match args.vendor.vendor_drop_responses {
                 Some(p) if p > 0.0 => format!(" and drops {:.0}% of its responses", p * 100.0),
@@ -280,7 +280,7 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
         let _ = writeln!(
             out,
             "messages     received={received}  distinct={distinct}  duplicated={duplicated}  missing={missing}  (at the vendor: {})",
-            display(&crate::vendor::db_path(&report.db))
+            display(&crate::fake_vendor::db_path(&report.db))
         );
     }
     let _ = writeln!(out, "database     {} (kept)", display(&report.db));

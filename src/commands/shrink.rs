@@ -11,7 +11,7 @@ use crate::engine::Kind;
 use crate::error::{Context as _, Error};
 use crate::exit::{DATA_WRONG, OK};
 use crate::harness::pool::{self, Pool};
-use crate::map::{Cell, Kill, Night, Runner};
+use crate::map::{Cell, Kill, PlannedNight, Runner};
 use crate::record::Recording;
 use crate::task::task_id;
 use crate::worker::{CrashAt, CrashPoint, Strategy};
@@ -162,9 +162,9 @@ fn search(runner: &Runner, wrong: &Wrong, threads: usize) -> Result<(Option<Cell
     let mut first = 0;
     while first <= last {
         let chunk_end = (first + CHUNK_TASKS - 1).min(last);
-        let candidates: Vec<(usize, Night)> = (first..=chunk_end)
+        let candidates: Vec<(usize, PlannedNight)> = (first..=chunk_end)
             .flat_map(|task| {
-                points_for(wrong.strategy).map(move |point| Night {
+                points_for(wrong.strategy).map(move |point| PlannedNight {
                     strategy: wrong.strategy,
                     kill: Kill::Crash(CrashAt { task, point }),
                 })

@@ -6,7 +6,7 @@ use std::io;
 use crate::cli::{RelayArgs, VendorArgs};
 use crate::error::{Context as _, Error};
 use crate::exit::OK;
-use crate::vendor::{self, VendorModes};
+use crate::fake_vendor::{self, VendorModes};
 use crate::worker::relay::{self, RelayConfig};
 
 pub(super) fn run(args: &VendorArgs) -> Result<u8, Error> {
@@ -25,7 +25,7 @@ pub(super) fn run(args: &VendorArgs) -> Result<u8, Error> {
             let companion = crate::paths::with_suffix(&db, suffix);
             if !matches!(
                 crate::paths::look(&companion),
-                Ok(crate::paths::Entry::Missing)
+                Ok(crate::paths::PathKind::Missing)
             ) {
                 return Err(Error::Refused(format!(
                     "{} already exists beside the new vendor database {}; reclaim leaves it untouched, give --db a new path",
@@ -35,7 +35,7 @@ pub(super) fn run(args: &VendorArgs) -> Result<u8, Error> {
             }
         }
     }
-    vendor::serve(&db, modes, &mut io::stdout().lock())?;
+    fake_vendor::serve(&db, modes, &mut io::stdout().lock())?;
     Ok(OK)
 }
 

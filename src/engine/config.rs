@@ -7,11 +7,11 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::pace::Pace;
+use crate::fake_vendor::VendorModes;
 use crate::queue::Queue;
 use crate::store::SyncMode;
 use crate::store::rows::RowSource;
 use crate::supervisor::schedule::KillPlan;
-use crate::vendor::VendorModes;
 use crate::worker::{CrashAt, LongItem, SideEffect, Strategy};
 
 /// The dead-man's switch threshold of the postmortem's cron script, in sim seconds.
@@ -54,7 +54,7 @@ impl LaneWorker {
     pub fn label(&self) -> &'static str {
         match self {
             Self::Strategy(strategy) => strategy.name(),
-            Self::Exec(_) => "exec",
+            Self::Exec(_) => EXEC_LABEL,
         }
     }
 
@@ -64,6 +64,9 @@ impl LaneWorker {
         self.strategy().is_some_and(|s| s.needs().checkpoints)
     }
 }
+
+/// What reports, recordings and `--json` call a lane that runs the user's own job.
+pub const EXEC_LABEL: &str = "exec";
 
 /// Someone else's batch job: a shell command run in the database's folder, whose rows land where
 /// `rows` says.
@@ -88,6 +91,36 @@ pub struct ExecJob {
 /// (MAX_ARG_STRLEN); past it the job failed after the header with "Argument list too long".
 const MAX_COMMAND: usize = 128 * 1024 - 1;
 
+/// Why a job of the user's own (`--exec`, or a scenario's exec lane) was refused before anything
+/// was created; each names the flag and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error("--exec is empty: give the command that runs your job")]
+    EmptyCommand,
+    #[error(
+        "the command to run is {0} bytes, more than the {MAX_COMMAND} that sh -c can take as one argument; put it in a script and run the script"
+    )]
+    CommandTooLong(usize),
+    #[error("the command to run holds a NUL byte, which no command line can carry")]
+    NulInCommand,
+    #[error("{flag} {name:?} is not a name SQLite can use")]
+    BadName { flag: &'static str, name: String },
+    #[error(transparent)]
+    SetupPath(#[from] crate::paths::PathError),
+    #[error("--setup-sql {file}: {source}")]
+    SetupRead {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--setup-sql {file} is {bytes} bytes; a setup script is expected to be under 1 MiB")]
+    SetupTooBig { file: String, bytes: u64 },
+    #[error(transparent)]
+    Setup(#[from] crate::store::rows::TrialError),
+    #[error(transparent)]
+    Queue(#[from] crate::queue::QueueError),
+}
+
 impl ExecJob {
     /// A job from its parts (the command line's or a scenario lane's): `setup_sql` as SQL or
     /// `@FILE`, every SQL checked on an empty database in memory, so a bad input is refused
@@ -97,20 +130,15 @@ impl ExecJob {
         setup_sql: Option<&str>,
         rows: RowSource,
         queue: Queue,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, JobError> {
         if command.trim().is_empty() {
-            return Err("--exec is empty: give the command that runs your job".into());
+            return Err(JobError::EmptyCommand);
         }
         if command.len() > MAX_COMMAND {
-            return Err(format!(
-                "the command to run is {} bytes, more than the {MAX_COMMAND} that sh -c can take as one argument; put it in a script and run the script",
-                command.len()
-            ));
+            return Err(JobError::CommandTooLong(command.len()));
         }
         if command.contains('\0') {
-            return Err(
-                "the command to run holds a NUL byte, which no command line can carry".into(),
-            );
+            return Err(JobError::NulInCommand);
         }
         let setup_sql = match setup_sql {
             Some(text) => Some(read_sql(text)?),
@@ -130,7 +158,10 @@ impl ExecJob {
             .chain(checkpoint_names)
         {
             if name.is_empty() || name.contains('\0') {
-                return Err(format!("{flag} {name:?} is not a name SQLite can use"));
+                return Err(JobError::BadName {
+                    flag,
+                    name: name.clone(),
+                });
             }
         }
         Ok(Self {
@@ -145,21 +176,24 @@ impl ExecJob {
 }
 
 /// `SQL` as given, or the contents of `@FILE`.
-pub fn read_sql(text: &str) -> Result<String, String> {
+pub fn read_sql(text: &str) -> Result<String, JobError> {
     let Some(file) = text.strip_prefix('@') else {
         return Ok(text.to_string());
     };
-    let path = crate::paths::existing_file(std::path::Path::new(file), "--setup-sql")
-        .map_err(|e| e.to_string())?;
-    let meta = std::fs::metadata(&path).map_err(|e| format!("--setup-sql {file}: {e}"))?;
+    let path = crate::paths::existing_file(std::path::Path::new(file), "--setup-sql")?;
+    let unreadable = |source| JobError::SetupRead {
+        file: file.to_string(),
+        source,
+    };
+    let meta = std::fs::metadata(&path).map_err(unreadable)?;
     // A setup is a few statements; a huge file is a mistake (a database given by accident).
     if meta.len() > 1 << 20 {
-        return Err(format!(
-            "--setup-sql {file} is {} bytes; a setup script is expected to be under 1 MiB",
-            meta.len()
-        ));
+        return Err(JobError::SetupTooBig {
+            file: file.to_string(),
+            bytes: meta.len(),
+        });
     }
-    std::fs::read_to_string(&path).map_err(|e| format!("--setup-sql {file}: {e}"))
+    std::fs::read_to_string(&path).map_err(unreadable)
 }
 
 /// One lane: who does the work, its own database, and its workers.
@@ -231,10 +265,12 @@ impl LaneConfig {
     }
 
     /// The messages at the lane's vendor, each matched to the lane's queue.
-    pub fn read_messages(&self) -> Result<crate::vendor::Counts, crate::vendor::VendorError> {
+    pub fn read_messages(
+        &self,
+    ) -> Result<crate::fake_vendor::Counts, crate::fake_vendor::VendorError> {
         match self.worker.job() {
-            Some(job) => crate::vendor::Counts::read_queue(&self.vendor_db(), &job.queue),
-            None => crate::vendor::Counts::read(&self.vendor_db(), self.items),
+            Some(job) => crate::fake_vendor::Counts::read_queue(&self.vendor_db(), &job.queue),
+            None => crate::fake_vendor::Counts::read(&self.vendor_db(), self.items),
         }
     }
 
@@ -247,7 +283,7 @@ impl LaneConfig {
     /// The vendor's database for this lane, beside the warehouse.
     #[must_use]
     pub fn vendor_db(&self) -> PathBuf {
-        crate::vendor::db_path(&self.db)
+        crate::fake_vendor::db_path(&self.db)
     }
 
     /// The keys the lane's rows are judged against: the external job's queue, or the

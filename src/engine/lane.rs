@@ -1,5 +1,7 @@
 //! A lane: one strategy on its own warehouse, its worker slots, what the observer read of its rows
-//! and the heartbeat; and the snapshot of it that the dashboard draws and a recording keeps.
+//! and the heartbeat. Beside it: what its workers said (`said`), its notes for the timeline
+//! (`note`), its snapshot for the dashboard and recordings (`snapshot`), its vendor and relay
+//! (`vendor`), and the crash points a job announces (`points`).
 
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
@@ -9,21 +11,25 @@ use serde::Serialize;
 use super::config::LaneConfig;
 use super::config::LaneWorker;
 use super::pace::{Attempt, Pace};
-use super::timeline::{Kind, Mark, Source};
+use super::timeline::Kind;
 use super::watch::Watch;
 use super::window::KillWindows;
 use crate::clock::SimClock;
 use crate::heartbeat;
 use crate::observer::Observer;
 use crate::supervisor::slot::{Slot, SlotState};
-use crate::worker::protocol::{ExecEnv, Line};
+use crate::worker::protocol::ExecEnv;
 use crate::worker::{Strategy, WorkerConfig};
 
+mod note;
 mod points;
 mod said;
+mod snapshot;
 mod vendor;
 
+pub(super) use self::note::Note;
 pub use self::points::JobPoints;
+pub use self::snapshot::{LaneSnapshot, StateKind};
 
 /// How often a running lane's messages are read from the vendor's database.
 const MESSAGES_EVERY: Duration = Duration::from_millis(200);
@@ -90,7 +96,7 @@ pub struct Lane {
     /// The slot that runs the relay (outbox), after the workers' slots.
     pub(super) relay_slot: Option<usize>,
     /// The messages at the vendor, as last read (lanes with side effects).
-    pub messages: Option<crate::vendor::Counts>,
+    pub messages: Option<crate::fake_vendor::Counts>,
     messages_read_at: Option<Instant>,
     pub(super) heartbeat: heartbeat::Follower,
     /// When the observer last read this lane after it had finished.
@@ -583,51 +589,6 @@ impl Lane {
     }
 }
 
-/// A line for the timeline, as a lane reports it: where it comes from, its kind, its text, and
-/// the chart mark it carries.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Note {
-    pub source: Source,
-    pub kind: Kind,
-    pub text: String,
-    pub mark: Option<Mark>,
-    /// Its moment on the night's clock; `None`: the clock's present reading.
-    pub at: Option<f64>,
-}
-
-impl Note {
-    fn runner(kind: Kind, text: String) -> Self {
-        Self {
-            source: Source::Runner,
-            kind,
-            text,
-            mark: None,
-            at: None,
-        }
-    }
-
-    fn at(mut self, sim: f64) -> Self {
-        self.at = Some(sim);
-        self
-    }
-
-    fn marked(mut self, mark: Mark) -> Self {
-        self.mark = Some(mark);
-        self
-    }
-}
-
-/// The timeline's kind for a line a worker printed.
-fn kind_of(line: &Line) -> Kind {
-    match line {
-        Line::Start { .. } => Kind::Start,
-        Line::Resume(_) => Kind::Resume,
-        Line::Crash { .. } => Kind::Crash,
-        Line::Done { .. } => Kind::Done,
-        Line::Wait { .. } | Line::Wrote { .. } | Line::Other(_) => Kind::Log,
-    }
-}
-
 /// `rows_written=N` in an external worker's last line, as the postmortem's worker claimed it.
 #[must_use]
 pub fn claimed_rows(line: &str) -> Option<u64> {
@@ -637,121 +598,3 @@ pub fn claimed_rows(line: &str) -> Option<u64> {
 
 /// How often the rows of a lane that has finished are read again.
 const SETTLED_POLL: Duration = Duration::from_secs(1);
-
-/// What a lane's panel says about its workers, in one word.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StateKind {
-    Running,
-    Hung,
-    Restarting,
-    Done,
-    Failed,
-}
-
-/// A lane at one moment: what the dashboard shows and what a recording keeps.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-#[allow(clippy::struct_excessive_bools)] // Reason: independent observed facts, recorded as such.
-pub struct LaneSnapshot {
-    pub rows: u64,
-    /// Distinct keys of the queue among the rows.
-    pub distinct: u64,
-    /// Keys of the queue with more than one row.
-    pub duplicated: u64,
-    /// Rows whose key is not one of the queue's.
-    #[serde(default)]
-    pub outside: u64,
-    /// `None` for strategies without a checkpoints table.
-    pub checkpoints: Option<u64>,
-    /// Heartbeat age in sim seconds.
-    pub heartbeat_age: Option<f64>,
-    /// A worker process exists.
-    pub alive: bool,
-    /// The heartbeat is younger than the dead-man's threshold.
-    pub progress: bool,
-    /// The dead-man's switch is firing.
-    pub stale: bool,
-    /// `running pid 1234`, `killed by SIGKILL, restarting`, ...
-    pub state: String,
-    pub state_kind: StateKind,
-    pub task: Option<String>,
-    pub restarts: u32,
-    pub kills: u32,
-    pub workers: usize,
-    pub claimed: Option<ClaimedDone>,
-    pub restarted_at_zero: bool,
-    /// An external job that has not written its heartbeat file (yet): no progress signal at
-    /// all, which the panel says instead of "stale".
-    #[serde(default)]
-    pub no_heartbeat: bool,
-    /// The messages at the lane's vendor (a lane with a side effect or an outbox).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub messages: Option<crate::vendor::Counts>,
-}
-
-impl LaneSnapshot {
-    /// Nothing more will happen in the lane: every worker is done, failed or out of restarts.
-    #[must_use]
-    pub fn finished(&self) -> bool {
-        matches!(self.state_kind, StateKind::Done | StateKind::Failed)
-    }
-}
-
-impl Lane {
-    /// The lane as its panel shows it now.
-    #[must_use]
-    pub fn snapshot(&self, dead_man: f64) -> LaneSnapshot {
-        let o = &self.observer;
-        let states = self.slot_states();
-        let pids = self
-            .live_pids()
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
-        let (state, state_kind) = if let Some(failure) = &self.failure {
-            (format!("failed: {failure}"), StateKind::Failed)
-        } else if states.contains(&SlotState::Hung) {
-            (format!("hung (SIGSTOP) pid {pids}"), StateKind::Hung)
-        } else if states.contains(&SlotState::Running) {
-            (format!("running pid {pids}"), StateKind::Running)
-        } else if states.contains(&SlotState::Restarting) {
-            (
-                "killed by SIGKILL, restarting".into(),
-                StateKind::Restarting,
-            )
-        } else if states.contains(&SlotState::GaveUp) {
-            (
-                format!("gave up after {} restarts", self.restarts),
-                StateKind::Failed,
-            )
-        } else {
-            ("done".into(), StateKind::Done)
-        };
-        LaneSnapshot {
-            rows: o.rows,
-            distinct: o.distinct,
-            duplicated: o.duplicated,
-            outside: o.unexpected,
-            checkpoints: self
-                .config
-                .worker
-                .has_checkpoints()
-                .then_some(o.checkpoints),
-            no_heartbeat: !self.heartbeat_seen && self.config.worker.job().is_some(),
-            heartbeat_age: self.heartbeat_sim_age,
-            alive: self.alive(),
-            progress: self.heartbeat_sim_age.is_some_and(|age| age <= dead_man),
-            stale: self.stale,
-            state,
-            state_kind,
-            task: o.last_task.map(|t| crate::text::escape_controls(&o.key(t))),
-            restarts: self.restarts,
-            kills: self.kills,
-            workers: self.config.workers,
-            claimed: self.claimed.clone(),
-            restarted_at_zero: self.restarted_at_zero,
-            messages: self.messages,
-        }
-    }
-}

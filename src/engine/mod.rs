@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 pub use self::config::{
-    DEFAULT_DEAD_MAN, EngineConfig, ExecJob, HangPlan, LaneConfig, LaneWorker, read_sql,
+    DEFAULT_DEAD_MAN, EXEC_LABEL, EngineConfig, ExecJob, HangPlan, JobError, LaneConfig,
+    LaneWorker, read_sql,
 };
 use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind, claimed_rows};
@@ -33,7 +34,7 @@ pub use self::timeline::{
     DIED_ON_ITS_OWN, Entry, HUNG, InOrder, Kind, Mark, RESUMED, Source, StopWhen, Tone,
     timeline_line,
 };
-use self::triggers::{Action, Triggers};
+use self::triggers::{HostAction, Triggers};
 use self::watch::Watch;
 pub use self::window::{KillWindow, KillWindows};
 use crate::clock::SimClock;
@@ -55,8 +56,8 @@ pub enum EngineError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("{0}")]
-    Vendor(String),
+    #[error(transparent)]
+    Vendor(#[from] crate::supervisor::service::ServiceError),
     #[error("cannot create the folder {folder} for a job: {source}")]
     Folder {
         folder: PathBuf,
@@ -128,8 +129,10 @@ fn write_keys(db: &std::path::Path, queue: &crate::queue::Queue) -> Result<(), E
     queue.write_lines(&mut lines).map_err(failed)?;
     match crate::paths::write_new(&path, |out| out.write_all(&lines)) {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let same = matches!(crate::paths::look(&path), Ok(crate::paths::Entry::File(_)))
-                && std::fs::read(&path).is_ok_and(|held| held == lines);
+            let same = matches!(
+                crate::paths::look(&path),
+                Ok(crate::paths::PathKind::File(_))
+            ) && std::fs::read(&path).is_ok_and(|held| held == lines);
             if same { Ok(()) } else { Err(failed(e)) }
         }
         other => other.map_err(failed),
@@ -201,7 +204,7 @@ impl Engine {
         let exe = engine.config.exe.clone();
         for lane in &mut engine.lanes {
             lane.config.vendor.seed = engine.config.kills.seed;
-            lane.start_vendor(&exe).map_err(EngineError::Vendor)?;
+            lane.start_vendor(&exe)?;
         }
         let start = crate::clock::NIGHT_START + engine.config.start_at;
         for lane in 0..engine.lanes.len() {

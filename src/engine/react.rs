@@ -3,7 +3,7 @@
 
 use std::time::{Instant, SystemTime};
 
-use super::{Action, Attempt, Engine, EngineError, Kind, Output, SlotState, Source};
+use super::{Attempt, Engine, EngineError, HostAction, Kind, Output, SlotState, Source};
 
 impl Engine {
     pub(super) fn drain_output(&mut self, now: Instant) {
@@ -83,7 +83,7 @@ impl Engine {
         let due = self.triggers.due(self.clock.now().0, settled);
         for (action, at) in due {
             match action {
-                Action::WipeCheckpoints => {
+                HostAction::WipeCheckpoints => {
                     for lane in 0..self.lanes.len() {
                         if let Err(error) = self.wipe_checkpoints(lane, now) {
                             self.log(
@@ -96,9 +96,9 @@ impl Engine {
                         }
                     }
                 }
-                Action::Hang => (0..self.lanes.len()).for_each(|l| self.hang_lane(l, now)),
-                Action::Resume => (0..self.lanes.len()).for_each(|l| self.resume_lane(l, now)),
-                Action::Kill => self.kill_at(now, at, None),
+                HostAction::Hang => (0..self.lanes.len()).for_each(|l| self.hang_lane(l, now)),
+                HostAction::Resume => (0..self.lanes.len()).for_each(|l| self.resume_lane(l, now)),
+                HostAction::Kill => self.kill_at(now, at, None),
             }
         }
     }
@@ -134,7 +134,7 @@ impl Engine {
         // commit; the host kills it there.
         if self.triggers.awaited_message().is_some()
             && let Some(first) = self.lanes.first()
-            && let Some(requests) = crate::vendor::Counts::requests(&first.config.vendor_db())
+            && let Some(requests) = crate::fake_vendor::Counts::requests(&first.config.vendor_db())
             && self.triggers.kill_at_message_due(requests)
         {
             let sim = self.clock.now().0;

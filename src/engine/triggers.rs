@@ -10,7 +10,7 @@ use crate::supervisor::schedule::{KillMoment, KillSchedule};
 
 /// Something the plan says is due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub enum HostAction {
     /// Delete every checkpoint of every lane.
     WipeCheckpoints,
     /// SIGSTOP every lane's workers.
@@ -200,38 +200,38 @@ impl Triggers {
     /// What is due with the clock at `clock`, each with its moment, in the order it must happen.
     /// A trigger fires only once every write up to its moment is in (`settled`: the clock is
     /// held at no write before it). Each fires once.
-    pub fn due(&mut self, clock: f64, settled: f64) -> Vec<(Action, f64)> {
+    pub fn due(&mut self, clock: f64, settled: f64) -> Vec<(HostAction, f64)> {
         let ready = |at: f64| at <= clock && at < settled;
         let mut due = Vec::new();
         if let Some(at) = self.wipe.take(ready) {
-            due.push((Action::WipeCheckpoints, at));
+            due.push((HostAction::WipeCheckpoints, at));
         }
         if let Some(at) = self.hang.take(ready) {
-            due.push((Action::Hang, at));
+            due.push((HostAction::Hang, at));
             self.hang_resume_at = self.hang_for.map(|after| at + after);
         }
         if let Some(at) = self.hang_resume_at
             && at <= clock
         {
             self.hang_resume_at = None;
-            due.push((Action::Resume, at));
+            due.push((HostAction::Resume, at));
         }
         if let Some(at) = self.kill_at_task.take(ready) {
-            due.push((Action::Kill, at));
+            due.push((HostAction::Kill, at));
         }
         if let Some(at) = self.next_replayed()
             && ready(at)
         {
             self.timed_fired += 1;
             self.replayed_sim = None;
-            due.push((Action::Kill, at));
+            due.push((HostAction::Kill, at));
         }
         if let Some(at) = self.next_kill
             && ready(at)
         {
             self.next_kill = None;
             self.fired.random.1 += 1;
-            due.push((Action::Kill, at));
+            due.push((HostAction::Kill, at));
         }
         due
     }
@@ -324,7 +324,7 @@ mod tests {
         assert_eq!(triggers.next_moment(), Some(110.0));
         // Another lane has not written its item of 110.0 yet: wait for it.
         assert!(triggers.due(110.0, 110.0).is_empty());
-        assert_eq!(triggers.due(110.0, 112.0), vec![(Action::Kill, 110.0)]);
+        assert_eq!(triggers.due(110.0, 112.0), vec![(HostAction::Kill, 110.0)]);
         triggers.wrote(9, 130.0);
         assert!(triggers.due(200.0, OPEN).is_empty());
     }
@@ -341,17 +341,17 @@ mod tests {
         assert_eq!(triggers.awaited_task(), Some(5));
         triggers.wrote(5, 50.0);
         assert_eq!(triggers.awaited_task(), Some(7));
-        assert_eq!(triggers.due(55.0, OPEN), vec![(Action::Hang, 50.0)]);
+        assert_eq!(triggers.due(55.0, OPEN), vec![(HostAction::Hang, 50.0)]);
         triggers.wrote(6, 60.0);
         assert!(triggers.due(60.0, OPEN).is_empty());
         triggers.wrote(7, 69.0);
         assert_eq!(
             triggers.due(69.0, OPEN),
-            vec![(Action::WipeCheckpoints, 69.0)]
+            vec![(HostAction::WipeCheckpoints, 69.0)]
         );
         assert_eq!(triggers.awaited_task(), None);
         assert_eq!(triggers.next_moment(), Some(70.0));
-        assert_eq!(triggers.due(75.0, OPEN), vec![(Action::Resume, 70.0)]);
+        assert_eq!(triggers.due(75.0, OPEN), vec![(HostAction::Resume, 70.0)]);
         assert!(triggers.due(90.0, OPEN).is_empty());
     }
 
@@ -372,16 +372,16 @@ mod tests {
         triggers.wrote(111, start + 50.0);
         assert_eq!(
             triggers.due(start + 50.0, OPEN),
-            vec![(Action::Kill, start + 50.0)]
+            vec![(HostAction::Kill, start + 50.0)]
         );
         assert!(triggers.due(start + 99.0, OPEN).is_empty());
         assert_eq!(
             triggers.due(start + 250.0, OPEN),
-            vec![(Action::Kill, start + 100.0)]
+            vec![(HostAction::Kill, start + 100.0)]
         );
         assert_eq!(
             triggers.due(start + 250.0, OPEN),
-            vec![(Action::Kill, start + 200.0)]
+            vec![(HostAction::Kill, start + 200.0)]
         );
         assert!(triggers.due(start + 900.0, OPEN).is_empty());
     }
@@ -397,7 +397,7 @@ mod tests {
         triggers.arm_random_kill(105.0);
         assert!(triggers.due(109.0, OPEN).is_empty());
         // One real second at scale 10 is ten sim seconds, at any speed.
-        assert_eq!(triggers.due(111.0, OPEN), vec![(Action::Kill, 110.0)]);
+        assert_eq!(triggers.due(111.0, OPEN), vec![(HostAction::Kill, 110.0)]);
         triggers.arm_random_kill(111.0);
         assert!(!triggers.random_kills_on(), "the plan had one kill");
     }

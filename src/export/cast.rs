@@ -9,14 +9,14 @@ use std::io::{self, Write};
 
 use serde_json::json;
 
-use super::{Request, ansi, frame};
+use super::{Spec, ansi, frame};
 use crate::engine::Mark;
 use crate::record::Recording;
 use crate::tui::replay::ReplayApp;
 
 pub(super) fn write(
     recording: &Recording,
-    request: &Request<'_>,
+    request: &Spec<'_>,
     out: &mut dyn Write,
 ) -> io::Result<String> {
     let (w, h) = request.size;

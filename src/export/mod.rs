@@ -49,7 +49,7 @@ impl Format {
 
 /// Where and how to export.
 #[derive(Debug, Clone)]
-pub struct Request<'a> {
+pub struct Spec<'a> {
     pub path: &'a Path,
     /// The moment of an SVG frame, in seconds after midnight (the end of the night if `None`).
     pub at: Option<f64>,
@@ -60,7 +60,7 @@ pub struct Request<'a> {
 
 /// Writes `recording` to the request's path (a new file; checked before anything is written)
 /// and says what was written.
-pub fn export(recording: Recording, request: &Request<'_>) -> Result<String, Error> {
+pub fn export(recording: Recording, request: &Spec<'_>) -> Result<String, Error> {
     let format = Format::of(request.path)?;
     let path = crate::paths::new_file(request.path, "--export", "give --export a new file")?;
     let (w, h) = request.size;

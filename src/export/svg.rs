@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier, Style};
 
-use super::{Request, ansi, frame};
+use super::{Spec, ansi, frame};
 use crate::record::Recording;
 use crate::tui::replay::ReplayApp;
 
@@ -22,7 +22,7 @@ const FOREGROUND: &str = "#d8dee4";
 
 pub(super) fn write(
     recording: Recording,
-    request: &Request<'_>,
+    request: &Spec<'_>,
     out: &mut dyn Write,
 ) -> io::Result<String> {
     let end = recording.last_sim();

@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::engine::{LaneWorker, Pace};
+use crate::fake_vendor::{Keys, VendorModes};
 use crate::supervisor::schedule::parse_window;
-use crate::vendor::{Keys, VendorModes};
 use crate::worker::{CrashAt, LongItem, SideEffect, Strategy};
 
 use super::{Caption, MAX_LANES, Scenario, ScenarioLane, parse_clock};
@@ -44,13 +44,26 @@ pub(super) struct ScenarioFile {
     caption: Vec<Caption>,
 }
 
+/// A value of the scenario file that does not hold, in a sentence naming the field and what is
+/// allowed; the scenario's name is added where the whole file is refused
+/// (`ScenarioError::Invalid`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
+impl From<crate::task::BeyondQueue> for Invalid {
+    fn from(beyond: crate::task::BeyondQueue) -> Self {
+        Self(beyond.to_string())
+    }
+}
+
 /// `112 in 11m44s`: that many items in that much sim time (hours, minutes, seconds).
-pub fn parse_pace(text: &str) -> Result<Pace, String> {
+pub fn parse_pace(text: &str) -> Result<Pace, Invalid> {
     let bad = || {
-        format!(
+        Invalid(format!(
             "\"{}\" is not a pace such as \"112 in 11m44s\"",
             quoted(text)
-        )
+        ))
     };
     let (items, span) = text.split_once(" in ").ok_or_else(bad)?;
     let items: u64 = items.trim().parse().map_err(|_| bad())?;
@@ -163,20 +176,20 @@ pub(super) fn one_u64() -> u64 {
 
 impl ScenarioFile {
     /// When the first workers start (sim seconds after 02:00:00) and each attempt's pace.
-    fn timing(&self) -> Result<(f64, Vec<Pace>), String> {
+    fn timing(&self) -> Result<(f64, Vec<Pace>), Invalid> {
         let start_at = match &self.start_at {
             Some(text) => {
                 let at = parse_clock(text).ok_or_else(|| {
-                    format!(
+                    Invalid(format!(
                         "start_at = \"{}\" is not a time such as 02:00:03",
                         quoted(text)
-                    )
+                    ))
                 })?;
                 if at < crate::clock::NIGHT_START {
-                    return Err(format!(
+                    return Err(Invalid(format!(
                         "start_at = \"{}\" is before the night begins (02:00:00)",
                         quoted(text)
-                    ));
+                    )));
                 }
                 at - crate::clock::NIGHT_START
             }
@@ -184,7 +197,7 @@ impl ScenarioFile {
         };
         let mut paces = Vec::new();
         for (i, text) in self.pace.iter().enumerate() {
-            paces.push(parse_pace(text).map_err(|e| format!("pace {}: {e}", i + 1))?);
+            paces.push(parse_pace(text).map_err(|e| Invalid(format!("pace {}: {e}", i + 1)))?);
         }
         if paces.is_empty() {
             // No pace given: an item takes delay_ms of real time at the scale.
@@ -195,39 +208,41 @@ impl ScenarioFile {
 }
 
 impl ScenarioFile {
-    pub(super) fn validate(self, source: &str) -> Result<Scenario, String> {
+    pub(super) fn validate(self, source: &str) -> Result<Scenario, Invalid> {
         let _ = source;
         if self.title.trim().is_empty() {
-            return Err("title is empty".into());
+            return Err(Invalid("title is empty".into()));
         }
         range("scale", self.scale, 0.01, 100_000.0)?;
         if !(1..=crate::limits::MAX_ITEMS).contains(&self.items) {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "items = {} is outside 1..={}",
                 self.items,
                 crate::limits::MAX_ITEMS
-            ));
+            )));
         }
         range("delay_ms", self.delay_ms, 0.0, 60_000.0)?;
         range("restart_delay", self.restart_delay, 0.0, 86_400.0)?;
         let (start_at, paces) = self.timing()?;
         range("dead_man", self.dead_man, 1.0, 86_400.0)?;
         if self.lane.is_empty() {
-            return Err("no [[lane]] tables; a scenario needs at least one lane".into());
-        }
-        if self.lane.len() > MAX_LANES {
-            return Err(format!(
-                "{} lanes; at most {MAX_LANES} fit side by side",
-                self.lane.len()
+            return Err(Invalid(
+                "no [[lane]] tables; a scenario needs at least one lane".into(),
             ));
         }
-        let task = |field: &str, value: &Option<String>| -> Result<Option<u64>, String> {
+        if self.lane.len() > MAX_LANES {
+            return Err(Invalid(format!(
+                "{} lanes; at most {MAX_LANES} fit side by side",
+                self.lane.len()
+            )));
+        }
+        let task = |field: &str, value: &Option<String>| -> Result<Option<u64>, Invalid> {
             let Some(text) = value else { return Ok(None) };
             let index = crate::task::parse_task_id(text).ok_or_else(|| {
-                format!(
+                Invalid(format!(
                     "{field} = \"{}\" is not a task id such as task-111",
                     quoted(text)
-                )
+                ))
             })?;
             crate::task::check_in_queue(
                 &format!("{field} = \"{}\":", quoted(text)),
@@ -244,18 +259,20 @@ impl ScenarioFile {
             range("host.hang_for", hang_for, 0.0, 86_400.0)?;
         }
         let kill_window = match &host.kill_window {
-            Some(text) => parse_window(text).map_err(|e| format!("host.kill_window: {e}"))?,
+            Some(text) => {
+                parse_window(text).map_err(|e| Invalid(format!("host.kill_window: {e}")))?
+            }
             None => crate::supervisor::schedule::DEFAULT_WINDOW,
         };
         let mut lanes: Vec<ScenarioLane> = Vec::new();
         for (i, lane) in self.lane.iter().enumerate() {
             let lane = lane.validate(i + 1, self.items)?;
             if lanes.iter().any(|l| l.name == lane.name) {
-                return Err(format!(
+                return Err(Invalid(format!(
                     "lane {}: the name \"{}\" is used twice; give each lane a name",
                     i + 1,
                     lane.name
-                ));
+                )));
             }
             lanes.push(lane);
         }
@@ -291,7 +308,7 @@ impl ScenarioFile {
 impl LaneFile {
     /// An exec lane's job: its table and key (default `records`/`task_id`), its setup checked,
     /// the postmortem's queue.
-    fn exec_worker(&self, n: usize, command: &str, items: u64) -> Result<LaneWorker, String> {
+    fn exec_worker(&self, n: usize, command: &str, items: u64) -> Result<LaneWorker, Invalid> {
         let rows = crate::store::rows::RowSource {
             table: self
                 .table
@@ -317,22 +334,23 @@ impl LaneFile {
         };
         let queue = match &self.key_format {
             Some(format) => crate::queue::Queue::formatted(
-                crate::queue::KeyFormat::parse(format).map_err(|e| format!("lane {n}: {e}"))?,
+                crate::queue::KeyFormat::parse(format)
+                    .map_err(|e| Invalid(format!("lane {n}: {e}")))?,
                 items,
             ),
             None => crate::queue::Queue::tasks(items),
         };
         let mut job = crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows, queue)
-            .map_err(|e| format!("lane {n}: {e}"))?;
+            .map_err(|e| Invalid(format!("lane {n}: {e}")))?;
         // A point the job announces, in a unit of work of its queue.
         if let Some(text) = &self.crash_at {
             let mut plan = crate::points::CrashPlan::parse(text)
-                .map_err(|e| format!("lane {n}: crash_at: {e}"))?;
+                .map_err(|e| Invalid(format!("lane {n}: crash_at: {e}")))?;
             let index = job.queue.resolve(&plan.key).ok_or_else(|| {
-                format!(
+                Invalid(format!(
                     "lane {n}: crash_at {text}: not a key of the queue ({})",
                     job.queue.describe()
-                )
+                ))
             })?;
             plan.key = job.queue.key(index);
             job.crash_at = Some(plan);
@@ -341,46 +359,46 @@ impl LaneFile {
         Ok(LaneWorker::Exec(Box::new(job)))
     }
 
-    pub(super) fn validate(&self, n: usize, items: u64) -> Result<ScenarioLane, String> {
+    pub(super) fn validate(&self, n: usize, items: u64) -> Result<ScenarioLane, Invalid> {
         if !(1..=crate::limits::MAX_WORKERS).contains(&self.workers) {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "lane {n}: workers = {} is outside 1..={}",
                 self.workers,
                 crate::limits::MAX_WORKERS
-            ));
+            )));
         }
         if !(1..=crate::limits::MAX_BATCH).contains(&self.batch) {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "lane {n}: batch = {} is outside 1..={}",
                 self.batch,
                 crate::limits::MAX_BATCH
-            ));
+            )));
         }
         let worker = match (self.strategy, &self.exec) {
             (Some(_), Some(_)) => {
-                return Err(format!(
+                return Err(Invalid(format!(
                     "lane {n}: give strategy (reclaim's worker) or exec (yours), not both"
-                ));
+                )));
             }
             (None, None) => {
-                return Err(format!(
+                return Err(Invalid(format!(
                     "lane {n}: needs a strategy (naive, two-commit, keyed, guarded) or exec = \"your command\""
-                ));
+                )));
             }
             (Some(strategy), None) => {
                 if self.setup_sql.is_some() || self.table.is_some() || self.key.is_some() {
-                    return Err(format!(
+                    return Err(Invalid(format!(
                         "lane {n}: setup_sql, table and key describe an exec lane's job"
-                    ));
+                    )));
                 }
                 LaneWorker::Strategy(strategy)
             }
             (None, Some(command)) => self.exec_worker(n, command, items)?,
         };
         if self.batch > 1 && !worker.strategy().is_some_and(Strategy::batches) {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "lane {n}: batch applies to keyed, guarded and outbox only"
-            ));
+            )));
         }
         let crash_at = match &self.crash_at {
             // An exec lane's crash point is its job's, kept in its job.
@@ -388,7 +406,7 @@ impl LaneFile {
             Some(text) => {
                 let crash: CrashAt = text
                     .parse()
-                    .map_err(|e| format!("lane {n}: crash_at: {e}"))?;
+                    .map_err(|e| Invalid(format!("lane {n}: crash_at: {e}")))?;
                 crate::task::check_in_queue(&format!("lane {n}: crash_at"), crash.task, items)?;
                 Some(crash)
             }
@@ -403,14 +421,14 @@ impl LaneFile {
             || name.contains(['/', '\\'])
             || name.chars().any(char::is_control)
         {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "lane {n}: name {name:?} must be 1..=24 characters, no slashes or control characters"
-            ));
+            )));
         }
         if worker.job().is_some() && taken_by_reclaim(&name) {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "lane {n}: an exec lane named {name:?} would read as reclaim's own {name:?}; name it after your job"
-            ));
+            )));
         }
         let (vendor, long_item, split) = self.leaves_the_database(n, &worker, items, crash_at)?;
         Ok(ScenarioLane {
@@ -434,29 +452,29 @@ impl LaneFile {
         worker: &LaneWorker,
         items: u64,
         crash_at: Option<CrashAt>,
-    ) -> Result<(VendorModes, Option<LongItem>, u64), String> {
+    ) -> Result<(VendorModes, Option<LongItem>, u64), Invalid> {
         let strategy = worker.strategy();
         let relays = strategy.is_some_and(Strategy::relays);
         if self.side_effect.is_some() && strategy.is_none() {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "lane {n}: side_effect needs reclaim's own worker; an exec lane sends what it sends (vendor = true gives it a vendor)"
-            ));
+            )));
         }
         if self.vendor && strategy.is_some() {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "lane {n}: vendor = true gives an exec lane's job a vendor; reclaim's worker reaches one by side_effect = \"email\" or strategy = \"outbox\""
-            ));
+            )));
         }
         let reaches_vendor = self.side_effect.is_some() || relays || self.vendor;
         if !reaches_vendor && (self.vendor_keys.is_some() || self.vendor_drop_responses.is_some()) {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "lane {n}: vendor_keys and vendor_drop_responses need side_effect = \"email\" or strategy = \"outbox\""
-            ));
+            )));
         }
         let keys = match &self.vendor_keys {
             Some(text) => text
                 .parse::<Keys>()
-                .map_err(|e| format!("lane {n}: vendor_keys: {e}"))?,
+                .map_err(|e| Invalid(format!("lane {n}: vendor_keys: {e}")))?,
             None => Keys::Honour,
         };
         let drop_responses = self.vendor_drop_responses.unwrap_or(0.0);
@@ -471,19 +489,21 @@ impl LaneFile {
             if (crash.point == CrashPoint::AfterRelaySend && !relays)
                 || (crash.point == CrashPoint::AfterSend && !reaches_vendor)
             {
-                return Err(format!(
+                return Err(Invalid(format!(
                     "lane {n}: crash_at {crash}: this lane never passes that point (after-send needs side_effect or outbox; after-relay-send needs outbox)"
-                ));
+                )));
             }
         }
         let long_item = match &self.long_item {
             Some(text) => {
                 if strategy.is_none() {
-                    return Err(format!("lane {n}: long_item needs reclaim's own worker"));
+                    return Err(Invalid(format!(
+                        "lane {n}: long_item needs reclaim's own worker"
+                    )));
                 }
                 let long: LongItem = text
                     .parse()
-                    .map_err(|e| format!("lane {n}: long_item: {e}"))?;
+                    .map_err(|e| Invalid(format!("lane {n}: long_item: {e}")))?;
                 crate::task::check_in_queue(&format!("lane {n}: long_item"), long.task, items)?;
                 Some(long)
             }
@@ -491,12 +511,14 @@ impl LaneFile {
         };
         let split = self.split.unwrap_or(1);
         if !(1..=1000).contains(&split) {
-            return Err(format!("lane {n}: split = {split} is outside 1..=1000"));
+            return Err(Invalid(format!(
+                "lane {n}: split = {split} is outside 1..=1000"
+            )));
         }
         if split > 1 && !strategy.is_some_and(Strategy::splits) {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "lane {n}: split needs a strategy that checkpoints in the row's transaction: guarded or outbox"
-            ));
+            )));
         }
         Ok((
             VendorModes {
@@ -521,12 +543,12 @@ fn taken_by_reclaim(name: &str) -> bool {
         .any(|s| s.name().eq_ignore_ascii_case(&name))
 }
 
-pub(super) fn range(field: &str, value: f64, lo: f64, hi: f64) -> Result<(), String> {
+pub(super) fn range(field: &str, value: f64, lo: f64, hi: f64) -> Result<(), Invalid> {
     if value.is_finite() && (lo..=hi).contains(&value) {
         Ok(())
     } else if !value.is_finite() || value.abs() < 1e15 {
         // NaN and inf print short.
-        Err(format!("{field} = {value} is outside {lo}..={hi}"))
+        Err(Invalid(format!("{field} = {value} is outside {lo}..={hi}")))
     } else {
         // Printed whole, 1e308 is a 309-digit line: say what is wrong, and what is allowed.
         let size = if value < 0.0 {
@@ -534,7 +556,9 @@ pub(super) fn range(field: &str, value: f64, lo: f64, hi: f64) -> Result<(), Str
         } else {
             "is too large"
         };
-        Err(format!("{field} {size}; it must be within {lo}..={hi}"))
+        Err(Invalid(format!(
+            "{field} {size}; it must be within {lo}..={hi}"
+        )))
     }
 }
 

@@ -20,9 +20,9 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::engine::{EngineConfig, HangPlan, LaneConfig, LaneWorker, Pace};
+use crate::fake_vendor::VendorModes;
 use crate::supervisor::schedule::KillPlan;
 use crate::text::escape_controls;
-use crate::vendor::VendorModes;
 use crate::worker::{CrashAt, LongItem, SideEffect};
 
 /// The shipped scenarios, by name; the first is the default.
@@ -173,7 +173,10 @@ impl Scenario {
             return Self::parse(name, text);
         }
         let path = Path::new(name_or_path);
-        if matches!(crate::paths::look(path), Ok(crate::paths::Entry::Missing)) {
+        if matches!(
+            crate::paths::look(path),
+            Ok(crate::paths::PathKind::Missing)
+        ) {
             // Cut like any quoted value, with room for a path: it names neither a shipped
             // scenario nor a file, so the whole of it helps no one.
             return Err(ScenarioError::Unknown(escape_controls(
@@ -232,7 +235,7 @@ impl Scenario {
                 message: escape_controls(&crate::text::shorten_words(e.message().trim(), WORD_MAX)),
             }
         })?;
-        file.validate(source).map_err(invalid)
+        file.validate(source).map_err(|e| invalid(e.0))
     }
 
     /// The engine's configuration for this night: databases under `dir`, suffixed with `run`
@@ -315,7 +318,6 @@ fn file_name_part(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Kind;
     use crate::worker::Strategy;
 
     #[test]
@@ -470,123 +472,6 @@ mod tests {
             assert!(err.chars().count() < 160, "readable: {err}");
             assert!(!err.contains(&"9".repeat(41)), "cut: {err}");
         }
-    }
-
-    #[test]
-    fn captions_fall_on_their_time_or_their_event() {
-        use crate::engine::Mark;
-        let text = "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\n\
-            [[caption]]\nat = \"02:00:00\"\ntext = \"start\"\n\
-            [[caption]]\non = \"kill\"\ntext = \"kill\"\n";
-        let s = Scenario::parse("t", text).unwrap_or_else(|e| panic!("{e}"));
-        let events = [CaptionEvent {
-            sim: 7907.0,
-            kind: Kind::Notice,
-            mark: Some(Mark::Kill),
-            lane: Some(0),
-        }];
-        let times = caption_times(&s.captions, &["naive".into()], &events.iter().copied());
-        assert_eq!(times, [Some(7200.0), Some(7907.0)]);
-        assert_eq!(current_caption(&times, 7500.0), Some(0));
-        assert_eq!(current_caption(&times, 7907.0), Some(1));
-        assert_eq!(current_caption(&times, 7000.0), None);
-        let bad = "title = \"x\"\n[[lane]]\nstrategy = \"naive\"\n[[caption]]\non = \"lunch\"\ntext = \"t\"\n";
-        let err = Scenario::parse("t", bad)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(err.contains("caption 1: on = \"lunch\""), "{err}");
-    }
-
-    #[test]
-    fn with_the_right_lane_switched_to_keyed_no_caption_speaks_of_guarded() {
-        let s = Scenario::load("incident").unwrap_or_else(|e| panic!("{e}"));
-        let as_shipped: Vec<LaneShape<'_>> = s.lanes.iter().map(LaneShape::of).collect();
-        assert!(
-            captions_apply(&s.captions, &s.lanes, &as_shipped)
-                .iter()
-                .all(|a| *a)
-        );
-        assert_eq!(title_for(&s.title, &s.lanes, &as_shipped), s.title);
-        let mut now = as_shipped.clone();
-        now[1] = LaneShape {
-            name: "keyed",
-            worker: "keyed",
-            workers: 1,
-        };
-        let applies = captions_apply(&s.captions, &s.lanes, &now);
-        let shown: Vec<&str> = (s.captions.iter().zip(&applies))
-            .filter(|(_, a)| **a)
-            .map(|(c, _)| c.text.as_str())
-            .collect();
-        assert!(!shown.is_empty());
-        for text in &shown {
-            assert!(!text.to_lowercase().contains("guarded"), "{text}");
-            assert!(
-                !text.contains("Left,"),
-                "about both lanes as shipped: {text}"
-            );
-        }
-        assert!(
-            shown
-                .iter()
-                .any(|t| t.starts_with("The host takes the machine back"))
-        );
-        assert_eq!(
-            title_for(&s.title, &s.lanes, &now),
-            "The incident: one SIGKILL at 02:11:47, naive vs keyed"
-        );
-        // A caption about a lane not on screen falls at no other lane's event, and has no
-        // other lane's figures.
-        let events = [CaptionEvent {
-            sim: 8000.0,
-            kind: Kind::Done,
-            mark: None,
-            lane: Some(1),
-        }];
-        let names = ["naive".to_string(), "keyed".to_string()];
-        let times = caption_times(&s.captions, &names, &events.iter().copied());
-        let guarded_done = (s.captions.iter())
-            .position(|c| c.lane.as_deref() == Some("guarded"))
-            .unwrap_or_else(|| panic!("no guarded caption"));
-        assert_eq!(times[guarded_done], None);
-        let (text, _) = s.captions[guarded_done].filled(&["naive", "keyed"], |_| {
-            panic!("figures asked of a lane the caption is not about")
-        });
-        assert!(text.contains("{rows}"), "{text}");
-    }
-
-    #[test]
-    fn notes_name_the_moment_and_the_task_of_this_night() {
-        let figures = CaptionFigures {
-            lane: "naive".into(),
-            items: 200,
-            rows: 51,
-            distinct: 51,
-            duplicated: 0,
-            kills: 1,
-            restarts: 0,
-            claimed: None,
-            checkpoints: None,
-            task: Some("task-050".into()),
-            at: None,
-        }
-        .at(7398.0);
-        // A kill by hand at 02:03:18, not the postmortem's 02:11:47 and task-111.
-        assert_eq!(
-            fill_caption("{at}: {rows} rows, the newest {task}", &figures),
-            "02:03:18: 51 rows, the newest task-050"
-        );
-        let s = Scenario::load("incident").unwrap_or_else(|e| panic!("{e}"));
-        let kill = (s.captions.iter())
-            .find(|c| c.on.as_deref() == Some("kill"))
-            .and_then(|c| c.notes.clone())
-            .unwrap_or_default();
-        assert!(
-            kill.starts_with("{at}:") && kill.contains("{task}"),
-            "{kill}"
-        );
-        assert!(!kill.contains("task-112"), "{kill}");
     }
 
     #[test]

@@ -23,14 +23,26 @@ const RUNNING: u8 = 0;
 const TOO_LONG: u8 = 1;
 const SIGNALLED: u8 = 2;
 
+/// A query run on a user's behalf that did not finish: stopped, or failed in SQLite. `what` is the
+/// flag and its SQL, shortened, control characters escaped.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("{what} was stopped after {} s without finishing; make it end sooner", limit.as_secs())]
+    TooLong { what: String, limit: Duration },
+    #[error("{what} was stopped by a signal")]
+    Signalled { what: String },
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
 /// Runs `query` on `conn`, interrupted after `limit` or when a signal is caught; an interrupted
-/// query is one line naming `what` (the flag and its SQL, shortened), any other error its own.
+/// query names `what` (the flag and its SQL), any other error is SQLite's own.
 pub fn limited<T>(
     conn: &Connection,
     what: &str,
     limit: Duration,
     query: impl FnOnce() -> rusqlite::Result<T>,
-) -> Result<T, String> {
+) -> Result<T, QueryError> {
     let deadline = Instant::now() + limit;
     let why = Arc::new(AtomicU8::new(RUNNING));
     let seen = Arc::clone(&why);
@@ -52,12 +64,9 @@ pub fn limited<T>(
     conn.progress_handler(0, None::<fn() -> bool>);
     let what = crate::text::escape_controls(&crate::text::shorten(what, 80));
     result.map_err(|e| match why.load(Ordering::Relaxed) {
-        TOO_LONG => format!(
-            "{what} was stopped after {} s without finishing; make it end sooner",
-            limit.as_secs()
-        ),
-        SIGNALLED => format!("{what} was stopped by a signal"),
-        _ => e.to_string(),
+        TOO_LONG => QueryError::TooLong { what, limit },
+        SIGNALLED => QueryError::Signalled { what },
+        _ => QueryError::Sqlite(e),
     })
 }
 
@@ -87,6 +96,7 @@ mod tests {
             || conn.query_row(sql, [], |r| r.get::<_, i64>(0)),
         )
         .err()
+        .map(|e| e.to_string())
         .unwrap_or_default();
         assert!(
             err.starts_with("--count-sql \"WITH RECURSIVE\" was stopped after 0 s"),

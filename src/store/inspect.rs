@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{SchemaFacts, StoreError, open_snapshot};
 use crate::queue::Queue;
 use crate::task::canonical_index;
-use crate::verdict::{Derived, Facts};
+use crate::verdict::{Derived, RowFacts};
 
 /// What a warehouse holds, as `reclaim inspect` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,7 +38,8 @@ pub struct Inspection {
     pub integrity_ok: bool,
     /// The first line `PRAGMA integrity_check` returned.
     pub integrity: String,
-    /// Every task present exactly once, nothing else, and SQLite's own check passes.
+    /// Every task present exactly once, nothing else, and SQLite's own check passes: the derived
+    /// verdict's yes or no (`derived().is_ok()`), set from it, never by a rule of its own.
     pub consistent: bool,
     /// Whether each row's key was matched to the queue, or only counted (`--count-sql`).
     pub judged: Judged,
@@ -63,7 +64,7 @@ impl Inspection {
     /// The derived status: the only status reclaim believes.
     #[must_use]
     pub fn derived(&self) -> Derived {
-        Derived::from_facts(Facts {
+        Derived::from_facts(RowFacts {
             integrity_ok: self.integrity_ok,
             duplicated: self.duplicated_task_ids,
             extra: self.extra_rows,
@@ -71,6 +72,14 @@ impl Inspection {
             unexpected: self.unexpected,
             orphan_checkpoints: self.checkpoints_without_row.unwrap_or(0),
         })
+    }
+
+    /// `consistent` set from the derived verdict: one rule for the printed status, the JSON and
+    /// the exit code.
+    #[must_use]
+    fn with_verdict(mut self) -> Self {
+        self.consistent = self.derived().is_ok();
+        self
     }
 
     /// What a reader needs beside the verdict of an external job's rows: keys that do not
@@ -251,12 +260,6 @@ fn read_in_transaction(conn: &Connection, path: &Path, items: u64) -> rusqlite::
     let integrity_ok = report == "ok";
     let integrity = super::one_line(&report);
     let missing = items.saturating_sub(present_in_queue);
-    let consistent = integrity_ok
-        && rows == items
-        && distinct == items
-        && missing == 0
-        && unexpected == 0
-        && checkpoints_without_row.unwrap_or(0) == 0;
     Ok(Inspection {
         db: path.to_path_buf(),
         items,
@@ -273,10 +276,11 @@ fn read_in_transaction(conn: &Connection, path: &Path, items: u64) -> rusqlite::
         schema,
         integrity_ok,
         integrity,
-        consistent,
+        consistent: false,
         judged: Judged::Keys,
         queue: None,
-    })
+    }
+    .with_verdict())
 }
 
 /// The human report of `reclaim inspect`, ending with the postmortem's line.
@@ -343,7 +347,10 @@ pub fn inspect_rows(
     queue: &Queue,
     source: &super::rows::RowSource,
 ) -> Result<Inspection, StoreError> {
-    if matches!(crate::paths::look(path), Ok(crate::paths::Entry::Missing)) {
+    if matches!(
+        crate::paths::look(path),
+        Ok(crate::paths::PathKind::Missing)
+    ) {
         return Err(StoreError::NoTable {
             path: path.to_path_buf(),
             table: source.table.clone(),
@@ -427,8 +434,6 @@ fn read_rows(
     let integrity_ok = report == "ok";
     let missing = items.saturating_sub(matched.distinct);
     let in_queue_rows = matched.rows.saturating_sub(matched.outside);
-    let consistent =
-        integrity_ok && in_queue_rows == matched.distinct && missing == 0 && matched.outside == 0;
     Ok(Inspection {
         db: path.to_path_buf(),
         items,
@@ -445,8 +450,9 @@ fn read_rows(
         schema: SchemaFacts::default(),
         integrity_ok,
         integrity: super::one_line(&report),
-        consistent,
+        consistent: false,
         judged,
         queue: Some(queue.describe()),
-    })
+    }
+    .with_verdict())
 }

@@ -1,12 +1,15 @@
-//! The warehouse database: opening it with reclaim's pragmas, creating the schema a strategy
-//! needs, and refusing a table that exists without the constraints that strategy relies on.
+//! The warehouse database: opening it with reclaim's pragmas, and refusing a file that is not a
+//! warehouse reclaim may touch; the schema a strategy needs is `schema`'s.
 
 pub mod bounded;
 pub mod inspect;
 pub mod rows;
+mod schema;
 mod snapshot;
 pub mod wal;
 
+pub use schema::SchemaFacts;
+use schema::{columns, create_schema, verify_insertable, verify_key_form, verify_schema};
 pub use snapshot::Snapshot;
 
 use std::fs::{self, File};
@@ -15,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension as _, TransactionBehavior};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -450,251 +453,4 @@ fn refuse_foreign(conn: &Connection, path: &Path) -> Result<(), StoreError> {
         });
     }
     Ok(())
-}
-
-fn create_schema(conn: &mut Connection, path: &Path, needs: SchemaNeeds) -> Result<(), StoreError> {
-    let unique = if needs.unique_key { " UNIQUE" } else { "" };
-    let records = format!(
-        "CREATE TABLE IF NOT EXISTS records(
-            task_id    TEXT NOT NULL,
-            payload    TEXT NOT NULL,
-            idem_key   TEXT NOT NULL{unique},
-            run_id     TEXT NOT NULL,
-            written_at REAL NOT NULL
-        )"
-    );
-    // A rowid table, not WITHOUT ROWID (one B-tree fewer per checkpoint): the observer follows
-    // checkpoints by rowid, reading only what is new.
-    let checkpoints = "CREATE TABLE IF NOT EXISTS checkpoints(
-            task_id      TEXT PRIMARY KEY,
-            completed_at REAL NOT NULL
-        )";
-    retry_busy(|| {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute_batch(&records)?;
-        if needs.checkpoints {
-            tx.execute_batch(checkpoints)?;
-        }
-        // Verified inside the transaction: dropping it on a refusal rolls the creation back.
-        if let Err(refusal) = verify_schema(&tx, path, needs, true) {
-            return Ok(Err(refusal));
-        }
-        tx.commit()?;
-        Ok(Ok(()))
-    })
-    .map_err(|e| StoreError::sqlite(path, e))?
-}
-
-/// Checks the tables a strategy needs. With `complete` false, only the tables that exist are
-/// judged (the check before anything is created).
-fn verify_schema(
-    conn: &Connection,
-    path: &Path,
-    needs: SchemaNeeds,
-    complete: bool,
-) -> Result<(), StoreError> {
-    let facts = SchemaFacts::read(conn).map_err(|e| StoreError::sqlite(path, e))?;
-    // First: a table of another shape is not reclaim's at all, whatever constraints it has.
-    verify_task_id_type(&facts, path)?;
-    if needs.unique_key && !facts.unique_idem_key {
-        return Err(StoreError::MissingConstraint {
-            path: path.to_path_buf(),
-            table: "records",
-            constraint: "a UNIQUE constraint on idem_key",
-            strategy: needs.strategy,
-        });
-    }
-    if needs.checkpoints && (complete || facts.checkpoints_table) && !facts.checkpoint_key {
-        return Err(StoreError::MissingConstraint {
-            path: path.to_path_buf(),
-            table: "checkpoints",
-            constraint: "a PRIMARY KEY or UNIQUE constraint on task_id",
-            strategy: needs.strategy,
-        });
-    }
-    for column in RECORD_COLUMNS {
-        if !facts.record_columns.iter().any(|c| c == column) {
-            return Err(StoreError::MissingColumn {
-                path: path.to_path_buf(),
-                table: "records",
-                column,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Every column the workers do not write must accept a row without it (NULL allowed, or a
-/// default), or the first insert would fail after the file had been switched to WAL.
-fn verify_insertable(conn: &Connection, path: &Path) -> Result<(), StoreError> {
-    let mut stmt = conn
-        .prepare(
-            "SELECT name FROM pragma_table_info('records')
-             WHERE \"notnull\" = 1 AND dflt_value IS NULL AND pk = 0",
-        )
-        .map_err(|e| StoreError::sqlite(path, e))?;
-    let required: Vec<String> = stmt
-        .query_map([], |row| row.get(0))
-        .and_then(Iterator::collect)
-        .map_err(|e| StoreError::sqlite(path, e))?;
-    match required
-        .into_iter()
-        .find(|c| !RECORD_COLUMNS.contains(&c.as_str()))
-    {
-        Some(column) => Err(StoreError::ExtraColumn {
-            path: path.to_path_buf(),
-            column: crate::text::escape_controls(&column),
-        }),
-        None => Ok(()),
-    }
-}
-
-/// `records.task_id` must have TEXT affinity, as reclaim declares it: in a table whose ids are
-/// INTEGERs (the postmortem's own shape, or one made by hand) a worker's `task-001` would sit
-/// beside `1`, and no count could tell them apart.
-fn verify_task_id_type(facts: &SchemaFacts, path: &Path) -> Result<(), StoreError> {
-    match &facts.task_id_type {
-        Some(declared) if !has_text_affinity(declared) => Err(StoreError::ColumnType {
-            path: path.to_path_buf(),
-            table: "records",
-            column: "task_id",
-            found: if declared.trim().is_empty() {
-                "without a type".to_string()
-            } else {
-                crate::text::escape_controls(&crate::text::shorten(declared, 40))
-            },
-        }),
-        _ => Ok(()),
-    }
-}
-
-/// SQLite's affinity rules (datatype3.html, 3.1): a declared type containing `INT` is INTEGER;
-/// otherwise one containing `CHAR`, `CLOB` or `TEXT` is TEXT.
-fn has_text_affinity(declared: &str) -> bool {
-    let upper = declared.to_ascii_uppercase();
-    !upper.contains("INT") && ["CHAR", "CLOB", "TEXT"].iter().any(|t| upper.contains(t))
-}
-
-/// For a strategy that relies on the unique key: the warehouse's first row must be keyed as
-/// `task::idem_key` keys it, or a row written now would not collide with its duplicate there.
-fn verify_key_form(conn: &Connection, path: &Path, needs: SchemaNeeds) -> Result<(), StoreError> {
-    if !needs.unique_key {
-        return Ok(());
-    }
-    let first: Option<[Option<String>; 3]> = retry_busy(|| {
-        conn.query_row(
-            "SELECT CAST(task_id AS TEXT), CAST(payload AS TEXT), CAST(idem_key AS TEXT)
-             FROM records ORDER BY rowid LIMIT 1",
-            [],
-            |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?]),
-        )
-        .optional()
-    })
-    .map_err(|e| StoreError::sqlite(path, e))?;
-    let Some([task, payload, found]) = first.map(|row| row.map(Option::unwrap_or_default)) else {
-        return Ok(());
-    };
-    let expected = crate::task::idem_key(&task, &payload);
-    if found == expected {
-        return Ok(());
-    }
-    let short = |key: &str| {
-        let mut cut: String = crate::text::escape_controls(key).chars().take(24).collect();
-        if key.chars().count() > 24 {
-            cut.push('…');
-        }
-        cut
-    };
-    Err(StoreError::KeyForm {
-        path: path.to_path_buf(),
-        task: crate::text::escape_controls(&task),
-        found: short(&found),
-        expected: short(&expected),
-        strategy: needs.strategy,
-    })
-}
-
-/// The columns every strategy writes.
-const RECORD_COLUMNS: [&str; 5] = ["task_id", "payload", "idem_key", "run_id", "written_at"];
-
-/// What the schema of a warehouse really guarantees, read from SQLite's own catalogue.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct SchemaFacts {
-    #[serde(skip)]
-    pub record_columns: Vec<String>,
-    /// `records.idem_key` is covered by a UNIQUE index of exactly that column.
-    pub unique_idem_key: bool,
-    /// A `checkpoints` table exists.
-    pub checkpoints_table: bool,
-    /// `checkpoints.task_id` is its PRIMARY KEY or has a UNIQUE index of its own.
-    pub checkpoint_key: bool,
-    /// The declared type of `records.task_id` (`None` without that column).
-    #[serde(skip)]
-    pub task_id_type: Option<String>,
-}
-
-impl SchemaFacts {
-    pub fn read(conn: &Connection) -> rusqlite::Result<Self> {
-        let record_columns = columns(conn, "records")?;
-        let unique_idem_key = has_unique_on(conn, "records", "idem_key")?;
-        let checkpoints_table = table_exists(conn, "checkpoints")?;
-        let checkpoint_key = checkpoints_table && has_unique_on(conn, "checkpoints", "task_id")?;
-        let task_id_type = conn
-            .query_row(
-                "SELECT type FROM pragma_table_info('records') WHERE name = 'task_id'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()?;
-        Ok(Self {
-            record_columns,
-            unique_idem_key,
-            checkpoints_table,
-            checkpoint_key,
-            task_id_type,
-        })
-    }
-}
-
-fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
-    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
-    stmt.query_map([table], |row| row.get(0))?.collect()
-}
-
-/// True when `table` has a UNIQUE index (a PRIMARY KEY on a non-INTEGER column is one) whose only
-/// column is `column`.
-fn has_unique_on(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
-    let mut indexes =
-        conn.prepare("SELECT name FROM pragma_index_list(?1) WHERE \"unique\" = 1")?;
-    let names: Vec<String> = indexes
-        .query_map([table], |row| row.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut cols = conn.prepare("SELECT name FROM pragma_index_info(?1)")?;
-    for name in names {
-        let covered: Vec<Option<String>> = cols
-            .query_map([&name], |row| row.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        if covered.len() == 1 && covered[0].as_deref() == Some(column) {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_text_affinity_task_id_is_reclaims() {
-        for text in ["TEXT", "text not null", "VARCHAR(20)", "NCHAR", "CLOB"] {
-            assert!(has_text_affinity(text), "{text}");
-        }
-        // SQLite's rule 1 comes first: `CHARINT` is INTEGER.
-        for other in [
-            "INTEGER", "INT", "BIGINT", "CHARINT", "", "BLOB", "REAL", "NUMERIC",
-        ] {
-            assert!(!has_text_affinity(other), "{other}");
-        }
-    }
 }

@@ -107,7 +107,7 @@ impl RowSource {
             };
             Ok(Some((row.get::<_, i64>(0).ok(), row.get::<_, i64>(1).ok())))
         })
-        .map_err(wrong)?;
+        .map_err(|e| wrong(e.to_string()))?;
         let Some(row) = first else {
             return Err(wrong("it returned no row".into()));
         };
@@ -175,22 +175,32 @@ pub fn run_setup(path: &Path, sql: &str) -> Result<(), StoreError> {
         super::bounded::SETUP_LIMIT,
         || conn.execute_batch(sql),
     )
-    .map_err(|detail| StoreError::Setup {
+    .map_err(|e| StoreError::Setup {
         path: path.to_path_buf(),
-        detail,
+        detail: e.to_string(),
     })
+}
+
+/// Why `--setup-sql` was refused before anything was created: its trial on an empty database in
+/// memory did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TrialError {
+    #[error("cannot open a database in memory to try --setup-sql on: {0}")]
+    Open(#[source] rusqlite::Error),
+    #[error("--setup-sql does not run on an empty database: {0}")]
+    Setup(#[source] super::bounded::QueryError),
 }
 
 /// Checks `--setup-sql` (and `--count-sql`) on an empty database in memory, so a typo is refused
 /// before any file is created or any job started.
-pub fn check_setup(sql: &str) -> Result<(), String> {
+pub fn check_setup(sql: &str) -> Result<(), TrialError> {
     trial_setup(Some(sql)).map(drop)
 }
 
 /// An empty database in memory with `--setup-sql` run on it: what a new warehouse holds before
 /// the job's first attempt, for checks (and `--keys-sql`) that must not touch a file.
-pub fn trial_setup(sql: Option<&str>) -> Result<Connection, String> {
-    let conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
+pub fn trial_setup(sql: Option<&str>) -> Result<Connection, TrialError> {
+    let conn = Connection::open_in_memory().map_err(TrialError::Open)?;
     // A trial: it may touch nothing but its own database in memory.
     super::bounded::confine(&conn);
     if let Some(sql) = sql {
@@ -200,7 +210,7 @@ pub fn trial_setup(sql: Option<&str>) -> Result<Connection, String> {
             super::bounded::TRIAL_LIMIT,
             || conn.execute_batch(sql),
         )
-        .map_err(|e| format!("--setup-sql does not run on an empty database: {e}"))?;
+        .map_err(TrialError::Setup)?;
     }
     Ok(conn)
 }

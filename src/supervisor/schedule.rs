@@ -100,27 +100,42 @@ impl KillPlan {
     }
 }
 
+/// A kill window (`--kill-window`, a scenario's `host.kill_window`) that is not one.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WindowError {
+    #[error("expected LOW..HIGH in seconds, such as 0.2..0.9, got '{0}'")]
+    NotARange(String),
+    #[error("'{0}' is not a number of seconds")]
+    NotANumber(String),
+    #[error("{0} s is outside 0..3600 s")]
+    Outside(f64),
+    #[error("the window {0} ends before it starts")]
+    Backwards(String),
+    #[error("the window must end after 0 s")]
+    EndsAtZero,
+}
+
 /// Parses `0.2..0.9` (seconds) into a window.
-pub fn parse_window(text: &str) -> Result<(Duration, Duration), String> {
+pub fn parse_window(text: &str) -> Result<(Duration, Duration), WindowError> {
     let (lo, hi) = text
         .split_once("..")
-        .ok_or_else(|| format!("expected LOW..HIGH in seconds, such as 0.2..0.9, got '{text}'"))?;
-    let parse = |part: &str| -> Result<Duration, String> {
+        .ok_or_else(|| WindowError::NotARange(text.to_string()))?;
+    let parse = |part: &str| {
         let secs: f64 = part
             .trim()
             .parse()
-            .map_err(|_| format!("'{part}' is not a number of seconds"))?;
+            .map_err(|_| WindowError::NotANumber(part.to_string()))?;
         if !secs.is_finite() || !(0.0..=3600.0).contains(&secs) {
-            return Err(format!("{secs} s is outside 0..3600 s"));
+            return Err(WindowError::Outside(secs));
         }
         Ok(Duration::from_secs_f64(secs))
     };
     let (lo, hi) = (parse(lo)?, parse(hi)?);
     if lo > hi {
-        return Err(format!("the window {text} ends before it starts"));
+        return Err(WindowError::Backwards(text.to_string()));
     }
     if hi.is_zero() {
-        return Err("the window must end after 0 s".into());
+        return Err(WindowError::EndsAtZero);
     }
     Ok((lo, hi))
 }

@@ -16,6 +16,16 @@ use super::process;
 /// How long a service may take to say where it listens.
 const READY_WITHIN: Duration = Duration::from_secs(10);
 
+/// Why a service is not running: it could not be spawned, or it never said where it listens
+/// (its first stderr line, or what it printed instead, says why).
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("the vendor could not be started: {0}")]
+    Spawn(#[source] std::io::Error),
+    #[error("the vendor did not start: {said}")]
+    NotListening { said: String },
+}
+
 #[derive(Debug)]
 pub struct Service {
     child: Option<Child>,
@@ -25,12 +35,12 @@ pub struct Service {
 
 impl Service {
     /// Starts `command` and waits for its first stdout line, `listening ADDR`.
-    pub fn start(mut command: Command) -> Result<Self, String> {
+    pub fn start(mut command: Command) -> Result<Self, ServiceError> {
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = process::spawn(command).map_err(|e| e.to_string())?;
+        let mut child = process::spawn(command).map_err(ServiceError::Spawn)?;
         let pid = process::child_pid(&child);
         let (tx, rx) = mpsc::channel();
         if let Some(stdout) = child.stdout.take() {
@@ -64,7 +74,7 @@ impl Service {
                         .and_then(Result::ok)
                 })
                 .unwrap_or_else(|| first.unwrap_or_else(|| "(nothing)".into()));
-            return Err(format!("the vendor did not start: {said}"));
+            return Err(ServiceError::NotListening { said });
         };
         if let Some(stderr) = stderr {
             let _ = thread::Builder::new()

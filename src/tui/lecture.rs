@@ -105,8 +105,12 @@ impl Why {
     /// A lane's verdict as a lecture says it: the rows' status, and what went wrong at the
     /// receiving end when its items left the database.
     #[must_use]
-    pub fn verdict(lane: &str, derived: &str, messages: Option<&crate::vendor::Counts>) -> Self {
-        let verdict = match messages.and_then(crate::vendor::Counts::short_verdict) {
+    pub fn verdict(
+        lane: &str,
+        derived: &str,
+        messages: Option<&crate::fake_vendor::Counts>,
+    ) -> Self {
+        let verdict = match messages.and_then(crate::fake_vendor::Counts::short_verdict) {
             Some(wrong) => format!("{derived}, but {wrong}"),
             None => derived.to_string(),
         };

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::clock::SimTime;
 use crate::error::{Context as _, Error};
-use crate::paths::{self, Entry};
+use crate::paths::{self, PathKind};
 use nix::fcntl::{Flock, FlockArg};
 
 /// The first line of every notes file reclaim writes (then `: ` and the title): the only
@@ -193,7 +193,7 @@ fn resolve(path: &Path, others: &[&Path], warehouses: &[&Path]) -> Result<(PathB
     const WHAT: &str = "--notes";
     let entry = paths::look(path).context(|| format!("cannot look at {}", path.display()))?;
     let (resolved, new) = match entry {
-        Entry::File(_) => (paths::existing_file(path, WHAT)?, false),
+        PathKind::File(_) => (paths::existing_file(path, WHAT)?, false),
         _ => (
             paths::new_file(path, WHAT, "give --notes a new file")?,
             true,

@@ -99,7 +99,7 @@ pub struct LaneView {
     pub duplicated: u64,
     pub checkpoints: Option<u64>,
     /// Messages at the vendor, for a lane whose items leave the database.
-    pub messages: Option<crate::vendor::Counts>,
+    pub messages: Option<crate::fake_vendor::Counts>,
     pub series: Series,
     /// Kill and restart moments, sim seconds since 02:00.
     pub markers: Vec<Marker>,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::protocol::{self, Line};
+use super::protocol::{self, WorkerLine};
 use super::{Ctx, Row, WorkerError};
 use crate::heartbeat;
 use crate::store::retry_busy;
@@ -105,14 +105,14 @@ impl Ctx<'_> {
             0
         };
         if done > 0 {
-            self.say(&Line::Other(format!(
+            self.say(&WorkerLine::Other(format!(
                 "step    {task}  resumes at {}/{steps}",
                 done + 1
             )));
         }
         if self.gate.is_some() {
             let left = long.work.mul_f64((steps - done) as f64 / steps as f64);
-            self.say(&Line::Other(format!(
+            self.say(&WorkerLine::Other(format!(
                 "{}    {task}  {:.3} s",
                 protocol::WORK,
                 left.as_secs_f64()
@@ -130,7 +130,7 @@ impl Ctx<'_> {
                     )
                 })
                 .map_err(|e| self.db_error(e))?;
-                self.say(&Line::Other(format!(
+                self.say(&WorkerLine::Other(format!(
                     "step    {task}  {}/{steps}",
                     step + 1
                 )));

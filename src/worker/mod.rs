@@ -10,16 +10,14 @@ mod keyed;
 mod long_item;
 mod naive;
 mod outbox;
+mod pacing;
 pub mod protocol;
 pub mod relay;
 mod strategy;
 mod two_commit;
 
-use std::io::{self, BufRead as _, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, TransactionBehavior};
@@ -28,7 +26,8 @@ use thiserror::Error;
 
 pub use crash::{CrashAt, CrashPoint, KillWindow};
 pub use long_item::LongItem;
-use protocol::{Line, Resume};
+use pacing::{Gate, LiveDelay};
+use protocol::{Resume, WorkerLine};
 pub use strategy::Strategy;
 
 use crate::heartbeat;
@@ -94,7 +93,7 @@ pub enum WorkerError {
     )]
     BatchUnsupported { batch: u64, strategy: Strategy },
     #[error(transparent)]
-    Send(#[from] crate::vendor::SendError),
+    Send(#[from] crate::fake_vendor::SendError),
     #[error("--side-effect email needs --vendor ADDR (a `reclaim vendor` listening on 127.0.0.1)")]
     NoVendor,
     #[error(
@@ -137,7 +136,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
     )?;
     let wal = store::wal::WalBound::new(&conn, &config.db)
         .map_err(|e| StoreError::sqlite(&config.db, e))?;
-    let pace = Pace::new(config.delay);
+    let pace = LiveDelay::new(config.delay);
     let gate = config.gated.then(Gate::default);
     if config.supervised {
         pace.follow_stdin(gate.clone());
@@ -167,7 +166,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
         skipped: 0,
         resumed: false,
     };
-    ctx.say(&Line::Start {
+    ctx.say(&WorkerLine::Start {
         run_id: config.strategy.names_its_run().then(|| run_id.clone()),
         items: config.items,
         strategy: config.strategy,
@@ -184,7 +183,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
         rows_written,
         inserted: ctx.inserted,
     };
-    ctx.say(&Line::Done {
+    ctx.say(&WorkerLine::Done {
         rows_written: claim.rows_written,
         inserted: claim.inserted,
     });
@@ -201,7 +200,7 @@ struct Ctx<'a> {
     heartbeat: heartbeat::Writer,
     heartbeat_failing: bool,
     last_beat: Option<Instant>,
-    pace: Pace,
+    pace: LiveDelay,
     /// Set for a gated worker: what the supervisor has granted.
     gate: Option<Gate>,
     /// Writes (transactions' items) this process has committed, as a gated worker counts them.
@@ -234,7 +233,7 @@ impl Row {
 
 impl Ctx<'_> {
     /// A line on stdout, in the protocol's words; a supervisor stamps it with the sim time.
-    fn say(&mut self, line: &Line) {
+    fn say(&mut self, line: &WorkerLine) {
         // The log is advisory: a closed pipe must not stop the work.
         let _ = writeln!(self.out, "{line}");
         let _ = self.out.flush();
@@ -250,7 +249,7 @@ impl Ctx<'_> {
                 && crash.point == CrashPoint::AfterRowCommit
                 && !self.config.strategy.checkpoints_apart());
         if point_matches && tasks.contains(&crash.task) {
-            self.say(&Line::Crash { at: crash });
+            self.say(&WorkerLine::Crash { at: crash });
             let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
         }
     }
@@ -266,9 +265,9 @@ impl Ctx<'_> {
             self.resumed = true;
             let skipped = self.skipped;
             if index >= self.config.items {
-                self.say(&Line::Resume(Resume::NothingLeft { skipped }));
+                self.say(&WorkerLine::Resume(Resume::NothingLeft { skipped }));
             } else if skipped > 0 {
-                self.say(&Line::Resume(Resume::From {
+                self.say(&WorkerLine::Resume(Resume::From {
                     task: index,
                     skipped,
                 }));
@@ -291,7 +290,7 @@ impl Ctx<'_> {
             // INVARIANT: a gated worker says what it waits for before it waits, so the
             // supervisor's clock can move on to the moment of this write and no further.
             let need = self.writes + count;
-            self.say(&Line::Wait { need });
+            self.say(&WorkerLine::Wait { need });
             gate.wait_for(need);
         }
         self.work_long_item(rows)?;
@@ -333,7 +332,8 @@ impl Ctx<'_> {
                     if outbox {
                         // INVARIANT: the outbox entry commits with its row, or neither does;
                         // nothing is sent inside the transaction.
-                        let message = crate::vendor::Message::for_task(&row.task_id, &row.payload);
+                        let message =
+                            crate::fake_vendor::Message::for_task(&row.task_id, &row.payload);
                         tx.prepare_cached(outbox::ENTRY_SQL)?
                             .execute(rusqlite::params![
                                 row.task_id,
@@ -359,7 +359,7 @@ impl Ctx<'_> {
                 .and_then(|r| crate::task::parse_task_id(&r.task_id))
             {
                 let writes = self.writes;
-                self.say(&Line::Wrote { writes, last });
+                self.say(&WorkerLine::Wrote { writes, last });
             }
         }
         Ok(inserted)
@@ -373,8 +373,8 @@ impl Ctx<'_> {
         }
         let vendor = self.config.vendor.ok_or(WorkerError::NoVendor)?;
         for row in rows {
-            let message = crate::vendor::Message::for_task(&row.task_id, &row.payload);
-            crate::vendor::send(vendor, &message, None)?;
+            let message = crate::fake_vendor::Message::for_task(&row.task_id, &row.payload);
+            crate::fake_vendor::send(vendor, &message, None)?;
         }
         Ok(())
     }
@@ -488,86 +488,3 @@ fn insert_sql(on_conflict_ignore: bool) -> &'static str {
 /// Records that a task is done.
 const CHECKPOINT_SQL: &str =
     "INSERT OR REPLACE INTO checkpoints(task_id, completed_at) VALUES (?1, ?2)";
-
-/// What a gated worker may write: the supervisor grants writes as its sim clock reaches their
-/// moment, so the real pace follows the clock shown and never the other way round.
-#[derive(Debug, Clone, Default)]
-struct Gate {
-    granted: Arc<(Mutex<u64>, Condvar)>,
-}
-
-impl Gate {
-    fn grant(&self, upto: u64) {
-        let (lock, ready) = &*self.granted;
-        if let Ok(mut granted) = lock.lock() {
-            *granted = (*granted).max(upto);
-            ready.notify_all();
-        }
-    }
-
-    /// Blocks until `need` writes in all have been granted.
-    fn wait_for(&self, need: u64) {
-        let (lock, ready) = &*self.granted;
-        let Ok(mut granted) = lock.lock() else { return };
-        while *granted < need {
-            match ready.wait(granted) {
-                Ok(next) => granted = next,
-                Err(_) => return,
-            }
-        }
-    }
-}
-
-/// The pause after each item. A supervisor may change it while the worker runs (the dashboard's
-/// speed keys), and a change applies within the current pause, not only from the next item.
-#[derive(Debug, Clone)]
-struct Pace {
-    delay_us: Arc<AtomicU64>,
-}
-
-impl Pace {
-    fn new(delay: Duration) -> Self {
-        Self {
-            delay_us: Arc::new(AtomicU64::new(delay.as_micros() as u64)),
-        }
-    }
-
-    /// Reads pace commands (`protocol::Pace`) and grants (`protocol::Grant`, for `gate`) from
-    /// stdin for as long as stdin stays open.
-    fn follow_stdin(&self, gate: Option<Gate>) {
-        let delay_us = Arc::clone(&self.delay_us);
-        thread::spawn(move || {
-            for line in io::stdin().lock().lines() {
-                let Ok(line) = line else { break };
-                if let Ok(pace) = line.parse::<protocol::Pace>() {
-                    delay_us.store(pace.delay.as_micros() as u64, Ordering::Relaxed);
-                } else if let (Some(gate), Ok(grant)) = (&gate, line.parse::<protocol::Grant>()) {
-                    gate.grant(grant.upto);
-                }
-            }
-            // The supervisor is gone (its death signal kills this process too); a gate left
-            // shut would only leave a process waiting for no one.
-            if let Some(gate) = &gate {
-                gate.grant(u64::MAX);
-            }
-        });
-    }
-
-    /// Sleeps until `items` times the delay has passed since `started`, re-reading the delay as
-    /// it goes.
-    fn wait(&self, started: Instant, items: u32) {
-        const SLICE: Duration = Duration::from_millis(10);
-        loop {
-            let delay = Duration::from_micros(self.delay_us.load(Ordering::Relaxed))
-                .checked_mul(items)
-                .unwrap_or(Duration::MAX);
-            let Some(left) = delay.checked_sub(started.elapsed()) else {
-                return;
-            };
-            if left.is_zero() {
-                return;
-            }
-            thread::sleep(left.min(SLICE));
-        }
-    }
-}

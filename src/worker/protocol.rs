@@ -1,10 +1,10 @@
 //! The wire between the supervisor and a worker, written once for both sides: the command line
 //! that starts a worker (`WorkerConfig::to_args`, parsed back by clap's `WorkerArgs`), the lines
-//! a worker prints on stdout (`Line`, with a gated worker's `wait`/`wrote`), and the commands
-//! it reads on stdin (`Grant` for a gated worker, `Pace` for one that paces itself).
+//! a worker prints on stdout (`WorkerLine`, with a gated worker's `wait`/`wrote`), and the commands
+//! it reads on stdin (`Grant` for a gated worker, `SetDelay` for one that paces itself).
 //!
 //! Someone else's program (`run --exec`) speaks none of that: it gets `ExecEnv`, a folder and a
-//! few variables, and its lines are all `Line::Other`.
+//! few variables, and its lines are all `WorkerLine::Other`.
 //!
 //! Each has `Display` and `FromStr`, and the tests round-trip them, so a field added on one
 //! side and forgotten on the other fails a test instead of a night.
@@ -184,7 +184,7 @@ pub const WORK: &str = "work";
 /// One line a worker prints on stdout. The first word is its kind; the supervisor stamps it with
 /// the sim time and puts the rest on the timeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Line {
+pub enum WorkerLine {
     /// `run_id` is `None` for the naive worker, which logs `(none)` as the postmortem's did.
     Start {
         run_id: Option<String>,
@@ -216,7 +216,7 @@ pub enum Line {
     Other(String),
 }
 
-impl Line {
+impl WorkerLine {
     /// The first word: `start`, `resume`, `crash`, `done`, or `log`.
     #[must_use]
     pub fn word(&self) -> &'static str {
@@ -262,7 +262,7 @@ impl Line {
     }
 }
 
-impl fmt::Display for Line {
+impl fmt::Display for WorkerLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Other(text) => f.write_str(text),
@@ -278,7 +278,7 @@ fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
         .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
 }
 
-impl FromStr for Line {
+impl FromStr for WorkerLine {
     type Err = std::convert::Infallible;
 
     /// Never fails: a line that is not one of the known kinds, or is garbled, is `Other`.
@@ -332,24 +332,36 @@ impl FromStr for Line {
 /// (the supervisor's workers are gated by `Grant` instead; the command stays for any other
 /// program driving a worker).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pace {
+pub struct SetDelay {
     pub delay: Duration,
 }
 
-impl fmt::Display for Pace {
+impl fmt::Display for SetDelay {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "delay-us {}", self.delay.as_micros())
     }
 }
 
-impl FromStr for Pace {
-    type Err = String;
+/// A line on a worker's stdin that is not the command it was read as.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a {what}: {line:?}")]
+pub struct NotACommand {
+    /// The command expected: `pace command`, `grant`.
+    pub what: &'static str,
+    pub line: String,
+}
+
+impl FromStr for SetDelay {
+    type Err = NotACommand;
 
     fn from_str(line: &str) -> Result<Self, Self::Err> {
         let us = line
             .strip_prefix("delay-us ")
             .and_then(|n| n.trim().parse().ok())
-            .ok_or_else(|| format!("not a pace command: {line:?}"))?;
+            .ok_or_else(|| NotACommand {
+                what: "pace command",
+                line: line.to_string(),
+            })?;
         Ok(Self {
             delay: Duration::from_micros(us),
         })
@@ -369,13 +381,16 @@ impl fmt::Display for Grant {
 }
 
 impl FromStr for Grant {
-    type Err = String;
+    type Err = NotACommand;
 
     fn from_str(line: &str) -> Result<Self, Self::Err> {
         line.strip_prefix("grant ")
             .and_then(|n| n.trim().parse().ok())
             .map(|upto| Self { upto })
-            .ok_or_else(|| format!("not a grant: {line:?}"))
+            .ok_or_else(|| NotACommand {
+                what: "grant",
+                line: line.to_string(),
+            })
     }
 }
 
@@ -386,7 +401,7 @@ mod tests {
     use clap::Parser as _;
 
     use super::*;
-    use crate::cli::{Cli, Command};
+    use crate::cli::{Cli, Subcommand};
     use crate::worker::CrashPoint;
 
     #[test]
@@ -416,7 +431,7 @@ mod tests {
         let mut command_line: Vec<OsString> = vec!["reclaim".into()];
         command_line.extend(config.to_args());
         let cli = Cli::try_parse_from(command_line).unwrap_or_else(|e| panic!("{e}"));
-        let Some(Command::Worker(parsed)) = cli.command else {
+        let Some(Subcommand::Worker(parsed)) = cli.command else {
             panic!("not a worker command");
         };
         assert_eq!(parsed.to_config(), config);
@@ -425,49 +440,49 @@ mod tests {
     #[test]
     fn every_line_a_worker_prints_parses_back_to_itself() {
         let lines = [
-            Line::Start {
+            WorkerLine::Start {
                 run_id: None,
                 items: 200,
                 strategy: Strategy::Naive,
                 pid: 4242,
             },
-            Line::Start {
+            WorkerLine::Start {
                 run_id: Some("run-1-2".into()),
                 items: 7,
                 strategy: Strategy::Guarded,
                 pid: 1,
             },
-            Line::Resume(Resume::From {
+            WorkerLine::Resume(Resume::From {
                 task: 56,
                 skipped: 56,
             }),
-            Line::Resume(Resume::NothingLeft { skipped: 200 }),
-            Line::Crash {
+            WorkerLine::Resume(Resume::NothingLeft { skipped: 200 }),
+            WorkerLine::Crash {
                 at: CrashAt {
                     task: 111,
                     point: CrashPoint::AfterCommit,
                 },
             },
-            Line::Done {
+            WorkerLine::Done {
                 rows_written: 312,
                 inserted: 200,
             },
-            Line::Wait { need: 113 },
-            Line::Wrote {
+            WorkerLine::Wait { need: 113 },
+            WorkerLine::Wrote {
                 writes: 112,
                 last: 111,
             },
-            Line::Other("heartbeat: writing x again".into()),
+            WorkerLine::Other("heartbeat: writing x again".into()),
         ];
         for line in lines {
             let text = line.to_string();
-            assert_eq!(text.parse::<Line>(), Ok(line.clone()), "{text}");
-            if !matches!(line, Line::Other(_)) {
+            assert_eq!(text.parse::<WorkerLine>(), Ok(line.clone()), "{text}");
+            if !matches!(line, WorkerLine::Other(_)) {
                 assert_eq!(text, format!("{:<7} {}", line.word(), line.fields()));
             }
         }
         assert_eq!(
-            Line::Done {
+            WorkerLine::Done {
                 rows_written: 312,
                 inserted: 200
             }
@@ -475,8 +490,8 @@ mod tests {
             "done    rows_written=312  status=ok  inserted=200"
         );
         assert_eq!(
-            "done garbage".parse::<Line>(),
-            Ok(Line::Other("done garbage".into()))
+            "done garbage".parse::<WorkerLine>(),
+            Ok(WorkerLine::Other("done garbage".into()))
         );
     }
 
@@ -527,12 +542,12 @@ mod tests {
 
     #[test]
     fn the_pace_command_round_trips() {
-        let pace = Pace {
+        let pace = SetDelay {
             delay: Duration::from_micros(1250),
         };
         assert_eq!(pace.to_string(), "delay-us 1250");
-        assert_eq!(pace.to_string().parse::<Pace>(), Ok(pace));
-        assert!("delay-us x".parse::<Pace>().is_err());
+        assert_eq!(pace.to_string().parse::<SetDelay>(), Ok(pace));
+        assert!("delay-us x".parse::<SetDelay>().is_err());
         let grant = Grant { upto: 112 };
         assert_eq!(grant.to_string().parse::<Grant>(), Ok(grant));
         assert!("grant".parse::<Grant>().is_err());

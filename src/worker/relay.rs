@@ -17,11 +17,11 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _};
 use thiserror::Error;
 
+use crate::fake_vendor::{Message, SendError, send};
 use crate::heartbeat::unix_now;
 use crate::store::retry_busy;
 use crate::task::parse_task_id;
-use crate::vendor::{Message, SendError, send};
-use crate::worker::protocol::Line;
+use crate::worker::protocol::WorkerLine;
 use crate::worker::{CrashAt, CrashPoint};
 
 /// How long a relay started by hand waits with nothing pending and the queue unfinished before
@@ -108,7 +108,7 @@ pub fn run(config: &RelayConfig, out: &mut dyn Write) -> Result<u64, RelayError>
                     && crash.point == CrashPoint::AfterRelaySend
                     && parse_task_id(&task) == Some(crash.task)
                 {
-                    say(&Line::Crash { at: crash }.to_string());
+                    say(&WorkerLine::Crash { at: crash }.to_string());
                     let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
                 }
                 retry_busy(|| {

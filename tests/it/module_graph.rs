@@ -35,7 +35,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "queue",
             "store",
             "supervisor",
-            "vendor",
+            "fake_vendor",
             "verdict",
             "worker",
         ],

@@ -98,6 +98,50 @@ fn inspect_counts_a_task_only_in_its_canonical_spelling_and_never_wraps() {
     );
 }
 
+/// `inspect`'s exit code, its printed verdict, and its JSON (`derived_status`, `consistent`) are
+/// one verdict: a good warehouse, one with a row gone, one with a row twice and one with a
+/// stranger's row each agree on all four, and the spoiled ones are never 0.
+#[test]
+fn inspect_exit_code_printed_verdict_and_json_follow_one_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = clean_night(dir.path(), "20");
+    let spoil = [
+        ("", "ok"),
+        (
+            "DELETE FROM records WHERE task_id = 'task-007';",
+            "incomplete",
+        ),
+        (
+            "INSERT INTO records SELECT task_id, payload, 'again', run_id, written_at
+                 FROM records WHERE task_id = 'task-003';",
+            "data_wrong",
+        ),
+        (
+            "INSERT INTO records SELECT 'task-020', payload, 'beyond', run_id, written_at
+                 FROM records WHERE task_id = 'task-004';",
+            "data_wrong",
+        ),
+    ];
+    for (sql, expected) in spoil {
+        if !sql.is_empty() {
+            write(&db, sql);
+        }
+        let (code, json) = inspect_json(&db, "20");
+        let plain = reclaim(&["inspect", "--db", path_arg(&db), "--items", "20"]);
+        let verdict = plain
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("verdict      "))
+            .unwrap_or_else(|| panic!("no verdict line:\n{}", plain.stdout));
+        let holds = expected == "ok";
+        assert_eq!(json["derived_status"], expected, "{sql}: {json}");
+        assert_eq!(json["consistent"], holds, "{sql}: {json}");
+        assert_eq!(code, Some(i32::from(!holds)), "{sql}: {json}");
+        assert_eq!(plain.code, code, "{sql}: {}", plain.stdout);
+        assert_eq!(verdict == "ok", holds, "{sql}: {verdict}");
+    }
+}
+
 /// A records table as the postmortem's harness (or a hand) makes it: task ids are INTEGERs.
 fn integer_table(db: &Path) {
     write(

@@ -7,10 +7,11 @@ use crate::engine::window::KillWindow;
 use crate::heartbeat;
 use crate::supervisor::slot::{Exit, RestartPolicy};
 use crate::task::task_id;
-use crate::worker::protocol::Line;
+use crate::worker::protocol::WorkerLine;
 use std::time::Instant;
 
-use super::{CLAIM_CHARS, ClaimedDone, Lane, Note, claimed_rows, kind_of};
+use super::note::kind_of;
+use super::{CLAIM_CHARS, ClaimedDone, Lane, Note, claimed_rows};
 
 impl Lane {
     /// Where the kill of `slots` landed, from the rows read after their workers were reaped.
@@ -153,24 +154,24 @@ impl Lane {
                 rows_written: claimed_rows(&claim).unwrap_or(0),
                 status: claim,
             });
-            Line::Other(line)
+            WorkerLine::Other(line)
         } else {
-            let Ok(said) = line.parse::<Line>();
+            let Ok(said) = line.parse::<WorkerLine>();
             said
         };
         match &said {
-            Line::Done { rows_written, .. } => {
+            WorkerLine::Done { rows_written, .. } => {
                 self.claimed = Some(ClaimedDone {
                     rows_written: *rows_written,
                     status: "ok".into(),
                 });
             }
-            Line::Crash { at } => self.slots[slot].crashing_at(*at),
-            Line::Wait { need } if current => {
+            WorkerLine::Crash { at } => self.slots[slot].crashing_at(*at),
+            WorkerLine::Wait { need } if current => {
                 self.attempts[slot].need = *need;
                 return (None, None);
             }
-            Line::Wrote { writes, last } if current => {
+            WorkerLine::Wrote { writes, last } if current => {
                 let a = &mut self.attempts[slot];
                 if a.working {
                     a.worked(*writes, clock);
@@ -184,8 +185,8 @@ impl Lane {
                 self.last_write_sim = Some(self.last_write_sim.map_or(at, |w| w.max(at)));
                 return (None, Some((*last, a.now())));
             }
-            Line::Wait { .. } | Line::Wrote { .. } => return (None, None),
-            Line::Other(text)
+            WorkerLine::Wait { .. } | WorkerLine::Wrote { .. } => return (None, None),
+            WorkerLine::Other(text)
                 if current
                     && self.on_schedule(slot)
                     && text.split_whitespace().next() == Some(crate::worker::protocol::WORK) =>

@@ -71,7 +71,10 @@ impl Lane {
     }
 
     /// Starts the lane's vendor (`exe vendor ...`), when its items reach one.
-    pub(in crate::engine) fn start_vendor(&mut self, exe: &std::path::Path) -> Result<(), String> {
+    pub(in crate::engine) fn start_vendor(
+        &mut self,
+        exe: &std::path::Path,
+    ) -> Result<(), crate::supervisor::service::ServiceError> {
         if !self.config.needs_vendor() {
             return Ok(());
         }

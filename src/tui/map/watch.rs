@@ -59,7 +59,7 @@ pub fn scenario_for(cell: &Cell, items: u64) -> Scenario {
                 batch: 1,
                 crash_at: Some(crash),
                 side_effect: None,
-                vendor: crate::vendor::VendorModes::default(),
+                vendor: crate::fake_vendor::VendorModes::default(),
                 long_item: None,
                 split: 1,
             })

@@ -311,7 +311,7 @@ fn verdict_lines(lane: &LaneView, theme: Theme, why: bool) -> Vec<Line<'static>>
         .messages
         .as_ref()
         .filter(|_| matches!(lane.state_kind, StateKind::Done | StateKind::Failed))
-        .and_then(crate::vendor::Counts::short_verdict)
+        .and_then(crate::fake_vendor::Counts::short_verdict)
     {
         verdict.push(Line::styled(wrong, theme.bad()));
     }

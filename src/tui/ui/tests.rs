@@ -352,7 +352,7 @@ fn every_size_from_tiny_to_large_renders() {
 
 #[test]
 fn a_lane_whose_items_leave_the_database_shows_its_messages_beside_its_rows() {
-    let counts = crate::vendor::Counts {
+    let counts = crate::fake_vendor::Counts {
         received: 201,
         distinct: 200,
         duplicated: 1,

@@ -410,9 +410,9 @@ fn hold(stream: &TcpStream) {
 }
 
 /// Counts a connection as served until it is dropped, panic or not.
-struct Slot(Arc<AtomicUsize>);
+struct ConnectionPermit(Arc<AtomicUsize>);
 
-impl Drop for Slot {
+impl Drop for ConnectionPermit {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
@@ -433,7 +433,7 @@ pub fn serve_connections(listener: &TcpListener, answer: &Arc<Answer>, stop: &dy
         match listener.accept() {
             Ok((stream, _)) => {
                 active.fetch_add(1, Ordering::SeqCst);
-                let slot = Slot(Arc::clone(&active));
+                let slot = ConnectionPermit(Arc::clone(&active));
                 let answer = Arc::clone(answer);
                 let spawned = thread::Builder::new()
                     .name("vendor-connection".into())

@@ -1,4 +1,5 @@
-//! `reclaim vendor`: the third party a side effect reaches. A real HTTP server on 127.0.0.1 (an
+//! `reclaim vendor`: reclaim's own stand-in for the third party a side effect reaches (an email
+//! vendor), written here and not third-party code, hence "fake". A real HTTP server on 127.0.0.1 (an
 //! ephemeral port, said on its first stdout line) that "sends" each message it is asked to and
 //! records every delivery in its own SQLite database, so a night is judged where the customer
 //! would notice: at the receiving end.
@@ -11,26 +12,30 @@
 //! and then, with probability P (seeded), closes the connection without answering: the caller
 //! cannot tell whether anything was sent, and retries.
 //!
-//! The callers are here too (`send`): a worker's email before its commit, and the relay.
+//! The callers are beside it (`send`: a worker's email before its commit, and the relay), and
+//! the verdict at the receiving end (`counts`).
 
+mod counts;
 pub mod http;
+mod send;
+
+pub use self::counts::Counts;
+pub use self::send::{SEND_ATTEMPTS, SendError, Sent, parse_addr, send};
 
 use std::fmt;
 use std::io::{self, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension as _, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 use thiserror::Error;
 
 use crate::heartbeat::unix_now;
-use crate::task::parse_task_id;
 
 /// What the vendor does with an `Idempotency-Key`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -368,186 +373,6 @@ fn hex_sha256(text: &str) -> String {
         let _ = write!(hex, "{byte:02x}");
     }
     hex
-}
-
-/// A message the vendor would not take.
-#[derive(Debug, Error)]
-pub enum SendError {
-    #[error("the vendor at {addr} refused {task} (HTTP {status}: {body})")]
-    Refused {
-        addr: SocketAddr,
-        task: String,
-        status: u16,
-        body: String,
-    },
-    #[error("no answer from the vendor at {addr} for {task} after {attempts} attempts: {last}")]
-    Unreachable {
-        addr: SocketAddr,
-        task: String,
-        attempts: u32,
-        last: io::Error,
-    },
-}
-
-/// How many times a caller asks before it gives up on a message; with the pause between them,
-/// a few seconds at most, so no loop runs on by itself.
-pub const SEND_ATTEMPTS: u32 = 40;
-const SEND_PAUSE: Duration = Duration::from_millis(20);
-
-/// What one `send` took.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sent {
-    /// Requests made: more than one when a response was lost.
-    pub attempts: u32,
-    /// The vendor answered from its key store (nothing sent this time).
-    pub replayed: bool,
-}
-
-/// Sends `message`, with `key` as its `Idempotency-Key` when given, retrying a lost response as
-/// any client must (it cannot know whether the message went out).
-pub fn send(addr: SocketAddr, message: &Message, key: Option<&str>) -> Result<Sent, SendError> {
-    let body = message.body();
-    let headers: Vec<(&str, &str)> = key.map(|k| ("Idempotency-Key", k)).into_iter().collect();
-    let mut last = io::Error::other("not tried");
-    for attempt in 1..=SEND_ATTEMPTS {
-        match http::post(addr, "/messages", &headers, &body) {
-            Ok(response) if (200..300).contains(&response.status) => {
-                return Ok(Sent {
-                    attempts: attempt,
-                    replayed: response
-                        .headers
-                        .iter()
-                        .any(|(n, v)| n == "idempotent-replayed" && v == "true"),
-                });
-            }
-            Ok(response) => {
-                return Err(SendError::Refused {
-                    addr,
-                    task: message.task.clone(),
-                    status: response.status,
-                    body: response.body,
-                });
-            }
-            Err(error) => last = error,
-        }
-        thread::sleep(SEND_PAUSE);
-    }
-    Err(SendError::Unreachable {
-        addr,
-        task: message.task.clone(),
-        attempts: SEND_ATTEMPTS,
-        last,
-    })
-}
-
-/// An address a worker or relay may send to: loopback only.
-pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
-    let addr: SocketAddr = text.parse().map_err(|_| {
-        format!(
-            "'{}' is not an address such as 127.0.0.1:8080",
-            crate::text::shorten(text, 40)
-        )
-    })?;
-    if !addr.ip().is_loopback() {
-        return Err(format!(
-            "{addr} is not on loopback; the vendor lives on 127.0.0.1 only"
-        ));
-    }
-    Ok(addr)
-}
-
-/// The messages at the receiving end, as the vendor's database records them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
-pub struct Counts {
-    /// Messages the vendor sent (a replayed or refused request sends none).
-    pub received: u64,
-    /// Tasks of the queue with at least one message.
-    pub distinct: u64,
-    /// Messages beyond the first for a task: what a customer got twice.
-    pub duplicated: u64,
-    /// Tasks of the queue with no message.
-    pub missing: u64,
-}
-
-impl Counts {
-    /// Every task's message arrived, once.
-    #[must_use]
-    pub fn holds(&self) -> bool {
-        self.duplicated == 0 && self.missing == 0
-    }
-
-    /// What is wrong at the receiving end, in a few words for a narrow panel.
-    #[must_use]
-    pub fn short_verdict(&self) -> Option<String> {
-        let mut wrong = Vec::new();
-        if self.duplicated > 0 {
-            wrong.push(format!("{} sent twice", self.duplicated));
-        }
-        if self.missing > 0 {
-            wrong.push(format!("{} never sent", self.missing));
-        }
-        (!wrong.is_empty()).then(|| format!("messages WRONG: {}", wrong.join(", ")))
-    }
-
-    /// Reads the vendor's database without changing it, each message's task matched to `queue`
-    /// (someone else's job names its messages by its own keys).
-    pub fn read_queue(db: &Path, queue: &crate::queue::Queue) -> Result<Self, VendorError> {
-        Self::read_with(db, queue.len(), |task| queue.index_of(task))
-    }
-
-    /// How many requests the vendor has recorded, whatever their outcome (`None` while it has no
-    /// database yet).
-    #[must_use]
-    pub fn requests(db: &Path) -> Option<u64> {
-        let conn = Connection::open_with_flags(
-            db,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .ok()?;
-        conn.busy_timeout(Duration::from_secs(1)).ok()?;
-        conn.query_row("SELECT count(*) FROM deliveries", [], |r| r.get(0))
-            .ok()
-    }
-
-    /// Reads the vendor's database without changing it.
-    pub fn read(db: &Path, items: u64) -> Result<Self, VendorError> {
-        Self::read_with(db, items, |task| parse_task_id(task).filter(|&i| i < items))
-    }
-
-    fn read_with(
-        db: &Path,
-        items: u64,
-        index_of: impl Fn(&str) -> Option<u64>,
-    ) -> Result<Self, VendorError> {
-        let sqlite = |source| VendorError::Sqlite {
-            path: db.to_path_buf(),
-            source,
-        };
-        let conn = Connection::open_with_flags(
-            db,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sqlite)?;
-        conn.busy_timeout(Duration::from_secs(5)).map_err(sqlite)?;
-        let mut stmt = conn
-            .prepare(
-                "SELECT task_id, count(*) FROM deliveries WHERE outcome = 'sent' GROUP BY task_id",
-            )
-            .map_err(sqlite)?;
-        let mut rows = stmt.query([]).map_err(sqlite)?;
-        let mut counts = Self::default();
-        while let Some(row) = rows.next().map_err(sqlite)? {
-            let task: String = row.get(0).map_err(sqlite)?;
-            let n: u64 = row.get(1).map_err(sqlite)?;
-            counts.received += n;
-            counts.duplicated += n - 1;
-            if index_of(&task).is_some() {
-                counts.distinct += 1;
-            }
-        }
-        counts.missing = items - counts.distinct.min(items);
-        Ok(counts)
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,122 @@
+//! What leaves the database and whose job runs: the side-effect flags, and `--exec` with its
+//! setup, rows and queue, turned into the engine's `ExecJob` (refused whole before anything
+//! is created).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// What leaves the database: a side effect per item and the vendor that receives it.
+#[derive(Debug, Args, Default)]
+pub struct SideEffectArgs {
+    /// Each item also sends a message to a vendor, before its row commits (the outbox
+    /// strategy sends through its relay instead)
+    #[arg(long, value_enum)]
+    pub side_effect: Option<crate::worker::SideEffect>,
+    /// The vendor's key policy: honour, ignore, or expire=SECS [default: honour]
+    #[arg(long, value_name = "POLICY", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::fake_vendor::Keys>()))]
+    pub vendor_keys: Option<crate::fake_vendor::Keys>,
+    /// The chance (0..=1) that the vendor acts on a request and never answers it
+    #[arg(long, value_name = "P", value_parser = crate::fake_vendor::parse_probability)]
+    pub vendor_drop_responses: Option<f64>,
+    /// With --exec: start a vendor on 127.0.0.1 for your job (RECLAIM_VENDOR_URL), with this
+    /// key policy [default: honour]; its messages are judged against the queue
+    #[arg(long, value_name = "POLICY", num_args = 0..=1, default_missing_value = "honour", requires = "exec", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::fake_vendor::Keys>()))]
+    pub vendor: Option<crate::fake_vendor::Keys>,
+    /// SIGKILL the job when the vendor has received message N, before it answers: a kill
+    /// after the send and before the commit, in any job
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub kill_at_message: Option<u64>,
+}
+
+/// Your own worker instead of reclaim's: the command, its setup, where its rows land, and the
+/// queue they are judged against.
+#[derive(Debug, Args, Default)]
+pub struct ExecArgs {
+    /// Your own batch job instead of reclaim's: run with `sh -c` in the database's folder, with
+    /// RECLAIM_DB, RECLAIM_KEYS_FILE, HEARTBEAT_FILE, RECLAIM_ITEMS, RECLAIM_ATTEMPT and
+    /// RECLAIM_DELAY_MS set
+    #[arg(long, value_name = "CMD")]
+    pub exec: Option<String>,
+    /// SQL run once on the new database before the first attempt (or @FILE to read it)
+    #[arg(long, value_name = "SQL|@FILE", requires = "exec")]
+    pub setup_sql: Option<String>,
+    /// The table the job writes its rows to
+    #[arg(long, default_value = crate::store::rows::DEFAULT_TABLE, requires = "exec")]
+    pub table: String,
+    /// The column that names a unit of work in that table; its values are matched to the queue
+    #[arg(long, default_value = crate::store::rows::DEFAULT_KEY, requires = "exec")]
+    pub key: String,
+    /// A query returning one row (rows, distinct), for shapes a table and a key cannot name
+    /// (the queue is then judged by counts alone)
+    #[arg(long, value_name = "SQL", requires = "exec")]
+    pub count_sql: Option<String>,
+    /// The queue's keys as a printf format of the item's number: 'ord-%05d' is ord-00000 ..
+    /// [default: task-%03d]
+    #[arg(long, value_name = "FORMAT", requires = "exec", conflicts_with_all = ["keys_from", "keys_sql"])]
+    pub key_format: Option<String>,
+    /// The queue's keys, one a line (`-`: standard input); the queue's size is their count
+    #[arg(long, value_name = "FILE|-", requires = "exec", conflicts_with_all = ["keys_sql", "items"])]
+    pub keys_from: Option<PathBuf>,
+    /// The queue's keys, read by a query of one column on the new database after --setup-sql
+    #[arg(long, value_name = "SQL", requires = "exec", conflicts_with = "items")]
+    pub keys_sql: Option<String>,
+    /// The job's checkpoint table: where a kill landed (after-row-commit or after-commit) is
+    /// read from it; without it reclaim cannot tell those windows apart, and says so
+    #[arg(long, value_name = "TABLE", requires = "exec")]
+    pub checkpoint_table: Option<String>,
+    /// The column of the checkpoint table that names the unit of work [default: --key]
+    #[arg(long, value_name = "COLUMN", requires = "checkpoint_table")]
+    pub checkpoint_key: Option<String>,
+}
+
+impl ExecArgs {
+    /// The job these arguments describe, `--setup-sql @FILE` read, every SQL checked on an
+    /// empty database in memory, its queue made (`items` long unless listed): a bad input is
+    /// refused before anything is created.
+    pub fn to_job(
+        &self,
+        items: u64,
+    ) -> Result<Option<crate::engine::ExecJob>, crate::engine::JobError> {
+        let Some(command) = &self.exec else {
+            return Ok(None);
+        };
+        let rows = crate::store::rows::RowSource {
+            table: self.table.clone(),
+            key: self.key.clone(),
+            count_sql: self.count_sql.clone(),
+            checkpoints: self.checkpoint_table.as_ref().map(|table| {
+                crate::store::rows::Checkpoints {
+                    table: table.clone(),
+                    key: self
+                        .checkpoint_key
+                        .clone()
+                        .unwrap_or_else(|| self.key.clone()),
+                }
+            }),
+        };
+        let queue = self.queue(items)?;
+        crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows, queue).map(Some)
+    }
+
+    /// The queue: listed, formatted, or the postmortem's `task-NNN`. `--keys-sql` is read from
+    /// the setup's trial in memory, which is the new warehouse after its setup.
+    fn queue(&self, items: u64) -> Result<crate::queue::Queue, crate::engine::JobError> {
+        use crate::queue::{KeyFormat, Queue};
+        if let Some(file) = &self.keys_from {
+            return Ok(Queue::from_file(file)?);
+        }
+        if let Some(sql) = &self.keys_sql {
+            let setup = match &self.setup_sql {
+                Some(text) => Some(crate::engine::read_sql(text)?),
+                None => None,
+            };
+            let conn = crate::store::rows::trial_setup(setup.as_deref())?;
+            return Ok(crate::queue::keys_from_sql(&conn, sql)?);
+        }
+        Ok(match &self.key_format {
+            Some(format) => Queue::formatted(KeyFormat::parse(format)?, items),
+            None => Queue::tasks(items),
+        })
+    }
+}

@@ -1,0 +1,184 @@
+//! The command line's own value parsers: each flag's text checked and typed as clap reads it;
+//! a refusal is the sentence clap prints beside the flag.
+
+use super::{CrashPoint, MAX_ITEMS, Strategy};
+
+/// The largest queue `map` accepts: the map runs items x tasks x points rows per strategy.
+pub const MAX_MAP_ITEMS: u64 = 100_000;
+
+/// Strategies named on the command line, in the order given (`all`: every one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Strategies(pub Vec<Strategy>);
+
+/// Crash points named on the command line, in the order given, each once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Points(pub Vec<CrashPoint>);
+
+pub(super) fn parse_strategies(text: &str) -> Result<Strategies, String> {
+    if text == "all" {
+        // The four whose rows alone tell the story; the outbox is named to be mapped.
+        return Ok(Strategies(
+            Strategy::all()
+                .iter()
+                .copied()
+                .filter(|s| !s.relays())
+                .collect(),
+        ));
+    }
+    text.split(',')
+        .map(|name| {
+            Strategy::from_name(name.trim()).ok_or_else(|| {
+                let names: Vec<&str> = Strategy::all().iter().map(|s| s.name()).collect();
+                format!(
+                    "unknown strategy '{}'; give all or one of {}",
+                    crate::text::shorten(name, 40),
+                    names.join(", ")
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|list| {
+            // Twice the same strategy is one map drawn twice, and its nights collide.
+            match list
+                .iter()
+                .enumerate()
+                .find(|(i, s)| list[..*i].contains(s))
+            {
+                Some((_, twice)) => Err(format!(
+                    "{} is named twice; name each strategy once",
+                    twice.name()
+                )),
+                None => Ok(Strategies(list)),
+            }
+        })
+}
+
+pub(super) fn parse_points(text: &str) -> Result<Points, String> {
+    let mut points = Vec::new();
+    for name in text.split(',').map(str::trim) {
+        let point = CrashPoint::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| {
+                format!(
+                    "unknown crash point '{}'; the points are {}",
+                    crate::text::shorten(name, 40),
+                    CrashPoint::ALL.map(CrashPoint::name).join(", ")
+                )
+            })?;
+        if !points.contains(&point) {
+            points.push(point);
+        }
+    }
+    Ok(Points(points))
+}
+
+/// `--tasks A..B` as typed: its ends are read against the queue they name (reclaim's tasks, or
+/// an own job's keys) once that queue is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRange {
+    pub first: String,
+    pub last: String,
+}
+
+/// `--tasks` that names no range of the postmortem's queue: the sentence says why.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotTasks(String);
+
+impl KeyRange {
+    /// The range in the postmortem's queue (task ids or numbers).
+    pub fn tasks(&self) -> Result<(u64, u64), NotTasks> {
+        task_range(&self.first, &self.last)
+    }
+}
+
+pub(super) fn parse_key_range(text: &str) -> Result<KeyRange, String> {
+    let (a, b) = text.split_once("..").ok_or_else(|| {
+        format!(
+            "'{}' is not a range such as 10..20",
+            crate::text::shorten(text, 40)
+        )
+    })?;
+    if a.is_empty() || b.is_empty() {
+        return Err(format!(
+            "'{}' is not a range such as 10..20",
+            crate::text::shorten(text, 40)
+        ));
+    }
+    Ok(KeyRange {
+        first: a.to_string(),
+        last: b.trim_start_matches('=').to_string(),
+    })
+}
+
+/// A range of the postmortem's queue, from its two ends as typed (task ids or numbers).
+fn task_range(first: &str, last: &str) -> Result<(u64, u64), NotTasks> {
+    let task = |t: &str| {
+        crate::task::parse_task_id(t.trim_start_matches('=')).ok_or_else(|| {
+            NotTasks(format!(
+                "'{}' is not a task id such as task-111",
+                crate::text::shorten(t, 40)
+            ))
+        })
+    };
+    let (a, b) = (task(first)?, task(last)?);
+    if a > b {
+        return Err(NotTasks(format!(
+            "the range {a}..{b} is empty: the first task comes after the last"
+        )));
+    }
+    Ok((a, b))
+}
+
+pub(super) fn parse_clock(text: &str) -> Result<f64, String> {
+    crate::scenario::parse_clock(text)
+        .ok_or_else(|| format!("'{text}' is not a time of the night such as 02:11:47"))
+}
+
+pub(super) fn parse_size(text: &str) -> Result<(u16, u16), String> {
+    let parsed = text
+        .split_once(['x', 'X'])
+        .and_then(|(w, h)| Some((w.trim().parse().ok()?, h.trim().parse().ok()?)));
+    match parsed {
+        Some((w, h)) if (1..=1000).contains(&w) && (1..=1000).contains(&h) => Ok((w, h)),
+        _ => Err(format!(
+            "'{text}' is not a size such as 120x40 (columns x rows, each 1..=1000)"
+        )),
+    }
+}
+
+pub(super) fn parse_delay_ms(text: &str) -> Result<f64, String> {
+    let ms: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    if !(0.0..=60_000.0).contains(&ms) {
+        return Err(format!("{ms} ms is outside 0..=60000"));
+    }
+    Ok(ms)
+}
+
+/// Sim seconds, up to a day (a night is shorter).
+pub(super) fn parse_sim_seconds(text: &str) -> Result<f64, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of sim seconds"))?;
+    if !(0.0..=86_400.0).contains(&secs) {
+        return Err(format!("{secs} sim seconds is outside 0..=86400"));
+    }
+    Ok(secs)
+}
+
+pub(super) fn parse_scale(text: &str) -> Result<f64, String> {
+    let scale: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    if !(0.001..=1_000_000.0).contains(&scale) {
+        return Err(format!("{scale} is outside 0.001..=1000000"));
+    }
+    Ok(scale)
+}
+
+pub(crate) fn items_parser() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::value_parser!(u64).range(1..=MAX_ITEMS)
+}

@@ -1,0 +1,50 @@
+//! A line for the timeline as a lane reports it (`Note`): its source, kind, text, chart mark and
+//! moment; and the kind of a line a worker printed.
+
+use super::super::timeline::{Kind, Mark, Source};
+use crate::worker::protocol::WorkerLine;
+
+/// A line for the timeline, as a lane reports it: where it comes from, its kind, its text, and
+/// the chart mark it carries.
+#[derive(Debug, Clone, PartialEq)]
+pub(in crate::engine) struct Note {
+    pub source: Source,
+    pub kind: Kind,
+    pub text: String,
+    pub mark: Option<Mark>,
+    /// Its moment on the night's clock; `None`: the clock's present reading.
+    pub at: Option<f64>,
+}
+
+impl Note {
+    pub(super) fn runner(kind: Kind, text: String) -> Self {
+        Self {
+            source: Source::Runner,
+            kind,
+            text,
+            mark: None,
+            at: None,
+        }
+    }
+
+    pub(super) fn at(mut self, sim: f64) -> Self {
+        self.at = Some(sim);
+        self
+    }
+
+    pub(super) fn marked(mut self, mark: Mark) -> Self {
+        self.mark = Some(mark);
+        self
+    }
+}
+
+/// The timeline's kind for a line a worker printed.
+pub(super) fn kind_of(line: &WorkerLine) -> Kind {
+    match line {
+        WorkerLine::Start { .. } => Kind::Start,
+        WorkerLine::Resume(_) => Kind::Resume,
+        WorkerLine::Crash { .. } => Kind::Crash,
+        WorkerLine::Done { .. } => Kind::Done,
+        WorkerLine::Wait { .. } | WorkerLine::Wrote { .. } | WorkerLine::Other(_) => Kind::Log,
+    }
+}
