@@ -1,7 +1,7 @@
 //! Exports of a recorded night (`replay FILE --export`), and the conventions generated from the
 //! command line (`completions`, `man`). The night is the default incident, recorded once by the
-//! real binary (headless `run --record`); each export is read back by an independent reader: a
-//! vt100 emulator for the cast, an XML parser for the SVG, plain splitting for the CSV.
+//! real dashboard in a pseudo-terminal; each export is read back by an independent reader: a vt100
+//! emulator for the cast, an XML parser for the SVG, plain splitting for the CSV.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,31 +13,32 @@ use reclaim::engine::Mark;
 use reclaim::record::Recording;
 
 use crate::common::{assert_one_line_error, path_arg, reclaim};
+use crate::pty::Dashboard;
 
-/// The default incident, recorded once per test binary by the headless `run --scenario
-/// incident --record`. It writes the recording the dashboard writes (same header, captions,
-/// events, kills and restarts, the same figures at 02:12:07 and 02:15:21), only without the
-/// dashboard's real-time holds at each caption, so it takes the night's sim time alone (about
-/// 12 s instead of about 42 s). The dashboard's own recording is tested in tui.rs.
+/// The default incident recorded by the dashboard, made once per test binary (once for the whole
+/// of `cargo test`; nextest runs each test in a process of its own, so there each records it).
+/// Not the headless `run --scenario incident --record`: without the dashboard's hold at each
+/// caption's moment, a worker can commit one more row within the second a slide is taken at
+/// (naive's dup 89 at 02:15:21 was seen), and the slides test's figures are the held moment's.
 fn incident() -> &'static Path {
     static RECORDING: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     let (_dir, path) = RECORDING.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.path().join("incident.jsonl");
-        // In its own folder (cwd and TMPDIR), so the night's databases go with it.
-        let run = crate::common::reclaim_in_dir(
-            dir.path(),
-            &["run", "--scenario", "incident", "--record", path_arg(&path)],
-            Duration::from_secs(180),
-        );
-        assert_eq!(
-            run.code,
-            Some(1),
-            "naive's data is wrong, as the incident's is:\n{}\n{}",
-            run.stdout,
-            run.stderr
-        );
-        assert!(path.exists(), "no recording: {}", run.stdout);
+        let mut dashboard =
+            Dashboard::start(&["tui", "--record", path_arg(&path)], dir.path(), 120, 40)
+                .unwrap_or_else(|e| panic!("{e}"));
+        dashboard
+            .wait_for(
+                "the end of the recorded night",
+                std::time::Instant::now() + Duration::from_secs(120),
+                |screen| screen.contents().contains("recording saved"),
+            )
+            .unwrap_or_else(|e| panic!("the night did not end: {e}"));
+        dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+        dashboard
+            .wait_exit(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{e}"));
         (dir, path)
     });
     path
