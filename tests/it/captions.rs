@@ -129,11 +129,18 @@ fn captions_as_they_appear(speed_keys: &[u8]) -> (Vec<Seen>, String) {
     dashboard.send(speed_keys).unwrap_or_else(|e| panic!("{e}"));
     let mut seen: Vec<Seen> = Vec::new();
     let until = Instant::now() + Duration::from_secs(150);
-    let mut over_since = None;
+    // When the end notice was first seen. The notice is a passing one (it gives way to the title
+    // after a few seconds), so it is latched: a caption appearing after it is after the night
+    // even once the notice is gone. (Unlatched, the wait below never ended and every run sat
+    // out the whole deadline.)
+    let mut over_since: Option<Instant> = None;
     while Instant::now() < until {
         let (clock, text) =
             dashboard.with_screen(|s| (header_clock(s).map_or(0, |(t, _)| t), s.contents()));
-        let over = text.contains("the night is over");
+        if over_since.is_none() && text.contains("the night is over") {
+            over_since = Some(Instant::now());
+        }
+        let over = over_since.is_some();
         if let Some(caption) = text.lines().find(|l| l.starts_with('▌'))
             && seen.last().is_none_or(|s| s.caption != caption)
         {
@@ -144,16 +151,19 @@ fn captions_as_they_appear(speed_keys: &[u8]) -> (Vec<Seen>, String) {
                 over,
             });
         }
-        // A few seconds past the end: a caption trailing the night would show by then.
-        let since = *over_since.get_or_insert_with(Instant::now);
-        if !over {
-            over_since = None;
-        } else if since.elapsed() > Duration::from_secs(12) {
+        // A few seconds past the end: a caption trailing the night would show by then (the
+        // longest caption is read for about 10 s before the next one may replace it).
+        if over_since.is_some_and(|since| since.elapsed() > Duration::from_secs(12)) {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     let screen = dashboard.text();
+    // Without the end seen, "no caption after the night" would be unchecked.
+    assert!(
+        over_since.is_some(),
+        "the night never said it was over: {seen:#?}\n{screen}"
+    );
     dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
     let status = dashboard
         .wait_exit(PROMPTLY)

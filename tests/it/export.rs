@@ -15,7 +15,11 @@ use reclaim::record::Recording;
 use crate::common::{assert_one_line_error, path_arg, reclaim};
 use crate::pty::Dashboard;
 
-/// The default incident recorded by the dashboard, made once for the module.
+/// The default incident recorded by the dashboard, made once per test binary (once for the whole
+/// of `cargo test`; nextest runs each test in a process of its own, so there each records it).
+/// Not the headless `run --scenario incident --record`: without the dashboard's hold at each
+/// caption's moment, a worker can commit one more row within the second a slide is taken at
+/// (naive's dup 89 at 02:15:21 was seen), and the slides test's figures are the held moment's.
 fn incident() -> &'static Path {
     static RECORDING: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     let (_dir, path) = RECORDING.get_or_init(|| {
