@@ -153,6 +153,7 @@ impl Engine {
                 text,
             );
         }
+        self.fire_rows_kill(now);
         let seen = self.lanes.first().map_or(0, |l| l.observer.rows);
         if self.triggers.kill_at_rows_due(seen) {
             // At the first lane's present: a gated worker may have written a little ahead of
@@ -180,18 +181,46 @@ impl Engine {
 
     pub(super) fn restart_due(&mut self, now: Instant) -> Result<(), EngineError> {
         let policy = self.restart_policy();
-        let mut spawned = None;
+        let mut spawns = Vec::new();
         for lane in 0..self.lanes.len() {
             let (due, notes) = self.lanes[lane].due_restarts(self.clock.now().0, policy);
             self.notes(now, lane, notes);
-            for (slot, at) in due {
-                self.spawn(lane, slot, at, now)?;
-                spawned = Some(at);
-            }
+            spawns.extend(due.into_iter().map(|(slot, at)| (lane, slot, at)));
         }
-        if let Some(at) = spawned {
-            self.triggers.arm_random_kill(at);
+        // Armed before the spawns: a kill placed by rows bounds the new worker's first grant.
+        if let Some(&(_, _, at)) = spawns.last() {
+            let rows = self.lanes.first().map_or(0, |l| l.observer.rows);
+            self.triggers.arm_random_kill(at, rows);
+        }
+        for (lane, slot, at) in spawns {
+            self.spawn(lane, slot, at, now)?;
         }
         Ok(())
+    }
+
+    /// `--kill-rows`: the armed kill once the first lane's table holds its rows since the
+    /// spawn, at the first lane's present; otherwise the worker's progress, read now, lets
+    /// it write on up to the kill's row (granted at once, not a tick later).
+    fn fire_rows_kill(&mut self, now: Instant) {
+        if self.triggers.rows_kill().is_none() {
+            return;
+        }
+        let rows = self.lanes.first().map_or(0, |l| l.observer.rows);
+        let Some(kill) = self.triggers.rows_kill_due(rows) else {
+            if let Some(slot) = self.rows_worker() {
+                let writes = self.lanes[0].attempts[slot].writes;
+                self.triggers.saw_rows(writes, rows);
+                self.grant();
+            }
+            return;
+        };
+        let sim = (self.lanes.first().into_iter())
+            .flat_map(|l| l.attempts.iter().map(Attempt::now))
+            .fold(self.clock.now().0, f64::max);
+        self.kill_at(now, sim, None);
+        // host_kill read the rows again after the reap: what the dead attempt left.
+        let landed = self.lanes.first().map_or(rows, |l| l.observer.rows);
+        self.rows_landings
+            .add(kill.after, landed.saturating_sub(kill.base));
     }
 }

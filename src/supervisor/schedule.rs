@@ -21,6 +21,10 @@ pub struct KillPlan {
     /// The window those delays are drawn from.
     #[serde(serialize_with = "serialize_window")]
     pub window: (Duration, Duration),
+    /// `--kill-rows A..B`: the random kills are placed by work instead of time, each after a
+    /// number of rows drawn from A..=B, counted from its attempt's spawn (the window is unused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<(u64, u64)>,
     /// Kill once when this task's row has been written (in the first lane).
     pub at_task: Option<u64>,
     /// Kill once as soon as the first lane's table holds this many rows (`--kill-at-rows`).
@@ -72,6 +76,7 @@ impl Default for KillPlan {
         Self {
             random: 0,
             window: DEFAULT_WINDOW,
+            rows: None,
             at_task: None,
             at_rows: None,
             at_message: None,
@@ -92,11 +97,50 @@ impl KillPlan {
         std::iter::from_fn(move || schedule.next_delay())
     }
 
-    /// The first `limit` delays (fewer when fewer kills are planned).
+    /// The first `limit` delays (fewer when fewer kills are planned); none when the kills are
+    /// placed by rows (`first_rows`).
     #[must_use]
     pub fn first_delays(&self, limit: usize) -> Vec<Duration> {
+        if self.rows.is_some() {
+            return Vec::new();
+        }
         self.delays().take(limit).collect()
     }
+
+    /// With `--kill-rows`: the row counts of the first `limit` random kills, in the order they
+    /// will be used (the same seed, the same counts, on any machine).
+    #[must_use]
+    pub fn first_rows(&self, limit: usize) -> Vec<u64> {
+        let mut schedule = KillSchedule::new(self);
+        std::iter::from_fn(|| schedule.next_rows())
+            .take(limit)
+            .collect()
+    }
+}
+
+/// The most rows `--kill-rows` may name: far past any queue, small enough to count in.
+pub const MAX_KILL_ROWS: u64 = 1_000_000_000;
+
+/// Parses `5..30` (rows after a spawn, both ends included) into a range of row counts.
+pub fn parse_rows(text: &str) -> Result<(u64, u64), String> {
+    let (lo, hi) = text
+        .split_once("..")
+        .ok_or_else(|| format!("expected LOW..HIGH in rows, such as 5..30, got '{text}'"))?;
+    let parse = |part: &str| -> Result<u64, String> {
+        let rows: u64 = part
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{part}' is not a whole number of rows"))?;
+        if !(1..=MAX_KILL_ROWS).contains(&rows) {
+            return Err(format!("{rows} rows is outside 1..={MAX_KILL_ROWS}"));
+        }
+        Ok(rows)
+    };
+    let (lo, hi) = (parse(lo)?, parse(hi)?);
+    if lo > hi {
+        return Err(format!("the range {text} ends before it starts"));
+    }
+    Ok((lo, hi))
 }
 
 /// Parses `0.2..0.9` (seconds) into a window.
@@ -129,6 +173,7 @@ pub fn parse_window(text: &str) -> Result<(Duration, Duration), String> {
 pub struct KillSchedule {
     rng: StdRng,
     window: (Duration, Duration),
+    rows: Option<(u64, u64)>,
     remaining: u32,
 }
 
@@ -138,8 +183,25 @@ impl KillSchedule {
         Self {
             rng: StdRng::seed_from_u64(plan.seed),
             window: plan.window,
+            rows: plan.rows,
             remaining: plan.random,
         }
+    }
+
+    /// Whether the kills are placed by rows (`--kill-rows`) rather than by time.
+    #[must_use]
+    pub fn by_rows(&self) -> bool {
+        self.rows.is_some()
+    }
+
+    /// The row count of the next random kill after a spawn (`--kill-rows`), if any kills remain.
+    pub fn next_rows(&mut self) -> Option<u64> {
+        let (lo, hi) = self.rows?;
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        Some(self.rng.random_range(lo..=hi))
     }
 
     /// The delay of the next random kill after a spawn, if any kills remain.
@@ -202,6 +264,28 @@ mod tests {
         let used: Vec<Duration> = (0..100).filter_map(|_| schedule.next_delay()).collect();
         assert_eq!(first, used);
         assert_eq!(schedule.remaining(), u32::MAX - 100);
+    }
+
+    #[test]
+    fn row_counts_are_drawn_from_the_seed_within_both_ends() {
+        let plan = |seed| KillPlan {
+            random: 50,
+            rows: Some((5, 8)),
+            seed,
+            ..KillPlan::default()
+        };
+        assert_eq!(plan(7).first_rows(60), plan(7).first_rows(60));
+        assert_ne!(plan(7).first_rows(60), plan(8).first_rows(60));
+        let rows = plan(7).first_rows(60);
+        assert_eq!(rows.len(), 50);
+        assert!(rows.iter().all(|r| (5..=8).contains(r)), "{rows:?}");
+        assert!(rows.contains(&5) && rows.contains(&8), "{rows:?}");
+        assert!(plan(7).first_delays(9).is_empty(), "no delay is used");
+        assert_eq!(parse_rows("5..30"), Ok((5, 30)));
+        assert_eq!(parse_rows("7..7"), Ok((7, 7)));
+        for bad in ["30..5", "0..5", "a..5", "5", "-1..5"] {
+            assert!(parse_rows(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
