@@ -6,7 +6,6 @@ pub mod pool;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -302,7 +301,7 @@ pub fn drive_lanes(
             engine.shutdown();
             return Err(Error::Stopped("the user's quit"));
         }
-        thread::sleep(TICK);
+        engine.wait(TICK);
     }
     let elapsed = engine.elapsed(Instant::now());
     if let Some(lane) = engine.lanes().iter().find(|l| l.failure.is_some()) {

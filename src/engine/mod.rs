@@ -15,6 +15,7 @@ mod pace;
 mod react;
 mod timeline;
 pub mod triggers;
+mod wake;
 mod watch;
 mod window;
 
@@ -83,6 +84,8 @@ pub struct Engine {
     timeline: Vec<Entry>,
     output_tx: Sender<Output>,
     output_rx: Receiver<Output>,
+    /// Output read while the driver waited for its tick (`wait`), handled at the tick.
+    early: Vec<Output>,
     paused_at: Option<Instant>,
     /// Held still without stopping the workers (nobody can see the night): the clock and the
     /// grants stop, so the gated workers wait where they are.
@@ -153,6 +156,7 @@ impl Engine {
             config,
             output_tx,
             output_rx,
+            early: Vec::new(),
             paused_at: None,
             frozen: false,
             speed: 1.0,

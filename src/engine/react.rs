@@ -7,6 +7,9 @@ use super::{Action, Attempt, Engine, EngineError, Kind, Output, SlotState, Sourc
 
 impl Engine {
     pub(super) fn drain_output(&mut self, now: Instant) {
+        for output in std::mem::take(&mut self.early) {
+            self.handle_output(now, output);
+        }
         while let Ok(output) = self.output_rx.try_recv() {
             self.handle_output(now, output);
         }
