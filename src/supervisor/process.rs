@@ -101,6 +101,9 @@ pub fn die_with_parent() {
     let armed = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_ok();
     if !armed || parent != Some(nix::unistd::getppid().as_raw()) {
         // Its supervisor is gone (or cannot be followed): a worker nobody watches must not run.
+        eprintln!(
+            "reclaim: error: started by a reclaim that is gone ({PARENT_ENV} names another parent); unset {PARENT_ENV}"
+        );
         std::process::exit(i32::from(crate::exit::ERROR));
     }
 }
