@@ -334,7 +334,7 @@ pub struct RunArgs {
     /// Run a scenario headless instead (a shipped name or a .toml path): every lane, its
     /// timeline, one verdict per lane
     #[arg(long, value_name = "NAME|PATH", conflicts_with_all = [
-        "strategy", "exec", "items", "delay_ms", "kills", "kill_window", "kill_at_task",
+        "strategy", "exec", "items", "delay_ms", "kills", "kill_window", "kill_rows", "kill_at_task",
         "kill_at_rows", "crash_at", "workers", "restart_delay", "max_restarts", "scale", "batch",
         "db", "replay_schedule",
     ])]
@@ -354,6 +354,10 @@ pub struct RunArgs {
     /// Where those delays fall, in seconds after a spawn
     #[arg(long, default_value = "0.2..0.9", value_parser = crate::supervisor::schedule::parse_window)]
     pub kill_window: (Duration, Duration),
+    /// Place the random kills by work instead: each after A..B rows (both included, seeded)
+    /// written since its attempt's spawn, the same storm at any load and on any machine
+    #[arg(long, value_name = "A..B", requires = "kills", conflicts_with = "kill_window", value_parser = crate::supervisor::schedule::parse_rows)]
+    pub kill_rows: Option<(u64, u64)>,
     /// Kill once when this key's row has been written: a key of the queue (task-111, or
     /// ord-00042 with --key-format), or its number (111)
     #[arg(long, value_name = "KEY", visible_alias = "kill-at-key")]

@@ -6,7 +6,6 @@ pub mod pool;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -82,6 +81,13 @@ pub struct RunReport {
     pub kill_delays_ms: Vec<u64>,
     /// How many random kills were planned (`--kills`): `kill_delays_ms` lists only the first.
     pub kills_planned: u32,
+    /// `--kill-rows`: the first random kills' rows since their spawn, in the order used (absent
+    /// for kills placed by time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kill_rows_planned: Option<Vec<u64>>,
+    /// `--kill-rows`: where those kills landed, read from the rows after each reap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kill_rows_landed: Option<crate::engine::RowsLandings>,
     /// Each kill the plan asked for that never fired, in a sentence (empty when all did).
     pub not_fired: Vec<String>,
     /// The crash points an external job announced, and how often (absent when none).
@@ -317,7 +323,7 @@ pub fn drive_lanes(
             hand_out(&engine, true);
             return Err(Error::Stopped("the user's quit"));
         }
-        thread::sleep(TICK);
+        engine.wait(TICK);
     }
     let elapsed = engine.elapsed(Instant::now());
     if let Some(lane) = engine.lanes().iter().find(|l| l.failure.is_some()) {
@@ -561,6 +567,14 @@ fn report(
             .map(|d| d.as_millis() as u64)
             .collect(),
         kills_planned: plan.random,
+        kill_rows_planned: plan
+            .rows
+            .filter(|_| index == 0)
+            .map(|_| plan.first_rows(KILL_DELAYS_SHOWN)),
+        kill_rows_landed: plan
+            .rows
+            .filter(|_| index == 0)
+            .map(|_| engine.rows_landings().clone()),
         not_fired: if index == 0 {
             not_fired(engine.fired(), &lane.config.queue(), inspection.rows)
         } else {

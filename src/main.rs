@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use clap::Parser as _;
 
 fn main() -> ExitCode {
+    // A worker (or the vendor, the relay, a job's guard) dies with the reclaim that started it.
+    reclaim::supervisor::process::die_with_parent();
     match reclaim::cli::Cli::try_parse() {
         Ok(cli) => reclaim::commands::main(cli),
         Err(error) => reclaim::commands::usage_error(&error),

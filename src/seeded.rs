@@ -53,6 +53,17 @@ impl Seeded {
         u64::try_from(lo_ns + offset).map_or(lo, Duration::from_nanos)
     }
 
+    /// A whole number in `lo..=hi` (`lo` when the range is empty): the draw times the span,
+    /// high 64 bits, in integers, as `duration_in`.
+    pub fn u64_in(&mut self, lo: u64, hi: u64) -> u64 {
+        if hi <= lo {
+            return lo;
+        }
+        let span = u128::from(hi - lo) + 1;
+        let offset = (u128::from(self.next_u64()) * span) >> 64;
+        lo + u64::try_from(offset).unwrap_or(0)
+    }
+
     /// True with probability `p` (0 never, 1 always): the draw's top 53 bits as a fraction in
     /// 0..1, exact in an f64, compared with `p`.
     pub fn chance(&mut self, p: f64) -> bool {

@@ -314,6 +314,7 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
         let plan = KillPlan {
             random: args.kills,
             window,
+            rows: None,
             at_task: None,
             at_rows: None,
             at_message: None,

@@ -66,6 +66,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let plan = KillPlan {
         random: args.kills,
         window: args.kill_window,
+        rows: args.kill_rows,
         at_task: kill_at_task,
         at_rows: args.kill_at_rows,
         at_message: args.vendor.kill_at_message,

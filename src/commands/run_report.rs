@@ -161,7 +161,16 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
             crate::text::escape_controls(&queue.key(task))
         ));
     }
-    if plan.random > 0 {
+    if let Some((lo, hi)) = plan.rows.filter(|_| plan.random > 0) {
+        let rows: Vec<String> = plan.first_rows(8).iter().map(u64::to_string).collect();
+        let more = if plan.random > 8 { ", ..." } else { "" };
+        parts.push(format!(
+            "up to {} random kills, each after {lo}..{hi} rows written since a spawn ({}{more}; seed {})",
+            plan.random,
+            rows.join(", "),
+            plan.seed
+        ));
+    } else if plan.random > 0 {
         let delays: Vec<String> = plan
             .first_delays(8)
             .iter()
@@ -243,6 +252,9 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
             describe_windows(&report.kills_in_window)
         );
     }
+    if let Some(landed) = &report.kill_rows_landed {
+        let _ = writeln!(out, "kill rows    {}", describe_rows_landings(landed));
+    }
     if !report.points_announced.is_empty() {
         let points: Vec<String> = (report.points_announced.iter())
             .map(|(name, n)| format!("{name}={n}"))
@@ -289,6 +301,33 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
         "rows={} duplicated_task_ids={}",
         report.rows, report.duplicated_task_ids
     );
+}
+
+/// Where the kills placed by rows landed, against their plan.
+fn describe_rows_landings(landed: &crate::engine::RowsLandings) -> String {
+    let kills = crate::text::count(landed.count(), "kill", "kills");
+    let first: Vec<String> = (landed.first.iter().take(8))
+        .map(|(planned, at)| format!("{planned}->{at}"))
+        .collect();
+    let more = if landed.first.len() > 8 { ", ..." } else { "" };
+    let past = if landed.past_plan > 0 {
+        format!(
+            ", {} past it (at most {}: a batch commits whole, and a job reclaim does not pace writes on while the kill is on its way)",
+            landed.past_plan,
+            crate::text::count(landed.most_past_plan, "row", "rows")
+        )
+    } else {
+        String::new()
+    };
+    let listed = if first.is_empty() {
+        String::new()
+    } else {
+        format!(" (planned->landed: {}{more})", first.join(", "))
+    };
+    format!(
+        "{kills} placed by rows: {} on their planned row{past}{listed}",
+        landed.at_plan
+    )
 }
 
 /// The kills by window, and the windows no kill landed in (named: a green night that never

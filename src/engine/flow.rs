@@ -117,16 +117,58 @@ impl Engine {
         until
     }
 
+    /// The most writes in all a slot may be granted while a kill placed by rows is armed: the
+    /// first lane's one worker on the clock's schedule is held at the kill's row, so the kill
+    /// lands there whatever the machine's load. Someone else's job reads no grants, and two
+    /// workers share the rows: those run on, and the kill lands where it lands.
+    pub(super) fn rows_cap(&self, lane: usize, slot: usize) -> u64 {
+        let Some(kill) = self.triggers.rows_kill() else {
+            return u64::MAX;
+        };
+        match self.rows_worker() {
+            Some(held) if lane == 0 && slot == held => {
+                let attempt = &self.lanes[0].attempts[slot];
+                kill.writes_allowed(attempt.need, attempt.writes)
+            }
+            _ => u64::MAX,
+        }
+    }
+
+    /// The first lane's one worker slot on the clock's schedule (reclaim's own worker, not the
+    /// relay), when it has exactly one.
+    pub(super) fn rows_worker(&self) -> Option<usize> {
+        let lane = self.lanes.first()?;
+        let mut slots = (0..lane.slots.len()).filter(|&s| lane.on_schedule(s));
+        match (slots.next(), slots.next()) {
+            (Some(slot), None) => Some(slot),
+            _ => None,
+        }
+    }
+
     /// Tells every running worker how many writes its moments have come for.
     pub(super) fn grant(&mut self) {
-        let until = self.grant_until();
-        for lane in &mut self.lanes {
-            let clock = lane.lockstep().map_or(until, |next| next.min(until));
-            for (slot, attempt) in lane.slots.iter_mut().zip(lane.attempts.iter_mut()) {
+        let clock = self.grant_until();
+        let held = self
+            .rows_worker()
+            .map(|slot| (slot, self.rows_cap(0, slot)));
+        for (l, lane) in self.lanes.iter_mut().enumerate() {
+            let clock = lane.lockstep().map_or(clock, |next| next.min(clock));
+            for (s, (slot, attempt)) in lane
+                .slots
+                .iter_mut()
+                .zip(lane.attempts.iter_mut())
+                .enumerate()
+            {
                 if !(slot.is_live() && slot.state() == SlotState::Running) {
                     continue;
                 }
-                let upto = (attempt.grantable(clock)).max(attempt.crash_grant(clock).unwrap_or(0));
+                let cap = match held {
+                    Some((held, cap)) if l == 0 && s == held => cap,
+                    _ => u64::MAX,
+                };
+                let upto = (attempt.grantable(clock))
+                    .max(attempt.crash_grant(clock).unwrap_or(0))
+                    .min(cap);
                 if upto > attempt.granted {
                     attempt.granted = upto;
                     slot.tell(&Grant { upto }.to_string());

@@ -8,12 +8,14 @@
 
 mod config;
 mod flow;
+mod landings;
 mod lane;
 mod operator;
 mod pace;
 mod react;
 mod timeline;
 pub mod triggers;
+mod wake;
 mod watch;
 mod window;
 
@@ -27,6 +29,7 @@ pub use self::config::{
     DEFAULT_DEAD_MAN, EXEC_LABEL, EngineConfig, ExecJob, HangPlan, JobError, LaneConfig,
     LaneWorker, read_sql,
 };
+pub use self::landings::RowsLandings;
 use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind, claimed_rows};
 pub use self::pace::{Attempt, Pace};
@@ -83,6 +86,8 @@ pub struct Engine {
     timeline: Vec<Entry>,
     output_tx: Sender<Output>,
     output_rx: Receiver<Output>,
+    /// Output read while the driver waited for its tick (`wait`), handled at the tick.
+    early: Vec<Output>,
     paused_at: Option<Instant>,
     /// Held still without stopping the workers (nobody can see the night): the clock and the
     /// grants stop, so the gated workers wait where they are.
@@ -99,6 +104,8 @@ pub struct Engine {
     /// `--kill-at-rows`: the rows the observer had seen when the kill was sent, and the rows in
     /// the table once the killed worker was reaped (where the kill really landed).
     kill_at_rows: Option<(u64, u64)>,
+    /// `--kill-rows`: where each random kill placed by rows landed.
+    rows_landings: RowsLandings,
     /// The last tick, and the real time between the last two: how often the driver ticks.
     last_tick: Option<Instant>,
     tick_gap: Duration,
@@ -158,6 +165,7 @@ impl Engine {
             config,
             output_tx,
             output_rx,
+            early: Vec::new(),
             paused_at: None,
             frozen: false,
             stopped_working: Vec::new(),
@@ -165,6 +173,7 @@ impl Engine {
             speed: 1.0,
             watch: Watch::default(),
             kill_at_rows: None,
+            rows_landings: RowsLandings::default(),
             last_tick: None,
             tick_gap: GRANT_AHEAD.0,
             stops: Vec::new(),
@@ -207,12 +216,14 @@ impl Engine {
             lane.start_vendor(&exe)?;
         }
         let start = crate::clock::NIGHT_START + engine.config.start_at;
+        // Armed before the spawns: a kill placed by rows bounds the first grant.
+        let rows = engine.lanes.first().map_or(0, |l| l.observer.rows);
+        engine.triggers.arm_random_kill(start, rows);
         for lane in 0..engine.lanes.len() {
             for slot in 0..engine.lanes[lane].slots.len() {
                 engine.spawn(lane, slot, start, now)?;
             }
         }
-        engine.triggers.arm_random_kill(start);
         Ok(engine)
     }
 
@@ -356,9 +367,12 @@ impl Engine {
         // What is due already goes with the start (everything, for a night at full speed), so
         // a worker does not wait a tick for its first grant.
         let clock = self.grant_until();
+        let cap = self.rows_cap(lane, slot);
         let l = &mut self.lanes[lane];
         let (slot, attempt) = (&mut l.slots[slot], &mut l.attempts[slot]);
-        let upto = (attempt.grantable(clock)).max(attempt.crash_grant(clock).unwrap_or(0));
+        let upto = (attempt.grantable(clock))
+            .max(attempt.crash_grant(clock).unwrap_or(0))
+            .min(cap);
         if upto > attempt.granted {
             attempt.granted = upto;
             slot.tell(&Grant { upto }.to_string());
@@ -526,6 +540,12 @@ impl Engine {
     #[must_use]
     pub fn kill_at_rows(&self) -> Option<(u64, u64)> {
         self.kill_at_rows
+    }
+
+    /// `--kill-rows`: where the random kills placed by rows landed.
+    #[must_use]
+    pub fn rows_landings(&self) -> &RowsLandings {
+        &self.rows_landings
     }
 
     /// Polls every lane's observer until it has read every row written so far (a poll takes at

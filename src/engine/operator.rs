@@ -21,7 +21,8 @@ impl Engine {
 
     /// Turns seeded random kills on (without limit) or off.
     pub fn set_random_kills(&mut self, on: bool, _now: Instant) {
-        self.triggers.set_random_kills(on, self.clock.now().0);
+        let rows = self.lanes.first().map_or(0, |l| l.observer.rows);
+        self.triggers.set_random_kills(on, self.clock.now().0, rows);
     }
 
     /// SIGSTOPs a lane's workers (alive, no progress), or SIGCONTs them if already hung.

@@ -7,6 +7,9 @@ use super::{Attempt, Engine, EngineError, HostAction, Kind, Output, SlotState, S
 
 impl Engine {
     pub(super) fn drain_output(&mut self, now: Instant) {
+        for output in std::mem::take(&mut self.early) {
+            self.handle_output(now, output);
+        }
         while let Ok(output) = self.output_rx.try_recv() {
             self.handle_output(now, output);
         }
@@ -153,6 +156,7 @@ impl Engine {
                 text,
             );
         }
+        self.fire_rows_kill(now);
         let seen = self.lanes.first().map_or(0, |l| l.observer.rows);
         if self.triggers.kill_at_rows_due(seen) {
             // At the first lane's present: a gated worker may have written a little ahead of
@@ -180,22 +184,52 @@ impl Engine {
 
     pub(super) fn restart_due(&mut self, now: Instant) -> Result<(), EngineError> {
         let policy = self.restart_policy();
-        let mut spawned = None;
+        let mut spawns = Vec::new();
         for lane in 0..self.lanes.len() {
             let (due, notes) = self.lanes[lane].due_restarts(self.clock.now().0, policy);
             self.notes(now, lane, notes);
-            if !due.is_empty() {
-                // The messages of the restart's moment, before the new attempt can send more.
-                self.lanes[lane].read_messages(now, true);
-            }
-            for (slot, at) in due {
-                self.spawn(lane, slot, at, now)?;
-                spawned = Some(at);
-            }
+            spawns.extend(due.into_iter().map(|(slot, at)| (lane, slot, at)));
         }
-        if let Some(at) = spawned {
-            self.triggers.arm_random_kill(at);
+        // Armed before the spawns: a kill placed by rows bounds the new worker's first grant.
+        if let Some(&(_, _, at)) = spawns.last() {
+            let rows = self.lanes.first().map_or(0, |l| l.observer.rows);
+            self.triggers.arm_random_kill(at, rows);
+        }
+        // The messages of each restart's moment, read before the new attempt can send more.
+        let mut read: Vec<usize> = spawns.iter().map(|&(lane, _, _)| lane).collect();
+        read.dedup();
+        for lane in read {
+            self.lanes[lane].read_messages(now, true);
+        }
+        for (lane, slot, at) in spawns {
+            self.spawn(lane, slot, at, now)?;
         }
         Ok(())
+    }
+
+    /// `--kill-rows`: the armed kill once the first lane's table holds its rows since the
+    /// spawn, at the first lane's present; otherwise the worker's progress, read now, lets
+    /// it write on up to the kill's row (granted at once, not a tick later).
+    fn fire_rows_kill(&mut self, now: Instant) {
+        if self.triggers.rows_kill().is_none() {
+            return;
+        }
+        let rows = self.lanes.first().map_or(0, |l| l.observer.rows);
+        let Some(kill) = self.triggers.rows_kill_due(rows) else {
+            if let Some(slot) = self.rows_worker() {
+                let writes = self.lanes[0].attempts[slot].writes;
+                self.triggers.saw_rows(writes, rows);
+                self.grant();
+            }
+            return;
+        };
+        let sim = (self.lanes.first().into_iter())
+            .flat_map(|l| l.attempts.iter().map(Attempt::now))
+            .fold(self.clock.now().0, f64::max);
+        self.kill_at(now, sim, None);
+        // host_kill read the rows again after the reap: what the dead attempt left.
+        let landed = self.lanes.first().map_or(rows, |l| l.observer.rows);
+        self.rows_landings
+            .add(kill.after, landed.saturating_sub(kill.base));
     }
 }

@@ -61,6 +61,39 @@ impl AtTask {
     }
 }
 
+/// A random kill placed by work (`--kill-rows`): due once the first lane's table holds `after`
+/// rows more than it did when the attempt was spawned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowsKill {
+    /// Rows since the spawn the kill waits for (drawn from the seed).
+    pub after: u64,
+    /// The first lane's rows when the attempt was spawned.
+    pub base: u64,
+    /// The worker's writes and the rows since the spawn, as of the last poll: what bounds the
+    /// writes it may be granted, so the kill lands on its row at any load.
+    pub seen: (u64, u64),
+}
+
+impl RowsKill {
+    /// How many writes in all a gated worker may make now without its table passing `after`
+    /// rows since the spawn: each write adds at most one row, so the writes made since the last
+    /// poll (those not yet counted in `seen`) and the ones granted here together stay within
+    /// what is left. The write the worker waits for (`need`: a batch may hold more items than
+    /// rows are left) is granted whole once the last poll has counted every write heard
+    /// (`heard`), so it is never left waiting for a kill that needs its rows.
+    #[must_use]
+    pub fn writes_allowed(&self, need: u64, heard: u64) -> u64 {
+        let (writes, rows) = self.seen;
+        let left = self.after.saturating_sub(rows);
+        let allowed = writes.saturating_add(left);
+        if left > 0 && heard == writes {
+            allowed.max(need)
+        } else {
+            allowed
+        }
+    }
+}
+
 /// The plan's triggers and which of them have fired. Every moment is a sim time (seconds after
 /// midnight), so a plan lands on the same moments at every speed.
 #[derive(Debug)]
@@ -85,6 +118,8 @@ pub struct Triggers {
     hang_resume_at: Option<f64>,
     /// The next random kill, armed after each spawn.
     next_kill: Option<f64>,
+    /// The next random kill placed by rows (`--kill-rows`), armed before each spawn.
+    rows_kill: Option<RowsKill>,
     /// How many of each planned kill fired, for saying which never did.
     fired: Fired,
 }
@@ -118,6 +153,7 @@ impl Triggers {
             timed_fired: 0,
             hang_resume_at: None,
             next_kill: None,
+            rows_kill: None,
             fired: Fired {
                 kill_at_task: config.kills.at_task.map(|t| (t, false)),
                 kill_at_rows: config.kills.at_rows.map(|n| (n, false)),
@@ -268,9 +304,26 @@ impl Triggers {
         false
     }
 
-    /// Arms the next random kill, one schedule delay after `sim` (a spawn), unless one is
-    /// armed already.
-    pub fn arm_random_kill(&mut self, sim: f64) {
+    /// Arms the next random kill for a spawn at `sim`, the first lane's table holding `rows`:
+    /// one schedule delay after it, or (`--kill-rows`) a number of rows after it; unless one is
+    /// armed already. A kill placed by rows that has not fired counts again from this spawn.
+    pub fn arm_random_kill(&mut self, sim: f64, rows: u64) {
+        if self.schedule.by_rows() {
+            match self.rows_kill.as_mut() {
+                Some(kill) => {
+                    kill.base = rows;
+                    kill.seen = (0, 0);
+                }
+                None => {
+                    self.rows_kill = self.schedule.next_rows().map(|after| RowsKill {
+                        after,
+                        base: rows,
+                        seen: (0, 0),
+                    });
+                }
+            }
+            return;
+        }
         if self.next_kill.is_none()
             && let Some(delay) = self.schedule.next_delay()
         {
@@ -278,19 +331,45 @@ impl Triggers {
         }
     }
 
+    /// The armed kill placed by rows, if any.
+    #[must_use]
+    pub fn rows_kill(&self) -> Option<RowsKill> {
+        self.rows_kill
+    }
+
+    /// The first lane's worker had made `writes` writes and its table held `rows` rows when
+    /// it was last read: the armed kill by rows bounds the next grants by that.
+    pub fn saw_rows(&mut self, writes: u64, rows: u64) {
+        if let Some(kill) = self.rows_kill.as_mut() {
+            kill.seen = (writes, rows.saturating_sub(kill.base));
+        }
+    }
+
+    /// The armed kill by rows, taken (it fires once) when the first lane's table holds `rows`,
+    /// its count since the spawn reached.
+    pub fn rows_kill_due(&mut self, rows: u64) -> Option<RowsKill> {
+        let kill = self
+            .rows_kill
+            .filter(|k| rows.saturating_sub(k.base) >= k.after)?;
+        self.rows_kill = None;
+        self.fired.random.1 += 1;
+        Some(kill)
+    }
+
     /// Whether random kills are armed (the dashboard's toggle).
     #[must_use]
     pub fn random_kills_on(&self) -> bool {
-        self.schedule.remaining() > 0 || self.next_kill.is_some()
+        self.schedule.remaining() > 0 || self.next_kill.is_some() || self.rows_kill.is_some()
     }
 
     /// Turns seeded random kills on (without limit) or off.
-    pub fn set_random_kills(&mut self, on: bool, sim: f64) {
+    pub fn set_random_kills(&mut self, on: bool, sim: f64, rows: u64) {
         self.schedule.set_unlimited(on);
         if on {
-            self.arm_random_kill(sim);
+            self.arm_random_kill(sim, rows);
         } else {
             self.next_kill = None;
+            self.rows_kill = None;
         }
     }
 }
@@ -393,13 +472,65 @@ mod tests {
             window: (Duration::from_secs(1), Duration::from_secs(1)),
             ..KillPlan::default()
         }));
-        triggers.arm_random_kill(100.0);
-        triggers.arm_random_kill(105.0);
+        triggers.arm_random_kill(100.0, 0);
+        triggers.arm_random_kill(105.0, 0);
         assert!(triggers.due(109.0, OPEN).is_empty());
         // One real second at scale 10 is ten sim seconds, at any speed.
         assert_eq!(triggers.due(111.0, OPEN), vec![(HostAction::Kill, 110.0)]);
-        triggers.arm_random_kill(111.0);
+        triggers.arm_random_kill(111.0, 0);
         assert!(!triggers.random_kills_on(), "the plan had one kill");
+    }
+
+    #[test]
+    fn a_kill_by_rows_counts_from_its_spawn_and_bounds_the_grants_to_its_row() {
+        let mut triggers = Triggers::new(&config(KillPlan {
+            random: 2,
+            rows: Some((10, 10)),
+            ..KillPlan::default()
+        }));
+        triggers.arm_random_kill(100.0, 40);
+        assert_eq!(triggers.next_moment(), None, "no moment in time");
+        let kill = triggers.rows_kill().unwrap_or_else(|| panic!("armed"));
+        assert_eq!((kill.after, kill.base), (10, 40));
+        // Before any poll: ten writes, each at most a row.
+        assert_eq!(kill.writes_allowed(0, 0), 10);
+        // Six writes made, four rows of them seen (a keyed restart redoing done work adds none).
+        triggers.saw_rows(6, 44);
+        assert_eq!(
+            triggers.rows_kill().map(|k| k.writes_allowed(7, 6)),
+            Some(12)
+        );
+        // A batch the worker waits for is granted whole, once its writes are all counted.
+        assert_eq!(
+            triggers.rows_kill().map(|k| k.writes_allowed(20, 6)),
+            Some(20)
+        );
+        assert_eq!(
+            triggers.rows_kill().map(|k| k.writes_allowed(20, 9)),
+            Some(12),
+            "writes heard since the poll may have added rows: only what is surely left"
+        );
+        assert_eq!(triggers.rows_kill_due(49), None);
+        // The attempt died on its own: the same kill counts again from the next spawn.
+        triggers.arm_random_kill(200.0, 49);
+        assert_eq!(triggers.rows_kill_due(55), None);
+        assert!(triggers.rows_kill_due(59).is_some());
+        assert_eq!(triggers.rows_kill_due(100), None, "fires once");
+        assert_eq!(triggers.fired().random, (2, 1));
+        triggers.arm_random_kill(300.0, 69);
+        assert!(triggers.random_kills_on());
+        assert_eq!(
+            triggers.rows_kill().map(|k| k.writes_allowed(0, 0)),
+            Some(10)
+        );
+        triggers.saw_rows(10, 79);
+        assert_eq!(
+            triggers.rows_kill().map(|k| k.writes_allowed(11, 10)),
+            Some(10),
+            "its row reached: not one write more, even one waited for"
+        );
+        triggers.set_random_kills(false, 300.0, 69);
+        assert!(!triggers.random_kills_on());
     }
 
     #[test]

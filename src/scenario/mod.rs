@@ -280,6 +280,7 @@ impl Scenario {
             kills: KillPlan {
                 random: self.random_kills,
                 window: self.kill_window,
+                rows: None,
                 at_task: self.kill_at_task,
                 at_rows: self.kill_at_rows,
                 at_message: None,

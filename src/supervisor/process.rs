@@ -4,9 +4,14 @@
 //! Three layers against orphans:
 //! 1. each worker leads its own process group, and every exit path SIGKILLs the groups still
 //!    registered here (`kill_all`);
-//! 2. PR_SET_PDEATHSIG(SIGKILL) in the child, set from a spawner thread that never exits (the
-//!    signal fires when the *thread* that forked dies, not the process), with a `getppid` check
-//!    for a parent that died before the child got that far; this covers SIGKILL of reclaim;
+//! 2. PR_SET_PDEATHSIG(SIGKILL) in the child, spawned from a thread that never exits (the
+//!    signal fires when the *thread* that spawned it dies, not the process), with a `getppid`
+//!    check for a parent that died before the child got that far; this covers SIGKILL of
+//!    reclaim. Every process spawned here is reclaim's own binary (a worker, the relay, the
+//!    vendor, the guard of someone else's job), which sets both first thing in `main`
+//!    (`die_with_parent`), told its parent in `PARENT_ENV`: with no code to run between fork and
+//!    exec, the standard library spawns with `posix_spawn` (a vfork) instead of copying the
+//!    supervisor's whole address space for every attempt;
 //! 3. the engine reaps with `try_wait` on every tick, and signals only children it has not reaped.
 
 use std::collections::BTreeSet;
@@ -50,24 +55,15 @@ fn spawner() -> &'static Mutex<Sender<SpawnRequest>> {
     })
 }
 
-/// Spawns `command` as a worker: its own process group, killed if reclaim dies, registered for
-/// `kill_all`.
+/// The variable that tells a process spawned here which process it must die with.
+pub const PARENT_ENV: &str = "RECLAIM_SUPERVISOR_PID";
+
+/// Spawns `command` (reclaim's own binary: see the module's notes) as a worker: its own process
+/// group, killed if reclaim dies, registered for `kill_all`.
 pub fn spawn(mut command: Command) -> io::Result<Child> {
-    let parent = nix::unistd::getpid();
-    command.process_group(0);
-    // SAFETY: the closure runs in the forked child before exec and calls only async-signal-safe
-    // functions (prctl, getppid); it allocates nothing and takes no locks.
-    #[allow(unsafe_code)]
-    unsafe {
-        command.pre_exec(move || {
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
-            // The parent may have died between fork and prctl; then no signal will ever come.
-            if nix::unistd::getppid() != parent {
-                return Err(io::Error::other("reclaim exited while starting a worker"));
-            }
-            Ok(())
-        });
-    }
+    command
+        .process_group(0)
+        .env(PARENT_ENV, std::process::id().to_string());
     // The registry stays locked from fork to insert, so a sweep for adopted orphans never
     // takes a worker being born for one.
     let mut live = LIVE
@@ -84,6 +80,32 @@ pub fn spawn(mut command: Command) -> io::Result<Child> {
         .map_err(|_| io::Error::other("spawner thread is gone"))??;
     live.insert(child_pid(&child));
     Ok(child)
+}
+
+/// For a process spawned by `spawn` (its parent named in `PARENT_ENV`): dies by SIGKILL when the
+/// thread that spawned it does, and at once when that parent is already gone (it died before
+/// this process got this far, and no signal will ever come). Called first thing in `main`,
+/// while the process has one thread; the variable is removed, so nothing this process starts
+/// (someone else's job under its guard) takes it for its own.
+pub fn die_with_parent() {
+    let Some(parent) = std::env::var_os(PARENT_ENV) else {
+        return;
+    };
+    // SAFETY: called at the top of `main`, before any thread is started, so nothing reads the
+    // environment while it changes.
+    #[allow(unsafe_code)]
+    unsafe {
+        std::env::remove_var(PARENT_ENV);
+    }
+    let parent: Option<i32> = parent.to_str().and_then(|p| p.parse().ok());
+    let armed = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_ok();
+    if !armed || parent != Some(nix::unistd::getppid().as_raw()) {
+        // Its supervisor is gone (or cannot be followed): a worker nobody watches must not run.
+        eprintln!(
+            "reclaim: error: started by a reclaim that is gone ({PARENT_ENV} names another parent); unset {PARENT_ENV}"
+        );
+        std::process::exit(i32::from(crate::exit::ERROR));
+    }
 }
 
 /// The child's pid, which is also its process group id.

@@ -22,6 +22,10 @@ pub struct KillPlan {
     /// The window those delays are drawn from.
     #[serde(serialize_with = "serialize_window")]
     pub window: (Duration, Duration),
+    /// `--kill-rows A..B`: the random kills are placed by work instead of time, each after a
+    /// number of rows drawn from A..=B, counted from its attempt's spawn (the window is unused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<(u64, u64)>,
     /// Kill once when this task's row has been written (in the first lane).
     pub at_task: Option<u64>,
     /// Kill once as soon as the first lane's table holds this many rows (`--kill-at-rows`).
@@ -73,6 +77,7 @@ impl Default for KillPlan {
         Self {
             random: 0,
             window: DEFAULT_WINDOW,
+            rows: None,
             at_task: None,
             at_rows: None,
             at_message: None,
@@ -93,11 +98,61 @@ impl KillPlan {
         std::iter::from_fn(move || schedule.next_delay())
     }
 
-    /// The first `limit` delays (fewer when fewer kills are planned).
+    /// The first `limit` delays (fewer when fewer kills are planned); none when the kills are
+    /// placed by rows (`first_rows`).
     #[must_use]
     pub fn first_delays(&self, limit: usize) -> Vec<Duration> {
+        if self.rows.is_some() {
+            return Vec::new();
+        }
         self.delays().take(limit).collect()
     }
+
+    /// With `--kill-rows`: the row counts of the first `limit` random kills, in the order they
+    /// will be used (the same seed, the same counts, on any machine).
+    #[must_use]
+    pub fn first_rows(&self, limit: usize) -> Vec<u64> {
+        let mut schedule = KillSchedule::new(self);
+        std::iter::from_fn(|| schedule.next_rows())
+            .take(limit)
+            .collect()
+    }
+}
+
+/// The most rows `--kill-rows` may name: far past any queue, small enough to count in.
+pub const MAX_KILL_ROWS: u64 = 1_000_000_000;
+
+/// `--kill-rows` that is not a range of rows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RowsError {
+    #[error("expected LOW..HIGH in rows, such as 5..30, got '{0}'")]
+    NotARange(String),
+    #[error("'{0}' is not a whole number of rows")]
+    NotANumber(String),
+    #[error("{0} rows is outside 1..={MAX_KILL_ROWS}")]
+    Outside(u64),
+    #[error("the range {0} ends before it starts")]
+    Backwards(String),
+}
+
+/// Parses `5..30` (rows after a spawn, both ends included) into a range of row counts.
+pub fn parse_rows(text: &str) -> Result<(u64, u64), RowsError> {
+    let (lo, hi) = text
+        .split_once("..")
+        .ok_or_else(|| RowsError::NotARange(text.to_string()))?;
+    let parse = |part: &str| {
+        let rows: u64 =
+            (part.trim().parse()).map_err(|_| RowsError::NotANumber(part.to_string()))?;
+        if !(1..=MAX_KILL_ROWS).contains(&rows) {
+            return Err(RowsError::Outside(rows));
+        }
+        Ok(rows)
+    };
+    let (lo, hi) = (parse(lo)?, parse(hi)?);
+    if lo > hi {
+        return Err(RowsError::Backwards(text.to_string()));
+    }
+    Ok((lo, hi))
 }
 
 /// A kill window (`--kill-window`, a scenario's `host.kill_window`) that is not one.
@@ -145,6 +200,7 @@ pub fn parse_window(text: &str) -> Result<(Duration, Duration), WindowError> {
 pub struct KillSchedule {
     rng: Seeded,
     window: (Duration, Duration),
+    rows: Option<(u64, u64)>,
     remaining: u32,
 }
 
@@ -154,8 +210,25 @@ impl KillSchedule {
         Self {
             rng: Seeded::new(plan.seed, Stream::Kills),
             window: plan.window,
+            rows: plan.rows,
             remaining: plan.random,
         }
+    }
+
+    /// Whether the kills are placed by rows (`--kill-rows`) rather than by time.
+    #[must_use]
+    pub fn by_rows(&self) -> bool {
+        self.rows.is_some()
+    }
+
+    /// The row count of the next random kill after a spawn (`--kill-rows`), if any kills remain.
+    pub fn next_rows(&mut self) -> Option<u64> {
+        let (lo, hi) = self.rows?;
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        Some(self.rng.u64_in(lo, hi))
     }
 
     /// The delay of the next random kill after a spawn, if any kills remain.
@@ -236,6 +309,28 @@ mod tests {
         let used: Vec<Duration> = (0..100).filter_map(|_| schedule.next_delay()).collect();
         assert_eq!(first, used);
         assert_eq!(schedule.remaining(), u32::MAX - 100);
+    }
+
+    #[test]
+    fn row_counts_are_drawn_from_the_seed_within_both_ends() {
+        let plan = |seed| KillPlan {
+            random: 50,
+            rows: Some((5, 8)),
+            seed,
+            ..KillPlan::default()
+        };
+        assert_eq!(plan(7).first_rows(60), plan(7).first_rows(60));
+        assert_ne!(plan(7).first_rows(60), plan(8).first_rows(60));
+        let rows = plan(7).first_rows(60);
+        assert_eq!(rows.len(), 50);
+        assert!(rows.iter().all(|r| (5..=8).contains(r)), "{rows:?}");
+        assert!(rows.contains(&5) && rows.contains(&8), "{rows:?}");
+        assert!(plan(7).first_delays(9).is_empty(), "no delay is used");
+        assert_eq!(parse_rows("5..30"), Ok((5, 30)));
+        assert_eq!(parse_rows("7..7"), Ok((7, 7)));
+        for bad in ["30..5", "0..5", "a..5", "5", "-1..5"] {
+            assert!(parse_rows(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

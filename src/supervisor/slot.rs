@@ -157,6 +157,13 @@ impl Slot {
         self.exited.is_some() || self.leader_gone.is_some()
     }
 
+    /// Every output pipe of the current attempt has closed and its process is not reaped yet:
+    /// it has exited, or is about to.
+    #[must_use]
+    pub fn pipes_closed(&self) -> bool {
+        self.child.is_some() && self.open_pipes == 0
+    }
+
     /// A process exists for this slot (running or hung), not yet reaped.
     #[must_use]
     pub fn is_live(&self) -> bool {

@@ -25,6 +25,12 @@ impl Gate {
         }
     }
 
+    /// Whether every write has been granted (`grant` of `u64::MAX`: a night at full speed).
+    pub(super) fn unlimited(&self) -> bool {
+        let (lock, _) = &*self.granted;
+        lock.lock().is_ok_and(|granted| *granted == u64::MAX)
+    }
+
     /// Blocks until `need` writes in all have been granted.
     pub(super) fn wait_for(&self, need: u64) {
         let (lock, ready) = &*self.granted;

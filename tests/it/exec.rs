@@ -121,7 +121,10 @@ fn the_naive_example_duplicates_under_random_kills_and_the_guarded_ones_never_do
     ] {
         let dir = tmp.path().join(name.replace(' ', "-"));
         fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
-        let (run, db) = run_exec(&dir, &command, &["--kills", "3", "--seed", seed]);
+        // Placed by rows: by time, a loaded machine's Python start-up outlasted every window
+        // (all three kills before any commit, no duplicate, and the naive job "passed").
+        let kills = ["--kills", "3", "--kill-rows", "5..30", "--seed", seed];
+        let (run, db) = run_exec(&dir, &command, &kills);
         let json = assert_counts_agree(&run, &db);
         assert!(
             number(&json, "kills") >= 1,
@@ -688,7 +691,13 @@ fn a_job_that_forks_leaves_no_orphan_when_it_ends_or_is_killed() {
     // It ends by itself (exit 0), its child still running; and under random kills.
     for (name, extra, code) in [
         ("ends", vec![], 0),
-        ("killed", vec!["--kills", "3", "--seed", "5"], 1),
+        // Placed by rows, so each kill lands after the job's commits at any load (by time,
+        // a loaded machine's Python start-up could outlast every window: no duplicate, exit 0).
+        (
+            "killed",
+            vec!["--kills", "3", "--kill-rows", "5..30", "--seed", "5"],
+            1,
+        ),
     ] {
         let dir = tmp.path().join(name);
         fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));

@@ -10,6 +10,7 @@ mod faults;
 mod fuzz;
 mod heartbeat_check;
 mod hostile;
+mod kill_rows;
 mod lecture;
 mod map;
 mod module_graph;

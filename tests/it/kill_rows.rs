@@ -1,0 +1,173 @@
+//! Kill storms placed by work (`run --kills N --kill-rows A..B`): each kill after a seeded
+//! number of rows since its attempt's spawn, so the same seed gives the same storm at any load,
+//! every kill lands after a commit, and the data a guarded job leaves stays exact.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{
+    assert_usage_error, count, distinct, json_of, number, open_ro, path_arg, reclaim,
+    reclaim_within, rows,
+};
+
+/// A storm's whole run may take this long on a loaded machine before it counts as a hang.
+const HANG: Duration = Duration::from_secs(300);
+
+fn storm(db: &Path, job: &[&str], items: &str, kills: &str, seed: &str) -> Value {
+    let mut args = vec!["run"];
+    args.extend_from_slice(job);
+    args.extend_from_slice(&[
+        "--items",
+        items,
+        "--delay-ms",
+        "0",
+        "--kills",
+        kills,
+        "--kill-rows",
+        "5..30",
+        "--restart-delay",
+        "0",
+        "--max-restarts",
+        "1000",
+        "--seed",
+        seed,
+        "--db",
+        path_arg(db),
+        "--json",
+    ]);
+    let run = reclaim_within(&args, &[], HANG);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    json_of(&run)
+}
+
+fn planned(json: &Value) -> Vec<u64> {
+    (json["kill_rows_planned"].as_array().into_iter().flatten())
+        .filter_map(Value::as_u64)
+        .collect()
+}
+
+/// Each kill's (planned, landed) rows since its spawn, as the report lists them.
+fn landed(json: &Value) -> Vec<(u64, u64)> {
+    (json["kill_rows_landed"]["first"]
+        .as_array()
+        .into_iter()
+        .flatten())
+    .filter_map(|pair| Some((pair[0].as_u64()?, pair[1].as_u64()?)))
+    .collect()
+}
+
+/// Kills the rows showed had committed work of their attempt, of all kills.
+fn after_a_commit(json: &Value) -> (u64, u64) {
+    let windows = &json["kills_in_window"];
+    let before = number(windows, "before-any-commit");
+    let all: u64 = (windows.as_object().into_iter().flatten())
+        .filter_map(|(_, n)| n.as_u64())
+        .sum();
+    (all - before, all)
+}
+
+/// The rows, read with a connection of our own: every task once, each with its checkpoint,
+/// and the file sound.
+fn assert_exact(db: &Path, items: u64) {
+    let conn = open_ro(db);
+    assert_eq!(rows(&conn), items, "rows");
+    assert_eq!(distinct(&conn), items, "distinct task ids");
+    assert_eq!(
+        count(&conn, "SELECT count(*) FROM checkpoints"),
+        items,
+        "checkpoints"
+    );
+    let check: String = conn
+        .query_row("PRAGMA quick_check", [], |r| r.get(0))
+        .unwrap_or_else(|e| panic!("quick_check: {e}"));
+    assert_eq!(check, "ok");
+}
+
+#[test]
+fn the_same_seed_places_the_same_kills_on_the_same_rows_twice() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let guarded = ["--strategy", "guarded"];
+    let first = storm(&dir.path().join("a.db"), &guarded, "1000", "20", "11");
+    let second = storm(&dir.path().join("b.db"), &guarded, "1000", "20", "11");
+    let other = storm(&dir.path().join("c.db"), &guarded, "1000", "20", "12");
+    assert_eq!(planned(&first).len(), 20);
+    assert!(planned(&first).iter().all(|r| (5..=30).contains(r)));
+    assert_eq!(planned(&first), planned(&second));
+    assert_ne!(
+        planned(&first),
+        planned(&other),
+        "another seed, another storm"
+    );
+    // reclaim's own worker is held at its kill's row: every kill lands on its planned row,
+    // and both nights land on the same ones.
+    assert_eq!(landed(&first), landed(&second));
+    let on_plan: Vec<(u64, u64)> = planned(&first).into_iter().map(|r| (r, r)).collect();
+    assert_eq!(landed(&first), on_plan);
+    assert_eq!(number(&first, "kills"), 20);
+}
+
+#[test]
+fn a_small_storm_by_rows_lands_after_commits_and_leaves_guarded_exact() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let db = dir.path().join("warehouse.db");
+    let json = storm(&db, &["--strategy", "guarded"], "2000", "50", "5");
+    assert_eq!(number(&json, "kills"), 50, "every kill fired: {json}");
+    assert_eq!(number(&json, "restarts"), 50);
+    let (after, all) = after_a_commit(&json);
+    assert_eq!(all, 50);
+    assert!(after * 100 >= all * 95, "{after} of {all} after a commit");
+    assert_eq!(number(&json["kill_rows_landed"], "at_plan"), 50);
+    assert_eq!(number(&json, "duplicated_task_ids"), 0);
+    assert_exact(&db, 2000);
+}
+
+#[test]
+fn an_exec_jobs_storm_by_rows_lands_after_its_commits() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let db = dir.path().join("warehouse.db");
+    let job = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/guarded_job.py");
+    let command = format!("python3 {job}");
+    let json = storm(&db, &["--exec", &command], "400", "8", "5");
+    assert_eq!(number(&json, "kills"), 8, "{json}");
+    let (after, all) = after_a_commit(&json);
+    assert_eq!((after, all), (8, 8), "a kill waits for its rows: {json}");
+    // The job is not held at its row: it lands on it or a little past, never before.
+    for (planned, landed) in landed(&json) {
+        assert!(landed >= planned, "{planned} -> {landed}");
+    }
+    assert_eq!(number(&json, "duplicated_task_ids"), 0);
+    assert_eq!(number(&json, "missing"), 0);
+    let conn = open_ro(&db);
+    assert_eq!((rows(&conn), distinct(&conn)), (400, 400));
+}
+
+#[test]
+fn kill_rows_refuses_nonsense_before_anything_starts() {
+    for (value, needle) in [("30..5", "ends before it starts"), ("0..5", "outside")] {
+        let run = reclaim(&[
+            "run",
+            "--strategy",
+            "guarded",
+            "--kills",
+            "3",
+            "--kill-rows",
+            value,
+        ]);
+        assert_usage_error(&run, "--kill-rows");
+        assert!(run.stderr.contains(needle), "{}", run.stderr);
+    }
+    let both = reclaim(&[
+        "run",
+        "--strategy",
+        "guarded",
+        "--kills",
+        "3",
+        "--kill-rows",
+        "5..30",
+        "--kill-window",
+        "0.1..0.2",
+    ]);
+    assert_usage_error(&both, "--kill-window");
+}
