@@ -34,4 +34,5 @@ pub mod text;
 pub mod tui;
 pub mod vendor;
 pub mod verdict;
+pub mod warehouse;
 pub mod worker;

@@ -43,6 +43,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Command::Vendor(args)) => vendor::run(&args),
         Some(Command::Relay(args)) => vendor::relay(&args),
         Some(Command::ExecGuard(args)) => exec_guard::run(&args.command, args.parent),
+        Some(Command::PgCluster(args)) => Ok(crate::warehouse::cluster::guard(&args)),
         Some(Command::Tui(args)) => tui::live(&args),
         Some(Command::Scenarios) => scenarios::run(),
         Some(Command::Replay(args)) if args.check => {

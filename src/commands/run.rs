@@ -41,6 +41,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         }
         None => Vec::new(),
     };
+    let mut night = open_warehouse(args, Some(&worker))?;
     let given_db = args.db.as_deref().map(paths::new_warehouse).transpose()?;
     let record = args
         .record
@@ -100,6 +101,11 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         scale: args.scale,
         ..EngineConfig::new(vec![lane], plan.clone(), exe)
     };
+    if let Some(night) = night.as_mut() {
+        night
+            .claim(config.lanes.iter().map(|l| l.db.as_path()))
+            .map_err(crate::store::StoreError::from)?;
+    }
     if !args.json {
         print_header(args, (&worker, &queue), &plan, seed, out);
     }
@@ -109,7 +115,91 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
             let _ = writeln!(out, "{line}");
         }
     })?;
-    finish(&report, args, out)
+    let code = finish(&report, args, out);
+    close_warehouse(night, args, out);
+    code
+}
+
+/// `--warehouse`: the night's PostgreSQL opened (a server checked, or a private cluster started)
+/// once every other input has been checked; `None` for SQLite. What PostgreSQL cannot do yet
+/// is refused here, before anything starts.
+fn open_warehouse(
+    args: &RunArgs,
+    worker: Option<&LaneWorker>,
+) -> Result<Option<crate::warehouse::Night>, Error> {
+    let spec = &args.warehouse.warehouse;
+    if !spec.is_postgres() {
+        if args.warehouse.keep || args.warehouse.pg_schema.is_some() {
+            return Err(Error::Refused(
+                "--keep and --pg-schema apply to a PostgreSQL warehouse: add --warehouse postgres (or postgres://...)".into(),
+            ));
+        }
+        return Ok(None);
+    }
+    if args.warehouse.keep && !matches!(spec, crate::warehouse::Spec::Private) {
+        return Err(Error::Refused(
+            "--keep keeps the private cluster of --warehouse postgres; on your own server reclaim never drops what it made anyway".into(),
+        ));
+    }
+    if let Some(worker) = worker {
+        pg_supports(args, worker)?;
+    }
+    crate::warehouse::Night::open(
+        spec,
+        args.warehouse.pg_schema.as_deref(),
+        args.warehouse.keep,
+    )
+    .map_err(|e| Error::Store(e.into()))
+}
+
+/// What reclaim runs on PostgreSQL so far: its own strategies, without a vendor or split items.
+fn pg_supports(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
+    let missing = match worker {
+        LaneWorker::Exec(_) => Some("--exec"),
+        LaneWorker::Strategy(s) if s.relays() => Some("the outbox strategy (its relay)"),
+        LaneWorker::Strategy(_) if args.vendor.side_effect.is_some() => Some("--side-effect"),
+        LaneWorker::Strategy(_) if args.long.split > 1 => Some("--split"),
+        LaneWorker::Strategy(_) => None,
+    };
+    match missing {
+        Some(what) => Err(Error::Refused(format!(
+            "{what} does not run on PostgreSQL yet; use --warehouse sqlite"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `pg_supports` for a scenario's lane.
+fn lane_on_pg(lane: &LaneConfig) -> Result<(), Error> {
+    let what = if lane.worker.job().is_some() {
+        Some("an exec lane")
+    } else if lane.needs_vendor() {
+        Some("a lane that reaches a vendor")
+    } else if lane.split > 1 {
+        Some("a lane with split items")
+    } else {
+        None
+    };
+    match what {
+        Some(what) => Err(Error::Refused(format!(
+            "lane {}: {what} does not run on PostgreSQL yet; use --warehouse sqlite",
+            crate::text::escape_controls(&lane.name)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Stops the night's PostgreSQL and says where its rows are.
+fn close_warehouse(night: Option<crate::warehouse::Night>, args: &RunArgs, out: &mut dyn Write) {
+    if let Some(night) = night {
+        for line in night.close() {
+            if args.json {
+                eprintln!("reclaim: {line}");
+            } else {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
 }
 
 /// The kills aimed at a place in the work, checked against the queue: reclaim's own worker's
@@ -308,6 +398,7 @@ fn print_lane_verdicts(names: &[String], reports: &[RunReport], out: &mut dyn Wr
 fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let scenario = Scenario::load(name)?;
     super::consent::for_run(&scenario, args.allow_exec)?;
+    let mut night = open_warehouse(args, None)?;
     let db = paths::fresh_db_path("scenario")
         .context(|| "cannot create a folder for the warehouses".into())?;
     let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -317,6 +408,14 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         config.kills.seed = seed;
     }
     let plan = config.kills.clone();
+    if let Some(night) = night.as_mut() {
+        for lane in &config.lanes {
+            lane_on_pg(lane)?;
+        }
+        night
+            .claim(config.lanes.iter().map(|l| l.db.as_path()))
+            .map_err(crate::store::StoreError::from)?;
+    }
     let names: Vec<String> = config.lanes.iter().map(|l| l.name.clone()).collect();
     let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     if !args.json {
@@ -361,8 +460,11 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
     } else {
         let _ = writeln!(out);
         print_lane_verdicts(&names, &reports, out);
-        let _ = writeln!(out, "databases    {} (kept)", display(&dir));
+        if night.is_none() {
+            let _ = writeln!(out, "databases    {} (kept)", display(&dir));
+        }
     }
+    close_warehouse(night, args, out);
     // `--strict`: a lane whose data holds but that did not test all it set out to fails too.
     let untested: Vec<String> = (names.iter().zip(&reports))
         .flat_map(|(name, report)| {

@@ -136,6 +136,8 @@ pub enum StoreError {
         column: &'static str,
         found: String,
     },
+    #[error(transparent)]
+    Warehouse(#[from] crate::warehouse::WarehouseError),
     #[error("{path}: {source}")]
     Sqlite {
         path: PathBuf,
