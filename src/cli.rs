@@ -122,6 +122,8 @@ pub struct ProveArgs {
     /// The strategy on trial [default: guarded]
     #[arg(long, value_enum, conflicts_with = "exec")]
     pub strategy: Option<Strategy>,
+    #[command(flatten)]
+    pub warehouse: crate::warehouse::WarehouseArgs,
     /// Your own job on trial instead (see `reclaim run --exec`): the three tests, each in a
     /// fresh folder
     #[command(flatten)]

@@ -116,7 +116,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         }
     })?;
     let code = finish(&report, args, out);
-    close_warehouse(night, args, out);
+    crate::warehouse::close(night, args.json, None, out);
     code
 }
 
@@ -127,37 +127,16 @@ fn open_warehouse(
     args: &RunArgs,
     worker: Option<&LaneWorker>,
 ) -> Result<Option<crate::warehouse::Night>, Error> {
-    let spec = &args.warehouse.warehouse;
-    if !spec.is_postgres() {
-        if args.warehouse.keep || args.warehouse.pg_schema.is_some() {
-            return Err(Error::Refused(
-                "--keep and --pg-schema apply to a PostgreSQL warehouse: add --warehouse postgres (or postgres://...)".into(),
-            ));
-        }
-        return Ok(None);
-    }
-    if args.warehouse.keep && !matches!(spec, crate::warehouse::Spec::Private) {
-        return Err(Error::Refused(
-            "--keep keeps the private cluster of --warehouse postgres; on your own server reclaim never drops what it made anyway".into(),
-        ));
-    }
-    if let Some(worker) = worker {
+    if let Some(worker) = worker.filter(|_| args.warehouse.warehouse.is_postgres()) {
         pg_supports(args, worker)?;
     }
-    crate::warehouse::Night::open(
-        spec,
-        args.warehouse.pg_schema.as_deref(),
-        args.warehouse.keep,
-    )
-    .map_err(|e| Error::Store(e.into()))
+    (args.warehouse.open()).map_err(|e| Error::Store(e.into()))
 }
 
-/// What reclaim runs on PostgreSQL so far: its own strategies, without a vendor or split items.
+/// What reclaim runs on PostgreSQL so far: its own strategies, without split items.
 fn pg_supports(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
     let missing = match worker {
         LaneWorker::Exec(_) => Some("--exec"),
-        LaneWorker::Strategy(s) if s.relays() => Some("the outbox strategy (its relay)"),
-        LaneWorker::Strategy(_) if args.vendor.side_effect.is_some() => Some("--side-effect"),
         LaneWorker::Strategy(_) if args.long.split > 1 => Some("--split"),
         LaneWorker::Strategy(_) => None,
     };
@@ -173,8 +152,6 @@ fn pg_supports(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
 fn lane_on_pg(lane: &LaneConfig) -> Result<(), Error> {
     let what = if lane.worker.job().is_some() {
         Some("an exec lane")
-    } else if lane.needs_vendor() {
-        Some("a lane that reaches a vendor")
     } else if lane.split > 1 {
         Some("a lane with split items")
     } else {
@@ -186,19 +163,6 @@ fn lane_on_pg(lane: &LaneConfig) -> Result<(), Error> {
             crate::text::escape_controls(&lane.name)
         ))),
         None => Ok(()),
-    }
-}
-
-/// Stops the night's PostgreSQL and says where its rows are.
-fn close_warehouse(night: Option<crate::warehouse::Night>, args: &RunArgs, out: &mut dyn Write) {
-    if let Some(night) = night {
-        for line in night.close() {
-            if args.json {
-                eprintln!("reclaim: {line}");
-            } else {
-                let _ = writeln!(out, "{line}");
-            }
-        }
     }
 }
 
@@ -464,7 +428,7 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
             let _ = writeln!(out, "databases    {} (kept)", display(&dir));
         }
     }
-    close_warehouse(night, args, out);
+    crate::warehouse::close(night, args.json, None, out);
     // `--strict`: a lane whose data holds but that did not test all it set out to fails too.
     let untested: Vec<String> = (names.iter().zip(&reports))
         .flat_map(|(name, report)| {

@@ -414,6 +414,9 @@ fn check_warehouse_ref(conn: &Connection, path: &Path) -> Result<(), StoreError>
 
 /// Deletes every checkpoint (the table may not exist: then there is nothing to delete).
 pub fn wipe_checkpoints(db: &Path) -> Result<usize, StoreError> {
+    if let Some(server) = crate::warehouse::active() {
+        return Ok(crate::warehouse::pg::wipe_checkpoints(server, db)?);
+    }
     let failed = |e| StoreError::sqlite(db, e);
     let conn = Connection::open(db).map_err(failed)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(failed)?;

@@ -145,6 +145,12 @@ impl Cluster {
         conninfo(&self.dir)
     }
 
+    /// Whether the folder stays after the cluster stops (`--keep`).
+    #[must_use]
+    pub fn kept(&self) -> bool {
+        self.keep
+    }
+
     /// The cluster's folder (data in `data/`, the socket beside it).
     #[must_use]
     pub fn dir(&self) -> &Path {

@@ -54,6 +54,42 @@ pub struct WarehouseArgs {
     pub keep: bool,
 }
 
+impl WarehouseArgs {
+    /// Opens the night's warehouse as the flags say (`Night::open`); `None` for SQLite. The
+    /// PostgreSQL-only flags without PostgreSQL are refused.
+    pub fn open(&self) -> Result<Option<Night>, WarehouseError> {
+        if !self.warehouse.is_postgres() {
+            if self.keep || self.pg_schema.is_some() {
+                return Err(WarehouseError::Flags(
+                    "--keep and --pg-schema apply to a PostgreSQL warehouse: add --warehouse postgres (or postgres://...)".into(),
+                ));
+            }
+            return Ok(None);
+        }
+        if self.keep && self.warehouse != Spec::Private {
+            return Err(WarehouseError::Flags(
+                "--keep keeps the private cluster of --warehouse postgres; on your own server reclaim never drops what it made anyway".into(),
+            ));
+        }
+        Night::open(&self.warehouse, self.pg_schema.as_deref(), self.keep)
+    }
+}
+
+/// Ends the night's PostgreSQL, if any (`Night::close`), and prints its closing lines (and
+/// `note`) on `out`, or on stderr beside `--json`.
+pub fn close(night: Option<Night>, json: bool, note: Option<&str>, out: &mut dyn std::io::Write) {
+    let Some(night) = night else { return };
+    let mut lines = night.close();
+    lines.extend(note.map(str::to_string));
+    for line in lines {
+        if json {
+            eprintln!("reclaim: {line}");
+        } else {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+}
+
 /// What `--warehouse` names.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Spec {
@@ -113,6 +149,8 @@ pub enum WarehouseError {
     Query { what: String, detail: String },
     #[error("the private PostgreSQL cluster: {0}")]
     Cluster(String),
+    #[error("{0}")]
+    Flags(String),
     #[error(
         "{task}: PostgreSQL refused the row ({detail}); this warehouse has a constraint the {strategy} strategy does not expect"
     )]
@@ -413,6 +451,12 @@ impl Night {
             cluster.stop();
         }
         self.closing_lines()
+    }
+
+    /// Whether closing removes the private cluster and its rows (not kept).
+    #[must_use]
+    pub fn removes_cluster(&self) -> bool {
+        self.cluster.as_ref().is_some_and(|c| !c.kept())
     }
 
     fn closing_lines(&self) -> Vec<String> {

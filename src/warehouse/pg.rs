@@ -333,3 +333,74 @@ pub fn schema_facts(
         task_id_type: Some("text".into()),
     })
 }
+
+/// Deletes every checkpoint of the lane whose SQLite path would be `db` (the table may not be
+/// there: then there is nothing to delete). The dashboard's `w` and prove's third test.
+pub fn wipe_checkpoints(server: &Server, db: &std::path::Path) -> Result<usize, WarehouseError> {
+    let mut client = server.connect(Some(&server.schema_for(db)))?;
+    let there: bool = client
+        .query_one("SELECT to_regclass('checkpoints') IS NOT NULL", &[])
+        .map_err(|e| WarehouseError::query("looking for the checkpoints", &e))?
+        .get(0);
+    if !there {
+        return Ok(0);
+    }
+    client
+        .execute("DELETE FROM checkpoints", &[])
+        .map(|n| n as usize)
+        .map_err(|e| WarehouseError::query("wiping the checkpoints", &e))
+}
+
+/// The relay's side of the outbox on PostgreSQL (`worker::relay`).
+pub struct Outbox {
+    client: Client,
+}
+
+/// An outbox entry to deliver: task, key, body.
+pub type Pending = (String, String, String);
+
+impl Outbox {
+    pub fn open(server: &Server, db: &std::path::Path) -> Result<Self, WarehouseError> {
+        Ok(Self {
+            client: server.connect(Some(&server.schema_for(db)))?,
+        })
+    }
+
+    /// The first entry not yet sent, and how many entries there are (0 before the worker has
+    /// made the table).
+    pub fn next_pending(&mut self) -> Result<(Option<Pending>, u64), WarehouseError> {
+        let failed = |e: postgres::Error| WarehouseError::query("reading the outbox", &e);
+        let there: bool = self
+            .client
+            .query_one("SELECT to_regclass('outbox') IS NOT NULL", &[])
+            .map_err(failed)?
+            .get(0);
+        if !there {
+            return Ok((None, 0));
+        }
+        let pending = self
+            .client
+            .query_opt(
+                "SELECT task_id, idem_key, body FROM outbox WHERE sent_at IS NULL ORDER BY task_id LIMIT 1",
+                &[],
+            )
+            .map_err(failed)?
+            .map(|r| (r.get(0), r.get(1), r.get(2)));
+        let total = self
+            .client
+            .query_one("SELECT count(*) FROM outbox", &[])
+            .map_err(failed)?
+            .get::<_, i64>(0) as u64;
+        Ok((pending, total))
+    }
+
+    pub fn mark_sent(&mut self, task: &str) -> Result<(), WarehouseError> {
+        self.client
+            .execute(
+                "UPDATE outbox SET sent_at = $2 WHERE task_id = $1",
+                &[&task, &crate::heartbeat::unix_now()],
+            )
+            .map(|_| ())
+            .map_err(|e| WarehouseError::query("marking an entry sent", &e))
+    }
+}

@@ -16,12 +16,18 @@ use nix::unistd::Pid;
 
 use crate::common::{BIN, assert_one_line_error, cmdline, process_gone, reclaim_in_dir};
 
-/// The server programs, as reclaim looks for them.
+/// The server programs, as reclaim looks for them. In CI (`CI` set, as `.ci/run` runs) their
+/// absence fails the test: there `.ci/run` installs them, so they must be found.
 fn pg_bin() -> Option<PathBuf> {
-    ["17", "16", "15", "14"]
+    let found = ["17", "16", "15", "14"]
         .iter()
         .map(|v| PathBuf::from(format!("/usr/lib/postgresql/{v}/bin")))
-        .find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
+        .find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file());
+    assert!(
+        found.is_some() || std::env::var_os("CI").is_none(),
+        "CI: PostgreSQL's server programs are missing, though .ci/run installs them"
+    );
+    found
 }
 
 /// A test folder the cluster's unprivileged account can enter (reclaim run as root runs the
