@@ -370,27 +370,34 @@ impl Outbox {
     /// made the table).
     pub fn next_pending(&mut self) -> Result<(Option<Pending>, u64), WarehouseError> {
         let failed = |e: postgres::Error| WarehouseError::query("reading the outbox", &e);
-        let there: bool = self
+        // One snapshot for both reads: read apart, an entry committed between them would be
+        // counted in the total and missing from the pending, and the relay would end without
+        // delivering it.
+        let mut tx = self
             .client
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .start()
+            .map_err(failed)?;
+        let there: bool = tx
             .query_one("SELECT to_regclass('outbox') IS NOT NULL", &[])
             .map_err(failed)?
             .get(0);
         if !there {
             return Ok((None, 0));
         }
-        let pending = self
-            .client
+        let total = tx
+            .query_one("SELECT count(*) FROM outbox", &[])
+            .map_err(failed)?
+            .get::<_, i64>(0) as u64;
+        let pending = tx
             .query_opt(
                 "SELECT task_id, idem_key, body FROM outbox WHERE sent_at IS NULL ORDER BY task_id LIMIT 1",
                 &[],
             )
             .map_err(failed)?
             .map(|r| (r.get(0), r.get(1), r.get(2)));
-        let total = self
-            .client
-            .query_one("SELECT count(*) FROM outbox", &[])
-            .map_err(failed)?
-            .get::<_, i64>(0) as u64;
+        tx.commit().map_err(failed)?;
         Ok((pending, total))
     }
 
