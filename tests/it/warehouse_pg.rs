@@ -351,6 +351,23 @@ fn someone_elses_server(cluster: &Path) {
     prove_agrees(&format!("postgresql://bob:right@{host}/postgres"));
 }
 
+/// What `inspect --json` says that the verdict is derived from, and the verdict.
+const VERDICT_FIGURES: [&str; 13] = [
+    "rows",
+    "distinct",
+    "duplicated_task_ids",
+    "extra_rows",
+    "missing",
+    "unexpected",
+    "checkpoints",
+    "rows_without_checkpoint",
+    "checkpoints_without_row",
+    "runs",
+    "consistent",
+    "integrity_ok",
+    "derived_status",
+];
+
 /// The same rows, odd ones included (a task written three times, a stray spelling, a task past
 /// the queue, a checkpoint without its row), judged on both engines: every figure the verdict
 /// is derived from is the same, and so is the verdict.
@@ -426,21 +443,7 @@ fn verdicts_agree(cluster: &Path, host: &str) {
         "inspect on postgres",
         &on_pg,
     ));
-    for key in [
-        "rows",
-        "distinct",
-        "duplicated_task_ids",
-        "extra_rows",
-        "missing",
-        "unexpected",
-        "checkpoints",
-        "rows_without_checkpoint",
-        "checkpoints_without_row",
-        "runs",
-        "consistent",
-        "integrity_ok",
-        "derived_status",
-    ] {
+    for key in VERDICT_FIGURES {
         assert_eq!(
             pg[key], sqlite[key],
             "{key}: postgres {pg}\nsqlite {sqlite}"
