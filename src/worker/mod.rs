@@ -5,6 +5,7 @@
 //! they share: the connection, the crash points, the heartbeat, the pace and the worker's claim.
 
 mod crash;
+mod db;
 mod guarded;
 mod keyed;
 mod long_item;
@@ -27,6 +28,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 pub use crash::{CrashAt, CrashPoint};
+use db::{Db, open_db};
 pub use long_item::LongItem;
 use protocol::{Line, Resume};
 
@@ -287,44 +289,6 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
         inserted: claim.inserted,
     });
     Ok(claim)
-}
-
-/// Opens the lane's warehouse: its SQLite file, or its schema on the night's PostgreSQL
-/// (`warehouse::active`), where what only SQLite has yet is refused before any write.
-fn open_db(config: &WorkerConfig) -> Result<Db, WorkerError> {
-    if let Some(server) = crate::warehouse::active() {
-        if config.split > 1 {
-            return Err(WorkerError::NotOnPostgres { what: "--split" });
-        }
-        let schema = server.schema_for(&config.db);
-        let sink = crate::warehouse::pg::Sink::open(
-            server,
-            &schema,
-            config.strategy.needs(),
-            config.strategy.relays(),
-        )
-        .map_err(StoreError::from)?;
-        return Ok(Db::Pg(Box::new(sink)));
-    }
-    let conn = store::open_for_worker(
-        &config.db,
-        config.sync,
-        config.strategy.needs(),
-        !config.supervised,
-    )?;
-    let wal = store::wal::WalBound::new(&conn, &config.db)
-        .map_err(|e| StoreError::sqlite(&config.db, e))?;
-    Ok(Db::Sqlite(conn, wal))
-}
-
-/// The warehouse a worker writes: a SQLite connection (and the bound that keeps its log short,
-/// `store::wal`), or a PostgreSQL session in the lane's schema.
-// Reason: one per worker process, never moved in a hot path; boxing SQLite's side would add an
-// indirection to every statement of the default engine.
-#[allow(clippy::large_enum_variant)]
-enum Db {
-    Sqlite(Connection, store::wal::WalBound),
-    Pg(Box<crate::warehouse::pg::Sink>),
 }
 
 /// The state a strategy works with.
