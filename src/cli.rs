@@ -75,6 +75,10 @@ pub enum Subcommand {
     /// the supervisor spawns for an external worker)
     #[command(hide = true)]
     ExecGuard(ExecGuardArgs),
+    /// Keeps a private PostgreSQL cluster for reclaim (`--warehouse postgres`) and removes it
+    /// when reclaim's pipe closes
+    #[command(hide = true)]
+    PgCluster(crate::warehouse::cluster::GuardArgs),
 }
 
 #[derive(Debug, Args)]
@@ -131,6 +135,8 @@ pub struct ProveArgs {
     /// The strategy on trial [default: guarded]
     #[arg(long, value_enum, conflicts_with = "exec")]
     pub strategy: Option<Strategy>,
+    #[command(flatten)]
+    pub warehouse: crate::warehouse::WarehouseArgs,
     /// Your own job on trial instead (see `reclaim run --exec`): the three tests, each in a
     /// fresh folder
     #[command(flatten)]
@@ -328,6 +334,8 @@ pub struct RunArgs {
     pub strategy: Option<Strategy>,
     #[command(flatten)]
     pub job: ExecArgs,
+    #[command(flatten)]
+    pub warehouse: crate::warehouse::WarehouseArgs,
     /// Kill once as soon as the table holds N rows (for any worker, --exec included)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub kill_at_rows: Option<u64>,

@@ -35,4 +35,5 @@ pub mod test_hooks;
 pub mod text;
 pub mod tui;
 pub mod verdict;
+pub mod warehouse;
 pub mod worker;

@@ -74,6 +74,8 @@ pub struct Observer {
     /// everything had been read (see `poll_job`).
     files_read: Option<(FileStamps, SystemTime)>,
     conn: Option<Connection>,
+    /// On PostgreSQL (`warehouse::active`): the lane's schema, followed there instead.
+    pg: Option<crate::warehouse::follow::Follow>,
     /// `PRAGMA data_version` of `conn` when a poll last read everything there was: while it
     /// stays the same no other connection has committed, and a poll has nothing to read.
     caught_up_at: Option<i64>,
@@ -113,6 +115,8 @@ impl Observer {
             source: None,
             files_read: None,
             conn: None,
+            pg: crate::warehouse::active()
+                .map(|server| crate::warehouse::follow::Follow::new(server, db)),
             caught_up_at: None,
             high_water: 0,
             checkpoint_high_water: 0,
@@ -181,6 +185,9 @@ impl Observer {
         if let Some(source) = self.source.clone() {
             return self.poll_job(&source);
         }
+        if self.pg.is_some() {
+            return self.poll_pg();
+        }
         if self.conn.is_none() {
             match store::open_observing(&self.db) {
                 Ok(conn) => self.conn = Some(conn),
@@ -205,6 +212,25 @@ impl Observer {
             Err(error) if store::is_busy(&error) => Ok(Poll::default()),
             result => result.map_err(|e| StoreError::sqlite(&self.db, e)),
         }
+    }
+
+    /// `poll` on PostgreSQL: the new rows (and late ones below the mark, `warehouse::follow`)
+    /// counted as on SQLite; the checkpoints read whole when their number changed.
+    fn poll_pg(&mut self) -> Result<Poll, StoreError> {
+        let (Some(server), Some(follow)) = (crate::warehouse::active(), self.pg.as_mut()) else {
+            return Ok(Poll::default());
+        };
+        let Some(read) = follow.read(server, self.checkpoints)? else {
+            return Ok(Poll::default());
+        };
+        let poll = self.count_rows(read.rows);
+        if let Some(tasks) = read.checkpoints {
+            self.apply_checkpoints(CheckpointRead {
+                rows: tasks.into_iter().map(|task| (0, task)).collect(),
+                wiped: true,
+            });
+        }
+        Ok(poll)
     }
 
     /// `poll` for an external job: a database and a table the job creates when it likes, read
@@ -372,7 +398,7 @@ impl Observer {
         let Some(conn) = self.conn.as_ref() else {
             return Ok(Poll::default());
         };
-        let mut poll = Poll::default();
+        let poll = Poll::default();
         // Every statement here is prepared once per connection: at 50 polls a second per lane,
         // parsing the SQL again each time was most of the poll's cost. Most polls end at the
         // first one: a worker at the shipped pace commits less often than the engine ticks.
@@ -407,6 +433,17 @@ impl Observer {
         self.caught_up_at = complete.then_some(version);
         // INVARIANT: records rows are never deleted, so every new row has a rowid above the
         // high-water mark (SQLite assigns max(rowid)+1).
+        let poll = self.count_rows(new_rows);
+        if let Some(checkpoints) = checkpoint_rows {
+            self.apply_checkpoints(checkpoints);
+        }
+        Ok(poll)
+    }
+
+    /// Counts new rows (rowid, task, run), in the order they were written: writers, the
+    /// restart at item zero, duplicates.
+    fn count_rows(&mut self, new_rows: Vec<(i64, String, String)>) -> Poll {
+        let mut poll = Poll::default();
         for (rowid, task, run) in new_rows {
             self.high_water = rowid;
             self.rows += 1;
@@ -422,10 +459,7 @@ impl Observer {
             }
             self.count_key(index);
         }
-        if let Some(checkpoints) = checkpoint_rows {
-            self.apply_checkpoints(checkpoints);
-        }
-        Ok(poll)
+        poll
     }
 
     fn apply_checkpoints(&mut self, read: CheckpointRead) {

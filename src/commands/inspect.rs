@@ -12,7 +12,17 @@ pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
     if let Some(table) = &args.table {
         return own_job(args, table);
     }
-    let inspection = inspect::inspect(&args.db, args.items)?;
+    // A lane on PostgreSQL, named as its worker names it (`warehouse::active`, inherited).
+    if args.ids && crate::warehouse::active().is_some() {
+        return Err(Error::Refused(
+            "--ids does not read PostgreSQL yet; look with psql: SELECT task_id, count(*) FROM records GROUP BY 1 HAVING count(*) > 1".into(),
+        ));
+    }
+    let inspection = match crate::warehouse::active() {
+        Some(server) => crate::warehouse::pg_inspect::inspect(server, &args.db, args.items)
+            .map_err(crate::store::StoreError::from)?,
+        None => inspect::inspect(&args.db, args.items)?,
+    };
     let ids = if args.ids {
         Some(inspect::duplicated_ids(&args.db, usize::MAX)?.0)
     } else {

@@ -43,6 +43,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Subcommand::Vendor(args)) => vendor::run(&args),
         Some(Subcommand::Relay(args)) => vendor::relay(&args),
         Some(Subcommand::ExecGuard(args)) => exec_guard::run(&args.command, args.parent),
+        Some(Subcommand::PgCluster(args)) => Ok(crate::warehouse::cluster::guard(&args)),
         Some(Subcommand::Tui(args)) => tui::live(&args),
         Some(Subcommand::Scenarios) => scenarios::run(),
         Some(Subcommand::Replay(args)) if args.check => {

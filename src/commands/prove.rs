@@ -51,6 +51,12 @@ impl Prover {
             }
             None => self.dir.join(format!("{:02}-{label}.db", self.runs)),
         };
+        // On PostgreSQL each night's lane has a schema of its own, claimed before it starts.
+        if let Some(server) = crate::warehouse::active() {
+            let schema = server.schema_for(&db);
+            crate::warehouse::pg::claim_schema(server, &schema)
+                .map_err(crate::store::StoreError::from)?;
+        }
         Ok(LaneConfig {
             name: label.to_string(),
             delay,
@@ -185,6 +191,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         .as_deref()
         .map(crate::junit::check_path)
         .transpose()?;
+    let night = open_night(args, &worker)?;
     let seed = args.seed.unwrap_or_else(rand::random);
     let dir = crate::paths::fresh_db_path("prove")
         .context(|| "cannot create a folder for the databases".into())?
@@ -252,7 +259,38 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         not_tested,
         kept,
     };
-    finish(&report, args, junit.as_ref(), out)
+    let code = finish(&report, args, junit.as_ref(), out);
+    close_night(night, &report, args, out);
+    code
+}
+
+/// `--warehouse` for prove: every night's lane in a schema of its own on the night's
+/// PostgreSQL (`Prover::lane` claims it); reclaim's own strategies only, so far.
+fn open_night(
+    args: &ProveArgs,
+    worker: &LaneWorker,
+) -> Result<Option<crate::warehouse::Night>, Error> {
+    if args.warehouse.warehouse.is_postgres() && worker.job().is_some() {
+        return Err(Error::Refused(
+            "--exec does not run on PostgreSQL yet; use --warehouse sqlite".into(),
+        ));
+    }
+    Ok((args.warehouse.open()).map_err(crate::store::StoreError::from)?)
+}
+
+/// Stops the night's PostgreSQL; a failure's rows went with a private cluster not kept.
+fn close_night(
+    night: Option<crate::warehouse::Night>,
+    report: &ProveReport,
+    args: &ProveArgs,
+    out: &mut dyn Write,
+) {
+    let gone = (report.kept.is_some()
+        && night
+            .as_ref()
+            .is_some_and(crate::warehouse::Night::removes_cluster))
+    .then_some("postgres     the failed tests' rows went with the cluster (the folder above holds only heartbeats): run again with --keep to look at them");
+    crate::warehouse::close(night, args.json, gone, out);
 }
 
 /// The summary (or JSON), the JUnit file, and the exit code: 1 on a failure, or with `--strict`

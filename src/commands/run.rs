@@ -41,6 +41,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         }
         None => Vec::new(),
     };
+    let mut night = open_warehouse(args, Some(&worker))?;
     let given_db = args.db.as_deref().map(paths::new_warehouse).transpose()?;
     let record = args
         .record
@@ -101,6 +102,11 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         scale: args.scale,
         ..EngineConfig::new(vec![lane], plan.clone(), exe)
     };
+    if let Some(night) = night.as_mut() {
+        night
+            .claim(config.lanes.iter().map(|l| l.db.as_path()))
+            .map_err(crate::store::StoreError::from)?;
+    }
     if !args.json {
         print_header(args, (&worker, &queue), &plan, seed, out);
     }
@@ -110,7 +116,55 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
             let _ = writeln!(out, "{line}");
         }
     })?;
-    finish(&report, args, out)
+    let code = finish(&report, args, out);
+    crate::warehouse::close(night, args.json, None, out);
+    code
+}
+
+/// `--warehouse`: the night's PostgreSQL opened (a server checked, or a private cluster started)
+/// once every other input has been checked; `None` for SQLite. What PostgreSQL cannot do yet
+/// is refused here, before anything starts.
+fn open_warehouse(
+    args: &RunArgs,
+    worker: Option<&LaneWorker>,
+) -> Result<Option<crate::warehouse::Night>, Error> {
+    if let Some(worker) = worker.filter(|_| args.warehouse.warehouse.is_postgres()) {
+        pg_supports(args, worker)?;
+    }
+    (args.warehouse.open()).map_err(|e| Error::Store(e.into()))
+}
+
+/// What reclaim runs on PostgreSQL so far: its own strategies, without split items.
+fn pg_supports(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
+    let missing = match worker {
+        LaneWorker::Exec(_) => Some("--exec"),
+        LaneWorker::Strategy(_) if args.long.split > 1 => Some("--split"),
+        LaneWorker::Strategy(_) => None,
+    };
+    match missing {
+        Some(what) => Err(Error::Refused(format!(
+            "{what} does not run on PostgreSQL yet; use --warehouse sqlite"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `pg_supports` for a scenario's lane.
+fn lane_on_pg(lane: &LaneConfig) -> Result<(), Error> {
+    let what = if lane.worker.job().is_some() {
+        Some("an exec lane")
+    } else if lane.split > 1 {
+        Some("a lane with split items")
+    } else {
+        None
+    };
+    match what {
+        Some(what) => Err(Error::Refused(format!(
+            "lane {}: {what} does not run on PostgreSQL yet; use --warehouse sqlite",
+            crate::text::escape_controls(&lane.name)
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The kills aimed at a place in the work, checked against the queue: reclaim's own worker's
@@ -309,6 +363,7 @@ fn print_lane_verdicts(names: &[String], reports: &[RunReport], out: &mut dyn Wr
 fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let scenario = Scenario::load(name)?;
     super::consent::for_run(&scenario, args.allow_exec)?;
+    let mut night = open_warehouse(args, None)?;
     let db = paths::fresh_db_path("scenario")
         .context(|| "cannot create a folder for the warehouses".into())?;
     let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -318,6 +373,14 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         config.kills.seed = seed;
     }
     let plan = config.kills.clone();
+    if let Some(night) = night.as_mut() {
+        for lane in &config.lanes {
+            lane_on_pg(lane)?;
+        }
+        night
+            .claim(config.lanes.iter().map(|l| l.db.as_path()))
+            .map_err(crate::store::StoreError::from)?;
+    }
     let names: Vec<String> = config.lanes.iter().map(|l| l.name.clone()).collect();
     let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     if !args.json {
@@ -362,8 +425,11 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
     } else {
         let _ = writeln!(out);
         print_lane_verdicts(&names, &reports, out);
-        let _ = writeln!(out, "databases    {} (kept)", display(&dir));
+        if night.is_none() {
+            let _ = writeln!(out, "databases    {} (kept)", display(&dir));
+        }
     }
+    crate::warehouse::close(night, args.json, None, out);
     // `--strict`: a lane whose data holds but that did not test all it set out to fails too.
     let untested: Vec<String> = (names.iter().zip(&reports))
         .flat_map(|(name, report)| {

@@ -295,7 +295,10 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
             display(&crate::fake_vendor::db_path(&report.db))
         );
     }
-    let _ = writeln!(out, "database     {} (kept)", display(&report.db));
+    // On PostgreSQL the rows are in the lane's schema, named after the night (`warehouse`).
+    if crate::warehouse::active().is_none() {
+        let _ = writeln!(out, "database     {} (kept)", display(&report.db));
+    }
     let _ = writeln!(
         out,
         "rows={} duplicated_task_ids={}",

@@ -301,7 +301,12 @@ impl LaneConfig {
     /// the dashboard).
     pub fn inspect(&self) -> Result<crate::store::inspect::Inspection, crate::store::StoreError> {
         match &self.worker {
-            LaneWorker::Strategy(_) => crate::store::inspect::inspect(&self.db, self.items),
+            LaneWorker::Strategy(_) => match crate::warehouse::active() {
+                Some(server) => Ok(crate::warehouse::pg_inspect::inspect(
+                    server, &self.db, self.items,
+                )?),
+                None => crate::store::inspect::inspect(&self.db, self.items),
+            },
             LaneWorker::Exec(job) => {
                 crate::store::inspect::inspect_rows(&self.db, &job.queue, &job.rows)
             }

@@ -381,6 +381,7 @@ impl Lane {
             LaneWorker::Strategy(strategy) => {
                 let mut command = Command::new(exe);
                 command.args(self.worker_config(*strategy, slot).to_args());
+                crate::warehouse::pass_to(&mut command);
                 (command, true)
             }
             LaneWorker::Exec(job) => {

@@ -4,11 +4,11 @@
 pub mod bounded;
 pub mod inspect;
 pub mod rows;
-mod schema;
+pub mod schema;
 mod snapshot;
 pub mod wal;
 
-pub use schema::SchemaFacts;
+pub use schema::{SchemaFacts, SchemaNeeds};
 use schema::{columns, create_schema, verify_insertable, verify_key_form, verify_schema};
 pub use snapshot::Snapshot;
 
@@ -39,17 +39,6 @@ pub enum SyncMode {
     Normal,
     /// WAL + FULL: a commit is fsynced before it returns, and survives a power cut too.
     Full,
-}
-
-/// The shape of the `records` table a strategy needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SchemaNeeds {
-    /// `records.idem_key` must carry a UNIQUE constraint.
-    pub unique_key: bool,
-    /// A `checkpoints` table keyed by `task_id` must exist.
-    pub checkpoints: bool,
-    /// The strategy's name, for error messages.
-    pub strategy: &'static str,
 }
 
 #[derive(Debug, Error)]
@@ -139,6 +128,8 @@ pub enum StoreError {
         column: &'static str,
         found: String,
     },
+    #[error(transparent)]
+    Warehouse(#[from] crate::warehouse::WarehouseError),
     #[error("{path}: {source}")]
     Sqlite {
         path: PathBuf,
@@ -415,6 +406,9 @@ fn check_warehouse_ref(conn: &Connection, path: &Path) -> Result<(), StoreError>
 
 /// Deletes every checkpoint (the table may not exist: then there is nothing to delete).
 pub fn wipe_checkpoints(db: &Path) -> Result<usize, StoreError> {
+    if let Some(server) = crate::warehouse::active() {
+        return Ok(crate::warehouse::pg::wipe_checkpoints(server, db)?);
+    }
     let failed = |e| StoreError::sqlite(db, e);
     let conn = Connection::open(db).map_err(failed)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(failed)?;

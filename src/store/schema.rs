@@ -7,7 +7,7 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior};
 use serde::Serialize;
 
-use super::{SchemaNeeds, StoreError, retry_busy, table_exists};
+use super::{StoreError, retry_busy, table_exists};
 
 pub(super) fn create_schema(
     conn: &mut Connection,
@@ -181,6 +181,17 @@ pub(super) fn verify_key_form(
 
 /// The columns every strategy writes.
 const RECORD_COLUMNS: [&str; 5] = ["task_id", "payload", "idem_key", "run_id", "written_at"];
+
+/// The shape of the `records` table a strategy needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchemaNeeds {
+    /// `records.idem_key` must carry a UNIQUE constraint.
+    pub unique_key: bool,
+    /// A `checkpoints` table keyed by `task_id` must exist.
+    pub checkpoints: bool,
+    /// The strategy's name, for error messages.
+    pub strategy: &'static str,
+}
 
 /// What the schema of a warehouse really guarantees, read from SQLite's own catalogue.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

@@ -4,15 +4,23 @@
 
 use std::time::Instant;
 
-use super::{CrashPoint, Ctx, Row, WorkerError};
-use crate::store::retry_busy;
+use super::{CrashPoint, Ctx, Db, Row, WorkerError};
+use crate::store::{StoreError, retry_busy};
+use crate::task::task_id;
 
 pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
     let items = ctx.config.items;
     let batch = ctx.config.batch.max(1);
     // What was done before this process started, read in one scan: a restart late in a long
     // night then skips the finished tasks without a lookup each.
-    let (done, seen) = retry_busy(|| checkpointed(ctx)).map_err(|e| ctx.db_error(e))?;
+    let (done, seen) = match &mut ctx.db {
+        Db::Sqlite(..) => retry_busy(|| checkpointed(ctx)).map_err(|e| ctx.db_error(e))?,
+        // PostgreSQL has no data_version: `seen` stays None, and every window is looked up.
+        Db::Pg(sink) => {
+            let tasks = sink.checkpointed().map_err(StoreError::from)?;
+            (Done::of(tasks.iter().map(String::as_str), items), None)
+        }
+    };
     // Whether another connection has committed since that scan: until one has, `done` is the
     // whole truth and no task needs a lookup.
     let mut shared = false;
@@ -25,10 +33,28 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
         // committed, every later window is looked up, outside the write lock (its checkpoints
         // may cover any task). The unique key settles any race a look misses.
         if !shared && !candidates.is_empty() {
-            shared = retry_busy(|| data_version(ctx)).map_err(|e| ctx.db_error(e))? != seen;
+            shared = match seen {
+                Some(seen) => {
+                    retry_busy(|| data_version(ctx)).map_err(|e| ctx.db_error(e))? != seen
+                }
+                None => true,
+            };
         }
         let todo = if shared && !candidates.is_empty() {
-            retry_busy(|| unchecked(ctx, &candidates)).map_err(|e| ctx.db_error(e))?
+            match &mut ctx.db {
+                Db::Sqlite(..) => {
+                    retry_busy(|| unchecked(ctx, &candidates)).map_err(|e| ctx.db_error(e))?
+                }
+                Db::Pg(sink) => {
+                    let ids: Vec<String> = candidates.iter().map(|&i| task_id(i)).collect();
+                    let left = sink.unchecked(&ids).map_err(StoreError::from)?;
+                    let left = Done::of(left.iter().map(String::as_str), items);
+                    candidates
+                        .into_iter()
+                        .filter(|&i| left.contains(i))
+                        .collect()
+                }
+            }
         } else {
             candidates
         };
@@ -50,6 +76,15 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
 struct Done(Vec<u64>);
 
 impl Done {
+    /// The tasks of a queue of `items` among `ids`; other ids are left out.
+    fn of<'a>(ids: impl Iterator<Item = &'a str>, items: u64) -> Self {
+        let mut bits = vec![0u64; items.div_ceil(64) as usize];
+        for index in ids.filter_map(|t| crate::task::parse_task_id(t).filter(|&i| i < items)) {
+            bits[(index / 64) as usize] |= 1 << (index % 64);
+        }
+        Self(bits)
+    }
+
     fn contains(&self, index: u64) -> bool {
         self.0
             .get((index / 64) as usize)
@@ -58,11 +93,14 @@ impl Done {
 }
 
 /// The tasks of the queue that have a checkpoint now, and the `data_version` they were read at.
-fn checkpointed(ctx: &Ctx<'_>) -> rusqlite::Result<(Done, i64)> {
+fn checkpointed(ctx: &Ctx<'_>) -> rusqlite::Result<(Done, Option<i64>)> {
     let items = ctx.config.items;
     let mut bits = vec![0u64; items.div_ceil(64) as usize];
     // One read transaction, so the version names the snapshot the scan saw.
-    let tx = ctx.conn.unchecked_transaction()?;
+    let Db::Sqlite(conn, _) = &ctx.db else {
+        return Err(rusqlite::Error::InvalidQuery);
+    };
+    let tx = conn.unchecked_transaction()?;
     let version = data_version(ctx)?;
     {
         let mut stmt = tx.prepare("SELECT task_id FROM checkpoints")?;
@@ -75,22 +113,27 @@ fn checkpointed(ctx: &Ctx<'_>) -> rusqlite::Result<(Done, i64)> {
         }
     }
     tx.commit()?;
-    Ok((Done(bits), version))
+    Ok((Done(bits), Some(version)))
 }
 
 /// `PRAGMA data_version`: it changes when another connection commits, and only then (this
 /// worker's own commits leave it alone), so an unchanged value means no one else has written a
 /// checkpoint since it was last read.
 fn data_version(ctx: &Ctx<'_>) -> rusqlite::Result<i64> {
-    ctx.conn
-        .prepare_cached("PRAGMA data_version")?
+    let Db::Sqlite(conn, _) = &ctx.db else {
+        return Err(rusqlite::Error::InvalidQuery);
+    };
+    conn.prepare_cached("PRAGMA data_version")?
         .query_row([], |row| row.get(0))
 }
 
 /// The tasks among `candidates` that have no checkpoint, looked up in one read transaction: a
 /// read per item would take the WAL's read lock once per item, which costs more than the lookup.
 fn unchecked(ctx: &Ctx<'_>, candidates: &[u64]) -> rusqlite::Result<Vec<u64>> {
-    let tx = ctx.conn.unchecked_transaction()?;
+    let Db::Sqlite(conn, _) = &ctx.db else {
+        return Err(rusqlite::Error::InvalidQuery);
+    };
+    let tx = conn.unchecked_transaction()?;
     let mut todo = Vec::new();
     {
         let mut stmt = tx.prepare_cached("SELECT 1 FROM checkpoints WHERE task_id = ?1")?;

@@ -92,9 +92,10 @@ impl Ctx<'_> {
         let steps = self.config.split.max(1);
         let step_work = long.work.div_f64(steps as f64);
         let done = if steps > 1 {
+            let conn = self.sqlite()?;
             retry_busy(|| {
-                self.conn.execute_batch(STEPS_SQL)?;
-                self.conn.query_row(
+                conn.execute_batch(STEPS_SQL)?;
+                conn.query_row(
                     "SELECT count(*) FROM steps WHERE task_id = ?1",
                     [&task],
                     |r| r.get::<_, u64>(0),
@@ -123,8 +124,9 @@ impl Ctx<'_> {
         for step in done..steps {
             work(step_work);
             if step + 1 < steps {
+                let conn = self.sqlite()?;
                 retry_busy(|| {
-                    self.conn.execute(
+                    conn.execute(
                         "INSERT OR IGNORE INTO steps(task_id, step, done_at) VALUES (?1, ?2, ?3)",
                         rusqlite::params![task, step, heartbeat::unix_now()],
                     )

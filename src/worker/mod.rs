@@ -5,6 +5,7 @@
 //! the table of what each one does; this module holds what they share: the connection, the crash points, the heartbeat, the pace and the worker's claim.
 
 mod crash;
+mod db;
 mod guarded;
 mod keyed;
 mod long_item;
@@ -25,6 +26,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 pub use crash::{CrashAt, CrashPoint, KillWindow};
+use db::{Db, open_db};
 pub use long_item::LongItem;
 use pacing::{Gate, LiveDelay};
 use protocol::{Resume, WorkerLine};
@@ -94,6 +96,8 @@ pub enum WorkerError {
     BatchUnsupported { batch: u64, strategy: Strategy },
     #[error(transparent)]
     Send(#[from] crate::fake_vendor::SendError),
+    #[error("{what} is not available on PostgreSQL yet; run it with --warehouse sqlite")]
+    NotOnPostgres { what: &'static str },
     #[error("--side-effect email needs --vendor ADDR (a `reclaim vendor` listening on 127.0.0.1)")]
     NoVendor,
     #[error(
@@ -128,14 +132,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
     if config.side_effect.is_some() && config.vendor.is_none() && !config.strategy.relays() {
         return Err(WorkerError::NoVendor);
     }
-    let conn = store::open_for_worker(
-        &config.db,
-        config.sync,
-        config.strategy.needs(),
-        !config.supervised,
-    )?;
-    let wal = store::wal::WalBound::new(&conn, &config.db)
-        .map_err(|e| StoreError::sqlite(&config.db, e))?;
+    let db = open_db(config)?;
     let pace = LiveDelay::new(config.delay);
     let gate = config.gated.then(Gate::default);
     if config.supervised {
@@ -151,8 +148,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
         format!("pid-{pid}")
     };
     let mut ctx = Ctx {
-        conn,
-        wal,
+        db,
         config,
         run_id: run_id.clone(),
         heartbeat: heartbeat::Writer::new(config.heartbeat.clone()),
@@ -174,11 +170,13 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
     });
     config.strategy.run(&mut ctx)?;
     // The worker's own word: it counts the table, not what it did, and says ok regardless.
-    let rows_written = store::retry_busy(|| {
-        ctx.conn
-            .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
-    })
-    .map_err(|e| StoreError::sqlite(&config.db, e))?;
+    let rows_written = match &mut ctx.db {
+        Db::Sqlite(conn, _) => {
+            store::retry_busy(|| conn.query_row("SELECT count(*) FROM records", [], |r| r.get(0)))
+                .map_err(|e| StoreError::sqlite(&config.db, e))?
+        }
+        Db::Pg(sink) => sink.count().map_err(StoreError::from)?,
+    };
     let claim = Claim {
         rows_written,
         inserted: ctx.inserted,
@@ -192,9 +190,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
 
 /// The state a strategy works with.
 struct Ctx<'a> {
-    conn: Connection,
-    /// Keeps the log bounded while readers use it (`store::wal`).
-    wal: store::wal::WalBound,
+    db: Db,
     config: &'a WorkerConfig,
     run_id: String,
     heartbeat: heartbeat::Writer,
@@ -306,10 +302,34 @@ impl Ctx<'_> {
         self.crash_if(&tasks, CrashPoint::AfterSend);
         let outbox = self.config.strategy.relays();
         let run_id = &self.run_id;
+        let conn = match &mut self.db {
+            Db::Sqlite(conn, _) => conn,
+            Db::Pg(sink) => {
+                let fields: Vec<(&str, &str, &str)> = rows
+                    .iter()
+                    .map(|r| (r.task_id.as_str(), r.payload.as_str(), r.idem_key.as_str()))
+                    .collect();
+                let bodies: Option<Vec<String>> = outbox.then(|| {
+                    rows.iter()
+                        .map(|r| {
+                            crate::fake_vendor::Message::for_task(&r.task_id, &r.payload).body()
+                        })
+                        .collect()
+                });
+                let inserted = sink
+                    .write_rows(
+                        &fields,
+                        run_id,
+                        ignore_conflicts,
+                        checkpoint,
+                        bodies.as_deref(),
+                    )
+                    .map_err(StoreError::from)?;
+                return Ok(self.after_write(rows, count, inserted));
+            }
+        };
         let inserted = retry_busy(|| {
-            let tx = self
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut n = 0;
             {
                 // Prepared once per transaction, not looked up per row: at --batch 100 the
@@ -355,6 +375,12 @@ impl Ctx<'_> {
             Ok(n) => n as u64,
             Err(error) => return Err(self.refused(rows.first().copied(), error)),
         };
+        Ok(self.after_write(rows, count, inserted))
+    }
+
+    /// What follows a committed write of `count` rows, `inserted` of them new: the counts, and
+    /// a gated worker's `wrote` line.
+    fn after_write(&mut self, rows: &[&Row], count: u64, inserted: u64) -> u64 {
         self.inserted += inserted;
         if self.gate.is_some() {
             self.writes += count;
@@ -366,7 +392,7 @@ impl Ctx<'_> {
                 self.say(&WorkerLine::Wrote { writes, last });
             }
         }
-        Ok(inserted)
+        inserted
     }
 
     /// A naive job's side effect: each row's message, sent before its commit and without a key,
@@ -385,29 +411,51 @@ impl Ctx<'_> {
 
     /// Commits a row's checkpoint in a transaction of its own (two-commit's second commit).
     fn write_checkpoint(&mut self, row: &Row) -> Result<(), WorkerError> {
+        let conn = match &mut self.db {
+            Db::Sqlite(conn, _) => conn,
+            Db::Pg(sink) => {
+                return Ok(sink
+                    .write_checkpoint(&row.task_id)
+                    .map_err(StoreError::from)?);
+            }
+        };
+        let db = &self.config.db;
         retry_busy(|| {
-            let tx = self
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.prepare_cached(CHECKPOINT_SQL)?
                 .execute(rusqlite::params![row.task_id, heartbeat::unix_now()])?;
             tx.commit()
         })
-        .map_err(|e| self.db_error(e))
+        .map_err(|e| StoreError::sqlite(db, e).into())
     }
 
-    fn has_checkpoint(&self, task: &str) -> rusqlite::Result<bool> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT 1 FROM checkpoints WHERE task_id = ?1")?;
-        stmt.exists([task])
+    fn has_checkpoint(&mut self, task: &str) -> Result<bool, WorkerError> {
+        match &mut self.db {
+            Db::Sqlite(conn, _) => retry_busy(|| {
+                conn.prepare_cached("SELECT 1 FROM checkpoints WHERE task_id = ?1")?
+                    .exists([task])
+            })
+            .map_err(|e| StoreError::sqlite(&self.config.db, e).into()),
+            Db::Pg(sink) => Ok(sink.has_checkpoint(task).map_err(StoreError::from)?),
+        }
+    }
+
+    /// The SQLite connection, for what only SQLite has yet (`open_db` refuses it on
+    /// PostgreSQL before the work starts).
+    fn sqlite(&self) -> Result<&Connection, WorkerError> {
+        match &self.db {
+            Db::Sqlite(conn, _) => Ok(conn),
+            Db::Pg(_) => Err(WorkerError::NotOnPostgres { what: "this step" }),
+        }
     }
 
     /// Everything after a transaction holding `tasks` has committed: the crash points around the
     /// heartbeat, the heartbeat itself, and the pause before the next item.
     fn committed(&mut self, tasks: &[u64], item_started: Instant) {
         self.crash_if(tasks, CrashPoint::AfterCommit);
-        self.wal.after_commit(&self.conn);
+        if let Db::Sqlite(conn, wal) = &mut self.db {
+            wal.after_commit(conn);
+        }
         if let Some(&last) = tasks.last()
             && self.beat_due(tasks)
         {

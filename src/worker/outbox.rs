@@ -23,7 +23,10 @@ pub(super) const ENTRY_SQL: &str = "INSERT INTO outbox(task_id, idem_key, body, 
     VALUES (?1, ?2, ?3, ?4) ON CONFLICT(task_id) DO NOTHING";
 
 pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
-    retry_busy(|| ctx.conn.execute_batch(TABLE_SQL)).map_err(|e| ctx.db_error(e))?;
+    // On PostgreSQL the outbox was made with the other tables (`warehouse::pg::Sink::open`).
+    if let super::Db::Sqlite(conn, _) = &ctx.db {
+        retry_busy(|| conn.execute_batch(TABLE_SQL)).map_err(|e| ctx.db_error(e))?;
+    }
     // The rest is guarded's loop: `write_rows` adds each row's outbox entry for this strategy.
     guarded::run(ctx)
 }

@@ -52,6 +52,8 @@ pub enum RelayError {
     },
     #[error(transparent)]
     Send(#[from] SendError),
+    #[error(transparent)]
+    Warehouse(#[from] crate::warehouse::WarehouseError),
     #[error(
         "nothing new in {path}'s outbox for {secs} s with {pending} of {items} entries still to come; the relay stops rather than wait forever"
     )]
@@ -82,22 +84,28 @@ pub fn run(config: &RelayConfig, out: &mut dyn Write) -> Result<u64, RelayError>
     // with its night (pause, hang, Ctrl-Z) has not been waiting, whatever the clock says.
     let mut idle = Duration::ZERO;
     let mut conn: Option<Connection> = None;
+    // On PostgreSQL (`warehouse::active`) the outbox is in the lane's schema.
+    let mut pg = match crate::warehouse::active() {
+        Some(server) => Some(crate::warehouse::pg::Outbox::open(server, &config.db)?),
+        None => None,
+    };
     let mut delivered = 0u64;
     let mut replayed = 0u64;
     loop {
         // The worker creates the warehouse; until it has, there is nothing to relay.
-        if conn.is_none() && config.db.exists() {
+        if pg.is_none() && conn.is_none() && config.db.exists() {
             let c = Connection::open_with_flags(&config.db, OpenFlags::SQLITE_OPEN_READ_WRITE)
                 .map_err(sqlite)?;
             c.busy_timeout(Duration::from_secs(5)).map_err(sqlite)?;
             conn = Some(c);
         }
-        let (pending, total) = match conn.as_ref() {
-            Some(c) => retry_busy(|| next_pending(c)).map_err(sqlite)?,
-            None => (None, 0),
+        let (pending, total) = match (pg.as_mut(), conn.as_ref()) {
+            (Some(outbox), _) => outbox.next_pending()?,
+            (None, Some(c)) => retry_busy(|| next_pending(c)).map_err(sqlite)?,
+            (None, None) => (None, 0),
         };
-        match (pending, conn.as_ref()) {
-            (Some((task, key, body)), Some(c)) => {
+        match pending {
+            Some((task, key, body)) => {
                 let message: Message = serde_json::from_str(&body).unwrap_or(Message {
                     task: task.clone(),
                     text: body.clone(),
@@ -111,13 +119,19 @@ pub fn run(config: &RelayConfig, out: &mut dyn Write) -> Result<u64, RelayError>
                     say(&WorkerLine::Crash { at: crash }.to_string());
                     let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
                 }
-                retry_busy(|| {
-                    c.execute(
-                        "UPDATE outbox SET sent_at = ?2 WHERE task_id = ?1",
-                        rusqlite::params![task, unix_now()],
-                    )
-                })
-                .map_err(sqlite)?;
+                match (pg.as_mut(), conn.as_ref()) {
+                    (Some(outbox), _) => outbox.mark_sent(&task)?,
+                    (None, Some(c)) => {
+                        retry_busy(|| {
+                            c.execute(
+                                "UPDATE outbox SET sent_at = ?2 WHERE task_id = ?1",
+                                rusqlite::params![task, unix_now()],
+                            )
+                        })
+                        .map_err(sqlite)?;
+                    }
+                    (None, None) => {}
+                }
                 delivered += 1;
                 idle = Duration::ZERO;
             }

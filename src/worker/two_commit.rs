@@ -5,13 +5,12 @@
 use std::time::Instant;
 
 use super::{CrashPoint, Ctx, Row, WorkerError};
-use crate::store::retry_busy;
 
 pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
     for index in 0..ctx.config.items {
         let started = Instant::now();
         let row = Row::new(index);
-        if retry_busy(|| ctx.has_checkpoint(&row.task_id)).map_err(|e| ctx.db_error(e))? {
+        if ctx.has_checkpoint(&row.task_id)? {
             ctx.skip();
             continue;
         }

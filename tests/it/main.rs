@@ -26,4 +26,5 @@ mod suspend;
 mod tui;
 mod vendor;
 mod verdicts;
+mod warehouse_pg;
 mod worker;

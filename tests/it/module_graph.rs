@@ -34,6 +34,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "points",
             "queue",
             "store",
+            "warehouse",
             "supervisor",
             "fake_vendor",
             "verdict",

@@ -35,6 +35,7 @@ impl Lane {
         {
             command.arg("--crash-at").arg(crash.to_string());
         }
+        crate::warehouse::pass_to(&mut command);
         command
     }
 

@@ -1,0 +1,164 @@
+//! The observer's reads on PostgreSQL: what is new in a lane's `records` since the last poll,
+//! and its checkpoints when their number changed.
+//!
+//! On SQLite a row's rowid is assigned at insert and the writer holds the only write lock, so
+//! rowids arrive in commit order and a high-water mark sees everything. On PostgreSQL two
+//! workers' transactions take identity values and commit in either order, so a row may appear
+//! below the mark after it has passed. The gaps below the mark are remembered and asked for
+//! again on each poll until they are final: a gap is dropped only once it has been seen in a
+//! poll whose snapshot had no transaction in progress (a rolled-back insert, or an
+//! `ON CONFLICT DO NOTHING` that took a value and wrote nothing, leaves such a gap for ever).
+//! The verdict never depends on this: it counts the whole table at the end.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use postgres::Client;
+
+use super::{Server, WarehouseError};
+
+/// At most this many rows per poll, as on SQLite.
+const MAX_ROWS_PER_POLL: i64 = 50_000;
+/// Gaps remembered at most; past it the oldest are given up (a live figure may then lag, the
+/// verdict does not).
+const MAX_GAPS: usize = 100_000;
+
+/// One poll's reading.
+#[derive(Debug, Default)]
+pub struct Read {
+    /// New rows: rowid, task_id, run_id, in rowid order (a late gap row may be older).
+    pub rows: Vec<(i64, String, String)>,
+    /// Every checkpointed task, when their number changed since `known` (else `None`); `Some`
+    /// of an empty list after a wipe.
+    pub checkpoints: Option<Vec<String>>,
+    /// Whether every row there was has been read (no cap reached).
+    pub complete: bool,
+}
+
+/// A lane's follower: its connection and where it has read up to.
+#[derive(Debug)]
+pub struct Follow {
+    schema: String,
+    client: Option<ClientBox>,
+    high_water: i64,
+    /// Gaps below the mark, each with whether it has survived one poll already.
+    gaps: BTreeSet<i64>,
+    young_gaps: BTreeSet<i64>,
+}
+
+/// `postgres::Client` has no `Debug`.
+struct ClientBox(Client);
+
+impl std::fmt::Debug for ClientBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Client")
+    }
+}
+
+impl Follow {
+    #[must_use]
+    pub fn new(server: &Server, db: &Path) -> Self {
+        Self {
+            schema: server.schema_for(db),
+            client: None,
+            high_water: 0,
+            gaps: BTreeSet::new(),
+            young_gaps: BTreeSet::new(),
+        }
+    }
+
+    /// Reads what is new; `None` while the lane has no `records` table yet. `known_checkpoints`
+    /// is how many the caller counts now.
+    pub fn read(
+        &mut self,
+        server: &Server,
+        known_checkpoints: u64,
+    ) -> Result<Option<Read>, WarehouseError> {
+        if self.client.is_none() {
+            self.client = Some(ClientBox(server.connect(Some(&self.schema))?));
+        }
+        let result = self.read_on_client(known_checkpoints);
+        if result.is_err() {
+            // A broken connection (a server restart) is opened afresh on the next poll.
+            self.client = None;
+        }
+        result.map_err(|e| WarehouseError::query(&format!("following schema {}", self.schema), &e))
+    }
+
+    fn read_on_client(&mut self, known: u64) -> Result<Option<Read>, postgres::Error> {
+        let Some(ClientBox(client)) = self.client.as_mut() else {
+            return Ok(None);
+        };
+        let mut tx = client
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()?;
+        let there: bool = tx
+            .query_one("SELECT to_regclass('records') IS NOT NULL", &[])?
+            .get(0);
+        if !there {
+            tx.commit()?;
+            return Ok(None);
+        }
+        let in_flight: i64 = tx
+            .query_one(
+                "SELECT count(*) FROM pg_snapshot_xip(pg_current_snapshot())",
+                &[],
+            )?
+            .get(0);
+        let gaps: Vec<i64> = self.gaps.iter().chain(&self.young_gaps).copied().collect();
+        let rows: Vec<(i64, String, String)> = tx
+            .query(
+                "SELECT rowid, task_id, run_id FROM records
+                 WHERE rowid > $1 OR rowid = ANY($2) ORDER BY rowid LIMIT $3",
+                &[&self.high_water, &gaps, &MAX_ROWS_PER_POLL],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        let checkpoints_there: bool = tx
+            .query_one("SELECT to_regclass('checkpoints') IS NOT NULL", &[])?
+            .get(0);
+        let checkpoints = if checkpoints_there {
+            let count = tx
+                .query_one("SELECT count(*) FROM checkpoints", &[])?
+                .get::<_, i64>(0) as u64;
+            if count == known {
+                None
+            } else {
+                Some(
+                    tx.query("SELECT task_id FROM checkpoints", &[])?
+                        .iter()
+                        .map(|r| r.get(0))
+                        .collect(),
+                )
+            }
+        } else {
+            None
+        };
+        tx.commit()?;
+        // Gaps that survived a poll and a snapshot with nothing in flight are final.
+        if in_flight == 0 {
+            self.gaps.clear();
+        }
+        self.gaps.append(&mut self.young_gaps);
+        for (rowid, _, _) in &rows {
+            if self.gaps.remove(rowid) {
+                continue;
+            }
+            for missing in (self.high_water + 1)..*rowid {
+                if self.gaps.len() + self.young_gaps.len() < MAX_GAPS {
+                    self.young_gaps.insert(missing);
+                }
+            }
+            self.high_water = self.high_water.max(*rowid);
+        }
+        let complete = i64::try_from(rows.len()).is_ok_and(|n| n < MAX_ROWS_PER_POLL);
+        Ok(Some(Read {
+            rows,
+            checkpoints,
+            complete,
+        }))
+    }
+}

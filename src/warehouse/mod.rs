@@ -1,0 +1,567 @@
+//! Where a night's rows go: SQLite files (the default) or PostgreSQL (`--warehouse postgres`, a
+//! private cluster reclaim starts and removes; `--warehouse postgres://...`, a server someone
+//! else runs, where reclaim works only in schemas it creates for the night).
+//!
+//! The seam is one process-wide setting, `active()`: the command that opens the warehouse sets
+//! it before the night starts, every process it spawns inherits it through two variables
+//! (`pass_to`), and the worker, the observer and the verdict each ask it once which engine they
+//! speak. Every lane keeps its SQLite path as its name (heartbeat, folder, recordings); on
+//! PostgreSQL that path only names the lane's schema (`Server::schema_for`).
+
+pub mod cluster;
+pub mod follow;
+pub mod pg;
+pub mod pg_inspect;
+
+use std::path::Path;
+use std::process::Command;
+use std::str::FromStr;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use thiserror::Error;
+
+/// The oldest server reclaim speaks to: `pg_current_snapshot()` (the observer's in-flight
+/// check) arrived in PostgreSQL 13.
+pub const MIN_SERVER_VERSION: i32 = 130_000;
+/// How long a connection attempt may take, to any server.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(4);
+/// The longest any one statement may run (`statement_timeout`).
+pub const STATEMENT_TIMEOUT_MS: u32 = 10_000;
+/// The longest a statement waits for another connection's lock (`lock_timeout`), as SQLite's
+/// busy timeout bounds it.
+pub const LOCK_TIMEOUT_MS: u32 = 5_000;
+
+/// The variable that carries the connection string to reclaim's own child processes.
+pub const ENV_CONNINFO: &str = "RECLAIM_PG_CONNINFO";
+/// The variable that carries the night's schema prefix.
+pub const ENV_PREFIX: &str = "RECLAIM_PG_PREFIX";
+
+/// The flags that choose the warehouse (`run`, `prove`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct WarehouseArgs {
+    /// Where the rows go: sqlite (a file per lane), postgres (a private PostgreSQL cluster for
+    /// the night, removed after it), or postgres://USER@HOST/DB (your server: reclaim works in
+    /// schemas it creates and never drops)
+    #[arg(long, value_name = "sqlite|postgres|URL", default_value = "sqlite", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<Spec>()))]
+    pub warehouse: Spec,
+    /// On PostgreSQL: the night's schema (each lane's is NAME or NAME_LANE); it must not exist
+    #[arg(long, value_name = "NAME", value_parser = check_schema_name)]
+    pub pg_schema: Option<String>,
+    /// With --warehouse postgres: keep the private cluster's folder (stopped), and print how to
+    /// start it and look with psql
+    #[arg(long)]
+    pub keep: bool,
+}
+
+impl WarehouseArgs {
+    /// Opens the night's warehouse as the flags say (`Night::open`); `None` for SQLite. The
+    /// PostgreSQL-only flags without PostgreSQL are refused.
+    pub fn open(&self) -> Result<Option<Night>, WarehouseError> {
+        if !self.warehouse.is_postgres() {
+            if self.keep || self.pg_schema.is_some() {
+                return Err(WarehouseError::Flags(
+                    "--keep and --pg-schema apply to a PostgreSQL warehouse: add --warehouse postgres (or postgres://...)".into(),
+                ));
+            }
+            return Ok(None);
+        }
+        if self.keep && self.warehouse != Spec::Private {
+            return Err(WarehouseError::Flags(
+                "--keep keeps the private cluster of --warehouse postgres; on your own server reclaim never drops what it made anyway".into(),
+            ));
+        }
+        Night::open(&self.warehouse, self.pg_schema.as_deref(), self.keep)
+    }
+}
+
+/// Ends the night's PostgreSQL, if any (`Night::close`), and prints its closing lines (and
+/// `note`) on `out`, or on stderr beside `--json`.
+pub fn close(night: Option<Night>, json: bool, note: Option<&str>, out: &mut dyn std::io::Write) {
+    let Some(night) = night else { return };
+    let mut lines = night.close();
+    lines.extend(note.map(str::to_string));
+    for line in lines {
+        if json {
+            eprintln!("reclaim: {line}");
+        } else {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+}
+
+/// What `--warehouse` names.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Spec {
+    /// A SQLite file per lane (the default).
+    #[default]
+    Sqlite,
+    /// A private PostgreSQL cluster, started for the night and removed after it.
+    Private,
+    /// An existing PostgreSQL server, by URL (`postgres://` or `postgresql://`).
+    Server(String),
+}
+
+impl FromStr for Spec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "sqlite" => Ok(Self::Sqlite),
+            "postgres" | "postgresql" => Ok(Self::Private),
+            url if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                url.parse::<postgres::Config>()
+                    .map_err(|e| format!("not a PostgreSQL URL reclaim can use: {e}"))?;
+                Ok(Self::Server(url.to_string()))
+            }
+            other => Err(format!(
+                "{} is not a warehouse: give sqlite, postgres (a private cluster) or postgres://USER@HOST/DB",
+                crate::text::escape_controls(other)
+            )),
+        }
+    }
+}
+
+impl Spec {
+    #[must_use]
+    pub fn is_postgres(&self) -> bool {
+        !matches!(self, Self::Sqlite)
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum WarehouseError {
+    #[error("PostgreSQL at {target}: {detail}")]
+    Connect { target: String, detail: String },
+    #[error(
+        "PostgreSQL at {target} is version {found}; reclaim needs 13 or later (pg_current_snapshot)"
+    )]
+    TooOld { target: String, found: String },
+    #[error(
+        "schema {schema} already exists on {target}{holding}; reclaim works only in schemas it creates for the night, so it leaves it untouched: give another --pg-schema"
+    )]
+    SchemaExists {
+        target: String,
+        schema: String,
+        holding: &'static str,
+    },
+    #[error("PostgreSQL ({what}): {detail}")]
+    Query { what: String, detail: String },
+    #[error("the private PostgreSQL cluster: {0}")]
+    Cluster(String),
+    #[error("{0}")]
+    Flags(String),
+    #[error(
+        "{task}: PostgreSQL refused the row ({detail}); this warehouse has a constraint the {strategy} strategy does not expect"
+    )]
+    Refused {
+        task: String,
+        strategy: &'static str,
+        detail: String,
+    },
+}
+
+impl WarehouseError {
+    /// A failed statement, with what reclaim was doing; the server's own message when it sent
+    /// one (the driver's `Display` says only "db error").
+    #[must_use]
+    pub fn query(what: &str, error: &postgres::Error) -> Self {
+        Self::Query {
+            what: what.to_string(),
+            detail: describe(error),
+        }
+    }
+}
+
+/// The server's message when there is one, else the driver's.
+#[must_use]
+pub fn describe(error: &postgres::Error) -> String {
+    let text = error.as_db_error().map_or_else(
+        || {
+            let mut text = error.to_string();
+            let mut source = std::error::Error::source(error);
+            while let Some(inner) = source {
+                text = format!("{text}: {inner}");
+                source = inner.source();
+            }
+            text
+        },
+        |db| db.message().to_string(),
+    );
+    crate::text::escape_controls(&text)
+}
+
+/// A PostgreSQL server a night writes to: how to reach it, and the prefix of the schemas this
+/// night creates there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    /// A URL or `key=value` connection string (libpq's forms; the `postgres` crate parses both).
+    pub conninfo: String,
+    /// Every lane's schema starts with this.
+    pub prefix: String,
+}
+
+static ACTIVE: OnceLock<Option<Server>> = OnceLock::new();
+
+/// The PostgreSQL server of this night, if the night runs on one: set by the command that
+/// opened it (`activate`), or inherited from the process that spawned this one.
+pub fn active() -> Option<&'static Server> {
+    ACTIVE
+        .get_or_init(|| {
+            let conninfo = std::env::var(ENV_CONNINFO).ok()?;
+            let prefix = std::env::var(ENV_PREFIX).ok()?;
+            Some(Server { conninfo, prefix })
+        })
+        .as_ref()
+}
+
+/// Makes `server` this process's warehouse; refused once the engine has been asked already.
+pub fn activate(server: Server) -> Result<(), WarehouseError> {
+    ACTIVE
+        .set(Some(server))
+        .map_err(|_| WarehouseError::Cluster("the warehouse was chosen twice".into()))
+}
+
+/// Hands the night's server to a child process reclaim spawns (its worker, relay or job).
+pub fn pass_to(command: &mut Command) {
+    if let Some(server) = active() {
+        command
+            .env(ENV_CONNINFO, &server.conninfo)
+            .env(ENV_PREFIX, &server.prefix);
+    }
+}
+
+impl Server {
+    /// The schema of the lane whose SQLite path would be `db`: the night's prefix, then the
+    /// lane's file name (`night1-1-naive.db` -> `_night1_1_naive`); a lane named only
+    /// `warehouse.db` is the night's single lane (or named by its folder, `night2-3-exec/`).
+    #[must_use]
+    pub fn schema_for(&self, db: &Path) -> String {
+        let stem = db.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        let folder = db
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|s| s.to_str())
+            .unwrap_or("");
+        let lane = if stem != "warehouse" {
+            stem
+        } else if folder.starts_with("night") {
+            folder
+        } else {
+            ""
+        };
+        let mut schema = self.prefix.clone();
+        if !lane.is_empty() {
+            schema.push('_');
+            schema.extend(lane.chars().map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            }));
+        }
+        // PostgreSQL truncates identifiers at 63 bytes; cut here so the name reported is the
+        // name the server uses (every character is ASCII by now).
+        schema.truncate(63);
+        schema
+    }
+
+    /// What errors call this server: the URL without its password, or the socket's folder.
+    #[must_use]
+    pub fn target(&self) -> String {
+        target_of(&self.conninfo)
+    }
+
+    /// A connection with every bound set: connect, statement and lock timeouts, and (with
+    /// `schema`) that schema first on the search path.
+    pub fn connect(&self, schema: Option<&str>) -> Result<postgres::Client, WarehouseError> {
+        let config: postgres::Config =
+            self.conninfo
+                .parse()
+                .map_err(|e: postgres::Error| WarehouseError::Connect {
+                    target: self.target(),
+                    detail: describe(&e),
+                })?;
+        connect_with(config, &self.target(), schema)
+    }
+}
+
+/// `config` connected with reclaim's bounds.
+pub fn connect_with(
+    mut config: postgres::Config,
+    target: &str,
+    schema: Option<&str>,
+) -> Result<postgres::Client, WarehouseError> {
+    config
+        .connect_timeout(CONNECT_TIMEOUT)
+        .tcp_user_timeout(CONNECT_TIMEOUT)
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(5))
+        .application_name("reclaim");
+    let mut client = config
+        .connect(postgres::NoTls)
+        .map_err(|e| WarehouseError::Connect {
+            target: target.to_string(),
+            detail: describe(&e),
+        })?;
+    let mut setup = format!(
+        "SET statement_timeout = {STATEMENT_TIMEOUT_MS}; SET lock_timeout = {LOCK_TIMEOUT_MS}; \
+         SET idle_in_transaction_session_timeout = 60000;"
+    );
+    if let Some(schema) = schema {
+        setup = format!("{setup} SET search_path TO {};", quote_ident(schema));
+    }
+    client
+        .batch_execute(&setup)
+        .map_err(|e| WarehouseError::Connect {
+            target: target.to_string(),
+            detail: describe(&e),
+        })?;
+    Ok(client)
+}
+
+/// A connection string as errors may show it: a URL without its password, a `key=value` string
+/// without `password=...`.
+#[must_use]
+pub fn target_of(conninfo: &str) -> String {
+    let shown = if let Some((scheme, rest)) = conninfo.split_once("://") {
+        match rest.split_once('@') {
+            Some((user, host)) => {
+                let user = user.split_once(':').map_or(user, |(u, _)| u);
+                format!("{scheme}://{user}@{host}")
+            }
+            None => conninfo.to_string(),
+        }
+    } else {
+        conninfo
+            .split_whitespace()
+            .filter(|kv| !kv.starts_with("password="))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    crate::text::escape_controls(&shown)
+}
+
+/// An identifier quoted for SQL (`"a""b"`).
+#[must_use]
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Checks a server before anything is created on it: reachable with these credentials, recent
+/// enough. Returns its version as it names itself.
+pub fn check_server(server: &Server) -> Result<String, WarehouseError> {
+    let mut client = server.connect(None)?;
+    let row = client
+        .query_one(
+            "SELECT current_setting('server_version_num')::int, current_setting('server_version')",
+            &[],
+        )
+        .map_err(|e| WarehouseError::query("reading the server's version", &e))?;
+    let num: i32 = row.get(0);
+    let version: String = row.get(1);
+    if num < MIN_SERVER_VERSION {
+        return Err(WarehouseError::TooOld {
+            target: server.target(),
+            found: crate::text::escape_controls(&version),
+        });
+    }
+    Ok(version)
+}
+
+/// The night's PostgreSQL, held by the command for as long as the night runs: dropping it
+/// stops the private cluster (and removes it, unless kept).
+#[derive(Debug)]
+pub struct Night {
+    pub server: Server,
+    pub cluster: Option<cluster::Cluster>,
+    /// The lanes' schemas, as claimed.
+    pub schemas: Vec<String>,
+}
+
+impl Night {
+    /// Opens the warehouse `spec` names and makes it this process's (`activate`): checks an
+    /// existing server, or starts a private cluster. `schema` is the user's `--pg-schema`.
+    /// Returns `None` for SQLite.
+    pub fn open(
+        spec: &Spec,
+        schema: Option<&str>,
+        keep: bool,
+    ) -> Result<Option<Self>, WarehouseError> {
+        let night = match spec {
+            Spec::Sqlite => return Ok(None),
+            Spec::Private => {
+                let cluster = cluster::Cluster::start(keep)?;
+                let server = Server {
+                    conninfo: cluster.conninfo(),
+                    prefix: schema.unwrap_or("night").to_string(),
+                };
+                Self {
+                    server,
+                    cluster: Some(cluster),
+                    schemas: Vec::new(),
+                }
+            }
+            Spec::Server(url) => {
+                let stamp = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let prefix = schema.map_or_else(
+                    || format!("reclaim_{stamp}_{}", std::process::id()),
+                    str::to_string,
+                );
+                let server = Server {
+                    conninfo: url.clone(),
+                    prefix,
+                };
+                check_server(&server)?;
+                if schema.is_some() {
+                    refuse_taken_prefix(&server)?;
+                }
+                Self {
+                    server,
+                    cluster: None,
+                    schemas: Vec::new(),
+                }
+            }
+        };
+        activate(night.server.clone())?;
+        Ok(Some(night))
+    }
+
+    /// Claims each lane's schema (`pg::claim_schema`) before the night starts.
+    pub fn claim<'a>(
+        &mut self,
+        lanes: impl IntoIterator<Item = &'a Path>,
+    ) -> Result<(), WarehouseError> {
+        for db in lanes {
+            let schema = self.server.schema_for(db);
+            pg::claim_schema(&self.server, &schema)?;
+            self.schemas.push(schema);
+        }
+        Ok(())
+    }
+
+    /// Ends the night's PostgreSQL (the private cluster stopped, and removed unless kept) and
+    /// says where the rows are and how to look at them.
+    #[must_use]
+    pub fn close(mut self) -> Vec<String> {
+        if let Some(cluster) = self.cluster.as_mut() {
+            cluster.stop();
+        }
+        self.closing_lines()
+    }
+
+    /// Whether closing removes the private cluster and its rows (not kept).
+    #[must_use]
+    pub fn removes_cluster(&self) -> bool {
+        self.cluster.as_ref().is_some_and(|c| !c.kept())
+    }
+
+    fn closing_lines(&self) -> Vec<String> {
+        match &self.cluster {
+            Some(cluster) => cluster.closing_lines(&self.schemas),
+            None => vec![format!(
+                "postgres     {} schemas {} (kept: reclaim never drops what it made on your server)",
+                self.server.target(),
+                self.schemas.join(", ")
+            )],
+        }
+    }
+}
+
+/// A user-named night must not share its name with any schema there already (`NAME`, or a
+/// lane's `NAME_...`): checked before anything is created.
+fn refuse_taken_prefix(server: &Server) -> Result<(), WarehouseError> {
+    let mut client = server.connect(None)?;
+    let pattern = format!("{}\\_%", server.prefix);
+    let taken = client
+        .query_opt(
+            "SELECT n.nspname::text, EXISTS (SELECT 1 FROM pg_tables t
+                 WHERE t.schemaname = n.nspname AND t.tablename = 'records')
+             FROM pg_namespace n WHERE n.nspname = $1 OR n.nspname LIKE $2
+             ORDER BY 2 DESC LIMIT 1",
+            &[&server.prefix, &pattern],
+        )
+        .map_err(|e| WarehouseError::query("looking for the schema", &e))?;
+    match taken {
+        None => Ok(()),
+        Some(row) => Err(WarehouseError::SchemaExists {
+            target: server.target(),
+            schema: crate::text::escape_controls(&row.get::<_, String>(0)),
+            holding: if row.get(1) {
+                " and holds a records table reclaim did not create tonight"
+            } else {
+                ""
+            },
+        }),
+    }
+}
+
+/// Checks a `--pg-schema` name: a plain lower-case identifier, so it needs no quoting in psql.
+pub fn check_schema_name(name: &str) -> Result<String, String> {
+    let ok = !name.is_empty()
+        && name.len() <= 40
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.starts_with("pg_");
+    if ok {
+        Ok(name.to_string())
+    } else {
+        Err(format!(
+            "{} is not a schema name reclaim uses: lower-case letters, digits and _, at most 40, not starting with pg_",
+            crate::text::escape_controls(name)
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lane_schema_comes_from_its_file_or_its_night_folder() {
+        let server = Server {
+            conninfo: String::new(),
+            prefix: "night".into(),
+        };
+        assert_eq!(
+            server.schema_for(Path::new("/tmp/x/night1-1-naive.db")),
+            "night_night1_1_naive"
+        );
+        assert_eq!(server.schema_for(Path::new("/tmp/x/warehouse.db")), "night");
+        assert_eq!(
+            server.schema_for(Path::new("/tmp/x/night2-3-exec/warehouse.db")),
+            "night_night2_3_exec"
+        );
+    }
+
+    #[test]
+    fn a_password_never_reaches_a_message() {
+        assert_eq!(
+            target_of("postgres://bob:secret@db.example/x"),
+            "postgres://bob@db.example/x"
+        );
+        assert_eq!(
+            target_of("host=/tmp/s user=bob password=secret"),
+            "host=/tmp/s user=bob"
+        );
+    }
+
+    #[test]
+    fn the_flag_names_three_warehouses_and_refuses_the_rest() {
+        assert_eq!("sqlite".parse::<Spec>(), Ok(Spec::Sqlite));
+        assert_eq!("postgres".parse::<Spec>(), Ok(Spec::Private));
+        assert!(matches!(
+            "postgres://u@localhost/db".parse::<Spec>(),
+            Ok(Spec::Server(_))
+        ));
+        assert!("mysql".parse::<Spec>().is_err());
+        assert!(check_schema_name("night_1").is_ok());
+        assert!(check_schema_name("Night").is_err());
+        assert!(check_schema_name("pg_x").is_err());
+    }
+}
