@@ -2,6 +2,7 @@
 //! timeline handed out line by line as it happens, and the report derived from the rows at the
 //! end. `run`, `prove`, `map` and `shrink` share it; `pool` runs many nights at once.
 
+mod not_fired;
 pub mod pool;
 
 use std::path::{Path, PathBuf};
@@ -429,63 +430,6 @@ fn lane_report(
     )
 }
 
-/// Each planned kill that never fired, said (the plan watches the first lane).
-fn not_fired(
-    fired: crate::engine::triggers::Fired,
-    queue: &crate::queue::Queue,
-    rows: u64,
-) -> Vec<String> {
-    let mut said = Vec::new();
-    if let Some((task, false)) = fired.kill_at_task {
-        said.push(format!(
-            "the kill at {} never fired: its row was never written while the job ran",
-            crate::text::escape_controls(&queue.key(task))
-        ));
-    }
-    if let Some((n, false)) = fired.kill_at_message {
-        said.push(format!(
-            "the kill at message {n} never fired: the vendor never received that many"
-        ));
-    }
-    if let Some((n, false)) = fired.kill_at_rows {
-        said.push(format!(
-            "the kill at {n} rows never fired: the table held {rows} rows at the end"
-        ));
-    }
-    let (planned, fired_replayed) = fired.replayed;
-    if fired_replayed < planned {
-        said.push(format!(
-            "{} of {planned} replayed kills never fired: the job finished first",
-            planned - fired_replayed
-        ));
-    }
-    let (planned, fired_random) = fired.random;
-    if fired_random < planned {
-        said.push(format!(
-            "{} of {planned} random kills never fired: the job finished first",
-            planned - fired_random
-        ));
-    }
-    said
-}
-
-/// An external job's planned crash that never happened: the job never announced that point in
-/// that unit of work (or no such point at all).
-fn crash_not_fired(lane: &crate::engine::Lane) -> Option<String> {
-    let plan = lane.config.worker.job()?.crash_at.as_ref()?;
-    if lane.points.crash_fired {
-        return None;
-    }
-    let why = if lane.points.announced.contains_key(&plan.point) {
-        "the job announced that point, never in that unit of work on its first attempt"
-    } else if lane.points.announced.is_empty() {
-        "the job announced no crash point at all (see examples/reclaim_point.py)"
-    } else {
-        "the job never announced a point of that name"
-    };
-    Some(format!("the crash at {plan} never fired: {why}"))
-}
-
 /// The messages at a lane's vendor, read from its database (`None` for a lane without one).
 fn messages_at_vendor(
     lane: &crate::engine::LaneConfig,
@@ -576,12 +520,12 @@ fn report(
             .filter(|_| index == 0)
             .map(|_| engine.rows_landings().clone()),
         not_fired: if index == 0 {
-            not_fired(engine.fired(), &lane.config.queue(), inspection.rows)
+            not_fired::not_fired(engine.fired(), &lane.config.queue(), inspection.rows)
         } else {
             Vec::new()
         }
         .into_iter()
-        .chain(crash_not_fired(lane))
+        .chain(not_fired::crash_not_fired(lane))
         .collect(),
         points_announced: lane.points.announced.clone(),
         kills_after_points: lane.points.kills_after.clone(),

@@ -585,7 +585,17 @@ fn an_exec_night_is_recorded_and_its_kills_replay_against_another_job() {
     let (run, _) = run_exec(
         tmp.path(),
         &naive(),
-        &["--kills", "2", "--seed", "4", "--record", path_arg(&record)],
+        // Kills placed by rows, so they land after the job's commits at any load.
+        &[
+            "--kills",
+            "2",
+            "--kill-rows",
+            "5..30",
+            "--seed",
+            "4",
+            "--record",
+            path_arg(&record),
+        ],
     );
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     // The recording is evidence: its check convicts the naive job as the run did.

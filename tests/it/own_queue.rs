@@ -122,9 +122,12 @@ fn a_job_that_loses_an_order_at_each_restart_is_data_wrong_in_run_count_sql_insp
         &lossy,
         &with(
             &["prove", "--exec", &job],
+            // 50 ms an order: the job outlasts seed 7's kills (0.2 to 0.73 s after a spawn).
             &[
                 "--items",
                 "20",
+                "--delay-ms",
+                "50",
                 "--checkpoint-table",
                 "settled",
                 "--seed",

@@ -482,7 +482,7 @@ fn prove_agrees(url: &str) {
         let dir = dir.path().to_path_buf();
         move || {
             strategies.map(|s| {
-                let args = ["prove", "--strategy", s, "--items", "50", "--seed", "7"];
+                let args = ["prove", "--strategy", s, "--items", "100", "--seed", "7"];
                 reclaim_in_dir(&dir, &args, Duration::from_secs(300)).stdout
             })
         }
@@ -493,7 +493,7 @@ fn prove_agrees(url: &str) {
             "--strategy",
             s,
             "--items",
-            "50",
+            "100",
             "--seed",
             "7",
             "--warehouse",

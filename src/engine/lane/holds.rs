@@ -1,0 +1,99 @@
+//! Where a lane holds the clock and the grants so a night's moments are the scenario's, not the
+//! machine's: the write a planned crash falls in, two workers going write for write, the write
+//! that takes the rows past the queue, a restarted worker's first write, and whether the rows
+//! read show the clock's moment.
+
+use super::Lane;
+use crate::engine::pace::Attempt;
+use crate::supervisor::slot::SlotState;
+
+impl Lane {
+    /// The write of `slot`'s next attempt that holds the plan's crash point: the first
+    /// attempt's (it alone carries the crash out), one task a write, from task-000.
+    pub(in crate::engine) fn crash_write(&self, slot: usize) -> Option<u64> {
+        let crash = self.config.crash_at?;
+        let worker =
+            self.on_schedule(slot) && crash.point != crate::worker::CrashPoint::AfterRelaySend;
+        (worker && self.slots[slot].attempt() == 0 && self.config.batch <= 1)
+            .then_some(crash.task + 1)
+    }
+
+    /// With two or more workers on the schedule, how far any of them may be granted: the
+    /// moment of the earliest write among those they wait for (a worker busy between two writes
+    /// waits for none yet). So each is granted its next write only once all of them wait at it,
+    /// each having looked at the queue already, and which of them reaches a task first is the
+    /// schedule's doing, not the machine's, at every speed.
+    #[must_use]
+    pub(in crate::engine) fn lockstep(&self) -> Option<f64> {
+        let next: Vec<f64> = (self.slots.iter().zip(&self.attempts).enumerate())
+            .filter(|(i, (s, a))| {
+                self.on_schedule(*i) && s.is_live() && s.state() == SlotState::Running && a.paced()
+            })
+            .map(|(_, (_, a))| a.done_at(a.need.max(a.writes)))
+            .collect();
+        (next.len() > 1).then(|| next.into_iter().fold(f64::INFINITY, f64::min))
+    }
+
+    /// Every write its running workers were granted up to `clock` has been made and read
+    /// from the rows: what the lane shows is the clock's moment, whatever the machine's pace.
+    #[must_use]
+    pub fn settled(&self, clock: f64) -> bool {
+        (self.slots.iter().zip(&self.attempts).enumerate())
+            .filter(|(i, (s, a))| {
+                self.on_schedule(*i) && s.is_live() && s.state() == SlotState::Running && a.paced()
+            })
+            .all(|(i, (_, a))| {
+                let due = a.granted.min(a.grantable(clock)).min(a.need.max(a.writes));
+                let read = self.observed_writes.get(i).copied().unwrap_or(0);
+                a.writes >= due && read >= due
+            })
+    }
+
+    /// The moment of the write that takes the rows past the queue's items, while they have not
+    /// gone past it: one running worker's, or, with several (in lockstep), each step's while the
+    /// next may.
+    #[must_use]
+    pub(in crate::engine) fn row_past_items(&self) -> Option<f64> {
+        let rows = self.observer.rows;
+        if rows > self.config.items || self.config.items == 0 {
+            return None;
+        }
+        let running: Vec<(usize, &Attempt)> = (self.slots.iter().zip(&self.attempts).enumerate())
+            .filter(|(i, (s, _))| {
+                self.on_schedule(*i) && s.is_live() && s.state() == SlotState::Running
+            })
+            .map(|(i, (_, a))| (i, a))
+            .collect();
+        let batch = self.config.batch.max(1);
+        if running.len() > 1 {
+            // Workers in lockstep write a step together: the step that may take the rows past.
+            let step = self.lockstep()?;
+            let most = running.len() as u64 * batch;
+            return (rows + most > self.config.items).then_some(step);
+        }
+        let &[(slot, attempt)] = running.as_slice() else {
+            return None;
+        };
+        // A long item's real work is not on the schedule: its writes come when it ends.
+        if !attempt.paced() || attempt.working {
+            return None;
+        }
+        // Counted from the writes the rows read last include, not from those heard since.
+        let read = (self.observed_writes.get(slot).copied())
+            .map_or(attempt.writes, |w| w.min(attempt.writes));
+        let writes = (self.config.items + 1 - rows).div_ceil(batch);
+        Some(attempt.done_at(read + writes))
+    }
+
+    /// The moment of a restarted worker's first write while the rows have not shown it yet
+    /// (whether it began at task-000 again is read from them), if that worker runs on.
+    #[must_use]
+    pub(in crate::engine) fn first_write_unread(&self) -> Option<f64> {
+        let slot = self.first_write_unread?;
+        let running = self.slots[slot].is_live() && self.slots[slot].state() == SlotState::Running;
+        // A long item's real work is not waited for: the clock runs at its pace meanwhile, so
+        // the host's kills can land in it.
+        let attempt = &self.attempts[slot];
+        (running && attempt.paced() && !attempt.working).then(|| attempt.first_write())
+    }
+}
