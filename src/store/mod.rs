@@ -339,15 +339,7 @@ fn check_before_writing(
 
 /// Opens an existing warehouse read-only, to follow it while workers write (the observer).
 pub fn open_read_only(path: &Path) -> Result<Connection, StoreError> {
-    if !check_header(path)? {
-        return Err(StoreError::Missing(path.to_path_buf()));
-    }
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| StoreError::sqlite(path, e))?;
-    check_warehouse(conn, path)
+    open_read_only_waiting(path, BUSY_TIMEOUT)
 }
 
 /// How long the observer waits on a worker's lock: it reads on the dashboard's own thread, and
@@ -356,6 +348,11 @@ pub const OBSERVER_BUSY: Duration = Duration::from_millis(20);
 
 /// `open_read_only` for the observer: BUSY after `OBSERVER_BUSY`, never seconds of waiting.
 pub fn open_observing(path: &Path) -> Result<Connection, StoreError> {
+    open_read_only_waiting(path, OBSERVER_BUSY)
+}
+
+/// An existing warehouse opened read-only, waiting `busy` on a writer's lock, checked to be one.
+fn open_read_only_waiting(path: &Path, busy: Duration) -> Result<Connection, StoreError> {
     if !check_header(path)? {
         return Err(StoreError::Missing(path.to_path_buf()));
     }
@@ -364,7 +361,7 @@ pub fn open_observing(path: &Path) -> Result<Connection, StoreError> {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| StoreError::sqlite(path, e))?;
-    conn.busy_timeout(OBSERVER_BUSY)
+    conn.busy_timeout(busy)
         .map_err(|e| StoreError::sqlite(path, e))?;
     check_warehouse_ref(&conn, path)?;
     Ok(conn)
@@ -377,14 +374,8 @@ pub fn open_snapshot(path: &Path) -> Result<Snapshot, StoreError> {
     Ok(snapshot)
 }
 
-/// A connection only to a database whose `records` table reclaim could have made.
-fn check_warehouse(conn: Connection, path: &Path) -> Result<Connection, StoreError> {
-    conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(|e| StoreError::sqlite(path, e))?;
-    check_warehouse_ref(&conn, path)?;
-    Ok(conn)
-}
-
+/// Only a database whose `records` table reclaim could have made: the table and its `task_id` and
+/// `run_id` columns are there.
 fn check_warehouse_ref(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     if !table_exists(conn, "records").map_err(|e| StoreError::sqlite(path, e))? {
         return Err(StoreError::NotWarehouse {
