@@ -203,6 +203,10 @@ pub struct MapArgs {
     /// Print the map as text even on a terminal (no interactive screen)
     #[arg(long, conflicts_with_all = ["json", "csv"])]
     pub plain: bool,
+    /// Exit 1 also when a cell tested nothing: its kill never fired, its point was never
+    /// reached (without it such a cell is said not tested, never counted right)
+    #[arg(long)]
+    pub strict: bool,
     /// Keep every night's database (its path is in each cell) instead of removing it
     #[arg(long)]
     pub keep: bool,

@@ -82,6 +82,9 @@ pub struct ExecCell {
     pub at: String,
     #[serde(skip)]
     pub column: u64,
+    /// The kill, typed (`band` and `at` say it in the JSON).
+    #[serde(skip)]
+    pub kill: ExecKill,
     pub rows: u64,
     pub distinct: u64,
     pub duplicated_task_ids: u64,
@@ -92,6 +95,10 @@ pub struct ExecCell {
     pub completed: bool,
     /// The kill happened: a night whose kill never fired tested nothing.
     pub killed: bool,
+    /// A kill at a row count: the rows the table held once it had landed (a job that writes
+    /// between two reads of the observer may have gone past the count).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub landed_at_rows: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub db: Option<PathBuf>,
 }
@@ -101,6 +108,18 @@ impl ExecCell {
     #[must_use]
     pub fn is_right(&self) -> bool {
         self.killed && self.completed && self.derived_status.is_ok()
+    }
+
+    /// Right, wrong, or a night that tested nothing (its kill never fired, its point was never
+    /// reached).
+    #[must_use]
+    pub fn tested(&self) -> crate::map::Tested {
+        let clean = self.completed
+            && self.derived_status.is_ok()
+            && self.missing == 0
+            && self.duplicated_task_ids == 0
+            && self.outside == 0;
+        crate::map::Tested::of(self.is_right(), self.killed, clean)
     }
 
     /// The verdict in a word or two, as the built-in map says it.
@@ -134,6 +153,144 @@ impl ExecCell {
         } else {
             '?'
         }
+    }
+}
+
+impl crate::tui::map::MapCell for ExecCell {
+    fn band(&self) -> (String, String) {
+        (crate::engine::EXEC_LABEL.to_string(), self.band.clone())
+    }
+
+    fn column(&self) -> u64 {
+        self.column
+    }
+
+    fn outcome(&self) -> crate::map::Outcome {
+        use crate::map::Outcome;
+        if self.missing > 0 {
+            Outcome::Missing(self.missing)
+        } else if self.duplicated_task_ids > 0 {
+            Outcome::Duplicated(self.duplicated_task_ids)
+        } else if self.is_right() {
+            Outcome::Right
+        } else {
+            Outcome::Wrong
+        }
+    }
+
+    fn verdict(&self) -> String {
+        ExecCell::verdict(self)
+    }
+
+    fn detail(&self) -> String {
+        let counts = format!(
+            "{} rows, {} distinct, {} duplicated, {} missing",
+            self.rows, self.distinct, self.duplicated_task_ids, self.missing
+        );
+        match (&self.kill, self.landed_at_rows) {
+            (ExecKill::Rows(rows), Some(landed)) if landed != *rows => {
+                format!("{counts}; the kill landed with {landed} rows written")
+            }
+            (ExecKill::Point { .. }, _) if self.killed => {
+                format!("{counts}; killed at the point the job announced")
+            }
+            _ => counts,
+        }
+    }
+
+    fn name(&self) -> String {
+        match &self.kill {
+            ExecKill::Point { name, .. } => format!("{}:{name}", self.at),
+            ExecKill::Rows(_) => self.at.clone(),
+        }
+    }
+}
+
+/// The map screen's shape for a job's map: a band a point (or one of row counts), a column a
+/// key (or a row count) of `tasks`.
+#[must_use]
+pub fn layout(job: &ExecJob, points: &[String], tasks: (u64, u64)) -> crate::tui::map::Layout {
+    use crate::tui::map::{Columns, Layout};
+    let names = if points.is_empty() {
+        Columns::Rows
+    } else {
+        Columns::Keys(job.queue.clone())
+    };
+    Layout {
+        title: format!(
+            "reclaim map --exec {} · {}",
+            crate::text::escape_controls(&crate::text::shorten(&job.command, 40)),
+            job.queue.describe()
+        ),
+        bands: bands(points)
+            .into_iter()
+            .map(|band| (crate::engine::EXEC_LABEL.to_string(), band))
+            .collect(),
+        columns: tasks,
+        names,
+        items: job.queue.len(),
+        about: "Each cell is a real night of your job: SIGKILLed from outside at that key and point (or once its table holds that many rows), restarted, finished; the verdict comes from the rows.",
+    }
+}
+
+/// The dashboard's night for a cell of a job's map: the job alone, killed as the cell's night
+/// was, at `delay` an item (told `RECLAIM_DELAY_MS`) so it can be watched.
+#[must_use]
+pub fn scenario_for(job: &ExecJob, cell: &ExecCell, delay: Duration) -> crate::scenario::Scenario {
+    use crate::scenario::{Caption, Scenario, ScenarioLane};
+    let mut job = job.clone();
+    let mut at_rows = None;
+    match &cell.kill {
+        ExecKill::Point { index, name } => {
+            job.crash_at = Some(CrashPlan {
+                key: job.queue.key(*index),
+                point: name.clone(),
+            });
+        }
+        ExecKill::Rows(rows) => at_rows = Some(*rows),
+    }
+    let what = crate::tui::map::MapCell::name(cell);
+    Scenario {
+        source: "map".into(),
+        title: format!("The map's night: your job at {what}"),
+        about: format!("the map found: {}", crate::tui::map::MapCell::detail(cell)),
+        scale: 100.0,
+        items: job.queue.len(),
+        delay,
+        start_at: 0.0,
+        paces: vec![crate::engine::Pace::per_item(delay.as_secs_f64() * 100.0)],
+        restart_delay: 18.0,
+        max_restarts: 3,
+        dead_man: crate::engine::DEFAULT_DEAD_MAN,
+        seed: 0,
+        kill_at_task: None,
+        kill_at_rows: at_rows,
+        random_kills: 0,
+        kill_window: crate::supervisor::schedule::DEFAULT_WINDOW,
+        hang_at_task: None,
+        hang_for: None,
+        wipe_at_task: None,
+        lanes: vec![ScenarioLane {
+            name: "your job".into(),
+            worker: LaneWorker::Exec(Box::new(job)),
+            workers: 1,
+            batch: 1,
+            crash_at: None,
+            side_effect: None,
+            vendor: crate::fake_vendor::VendorModes::default(),
+            long_item: None,
+            split: 1,
+        }],
+        captions: vec![Caption {
+            at: None,
+            on: Some("kill".into()),
+            lane: None,
+            text: format!(
+                "The kill the map's cell ran: {what}. The map found {}.",
+                crate::tui::map::MapCell::detail(cell)
+            ),
+            notes: None,
+        }],
     }
 }
 
@@ -208,6 +365,8 @@ impl ExecRunner {
             derived_status: report.derived_status,
             completed: report.completed,
             killed: report.kills > 0,
+            landed_at_rows: report.kill_landed_at_rows.filter(|_| report.kills > 0),
+            kill: kill.clone(),
             db: self.keep.then(|| report.db.clone()),
         })
     }

@@ -167,6 +167,17 @@ impl Cell {
         self.outcome() == Outcome::Right
     }
 
+    /// Right, wrong, or a night that tested nothing (its crash never fired).
+    #[must_use]
+    pub fn tested(&self) -> Tested {
+        let clean = self.completed && self.derived_status.is_ok() && self.missing == 0;
+        Tested::of(
+            self.is_right(),
+            self.killed,
+            clean && self.duplicated_task_ids == 0,
+        )
+    }
+
     /// The kill this cell's night ran under.
     #[must_use]
     pub fn kill(&self) -> Kill {
@@ -199,6 +210,48 @@ impl Cell {
     pub fn figures(&self) -> String {
         format!("{}: {}", self.counts(), self.verdict())
     }
+}
+
+/// What a cell's night tested, for the map's exit: right, wrong, or nothing (its kill never
+/// fired and the rows are otherwise right: never counted right, failed only by `--strict`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tested {
+    Right,
+    Wrong,
+    Nothing,
+}
+
+impl Tested {
+    /// From a night's figures: `right` (killed, completed, rows right), `killed`, `clean`
+    /// (completed with every key once).
+    #[must_use]
+    pub fn of(right: bool, killed: bool, clean: bool) -> Self {
+        if right {
+            Self::Right
+        } else if !killed && clean {
+            Self::Nothing
+        } else {
+            Self::Wrong
+        }
+    }
+}
+
+/// Whether a map holds: it ran whole (`whole`), no cell is wrong, and, with `strict`, every
+/// cell tested something.
+pub fn holds(whole: bool, cells: impl Iterator<Item = Tested>, strict: bool) -> bool {
+    let mut cells = cells.peekable();
+    whole
+        && cells.peek().is_some()
+        && cells.all(|t| t == Tested::Right || (t == Tested::Nothing && !strict))
+}
+
+/// `; 3 not tested (the crash never fired; --strict fails them)`, or nothing.
+#[must_use]
+pub fn not_tested_note(untested: usize, what: &str) -> String {
+    if untested == 0 {
+        return String::new();
+    }
+    format!("; {untested} not tested (the {what} never fired; --strict fails them)")
 }
 
 /// "1 duplicated task id", "12 duplicated task ids".

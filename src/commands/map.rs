@@ -11,7 +11,7 @@ use crate::cli::MapArgs;
 use crate::error::{Context as _, Error};
 use crate::exit::{DATA_WRONG, OK};
 use crate::harness::pool::{self, Pool};
-use crate::map::{Cell, Plan, Runner, Summary, summarize};
+use crate::map::{Cell, Plan, Runner, Summary, Tested, summarize};
 use crate::tui::map::{MapRun, MapState};
 use crate::worker::CrashPoint;
 
@@ -25,6 +25,8 @@ struct MapReport<'a> {
     cells: &'a [Cell],
     summary: Vec<Summary>,
     all_right: bool,
+    /// Cells whose crash never fired: never right; failures only with `--strict`.
+    not_tested: usize,
     elapsed_s: f64,
     /// Where the databases are, with `--keep`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -133,12 +135,14 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
             runner.run(n, night, cancel)
         })?;
         if interactive {
+            let plan_items = plan.items;
             let mut map = MapRun {
-                state: MapState::new(plan.clone()),
+                state: MapState::new(&plan),
                 pool,
                 exe,
                 dir: dir.clone(),
                 started,
+                open: Box::new(move |cell: &Cell| crate::tui::map::scenario_for(cell, plan_items)),
             };
             let result = crate::tui::map::run(&mut map);
             // The nights in flight finish (each a few milliseconds) or die with the signal.
@@ -160,9 +164,18 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     let cells = state.cells();
     // An empty map proves nothing: it is never all right.
     let all_right = state.finished() && !cells.is_empty() && cells.iter().all(Cell::is_right);
+    let holds = crate::map::holds(
+        state.finished() && !cells.is_empty(),
+        cells.iter().map(Cell::tested),
+        args.strict,
+    );
     if let Some(path) = &junit {
-        crate::junit::write(path, "reclaim map", &junit_cases(&plan, &cells))
-            .context(|| format!("cannot write --junit {}", path.display()))?;
+        crate::junit::write(
+            path,
+            "reclaim map",
+            &junit_cases(&plan, &cells, args.strict),
+        )
+        .context(|| format!("cannot write --junit {}", path.display()))?;
     }
     // The dashboard's nights opened from the map keep their databases, as `reclaim tui` does.
     let watched = std::fs::read_dir(&dir).is_ok_and(|mut entries| {
@@ -179,7 +192,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
         kept,
         &mut crate::out::stdout(),
     )?;
-    Ok(if all_right { OK } else { DATA_WRONG })
+    Ok(if holds { OK } else { DATA_WRONG })
 }
 
 /// The finished map on stdout: JSON, CSV, or the plain map and its summary.
@@ -203,6 +216,9 @@ fn print_map(
             summary: summarize(&plan, &cells),
             cells: &cells,
             all_right,
+            not_tested: (cells.iter())
+                .filter(|c| c.tested() == Tested::Nothing)
+                .count(),
             elapsed_s: (elapsed * 1000.0).round() / 1000.0,
             kept,
         };
@@ -239,7 +255,7 @@ fn print_map(
 
 /// One JUnit test case per band (strategy x point): it fails when any of its nights is wrong,
 /// naming them.
-fn junit_cases(plan: &Plan, cells: &[Cell]) -> Vec<crate::junit::Case> {
+fn junit_cases(plan: &Plan, cells: &[Cell], strict: bool) -> Vec<crate::junit::Case> {
     use crate::junit::{Case, CaseResult};
     plan.bands()
         .into_iter()
@@ -248,19 +264,26 @@ fn junit_cases(plan: &Plan, cells: &[Cell]) -> Vec<crate::junit::Case> {
                 .iter()
                 .filter(|c| c.strategy == strategy && c.point == point.name())
                 .collect();
-            let wrong: Vec<String> = band
-                .iter()
-                .filter(|c| !c.is_right())
-                .map(|c| format!("{}: {}", crate::task::task_id(c.task), c.figures()))
-                .collect();
+            let said = |t: Tested| -> Vec<String> {
+                (band.iter())
+                    .filter(|c| c.tested() == t)
+                    .map(|c| format!("{}: {}", crate::task::task_id(c.task), c.figures()))
+                    .collect()
+            };
+            let untested = said(Tested::Nothing);
+            let mut wrong = said(Tested::Wrong);
+            let listed = wrong.iter().chain(&untested).cloned().collect::<Vec<_>>();
+            if strict {
+                wrong.extend(untested);
+            }
+            let right = band.iter().filter(|c| c.is_right()).count();
             let detail = format!(
-                "{} of {} nights right{}",
-                band.len() - wrong.len(),
+                "{right} of {} nights right{}",
                 band.len(),
-                if wrong.is_empty() {
+                if listed.is_empty() {
                     String::new()
                 } else {
-                    format!("; {}", wrong.join("; "))
+                    format!("; {}", listed.join("; "))
                 }
             );
             let outcome = if band.is_empty() {
@@ -282,7 +305,7 @@ fn junit_cases(plan: &Plan, cells: &[Cell]) -> Vec<crate::junit::Case> {
 
 /// Waits for every night, with a progress line on a terminal's stderr.
 fn collect(plan: &Plan, pool: &Pool<Cell>, started: Instant) -> Result<MapState, Error> {
-    let mut state = MapState::new(plan.clone());
+    let mut state = MapState::new(plan);
     let progress = io::stderr().is_terminal();
     let mut shown = Instant::now();
     while let Some((_, result)) = pool.next() {
@@ -340,12 +363,18 @@ fn print_summary(
     out: &mut dyn Write,
 ) {
     let cells = state.cells();
-    let wrong = cells.iter().filter(|c| !c.is_right()).count();
+    let wrong = (cells.iter())
+        .filter(|c| c.tested() == Tested::Wrong)
+        .count();
+    let untested = (cells.iter())
+        .filter(|c| c.tested() == Tested::Nothing)
+        .count();
     let _ = writeln!(
         out,
-        "reclaim map: {} of {} nights in {elapsed:.1} s; {wrong} cells wrong",
+        "reclaim map: {} of {} nights in {elapsed:.1} s; {wrong} cells wrong{}",
         state.done(),
-        state.total()
+        state.total(),
+        crate::map::not_tested_note(untested, "crash")
     );
     for summary in summarize(plan, &cells) {
         let _ = writeln!(

@@ -16,6 +16,7 @@ use crate::error::{Context as _, Error};
 use crate::exec_map::{ExecCell, ExecKill, ExecRunner};
 use crate::exit::{DATA_WRONG, OK};
 use crate::harness::pool::{self, Pool};
+use crate::map::Tested;
 
 /// `--json`: one object. The keys are stable.
 #[derive(Debug, Serialize)]
@@ -27,6 +28,8 @@ struct ExecMapReport<'a> {
     nights: usize,
     cells: &'a [ExecCell],
     all_right: bool,
+    /// Cells whose kill never fired: never right; failures only with `--strict`.
+    not_tested: usize,
     /// The undisturbed night's verdict: a job already wrong without a kill is wrong everywhere.
     undisturbed: String,
     elapsed_s: f64,
@@ -41,6 +44,104 @@ pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u
             "--points names reclaim's own crash points; map --exec maps every point your job announces (reclaim-point NAME KEY), or its row counts when it announces none".into(),
         ));
     }
+    let tasks = checked_tasks(args, &job)?;
+    let items = job.queue.len();
+    let junit = args
+        .junit
+        .as_deref()
+        .map(crate::junit::check_path)
+        .transpose()?;
+    let dir = crate::map::fresh_dir("map-exec")
+        .context(|| "cannot create a folder for the map's nights".into())?;
+    let command = job.command.clone();
+    let queue = job.queue.describe();
+    let interactive = !args.json
+        && !args.csv
+        && !args.plain
+        && std::io::stdout().is_terminal()
+        && std::io::stdin().is_terminal();
+    let screen_job = job.clone();
+    let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
+    let runner = ExecRunner {
+        exe: exe.clone(),
+        dir: dir.clone(),
+        job,
+        db_name: args.db_name.clone(),
+        keep: args.keep,
+        rows_delay: std::time::Duration::from_secs_f64(args.delay_ms / 1000.0),
+    };
+    let started = Instant::now();
+    let result = (|| {
+        if interactive {
+            eprintln!("reclaim map --exec: an undisturbed night first, to hear the job's points…");
+        }
+        let (points, undisturbed) = runner.probe(&AtomicBool::new(false))?;
+        let kills = crate::exec_map::plan(&points, tasks);
+        // A bound on the work asked for, as the built-in map has.
+        let rows = kills.len() as u64 * items * 2;
+        if rows > 200_000_000 {
+            return Err(Error::Refused(format!(
+                "{} nights of {items} items is about {rows} rows to write; narrow --tasks",
+                kills.len()
+            )));
+        }
+        let (cells, whole, elapsed) = if interactive {
+            let screen = Screen {
+                job: &screen_job,
+                points: &points,
+                tasks,
+                exe,
+                dir: &dir,
+                delay: runner.rows_delay,
+            };
+            on_screen(kills, &runner, args, &screen, started)?
+        } else {
+            let cells = collect(kills, &runner, args)?;
+            (cells, true, started.elapsed().as_secs_f64())
+        };
+        Ok((points, undisturbed, cells, whole, elapsed))
+    })();
+    // The dashboard's nights opened from the map keep their databases, as `reclaim tui` does.
+    let watched = std::fs::read_dir(&dir).is_ok_and(|mut entries| {
+        entries.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("watch-")))
+    });
+    let kept = (args.keep || watched).then(|| dir.display().to_string());
+    if kept.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let (points, undisturbed, cells, whole, elapsed) = result?;
+    let all_right = whole && !cells.is_empty() && cells.iter().all(ExecCell::is_right);
+    let holds = crate::map::holds(
+        whole && !cells.is_empty(),
+        cells.iter().map(ExecCell::tested),
+        args.strict,
+    );
+    if let Some(path) = &junit {
+        crate::junit::write(
+            path,
+            "reclaim map --exec",
+            &junit_cases(&points, &cells, args.strict),
+        )
+        .context(|| format!("cannot write --junit {}", path.display()))?;
+    }
+    let facts = Legend {
+        command: &command,
+        queue,
+        points: &points,
+        undisturbed: &undisturbed.verdict,
+        elapsed,
+        kept,
+        first: tasks.0,
+        left: (!whole).then_some(plan_size(&points, tasks) - cells.len()),
+        interactive,
+    };
+    print(args, &facts, &cells, all_right, out)?;
+    Ok(if holds { OK } else { DATA_WRONG })
+}
+
+/// The keys to kill at (`--tasks`, or the whole queue), every value checked before anything
+/// starts: the database's name, the keys, and the least the map would write.
+fn checked_tasks(args: &MapArgs, job: &ExecJob) -> Result<(u64, u64), Error> {
     let name = &args.db_name;
     if name.is_empty() || name.contains('/') || name == "." || name == ".." {
         return Err(Error::Refused(format!(
@@ -81,60 +182,67 @@ pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u
             tasks.1 - tasks.0 + 1
         )));
     }
-    let junit = args
-        .junit
-        .as_deref()
-        .map(crate::junit::check_path)
-        .transpose()?;
-    let dir = crate::map::fresh_dir("map-exec")
-        .context(|| "cannot create a folder for the map's nights".into())?;
-    let command = job.command.clone();
-    let queue = job.queue.describe();
-    let runner = ExecRunner {
-        exe: std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?,
-        dir: dir.clone(),
-        job,
-        db_name: args.db_name.clone(),
-        keep: args.keep,
-        rows_delay: std::time::Duration::from_secs_f64(args.delay_ms / 1000.0),
+    Ok(tasks)
+}
+
+/// How many nights the map of `points` over `tasks` holds.
+fn plan_size(points: &[String], tasks: (u64, u64)) -> usize {
+    crate::exec_map::plan(points, tasks).len()
+}
+
+/// What the interactive screen needs besides the nights.
+struct Screen<'a> {
+    job: &'a ExecJob,
+    points: &'a [String],
+    tasks: (u64, u64),
+    exe: std::path::PathBuf,
+    dir: &'a std::path::Path,
+    /// The pace of a night opened from the map (the map's own, or 63 ms when that is 0).
+    delay: std::time::Duration,
+}
+
+/// The nights on the map screen as they arrive, until every one has and the user quits (or the
+/// user quits first): the cells that arrived, whether they are all, and the seconds they took.
+fn on_screen(
+    kills: Vec<ExecKill>,
+    runner: &ExecRunner,
+    args: &MapArgs,
+    screen: &Screen<'_>,
+    started: Instant,
+) -> Result<(Vec<ExecCell>, bool, f64), Error> {
+    use crate::tui::map::{MapRun, MapState};
+    let threads = args.threads.map_or_else(pool::default_threads, usize::from);
+    let jobs: Vec<(usize, ExecKill)> = kills.into_iter().enumerate().collect();
+    let night = runner.clone();
+    let pool = Pool::start(jobs, threads, move |(n, kill), cancel| {
+        night.run(*n, kill, cancel)
+    })?;
+    let job = screen.job.clone();
+    // Watchable: the job's own pace, at least 63 ms an item as the built-in map's nights.
+    let delay = screen.delay.max(std::time::Duration::from_millis(63));
+    let mut map = MapRun {
+        state: MapState::with_layout(crate::exec_map::layout(
+            screen.job,
+            screen.points,
+            screen.tasks,
+        )),
+        pool,
+        exe: screen.exe.clone(),
+        dir: screen.dir.to_path_buf(),
+        started,
+        open: Box::new(move |cell: &ExecCell| crate::exec_map::scenario_for(&job, cell, delay)),
     };
-    let started = Instant::now();
-    let result = (|| {
-        let (points, undisturbed) = runner.probe(&AtomicBool::new(false))?;
-        let kills = crate::exec_map::plan(&points, tasks);
-        // A bound on the work asked for, as the built-in map has.
-        let rows = kills.len() as u64 * items * 2;
-        if rows > 200_000_000 {
-            return Err(Error::Refused(format!(
-                "{} nights of {items} items is about {rows} rows to write; narrow --tasks",
-                kills.len()
-            )));
-        }
-        let cells = collect(kills, &runner, args)?;
-        Ok((points, undisturbed, cells))
-    })();
-    let kept = args.keep.then(|| dir.display().to_string());
-    if !args.keep {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    let (points, undisturbed, cells) = result?;
-    let elapsed = started.elapsed().as_secs_f64();
-    let all_right = !cells.is_empty() && cells.iter().all(ExecCell::is_right);
-    if let Some(path) = &junit {
-        crate::junit::write(path, "reclaim map --exec", &junit_cases(&points, &cells))
-            .context(|| format!("cannot write --junit {}", path.display()))?;
-    }
-    let facts = Legend {
-        command: &command,
-        queue,
-        points: &points,
-        undisturbed: &undisturbed.verdict,
-        elapsed,
-        kept,
-        first: tasks.0,
+    let result = crate::tui::map::run(&mut map);
+    // The nights in flight finish or are killed with the pool, none left behind.
+    drop(map.pool);
+    result?;
+    let whole = map.state.finished();
+    let elapsed = if whole {
+        map.state.elapsed_s
+    } else {
+        started.elapsed().as_secs_f64()
     };
-    print(args, &facts, &cells, all_right, out)?;
-    Ok(if all_right { OK } else { DATA_WRONG })
+    Ok((map.state.cells(), whole, elapsed))
 }
 
 /// What the printed map says beside its cells.
@@ -146,6 +254,10 @@ struct Legend<'a> {
     elapsed: f64,
     kept: Option<String>,
     first: u64,
+    /// Nights that never ran: the user left the screen before the map finished.
+    left: Option<usize>,
+    /// The cells were shown on the screen: only the summary is printed after it.
+    interactive: bool,
 }
 
 /// The finished map on stdout: JSON, CSV, or the bands and a summary.
@@ -164,6 +276,9 @@ fn print(
             nights: cells.len(),
             cells,
             all_right,
+            not_tested: (cells.iter())
+                .filter(|c| c.tested() == Tested::Nothing)
+                .count(),
             undisturbed: facts.undisturbed.to_string(),
             elapsed_s: (facts.elapsed * 1000.0).round() / 1000.0,
             kept: facts.kept.clone(),
@@ -204,14 +319,28 @@ fn print(
                 facts.points.join(", ")
             }
         );
-        print_bands(facts.points, cells, facts.first, out);
-        let wrong = cells.iter().filter(|c| !c.is_right()).count();
+        if !facts.interactive {
+            print_bands(facts.points, cells, facts.first, out);
+        }
+        let wrong = (cells.iter())
+            .filter(|c| c.tested() == Tested::Wrong)
+            .count();
+        let untested = (cells.iter())
+            .filter(|c| c.tested() == Tested::Nothing)
+            .count();
         let _ = writeln!(
             out,
-            "reclaim map: {} nights in {:.1} s; {wrong} cells wrong",
+            "reclaim map: {} nights in {:.1} s; {wrong} cells wrong{}",
             cells.len(),
-            facts.elapsed
+            facts.elapsed,
+            crate::map::not_tested_note(untested, "kill")
         );
+        if let Some(left) = facts.left {
+            let _ = writeln!(
+                out,
+                "  the map was left before it finished: {left} nights never ran"
+            );
+        }
         if let Some(dir) = &facts.kept {
             let _ = writeln!(out, "databases kept in {dir}");
         }
@@ -286,26 +415,33 @@ fn print_bands(points: &[String], cells: &[ExecCell], first: u64, out: &mut dyn 
 }
 
 /// A JUnit test case per band: it fails when any of its nights is wrong, naming them.
-fn junit_cases(points: &[String], cells: &[ExecCell]) -> Vec<crate::junit::Case> {
+fn junit_cases(points: &[String], cells: &[ExecCell], strict: bool) -> Vec<crate::junit::Case> {
     use crate::junit::{Case, CaseResult};
     let bands = crate::exec_map::bands(points);
     bands
         .iter()
         .map(|band| {
             let mine: Vec<&ExecCell> = cells.iter().filter(|c| &c.band == band).collect();
-            let wrong: Vec<String> = mine
-                .iter()
-                .filter(|c| !c.is_right())
-                .map(|c| format!("{}: {}", c.at, c.verdict()))
-                .collect();
+            let said = |t: Tested| -> Vec<String> {
+                (mine.iter())
+                    .filter(|c| c.tested() == t)
+                    .map(|c| format!("{}: {}", c.at, c.verdict()))
+                    .collect()
+            };
+            let untested = said(Tested::Nothing);
+            let mut wrong = said(Tested::Wrong);
+            let listed = wrong.iter().chain(&untested).cloned().collect::<Vec<_>>();
+            if strict {
+                wrong.extend(untested);
+            }
+            let right = mine.iter().filter(|c| c.is_right()).count();
             let detail = format!(
-                "{} of {} nights right{}",
-                mine.len() - wrong.len(),
+                "{right} of {} nights right{}",
                 mine.len(),
-                if wrong.is_empty() {
+                if listed.is_empty() {
                     String::new()
                 } else {
-                    format!("; {}", wrong.join("; "))
+                    format!("; {}", listed.join("; "))
                 }
             );
             let outcome = if wrong.is_empty() {

@@ -75,7 +75,7 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
             );
             return Ok(DATA_WRONG);
         }
-        Search::Searched(found) => found,
+        Search::Searched(found) => *found,
     };
     let (found, nights, searched) = found;
     let Some((kill, cell)) = found else {
@@ -103,8 +103,12 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
 /// breaks it (if any), the nights run, and what was left unsearched or untested.
 enum Search {
     Undisturbed(String),
-    Searched((Option<(ExecKill, ExecCell)>, usize, String)),
+    Searched(Box<Found>),
 }
+
+/// The earliest single kill that breaks the job (if any), the nights run, and what was left
+/// unsearched or untested.
+type Found = (Option<(ExecKill, ExecCell)>, usize, String);
 
 /// One kill at a time, in order, a few threads' worth at once; the earliest that goes wrong.
 fn search(runner: &ExecRunner, threads: usize) -> Result<Search, Error> {
@@ -144,11 +148,11 @@ fn search(runner: &ExecRunner, threads: usize) -> Result<Search, Error> {
             if progress {
                 eprintln!();
             }
-            return Ok(Search::Searched((
+            return Ok(Search::Searched(Box::new((
                 Some((kill, cell)),
                 nights,
                 String::new(),
-            )));
+            ))));
         }
     }
     if progress {
@@ -165,7 +169,7 @@ fn search(runner: &ExecRunner, threads: usize) -> Result<Search, Error> {
         said.push(format!("; in {never_fired} of them the kill never fired"));
     }
     let said = said.concat();
-    Ok(Search::Searched((None, nights, said)))
+    Ok(Search::Searched(Box::new((None, nights, said))))
 }
 
 fn describe(kill: &ExecKill, cell: &ExecCell) -> String {

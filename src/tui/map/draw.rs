@@ -9,9 +9,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget as _, Wrap};
 
-use super::{LABEL, MAP_KEYS, MapState};
-use crate::map::{Cell, Outcome, Plan, expected_duplicates, summarize};
-use crate::task::task_id;
+use super::{LABEL, Layout, MAP_KEYS, MapCell, MapState};
+use crate::map::Outcome;
 use crate::tui::theme::Theme;
 
 /// The worst of a bin's outcomes, so a single bad night in a bin is never hidden by its
@@ -58,10 +57,10 @@ fn columns_for(width: u16, count: u64) -> u16 {
 }
 
 /// The height the bands need: one line each, and one between strategies when `spaced`.
-fn bands_height(plan: &Plan, spaced: bool) -> u16 {
-    let bands = plan.bands().len() as u16;
+fn bands_height(plan: &Layout, spaced: bool) -> u16 {
+    let bands = plan.bands.len() as u16;
     let gaps = if spaced {
-        plan.strategies.len().saturating_sub(1) as u16
+        plan.groups().len().saturating_sub(1) as u16
     } else {
         0
     };
@@ -69,15 +68,15 @@ fn bands_height(plan: &Plan, spaced: bool) -> u16 {
 }
 
 /// Draws the map into `buf` over `area`. Pure: everything it shows comes from `state`.
-pub fn render_to(area: Rect, buf: &mut Buffer, state: &MapState, theme: Theme) {
+pub fn render_to<C: MapCell>(area: Rect, buf: &mut Buffer, state: &MapState<C>, theme: Theme) {
     draw(area, buf, state, theme, true);
 }
 
 /// The map as plain text lines, `width` wide, for `reclaim map` without a terminal: the same
 /// drawing without the cursor, the keys or the help.
 #[must_use]
-pub fn plain_text(state: &MapState, width: u16) -> String {
-    let plan = &state.plan;
+pub fn plain_text<C: MapCell>(state: &MapState<C>, width: u16) -> String {
+    let plan = &state.layout;
     let height = 2 + bands_height(plan, true) + 2;
     let area = Rect::new(0, 0, width, height);
     let mut buf = Buffer::empty(area);
@@ -104,19 +103,17 @@ fn put<'a>(buf: &mut Buffer, area: Rect, y: u16, line: impl Into<Line<'a>>) {
 
 /// Whether there is room for a blank line between strategies, besides what must show: title,
 /// axis, the bands and (on the screen) the cell under the cursor and the keys.
-fn spaced_for(area: Rect, plan: &Plan, interactive: bool) -> bool {
+fn spaced_for(area: Rect, plan: &Layout, interactive: bool) -> bool {
     let fixed = 2 + bands_height(plan, false) + if interactive { 3 } else { 0 };
     area.height.saturating_sub(fixed) >= bands_height(plan, true) - bands_height(plan, false)
 }
 
 /// The line each band is drawn on, `None` past the bottom: drawing and the mouse share it.
-fn band_rows(area: Rect, plan: &Plan, spaced: bool) -> Vec<Option<u16>> {
+fn band_rows(area: Rect, plan: &Layout, spaced: bool) -> Vec<Option<u16>> {
     let mut y = area.y + 2;
-    plan.bands()
-        .iter()
-        .enumerate()
-        .map(|(band, &(_, point))| {
-            if band > 0 && spaced && point == plan.points[0] {
+    (0..plan.bands.len())
+        .map(|band| {
+            if band > 0 && spaced && plan.first_of_group(band) {
                 y += 1;
             }
             let row = (y < area.y + area.height).then_some(y);
@@ -129,21 +126,26 @@ fn band_rows(area: Rect, plan: &Plan, spaced: bool) -> Vec<Option<u16>> {
 /// The band and task under a point of the screen: in a binned column, the night its glyph
 /// shows (the worst of the bin), so pointing at a bad glyph shows that bad night.
 #[must_use]
-pub fn cell_at(area: Rect, state: &MapState, x: u16, y: u16) -> Option<(usize, u64)> {
-    let plan = &state.plan;
+pub fn cell_at<C: MapCell>(
+    area: Rect,
+    state: &MapState<C>,
+    x: u16,
+    y: u16,
+) -> Option<(usize, u64)> {
+    let plan = &state.layout;
     let rows = band_rows(area, plan, spaced_for(area, plan, true));
     let band = rows.iter().position(|&r| r == Some(y))?;
-    let count = plan.task_count();
+    let count = plan.count();
     let columns = columns_for(area.width, count);
     let column = x.checked_sub(area.x + LABEL).filter(|&c| c < columns)?;
     let mut best: Option<(Option<Outcome>, u64)> = None;
-    for task in plan.tasks.0..=plan.tasks.1 {
-        if column_of(task, plan.tasks.0, count, columns) != column {
+    for task in plan.columns.0..=plan.columns.1 {
+        if column_of(task, plan.columns.0, count, columns) != column {
             continue;
         }
         let outcome = state.cells[state.index(band, task)]
             .as_ref()
-            .map(Cell::outcome);
+            .map(MapCell::outcome);
         best = match best {
             None => Some((outcome, task)),
             Some((shown, _)) if worse(shown, outcome) != shown => Some((outcome, task)),
@@ -153,12 +155,18 @@ pub fn cell_at(area: Rect, state: &MapState, x: u16, y: u16) -> Option<(usize, u
     best.map(|(_, task)| (band, task))
 }
 
-fn draw(area: Rect, buf: &mut Buffer, state: &MapState, theme: Theme, interactive: bool) {
+fn draw<C: MapCell>(
+    area: Rect,
+    buf: &mut Buffer,
+    state: &MapState<C>,
+    theme: Theme,
+    interactive: bool,
+) {
     if area.width == 0 || area.height == 0 {
         return;
     }
-    let plan = &state.plan;
-    let count = plan.task_count();
+    let plan = &state.layout;
+    let count = plan.count();
     let columns = columns_for(area.width, count);
     let bottom = area.y + area.height;
     // What must show: title, axis, bands, the cell under the cursor and the footer; the gaps
@@ -169,7 +177,8 @@ fn draw(area: Rect, buf: &mut Buffer, state: &MapState, theme: Theme, interactiv
     let show_legend = spare >= 1;
     spare = spare.saturating_sub(u16::from(show_legend));
     // The plain output prints its summaries itself, after the map.
-    let show_summary = interactive && spare > plan.strategies.len() as u16;
+    let groups = plan.groups();
+    let show_summary = interactive && spare > groups.len() as u16;
 
     draw_title(buf, area, state, theme);
     draw_axis(buf, area, plan, columns, theme);
@@ -177,9 +186,9 @@ fn draw(area: Rect, buf: &mut Buffer, state: &MapState, theme: Theme, interactiv
     // Summaries, legend, the cell under the cursor, the keys.
     let footer_lines = if interactive { 3 } else { 0 };
     let reserved = footer_lines + u16::from(show_legend);
-    if show_summary && y + plan.strategies.len() as u16 + reserved < bottom {
+    if show_summary && y + groups.len() as u16 + reserved < bottom {
         y += 1;
-        for summary in summarize(plan, &state.cells()) {
+        for summary in summaries(state) {
             let style = if summary.cells > 0 && summary.right == summary.cells {
                 theme.good()
             } else if summary.duplicated + summary.missing + summary.other > 0 {
@@ -189,9 +198,7 @@ fn draw(area: Rect, buf: &mut Buffer, state: &MapState, theme: Theme, interactiv
             };
             let mut text = format!(
                 "{:<11}{}/{} right",
-                summary.strategy.name(),
-                summary.right,
-                summary.cells,
+                summary.group, summary.right, summary.cells,
             );
             for (n, what) in [
                 (summary.duplicated, "duplicated"),
@@ -224,9 +231,52 @@ fn draw(area: Rect, buf: &mut Buffer, state: &MapState, theme: Theme, interactiv
     draw_cursor(buf, area, state, theme);
 }
 
+/// A group's figures under the map: its cells, how many right, duplicated, missing, other.
+struct GroupSummary {
+    group: String,
+    cells: usize,
+    right: usize,
+    duplicated: usize,
+    missing: usize,
+    other: usize,
+    worst_duplicated_task_ids: u64,
+}
+
+/// One summary a group (a strategy, or the job), in the layout's order.
+fn summaries<C: MapCell>(state: &MapState<C>) -> Vec<GroupSummary> {
+    let plan = &state.layout;
+    let per_band = plan.count() as usize;
+    plan.groups()
+        .into_iter()
+        .map(|group| {
+            let outcomes: Vec<Outcome> = (plan.bands.iter().enumerate())
+                .filter(|(_, (g, _))| g == group)
+                .flat_map(|(band, _)| &state.cells[band * per_band..(band + 1) * per_band])
+                .flatten()
+                .map(MapCell::outcome)
+                .collect();
+            let count = |f: fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
+            GroupSummary {
+                group: group.to_string(),
+                cells: outcomes.len(),
+                right: count(|o| *o == Outcome::Right),
+                duplicated: count(|o| matches!(o, Outcome::Duplicated(_))),
+                missing: count(|o| matches!(o, Outcome::Missing(_))),
+                other: count(|o| *o == Outcome::Wrong),
+                worst_duplicated_task_ids: (outcomes.iter())
+                    .filter_map(|o| match o {
+                        Outcome::Duplicated(n) => Some(*n),
+                        _ => None,
+                    })
+                    .max()
+                    .unwrap_or(0),
+            }
+        })
+        .collect()
+}
+
 /// The title line: what the map covers, and how far it has got.
-fn draw_title(buf: &mut Buffer, area: Rect, state: &MapState, theme: Theme) {
-    let plan = &state.plan;
+fn draw_title<C: MapCell>(buf: &mut Buffer, area: Rect, state: &MapState<C>, theme: Theme) {
     let progress = if state.finished() {
         format!("{} nights in {:.1} s", state.total(), state.elapsed_s)
     } else {
@@ -237,14 +287,7 @@ fn draw_title(buf: &mut Buffer, area: Rect, state: &MapState, theme: Theme) {
             state.elapsed_s
         )
     };
-    let names: Vec<&str> = plan.strategies.iter().map(|s| s.name()).collect();
-    let title = format!(
-        "reclaim map  {} · {} items · {}..{}",
-        names.join(" "),
-        plan.items,
-        task_id(plan.tasks.0),
-        task_id(plan.tasks.1)
-    );
+    let title = state.layout.title.clone();
     // The progress always shows; the title gives way on a narrow terminal.
     let room = (area.width as usize).saturating_sub(progress.chars().count() + 1);
     let title = crate::text::shorten(&title, room);
@@ -270,8 +313,9 @@ fn draw_title(buf: &mut Buffer, area: Rect, state: &MapState, theme: Theme) {
 }
 
 /// The axis: task numbers where a column starts a new multiple of a round step.
-fn draw_axis(buf: &mut Buffer, area: Rect, plan: &Plan, columns: u16, theme: Theme) {
-    let count = plan.task_count();
+fn draw_axis(buf: &mut Buffer, area: Rect, plan: &Layout, columns: u16, theme: Theme) {
+    let count = plan.count();
+    let (word, from) = plan.names.axis();
     let step = [
         1u64, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10_000,
     ]
@@ -279,16 +323,18 @@ fn draw_axis(buf: &mut Buffer, area: Rect, plan: &Plan, columns: u16, theme: The
     .find(|&s| count / s <= u64::from(columns) / 8)
     .unwrap_or(count.max(1));
     let mut axis = vec![' '; (LABEL + columns) as usize];
-    for (i, ch) in "task".chars().enumerate() {
+    for (i, ch) in word.chars().enumerate() {
         axis[i] = ch;
     }
     let mut next_free = 0usize;
-    for task in plan.tasks.0..=plan.tasks.1 {
-        if task % step != 0 && task != plan.tasks.0 {
+    for task in plan.columns.0..=plan.columns.1 {
+        // Numbered as the columns are: a task's index, or a row count from 1.
+        let shown = task + from;
+        if shown % step != 0 && task != plan.columns.0 {
             continue;
         }
-        let x = (LABEL + column_of(task, plan.tasks.0, count, columns)) as usize;
-        let text = task.to_string();
+        let x = (LABEL + column_of(task, plan.columns.0, count, columns)) as usize;
+        let text = shown.to_string();
         if x >= next_free && x + text.len() <= axis.len() {
             for (i, ch) in text.chars().enumerate() {
                 axis[x + i] = ch;
@@ -305,33 +351,32 @@ fn draw_axis(buf: &mut Buffer, area: Rect, plan: &Plan, columns: u16, theme: The
 }
 
 /// One line per band, a gap between strategies when `spaced`; returns the line after the last.
-fn draw_bands(
+fn draw_bands<C: MapCell>(
     buf: &mut Buffer,
     area: Rect,
-    state: &MapState,
+    state: &MapState<C>,
     (columns, spaced, interactive): (u16, bool, bool),
     theme: Theme,
 ) -> u16 {
-    let plan = &state.plan;
-    let count = plan.task_count();
-    let bands = plan.bands();
+    let plan = &state.layout;
+    let count = plan.count();
     let rows = band_rows(area, plan, spaced);
-    let cursor_column = column_of(state.task, plan.tasks.0, count, columns);
+    let cursor_column = column_of(state.task, plan.columns.0, count, columns);
     let mut y = area.y + 2;
-    for (band, &(strategy, point)) in bands.iter().enumerate() {
+    for (band, (strategy, point)) in plan.bands.iter().enumerate() {
         let Some(row) = rows[band] else { break };
         y = row;
         let mut outcomes: Vec<Option<Outcome>> = vec![None; columns as usize];
-        for task in plan.tasks.0..=plan.tasks.1 {
-            let c = column_of(task, plan.tasks.0, count, columns) as usize;
+        for task in plan.columns.0..=plan.columns.1 {
+            let c = column_of(task, plan.columns.0, count, columns) as usize;
             let outcome = state.cells[state.index(band, task)]
                 .as_ref()
-                .map(Cell::outcome);
+                .map(MapCell::outcome);
             outcomes[c] = worse(outcomes[c], outcome);
         }
         let here = interactive && band == state.band;
-        let strategy_label = if point == plan.points[0] || here {
-            strategy.name()
+        let strategy_label = if plan.first_of_group(band) || here {
+            strategy.as_str()
         } else {
             ""
         };
@@ -343,7 +388,7 @@ fn draw_bands(
         let mut spans = vec![
             Span::styled(format!("{strategy_label:<11}"), label_style),
             Span::styled(
-                format!("{:<17}", point.name()),
+                format!("{:<17}", crate::text::shorten(point, 16)),
                 if here { theme.selected() } else { theme.dim() },
             ),
         ];
@@ -362,36 +407,33 @@ fn draw_bands(
 }
 
 /// The cell under the cursor (its figures, what the code implies), the notice and the keys.
-fn draw_cursor(buf: &mut Buffer, area: Rect, state: &MapState, theme: Theme) {
+fn draw_cursor<C: MapCell>(buf: &mut Buffer, area: Rect, state: &MapState<C>, theme: Theme) {
     let bottom = area.y + area.height;
-    let bands = state.plan.bands();
+    let bands = &state.layout.bands;
     let detail_y = bottom.saturating_sub(3);
-    let (strategy, point) = bands[state.band.min(bands.len() - 1)];
-    let at = format!("{strategy} · {point} · {}", task_id(state.task));
+    let Some((strategy, point)) = bands.get(state.band.min(bands.len().saturating_sub(1))) else {
+        return;
+    };
+    let at = format!(
+        "{strategy} · {point} · {}",
+        state.layout.names.name(state.task)
+    );
     let (line1, line2) = match state.selected() {
-        Some(cell) => {
-            let implied = expected_duplicates(strategy, cell.kill());
-            let agree = if implied == cell.duplicated_task_ids {
-                "as the code implies".to_string()
-            } else {
-                format!("the code implies {implied} duplicated")
-            };
-            (
-                Line::from(vec![
-                    Span::styled(at, theme.selected()),
-                    Span::raw(": "),
-                    Span::styled(
-                        cell.verdict(),
-                        if cell.is_right() {
-                            theme.good()
-                        } else {
-                            theme.bad()
-                        },
-                    ),
-                ]),
-                Line::styled(format!("{}; {agree}", cell.counts()), theme.dim()),
-            )
-        }
+        Some(cell) => (
+            Line::from(vec![
+                Span::styled(at, theme.selected()),
+                Span::raw(": "),
+                Span::styled(
+                    cell.verdict(),
+                    if cell.is_right() {
+                        theme.good()
+                    } else {
+                        theme.bad()
+                    },
+                ),
+            ]),
+            Line::styled(cell.detail(), theme.dim()),
+        ),
         None => (
             Line::from(vec![
                 Span::styled(at, theme.selected()),
@@ -417,11 +459,11 @@ fn draw_cursor(buf: &mut Buffer, area: Rect, state: &MapState, theme: Theme) {
     }
     put(buf, area, bottom - 1, Line::from(footer));
     if state.help {
-        draw_help(area, buf, theme);
+        draw_help(area, buf, state.layout.about, theme);
     }
 }
 
-fn draw_help(area: Rect, buf: &mut Buffer, theme: Theme) {
+fn draw_help(area: Rect, buf: &mut Buffer, about: &str, theme: Theme) {
     let mut lines: Vec<Line<'_>> = MAP_KEYS
         .iter()
         .filter(|b| !b.help.is_empty())
@@ -434,9 +476,7 @@ fn draw_help(area: Rect, buf: &mut Buffer, theme: Theme) {
         .collect();
     lines.push(Line::raw(""));
     lines.push(Line::styled(LEGEND, theme.dim()));
-    lines.push(Line::raw(
-        "Each cell is a real night: the worker dies at that task and point on its first attempt, is restarted, finishes; the verdict comes from the rows.",
-    ));
+    lines.push(Line::raw(about.to_string()));
     let width = area.width.saturating_sub(4).min(90);
     let height = (lines.len() as u16 + 4).min(area.height);
     let popup = Rect::new(

@@ -32,7 +32,7 @@ fn plan(strategies: Vec<Strategy>, items: u64) -> Plan {
 
 /// A map whose every cell is what the code implies.
 fn finished(plan: &Plan) -> MapState {
-    let mut state = MapState::new(plan.clone());
+    let mut state = MapState::new(plan);
     for night in plan.nights() {
         let dup = expected_duplicates(night.strategy, night.kill);
         state.add(Cell {
@@ -112,7 +112,7 @@ fn the_whole_map_at_80x24() {
 fn a_map_in_progress_shows_what_is_running() {
     let plan = plan(vec![Strategy::TwoCommit], 12);
     let full = finished(&plan);
-    let mut state = MapState::new(plan.clone());
+    let mut state = MapState::new(&plan);
     for cell in full.cells().into_iter().filter(|c| c.task < 5) {
         state.add(cell);
     }

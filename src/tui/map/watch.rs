@@ -18,7 +18,7 @@ use crate::signals;
 use crate::tui::theme::Theme;
 use crate::worker::Strategy;
 
-use super::{MapCommand, MapState, action_for, cell_at, render_to};
+use super::{MapCell, MapCommand, MapState, action_for, cell_at, render_to};
 
 /// The dashboard's night for a cell: the cell's strategy beside guarded, each killed by the same
 /// crash on its first attempt, at the shipped scenarios' pace so it can be watched.
@@ -77,19 +77,24 @@ pub fn scenario_for(cell: &Cell, items: u64) -> Scenario {
     }
 }
 
+/// The dashboard's night for a cell, built when enter opens it.
+pub type Opener<C> = Box<dyn Fn(&C) -> Scenario>;
+
 /// Everything the map's loop needs besides the terminal.
-pub struct MapRun {
-    pub state: MapState,
-    pub pool: Pool<Cell>,
+pub struct MapRun<C: MapCell = Cell> {
+    pub state: MapState<C>,
+    pub pool: Pool<C>,
     pub exe: std::path::PathBuf,
     /// Where the dashboard's nights (opened with enter) keep their databases.
     pub dir: std::path::PathBuf,
     pub started: Instant,
+    /// The night a cell opens: `scenario_for` for reclaim's own workers.
+    pub open: Opener<C>,
 }
 
 /// Runs the map screen until the user quits; returns the state (the cells that arrived). The
 /// terminal is restored on every path; the pool's nights are finished or stopped by its owner.
-pub fn run(map: &mut MapRun) -> Result<(), Error> {
+pub fn run<C: MapCell + Send + 'static>(map: &mut MapRun<C>) -> Result<(), Error> {
     crate::tui::terminal::require_terminal("reclaim map --json")?;
     let theme = Theme::from_env();
     let guard = crate::tui::terminal::TerminalGuard::enter()
@@ -103,9 +108,9 @@ pub fn run(map: &mut MapRun) -> Result<(), Error> {
     outcome
 }
 
-fn map_loop(
+fn map_loop<C: MapCell + Send + 'static>(
     terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
-    map: &mut MapRun,
+    map: &mut MapRun<C>,
     theme: Theme,
     input: &mpsc::Receiver<Event>,
 ) -> Result<(), Error> {
@@ -134,8 +139,7 @@ fn map_loop(
                     if let Some(MapCommand::Open(cell)) = map.state.update(action) {
                         watched += 1;
                         watch(terminal, map, &cell, watched, theme, input)?;
-                        map.state
-                            .notify(format!("back from {} at {}", cell.strategy, cell.kill()));
+                        map.state.notify(format!("back from {}", cell.name()));
                     }
                 }
             }
@@ -170,17 +174,17 @@ fn map_loop(
 }
 
 /// The dashboard on one cell's night, in the same terminal, until its `q`.
-fn watch(
+fn watch<C: MapCell + Send + 'static>(
     terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
-    map: &MapRun,
-    cell: &Cell,
+    map: &MapRun<C>,
+    cell: &C,
     n: u32,
     theme: Theme,
     input: &mpsc::Receiver<Event>,
 ) -> Result<(), Error> {
     let dir = map.dir.join(format!("watch-{n}"));
     std::fs::create_dir_all(&dir).context(|| format!("cannot create {}", dir.display()))?;
-    let scenario = scenario_for(cell, map.state.plan.items);
+    let scenario = (map.open)(cell);
     let mut live =
         crate::tui::live::Live::start(scenario, map.exe.clone(), dir, None, Instant::now())?;
     crate::tui::event_loop::drive_screen(terminal, &mut live, theme, input, None)
