@@ -383,6 +383,8 @@ impl ExecRunner {
             .context(|| format!("cannot create the night's folder {}", folder.display()))?;
         let mut job = self.job.clone();
         job.crash_at = crash;
+        // The kill falls in the first attempt; the restart only has to finish, at full speed.
+        job.unpaced_restarts = true;
         let items = job.queue.len();
         let lane = LaneConfig {
             delay,

@@ -395,7 +395,11 @@ fn print_bands(points: &[String], cells: &[ExecCell], first: u64, out: &mut dyn 
         let right = mine.iter().filter(|c| c.is_right()).count();
         let _ = writeln!(out, "{band}: {right} of {} right", mine.len());
         for chunk in mine.chunks(50) {
-            let start = chunk.first().map_or(first, |c| c.column);
+            // Numbered as the cells are: a key's index, or a row count from 1.
+            let start = chunk.first().map_or(first, |c| match c.kill {
+                ExecKill::Rows(rows) => rows,
+                ExecKill::Point { index, .. } => index,
+            });
             let marks: String = chunk.iter().map(|c| c.mark()).collect();
             let _ = writeln!(out, "  {start:>6}  {marks}");
         }
@@ -409,6 +413,23 @@ fn print_bands(points: &[String], cells: &[ExecCell], first: u64, out: &mut dyn 
                 cell.duplicated_task_ids,
                 cell.missing,
                 cell.verdict()
+            );
+        }
+        let late: Vec<String> = (mine.iter())
+            .filter_map(|c| match (&c.kill, c.landed_at_rows) {
+                (ExecKill::Rows(rows), Some(landed)) if landed != *rows => {
+                    Some(format!("{rows}->{landed}"))
+                }
+                _ => None,
+            })
+            .collect();
+        if !late.is_empty() {
+            let _ = writeln!(
+                out,
+                "          {} landed past their planned row count (planned->landed): {}{}",
+                crate::text::count(late.len() as u64, "kill", "kills"),
+                late.iter().take(20).cloned().collect::<Vec<_>>().join(", "),
+                if late.len() > 20 { ", ..." } else { "" }
             );
         }
     }

@@ -85,6 +85,9 @@ pub struct ExecJob {
     /// The job sends messages to a vendor reclaim starts for the night (`--vendor`), told by
     /// `RECLAIM_VENDOR_URL`; they are judged at the vendor against the queue.
     pub vendor: bool,
+    /// The pace (`RECLAIM_DELAY_MS`) is told to the first attempt only, the restarts get 0: a
+    /// map's night kills the first attempt, and its restart has only to finish.
+    pub unpaced_restarts: bool,
 }
 
 /// The longest command a job may be: it goes to `sh -c` as one argument, which Linux caps
@@ -171,6 +174,7 @@ impl ExecJob {
             queue,
             crash_at: None,
             vendor: false,
+            unpaced_restarts: false,
         })
     }
 }

@@ -45,15 +45,5 @@ pub(super) fn not_fired(
 /// that unit of work (or no such point at all).
 pub(super) fn crash_not_fired(lane: &crate::engine::Lane) -> Option<String> {
     let plan = lane.config.worker.job()?.crash_at.as_ref()?;
-    if lane.points.crash_fired {
-        return None;
-    }
-    let why = if lane.points.announced.contains_key(&plan.point) {
-        "the job announced that point, never in that unit of work on its first attempt"
-    } else if lane.points.announced.is_empty() {
-        "the job announced no crash point at all (see examples/reclaim_point.py)"
-    } else {
-        "the job never announced a point of that name"
-    };
-    Some(format!("the crash at {plan} never fired: {why}"))
+    lane.points.not_fired(plan)
 }

@@ -14,6 +14,7 @@ mod kill_rows;
 mod lecture;
 mod map;
 mod module_graph;
+mod own_map;
 mod own_points;
 mod own_queue;
 mod pty;

@@ -24,6 +24,23 @@ pub struct JobPoints {
 }
 
 impl JobPoints {
+    /// The planned crash `plan`, when it never happened, in a sentence saying why: the job
+    /// never announced that point in that unit of work (or no such point at all).
+    #[must_use]
+    pub fn not_fired(&self, plan: &CrashPlan) -> Option<String> {
+        if self.crash_fired {
+            return None;
+        }
+        let why = if self.announced.contains_key(&plan.point) {
+            "the job announced that point, never in that unit of work on its first attempt"
+        } else if self.announced.is_empty() {
+            "the job announced no crash point at all (see examples/reclaim_point.py)"
+        } else {
+            "the job never announced a point of that name"
+        };
+        Some(format!("the crash at {plan} never fired: {why}"))
+    }
+
     /// A slot's new attempt has reached no point yet.
     pub(super) fn spawning(&mut self, slot: usize) {
         self.spawned(slot);

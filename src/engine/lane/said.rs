@@ -219,13 +219,26 @@ impl Lane {
             // only word that it finished.
             Exit::Done if self.config.worker.job().is_some() => {
                 let text = format!("exited 0  pid={}", self.slots[slot].pid());
-                vec![Note {
+                let mut notes = vec![Note {
                     source: Source::Worker,
                     kind: Kind::Done,
                     text,
                     mark: None,
                     at: Some(sim),
-                }]
+                }];
+                // A planned crash the job finished without: said on the timeline (the dashboard
+                // has no report to say it in), never left to pass for a night that held.
+                let plan = self.config.worker.job().and_then(|j| j.crash_at.as_ref());
+                if let Some(text) = plan.and_then(|plan| self.points.not_fired(plan)) {
+                    notes.push(Note {
+                        source: Source::Runner,
+                        kind: Kind::Notice,
+                        text,
+                        mark: None,
+                        at: Some(sim),
+                    });
+                }
+                notes
             }
             Exit::Done | Exit::Killed { by_host: true, .. } => Vec::new(),
             Exit::Killed {
