@@ -156,7 +156,7 @@ impl ExecCell {
     }
 }
 
-impl crate::tui::map::MapCell for ExecCell {
+impl crate::map::MapCell for ExecCell {
     fn band(&self) -> (String, String) {
         (crate::engine::EXEC_LABEL.to_string(), self.band.clone())
     }
@@ -209,8 +209,8 @@ impl crate::tui::map::MapCell for ExecCell {
 /// The map screen's shape for a job's map: a band a point (or one of row counts), a column a
 /// key (or a row count) of `tasks`.
 #[must_use]
-pub fn layout(job: &ExecJob, points: &[String], tasks: (u64, u64)) -> crate::tui::map::Layout {
-    use crate::tui::map::{Columns, Layout};
+pub fn layout(job: &ExecJob, points: &[String], tasks: (u64, u64)) -> crate::map::Layout {
+    use crate::map::{Columns, Layout};
     let names = if points.is_empty() {
         Columns::Rows
     } else {
@@ -249,11 +249,11 @@ pub fn scenario_for(job: &ExecJob, cell: &ExecCell, delay: Duration) -> crate::s
         }
         ExecKill::Rows(rows) => at_rows = Some(*rows),
     }
-    let what = crate::tui::map::MapCell::name(cell);
+    let what = crate::map::MapCell::name(cell);
     Scenario {
         source: "map".into(),
         title: format!("The map's night: your job at {what}"),
-        about: format!("the map found: {}", crate::tui::map::MapCell::detail(cell)),
+        about: format!("the map found: {}", crate::map::MapCell::detail(cell)),
         scale: 100.0,
         items: job.queue.len(),
         delay,
@@ -287,7 +287,7 @@ pub fn scenario_for(job: &ExecJob, cell: &ExecCell, delay: Duration) -> crate::s
             lane: None,
             text: format!(
                 "The kill the map's cell ran: {what}. The map found {}.",
-                crate::tui::map::MapCell::detail(cell)
+                crate::map::MapCell::detail(cell)
             ),
             notes: None,
         }],

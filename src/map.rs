@@ -2,6 +2,8 @@
 //! dies there on its first attempt, is restarted and finishes; each cell is that night's verdict,
 //! derived from its rows. `reclaim map` prints it, the dashboard's map screen draws it.
 
+mod layout;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -16,6 +18,8 @@ use crate::supervisor::schedule::KillPlan;
 use crate::task::task_id;
 use crate::verdict::Status;
 use crate::worker::{CrashAt, CrashPoint, Strategy};
+
+pub use self::layout::{Columns, Layout, MapCell};
 
 /// How a night's worker is killed. Today a named crash point; the seam for a user's own
 /// worker (`--exec`, killed after N rows) is a second variant here, every match on it pointing at

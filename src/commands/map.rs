@@ -1,6 +1,7 @@
 //! `reclaim map`: the kill-timing map. Every (strategy, task, crash point) is a real night run in
 //! parallel; on a terminal the cells stream onto the map screen, otherwise the map is printed
-//! (as text, `--json` or `--csv`). Exit 0 when every cell is right, 1 when not.
+//! (as text, `--json` or `--csv`). Exit 0 when no cell is wrong (and, under `--strict`, every
+//! cell's crash fired), 1 when not.
 
 use std::io::{self, IsTerminal as _, Write};
 use std::time::Instant;

@@ -1,8 +1,10 @@
 //! `reclaim map --exec CMD`: the kill-timing map of the user's own job. A first night runs it
 //! undisturbed and hears which crash points it announces; then every key x every point (or,
 //! for a job that announces none, a kill after every row count 1..N) is a real night, in
-//! parallel, each in its own folder. Printed as text (one band per point), `--json` or `--csv`;
-//! `--junit` writes a test case per band. Exit 0 only when every cell is right.
+//! parallel, each in its own folder. On a terminal the cells stream onto the map screen (the
+//! built-in map's), otherwise printed as text (one band per point), `--json` or `--csv`;
+//! `--junit` writes a test case per band. Exit 0 only when no cell is wrong (and, under
+//! `--strict`, every cell's kill fired).
 
 use std::io::{IsTerminal as _, Write};
 use std::sync::atomic::AtomicBool;

@@ -41,9 +41,14 @@ fn glyph(outcome: Option<Outcome>, theme: Theme) -> (char, Style) {
     }
 }
 
-/// The legend under the map.
-const LEGEND: &str =
-    "· right  1-9 task ids duplicated (# 10+)  ! missing  ? wrong/untested  ░ running";
+/// The legend under the map: what a digit counts is task ids in reclaim's queue, keys in a job's.
+fn legend(layout: &Layout) -> String {
+    let counted = match layout.names {
+        super::Columns::Tasks => "task ids",
+        super::Columns::Keys(_) | super::Columns::Rows => "keys",
+    };
+    format!("· right  1-9 {counted} duplicated (# 10+)  ! missing  ? wrong/untested  ░ running")
+}
 
 /// Which column each task falls in, `columns` wide.
 fn column_of(task: u64, first: u64, count: u64, columns: u16) -> u16 {
@@ -223,7 +228,7 @@ fn draw<C: MapCell>(
     if show_legend && y + footer_lines < bottom {
         // Under the map (and its summaries), a line apart.
         let legend_y = y + 1;
-        put(buf, area, legend_y, Line::styled(LEGEND, theme.dim()));
+        put(buf, area, legend_y, Line::styled(legend(plan), theme.dim()));
     }
     if !interactive {
         return;
@@ -459,11 +464,11 @@ fn draw_cursor<C: MapCell>(buf: &mut Buffer, area: Rect, state: &MapState<C>, th
     }
     put(buf, area, bottom - 1, Line::from(footer));
     if state.help {
-        draw_help(area, buf, state.layout.about, theme);
+        draw_help(area, buf, &state.layout, theme);
     }
 }
 
-fn draw_help(area: Rect, buf: &mut Buffer, about: &str, theme: Theme) {
+fn draw_help(area: Rect, buf: &mut Buffer, layout: &Layout, theme: Theme) {
     let mut lines: Vec<Line<'_>> = MAP_KEYS
         .iter()
         .filter(|b| !b.help.is_empty())
@@ -475,8 +480,8 @@ fn draw_help(area: Rect, buf: &mut Buffer, about: &str, theme: Theme) {
         })
         .collect();
     lines.push(Line::raw(""));
-    lines.push(Line::styled(LEGEND, theme.dim()));
-    lines.push(Line::raw(about.to_string()));
+    lines.push(Line::styled(legend(layout), theme.dim()));
+    lines.push(Line::raw(layout.about.to_string()));
     let width = area.width.saturating_sub(4).min(90);
     let height = (lines.len() as u16 + 4).min(area.height);
     let popup = Rect::new(
