@@ -51,7 +51,14 @@ const STOP_STEP: Duration = Duration::from_secs(5);
 /// The folder with PostgreSQL's server programs (`initdb`, `postgres`), or why there is none.
 pub fn bin_dir() -> Result<PathBuf, WarehouseError> {
     if let Some(dir) = std::env::var_os("RECLAIM_PG_BIN") {
-        return Ok(PathBuf::from(dir));
+        let dir = PathBuf::from(dir);
+        if dir.join("initdb").is_file() && dir.join("postgres").is_file() {
+            return Ok(dir);
+        }
+        return Err(WarehouseError::Cluster(format!(
+            "RECLAIM_PG_BIN={} holds no initdb and postgres: name the folder of PostgreSQL's server programs (e.g. /usr/lib/postgresql/15/bin), or unset it",
+            crate::text::escape_controls(&dir.display().to_string())
+        )));
     }
     BIN_DIRS
         .iter()
@@ -237,6 +244,12 @@ fn make_folder(run_as: Option<&str>) -> Result<PathBuf, WarehouseError> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
     let dir = base.join(format!("reclaim-pg-{stamp}-{}", std::process::id()));
+    if let Err(e) = std::fs::metadata(&base) {
+        return Err(WarehouseError::Cluster(format!(
+            "cannot use the temporary folder {} for it ({e}): set TMPDIR to a folder reclaim can write",
+            base.display()
+        )));
+    }
     let user = match run_as {
         Some(name) => Some(
             User::from_name(name)

@@ -17,6 +17,8 @@ use std::path::Path;
 use std::process::Command;
 use std::str::FromStr;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use thiserror::Error;
@@ -288,6 +290,12 @@ impl Server {
 }
 
 /// `config` connected with reclaim's bounds.
+///
+/// The driver's `connect_timeout` bounds only the socket's connect: a server that accepts the
+/// connection and then says nothing would hold the handshake for ever. So the handshake and the
+/// session's settings run on a thread of their own, waited for at most `CONNECT_TIMEOUT`; past
+/// it the attempt is abandoned (its thread ends when that server closes the socket) and at most
+/// `MAX_UNANSWERED` such attempts are left waiting, so a silent server cannot pile them up.
 pub fn connect_with(
     mut config: postgres::Config,
     target: &str,
@@ -298,13 +306,9 @@ pub fn connect_with(
         .tcp_user_timeout(CONNECT_TIMEOUT)
         .keepalives(true)
         .keepalives_idle(Duration::from_secs(5))
-        .application_name("reclaim");
-    let mut client = config
-        .connect(postgres::NoTls)
-        .map_err(|e| WarehouseError::Connect {
-            target: target.to_string(),
-            detail: describe(&e),
-        })?;
+        .keepalives_interval(Duration::from_secs(1))
+        .keepalives_retries(3)
+        .application_name(&application_name());
     let mut setup = format!(
         "SET statement_timeout = {STATEMENT_TIMEOUT_MS}; SET lock_timeout = {LOCK_TIMEOUT_MS}; \
          SET idle_in_transaction_session_timeout = 60000;"
@@ -312,13 +316,56 @@ pub fn connect_with(
     if let Some(schema) = schema {
         setup = format!("{setup} SET search_path TO {};", quote_ident(schema));
     }
-    client
-        .batch_execute(&setup)
-        .map_err(|e| WarehouseError::Connect {
-            target: target.to_string(),
-            detail: describe(&e),
-        })?;
-    Ok(client)
+    let failed = |detail: String| WarehouseError::Connect {
+        target: target.to_string(),
+        detail,
+    };
+    if UNANSWERED.load(Ordering::SeqCst) >= MAX_UNANSWERED {
+        return Err(failed(format!(
+            "{MAX_UNANSWERED} earlier connection attempts are still unanswered; not trying again"
+        )));
+    }
+    let (tx, rx) = mpsc::sync_channel(1);
+    UNANSWERED.fetch_add(1, Ordering::SeqCst);
+    let spawned = std::thread::Builder::new()
+        .name("pg-connect".into())
+        .spawn(move || {
+            let outcome = config
+                .connect(postgres::NoTls)
+                .and_then(|mut client| client.batch_execute(&setup).map(|()| client))
+                .map_err(|e| describe(&e));
+            UNANSWERED.fetch_sub(1, Ordering::SeqCst);
+            let _ = tx.send(outcome);
+        });
+    if let Err(e) = spawned {
+        UNANSWERED.fetch_sub(1, Ordering::SeqCst);
+        return Err(failed(format!("cannot start a thread to connect: {e}")));
+    }
+    match rx.recv_timeout(CONNECT_TIMEOUT + Duration::from_millis(500)) {
+        Ok(outcome) => outcome.map_err(failed),
+        Err(_) => Err(failed(format!(
+            "no answer within {} s (it accepted the connection but said nothing: is it a PostgreSQL server, and is it up?)",
+            CONNECT_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
+/// Abandoned connection attempts still waiting for an answer (`connect_with`).
+static UNANSWERED: AtomicUsize = AtomicUsize::new(0);
+/// At most this many abandoned attempts at once.
+const MAX_UNANSWERED: usize = 4;
+
+/// How each session names itself on the server (`pg_stat_activity.application_name`): reclaim
+/// and this process's pid, so the observer can find a killed worker's session by its pid.
+#[must_use]
+pub fn application_name() -> String {
+    application_name_of(std::process::id())
+}
+
+/// `application_name()` of the process `pid`.
+#[must_use]
+pub fn application_name_of(pid: u32) -> String {
+    format!("reclaim/{pid}")
 }
 
 /// A connection string as errors may show it: a URL without its password, a `key=value` string
@@ -359,15 +406,20 @@ pub fn check_server(server: &Server) -> Result<String, WarehouseError> {
             &[],
         )
         .map_err(|e| WarehouseError::query("reading the server's version", &e))?;
-    let num: i32 = row.get(0);
     let version: String = row.get(1);
+    refuse_old(&server.target(), row.get(0), &version)?;
+    Ok(version)
+}
+
+/// A server older than `MIN_SERVER_VERSION` (by its `server_version_num`), refused by name.
+fn refuse_old(target: &str, num: i32, version: &str) -> Result<(), WarehouseError> {
     if num < MIN_SERVER_VERSION {
         return Err(WarehouseError::TooOld {
-            target: server.target(),
-            found: crate::text::escape_controls(&version),
+            target: target.to_string(),
+            found: crate::text::escape_controls(version),
         });
     }
-    Ok(version)
+    Ok(())
 }
 
 /// The night's PostgreSQL, held by the command for as long as the night runs: dropping it
@@ -549,6 +601,23 @@ mod tests {
             target_of("host=/tmp/s user=bob password=secret"),
             "host=/tmp/s user=bob"
         );
+    }
+
+    #[test]
+    fn a_server_older_than_13_is_refused_by_its_version_number() {
+        // No such server is installed here: the check is tested on the numbers servers send.
+        let err = refuse_old("db", 120_015, "12.15 (Debian 12.15-1)")
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some(
+                "PostgreSQL at db is version 12.15 (Debian 12.15-1); reclaim needs 13 or later (pg_current_snapshot)"
+            )
+        );
+        assert!(refuse_old("db", 96_024, "9.6.24").is_err());
+        assert!(refuse_old("db", 130_000, "13.0").is_ok());
+        assert!(refuse_old("db", 150_004, "15.4").is_ok());
     }
 
     #[test]
