@@ -345,6 +345,9 @@ pub fn guard(args: &GuardArgs) -> u8 {
     if let Some(child) = postmaster.as_mut() {
         stop_postmaster(child);
     }
+    // A postmaster started again by someone else (`pg_ctl restart` mid-night) is not the
+    // guard's child: it is found by its pid file and stopped the same way.
+    stop_adopted(&dir.join("data"));
     if !keep {
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -495,6 +498,42 @@ fn stop_postmaster(child: &mut Child) {
         }
     }
     let _ = child.wait();
+}
+
+/// Stops the postmaster named in `data/postmaster.pid` if it is one running in `data` (its
+/// working folder there: a pid reused by something else is left alone): fast, immediate, then
+/// SIGKILL, each given `STOP_STEP`, until it is gone.
+fn stop_adopted(data: &Path) {
+    let Some(pid) = std::fs::read_to_string(data.join("postmaster.pid"))
+        .ok()
+        .and_then(|text| text.lines().next()?.trim().parse::<i32>().ok())
+    else {
+        return;
+    };
+    let ours = |pid: i32| {
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd"));
+        let data = std::fs::canonicalize(data);
+        matches!((cwd, data), (Ok(c), Ok(d)) if c == d) && !zombie(pid)
+    };
+    for signal in [Signal::SIGINT, Signal::SIGQUIT, Signal::SIGKILL] {
+        if !ours(pid) {
+            return;
+        }
+        let _ = kill(Pid::from_raw(pid), signal);
+        let deadline = Instant::now() + STOP_STEP;
+        while Instant::now() < deadline && ours(pid) {
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A dead process not yet reaped by its parent.
+fn zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            == Some("Z")
+    })
 }
 
 /// The last non-empty line of a log, for a one-line error.

@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod follow;
 pub mod pg;
 pub mod pg_inspect;
+pub mod watch;
 
 use std::path::Path;
 use std::process::Command;
@@ -33,6 +34,8 @@ pub const STATEMENT_TIMEOUT_MS: u32 = 10_000;
 /// The longest a statement waits for another connection's lock (`lock_timeout`), as SQLite's
 /// busy timeout bounds it.
 pub const LOCK_TIMEOUT_MS: u32 = 5_000;
+/// How long a worker waits for a server that is restarting (`Server::connect_patiently`).
+pub const RESTART_WAIT: Duration = Duration::from_secs(30);
 
 /// The variable that carries the connection string to reclaim's own child processes.
 pub const ENV_CONNINFO: &str = "RECLAIM_PG_CONNINFO";
@@ -149,6 +152,10 @@ pub enum WarehouseError {
     },
     #[error("PostgreSQL ({what}): {detail}")]
     Query { what: String, detail: String },
+    /// The session ended under a statement: the server restarted or went away. Its text
+    /// starts with `LOST`, which the engine reads in a worker's last line (`is_lost_line`).
+    #[error("{LOST} ({what}): {detail}")]
+    Lost { what: String, detail: String },
     #[error("the private PostgreSQL cluster: {0}")]
     Cluster(String),
     #[error("{0}")]
@@ -168,11 +175,52 @@ impl WarehouseError {
     /// one (the driver's `Display` says only "db error").
     #[must_use]
     pub fn query(what: &str, error: &postgres::Error) -> Self {
-        Self::Query {
-            what: what.to_string(),
-            detail: describe(error),
+        let (what, detail) = (what.to_string(), describe(error));
+        if is_lost(error) {
+            Self::Lost { what, detail }
+        } else {
+            Self::Query { what, detail }
         }
     }
+}
+
+/// How a lost session's error begins, in a worker's last line too.
+pub const LOST: &str = "lost the connection to PostgreSQL";
+
+/// Whether a worker's last error line says it lost its session (`WarehouseError::Lost`).
+#[must_use]
+pub fn is_lost_line(line: &str) -> bool {
+    line.trim_start_matches("reclaim: error: ")
+        .starts_with(LOST)
+}
+
+/// The session is gone, or the server will not take one now: it shut down (a restart's first
+/// half, SQLSTATE 57P01/57P02), is starting (57P03), or the connection closed or was refused
+/// (its socket not there yet). Such an error is the server's state, not the statement's fault.
+#[must_use]
+pub fn is_lost(error: &postgres::Error) -> bool {
+    if error.is_closed() {
+        return true;
+    }
+    if let Some(code) = error.code() {
+        return matches!(code.code(), "57P01" | "57P02" | "57P03") || code.code().starts_with("08");
+    }
+    let mut source = std::error::Error::source(error);
+    while let Some(inner) = source {
+        if let Some(io) = inner.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                std::io::ErrorKind::NotFound
+                    | std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
+            );
+        }
+        source = inner.source();
+    }
+    false
 }
 
 /// The server's message when there is one, else the driver's.
@@ -276,8 +324,24 @@ impl Server {
     }
 
     /// A connection with every bound set: connect, statement and lock timeouts, and (with
-    /// `schema`) that schema first on the search path.
+    /// `schema`) that schema first on the search path. A server down is a failure to connect
+    /// like any other here (a refusal before the night says it so).
     pub fn connect(&self, schema: Option<&str>) -> Result<postgres::Client, WarehouseError> {
+        self.connect_or_lost(schema).map_err(|e| match e {
+            WarehouseError::Lost { detail, .. } => WarehouseError::Connect {
+                target: self.target(),
+                detail,
+            },
+            other => other,
+        })
+    }
+
+    /// `connect`, a server down or starting told apart as `WarehouseError::Lost` (mid-night,
+    /// where it is a restart to wait for or to report, not bad input).
+    pub fn connect_or_lost(
+        &self,
+        schema: Option<&str>,
+    ) -> Result<postgres::Client, WarehouseError> {
         let config: postgres::Config =
             self.conninfo
                 .parse()
@@ -286,6 +350,33 @@ impl Server {
                     detail: describe(&e),
                 })?;
         connect_with(config, &self.target(), schema)
+    }
+
+    /// `connect` for a worker, which may start while the server restarts: while the server is
+    /// down or starting (`is_lost`), tried again for up to `RESTART_WAIT`; any other failure at
+    /// once, and one past the wait as a connection failure (which ends the lane).
+    pub fn connect_patiently(
+        &self,
+        schema: Option<&str>,
+    ) -> Result<postgres::Client, WarehouseError> {
+        let deadline = std::time::Instant::now() + RESTART_WAIT;
+        loop {
+            match self.connect_or_lost(schema) {
+                Err(WarehouseError::Lost { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(WarehouseError::Lost { detail, .. }) => {
+                    return Err(WarehouseError::Connect {
+                        target: self.target(),
+                        detail: format!(
+                            "{detail} (still, after waiting {} s for it to come back)",
+                            RESTART_WAIT.as_secs()
+                        ),
+                    });
+                }
+                other => return other,
+            }
+        }
     }
 }
 
@@ -333,7 +424,7 @@ pub fn connect_with(
             let outcome = config
                 .connect(postgres::NoTls)
                 .and_then(|mut client| client.batch_execute(&setup).map(|()| client))
-                .map_err(|e| describe(&e));
+                .map_err(|e| (describe(&e), is_lost(&e)));
             UNANSWERED.fetch_sub(1, Ordering::SeqCst);
             let _ = tx.send(outcome);
         });
@@ -342,7 +433,13 @@ pub fn connect_with(
         return Err(failed(format!("cannot start a thread to connect: {e}")));
     }
     match rx.recv_timeout(CONNECT_TIMEOUT + Duration::from_millis(500)) {
-        Ok(outcome) => outcome.map_err(failed),
+        // A server down or starting is told apart, so a worker may wait for it
+        // (`Server::connect_patiently`).
+        Ok(Err((detail, true))) => Err(WarehouseError::Lost {
+            what: format!("connecting to {target}"),
+            detail,
+        }),
+        Ok(outcome) => outcome.map_err(|(detail, _)| failed(detail)),
         Err(_) => Err(failed(format!(
             "no answer within {} s (it accepted the connection but said nothing: is it a PostgreSQL server, and is it up?)",
             CONNECT_TIMEOUT.as_secs()
