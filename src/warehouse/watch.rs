@@ -351,13 +351,13 @@ mod tests {
     fn an_xid_takes_the_epoch_of_the_present_or_the_one_before() {
         assert_eq!(widen("745", "800").as_deref(), Some("745"));
         assert_eq!(
-            widen("745", &((3u64 << 32) | 800).to_string()).as_deref(),
-            Some(((3u64 << 32) | 745).to_string().as_str())
+            widen("745", &((3u64 << 32) + 800).to_string()).as_deref(),
+            Some(((3u64 << 32) + 745).to_string().as_str())
         );
         // Wrapped since: the xid is from the epoch before.
         assert_eq!(
-            widen("4294967000", &((3u64 << 32) | 10).to_string()).as_deref(),
-            Some(((2u64 << 32) | 4_294_967_000).to_string().as_str())
+            widen("4294967000", &((3u64 << 32) + 10).to_string()).as_deref(),
+            Some(((2u64 << 32) + 4_294_967_000).to_string().as_str())
         );
         assert_eq!(widen("x", "1"), None);
     }

@@ -16,6 +16,7 @@ mod map;
 mod module_graph;
 mod own_points;
 mod own_queue;
+mod pg_faults;
 mod pg_refuse;
 mod pty;
 mod refuse;

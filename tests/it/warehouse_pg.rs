@@ -149,11 +149,13 @@ fn figures(cluster: &Path, schema: &str) -> String {
 }
 
 /// A timeline without what differs from night to night (pids, run ids, folders), sorted: two
-/// lines of the same second may be printed in either order.
-fn timeline(stdout: &str) -> Vec<String> {
+/// lines of the same second may be printed in either order. What only a server shows (the
+/// night's watch on it: what a killed worker's session had open) is left out.
+pub(crate) fn timeline(stdout: &str) -> Vec<String> {
     let mut lines: Vec<String> = stdout
         .lines()
         .filter(|l| l.starts_with("02:"))
+        .filter(|l| !l.contains("the killed worker") && !l.contains("server aborted"))
         .map(|l| {
             l.split_whitespace()
                 .map(|w| {
