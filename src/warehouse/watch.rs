@@ -380,7 +380,7 @@ mod tests {
         let aborted = victim_outcome(&victim, Some("aborted"), false, false);
         assert!(
             aborted.as_deref().is_some_and(|t| t.starts_with(
-                "server aborted the killed worker's open transaction (pid 42, xid 745)"
+                "server aborted the killed worker's open transaction (pid 42, xid 745:"
             )),
             "{aborted:?}"
         );
