@@ -42,6 +42,9 @@ pub(super) struct ScenarioFile {
     lane: Vec<LaneFile>,
     #[serde(default)]
     caption: Vec<Caption>,
+    /// "sqlite" (the default) or "postgres": a private PostgreSQL cluster for the night. A
+    /// server's URL is given on the command line only.
+    warehouse: Option<String>,
 }
 
 /// A value of the scenario file that does not hold, in a sentence naming the field and what is
@@ -279,7 +282,23 @@ impl ScenarioFile {
         for (i, caption) in self.caption.iter().enumerate() {
             caption.validate(i + 1, &lanes)?;
         }
+        let warehouse = match self.warehouse.as_deref() {
+            None | Some("sqlite") => crate::warehouse::Spec::Sqlite,
+            Some("postgres" | "postgresql") => crate::warehouse::Spec::Private,
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                return Err(Invalid(
+                    "warehouse: a server's URL is given on the command line (--warehouse postgres://...), never in a scenario file; here give \"sqlite\" or \"postgres\" (a private cluster)".into(),
+                ));
+            }
+            Some(other) => {
+                return Err(Invalid(format!(
+                    "warehouse: \"{}\" is not a warehouse; give \"sqlite\" or \"postgres\"",
+                    quoted(other)
+                )));
+            }
+        };
         Ok(Scenario {
+            warehouse,
             source: source.to_string(),
             title: self.title,
             about: self.about.unwrap_or_default(),

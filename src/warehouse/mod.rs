@@ -60,6 +60,27 @@ pub struct WarehouseArgs {
 }
 
 impl WarehouseArgs {
+    /// These flags for a scenario whose file names its warehouse: a PostgreSQL one given on
+    /// the command line wins; otherwise the file's (`warehouse = "postgres"`).
+    #[must_use]
+    pub fn for_scenario(&self, file: &Spec) -> Self {
+        let mut args = self.clone();
+        if !self.warehouse.is_postgres() {
+            args.warehouse = file.clone();
+        }
+        args
+    }
+
+    /// What the dashboard's header and a recording say of the warehouse.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match &self.warehouse {
+            Spec::Sqlite => "sqlite".into(),
+            Spec::Private => "postgres (private cluster)".into(),
+            Spec::Server(url) => target_of(url),
+        }
+    }
+
     /// Opens the night's warehouse as the flags say (`Night::open`); `None` for SQLite. The
     /// PostgreSQL-only flags without PostgreSQL are refused.
     pub fn open(&self) -> Result<Option<Night>, WarehouseError> {
@@ -270,6 +291,20 @@ pub fn activate(server: Server) -> Result<(), WarehouseError> {
     ACTIVE
         .set(Some(server))
         .map_err(|_| WarehouseError::Cluster("the warehouse was chosen twice".into()))
+}
+
+/// What the dashboard's header and a recording say of this process's warehouse: `None` on
+/// SQLite; the private cluster (its connection string is `key=value`) or the server's URL
+/// without its password.
+#[must_use]
+pub fn describe_active() -> Option<String> {
+    active().map(|server| {
+        if server.conninfo.contains("://") {
+            server.target()
+        } else {
+            "postgres (private cluster)".to_string()
+        }
+    })
 }
 
 /// Hands the night's server to a child process reclaim spawns (its worker, relay or job).
