@@ -18,6 +18,7 @@ mod own_points;
 mod own_queue;
 mod pg_faults;
 mod pg_refuse;
+mod pg_scenario;
 mod pty;
 mod refuse;
 mod replay;

@@ -517,15 +517,16 @@ fn prove_agrees(url: &str) {
     }
 }
 
-/// However reclaim ends (SIGKILL, which it cannot catch, and SIGTERM), the private cluster's
-/// processes end and its folder is removed.
+/// However reclaim ends (SIGKILL, which it cannot catch, SIGTERM, and SIGINT as Ctrl-C sends
+/// it to a headless run), the private cluster's processes end and its folder is removed (the
+/// dashboard's q and Ctrl-C: `pg_scenario`).
 #[test]
 fn the_private_cluster_dies_with_reclaim() {
     if pg_bin().is_none() {
         eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
         return;
     }
-    for signal in [Signal::SIGKILL, Signal::SIGTERM] {
+    for signal in [Signal::SIGKILL, Signal::SIGTERM, Signal::SIGINT] {
         let dir = folder();
         let mut child = Command::new(BIN)
             .args([
