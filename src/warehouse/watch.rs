@@ -35,6 +35,11 @@ pub struct Said {
     pub text: String,
 }
 
+/// Why a look did not reach the server: the driver's or the server's words.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Unreached(String);
+
 /// A killed worker's session as read just before the SIGKILL.
 #[derive(Debug)]
 struct Victim {
@@ -104,7 +109,7 @@ impl Watch {
                 self.sessions = sessions;
                 said.extend(self.settle_victims(now));
             }
-            Err(detail) => {
+            Err(Unreached(detail)) => {
                 self.client = None;
                 let (_, since, _) = self.down.get_or_insert((sim, now, detail));
                 if !self.said_down && now.saturating_duration_since(*since) >= DOWN_SAID_AFTER {
@@ -157,17 +162,17 @@ impl Watch {
     }
 
     /// The server's start time and reclaim's other sessions, on this watch's connection.
-    fn server_state(&mut self) -> Result<(String, i64), String> {
+    fn server_state(&mut self) -> Result<(String, i64), Unreached> {
         if self.client.is_none() {
             self.client = Some(self.server.connect_or_lost(None).map_err(|e| match e {
                 WarehouseError::Lost { detail, .. } | WarehouseError::Connect { detail, .. } => {
-                    detail
+                    Unreached(detail)
                 }
-                other => other.to_string(),
+                other => Unreached(other.to_string()),
             })?);
         }
         let Some(client) = self.client.as_mut() else {
-            return Err("no connection".into());
+            return Err(Unreached("no connection".into()));
         };
         let row = client
             .query_one(
@@ -180,7 +185,7 @@ impl Watch {
                     // Not the server's state: a look that failed is simply tried again.
                     self.client = None;
                 }
-                super::describe(&e)
+                Unreached(super::describe(&e))
             })?;
         Ok((row.get(0), row.get(1)))
     }
