@@ -58,6 +58,7 @@ fn night() -> BenchResult<Recording> {
         dead_man: 300.0,
         lanes: vec![lane("naive"), lane("guarded")],
         captions: Vec::new(),
+        warehouse: None,
     };
     let mut samples = Vec::with_capacity(SAMPLES);
     for i in 0..SAMPLES {

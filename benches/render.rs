@@ -170,6 +170,7 @@ fn dashboard(lanes: usize) -> Dashboard {
         replay: None,
         ids: None,
         lecture: None,
+        warehouse: None,
         x_max: X_MAX,
         db_dir: "/tmp/reclaim-tui-bench".into(),
     }

@@ -272,6 +272,8 @@ pub struct TuiArgs {
     pub theme: ThemeChoice,
     #[command(flatten)]
     pub presenting: PresentingArgs,
+    #[command(flatten)]
+    pub warehouse: crate::warehouse::WarehouseArgs,
 }
 
 /// What a lecture stops at.

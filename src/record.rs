@@ -54,6 +54,10 @@ pub struct Header {
     pub lanes: Vec<LaneInfo>,
     #[serde(default)]
     pub captions: Vec<Caption>,
+    /// The night's PostgreSQL (`postgres (private cluster)` or the server without its
+    /// password); absent for SQLite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warehouse: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -292,5 +296,6 @@ pub fn header(
             })
             .collect(),
         captions,
+        warehouse: crate::warehouse::describe_active(),
     }
 }

@@ -363,7 +363,10 @@ fn print_lane_verdicts(names: &[String], reports: &[RunReport], out: &mut dyn Wr
 fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let scenario = Scenario::load(name)?;
     super::consent::for_run(&scenario, args.allow_exec)?;
-    let mut night = open_warehouse(args, None)?;
+    // The scenario's own warehouse (`warehouse = "postgres"`), unless the command line names
+    // a PostgreSQL one.
+    let mut night = (args.warehouse.for_scenario(&scenario.warehouse).open())
+        .map_err(|e| Error::Store(e.into()))?;
     let db = paths::fresh_db_path("scenario")
         .context(|| "cannot create a folder for the warehouses".into())?;
     let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();

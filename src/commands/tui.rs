@@ -17,11 +17,39 @@ pub(super) fn live(args: &TuiArgs) -> Result<u8, Error> {
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
-    crate::tui::run(
+    // The scenario's warehouse (`warehouse = "postgres"`) unless --warehouse names a
+    // PostgreSQL one; opened (a private cluster started) before the terminal is touched, and
+    // closed after it is restored.
+    let warehouse = args.warehouse.for_scenario(&scenario.warehouse);
+    if warehouse.warehouse.is_postgres() {
+        refuse_on_pg(&scenario)?;
+    }
+    let night = warehouse.open().map_err(|e| Error::Store(e.into()))?;
+    let code = crate::tui::run(
         scenario,
         args.record.as_deref(),
         &settings(&args.presenting, args.theme),
-    )
+    );
+    crate::warehouse::close(night, false, None, &mut crate::out::stdout());
+    code
+}
+
+/// What the dashboard does not run on PostgreSQL yet, refused before anything starts.
+fn refuse_on_pg(scenario: &Scenario) -> Result<(), Error> {
+    for lane in &scenario.lanes {
+        let what = if lane.worker.job().is_some() {
+            "an exec lane"
+        } else if lane.split > 1 {
+            "a lane with split items"
+        } else {
+            continue;
+        };
+        return Err(Error::Refused(format!(
+            "lane {}: {what} does not run on PostgreSQL yet; use --warehouse sqlite",
+            crate::text::escape_controls(&lane.name)
+        )));
+    }
+    Ok(())
 }
 
 pub(super) fn replay(args: &ReplayArgs) -> Result<u8, Error> {

@@ -121,6 +121,8 @@ pub struct Engine {
     /// The timeline's length when the last tick ended: what was logged since (in this tick,
     /// or between ticks by the operator's kill) is new to this one.
     heard: usize,
+    /// On PostgreSQL: the night's look at the server (restarts, killed workers' transactions).
+    pg_watch: Option<crate::warehouse::watch::Watch>,
 }
 
 /// Writes an external job's queue beside its database, once: a second night on the same
@@ -180,6 +182,7 @@ impl Engine {
             stop_when: None,
             heard: 0,
             landed: None,
+            pg_watch: crate::warehouse::active().map(crate::warehouse::watch::Watch::new),
         };
         // An external job's setup runs once, on its new database, before its first attempt.
         for lane in &engine.lanes {

@@ -102,6 +102,20 @@ impl Engine {
         let policy = self.restart_policy();
         for lane in 0..self.lanes.len() {
             if only_lane.is_none_or(|l| l == lane) {
+                if let Some(watch) = self.pg_watch.as_mut() {
+                    // Stopped first, so the sessions read are as the kill finds them.
+                    let slots = self.lanes[lane].slots.iter().filter(|s| s.is_live());
+                    let pids: Vec<i32> = slots
+                        .map(|s| {
+                            s.signal(Signal::SIGSTOP);
+                            s.pid()
+                        })
+                        .collect();
+                    let said = watch.before_kill(lane, &pids, now);
+                    for said in said {
+                        self.log(now, said.lane, Source::Runner, Kind::Notice, said.text);
+                    }
+                }
                 let notes = self.lanes[lane].host_kill(now, sim, policy);
                 self.notes(now, lane, notes);
             }

@@ -57,6 +57,17 @@ impl Engine {
                     attempt.max(self.clock.now().0)
                 };
                 if let Some(exit) = self.lanes[lane].slots[slot].ready_exit(now, sim, policy) {
+                    // Killed by someone else: what its session had open, if it is still there.
+                    if let (
+                        Some(watch),
+                        crate::supervisor::slot::Exit::Killed { by_host: false, .. },
+                    ) = (self.pg_watch.as_mut(), &exit)
+                    {
+                        let pid = self.lanes[lane].slots[slot].pid();
+                        for said in watch.after_death(lane, pid, now) {
+                            self.log(now, said.lane, Source::Runner, Kind::Notice, said.text);
+                        }
+                    }
                     self.lanes[lane].forget_temp_beat(slot);
                     let notes = self.lanes[lane].exited(slot, &exit, (sim, policy));
                     self.notes(now, lane, notes);
@@ -79,6 +90,16 @@ impl Engine {
             for note in notes.into_iter().chain(beat) {
                 self.note(now, lane, note);
             }
+        }
+        let sim = self.clock.now().0;
+        let said = (self.pg_watch.as_mut()).map_or_else(Vec::new, |w| w.look(now, sim));
+        for said in said {
+            let kind = if said.error {
+                Kind::Error
+            } else {
+                Kind::Notice
+            };
+            self.log(now, said.lane, Source::Runner, kind, said.text);
         }
     }
 

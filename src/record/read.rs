@@ -287,6 +287,7 @@ mod tests {
             dead_man: 300.0,
             lanes: Vec::new(),
             captions: Vec::new(),
+            warehouse: None,
         };
         serde_json::to_string(&SessionLine::Header(header)).unwrap_or_default()
     }

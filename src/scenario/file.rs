@@ -42,6 +42,9 @@ pub(super) struct ScenarioFile {
     lane: Vec<LaneFile>,
     #[serde(default)]
     caption: Vec<Caption>,
+    /// "sqlite" (the default) or "postgres": a private PostgreSQL cluster for the night. A
+    /// server's URL is given on the command line only.
+    warehouse: Option<String>,
 }
 
 /// A value of the scenario file that does not hold, in a sentence naming the field and what is
@@ -279,7 +282,9 @@ impl ScenarioFile {
         for (i, caption) in self.caption.iter().enumerate() {
             caption.validate(i + 1, &lanes)?;
         }
+        let warehouse = warehouse_of(self.warehouse.as_deref())?;
         Ok(Scenario {
+            warehouse,
             source: source.to_string(),
             title: self.title,
             about: self.about.unwrap_or_default(),
@@ -559,6 +564,22 @@ pub(super) fn range(field: &str, value: f64, lo: f64, hi: f64) -> Result<(), Inv
         Err(Invalid(format!(
             "{field} {size}; it must be within {lo}..={hi}"
         )))
+    }
+}
+
+/// `warehouse = ...`: "sqlite" (the default) or "postgres", a private cluster. A server is
+/// named on the command line only: a file is data, and reaching a server is the user's call.
+fn warehouse_of(value: Option<&str>) -> Result<crate::warehouse::Spec, Invalid> {
+    match value {
+        None | Some("sqlite") => Ok(crate::warehouse::Spec::Sqlite),
+        Some("postgres" | "postgresql") => Ok(crate::warehouse::Spec::Private),
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => Err(Invalid(
+            "warehouse: a server's URL is given on the command line (--warehouse postgres://...), never in a scenario file; here give \"sqlite\" or \"postgres\" (a private cluster)".into(),
+        )),
+        Some(other) => Err(Invalid(format!(
+            "warehouse: \"{}\" is not a warehouse; give \"sqlite\" or \"postgres\"",
+            quoted(other)
+        ))),
     }
 }
 

@@ -150,6 +150,8 @@ pub struct Scenario {
     pub wipe_at_task: Option<u64>,
     pub lanes: Vec<ScenarioLane>,
     pub captions: Vec<Caption>,
+    /// Where the night's rows go: SQLite, or a private PostgreSQL cluster (`Spec::Private`).
+    pub warehouse: crate::warehouse::Spec,
 }
 
 #[derive(Debug, Clone, PartialEq)]

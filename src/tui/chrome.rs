@@ -164,6 +164,7 @@ impl Chrome {
             replay: scene.replay,
             ids: None,
             lecture: None,
+            warehouse: scene.warehouse,
         }
     }
 }
@@ -185,6 +186,8 @@ pub(crate) struct Scene {
     pub caption: Option<String>,
     pub recording: Option<String>,
     pub replay: Option<ReplayBar>,
+    /// The night's PostgreSQL, as the header names it; `None` on SQLite.
+    pub warehouse: Option<String>,
 }
 
 /// The charts' x-axis end for a night shown up to `since_start` sim seconds: a minute ahead,

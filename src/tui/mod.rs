@@ -136,7 +136,11 @@ pub fn run(
     drop(terminal);
     drop(guard);
     outcome?;
-    println!("reclaim: the night's databases are kept in {db_dir} (open them with sqlite3)");
+    if crate::warehouse::active().is_some() {
+        println!("reclaim: the night's rows are on PostgreSQL; its other files are in {db_dir}");
+    } else {
+        println!("reclaim: the night's databases are kept in {db_dir} (open them with sqlite3)");
+    }
     if let Some(path) = recording {
         println!("reclaim: the session is recorded in {path} (reclaim replay {path})");
     }

@@ -46,6 +46,8 @@ pub struct Dashboard {
     /// Lecture mode's line: where the night has stopped and why, or that it plays on to the
     /// next stop. `None` outside lecture mode.
     pub lecture: Option<LectureLine>,
+    /// The night's PostgreSQL, as the header names it; `None` on SQLite (nothing shown).
+    pub warehouse: Option<String>,
 }
 
 /// Lecture mode's line, in full and in brief (for a narrow window).

@@ -51,7 +51,14 @@ const STOP_STEP: Duration = Duration::from_secs(5);
 /// The folder with PostgreSQL's server programs (`initdb`, `postgres`), or why there is none.
 pub fn bin_dir() -> Result<PathBuf, WarehouseError> {
     if let Some(dir) = std::env::var_os("RECLAIM_PG_BIN") {
-        return Ok(PathBuf::from(dir));
+        let dir = PathBuf::from(dir);
+        if dir.join("initdb").is_file() && dir.join("postgres").is_file() {
+            return Ok(dir);
+        }
+        return Err(WarehouseError::Cluster(format!(
+            "RECLAIM_PG_BIN={} holds no initdb and postgres: name the folder of PostgreSQL's server programs (e.g. /usr/lib/postgresql/15/bin), or unset it",
+            crate::text::escape_controls(&dir.display().to_string())
+        )));
     }
     BIN_DIRS
         .iter()
@@ -237,6 +244,12 @@ fn make_folder(run_as: Option<&str>) -> Result<PathBuf, WarehouseError> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
     let dir = base.join(format!("reclaim-pg-{stamp}-{}", std::process::id()));
+    if let Err(e) = std::fs::metadata(&base) {
+        return Err(WarehouseError::Cluster(format!(
+            "cannot use the temporary folder {} for it ({e}): set TMPDIR to a folder reclaim can write",
+            base.display()
+        )));
+    }
     let user = match run_as {
         Some(name) => Some(
             User::from_name(name)
@@ -332,6 +345,9 @@ pub fn guard(args: &GuardArgs) -> u8 {
     if let Some(child) = postmaster.as_mut() {
         stop_postmaster(child);
     }
+    // A postmaster started again by someone else (`pg_ctl restart` mid-night) is not the
+    // guard's child: it is found by its pid file and stopped the same way.
+    stop_adopted(&dir.join("data"));
     if !keep {
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -482,6 +498,42 @@ fn stop_postmaster(child: &mut Child) {
         }
     }
     let _ = child.wait();
+}
+
+/// Stops the postmaster named in `data/postmaster.pid` if it is one running in `data` (its
+/// working folder there: a pid reused by something else is left alone): fast, immediate, then
+/// SIGKILL, each given `STOP_STEP`, until it is gone.
+fn stop_adopted(data: &Path) {
+    let Some(pid) = std::fs::read_to_string(data.join("postmaster.pid"))
+        .ok()
+        .and_then(|text| text.lines().next()?.trim().parse::<i32>().ok())
+    else {
+        return;
+    };
+    let ours = |pid: i32| {
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd"));
+        let data = std::fs::canonicalize(data);
+        matches!((cwd, data), (Ok(c), Ok(d)) if c == d) && !zombie(pid)
+    };
+    for signal in [Signal::SIGINT, Signal::SIGQUIT, Signal::SIGKILL] {
+        if !ours(pid) {
+            return;
+        }
+        let _ = kill(Pid::from_raw(pid), signal);
+        let deadline = Instant::now() + STOP_STEP;
+        while Instant::now() < deadline && ours(pid) {
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A dead process not yet reaped by its parent.
+fn zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            == Some("Z")
+    })
 }
 
 /// The last non-empty line of a log, for a one-line error.

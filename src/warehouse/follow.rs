@@ -12,6 +12,7 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use postgres::Client;
 
@@ -19,6 +20,8 @@ use super::{Server, WarehouseError};
 
 /// At most this many rows per poll, as on SQLite.
 const MAX_ROWS_PER_POLL: i64 = 50_000;
+/// Between two attempts to reconnect to a server that was down.
+const RECONNECT_GAP: Duration = Duration::from_millis(200);
 /// Gaps remembered at most; past it the oldest are given up (a live figure may then lag, the
 /// verdict does not).
 const MAX_GAPS: usize = 100_000;
@@ -44,6 +47,8 @@ pub struct Follow {
     /// Gaps below the mark, each with whether it has survived one poll already.
     gaps: BTreeSet<i64>,
     young_gaps: BTreeSet<i64>,
+    /// No new connection before this, after one failed because the server was down.
+    retry_at: Option<Instant>,
 }
 
 /// `postgres::Client` has no `Debug`.
@@ -64,6 +69,7 @@ impl Follow {
             high_water: 0,
             gaps: BTreeSet::new(),
             young_gaps: BTreeSet::new(),
+            retry_at: None,
         }
     }
 
@@ -75,14 +81,31 @@ impl Follow {
         known_checkpoints: u64,
     ) -> Result<Option<Read>, WarehouseError> {
         if self.client.is_none() {
-            self.client = Some(ClientBox(server.connect(Some(&self.schema))?));
+            if self.retry_at.is_some_and(|at| Instant::now() < at) {
+                return Ok(None);
+            }
+            match server.connect_or_lost(Some(&self.schema)) {
+                Ok(client) => self.client = Some(ClientBox(client)),
+                // The server is down or starting (a restart): nothing to read yet; the night's
+                // watch says so once (`warehouse::watch`), and this poll tries again later.
+                Err(WarehouseError::Lost { .. }) => {
+                    self.retry_at = Some(Instant::now() + RECONNECT_GAP);
+                    return Ok(None);
+                }
+                Err(other) => return Err(other),
+            }
         }
         let result = self.read_on_client(known_checkpoints);
         if result.is_err() {
             // A broken connection (a server restart) is opened afresh on the next poll.
             self.client = None;
         }
-        result.map_err(|e| WarehouseError::query(&format!("following schema {}", self.schema), &e))
+        match result {
+            Err(e) if super::is_lost(&e) => Ok(None),
+            result => result.map_err(|e| {
+                WarehouseError::query(&format!("following schema {}", self.schema), &e)
+            }),
+        }
     }
 
     fn read_on_client(&mut self, known: u64) -> Result<Option<Read>, postgres::Error> {

@@ -12,6 +12,12 @@ pub mod cluster;
 pub mod follow;
 pub mod pg;
 pub mod pg_inspect;
+pub mod session;
+pub mod watch;
+
+pub use session::{
+    LOST, application_name, application_name_of, connect_with, is_lost, is_lost_line,
+};
 
 use std::path::Path;
 use std::process::Command;
@@ -31,6 +37,8 @@ pub const STATEMENT_TIMEOUT_MS: u32 = 10_000;
 /// The longest a statement waits for another connection's lock (`lock_timeout`), as SQLite's
 /// busy timeout bounds it.
 pub const LOCK_TIMEOUT_MS: u32 = 5_000;
+/// How long a worker waits for a server that is restarting (`Server::connect_patiently`).
+pub const RESTART_WAIT: Duration = Duration::from_secs(30);
 
 /// The variable that carries the connection string to reclaim's own child processes.
 pub const ENV_CONNINFO: &str = "RECLAIM_PG_CONNINFO";
@@ -55,6 +63,27 @@ pub struct WarehouseArgs {
 }
 
 impl WarehouseArgs {
+    /// These flags for a scenario whose file names its warehouse: a PostgreSQL one given on
+    /// the command line wins; otherwise the file's (`warehouse = "postgres"`).
+    #[must_use]
+    pub fn for_scenario(&self, file: &Spec) -> Self {
+        let mut args = self.clone();
+        if !self.warehouse.is_postgres() {
+            args.warehouse = file.clone();
+        }
+        args
+    }
+
+    /// What the dashboard's header and a recording say of the warehouse.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match &self.warehouse {
+            Spec::Sqlite => "sqlite".into(),
+            Spec::Private => "postgres (private cluster)".into(),
+            Spec::Server(url) => target_of(url),
+        }
+    }
+
     /// Opens the night's warehouse as the flags say (`Night::open`); `None` for SQLite. The
     /// PostgreSQL-only flags without PostgreSQL are refused.
     pub fn open(&self) -> Result<Option<Night>, WarehouseError> {
@@ -147,6 +176,10 @@ pub enum WarehouseError {
     },
     #[error("PostgreSQL ({what}): {detail}")]
     Query { what: String, detail: String },
+    /// The session ended under a statement: the server restarted or went away. Its text
+    /// starts with `LOST`, which the engine reads in a worker's last line (`is_lost_line`).
+    #[error("{LOST} ({what}): {detail}")]
+    Lost { what: String, detail: String },
     #[error("the private PostgreSQL cluster: {0}")]
     Cluster(String),
     #[error("{0}")]
@@ -166,9 +199,11 @@ impl WarehouseError {
     /// one (the driver's `Display` says only "db error").
     #[must_use]
     pub fn query(what: &str, error: &postgres::Error) -> Self {
-        Self::Query {
-            what: what.to_string(),
-            detail: describe(error),
+        let (what, detail) = (what.to_string(), describe(error));
+        if is_lost(error) {
+            Self::Lost { what, detail }
+        } else {
+            Self::Query { what, detail }
         }
     }
 }
@@ -222,6 +257,20 @@ pub fn activate(server: Server) -> Result<(), WarehouseError> {
         .map_err(|_| WarehouseError::Cluster("the warehouse was chosen twice".into()))
 }
 
+/// What the dashboard's header and a recording say of this process's warehouse: `None` on
+/// SQLite; the private cluster (its connection string is `key=value`) or the server's URL
+/// without its password.
+#[must_use]
+pub fn describe_active() -> Option<String> {
+    active().map(|server| {
+        if server.conninfo.contains("://") {
+            server.target()
+        } else {
+            "postgres (private cluster)".to_string()
+        }
+    })
+}
+
 /// Hands the night's server to a child process reclaim spawns (its worker, relay or job).
 pub fn pass_to(command: &mut Command) {
     if let Some(server) = active() {
@@ -272,53 +321,6 @@ impl Server {
     pub fn target(&self) -> String {
         target_of(&self.conninfo)
     }
-
-    /// A connection with every bound set: connect, statement and lock timeouts, and (with
-    /// `schema`) that schema first on the search path.
-    pub fn connect(&self, schema: Option<&str>) -> Result<postgres::Client, WarehouseError> {
-        let config: postgres::Config =
-            self.conninfo
-                .parse()
-                .map_err(|e: postgres::Error| WarehouseError::Connect {
-                    target: self.target(),
-                    detail: describe(&e),
-                })?;
-        connect_with(config, &self.target(), schema)
-    }
-}
-
-/// `config` connected with reclaim's bounds.
-pub fn connect_with(
-    mut config: postgres::Config,
-    target: &str,
-    schema: Option<&str>,
-) -> Result<postgres::Client, WarehouseError> {
-    config
-        .connect_timeout(CONNECT_TIMEOUT)
-        .tcp_user_timeout(CONNECT_TIMEOUT)
-        .keepalives(true)
-        .keepalives_idle(Duration::from_secs(5))
-        .application_name("reclaim");
-    let mut client = config
-        .connect(postgres::NoTls)
-        .map_err(|e| WarehouseError::Connect {
-            target: target.to_string(),
-            detail: describe(&e),
-        })?;
-    let mut setup = format!(
-        "SET statement_timeout = {STATEMENT_TIMEOUT_MS}; SET lock_timeout = {LOCK_TIMEOUT_MS}; \
-         SET idle_in_transaction_session_timeout = 60000;"
-    );
-    if let Some(schema) = schema {
-        setup = format!("{setup} SET search_path TO {};", quote_ident(schema));
-    }
-    client
-        .batch_execute(&setup)
-        .map_err(|e| WarehouseError::Connect {
-            target: target.to_string(),
-            detail: describe(&e),
-        })?;
-    Ok(client)
 }
 
 /// A connection string as errors may show it: a URL without its password, a `key=value` string
@@ -359,15 +361,20 @@ pub fn check_server(server: &Server) -> Result<String, WarehouseError> {
             &[],
         )
         .map_err(|e| WarehouseError::query("reading the server's version", &e))?;
-    let num: i32 = row.get(0);
     let version: String = row.get(1);
+    refuse_old(&server.target(), row.get(0), &version)?;
+    Ok(version)
+}
+
+/// A server older than `MIN_SERVER_VERSION` (by its `server_version_num`), refused by name.
+fn refuse_old(target: &str, num: i32, version: &str) -> Result<(), WarehouseError> {
     if num < MIN_SERVER_VERSION {
         return Err(WarehouseError::TooOld {
-            target: server.target(),
-            found: crate::text::escape_controls(&version),
+            target: target.to_string(),
+            found: crate::text::escape_controls(version),
         });
     }
-    Ok(version)
+    Ok(())
 }
 
 /// The night's PostgreSQL, held by the command for as long as the night runs: dropping it
@@ -549,6 +556,23 @@ mod tests {
             target_of("host=/tmp/s user=bob password=secret"),
             "host=/tmp/s user=bob"
         );
+    }
+
+    #[test]
+    fn a_server_older_than_13_is_refused_by_its_version_number() {
+        // No such server is installed here: the check is tested on the numbers servers send.
+        let err = refuse_old("db", 120_015, "12.15 (Debian 12.15-1)")
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some(
+                "PostgreSQL at db is version 12.15 (Debian 12.15-1); reclaim needs 13 or later (pg_current_snapshot)"
+            )
+        );
+        assert!(refuse_old("db", 96_024, "9.6.24").is_err());
+        assert!(refuse_old("db", 130_000, "13.0").is_ok());
+        assert!(refuse_old("db", 150_004, "15.4").is_ok());
     }
 
     #[test]

@@ -128,7 +128,7 @@ impl Sink {
         needs: SchemaNeeds,
         outbox: bool,
     ) -> Result<Self, WarehouseError> {
-        let mut client = server.connect(Some(schema))?;
+        let mut client = server.connect_patiently(Some(schema))?;
         let mark: Option<String> = client
             .query_opt(
                 "SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1",
@@ -362,7 +362,7 @@ pub type Pending = (String, String, String);
 impl Outbox {
     pub fn open(server: &Server, db: &std::path::Path) -> Result<Self, WarehouseError> {
         Ok(Self {
-            client: server.connect(Some(&server.schema_for(db)))?,
+            client: server.connect_patiently(Some(&server.schema_for(db)))?,
         })
     }
 

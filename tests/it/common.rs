@@ -214,7 +214,7 @@ pub(crate) fn reclaim_in_dir(dir: &Path, args: &[&str], limit: Duration) -> Run 
 }
 
 /// Runs `command` to its end, output collected; SIGKILLed, and the test failed, after `limit`.
-fn run_within(mut command: Command, what: &str, limit: Duration) -> Run {
+pub(crate) fn run_within(mut command: Command, what: &str, limit: Duration) -> Run {
     let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

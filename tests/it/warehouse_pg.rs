@@ -18,7 +18,7 @@ use crate::common::{BIN, assert_one_line_error, cmdline, process_gone, reclaim_i
 
 /// The server programs, as reclaim looks for them. In CI (`CI` set, as `.ci/run` runs) their
 /// absence fails the test: there `.ci/run` installs them, so they must be found.
-fn pg_bin() -> Option<PathBuf> {
+pub(crate) fn pg_bin() -> Option<PathBuf> {
     let found = ["17", "16", "15", "14"]
         .iter()
         .map(|v| PathBuf::from(format!("/usr/lib/postgresql/{v}/bin")))
@@ -32,7 +32,7 @@ fn pg_bin() -> Option<PathBuf> {
 
 /// A test folder the cluster's unprivileged account can enter (reclaim run as root runs the
 /// cluster as `nobody`, which needs to pass through every folder above its own).
-fn folder() -> tempfile::TempDir {
+pub(crate) fn folder() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -40,7 +40,7 @@ fn folder() -> tempfile::TempDir {
 }
 
 /// The one `reclaim-pg-*` folder under `dir`, if there is one.
-fn cluster_folder(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn cluster_folder(dir: &Path) -> Option<PathBuf> {
     std::fs::read_dir(dir)
         .ok()?
         .filter_map(Result::ok)
@@ -54,7 +54,7 @@ fn cluster_folder(dir: &Path) -> Option<PathBuf> {
 
 /// Live processes (not zombies) whose command line mentions `dir`, or whose working folder is
 /// under it (a PostgreSQL backend's is its data folder; its command line names no path).
-fn processes_under(dir: &Path) -> Vec<(i32, String)> {
+pub(crate) fn processes_under(dir: &Path) -> Vec<(i32, String)> {
     let needle = dir.display().to_string();
     let works_in = |pid: i32| {
         std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(dir))
@@ -72,7 +72,7 @@ fn processes_under(dir: &Path) -> Vec<(i32, String)> {
 }
 
 /// Polls until `done` holds or `limit` passes; returns whether it held.
-fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+pub(crate) fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
     while !done() {
         if Instant::now() >= deadline {
@@ -84,7 +84,7 @@ fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 }
 
 /// A command run as the cluster's owner (`nobody` when the tests run as root).
-fn as_owner(program: &Path) -> Command {
+pub(crate) fn as_owner(program: &Path) -> Command {
     if nix::unistd::Uid::effective().is_root() {
         let mut command = Command::new("runuser");
         command.args(["-u", "nobody", "--"]).arg(program);
@@ -120,7 +120,7 @@ fn stop_kept(bin: &Path, cluster: &Path) {
 }
 
 /// `psql -Atc SQL` on the cluster in `cluster`, as role `user`: its output, trimmed.
-fn psql(cluster: &Path, sql: &str) -> String {
+pub(crate) fn psql(cluster: &Path, sql: &str) -> String {
     let output = Command::new("psql")
         .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h"])
         .arg(cluster)
@@ -149,11 +149,13 @@ fn figures(cluster: &Path, schema: &str) -> String {
 }
 
 /// A timeline without what differs from night to night (pids, run ids, folders), sorted: two
-/// lines of the same second may be printed in either order.
-fn timeline(stdout: &str) -> Vec<String> {
+/// lines of the same second may be printed in either order. What only a server shows (the
+/// night's watch on it: what a killed worker's session had open) is left out.
+pub(crate) fn timeline(stdout: &str) -> Vec<String> {
     let mut lines: Vec<String> = stdout
         .lines()
         .filter(|l| l.starts_with("02:"))
+        .filter(|l| !l.contains("the killed worker") && !l.contains("server aborted"))
         .map(|l| {
             l.split_whitespace()
                 .map(|w| {
@@ -515,15 +517,16 @@ fn prove_agrees(url: &str) {
     }
 }
 
-/// However reclaim ends (SIGKILL, which it cannot catch, and SIGTERM), the private cluster's
-/// processes end and its folder is removed.
+/// However reclaim ends (SIGKILL, which it cannot catch, SIGTERM, and SIGINT as Ctrl-C sends
+/// it to a headless run), the private cluster's processes end and its folder is removed (the
+/// dashboard's q and Ctrl-C: `pg_scenario`).
 #[test]
 fn the_private_cluster_dies_with_reclaim() {
     if pg_bin().is_none() {
         eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
         return;
     }
-    for signal in [Signal::SIGKILL, Signal::SIGTERM] {
+    for signal in [Signal::SIGKILL, Signal::SIGTERM, Signal::SIGINT] {
         let dir = folder();
         let mut child = Command::new(BIN)
             .args([

@@ -258,6 +258,17 @@ impl Lane {
                 notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
                 notes.into_iter().map(|n| n.at(at)).collect()
             }
+            // The server ended its session (a restart): the job dies as a job does when its
+            // database goes away, and is restarted as after a kill; what that does to the rows
+            // is the strategy's to answer.
+            Exit::Failed { reason, .. } if crate::warehouse::is_lost_line(reason) => {
+                self.slots[slot].restart_after_failure(sim, policy);
+                let text = format!(
+                    "worker ended: {reason}  (pid {}); restarted as after a kill",
+                    self.slots[slot].pid()
+                );
+                vec![Note::runner(Kind::Notice, text).at(sim)]
+            }
             Exit::Failed { reason, .. } => {
                 self.failure = Some(reason.clone());
                 let text = format!("worker failed: {reason}");

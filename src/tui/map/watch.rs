@@ -50,6 +50,7 @@ pub fn scenario_for(cell: &Cell, items: u64) -> Scenario {
         hang_at_task: None,
         hang_for: None,
         wipe_at_task: None,
+        warehouse: crate::warehouse::Spec::Sqlite,
         lanes: strategies
             .into_iter()
             .map(|strategy| ScenarioLane {

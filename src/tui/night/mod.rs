@@ -454,5 +454,13 @@ fn launch(
     let mut scenario = scenario.clone();
     scenario.lanes = lanes.to_vec();
     let config = scenario.engine_config(dir, night, exe.to_path_buf());
+    // On PostgreSQL each night's lanes work in schemas claimed for them (`night2_...` for the
+    // second night), as `run` claims its own.
+    if let Some(server) = crate::warehouse::active() {
+        for lane in &config.lanes {
+            crate::warehouse::pg::claim_schema(server, &server.schema_for(&lane.db))
+                .map_err(crate::store::StoreError::from)?;
+        }
+    }
     Ok(Engine::start(config, now)?)
 }

@@ -104,6 +104,7 @@ impl LiveNight {
             caption,
             recording: self.recording().map(|p| p.display().to_string()),
             replay: None,
+            warehouse: crate::warehouse::describe_active(),
         }
     }
 }

@@ -101,6 +101,7 @@ fn recording() -> Recording {
                 text: "The host reclaims the instance.".into(),
                 notes: None,
             }],
+            warehouse: None,
         },
         events: vec![
             event(

@@ -133,6 +133,7 @@ impl ReplayApp {
             mode: Mode::Replay,
             caption,
             recording: None,
+            warehouse: header.warehouse.clone(),
             replay: Some(ReplayBar {
                 end: SimTime(self.end()),
                 playing: self.playing,

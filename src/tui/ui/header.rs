@@ -42,6 +42,9 @@ pub(super) fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Them
     } else {
         facts.push(format!("{state} {speed}x"));
     }
+    if let Some(warehouse) = &view.warehouse {
+        facts.push(format!("on {warehouse}"));
+    }
     let mut droppable = 1;
     if view.replay.is_none() {
         let random = if view.random_kills { "on" } else { "off" };

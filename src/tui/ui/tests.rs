@@ -86,6 +86,7 @@ fn dashboard(clock: f64, lanes: Vec<LaneView>, timeline: &[&str]) -> Dashboard {
         replay: None,
         ids: None,
         lecture: None,
+        warehouse: None,
     }
 }
 

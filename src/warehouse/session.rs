@@ -1,0 +1,195 @@
+//! Sessions on the night's server: every connection bounded as a whole (the handshake too, on a
+//! thread of its own), named `reclaim/PID` on the server, and a server that is down or
+//! restarting told apart from one that refuses (`is_lost`), so a worker may wait for it and a
+//! refusal before the night stays one line.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::{
+    CONNECT_TIMEOUT, LOCK_TIMEOUT_MS, RESTART_WAIT, STATEMENT_TIMEOUT_MS, Server, WarehouseError,
+    describe, quote_ident,
+};
+
+impl Server {
+    /// A connection with every bound set: connect, statement and lock timeouts, and (with
+    /// `schema`) that schema first on the search path. A server down is a failure to connect
+    /// like any other here (a refusal before the night says it so).
+    pub fn connect(&self, schema: Option<&str>) -> Result<postgres::Client, WarehouseError> {
+        self.connect_or_lost(schema).map_err(|e| match e {
+            WarehouseError::Lost { detail, .. } => WarehouseError::Connect {
+                target: self.target(),
+                detail,
+            },
+            other => other,
+        })
+    }
+
+    /// `connect`, a server down or starting told apart as `WarehouseError::Lost` (mid-night,
+    /// where it is a restart to wait for or to report, not bad input).
+    pub fn connect_or_lost(
+        &self,
+        schema: Option<&str>,
+    ) -> Result<postgres::Client, WarehouseError> {
+        let config: postgres::Config =
+            self.conninfo
+                .parse()
+                .map_err(|e: postgres::Error| WarehouseError::Connect {
+                    target: self.target(),
+                    detail: describe(&e),
+                })?;
+        connect_with(config, &self.target(), schema)
+    }
+
+    /// `connect` for a worker, which may start while the server restarts: while the server is
+    /// down or starting (`is_lost`), tried again for up to `RESTART_WAIT`; any other failure at
+    /// once, and one past the wait as a connection failure (which ends the lane).
+    pub fn connect_patiently(
+        &self,
+        schema: Option<&str>,
+    ) -> Result<postgres::Client, WarehouseError> {
+        let deadline = std::time::Instant::now() + RESTART_WAIT;
+        loop {
+            match self.connect_or_lost(schema) {
+                Err(WarehouseError::Lost { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(WarehouseError::Lost { detail, .. }) => {
+                    return Err(WarehouseError::Connect {
+                        target: self.target(),
+                        detail: format!(
+                            "{detail} (still, after waiting {} s for it to come back)",
+                            RESTART_WAIT.as_secs()
+                        ),
+                    });
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+/// How a lost session's error begins, in a worker's last line too.
+pub const LOST: &str = "lost the connection to PostgreSQL";
+
+/// Whether a worker's last error line says it lost its session (`WarehouseError::Lost`).
+#[must_use]
+pub fn is_lost_line(line: &str) -> bool {
+    line.trim_start_matches("reclaim: error: ")
+        .starts_with(LOST)
+}
+
+/// The session is gone, or the server will not take one now: it shut down (a restart's first
+/// half, SQLSTATE 57P01/57P02), is starting (57P03), or the connection closed or was refused
+/// (its socket not there yet). Such an error is the server's state, not the statement's fault.
+#[must_use]
+pub fn is_lost(error: &postgres::Error) -> bool {
+    if error.is_closed() {
+        return true;
+    }
+    if let Some(code) = error.code() {
+        return matches!(code.code(), "57P01" | "57P02" | "57P03") || code.code().starts_with("08");
+    }
+    let mut source = std::error::Error::source(error);
+    while let Some(inner) = source {
+        if let Some(io) = inner.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                std::io::ErrorKind::NotFound
+                    | std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
+            );
+        }
+        source = inner.source();
+    }
+    false
+}
+
+/// `config` connected with reclaim's bounds.
+///
+/// The driver's `connect_timeout` bounds only the socket's connect: a server that accepts the
+/// connection and then says nothing would hold the handshake for ever. So the handshake and the
+/// session's settings run on a thread of their own, waited for at most `CONNECT_TIMEOUT`; past
+/// it the attempt is abandoned (its thread ends when that server closes the socket) and at most
+/// `MAX_UNANSWERED` such attempts are left waiting, so a silent server cannot pile them up.
+pub fn connect_with(
+    mut config: postgres::Config,
+    target: &str,
+    schema: Option<&str>,
+) -> Result<postgres::Client, WarehouseError> {
+    config
+        .connect_timeout(CONNECT_TIMEOUT)
+        .tcp_user_timeout(CONNECT_TIMEOUT)
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(5))
+        .keepalives_interval(Duration::from_secs(1))
+        .keepalives_retries(3)
+        .application_name(&application_name());
+    let mut setup = format!(
+        "SET statement_timeout = {STATEMENT_TIMEOUT_MS}; SET lock_timeout = {LOCK_TIMEOUT_MS}; \
+         SET idle_in_transaction_session_timeout = 60000;"
+    );
+    if let Some(schema) = schema {
+        setup = format!("{setup} SET search_path TO {};", quote_ident(schema));
+    }
+    let failed = |detail: String| WarehouseError::Connect {
+        target: target.to_string(),
+        detail,
+    };
+    if UNANSWERED.load(Ordering::SeqCst) >= MAX_UNANSWERED {
+        return Err(failed(format!(
+            "{MAX_UNANSWERED} earlier connection attempts are still unanswered; not trying again"
+        )));
+    }
+    let (tx, rx) = mpsc::sync_channel(1);
+    UNANSWERED.fetch_add(1, Ordering::SeqCst);
+    let spawned = std::thread::Builder::new()
+        .name("pg-connect".into())
+        .spawn(move || {
+            let outcome = config
+                .connect(postgres::NoTls)
+                .and_then(|mut client| client.batch_execute(&setup).map(|()| client))
+                .map_err(|e| (describe(&e), is_lost(&e)));
+            UNANSWERED.fetch_sub(1, Ordering::SeqCst);
+            let _ = tx.send(outcome);
+        });
+    if let Err(e) = spawned {
+        UNANSWERED.fetch_sub(1, Ordering::SeqCst);
+        return Err(failed(format!("cannot start a thread to connect: {e}")));
+    }
+    match rx.recv_timeout(CONNECT_TIMEOUT + Duration::from_millis(500)) {
+        // A server down or starting is told apart, so a worker may wait for it
+        // (`Server::connect_patiently`).
+        Ok(Err((detail, true))) => Err(WarehouseError::Lost {
+            what: format!("connecting to {target}"),
+            detail,
+        }),
+        Ok(outcome) => outcome.map_err(|(detail, _)| failed(detail)),
+        Err(_) => Err(failed(format!(
+            "no answer within {} s (it accepted the connection but said nothing: is it a PostgreSQL server, and is it up?)",
+            CONNECT_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
+/// Abandoned connection attempts still waiting for an answer (`connect_with`).
+static UNANSWERED: AtomicUsize = AtomicUsize::new(0);
+/// At most this many abandoned attempts at once.
+const MAX_UNANSWERED: usize = 4;
+
+/// How each session names itself on the server (`pg_stat_activity.application_name`): reclaim
+/// and this process's pid, so the observer can find a killed worker's session by its pid.
+#[must_use]
+pub fn application_name() -> String {
+    application_name_of(std::process::id())
+}
+
+/// `application_name()` of the process `pid`.
+#[must_use]
+pub fn application_name_of(pid: u32) -> String {
+    format!("reclaim/{pid}")
+}

@@ -1,0 +1,405 @@
+//! The night's look at the PostgreSQL server itself, beside the lanes' observers (which read
+//! rows): whether the server restarted under the night, and what the server did with a killed
+//! worker's open transaction. Only what a query showed is said.
+//!
+//! A restart is told by `pg_postmaster_start_time()`: a new one means a new postmaster, and a
+//! new postmaster means every session of the old one ended. The sessions lost are reclaim's
+//! (`application_name` `reclaim/PID`) that the last look before it counted.
+//!
+//! A kill: the engine stops the victims (SIGSTOP) and calls `before_kill`, which reads each
+//! victim's session (its backend, its state, the transaction it had open, by `backend_xid`);
+//! then the SIGKILL lands. Later looks ask the server `pg_xact_status` of that transaction until
+//! it is no longer in progress and the backend has gone, and say what the server did: aborted
+//! (its rows never reached the table) or committed (the kill came after the commit).
+
+use std::time::{Duration, Instant};
+
+use postgres::Client;
+
+use super::{Server, WarehouseError, application_name_of, is_lost};
+use crate::clock::SimTime;
+
+/// Between two looks at the server.
+const LOOK_EVERY: Duration = Duration::from_millis(250);
+/// Down this long, the server is said to be unreachable (the workers give up a little later,
+/// `RESTART_WAIT`, and the night ends with their failure).
+const DOWN_SAID_AFTER: Duration = Duration::from_secs(10);
+/// How long a killed worker's transaction is followed before saying it is still open.
+const VICTIM_BOUND: Duration = Duration::from_secs(20);
+
+/// A line the watch has to say: for a lane (a kill's outcome) or for the night.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Said {
+    pub lane: Option<usize>,
+    pub error: bool,
+    pub text: String,
+}
+
+/// Why a look did not reach the server: the driver's or the server's words.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Unreached(String);
+
+/// A killed worker's session as read just before the SIGKILL.
+#[derive(Debug)]
+struct Victim {
+    lane: usize,
+    pid: i32,
+    backend: i32,
+    /// Its open transaction (`xid8`, as text), if it had written in one.
+    xid: Option<String>,
+    state: String,
+    since: Instant,
+}
+
+/// The night's watch on its server.
+pub struct Watch {
+    server: Server,
+    client: Option<Client>,
+    /// `pg_postmaster_start_time()` at the last look.
+    start: Option<String>,
+    /// reclaim's sessions (this one aside) at the last look.
+    sessions: i64,
+    /// The night's clock at the last look that reached the server.
+    last_ok: f64,
+    /// Since when (sim, real) the server could not be reached, and why.
+    down: Option<(f64, Instant, String)>,
+    said_down: bool,
+    next_look: Option<Instant>,
+    victims: Vec<Victim>,
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch")
+            .field("start", &self.start)
+            .field("victims", &self.victims)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watch {
+    #[must_use]
+    pub fn new(server: &Server) -> Self {
+        Self {
+            server: server.clone(),
+            client: None,
+            start: None,
+            sessions: 0,
+            last_ok: 0.0,
+            down: None,
+            said_down: false,
+            next_look: None,
+            victims: Vec::new(),
+        }
+    }
+
+    /// Looks at the server (at most every `LOOK_EVERY`); `sim` is the night's clock now.
+    pub fn look(&mut self, now: Instant, sim: f64) -> Vec<Said> {
+        if self.next_look.is_some_and(|at| now < at) {
+            return Vec::new();
+        }
+        self.next_look = Some(now + LOOK_EVERY);
+        let mut said = Vec::new();
+        match self.server_state() {
+            Ok((start, sessions)) => {
+                said.extend(self.back(&start, sim));
+                self.last_ok = sim;
+                self.start = Some(start);
+                self.sessions = sessions;
+                said.extend(self.settle_victims(now));
+            }
+            Err(Unreached(detail)) => {
+                self.client = None;
+                let (_, since, _) = self.down.get_or_insert((sim, now, detail));
+                if !self.said_down && now.saturating_duration_since(*since) >= DOWN_SAID_AFTER {
+                    self.said_down = true;
+                    let (at, _, detail) = self
+                        .down
+                        .as_ref()
+                        .map_or((sim, now, ""), |d| (d.0, d.1, d.2.as_str()));
+                    said.push(Said {
+                        lane: None,
+                        error: true,
+                        text: format!("warehouse unreachable since {}: {detail}", SimTime(at)),
+                    });
+                }
+            }
+        }
+        said
+    }
+
+    /// The server answered again: a new start time is a restart, said once with the sessions it
+    /// ended; the same one after an outage is said as such.
+    fn back(&mut self, start: &str, sim: f64) -> Option<Said> {
+        let down = self.down.take();
+        let said_down = std::mem::take(&mut self.said_down);
+        let restarted = self.start.as_deref().is_some_and(|s| s != start);
+        let at = down.as_ref().map_or(sim, |d| d.0);
+        let text = if restarted {
+            // This look's own session was one of them too.
+            let lost = self.sessions + 1;
+            // Two looks bound the moment: the last that found the old server, the first that
+            // did not (or this one, if none failed between).
+            format!(
+                "warehouse restarted between {} and {}: {lost} connections lost (reclaim's sessions at the last look before it); the night goes on",
+                SimTime(self.last_ok),
+                SimTime(at)
+            )
+        } else if said_down {
+            format!(
+                "warehouse reachable again (unreachable since {}; the same server, not restarted)",
+                SimTime(at)
+            )
+        } else {
+            return None;
+        };
+        Some(Said {
+            lane: None,
+            error: false,
+            text,
+        })
+    }
+
+    /// The server's start time and reclaim's other sessions, on this watch's connection.
+    fn server_state(&mut self) -> Result<(String, i64), Unreached> {
+        if self.client.is_none() {
+            self.client = Some(self.server.connect_or_lost(None).map_err(|e| match e {
+                WarehouseError::Lost { detail, .. } | WarehouseError::Connect { detail, .. } => {
+                    Unreached(detail)
+                }
+                other => Unreached(other.to_string()),
+            })?);
+        }
+        let Some(client) = self.client.as_mut() else {
+            return Err(Unreached("no connection".into()));
+        };
+        let row = client
+            .query_one(
+                "SELECT pg_postmaster_start_time()::text, (SELECT count(*) FROM pg_stat_activity
+                   WHERE application_name LIKE 'reclaim/%' AND pid <> pg_backend_pid())",
+                &[],
+            )
+            .map_err(|e| {
+                if !is_lost(&e) {
+                    // Not the server's state: a look that failed is simply tried again.
+                    self.client = None;
+                }
+                Unreached(super::describe(&e))
+            })?;
+        Ok((row.get(0), row.get(1)))
+    }
+
+    /// Reads the sessions of the processes `pids` (stopped by the caller, about to be killed):
+    /// what each had open, followed until the server has dealt with it.
+    pub fn before_kill(&mut self, lane: usize, pids: &[i32], now: Instant) -> Vec<Said> {
+        let missing = self.read_sessions(lane, pids, now);
+        Self::unfollowed(
+            lane,
+            &missing,
+            "had no session on the server: nothing for it to abort",
+        )
+    }
+
+    /// `before_kill` for a worker found dead (killed by someone else): its session, if the
+    /// server has not ended it yet.
+    pub fn after_death(&mut self, lane: usize, pid: i32, now: Instant) -> Vec<Said> {
+        let missing = self.read_sessions(lane, &[pid], now);
+        Self::unfollowed(
+            lane,
+            &missing,
+            "had no session left when looked at: what it had open cannot be told from here",
+        )
+    }
+
+    fn unfollowed(lane: usize, pids: &[i32], why: &str) -> Vec<Said> {
+        (pids.iter())
+            .map(|pid| Said {
+                lane: Some(lane),
+                error: false,
+                text: format!("the killed worker (pid {pid}) {why}"),
+            })
+            .collect()
+    }
+
+    /// Follows the sessions of `pids`; returns the pids with none (or all, unread).
+    fn read_sessions(&mut self, lane: usize, pids: &[i32], now: Instant) -> Vec<i32> {
+        let names: Vec<String> = pids
+            .iter()
+            .filter_map(|&p| u32::try_from(p).ok())
+            .map(application_name_of)
+            .collect();
+        if names.is_empty() {
+            return Vec::new();
+        }
+        if self.client.is_none() {
+            self.client = self.server.connect_or_lost(None).ok();
+        }
+        let Some(client) = self.client.as_mut() else {
+            return pids.to_vec();
+        };
+        let rows = client.query(
+            "SELECT application_name, pid, coalesce(state, ''), backend_xid::text,
+                    pg_snapshot_xmax(pg_current_snapshot())::text
+             FROM pg_stat_activity WHERE application_name = ANY($1)",
+            &[&names],
+        );
+        let Ok(rows) = rows else {
+            self.client = None;
+            return pids.to_vec();
+        };
+        let mut missing = pids.to_vec();
+        for row in rows {
+            let name: String = row.get(0);
+            let Some(pid) = name.strip_prefix("reclaim/").and_then(|p| p.parse().ok()) else {
+                continue;
+            };
+            missing.retain(|&p| p != pid);
+            let xid: Option<String> = row.get(3);
+            let xmax: String = row.get(4);
+            self.victims.push(Victim {
+                lane,
+                pid,
+                backend: row.get(1),
+                xid: xid.and_then(|x| widen(&x, &xmax)),
+                state: row.get(2),
+                since: now,
+            });
+        }
+        missing
+    }
+
+    /// What the server did with each killed worker's transaction, once it has done it.
+    fn settle_victims(&mut self, now: Instant) -> Vec<Said> {
+        let Some(client) = self.client.as_mut() else {
+            return Vec::new();
+        };
+        let mut said = Vec::new();
+        let mut kept = Vec::new();
+        for victim in std::mem::take(&mut self.victims) {
+            let row = client.query_one(
+                "SELECT pg_xact_status($1::text::xid8), EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $2)",
+                &[&victim.xid, &victim.backend],
+            );
+            let Ok(row) = row else {
+                kept.push(victim);
+                continue;
+            };
+            let status: Option<String> = row.get(0);
+            let session_there: bool = row.get(1);
+            let overdue = now.saturating_duration_since(victim.since) >= VICTIM_BOUND;
+            if let Some(text) = victim_outcome(&victim, status.as_deref(), session_there, overdue) {
+                said.push(Said {
+                    lane: Some(victim.lane),
+                    error: false,
+                    text,
+                });
+            } else {
+                kept.push(victim);
+            }
+        }
+        self.victims = kept;
+        said
+    }
+}
+
+/// What to say of a killed worker's transaction, once there is something to say: `status` is
+/// `pg_xact_status` of its open transaction (`None` when it had none with writes).
+fn victim_outcome(
+    victim: &Victim,
+    status: Option<&str>,
+    session_there: bool,
+    overdue: bool,
+) -> Option<String> {
+    let (pid, backend) = (victim.pid, victim.backend);
+    let xid = victim.xid.as_deref().unwrap_or("");
+    match (status, session_there) {
+        (Some("aborted"), false) => Some(format!(
+            "server aborted the killed worker's open transaction (pid {pid}, xid {xid}: pg_xact_status aborted, backend {backend} gone): none of its uncommitted rows is in the table"
+        )),
+        (Some("committed"), false) => Some(format!(
+            "the killed worker's last transaction (pid {pid}, xid {xid}) had committed as the kill landed: nothing for the server to abort"
+        )),
+        (None, false) => Some(format!(
+            "the killed worker (pid {pid}) had no transaction with writes open (its session was {}): nothing for the server to abort; backend {backend} gone",
+            if victim.state.is_empty() {
+                "idle"
+            } else {
+                victim.state.as_str()
+            }
+        )),
+        _ if overdue => Some(format!(
+            "the killed worker's session (pid {pid}, backend {backend}) is still there after {} s: the server has not ended it yet",
+            VICTIM_BOUND.as_secs()
+        )),
+        _ => None,
+    }
+}
+
+/// A 32-bit `xid` widened to the 64-bit `xid8` that `pg_xact_status` takes, by the epoch of
+/// `xmax` (a current `xid8`): an xid above xmax's low half is from the epoch before.
+fn widen(xid: &str, xmax: &str) -> Option<String> {
+    let xid: u64 = xid.parse().ok()?;
+    let xmax: u64 = xmax.parse().ok()?;
+    let mut epoch = xmax >> 32;
+    if xid > (xmax & 0xffff_ffff) && epoch > 0 {
+        epoch -= 1;
+    }
+    Some(((epoch << 32) | xid).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_xid_takes_the_epoch_of_the_present_or_the_one_before() {
+        assert_eq!(widen("745", "800").as_deref(), Some("745"));
+        assert_eq!(
+            widen("745", &((3u64 << 32) + 800).to_string()).as_deref(),
+            Some(((3u64 << 32) + 745).to_string().as_str())
+        );
+        // Wrapped since: the xid is from the epoch before.
+        assert_eq!(
+            widen("4294967000", &((3u64 << 32) + 10).to_string()).as_deref(),
+            Some(((2u64 << 32) + 4_294_967_000).to_string().as_str())
+        );
+        assert_eq!(widen("x", "1"), None);
+    }
+
+    #[test]
+    fn a_kill_is_said_only_once_the_server_has_settled_it() {
+        let victim = Victim {
+            lane: 0,
+            pid: 42,
+            backend: 7,
+            xid: Some("745".into()),
+            state: "idle in transaction".into(),
+            since: Instant::now(),
+        };
+        assert_eq!(
+            victim_outcome(&victim, Some("in progress"), true, false),
+            None
+        );
+        assert_eq!(victim_outcome(&victim, Some("aborted"), true, false), None);
+        let aborted = victim_outcome(&victim, Some("aborted"), false, false);
+        assert!(
+            aborted.as_deref().is_some_and(|t| t.starts_with(
+                "server aborted the killed worker's open transaction (pid 42, xid 745:"
+            )),
+            "{aborted:?}"
+        );
+        assert!(
+            victim_outcome(&victim, Some("in progress"), true, true)
+                .is_some_and(|t| t.contains("still there"))
+        );
+        let idle = Victim {
+            xid: None,
+            ..victim
+        };
+        assert!(
+            victim_outcome(&idle, None, false, false)
+                .is_some_and(|t| t.contains("no transaction with writes open"))
+        );
+    }
+}

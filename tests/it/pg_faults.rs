@@ -1,0 +1,213 @@
+//! Faults only a server adds, on the real binary and a private cluster: the server restarted
+//! mid-night (`pg_ctl restart`, as its owner would), and a worker SIGKILLed inside an open
+//! transaction, whose fate the night reads from the server (`pg_xact_status`) and this test
+//! reads again with psql.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::common::BIN;
+use crate::warehouse_pg::{as_owner, cluster_folder, folder, pg_bin, poll_until, processes_under};
+
+/// `reclaim run --strategy guarded --warehouse postgres ARGS` in `dir` (its TMPDIR), output to
+/// files there.
+fn start_night(dir: &Path, args: &[&str]) -> Child {
+    let file = |name: &str| {
+        Stdio::from(std::fs::File::create(dir.join(name)).unwrap_or_else(|e| panic!("{e}")))
+    };
+    Command::new(BIN)
+        .args(["run", "--strategy", "guarded", "--warehouse", "postgres"])
+        .args(args)
+        .env("TMPDIR", dir)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(file("out.txt"))
+        .stderr(file("err.txt"))
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// psql on the cluster in `cluster`, `None` while it cannot answer (restarting).
+fn psql_try(cluster: &Path, sql: &str) -> Option<String> {
+    let output = Command::new("psql")
+        .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h"])
+        .arg(cluster)
+        .args(["-U", "reclaim", "-d", "postgres", "-c", sql])
+        .env("PGCONNECT_TIMEOUT", "5")
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+/// The night's cluster once its schema holds at least `rows` rows.
+fn up_with_rows(dir: &Path, rows: u64, night: &mut Child) -> PathBuf {
+    let mut cluster = PathBuf::new();
+    let up = poll_until(Duration::from_secs(90), || {
+        cluster_folder(dir).is_some_and(|c| {
+            cluster = c;
+            psql_try(&cluster, "SELECT count(*) FROM night.records")
+                .and_then(|n| n.parse::<u64>().ok())
+                .is_some_and(|n| n >= rows)
+        })
+    });
+    if !up {
+        let _ = night.kill();
+        let _ = night.wait();
+        panic!("no night with {rows} rows: {}", read(dir, "err.txt"));
+    }
+    cluster
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_default()
+}
+
+/// Waits for the night's end (bounded); its exit code and stdout.
+fn finish(dir: &Path, mut night: Child) -> (Option<i32>, String) {
+    let mut status = None;
+    let ended = poll_until(Duration::from_secs(180), || {
+        status = night.try_wait().ok().flatten();
+        status.is_some()
+    });
+    if !ended {
+        let _ = night.kill();
+        let _ = night.wait();
+        panic!("the night did not end: {}", read(dir, "out.txt"));
+    }
+    (status.and_then(|s| s.code()), read(dir, "out.txt"))
+}
+
+/// The server restarted under two guarded workers: the night says so once, with the sessions
+/// it ended; the workers are restarted as after a kill and resume from their checkpoints; the
+/// verdict holds; and the restarted postmaster (pg_ctl's child, not the guard's) is stopped
+/// and its folder removed as reclaim ends.
+#[test]
+fn a_server_restart_mid_night_is_said_once_and_the_night_goes_on() {
+    let Some(bin) = pg_bin() else {
+        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
+        return;
+    };
+    let dir = folder();
+    let mut night = start_night(
+        dir.path(),
+        &["--items", "1500", "--delay-ms", "10", "--workers", "2"],
+    );
+    let cluster = up_with_rows(dir.path(), 100, &mut night);
+    let restarted = as_owner(&bin.join("pg_ctl"))
+        .arg("-D")
+        .arg(cluster.join("data"))
+        .arg("-l")
+        .arg(cluster.join("restart.log"))
+        .args(["-m", "fast", "-w", "-t", "60", "restart"])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("pg_ctl: {e}"));
+    assert!(restarted.success(), "pg_ctl restart failed");
+    let (code, out) = finish(dir.path(), night);
+    assert_eq!(code, Some(0), "{out}\n{}", read(dir.path(), "err.txt"));
+    let said: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("warehouse restarted between"))
+        .collect();
+    assert_eq!(said.len(), 1, "{out}");
+    // Two workers, the lane's observer and the watch itself were connected.
+    assert!(said[0].contains(": 4 connections lost"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("lost the connection to PostgreSQL")
+                && l.contains("restarted as after a kill")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.contains("rows=1500 duplicated_task_ids=0")),
+        "{out}"
+    );
+    assert!(out.contains("derived=ok"), "{out}");
+    let gone = poll_until(Duration::from_secs(30), || {
+        !cluster.exists() && processes_under(dir.path()).is_empty()
+    });
+    assert!(
+        gone,
+        "left: folder {}, processes {:?}",
+        cluster.exists(),
+        processes_under(dir.path())
+    );
+}
+
+/// A worker SIGKILLed while its transaction waits on a row another session holds: the server
+/// keeps the session until that wait ends, then aborts the transaction. The night says so from
+/// `pg_xact_status`; psql, asked independently, agrees; and the night's figures hold.
+#[test]
+fn a_killed_workers_open_transaction_is_shown_aborted_by_the_server() {
+    if pg_bin().is_none() {
+        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
+        return;
+    }
+    let dir = folder();
+    let mut night = start_night(dir.path(), &["--items", "1000", "--delay-ms", "10"]);
+    let cluster = up_with_rows(dir.path(), 20, &mut night);
+    // A checkpoint a little ahead of the worker, inserted and held uncommitted: the worker's
+    // own checkpoint of that task waits for this transaction, after its row's insert.
+    let ahead = psql_try(
+        &cluster,
+        "SELECT 'task-' || lpad((count(*) + 40)::text, 3, '0') FROM night.records",
+    )
+    .unwrap_or_else(|| panic!("psql"));
+    let mut holder = Command::new("psql")
+        .args(["-X", "-q", "-h"])
+        .arg(&cluster)
+        .args(["-U", "reclaim", "-d", "postgres", "-c"])
+        .arg(format!(
+            "BEGIN; INSERT INTO night.checkpoints VALUES ('{ahead}', 0); SELECT pg_sleep(4); ROLLBACK;"
+        ))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut waiting = String::new();
+    let found = poll_until(Duration::from_secs(60), || {
+        waiting = psql_try(
+            &cluster,
+            "SELECT substr(application_name, 9) || ' ' || backend_xid FROM pg_stat_activity \
+             WHERE wait_event_type = 'Lock' AND application_name LIKE 'reclaim/%' AND backend_xid IS NOT NULL",
+        )
+        .unwrap_or_default();
+        !waiting.is_empty()
+    });
+    assert!(found, "no worker waited on {ahead}");
+    let (pid, xid) = waiting
+        .split_once(' ')
+        .unwrap_or_else(|| panic!("{waiting}"));
+    let pid: i32 = pid.parse().unwrap_or_else(|e| panic!("{pid}: {e}"));
+    kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap_or_else(|e| panic!("{e}"));
+    // The server's own word, asked by this test: aborted once the wait ends.
+    let mut status = String::new();
+    let settled = poll_until(Duration::from_secs(30), || {
+        status = psql_try(&cluster, &format!("SELECT pg_xact_status('{xid}'::xid8)"))
+            .unwrap_or_default();
+        status == "aborted" || status == "committed"
+    });
+    assert!(settled, "{xid}: {status}");
+    assert_eq!(status, "aborted");
+    let _ = holder.wait();
+    let (code, out) = finish(dir.path(), night);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.lines().any(|l| l.contains(&format!(
+            "server aborted the killed worker's open transaction (pid {pid}, xid {xid}: pg_xact_status aborted"
+        ))),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.contains("rows=1000 duplicated_task_ids=0")),
+        "{out}"
+    );
+}

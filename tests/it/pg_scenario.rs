@@ -1,0 +1,165 @@
+//! Scenarios and the dashboard on PostgreSQL: `warehouse = "postgres"` in a scenario file runs
+//! its night on a private cluster with the verdicts it has on SQLite; the dashboard says where
+//! the rows go in its header; and however the dashboard is left (q, Ctrl-C), its cluster's
+//! processes, socket and folder are gone.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::common::reclaim_in_dir;
+use crate::pty::Dashboard;
+use crate::warehouse_pg::{cluster_folder, folder, pg_bin, poll_until, processes_under};
+
+/// A short night of the postmortem's shape: naive beside guarded, the host's kill at task-030.
+const NIGHT: &str = r#"title = "A short night"
+scale = 600.0
+items = 60
+delay_ms = 10.0
+seed = 7
+
+[host]
+kill_at_task = "task-030"
+
+[[lane]]
+strategy = "naive"
+
+[[lane]]
+strategy = "guarded"
+"#;
+
+/// The verdict lines of a `run --scenario`.
+fn verdicts(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("verdict"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_scenario_on_postgres_gives_the_verdicts_it_gives_on_sqlite() {
+    if pg_bin().is_none() {
+        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
+        return;
+    }
+    let dir = folder();
+    let on_pg = dir.path().join("short-pg.toml");
+    let on_sqlite = dir.path().join("short.toml");
+    std::fs::write(&on_pg, format!("warehouse = \"postgres\"\n{NIGHT}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&on_sqlite, NIGHT).unwrap_or_else(|e| panic!("{e}"));
+    let limit = Duration::from_secs(180);
+    let run = |file: &Path| {
+        let file = file.display().to_string();
+        reclaim_in_dir(dir.path(), &["run", "--scenario", &file], limit)
+    };
+    let pg = run(&on_pg);
+    let sqlite = run(&on_sqlite);
+    assert_eq!(pg.code, Some(1), "{}\n{}", pg.stdout, pg.stderr);
+    assert_eq!(sqlite.code, Some(1), "{}\n{}", sqlite.stdout, sqlite.stderr);
+    assert_eq!(verdicts(&pg.stdout), verdicts(&sqlite.stdout));
+    // The figures are the lesson's, not merely equal: naive wrote task-000.. again.
+    let lines = verdicts(&pg.stdout);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(" naive ") && l.contains("DATA WRONG")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(" guarded ") && l.contains("rows=60 duplicated_task_ids=0")),
+        "{lines:?}"
+    );
+    // It ran on PostgreSQL: the private cluster said so as it closed, and is gone.
+    assert!(
+        pg.stdout
+            .contains("postgres     private cluster stopped and removed"),
+        "{}",
+        pg.stdout
+    );
+    assert!(!sqlite.stdout.contains("postgres "), "{}", sqlite.stdout);
+    assert_eq!(cluster_folder(dir.path()), None);
+}
+
+#[test]
+fn a_scenario_names_sqlite_or_postgres_never_a_server() {
+    let dir = folder();
+    for (value, needle) in [
+        ("postgres://bob:secret@db/x", "given on the command line"),
+        ("mysql", "is not a warehouse"),
+    ] {
+        let file = dir.path().join("bad.toml");
+        std::fs::write(&file, format!("warehouse = \"{value}\"\n{NIGHT}"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let file = file.display().to_string();
+        let run = reclaim_in_dir(
+            dir.path(),
+            &["run", "--scenario", &file],
+            Duration::from_secs(20),
+        );
+        crate::common::assert_one_line_error(&run, needle);
+        assert!(!run.stderr.contains("secret"), "{}", run.stderr);
+    }
+}
+
+/// The dashboard on a private cluster, from a scenario file (`warehouse = "postgres"`) left
+/// with q, and from `--warehouse postgres` left with Ctrl-C: the header names the warehouse,
+/// and nothing of the cluster is left after either.
+#[test]
+fn the_dashboard_on_postgres_says_so_and_leaves_nothing_after_q_or_ctrl_c() {
+    if pg_bin().is_none() {
+        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
+        return;
+    }
+    for key in [&b"q"[..], &b"\x03"[..]] {
+        let dir = folder();
+        let file = dir.path().join("short-pg.toml");
+        // Slow enough that the night is still running when the key comes.
+        let slow = NIGHT.replace("scale = 600.0", "scale = 10.0");
+        std::fs::write(&file, format!("warehouse = \"postgres\"\n{slow}"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let file = file.display().to_string();
+        let args: Vec<&str> = if key == b"q" {
+            vec!["tui", "--scenario", &file]
+        } else {
+            vec!["tui", "--scenario", "incident", "--warehouse", "postgres"]
+        };
+        let mut dashboard =
+            Dashboard::start(&args, dir.path(), 140, 40).unwrap_or_else(|e| panic!("{e}"));
+        let deadline = Instant::now() + Duration::from_secs(90);
+        dashboard
+            .wait_for("the warehouse in the header", deadline, |screen| {
+                screen
+                    .contents()
+                    .lines()
+                    .next()
+                    .is_some_and(|l| l.contains("on postgres (private cluster)"))
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        // A worker is writing to the cluster (its backend works in the cluster's folder).
+        let writing = poll_until(Duration::from_secs(60), || {
+            processes_under(dir.path())
+                .iter()
+                .any(|(_, line)| line.contains(" worker "))
+        });
+        assert!(writing, "{}", dashboard.text());
+        let cluster = cluster_folder(dir.path()).unwrap_or_else(|| panic!("no cluster folder"));
+        assert!(cluster.join(".s.PGSQL.5432").exists(), "no socket");
+        dashboard.send(key).unwrap_or_else(|e| panic!("{e}"));
+        let status = dashboard
+            .wait_exit(Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(status.success(), "{status:?}: {}", dashboard.text());
+        let gone = poll_until(Duration::from_secs(30), || {
+            !cluster.exists() && processes_under(dir.path()).is_empty()
+        });
+        assert!(
+            gone,
+            "after {key:?}: folder {}, processes {:?}",
+            cluster.exists(),
+            processes_under(dir.path())
+        );
+    }
+}
