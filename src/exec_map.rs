@@ -270,6 +270,7 @@ pub fn scenario_for(job: &ExecJob, cell: &ExecCell, delay: Duration) -> crate::s
         hang_at_task: None,
         hang_for: None,
         wipe_at_task: None,
+        warehouse: crate::warehouse::Spec::Sqlite,
         lanes: vec![ScenarioLane {
             name: "your job".into(),
             worker: LaneWorker::Exec(Box::new(job)),
