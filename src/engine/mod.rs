@@ -408,8 +408,10 @@ impl Engine {
             // A long item's real work takes the real time it takes, whatever the speed key: the
             // clock runs at the scenario's own pace meanwhile, so the kills land in the same
             // place of the work at every speed (at 16x, they would all land before it could end).
-            let working = (self.lanes.iter())
-                .any(|l| (l.slots.iter().zip(&l.attempts)).any(|(s, a)| s.is_live() && a.working));
+            // So does a claim worker's wait for a lease to end, which is real time too.
+            let working = (self.lanes.iter()).any(|l| {
+                (l.slots.iter().zip(&l.attempts)).any(|(s, a)| s.is_live() && (a.working || a.idle))
+            });
             let speed = if working { 1.0 } else { self.speed };
             self.clock.set_scale(self.config.scale * speed, now);
             self.clock.advance(now, limit);

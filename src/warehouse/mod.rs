@@ -11,6 +11,7 @@
 pub mod cluster;
 pub mod follow;
 pub mod pg;
+pub mod pg_claim;
 pub mod pg_inspect;
 
 use std::path::Path;
