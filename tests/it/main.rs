@@ -2,6 +2,7 @@
 //! SQLite files in temporary folders, real signals. Each module covers one command family.
 
 mod captions;
+mod claim;
 mod common;
 mod docs;
 mod exec;

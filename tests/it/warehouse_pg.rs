@@ -18,7 +18,7 @@ use crate::common::{BIN, assert_one_line_error, cmdline, process_gone, reclaim_i
 
 /// The server programs, as reclaim looks for them. In CI (`CI` set, as `.ci/run` runs) their
 /// absence fails the test: there `.ci/run` installs them, so they must be found.
-fn pg_bin() -> Option<PathBuf> {
+pub(crate) fn pg_bin() -> Option<PathBuf> {
     let found = ["17", "16", "15", "14"]
         .iter()
         .map(|v| PathBuf::from(format!("/usr/lib/postgresql/{v}/bin")))
@@ -32,7 +32,7 @@ fn pg_bin() -> Option<PathBuf> {
 
 /// A test folder the cluster's unprivileged account can enter (reclaim run as root runs the
 /// cluster as `nobody`, which needs to pass through every folder above its own).
-fn folder() -> tempfile::TempDir {
+pub(crate) fn folder() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -40,7 +40,7 @@ fn folder() -> tempfile::TempDir {
 }
 
 /// The one `reclaim-pg-*` folder under `dir`, if there is one.
-fn cluster_folder(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn cluster_folder(dir: &Path) -> Option<PathBuf> {
     std::fs::read_dir(dir)
         .ok()?
         .filter_map(Result::ok)
@@ -95,7 +95,7 @@ fn as_owner(program: &Path) -> Command {
 }
 
 /// Starts a kept cluster again, as reclaim's closing lines say to.
-fn start_kept(bin: &Path, cluster: &Path) {
+pub(crate) fn start_kept(bin: &Path, cluster: &Path) {
     let status = as_owner(&bin.join("pg_ctl"))
         .arg("-D")
         .arg(cluster.join("data"))
@@ -110,7 +110,7 @@ fn start_kept(bin: &Path, cluster: &Path) {
     assert!(status.success(), "pg_ctl start failed");
 }
 
-fn stop_kept(bin: &Path, cluster: &Path) {
+pub(crate) fn stop_kept(bin: &Path, cluster: &Path) {
     let _ = as_owner(&bin.join("pg_ctl"))
         .arg("-D")
         .arg(cluster.join("data"))
@@ -120,7 +120,7 @@ fn stop_kept(bin: &Path, cluster: &Path) {
 }
 
 /// `psql -Atc SQL` on the cluster in `cluster`, as role `user`: its output, trimmed.
-fn psql(cluster: &Path, sql: &str) -> String {
+pub(crate) fn psql(cluster: &Path, sql: &str) -> String {
     let output = Command::new("psql")
         .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h"])
         .arg(cluster)
