@@ -105,9 +105,9 @@ fn a_killed_workers_lease_ends_and_another_worker_takes_its_item() {
         .stdout
         .lines()
         .find(|l| l.contains(" start ") && l.ends_with(&slot))
-        .and_then(|l| l.split_whitespace().find(|w| w.starts_with("run_id=")))
-        .map(|w| w.trim_start_matches("run_id=").to_string())
-        .unwrap_or_else(|| panic!("no start line for {slot}:\n{}", run.stdout));
+        .and_then(|l| l.split_whitespace().find_map(|w| w.strip_prefix("run_id=")))
+        .unwrap_or_else(|| panic!("no start line for {slot}:\n{}", run.stdout))
+        .to_string();
     let conn = open_ro(&db);
     assert_eq!(count(&conn, "SELECT count(*) FROM records"), 40);
     assert_eq!(
