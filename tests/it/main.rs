@@ -17,6 +17,7 @@ mod map;
 mod module_graph;
 mod own_points;
 mod own_queue;
+mod pg_map;
 mod pty;
 mod refuse;
 mod replay;
