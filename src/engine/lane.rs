@@ -317,7 +317,12 @@ impl Lane {
                     attempt: self.slots[slot].attempt() + 1,
                     delay: self.config.delay,
                 };
-                (env.command(exe, &job.command), false)
+                let mut command = env.command(exe, &job.command);
+                // On PostgreSQL the job is handed its lane's schema as libpq's variables.
+                if let Some(server) = crate::warehouse::active() {
+                    command.envs(crate::warehouse::pg_job::job_env(server, &self.config.db));
+                }
+                (command, false)
             }
         }
     }

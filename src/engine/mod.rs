@@ -200,7 +200,13 @@ impl Engine {
                 .job()
                 .and_then(|j| j.setup_sql.as_deref())
             {
-                crate::store::rows::run_setup(&lane.config.db, sql)?;
+                match crate::warehouse::active() {
+                    Some(server) => {
+                        crate::warehouse::pg_job::run_setup(server, &lane.config.db, sql)
+                            .map_err(crate::store::StoreError::from)?;
+                    }
+                    None => crate::store::rows::run_setup(&lane.config.db, sql)?,
+                }
             }
             // A queue too long to write out is the job's to compute (RECLAIM_ITEMS).
             if let Some(job) = lane.config.worker.job()

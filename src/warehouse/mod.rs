@@ -13,6 +13,7 @@ pub mod follow;
 pub mod pg;
 pub mod pg_claim;
 pub mod pg_inspect;
+pub mod pg_job;
 
 use std::path::Path;
 use std::process::Command;
