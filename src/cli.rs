@@ -207,9 +207,17 @@ pub struct MapArgs {
     /// reached (without it such a cell is said not tested, never counted right)
     #[arg(long)]
     pub strict: bool,
-    /// Keep every night's database (its path is in each cell) instead of removing it
+    /// Keep every night's database (its path is in each cell) instead of removing it; with
+    /// --warehouse postgres, the private cluster (stopped), every night's schema in it
     #[arg(long)]
     pub keep: bool,
+    /// Where the nights' rows go: sqlite (a file per night), postgres (one private PostgreSQL
+    /// cluster for the whole map, each night in a schema of its own), or postgres://USER@HOST/DB
+    #[arg(long, value_name = "sqlite|postgres|URL", default_value = "sqlite", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::warehouse::Spec>()), conflicts_with = "exec")]
+    pub warehouse: crate::warehouse::Spec,
+    /// On PostgreSQL: the map's schema prefix (each night's is NAME_NNNNN_...); none may exist
+    #[arg(long, value_name = "NAME", value_parser = crate::warehouse::check_schema_name)]
+    pub pg_schema: Option<String>,
     /// Your own job instead of reclaim's strategies: every key of its queue x every crash point
     /// it announces (or a kill after every row count), each a real night
     #[command(flatten)]

@@ -323,6 +323,11 @@ impl Runner {
             task_id(crash.task),
             crash.point
         ));
+        // On PostgreSQL the night's lane has a schema of its own, claimed before it starts.
+        if let Some(server) = crate::warehouse::active() {
+            crate::warehouse::pg::claim_schema(server, &server.schema_for(&db))
+                .map_err(crate::store::StoreError::from)?;
+        }
         let lane = LaneConfig {
             delay: Duration::ZERO,
             // Full speed: no sim time between items, nothing to wait for.

@@ -16,6 +16,9 @@ use crate::queue::Queue;
 use crate::store::rows::{self, RowSource};
 use crate::store::{self, StoreError, table_exists};
 
+/// How often an external job's table on PostgreSQL is read (whole, by key).
+const PG_JOB_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// At most this many rows are taken per poll, so a tick stays short even when a million rows
 /// arrive at once; the rest come on the next poll.
 const MAX_ROWS_PER_POLL: i64 = 50_000;
@@ -76,6 +79,11 @@ pub struct Observer {
     conn: Option<Connection>,
     /// On PostgreSQL (`warehouse::active`): the lane's schema, followed there instead.
     pg: Option<crate::warehouse::follow::Follow>,
+    /// On PostgreSQL, an external job's table in its lane's schema, and when it was last read.
+    pg_job: Option<(
+        crate::warehouse::pg_job::JobFollow,
+        Option<std::time::Instant>,
+    )>,
     /// `PRAGMA data_version` of `conn` when a poll last read everything there was: while it
     /// stays the same no other connection has committed, and a poll has nothing to read.
     caught_up_at: Option<i64>,
@@ -117,6 +125,7 @@ impl Observer {
             conn: None,
             pg: crate::warehouse::active()
                 .map(|server| crate::warehouse::follow::Follow::new(server, db)),
+            pg_job: None,
             caught_up_at: None,
             high_water: 0,
             checkpoint_high_water: 0,
@@ -146,6 +155,8 @@ impl Observer {
         Self {
             source: Some(source),
             queue,
+            pg_job: crate::warehouse::active()
+                .map(|server| (crate::warehouse::pg_job::JobFollow::new(server, db), None)),
             ..Self::new(db, items)
         }
     }
@@ -183,6 +194,9 @@ impl Observer {
     /// error: there is simply nothing to see.
     pub fn poll(&mut self) -> Result<Poll, StoreError> {
         if let Some(source) = self.source.clone() {
+            if self.pg_job.is_some() {
+                return self.poll_job_pg(&source);
+            }
             return self.poll_job(&source);
         }
         if self.pg.is_some() {
@@ -230,6 +244,54 @@ impl Observer {
                 wiped: true,
             });
         }
+        Ok(poll)
+    }
+
+    /// `poll` for an external job on PostgreSQL: its table read whole by key (or counted by
+    /// `--count-sql`) in one snapshot, at most every `PG_JOB_EVERY`; the figures recounted.
+    fn poll_job_pg(&mut self, source: &RowSource) -> Result<Poll, StoreError> {
+        use crate::warehouse::pg_job::JobRead;
+        let (Some(server), Some((follow, last))) =
+            (crate::warehouse::active(), self.pg_job.as_mut())
+        else {
+            return Ok(Poll::default());
+        };
+        if last.is_some_and(|at| at.elapsed() < PG_JOB_EVERY) {
+            return Ok(Poll::default());
+        }
+        *last = Some(std::time::Instant::now());
+        let read = follow.read(server, source)?;
+        let mut poll = Poll::default();
+        let (rows, distinct, duplicated, unexpected) = match read {
+            JobRead::NoTable => return Ok(poll),
+            JobRead::Counted(rows, distinct) => (rows, distinct, rows.saturating_sub(distinct), 0),
+            JobRead::Keys(groups) => {
+                self.seen.clear();
+                self.duplicated_bits.clear();
+                let (mut rows, mut distinct, mut duplicated, mut outside) = (0, 0, 0, 0u64);
+                for (key, count) in groups {
+                    rows += count;
+                    match key.as_deref().and_then(|k| self.queue.index_of(k)) {
+                        Some(index) => {
+                            self.seen.set(index);
+                            distinct += 1;
+                            if count > 1 {
+                                self.duplicated_bits.set(index);
+                                duplicated += 1;
+                            }
+                        }
+                        None => outside += count,
+                    }
+                }
+                (rows, distinct, duplicated, outside)
+            }
+        };
+        self.table_seen = true;
+        poll.new_rows = rows.saturating_sub(self.rows);
+        self.rows = rows;
+        self.distinct = distinct;
+        self.duplicated = duplicated;
+        self.unexpected = unexpected;
         Ok(poll)
     }
 

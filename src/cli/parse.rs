@@ -16,12 +16,12 @@ pub struct Points(pub Vec<CrashPoint>);
 
 pub(super) fn parse_strategies(text: &str) -> Result<Strategies, String> {
     if text == "all" {
-        // The four whose rows alone tell the story; the outbox is named to be mapped.
+        // The four whose rows alone tell the story; the outbox and claim are named to be mapped.
         return Ok(Strategies(
             Strategy::all()
                 .iter()
                 .copied()
-                .filter(|s| !s.relays())
+                .filter(|s| s.in_full_map())
                 .collect(),
         ));
     }

@@ -105,9 +105,19 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
         .as_deref()
         .map(crate::junit::check_path)
         .transpose()?;
+    // On PostgreSQL one cluster (or server) holds the whole map, each night in its own schema;
+    // the map is printed, not drawn (the screen's `enter` opens a night on SQLite files).
+    let night = crate::warehouse::WarehouseArgs {
+        warehouse: args.warehouse.clone(),
+        pg_schema: args.pg_schema.clone(),
+        keep: args.keep && args.warehouse == crate::warehouse::Spec::Private,
+    }
+    .open()
+    .map_err(crate::store::StoreError::from)?;
     let interactive = !args.json
         && !args.csv
         && !args.plain
+        && night.is_none()
         && io::stdout().is_terminal()
         && io::stdin().is_terminal();
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
@@ -186,13 +196,16 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     if kept.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
+    let mut out = crate::out::stdout();
     print_map(
         args,
         (&plan, &state),
         (all_right, interactive),
         kept,
-        &mut crate::out::stdout(),
+        &mut out,
     )?;
+    // Its closing lines on stderr beside JSON or CSV, so stdout stays one format.
+    crate::warehouse::close(night, args.json || args.csv, None, &mut out);
     Ok(if holds { OK } else { DATA_WRONG })
 }
 

@@ -134,12 +134,15 @@ fn open_warehouse(
     (args.warehouse.open()).map_err(|e| Error::Store(e.into()))
 }
 
-/// What reclaim runs on PostgreSQL so far: its own strategies, without split items.
+/// What reclaim runs on PostgreSQL so far: its own strategies, without split items, and an
+/// --exec job judged by its table or --count-sql (its queue not read by --keys-sql, nor its
+/// checkpoints followed).
 fn pg_supports(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
     let missing = match worker {
-        LaneWorker::Exec(_) => Some("--exec"),
+        LaneWorker::Exec(_) if args.job.keys_sql.is_some() => Some("--keys-sql"),
+        LaneWorker::Exec(_) if args.job.checkpoint_table.is_some() => Some("--checkpoint-table"),
         LaneWorker::Strategy(_) if args.long.split > 1 => Some("--split"),
-        LaneWorker::Strategy(_) => None,
+        LaneWorker::Exec(_) | LaneWorker::Strategy(_) => None,
     };
     match missing {
         Some(what) => Err(Error::Refused(format!(

@@ -311,9 +311,12 @@ impl LaneConfig {
                 )?),
                 None => crate::store::inspect::inspect(&self.db, self.items),
             },
-            LaneWorker::Exec(job) => {
-                crate::store::inspect::inspect_rows(&self.db, &job.queue, &job.rows)
-            }
+            LaneWorker::Exec(job) => match crate::warehouse::active() {
+                Some(server) => Ok(crate::warehouse::pg_job::inspect_rows(
+                    server, &self.db, &job.queue, &job.rows,
+                )?),
+                None => crate::store::inspect::inspect_rows(&self.db, &job.queue, &job.rows),
+            },
         }
     }
 }

@@ -321,7 +321,12 @@ impl Lane {
                         self.config.delay
                     },
                 };
-                (env.command(exe, &job.command), false)
+                let mut command = env.command(exe, &job.command);
+                // On PostgreSQL the job is handed its lane's schema as libpq's variables.
+                if let Some(server) = crate::warehouse::active() {
+                    command.envs(crate::warehouse::pg_job::job_env(server, &self.config.db));
+                }
+                (command, false)
             }
         }
     }

@@ -203,7 +203,13 @@ impl Engine {
                 .job()
                 .and_then(|j| j.setup_sql.as_deref())
             {
-                crate::store::rows::run_setup(&lane.config.db, sql)?;
+                match crate::warehouse::active() {
+                    Some(server) => {
+                        crate::warehouse::pg_job::run_setup(server, &lane.config.db, sql)
+                            .map_err(crate::store::StoreError::from)?;
+                    }
+                    None => crate::store::rows::run_setup(&lane.config.db, sql)?,
+                }
             }
             // A queue too long to write out is the job's to compute (RECLAIM_ITEMS).
             if let Some(job) = lane.config.worker.job()
@@ -411,8 +417,10 @@ impl Engine {
             // A long item's real work takes the real time it takes, whatever the speed key: the
             // clock runs at the scenario's own pace meanwhile, so the kills land in the same
             // place of the work at every speed (at 16x, they would all land before it could end).
-            let working = (self.lanes.iter())
-                .any(|l| (l.slots.iter().zip(&l.attempts)).any(|(s, a)| s.is_live() && a.working));
+            // So does a claim worker's wait for a lease to end, which is real time too.
+            let working = (self.lanes.iter()).any(|l| {
+                (l.slots.iter().zip(&l.attempts)).any(|(s, a)| s.is_live() && (a.working || a.idle))
+            });
             let speed = if working { 1.0 } else { self.speed };
             self.clock.set_scale(self.config.scale * speed, now);
             self.clock.advance(now, limit);

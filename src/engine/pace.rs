@@ -62,6 +62,9 @@ pub struct Attempt {
     /// The worker is doing the long item's real work (it said `work`): the clock runs on at its
     /// speed meanwhile instead of waiting for the write, so the host's kills can land in it.
     pub working: bool,
+    /// The worker waits on real time for another worker's lease to end (a claim worker said
+    /// `idle`): the clock does not wait for it, nor do the others, until it asks for a write.
+    pub idle: bool,
     /// The write in whose work the plan's crash point falls (`--crash-at`), while this attempt
     /// is the one that carries it out.
     pub crash_write: Option<u64>,
@@ -82,6 +85,7 @@ impl Attempt {
             waiting_since: None,
             unpaced_now: start,
             working: false,
+            idle: false,
             crash_write: None,
         }
     }
@@ -145,7 +149,7 @@ impl Attempt {
     /// write it waits for (or of its last write, while it has not said what comes next).
     /// `None` once the worker has kept the clock waiting longer than `STALL`.
     pub fn hold(&mut self, now: Instant) -> Option<f64> {
-        if !self.paced() || self.working {
+        if !self.paced() || self.working || self.idle {
             return None;
         }
         let mut hold = self.done_at(self.need.max(self.writes));
@@ -179,6 +183,15 @@ impl Attempt {
         self.working = false;
         self.writes = writes;
         self.rebase(clock);
+    }
+
+    /// The worker asks for a write again after waiting idle: its schedule goes on from the
+    /// clock's reading `clock` (the wait took the sim time the clock ran meanwhile).
+    pub fn wakes(&mut self, clock: f64) {
+        if self.idle {
+            self.idle = false;
+            self.rebase(clock);
+        }
     }
 
     /// The clock is not held by this attempt now (it had moved on before the hold).

@@ -19,6 +19,19 @@ static ADOPTS: AtomicBool = AtomicBool::new(false);
 /// Adopted orphans killed but not yet reaped (a SIGKILL takes a moment to land).
 static UNREAPED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
+/// Children this process spawned itself that are not workers (the private PostgreSQL cluster's
+/// guard, `warehouse::cluster`): its own, never orphans, so a sweep after a job's death leaves
+/// them alone (it once took the cluster's guard for an orphan, and the night's server with it).
+static OWN: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+/// Marks `pid`, a child this process spawned and will reap itself, as its own: `sweep` never
+/// kills it.
+pub fn own(pid: u32) {
+    if let (Ok(mut own), Ok(pid)) = (OWN.lock(), i32::try_from(pid)) {
+        own.insert(pid);
+    }
+}
+
 /// Makes this process the subreaper of its descendants (once); called before an external job
 /// is spawned. A kernel without subreapers (before 3.4) leaves the group kill as the only layer.
 pub fn become_subreaper() {
@@ -96,9 +109,10 @@ pub fn sweep(live: &BTreeSet<i32>) {
     }
     let me = getpid().as_raw();
     let parents = parents();
+    let own = OWN.lock().map(|o| o.clone()).unwrap_or_default();
     let adopted: Vec<i32> = parents
         .iter()
-        .filter(|&(pid, ppid)| *ppid == me && !live.contains(pid))
+        .filter(|&(pid, ppid)| *ppid == me && !live.contains(pid) && !own.contains(pid))
         .map(|(&pid, _)| pid)
         .collect();
     let Ok(mut unreaped) = UNREAPED.lock() else {

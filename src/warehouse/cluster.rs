@@ -111,6 +111,8 @@ impl Cluster {
             let _ = std::fs::remove_dir_all(&dir);
             WarehouseError::Cluster(format!("cannot start its guard: {e}"))
         })?;
+        // reclaim's own child, not a job's orphan: a sweep after a job's death leaves it.
+        crate::supervisor::orphans::own(guard.id());
         let stdin = guard.stdin.take();
         let stdout = guard.stdout.take();
         let mut cluster = Self {

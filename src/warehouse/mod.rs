@@ -11,7 +11,9 @@
 pub mod cluster;
 pub mod follow;
 pub mod pg;
+pub mod pg_claim;
 pub mod pg_inspect;
+pub mod pg_job;
 pub mod session;
 pub mod watch;
 

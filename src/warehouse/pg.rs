@@ -38,12 +38,14 @@ pub const OUTBOX_SQL: &str = "CREATE TABLE IF NOT EXISTS outbox(
 )";
 
 /// The row insert. On PostgreSQL `ON CONFLICT (idem_key)` needs the unique index it names.
-const INSERT_SQL: &str = "INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
+pub(super) const INSERT_SQL: &str =
+    "INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
     VALUES ($1, $2, $3, $4, $5)";
 const INSERT_KEYED_SQL: &str = "INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (idem_key) DO NOTHING";
 /// SQLite's `INSERT OR REPLACE` is PostgreSQL's upsert.
-const CHECKPOINT_SQL: &str = "INSERT INTO checkpoints(task_id, completed_at) VALUES ($1, $2)
+pub(super) const CHECKPOINT_SQL: &str =
+    "INSERT INTO checkpoints(task_id, completed_at) VALUES ($1, $2)
     ON CONFLICT (task_id) DO UPDATE SET completed_at = EXCLUDED.completed_at";
 const OUTBOX_ENTRY_SQL: &str = "INSERT INTO outbox(task_id, idem_key, body, created_at)
     VALUES ($1, $2, $3, $4) ON CONFLICT (task_id) DO NOTHING";
@@ -58,7 +60,7 @@ fn retryable(error: &postgres::Error) -> bool {
 
 /// Runs `attempt` (one whole transaction) again after a retryable failure, a bounded number of
 /// times.
-fn retry<T>(
+pub(super) fn retry<T>(
     client: &mut Client,
     mut attempt: impl FnMut(&mut Client) -> Result<T, postgres::Error>,
 ) -> Result<T, postgres::Error> {
@@ -115,8 +117,8 @@ pub fn claim_schema(server: &Server, schema: &str) -> Result<(), WarehouseError>
 
 /// A worker's connection to its lane's schema, with the tables its strategy needs.
 pub struct Sink {
-    client: Client,
-    strategy: &'static str,
+    pub(super) client: Client,
+    pub(super) strategy: &'static str,
 }
 
 impl Sink {

@@ -4,6 +4,7 @@
 //! differ only in what makes a restart safe. Each lives in its own file, and `strategy.rs` is
 //! the table of what each one does; this module holds what they share: the connection, the crash points, the heartbeat, the pace and the worker's claim.
 
+mod claim;
 mod crash;
 mod db;
 mod guarded;
@@ -282,24 +283,7 @@ impl Ctx<'_> {
         checkpoint: bool,
     ) -> Result<u64, WorkerError> {
         let count = rows.len() as u64;
-        if let Some(gate) = self.gate.clone() {
-            // INVARIANT: a gated worker says what it waits for before it waits, so the
-            // supervisor's clock can move on to the moment of this write and no further.
-            let need = self.writes + count;
-            // Granted everything (a night at full speed): nothing waits on this line, and a
-            // line per write costs the supervisor a wake-up each.
-            if !gate.unlimited() {
-                self.say(&WorkerLine::Wait { need });
-            }
-            gate.wait_for(need);
-        }
-        self.work_long_item(rows)?;
-        self.send_side_effects(rows)?;
-        let tasks: Vec<u64> = rows
-            .iter()
-            .filter_map(|r| crate::task::parse_task_id(&r.task_id))
-            .collect();
-        self.crash_if(&tasks, CrashPoint::AfterSend);
+        self.before_write(rows, None)?;
         let outbox = self.config.strategy.relays();
         let run_id = &self.run_id;
         let conn = match &mut self.db {
@@ -376,6 +360,44 @@ impl Ctx<'_> {
             Err(error) => return Err(self.refused(rows.first().copied(), error)),
         };
         Ok(self.after_write(rows, count, inserted))
+    }
+
+    /// Everything before the transaction that writes `rows`: a gated worker's wait for its grant
+    /// (renewing `lease` meanwhile, for the claim strategy), the long item's work, the side
+    /// effects sent before the commit and the crash point after them.
+    fn before_write(
+        &mut self,
+        rows: &[&Row],
+        lease: Option<&claim::Lease>,
+    ) -> Result<(), WorkerError> {
+        if let Some(gate) = self.gate.clone() {
+            // INVARIANT: a gated worker says what it waits for before it waits, so the
+            // supervisor's clock can move on to the moment of this write and no further.
+            let need = self.writes + rows.len() as u64;
+            // Granted everything (a night at full speed): nothing waits on this line, and a
+            // line per write costs the supervisor a wake-up each.
+            if !gate.unlimited() {
+                self.say(&WorkerLine::Wait { need });
+            }
+            match lease {
+                None => gate.wait_for(need),
+                // A claimed item's lease is kept alive while the grant is awaited, so a slow
+                // clock (a paused lecture, a speed of 0.1x) never lets another worker take it.
+                Some(lease) => {
+                    while !gate.wait_until(need, claim::RENEW_EVERY) {
+                        claim::renew(self, lease)?;
+                    }
+                }
+            }
+        }
+        self.work_long_item(rows)?;
+        self.send_side_effects(rows)?;
+        let tasks: Vec<u64> = rows
+            .iter()
+            .filter_map(|r| crate::task::parse_task_id(&r.task_id))
+            .collect();
+        self.crash_if(&tasks, CrashPoint::AfterSend);
+        Ok(())
     }
 
     /// What follows a committed write of `count` rows, `inserted` of them new: the counts, and

@@ -44,6 +44,20 @@ impl Gate {
     }
 }
 
+impl Gate {
+    /// Waits at most `timeout` for `need` writes in all to be granted; whether they were.
+    pub(super) fn wait_until(&self, need: u64, timeout: Duration) -> bool {
+        let (lock, ready) = &*self.granted;
+        let Ok(granted) = lock.lock() else {
+            return true;
+        };
+        match ready.wait_timeout_while(granted, timeout, |granted| *granted < need) {
+            Ok((granted, _)) => *granted >= need,
+            Err(_) => true,
+        }
+    }
+}
+
 /// The pause after each item. A supervisor may change it while the worker runs (the dashboard's
 /// speed keys), and a change applies within the current pause, not only from the next item.
 #[derive(Debug, Clone)]

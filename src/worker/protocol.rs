@@ -181,6 +181,11 @@ pub enum Resume {
 /// rather than waiting for the write.
 pub const WORK: &str = "work";
 
+/// The first word of the line a claim worker prints when every item left is leased by another
+/// worker: it waits on real time (a lease's end), so the supervisor's clock does not wait for it
+/// until it asks for its next write.
+pub const IDLE: &str = "idle";
+
 /// One line a worker prints on stdout. The first word is its kind; the supervisor stamps it with
 /// the sim time and puts the rest on the timeline.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -29,6 +29,10 @@ pub enum Strategy {
     /// Guarded, plus an outbox entry in the same transaction; a relay sends the message with the
     /// row's idempotency key.
     Outbox,
+    /// Workers on one queue claim items with a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL);
+    /// the row, its checkpoint and the item's done mark commit together, while the item is still
+    /// the worker's own. A killed worker's lease ends and another worker takes the item.
+    Claim,
 }
 
 impl Strategy {
@@ -53,6 +57,7 @@ impl Strategy {
             Self::Keyed => "keyed",
             Self::Guarded => "guarded",
             Self::Outbox => "outbox",
+            Self::Claim => "claim",
         }
     }
 
@@ -64,6 +69,7 @@ impl Strategy {
             Self::Keyed => super::keyed::run(ctx),
             Self::Guarded => super::guarded::run(ctx),
             Self::Outbox => super::outbox::run(ctx),
+            Self::Claim => super::claim::run(ctx),
         }
     }
 
@@ -72,7 +78,8 @@ impl Strategy {
     pub fn unique_key(self) -> bool {
         match self {
             Self::Keyed | Self::Guarded | Self::Outbox => true,
-            Self::Naive | Self::TwoCommit => false,
+            // The claim and the done mark keep a second copy out, not a key.
+            Self::Naive | Self::TwoCommit | Self::Claim => false,
         }
     }
 
@@ -80,7 +87,7 @@ impl Strategy {
     #[must_use]
     pub fn checkpoints(self) -> bool {
         match self {
-            Self::TwoCommit | Self::Guarded | Self::Outbox => true,
+            Self::TwoCommit | Self::Guarded | Self::Outbox | Self::Claim => true,
             Self::Naive | Self::Keyed => false,
         }
     }
@@ -91,7 +98,7 @@ impl Strategy {
     pub fn checkpoints_apart(self) -> bool {
         match self {
             Self::TwoCommit => true,
-            Self::Naive | Self::Keyed | Self::Guarded | Self::Outbox => false,
+            Self::Naive | Self::Keyed | Self::Guarded | Self::Outbox | Self::Claim => false,
         }
     }
 
@@ -110,7 +117,8 @@ impl Strategy {
     pub fn batches(self) -> bool {
         match self {
             Self::Keyed | Self::Guarded | Self::Outbox => true,
-            Self::Naive | Self::TwoCommit => false,
+            // One claim, one item, one commit.
+            Self::Naive | Self::TwoCommit | Self::Claim => false,
         }
     }
 
@@ -119,7 +127,7 @@ impl Strategy {
     pub fn names_its_run(self) -> bool {
         match self {
             Self::Naive => false,
-            Self::TwoCommit | Self::Keyed | Self::Guarded | Self::Outbox => true,
+            Self::TwoCommit | Self::Keyed | Self::Guarded | Self::Outbox | Self::Claim => true,
         }
     }
 
@@ -129,7 +137,7 @@ impl Strategy {
     pub fn splits(self) -> bool {
         match self {
             Self::Guarded | Self::Outbox => true,
-            Self::Naive | Self::TwoCommit | Self::Keyed => false,
+            Self::Naive | Self::TwoCommit | Self::Keyed | Self::Claim => false,
         }
     }
 
@@ -138,7 +146,18 @@ impl Strategy {
     pub fn relays(self) -> bool {
         match self {
             Self::Outbox => true,
-            Self::Naive | Self::TwoCommit | Self::Keyed | Self::Guarded => false,
+            Self::Naive | Self::TwoCommit | Self::Keyed | Self::Guarded | Self::Claim => false,
+        }
+    }
+
+    /// Whether `map --strategy all` maps it: the postmortem's four, whose one worker's rows
+    /// tell their story. The outbox's is at the receiving end and the claim's needs several
+    /// workers on one queue, so each is mapped when named.
+    #[must_use]
+    pub fn in_full_map(self) -> bool {
+        match self {
+            Self::Naive | Self::TwoCommit | Self::Keyed | Self::Guarded => true,
+            Self::Outbox | Self::Claim => false,
         }
     }
 
@@ -149,7 +168,7 @@ impl Strategy {
         match self {
             Self::Naive => Some(KillWindow::AfterCommit),
             Self::TwoCommit => Some(KillWindow::AfterRowCommit),
-            Self::Keyed | Self::Guarded | Self::Outbox => None,
+            Self::Keyed | Self::Guarded | Self::Outbox | Self::Claim => None,
         }
     }
 
@@ -176,7 +195,7 @@ impl Strategy {
                 | CrashPoint::AfterSend
                 | CrashPoint::AfterRelaySend => 0,
             },
-            Self::Keyed | Self::Guarded | Self::Outbox => 0,
+            Self::Keyed | Self::Guarded | Self::Outbox | Self::Claim => 0,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! SQLite files in temporary folders, real signals. Each module covers one command family.
 
 mod captions;
+mod claim;
 mod common;
 mod docs;
 mod exec;
@@ -18,6 +19,7 @@ mod own_map;
 mod own_points;
 mod own_queue;
 mod pg_faults;
+mod pg_map;
 mod pg_refuse;
 mod pg_scenario;
 mod pty;

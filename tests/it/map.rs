@@ -52,7 +52,7 @@ fn every_cell_of_a_small_map_is_what_the_code_implies_and_what_the_rows_say() {
     let cells = json["cells"].as_array().cloned().unwrap_or_default();
     // `all`: every strategy whose rows alone tell its story (a relaying one is named to be
     // mapped), each at four points and six tasks.
-    let mapped = strategies_that(|s| !s.relays()).len();
+    let mapped = strategies_that(reclaim::worker::Strategy::in_full_map).len();
     assert!(mapped >= 4, "{mapped}");
     assert_eq!(
         cells.len(),

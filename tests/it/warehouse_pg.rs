@@ -95,7 +95,7 @@ pub(crate) fn as_owner(program: &Path) -> Command {
 }
 
 /// Starts a kept cluster again, as reclaim's closing lines say to.
-fn start_kept(bin: &Path, cluster: &Path) {
+pub(crate) fn start_kept(bin: &Path, cluster: &Path) {
     let status = as_owner(&bin.join("pg_ctl"))
         .arg("-D")
         .arg(cluster.join("data"))
@@ -110,7 +110,7 @@ fn start_kept(bin: &Path, cluster: &Path) {
     assert!(status.success(), "pg_ctl start failed");
 }
 
-fn stop_kept(bin: &Path, cluster: &Path) {
+pub(crate) fn stop_kept(bin: &Path, cluster: &Path) {
     let _ = as_owner(&bin.join("pg_ctl"))
         .arg("-D")
         .arg(cluster.join("data"))

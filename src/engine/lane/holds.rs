@@ -18,7 +18,8 @@ impl Lane {
             .then_some(crash.task + 1)
     }
 
-    /// With two or more workers on the schedule, how far any of them may be granted: the
+    /// With two or more workers on the schedule (an idle claim worker is not), how far any of
+    /// them may be granted: the
     /// moment of the earliest write among those they wait for (a worker busy between two writes
     /// waits for none yet). So each is granted its next write only once all of them wait at it,
     /// each having looked at the queue already, and which of them reaches a task first is the
@@ -27,7 +28,11 @@ impl Lane {
     pub(in crate::engine) fn lockstep(&self) -> Option<f64> {
         let next: Vec<f64> = (self.slots.iter().zip(&self.attempts).enumerate())
             .filter(|(i, (s, a))| {
-                self.on_schedule(*i) && s.is_live() && s.state() == SlotState::Running && a.paced()
+                self.on_schedule(*i)
+                    && s.is_live()
+                    && s.state() == SlotState::Running
+                    && a.paced()
+                    && !a.idle
             })
             .map(|(_, (_, a))| a.done_at(a.need.max(a.writes)))
             .collect();
@@ -40,7 +45,11 @@ impl Lane {
     pub fn settled(&self, clock: f64) -> bool {
         (self.slots.iter().zip(&self.attempts).enumerate())
             .filter(|(i, (s, a))| {
-                self.on_schedule(*i) && s.is_live() && s.state() == SlotState::Running && a.paced()
+                self.on_schedule(*i)
+                    && s.is_live()
+                    && s.state() == SlotState::Running
+                    && a.paced()
+                    && !a.idle
             })
             .all(|(i, (_, a))| {
                 let due = a.granted.min(a.grantable(clock)).min(a.need.max(a.writes));
@@ -59,8 +68,8 @@ impl Lane {
             return None;
         }
         let running: Vec<(usize, &Attempt)> = (self.slots.iter().zip(&self.attempts).enumerate())
-            .filter(|(i, (s, _))| {
-                self.on_schedule(*i) && s.is_live() && s.state() == SlotState::Running
+            .filter(|(i, (s, a))| {
+                self.on_schedule(*i) && s.is_live() && s.state() == SlotState::Running && !a.idle
             })
             .map(|(i, (_, a))| (i, a))
             .collect();
@@ -94,6 +103,7 @@ impl Lane {
         // A long item's real work is not waited for: the clock runs at its pace meanwhile, so
         // the host's kills can land in it.
         let attempt = &self.attempts[slot];
-        (running && attempt.paced() && !attempt.working).then(|| attempt.first_write())
+        (running && attempt.paced() && !attempt.working && !attempt.idle)
+            .then(|| attempt.first_write())
     }
 }

@@ -168,11 +168,14 @@ impl Lane {
             }
             WorkerLine::Crash { at } => self.slots[slot].crashing_at(*at),
             WorkerLine::Wait { need } if current => {
+                self.attempts[slot].wakes(clock);
                 self.attempts[slot].need = *need;
                 return (None, None);
             }
             WorkerLine::Wrote { writes, last } if current => {
                 let a = &mut self.attempts[slot];
+                // Unpaced, it asked for no grant after its idle wait: this write ends it.
+                a.idle = false;
                 if a.working {
                     a.worked(*writes, clock);
                 }
@@ -186,12 +189,14 @@ impl Lane {
                 return (None, Some((*last, a.now())));
             }
             WorkerLine::Wait { .. } | WorkerLine::Wrote { .. } => return (None, None),
-            WorkerLine::Other(text)
-                if current
-                    && self.on_schedule(slot)
-                    && text.split_whitespace().next() == Some(crate::worker::protocol::WORK) =>
-            {
-                self.attempts[slot].working = true;
+            // A long item's work, or a claim worker's wait for a lease: real time, not waited for.
+            WorkerLine::Other(text) if current && self.on_schedule(slot) => {
+                let a = &mut self.attempts[slot];
+                match text.split_whitespace().next() {
+                    Some(crate::worker::protocol::WORK) => a.working = true,
+                    Some(crate::worker::protocol::IDLE) => a.idle = true,
+                    _ => {}
+                }
             }
             _ => {}
         }

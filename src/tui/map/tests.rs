@@ -12,12 +12,12 @@ use crate::worker::CrashPoint;
 use crate::worker::Strategy;
 use ratatui::buffer::Buffer;
 
-/// The map's four strategies (`all`): the outbox is mapped only when named.
+/// The map's four strategies (`all`): the outbox and claim are mapped only when named.
 fn four() -> Vec<Strategy> {
     Strategy::all()
         .iter()
         .copied()
-        .filter(|s| !s.relays())
+        .filter(|s| s.in_full_map())
         .collect()
 }
 

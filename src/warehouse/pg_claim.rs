@@ -1,0 +1,172 @@
+//! The claim strategy's queue on PostgreSQL (`worker::claim`): a worker takes the first item not
+//! done whose lease has ended with `SELECT ... FOR UPDATE SKIP LOCKED` (two workers claiming at
+//! once never wait on each other, nor take the same item), and commits the row, its checkpoint
+//! and the item's done mark in one transaction only while the item is still its own. Leases are
+//! in the server's clock (`clock_timestamp()`), so every worker's agree.
+
+use std::time::Duration;
+
+use super::WarehouseError;
+use super::pg::{CHECKPOINT_SQL, INSERT_SQL, Sink, retry};
+
+/// Items added to the queue at a time, as the workers reach its end: a queue of millions is
+/// never written up front.
+pub const CHUNK: u64 = 4096;
+
+/// What a claim found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Next {
+    /// This item, now leased to the worker.
+    Item(u64),
+    /// Every item left is leased by another worker; the first lease ends in this many seconds
+    /// (0 when one is being claimed right now).
+    Wait(f64),
+    /// Every item is done.
+    Finished,
+}
+
+impl Next {
+    /// Nothing claimable: `open` items not done, the first lease ending in `left` seconds.
+    #[must_use]
+    pub fn after(open: u64, left: Option<f64>) -> Self {
+        if open == 0 {
+            Self::Finished
+        } else {
+            Self::Wait(left.unwrap_or(0.0).max(0.0))
+        }
+    }
+}
+
+/// The queue, as reclaim makes it in a lane's schema.
+const TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS queue(
+    idx         bigint PRIMARY KEY,
+    task_id     text NOT NULL,
+    claimed_by  text,
+    lease_until double precision,
+    done        boolean NOT NULL DEFAULT false
+);
+CREATE INDEX IF NOT EXISTS queue_open ON queue(idx) WHERE NOT done";
+
+/// The server's clock as seconds since the epoch, as `lease_until` holds it.
+const NOW: &str = "extract(epoch from clock_timestamp())::double precision";
+
+impl Sink {
+    /// Makes the queue table (one worker at a time, as `Sink::open` makes the others).
+    pub fn claim_setup(&mut self) -> Result<(), WarehouseError> {
+        let lock = "SELECT pg_advisory_xact_lock(hashtext(current_schema()))";
+        self.client
+            .batch_execute(&format!("BEGIN; {lock}; {TABLE_SQL}; COMMIT"))
+            .map_err(|e| WarehouseError::query("creating the claim queue", &e))
+    }
+
+    /// Claims the first item not done whose lease has ended, for `lease`; adds the queue's next
+    /// chunk when every item in it is taken.
+    pub fn claim_next(
+        &mut self,
+        me: &str,
+        items: u64,
+        lease: Duration,
+    ) -> Result<Next, WarehouseError> {
+        let failed = |e: postgres::Error| WarehouseError::query("claiming an item", &e);
+        let claim = format!(
+            "UPDATE queue q SET claimed_by = $1, lease_until = {NOW} + $2
+             FROM (SELECT idx FROM queue
+                   WHERE NOT done AND (lease_until IS NULL OR lease_until < {NOW})
+                   ORDER BY idx LIMIT 1 FOR UPDATE SKIP LOCKED) c
+             WHERE q.idx = c.idx RETURNING q.idx"
+        );
+        let secs = lease.as_secs_f64();
+        loop {
+            let claimed =
+                retry(&mut self.client, |c| c.query_opt(&claim, &[&me, &secs])).map_err(failed)?;
+            if let Some(row) = claimed {
+                return Ok(Next::Item(row.get::<_, i64>(0) as u64));
+            }
+            let filled: i64 = self
+                .client
+                .query_one("SELECT coalesce(max(idx) + 1, 0) FROM queue", &[])
+                .map_err(failed)?
+                .get(0);
+            let filled = filled.max(0) as u64;
+            if filled >= items {
+                break;
+            }
+            let upto = items.min(filled + CHUNK);
+            let indices: Vec<i64> = (filled..upto).map(u64::cast_signed).collect();
+            let tasks: Vec<String> = (filled..upto).map(crate::task::task_id).collect();
+            retry(&mut self.client, |c| {
+                c.execute(
+                    "INSERT INTO queue(idx, task_id) SELECT * FROM unnest($1::bigint[], $2::text[])
+                     ON CONFLICT (idx) DO NOTHING",
+                    &[&indices, &tasks],
+                )
+            })
+            .map_err(failed)?;
+        }
+        let row = self
+            .client
+            .query_one(
+                &format!("SELECT count(*), min(lease_until) - {NOW} FROM queue WHERE NOT done"),
+                &[],
+            )
+            .map_err(failed)?;
+        Ok(Next::after(row.get::<_, i64>(0) as u64, row.get(1)))
+    }
+
+    /// Commits the row, its checkpoint and the done mark of item `index` in one transaction, if
+    /// the item is still `me`'s; whether it was.
+    pub fn claim_commit(
+        &mut self,
+        index: u64,
+        me: &str,
+        (task, payload, key): (&str, &str, &str),
+    ) -> Result<bool, WarehouseError> {
+        let strategy = self.strategy;
+        retry(&mut self.client, |client| {
+            let mut tx = client.transaction()?;
+            let still_mine = tx.execute(
+                "UPDATE queue SET done = true WHERE idx = $1 AND claimed_by = $2 AND NOT done",
+                &[&index.cast_signed(), &me],
+            )?;
+            if still_mine == 0 {
+                tx.rollback()?;
+                return Ok(false);
+            }
+            let now = crate::heartbeat::unix_now();
+            // INVARIANT: the row, its checkpoint and the done mark commit together.
+            tx.execute(INSERT_SQL, &[&task, &payload, &key, &me, &now])?;
+            tx.execute(CHECKPOINT_SQL, &[&task, &now])?;
+            tx.commit()?;
+            Ok(true)
+        })
+        .map_err(|e| {
+            if e.code().is_some_and(|c| c.code().starts_with("23")) {
+                WarehouseError::Refused {
+                    task: task.to_string(),
+                    strategy,
+                    detail: super::describe(&e),
+                }
+            } else {
+                WarehouseError::query("committing a claimed item", &e)
+            }
+        })
+    }
+
+    /// Moves the lease of item `index` on, if `me` still holds it.
+    pub fn claim_renew(
+        &mut self,
+        index: u64,
+        me: &str,
+        lease: Duration,
+    ) -> Result<(), WarehouseError> {
+        let sql = format!(
+            "UPDATE queue SET lease_until = {NOW} + $3 WHERE idx = $1 AND claimed_by = $2 AND NOT done"
+        );
+        let secs = lease.as_secs_f64();
+        retry(&mut self.client, |c| {
+            c.execute(&sql, &[&index.cast_signed(), &me, &secs])
+        })
+        .map(|_| ())
+        .map_err(|e| WarehouseError::query("renewing a lease", &e))
+    }
+}

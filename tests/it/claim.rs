@@ -1,0 +1,178 @@
+//! The claim strategy: eight workers on one queue under random kills end with every item
+//! written once, on SQLite (read back with rusqlite) and on a private PostgreSQL cluster (read
+//! back with psql); a worker killed holding a lease loses the item to another worker.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::common::{count, json_of, number, open_ro, path_arg, reclaim_in_dir};
+use crate::warehouse_pg::{cluster_folder, folder, pg_bin, psql, start_kept, stop_kept};
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+/// Eight claim workers, and kills that land while they hold their leases: the seeds' storms.
+fn storm(seed: &str) -> Vec<&str> {
+    vec![
+        "run",
+        "--strategy",
+        "claim",
+        "--workers",
+        "8",
+        "--kills",
+        "6",
+        "--kill-window",
+        "0.05..0.2",
+        "--seed",
+        seed,
+        "--json",
+    ]
+}
+
+/// What the night's report says: every item once, and kills that fired.
+fn assert_exactly_once(json: &serde_json::Value) {
+    assert_eq!(json["derived_status"], "ok", "{json}");
+    assert_eq!(number(json, "rows"), 200, "{json}");
+    assert_eq!(number(json, "distinct"), 200, "{json}");
+    assert_eq!(number(json, "duplicated_task_ids"), 0, "{json}");
+    assert_eq!(number(json, "missing"), 0, "{json}");
+    assert!(number(json, "kills") >= 1, "no kill fired: {json}");
+}
+
+#[test]
+fn eight_claim_workers_under_random_kills_write_each_item_once_on_sqlite() {
+    for seed in ["2", "3"] {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let db = dir.path().join("warehouse.db");
+        let mut args = storm(seed);
+        args.extend(["--db", path_arg(&db)]);
+        let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+        assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+        assert_exactly_once(&json_of(&run));
+        // Read back independently: each item's row once, each item done, and more claimants
+        // than workers (the killed ones' leases ended and were taken by their successors).
+        let conn = open_ro(&db);
+        assert_eq!(count(&conn, "SELECT count(*) FROM records"), 200);
+        assert_eq!(
+            count(&conn, "SELECT count(DISTINCT task_id) FROM records"),
+            200
+        );
+        assert_eq!(
+            count(&conn, "SELECT count(*) FROM queue WHERE done = 1"),
+            200
+        );
+        assert_eq!(count(&conn, "SELECT count(*) FROM checkpoints"), 200);
+        assert!(count(&conn, "SELECT count(DISTINCT claimed_by) FROM queue") > 8);
+    }
+}
+
+/// A worker killed after its claim and before its commit: its lease ends and another worker
+/// writes the item, once.
+#[test]
+fn a_killed_workers_lease_ends_and_another_worker_takes_its_item() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let db = dir.path().join("warehouse.db");
+    let run = reclaim_in_dir(
+        dir.path(),
+        &[
+            "run",
+            "--strategy",
+            "claim",
+            "--workers",
+            "2",
+            "--items",
+            "40",
+            "--crash-at",
+            "task-011:before-write",
+            "--seed",
+            "1",
+            "--db",
+            path_arg(&db),
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let died = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("crash ") && l.contains("task-011"))
+        .unwrap_or_else(|| panic!("no crash line:\n{}", run.stdout));
+    let slot = died
+        .split_whitespace()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    let dead_run = run
+        .stdout
+        .lines()
+        .find(|l| l.contains(" start ") && l.ends_with(&slot))
+        .and_then(|l| l.split_whitespace().find_map(|w| w.strip_prefix("run_id=")))
+        .unwrap_or_else(|| panic!("no start line for {slot}:\n{}", run.stdout))
+        .to_string();
+    let conn = open_ro(&db);
+    assert_eq!(count(&conn, "SELECT count(*) FROM records"), 40);
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT count(*) FROM records WHERE task_id = 'task-011'"
+        ),
+        1
+    );
+    let writer: String = conn
+        .query_row(
+            "SELECT run_id FROM records WHERE task_id = 'task-011'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(writer, dead_run, "the dead worker cannot have written it");
+}
+
+#[test]
+fn eight_claim_workers_under_random_kills_write_each_item_once_on_postgres() {
+    let Some(bin) = pg_bin() else {
+        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
+        return;
+    };
+    let dir = folder();
+    let mut args = storm("2");
+    args.extend(["--warehouse", "postgres", "--keep"]);
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_exactly_once(&json_of(&run));
+    let cluster = cluster_folder(dir.path()).unwrap_or_else(|| panic!("no kept cluster"));
+    start_kept(&bin, &cluster);
+    let checked = std::panic::catch_unwind(|| psql_agrees(&cluster));
+    stop_kept(&bin, &cluster);
+    let _ = std::fs::remove_dir_all(&cluster);
+    if let Err(panic) = checked {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+fn psql_agrees(cluster: &Path) {
+    assert_eq!(
+        psql(
+            cluster,
+            "SELECT count(*) || ' ' || count(DISTINCT task_id) FROM night.records"
+        ),
+        "200 200"
+    );
+    assert_eq!(
+        psql(
+            cluster,
+            "SELECT count(*) FILTER (WHERE done) || ' ' || count(*) FROM night.queue"
+        ),
+        "200 200"
+    );
+    assert_eq!(
+        psql(cluster, "SELECT count(*) FROM night.checkpoints"),
+        "200"
+    );
+    let claimants: u64 = psql(
+        cluster,
+        "SELECT count(DISTINCT claimed_by) FROM night.queue",
+    )
+    .parse()
+    .unwrap_or_default();
+    assert!(claimants > 8, "{claimants} claimants");
+}
