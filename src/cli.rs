@@ -463,6 +463,9 @@ pub struct WorkerArgs {
     /// write and `wrote N` after it: the supervisor's sim clock paces the worker
     #[arg(long, hide = true, requires = "supervised")]
     pub gated: bool,
+    /// Granted everything, say only the latest `wrote` line before any other line
+    #[arg(long, hide = true, requires = "gated")]
+    pub quiet_writes: bool,
     /// Each item also sends a message to the vendor, before its row commits
     #[arg(long, value_enum, requires = "vendor")]
     pub side_effect: Option<crate::worker::SideEffect>,
@@ -512,6 +515,7 @@ impl WorkerArgs {
             vendor: self.vendor,
             long_item: self.long.long_item,
             split: self.long.split,
+            quiet_writes: self.quiet_writes,
         }
     }
 }
