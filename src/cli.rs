@@ -75,6 +75,10 @@ pub enum Subcommand {
     /// the supervisor spawns for an external worker)
     #[command(hide = true)]
     ExecGuard(ExecGuardArgs),
+    /// The fork server reclaim starts for its own workers: forks one per attempt, on requests
+    /// read from its stdin (a socket only reclaim holds)
+    #[command(hide = true)]
+    ForkServer(ForkServerArgs),
     /// Keeps a private PostgreSQL cluster for reclaim (`--warehouse postgres`) and removes it
     /// when reclaim's pipe closes
     #[command(hide = true)]
@@ -118,6 +122,13 @@ pub struct RelayArgs {
     /// Stop (an error) after this many seconds with nothing to deliver and the queue unfinished
     #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub idle_secs: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ForkServerArgs {
+    /// Room in the server's command line, overwritten by each worker's own
+    #[arg(hide = true)]
+    pub room: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -466,6 +477,9 @@ pub struct WorkerArgs {
     /// write and `wrote N` after it: the supervisor's sim clock paces the worker
     #[arg(long, hide = true, requires = "supervised")]
     pub gated: bool,
+    /// Granted everything, say only the latest `wrote` line before any other line
+    #[arg(long, hide = true, requires = "gated")]
+    pub quiet_writes: bool,
     /// Each item also sends a message to the vendor, before its row commits
     #[arg(long, value_enum, requires = "vendor")]
     pub side_effect: Option<crate::worker::SideEffect>,
@@ -515,6 +529,7 @@ impl WorkerArgs {
             vendor: self.vendor,
             long_item: self.long.long_item,
             split: self.long.split,
+            quiet_writes: self.quiet_writes,
         }
     }
 }

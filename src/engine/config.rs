@@ -226,6 +226,10 @@ pub struct LaneConfig {
     /// One item that takes longer than the others (`--long-item`), and its work in steps.
     pub long_item: Option<LongItem>,
     pub split: u64,
+    /// reclaim's own worker says only its latest `wrote` line before its next other line, when
+    /// granted everything (`WorkerConfig::quiet_writes`): for a night nothing watches write by
+    /// write (a map night, with no host kill and no dashboard).
+    pub quiet_writes: bool,
 }
 
 impl From<Strategy> for LaneWorker {
@@ -259,6 +263,7 @@ impl LaneConfig {
             vendor: VendorModes::default(),
             long_item: None,
             split: 1,
+            quiet_writes: false,
         }
     }
 

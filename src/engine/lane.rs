@@ -354,6 +354,7 @@ impl Lane {
             vendor: self.vendor.as_ref().map(|v| v.addr),
             long_item: cfg.long_item,
             split: cfg.split,
+            quiet_writes: cfg.quiet_writes,
         }
     }
 

@@ -65,6 +65,9 @@ impl WorkerConfig {
             args.push("--split".into());
             args.push(self.split.to_string().into());
         }
+        if self.quiet_writes {
+            args.push("--quiet-writes".into());
+        }
         args
     }
 }
@@ -432,6 +435,7 @@ mod tests {
                 work: Duration::from_millis(1500),
             }),
             split: 10,
+            quiet_writes: true,
         };
         let mut command_line: Vec<OsString> = vec!["reclaim".into()];
         command_line.extend(config.to_args());
