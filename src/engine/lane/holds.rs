@@ -43,8 +43,13 @@ impl Lane {
                 self.on_schedule(*i) && s.is_live() && s.state() == SlotState::Running && a.paced()
             })
             .all(|(i, (_, a))| {
-                let due = a.granted.min(a.grantable(clock)).min(a.need.max(a.writes));
                 let read = self.observed_writes.get(i).copied().unwrap_or(0);
+                // In the long item's work: each step granted up to the clock finished.
+                if let Some(work) = a.work {
+                    return work.done >= work.granted.min(work.grantable(clock))
+                        && read >= a.writes;
+                }
+                let due = a.granted.min(a.grantable(clock)).min(a.need.max(a.writes));
                 a.writes >= due && read >= due
             })
     }
@@ -74,8 +79,8 @@ impl Lane {
         let &[(slot, attempt)] = running.as_slice() else {
             return None;
         };
-        // A long item's real work is not on the schedule: its writes come when it ends.
-        if !attempt.paced() || attempt.working {
+        // A long item's work: its write comes when the work ends.
+        if !attempt.paced() || attempt.working() {
             return None;
         }
         // Counted from the writes the rows read last include, not from those heard since.
@@ -91,9 +96,8 @@ impl Lane {
     pub(in crate::engine) fn first_write_unread(&self) -> Option<f64> {
         let slot = self.first_write_unread?;
         let running = self.slots[slot].is_live() && self.slots[slot].state() == SlotState::Running;
-        // A long item's real work is not waited for: the clock runs at its pace meanwhile, so
-        // the host's kills can land in it.
+        // Not in a long item's work (its first write comes when the work ends).
         let attempt = &self.attempts[slot];
-        (running && attempt.paced() && !attempt.working).then(|| attempt.first_write())
+        (running && attempt.paced() && !attempt.working()).then(|| attempt.first_write())
     }
 }

@@ -100,7 +100,7 @@ impl Lane {
         (slot, attempt): (usize, u32),
         stderr: bool,
         line: Option<String>,
-        clock: f64,
+        (clock, scale): (f64, f64),
     ) -> (Option<Note>, Option<(u64, f64)>) {
         // The relay's planned crash is stamped with its moment (`relay_crash_moment`), even when
         // heard before the clock got there: the stop and the kill land on one second.
@@ -173,9 +173,7 @@ impl Lane {
             }
             WorkerLine::Wrote { writes, last } if current => {
                 let a = &mut self.attempts[slot];
-                if a.working {
-                    a.worked(*writes, clock);
-                }
+                a.worked(*writes);
                 a.writes = *writes;
                 a.last_task = Some(*last);
                 let at = a.now();
@@ -186,12 +184,12 @@ impl Lane {
                 return (None, Some((*last, a.now())));
             }
             WorkerLine::Wait { .. } | WorkerLine::Wrote { .. } => return (None, None),
-            WorkerLine::Other(text)
-                if current
-                    && self.on_schedule(slot)
-                    && text.split_whitespace().next() == Some(crate::worker::protocol::WORK) =>
-            {
-                self.attempts[slot].working = true;
+            WorkerLine::Other(text) if current => {
+                if let Some(moment) = self.long_item_said(slot, text, scale) {
+                    let mut note = worker(kind_of(&said), said.fields());
+                    note.at = Some(moment);
+                    return (Some(note), None);
+                }
             }
             _ => {}
         }
@@ -425,5 +423,42 @@ impl Lane {
             due.push((slot, at));
         }
         (due, notes)
+    }
+}
+
+impl Lane {
+    /// A line of the long item's work from `slot`'s current attempt: `work` puts the work on
+    /// the schedule; a step finished returns its own moment, to stamp it with rather than the
+    /// clock's reading when it was heard.
+    fn long_item_said(&mut self, slot: usize, text: &str, scale: f64) -> Option<f64> {
+        let attempt = &self.attempts[slot];
+        let first = text.split_whitespace().next();
+        if first == Some(crate::worker::protocol::WORK) && self.on_schedule(slot) && attempt.paced()
+        {
+            if let Some((span, steps)) = self.work_of(text, scale) {
+                self.attempts[slot].begin_work(span, steps);
+            }
+            return None;
+        }
+        if first == Some("step") && !text.contains("resumes at") && attempt.working() {
+            self.attempts[slot].stepped();
+            return Some(self.attempts[slot].now());
+        }
+        None
+    }
+
+    /// The long item's work a `work    task-030  1.400 s` line announces, on the schedule:
+    /// its span in sim seconds (`scale` sim seconds a real one) and its steps left (`--split`:
+    /// the work left over a step's share of it).
+    fn work_of(&self, text: &str, scale: f64) -> Option<(f64, u64)> {
+        let long = self.config.long_item?;
+        let secs: f64 = text.split_whitespace().nth(2)?.parse().ok()?;
+        let step = long.work.as_secs_f64() / self.config.split.max(1) as f64;
+        let steps = if step > 0.0 {
+            ((secs / step).round() as u64).max(1)
+        } else {
+            1
+        };
+        Some((secs * scale, steps))
     }
 }

@@ -76,6 +76,9 @@ impl LiveNight {
         let waiting = self.stop_on_captions
             && !due.is_empty()
             && (due.iter().any(|(_, why)| unread(why)) || !self.engine.settled());
+        // A lane over without a `done` line (its supervisor gave up) has its verdict stop at
+        // its end too: the clock waits there for it, not wherever it has run to meanwhile.
+        let waiting = waiting || (self.stop_on_captions && self.verdict_pending());
         let since = *self.awaiting_verdict.get_or_insert(now);
         if waiting && now.saturating_duration_since(since) < VERDICT_AWAITED {
             self.ahead.extend(due);
@@ -86,6 +89,12 @@ impl LiveNight {
         if !waiting {
             self.awaiting_verdict = None;
         }
+    }
+
+    /// Whether a lane is over and its verdict not read yet.
+    fn verdict_pending(&self) -> bool {
+        (self.engine.lanes().iter().zip(&self.history))
+            .any(|(l, h)| l.finished() && !h.verdict_read)
     }
 
     /// Whether the lane named `name` is over, or about to be (its last worker said done), and
