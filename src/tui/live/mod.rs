@@ -131,7 +131,10 @@ impl Live {
         }
         let clock = self.night.clock();
         let hold = self.hold.get_or_insert_with(|| Hold::new(clock));
-        let caption = moments.contains(&lecture::Why::Caption);
+        // The first caption of a stop is shown as it stops; one reached after (a tick later,
+        // at the same stop) waits for space, or the first would be replaced unread.
+        let caption =
+            moments.contains(&lecture::Why::Caption) && !hold.why.contains(&lecture::Why::Caption);
         for why in moments {
             hold.add(why);
         }

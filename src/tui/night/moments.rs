@@ -11,8 +11,10 @@ use crate::verdict::Symptom;
 
 use super::LiveNight;
 
-/// The longest a lecture's stop on a `done` line waits for the lane's verdict (real time).
-const VERDICT_AWAITED: Duration = Duration::from_secs(2);
+/// The longest a lecture's stop on a `done` line waits for the lane's verdict (real time): an
+/// outbox lane is over once its relay, which the clock does not pace, has delivered the rest,
+/// which a loaded machine may take seconds to do. Normally read within milliseconds.
+const VERDICT_AWAITED: Duration = Duration::from_secs(10);
 
 impl LiveNight {
     /// What a lecture stops for that has happened since the last call, oldest first.
