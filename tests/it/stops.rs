@@ -173,16 +173,12 @@ fn said(stops: &[Stop]) -> Vec<Said> {
 
 /// What two lectures said, second by second, those said differently marked `!`.
 fn differences(a: &[Said], b: &[Said]) -> String {
-    let mut out = String::new();
-    for i in 0..a.len().max(b.len()) {
-        let (x, y) = (a.get(i), b.get(i));
-        if x == y {
-            out.push_str(&format!("#{i}   same:  {x:?}\n"));
-        } else {
-            out.push_str(&format!("#{i} ! one:   {x:?}\n     ! other: {y:?}\n"));
-        }
-    }
-    out
+    (0..a.len().max(b.len()))
+        .map(|i| match (a.get(i), b.get(i)) {
+            (x, y) if x == y => format!("#{i}   same:  {x:?}\n"),
+            (x, y) => format!("#{i} ! one:   {x:?}\n     ! other: {y:?}\n"),
+        })
+        .collect()
 }
 
 fn check(scenario: &str) -> Result<(), String> {
