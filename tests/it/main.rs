@@ -21,6 +21,7 @@ mod refuse;
 mod replay;
 mod robust;
 mod run;
+mod scenario_record;
 mod stops;
 mod suspend;
 mod tui;
