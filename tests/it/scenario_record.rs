@@ -38,6 +38,14 @@ fn a_scenario_run_headless_records_its_night_and_the_replay_reads_the_same_verdi
         check.stdout
     );
     assert!(lane("guarded").contains("derived=ok"), "{}", check.stdout);
+    // The kill at the crash point names the task it left half done, not the next one.
+    assert!(
+        run.stdout.contains(
+            "two-commit  worker  item    task-050  its row committed, its checkpoint not"
+        ),
+        "{}",
+        run.stdout
+    );
     // The run's own verdict lines say the same.
     assert!(
         run.stdout

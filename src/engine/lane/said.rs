@@ -238,7 +238,7 @@ impl Lane {
                 let text = format!("instance reclaimed by host  ({how}, pid {})", s.pid());
                 self.kills += 1;
                 let at = sim;
-                let mut notes = vec![self.in_flight()];
+                let mut notes = vec![self.in_flight(s.crashed_at())];
                 self.place_kill(&[slot]);
                 notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
                 notes.into_iter().map(|n| n.at(at)).collect()
@@ -292,8 +292,9 @@ impl Lane {
     }
 
     /// The item in flight when the worker died, read fresh (after a kill the dead write
-    /// nothing more): the one after the last committed, lost with the instance.
-    pub(super) fn in_flight(&mut self) -> Note {
+    /// nothing more): the one after the last committed, lost with the instance; or, for
+    /// two-commit dead at its crash point between a task's two commits, that task half done.
+    pub(super) fn in_flight(&mut self, crash: Option<crate::worker::CrashAt>) -> Note {
         // Read to the end, past every shortcut (a poll takes a bounded number of rows): where
         // the kill landed is judged from every row the dead left.
         self.observer.poll_to_the_end();
@@ -321,7 +322,17 @@ impl Lane {
         }
         let last = self.observer.last_task;
         let next = last.map_or(0, |t| t + 1);
-        let text = if next < self.config.items {
+        let between_commits = crash.is_some_and(|c| {
+            c.point == crate::worker::CrashPoint::AfterRowCommit && Some(c.task) == last
+        }) && self.config.worker.strategy()
+            == Some(crate::worker::Strategy::TwoCommit);
+        let text = if between_commits {
+            let task = task_id(next.saturating_sub(1));
+            format!(
+                "{task}  its row committed, its checkpoint not: killed between the two commits \
+                 (last committed: {task})"
+            )
+        } else if next < self.config.items {
             let committed = last.map_or_else(|| "none".to_string(), task_id);
             format!(
                 "{}  in flight, not committed (last committed: {committed})",
@@ -375,7 +386,7 @@ impl Lane {
             "instance reclaimed by host  (SIGKILL, pid {})",
             pids.join(",")
         );
-        let mut notes = vec![self.in_flight()];
+        let mut notes = vec![self.in_flight(None)];
         self.place_kill(&killed);
         notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
         notes.into_iter().map(|n| n.at(sim)).collect()
