@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use super::{Engine, GRANT_AHEAD, Grant, Lane, SlotState};
+use crate::worker::protocol::StepGrant;
 
 impl Engine {
     /// The sim time the clock may not pass yet: the write some running worker has been
@@ -82,9 +83,15 @@ impl Engine {
             for entry in heard.iter().filter(|e| when.picks(e)) {
                 until = until.min(entry.sim.0.max(clock));
             }
+            // Nor up to a dead-man's alert the clock stops on: a write granted ahead would
+            // beat the heartbeat before the clock got there, and the alert would not fire on
+            // some rehearsals.
+            let dead_man = self.config.dead_man;
+            let alerts = (self.lanes.iter()).filter_map(move |l| l.alert_moment(dead_man));
             let waits = self
                 .first_writes_unread(when)
-                .chain(self.rows_past_items(when));
+                .chain(self.rows_past_items(when))
+                .chain(alerts);
             if let Some(first) = waits.reduce(f64::min) {
                 // That write itself only once the clock is there, so nothing past it is made.
                 until = until.min(if first > clock + 1e-9 {
@@ -166,6 +173,14 @@ impl Engine {
                     Some((held, cap)) if l == 0 && s == held => cap,
                     _ => u64::MAX,
                 };
+                // In the long item's work: its steps as their ends come, and no later write
+                // (the schedule goes on from the work's end, not known to the writes yet).
+                if attempt.working() {
+                    if let Some(steps) = attempt.steps_to_grant(clock) {
+                        slot.tell(&StepGrant { steps }.to_string());
+                    }
+                    continue;
+                }
                 let upto = (attempt.grantable(clock))
                     .max(attempt.crash_grant(clock).unwrap_or(0))
                     .min(cap);

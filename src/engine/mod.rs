@@ -92,11 +92,6 @@ pub struct Engine {
     /// Held still without stopping the workers (nobody can see the night): the clock and the
     /// grants stop, so the gated workers wait where they are.
     frozen: bool,
-    /// Slots (lane, slot) SIGSTOPped while frozen because they were doing a long item's real
-    /// work, which must not go on while the clock is held (see `hold_working`).
-    stopped_working: Vec<(usize, usize)>,
-    /// The clock's reading and since when it has not moved (for `hold_working`'s bound).
-    held_since: Option<(f64, Instant)>,
     /// How fast the night is shown relative to its scale (the dashboard's speed keys): it
     /// changes nothing else.
     speed: f64,
@@ -170,8 +165,6 @@ impl Engine {
             early: Vec::new(),
             paused_at: None,
             frozen: false,
-            stopped_working: Vec::new(),
-            held_since: None,
             speed: 1.0,
             watch: Watch::default(),
             kill_at_rows: None,
@@ -414,30 +407,15 @@ impl Engine {
             let limit = self.triggers.next_moment().map_or(held, |m| m.min(held));
             let limit = self.next_restart().map_or(limit, |r| r.min(limit));
             let limit = self.stop_limit(heard, limit);
-            // A long item's real work takes the real time it takes, whatever the speed key: the
-            // clock runs at the scenario's own pace meanwhile, so the kills land in the same
-            // place of the work at every speed (at 16x, they would all land before it could end).
-            // So does a claim worker's wait for a lease to end, which is real time too.
-            let working = (self.lanes.iter()).any(|l| {
-                (l.slots.iter().zip(&l.attempts)).any(|(s, a)| s.is_live() && (a.working || a.idle))
+            // A claim worker's wait for a lease to end is real time: the clock runs at the
+            // scenario's own pace meanwhile, whatever the speed key.
+            let idle = (self.lanes.iter()).any(|l| {
+                (l.slots.iter().zip(&l.attempts)).any(|(s, a)| s.is_live() && a.idle)
             });
-            let speed = if working { 1.0 } else { self.speed };
+            let speed = if idle { 1.0 } else { self.speed };
             self.clock.set_scale(self.config.scale * speed, now);
             self.clock.advance(now, limit);
             let clock = self.clock.now().0;
-            // A long item's real work goes on only while the clock does: held at a limit, the
-            // work is stopped too, so the kills land in the same place of it at every speed.
-            // (Never for longer than a stall: no limit may wait on the work it stops.)
-            let since = match self.held_since {
-                Some((at, since)) if (at - clock).abs() < 1e-9 => since,
-                _ => now,
-            };
-            self.held_since = Some((clock, since));
-            if clock + 1e-9 >= limit && now.saturating_duration_since(since) < pace::STALL {
-                self.hold_working();
-            } else {
-                self.release_working();
-            }
             // A stop the clock has reached is behind it: the driver paused there, or goes on.
             // This tick's grants still end there (`landed`).
             self.landed = self
@@ -452,9 +430,6 @@ impl Engine {
             self.grant();
         } else {
             self.clock.advance(now, self.clock.now().0);
-            if self.paused_at.is_none() {
-                self.hold_working();
-            }
         }
         self.observe(now);
         if self.paused_at.is_none() && !self.frozen {

@@ -142,8 +142,6 @@ impl Engine {
             self.clock.resume(now);
         }
         self.each_slot(|slot| slot.continue_running());
-        // Continued with the rest: stopped again at the next tick if still frozen.
-        self.stopped_working.clear();
     }
 
     /// Holds the night still (`true`) or lets it go on: the clock and the grants stop, the
@@ -158,36 +156,6 @@ impl Engine {
             self.clock.pause(now);
         } else if self.paused_at.is_none() {
             self.clock.resume(now);
-            self.release_working();
-        }
-    }
-
-    /// Continues the workers `hold_working` stopped (not while the night is paused: `resume`
-    /// continues every worker then).
-    pub(super) fn release_working(&mut self) {
-        if self.paused_at.is_some() {
-            return;
-        }
-        for (lane, slot) in std::mem::take(&mut self.stopped_working) {
-            if let Some(slot) = self.lanes.get(lane).and_then(|l| l.slots.get(slot)) {
-                slot.continue_running();
-            }
-        }
-    }
-
-    /// While the clock is held (frozen, or at a limit), a worker doing a long item's real work
-    /// is stopped (it holds no lock then: the work comes before its transaction), so the work
-    /// does not go on while the clock does not, and the kills land in the same place of it
-    /// however long the hold.
-    pub(super) fn hold_working(&mut self) {
-        for (l, lane) in self.lanes.iter().enumerate() {
-            for (s, (slot, attempt)) in lane.slots.iter().zip(&lane.attempts).enumerate() {
-                let running = slot.is_live() && slot.state() == SlotState::Running;
-                if running && attempt.working && !self.stopped_working.contains(&(l, s)) {
-                    slot.signal(Signal::SIGSTOP);
-                    self.stopped_working.push((l, s));
-                }
-            }
         }
     }
 

@@ -59,9 +59,9 @@ pub struct Attempt {
     /// For an attempt without a pace (`--delay-ms 0`: as fast as the machine goes), the clock's
     /// reading when it last spoke: its present.
     unpaced_now: f64,
-    /// The worker is doing the long item's real work (it said `work`): the clock runs on at its
-    /// speed meanwhile instead of waiting for the write, so the host's kills can land in it.
-    pub working: bool,
+    /// The long item's work, while the worker does it (it said `work`): its steps are on the
+    /// schedule like writes, so the host's kills land between the same two steps at any speed.
+    pub work: Option<Work>,
     /// The worker waits on real time for another worker's lease to end (a claim worker said
     /// `idle`): the clock does not wait for it, nor do the others, until it asks for a write.
     pub idle: bool,
@@ -84,7 +84,7 @@ impl Attempt {
             last_task: None,
             waiting_since: None,
             unpaced_now: start,
-            working: false,
+            work: None,
             idle: false,
             crash_write: None,
         }
@@ -115,11 +115,37 @@ impl Attempt {
         self.base_sim + self.pace.span(k.saturating_sub(self.base_writes))
     }
 
-    /// The attempt's own present: the moment of its last write (or its start).
+    /// Whether the worker is doing the long item's work.
+    #[must_use]
+    pub fn working(&self) -> bool {
+        self.work.is_some()
+    }
+
+    /// The worker began the long item's work: `span` sim seconds in `steps` steps, from the
+    /// moment of the write it belongs to (the one it was granted, whenever it was heard).
+    pub fn begin_work(&mut self, span: f64, steps: u64) {
+        let steps = steps.max(1);
+        self.work = Some(Work {
+            start: self.done_at(self.need.max(self.writes)),
+            step: span / steps as f64,
+            steps,
+            done: 0,
+            granted: 0,
+        });
+    }
+
+    /// The worker finished a step of the long item's work (its `step` line).
+    pub fn stepped(&mut self) {
+        if let Some(work) = self.work.as_mut() {
+            work.done = (work.done + 1).min(work.steps);
+        }
+    }
+
+    /// The attempt's own present: the moment of its last write or step (or its start).
     #[must_use]
     pub fn now(&self) -> f64 {
-        if self.working {
-            self.done_at(self.writes).max(self.unpaced_now)
+        if let Some(work) = self.work {
+            work.at(work.done)
         } else if self.paced() {
             self.done_at(self.writes)
         } else {
@@ -149,10 +175,15 @@ impl Attempt {
     /// write it waits for (or of its last write, while it has not said what comes next).
     /// `None` once the worker has kept the clock waiting longer than `STALL`.
     pub fn hold(&mut self, now: Instant) -> Option<f64> {
-        if !self.paced() || self.working || self.idle {
+        if !self.paced() || self.idle {
             return None;
         }
-        let mut hold = self.done_at(self.need.max(self.writes));
+        // In the long item's work, the end of the step it does (the last one ends with the
+        // write itself).
+        let mut hold = match self.work {
+            Some(work) => work.at(work.done + 1),
+            None => self.done_at(self.need.max(self.writes)),
+        };
         // A crash inside write k is stamped with the attempt's present, write k-1's moment:
         // the clock waits there until the worker has died or made write k, so the kill lands on
         // that second at every speed rather than wherever the clock had run to meanwhile.
@@ -177,12 +208,24 @@ impl Attempt {
         self.unpaced_now = self.unpaced_now.max(clock);
     }
 
-    /// The long item's work has ended with write `writes`, heard at `clock`: the schedule goes on
-    /// from there (the work took the sim time the clock ran meanwhile).
-    pub fn worked(&mut self, writes: u64, clock: f64) {
-        self.working = false;
+    /// The long item's work has ended with write `writes`: the schedule goes on from the end
+    /// of its last step.
+    pub fn worked(&mut self, writes: u64) {
+        let Some(work) = self.work.take() else {
+            return;
+        };
         self.writes = writes;
-        self.rebase(clock);
+        self.rebase(work.at(work.steps));
+    }
+
+    /// The steps of the long item's work to grant by sim time `clock`, if more than granted.
+    pub fn steps_to_grant(&mut self, clock: f64) -> Option<u64> {
+        let work = self.work.as_mut()?;
+        let due = work.grantable(clock);
+        (due > work.granted).then(|| {
+            work.granted = due;
+            due
+        })
     }
 
     /// The worker asks for a write again after waiting idle: its schedule goes on from the
@@ -204,6 +247,37 @@ impl Attempt {
     pub fn rebase(&mut self, at: f64) {
         self.base_sim = at.max(self.now());
         self.base_writes = self.writes;
+    }
+}
+
+/// The long item's work as the schedule has it: `steps` steps of `step` sim seconds from
+/// `start`, each granted as the clock reaches its end and waited for there, like a write.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Work {
+    start: f64,
+    step: f64,
+    steps: u64,
+    /// Steps the worker said it finished.
+    pub done: u64,
+    /// Steps granted.
+    pub granted: u64,
+}
+
+impl Work {
+    /// The end of the `k`th step.
+    fn at(&self, k: u64) -> f64 {
+        self.start + self.step * k.min(self.steps) as f64
+    }
+
+    /// How many steps may have ended by sim time `clock`.
+    #[must_use]
+    pub fn grantable(&self, clock: f64) -> u64 {
+        if self.step <= 0.0 {
+            return self.steps;
+        }
+        // The small tolerance keeps a step due at exactly `clock` from missing by a rounding.
+        let k = ((clock - self.start).max(0.0) / self.step + 1e-9).floor();
+        (k as u64).min(self.steps)
     }
 }
 
@@ -262,20 +336,34 @@ mod tests {
     }
 
     #[test]
-    fn the_long_items_work_is_not_waited_for_and_the_schedule_goes_on_from_its_commit() {
+    fn the_long_items_steps_are_on_the_schedule_and_it_goes_on_from_the_last() {
         let t0 = Instant::now();
         let mut a = Attempt::new(100.0, Pace::per_item(2.0));
         a.writes = 3;
         a.need = 4;
-        a.working = true;
-        assert_eq!(a.hold(t0), None);
-        a.heard(150.0);
-        assert!((a.now() - 150.0).abs() < 1e-9);
-        a.worked(4, 180.0);
-        assert!(!a.working);
-        assert!((a.now() - 180.0).abs() < 1e-9);
-        assert!((a.done_at(5) - 182.0).abs() < 1e-9);
+        // Write 4 falls at 108: its 30 s of work, in three steps, from there.
+        a.begin_work(30.0, 3);
+        assert!(a.working());
+        assert!(a.hold(t0).is_some_and(|h| (h - 118.0).abs() < 1e-9));
+        assert_eq!(a.steps_to_grant(117.9), None);
+        assert_eq!(a.steps_to_grant(118.0), Some(1));
+        assert_eq!(a.steps_to_grant(120.0), None, "granted once");
+        a.stepped();
+        assert!((a.now() - 118.0).abs() < 1e-9);
+        assert!(a.hold(t0).is_some_and(|h| (h - 128.0).abs() < 1e-9));
+        assert_eq!(
+            a.steps_to_grant(500.0),
+            Some(3),
+            "never more than there are"
+        );
+        a.stepped();
+        // The last step ends with the write, heard whenever the machine got to it.
+        assert!(a.hold(t0).is_some_and(|h| (h - 138.0).abs() < 1e-9));
+        a.worked(4);
+        assert!(!a.working());
+        assert!((a.now() - 138.0).abs() < 1e-9);
+        assert!((a.done_at(5) - 140.0).abs() < 1e-9);
         a.need = 5;
-        assert!(a.hold(t0).is_some_and(|h| (h - 182.0).abs() < 1e-9));
+        assert!(a.hold(t0).is_some_and(|h| (h - 140.0).abs() < 1e-9));
     }
 }

@@ -25,7 +25,8 @@ impl Engine {
             at: _,
         } = output;
         let clock = self.clock.now().0;
-        let (note, wrote) = self.lanes[lane].heard((slot, attempt), stderr, line, clock);
+        let scale = self.config.scale;
+        let (note, wrote) = self.lanes[lane].heard((slot, attempt), stderr, line, (clock, scale));
         if let Some(note) = note {
             self.note(now, lane, note);
         }

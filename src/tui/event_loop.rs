@@ -177,6 +177,7 @@ pub(super) fn drive_screen(
                     .draw(|frame| ui::render(frame, &view, theme))
                     .context(|| "cannot draw".into())?;
                 shown = Some(view);
+                app.drawn();
             }
             next_frame = now + FRAME;
         }

@@ -35,4 +35,6 @@ pub trait Screen {
     }
     /// Shows `text` in the header, as a notice of the screen's own.
     fn notice(&mut self, _text: String, _now: Instant) {}
+    /// The frame of the current view is on the terminal now.
+    fn drawn(&mut self) {}
 }

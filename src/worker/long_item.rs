@@ -111,6 +111,10 @@ impl Ctx<'_> {
                 done + 1
             )));
         }
+        // Gated (and not granted everything: a night at full speed), each step's work ends
+        // when the supervisor's clock reaches its end: the work is on the night's schedule,
+        // and a kill lands between the same two steps at any speed and load.
+        let gate = self.gate.clone().filter(|g| !g.unlimited());
         if self.gate.is_some() {
             let left = long.work.mul_f64((steps - done) as f64 / steps as f64);
             self.say(&WorkerLine::Other(format!(
@@ -122,7 +126,10 @@ impl Ctx<'_> {
         // INVARIANT: the last step is the row's own transaction, so a kill after it leaves the
         // row (and its checkpoint) or nothing, as for any other item.
         for step in done..steps {
-            work(step_work);
+            match &gate {
+                Some(gate) => gate.wait_steps(step + 1 - done),
+                None => work(step_work),
+            }
             if step + 1 < steps {
                 let conn = self.sqlite()?;
                 retry_busy(|| {

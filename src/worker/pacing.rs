@@ -14,15 +14,17 @@ use super::protocol;
 #[derive(Debug, Clone, Default)]
 pub(super) struct Gate {
     granted: Arc<(Mutex<u64>, Condvar)>,
+    /// Steps of the long item's work granted (`protocol::StepGrant`).
+    steps: Arc<(Mutex<u64>, Condvar)>,
 }
 
 impl Gate {
     pub(super) fn grant(&self, upto: u64) {
-        let (lock, ready) = &*self.granted;
-        if let Ok(mut granted) = lock.lock() {
-            *granted = (*granted).max(upto);
-            ready.notify_all();
-        }
+        raise(&self.granted, upto);
+    }
+
+    pub(super) fn grant_steps(&self, steps: u64) {
+        raise(&self.steps, steps);
     }
 
     /// Whether every write has been granted (`grant` of `u64::MAX`: a night at full speed).
@@ -33,13 +35,30 @@ impl Gate {
 
     /// Blocks until `need` writes in all have been granted.
     pub(super) fn wait_for(&self, need: u64) {
-        let (lock, ready) = &*self.granted;
-        let Ok(mut granted) = lock.lock() else { return };
-        while *granted < need {
-            match ready.wait(granted) {
-                Ok(next) => granted = next,
-                Err(_) => return,
-            }
+        wait_until(&self.granted, need);
+    }
+
+    /// Blocks until `steps` steps of the long item's work in all have been granted.
+    pub(super) fn wait_steps(&self, steps: u64) {
+        wait_until(&self.steps, steps);
+    }
+}
+
+fn raise(count: &(Mutex<u64>, Condvar), to: u64) {
+    let (lock, ready) = count;
+    if let Ok(mut granted) = lock.lock() {
+        *granted = (*granted).max(to);
+        ready.notify_all();
+    }
+}
+
+fn wait_until(count: &(Mutex<u64>, Condvar), need: u64) {
+    let (lock, ready) = count;
+    let Ok(mut granted) = lock.lock() else { return };
+    while *granted < need {
+        match ready.wait(granted) {
+            Ok(next) => granted = next,
+            Err(_) => return,
         }
     }
 }
@@ -72,7 +91,8 @@ impl LiveDelay {
         }
     }
 
-    /// Reads pace commands (`protocol::SetDelay`) and grants (`protocol::Grant`, for `gate`) from
+    /// Reads pace commands (`protocol::SetDelay`) and grants (`protocol::Grant`,
+    /// `protocol::StepGrant`, for `gate`) from
     /// stdin for as long as stdin stays open.
     pub(super) fn follow_stdin(&self, gate: Option<Gate>) {
         let delay_us = Arc::clone(&self.delay_us);
@@ -83,12 +103,16 @@ impl LiveDelay {
                     delay_us.store(pace.delay.as_micros() as u64, Ordering::Relaxed);
                 } else if let (Some(gate), Ok(grant)) = (&gate, line.parse::<protocol::Grant>()) {
                     gate.grant(grant.upto);
+                } else if let (Some(gate), Ok(grant)) = (&gate, line.parse::<protocol::StepGrant>())
+                {
+                    gate.grant_steps(grant.steps);
                 }
             }
             // The supervisor is gone (its death signal kills this process too); a gate left
             // shut would only leave a process waiting for no one.
             if let Some(gate) = &gate {
                 gate.grant(u64::MAX);
+                gate.grant_steps(u64::MAX);
             }
         });
     }

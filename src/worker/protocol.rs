@@ -1,7 +1,8 @@
 //! The wire between the supervisor and a worker, written once for both sides: the command line
 //! that starts a worker (`WorkerConfig::to_args`, parsed back by clap's `WorkerArgs`), the lines
 //! a worker prints on stdout (`WorkerLine`, with a gated worker's `wait`/`wrote`), and the commands
-//! it reads on stdin (`Grant` for a gated worker, `SetDelay` for one that paces itself).
+//! it reads on stdin (`Grant` and `StepGrant` for a gated worker, `SetDelay` for one that paces
+//! itself).
 //!
 //! Someone else's program (`run --exec`) speaks none of that: it gets `ExecEnv`, a folder and a
 //! few variables, and its lines are all `WorkerLine::Other`.
@@ -402,6 +403,35 @@ impl FromStr for Grant {
     }
 }
 
+/// A command on a gated worker's stdin: of its long item's work (`--long-item`), it may finish
+/// `steps` steps in all (this process's; one, in one piece). Each is granted as the
+/// supervisor's clock reaches the step's end, so a kill lands between the same two steps at any
+/// speed and load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepGrant {
+    pub steps: u64,
+}
+
+impl fmt::Display for StepGrant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "steps {}", self.steps)
+    }
+}
+
+impl FromStr for StepGrant {
+    type Err = NotACommand;
+
+    fn from_str(line: &str) -> Result<Self, Self::Err> {
+        line.strip_prefix("steps ")
+            .and_then(|n| n.trim().parse().ok())
+            .map(|steps| Self { steps })
+            .ok_or_else(|| NotACommand {
+                what: "step grant",
+                line: line.to_string(),
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -560,5 +590,8 @@ mod tests {
         let grant = Grant { upto: 112 };
         assert_eq!(grant.to_string().parse::<Grant>(), Ok(grant));
         assert!("grant".parse::<Grant>().is_err());
+        let steps = StepGrant { steps: 3 };
+        assert_eq!(steps.to_string().parse::<StepGrant>(), Ok(steps));
+        assert!("grant 3".parse::<StepGrant>().is_err());
     }
 }

@@ -4,7 +4,6 @@
 //! read show the clock's moment.
 
 use super::Lane;
-use crate::engine::pace::Attempt;
 use crate::supervisor::slot::SlotState;
 
 impl Lane {
@@ -52,46 +51,43 @@ impl Lane {
                     && !a.idle
             })
             .all(|(i, (_, a))| {
-                let due = a.granted.min(a.grantable(clock)).min(a.need.max(a.writes));
                 let read = self.observed_writes.get(i).copied().unwrap_or(0);
+                // In the long item's work: each step granted up to the clock finished.
+                if let Some(work) = a.work {
+                    return work.done >= work.granted.min(work.grantable(clock))
+                        && read >= a.writes;
+                }
+                let due = a.granted.min(a.grantable(clock)).min(a.need.max(a.writes));
                 a.writes >= due && read >= due
             })
     }
 
-    /// The moment of the write that takes the rows past the queue's items, while they have not
-    /// gone past it: one running worker's, or, with several (in lockstep), each step's while the
-    /// next may.
+    /// The moment of the first write that may take the rows past the queue's items, while they
+    /// have not gone past it: each write adds at most a batch of rows, so it takes at least so
+    /// many writes, any worker's, beyond those the rows read include; the earliest moment that
+    /// many can all have been made. (Counted from the read writes: a write heard but not read
+    /// yet keeps the clock on its moment until the rows show it.)
     #[must_use]
     pub(in crate::engine) fn row_past_items(&self) -> Option<f64> {
         let rows = self.observer.rows;
         if rows > self.config.items || self.config.items == 0 {
             return None;
         }
-        let running: Vec<(usize, &Attempt)> = (self.slots.iter().zip(&self.attempts).enumerate())
-            .filter(|(i, (s, a))| {
-                self.on_schedule(*i) && s.is_live() && s.state() == SlotState::Running && !a.idle
-            })
-            .map(|(i, (_, a))| (i, a))
-            .collect();
         let batch = self.config.batch.max(1);
-        if running.len() > 1 {
-            // Workers in lockstep write a step together: the step that may take the rows past.
-            let step = self.lockstep()?;
-            let most = running.len() as u64 * batch;
-            return (rows + most > self.config.items).then_some(step);
+        let needed = (self.config.items + 1 - rows).div_ceil(batch);
+        let mut moments: Vec<f64> = Vec::new();
+        for (slot, (s, attempt)) in self.slots.iter().zip(&self.attempts).enumerate() {
+            let running = s.is_live() && s.state() == SlotState::Running;
+            // A long item's work: its write comes when the work ends.
+            if !(self.on_schedule(slot) && running && attempt.paced() && !attempt.working()) {
+                continue;
+            }
+            let read = (self.observed_writes.get(slot).copied())
+                .map_or(attempt.writes, |w| w.min(attempt.writes));
+            moments.extend((1..=needed).map(|k| attempt.done_at(read + k)));
         }
-        let &[(slot, attempt)] = running.as_slice() else {
-            return None;
-        };
-        // A long item's real work is not on the schedule: its writes come when it ends.
-        if !attempt.paced() || attempt.working {
-            return None;
-        }
-        // Counted from the writes the rows read last include, not from those heard since.
-        let read = (self.observed_writes.get(slot).copied())
-            .map_or(attempt.writes, |w| w.min(attempt.writes));
-        let writes = (self.config.items + 1 - rows).div_ceil(batch);
-        Some(attempt.done_at(read + writes))
+        moments.sort_by(f64::total_cmp);
+        moments.get(usize::try_from(needed).ok()? - 1).copied()
     }
 
     /// The moment of a restarted worker's first write while the rows have not shown it yet
@@ -100,10 +96,9 @@ impl Lane {
     pub(in crate::engine) fn first_write_unread(&self) -> Option<f64> {
         let slot = self.first_write_unread?;
         let running = self.slots[slot].is_live() && self.slots[slot].state() == SlotState::Running;
-        // A long item's real work is not waited for: the clock runs at its pace meanwhile, so
-        // the host's kills can land in it.
+        // Not in a long item's work (its first write comes when the work ends).
         let attempt = &self.attempts[slot];
-        (running && attempt.paced() && !attempt.working && !attempt.idle)
+        (running && attempt.paced() && !attempt.working() && !attempt.idle)
             .then(|| attempt.first_write())
     }
 }

@@ -100,7 +100,7 @@ impl Lane {
         (slot, attempt): (usize, u32),
         stderr: bool,
         line: Option<String>,
-        clock: f64,
+        (clock, scale): (f64, f64),
     ) -> (Option<Note>, Option<(u64, f64)>) {
         // The relay's planned crash is stamped with its moment (`relay_crash_moment`), even when
         // heard before the clock got there: the stop and the kill land on one second.
@@ -176,9 +176,7 @@ impl Lane {
                 let a = &mut self.attempts[slot];
                 // Unpaced, it asked for no grant after its idle wait: this write ends it.
                 a.idle = false;
-                if a.working {
-                    a.worked(*writes, clock);
-                }
+                a.worked(*writes);
                 a.writes = *writes;
                 a.last_task = Some(*last);
                 let at = a.now();
@@ -189,13 +187,17 @@ impl Lane {
                 return (None, Some((*last, a.now())));
             }
             WorkerLine::Wait { .. } | WorkerLine::Wrote { .. } => return (None, None),
-            // A long item's work, or a claim worker's wait for a lease: real time, not waited for.
-            WorkerLine::Other(text) if current && self.on_schedule(slot) => {
-                let a = &mut self.attempts[slot];
-                match text.split_whitespace().next() {
-                    Some(crate::worker::protocol::WORK) => a.working = true,
-                    Some(crate::worker::protocol::IDLE) => a.idle = true,
-                    _ => {}
+            WorkerLine::Other(text) if current => {
+                // A claim worker's wait for a lease: real time, not waited for.
+                if text.split_whitespace().next() == Some(crate::worker::protocol::IDLE)
+                    && self.on_schedule(slot)
+                {
+                    self.attempts[slot].idle = true;
+                }
+                if let Some(moment) = self.long_item_said(slot, text, scale) {
+                    let mut note = worker(kind_of(&said), said.fields());
+                    note.at = Some(moment);
+                    return (Some(note), None);
                 }
             }
             _ => {}
@@ -258,7 +260,7 @@ impl Lane {
                 let text = format!("instance reclaimed by host  ({how}, pid {})", s.pid());
                 self.kills += 1;
                 let at = sim;
-                let mut notes = vec![self.in_flight()];
+                let mut notes = vec![self.in_flight(s.crashed_at())];
                 self.place_kill(&[slot]);
                 notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
                 notes.into_iter().map(|n| n.at(at)).collect()
@@ -323,8 +325,9 @@ impl Lane {
     }
 
     /// The item in flight when the worker died, read fresh (after a kill the dead write
-    /// nothing more): the one after the last committed, lost with the instance.
-    pub(super) fn in_flight(&mut self) -> Note {
+    /// nothing more): the one after the last committed, lost with the instance; or, for
+    /// two-commit dead at its crash point between a task's two commits, that task half done.
+    pub(super) fn in_flight(&mut self, crash: Option<crate::worker::CrashAt>) -> Note {
         // Read to the end, past every shortcut (a poll takes a bounded number of rows): where
         // the kill landed is judged from every row the dead left.
         self.observer.poll_to_the_end();
@@ -352,7 +355,17 @@ impl Lane {
         }
         let last = self.observer.last_task;
         let next = last.map_or(0, |t| t + 1);
-        let text = if next < self.config.items {
+        let between_commits = crash.is_some_and(|c| {
+            c.point == crate::worker::CrashPoint::AfterRowCommit && Some(c.task) == last
+        }) && self.config.worker.strategy()
+            == Some(crate::worker::Strategy::TwoCommit);
+        let text = if between_commits {
+            let task = task_id(next.saturating_sub(1));
+            format!(
+                "{task}  its row committed, its checkpoint not: killed between the two commits \
+                 (last committed: {task})"
+            )
+        } else if next < self.config.items {
             let committed = last.map_or_else(|| "none".to_string(), task_id);
             format!(
                 "{}  in flight, not committed (last committed: {committed})",
@@ -406,7 +419,7 @@ impl Lane {
             "instance reclaimed by host  (SIGKILL, pid {})",
             pids.join(",")
         );
-        let mut notes = vec![self.in_flight()];
+        let mut notes = vec![self.in_flight(None)];
         self.place_kill(&killed);
         notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
         notes.into_iter().map(|n| n.at(sim)).collect()
@@ -454,5 +467,42 @@ impl Lane {
             due.push((slot, at));
         }
         (due, notes)
+    }
+}
+
+impl Lane {
+    /// A line of the long item's work from `slot`'s current attempt: `work` puts the work on
+    /// the schedule; a step finished returns its own moment, to stamp it with rather than the
+    /// clock's reading when it was heard.
+    fn long_item_said(&mut self, slot: usize, text: &str, scale: f64) -> Option<f64> {
+        let attempt = &self.attempts[slot];
+        let first = text.split_whitespace().next();
+        if first == Some(crate::worker::protocol::WORK) && self.on_schedule(slot) && attempt.paced()
+        {
+            if let Some((span, steps)) = self.work_of(text, scale) {
+                self.attempts[slot].begin_work(span, steps);
+            }
+            return None;
+        }
+        if first == Some("step") && !text.contains("resumes at") && attempt.working() {
+            self.attempts[slot].stepped();
+            return Some(self.attempts[slot].now());
+        }
+        None
+    }
+
+    /// The long item's work a `work    task-030  1.400 s` line announces, on the schedule:
+    /// its span in sim seconds (`scale` sim seconds a real one) and its steps left (`--split`:
+    /// the work left over a step's share of it).
+    fn work_of(&self, text: &str, scale: f64) -> Option<(f64, u64)> {
+        let long = self.config.long_item?;
+        let secs: f64 = text.split_whitespace().nth(2)?.parse().ok()?;
+        let step = long.work.as_secs_f64() / self.config.split.max(1) as f64;
+        let steps = if step > 0.0 {
+            ((secs / step).round() as u64).max(1)
+        } else {
+            1
+        };
+        Some((secs * scale, steps))
     }
 }

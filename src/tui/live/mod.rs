@@ -41,6 +41,9 @@ pub struct Live {
     review: Option<Review>,
     /// The help paused the night (it was running): closing the help resumes it.
     help_paused: bool,
+    /// The lecture's stop has been drawn: a space typed before it was on screen was meant for
+    /// the night playing (a pause) and does not go on from a stop nobody has seen.
+    hold_drawn: bool,
 }
 
 /// A live night looked back at: a replay of it up to now, while it waits.
@@ -71,6 +74,7 @@ impl Live {
             noted_night: 0,
             review: None,
             help_paused: false,
+            hold_drawn: false,
         })
     }
 
@@ -130,8 +134,14 @@ impl Live {
             return Ok(());
         }
         let clock = self.night.clock();
+        if self.hold.is_none() {
+            self.hold_drawn = false;
+        }
         let hold = self.hold.get_or_insert_with(|| Hold::new(clock));
-        let caption = moments.contains(&lecture::Why::Caption);
+        // The first caption of a stop is shown as it stops; one reached after (a tick later,
+        // at the same stop) waits for space, or the first would be replaced unread.
+        let caption =
+            moments.contains(&lecture::Why::Caption) && !hold.why.contains(&lecture::Why::Caption);
         for why in moments {
             hold.add(why);
         }
@@ -157,6 +167,9 @@ impl Live {
             LiveEffect::LookBack(action) => self.look_back(action, now)?,
             LiveEffect::BackToNow => self.back_to_now(now)?,
             LiveEffect::EndReview => self.review = None,
+            // Typed before the stop was on screen: the night is stopped already, as a pause
+            // there would have left it; it goes on once the stop has been seen.
+            LiveEffect::StepStop if !self.hold_drawn => {}
             LiveEffect::StepStop => {
                 if !self.night.step_caption(now) {
                     self.hold = None;
@@ -218,6 +231,10 @@ impl Screen for Live {
             Some(review) => review.replay.select(lane),
             None => self.app.chrome.select(lane, self.night.lane_count()),
         }
+    }
+
+    fn drawn(&mut self) {
+        self.hold_drawn = self.hold.is_some();
     }
 
     fn tick(&mut self, now: Instant) -> Result<(), Error> {

@@ -257,7 +257,11 @@ impl LiveNight {
             // Its moment has come: on screen now, not once the one before has been read.
             self.captions.step(&times, clock, now);
         }
-        self.captions.update(&times, clock, &chars, now);
+        if !self.stop_on_captions {
+            // A lecture shows its captions at its stops, one a space (`step_caption`): moving
+            // on by reading time here would skip one of two reached at the same stop.
+            self.captions.update(&times, clock, &chars, now);
+        }
         self.hold_for_captions(now);
         if let Some(recorder) = self.recorder.as_mut()
             && let Err(e) = recorder.observe(&self.engine, now)

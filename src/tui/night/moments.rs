@@ -11,8 +11,10 @@ use crate::verdict::Symptom;
 
 use super::LiveNight;
 
-/// The longest a lecture's stop on a `done` line waits for the lane's verdict (real time).
-const VERDICT_AWAITED: Duration = Duration::from_secs(2);
+/// The longest a lecture's stop on a `done` line waits for the lane's verdict (real time): an
+/// outbox lane is over once its relay, which the clock does not pace, has delivered the rest,
+/// which a loaded machine may take seconds to do. Normally read within milliseconds.
+const VERDICT_AWAITED: Duration = Duration::from_secs(10);
 
 impl LiveNight {
     /// What a lecture stops for that has happened since the last call, oldest first.
@@ -76,6 +78,9 @@ impl LiveNight {
         let waiting = self.stop_on_captions
             && !due.is_empty()
             && (due.iter().any(|(_, why)| unread(why)) || !self.engine.settled());
+        // A lane over without a `done` line (its supervisor gave up) has its verdict stop at
+        // its end too: the clock waits there for it, not wherever it has run to meanwhile.
+        let waiting = waiting || (self.stop_on_captions && self.verdict_pending());
         let since = *self.awaiting_verdict.get_or_insert(now);
         if waiting && now.saturating_duration_since(since) < VERDICT_AWAITED {
             self.ahead.extend(due);
@@ -86,6 +91,12 @@ impl LiveNight {
         if !waiting {
             self.awaiting_verdict = None;
         }
+    }
+
+    /// Whether a lane is over and its verdict not read yet.
+    fn verdict_pending(&self) -> bool {
+        (self.engine.lanes().iter().zip(&self.history))
+            .any(|(l, h)| l.finished() && !h.verdict_read)
     }
 
     /// Whether the lane named `name` is over, or about to be (its last worker said done), and
