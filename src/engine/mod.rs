@@ -409,9 +409,8 @@ impl Engine {
             let limit = self.stop_limit(heard, limit);
             // A claim worker's wait for a lease to end is real time: the clock runs at the
             // scenario's own pace meanwhile, whatever the speed key.
-            let idle = (self.lanes.iter()).any(|l| {
-                (l.slots.iter().zip(&l.attempts)).any(|(s, a)| s.is_live() && a.idle)
-            });
+            let idle = (self.lanes.iter())
+                .any(|l| (l.slots.iter().zip(&l.attempts)).any(|(s, a)| s.is_live() && a.idle));
             let speed = if idle { 1.0 } else { self.speed };
             self.clock.set_scale(self.config.scale * speed, now);
             self.clock.advance(now, limit);

@@ -79,7 +79,12 @@ impl Lane {
         for (slot, (s, attempt)) in self.slots.iter().zip(&self.attempts).enumerate() {
             let running = s.is_live() && s.state() == SlotState::Running;
             // A long item's work: its write comes when the work ends.
-            if !(self.on_schedule(slot) && running && attempt.paced() && !attempt.working()) {
+            if !(self.on_schedule(slot)
+                && running
+                && attempt.paced()
+                && !attempt.working()
+                && !attempt.idle)
+            {
                 continue;
             }
             let read = (self.observed_writes.get(slot).copied())
