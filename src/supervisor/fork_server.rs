@@ -6,11 +6,10 @@
 //! over the server's socket), opens its own SQLite connection after the fork, and is SIGKILLed
 //! by the host exactly as a spawned worker is.
 //!
-//! Nothing outlives reclaim: the server dies with reclaim (it is spawned by `process::spawn`:
-//! PR_SET_PDEATHSIG, registered; `kill_all` spares it, so a night cut short can still learn how
-//! each worker ended), every child dies with the server (PR_SET_PDEATHSIG set in the child, with
-//! a `getppid` check), and every child's group is in the registry, so `kill_all` reaches it on
-//! every exit path.
+//! Nothing outlives reclaim: the server dies with reclaim (it is spawned by `process::spawn`,
+//! PR_SET_PDEATHSIG, its group in the registry), every child dies with the server
+//! (PR_SET_PDEATHSIG set in the child, with a `getppid` check), and every child's group is in the
+//! registry too, so `kill_all` reaches it on every exit path.
 //!
 //! A child is the server's, not reclaim's: reclaim learns that it exited from a pidfd (which
 //! never names another process) and its exit status from the server, which reaps a child only
@@ -186,7 +185,6 @@ impl Server {
             .stderr(Stdio::null());
         let child = process::spawn(command)?;
         let pid = process::child_pid(&child);
-        process::spare(pid);
         Ok(Self {
             exe: exe.to_path_buf(),
             sock: Mutex::new(ours),

@@ -28,18 +28,6 @@ use nix::unistd::Pid;
 /// Process groups of workers spawned and not yet reaped.
 static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
-/// Registered processes `kill_all` leaves alone: the fork server, which must outlive its
-/// workers long enough to say how each ended (a night killed on a panic still reaps them). It
-/// dies with reclaim all the same, by its death signal, and its workers die with it.
-static SPARED: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
-
-/// Leaves the registered `pid` out of `kill_all` (see `SPARED`).
-pub fn spare(pid: i32) {
-    if let Ok(mut spared) = SPARED.lock() {
-        spared.insert(pid);
-    }
-}
-
 type SpawnRequest = (Command, Sender<io::Result<Child>>);
 
 /// The spawner thread's inbox. The thread is never joined and never exits.
@@ -141,9 +129,6 @@ pub fn signal_group(pid: i32, signal: Signal) -> nix::Result<()> {
 
 /// Forgets a reaped child: its pid may be reused from now on, so it must never be signalled.
 pub fn forget(pid: i32) {
-    if let Ok(mut spared) = SPARED.lock() {
-        spared.remove(&pid);
-    }
     if let Ok(mut live) = LIVE.lock() {
         live.remove(&pid);
         // A job's guard just reaped may have left descendants outside its group (`setsid`):
@@ -155,9 +140,8 @@ pub fn forget(pid: i32) {
 /// SIGKILLs every registered worker group. Safe to call from a panic hook: it never blocks on
 /// the registry lock (a panic while it is held skips this layer; PDEATHSIG still holds).
 pub fn kill_all() {
-    let spared: BTreeSet<i32> = SPARED.try_lock().map(|s| s.clone()).unwrap_or_default();
     let groups: Vec<i32> = match LIVE.try_lock() {
-        Ok(live) => live.difference(&spared).copied().collect(),
+        Ok(live) => live.iter().copied().collect(),
         Err(_) => return,
     };
     for pid in groups {

@@ -45,8 +45,7 @@ fn poll_until(what: &str, limit: Duration, mut check: impl FnMut() -> bool) -> R
     Ok(())
 }
 
-/// The live workers of the dashboard (its children, or its fork server's, running
-/// `reclaim worker`).
+/// The live workers of the dashboard (its children running `reclaim worker`).
 fn workers(dashboard: &Dashboard) -> Vec<u32> {
     children(dashboard.pid())
         .into_iter()

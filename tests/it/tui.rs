@@ -149,29 +149,17 @@ pub(crate) fn alive_worker(pid: u32) -> bool {
 
 /// A live worker whose parent is the dashboard `dashboard`.
 fn worker_of(pid: u32, dashboard: Pid) -> bool {
-    alive_worker(pid) && started_by(pid, dashboard.as_raw())
+    alive_worker(pid) && parent(pid) == Some(dashboard.as_raw())
 }
 
-/// Whether `pid`'s parent is `reclaim`, or `reclaim`'s fork server (its child running
-/// `reclaim fork-server`, which forks reclaim's own workers).
-fn started_by(pid: u32, reclaim: i32) -> bool {
-    parent(pid).is_some_and(|p| {
-        p == reclaim
-            || (u32::try_from(p).is_ok_and(|server| {
-                parent(server) == Some(reclaim)
-                    && cmdline(server).get(1).is_some_and(|a| a == "fork-server")
-            }))
-    })
-}
-
-/// The live processes `pid` started: its children, and its fork server's.
+/// The live processes whose parent is `pid`.
 pub(crate) fn children(pid: Pid) -> Vec<u32> {
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&p| alive(p) && started_by(p, pid.as_raw()))
+        .filter(|&p| alive(p) && parent(p) == Some(pid.as_raw()))
         .collect()
 }
 
