@@ -75,10 +75,6 @@ pub enum Subcommand {
     /// the supervisor spawns for an external worker)
     #[command(hide = true)]
     ExecGuard(ExecGuardArgs),
-    /// The fork server reclaim starts for its own workers: forks one per attempt, on requests
-    /// read from its stdin (a socket only reclaim holds)
-    #[command(hide = true)]
-    ForkServer(ForkServerArgs),
     /// Keeps a private PostgreSQL cluster for reclaim (`--warehouse postgres`) and removes it
     /// when reclaim's pipe closes
     #[command(hide = true)]
@@ -122,13 +118,6 @@ pub struct RelayArgs {
     /// Stop (an error) after this many seconds with nothing to deliver and the queue unfinished
     #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub idle_secs: u64,
-}
-
-#[derive(Debug, Args)]
-pub struct ForkServerArgs {
-    /// Room in the server's command line, overwritten by each worker's own
-    #[arg(hide = true)]
-    pub room: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -6,7 +6,6 @@ mod consent;
 mod conventions;
 mod exec_guard;
 mod export;
-mod fork_server;
 mod heartbeat_check;
 mod inspect;
 mod map;
@@ -32,12 +31,6 @@ use crate::exit::{ERROR as EXIT_ERROR, OK as EXIT_OK};
 /// Runs `cli` and returns the process's exit code. Errors are printed as one line on stderr.
 #[must_use]
 pub fn main(cli: Cli) -> ExitCode {
-    ExitCode::from(run_cli(cli))
-}
-
-/// What `main` does, with its exit code as a number (a forked worker ends with it).
-#[must_use]
-pub fn run_cli(cli: Cli) -> u8 {
     install_panic_hook();
     let result = match cli.command {
         Some(Subcommand::Worker(args)) => worker::run(&args),
@@ -50,7 +43,6 @@ pub fn run_cli(cli: Cli) -> u8 {
         Some(Subcommand::Vendor(args)) => vendor::run(&args),
         Some(Subcommand::Relay(args)) => vendor::relay(&args),
         Some(Subcommand::ExecGuard(args)) => exec_guard::run(&args.command, args.parent),
-        Some(Subcommand::ForkServer(_)) => fork_server::run(),
         Some(Subcommand::PgCluster(args)) => Ok(crate::warehouse::cluster::guard(&args)),
         Some(Subcommand::Tui(args)) => tui::live(&args),
         Some(Subcommand::Scenarios) => scenarios::run(),
@@ -71,22 +63,22 @@ pub fn run_cli(cli: Cli) -> u8 {
     // command's own code; anything else (a full disk) is one line and exit 2.
     match crate::out::failure() {
         Some(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-            return result.unwrap_or(EXIT_ERROR);
+            return ExitCode::from(result.unwrap_or(EXIT_ERROR));
         }
         Some(e) if result.is_ok() => {
             eprintln!("reclaim: error: cannot write the output: {e}");
-            return EXIT_ERROR;
+            return ExitCode::from(EXIT_ERROR);
         }
         _ => {}
     }
     match result {
-        Ok(code) => code,
+        Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!(
                 "reclaim: error: {}",
                 crate::text::escape_controls(&error.to_string())
             );
-            EXIT_ERROR
+            ExitCode::from(EXIT_ERROR)
         }
     }
 }

@@ -82,14 +82,6 @@ pub fn spawn(mut command: Command) -> io::Result<Child> {
     Ok(child)
 }
 
-/// Registers a worker that is not reclaim's own child (forked by the fork server, leading its
-/// own group) for `kill_all`; `forget` it once reaped.
-pub fn register(pid: i32) {
-    if let Ok(mut live) = LIVE.lock() {
-        live.insert(pid);
-    }
-}
-
 /// For a process spawned by `spawn` (its parent named in `PARENT_ENV`): dies by SIGKILL when the
 /// thread that spawned it does, and at once when that parent is already gone (it died before
 /// this process got this far, and no signal will ever come). Called first thing in `main`,

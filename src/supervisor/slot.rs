@@ -3,11 +3,9 @@
 //!
 //! The engine owns the slots and decides what happens to a lane; a slot only knows its process.
 
-use std::fs::File;
 use std::io::{Read, Write as _};
-use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt as _;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::Sender;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -15,7 +13,6 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use serde::Serialize;
 
-use crate::supervisor::fork_server::{self, Forked};
 use crate::supervisor::process;
 use crate::worker::CrashAt;
 
@@ -78,76 +75,6 @@ fn leader_exited(pid: i32) -> bool {
     )
 }
 
-/// The process of an attempt: spawned (reclaim's own child), or forked by the fork server (the
-/// server's child, its exit read through a pidfd and reaped by the server when asked).
-#[derive(Debug)]
-enum Proc {
-    Spawned(Child),
-    Forked(Forked),
-}
-
-impl Proc {
-    /// Whether the process has exited; it stays unreaped.
-    fn exited(&self, pid: i32) -> bool {
-        match self {
-            Self::Spawned(_) => leader_exited(pid),
-            Self::Forked(f) => f.exited(),
-        }
-    }
-
-    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
-        match self {
-            Self::Spawned(c) => c.try_wait(),
-            Self::Forked(f) => f.try_wait(),
-        }
-    }
-
-    fn wait(&mut self) -> std::io::Result<ExitStatus> {
-        match self {
-            Self::Spawned(c) => c.wait(),
-            Self::Forked(f) => f.wait(),
-        }
-    }
-}
-
-/// A new attempt's process, its pid, its stdin, and its stdout and stderr (`true`: stderr).
-struct Started {
-    child: Proc,
-    pid: i32,
-    stdin: Option<File>,
-    streams: [(Option<Box<dyn Read + Send>>, bool); 2],
-}
-
-/// Starts `command`: forked by the fork server when it is reclaim's own paced worker and the
-/// server can serve it, spawned otherwise.
-fn start(mut command: Command, paced: bool) -> std::io::Result<Started> {
-    if paced && let Some(forked) = fork_server::spawn(&command) {
-        return Ok(Started {
-            pid: forked.child.pid(),
-            child: Proc::Forked(forked.child),
-            stdin: Some(forked.stdin),
-            streams: [
-                (Some(Box::new(forked.stdout)), false),
-                (Some(Box::new(forked.stderr)), true),
-            ],
-        });
-    }
-    command
-        .stdin(if paced { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = process::spawn(command)?;
-    Ok(Started {
-        pid: process::child_pid(&child),
-        stdin: child.stdin.take().map(|s| File::from(OwnedFd::from(s))),
-        streams: [
-            (child.stdout.take().map(|s| Box::new(s) as _), false),
-            (child.stderr.take().map(|s| Box::new(s) as _), true),
-        ],
-        child: Proc::Spawned(child),
-    })
-}
-
 /// When a dead worker comes back, and how many times.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RestartPolicy {
@@ -160,8 +87,8 @@ pub struct RestartPolicy {
 /// One worker position in a lane, across its attempts.
 #[derive(Debug)]
 pub struct Slot {
-    child: Option<Proc>,
-    stdin: Option<File>,
+    child: Option<Child>,
+    stdin: Option<ChildStdin>,
     pid: i32,
     state: SlotState,
     attempt: u32,
@@ -245,24 +172,27 @@ impl Slot {
 
     /// Starts the next attempt with `command` (stdio is piped here), its output lines sent to
     /// `tx` tagged with `lane` and `slot`. A night that is paused stops the new worker at once.
-    /// `paced`: the worker reads pace commands on its stdin (reclaim's own: forked by the fork
-    /// server when it can be); anyone else's gets an empty stdin, since a pipe it never reads
-    /// would fill and block the supervisor.
+    /// `paced`: the worker reads pace commands on its stdin (reclaim's own); anyone else's gets
+    /// an empty stdin, since a pipe it never reads would fill and block the supervisor.
     pub fn spawn(
         &mut self,
-        command: Command,
+        mut command: Command,
         (lane, slot): (usize, usize),
         tx: &Sender<Output>,
         (paused, paced): (bool, bool),
     ) -> std::io::Result<()> {
         let attempt = self.attempt + 1;
-        let Started {
-            child,
-            pid,
-            stdin,
-            streams,
-        } = start(command, paced)?;
+        command
+            .stdin(if paced { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = process::spawn(command)?;
+        let pid = process::child_pid(&child);
         let mut pipes = 0;
+        let streams: [(Option<Box<dyn Read + Send>>, bool); 2] = [
+            (child.stdout.take().map(|s| Box::new(s) as _), false),
+            (child.stderr.take().map(|s| Box::new(s) as _), true),
+        ];
         for (stream, stderr) in streams {
             let Some(stream) = stream else { continue };
             let tx = tx.clone();
@@ -288,7 +218,7 @@ impl Slot {
                 });
             pipes += 1;
         }
-        self.stdin = stdin;
+        self.stdin = child.stdin.take();
         self.child = Some(child);
         self.open_pipes = pipes;
         self.exited = None;
@@ -339,7 +269,7 @@ impl Slot {
         if self.child.is_none() {
             return;
         }
-        if self.leader_gone.is_none() && self.child.as_ref().is_some_and(|c| c.exited(self.pid)) {
+        if self.leader_gone.is_none() && leader_exited(self.pid) {
             self.leader_gone = Some(now);
         }
         let Some(gone) = self.leader_gone else {
@@ -350,14 +280,13 @@ impl Slot {
         }
         // INVARIANT: the leader is exited but not reaped: its group id is still ours.
         let _ = process::signal_group(self.pid, Signal::SIGKILL);
-        let reaped = match self.child.as_mut().map(Proc::try_wait) {
-            Some(Ok(Some(status))) => status,
-            Some(Err(e)) if matches!(self.child, Some(Proc::Forked(_))) => self.unknown_exit(&e),
-            _ => return,
-        };
-        self.release();
-        self.leader_gone = None;
-        self.exited = Some((reaped, gone));
+        if let Some(child) = self.child.as_mut()
+            && let Ok(Some(status)) = child.try_wait()
+        {
+            self.release();
+            self.leader_gone = None;
+            self.exited = Some((status, gone));
+        }
     }
 
     /// A reaped exit whose last lines are in (or whose pipes outlived `PIPE_GRACE`), classified;
@@ -404,11 +333,7 @@ impl Slot {
         let child = self.child.as_mut()?;
         // INVARIANT: only a child not yet reaped is signalled (its pid cannot be reused).
         let _ = process::signal_group(self.pid, Signal::SIGKILL);
-        let status = match child.wait() {
-            Ok(status) => status,
-            Err(e) if matches!(child, Proc::Forked(_)) => self.unknown_exit(&e),
-            Err(_) => return None,
-        };
+        let status = child.wait().ok()?;
         if status.signal() == Some(Signal::SIGKILL as i32) {
             self.killed_by_host = true;
             Some(self.classify(status, sim, policy))
@@ -417,13 +342,6 @@ impl Slot {
             self.exited = Some((status, now));
             None
         }
-    }
-
-    /// A forked worker whose exit the fork server can no longer tell (the server died, and the
-    /// worker with it by its death signal): a failure, with that reason, never a made-up kill.
-    fn unknown_exit(&mut self, e: &std::io::Error) -> ExitStatus {
-        self.last_error = Some(format!("how the worker ended cannot be read: {e}"));
-        ExitStatus::from_raw(i32::from(crate::exit::ERROR) << 8)
     }
 
     /// Whether a restart is due at sim time `sim`.

@@ -8,7 +8,6 @@ mod docs;
 mod exec;
 mod export;
 mod faults;
-mod fork_server;
 mod fuzz;
 mod heartbeat_check;
 mod hostile;

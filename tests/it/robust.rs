@@ -70,17 +70,11 @@ fn workers_under(marker: &str) -> BTreeSet<i32> {
         .collect()
 }
 
-/// The live workers under `marker` started by `parent`: its children, or the children of its
-/// fork server (its child running `reclaim fork-server`, which forks reclaim's own worker).
+/// The live workers under `marker` whose parent is `parent`.
 fn children_of(parent: i32, marker: &str) -> BTreeSet<i32> {
-    let by_parent = |p: i32| {
-        p == parent
-            || (stat(p).is_some_and(|(_, pp)| pp == parent)
-                && cmdline(p).get(1).is_some_and(|a| a == "fork-server"))
-    };
     workers_under(marker)
         .into_iter()
-        .filter(|&pid| stat(pid).is_some_and(|(_, p)| by_parent(p)))
+        .filter(|&pid| stat(pid).is_some_and(|(_, p)| p == parent))
         .collect()
 }
 
