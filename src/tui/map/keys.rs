@@ -95,7 +95,7 @@ pub const MAP_KEYS: &[Binding<MapAction>] = &[
         keys: &[KeyCode::Enter],
         label: "enter",
         action: MapAction::Open,
-        help: "watch this night in the dashboard, beside guarded under the same kill (q comes back)",
+        help: "watch this night in the dashboard, killed the same way (q comes back)",
         footer: Some(Footer::new("watch", 1)),
         modes: MAP,
     },
