@@ -2,6 +2,7 @@
 //! dies there on its first attempt, is restarted and finishes; each cell is that night's verdict,
 //! derived from its rows. `reclaim map` prints it, the dashboard's map screen draws it.
 
+mod junit;
 mod layout;
 
 use std::fmt;
@@ -19,6 +20,7 @@ use crate::task::task_id;
 use crate::verdict::Status;
 use crate::worker::{CrashAt, CrashPoint, Strategy};
 
+pub use self::junit::band_case;
 pub use self::layout::{Columns, Layout, MapCell};
 
 /// How a night's worker is killed. Today a named crash point; the seam for a user's own

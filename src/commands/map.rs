@@ -277,49 +277,22 @@ fn print_map(
 /// One JUnit test case per band (strategy x point): it fails when any of its nights is wrong,
 /// naming them.
 fn junit_cases(plan: &Plan, cells: &[Cell], strict: bool) -> Vec<crate::junit::Case> {
-    use crate::junit::{Case, CaseResult};
     plan.bands()
         .into_iter()
         .map(|(strategy, point)| {
-            let band: Vec<&Cell> = cells
-                .iter()
+            let nights: Vec<(Tested, String)> = (cells.iter())
                 .filter(|c| c.strategy == strategy && c.point == point.name())
+                .map(|c| {
+                    let line = format!("{}: {}", crate::task::task_id(c.task), c.figures());
+                    (c.tested(), line)
+                })
                 .collect();
-            let said = |t: Tested| -> Vec<String> {
-                (band.iter())
-                    .filter(|c| c.tested() == t)
-                    .map(|c| format!("{}: {}", crate::task::task_id(c.task), c.figures()))
-                    .collect()
-            };
-            let untested = said(Tested::Nothing);
-            let mut wrong = said(Tested::Wrong);
-            let listed = wrong.iter().chain(&untested).cloned().collect::<Vec<_>>();
-            if strict {
-                wrong.extend(untested);
-            }
-            let right = band.iter().filter(|c| c.is_right()).count();
-            let detail = format!(
-                "{right} of {} nights right{}",
-                band.len(),
-                if listed.is_empty() {
-                    String::new()
-                } else {
-                    format!("; {}", listed.join("; "))
-                }
-            );
-            let outcome = if band.is_empty() {
-                CaseResult::Skipped("no night of this band ran".into())
-            } else if wrong.is_empty() {
-                CaseResult::Passed
-            } else {
-                CaseResult::Failed(format!("{} of {} nights wrong", wrong.len(), band.len()))
-            };
-            Case {
-                class: format!("map.{}", strategy.name()),
-                name: point.name().to_string(),
-                outcome,
-                detail,
-            }
+            crate::map::band_case(
+                format!("map.{}", strategy.name()),
+                point.name().to_string(),
+                &nights,
+                strict,
+            )
         })
         .collect()
 }

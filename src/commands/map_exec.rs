@@ -439,45 +439,13 @@ fn print_bands(points: &[String], cells: &[ExecCell], first: u64, out: &mut dyn 
 
 /// A JUnit test case per band: it fails when any of its nights is wrong, naming them.
 fn junit_cases(points: &[String], cells: &[ExecCell], strict: bool) -> Vec<crate::junit::Case> {
-    use crate::junit::{Case, CaseResult};
-    let bands = crate::exec_map::bands(points);
-    bands
-        .iter()
+    (crate::exec_map::bands(points).iter())
         .map(|band| {
-            let mine: Vec<&ExecCell> = cells.iter().filter(|c| &c.band == band).collect();
-            let said = |t: Tested| -> Vec<String> {
-                (mine.iter())
-                    .filter(|c| c.tested() == t)
-                    .map(|c| format!("{}: {}", c.at, c.verdict()))
-                    .collect()
-            };
-            let untested = said(Tested::Nothing);
-            let mut wrong = said(Tested::Wrong);
-            let listed = wrong.iter().chain(&untested).cloned().collect::<Vec<_>>();
-            if strict {
-                wrong.extend(untested);
-            }
-            let right = mine.iter().filter(|c| c.is_right()).count();
-            let detail = format!(
-                "{right} of {} nights right{}",
-                mine.len(),
-                if listed.is_empty() {
-                    String::new()
-                } else {
-                    format!("; {}", listed.join("; "))
-                }
-            );
-            let outcome = if wrong.is_empty() {
-                CaseResult::Passed
-            } else {
-                CaseResult::Failed(format!("{} of {} nights wrong", wrong.len(), mine.len()))
-            };
-            Case {
-                class: "map.exec".into(),
-                name: band.clone(),
-                outcome,
-                detail,
-            }
+            let nights: Vec<(Tested, String)> = (cells.iter())
+                .filter(|c| &c.band == band)
+                .map(|c| (c.tested(), format!("{}: {}", c.at, c.verdict())))
+                .collect();
+            crate::map::band_case("map.exec".into(), band.clone(), &nights, strict)
         })
         .collect()
 }

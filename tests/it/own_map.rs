@@ -1,5 +1,5 @@
 //! The map of an engineer's own job on a terminal (`map --exec`): the same screen and drill-down
-//! as the built-in map, `--strict`, and nothing of a night (the job, its children, its vendor)
+//! as the built-in map, `--strict`, `--junit` for both maps, and nothing of a night (the job, its children, its vendor)
 //! outliving reclaim when it is quit or stopped mid-night.
 
 use std::collections::BTreeSet;
@@ -310,4 +310,83 @@ fn a_cell_whose_point_is_never_reached_is_not_tested_and_fails_only_under_strict
         "{}",
         run.stdout
     );
+}
+
+/// The cases of a `--junit` file: (class, name, failed).
+fn junit_cases(path: &Path) -> Vec<(String, String, bool)> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{e}"));
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("not XML: {e}"));
+    (doc.descendants())
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|n| {
+            let failed = n.children().any(|c| c.has_tag_name("failure"));
+            let attr = |a: &str| n.attribute(a).unwrap_or_default().to_string();
+            (attr("classname"), attr("name"), failed)
+        })
+        .collect()
+}
+
+#[test]
+fn both_maps_write_a_junit_case_per_band_failed_by_its_wrong_nights() {
+    let dir = tmp();
+    let builtin = dir.path().join("map.xml");
+    let mut command = Command::new(BIN);
+    command
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .args([
+            "map",
+            "--strategy",
+            "naive,guarded",
+            "--items",
+            "3",
+            "--points",
+            "after-commit",
+            "--plain",
+            "--junit",
+        ]);
+    command.arg(&builtin);
+    let run = crate::common::run_within(command, "reclaim map --junit", LIMIT);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_eq!(
+        junit_cases(&builtin),
+        vec![
+            ("map.naive".into(), "after-commit".into(), true),
+            ("map.guarded".into(), "after-commit".into(), false),
+        ]
+    );
+    let own = dir.path().join("own.xml");
+    let mut command = Command::new(BIN);
+    command
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .env("ORDERS_MODE", "two-commit")
+        .args(["map", "--exec", &example("orders_job.py")])
+        .args([
+            "--table",
+            "orders",
+            "--key",
+            "order_id",
+            "--key-format",
+            "ord-%05d",
+        ])
+        .args([
+            "--checkpoint-table",
+            "settled",
+            "--items",
+            "3",
+            "--plain",
+            "--junit",
+        ])
+        .arg(&own);
+    let run = crate::common::run_within(command, "reclaim map --exec --junit", LIMIT);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let cases = junit_cases(&own);
+    let failed: Vec<&str> = (cases.iter())
+        .filter(|(_, _, failed)| *failed)
+        .map(|(_, name, _)| name.as_str())
+        .collect();
+    assert_eq!(failed, vec!["after-row-commit"], "{cases:?}");
+    assert!(cases.iter().all(|(class, _, _)| class == "map.exec"));
+    assert_eq!(cases.len(), 3, "{cases:?}");
 }
