@@ -1,6 +1,6 @@
 //! The map of an engineer's own job on a terminal (`map --exec`): the same screen and drill-down
-//! as the built-in map, `--strict`, `--junit` for both maps, and nothing of a night (the job, its children, its vendor)
-//! outliving reclaim when it is quit or stopped mid-night.
+//! as the built-in map, `--strict`, `--junit` for both maps, and nothing of a night (the job, its
+//! children, its vendor) outliving reclaim when it is quit or stopped mid-night.
 
 use std::collections::BTreeSet;
 use std::path::Path;
