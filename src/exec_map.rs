@@ -237,7 +237,7 @@ pub fn layout(job: &ExecJob, points: &[String], tasks: (u64, u64)) -> crate::map
 /// was, at `delay` an item (told `RECLAIM_DELAY_MS`) so it can be watched.
 #[must_use]
 pub fn scenario_for(job: &ExecJob, cell: &ExecCell, delay: Duration) -> crate::scenario::Scenario {
-    use crate::scenario::{Caption, Scenario, ScenarioLane};
+    use crate::scenario::{Scenario, ScenarioLane};
     let mut job = job.clone();
     let mut at_rows = None;
     match &cell.kill {
@@ -250,48 +250,21 @@ pub fn scenario_for(job: &ExecJob, cell: &ExecCell, delay: Duration) -> crate::s
         ExecKill::Rows(rows) => at_rows = Some(*rows),
     }
     let what = crate::map::MapCell::name(cell);
+    let found = crate::map::MapCell::detail(cell);
     Scenario {
-        source: "map".into(),
-        title: format!("The map's night: your job at {what}"),
-        about: format!("the map found: {}", crate::map::MapCell::detail(cell)),
-        scale: 100.0,
-        items: job.queue.len(),
-        delay,
-        start_at: 0.0,
-        paces: vec![crate::engine::Pace::per_item(delay.as_secs_f64() * 100.0)],
-        restart_delay: 18.0,
         max_restarts: 3,
-        dead_man: crate::engine::DEFAULT_DEAD_MAN,
-        seed: 0,
-        kill_at_task: None,
         kill_at_rows: at_rows,
-        random_kills: 0,
-        kill_window: crate::supervisor::schedule::DEFAULT_WINDOW,
-        hang_at_task: None,
-        hang_for: None,
-        wipe_at_task: None,
-        warehouse: crate::warehouse::Spec::Sqlite,
-        lanes: vec![ScenarioLane {
-            name: "your job".into(),
-            worker: LaneWorker::Exec(Box::new(job)),
-            workers: 1,
-            batch: 1,
-            crash_at: None,
-            side_effect: None,
-            vendor: crate::fake_vendor::VendorModes::default(),
-            long_item: None,
-            split: 1,
-        }],
-        captions: vec![Caption {
-            at: None,
-            on: Some("kill".into()),
-            lane: None,
-            text: format!(
-                "The kill the map's cell ran: {what}. The map found {}.",
-                crate::map::MapCell::detail(cell)
-            ),
-            notes: None,
-        }],
+        ..Scenario::map_night(
+            format!("The map's night: your job at {what}"),
+            format!("the map found: {found}"),
+            job.queue.len(),
+            delay,
+            vec![ScenarioLane::plain(
+                "your job".into(),
+                LaneWorker::Exec(Box::new(job)),
+            )],
+            format!("The kill the map's cell ran: {what}. The map found {found}."),
+        )
     }
 }
 

@@ -242,6 +242,24 @@ impl Tested {
     }
 }
 
+/// How many of a map's cells tested something wrong and how many tested nothing: the figures
+/// both maps' summaries, JSON and exits are made of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub wrong: usize,
+    pub untested: usize,
+}
+
+impl Tally {
+    #[must_use]
+    pub fn of(cells: impl IntoIterator<Item = Tested>) -> Self {
+        cells.into_iter().fold(Self::default(), |t, cell| Self {
+            wrong: t.wrong + usize::from(cell == Tested::Wrong),
+            untested: t.untested + usize::from(cell == Tested::Nothing),
+        })
+    }
+}
+
 /// Whether a map holds: it ran whole (`whole`), no cell is wrong, and, with `strict`, every
 /// cell tested something.
 pub fn holds(whole: bool, cells: impl Iterator<Item = Tested>, strict: bool) -> bool {
@@ -477,6 +495,25 @@ fn tempfile_in(dir: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tally_counts_wrong_and_untested_cells_apart_and_right_ones_in_neither() {
+        let cells = [
+            Tested::Right,
+            Tested::Wrong,
+            Tested::Nothing,
+            Tested::Wrong,
+            Tested::Right,
+        ];
+        assert_eq!(
+            Tally::of(cells),
+            Tally {
+                wrong: 2,
+                untested: 1
+            }
+        );
+        assert_eq!(Tally::of([]), Tally::default());
+    }
 
     #[test]
     fn a_kept_map_says_its_size_and_is_refused_past_the_room_its_folder_has() {

@@ -12,7 +12,7 @@ use crate::cli::MapArgs;
 use crate::error::{Context as _, Error};
 use crate::exit::{DATA_WRONG, OK};
 use crate::harness::pool::{self, Pool};
-use crate::map::{Cell, Plan, Runner, Summary, Tested, summarize};
+use crate::map::{Cell, Plan, Runner, Summary, Tally, Tested, summarize};
 use crate::tui::map::{MapRun, MapState};
 use crate::worker::CrashPoint;
 
@@ -237,9 +237,7 @@ fn print_map(
             summary: summarize(&plan, &cells),
             cells: &cells,
             all_right,
-            not_tested: (cells.iter())
-                .filter(|c| c.tested() == Tested::Nothing)
-                .count(),
+            not_tested: Tally::of(cells.iter().map(Cell::tested)).untested,
             elapsed_s: (elapsed * 1000.0).round() / 1000.0,
             kept,
         };
@@ -357,12 +355,7 @@ fn print_summary(
     out: &mut dyn Write,
 ) {
     let cells = state.cells();
-    let wrong = (cells.iter())
-        .filter(|c| c.tested() == Tested::Wrong)
-        .count();
-    let untested = (cells.iter())
-        .filter(|c| c.tested() == Tested::Nothing)
-        .count();
+    let Tally { wrong, untested } = Tally::of(cells.iter().map(Cell::tested));
     let _ = writeln!(
         out,
         "reclaim map: {} of {} nights in {elapsed:.1} s; {wrong} cells wrong{}",

@@ -18,7 +18,7 @@ use crate::error::{Context as _, Error};
 use crate::exec_map::{ExecCell, ExecKill, ExecRunner};
 use crate::exit::{DATA_WRONG, OK};
 use crate::harness::pool::{self, Pool};
-use crate::map::Tested;
+use crate::map::{Tally, Tested};
 
 /// `--json`: one object. The keys are stable.
 #[derive(Debug, Serialize)]
@@ -278,9 +278,7 @@ fn print(
             nights: cells.len(),
             cells,
             all_right,
-            not_tested: (cells.iter())
-                .filter(|c| c.tested() == Tested::Nothing)
-                .count(),
+            not_tested: Tally::of(cells.iter().map(ExecCell::tested)).untested,
             undisturbed: facts.undisturbed.to_string(),
             elapsed_s: (facts.elapsed * 1000.0).round() / 1000.0,
             kept: facts.kept.clone(),
@@ -324,12 +322,7 @@ fn print(
         if !facts.interactive {
             print_bands(facts.points, cells, facts.first, out);
         }
-        let wrong = (cells.iter())
-            .filter(|c| c.tested() == Tested::Wrong)
-            .count();
-        let untested = (cells.iter())
-            .filter(|c| c.tested() == Tested::Nothing)
-            .count();
+        let Tally { wrong, untested } = Tally::of(cells.iter().map(ExecCell::tested));
         let _ = writeln!(
             out,
             "reclaim map: {} nights in {:.1} s; {wrong} cells wrong{}",

@@ -168,6 +168,70 @@ pub struct ScenarioLane {
     pub split: u64,
 }
 
+impl ScenarioLane {
+    /// One worker with batch 1 and no crash point, side effect, long item or split: a map's lane.
+    #[must_use]
+    pub fn plain(name: String, worker: LaneWorker) -> Self {
+        Self {
+            name,
+            worker,
+            workers: 1,
+            batch: 1,
+            crash_at: None,
+            side_effect: None,
+            vendor: VendorModes::default(),
+            long_item: None,
+            split: 1,
+        }
+    }
+}
+
+impl Scenario {
+    /// The dashboard's night for one cell of a map (enter on the map screen): `lanes` at 100x,
+    /// paced `delay` an item, restarted 18 sim seconds after a kill, with one caption at the kill;
+    /// every other knob at its default, on SQLite.
+    #[must_use]
+    pub fn map_night(
+        title: String,
+        about: String,
+        items: u64,
+        delay: Duration,
+        lanes: Vec<ScenarioLane>,
+        kill_caption: String,
+    ) -> Self {
+        Self {
+            source: "map".into(),
+            title,
+            about,
+            scale: 100.0,
+            items,
+            delay,
+            start_at: 0.0,
+            paces: vec![Pace::per_item(delay.as_secs_f64() * 100.0)],
+            restart_delay: 18.0,
+            max_restarts: 100,
+            dead_man: crate::engine::DEFAULT_DEAD_MAN,
+            seed: 0,
+            kill_at_task: None,
+            kill_at_rows: None,
+            random_kills: 0,
+            kill_window: crate::supervisor::schedule::DEFAULT_WINDOW,
+            hang_at_task: None,
+            hang_for: None,
+            wipe_at_task: None,
+            warehouse: crate::warehouse::Spec::Sqlite,
+            lanes,
+            captions: vec![Caption {
+                at: None,
+                on: Some("kill".into()),
+                lane: None,
+                text: kill_caption,
+                notes: None,
+            }],
+        }
+    }
+}
+
 impl Scenario {
     /// Loads a shipped scenario by name, or a TOML file by path.
     pub fn load(name_or_path: &str) -> Result<Self, ScenarioError> {

@@ -13,7 +13,7 @@ use ratatui::layout::Rect;
 use crate::error::{Context as _, Error};
 use crate::harness::pool::Pool;
 use crate::map::{Cell, Kill};
-use crate::scenario::{Caption, Scenario, ScenarioLane};
+use crate::scenario::{Scenario, ScenarioLane};
 use crate::signals;
 use crate::tui::theme::Theme;
 use crate::worker::Strategy;
@@ -29,53 +29,24 @@ pub fn scenario_for(cell: &Cell, items: u64) -> Scenario {
     if cell.strategy != Strategy::Guarded {
         strategies.push(Strategy::Guarded);
     }
-    Scenario {
-        source: "map".into(),
-        title: format!("The map's night: {} at {crash}", cell.strategy),
-        about: format!("the map found: {}", cell.figures()),
-        scale: 100.0,
+    // 63 ms an item at 100x.
+    Scenario::map_night(
+        format!("The map's night: {} at {crash}", cell.strategy),
+        format!("the map found: {}", cell.figures()),
         items,
-        delay: Duration::from_millis(63),
-        start_at: 0.0,
-        // 63 ms an item at 100x.
-        paces: vec![crate::engine::Pace::per_item(6.3)],
-        restart_delay: 18.0,
-        max_restarts: 100,
-        dead_man: crate::engine::DEFAULT_DEAD_MAN,
-        seed: 0,
-        kill_at_task: None,
-        kill_at_rows: None,
-        random_kills: 0,
-        kill_window: crate::supervisor::schedule::DEFAULT_WINDOW,
-        hang_at_task: None,
-        hang_for: None,
-        wipe_at_task: None,
-        warehouse: crate::warehouse::Spec::Sqlite,
-        lanes: strategies
+        Duration::from_millis(63),
+        strategies
             .into_iter()
             .map(|strategy| ScenarioLane {
-                name: strategy.name().to_string(),
-                worker: strategy.into(),
-                workers: 1,
-                batch: 1,
                 crash_at: Some(crash),
-                side_effect: None,
-                vendor: crate::fake_vendor::VendorModes::default(),
-                long_item: None,
-                split: 1,
+                ..ScenarioLane::plain(strategy.name().to_string(), strategy.into())
             })
             .collect(),
-        captions: vec![Caption {
-            at: None,
-            on: Some("kill".into()),
-            lane: None,
-            text: format!(
-                "The crash the map's cell ran: {crash}. The map found {}.",
-                cell.figures()
-            ),
-            notes: None,
-        }],
-    }
+        format!(
+            "The crash the map's cell ran: {crash}. The map found {}.",
+            cell.figures()
+        ),
+    )
 }
 
 /// The dashboard's night for a cell, built when enter opens it.
