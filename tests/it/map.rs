@@ -601,8 +601,21 @@ fn q_mid_map_ends_the_nights_in_flight_and_leaves_no_worker() {
             s.contents().contains("/400 nights")
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    while workers_under(dir.path()).is_empty() {
-        assert!(Instant::now() < deadline, "no worker ever started");
+    // q once a night's database exists with its worker alive: a night then in flight (50,000
+    // items) cannot end before q does. (q pressed on the first worker seen, before its database
+    // existed, found no night to have been cut short once under load.)
+    let night_dbs = || {
+        std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "db"))
+            .count()
+    };
+    while workers_under(dir.path()).is_empty() || night_dbs() == 0 {
+        assert!(Instant::now() < deadline, "no night ever started");
         std::thread::sleep(Duration::from_millis(5));
     }
     screen.send(b"q").unwrap_or_else(|e| panic!("{e}"));
