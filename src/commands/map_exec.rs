@@ -53,6 +53,9 @@ pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u
         .as_deref()
         .map(crate::junit::check_path)
         .transpose()?;
+    // On PostgreSQL one cluster (or server) holds the whole map, each night in its own schema;
+    // the map is printed, not drawn (the screen's `enter` opens a night on SQLite files).
+    let warehouse = super::map::open_warehouse(args)?;
     let dir = crate::map::fresh_dir("map-exec")
         .context(|| "cannot create a folder for the map's nights".into())?;
     let command = job.command.clone();
@@ -60,6 +63,7 @@ pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u
     let interactive = !args.json
         && !args.csv
         && !args.plain
+        && warehouse.is_none()
         && std::io::stdout().is_terminal()
         && std::io::stdin().is_terminal();
     let screen_job = job.clone();
@@ -138,6 +142,8 @@ pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u
         interactive,
     };
     print(args, &facts, &cells, all_right, out)?;
+    // Its closing lines on stderr beside JSON or CSV, so stdout stays one format.
+    crate::warehouse::close(warehouse, args.json || args.csv, None, out);
     Ok(if holds { OK } else { DATA_WRONG })
 }
 

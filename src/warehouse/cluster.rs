@@ -212,7 +212,7 @@ impl Cluster {
                 "postgres     look:      psql -h {dir} -U {ROLE} postgres -c 'SELECT count(*) FROM {}.records'",
                 schemas.first().map_or("SCHEMA", String::as_str)
             ),
-            format!("postgres     schemas:   {}", schemas.join(", ")),
+            format!("postgres     schemas:   {}", super::list_schemas(schemas)),
             format!(
                 "postgres     stop it:   {as_user}{} -D {dir}/data stop, then rm -r {dir}",
                 pg_ctl.display()

@@ -100,6 +100,31 @@ pub fn run_setup(server: &Server, db: &Path, sql: &str) -> Result<(), WarehouseE
         .map_err(|e| WarehouseError::query("running --setup-sql", &e))
 }
 
+/// Deletes every row of the job's `table` in its lane's schema (prove's wiped checkpoints):
+/// how many, or `None` when the job never made that table.
+pub fn wipe_table(
+    server: &Server,
+    db: &Path,
+    table: &str,
+) -> Result<Option<usize>, WarehouseError> {
+    let mut client = server.connect(Some(&server.schema_for(db)))?;
+    let failed = |e: postgres::Error| WarehouseError::query("deleting the job's checkpoints", &e);
+    let there: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1)",
+            &[&table],
+        )
+        .map_err(failed)?
+        .get(0);
+    if !there {
+        return Ok(None);
+    }
+    let deleted = client
+        .execute(&format!("DELETE FROM {}", quote_ident(table)), &[])
+        .map_err(failed)?;
+    Ok(Some(usize::try_from(deleted).unwrap_or(usize::MAX)))
+}
+
 /// The observer's connection to a job's lane.
 pub struct JobFollow {
     schema: String,
