@@ -108,8 +108,11 @@ pub(super) fn open_warehouse(args: &MapArgs) -> Result<Option<crate::warehouse::
 
 /// Runs `reclaim map`.
 pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
-    if let Some(job) = args.job.to_job(args.items)? {
-        return super::map_exec::run(args, job, &mut crate::out::stdout());
+    // A queue read on the server (--keys-sql on PostgreSQL) needs the warehouse first.
+    let early = super::open_for_keys(&args.job, &args.warehouse, || open_warehouse(args))?;
+    let server = early.as_ref().map(|night| &night.server);
+    if let Some(job) = args.job.to_job_on(args.items, server)? {
+        return super::map_exec::run(args, job, early, &mut crate::out::stdout());
     }
     let plan = plan_of(args)?;
     let junit = args

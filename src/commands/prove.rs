@@ -167,7 +167,10 @@ fn result(
 
 /// Runs `reclaim prove`.
 pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
-    let worker = match (args.job.to_job(args.items)?, args.strategy) {
+    // A queue read on the server (--keys-sql on PostgreSQL) needs the warehouse first.
+    let early = super::open_for_keys(&args.job, &args.warehouse.warehouse, || open_night(args))?;
+    let server = early.as_ref().map(|night| &night.server);
+    let worker = match (args.job.to_job_on(args.items, server)?, args.strategy) {
         (Some(mut job), _) => {
             // The third test empties the job's checkpoint table: `checkpoints` unless named. The
             // same table places each kill (before or after a checkpoint) when it is there.
@@ -192,7 +195,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         .as_deref()
         .map(crate::junit::check_path)
         .transpose()?;
-    let night = open_night(args)?;
+    let night = early.map_or_else(|| open_night(args), |n| Ok(Some(n)))?;
     let seed = args.seed.unwrap_or_else(rand::random);
     let dir = crate::paths::fresh_db_path("prove")
         .context(|| "cannot create a folder for the databases".into())?

@@ -216,3 +216,115 @@ fn map_exec_on_postgres_maps_the_safe_job_right_and_the_naive_one_wrong() {
     assert!(cells.iter().any(|c| c["killed"] == true), "{json}");
     assert!(cluster_folder(dir.path()).is_none(), "the cluster is left");
 }
+
+/// `--keys-sql` and `--checkpoint-table` on the server: the queue read by PostgreSQL's own SQL
+/// (which SQLite could not run), in a trial rolled back (psql finds no trial schema); the kills
+/// placed by the checkpoints read there: after a commit, or, with a row whose checkpoint never
+/// came (made by the setup), after the row's commit. A key with a control character and a query
+/// that writes are one line each, escaped, exit 2, nothing left.
+#[test]
+fn keys_sql_and_checkpoint_table_run_on_the_server() {
+    let Some(bin) = pg_bin() else {
+        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
+        return;
+    };
+    let dir = folder();
+    let safe = job("psql_job.sh");
+    let keys = "SELECT 'task-' || lpad(g::text, 3, '0') FROM generate_series(0, 19) g";
+    let night = |setup: Option<&str>, keep: bool| {
+        let mut args = vec![
+            "run",
+            "--exec",
+            &safe,
+            "--keys-sql",
+            keys,
+            "--checkpoint-table",
+            "checkpoints",
+            "--kills",
+            "2",
+            "--kill-rows",
+            "5..10",
+            "--seed",
+            "4",
+            "--warehouse",
+            "postgres",
+            "--json",
+        ];
+        if let Some(setup) = setup {
+            args.extend(["--setup-sql", setup]);
+        }
+        if keep {
+            args.push("--keep");
+        }
+        let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+        assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+        let json = json_of(&run);
+        assert_eq!(json["rows"], 20, "{json}");
+        assert_eq!(json["missing"], 0, "{json}");
+        assert_eq!(json["kills"], 2, "{json}");
+        json["kills_in_window"].clone()
+    };
+    // Row and checkpoint in one transaction: every kill after a commit, placed.
+    let windows = night(None, true);
+    assert_eq!(windows["after-commit"], 2, "{windows}");
+    assert_eq!(windows["after-a-commit-unplaced"], 0, "{windows}");
+    on_kept(&bin, dir.path(), |cluster| {
+        assert_eq!(
+            psql(
+                cluster,
+                "SELECT count(*) || ' ' || count(DISTINCT task_id) FROM night.records"
+            ),
+            "20 20"
+        );
+        assert_eq!(
+            psql(cluster, "SELECT count(*) FROM night.checkpoints"),
+            "20"
+        );
+        // The trial that read the keys left nothing behind.
+        assert_eq!(
+            psql(
+                cluster,
+                "SELECT count(*) FROM pg_namespace WHERE nspname LIKE '%keys_trial%'"
+            ),
+            "0"
+        );
+    });
+    // A row the setup made without its checkpoint: the kills land after a row's commit.
+    let windows = night(
+        Some(
+            "CREATE TABLE records(task_id text PRIMARY KEY, payload text NOT NULL); \
+             CREATE TABLE checkpoints(task_id text PRIMARY KEY, finished timestamptz NOT NULL); \
+             INSERT INTO records VALUES ('task-019', 'early')",
+        ),
+        false,
+    );
+    assert_eq!(windows["after-row-commit"], 2, "{windows}");
+
+    for (setup, sql, says) in [
+        (None, "SELECT E'task-\\x1b[31m001'", "task-\\u{1b}[31m001"),
+        (
+            Some("CREATE TABLE queue(k text); INSERT INTO queue VALUES ('a')"),
+            "DELETE FROM queue RETURNING k",
+            "read-only transaction",
+        ),
+    ] {
+        let mut args = vec![
+            "run",
+            "--exec",
+            &safe,
+            "--keys-sql",
+            sql,
+            "--warehouse",
+            "postgres",
+        ];
+        if let Some(setup) = setup {
+            args.extend(["--setup-sql", setup]);
+        }
+        let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+        assert_eq!(run.code, Some(2), "{}\n{}", run.stdout, run.stderr);
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+        assert!(run.stderr.contains(says), "{}", run.stderr);
+        assert!(!run.stderr.contains('\x1b'), "{}", run.stderr);
+        assert!(cluster_folder(dir.path()).is_none(), "the cluster is left");
+    }
+}
