@@ -61,7 +61,7 @@ pub(super) fn run(
         .transpose()?;
     // On PostgreSQL one cluster (or server) holds the whole map, each night in its own schema;
     // the map is printed, not drawn (the screen's `enter` opens a night on SQLite files).
-    let warehouse = warehouse.map_or_else(|| super::map::open_warehouse(args), |n| Ok(Some(n)))?;
+    let warehouse = warehouse.map_or_else(|| super::open_map_warehouse(args), |n| Ok(Some(n)))?;
     let dir = crate::map::fresh_dir("map-exec")
         .context(|| "cannot create a folder for the map's nights".into())?;
     let command = job.command.clone();

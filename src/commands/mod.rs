@@ -142,3 +142,17 @@ fn open_for_keys(
         Ok(None)
     }
 }
+
+/// A map's warehouse, either map's (`--warehouse`, `--pg-schema`, `--keep` keeping a private
+/// cluster): `None` for SQLite files.
+fn open_map_warehouse(
+    args: &crate::cli::MapArgs,
+) -> Result<Option<crate::warehouse::Night>, crate::error::Error> {
+    Ok(crate::warehouse::WarehouseArgs {
+        warehouse: args.warehouse.clone(),
+        pg_schema: args.pg_schema.clone(),
+        keep: args.keep && args.warehouse == crate::warehouse::Spec::Private,
+    }
+    .open()
+    .map_err(crate::store::StoreError::from)?)
+}
