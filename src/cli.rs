@@ -213,7 +213,7 @@ pub struct MapArgs {
     pub keep: bool,
     /// Where the nights' rows go: sqlite (a file per night), postgres (one private PostgreSQL
     /// cluster for the whole map, each night in a schema of its own), or postgres://USER@HOST/DB
-    #[arg(long, value_name = "sqlite|postgres|URL", default_value = "sqlite", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::warehouse::Spec>()), conflicts_with = "exec")]
+    #[arg(long, value_name = "sqlite|postgres|URL", default_value = "sqlite", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::warehouse::Spec>()))]
     pub warehouse: crate::warehouse::Spec,
     /// On PostgreSQL: the map's schema prefix (each night's is NAME_NNNNN_...); none may exist
     #[arg(long, value_name = "NAME", value_parser = crate::warehouse::check_schema_name)]

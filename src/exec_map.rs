@@ -352,9 +352,15 @@ impl ExecRunner {
         plan: &KillPlan,
         cancel: &AtomicBool,
     ) -> Result<harness::RunReport, Error> {
-        let folder = self.dir.join(label);
+        // `night-...`: on PostgreSQL the folder names the night's schema, claimed here.
+        let folder = self.dir.join(format!("night-{label}"));
         std::fs::create_dir(&folder)
             .context(|| format!("cannot create the night's folder {}", folder.display()))?;
+        if let Some(server) = crate::warehouse::active() {
+            let schema = server.schema_for(&folder.join(&self.db_name));
+            crate::warehouse::pg::claim_schema(server, &schema)
+                .map_err(crate::store::StoreError::from)?;
+        }
         let mut job = self.job.clone();
         job.crash_at = crash;
         // The kill falls in the first attempt; the restart only has to finish, at full speed.

@@ -54,6 +54,14 @@ impl Bits {
     fn clear(&mut self) {
         self.words.fill(0);
     }
+
+    /// Whether every bit set here is set in `other` too.
+    fn within(&self, other: &Self) -> bool {
+        self.words
+            .iter()
+            .enumerate()
+            .all(|(i, w)| w & !other.words.get(i).copied().unwrap_or(0) == 0)
+    }
 }
 
 /// What one poll found.
@@ -179,11 +187,26 @@ impl Observer {
         self.checkpointed.get(index)
     }
 
+    /// Whether the newest row's item has its checkpoint: the newest row's, when the rows say
+    /// which is newest; on PostgreSQL, where a job's table is read whole (no rowid orders it),
+    /// whether every item with a row has one, so a row whose checkpoint never came is seen.
+    #[must_use]
+    pub fn newest_checkpointed(&self) -> bool {
+        match self.last_task {
+            Some(task) => self.has_checkpoint(task),
+            None => self.pg_job.is_some() && self.rows > 0 && self.seen.within(&self.checkpointed),
+        }
+    }
+
     /// Reads everything there is, now: the shortcut that skips a job's database while its files
     /// look unchanged is not taken (a commit in the same kernel tick as the last read leaves the
     /// stamps as they were), so what a killed job left is all counted.
     pub fn poll_to_the_end(&mut self) {
         self.files_read = None;
+        // On PostgreSQL too: a read now, whenever the last one was.
+        if let Some((_, last)) = self.pg_job.as_mut() {
+            *last = None;
+        }
         self.caught_up_at = None;
         while self.poll().is_ok_and(|p| p.new_rows > 0) {
             self.files_read = None;
@@ -262,7 +285,15 @@ impl Observer {
         *last = Some(std::time::Instant::now());
         let read = follow.read(server, source)?;
         let mut poll = Poll::default();
-        let (rows, distinct, duplicated, unexpected) = match read {
+        if let Some(keys) = read.checkpoints {
+            self.checkpoints_seen = true;
+            // Read whole each time: the totals start again from what the table holds now.
+            self.apply_checkpoints(CheckpointRead {
+                rows: keys.into_iter().map(|key| (0, key)).collect(),
+                wiped: true,
+            });
+        }
+        let (rows, distinct, duplicated, unexpected) = match read.rows {
             JobRead::NoTable => return Ok(poll),
             JobRead::Counted(rows, distinct) => (rows, distinct, rows.saturating_sub(distinct), 0),
             JobRead::Keys(groups) => {

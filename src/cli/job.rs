@@ -78,6 +78,22 @@ impl ExecArgs {
         &self,
         items: u64,
     ) -> Result<Option<crate::engine::ExecJob>, crate::engine::JobError> {
+        self.to_job_on(items, None)
+    }
+
+    /// Whether the queue is read on the server (`--keys-sql` with a PostgreSQL warehouse): the
+    /// warehouse is then opened before the job is made (`to_job_on`).
+    #[must_use]
+    pub fn keys_on_server(&self, warehouse: &crate::warehouse::Spec) -> bool {
+        self.exec.is_some() && self.keys_sql.is_some() && warehouse.is_postgres()
+    }
+
+    /// `to_job`, with `--keys-sql` read on `server` when the night is on PostgreSQL.
+    pub fn to_job_on(
+        &self,
+        items: u64,
+        server: Option<&crate::warehouse::Server>,
+    ) -> Result<Option<crate::engine::ExecJob>, crate::engine::JobError> {
         let Some(command) = &self.exec else {
             return Ok(None);
         };
@@ -95,13 +111,18 @@ impl ExecArgs {
                 }
             }),
         };
-        let queue = self.queue(items)?;
+        let queue = self.queue(items, server)?;
         crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows, queue).map(Some)
     }
 
     /// The queue: listed, formatted, or the postmortem's `task-NNN`. `--keys-sql` is read from
     /// the setup's trial in memory, which is the new warehouse after its setup.
-    fn queue(&self, items: u64) -> Result<crate::queue::Queue, crate::engine::JobError> {
+    /// On PostgreSQL (`server`) it is read there, in a trial rolled back (`pg_job::keys_from_sql`).
+    fn queue(
+        &self,
+        items: u64,
+        server: Option<&crate::warehouse::Server>,
+    ) -> Result<crate::queue::Queue, crate::engine::JobError> {
         use crate::queue::{KeyFormat, Queue};
         if let Some(file) = &self.keys_from {
             return Ok(Queue::from_file(file)?);
@@ -111,6 +132,13 @@ impl ExecArgs {
                 Some(text) => Some(crate::engine::read_sql(text)?),
                 None => None,
             };
+            if let Some(server) = server {
+                return Ok(crate::warehouse::pg_job::keys_from_sql(
+                    server,
+                    setup.as_deref(),
+                    sql,
+                )?);
+            }
             let conn = crate::store::rows::trial_setup(setup.as_deref())?;
             return Ok(crate::queue::keys_from_sql(&conn, sql)?);
         }

@@ -96,8 +96,13 @@ fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
 
 /// Runs `reclaim map`.
 pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
-    if let Some(job) = args.job.to_job(args.items)? {
-        return super::map_exec::run(args, job, &mut crate::out::stdout());
+    // A queue read on the server (--keys-sql on PostgreSQL) needs the warehouse first.
+    let early = super::open_for_keys(&args.job, &args.warehouse, || {
+        super::open_map_warehouse(args)
+    })?;
+    let server = early.as_ref().map(|night| &night.server);
+    if let Some(job) = args.job.to_job_on(args.items, server)? {
+        return super::map_exec::run(args, job, early, &mut crate::out::stdout());
     }
     let plan = plan_of(args)?;
     let junit = args
@@ -107,13 +112,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
         .transpose()?;
     // On PostgreSQL one cluster (or server) holds the whole map, each night in its own schema;
     // the map is printed, not drawn (the screen's `enter` opens a night on SQLite files).
-    let night = crate::warehouse::WarehouseArgs {
-        warehouse: args.warehouse.clone(),
-        pg_schema: args.pg_schema.clone(),
-        keep: args.keep && args.warehouse == crate::warehouse::Spec::Private,
-    }
-    .open()
-    .map_err(crate::store::StoreError::from)?;
+    let night = super::open_map_warehouse(args)?;
     let interactive = !args.json
         && !args.csv
         && !args.plain

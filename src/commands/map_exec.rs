@@ -40,7 +40,13 @@ struct ExecMapReport<'a> {
 }
 
 /// Runs `reclaim map --exec`.
-pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u8, Error> {
+/// `warehouse` is the night's PostgreSQL when it was opened already (to read `--keys-sql`).
+pub(super) fn run(
+    args: &MapArgs,
+    job: ExecJob,
+    warehouse: Option<crate::warehouse::Night>,
+    out: &mut dyn Write,
+) -> Result<u8, Error> {
     if args.points.is_some() {
         return Err(Error::Refused(
             "--points names reclaim's own crash points; map --exec maps every point your job announces (reclaim-point NAME KEY), or its row counts when it announces none".into(),
@@ -53,6 +59,9 @@ pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u
         .as_deref()
         .map(crate::junit::check_path)
         .transpose()?;
+    // On PostgreSQL one cluster (or server) holds the whole map, each night in its own schema;
+    // the map is printed, not drawn (the screen's `enter` opens a night on SQLite files).
+    let warehouse = warehouse.map_or_else(|| super::open_map_warehouse(args), |n| Ok(Some(n)))?;
     let dir = crate::map::fresh_dir("map-exec")
         .context(|| "cannot create a folder for the map's nights".into())?;
     let command = job.command.clone();
@@ -60,6 +69,7 @@ pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u
     let interactive = !args.json
         && !args.csv
         && !args.plain
+        && warehouse.is_none()
         && std::io::stdout().is_terminal()
         && std::io::stdin().is_terminal();
     let screen_job = job.clone();
@@ -138,6 +148,8 @@ pub(super) fn run(args: &MapArgs, job: ExecJob, out: &mut dyn Write) -> Result<u
         interactive,
     };
     print(args, &facts, &cells, all_right, out)?;
+    // Its closing lines on stderr beside JSON or CSV, so stdout stays one format.
+    crate::warehouse::close(warehouse, args.json || args.csv, None, out);
     Ok(if holds { OK } else { DATA_WRONG })
 }
 

@@ -128,3 +128,31 @@ pub fn usage_error(error: &clap::Error) -> ExitCode {
     eprintln!("reclaim: error: {message} (see `reclaim --help`)");
     ExitCode::from(EXIT_ERROR)
 }
+
+/// The night's warehouse opened before the job is made, when the job's queue is read there
+/// (`--keys-sql` on PostgreSQL); otherwise `None`, and it opens after every other check.
+fn open_for_keys(
+    job: &crate::cli::ExecArgs,
+    spec: &crate::warehouse::Spec,
+    open: impl FnOnce() -> Result<Option<crate::warehouse::Night>, crate::error::Error>,
+) -> Result<Option<crate::warehouse::Night>, crate::error::Error> {
+    if job.keys_on_server(spec) {
+        open()
+    } else {
+        Ok(None)
+    }
+}
+
+/// A map's warehouse, either map's (`--warehouse`, `--pg-schema`, `--keep` keeping a private
+/// cluster): `None` for SQLite files.
+fn open_map_warehouse(
+    args: &crate::cli::MapArgs,
+) -> Result<Option<crate::warehouse::Night>, crate::error::Error> {
+    Ok(crate::warehouse::WarehouseArgs {
+        warehouse: args.warehouse.clone(),
+        pg_schema: args.pg_schema.clone(),
+        keep: args.keep && args.warehouse == crate::warehouse::Spec::Private,
+    }
+    .open()
+    .map_err(crate::store::StoreError::from)?)
+}

@@ -42,9 +42,10 @@ impl Prover {
     ) -> Result<LaneConfig, Error> {
         self.runs += 1;
         let db = match &self.db_name {
-            // A job that opens its database relative to its folder finds it there.
+            // A job that opens its database relative to its folder finds it there (on
+            // PostgreSQL the folder, `nightNN-...`, names the night's schema).
             Some(name) => {
-                let folder = self.dir.join(format!("{:02}-{label}", self.runs));
+                let folder = self.dir.join(format!("night{:02}-{label}", self.runs));
                 std::fs::create_dir(&folder)
                     .context(|| format!("cannot create {}", folder.display()))?;
                 folder.join(name)
@@ -166,7 +167,10 @@ fn result(
 
 /// Runs `reclaim prove`.
 pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
-    let worker = match (args.job.to_job(args.items)?, args.strategy) {
+    // A queue read on the server (--keys-sql on PostgreSQL) needs the warehouse first.
+    let early = super::open_for_keys(&args.job, &args.warehouse.warehouse, || open_night(args))?;
+    let server = early.as_ref().map(|night| &night.server);
+    let worker = match (args.job.to_job_on(args.items, server)?, args.strategy) {
         (Some(mut job), _) => {
             // The third test empties the job's checkpoint table: `checkpoints` unless named. The
             // same table places each kill (before or after a checkpoint) when it is there.
@@ -191,7 +195,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         .as_deref()
         .map(crate::junit::check_path)
         .transpose()?;
-    let night = open_night(args, &worker)?;
+    let night = early.map_or_else(|| open_night(args), |n| Ok(Some(n)))?;
     let seed = args.seed.unwrap_or_else(rand::random);
     let dir = crate::paths::fresh_db_path("prove")
         .context(|| "cannot create a folder for the databases".into())?
@@ -265,16 +269,8 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
 }
 
 /// `--warehouse` for prove: every night's lane in a schema of its own on the night's
-/// PostgreSQL (`Prover::lane` claims it); reclaim's own strategies only, so far.
-fn open_night(
-    args: &ProveArgs,
-    worker: &LaneWorker,
-) -> Result<Option<crate::warehouse::Night>, Error> {
-    if args.warehouse.warehouse.is_postgres() && worker.job().is_some() {
-        return Err(Error::Refused(
-            "--exec does not run on PostgreSQL yet; use --warehouse sqlite".into(),
-        ));
-    }
+/// PostgreSQL (`Prover::lane` claims it), reclaim's strategies and an `--exec` job alike.
+fn open_night(args: &ProveArgs) -> Result<Option<crate::warehouse::Night>, Error> {
     Ok((args.warehouse.open()).map_err(crate::store::StoreError::from)?)
 }
 
@@ -432,7 +428,12 @@ fn wiped_checkpoints(prover: &mut Prover, checkpoint_table: &str) -> Result<Test
         LaneWorker::Exec(job) => {
             // The rerun is the same job on the same database: its setup has run already.
             job.setup_sql = None;
-            let Some(wiped) = crate::store::rows::wipe_table(&db, checkpoint_table)? else {
+            let wiped = match crate::warehouse::active() {
+                Some(server) => crate::warehouse::pg_job::wipe_table(server, &db, checkpoint_table)
+                    .map_err(crate::store::StoreError::from)?,
+                None => crate::store::rows::wipe_table(&db, checkpoint_table)?,
+            };
+            let Some(wiped) = wiped else {
                 return Ok(skipped(
                     NAME,
                     format!(

@@ -20,8 +20,12 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     if let Some(name) = &args.scenario {
         return run_scenario(name, args, out);
     }
-    // Every input is checked before anything is created or started.
-    let worker = lane_worker(args)?;
+    // Every input is checked before anything is created or started; only a queue read on the
+    // server (--keys-sql on PostgreSQL) needs the warehouse first.
+    let early = super::open_for_keys(&args.job, &args.warehouse.warehouse, || {
+        open_warehouse(args, None)
+    })?;
+    let worker = lane_worker(args, early.as_ref().map(|night| &night.server))?;
     let queue = match &worker {
         LaneWorker::Exec(job) => job.queue.clone(),
         LaneWorker::Strategy(_) => crate::queue::Queue::tasks(args.items),
@@ -41,7 +45,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         }
         None => Vec::new(),
     };
-    let mut night = open_warehouse(args, Some(&worker))?;
+    let mut night = early.map_or_else(|| open_warehouse(args, Some(&worker)), |n| Ok(Some(n)))?;
     let given_db = args.db.as_deref().map(paths::new_warehouse).transpose()?;
     let record = args
         .record
@@ -135,12 +139,9 @@ fn open_warehouse(
 }
 
 /// What reclaim runs on PostgreSQL so far: its own strategies, without split items, and an
-/// --exec job judged by its table or --count-sql (its queue not read by --keys-sql, nor its
-/// checkpoints followed).
+/// --exec job (its table or --count-sql, --keys-sql and --checkpoint-table on the server).
 fn pg_supports(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
     let missing = match worker {
-        LaneWorker::Exec(_) if args.job.keys_sql.is_some() => Some("--keys-sql"),
-        LaneWorker::Exec(_) if args.job.checkpoint_table.is_some() => Some("--checkpoint-table"),
         LaneWorker::Strategy(_) if args.long.split > 1 => Some("--split"),
         LaneWorker::Exec(_) | LaneWorker::Strategy(_) => None,
     };
@@ -300,37 +301,42 @@ fn resolve_key(flag: &str, typed: &str, queue: &crate::queue::Queue) -> Result<u
 }
 
 /// Whose worker runs: reclaim's own strategy, or the user's command (checked whole first).
-fn lane_worker(args: &RunArgs) -> Result<LaneWorker, Error> {
-    Ok(match (args.job.to_job(args.items)?, args.strategy) {
-        (Some(mut job), _) => {
-            job.vendor = args.vendor.vendor.is_some();
-            // A point your job announces (examples/reclaim_point.py), in a unit of work of its
-            // queue; a key outside it would never be reached.
-            if let Some(text) = &args.crash_at {
-                let mut plan = crate::points::CrashPlan::parse(text)?;
-                let index = resolve_key("--crash-at", &plan.key, &job.queue)?;
-                plan.key = job.queue.key(index);
-                job.crash_at = Some(plan);
-            }
-            if args.sync == crate::store::SyncMode::Full {
-                return Err(Error::Refused(
+fn lane_worker(
+    args: &RunArgs,
+    server: Option<&crate::warehouse::Server>,
+) -> Result<LaneWorker, Error> {
+    Ok(
+        match (args.job.to_job_on(args.items, server)?, args.strategy) {
+            (Some(mut job), _) => {
+                job.vendor = args.vendor.vendor.is_some();
+                // A point your job announces (examples/reclaim_point.py), in a unit of work of its
+                // queue; a key outside it would never be reached.
+                if let Some(text) = &args.crash_at {
+                    let mut plan = crate::points::CrashPlan::parse(text)?;
+                    let index = resolve_key("--crash-at", &plan.key, &job.queue)?;
+                    plan.key = job.queue.key(index);
+                    job.crash_at = Some(plan);
+                }
+                if args.sync == crate::store::SyncMode::Full {
+                    return Err(Error::Refused(
                     "--sync sets how reclaim's own worker syncs its commits; an --exec job sets its own PRAGMA synchronous".into(),
                 ));
-            }
-            if args.batch > 1 {
-                return Err(Error::Refused(
+                }
+                if args.batch > 1 {
+                    return Err(Error::Refused(
                     "--batch sets how reclaim's own worker commits; an --exec job commits as it was written to".into(),
                 ));
+                }
+                LaneWorker::Exec(Box::new(job))
             }
-            LaneWorker::Exec(Box::new(job))
-        }
-        (None, Some(strategy)) => LaneWorker::Strategy(strategy),
-        (None, None) => {
-            return Err(Error::Refused(
+            (None, Some(strategy)) => LaneWorker::Strategy(strategy),
+            (None, None) => {
+                return Err(Error::Refused(
                 "give --strategy (reclaim's own worker), --exec CMD (yours) or --scenario NAME|PATH".into(),
             ));
-        }
-    })
+            }
+        },
+    )
 }
 
 /// One verdict line per lane (and what never fired, and its messages), names in a column.

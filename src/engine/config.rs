@@ -122,6 +122,9 @@ pub enum JobError {
     Setup(#[from] crate::store::rows::TrialError),
     #[error(transparent)]
     Queue(#[from] crate::queue::QueueError),
+    /// `--keys-sql` read on a PostgreSQL warehouse.
+    #[error(transparent)]
+    OnServer(#[from] crate::warehouse::WarehouseError),
 }
 
 impl ExecJob {

@@ -26,7 +26,7 @@ use crate::text::escape_controls;
 use crate::worker::{CrashAt, LongItem, SideEffect};
 
 /// The shipped scenarios, by name; the first is the default.
-pub const SHIPPED: [(&str, &str); 10] = [
+pub const SHIPPED: [(&str, &str); 11] = [
     (
         "incident",
         include_str!("../../assets/scenarios/incident.toml"),
@@ -67,6 +67,7 @@ pub const SHIPPED: [(&str, &str); 10] = [
         "long-item",
         include_str!("../../assets/scenarios/long-item.toml"),
     ),
+    ("claim", include_str!("../../assets/scenarios/claim.toml")),
 ];
 
 /// The most lanes a night can show side by side.

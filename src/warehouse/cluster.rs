@@ -191,6 +191,13 @@ impl Cluster {
     #[must_use]
     pub fn closing_lines(&self, schemas: &[String]) -> Vec<String> {
         if !self.keep {
+            // Said from what is there: a stop that did not finish in time leaves the folder.
+            if self.dir.exists() {
+                return vec![format!(
+                    "postgres     private cluster NOT removed: its stop did not finish in time; remove {}",
+                    self.dir.display()
+                )];
+            }
             return vec![format!(
                 "postgres     private cluster stopped and removed ({})",
                 self.dir.display()
@@ -212,7 +219,7 @@ impl Cluster {
                 "postgres     look:      psql -h {dir} -U {ROLE} postgres -c 'SELECT count(*) FROM {}.records'",
                 schemas.first().map_or("SCHEMA", String::as_str)
             ),
-            format!("postgres     schemas:   {}", schemas.join(", ")),
+            format!("postgres     schemas:   {}", super::list_schemas(schemas)),
             format!(
                 "postgres     stop it:   {as_user}{} -D {dir}/data stop, then rm -r {dir}",
                 pg_ctl.display()

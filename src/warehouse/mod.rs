@@ -284,8 +284,10 @@ pub fn pass_to(command: &mut Command) {
 
 impl Server {
     /// The schema of the lane whose SQLite path would be `db`: the night's prefix, then the
-    /// lane's file name (`night1-1-naive.db` -> `_night1_1_naive`); a lane named only
-    /// `warehouse.db` is the night's single lane (or named by its folder, `night2-3-exec/`).
+    /// lane's file name (`night1-1-naive.db` -> `_night1_1_naive`); a lane in a night's folder
+    /// of its own (`night2-3-exec/`, `night01-kill-test/`, `night-00042/`: an `--exec` job's,
+    /// whatever its `--db-name`) is named by that folder; a lane named only `warehouse.db`
+    /// elsewhere is the night's single lane.
     #[must_use]
     pub fn schema_for(&self, db: &Path) -> String {
         let stem = db.file_stem().and_then(|s| s.to_str()).unwrap_or("");
@@ -294,10 +296,13 @@ impl Server {
             .and_then(|p| p.file_name())
             .and_then(|s| s.to_str())
             .unwrap_or("");
-        let lane = if stem != "warehouse" {
-            stem
-        } else if folder.starts_with("night") {
+        let own_folder = folder
+            .strip_prefix("night")
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '-'));
+        let lane = if own_folder {
             folder
+        } else if stem != "warehouse" {
+            stem
         } else {
             ""
         };
@@ -456,6 +461,13 @@ impl Night {
     /// says where the rows are and how to look at them.
     #[must_use]
     pub fn close(mut self) -> Vec<String> {
+        // Every schema the night made, as the server lists them (whoever claimed them: a
+        // dashboard's lanes, prove's or a map's nights); what was claimed here if it cannot say.
+        if let Ok(made) = self.made_schemas()
+            && !made.is_empty()
+        {
+            self.schemas = made;
+        }
         if let Some(cluster) = self.cluster.as_mut() {
             cluster.stop();
         }
@@ -468,15 +480,40 @@ impl Night {
         self.cluster.as_ref().is_some_and(|c| !c.kept())
     }
 
+    /// The schemas named by the night's prefix (`NAME`, `NAME_...`), read on the server: all
+    /// the night's own (a private cluster's, or a prefix refused when it was taken already).
+    fn made_schemas(&self) -> Result<Vec<String>, WarehouseError> {
+        let mut client = self.server.connect(None)?;
+        let pattern = format!("{}\\_%", self.server.prefix);
+        let rows = client
+            .query(
+                "SELECT nspname::text FROM pg_namespace WHERE nspname = $1 OR nspname LIKE $2 ORDER BY 1",
+                &[&self.server.prefix, &pattern],
+            )
+            .map_err(|e| WarehouseError::query("listing the night's schemas", &e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
     fn closing_lines(&self) -> Vec<String> {
         match &self.cluster {
             Some(cluster) => cluster.closing_lines(&self.schemas),
             None => vec![format!(
                 "postgres     {} schemas {} (kept: reclaim never drops what it made on your server)",
                 self.server.target(),
-                self.schemas.join(", ")
+                list_schemas(&self.schemas)
             )],
         }
+    }
+}
+
+/// Schemas as a closing line names them: all of a few, the first of many and how many in all.
+#[must_use]
+pub fn list_schemas(schemas: &[String]) -> String {
+    const SHOWN: usize = 6;
+    match schemas.len() {
+        0 => "none".into(),
+        n if n <= SHOWN => schemas.join(", "),
+        n => format!("{}, ... ({n} in all)", schemas[..SHOWN].join(", ")),
     }
 }
 
@@ -545,6 +582,30 @@ mod tests {
         assert_eq!(
             server.schema_for(Path::new("/tmp/x/night2-3-exec/warehouse.db")),
             "night_night2_3_exec"
+        );
+        // Every night of prove or map --exec in a schema of its own, whatever the file's name.
+        assert_eq!(
+            server.schema_for(Path::new("/tmp/x/night01-kill-test/orders.db")),
+            "night_night01_kill_test"
+        );
+        assert_eq!(
+            server.schema_for(Path::new("/tmp/x/night-00042/warehouse.db")),
+            "night_night_00042"
+        );
+        assert_eq!(
+            server.schema_for(Path::new("/srv/nightly/warehouse.db")),
+            "night"
+        );
+    }
+
+    #[test]
+    fn many_schemas_are_named_by_the_first_few_and_their_number() {
+        let names = |n: usize| (0..n).map(|i| format!("s{i}")).collect::<Vec<_>>();
+        assert_eq!(list_schemas(&[]), "none");
+        assert_eq!(list_schemas(&names(2)), "s0, s1");
+        assert_eq!(
+            list_schemas(&names(9)),
+            "s0, s1, s2, s3, s4, s5, ... (9 in all)"
         );
     }
 

@@ -100,6 +100,134 @@ pub fn run_setup(server: &Server, db: &Path, sql: &str) -> Result<(), WarehouseE
         .map_err(|e| WarehouseError::query("running --setup-sql", &e))
 }
 
+/// Deletes every row of the job's `table` in its lane's schema (prove's wiped checkpoints):
+/// how many, or `None` when the job never made that table.
+pub fn wipe_table(
+    server: &Server,
+    db: &Path,
+    table: &str,
+) -> Result<Option<usize>, WarehouseError> {
+    let mut client = server.connect(Some(&server.schema_for(db)))?;
+    let failed = |e: postgres::Error| WarehouseError::query("deleting the job's checkpoints", &e);
+    let there: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1)",
+            &[&table],
+        )
+        .map_err(failed)?
+        .get(0);
+    if !there {
+        return Ok(None);
+    }
+    let deleted = client
+        .execute(&format!("DELETE FROM {}", quote_ident(table)), &[])
+        .map_err(failed)?;
+    Ok(Some(usize::try_from(deleted).unwrap_or(usize::MAX)))
+}
+
+/// `--keys-sql` on the server: the job's `--setup-sql`, then the query, in a schema of their
+/// own inside one transaction that is rolled back (the trial SQLite makes in memory): nothing is
+/// left on the server. The query runs read-only, within `COUNT_LIMIT`, and must return one
+/// column of text or integer keys; what it returns is checked as any listed queue is.
+pub fn keys_from_sql(
+    server: &Server,
+    setup: Option<&str>,
+    sql: &str,
+) -> Result<Queue, WarehouseError> {
+    let wrong = |detail: String| WarehouseError::Query {
+        what: "--keys-sql".into(),
+        detail,
+    };
+    // Under the night's prefix, so it cannot be someone's schema on a server (the prefix was
+    // checked free); gone with the rollback.
+    let trial = format!("{}_keys_trial", server.prefix);
+    let mut client = server.connect(None)?;
+    let mut tx = client
+        .transaction()
+        .map_err(|e| WarehouseError::query("starting the --keys-sql trial", &e))?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA {0}; SET LOCAL search_path TO {0}",
+        quote_ident(&trial)
+    ))
+    .map_err(|e| WarehouseError::query("making the --keys-sql trial's schema", &e))?;
+    if let Some(setup) = setup {
+        tx.batch_execute(setup).map_err(|e| WarehouseError::Query {
+            what: "--setup-sql (tried for --keys-sql on the server)".into(),
+            detail: super::describe(&e),
+        })?;
+    }
+    tx.batch_execute(&format!(
+        "SET LOCAL transaction_read_only = on; SET LOCAL statement_timeout = {}",
+        crate::store::bounded::COUNT_LIMIT.as_millis()
+    ))
+    .map_err(|e| WarehouseError::query("bounding --keys-sql", &e))?;
+    let statement = tx.prepare(sql).map_err(|e| wrong(super::describe(&e)))?;
+    if statement.columns().len() != 1 {
+        return Err(wrong(format!(
+            "returns {} columns; it must return one, the key",
+            statement.columns().len()
+        )));
+    }
+    let rows = tx
+        .query(&statement, &[])
+        .map_err(|e| wrong(super::describe(&e)))?;
+    let mut keys = Vec::with_capacity(rows.len());
+    for (n, row) in rows.iter().enumerate() {
+        let key = row
+            .try_get::<_, Option<String>>(0)
+            .ok()
+            .flatten()
+            .or_else(|| {
+                row.try_get::<_, Option<i64>>(0)
+                    .ok()
+                    .flatten()
+                    .map(|k| k.to_string())
+            })
+            .or_else(|| {
+                row.try_get::<_, Option<i32>>(0)
+                    .ok()
+                    .flatten()
+                    .map(|k| k.to_string())
+            })
+            .or_else(|| {
+                row.try_get::<_, Option<i16>>(0)
+                    .ok()
+                    .flatten()
+                    .map(|k| k.to_string())
+            })
+            .ok_or_else(|| {
+                wrong(format!(
+                    "row {} is not a text or integer key (NULL, or another type)",
+                    n + 1
+                ))
+            })?;
+        keys.push(key);
+    }
+    drop(statement);
+    tx.rollback()
+        .map_err(|e| WarehouseError::query("ending the --keys-sql trial", &e))?;
+    // A setup that commits on its own (a COMMIT in it) would have kept the trial's schema.
+    let left: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)",
+            &[&trial],
+        )
+        .map_err(|e| WarehouseError::query("checking the --keys-sql trial", &e))?
+        .get(0);
+    if left {
+        return Err(WarehouseError::Query {
+            what: "--setup-sql (tried for --keys-sql on the server)".into(),
+            detail: format!(
+                "it ends its own transaction (COMMIT), so its trial schema {trial} was kept; take the COMMIT out"
+            ),
+        });
+    }
+    Queue::listed(keys, "--keys-sql").map_err(|e| match e {
+        crate::queue::QueueError::List { detail, .. } => wrong(detail),
+        other => wrong(other.to_string()),
+    })
+}
+
 /// The observer's connection to a job's lane.
 pub struct JobFollow {
     schema: String,
@@ -123,13 +251,20 @@ impl JobFollow {
         }
     }
 
-    /// What the job's table holds now, read in one snapshot.
-    pub fn read(&mut self, server: &Server, source: &RowSource) -> Result<JobRead, WarehouseError> {
+    /// What the job's table (and its checkpoint table, when named) holds now, in one snapshot.
+    pub fn read(
+        &mut self,
+        server: &Server,
+        source: &RowSource,
+    ) -> Result<JobSnapshot, WarehouseError> {
         if self.client.is_none() {
             self.client = Some(server.connect(Some(&self.schema))?);
         }
         let Some(client) = self.client.as_mut() else {
-            return Ok(JobRead::NoTable);
+            return Ok(JobSnapshot {
+                rows: JobRead::NoTable,
+                checkpoints: None,
+            });
         };
         let result = read_in_snapshot(client, source);
         if result.is_err() {
@@ -140,7 +275,19 @@ impl JobFollow {
     }
 }
 
-fn read_in_snapshot(client: &mut Client, source: &RowSource) -> Result<JobRead, WarehouseError> {
+/// A job's rows and checkpoints, read in one snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobSnapshot {
+    pub rows: JobRead,
+    /// The keys in its checkpoint table (`--checkpoint-table`), as text; `None` when no table
+    /// was named or the job has not made it yet.
+    pub checkpoints: Option<Vec<String>>,
+}
+
+fn read_in_snapshot(
+    client: &mut Client,
+    source: &RowSource,
+) -> Result<JobSnapshot, WarehouseError> {
     let failed = |e: postgres::Error| WarehouseError::query("reading the job's table", &e);
     let mut tx = client
         .build_transaction()
@@ -148,9 +295,81 @@ fn read_in_snapshot(client: &mut Client, source: &RowSource) -> Result<JobRead, 
         .read_only(true)
         .start()
         .map_err(failed)?;
-    let read = read_job(&mut tx, source)?;
+    let rows = read_job(&mut tx, source)?;
+    let checkpoints = match &source.checkpoints {
+        Some(named) => read_checkpoints(&mut tx, &named.table, &named.key)?,
+        None => None,
+    };
     tx.commit().map_err(failed)?;
-    Ok(read)
+    Ok(JobSnapshot { rows, checkpoints })
+}
+
+/// The columns of `table` in the current schema; `None` when there is no such table.
+fn columns_of(
+    client: &mut impl GenericClient,
+    table: &str,
+) -> Result<Option<Vec<String>>, WarehouseError> {
+    let failed = |e: postgres::Error| WarehouseError::query("reading the job's table", &e);
+    let there: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1)",
+            &[&table],
+        )
+        .map_err(failed)?
+        .get(0);
+    if !there {
+        return Ok(None);
+    }
+    let columns = client
+        .query(
+            "SELECT column_name::text FROM information_schema.columns
+             WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position",
+            &[&table],
+        )
+        .map_err(failed)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    Ok(Some(columns))
+}
+
+/// A column the job's table must have, refused by name (with the columns it has) otherwise.
+fn require_column(table: &str, columns: &[String], key: &str) -> Result<(), WarehouseError> {
+    if columns.iter().any(|c| c == key) {
+        return Ok(());
+    }
+    Err(WarehouseError::Query {
+        what: format!("table {}", crate::text::escape_controls(table)),
+        detail: format!(
+            "it has no column {} (its columns: {})",
+            crate::text::escape_controls(key),
+            crate::text::escape_controls(&columns.join(", "))
+        ),
+    })
+}
+
+/// The distinct keys of the job's checkpoint table, as text (`None` before the job made it).
+fn read_checkpoints(
+    client: &mut impl GenericClient,
+    table: &str,
+    key: &str,
+) -> Result<Option<Vec<String>>, WarehouseError> {
+    let Some(columns) = columns_of(client, table)? else {
+        return Ok(None);
+    };
+    require_column(table, &columns, key)?;
+    let sql = format!(
+        "SELECT DISTINCT CAST({} AS text) FROM {} WHERE {0} IS NOT NULL",
+        quote_ident(key),
+        quote_ident(table)
+    );
+    let keys = client
+        .query(sql.as_str(), &[])
+        .map_err(|e| WarehouseError::query("reading the job's checkpoints", &e))?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    Ok(Some(keys))
 }
 
 /// The job's rows by key (or counted by `--count-sql`), inside the caller's transaction.
@@ -183,36 +402,10 @@ fn read_job(
         return Ok(JobRead::Counted(number(0)?, number(1)?));
     }
     let failed = |e: postgres::Error| WarehouseError::query("reading the job's table", &e);
-    let there: bool = client
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1)",
-            &[&source.table],
-        )
-        .map_err(failed)?
-        .get(0);
-    if !there {
+    let Some(columns) = columns_of(client, &source.table)? else {
         return Ok(JobRead::NoTable);
-    }
-    let columns: Vec<String> = client
-        .query(
-            "SELECT column_name::text FROM information_schema.columns
-             WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position",
-            &[&source.table],
-        )
-        .map_err(failed)?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    if !columns.iter().any(|c| c == &source.key) {
-        return Err(WarehouseError::Query {
-            what: format!("table {}", crate::text::escape_controls(&source.table)),
-            detail: format!(
-                "it has no column {} (its columns: {})",
-                crate::text::escape_controls(&source.key),
-                crate::text::escape_controls(&columns.join(", "))
-            ),
-        });
-    }
+    };
+    require_column(&source.table, &columns, &source.key)?;
     let sql = format!(
         "SELECT CAST({key} AS text), count(*) FROM {table} GROUP BY 1",
         key = quote_ident(&source.key),
@@ -236,7 +429,7 @@ pub fn inspect_rows(
     source: &RowSource,
 ) -> Result<Inspection, WarehouseError> {
     let mut client = server.connect(Some(&server.schema_for(db)))?;
-    let read = read_in_snapshot(&mut client, source)?;
+    let read = read_in_snapshot(&mut client, source)?.rows;
     let items = queue.len();
     let (rows, distinct, duplicated, outside, judged) = match read {
         JobRead::NoTable => {

@@ -176,3 +176,71 @@ fn psql_agrees(cluster: &Path) {
     .unwrap_or_default();
     assert!(claimants > 8, "{claimants} claimants");
 }
+
+/// The shipped `claim` scenario: three naive workers write every item three times, claim's eight
+/// write each once (psql counting them on the kept cluster), on SQLite and on PostgreSQL alike.
+#[test]
+fn the_claim_scenario_teaches_duplicate_delivery_beside_eight_claim_workers() {
+    let dir = folder();
+    let verdicts = |stdout: &str| -> Vec<String> {
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("verdict"))
+            .map(str::to_string)
+            .collect()
+    };
+    let sqlite = reclaim_in_dir(dir.path(), &["run", "--scenario", "claim"], LIMIT);
+    assert_eq!(sqlite.code, Some(1), "{}\n{}", sqlite.stdout, sqlite.stderr);
+    let expected = vec![
+        "verdict      naive  claimed=ok derived=DATA WRONG (120 duplicated task ids)  rows=360 duplicated_task_ids=120 kills=0 restarts=0".to_string(),
+        "verdict      claim  claimed=ok derived=ok  rows=120 duplicated_task_ids=0 kills=0 restarts=0".to_string(),
+    ];
+    assert_eq!(verdicts(&sqlite.stdout), expected, "{}", sqlite.stdout);
+    let Some(bin) = pg_bin() else {
+        eprintln!("PostgreSQL server programs not installed: the PostgreSQL half not run");
+        return;
+    };
+    let pg = reclaim_in_dir(
+        dir.path(),
+        &[
+            "run",
+            "--scenario",
+            "claim",
+            "--warehouse",
+            "postgres",
+            "--keep",
+        ],
+        LIMIT,
+    );
+    assert_eq!(pg.code, Some(1), "{}\n{}", pg.stdout, pg.stderr);
+    assert_eq!(verdicts(&pg.stdout), expected, "{}", pg.stdout);
+    assert!(
+        pg.stdout
+            .contains("schemas:   night_night1_1_naive, night_night1_2_claim"),
+        "{}",
+        pg.stdout
+    );
+    let cluster = cluster_folder(dir.path()).unwrap_or_else(|| panic!("no kept cluster"));
+    start_kept(&bin, &cluster);
+    let checked = std::panic::catch_unwind(|| {
+        assert_eq!(
+            psql(
+                &cluster,
+                "SELECT count(*) || ' ' || count(DISTINCT task_id) FROM night_night1_1_naive.records"
+            ),
+            "360 120"
+        );
+        assert_eq!(
+            psql(
+                &cluster,
+                "SELECT count(*) || ' ' || count(DISTINCT task_id) || ' ' || count(DISTINCT run_id) FROM night_night1_2_claim.records"
+            ),
+            "120 120 8"
+        );
+    });
+    stop_kept(&bin, &cluster);
+    let _ = std::fs::remove_dir_all(&cluster);
+    if let Err(panic) = checked {
+        std::panic::resume_unwind(panic);
+    }
+}

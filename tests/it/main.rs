@@ -18,6 +18,7 @@ mod module_graph;
 mod own_map;
 mod own_points;
 mod own_queue;
+mod pg_exec;
 mod pg_faults;
 mod pg_map;
 mod pg_refuse;

@@ -163,3 +163,61 @@ fn the_dashboard_on_postgres_says_so_and_leaves_nothing_after_q_or_ctrl_c() {
         );
     }
 }
+
+/// `tui --warehouse postgres --keep`, left with q: the closing lines say where the kept cluster
+/// is and name the schemas of the night's lanes (claimed by the dashboard, not by a command),
+/// and psql finds them there.
+#[test]
+fn the_dashboard_keeps_its_cluster_and_names_its_schemas() {
+    let Some(bin) = pg_bin() else {
+        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
+        return;
+    };
+    let dir = folder();
+    let file = dir.path().join("short.toml");
+    std::fs::write(&file, NIGHT).unwrap_or_else(|e| panic!("{e}"));
+    let file = file.display().to_string();
+    let args = [
+        "tui",
+        "--scenario",
+        &file,
+        "--warehouse",
+        "postgres",
+        "--keep",
+    ];
+    let mut dashboard =
+        Dashboard::start(&args, dir.path(), 140, 40).unwrap_or_else(|e| panic!("{e}"));
+    let deadline = Instant::now() + Duration::from_secs(90);
+    dashboard
+        .wait_for("the night's end", deadline, |screen| {
+            screen.contents().contains("the night is over")
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    let status = dashboard
+        .wait_exit(Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success(), "{status:?}: {}", dashboard.text());
+    let cluster = cluster_folder(dir.path()).unwrap_or_else(|| panic!("no kept cluster"));
+    // The screen wraps long lines: read it joined.
+    let text = dashboard.text().replace('\n', "");
+    assert!(
+        text.contains(&format!(
+            "private cluster kept, stopped: {}",
+            cluster.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("schemas:   night_night1_1_naive, night_night1_2_guarded"),
+        "{text}"
+    );
+    crate::warehouse_pg::start_kept(&bin, &cluster);
+    let schemas = crate::warehouse_pg::psql(
+        &cluster,
+        "SELECT string_agg(nspname, ' ' ORDER BY nspname) FROM pg_namespace WHERE nspname LIKE 'night%'",
+    );
+    crate::warehouse_pg::stop_kept(&bin, &cluster);
+    let _ = std::fs::remove_dir_all(&cluster);
+    assert_eq!(schemas, "night_night1_1_naive night_night1_2_guarded");
+}

@@ -76,11 +76,7 @@ impl Lane {
                 self.kills_in_window.add_unplaced();
                 return;
             }
-            Some(_) => Some(
-                self.observer
-                    .last_task
-                    .is_some_and(|task| self.observer.has_checkpoint(task)),
-            ),
+            Some(_) => Some(self.observer.newest_checkpointed()),
             None => self.config.worker.has_checkpoints().then(|| {
                 self.observer
                     .last_task
@@ -341,6 +337,10 @@ impl Lane {
                     Some(key) => format!(
                         "{}  the newest row committed before the kill (which item was in flight, the job does not say)",
                         crate::text::escape_controls(key)
+                    ),
+                    None if self.observer.rows > 0 => format!(
+                        "{} committed before the kill (its table is read whole on the server, so which row is newest cannot be told, nor which item was in flight)",
+                        crate::text::count(self.observer.rows, "row", "rows")
                     ),
                     None => "no row committed before the kill".to_string(),
                 }

@@ -1,0 +1,330 @@
+//! Someone's own job on PostgreSQL under `prove` and `map`: `examples/psql_job.sh` (safe to
+//! kill) passing, `examples/psql_naive_job.sh` (no key, no checkpoint) caught, each night in a
+//! schema of its own on the private cluster, psql on the kept cluster agreeing.
+
+use std::time::Duration;
+
+use crate::common::{json_of, reclaim_in_dir};
+use crate::warehouse_pg::{cluster_folder, folder, pg_bin, psql, start_kept, stop_kept};
+
+const LIMIT: Duration = Duration::from_secs(240);
+
+fn job(script: &str) -> String {
+    format!("sh {}/examples/{script}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `check` against the kept cluster under `dir`, started for it; stopped and removed after.
+fn on_kept(bin: &std::path::Path, dir: &std::path::Path, check: impl FnOnce(&std::path::Path)) {
+    let cluster = cluster_folder(dir).unwrap_or_else(|| panic!("no kept cluster"));
+    start_kept(bin, &cluster);
+    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&cluster)));
+    stop_kept(bin, &cluster);
+    let _ = std::fs::remove_dir_all(&cluster);
+    if let Err(panic) = checked {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+#[test]
+fn prove_exec_on_postgres_passes_the_safe_job_and_catches_the_naive_one() {
+    let Some(bin) = pg_bin() else {
+        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
+        return;
+    };
+    let dir = folder();
+    let safe = job("psql_job.sh");
+    let args = [
+        "prove",
+        "--exec",
+        &safe,
+        "--items",
+        "20",
+        "--kills",
+        "2",
+        "--seed",
+        "3",
+        "--warehouse",
+        "postgres",
+        "--keep",
+        "--json",
+    ];
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let json = json_of(&run);
+    assert_eq!(json["passed"], 3, "{json}");
+    assert_eq!(json["failed"], 0, "{json}");
+    // The wiped test deleted the job's checkpoints on the server, not a file.
+    let wiped = &json["tests"][2];
+    assert!(
+        wiped["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("20 checkpoints deleted")),
+        "{json}"
+    );
+    // The closing lines (stderr beside --json) name every night's schema.
+    assert!(
+        run.stderr.contains("night_night01_kill_test")
+            && run.stderr.contains("night_night05_wiped"),
+        "{}",
+        run.stderr
+    );
+    on_kept(&bin, dir.path(), |cluster| {
+        let schemas = psql(
+            cluster,
+            "SELECT string_agg(nspname, ' ' ORDER BY nspname) FROM pg_namespace WHERE nspname LIKE 'night%'",
+        );
+        assert_eq!(
+            schemas,
+            "night_night01_kill_test night_night02_kill_test night_night03_kill_test night_night04_two_workers night_night05_wiped"
+        );
+        for schema in schemas.split(' ') {
+            assert_eq!(
+                psql(
+                    cluster,
+                    &format!(
+                        "SELECT count(*) || ' ' || count(DISTINCT task_id) FROM {schema}.records"
+                    )
+                ),
+                "20 20",
+                "{schema}"
+            );
+        }
+        // The rerun after the wipe checkpointed every item again.
+        assert_eq!(
+            psql(
+                cluster,
+                "SELECT count(*) FROM night_night05_wiped.checkpoints"
+            ),
+            "20"
+        );
+    });
+
+    let naive = job("psql_naive_job.sh");
+    let run = reclaim_in_dir(
+        dir.path(),
+        &[
+            "prove",
+            "--exec",
+            &naive,
+            "--items",
+            "20",
+            "--kills",
+            "2",
+            "--seed",
+            "3",
+            "--warehouse",
+            "postgres",
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("1. FAIL  kill test") && run.stdout.contains("2. FAIL  two workers"),
+        "{}",
+        run.stdout
+    );
+    // It keeps no checkpoints: the third test says it could not apply, never that it held.
+    assert!(
+        run.stdout
+            .contains("SKIPPED: the job has no checkpoints table"),
+        "{}",
+        run.stdout
+    );
+    assert!(cluster_folder(dir.path()).is_none(), "the cluster is left");
+}
+
+#[test]
+fn map_exec_on_postgres_maps_the_safe_job_right_and_the_naive_one_wrong() {
+    let Some(bin) = pg_bin() else {
+        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
+        return;
+    };
+    let dir = folder();
+    let safe = job("psql_job.sh");
+    let run = reclaim_in_dir(
+        dir.path(),
+        &[
+            "map",
+            "--exec",
+            &safe,
+            "--items",
+            "6",
+            "--warehouse",
+            "postgres",
+            "--keep",
+            "--json",
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let json = json_of(&run);
+    assert_eq!(json["nights"], 6, "{json}");
+    assert_eq!(json["all_right"], true, "{json}");
+    on_kept(&bin, dir.path(), |cluster| {
+        // The undisturbed night and six killed ones, each in its own schema, each whole.
+        let schemas = psql(
+            cluster,
+            "SELECT string_agg(nspname, ' ' ORDER BY nspname) FROM pg_namespace WHERE nspname LIKE 'night%'",
+        );
+        let schemas: Vec<&str> = schemas.split(' ').collect();
+        assert_eq!(schemas.len(), 7, "{schemas:?}");
+        assert!(schemas.contains(&"night_night_probe"), "{schemas:?}");
+        for schema in schemas {
+            assert_eq!(
+                psql(
+                    cluster,
+                    &format!(
+                        "SELECT count(*) || ' ' || count(DISTINCT task_id) FROM {schema}.records"
+                    )
+                ),
+                "6 6",
+                "{schema}"
+            );
+        }
+    });
+
+    let naive = job("psql_naive_job.sh");
+    let run = reclaim_in_dir(
+        dir.path(),
+        &[
+            "map",
+            "--exec",
+            &naive,
+            "--items",
+            "6",
+            "--warehouse",
+            "postgres",
+            "--json",
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let json = json_of(&run);
+    let cells = json["cells"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no cells: {json}"));
+    assert_eq!(cells.len(), 6, "{json}");
+    // Every kill after a row count k (that fired) leaves k rows written twice by the restart.
+    for cell in cells {
+        if cell["killed"] == true {
+            assert!(
+                cell["duplicated_task_ids"].as_u64().is_some_and(|d| d > 0),
+                "{cell}"
+            );
+        }
+    }
+    assert!(cells.iter().any(|c| c["killed"] == true), "{json}");
+    assert!(cluster_folder(dir.path()).is_none(), "the cluster is left");
+}
+
+/// `--keys-sql` and `--checkpoint-table` on the server: the queue read by PostgreSQL's own SQL
+/// (which SQLite could not run), in a trial rolled back (psql finds no trial schema); the kills
+/// placed by the checkpoints read there: after a commit, or, with a row whose checkpoint never
+/// came (made by the setup), after the row's commit. A key with a control character and a query
+/// that writes are one line each, escaped, exit 2, nothing left.
+#[test]
+fn keys_sql_and_checkpoint_table_run_on_the_server() {
+    let Some(bin) = pg_bin() else {
+        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
+        return;
+    };
+    let dir = folder();
+    let safe = job("psql_job.sh");
+    let keys = "SELECT 'task-' || lpad(g::text, 3, '0') FROM generate_series(0, 19) g";
+    let night = |setup: Option<&str>, keep: bool| {
+        let mut args = vec![
+            "run",
+            "--exec",
+            &safe,
+            "--keys-sql",
+            keys,
+            "--checkpoint-table",
+            "checkpoints",
+            "--kills",
+            "2",
+            "--kill-rows",
+            "5..10",
+            "--seed",
+            "4",
+            "--warehouse",
+            "postgres",
+            "--json",
+        ];
+        if let Some(setup) = setup {
+            args.extend(["--setup-sql", setup]);
+        }
+        if keep {
+            args.push("--keep");
+        }
+        let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+        assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+        let json = json_of(&run);
+        assert_eq!(json["rows"], 20, "{json}");
+        assert_eq!(json["missing"], 0, "{json}");
+        assert_eq!(json["kills"], 2, "{json}");
+        json["kills_in_window"].clone()
+    };
+    // Row and checkpoint in one transaction: every kill after a commit, placed.
+    let windows = night(None, true);
+    assert_eq!(windows["after-commit"], 2, "{windows}");
+    assert_eq!(windows["after-a-commit-unplaced"], 0, "{windows}");
+    on_kept(&bin, dir.path(), |cluster| {
+        assert_eq!(
+            psql(
+                cluster,
+                "SELECT count(*) || ' ' || count(DISTINCT task_id) FROM night.records"
+            ),
+            "20 20"
+        );
+        assert_eq!(
+            psql(cluster, "SELECT count(*) FROM night.checkpoints"),
+            "20"
+        );
+        // The trial that read the keys left nothing behind.
+        assert_eq!(
+            psql(
+                cluster,
+                "SELECT count(*) FROM pg_namespace WHERE nspname LIKE '%keys_trial%'"
+            ),
+            "0"
+        );
+    });
+    // A row the setup made without its checkpoint: the kills land after a row's commit.
+    let windows = night(
+        Some(
+            "CREATE TABLE records(task_id text PRIMARY KEY, payload text NOT NULL); \
+             CREATE TABLE checkpoints(task_id text PRIMARY KEY, finished timestamptz NOT NULL); \
+             INSERT INTO records VALUES ('task-019', 'early')",
+        ),
+        false,
+    );
+    assert_eq!(windows["after-row-commit"], 2, "{windows}");
+
+    for (setup, sql, says) in [
+        (None, "SELECT E'task-\\x1b[31m001'", "task-\\u{1b}[31m001"),
+        (
+            Some("CREATE TABLE queue(k text); INSERT INTO queue VALUES ('a')"),
+            "DELETE FROM queue RETURNING k",
+            "read-only transaction",
+        ),
+    ] {
+        let mut args = vec![
+            "run",
+            "--exec",
+            &safe,
+            "--keys-sql",
+            sql,
+            "--warehouse",
+            "postgres",
+        ];
+        if let Some(setup) = setup {
+            args.extend(["--setup-sql", setup]);
+        }
+        let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+        assert_eq!(run.code, Some(2), "{}\n{}", run.stdout, run.stderr);
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+        assert!(run.stderr.contains(says), "{}", run.stderr);
+        assert!(!run.stderr.contains('\x1b'), "{}", run.stderr);
+        assert!(cluster_folder(dir.path()).is_none(), "the cluster is left");
+    }
+}
