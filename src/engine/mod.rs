@@ -13,6 +13,7 @@ mod lane;
 mod operator;
 mod pace;
 mod react;
+mod stall;
 mod timeline;
 pub mod triggers;
 mod wake;

@@ -4,14 +4,11 @@
 //! holds the clock there until the write is done: so a night's sim times are a function of the
 //! scenario, and the speed keys change only how fast the same night is shown.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 
-/// How long the clock waits for a worker that does not write (stopped by someone outside
-/// reclaim, say) before it goes on without it: a stuck worker's heartbeat must be able to go
-/// stale. Far above any ordinary lag, so an ordinary night never reaches it.
-pub(super) const STALL: Duration = Duration::from_millis(1500);
+use super::stall::Wait;
 
 /// A pace: `items` writes take `secs` sim seconds (kept as a ratio so that 112 items in 704 s
 /// end on 704 s exactly, not a rounding short of it).
@@ -54,8 +51,9 @@ pub struct Attempt {
     pub granted: u64,
     /// The task of the last write (`wrote N last=...`), once there is one.
     pub last_task: Option<u64>,
-    /// When the clock began waiting on this attempt (for `STALL`).
-    waiting_since: Option<Instant>,
+    /// The clock's wait on this attempt, if it waits (see `stall`): a worker stuck (stopped by
+    /// someone outside reclaim, say) is gone on without, so its heartbeat can go stale.
+    wait: Wait,
     /// For an attempt without a pace (`--delay-ms 0`: as fast as the machine goes), the clock's
     /// reading when it last spoke: its present.
     unpaced_now: f64,
@@ -82,7 +80,7 @@ impl Attempt {
             need: 0,
             granted: 0,
             last_task: None,
-            waiting_since: None,
+            wait: Wait::default(),
             unpaced_now: start,
             work: None,
             idle: false,
@@ -173,8 +171,8 @@ impl Attempt {
 
     /// The sim time the clock may not pass until this attempt has said more: the moment of the
     /// write it waits for (or of its last write, while it has not said what comes next).
-    /// `None` once the worker has kept the clock waiting longer than `STALL`.
-    pub fn hold(&mut self, now: Instant) -> Option<f64> {
+    /// `None` once its worker, process `pid`, is stuck (see `stall::Wait::given_up`).
+    pub fn hold(&mut self, now: Instant, pid: i32) -> Option<f64> {
         if !self.paced() || self.idle {
             return None;
         }
@@ -190,8 +188,7 @@ impl Attempt {
         if let Some(k) = self.crash_write.filter(|&k| self.writes < k) {
             hold = hold.min(self.done_at(k - 1));
         }
-        let since = *self.waiting_since.get_or_insert(now);
-        (now.saturating_duration_since(since) < STALL).then_some(hold)
+        (!self.wait.given_up(now, pid)).then_some(hold)
     }
 
     /// The write to grant beyond the clock's own (`grantable`): the one holding the plan's
@@ -204,7 +201,7 @@ impl Attempt {
 
     /// The worker spoke with the clock at `clock`: it is not being waited on.
     pub fn heard(&mut self, clock: f64) {
-        self.waiting_since = None;
+        self.wait.end();
         self.unpaced_now = self.unpaced_now.max(clock);
     }
 
@@ -239,7 +236,7 @@ impl Attempt {
 
     /// The clock is not held by this attempt now (it had moved on before the hold).
     pub fn not_waited_on(&mut self) {
-        self.waiting_since = None;
+        self.wait.end();
     }
 
     /// The schedule starts again from `at` with the writes made so far (a hung worker resumed:
@@ -285,6 +282,10 @@ impl Work {
 mod tests {
     use super::*;
     use crate::clock::{NIGHT_START, SimTime};
+    use std::time::Duration;
+
+    /// A pid no process has: the worker waited on is gone, so a stall is given up at once.
+    const GONE: i32 = i32::MAX;
 
     #[test]
     fn the_postmortems_paces_land_on_its_seconds() {
@@ -315,7 +316,7 @@ mod tests {
         let mut a = Attempt::new(100.0, Pace::per_item(0.0));
         assert!(!a.paced());
         assert_eq!(a.grantable(100.0), u64::MAX);
-        assert_eq!(a.hold(Instant::now()), None);
+        assert_eq!(a.hold(Instant::now(), GONE), None);
         a.heard(130.0);
         assert!((a.now() - 130.0).abs() < 1e-9);
     }
@@ -324,10 +325,10 @@ mod tests {
     fn the_clock_is_held_at_the_write_awaited_until_a_stall() {
         let t0 = Instant::now();
         let mut a = Attempt::new(100.0, Pace::per_item(2.0));
-        assert!(a.hold(t0).is_some_and(|h| (h - 100.0).abs() < 1e-9));
+        assert!(a.hold(t0, GONE).is_some_and(|h| (h - 100.0).abs() < 1e-9));
         a.need = 3;
-        assert!(a.hold(t0).is_some_and(|h| (h - 106.0).abs() < 1e-9));
-        assert_eq!(a.hold(t0 + Duration::from_secs(2)), None);
+        assert!(a.hold(t0, GONE).is_some_and(|h| (h - 106.0).abs() < 1e-9));
+        assert_eq!(a.hold(t0 + Duration::from_secs(2), GONE), None);
         a.heard(0.0);
         a.writes = 3;
         a.rebase(200.0);
@@ -344,13 +345,13 @@ mod tests {
         // Write 4 falls at 108: its 30 s of work, in three steps, from there.
         a.begin_work(30.0, 3);
         assert!(a.working());
-        assert!(a.hold(t0).is_some_and(|h| (h - 118.0).abs() < 1e-9));
+        assert!(a.hold(t0, GONE).is_some_and(|h| (h - 118.0).abs() < 1e-9));
         assert_eq!(a.steps_to_grant(117.9), None);
         assert_eq!(a.steps_to_grant(118.0), Some(1));
         assert_eq!(a.steps_to_grant(120.0), None, "granted once");
         a.stepped();
         assert!((a.now() - 118.0).abs() < 1e-9);
-        assert!(a.hold(t0).is_some_and(|h| (h - 128.0).abs() < 1e-9));
+        assert!(a.hold(t0, GONE).is_some_and(|h| (h - 128.0).abs() < 1e-9));
         assert_eq!(
             a.steps_to_grant(500.0),
             Some(3),
@@ -358,12 +359,12 @@ mod tests {
         );
         a.stepped();
         // The last step ends with the write, heard whenever the machine got to it.
-        assert!(a.hold(t0).is_some_and(|h| (h - 138.0).abs() < 1e-9));
+        assert!(a.hold(t0, GONE).is_some_and(|h| (h - 138.0).abs() < 1e-9));
         a.worked(4);
         assert!(!a.working());
         assert!((a.now() - 138.0).abs() < 1e-9);
         assert!((a.done_at(5) - 140.0).abs() < 1e-9);
         a.need = 5;
-        assert!(a.hold(t0).is_some_and(|h| (h - 140.0).abs() < 1e-9));
+        assert!(a.hold(t0, GONE).is_some_and(|h| (h - 140.0).abs() < 1e-9));
     }
 }

@@ -57,18 +57,19 @@ impl Lane {
         pending.then(|| attempt.done_at(crash.task + 1))
     }
 
-    /// `relay_crash_moment`, while the clock may still wait there: once it has waited `STALL`
-    /// (a relay that never gets there), it goes on without it.
+    /// `relay_crash_moment`, while the clock may still wait there: once the relay is stuck
+    /// (see `stall::Wait::given_up`: a relay that never gets there), it goes on without it. A
+    /// relay slow to get there on a loaded machine is waited for.
     pub(in crate::engine) fn relay_crash_hold(&mut self, clock: f64, now: Instant) -> Option<f64> {
-        let Some(moment) = self.relay_crash_moment() else {
-            self.relay_waiting_since = None;
+        let (Some(moment), Some(relay)) = (self.relay_crash_moment(), self.relay_slot) else {
+            self.relay_wait.end();
             return None;
         };
         if clock + 1e-9 < moment {
             return Some(moment);
         }
-        let since = *self.relay_waiting_since.get_or_insert(now);
-        (now.saturating_duration_since(since) < crate::engine::pace::STALL).then_some(moment)
+        let pid = self.slots[relay].pid();
+        (!self.relay_wait.given_up(now, pid)).then_some(moment)
     }
 
     /// Starts the lane's vendor (`exe vendor ...`), when its items reach one.
