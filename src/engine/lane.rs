@@ -114,6 +114,8 @@ pub struct Lane {
     pub(super) killing_at_message: bool,
     /// The clock's wait on the plan's relay crash (`relay_crash_hold`).
     pub(super) relay_wait: crate::engine::stall::Wait,
+    /// The outbox's pending entries when `relay_crash_hold` last looked: fewer is progress.
+    pub(super) relay_pending: Option<u64>,
 }
 
 impl Lane {
@@ -141,6 +143,7 @@ impl Lane {
             points: JobPoints::default(),
             killing_at_message: false,
             relay_wait: crate::engine::stall::Wait::default(),
+            relay_pending: None,
             slots: (0..config.workers + usize::from(config.relays()))
                 .map(|_| Slot::new())
                 .collect(),

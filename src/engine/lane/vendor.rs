@@ -59,7 +59,8 @@ impl Lane {
 
     /// `relay_crash_moment`, while the clock may still wait there: once the relay is stuck
     /// (see `stall::Wait::given_up`: a relay that never gets there), it goes on without it. A
-    /// relay slow to get there on a loaded machine is waited for.
+    /// relay slow to get there on a loaded machine, or still delivering the entries before
+    /// the crash's, is waited for.
     pub(in crate::engine) fn relay_crash_hold(&mut self, clock: f64, now: Instant) -> Option<f64> {
         let (Some(moment), Some(relay)) = (self.relay_crash_moment(), self.relay_slot) else {
             self.relay_wait.end();
@@ -67,6 +68,13 @@ impl Lane {
         };
         if clock + 1e-9 < moment {
             return Some(moment);
+        }
+        // A relay still delivering the entries before it (fewer pending than when last looked)
+        // is getting there, however slowly the machine lets it: the wait starts again.
+        let pending = pending_entries(&self.config.db);
+        if pending != self.relay_pending {
+            self.relay_pending = pending;
+            self.relay_wait.end();
         }
         let pid = self.slots[relay].pid();
         (!self.relay_wait.given_up(now, pid)).then_some(moment)
