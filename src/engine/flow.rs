@@ -19,7 +19,7 @@ impl Engine {
                     attempt.not_waited_on();
                     continue;
                 }
-                if let Some(hold) = attempt.hold(now, slot.pid()) {
+                if let Some(hold) = attempt.hold(now) {
                     if hold > clock {
                         // Not waited on yet: the clock has not reached it.
                         attempt.not_waited_on();

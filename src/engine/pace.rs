@@ -51,8 +51,9 @@ pub struct Attempt {
     pub granted: u64,
     /// The task of the last write (`wrote N last=...`), once there is one.
     pub last_task: Option<u64>,
-    /// The clock's wait on this attempt, if it waits (see `stall`): a worker stuck (stopped by
-    /// someone outside reclaim, say) is gone on without, so its heartbeat can go stale.
+    /// The clock's wait on this attempt, if it waits: a worker that does not write (stopped by
+    /// someone outside reclaim, say) is gone on without after `stall::STALL`, so its heartbeat
+    /// can go stale.
     wait: Wait,
     /// For an attempt without a pace (`--delay-ms 0`: as fast as the machine goes), the clock's
     /// reading when it last spoke: its present.
@@ -171,8 +172,8 @@ impl Attempt {
 
     /// The sim time the clock may not pass until this attempt has said more: the moment of the
     /// write it waits for (or of its last write, while it has not said what comes next).
-    /// `None` once its worker, process `pid`, is stuck (see `stall::Wait::given_up`).
-    pub fn hold(&mut self, now: Instant, pid: i32) -> Option<f64> {
+    /// `None` once the worker has kept the clock waiting longer than `stall::STALL`.
+    pub fn hold(&mut self, now: Instant) -> Option<f64> {
         if !self.paced() || self.idle {
             return None;
         }
@@ -188,7 +189,7 @@ impl Attempt {
         if let Some(k) = self.crash_write.filter(|&k| self.writes < k) {
             hold = hold.min(self.done_at(k - 1));
         }
-        (!self.wait.given_up(now, pid)).then_some(hold)
+        (!self.wait.stalled(now)).then_some(hold)
     }
 
     /// The write to grant beyond the clock's own (`grantable`): the one holding the plan's
@@ -284,9 +285,6 @@ mod tests {
     use crate::clock::{NIGHT_START, SimTime};
     use std::time::Duration;
 
-    /// A pid no process has: the worker waited on is gone, so a stall is given up at once.
-    const GONE: i32 = i32::MAX;
-
     #[test]
     fn the_postmortems_paces_land_on_its_seconds() {
         // 02:00:03, 112 items in 11m44s: the 112th write is at 02:11:47 exactly.
@@ -316,7 +314,7 @@ mod tests {
         let mut a = Attempt::new(100.0, Pace::per_item(0.0));
         assert!(!a.paced());
         assert_eq!(a.grantable(100.0), u64::MAX);
-        assert_eq!(a.hold(Instant::now(), GONE), None);
+        assert_eq!(a.hold(Instant::now()), None);
         a.heard(130.0);
         assert!((a.now() - 130.0).abs() < 1e-9);
     }
@@ -325,10 +323,10 @@ mod tests {
     fn the_clock_is_held_at_the_write_awaited_until_a_stall() {
         let t0 = Instant::now();
         let mut a = Attempt::new(100.0, Pace::per_item(2.0));
-        assert!(a.hold(t0, GONE).is_some_and(|h| (h - 100.0).abs() < 1e-9));
+        assert!(a.hold(t0).is_some_and(|h| (h - 100.0).abs() < 1e-9));
         a.need = 3;
-        assert!(a.hold(t0, GONE).is_some_and(|h| (h - 106.0).abs() < 1e-9));
-        assert_eq!(a.hold(t0 + Duration::from_secs(2), GONE), None);
+        assert!(a.hold(t0).is_some_and(|h| (h - 106.0).abs() < 1e-9));
+        assert_eq!(a.hold(t0 + Duration::from_secs(2)), None);
         a.heard(0.0);
         a.writes = 3;
         a.rebase(200.0);
@@ -345,13 +343,13 @@ mod tests {
         // Write 4 falls at 108: its 30 s of work, in three steps, from there.
         a.begin_work(30.0, 3);
         assert!(a.working());
-        assert!(a.hold(t0, GONE).is_some_and(|h| (h - 118.0).abs() < 1e-9));
+        assert!(a.hold(t0).is_some_and(|h| (h - 118.0).abs() < 1e-9));
         assert_eq!(a.steps_to_grant(117.9), None);
         assert_eq!(a.steps_to_grant(118.0), Some(1));
         assert_eq!(a.steps_to_grant(120.0), None, "granted once");
         a.stepped();
         assert!((a.now() - 118.0).abs() < 1e-9);
-        assert!(a.hold(t0, GONE).is_some_and(|h| (h - 128.0).abs() < 1e-9));
+        assert!(a.hold(t0).is_some_and(|h| (h - 128.0).abs() < 1e-9));
         assert_eq!(
             a.steps_to_grant(500.0),
             Some(3),
@@ -359,12 +357,12 @@ mod tests {
         );
         a.stepped();
         // The last step ends with the write, heard whenever the machine got to it.
-        assert!(a.hold(t0, GONE).is_some_and(|h| (h - 138.0).abs() < 1e-9));
+        assert!(a.hold(t0).is_some_and(|h| (h - 138.0).abs() < 1e-9));
         a.worked(4);
         assert!(!a.working());
         assert!((a.now() - 138.0).abs() < 1e-9);
         assert!((a.done_at(5) - 140.0).abs() < 1e-9);
         a.need = 5;
-        assert!(a.hold(t0, GONE).is_some_and(|h| (h - 140.0).abs() < 1e-9));
+        assert!(a.hold(t0).is_some_and(|h| (h - 140.0).abs() < 1e-9));
     }
 }

@@ -1,9 +1,9 @@
-//! When the clock stops waiting for a process that has not got where it waits for it (a
-//! worker's write or step, the relay's planned crash): only once that process is stuck, not
-//! while the machine is merely too busy to run it. A stopped process (SIGSTOP from outside
-//! reclaim), one gone, or one that has had its CPU and still not got there is stuck; one that
-//! has had no CPU (a loaded machine) is waited for, up to a bound, so the night's moments are
-//! the scenario's whatever the load, and nothing waits forever.
+//! When the clock stops waiting for a process that has not got where it waits for it. A
+//! worker's write or step: after `STALL` of real time (`Wait::stalled`). The relay's planned
+//! crash: only once the relay is stuck, not while the machine is merely too busy to run it
+//! (`Wait::given_up`): stopped (SIGSTOP from outside reclaim), gone, or having had its CPU and
+//! still not got there; one that has had no CPU is waited for, up to a bound, so nothing waits
+//! forever.
 
 use std::time::{Duration, Instant};
 
@@ -38,6 +38,13 @@ impl Wait {
     /// The clock does not wait on the process now: the next wait starts afresh.
     pub fn end(&mut self) {
         *self = Self::default();
+    }
+
+    /// Whether the clock has waited `STALL` since the first call after `end`: a worker's
+    /// write or step is given up on then, as before (judging a worker by its CPU, as the relay
+    /// is, held a storm of kills with three workers twice as long; not yet understood).
+    pub fn stalled(&mut self, now: Instant) -> bool {
+        now.saturating_duration_since(*self.since.get_or_insert(now)) >= STALL
     }
 
     /// Whether the clock goes on without process `pid`, having waited on it since the first
