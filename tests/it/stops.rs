@@ -269,3 +269,18 @@ fn every_shipped_scenario_stops_alike_at_a_quarter_speed_and_4x_and_shows_each_c
     assert!(incident.is_some(), "the incident is not shipped: {names:?}");
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// The incident alone, which runs in CI while the every-scenario test above is ignored: its
+/// two lectures side by side, at a quarter speed and at 4x.
+#[test]
+fn the_incident_stops_alike_at_a_quarter_speed_and_4x() {
+    let stops = drive(&[("incident", b"--"), ("incident", b"++")]);
+    let [Ok(slow), Ok(fast)] = stops.as_slice() else {
+        panic!("{stops:?}");
+    };
+    compare("incident", fast, slow).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        (slow.iter()).any(|s| s.line.contains("row count exceeds queue size")),
+        "{slow:#?}"
+    );
+}
