@@ -112,8 +112,10 @@ pub struct Lane {
     pub points: JobPoints,
     /// The kill about to land is `--kill-at-message`'s: the vendor holds a message unanswered.
     pub(super) killing_at_message: bool,
-    /// Since when the clock has waited on the plan's relay crash (`relay_crash_hold`).
-    pub(super) relay_waiting_since: Option<Instant>,
+    /// The clock's wait on the plan's relay crash (`relay_crash_hold`).
+    pub(super) relay_wait: crate::engine::stall::Wait,
+    /// The outbox's pending entries when `relay_crash_hold` last looked: fewer is progress.
+    pub(super) relay_pending: Option<u64>,
 }
 
 impl Lane {
@@ -140,7 +142,8 @@ impl Lane {
             rows_at_spawn: vec![0; config.workers + usize::from(config.relays())],
             points: JobPoints::default(),
             killing_at_message: false,
-            relay_waiting_since: None,
+            relay_wait: crate::engine::stall::Wait::default(),
+            relay_pending: None,
             slots: (0..config.workers + usize::from(config.relays()))
                 .map(|_| Slot::new())
                 .collect(),

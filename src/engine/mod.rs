@@ -13,6 +13,7 @@ mod lane;
 mod operator;
 mod pace;
 mod react;
+mod stall;
 mod timeline;
 pub mod triggers;
 mod wake;
@@ -484,11 +485,19 @@ impl Engine {
             .fold(limit, f64::min)
     }
 
-    /// Every lane shows the clock's moment: each write granted up to it made and read.
+    /// Every lane shows the clock's moment: each write granted up to it made and read, each
+    /// worker done saying what it says there, each relay's deliveries made and counted.
     #[must_use]
-    pub fn settled(&self) -> bool {
+    pub fn settled(&mut self, now: Instant) -> bool {
         let clock = self.clock.now().0;
-        self.lanes.iter().all(|l| l.settled(clock))
+        // Every lane asked (not only up to the first that is not settled): each relay's
+        // messages are read again, so the figures shown are all current.
+        let mut all = true;
+        for lane in &mut self.lanes {
+            let relay = lane.relay_caught_up(now);
+            all &= relay && lane.settled(clock);
+        }
+        all
     }
 
     /// Where the write that takes a lane's rows past its queue falls, while the rows have not

@@ -4,14 +4,11 @@
 //! holds the clock there until the write is done: so a night's sim times are a function of the
 //! scenario, and the speed keys change only how fast the same night is shown.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 
-/// How long the clock waits for a worker that does not write (stopped by someone outside
-/// reclaim, say) before it goes on without it: a stuck worker's heartbeat must be able to go
-/// stale. Far above any ordinary lag, so an ordinary night never reaches it.
-pub(super) const STALL: Duration = Duration::from_millis(1500);
+use super::stall::Wait;
 
 /// A pace: `items` writes take `secs` sim seconds (kept as a ratio so that 112 items in 704 s
 /// end on 704 s exactly, not a rounding short of it).
@@ -54,8 +51,10 @@ pub struct Attempt {
     pub granted: u64,
     /// The task of the last write (`wrote N last=...`), once there is one.
     pub last_task: Option<u64>,
-    /// When the clock began waiting on this attempt (for `STALL`).
-    waiting_since: Option<Instant>,
+    /// The clock's wait on this attempt, if it waits: a worker that does not write (stopped by
+    /// someone outside reclaim, say) is gone on without after `stall::STALL`, so its heartbeat
+    /// can go stale.
+    wait: Wait,
     /// For an attempt without a pace (`--delay-ms 0`: as fast as the machine goes), the clock's
     /// reading when it last spoke: its present.
     unpaced_now: f64,
@@ -82,7 +81,7 @@ impl Attempt {
             need: 0,
             granted: 0,
             last_task: None,
-            waiting_since: None,
+            wait: Wait::default(),
             unpaced_now: start,
             work: None,
             idle: false,
@@ -173,7 +172,7 @@ impl Attempt {
 
     /// The sim time the clock may not pass until this attempt has said more: the moment of the
     /// write it waits for (or of its last write, while it has not said what comes next).
-    /// `None` once the worker has kept the clock waiting longer than `STALL`.
+    /// `None` once the worker has kept the clock waiting longer than `stall::STALL`.
     pub fn hold(&mut self, now: Instant) -> Option<f64> {
         if !self.paced() || self.idle {
             return None;
@@ -190,8 +189,7 @@ impl Attempt {
         if let Some(k) = self.crash_write.filter(|&k| self.writes < k) {
             hold = hold.min(self.done_at(k - 1));
         }
-        let since = *self.waiting_since.get_or_insert(now);
-        (now.saturating_duration_since(since) < STALL).then_some(hold)
+        (!self.wait.stalled(now)).then_some(hold)
     }
 
     /// The write to grant beyond the clock's own (`grantable`): the one holding the plan's
@@ -204,7 +202,7 @@ impl Attempt {
 
     /// The worker spoke with the clock at `clock`: it is not being waited on.
     pub fn heard(&mut self, clock: f64) {
-        self.waiting_since = None;
+        self.wait.end();
         self.unpaced_now = self.unpaced_now.max(clock);
     }
 
@@ -239,7 +237,7 @@ impl Attempt {
 
     /// The clock is not held by this attempt now (it had moved on before the hold).
     pub fn not_waited_on(&mut self) {
-        self.waiting_since = None;
+        self.wait.end();
     }
 
     /// The schedule starts again from `at` with the writes made so far (a hung worker resumed:
@@ -285,6 +283,7 @@ impl Work {
 mod tests {
     use super::*;
     use crate::clock::{NIGHT_START, SimTime};
+    use std::time::Duration;
 
     #[test]
     fn the_postmortems_paces_land_on_its_seconds() {

@@ -128,6 +128,11 @@ fn captions_as_they_appear(speed_keys: &[u8]) -> (Vec<Seen>, String) {
         .unwrap_or_else(|e| panic!("{e}"));
     dashboard.send(speed_keys).unwrap_or_else(|e| panic!("{e}"));
     let mut seen: Vec<Seen> = Vec::new();
+    // The default night's captions, all of them.
+    let captions = reclaim::scenario::Scenario::default_incident()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .captions
+        .len();
     let until = Instant::now() + Duration::from_secs(150);
     // When the end notice was first seen. The notice is a passing one (it gives way to the title
     // after a few seconds), so it is latched: a caption appearing after it is after the night
@@ -152,8 +157,15 @@ fn captions_as_they_appear(speed_keys: &[u8]) -> (Vec<Seen>, String) {
             });
         }
         // A few seconds past the end: a caption trailing the night would show by then (the
-        // longest caption is read for about 10 s before the next one may replace it).
-        if over_since.is_some_and(|since| since.elapsed() > Duration::from_secs(12)) {
+        // longest caption is read for about 10 s before the next one may replace it). Once
+        // every caption the night has has been seen, none is left to trail it: a moment more,
+        // for one shown twice.
+        let after = if seen.len() >= captions {
+            Duration::from_secs(2)
+        } else {
+            Duration::from_secs(12)
+        };
+        if over_since.is_some_and(|since| since.elapsed() > after) {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -1,6 +1,7 @@
 //! Every shipped scenario under `--lecture` in a real pty: its stops, and the figures at each,
 //! are a function of the scenario and the work (the same on two rehearsals and at another
-//! speed), and every caption the scenario has is on screen at some stop.
+//! speed: a quarter and 4x, side by side with other lectures), and every caption the scenario
+//! has is on screen at some stop.
 
 use std::time::{Duration, Instant};
 
@@ -181,13 +182,13 @@ fn differences(a: &[Said], b: &[Said]) -> String {
         .collect()
 }
 
-fn check(scenario: &str) -> Result<(), String> {
-    let fast = lecture(scenario, b"++")?;
-    let again = lecture(scenario, b"")?;
-    let (a, b) = (said(&fast), said(&again));
+/// What is wrong with `scenario`'s lecture at 4x (`fast`) beside its lecture at a quarter speed
+/// (`slow`): other stops or figures, or a caption at no stop.
+fn compare(scenario: &str, fast: &[Stop], slow: &[Stop]) -> Result<(), String> {
+    let (a, b) = (said(fast), said(slow));
     if a != b {
         return Err(format!(
-            "{scenario}: the stops at 4x and at 1x differ:\n{}",
+            "{scenario}: the stops at 4x and at 0.25x differ:\n{}",
             differences(&a, &b)
         ));
     }
@@ -201,38 +202,85 @@ fn check(scenario: &str) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-#[ignore = "not yet true: failed once in four full CI runs on 2026-12-01 (418b201): crash-window's stop at 02:05:39 showed the restart caption and, in one of the two lectures only, the kill caption of 02:05:21 on a second line; same stops and figures otherwise; cause not found; run with --ignored"]
-fn every_shipped_scenario_stops_alike_at_4x_and_1x_and_shows_each_caption() {
-    let names: Vec<&str> = SHIPPED.iter().map(|(name, _)| *name).collect();
-    let failures: Vec<String> = std::thread::scope(|scope| {
-        let halves: Vec<_> = names
-            .chunks(names.len().div_ceil(2))
-            .map(|chunk| {
-                scope.spawn(move || {
-                    chunk
-                        .iter()
-                        .filter_map(|n| check(n).err())
-                        .collect::<Vec<_>>()
+/// How many lectures the every-scenario test drives at once. A lecture's stops are a
+/// function of the scenario and the work, so lectures side by side (each with its workers)
+/// must stop alike: the load they put on each other is part of what is tested. The test takes
+/// about the sum of its quarter-speed nights (50 s to 100 s each) divided by this.
+const LECTURES_AT_ONCE: usize = 6;
+
+/// `lectures` (scenario, speed keys) driven `LECTURES_AT_ONCE` at a time, in the order given
+/// (the longest first); each one's stops, in that order.
+fn drive(lectures: &[(&str, &[u8])]) -> Vec<Result<Vec<Stop>, String>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, Result<Vec<Stop>, String>)> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..LECTURES_AT_ONCE)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&(scenario, keys)) = lectures.get(i) else {
+                            return mine;
+                        };
+                        mine.push((i, lecture(scenario, keys)));
+                    }
                 })
             })
             .collect();
-        halves
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|_| vec!["a check panicked".into()]))
+        (threads.into_iter())
+            .flat_map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| vec![(usize::MAX, Err("a lecture panicked".into()))])
+            })
             .collect()
     });
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, stops)| stops).collect()
 }
 
 #[test]
-fn the_incident_stops_alike_at_a_quarter_speed() {
-    let slow = lecture("incident", b"--").unwrap_or_else(|e| panic!("{e}"));
-    let fast = lecture("incident", b"++").unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(said(&slow), said(&fast));
+#[ignore = "not yet always true under a whole suite's load: passed 6 runs of 7 alone (load 15 to 33, two `yes` beside it), failed in the full `cargo test` of 2026-12-02 00:30 (1105 s, load ~20): vendor-forgets' relay crash landed at 02:05:27 at 4x (02:05:21 at 0.25x); run with --ignored"]
+fn every_shipped_scenario_stops_alike_at_a_quarter_speed_and_4x_and_shows_each_caption() {
+    let names: Vec<&str> = SHIPPED.iter().map(|(name, _)| *name).collect();
+    // Every quarter-speed night first (they take sixteen times as long), then every 4x one.
+    let lectures: Vec<(&str, &[u8])> = (names.iter().map(|n| (*n, &b"--"[..])))
+        .chain(names.iter().map(|n| (*n, &b"++"[..])))
+        .collect();
+    let stops = drive(&lectures);
+    assert_eq!(stops.len(), lectures.len(), "{stops:?}");
+    let (slow, fast) = stops.split_at(names.len());
+    let mut failures: Vec<String> = (names.iter().zip(slow.iter().zip(fast)))
+        .filter_map(|(name, pair)| match pair {
+            (Ok(slow), Ok(fast)) => compare(name, fast, slow).err(),
+            (Err(e), _) | (_, Err(e)) => Some(format!("{name}: {e}")),
+        })
+        .collect();
+    // The incident's symptom has a stop of its own, on its row, at every speed.
+    let incident = names.iter().position(|n| *n == "incident");
+    for stops in incident.iter().flat_map(|&i| [&slow[i], &fast[i]]) {
+        if let Ok(stops) = stops
+            && !(stops.iter()).any(|s| s.line.contains("row count exceeds queue size"))
+        {
+            failures.push(format!(
+                "incident: no stop for row count exceeds queue size:\n{stops:#?}"
+            ));
+        }
+    }
+    assert!(incident.is_some(), "the incident is not shipped: {names:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The incident alone, which runs in CI while the every-scenario test above is ignored: its
+/// two lectures side by side, at a quarter speed and at 4x.
+#[test]
+fn the_incident_stops_alike_at_a_quarter_speed_and_4x() {
+    let stops = drive(&[("incident", b"--"), ("incident", b"++")]);
+    let [Ok(slow), Ok(fast)] = stops.as_slice() else {
+        panic!("{stops:?}");
+    };
+    compare("incident", fast, slow).unwrap_or_else(|e| panic!("{e}"));
     assert!(
-        slow.iter()
-            .any(|s| s.line.contains("row count exceeds queue size")),
+        (slow.iter()).any(|s| s.line.contains("row count exceeds queue size")),
         "{slow:#?}"
     );
 }

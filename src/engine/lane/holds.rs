@@ -25,40 +25,53 @@ impl Lane {
     /// schedule's doing, not the machine's, at every speed.
     #[must_use]
     pub(in crate::engine) fn lockstep(&self) -> Option<f64> {
-        let next: Vec<f64> = (self.slots.iter().zip(&self.attempts).enumerate())
-            .filter(|(i, (s, a))| {
-                self.on_schedule(*i)
-                    && s.is_live()
-                    && s.state() == SlotState::Running
-                    && a.paced()
-                    && !a.idle
-            })
-            .map(|(_, (_, a))| a.done_at(a.need.max(a.writes)))
+        let next: Vec<f64> = (0..self.slots.len())
+            .filter(|&slot| self.scheduled(slot))
+            .map(|slot| &self.attempts[slot])
+            .map(|a| a.done_at(a.need.max(a.writes)))
             .collect();
         (next.len() > 1).then(|| next.into_iter().fold(f64::INFINITY, f64::min))
     }
 
+    /// Whether `slot`'s worker is one the clock keeps pace with now: reclaim's own worker (not
+    /// the relay, not someone else's job), alive and running (not hung), with a pace, and not
+    /// waiting idle on real time for a lease. The clock and the grants wait for such a worker,
+    /// and what it says is stamped with its place in the schedule.
+    #[must_use]
+    pub(in crate::engine) fn scheduled(&self, slot: usize) -> bool {
+        let (Some(s), Some(a)) = (self.slots.get(slot), self.attempts.get(slot)) else {
+            return false;
+        };
+        self.on_schedule(slot)
+            && s.is_live()
+            && s.state() == SlotState::Running
+            && a.paced()
+            && !a.idle
+    }
+
     /// Every write its running workers were granted up to `clock` has been made and read
-    /// from the rows: what the lane shows is the clock's moment, whatever the machine's pace.
+    /// from the rows, and each has said everything it has to say at that moment: what the lane
+    /// shows is the clock's moment, whatever the machine's pace.
     #[must_use]
     pub fn settled(&self, clock: f64) -> bool {
-        (self.slots.iter().zip(&self.attempts).enumerate())
-            .filter(|(i, (s, a))| {
-                self.on_schedule(*i)
-                    && s.is_live()
-                    && s.state() == SlotState::Running
-                    && a.paced()
-                    && !a.idle
-            })
-            .all(|(i, (_, a))| {
-                let read = self.observed_writes.get(i).copied().unwrap_or(0);
+        (0..self.slots.len())
+            .filter(|&slot| self.scheduled(slot))
+            .all(|slot| {
+                let a = &self.attempts[slot];
+                let read = self.observed_writes.get(slot).copied().unwrap_or(0);
                 // In the long item's work: each step granted up to the clock finished.
                 if let Some(work) = a.work {
                     return work.done >= work.granted.min(work.grantable(clock))
                         && read >= a.writes;
                 }
                 let due = a.granted.min(a.grantable(clock)).min(a.need.max(a.writes));
-                a.writes >= due && read >= due
+                // And it has asked for its next write (`wait`): until then it may still say
+                // lines stamped with its last write's moment, or with its start's (a restarted
+                // worker's `start` and `resume`, which a caption may wait for), and the
+                // checkpoint that follows a row may not be committed yet. Its `wait` comes
+                // after all of them on the same pipe.
+                let asked = a.need > a.writes;
+                a.writes >= due && read >= due && asked
             })
     }
 
@@ -76,15 +89,9 @@ impl Lane {
         let batch = self.config.batch.max(1);
         let needed = (self.config.items + 1 - rows).div_ceil(batch);
         let mut moments: Vec<f64> = Vec::new();
-        for (slot, (s, attempt)) in self.slots.iter().zip(&self.attempts).enumerate() {
-            let running = s.is_live() && s.state() == SlotState::Running;
+        for (slot, attempt) in self.attempts.iter().enumerate() {
             // A long item's work: its write comes when the work ends.
-            if !(self.on_schedule(slot)
-                && running
-                && attempt.paced()
-                && !attempt.working()
-                && !attempt.idle)
-            {
+            if !self.scheduled(slot) || attempt.working() {
                 continue;
             }
             let read = (self.observed_writes.get(slot).copied())

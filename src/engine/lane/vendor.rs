@@ -57,18 +57,46 @@ impl Lane {
         pending.then(|| attempt.done_at(crash.task + 1))
     }
 
-    /// `relay_crash_moment`, while the clock may still wait there: once it has waited `STALL`
-    /// (a relay that never gets there), it goes on without it.
+    /// `relay_crash_moment`, while the clock may still wait there: once the relay is stuck
+    /// (see `stall::Wait::given_up`: a relay that never gets there), it goes on without it. A
+    /// relay slow to get there on a loaded machine, or still delivering the entries before
+    /// the crash's, is waited for.
     pub(in crate::engine) fn relay_crash_hold(&mut self, clock: f64, now: Instant) -> Option<f64> {
-        let Some(moment) = self.relay_crash_moment() else {
-            self.relay_waiting_since = None;
+        let (Some(moment), Some(relay)) = (self.relay_crash_moment(), self.relay_slot) else {
+            self.relay_wait.end();
             return None;
         };
         if clock + 1e-9 < moment {
             return Some(moment);
         }
-        let since = *self.relay_waiting_since.get_or_insert(now);
-        (now.saturating_duration_since(since) < crate::engine::pace::STALL).then_some(moment)
+        // A relay still delivering the entries before it (fewer pending than when last looked)
+        // is getting there, however slowly the machine lets it: the wait starts again.
+        let pending = pending_entries(&self.config.db);
+        if pending != self.relay_pending {
+            self.relay_pending = pending;
+            self.relay_wait.end();
+        }
+        let pid = self.slots[relay].pid();
+        (!self.relay_wait.given_up(now, pid)).then_some(moment)
+    }
+
+    /// Whether the lane's relay, when it runs, has delivered every entry committed so far (none
+    /// is pending in the outbox): the relay takes no sim time, so at a moment the vendor holds
+    /// every message committed by then, whatever the machine's load. Once it has, the vendor's
+    /// messages are read again, so the figure shown is that moment's. A relay not running
+    /// (killed, waiting for its restart, given up) is not waited for, nor one whose outbox
+    /// cannot be read (on PostgreSQL).
+    pub(in crate::engine) fn relay_caught_up(&mut self, now: Instant) -> bool {
+        let Some(relay) = self.relay_slot else {
+            return true;
+        };
+        let running =
+            self.slots[relay].is_live() && self.slots[relay].state() == SlotState::Running;
+        if running && pending_entries(&self.config.db).is_some_and(|n| n > 0) {
+            return false;
+        }
+        self.read_messages(now, true);
+        true
     }
 
     /// Starts the lane's vendor (`exe vendor ...`), when its items reach one.
@@ -136,5 +164,18 @@ impl Lane {
         if let Ok(counts) = self.config.read_messages() {
             self.messages = Some(counts);
         }
+    }
+}
+
+/// How many of the outbox's entries are not marked sent yet; `None` when it cannot be read.
+/// Read on the dashboard's thread, so a lock held by a writer is not waited out: the entries
+/// are taken to be pending still, and looked at again next tick.
+fn pending_entries(db: &std::path::Path) -> Option<u64> {
+    let conn = crate::store::open_observing(db).ok()?;
+    let sql = "SELECT count(*) FROM outbox WHERE sent_at IS NULL";
+    match conn.query_row(sql, [], |r| r.get(0)) {
+        Ok(n) => Some(n),
+        Err(e) if crate::store::is_busy(&e) => Some(1),
+        Err(_) => None,
     }
 }

@@ -77,7 +77,7 @@ impl LiveNight {
         // And for the figures of its moment: every write due by then made and read.
         let waiting = self.stop_on_captions
             && !due.is_empty()
-            && (due.iter().any(|(_, why)| unread(why)) || !self.engine.settled());
+            && (due.iter().any(|(_, why)| unread(why)) || !self.engine.settled(now));
         // A lane over without a `done` line (its supervisor gave up) has its verdict stop at
         // its end too: the clock waits there for it, not wherever it has run to meanwhile.
         let waiting = waiting || (self.stop_on_captions && self.verdict_pending());
