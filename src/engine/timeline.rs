@@ -102,11 +102,11 @@ pub struct InOrder {
     pending: Vec<usize>,
     /// How much of the timeline has been looked at.
     seen: usize,
-    /// The second the last call released up to (`Some(None)`: everything): while it stays,
+    /// The second the last call released up to (`u64::MAX`: everything): while it stays,
     /// the entries already waiting still wait, and only the new ones need a look. A storm held
     /// on one second (`--kill-rows` at full speed) keeps every line waiting, and looking at all
     /// of them on every tick would cost the square of its kills.
-    before: Option<Option<u64>>,
+    before: Option<u64>,
 }
 
 impl InOrder {
@@ -118,7 +118,8 @@ impl InOrder {
         let goes = |i: &usize| before.is_none_or(|second| timeline[*i].sim.second() < second);
         let new = self.seen..timeline.len();
         self.seen = timeline.len();
-        let mut ready: Vec<usize> = if self.before == Some(before) {
+        let key = before.unwrap_or(u64::MAX);
+        let mut ready: Vec<usize> = if self.before == Some(key) {
             let (ready, waiting): (Vec<usize>, Vec<usize>) = new.partition(goes);
             self.pending.extend(waiting);
             ready
@@ -129,7 +130,7 @@ impl InOrder {
             self.pending = waiting;
             ready
         };
-        self.before = Some(before);
+        self.before = Some(key);
         ready.sort_by_key(|&i| (timeline[i].sim.second(), timeline[i].lane, i));
         ready
     }
