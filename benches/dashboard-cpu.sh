@@ -40,14 +40,17 @@ trap cleanup EXIT
 
 tmux new -d -s "$session" -x 120 -y 40 "$bin $args"
 
-# tmux runs the command through a shell, which usually execs it; find the dashboard either way.
+# tmux runs the command through a shell, which usually execs it; find the dashboard either way,
+# by the binary's own name as the kernel keeps it (its first 15 bytes): a build copied under
+# another name (BIN=/tmp/old-reclaim) is not called `reclaim`.
+comm=$(basename "$bin" | cut -c1-15)
 pid=""
-for _ in $(seq 50); do
+for _ in $(seq 100); do
     pane_pid=$(tmux list-panes -t "$session" -F '#{pane_pid}' | head -n 1)
-    if [[ "$(cat "/proc/$pane_pid/comm" 2>/dev/null)" == reclaim ]]; then
+    if [[ "$(cat "/proc/$pane_pid/comm" 2>/dev/null)" == "$comm" ]]; then
         pid=$pane_pid
     else
-        pid=$(pgrep -P "$pane_pid" -x reclaim | head -n 1 || true)
+        pid=$(pgrep -P "$pane_pid" -x "$comm" | head -n 1 || true)
     fi
     [[ -n "$pid" ]] && break
     sleep 0.1

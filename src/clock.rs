@@ -132,6 +132,23 @@ impl SimClock {
         self.history.push_back((now, self.shown));
     }
 
+    /// Moves the clock straight to `to` at `now` (never backwards; a paused clock stays): a
+    /// night measured by its work alone goes from one scheduled moment to the next, whatever
+    /// real time passed between them.
+    pub fn jump(&mut self, now: Instant, to: f64) {
+        if now < self.last {
+            return;
+        }
+        if !self.paused {
+            self.shown = self.shown.max(to);
+        }
+        self.last = now;
+        if self.history.len() >= HISTORY {
+            self.history.pop_front();
+        }
+        self.history.push_back((now, self.shown));
+    }
+
     /// Changes speed from the next advance on; the time shown does not jump. (The engine's
     /// tick advances the clock; only the work may say how far, so nothing here moves it.)
     pub fn set_scale(&mut self, scale: f64, _now: Instant) {
@@ -208,6 +225,21 @@ mod tests {
         assert!((clock.now().since_start() - 70.0).abs() < 1e-6);
         // A past instant reads what was shown then.
         assert!((clock.at(t0 + Duration::from_secs(1)).since_start() - 10.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_jump_ignores_real_time_and_never_goes_back() {
+        let t0 = Instant::now();
+        let mut clock = SimClock::new(t0, 100.0);
+        clock.jump(t0 + Duration::from_secs(30), NIGHT_START);
+        assert!(
+            (clock.now().since_start()).abs() < 1e-9,
+            "30 s of real time: no move"
+        );
+        clock.jump(t0 + Duration::from_secs(31), NIGHT_START + 18.0);
+        assert!((clock.now().since_start() - 18.0).abs() < 1e-9);
+        clock.jump(t0 + Duration::from_secs(32), NIGHT_START + 5.0);
+        assert!((clock.now().since_start() - 18.0).abs() < 1e-9);
     }
 
     #[test]

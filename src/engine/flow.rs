@@ -34,6 +34,28 @@ impl Engine {
         held
     }
 
+    /// Whether the night is measured by its work alone: the random kills are placed by rows
+    /// (`--kill-rows`) and no attempt has a pace (`--delay-ms 0`, or an external job), so
+    /// nothing the clock could show between two scheduled moments comes from the scenario.
+    /// Such a night's writes take no sim time, and its clock moves only to what is scheduled
+    /// (a restart's moment), never at real time: two runs of the same storm print the same
+    /// times at any load.
+    pub(super) fn by_work(&self) -> bool {
+        self.triggers.by_rows()
+            && (self.lanes.iter()).all(|l| l.attempts.iter().all(|a| !a.paced()))
+    }
+
+    /// Where a night by work (`by_work`) moves its clock in this tick: to `limit` while a
+    /// restart is waiting for its moment (the clock would otherwise never reach it), else
+    /// nowhere.
+    pub(super) fn work_clock(&self, limit: f64) -> f64 {
+        let clock = self.clock.now().0;
+        match self.next_restart() {
+            Some(_) if limit.is_finite() => limit.max(clock),
+            _ => clock,
+        }
+    }
+
     /// The sim time of the next restart planned.
     pub(super) fn next_restart(&self) -> Option<f64> {
         (self.lanes.iter())

@@ -414,7 +414,12 @@ impl Engine {
                 .any(|l| (l.slots.iter().zip(&l.attempts)).any(|(s, a)| s.is_live() && a.idle));
             let speed = if idle { 1.0 } else { self.speed };
             self.clock.set_scale(self.config.scale * speed, now);
-            self.clock.advance(now, limit);
+            if self.by_work() {
+                let to = self.work_clock(limit);
+                self.clock.jump(now, to);
+            } else {
+                self.clock.advance(now, limit);
+            }
             let clock = self.clock.now().0;
             // A stop the clock has reached is behind it: the driver paused there, or goes on.
             // This tick's grants still end there (`landed`).

@@ -237,6 +237,15 @@ impl Engine {
             return;
         }
         let rows = self.lanes.first().map_or(0, |l| l.observer.rows);
+        // reclaim's own worker is held at its kill's row: the kill waits until every write
+        // granted has been heard, so its lines (its `start` among them) come before the kill's
+        // in the timeline, in the same order on every run, rather than as the pipe was read.
+        if let Some(slot) = self.rows_worker()
+            && self.lanes[0].slots[slot].is_live()
+            && self.lanes[0].attempts[slot].writes < self.lanes[0].attempts[slot].granted
+        {
+            return;
+        }
         let Some(kill) = self.triggers.rows_kill_due(rows) else {
             if let Some(slot) = self.rows_worker() {
                 let writes = self.lanes[0].attempts[slot].writes;

@@ -102,6 +102,11 @@ pub struct InOrder {
     pending: Vec<usize>,
     /// How much of the timeline has been looked at.
     seen: usize,
+    /// The second the last call released up to (`u64::MAX`: everything): while it stays,
+    /// the entries already waiting still wait, and only the new ones need a look. A storm held
+    /// on one second (`--kill-rows` at full speed) keeps every line waiting, and looking at all
+    /// of them on every tick would cost the square of its kills.
+    before: Option<u64>,
 }
 
 impl InOrder {
@@ -109,14 +114,23 @@ impl InOrder {
     /// moment an entry still to come can carry (`Engine::heard_up_to`); `None` when the night
     /// is over and every entry goes.
     pub fn release(&mut self, timeline: &[Entry], heard_up_to: Option<f64>) -> Vec<usize> {
-        self.pending.extend(self.seen..timeline.len());
-        self.seen = timeline.len();
         let before = heard_up_to.map(|at| SimTime(at).second());
-        let (mut ready, waiting): (Vec<usize>, Vec<usize>) = self
-            .pending
-            .iter()
-            .partition(|&&i| before.is_none_or(|second| timeline[i].sim.second() < second));
-        self.pending = waiting;
+        let goes = |i: &usize| before.is_none_or(|second| timeline[*i].sim.second() < second);
+        let new = self.seen..timeline.len();
+        self.seen = timeline.len();
+        let key = before.unwrap_or(u64::MAX);
+        let mut ready: Vec<usize> = if self.before == Some(key) {
+            let (ready, waiting): (Vec<usize>, Vec<usize>) = new.partition(goes);
+            self.pending.extend(waiting);
+            ready
+        } else {
+            self.pending.extend(new);
+            let (ready, waiting): (Vec<usize>, Vec<usize>) =
+                self.pending.iter().copied().partition(goes);
+            self.pending = waiting;
+            ready
+        };
+        self.before = Some(key);
         ready.sort_by_key(|&i| (timeline[i].sim.second(), timeline[i].lane, i));
         ready
     }
@@ -241,6 +255,30 @@ mod tests {
             text: text.into(),
             mark: None,
         }
+    }
+
+    #[test]
+    fn a_night_held_on_one_second_releases_only_what_is_before_it() {
+        let mut timeline = vec![at(3.0, Some(0), "held"), at(2.0, Some(0), "before")];
+        let mut order = InOrder::default();
+        let texts = |released: Vec<usize>, timeline: &[Entry]| -> Vec<String> {
+            released.iter().map(|&i| timeline[i].text.clone()).collect()
+        };
+        assert_eq!(
+            texts(order.release(&timeline, Some(night(3.0))), &timeline),
+            ["before"]
+        );
+        // The same second again: the held line still waits, a new one before it goes.
+        timeline.push(at(3.0, Some(0), "held too"));
+        timeline.push(at(2.5, Some(0), "late, before"));
+        assert_eq!(
+            texts(order.release(&timeline, Some(night(3.5))), &timeline),
+            ["late, before"]
+        );
+        assert_eq!(
+            texts(order.release(&timeline, Some(night(4.0))), &timeline),
+            ["held", "held too"]
+        );
     }
 
     #[test]

@@ -164,6 +164,12 @@ impl Triggers {
         }
     }
 
+    /// Whether the random kills are placed by rows (`--kill-rows`): they need no clock.
+    #[must_use]
+    pub fn by_rows(&self) -> bool {
+        self.schedule.by_rows()
+    }
+
     /// Which planned kills fired, so far.
     #[must_use]
     pub fn fired(&self) -> Fired {

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use serde::Serialize;
 use thiserror::Error;
@@ -363,6 +364,11 @@ fn open_read_only_waiting(path: &Path, busy: Duration) -> Result<Connection, Sto
     .map_err(|e| StoreError::sqlite(path, e))?;
     conn.busy_timeout(busy)
         .map_err(|e| StoreError::sqlite(path, e))?;
+    // The query planner's stability guarantee: without it, a statement whose `LIMIT ?` is bound
+    // again (the observer's every poll, 50 a second per lane) is parsed and planned again on
+    // its next step, which was a third of a poll's cost.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .map_err(|e| StoreError::sqlite(path, e))?;
     check_warehouse_ref(&conn, path)?;
     Ok(conn)
 }
@@ -438,4 +444,44 @@ fn refuse_foreign(conn: &Connection, path: &Path) -> Result<(), StoreError> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::StatementStatus;
+
+    #[test]
+    fn the_observers_connection_plans_a_poll_once_whatever_its_bindings() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let path = dir.path().join("w.db");
+        let writer = open_for_worker(
+            &path,
+            SyncMode::Normal,
+            crate::worker::Strategy::Guarded.needs(),
+            false,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let observer = open_observing(&path).unwrap_or_else(|e| panic!("{e}"));
+        let sql = "SELECT rowid FROM records WHERE rowid > ?1 ORDER BY rowid LIMIT ?2";
+        for (i, limit) in (0..5_i64).zip([10_i64, 20, 10, 50_000, 3]) {
+            writer
+                .execute(
+                    "INSERT INTO records(task_id, payload, idem_key, run_id, written_at) \
+                     VALUES (?1, 'p', ?1, 'r', 0)",
+                    [format!("task-{i:03}")],
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            let mut stmt = observer
+                .prepare_cached(sql)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let n = stmt
+                .query_map(rusqlite::params![i - 1, limit], |r| r.get::<_, i64>(0))
+                .unwrap_or_else(|e| panic!("{e}"))
+                .count();
+            assert!(n >= 1);
+            // A `LIMIT ?` bound again used to expire the statement: parsed and planned again.
+            assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0, "poll {i}");
+        }
+    }
 }

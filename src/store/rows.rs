@@ -138,6 +138,12 @@ pub fn open_following(path: &Path) -> Result<Option<Connection>, StoreError> {
     .map_err(|e| StoreError::sqlite(path, e))?;
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| StoreError::sqlite(path, e))?;
+    // Its `LIMIT ?` is bound again on every poll: planned once (see `open_observing`).
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )
+    .map_err(|e| StoreError::sqlite(path, e))?;
     Ok(Some(conn))
 }
 

@@ -106,8 +106,9 @@ fn checkpointed(ctx: &Ctx<'_>) -> rusqlite::Result<(Done, Option<i64>)> {
         let mut stmt = tx.prepare("SELECT task_id FROM checkpoints")?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
-            let task: String = row.get(0)?;
-            if let Some(index) = crate::task::parse_task_id(&task).filter(|&i| i < items) {
+            // Borrowed, not copied: a restart late in a long night reads every checkpoint.
+            let task = row.get_ref(0)?.as_str()?;
+            if let Some(index) = crate::task::parse_task_id(task).filter(|&i| i < items) {
                 bits[(index / 64) as usize] |= 1 << (index % 64);
             }
         }

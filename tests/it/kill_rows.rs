@@ -143,6 +143,73 @@ fn an_exec_jobs_storm_by_rows_lands_after_its_commits() {
     assert_eq!((rows(&conn), distinct(&conn)), (400, 400));
 }
 
+/// A storm's printed night with what belongs to the machine masked: process ids, run ids (made
+/// of the pid and the real clock), the wall time and the file's name.
+fn night_text(stdout: &str) -> String {
+    let mut text = String::new();
+    for line in stdout.lines() {
+        let mut previous = "";
+        for word in line.split_whitespace() {
+            let masked = match word {
+                w if w.starts_with("pid=") => "pid=_",
+                w if w.starts_with("run_id=") => "run_id=_",
+                w if w.starts_with("elapsed=") => "elapsed=_",
+                // "database /tmp/.../a.db (kept)"
+                _ if previous == "database" => "_",
+                // "(SIGKILL, pid 1585)"
+                _ if previous == "pid" => "_)",
+                w => w,
+            };
+            text.push_str(masked);
+            text.push(' ');
+            previous = word;
+        }
+        text.push('\n');
+    }
+    text
+}
+
+#[test]
+fn a_storm_at_full_speed_prints_the_same_night_twice() {
+    // At --delay-ms 0 and --restart-delay 0 nothing but the work moves the clock: two runs of
+    // the same storm print the same times, lines and order, whatever the machine's load.
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let nights: Vec<String> = ["a.db", "b.db"]
+        .iter()
+        .map(|name| {
+            let db = dir.path().join(name);
+            let args = [
+                "run",
+                "--strategy",
+                "guarded",
+                "--items",
+                "600",
+                "--delay-ms",
+                "0",
+                "--kills",
+                "12",
+                "--kill-rows",
+                "5..30",
+                "--restart-delay",
+                "0",
+                "--max-restarts",
+                "100",
+                "--seed",
+                "21",
+                "--db",
+                path_arg(&db),
+            ];
+            let run = reclaim_within(&args, &[], HANG);
+            assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+            night_text(&run.stdout)
+        })
+        .collect();
+    assert!(nights[0].contains("kills=12"), "{}", nights[0]);
+    assert!(nights[0].contains("02:00:00 worker start"), "{}", nights[0]);
+    assert!(nights[0].contains("02:00:00 runner notice instance reclaimed by host"));
+    assert_eq!(nights[0], nights[1]);
+}
+
 #[test]
 fn kill_rows_refuses_nonsense_before_anything_starts() {
     for (value, needle) in [("30..5", "ends before it starts"), ("0..5", "outside")] {
