@@ -109,14 +109,7 @@ pub fn wipe_table(
 ) -> Result<Option<usize>, WarehouseError> {
     let mut client = server.connect(Some(&server.schema_for(db)))?;
     let failed = |e: postgres::Error| WarehouseError::query("deleting the job's checkpoints", &e);
-    let there: bool = client
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1)",
-            &[&table],
-        )
-        .map_err(failed)?
-        .get(0);
-    if !there {
+    if !table_exists(&mut client, table).map_err(failed)? {
         return Ok(None);
     }
     let deleted = client
@@ -304,20 +297,23 @@ fn read_in_snapshot(
     Ok(JobSnapshot { rows, checkpoints })
 }
 
+/// Whether `table` is a table of the current schema (the night's, on the search path).
+fn table_exists(client: &mut impl GenericClient, table: &str) -> Result<bool, postgres::Error> {
+    Ok(client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1)",
+            &[&table],
+        )?
+        .get(0))
+}
+
 /// The columns of `table` in the current schema; `None` when there is no such table.
 fn columns_of(
     client: &mut impl GenericClient,
     table: &str,
 ) -> Result<Option<Vec<String>>, WarehouseError> {
     let failed = |e: postgres::Error| WarehouseError::query("reading the job's table", &e);
-    let there: bool = client
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1)",
-            &[&table],
-        )
-        .map_err(failed)?
-        .get(0);
-    if !there {
+    if !table_exists(client, table).map_err(failed)? {
         return Ok(None);
     }
     let columns = client
