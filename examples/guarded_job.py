@@ -8,6 +8,7 @@ Run it under reclaim:  reclaim prove --exec "python3 /path/to/guarded_job.py"
 Standard library only. Note that it creates its tables with CREATE TABLE IF NOT EXISTS: a
 `records` table made beforehand without the key keeps running without it (see docs/own-job.md).
 """
+import glob
 import os
 import sqlite3
 import time
@@ -28,6 +29,38 @@ db.execute(
 )
 
 
+def clear_stale_beats():
+    """Removes the aside files of earlier attempts that were killed between write and rename:
+    each is named by its writer's pid, and a writer that is gone will never rename it."""
+    if not beat_path:
+        return
+    for aside in glob.glob(glob.escape(beat_path) + ".*.tmp"):
+        pid = aside[len(beat_path) + 1 : -len(".tmp")]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        if gone(int(pid)):
+            try:
+                os.remove(aside)
+            except FileNotFoundError:
+                pass  # another copy of the job removed it first
+
+
+def gone(pid):
+    """Whether process `pid` has ended: it does not exist, or it is a zombie not yet reaped (a
+    killed attempt can be one for a moment after its successor starts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, someone else's
+    try:
+        with open("/proc/%d/stat" % pid) as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False  # no /proc here: alive as far as can be told
+
+
 def beat(task):
     """Replace the heartbeat in one step (write aside, rename), so a reader never sees half."""
     if not beat_path:
@@ -38,6 +71,7 @@ def beat(task):
     os.replace(aside, beat_path)
 
 
+clear_stale_beats()
 done = {row[0] for row in db.execute("SELECT task_id FROM checkpoints")}
 written = 0
 for n in range(items):
@@ -63,5 +97,8 @@ for n in range(items):
     beat(task)
     time.sleep(pause)
 
+# Once more at the end: an attempt killed just before this one started may not have been gone
+# yet when the first look was made.
+clear_stale_beats()
 total = db.execute("SELECT count(*) FROM records").fetchone()[0]
 print("done rows_written=%d status=ok inserted=%d" % (total, written), flush=True)

@@ -141,6 +141,15 @@ fn an_exec_jobs_storm_by_rows_lands_after_its_commits() {
     assert_eq!(number(&json, "missing"), 0);
     let conn = open_ro(&db);
     assert_eq!((rows(&conn), distinct(&conn)), (400, 400));
+    // A kill between the heartbeat's write and its rename leaves the aside file; the next
+    // attempt clears what a dead attempt left, so none is there after the night.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap_or_else(|e| panic!("read_dir: {e}"))
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary heartbeats left: {left:?}");
 }
 
 /// A storm's printed night with what belongs to the machine masked: process ids, run ids (made
