@@ -15,6 +15,7 @@ use self::job::{FileStamps, JobRead, STAMP_TICK, query_job};
 use crate::queue::Queue;
 use crate::store::rows::{self, RowSource};
 use crate::store::{self, StoreError, table_exists};
+use crate::task::TaskBits;
 
 /// How often an external job's table on PostgreSQL is read (whole, by key).
 const PG_JOB_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
@@ -22,47 +23,6 @@ const PG_JOB_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 /// At most this many rows are taken per poll, so a tick stays short even when a million rows
 /// arrive at once; the rest come on the next poll.
 const MAX_ROWS_PER_POLL: i64 = 50_000;
-
-/// A set of task indices below a bound, one bit each.
-#[derive(Debug, Clone, Default)]
-struct Bits {
-    words: Vec<u64>,
-}
-
-impl Bits {
-    fn with_len(len: u64) -> Self {
-        Self {
-            words: vec![0; len.div_ceil(64) as usize],
-        }
-    }
-
-    /// Sets bit `i`; returns whether it was already set.
-    fn set(&mut self, i: u64) -> bool {
-        let (word, bit) = ((i / 64) as usize, i % 64);
-        let mask = 1u64 << bit;
-        let was = self.words[word] & mask != 0;
-        self.words[word] |= mask;
-        was
-    }
-
-    fn get(&self, i: u64) -> bool {
-        self.words
-            .get((i / 64) as usize)
-            .is_some_and(|w| w & (1u64 << (i % 64)) != 0)
-    }
-
-    fn clear(&mut self) {
-        self.words.fill(0);
-    }
-
-    /// Whether every bit set here is set in `other` too.
-    fn within(&self, other: &Self) -> bool {
-        self.words
-            .iter()
-            .enumerate()
-            .all(|(i, w)| w & !other.words.get(i).copied().unwrap_or(0) == 0)
-    }
-}
 
 /// What one poll found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -97,9 +57,9 @@ pub struct Observer {
     caught_up_at: Option<i64>,
     high_water: i64,
     checkpoint_high_water: i64,
-    seen: Bits,
-    duplicated_bits: Bits,
-    checkpointed: Bits,
+    seen: TaskBits,
+    duplicated_bits: TaskBits,
+    checkpointed: TaskBits,
     pub rows: u64,
     pub distinct: u64,
     pub duplicated: u64,
@@ -137,9 +97,9 @@ impl Observer {
             caught_up_at: None,
             high_water: 0,
             checkpoint_high_water: 0,
-            seen: Bits::with_len(items),
-            duplicated_bits: Bits::with_len(items),
-            checkpointed: Bits::with_len(items),
+            seen: TaskBits::with_len(items),
+            duplicated_bits: TaskBits::with_len(items),
+            checkpointed: TaskBits::with_len(items),
             rows: 0,
             distinct: 0,
             duplicated: 0,

@@ -99,6 +99,69 @@ pub fn idem_key(task_id: &str, payload: &str) -> String {
     key
 }
 
+/// A set of task indices below a bound, one bit each: what a worker found checkpointed, what
+/// the observer has seen.
+#[derive(Debug, Clone, Default)]
+pub struct TaskBits {
+    words: Vec<u64>,
+}
+
+impl TaskBits {
+    /// An empty set of the tasks of a queue of `len` items.
+    #[must_use]
+    pub fn with_len(len: u64) -> Self {
+        Self {
+            words: vec![0; len.div_ceil(64) as usize],
+        }
+    }
+
+    /// The set of the tasks of a queue of `items` among `ids` (spelled as `parse_task_id`
+    /// reads them); other ids are left out.
+    pub fn of<'a>(ids: impl IntoIterator<Item = &'a str>, items: u64) -> Self {
+        let mut bits = Self::with_len(items);
+        for id in ids {
+            bits.insert_id(id, items);
+        }
+        bits
+    }
+
+    /// Adds the task named `id` if it is one of the first `items`.
+    pub fn insert_id(&mut self, id: &str, items: u64) {
+        if let Some(index) = parse_task_id(id).filter(|&i| i < items) {
+            self.set(index);
+        }
+    }
+
+    /// Sets bit `i` (below the bound); returns whether it was already set.
+    pub fn set(&mut self, i: u64) -> bool {
+        let (word, bit) = ((i / 64) as usize, i % 64);
+        let mask = 1u64 << bit;
+        let was = self.words[word] & mask != 0;
+        self.words[word] |= mask;
+        was
+    }
+
+    #[must_use]
+    pub fn get(&self, i: u64) -> bool {
+        self.words
+            .get((i / 64) as usize)
+            .is_some_and(|w| w & (1u64 << (i % 64)) != 0)
+    }
+
+    pub fn clear(&mut self) {
+        self.words.fill(0);
+    }
+
+    /// Whether every bit set here is set in `other` too.
+    #[must_use]
+    pub fn within(&self, other: &Self) -> bool {
+        self.words
+            .iter()
+            .enumerate()
+            .all(|(i, w)| w & !other.words.get(i).copied().unwrap_or(0) == 0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +175,20 @@ mod tests {
         assert_eq!(parse_task_id("42"), Some(42));
         assert_eq!(parse_task_id("task-"), None);
         assert_eq!(parse_task_id("task-1x"), None);
+    }
+
+    #[test]
+    fn a_set_of_tasks_holds_the_queues_own_and_leaves_out_the_rest() {
+        let set = TaskBits::of(["task-000", "task-063", "task-064", "task-200", "x"], 200);
+        let held: Vec<u64> = (0..200).filter(|&i| set.get(i)).collect();
+        assert_eq!(held, [0, 63, 64]);
+        assert!(!set.get(200), "beyond the queue");
+        let mut more = set.clone();
+        assert!(!more.set(199));
+        assert!(more.set(199), "set twice says it was there");
+        assert!(set.within(&more) && !more.within(&set));
+        more.clear();
+        assert!((0..200).all(|i| !more.get(i)));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::{CrashPoint, Ctx, Db, Row, WorkerError};
 use crate::store::{StoreError, retry_busy};
-use crate::task::task_id;
+use crate::task::{TaskBits, task_id};
 
 pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
     let items = ctx.config.items;
@@ -18,7 +18,7 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
         // PostgreSQL has no data_version: `seen` stays None, and every window is looked up.
         Db::Pg(sink) => {
             let tasks = sink.checkpointed().map_err(StoreError::from)?;
-            (Done::of(tasks.iter().map(String::as_str), items), None)
+            (TaskBits::of(tasks.iter().map(String::as_str), items), None)
         }
     };
     // Whether another connection has committed since that scan: until one has, `done` is the
@@ -28,7 +28,7 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
     while next < items {
         let window = next..items.min(next + batch);
         let started = Instant::now();
-        let candidates: Vec<u64> = window.clone().filter(|&i| !done.contains(i)).collect();
+        let candidates: Vec<u64> = window.clone().filter(|&i| !done.get(i)).collect();
         // What another worker may have done since the scan: once another connection has
         // committed, every later window is looked up, outside the write lock (its checkpoints
         // may cover any task). The unique key settles any race a look misses.
@@ -48,11 +48,8 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
                 Db::Pg(sink) => {
                     let ids: Vec<String> = candidates.iter().map(|&i| task_id(i)).collect();
                     let left = sink.unchecked(&ids).map_err(StoreError::from)?;
-                    let left = Done::of(left.iter().map(String::as_str), items);
-                    candidates
-                        .into_iter()
-                        .filter(|&i| left.contains(i))
-                        .collect()
+                    let left = TaskBits::of(left.iter().map(String::as_str), items);
+                    candidates.into_iter().filter(|&i| left.get(i)).collect()
                 }
             }
         } else {
@@ -72,30 +69,10 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
     Ok(())
 }
 
-/// A set of task indices, one bit each.
-struct Done(Vec<u64>);
-
-impl Done {
-    /// The tasks of a queue of `items` among `ids`; other ids are left out.
-    fn of<'a>(ids: impl Iterator<Item = &'a str>, items: u64) -> Self {
-        let mut bits = vec![0u64; items.div_ceil(64) as usize];
-        for index in ids.filter_map(|t| crate::task::parse_task_id(t).filter(|&i| i < items)) {
-            bits[(index / 64) as usize] |= 1 << (index % 64);
-        }
-        Self(bits)
-    }
-
-    fn contains(&self, index: u64) -> bool {
-        self.0
-            .get((index / 64) as usize)
-            .is_some_and(|word| word & (1 << (index % 64)) != 0)
-    }
-}
-
 /// The tasks of the queue that have a checkpoint now, and the `data_version` they were read at.
-fn checkpointed(ctx: &Ctx<'_>) -> rusqlite::Result<(Done, Option<i64>)> {
+fn checkpointed(ctx: &Ctx<'_>) -> rusqlite::Result<(TaskBits, Option<i64>)> {
     let items = ctx.config.items;
-    let mut bits = vec![0u64; items.div_ceil(64) as usize];
+    let mut done = TaskBits::with_len(items);
     // One read transaction, so the version names the snapshot the scan saw.
     let Db::Sqlite(conn, _) = &ctx.db else {
         return Err(rusqlite::Error::InvalidQuery);
@@ -107,14 +84,11 @@ fn checkpointed(ctx: &Ctx<'_>) -> rusqlite::Result<(Done, Option<i64>)> {
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
             // Borrowed, not copied: a restart late in a long night reads every checkpoint.
-            let task = row.get_ref(0)?.as_str()?;
-            if let Some(index) = crate::task::parse_task_id(task).filter(|&i| i < items) {
-                bits[(index / 64) as usize] |= 1 << (index % 64);
-            }
+            done.insert_id(row.get_ref(0)?.as_str()?, items);
         }
     }
     tx.commit()?;
-    Ok((Done(bits), Some(version)))
+    Ok((done, Some(version)))
 }
 
 /// `PRAGMA data_version`: it changes when another connection commits, and only then (this

@@ -146,8 +146,8 @@ fn an_exec_jobs_storm_by_rows_lands_after_its_commits() {
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap_or_else(|e| panic!("read_dir: {e}"))
         .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.ends_with(".tmp"))
+        .map(|e| e.path())
+        .filter(|path| path.extension().is_some_and(|x| x == "tmp"))
         .collect();
     assert!(left.is_empty(), "temporary heartbeats left: {left:?}");
 }
