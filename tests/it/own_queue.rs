@@ -375,11 +375,10 @@ fn run_the_recording_and_the_replay_check_count_an_own_job_alike() {
 fn prove_strict_junit_on_the_examples_writes_xml_a_ci_reporter_reads() {
     let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let jobs = [("guarded_job.py", 0, "0"), ("naive_job.py", 1, "2")];
-    let xml_of = |job: &str| tmp.path().join(format!("{job}.xml"));
-    let prove = |job: &str| {
+    for (job, code, failures) in [("guarded_job.py", 0, "0"), ("naive_job.py", 1, "2")] {
+        let xml = tmp.path().join(format!("{job}.xml"));
         let command = format!("python3 {}", examples.join(job).display());
-        reclaim_with(
+        let run = reclaim_with(
             tmp.path(),
             &[],
             &[
@@ -393,20 +392,9 @@ fn prove_strict_junit_on_the_examples_writes_xml_a_ci_reporter_reads() {
                 "11",
                 "--strict",
                 "--junit",
-                &xml_of(job).to_string_lossy(),
+                &xml.to_string_lossy(),
             ],
-        )
-    };
-    // The two proofs side by side: the test takes the longer, not the sum.
-    let runs: Vec<Run> = std::thread::scope(|scope| {
-        let handles = jobs.map(|(job, _, _)| scope.spawn(move || prove(job)));
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| panic!("a proof panicked")))
-            .collect()
-    });
-    for ((job, code, failures), run) in jobs.into_iter().zip(runs) {
-        let xml = xml_of(job);
+        );
         assert_eq!(run.code, Some(code), "{}", run.stdout);
         let text = std::fs::read_to_string(&xml).unwrap_or_else(|e| panic!("{e}"));
         let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
