@@ -59,11 +59,11 @@ fn with_the_right_lane_switched_to_keyed_no_guarded_caption_shows_and_figures_ar
     dashboard.send(b"++++").unwrap();
     let mut shown = Vec::new();
     let until = Instant::now() + Duration::from_secs(90);
-    let mut pressed = Instant::now();
+    let mut last_c = Instant::now();
     while Instant::now() < until {
-        if pressed.elapsed() >= Duration::from_millis(200) {
+        if last_c.elapsed() >= Duration::from_millis(200) {
             dashboard.send(b"c").unwrap();
-            pressed = Instant::now();
+            last_c = Instant::now();
         }
         let screen = dashboard.text();
         if let Some(caption) = screen.lines().find(|l| l.starts_with('▌'))
