@@ -122,8 +122,9 @@ fn with_lecture_the_clock_stops_at_the_kill_and_goes_on_after_space() {
 fn looking_back_makes_the_live_night_wait_and_space_returns_to_it() {
     let tmp = tempfile::tempdir().unwrap();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    // Past the first caption's hold (no caption until 02:11:47 after it).
     dashboard
-        .wait_for("02:05 or later", Instant::now() + STARTUP, |s| {
+        .wait_past_captions("02:05 or later", Instant::now() + STARTUP, |s| {
             header_clock(s).is_some_and(|(t, _)| t >= 2 * 3600 + 5 * 60)
         })
         .unwrap();

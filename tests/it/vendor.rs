@@ -856,10 +856,11 @@ fn the_side_effects_scenario_shows_the_email_sent_twice_beside_right_rows_and_qu
         crate::tui::ROWS,
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    // Faster, so the night ends sooner; what is shown does not depend on the pace.
+    // Faster, and past each caption's hold, so the night ends sooner; what is shown does not
+    // depend on the pace.
     dashboard.send(b"+++").unwrap_or_else(|e| panic!("{e}"));
     dashboard
-        .wait_for(
+        .wait_past_captions(
             "guarded's duplicate email and the outbox's clean count",
             Instant::now() + LIMIT,
             |screen| {
