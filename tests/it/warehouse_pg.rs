@@ -603,7 +603,9 @@ fn the_private_cluster_dies_with_reclaim() {
         eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
         return;
     }
-    for signal in [Signal::SIGKILL, Signal::SIGTERM, Signal::SIGINT] {
+    // The three signals side by side, each night in a folder of its own: each mostly waits for
+    // its cluster to come up and go.
+    let dies_with = |signal: Signal| {
         let dir = folder();
         let mut child = Command::new(BIN)
             .args([
@@ -654,5 +656,14 @@ fn the_private_cluster_dies_with_reclaim() {
             cluster.exists(),
             processes_under(dir.path())
         );
-    }
+    };
+    std::thread::scope(|scope| {
+        let nights = [Signal::SIGKILL, Signal::SIGTERM, Signal::SIGINT]
+            .map(|signal| scope.spawn(move || dies_with(signal)));
+        for night in nights {
+            night
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        }
+    });
 }
