@@ -141,6 +141,28 @@ fn map_exec_on_postgres_maps_the_safe_job_right_and_the_naive_one_wrong() {
     };
     let dir = folder();
     let safe = job("psql_job.sh");
+    // The naive job's map beside the safe one's, in a folder (and on a cluster) of its own.
+    let naive_dir = folder();
+    let naive = job("psql_naive_job.sh");
+    let naive_map = std::thread::spawn({
+        let (naive, naive_dir) = (naive.clone(), naive_dir.path().to_path_buf());
+        move || {
+            reclaim_in_dir(
+                &naive_dir,
+                &[
+                    "map",
+                    "--exec",
+                    &naive,
+                    "--items",
+                    "6",
+                    "--warehouse",
+                    "postgres",
+                    "--json",
+                ],
+                LIMIT,
+            )
+        }
+    });
     let run = reclaim_in_dir(
         dir.path(),
         &[
@@ -183,21 +205,9 @@ fn map_exec_on_postgres_maps_the_safe_job_right_and_the_naive_one_wrong() {
         }
     });
 
-    let naive = job("psql_naive_job.sh");
-    let run = reclaim_in_dir(
-        dir.path(),
-        &[
-            "map",
-            "--exec",
-            &naive,
-            "--items",
-            "6",
-            "--warehouse",
-            "postgres",
-            "--json",
-        ],
-        LIMIT,
-    );
+    let run = naive_map
+        .join()
+        .unwrap_or_else(|_| panic!("the naive map panicked"));
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     let json = json_of(&run);
     let cells = json["cells"]
@@ -215,6 +225,10 @@ fn map_exec_on_postgres_maps_the_safe_job_right_and_the_naive_one_wrong() {
     }
     assert!(cells.iter().any(|c| c["killed"] == true), "{json}");
     assert!(cluster_folder(dir.path()).is_none(), "the cluster is left");
+    assert!(
+        cluster_folder(naive_dir.path()).is_none(),
+        "the naive map's cluster is left"
+    );
 }
 
 /// `--keys-sql` and `--checkpoint-table` on the server: the queue read by PostgreSQL's own SQL
@@ -231,7 +245,7 @@ fn keys_sql_and_checkpoint_table_run_on_the_server() {
     let dir = folder();
     let safe = job("psql_job.sh");
     let keys = "SELECT 'task-' || lpad(g::text, 3, '0') FROM generate_series(0, 19) g";
-    let night = |setup: Option<&str>, keep: bool| {
+    let night = |dir: &std::path::Path, setup: Option<&str>, keep: bool| {
         let mut args = vec![
             "run",
             "--exec",
@@ -256,7 +270,7 @@ fn keys_sql_and_checkpoint_table_run_on_the_server() {
         if keep {
             args.push("--keep");
         }
-        let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+        let run = reclaim_in_dir(dir, &args, LIMIT);
         assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
         let json = json_of(&run);
         assert_eq!(json["rows"], 20, "{json}");
@@ -265,7 +279,7 @@ fn keys_sql_and_checkpoint_table_run_on_the_server() {
         json["kills_in_window"].clone()
     };
     // Row and checkpoint in one transaction: every kill after a commit, placed.
-    let windows = night(None, true);
+    let windows = night(dir.path(), None, true);
     assert_eq!(windows["after-commit"], 2, "{windows}");
     assert_eq!(windows["after-a-commit-unplaced"], 0, "{windows}");
     on_kept(&bin, dir.path(), |cluster| {
@@ -289,42 +303,56 @@ fn keys_sql_and_checkpoint_table_run_on_the_server() {
             "0"
         );
     });
-    // A row the setup made without its checkpoint: the kills land after a row's commit.
-    let windows = night(
-        Some(
-            "CREATE TABLE records(task_id text PRIMARY KEY, payload text NOT NULL); \
-             CREATE TABLE checkpoints(task_id text PRIMARY KEY, finished timestamptz NOT NULL); \
-             INSERT INTO records VALUES ('task-019', 'early')",
-        ),
-        false,
-    );
-    assert_eq!(windows["after-row-commit"], 2, "{windows}");
-
-    for (setup, sql, says) in [
+    // A row the setup made without its checkpoint: the kills land after a row's commit. Beside
+    // it, the two refusals: each night on a cluster of its own, in a folder of its own.
+    let refusals = [
         (None, "SELECT E'task-\\x1b[31m001'", "task-\\u{1b}[31m001"),
         (
             Some("CREATE TABLE queue(k text); INSERT INTO queue VALUES ('a')"),
             "DELETE FROM queue RETURNING k",
             "read-only transaction",
         ),
-    ] {
-        let mut args = vec![
-            "run",
-            "--exec",
-            &safe,
-            "--keys-sql",
-            sql,
-            "--warehouse",
-            "postgres",
-        ];
-        if let Some(setup) = setup {
-            args.extend(["--setup-sql", setup]);
+    ];
+    let second = folder();
+    std::thread::scope(|scope| {
+        let safe = safe.as_str();
+        let refused = refusals.map(|r| scope.spawn(move || refused_keys_sql(safe, r)));
+        let windows = night(
+            second.path(),
+            Some(
+                "CREATE TABLE records(task_id text PRIMARY KEY, payload text NOT NULL); \
+                 CREATE TABLE checkpoints(task_id text PRIMARY KEY, finished timestamptz NOT NULL); \
+                 INSERT INTO records VALUES ('task-019', 'early')",
+            ),
+            false,
+        );
+        assert_eq!(windows["after-row-commit"], 2, "{windows}");
+        for r in refused {
+            r.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
         }
-        let run = reclaim_in_dir(dir.path(), &args, LIMIT);
-        assert_eq!(run.code, Some(2), "{}\n{}", run.stdout, run.stderr);
-        assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-        assert!(run.stderr.contains(says), "{}", run.stderr);
-        assert!(!run.stderr.contains('\x1b'), "{}", run.stderr);
-        assert!(cluster_folder(dir.path()).is_none(), "the cluster is left");
+    });
+}
+
+/// `run --exec SAFE --keys-sql SQL` (after `setup`) on a private cluster in a folder of its
+/// own: refused in one line naming `says`, escaped, exit 2, and the cluster gone.
+fn refused_keys_sql(safe: &str, (setup, sql, says): (Option<&str>, &str, &str)) {
+    let dir = folder();
+    let mut args = vec![
+        "run",
+        "--exec",
+        safe,
+        "--keys-sql",
+        sql,
+        "--warehouse",
+        "postgres",
+    ];
+    if let Some(setup) = setup {
+        args.extend(["--setup-sql", setup]);
     }
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+    assert_eq!(run.code, Some(2), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(run.stderr.contains(says), "{}", run.stderr);
+    assert!(!run.stderr.contains('\x1b'), "{}", run.stderr);
+    assert!(cluster_folder(dir.path()).is_none(), "the cluster is left");
 }

@@ -43,10 +43,17 @@ fn a_map_on_postgres_has_the_cells_of_the_map_on_sqlite() {
         "--json",
     ];
     let dir = folder();
-    let sqlite = reclaim_in_dir(dir.path(), &args, LIMIT);
     let mut on_pg = args.to_vec();
     on_pg.extend(["--warehouse", "postgres"]);
-    let pg = reclaim_in_dir(dir.path(), &on_pg, LIMIT);
+    // The two maps side by side: the test takes the longer of them, not their sum.
+    let (sqlite, pg) = std::thread::scope(|scope| {
+        let sqlite = scope.spawn(|| reclaim_in_dir(dir.path(), &args, LIMIT));
+        let pg = reclaim_in_dir(dir.path(), &on_pg, LIMIT);
+        let sqlite = sqlite
+            .join()
+            .unwrap_or_else(|_| panic!("the map on SQLite panicked"));
+        (sqlite, pg)
+    });
     // Some cells are wrong (naive's, two-commit's gap): exit 1 on both.
     assert_eq!(sqlite.code, Some(1), "{}\n{}", sqlite.stdout, sqlite.stderr);
     assert_eq!(pg.code, Some(1), "{}\n{}", pg.stdout, pg.stderr);
@@ -77,80 +84,89 @@ fn an_own_job_writes_to_postgres_through_psql_under_kills() {
         return;
     };
     let job = format!("sh {}/examples/psql_job.sh", env!("CARGO_MANIFEST_DIR"));
-    let dir = folder();
-    let run = reclaim_in_dir(
-        dir.path(),
-        &[
-            "run",
-            "--exec",
-            &job,
-            "--setup-sql",
-            "CREATE TABLE marker(made_by text)",
-            "--items",
-            "60",
-            "--kill-rows",
-            "10..20",
-            "--kills",
-            "2",
-            "--seed",
-            "5",
-            "--warehouse",
-            "postgres",
-            "--keep",
-            "--json",
-        ],
-        LIMIT,
-    );
-    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
-    let json = json_of(&run);
-    assert_eq!(json["derived_status"], "ok", "{json}");
-    assert_eq!(json["rows"], 60, "{json}");
-    assert_eq!(json["duplicated_task_ids"], 0, "{json}");
-    assert_eq!(json["missing"], 0, "{json}");
-    assert_eq!(json["kills"], 2, "{json}");
-    let cluster = crate::warehouse_pg::cluster_folder(dir.path())
-        .unwrap_or_else(|| panic!("no kept cluster"));
-    crate::warehouse_pg::start_kept(&bin, &cluster);
-    let checked = std::panic::catch_unwind(|| {
-        let psql = |sql: &str| crate::warehouse_pg::psql(&cluster, sql);
-        assert_eq!(
-            psql("SELECT count(*) || ' ' || count(DISTINCT task_id) FROM night.records"),
-            "60 60"
+    // Judged by --count-sql on the server instead: the same verdict from counts alone. A night
+    // of its own (its own cluster, in a folder of its own), run beside the first.
+    let counted_dir = folder();
+    std::thread::scope(|scope| {
+        let counted = scope.spawn(|| {
+            reclaim_in_dir(
+                counted_dir.path(),
+                &[
+                    "run",
+                    "--exec",
+                    &job,
+                    "--count-sql",
+                    "SELECT count(*), count(DISTINCT task_id) FROM records",
+                    "--items",
+                    "30",
+                    "--warehouse",
+                    "postgres",
+                    "--json",
+                ],
+                LIMIT,
+            )
+        });
+        let dir = folder();
+        let run = reclaim_in_dir(
+            dir.path(),
+            &[
+                "run",
+                "--exec",
+                &job,
+                "--setup-sql",
+                "CREATE TABLE marker(made_by text)",
+                "--items",
+                "60",
+                "--kill-rows",
+                "10..20",
+                "--kills",
+                "2",
+                "--seed",
+                "5",
+                "--warehouse",
+                "postgres",
+                "--keep",
+                "--json",
+            ],
+            LIMIT,
         );
-        // The setup ran in the lane's schema, on the server.
-        assert_eq!(psql("SELECT to_regclass('night.marker') IS NOT NULL"), "t");
+        assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+        let json = json_of(&run);
+        assert_eq!(json["derived_status"], "ok", "{json}");
+        assert_eq!(json["rows"], 60, "{json}");
+        assert_eq!(json["duplicated_task_ids"], 0, "{json}");
+        assert_eq!(json["missing"], 0, "{json}");
+        assert_eq!(json["kills"], 2, "{json}");
+        let cluster = crate::warehouse_pg::cluster_folder(dir.path())
+            .unwrap_or_else(|| panic!("no kept cluster"));
+        crate::warehouse_pg::start_kept(&bin, &cluster);
+        let checked = std::panic::catch_unwind(|| {
+            let psql = |sql: &str| crate::warehouse_pg::psql(&cluster, sql);
+            assert_eq!(
+                psql("SELECT count(*) || ' ' || count(DISTINCT task_id) FROM night.records"),
+                "60 60"
+            );
+            // The setup ran in the lane's schema, on the server.
+            assert_eq!(psql("SELECT to_regclass('night.marker') IS NOT NULL"), "t");
+        });
+        crate::warehouse_pg::stop_kept(&bin, &cluster);
+        let _ = std::fs::remove_dir_all(&cluster);
+        if let Err(panic) = checked {
+            std::panic::resume_unwind(panic);
+        }
+        let counted = counted
+            .join()
+            .unwrap_or_else(|_| panic!("the --count-sql night panicked"));
+        assert_eq!(
+            counted.code,
+            Some(0),
+            "{}\n{}",
+            counted.stdout,
+            counted.stderr
+        );
+        let json = json_of(&counted);
+        assert_eq!(json["judged"], "counts", "{json}");
+        assert_eq!(json["rows"], 30, "{json}");
+        assert_eq!(json["distinct"], 30, "{json}");
     });
-    crate::warehouse_pg::stop_kept(&bin, &cluster);
-    let _ = std::fs::remove_dir_all(&cluster);
-    if let Err(panic) = checked {
-        std::panic::resume_unwind(panic);
-    }
-    // Judged by --count-sql on the server instead: the same verdict from counts alone.
-    let counted = reclaim_in_dir(
-        dir.path(),
-        &[
-            "run",
-            "--exec",
-            &job,
-            "--count-sql",
-            "SELECT count(*), count(DISTINCT task_id) FROM records",
-            "--items",
-            "30",
-            "--warehouse",
-            "postgres",
-            "--json",
-        ],
-        LIMIT,
-    );
-    assert_eq!(
-        counted.code,
-        Some(0),
-        "{}\n{}",
-        counted.stdout,
-        counted.stderr
-    );
-    let json = json_of(&counted);
-    assert_eq!(json["judged"], "counts", "{json}");
-    assert_eq!(json["rows"], 30, "{json}");
-    assert_eq!(json["distinct"], 30, "{json}");
 }

@@ -17,6 +17,8 @@ use crate::common::BIN;
 
 /// How often the screen is looked at while waiting.
 const POLL: Duration = Duration::from_millis(20);
+/// How often `wait_past_captions` types `c`.
+const PRESS_EVERY: Duration = Duration::from_millis(200);
 /// Entering the alternate screen, as crossterm spells it (xterm's private mode 1049).
 const ENTER_ALTERNATE: &[u8] = b"\x1b[?1049h";
 
@@ -203,8 +205,35 @@ impl Dashboard {
         &mut self,
         what: &str,
         deadline: Instant,
+        ready: impl FnMut(&vt100::Screen) -> bool,
+    ) -> Result<(), String> {
+        self.wait_pressing(what, deadline, None, ready)
+    }
+
+    /// `wait_for`, typing `c` now and then meanwhile: the night goes on past each caption's
+    /// hold at once. For a test whose point is not the captions: the default night holds up to
+    /// 5 s of real time at each of its six captions, which is most of its time at 1x and all
+    /// of it at 16x.
+    pub(crate) fn wait_past_captions(
+        &mut self,
+        what: &str,
+        deadline: Instant,
+        ready: impl FnMut(&vt100::Screen) -> bool,
+    ) -> Result<(), String> {
+        self.wait_pressing(what, deadline, Some(b"c"), ready)
+    }
+
+    fn wait_pressing(
+        &mut self,
+        what: &str,
+        deadline: Instant,
+        key: Option<&[u8]>,
         mut ready: impl FnMut(&vt100::Screen) -> bool,
     ) -> Result<(), String> {
+        let mut pressed = Instant::now();
+        if let Some(key) = key {
+            let _ = self.send(key);
+        }
         loop {
             // Read the exit first: a screen checked after it holds everything written before it.
             let exited = self.poll_exit()?.is_some();
@@ -227,6 +256,14 @@ impl Dashboard {
                     "the screen did not show {what} in time:\n{}",
                     self.text()
                 ));
+            }
+            if let Some(key) = key
+                && pressed.elapsed() >= PRESS_EVERY
+            {
+                // A key that cannot be typed (reclaim has gone) fails the wait by the checks
+                // above, with the screen, rather than here without it.
+                let _ = self.send(key);
+                pressed = Instant::now();
             }
             thread::sleep(POLL);
         }

@@ -428,8 +428,9 @@ fn night_over(screen: &vt100::Screen) -> bool {
 fn the_default_night_ends_at_312_and_200_in_the_real_databases() {
     let tmp = tempfile::tempdir().unwrap();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    // Not the captions' test (captions.rs is): past each caption's hold at once.
     dashboard
-        .wait_for(
+        .wait_past_captions(
             "the night is over",
             Instant::now() + Duration::from_secs(60),
             night_over,
@@ -626,9 +627,11 @@ fn incident_with_keys(keys: &[(u32, &[u8])]) -> (String, reclaim::record::Record
         ROWS,
     )
     .unwrap_or_else(|e| panic!("{e}"));
+    // The speed is under test, not the captions: past each caption's hold at once (`c` moves
+    // no clock and changes no speed).
     for (at, bytes) in keys {
         dashboard
-            .wait_for(
+            .wait_past_captions(
                 "the clock to reach the moment for a key",
                 Instant::now() + Duration::from_secs(90),
                 |screen| night_clock(screen).is_some_and(|t| t >= *at),
@@ -637,7 +640,7 @@ fn incident_with_keys(keys: &[(u32, &[u8])]) -> (String, reclaim::record::Record
         dashboard.send(bytes).unwrap_or_else(|e| panic!("{e}"));
     }
     dashboard
-        .wait_for(
+        .wait_past_captions(
             "the night is over, naive's claim shown",
             Instant::now() + Duration::from_secs(120),
             |screen| night_over(screen) && lane_text(screen, 0, 2).contains("rows_written=312"),
@@ -703,8 +706,9 @@ fn at_a_quarter_speed_the_incident_is_the_same_night() {
 fn a_key_over_the_help_only_closes_it_and_kills_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    // Past the first caption's hold; no `c` from here on, as a key over the help closes it.
     dashboard
-        .wait_for("a worker writing", Instant::now() + STARTUP, |screen| {
+        .wait_past_captions("a worker writing", Instant::now() + STARTUP, |screen| {
             night_clock(screen).is_some_and(|t| t >= 20)
         })
         .unwrap();
@@ -738,10 +742,10 @@ fn a_key_over_the_help_only_closes_it_and_kills_nothing() {
 fn i_lists_the_naive_lanes_duplicated_ids_and_any_key_only_closes_the_list() {
     let tmp = tempfile::tempdir().unwrap();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
-    // At 16x the whole night is over in a second or two.
+    // At 16x, past each caption's hold, the whole night is over in a second or two.
     dashboard.send(b"++++").unwrap();
     dashboard
-        .wait_for(
+        .wait_past_captions(
             "the night is over",
             Instant::now() + Duration::from_secs(60),
             night_over,

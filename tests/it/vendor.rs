@@ -831,8 +831,20 @@ fn a_recorded_night_is_judged_at_the_receiver_by_replay_check_too() {
 
 #[test]
 fn prove_outbox_passes_every_test_and_its_sweep_covers_the_relays_crash_point() {
+    // 100 items, not the default 200: a second of work still outlasts the kill window
+    // (0.2..0.9 s), the sweep's first, middle and last task are there at any size, and each of
+    // the sweep's 18 nights is half as long (at 200, a loaded machine ran past the deadline).
     let run = reclaim_within(
-        &["prove", "--strategy", "outbox", "--seed", "7", "--json"],
+        &[
+            "prove",
+            "--strategy",
+            "outbox",
+            "--items",
+            "100",
+            "--seed",
+            "7",
+            "--json",
+        ],
         &[],
         LIMIT,
     );
@@ -856,10 +868,11 @@ fn the_side_effects_scenario_shows_the_email_sent_twice_beside_right_rows_and_qu
         crate::tui::ROWS,
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    // Faster, so the night ends sooner; what is shown does not depend on the pace.
+    // Faster, and past each caption's hold, so the night ends sooner; what is shown does not
+    // depend on the pace.
     dashboard.send(b"+++").unwrap_or_else(|e| panic!("{e}"));
     dashboard
-        .wait_for(
+        .wait_past_captions(
             "guarded's duplicate email and the outbox's clean count",
             Instant::now() + LIMIT,
             |screen| {
