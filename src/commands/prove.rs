@@ -373,13 +373,30 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
         .filter(|(_, r)| r.kills == 0)
         .map(|(i, _)| format!("run {}", i + 1))
         .collect();
-    let untested = (!unkilled.is_empty()).then(|| {
-        format!(
+    // A run whose every kill came before its attempt's first commit had nothing committed at
+    // stake: to the rows it was an undisturbed run too (a slow start, under load, can eat the
+    // whole window).
+    let early: Vec<String> = reports
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.kills > 0 && r.kills_in_window.after_a_commit() == 0)
+        .map(|(i, _)| format!("run {}", i + 1))
+        .collect();
+    let mut why = Vec::new();
+    if !unkilled.is_empty() {
+        why.push(format!(
             "in {}, 0 of {} planned kills landed before the job finished; use more --items or a larger --delay-ms",
             unkilled.join(", "),
             args.kills
-        )
-    });
+        ));
+    }
+    if !early.is_empty() {
+        why.push(format!(
+            "in {}, every kill landed before the attempt's first commit, so no committed work was at stake (a slow start, or a loaded machine, can take the whole kill window); run it again, or place kills by rows with `reclaim run --kills N --kill-rows A..B`",
+            early.join(", ")
+        ));
+    }
+    let untested = (!why.is_empty()).then(|| why.join("; "));
     Ok(result(
         "kill test, three runs in a row",
         &reports.iter().collect::<Vec<_>>(),

@@ -79,6 +79,18 @@ impl KillWindows {
         self
     }
 
+    /// How many kills landed after their attempt had committed something: the kills with
+    /// committed work at stake (every window but before-any-commit).
+    #[must_use]
+    pub fn after_a_commit(&self) -> u32 {
+        KillWindow::ALL
+            .into_iter()
+            .filter(|&w| w != KillWindow::BeforeAnyCommit)
+            .map(|w| self.get(w))
+            .sum::<u32>()
+            + self.unplaced
+    }
+
     /// The windows of this night that no kill landed in, in order. Only what reclaim could
     /// see: with kills it could not place against a checkpoint, neither after-row-commit nor
     /// after-commit is said to be missed; without a send before the commit, after-send is no

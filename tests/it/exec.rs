@@ -295,6 +295,26 @@ fn prove_says_not_tested_when_there_was_nothing_to_wipe_or_kill() {
 }
 
 #[test]
+fn a_kill_test_whose_kills_all_came_before_a_commit_is_not_tested_not_passed() {
+    // A job that takes 2 s to start: every kill of the kill window (0.2..0.9 s after a spawn)
+    // lands before its first commit, so no run had committed work at stake. The naive job's
+    // rows come out right, and that must not read as a pass.
+    let job = format!("sleep 2; {}", naive());
+    let tmp = tempdir();
+    let run = prove(tmp.path(), &job, &["--items", "20"]);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    line_of(&run, "1. NOT TESTED  kill test");
+    assert!(
+        run.stdout
+            .contains("every kill landed before the attempt's first commit"),
+        "{}",
+        run.stdout
+    );
+    line_of(&run, "windows: kills landed in before-any-commit=");
+    assert!(!run.stdout.contains("PASS  kill test"), "{}", run.stdout);
+}
+
+#[test]
 fn a_records_table_made_first_without_its_key_breaks_a_job_relying_on_create_if_not_exists() {
     // The postmortem's harness makes `records` without constraints; the guarded example's
     // CREATE TABLE IF NOT EXISTS keeps that table, and with it no unique key.
