@@ -89,9 +89,12 @@ impl Lane {
     /// every message committed by then, whatever the machine's load. Once it has, the vendor's
     /// messages are read again, so the figure shown is that moment's. A relay not running
     /// (killed, waiting for its restart, given up) is not waited for, nor one whose outbox
-    /// cannot be read (on PostgreSQL).
+    /// cannot be read (on PostgreSQL). A lane whose workers send themselves has its messages
+    /// read again too: read every `MESSAGES_EVERY` of real time, the figure could be several
+    /// writes old at 4x.
     pub(in crate::engine) fn relay_caught_up(&mut self, now: Instant) -> bool {
         let Some(relay) = self.relay_slot else {
+            self.read_messages(now, true);
             return true;
         };
         let running =
