@@ -239,7 +239,6 @@ fn drive(lectures: &[(&str, &[u8])]) -> Vec<Result<Vec<Stop>, String>> {
 }
 
 #[test]
-#[ignore = "not yet always true under a whole suite's load: passed 6 runs of 7 alone (load 15 to 33, two `yes` beside it), failed in the full `cargo test` of 2026-12-02 00:30 (1105 s, load ~20): vendor-forgets' relay crash landed at 02:05:27 at 4x (02:05:21 at 0.25x); run with --ignored"]
 fn every_shipped_scenario_stops_alike_at_a_quarter_speed_and_4x_and_shows_each_caption() {
     let names: Vec<&str> = SHIPPED.iter().map(|(name, _)| *name).collect();
     // Every quarter-speed night first (they take sixteen times as long), then every 4x one.
@@ -267,20 +266,9 @@ fn every_shipped_scenario_stops_alike_at_a_quarter_speed_and_4x_and_shows_each_c
         }
     }
     assert!(incident.is_some(), "the incident is not shipped: {names:?}");
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-}
-
-/// The incident alone, which runs in CI while the every-scenario test above is ignored: its
-/// two lectures side by side, at a quarter speed and at 4x.
-#[test]
-fn the_incident_stops_alike_at_a_quarter_speed_and_4x() {
-    let stops = drive(&[("incident", b"--"), ("incident", b"++")]);
-    let [Ok(slow), Ok(fast)] = stops.as_slice() else {
-        panic!("{stops:?}");
-    };
-    compare("incident", fast, slow).unwrap_or_else(|e| panic!("{e}"));
     assert!(
-        (slow.iter()).any(|s| s.line.contains("row count exceeds queue size")),
-        "{slow:#?}"
+        names.contains(&"claim"),
+        "the claim scenario is not shipped: {names:?}"
     );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

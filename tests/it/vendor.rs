@@ -792,6 +792,31 @@ fn every_shipped_scenario_that_sends_reaches_a_vendor_and_the_others_do_not() {
     assert!(config.lanes.iter().all(|l| l.long_item.is_some()));
 }
 
+/// vendor-forgets headless: each relay's planned crash and its death are one moment, the
+/// crash's (its row's commit). The clock used to let go of that moment at the relay's `crash`
+/// line, before the dead relay was reaped: on a loaded machine the death was then stamped
+/// wherever the clock had run to (3 nights of 8 beside four busy loops).
+#[test]
+fn a_relays_planned_crash_and_its_death_fall_on_one_second() {
+    let tmp = tempdir();
+    let run =
+        crate::common::reclaim_in_dir(tmp.path(), &["run", "--scenario", "vendor-forgets"], LIMIT);
+    // 1: the lane whose vendor ignores keys sends a message twice, as the scenario teaches.
+    assert_eq!(run.code, Some(1), "{run:?}");
+    for lane in ["vendor honours keys", "vendor ignores keys"] {
+        let second_of = |what: &str| -> Vec<&str> {
+            (run.stdout.lines())
+                .filter(|l| l.contains(lane) && l.contains(what))
+                .filter_map(|l| l.split_whitespace().next())
+                .collect()
+        };
+        let crash = second_of("at=task-050:after-relay-send");
+        let death = second_of("instance reclaimed by host");
+        assert_eq!(crash.len(), 1, "{lane}: {}", run.stdout);
+        assert_eq!(crash, death, "{lane}: {}", run.stdout);
+    }
+}
+
 #[test]
 fn a_recorded_night_is_judged_at_the_receiver_by_replay_check_too() {
     let tmp = tempdir();

@@ -71,7 +71,14 @@ impl Lane {
                 // checkpoint that follows a row may not be committed yet. Its `wait` comes
                 // after all of them on the same pipe.
                 let asked = a.need > a.writes;
-                a.writes >= due && read >= due && asked
+                // Granted the write its planned crash falls in and not dead yet: it dies at this
+                // moment (the clock waits there, see `Attempt::hold`), so the moment is not
+                // whole until it has. A stop taken before showed a kill in one lane and not yet
+                // the other's at the same second, with the other's messages of a write before.
+                let crashing = a
+                    .crash_write
+                    .is_some_and(|k| a.writes < k && a.granted >= k);
+                a.writes >= due && read >= due && asked && !crashing
             })
     }
 

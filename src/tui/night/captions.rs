@@ -72,7 +72,8 @@ impl LiveNight {
 
     /// Fills in the text of each caption the night has just reached, with the figures of the
     /// lane it is about (the first lane otherwise) as they are now: a caption's numbers are the
-    /// night's, never a script's.
+    /// night's, never a script's. A lecture's caption is filled again when its stop is shown
+    /// (`refill_captions`), once that moment's figures are all in.
     pub(super) fn freeze_caption_texts(
         &mut self,
         times: &[Option<f64>],
@@ -83,36 +84,60 @@ impl LiveNight {
         let mut reached = false;
         self.caption_texts
             .resize(self.scenario.captions.len(), None);
-        let dead_man = self.engine.config().dead_man;
-        let names: Vec<&str> = self.lanes.iter().map(|l| l.name.as_str()).collect();
-        for (i, caption) in self.scenario.captions.iter().enumerate() {
+        for i in 0..self.scenario.captions.len() {
             if self.caption_texts[i].is_some()
                 || times.get(i).copied().flatten().is_none_or(|t| t > clock)
             {
                 continue;
             }
             let at = times.get(i).copied().flatten().unwrap_or(clock);
-            let (text, notes) = caption.filled(&names, |lane| {
-                let l = self.engine.lanes().get(lane)?;
-                let figures = scenario::CaptionFigures::of(
-                    &l.snapshot(dead_man),
-                    &l.config.name,
-                    l.config.items,
-                );
-                Some(figures.at(at))
-            });
-            self.reached
-                .push((SimTime(at), text.clone(), notes.clone()));
+            let (text, notes) = self.fill(i, at);
             self.ahead.push((at, Why::Caption));
-            self.caption_texts[i] = Some((text, notes));
+            self.caption_texts[i] = Some((text.clone(), notes.clone()));
             reached = true;
-            if !self.stop_on_captions {
+            if self.stop_on_captions {
+                // Its stop may wait for the moment's writes to be read: said once it is shown.
+                self.unshown.push(i);
+            } else {
+                self.reached.push((SimTime(at), text, notes));
                 // Outside a lecture the night waits at the caption's moment while it is read.
                 self.captions
                     .hold_for(chars.get(i).copied().unwrap_or(0), now);
             }
         }
         reached
+    }
+
+    /// A lecture's stop is shown now: the captions reached for it are filled again with the
+    /// figures on screen at it. Filled as the clock reached the moment, a caption could name a
+    /// row fewer than the lane beside it (359 of three naive workers' 360: the last of the
+    /// moment's writes not read yet), on a loaded machine and at one speed but not another.
+    pub(super) fn refill_captions(&mut self, times: &[Option<f64>]) {
+        let clock = self.engine.clock().now().0;
+        for i in std::mem::take(&mut self.unshown) {
+            let at = times.get(i).copied().flatten().unwrap_or(clock);
+            let (text, notes) = self.fill(i, at);
+            self.reached
+                .push((SimTime(at), text.clone(), notes.clone()));
+            if let Some(slot) = self.caption_texts.get_mut(i) {
+                *slot = Some((text, notes));
+            }
+        }
+    }
+
+    /// Caption `i`'s text and notes with its lane's figures as they are now, at moment `at`.
+    fn fill(&self, i: usize, at: f64) -> (String, Option<String>) {
+        let Some(caption) = self.scenario.captions.get(i) else {
+            return (String::new(), None);
+        };
+        let dead_man = self.engine.config().dead_man;
+        let names: Vec<&str> = self.lanes.iter().map(|l| l.name.as_str()).collect();
+        caption.filled(&names, |lane| {
+            let l = self.engine.lanes().get(lane)?;
+            let figures =
+                scenario::CaptionFigures::of(&l.snapshot(dead_man), &l.config.name, l.config.items);
+            Some(figures.at(at))
+        })
     }
 
     pub(super) fn caption_times(&self) -> Vec<Option<f64>> {

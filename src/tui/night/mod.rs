@@ -87,6 +87,9 @@ pub struct LiveNight {
     captions_only: bool,
     /// Since when a lecture's stop waits for a lane's verdict (see `look_for_moments`).
     awaiting_verdict: Option<Instant>,
+    /// A lecture's captions reached whose stop is not shown yet: filled again with the
+    /// figures of the stop once it is (see `refill_captions`).
+    unshown: Vec<usize>,
 }
 
 impl LiveNight {
@@ -133,6 +136,7 @@ impl LiveNight {
             lit: Vec::new(),
             applies: Vec::new(),
             title: String::new(),
+            unshown: Vec::new(),
             small: false,
             captions_only: false,
             awaiting_verdict: None,
@@ -421,6 +425,7 @@ impl LiveNight {
         self.moments.clear();
         self.ahead.clear();
         self.awaiting_verdict = None;
+        self.unshown.clear();
         self.reached.clear();
         self.tape = Tape::default();
         self.lit.clear();

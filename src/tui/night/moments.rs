@@ -86,6 +86,10 @@ impl LiveNight {
             self.ahead.extend(due);
         } else {
             self.awaiting_verdict = None;
+            if !self.unshown.is_empty() {
+                let times = self.caption_times();
+                self.refill_captions(&times);
+            }
             self.moments.extend(due.into_iter().map(|(_, why)| why));
         }
         if !waiting {
