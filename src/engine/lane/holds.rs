@@ -11,42 +11,59 @@ impl Lane {
     /// attempt's (it alone carries the crash out), one task a write, from task-000.
     pub(in crate::engine) fn crash_write(&self, slot: usize) -> Option<u64> {
         let crash = self.config.crash_at?;
-        let worker =
-            self.on_schedule(slot) && crash.point != crate::worker::CrashPoint::AfterRelaySend;
+        // A claim worker's writes are whichever items it claims, not one task after another.
+        let worker = self.on_schedule(slot)
+            && crash.point != crate::worker::CrashPoint::AfterRelaySend
+            && !self.claims();
         (worker && self.slots[slot].attempt() == 0 && self.config.batch <= 1)
             .then_some(crash.task + 1)
     }
 
-    /// With two or more workers on the schedule (an idle claim worker is not), how far any of
-    /// them may be granted: the
+    /// With two or more workers on the schedule, how far any of them may be granted: the
     /// moment of the earliest write among those they wait for (a worker busy between two writes
-    /// waits for none yet). So each is granted its next write only once all of them wait at it,
-    /// each having looked at the queue already, and which of them reaches a task first is the
-    /// schedule's doing, not the machine's, at every speed.
+    /// waits for none yet), and the one slot whose turn it is there (`turn`). So each is
+    /// granted its next write only once all of them wait at it, each having looked at the
+    /// queue already, and which of them reaches a task first is the schedule's doing, not the
+    /// machine's, at every speed.
     #[must_use]
-    pub(in crate::engine) fn lockstep(&self) -> Option<f64> {
-        let next: Vec<f64> = (0..self.slots.len())
+    pub(in crate::engine) fn lockstep(&self) -> Option<(f64, usize)> {
+        let next: Vec<(f64, usize)> = (0..self.slots.len())
             .filter(|&slot| self.scheduled(slot))
-            .map(|slot| &self.attempts[slot])
-            .map(|a| a.done_at(a.need.max(a.writes)))
+            .map(|slot| (self.awaited(slot), slot))
             .collect();
-        (next.len() > 1).then(|| next.into_iter().fold(f64::INFINITY, f64::min))
+        let earliest = next.iter().map(|&(at, _)| at).fold(f64::INFINITY, f64::min);
+        // The writes of one moment go one worker at a time, in slot order: the first waiting
+        // there is granted, and the next only once it has made its write and asked for its
+        // next (or ended). Two workers' writes, claims and counts at one moment then come in
+        // the same order on every run, not in the order the machine ran them.
+        let turn = next.iter().find(|&&(at, _)| at <= earliest + 1e-9)?.1;
+        (next.len() > 1).then_some((earliest, turn))
+    }
+
+    /// The moment of the write `slot`'s worker waits for, or of its last while it has not asked
+    /// for the next.
+    fn awaited(&self, slot: usize) -> f64 {
+        let a = &self.attempts[slot];
+        a.done_at(a.need.max(a.writes))
+    }
+
+    /// Whether the lane's workers are the claim strategy's: each write is granted alone, with
+    /// its moment (the worker claims at it), never ahead of the worker's asking.
+    #[must_use]
+    pub(in crate::engine) fn claims(&self) -> bool {
+        self.config.worker.strategy() == Some(crate::worker::Strategy::Claim)
     }
 
     /// Whether `slot`'s worker is one the clock keeps pace with now: reclaim's own worker (not
-    /// the relay, not someone else's job), alive and running (not hung), with a pace, and not
-    /// waiting idle on real time for a lease. The clock and the grants wait for such a worker,
-    /// and what it says is stamped with its place in the schedule.
+    /// the relay, not someone else's job), alive and running (not hung), with a pace. The clock
+    /// and the grants wait for such a worker, and what it says is stamped with its place in the
+    /// schedule.
     #[must_use]
     pub(in crate::engine) fn scheduled(&self, slot: usize) -> bool {
         let (Some(s), Some(a)) = (self.slots.get(slot), self.attempts.get(slot)) else {
             return false;
         };
-        self.on_schedule(slot)
-            && s.is_live()
-            && s.state() == SlotState::Running
-            && a.paced()
-            && !a.idle
+        self.on_schedule(slot) && s.is_live() && s.state() == SlotState::Running && a.paced()
     }
 
     /// Every write its running workers were granted up to `clock` has been made and read
@@ -110,7 +127,6 @@ impl Lane {
         let running = self.slots[slot].is_live() && self.slots[slot].state() == SlotState::Running;
         // Not in a long item's work (its first write comes when the work ends).
         let attempt = &self.attempts[slot];
-        (running && attempt.paced() && !attempt.working() && !attempt.idle)
-            .then(|| attempt.first_write())
+        (running && attempt.paced() && !attempt.working()).then(|| attempt.first_write())
     }
 }
