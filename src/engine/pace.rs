@@ -231,15 +231,14 @@ impl Attempt {
 
     /// A claim worker found every item left leased by another worker and asks to be woken at
     /// `at`, when the first lease ends: the write it was granted is given back, and its
-    /// schedule goes on from there, its next write at `at` (the clock waits for it there, as
-    /// for any write, and the lockstep with it).
+    /// schedule goes on from that moment, as a hung worker's from its resume (its next write a
+    /// pace later, the clock and the lockstep waiting for it there as for any write).
     pub fn sleeps_until(&mut self, at: f64) {
         if !self.paced() || self.working() {
             return;
         }
         self.granted = self.granted.min(self.writes);
-        self.base_writes = self.writes;
-        self.base_sim = at.max(self.now()) - self.pace.span(1);
+        self.rebase(at);
     }
 
     /// The clock is not held by this attempt now (it had moved on before the hold).
@@ -352,11 +351,11 @@ mod tests {
         // Write 4 was granted at 108; every item was leased, the first lease ends at 131.5.
         a.sleeps_until(131.5);
         assert_eq!(a.granted, 3, "the grant is given back");
-        assert!(a.hold(t0).is_some_and(|h| (h - 131.5).abs() < 1e-9));
-        assert_eq!(a.grantable(131.4), 3);
-        assert_eq!(a.grantable(131.5), 4);
-        assert!(a.moment_of(4).is_some_and(|m| (m - 131.5).abs() < 1e-9));
-        assert!((a.done_at(5) - 133.5).abs() < 1e-9);
+        assert!((a.now() - 131.5).abs() < 1e-9);
+        assert!(a.hold(t0).is_some_and(|h| (h - 133.5).abs() < 1e-9));
+        assert_eq!(a.grantable(133.4), 3);
+        assert_eq!(a.grantable(133.5), 4);
+        assert!(a.moment_of(4).is_some_and(|m| (m - 133.5).abs() < 1e-9));
         // Without a pace there is no moment to give.
         let unpaced = Attempt::new(100.0, Pace::per_item(0.0));
         assert_eq!(unpaced.moment_of(4), None);

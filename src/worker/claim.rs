@@ -10,7 +10,8 @@
 //! The supervisor grants the writes of one moment one worker at a time, in slot order, so which
 //! worker takes which item is the night's doing, not the scheduler's. While every item left is
 //! leased by another worker, the worker says `idle` and asks to be woken when the first lease
-//! ends (`wake`); the clock waits for it there as for a write. Without a pace (`--delay-ms 0`,
+//! ends (`wake`): its schedule goes on from that moment, and the clock waits for its next write
+//! as for any. Without a pace (`--delay-ms 0`,
 //! every write granted at once) the night has no moments to give: the lease and the wait are
 //! real time, as a fleet's are.
 
@@ -113,7 +114,7 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
                     )));
                 }
                 match at {
-                    // Woken by the supervisor at the lease's end, the clock held for it there.
+                    // Woken by the supervisor's grant of its write after the lease's end.
                     Some(at) if left > 0.0 => wake = Some(at + left),
                     // An item is being claimed or committed right now (or the night has no
                     // moments): looked at again shortly, at the same moment.

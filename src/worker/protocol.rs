@@ -226,8 +226,8 @@ pub enum WorkerLine {
         last: u64,
     },
     /// A gated claim worker found every item left leased by another worker: it gives back the
-    /// write it was granted and asks for it again at the moment `at` the first lease ends. The
-    /// clock waits for it there, as for a write.
+    /// write it was granted and asks to be woken at the moment `at` the first lease ends; its
+    /// schedule goes on from there (its write a pace later, the clock waiting for it as for any).
     Wake {
         at: Moment,
     },
