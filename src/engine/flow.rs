@@ -176,7 +176,11 @@ impl Engine {
 
     /// Tells every running worker how many writes its moments have come for.
     pub(super) fn grant(&mut self) {
-        let clock = self.grant_until();
+        self.grant_to(self.grant_until());
+    }
+
+    /// Grants the writes due by `clock` (none past it).
+    pub(super) fn grant_to(&mut self, clock: f64) {
         let held = self
             .rows_worker()
             .map(|slot| (slot, self.rows_cap(0, slot)));

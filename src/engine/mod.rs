@@ -442,6 +442,12 @@ impl Engine {
             self.grant();
         } else {
             self.clock.advance(now, self.clock.now().0);
+            // Held still (not paused: the workers run), the writes of the clock's own moment
+            // that wait for their turn in a lane in lockstep are still granted, so the moment
+            // shown is made whole (`Lane::settled`); nothing past it is.
+            if self.paused_at.is_none() {
+                self.grant_to(self.clock.now().0);
+            }
         }
         self.observe(now);
         if self.paused_at.is_none() && !self.frozen {

@@ -64,6 +64,9 @@ pub struct Attempt {
     /// The write in whose work the plan's crash point falls (`--crash-at`), while this attempt
     /// is the one that carries it out.
     pub crash_write: Option<u64>,
+    /// A claim worker's: it acts once granted its write (it claims at the grant's moment), so
+    /// what it says from then on is that write's moment, not its last one's.
+    pub claims: bool,
 }
 
 impl Attempt {
@@ -82,6 +85,7 @@ impl Attempt {
             unpaced_now: start,
             work: None,
             crash_write: None,
+            claims: false,
         }
     }
 
@@ -136,13 +140,15 @@ impl Attempt {
         }
     }
 
-    /// The attempt's own present: the moment of its last write or step (or its start).
+    /// The attempt's own present: the moment of its last write or step (or its start); a claim
+    /// worker's, once granted its next write, that write's (`claims`).
     #[must_use]
     pub fn now(&self) -> f64 {
         if let Some(work) = self.work {
             work.at(work.done)
         } else if self.paced() {
-            self.done_at(self.writes)
+            let acting = self.claims && self.granted >= self.need && self.need > self.writes;
+            self.done_at(if acting { self.need } else { self.writes })
         } else {
             self.unpaced_now
         }

@@ -71,6 +71,9 @@ impl Lane {
     /// shows is the clock's moment, whatever the machine's pace.
     #[must_use]
     pub fn settled(&self, clock: f64) -> bool {
+        // In lockstep, a write of the clock's moment not granted yet is only waiting for its
+        // turn: it is due all the same, or a stop there would show the moment half made.
+        let lockstep = self.lockstep().is_some();
         (0..self.slots.len())
             .filter(|&slot| self.scheduled(slot))
             .all(|slot| {
@@ -81,7 +84,8 @@ impl Lane {
                     return work.done >= work.granted.min(work.grantable(clock))
                         && read >= a.writes;
                 }
-                let due = a.granted.min(a.grantable(clock)).min(a.need.max(a.writes));
+                let granted = if lockstep { u64::MAX } else { a.granted };
+                let due = granted.min(a.grantable(clock)).min(a.need.max(a.writes));
                 // And it has asked for its next write (`wait`): until then it may still say
                 // lines stamped with its last write's moment, or with its start's (a restarted
                 // worker's `start` and `resume`, which a caption may wait for), and the

@@ -87,6 +87,8 @@ pub struct LiveNight {
     captions_only: bool,
     /// Since when a lecture's stop waits for a lane's verdict (see `look_for_moments`).
     awaiting_verdict: Option<Instant>,
+    /// Since when a caption reached waits for its moment's figures (`freeze_caption_texts`).
+    awaiting_figures: Option<Instant>,
 }
 
 impl LiveNight {
@@ -136,6 +138,7 @@ impl LiveNight {
             small: false,
             captions_only: false,
             awaiting_verdict: None,
+            awaiting_figures: None,
         };
         night.fit_to_lanes();
         night.apply_stops();
@@ -421,6 +424,7 @@ impl LiveNight {
         self.moments.clear();
         self.ahead.clear();
         self.awaiting_verdict = None;
+        self.awaiting_figures = None;
         self.reached.clear();
         self.tape = Tape::default();
         self.lit.clear();
