@@ -190,7 +190,9 @@ impl Engine {
             let claims = lane.claims();
             for s in 0..lane.slots.len() {
                 // In lockstep, only the slot whose turn it is: the others wait at their moment.
-                if lockstep.is_some_and(|(_, turn)| s != turn) && lane.scheduled(s) {
+                if lockstep.is_some_and(|(_, turn)| turn.is_some_and(|t| t != s))
+                    && lane.scheduled(s)
+                {
                     continue;
                 }
                 let (slot, attempt) = (&mut lane.slots[s], &mut lane.attempts[s]);

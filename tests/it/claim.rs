@@ -278,7 +278,7 @@ fn the_claim_scenario_twice_prints_the_same_text_on_either_warehouse() {
     assert_eq!(done.len(), 11, "{sqlite}");
     for (w, line) in done[..8].iter().enumerate() {
         assert!(
-            line.starts_with("02:01:34  claim")
+            line.starts_with("02:01:40  claim")
                 && line.ends_with(&format!(
                     "rows_written=120  status=ok  inserted=15  w={}",
                     w + 1

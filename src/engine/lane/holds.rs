@@ -21,22 +21,31 @@ impl Lane {
 
     /// With two or more workers on the schedule, how far any of them may be granted: the
     /// moment of the earliest write among those they wait for (a worker busy between two writes
-    /// waits for none yet), and the one slot whose turn it is there (`turn`). So each is
-    /// granted its next write only once all of them wait at it, each having looked at the
-    /// queue already, and which of them reaches a task first is the schedule's doing, not the
-    /// machine's, at every speed.
+    /// waits for none yet), and, when the writes of that moment go one at a time, the slot
+    /// whose turn it is. So each is granted its next write only once all of them wait at it,
+    /// each having looked at the queue already, and which of them reaches a task first is the
+    /// schedule's doing, not the machine's, at every speed.
     #[must_use]
-    pub(in crate::engine) fn lockstep(&self) -> Option<(f64, usize)> {
+    pub(in crate::engine) fn lockstep(&self) -> Option<(f64, Option<usize>)> {
         let next: Vec<(f64, usize)> = (0..self.slots.len())
             .filter(|&slot| self.scheduled(slot))
             .map(|slot| (self.awaited(slot), slot))
             .collect();
         let earliest = next.iter().map(|&(at, _)| at).fold(f64::INFINITY, f64::min);
-        // The writes of one moment go one worker at a time, in slot order: the first waiting
-        // there is granted, and the next only once it has made its write and asked for its
-        // next (or ended). Two workers' writes, claims and counts at one moment then come in
-        // the same order on every run, not in the order the machine ran them.
-        let turn = next.iter().find(|&&(at, _)| at <= earliest + 1e-9)?.1;
+        let now: Vec<usize> = (next.iter())
+            .filter(|&&(at, _)| at <= earliest + 1e-9)
+            .map(|&(_, slot)| slot)
+            .collect();
+        // Where what a worker does after its write reads what the others write, the writes of
+        // one moment go one worker at a time, in slot order: the first waiting there is
+        // granted, and the next only once it has made its write and asked for its next (or
+        // ended). A claim worker claims after its grant; a worker whose write ends its queue
+        // counts the table after it (its `done`). Their claims and counts then come in the
+        // same order on every run, not in the order the machine ran them. Elsewhere a moment's
+        // writes go at once: one at a time costs the supervisor a tick a write.
+        let ends_queue = |slot: usize| self.attempts[slot].need >= self.config.items;
+        let serial = self.claims() || now.iter().any(|&slot| ends_queue(slot));
+        let turn = now.first().copied().filter(|_| serial);
         (next.len() > 1).then_some((earliest, turn))
     }
 
