@@ -454,8 +454,8 @@ fn report(
     let mut lane_lines: Vec<&crate::engine::Entry> = (engine.timeline().iter())
         .filter(|e| e.lane == Some(index) || e.lane.is_none())
         .collect();
-    // In the order the night printed them (`InOrder`): by second, stably.
-    lane_lines.sort_by_key(|e| e.sim.second());
+    // In the order the night printed them (`InOrder`): by second, then lane and slot, stably.
+    lane_lines.sort_by_key(|e| (e.sim.second(), e.lane, e.slot.unwrap_or(0)));
     let (timeline, timeline_left_out) =
         bounded_timeline(lane_lines.into_iter().map(|e| e.line(None)));
     RunReport {

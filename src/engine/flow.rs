@@ -4,8 +4,8 @@
 
 use std::time::Instant;
 
-use super::{Engine, GRANT_AHEAD, Grant, Lane, SlotState};
-use crate::worker::protocol::StepGrant;
+use super::{Attempt, Engine, GRANT_AHEAD, Grant, Lane, SlotState};
+use crate::worker::protocol::{Moment, StepGrant};
 
 impl Engine {
     /// The sim time the clock may not pass yet: the write some running worker has been
@@ -176,18 +176,26 @@ impl Engine {
 
     /// Tells every running worker how many writes its moments have come for.
     pub(super) fn grant(&mut self) {
-        let clock = self.grant_until();
+        self.grant_to(self.grant_until());
+    }
+
+    /// Grants the writes due by `clock` (none past it).
+    pub(super) fn grant_to(&mut self, clock: f64) {
         let held = self
             .rows_worker()
             .map(|slot| (slot, self.rows_cap(0, slot)));
         for (l, lane) in self.lanes.iter_mut().enumerate() {
-            let clock = lane.lockstep().map_or(clock, |next| next.min(clock));
-            for (s, (slot, attempt)) in lane
-                .slots
-                .iter_mut()
-                .zip(lane.attempts.iter_mut())
-                .enumerate()
-            {
+            let lockstep = lane.lockstep();
+            let clock = lockstep.map_or(clock, |(next, _)| next.min(clock));
+            let claims = lane.claims();
+            for s in 0..lane.slots.len() {
+                // In lockstep, only the slot whose turn it is: the others wait at their moment.
+                if lockstep.is_some_and(|(_, turn)| turn.is_some_and(|t| t != s))
+                    && lane.scheduled(s)
+                {
+                    continue;
+                }
+                let (slot, attempt) = (&mut lane.slots[s], &mut lane.attempts[s]);
                 if !(slot.is_live() && slot.state() == SlotState::Running) {
                     continue;
                 }
@@ -203,14 +211,27 @@ impl Engine {
                     }
                     continue;
                 }
-                let upto = (attempt.grantable(clock))
-                    .max(attempt.crash_grant(clock).unwrap_or(0))
-                    .min(cap);
+                let upto = grant_upto(attempt, clock, cap, claims);
                 if upto > attempt.granted {
                     attempt.granted = upto;
-                    slot.tell(&Grant { upto }.to_string());
+                    let at = attempt.moment_of(upto).map(Moment);
+                    slot.tell(&Grant { upto, at }.to_string());
                 }
             }
         }
+    }
+}
+
+/// The writes in all `attempt` may have made by `clock`, within `cap`: one claim worker's
+/// only up to the write it has asked for (it claims at the moment its grant names, so each
+/// grant is for one write).
+pub(super) fn grant_upto(attempt: &Attempt, clock: f64, cap: u64, claims: bool) -> u64 {
+    let upto = (attempt.grantable(clock))
+        .max(attempt.crash_grant(clock).unwrap_or(0))
+        .min(cap);
+    if claims && attempt.paced() {
+        upto.min(attempt.need)
+    } else {
+        upto
     }
 }

@@ -283,6 +283,7 @@ impl Lane {
         };
         self.attempts[slot] = Attempt::new(start, pace);
         self.attempts[slot].crash_write = self.crash_write(slot);
+        self.attempts[slot].claims = self.claims();
     }
 
     /// The command a slot's next attempt runs, and whether it is gated (reads grants on its

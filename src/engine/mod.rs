@@ -304,6 +304,7 @@ impl Engine {
             kind,
             text,
             mark: None,
+            slot: None,
         });
     }
 
@@ -319,6 +320,16 @@ impl Engine {
         self.log_at(now, at, Some(lane), (note.source, note.kind), note.text);
         if let Some(entry) = self.timeline.last_mut() {
             entry.mark = note.mark;
+        }
+    }
+
+    /// Puts a note about one worker slot of a lane on the timeline: in a lane of several
+    /// workers, its lines of one second are printed in slot order (`InOrder`).
+    fn slot_note(&mut self, now: Instant, (lane, slot): (usize, usize), note: Note) {
+        self.note(now, lane, note);
+        let several = self.lanes[lane].config.workers > 1;
+        if let Some(entry) = self.timeline.last_mut().filter(|_| several) {
+            entry.slot = Some(slot);
         }
     }
 
@@ -368,17 +379,18 @@ impl Engine {
             return Ok(());
         }
         // What is due already goes with the start (everything, for a night at full speed), so
-        // a worker does not wait a tick for its first grant.
+        // a worker does not wait a tick for its first grant; in a lane in lockstep, it waits
+        // for its turn (`grant`).
         let clock = self.grant_until();
         let cap = self.rows_cap(lane, slot);
         let l = &mut self.lanes[lane];
+        let (claims, lockstep) = (l.claims(), l.lockstep().is_some());
         let (slot, attempt) = (&mut l.slots[slot], &mut l.attempts[slot]);
-        let upto = (attempt.grantable(clock))
-            .max(attempt.crash_grant(clock).unwrap_or(0))
-            .min(cap);
-        if upto > attempt.granted {
+        let upto = flow::grant_upto(attempt, clock, cap, claims);
+        if upto > attempt.granted && !(lockstep && attempt.paced()) {
             attempt.granted = upto;
-            slot.tell(&Grant { upto }.to_string());
+            let at = attempt.moment_of(upto).map(crate::worker::protocol::Moment);
+            slot.tell(&Grant { upto, at }.to_string());
         }
         Ok(())
     }
@@ -408,12 +420,7 @@ impl Engine {
             let limit = self.triggers.next_moment().map_or(held, |m| m.min(held));
             let limit = self.next_restart().map_or(limit, |r| r.min(limit));
             let limit = self.stop_limit(heard, limit);
-            // A claim worker's wait for a lease to end is real time: the clock runs at the
-            // scenario's own pace meanwhile, whatever the speed key.
-            let idle = (self.lanes.iter())
-                .any(|l| (l.slots.iter().zip(&l.attempts)).any(|(s, a)| s.is_live() && a.idle));
-            let speed = if idle { 1.0 } else { self.speed };
-            self.clock.set_scale(self.config.scale * speed, now);
+            self.clock.set_scale(self.config.scale * self.speed, now);
             if self.by_work() {
                 let to = self.work_clock(limit);
                 self.clock.jump(now, to);
@@ -435,6 +442,12 @@ impl Engine {
             self.grant();
         } else {
             self.clock.advance(now, self.clock.now().0);
+            // Held still (not paused: the workers run), the writes of the clock's own moment
+            // that wait for their turn in a lane in lockstep are still granted, so the moment
+            // shown is made whole (`Lane::settled`); nothing past it is.
+            if self.paused_at.is_none() {
+                self.grant_to(self.clock.now().0);
+            }
         }
         self.observe(now);
         if self.paused_at.is_none() && !self.frozen {

@@ -61,12 +61,12 @@ pub struct Attempt {
     /// The long item's work, while the worker does it (it said `work`): its steps are on the
     /// schedule like writes, so the host's kills land between the same two steps at any speed.
     pub work: Option<Work>,
-    /// The worker waits on real time for another worker's lease to end (a claim worker said
-    /// `idle`): the clock does not wait for it, nor do the others, until it asks for a write.
-    pub idle: bool,
     /// The write in whose work the plan's crash point falls (`--crash-at`), while this attempt
     /// is the one that carries it out.
     pub crash_write: Option<u64>,
+    /// A claim worker's: it acts once granted its write (it claims at the grant's moment), so
+    /// what it says from then on is that write's moment, not its last one's.
+    pub claims: bool,
 }
 
 impl Attempt {
@@ -84,8 +84,8 @@ impl Attempt {
             wait: Wait::default(),
             unpaced_now: start,
             work: None,
-            idle: false,
             crash_write: None,
+            claims: false,
         }
     }
 
@@ -140,13 +140,15 @@ impl Attempt {
         }
     }
 
-    /// The attempt's own present: the moment of its last write or step (or its start).
+    /// The attempt's own present: the moment of its last write or step (or its start); a claim
+    /// worker's, once granted its next write, that write's (`claims`).
     #[must_use]
     pub fn now(&self) -> f64 {
         if let Some(work) = self.work {
             work.at(work.done)
         } else if self.paced() {
-            self.done_at(self.writes)
+            let acting = self.claims && self.granted >= self.need && self.need > self.writes;
+            self.done_at(if acting { self.need } else { self.writes })
         } else {
             self.unpaced_now
         }
@@ -174,7 +176,7 @@ impl Attempt {
     /// write it waits for (or of its last write, while it has not said what comes next).
     /// `None` once the worker has kept the clock waiting longer than `stall::STALL`.
     pub fn hold(&mut self, now: Instant) -> Option<f64> {
-        if !self.paced() || self.idle {
+        if !self.paced() {
             return None;
         }
         // In the long item's work, the end of the step it does (the last one ends with the
@@ -226,13 +228,23 @@ impl Attempt {
         })
     }
 
-    /// The worker asks for a write again after waiting idle: its schedule goes on from the
-    /// clock's reading `clock` (the wait took the sim time the clock ran meanwhile).
-    pub fn wakes(&mut self, clock: f64) {
-        if self.idle {
-            self.idle = false;
-            self.rebase(clock);
+    /// The moment of the last of `upto` writes, as a grant names it: on a paced night only (a
+    /// night without a pace has no moments to give).
+    #[must_use]
+    pub fn moment_of(&self, upto: u64) -> Option<f64> {
+        (self.paced() && upto != u64::MAX).then(|| self.done_at(upto))
+    }
+
+    /// A claim worker found every item left leased by another worker and asks to be woken at
+    /// `at`, when the first lease ends: the write it was granted is given back, and its
+    /// schedule goes on from that moment, as a hung worker's from its resume (its next write a
+    /// pace later, the clock and the lockstep waiting for it there as for any write).
+    pub fn sleeps_until(&mut self, at: f64) {
+        if !self.paced() || self.working() {
+            return;
         }
+        self.granted = self.granted.min(self.writes);
+        self.rebase(at);
     }
 
     /// The clock is not held by this attempt now (it had moved on before the hold).
@@ -332,6 +344,27 @@ mod tests {
         a.rebase(200.0);
         assert!((a.done_at(4) - 202.0).abs() < 1e-9);
         assert_eq!(a.grantable(150.0), 3);
+    }
+
+    #[test]
+    fn a_claim_worker_woken_at_a_leases_end_is_waited_for_there_and_granted_again() {
+        let t0 = Instant::now();
+        let mut a = Attempt::new(100.0, Pace::per_item(2.0));
+        a.writes = 3;
+        a.need = 4;
+        a.granted = 4;
+        assert_eq!(a.moment_of(4), Some(108.0));
+        // Write 4 was granted at 108; every item was leased, the first lease ends at 131.5.
+        a.sleeps_until(131.5);
+        assert_eq!(a.granted, 3, "the grant is given back");
+        assert!((a.now() - 131.5).abs() < 1e-9);
+        assert!(a.hold(t0).is_some_and(|h| (h - 133.5).abs() < 1e-9));
+        assert_eq!(a.grantable(133.4), 3);
+        assert_eq!(a.grantable(133.5), 4);
+        assert!(a.moment_of(4).is_some_and(|m| (m - 133.5).abs() < 1e-9));
+        // Without a pace there is no moment to give.
+        let unpaced = Attempt::new(100.0, Pace::per_item(0.0));
+        assert_eq!(unpaced.moment_of(4), None);
     }
 
     #[test]

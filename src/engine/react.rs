@@ -28,7 +28,7 @@ impl Engine {
         let scale = self.config.scale;
         let (note, wrote) = self.lanes[lane].heard((slot, attempt), stderr, line, (clock, scale));
         if let Some(note) = note {
-            self.note(now, lane, note);
+            self.slot_note(now, (lane, slot), note);
         }
         // A job at its planned crash point waits there: the host kills it now, from outside.
         if self.lanes[lane].points.take_crash_due() {
@@ -71,7 +71,9 @@ impl Engine {
                     }
                     self.lanes[lane].forget_temp_beat(slot);
                     let notes = self.lanes[lane].exited(slot, &exit, (sim, policy));
-                    self.notes(now, lane, notes);
+                    for note in notes {
+                        self.slot_note(now, (lane, slot), note);
+                    }
                 }
             }
         }

@@ -89,11 +89,15 @@ pub struct Entry {
     pub text: String,
     /// Kills and restarts, which the charts mark on the time axis.
     pub mark: Option<Mark>,
+    /// In a lane of several workers, the one whose line this is (or whose exit it tells): the
+    /// lines of one second are put in slot order, whatever order the pipes delivered them in.
+    #[serde(skip)]
+    pub slot: Option<usize>,
 }
 
 /// Entries handed out in a stable order, so two runs of one night print the same text: by the
-/// second they are shown at, then by lane (the night's own lines first), then as they were
-/// heard. Each waits until no entry still to come can fall in its second: workers' pipes and
+/// second they are shown at, then by lane (the night's own lines first), then by worker in a
+/// lane of several (the runner's lines about none with the first), then as they were heard. Each waits until no entry still to come can fall in its second: workers' pipes and
 /// the database are read as they deliver, and two lanes' lines of one second arrive in either
 /// order.
 #[derive(Debug, Default)]
@@ -131,7 +135,10 @@ impl InOrder {
             ready
         };
         self.before = Some(key);
-        ready.sort_by_key(|&i| (timeline[i].sim.second(), timeline[i].lane, i));
+        ready.sort_by_key(|&i| {
+            let e = &timeline[i];
+            (e.sim.second(), e.lane, e.slot.unwrap_or(0), i)
+        });
         ready
     }
 }
@@ -229,6 +236,7 @@ mod tests {
             kind: Kind::Notice,
             text: "instance reclaimed by host".into(),
             mark: Some(Mark::Kill),
+            slot: None,
         };
         assert_eq!(
             entry.line(None),
@@ -254,6 +262,7 @@ mod tests {
             kind: Kind::Start,
             text: text.into(),
             mark: None,
+            slot: None,
         }
     }
 
@@ -302,5 +311,20 @@ mod tests {
             ["the night's own", "naive at 4"]
         );
         assert!(order.release(&timeline, None).is_empty());
+    }
+
+    #[test]
+    fn several_workers_lines_of_one_second_come_out_in_slot_order() {
+        let mut timeline = Vec::new();
+        for (slot, text) in [(Some(2), "w=3"), (None, "the runner's"), (Some(0), "w=1")] {
+            let mut entry = at(3.0, Some(1), text);
+            entry.slot = slot;
+            timeline.push(entry);
+        }
+        timeline.push(at(2.0, Some(1), "before"));
+        let texts: Vec<String> = (InOrder::default().release(&timeline, None).iter())
+            .map(|&i| timeline[i].text.clone())
+            .collect();
+        assert_eq!(texts, ["before", "the runner's", "w=1", "w=3"]);
     }
 }

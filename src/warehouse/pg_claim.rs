@@ -2,12 +2,12 @@
 //! done whose lease has ended with `SELECT ... FOR UPDATE SKIP LOCKED` (two workers claiming at
 //! once never wait on each other, nor take the same item), and commits the row, its checkpoint
 //! and the item's done mark in one transaction only while the item is still its own. Leases are
-//! in the server's clock (`clock_timestamp()`), so every worker's agree.
-
-use std::time::Duration;
+//! in the night's time on a paced night (the moment the worker's grant names), else in the
+//! server's clock (`clock_timestamp()`), so every worker's agree.
 
 use super::WarehouseError;
 use super::pg::{CHECKPOINT_SQL, INSERT_SQL, Sink, retry};
+use crate::worker::LeaseClock;
 
 /// Items added to the queue at a time, as the workers reach its end: a queue of millions is
 /// never written up front.
@@ -47,8 +47,13 @@ const TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS queue(
 );
 CREATE INDEX IF NOT EXISTS queue_open ON queue(idx) WHERE NOT done";
 
-/// The server's clock as seconds since the epoch, as `lease_until` holds it.
-const NOW: &str = "extract(epoch from clock_timestamp())::double precision";
+/// The claim's moment, as `lease_until` holds it: parameter `$n`, the night's moment, or when it
+/// is NULL the server's clock as seconds since the epoch.
+fn now_sql(n: u8) -> String {
+    format!(
+        "coalesce(${n}::double precision, extract(epoch from clock_timestamp())::double precision)"
+    )
+}
 
 impl Sink {
     /// Makes the queue table (one worker at a time, as `Sink::open` makes the others).
@@ -59,26 +64,29 @@ impl Sink {
             .map_err(|e| WarehouseError::query("creating the claim queue", &e))
     }
 
-    /// Claims the first item not done whose lease has ended, for `lease`; adds the queue's next
-    /// chunk when every item in it is taken.
+    /// Claims the first item not done whose lease has ended at `clock`'s moment, for its lease;
+    /// adds the queue's next chunk when every item in it is taken.
     pub fn claim_next(
         &mut self,
         me: &str,
         items: u64,
-        lease: Duration,
+        clock: LeaseClock,
     ) -> Result<Next, WarehouseError> {
         let failed = |e: postgres::Error| WarehouseError::query("claiming an item", &e);
+        let now = now_sql(3);
         let claim = format!(
-            "UPDATE queue q SET claimed_by = $1, lease_until = {NOW} + $2
+            "UPDATE queue q SET claimed_by = $1, lease_until = {now} + $2
              FROM (SELECT idx FROM queue
-                   WHERE NOT done AND (lease_until IS NULL OR lease_until < {NOW})
+                   WHERE NOT done AND (lease_until IS NULL OR lease_until <= {now})
                    ORDER BY idx LIMIT 1 FOR UPDATE SKIP LOCKED) c
              WHERE q.idx = c.idx RETURNING q.idx"
         );
-        let secs = lease.as_secs_f64();
+        let (secs, at) = (clock.secs, clock.at);
         loop {
-            let claimed =
-                retry(&mut self.client, |c| c.query_opt(&claim, &[&me, &secs])).map_err(failed)?;
+            let claimed = retry(&mut self.client, |c| {
+                c.query_opt(&claim, &[&me, &secs, &at])
+            })
+            .map_err(failed)?;
             if let Some(row) = claimed {
                 return Ok(Next::Item(row.get::<_, i64>(0) as u64));
             }
@@ -106,8 +114,11 @@ impl Sink {
         let row = self
             .client
             .query_one(
-                &format!("SELECT count(*), min(lease_until) - {NOW} FROM queue WHERE NOT done"),
-                &[],
+                &format!(
+                    "SELECT count(*), min(lease_until) - {} FROM queue WHERE NOT done",
+                    now_sql(1)
+                ),
+                &[&at],
             )
             .map_err(failed)?;
         Ok(Next::after(row.get::<_, i64>(0) as u64, row.get(1)))
@@ -150,23 +161,5 @@ impl Sink {
                 WarehouseError::query("committing a claimed item", &e)
             }
         })
-    }
-
-    /// Moves the lease of item `index` on, if `me` still holds it.
-    pub fn claim_renew(
-        &mut self,
-        index: u64,
-        me: &str,
-        lease: Duration,
-    ) -> Result<(), WarehouseError> {
-        let sql = format!(
-            "UPDATE queue SET lease_until = {NOW} + $3 WHERE idx = $1 AND claimed_by = $2 AND NOT done"
-        );
-        let secs = lease.as_secs_f64();
-        retry(&mut self.client, |c| {
-            c.execute(&sql, &[&index.cast_signed(), &me, &secs])
-        })
-        .map(|_| ())
-        .map_err(|e| WarehouseError::query("renewing a lease", &e))
     }
 }

@@ -26,6 +26,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use serde::Serialize;
 use thiserror::Error;
 
+pub use claim::{LEASE_SECS, LeaseClock};
 pub use crash::{CrashAt, CrashPoint, KillWindow};
 use db::{Db, open_db};
 pub use long_item::LongItem;
@@ -163,6 +164,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
         pace,
         gate,
         writes: 0,
+        asked: 0,
         unsaid: None,
         out,
         inserted: 0,
@@ -208,6 +210,8 @@ struct Ctx<'a> {
     gate: Option<Gate>,
     /// Writes (transactions' items) this process has committed, as a gated worker counts them.
     writes: u64,
+    /// The writes in all it has asked for and been granted (`await_grant`).
+    asked: u64,
     /// The latest `wrote` line of a quiet worker, said before its next line (`quiet_writes`).
     unsaid: Option<WorkerLine>,
     out: &'a mut dyn Write,
@@ -294,7 +298,7 @@ impl Ctx<'_> {
         checkpoint: bool,
     ) -> Result<u64, WorkerError> {
         let count = rows.len() as u64;
-        self.before_write(rows, None)?;
+        self.before_write(rows)?;
         let outbox = self.config.strategy.relays();
         let run_id = &self.run_id;
         let conn = match &mut self.db {
@@ -373,34 +377,37 @@ impl Ctx<'_> {
         Ok(self.after_write(rows, count, inserted))
     }
 
-    /// Everything before the transaction that writes `rows`: a gated worker's wait for its grant
-    /// (renewing `lease` meanwhile, for the claim strategy), the long item's work, the side
-    /// effects sent before the commit and the crash point after them.
-    fn before_write(
-        &mut self,
-        rows: &[&Row],
-        lease: Option<&claim::Lease>,
-    ) -> Result<(), WorkerError> {
-        if let Some(gate) = self.gate.clone() {
-            // INVARIANT: a gated worker says what it waits for before it waits, so the
-            // supervisor's clock can move on to the moment of this write and no further.
-            let need = self.writes + rows.len() as u64;
-            // Granted everything (a night at full speed): nothing waits on this line, and a
-            // line per write costs the supervisor a wake-up each.
-            if !gate.unlimited() {
-                self.say(&WorkerLine::Wait { need });
-            }
-            match lease {
-                None => gate.wait_for(need),
-                // A claimed item's lease is kept alive while the grant is awaited, so a slow
-                // clock (a paused lecture, a speed of 0.1x) never lets another worker take it.
-                Some(lease) => {
-                    while !gate.wait_until(need, claim::RENEW_EVERY) {
-                        claim::renew(self, lease)?;
-                    }
-                }
-            }
+    /// A gated worker's wait for the grant of its writes up to `need` (said first, so the
+    /// supervisor's clock can move on to that write's moment and no further), and, with `wake`,
+    /// for a grant at that moment or later. Returns the night's moment of the write granted,
+    /// when the night has one to give (a paced night: not one granted everything at once). A
+    /// write already granted is not asked for again.
+    fn await_grant(&mut self, need: u64, wake: Option<f64>) -> Option<f64> {
+        let gate = self.gate.clone()?;
+        if need <= self.asked && wake.is_none() {
+            return gate.wait_for(need, None).filter(|_| !gate.unlimited());
         }
+        // Granted everything (a night at full speed): nothing waits on this line, and a line
+        // per write costs the supervisor a wake-up each.
+        if !gate.unlimited() {
+            let line = match wake {
+                Some(at) => WorkerLine::Wake {
+                    at: protocol::Moment(at),
+                },
+                None => WorkerLine::Wait { need },
+            };
+            self.say(&line);
+        }
+        let at = gate.wait_for(need, wake);
+        self.asked = self.asked.max(need);
+        at.filter(|_| !gate.unlimited())
+    }
+
+    /// Everything before the transaction that writes `rows`: a gated worker's wait for its
+    /// grant, the long item's work, the side effects sent before the commit and the crash
+    /// point after them.
+    fn before_write(&mut self, rows: &[&Row]) -> Result<(), WorkerError> {
+        self.await_grant(self.writes + rows.len() as u64, None);
         self.work_long_item(rows)?;
         self.send_side_effects(rows)?;
         let tasks: Vec<u64> = rows

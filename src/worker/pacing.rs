@@ -13,14 +13,29 @@ use super::protocol;
 /// moment, so the real pace follows the clock shown and never the other way round.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Gate {
-    granted: Arc<(Mutex<u64>, Condvar)>,
+    granted: Arc<(Mutex<Granted>, Condvar)>,
     /// Steps of the long item's work granted (`protocol::StepGrant`).
     steps: Arc<(Mutex<u64>, Condvar)>,
 }
 
+/// The writes granted so far, and the night's moment of the last of them (the latest a grant
+/// named: `None` while none did).
+#[derive(Debug, Clone, Copy, Default)]
+struct Granted {
+    upto: u64,
+    at: Option<f64>,
+}
+
 impl Gate {
-    pub(super) fn grant(&self, upto: u64) {
-        raise(&self.granted, upto);
+    pub(super) fn grant(&self, upto: u64, at: Option<f64>) {
+        let (lock, ready) = &*self.granted;
+        if let Ok(mut granted) = lock.lock() {
+            granted.upto = granted.upto.max(upto);
+            if let Some(at) = at {
+                granted.at = Some(granted.at.map_or(at, |was| was.max(at)));
+            }
+            ready.notify_all();
+        }
     }
 
     pub(super) fn grant_steps(&self, steps: u64) {
@@ -30,12 +45,27 @@ impl Gate {
     /// Whether every write has been granted (`grant` of `u64::MAX`: a night at full speed).
     pub(super) fn unlimited(&self) -> bool {
         let (lock, _) = &*self.granted;
-        lock.lock().is_ok_and(|granted| *granted == u64::MAX)
+        lock.lock().is_ok_and(|granted| granted.upto == u64::MAX)
     }
 
-    /// Blocks until `need` writes in all have been granted.
-    pub(super) fn wait_for(&self, need: u64) {
-        wait_until(&self.granted, need);
+    /// Blocks until `need` writes in all have been granted, and, with `wake`, until a grant
+    /// names a moment no earlier than it (a claim worker woken when a lease ends). Returns the
+    /// moment the grants have reached, if they name one.
+    pub(super) fn wait_for(&self, need: u64, wake: Option<f64>) -> Option<f64> {
+        // The engine's moment for the write it grants is computed, not copied: it may miss the
+        // wake by a rounding.
+        let early = |at: Option<f64>| wake.is_some_and(|w| at.is_none_or(|at| at + 1e-6 < w));
+        let (lock, ready) = &*self.granted;
+        let Ok(mut granted) = lock.lock() else {
+            return None;
+        };
+        while granted.upto < need || (granted.upto != u64::MAX && early(granted.at)) {
+            match ready.wait(granted) {
+                Ok(next) => granted = next,
+                Err(_) => return None,
+            }
+        }
+        granted.at
     }
 
     /// Blocks until `steps` steps of the long item's work in all have been granted.
@@ -59,20 +89,6 @@ fn wait_until(count: &(Mutex<u64>, Condvar), need: u64) {
         match ready.wait(granted) {
             Ok(next) => granted = next,
             Err(_) => return,
-        }
-    }
-}
-
-impl Gate {
-    /// Waits at most `timeout` for `need` writes in all to be granted; whether they were.
-    pub(super) fn wait_until(&self, need: u64, timeout: Duration) -> bool {
-        let (lock, ready) = &*self.granted;
-        let Ok(granted) = lock.lock() else {
-            return true;
-        };
-        match ready.wait_timeout_while(granted, timeout, |granted| *granted < need) {
-            Ok((granted, _)) => *granted >= need,
-            Err(_) => true,
         }
     }
 }
@@ -102,7 +118,7 @@ impl LiveDelay {
                 if let Ok(pace) = line.parse::<protocol::SetDelay>() {
                     delay_us.store(pace.delay.as_micros() as u64, Ordering::Relaxed);
                 } else if let (Some(gate), Ok(grant)) = (&gate, line.parse::<protocol::Grant>()) {
-                    gate.grant(grant.upto);
+                    gate.grant(grant.upto, grant.at.map(|m| m.0));
                 } else if let (Some(gate), Ok(grant)) = (&gate, line.parse::<protocol::StepGrant>())
                 {
                     gate.grant_steps(grant.steps);
@@ -111,7 +127,7 @@ impl LiveDelay {
             // The supervisor is gone (its death signal kills this process too); a gate left
             // shut would only leave a process waiting for no one.
             if let Some(gate) = &gate {
-                gate.grant(u64::MAX);
+                gate.grant(u64::MAX, None);
                 gate.grant_steps(u64::MAX);
             }
         });

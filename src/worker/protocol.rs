@@ -1,7 +1,7 @@
 //! The wire between the supervisor and a worker, written once for both sides: the command line
 //! that starts a worker (`WorkerConfig::to_args`, parsed back by clap's `WorkerArgs`), the lines
-//! a worker prints on stdout (`WorkerLine`, with a gated worker's `wait`/`wrote`), and the commands
-//! it reads on stdin (`Grant` and `StepGrant` for a gated worker, `SetDelay` for one that paces
+//! a worker prints on stdout (`WorkerLine`, with a gated worker's `wait`/`wrote`/`wake`), and the commands
+//! it reads on stdin (`commands`: `Grant` and `StepGrant` for a gated worker, `SetDelay` for one that paces
 //! itself).
 //!
 //! Someone else's program (`run --exec`) speaks none of that: it gets `ExecEnv`, a folder and a
@@ -16,6 +16,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::str::FromStr;
 use std::time::Duration;
+
+mod commands;
+
+pub use commands::{Grant, Moment, NotACommand, SetDelay, StepGrant};
 
 use super::{CrashAt, Strategy, WorkerConfig};
 use crate::store::SyncMode;
@@ -186,8 +190,8 @@ pub enum Resume {
 pub const WORK: &str = "work";
 
 /// The first word of the line a claim worker prints when every item left is leased by another
-/// worker: it waits on real time (a lease's end), so the supervisor's clock does not wait for it
-/// until it asks for its next write.
+/// worker: it waits for the first lease to end (`WorkerLine::Wake`, on a paced night; on real
+/// time without a pace).
 pub const IDLE: &str = "idle";
 
 /// One line a worker prints on stdout. The first word is its kind; the supervisor stamps it with
@@ -221,6 +225,12 @@ pub enum WorkerLine {
         writes: u64,
         last: u64,
     },
+    /// A gated claim worker found every item left leased by another worker: it gives back the
+    /// write it was granted and asks to be woken at the moment `at` the first lease ends; its
+    /// schedule goes on from there (its write a pace later, the clock waiting for it as for any).
+    Wake {
+        at: Moment,
+    },
     /// Anything else a worker (or someone else's program) prints.
     Other(String),
 }
@@ -236,6 +246,7 @@ impl WorkerLine {
             Self::Done { .. } => "done",
             Self::Wait { .. } => "wait",
             Self::Wrote { .. } => "wrote",
+            Self::Wake { .. } => "wake",
             Self::Other(_) => "log",
         }
     }
@@ -266,6 +277,7 @@ impl WorkerLine {
             } => format!("rows_written={rows_written}  status=ok  inserted={inserted}"),
             Self::Wait { need } => format!("need={need}"),
             Self::Wrote { writes, last } => format!("writes={writes}  last={}", task_id(*last)),
+            Self::Wake { at } => format!("at={at}"),
             Self::Other(text) => text.clone(),
         }
     }
@@ -325,6 +337,9 @@ impl FromStr for WorkerLine {
                 })
             })(),
             "wait" => number("need").map(|need| Self::Wait { need }),
+            "wake" => field(rest, "at")
+                .and_then(|at| at.parse().ok())
+                .map(|at| Self::Wake { at }),
             "wrote" => (|| {
                 Some(Self::Wrote {
                     writes: number("writes")?,
@@ -334,101 +349,6 @@ impl FromStr for WorkerLine {
             _ => None,
         };
         Ok(parsed.unwrap_or_else(|| Self::Other(line.to_string())))
-    }
-}
-
-/// A command on the worker's stdin: the pause after each item, for a worker that paces itself
-/// (the supervisor's workers are gated by `Grant` instead; the command stays for any other
-/// program driving a worker).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SetDelay {
-    pub delay: Duration,
-}
-
-impl fmt::Display for SetDelay {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "delay-us {}", self.delay.as_micros())
-    }
-}
-
-/// A line on a worker's stdin that is not the command it was read as.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("not a {what}: {line:?}")]
-pub struct NotACommand {
-    /// The command expected: `pace command`, `grant`.
-    pub what: &'static str,
-    pub line: String,
-}
-
-impl FromStr for SetDelay {
-    type Err = NotACommand;
-
-    fn from_str(line: &str) -> Result<Self, Self::Err> {
-        let us = line
-            .strip_prefix("delay-us ")
-            .and_then(|n| n.trim().parse().ok())
-            .ok_or_else(|| NotACommand {
-                what: "pace command",
-                line: line.to_string(),
-            })?;
-        Ok(Self {
-            delay: Duration::from_micros(us),
-        })
-    }
-}
-
-/// A command on a gated worker's stdin: it may have made `upto` writes in all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Grant {
-    pub upto: u64,
-}
-
-impl fmt::Display for Grant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "grant {}", self.upto)
-    }
-}
-
-impl FromStr for Grant {
-    type Err = NotACommand;
-
-    fn from_str(line: &str) -> Result<Self, Self::Err> {
-        line.strip_prefix("grant ")
-            .and_then(|n| n.trim().parse().ok())
-            .map(|upto| Self { upto })
-            .ok_or_else(|| NotACommand {
-                what: "grant",
-                line: line.to_string(),
-            })
-    }
-}
-
-/// A command on a gated worker's stdin: of its long item's work (`--long-item`), it may finish
-/// `steps` steps in all (this process's; one, in one piece). Each is granted as the
-/// supervisor's clock reaches the step's end, so a kill lands between the same two steps at any
-/// speed and load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StepGrant {
-    pub steps: u64,
-}
-
-impl fmt::Display for StepGrant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "steps {}", self.steps)
-    }
-}
-
-impl FromStr for StepGrant {
-    type Err = NotACommand;
-
-    fn from_str(line: &str) -> Result<Self, Self::Err> {
-        line.strip_prefix("steps ")
-            .and_then(|n| n.trim().parse().ok())
-            .map(|steps| Self { steps })
-            .ok_or_else(|| NotACommand {
-                what: "step grant",
-                line: line.to_string(),
-            })
     }
 }
 
@@ -511,6 +431,9 @@ mod tests {
                 writes: 112,
                 last: 111,
             },
+            WorkerLine::Wake {
+                at: Moment(7203.0 + 6.3 * 14.0),
+            },
             WorkerLine::Other("heartbeat: writing x again".into()),
         ];
         for line in lines {
@@ -577,21 +500,5 @@ mod tests {
                 "{key}: {vars:?}"
             );
         }
-    }
-
-    #[test]
-    fn the_pace_command_round_trips() {
-        let pace = SetDelay {
-            delay: Duration::from_micros(1250),
-        };
-        assert_eq!(pace.to_string(), "delay-us 1250");
-        assert_eq!(pace.to_string().parse::<SetDelay>(), Ok(pace));
-        assert!("delay-us x".parse::<SetDelay>().is_err());
-        let grant = Grant { upto: 112 };
-        assert_eq!(grant.to_string().parse::<Grant>(), Ok(grant));
-        assert!("grant".parse::<Grant>().is_err());
-        let steps = StepGrant { steps: 3 };
-        assert_eq!(steps.to_string().parse::<StepGrant>(), Ok(steps));
-        assert!("grant 3".parse::<StepGrant>().is_err());
     }
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::common::{count, json_of, number, open_ro, path_arg, reclaim_in_dir};
+use crate::run::{after_clock, without_pids_and_paths};
 use crate::warehouse_pg::{cluster_folder, folder, pg_bin, psql, start_kept, stop_kept};
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -243,4 +244,64 @@ fn the_claim_scenario_teaches_duplicate_delivery_beside_eight_claim_workers() {
     if let Err(panic) = checked {
         std::panic::resume_unwind(panic);
     }
+}
+
+/// The claim night is a function of the scenario, not of the machine: run twice (the suite's
+/// other tests loading the machine meanwhile), it prints the same text but pids, run ids and
+/// paths, on SQLite and on PostgreSQL alike, and the same timeline on both. Which worker claims
+/// which item, each worker's count and each naive worker's word are the night's: the writes of
+/// one moment are granted in slot order, so the three naive workers' last writes, and the
+/// counts each makes after its own, come in that order too.
+#[test]
+fn the_claim_scenario_twice_prints_the_same_text_on_either_warehouse() {
+    let night = |extra: &[&str]| -> String {
+        let dir = folder();
+        let mut args = vec!["run", "--scenario", "claim"];
+        args.extend(extra);
+        let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+        assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+        without_pids_and_paths(&run.stdout)
+    };
+    let timeline = |text: &str| -> Vec<String> {
+        (text.lines())
+            .filter(|l| after_clock(l).is_some())
+            .map(str::to_string)
+            .collect()
+    };
+    let sqlite = night(&[]);
+    assert_eq!(sqlite, night(&[]), "two runs on SQLite differ");
+    let lines = timeline(&sqlite);
+    let done: Vec<&str> = (lines.iter())
+        .filter(|l| l.contains("worker  done"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(done.len(), 11, "{sqlite}");
+    for (w, line) in done[..8].iter().enumerate() {
+        assert!(
+            line.starts_with("02:01:40  claim")
+                && line.ends_with(&format!(
+                    "rows_written=120  status=ok  inserted=15  w={}",
+                    w + 1
+                )),
+            "{sqlite}"
+        );
+    }
+    for (w, rows) in [358, 359, 360].iter().enumerate() {
+        let said = format!("rows_written={rows}  status=ok  inserted=120  w={}", w + 1);
+        assert!(
+            done[8 + w].starts_with("02:12:36  naive") && done[8 + w].ends_with(&said),
+            "{sqlite}"
+        );
+    }
+    let Some(_) = pg_bin() else {
+        eprintln!("PostgreSQL server programs not installed: the PostgreSQL half not run");
+        return;
+    };
+    let pg = night(&["--warehouse", "postgres"]);
+    assert_eq!(
+        pg,
+        night(&["--warehouse", "postgres"]),
+        "two runs on PostgreSQL differ"
+    );
+    assert_eq!(timeline(&pg), lines, "PostgreSQL's night is not SQLite's");
 }

@@ -34,7 +34,7 @@ fn night(db: &Path, extra: &[&str]) -> Run {
 
 /// The text after the clock, when `line` is a timeline line in the postmortem's format:
 /// `02:11:47  runner  notice  instance reclaimed by host`.
-fn after_clock(line: &str) -> Option<&str> {
+pub(crate) fn after_clock(line: &str) -> Option<&str> {
     let (clock, rest) = line.split_at_checked(8)?;
     let well_formed = clock.bytes().enumerate().all(|(i, b)| {
         if i == 2 || i == 5 {
@@ -869,7 +869,7 @@ fn the_incident_scenario_headless_prints_the_postmortems_log_to_the_second() {
 
 /// What `run` printed, with what differs from night to night by nature put aside: pids, run ids
 /// (a pid and a start time) and paths of temporary folders.
-fn without_pids_and_paths(stdout: &str) -> String {
+pub(crate) fn without_pids_and_paths(stdout: &str) -> String {
     let mut out = String::new();
     for line in stdout.lines() {
         let mut after_pid = false;
@@ -883,7 +883,7 @@ fn without_pids_and_paths(stdout: &str) -> String {
                     "pid=PID".to_string()
                 } else if w.starts_with("run_id=run-") {
                     "run_id=RUN".to_string()
-                } else if w.starts_with('/') {
+                } else if w.trim_start_matches('(').starts_with('/') {
                     "PATH".to_string()
                 } else {
                     w.to_string()

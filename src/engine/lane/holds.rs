@@ -11,42 +11,68 @@ impl Lane {
     /// attempt's (it alone carries the crash out), one task a write, from task-000.
     pub(in crate::engine) fn crash_write(&self, slot: usize) -> Option<u64> {
         let crash = self.config.crash_at?;
-        let worker =
-            self.on_schedule(slot) && crash.point != crate::worker::CrashPoint::AfterRelaySend;
+        // A claim worker's writes are whichever items it claims, not one task after another.
+        let worker = self.on_schedule(slot)
+            && crash.point != crate::worker::CrashPoint::AfterRelaySend
+            && !self.claims();
         (worker && self.slots[slot].attempt() == 0 && self.config.batch <= 1)
             .then_some(crash.task + 1)
     }
 
-    /// With two or more workers on the schedule (an idle claim worker is not), how far any of
-    /// them may be granted: the
+    /// With two or more workers on the schedule, how far any of them may be granted: the
     /// moment of the earliest write among those they wait for (a worker busy between two writes
-    /// waits for none yet). So each is granted its next write only once all of them wait at it,
+    /// waits for none yet), and, when the writes of that moment go one at a time, the slot
+    /// whose turn it is. So each is granted its next write only once all of them wait at it,
     /// each having looked at the queue already, and which of them reaches a task first is the
     /// schedule's doing, not the machine's, at every speed.
     #[must_use]
-    pub(in crate::engine) fn lockstep(&self) -> Option<f64> {
-        let next: Vec<f64> = (0..self.slots.len())
+    pub(in crate::engine) fn lockstep(&self) -> Option<(f64, Option<usize>)> {
+        let next: Vec<(f64, usize)> = (0..self.slots.len())
             .filter(|&slot| self.scheduled(slot))
-            .map(|slot| &self.attempts[slot])
-            .map(|a| a.done_at(a.need.max(a.writes)))
+            .map(|slot| (self.awaited(slot), slot))
             .collect();
-        (next.len() > 1).then(|| next.into_iter().fold(f64::INFINITY, f64::min))
+        let earliest = next.iter().map(|&(at, _)| at).fold(f64::INFINITY, f64::min);
+        let now: Vec<usize> = (next.iter())
+            .filter(|&&(at, _)| at <= earliest + 1e-9)
+            .map(|&(_, slot)| slot)
+            .collect();
+        // Where what a worker does after its write reads what the others write, the writes of
+        // one moment go one worker at a time, in slot order: the first waiting there is
+        // granted, and the next only once it has made its write and asked for its next (or
+        // ended). A claim worker claims after its grant; a worker whose write ends its queue
+        // counts the table after it (its `done`). Their claims and counts then come in the
+        // same order on every run, not in the order the machine ran them. Elsewhere a moment's
+        // writes go at once: one at a time costs the supervisor a tick a write.
+        let ends_queue = |slot: usize| self.attempts[slot].need >= self.config.items;
+        let serial = self.claims() || now.iter().any(|&slot| ends_queue(slot));
+        let turn = now.first().copied().filter(|_| serial);
+        (next.len() > 1).then_some((earliest, turn))
+    }
+
+    /// The moment of the write `slot`'s worker waits for, or of its last while it has not asked
+    /// for the next.
+    fn awaited(&self, slot: usize) -> f64 {
+        let a = &self.attempts[slot];
+        a.done_at(a.need.max(a.writes))
+    }
+
+    /// Whether the lane's workers are the claim strategy's: each write is granted alone, with
+    /// its moment (the worker claims at it), never ahead of the worker's asking.
+    #[must_use]
+    pub(in crate::engine) fn claims(&self) -> bool {
+        self.config.worker.strategy() == Some(crate::worker::Strategy::Claim)
     }
 
     /// Whether `slot`'s worker is one the clock keeps pace with now: reclaim's own worker (not
-    /// the relay, not someone else's job), alive and running (not hung), with a pace, and not
-    /// waiting idle on real time for a lease. The clock and the grants wait for such a worker,
-    /// and what it says is stamped with its place in the schedule.
+    /// the relay, not someone else's job), alive and running (not hung), with a pace. The clock
+    /// and the grants wait for such a worker, and what it says is stamped with its place in the
+    /// schedule.
     #[must_use]
     pub(in crate::engine) fn scheduled(&self, slot: usize) -> bool {
         let (Some(s), Some(a)) = (self.slots.get(slot), self.attempts.get(slot)) else {
             return false;
         };
-        self.on_schedule(slot)
-            && s.is_live()
-            && s.state() == SlotState::Running
-            && a.paced()
-            && !a.idle
+        self.on_schedule(slot) && s.is_live() && s.state() == SlotState::Running && a.paced()
     }
 
     /// Every write its running workers were granted up to `clock` has been made and read
@@ -54,6 +80,9 @@ impl Lane {
     /// shows is the clock's moment, whatever the machine's pace.
     #[must_use]
     pub fn settled(&self, clock: f64) -> bool {
+        // In lockstep, a write of the clock's moment not granted yet is only waiting for its
+        // turn: it is due all the same, or a stop there would show the moment half made.
+        let lockstep = self.lockstep().is_some();
         (0..self.slots.len())
             .filter(|&slot| self.scheduled(slot))
             .all(|slot| {
@@ -64,7 +93,8 @@ impl Lane {
                     return work.done >= work.granted.min(work.grantable(clock))
                         && read >= a.writes;
                 }
-                let due = a.granted.min(a.grantable(clock)).min(a.need.max(a.writes));
+                let granted = if lockstep { u64::MAX } else { a.granted };
+                let due = granted.min(a.grantable(clock)).min(a.need.max(a.writes));
                 // And it has asked for its next write (`wait`): until then it may still say
                 // lines stamped with its last write's moment, or with its start's (a restarted
                 // worker's `start` and `resume`, which a caption may wait for), and the
@@ -117,7 +147,6 @@ impl Lane {
         let running = self.slots[slot].is_live() && self.slots[slot].state() == SlotState::Running;
         // Not in a long item's work (its first write comes when the work ends).
         let attempt = &self.attempts[slot];
-        (running && attempt.paced() && !attempt.working() && !attempt.idle)
-            .then(|| attempt.first_write())
+        (running && attempt.paced() && !attempt.working()).then(|| attempt.first_write())
     }
 }

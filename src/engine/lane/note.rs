@@ -45,6 +45,9 @@ pub(super) fn kind_of(line: &WorkerLine) -> Kind {
         WorkerLine::Resume(_) => Kind::Resume,
         WorkerLine::Crash { .. } => Kind::Crash,
         WorkerLine::Done { .. } => Kind::Done,
-        WorkerLine::Wait { .. } | WorkerLine::Wrote { .. } | WorkerLine::Other(_) => Kind::Log,
+        WorkerLine::Wait { .. }
+        | WorkerLine::Wrote { .. }
+        | WorkerLine::Wake { .. }
+        | WorkerLine::Other(_) => Kind::Log,
     }
 }

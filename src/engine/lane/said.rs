@@ -164,14 +164,15 @@ impl Lane {
             }
             WorkerLine::Crash { at } => self.slots[slot].crashing_at(*at),
             WorkerLine::Wait { need } if current => {
-                self.attempts[slot].wakes(clock);
                 self.attempts[slot].need = *need;
+                return (None, None);
+            }
+            WorkerLine::Wake { at } if current => {
+                self.attempts[slot].sleeps_until(at.0);
                 return (None, None);
             }
             WorkerLine::Wrote { writes, last } if current => {
                 let a = &mut self.attempts[slot];
-                // Unpaced, it asked for no grant after its idle wait: this write ends it.
-                a.idle = false;
                 a.worked(*writes);
                 a.writes = *writes;
                 a.last_task = Some(*last);
@@ -182,14 +183,10 @@ impl Lane {
                 self.last_write_sim = Some(self.last_write_sim.map_or(at, |w| w.max(at)));
                 return (None, Some((*last, a.now())));
             }
-            WorkerLine::Wait { .. } | WorkerLine::Wrote { .. } => return (None, None),
+            WorkerLine::Wait { .. } | WorkerLine::Wrote { .. } | WorkerLine::Wake { .. } => {
+                return (None, None);
+            }
             WorkerLine::Other(text) if current => {
-                // A claim worker's wait for a lease: real time, not waited for.
-                if text.split_whitespace().next() == Some(crate::worker::protocol::IDLE)
-                    && self.on_schedule(slot)
-                {
-                    self.attempts[slot].idle = true;
-                }
                 if let Some(moment) = self.long_item_said(slot, text, scale) {
                     let mut note = worker(kind_of(&said), said.fields());
                     note.at = Some(moment);

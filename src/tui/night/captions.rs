@@ -9,6 +9,11 @@ use crate::scenario::{self, CaptionEvent};
 use crate::tui::lecture::{self, Why};
 
 use super::LiveNight;
+
+/// The longest a caption reached waits for its moment's figures (real time); normally a few
+/// milliseconds.
+const FIGURES_AWAITED: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl LiveNight {
     /// The clock lands on each caption's moment (a lecture's: on each of its moments), so a
     /// caption shows with that moment's figures at any speed.
@@ -66,7 +71,7 @@ impl LiveNight {
     /// reached is being read, or while nobody can see the night.
     pub(super) fn hold_for_captions(&mut self, now: Instant) {
         let reading = self.captions.holding(now);
-        let awaiting = self.awaiting_verdict.is_some();
+        let awaiting = self.awaiting_verdict.is_some() || self.awaiting_figures.is_some();
         self.engine.freeze(self.small || reading || awaiting, now);
     }
 
@@ -84,6 +89,19 @@ impl LiveNight {
         let mut reached = false;
         self.caption_texts
             .resize(self.scenario.captions.len(), None);
+        let due = |i: usize| times.get(i).copied().flatten().is_some_and(|t| t <= clock);
+        let pending =
+            (0..self.scenario.captions.len()).any(|i| self.caption_texts[i].is_none() && due(i));
+        // Its moment whole first: in a lane in lockstep the writes of one moment are made one
+        // worker at a time, and a caption on the first worker's `done` would otherwise count
+        // the rows before the others' last writes (waited for a bounded while).
+        if pending && !self.engine.settled(now) {
+            let since = *self.awaiting_figures.get_or_insert(now);
+            if now.saturating_duration_since(since) < FIGURES_AWAITED {
+                return false;
+            }
+        }
+        self.awaiting_figures = None;
         for i in 0..self.scenario.captions.len() {
             if self.caption_texts[i].is_some()
                 || times.get(i).copied().flatten().is_none_or(|t| t > clock)

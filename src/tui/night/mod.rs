@@ -90,6 +90,8 @@ pub struct LiveNight {
     /// A lecture's captions reached whose stop is not shown yet: filled again with the
     /// figures of the stop once it is (see `refill_captions`).
     unshown: Vec<usize>,
+    /// Since when a caption reached waits for its moment's figures (`freeze_caption_texts`).
+    awaiting_figures: Option<Instant>,
 }
 
 impl LiveNight {
@@ -140,6 +142,7 @@ impl LiveNight {
             small: false,
             captions_only: false,
             awaiting_verdict: None,
+            awaiting_figures: None,
         };
         night.fit_to_lanes();
         night.apply_stops();
@@ -426,6 +429,7 @@ impl LiveNight {
         self.ahead.clear();
         self.awaiting_verdict = None;
         self.unshown.clear();
+        self.awaiting_figures = None;
         self.reached.clear();
         self.tape = Tape::default();
         self.lit.clear();
