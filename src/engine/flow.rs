@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use super::{Attempt, Engine, GRANT_AHEAD, Grant, Lane, SlotState};
+use crate::warehouse::watch::Watch;
 use crate::worker::protocol::{Moment, StepGrant};
 
 impl Engine {
@@ -30,6 +31,10 @@ impl Engine {
             if let Some(moment) = lane.relay_crash_hold(clock, now) {
                 held = held.min(moment);
             }
+        }
+        // On PostgreSQL, a kill whose outcome the server has not told yet (`Watch::awaited`).
+        if let Some(moment) = self.pg_watch.as_ref().and_then(Watch::awaited) {
+            held = held.min(moment);
         }
         held
     }
@@ -87,6 +92,10 @@ impl Engine {
             .reduce(f64::min)
         {
             until = until.min(moment);
+        }
+        // Nor past a kill whose outcome the server has not told yet.
+        if let Some(moment) = self.pg_watch.as_ref().and_then(Watch::awaited) {
+            until = until.min(moment.max(clock));
         }
         // Nor past a planned restart, so its second shows the same rows at every speed.
         if let Some(restart) = self.next_restart() {

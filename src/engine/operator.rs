@@ -111,9 +111,10 @@ impl Engine {
                             s.pid()
                         })
                         .collect();
-                    let said = watch.before_kill(lane, &pids, now);
+                    let said = watch.before_kill(lane, &pids, (now, sim));
                     for said in said {
-                        self.log(now, said.lane, Source::Runner, Kind::Notice, said.text);
+                        let kind = (Source::Runner, Kind::Notice);
+                        self.log_at(now, said.at, said.lane, kind, said.text);
                     }
                 }
                 let notes = self.lanes[lane].host_kill(now, sim, policy);

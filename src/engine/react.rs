@@ -65,8 +65,9 @@ impl Engine {
                     ) = (self.pg_watch.as_mut(), &exit)
                     {
                         let pid = self.lanes[lane].slots[slot].pid();
-                        for said in watch.after_death(lane, pid, now) {
-                            self.log(now, said.lane, Source::Runner, Kind::Notice, said.text);
+                        for said in watch.after_death(lane, pid, (now, sim)) {
+                            let kind = (Source::Runner, Kind::Notice);
+                            self.log_at(now, said.at, said.lane, kind, said.text);
                         }
                     }
                     self.lanes[lane].forget_temp_beat(slot);
@@ -102,7 +103,7 @@ impl Engine {
             } else {
                 Kind::Notice
             };
-            self.log(now, said.lane, Source::Runner, kind, said.text);
+            self.log_at(now, said.at, said.lane, (Source::Runner, kind), said.text);
         }
     }
 

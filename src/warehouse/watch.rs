@@ -21,6 +21,8 @@ use crate::clock::SimTime;
 
 /// Between two looks at the server.
 const LOOK_EVERY: Duration = Duration::from_millis(250);
+/// Between two looks while a kill's outcome is awaited (the clock waits on it).
+const VICTIM_EVERY: Duration = Duration::from_millis(10);
 /// Down this long, the server is said to be unreachable (the workers give up a little later,
 /// `RESTART_WAIT`, and the night ends with their failure).
 const DOWN_SAID_AFTER: Duration = Duration::from_secs(10);
@@ -28,11 +30,13 @@ const DOWN_SAID_AFTER: Duration = Duration::from_secs(10);
 const VICTIM_BOUND: Duration = Duration::from_secs(20);
 
 /// A line the watch has to say: for a lane (a kill's outcome) or for the night.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Said {
     pub lane: Option<usize>,
     pub error: bool,
     pub text: String,
+    /// The night's moment it is about (a kill's), when not the clock's present reading.
+    pub at: Option<f64>,
 }
 
 /// Why a look did not reach the server: the driver's or the server's words.
@@ -50,6 +54,8 @@ struct Victim {
     xid: Option<String>,
     state: String,
     since: Instant,
+    /// The night's moment of the kill: what the server did is said there.
+    at: f64,
 }
 
 /// The night's watch on its server.
@@ -94,12 +100,26 @@ impl Watch {
         }
     }
 
-    /// Looks at the server (at most every `LOOK_EVERY`); `sim` is the night's clock now.
+    /// The earliest kill whose outcome the server has not told yet: the night's clock waits
+    /// there (bounded by `VICTIM_BOUND`), so the outcome is said on the kill's second and not
+    /// wherever the clock had run to when the server answered.
+    #[must_use]
+    pub fn awaited(&self) -> Option<f64> {
+        self.victims.iter().map(|v| v.at).reduce(f64::min)
+    }
+
+    /// Looks at the server (at most every `LOOK_EVERY`, or `VICTIM_EVERY` while a kill's
+    /// outcome is awaited); `sim` is the night's clock now.
     pub fn look(&mut self, now: Instant, sim: f64) -> Vec<Said> {
         if self.next_look.is_some_and(|at| now < at) {
             return Vec::new();
         }
-        self.next_look = Some(now + LOOK_EVERY);
+        let every = if self.victims.is_empty() {
+            LOOK_EVERY
+        } else {
+            VICTIM_EVERY
+        };
+        self.next_look = Some(now + every);
         let mut said = Vec::new();
         match self.server_state() {
             Ok((start, sessions)) => {
@@ -122,6 +142,7 @@ impl Watch {
                         lane: None,
                         error: true,
                         text: format!("warehouse unreachable since {}: {detail}", SimTime(at)),
+                        at: None,
                     });
                 }
             }
@@ -158,6 +179,7 @@ impl Watch {
             lane: None,
             error: false,
             text,
+            at: None,
         })
     }
 
@@ -192,10 +214,15 @@ impl Watch {
 
     /// Reads the sessions of the processes `pids` (stopped by the caller, about to be killed):
     /// what each had open, followed until the server has dealt with it.
-    pub fn before_kill(&mut self, lane: usize, pids: &[i32], now: Instant) -> Vec<Said> {
-        let missing = self.read_sessions(lane, pids, now);
+    pub fn before_kill(
+        &mut self,
+        lane: usize,
+        pids: &[i32],
+        (now, sim): (Instant, f64),
+    ) -> Vec<Said> {
+        let missing = self.read_sessions(lane, pids, (now, sim));
         Self::unfollowed(
-            lane,
+            (lane, sim),
             &missing,
             "had no session on the server: nothing for it to abort",
         )
@@ -203,27 +230,28 @@ impl Watch {
 
     /// `before_kill` for a worker found dead (killed by someone else): its session, if the
     /// server has not ended it yet.
-    pub fn after_death(&mut self, lane: usize, pid: i32, now: Instant) -> Vec<Said> {
-        let missing = self.read_sessions(lane, &[pid], now);
+    pub fn after_death(&mut self, lane: usize, pid: i32, (now, sim): (Instant, f64)) -> Vec<Said> {
+        let missing = self.read_sessions(lane, &[pid], (now, sim));
         Self::unfollowed(
-            lane,
+            (lane, sim),
             &missing,
             "had no session left when looked at: what it had open cannot be told from here",
         )
     }
 
-    fn unfollowed(lane: usize, pids: &[i32], why: &str) -> Vec<Said> {
+    fn unfollowed((lane, sim): (usize, f64), pids: &[i32], why: &str) -> Vec<Said> {
         (pids.iter())
             .map(|pid| Said {
                 lane: Some(lane),
                 error: false,
                 text: format!("the killed worker (pid {pid}) {why}"),
+                at: Some(sim),
             })
             .collect()
     }
 
     /// Follows the sessions of `pids`; returns the pids with none (or all, unread).
-    fn read_sessions(&mut self, lane: usize, pids: &[i32], now: Instant) -> Vec<i32> {
+    fn read_sessions(&mut self, lane: usize, pids: &[i32], (now, sim): (Instant, f64)) -> Vec<i32> {
         let names: Vec<String> = pids
             .iter()
             .filter_map(|&p| u32::try_from(p).ok())
@@ -249,6 +277,8 @@ impl Watch {
             return pids.to_vec();
         };
         let mut missing = pids.to_vec();
+        // What the server did is looked for at once: the clock waits on it (`awaited`).
+        self.next_look = None;
         for row in rows {
             let name: String = row.get(0);
             let Some(pid) = name.strip_prefix("reclaim/").and_then(|p| p.parse().ok()) else {
@@ -264,6 +294,7 @@ impl Watch {
                 xid: xid.and_then(|x| widen(&x, &xmax)),
                 state: row.get(2),
                 since: now,
+                at: sim,
             });
         }
         missing
@@ -293,6 +324,7 @@ impl Watch {
                     lane: Some(victim.lane),
                     error: false,
                     text,
+                    at: Some(victim.at),
                 });
             } else {
                 kept.push(victim);
@@ -376,6 +408,7 @@ mod tests {
             xid: Some("745".into()),
             state: "idle in transaction".into(),
             since: Instant::now(),
+            at: 731.0,
         };
         assert_eq!(
             victim_outcome(&victim, Some("in progress"), true, false),

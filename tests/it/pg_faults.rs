@@ -10,7 +10,8 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::common::BIN;
+use crate::common::{BIN, path_arg, reclaim_in_dir};
+use crate::run::{after_clock, without_pids_and_paths};
 use crate::warehouse_pg::{as_owner, cluster_folder, folder, pg_bin, poll_until, processes_under};
 
 /// `reclaim run --strategy guarded --warehouse postgres ARGS` in `dir` (its TMPDIR), output to
@@ -213,4 +214,55 @@ fn a_killed_workers_open_transaction_is_shown_aborted_by_the_server() {
             .any(|l| l.contains("rows=1000 duplicated_task_ids=0")),
         "{out}"
     );
+}
+
+/// Random kills on PostgreSQL: what the server did with each killed worker's session is said on
+/// the kill's own second (the clock waits for the server's answer), so two runs of the same
+/// storm print the same night. Before, each such line was stamped wherever the clock had run to
+/// when the server answered, a different second each run.
+#[test]
+fn a_storm_on_postgres_twice_prints_the_same_night() {
+    if pg_bin().is_none() {
+        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
+        return;
+    }
+    let night = || {
+        let dir = folder();
+        let db = dir.path().join("g.db");
+        let args = [
+            "run",
+            "--strategy",
+            "guarded",
+            "--items",
+            "300",
+            "--kills",
+            "4",
+            "--seed",
+            "2",
+            "--warehouse",
+            "postgres",
+            "--db",
+            path_arg(&db),
+        ];
+        let run = reclaim_in_dir(dir.path(), &args, Duration::from_secs(180));
+        assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+        without_pids_and_paths(&run.stdout)
+    };
+    let first = night();
+    let lines: Vec<&str> = first.lines().collect();
+    let outcomes: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].contains("the killed worker"))
+        .collect();
+    assert_eq!(outcomes.len(), 4, "{first}");
+    for i in outcomes {
+        // On the second of the kill it is about, the line before it.
+        let kill = lines[i - 1];
+        assert!(kill.contains("instance reclaimed by host"), "{first}");
+        assert_eq!(
+            after_clock(kill).map(|_| &kill[..8]),
+            Some(&lines[i][..8]),
+            "{first}"
+        );
+    }
+    assert_eq!(first, night(), "two runs of one storm on PostgreSQL differ");
 }

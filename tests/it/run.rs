@@ -867,8 +867,9 @@ fn the_incident_scenario_headless_prints_the_postmortems_log_to_the_second() {
     );
 }
 
-/// What `run` printed, with what differs from night to night by nature put aside: pids, run ids
-/// (a pid and a start time) and paths of temporary folders.
+/// What `run` printed, with what differs from night to night by nature put aside: pids (and a
+/// server's backend and transaction numbers), run ids (a pid and a start time), the wall time
+/// and paths of temporary folders.
 pub(crate) fn without_pids_and_paths(stdout: &str) -> String {
     let mut out = String::new();
     for line in stdout.lines() {
@@ -876,19 +877,24 @@ pub(crate) fn without_pids_and_paths(stdout: &str) -> String {
         let words: Vec<String> = line
             .split(' ')
             .map(|w| {
-                let word = if after_pid && w.trim_end_matches(')').parse::<u32>().is_ok() {
+                let word = if after_pid && w.trim_end_matches([')', ':']).parse::<u32>().is_ok() {
                     "PID".to_string()
                 } else if let Some(pid) = w.strip_prefix("pid=") {
                     assert!(pid.parse::<u32>().is_ok(), "{line}");
                     "pid=PID".to_string()
                 } else if w.starts_with("run_id=run-") {
                     "run_id=RUN".to_string()
+                } else if w.starts_with("elapsed=") {
+                    // The wall time a night took.
+                    "elapsed=WALL".to_string()
                 } else if w.trim_start_matches('(').starts_with('/') {
                     "PATH".to_string()
                 } else {
                     w.to_string()
                 };
-                after_pid = w == "pid";
+                // A server's backend and transaction numbers are its processes' and its
+                // counter's, like pids.
+                after_pid = matches!(w.trim_start_matches('('), "pid" | "backend" | "xid");
                 word
             })
             .collect();
