@@ -5,7 +5,6 @@
 use std::time::Instant;
 
 use super::{Attempt, Engine, GRANT_AHEAD, Grant, Lane, SlotState};
-use crate::warehouse::watch::Watch;
 use crate::worker::protocol::{Moment, StepGrant};
 
 impl Engine {
@@ -33,7 +32,7 @@ impl Engine {
             }
         }
         // On PostgreSQL, a kill whose outcome the server has not told yet (`Watch::awaited`).
-        if let Some(moment) = self.pg_watch.as_ref().and_then(Watch::awaited) {
+        if let Some(moment) = self.pg_watch.as_ref().and_then(|w| w.awaited(now)) {
             held = held.min(moment);
         }
         held
@@ -94,7 +93,8 @@ impl Engine {
             until = until.min(moment);
         }
         // Nor past a kill whose outcome the server has not told yet.
-        if let Some(moment) = self.pg_watch.as_ref().and_then(Watch::awaited) {
+        let now = Instant::now();
+        if let Some(moment) = self.pg_watch.as_ref().and_then(|w| w.awaited(now)) {
             until = until.min(moment.max(clock));
         }
         // Nor past a planned restart, so its second shows the same rows at every speed.

@@ -103,9 +103,13 @@ impl Watch {
     /// The earliest kill whose outcome the server has not told yet: the night's clock waits
     /// there (bounded by `VICTIM_BOUND`), so the outcome is said on the kill's second and not
     /// wherever the clock had run to when the server answered.
+    /// Never longer than `VICTIM_BOUND`, even if the server cannot be reached meanwhile.
     #[must_use]
-    pub fn awaited(&self) -> Option<f64> {
-        self.victims.iter().map(|v| v.at).reduce(f64::min)
+    pub fn awaited(&self, now: Instant) -> Option<f64> {
+        (self.victims.iter())
+            .filter(|v| now.saturating_duration_since(v.since) < VICTIM_BOUND)
+            .map(|v| v.at)
+            .reduce(f64::min)
     }
 
     /// Looks at the server (at most every `LOOK_EVERY`, or `VICTIM_EVERY` while a kill's
