@@ -112,10 +112,7 @@ impl Engine {
                         })
                         .collect();
                     let said = watch.before_kill(lane, &pids, (now, sim));
-                    for said in said {
-                        let kind = (Source::Runner, Kind::Notice);
-                        self.log_at(now, said.at, said.lane, kind, said.text);
-                    }
+                    self.log_watch(now, said);
                 }
                 let notes = self.lanes[lane].host_kill(now, sim, policy);
                 self.notes(now, lane, notes);

@@ -65,10 +65,8 @@ impl Engine {
                     ) = (self.pg_watch.as_mut(), &exit)
                     {
                         let pid = self.lanes[lane].slots[slot].pid();
-                        for said in watch.after_death(lane, pid, (now, sim)) {
-                            let kind = (Source::Runner, Kind::Notice);
-                            self.log_at(now, said.at, said.lane, kind, said.text);
-                        }
+                        let said = watch.after_death(lane, pid, (now, sim));
+                        self.log_watch(now, said);
                     }
                     self.lanes[lane].forget_temp_beat(slot);
                     let notes = self.lanes[lane].exited(slot, &exit, (sim, policy));
@@ -97,6 +95,11 @@ impl Engine {
         }
         let sim = self.clock.now().0;
         let said = (self.pg_watch.as_mut()).map_or_else(Vec::new, |w| w.look(now, sim));
+        self.log_watch(now, said);
+    }
+
+    /// The PostgreSQL watch's lines, each at the moment it is about (a kill's) or the clock's.
+    pub(super) fn log_watch(&mut self, now: Instant, said: Vec<crate::warehouse::watch::Said>) {
         for said in said {
             let kind = if said.error {
                 Kind::Error
