@@ -88,6 +88,12 @@ impl CaptionQueue {
         self.hold.is_some_and(|h| now < h)
     }
 
+    /// Until when the night holds for a caption, if it holds at `now`.
+    #[must_use]
+    pub fn holding_until(&self, now: Instant) -> Option<Instant> {
+        self.hold.filter(|&h| now < h)
+    }
+
     /// `c` outside a lecture: the next caption waiting, read from now, or the night goes on.
     pub fn move_on(&mut self, times: &[Option<f64>], clock: f64, chars: &[usize], now: Instant) {
         if self.step(times, clock, now) {
@@ -136,6 +142,24 @@ mod tests {
         // Nothing after it: it stays.
         q.update(&times, 1100.0, &chars, at(60.0));
         assert_eq!(q.shown(), Some(2));
+    }
+
+    #[test]
+    fn a_hold_ends_where_its_reading_time_does_and_two_holds_queue() {
+        let t0 = Instant::now();
+        let mut q = CaptionQueue::default();
+        assert_eq!(q.holding_until(t0), None, "nothing reached, nothing held");
+        q.hold_for(40, t0);
+        let end = q.holding_until(t0).unwrap_or_else(|| panic!("not held"));
+        assert_eq!(end, t0 + read_for(40).min(HOLD_AT_MOST));
+        assert!(q.holding(t0 + read_for(40).min(HOLD_AT_MOST) / 2));
+        assert_eq!(q.holding_until(end), None, "the hold is over at its end");
+        // A second caption reached while the first is read is read after it.
+        q.hold_for(40, t0);
+        assert_eq!(
+            q.holding_until(t0),
+            Some(end + read_for(40).min(HOLD_AT_MOST))
+        );
     }
 
     #[test]

@@ -22,8 +22,9 @@ use crate::tui::theme::Theme;
 use crate::tui::ui;
 use crate::tui::view::Dashboard;
 
-/// How often the engine looks at workers and rows. A kill "at task N" lands on N whatever this
-/// is (writes are granted by the sim clock); it only bounds how smoothly the night is shown.
+/// How often the engine looks at workers and rows while the night moves (a still one,
+/// `Screen::still_until`, once a `FRAME`). A kill "at task N" lands on N whatever this is (writes
+/// are granted by the sim clock); it only bounds how smoothly the night is shown.
 const TICK: Duration = Duration::from_millis(20);
 /// How often the screen is redrawn when nothing else happens.
 const FRAME: Duration = Duration::from_millis(100);
@@ -119,7 +120,12 @@ pub(super) fn drive_screen(
     loop {
         let timeout = next_tick.saturating_duration_since(Instant::now());
         let mut redraw = false;
-        match rx.recv_timeout(timeout) {
+        let received = rx.recv_timeout(timeout);
+        if received.is_ok() {
+            // A still night may move on any key: looked at now, not a frame later.
+            next_tick = next_tick.min(Instant::now());
+        }
+        match received {
             Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
                 redraw = key_pressed(app, key, small)?;
                 write_notes(app, &mut notes, Instant::now());
@@ -159,6 +165,10 @@ pub(super) fn drive_screen(
             app.tick(now)?;
             write_notes(app, &mut notes, now);
             next_tick = now + TICK;
+            if let Some(until) = app.still_until(now) {
+                // Nothing moves by itself: looked at once a frame, and when it moves again.
+                next_tick = until.clamp(next_tick, now + FRAME);
+            }
             crate::test_hooks::panic_point(app.mode() == Mode::Live);
         }
         if app.quit_requested() || signals::received().is_some() {

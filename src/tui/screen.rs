@@ -16,6 +16,12 @@ pub trait Screen {
     fn select(&mut self, lane: usize);
     /// Advances time to `now`.
     fn tick(&mut self, now: Instant) -> Result<(), Error>;
+    /// `Some(t)` when nothing on the screen moves by itself before `t` (paused, held while a
+    /// caption is read, over): the loop then ticks only once a frame, or at `t` if sooner. A key
+    /// still acts at once. `None` (the default) while it moves: a tick every `TICK`.
+    fn still_until(&self, _now: Instant) -> Option<Instant> {
+        None
+    }
     /// Applies one user action.
     fn update(&mut self, action: KeyAction, now: Instant) -> Result<(), Error>;
     /// The frame's view model.

@@ -237,6 +237,10 @@ impl Screen for Live {
         self.hold_drawn = self.hold.is_some();
     }
 
+    fn still_until(&self, now: Instant) -> Option<Instant> {
+        self.night.still_until(now)
+    }
+
     fn tick(&mut self, now: Instant) -> Result<(), Error> {
         self.night.tick(now)?;
         self.listen(now);

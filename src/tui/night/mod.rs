@@ -14,7 +14,7 @@ mod scene;
 pub use self::command::{LaneFacts, NightCommand, NightFacts};
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::clock::SimTime;
 use crate::engine::Engine;
@@ -27,6 +27,10 @@ use crate::tui::tape::Tape;
 use crate::verdict::Symptom;
 
 use self::history::LaneHistory;
+
+/// How long a night paused, hidden or over says it stays still: until a key moves it (the loop
+/// looks again once a frame whatever this says).
+const STILL_FOR: Duration = Duration::from_secs(1);
 
 /// The live night: its engine, its settings (carried over a restart), its recording, its charts.
 #[derive(Debug)]
@@ -209,6 +213,20 @@ impl LiveNight {
     /// come to the night's last line (which the work may have stamped a little ahead of it).
     pub fn over(&self) -> bool {
         (self.end_clock).is_some_and(|end| self.engine.clock().now().0 >= end.0 - 1e-6)
+    }
+
+    /// `Some(t)` when nothing on the night moves by itself before `t`: paused (the workers
+    /// stopped, the clock frozen), hidden by a window too small, over, or held while a caption is
+    /// read (until the hold's end). `None` while the clock moves, and while a caption's figures or
+    /// a lane's verdict are awaited.
+    pub fn still_until(&self, now: Instant) -> Option<Instant> {
+        if self.awaiting_verdict.is_some() || self.awaiting_figures.is_some() {
+            return None;
+        }
+        if self.engine.is_paused() || self.small || (self.over() && self.told_over) {
+            return Some(now + STILL_FOR);
+        }
+        self.captions.holding_until(now)
     }
 
     /// The sim time the night stands at.
