@@ -6,8 +6,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::common::{count, json_of, number, open_ro, path_arg, reclaim_in_dir};
+use crate::pg_warehouse::{cluster_folder, folder, pg_bin, psql, start_kept, stop_kept};
 use crate::run::{after_clock, without_pids_and_paths};
-use crate::warehouse_pg::{cluster_folder, folder, pg_bin, psql, start_kept, stop_kept};
 
 const LIMIT: Duration = Duration::from_secs(180);
 

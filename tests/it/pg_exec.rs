@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::common::{json_of, reclaim_in_dir};
-use crate::warehouse_pg::{cluster_folder, folder, pg_bin, psql, start_kept, stop_kept};
+use crate::pg_warehouse::{cluster_folder, folder, pg_bin, psql, start_kept, stop_kept};
 
 const LIMIT: Duration = Duration::from_secs(240);
 

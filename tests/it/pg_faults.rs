@@ -11,8 +11,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::common::{BIN, path_arg, reclaim_in_dir};
+use crate::pg_warehouse::{as_owner, cluster_folder, folder, pg_bin, poll_until, processes_under};
 use crate::run::{after_clock, without_pids_and_paths};
-use crate::warehouse_pg::{as_owner, cluster_folder, folder, pg_bin, poll_until, processes_under};
 
 /// `reclaim run --strategy guarded --warehouse postgres ARGS` in `dir` (its TMPDIR), output to
 /// files there.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::common::{json_of, reclaim_in_dir};
-use crate::warehouse_pg::{folder, pg_bin};
+use crate::pg_warehouse::{folder, pg_bin};
 
 const LIMIT: Duration = Duration::from_secs(300);
 
@@ -69,7 +69,7 @@ fn a_map_on_postgres_has_the_cells_of_the_map_on_sqlite() {
     );
     // Nothing of the map is left behind: the cluster went with it.
     assert!(
-        crate::warehouse_pg::cluster_folder(dir.path()).is_none(),
+        crate::pg_warehouse::cluster_folder(dir.path()).is_none(),
         "the map's cluster is left"
     );
 }
@@ -137,11 +137,11 @@ fn an_own_job_writes_to_postgres_through_psql_under_kills() {
         assert_eq!(json["duplicated_task_ids"], 0, "{json}");
         assert_eq!(json["missing"], 0, "{json}");
         assert_eq!(json["kills"], 2, "{json}");
-        let cluster = crate::warehouse_pg::cluster_folder(dir.path())
+        let cluster = crate::pg_warehouse::cluster_folder(dir.path())
             .unwrap_or_else(|| panic!("no kept cluster"));
-        crate::warehouse_pg::start_kept(&bin, &cluster);
+        crate::pg_warehouse::start_kept(&bin, &cluster);
         let checked = std::panic::catch_unwind(|| {
-            let psql = |sql: &str| crate::warehouse_pg::psql(&cluster, sql);
+            let psql = |sql: &str| crate::pg_warehouse::psql(&cluster, sql);
             assert_eq!(
                 psql("SELECT count(*) || ' ' || count(DISTINCT task_id) FROM night.records"),
                 "60 60"
@@ -149,7 +149,7 @@ fn an_own_job_writes_to_postgres_through_psql_under_kills() {
             // The setup ran in the lane's schema, on the server.
             assert_eq!(psql("SELECT to_regclass('night.marker') IS NOT NULL"), "t");
         });
-        crate::warehouse_pg::stop_kept(&bin, &cluster);
+        crate::pg_warehouse::stop_kept(&bin, &cluster);
         let _ = std::fs::remove_dir_all(&cluster);
         if let Err(panic) = checked {
             std::panic::resume_unwind(panic);

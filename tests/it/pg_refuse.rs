@@ -2,7 +2,7 @@
 //! made: a server that accepts connections and says nothing (bounded, never a hang), and a
 //! private cluster that cannot start (no server programs, an initdb or a postmaster that fails,
 //! a temporary folder it cannot use). Wrong credentials, an unreachable address and a schema
-//! holding someone's `records` are refused on a real server in `warehouse_pg`; a server older
+//! holding someone's `records` are refused on a real server in `pg_warehouse`; a server older
 //! than 13 by the version check's unit test (no such server is installed here).
 //!
 //! None of these needs PostgreSQL installed: the failures are made here.
@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::{BIN, Run, assert_one_line_error, run_within};
-use crate::warehouse_pg::{cluster_folder, folder, processes_under};
+use crate::pg_warehouse::{cluster_folder, folder, processes_under};
 
 /// Longer than reclaim's own bound on a connection (4 s) with room for a loaded machine: a
 /// hang fails the test here.

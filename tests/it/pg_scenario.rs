@@ -7,8 +7,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::common::reclaim_in_dir;
+use crate::pg_warehouse::{cluster_folder, folder, pg_bin, poll_until, processes_under};
 use crate::pty::Dashboard;
-use crate::warehouse_pg::{cluster_folder, folder, pg_bin, poll_until, processes_under};
 
 /// A short night of the postmortem's shape: naive beside guarded, the host's kill at task-030.
 const NIGHT: &str = r#"title = "A short night"
@@ -212,12 +212,12 @@ fn the_dashboard_keeps_its_cluster_and_names_its_schemas() {
         text.contains("schemas:   night_night1_1_naive, night_night1_2_guarded"),
         "{text}"
     );
-    crate::warehouse_pg::start_kept(&bin, &cluster);
-    let schemas = crate::warehouse_pg::psql(
+    crate::pg_warehouse::start_kept(&bin, &cluster);
+    let schemas = crate::pg_warehouse::psql(
         &cluster,
         "SELECT string_agg(nspname, ' ' ORDER BY nspname) FROM pg_namespace WHERE nspname LIKE 'night%'",
     );
-    crate::warehouse_pg::stop_kept(&bin, &cluster);
+    crate::pg_warehouse::stop_kept(&bin, &cluster);
     let _ = std::fs::remove_dir_all(&cluster);
     assert_eq!(schemas, "night_night1_1_naive night_night1_2_guarded");
 }
