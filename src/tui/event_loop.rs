@@ -22,9 +22,8 @@ use crate::tui::theme::Theme;
 use crate::tui::ui;
 use crate::tui::view::Dashboard;
 
-/// How often the engine looks at workers and rows while the night moves (a still one,
-/// `Screen::still_until`, once a `FRAME`). A kill "at task N" lands on N whatever this is (writes
-/// are granted by the sim clock); it only bounds how smoothly the night is shown.
+/// How often a screen is ticked while it moves, unless it says otherwise (`Screen::tick_every`;
+/// a still one, `Screen::still_until`, once a `FRAME`).
 const TICK: Duration = Duration::from_millis(20);
 /// How often the screen is redrawn when nothing else happens.
 const FRAME: Duration = Duration::from_millis(100);
@@ -164,7 +163,7 @@ pub(super) fn drive_screen(
         if now >= next_tick {
             app.tick(now)?;
             write_notes(app, &mut notes, now);
-            next_tick = now + TICK;
+            next_tick = now + app.tick_every().unwrap_or(TICK);
             if let Some(until) = app.still_until(now) {
                 // Nothing moves by itself: looked at once a frame, and when it moves again.
                 next_tick = until.clamp(next_tick, now + FRAME);

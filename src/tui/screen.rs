@@ -16,6 +16,10 @@ pub trait Screen {
     fn select(&mut self, lane: usize);
     /// Advances time to `now`.
     fn tick(&mut self, now: Instant) -> Result<(), Error>;
+    /// How often to tick while the screen moves; `None` (the default): the loop's own rate.
+    fn tick_every(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// `Some(t)` when nothing on the screen moves by itself before `t` (paused, held while a
     /// caption is read, over): the loop then ticks only once a frame, or at `t` if sooner. A key
     /// still acts at once. `None` (the default) while it moves: a tick every `TICK`.

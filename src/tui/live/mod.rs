@@ -237,6 +237,10 @@ impl Screen for Live {
         self.hold_drawn = self.hold.is_some();
     }
 
+    fn tick_every(&self) -> Option<std::time::Duration> {
+        Some(self.night.tick_every())
+    }
+
     fn still_until(&self, now: Instant) -> Option<Instant> {
         self.night.still_until(now)
     }

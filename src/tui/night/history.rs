@@ -21,6 +21,11 @@ pub(super) struct Curve {
 
 impl Curve {
     fn push(&mut self, t: f64, v: f64) {
+        // A night held still (a caption being read, paused) samples the same point every tick:
+        // kept once, it neither crowds out the night's history nor changes the frame.
+        if self.points.last() == Some(&(t, v)) {
+            return;
+        }
         let n = self.points.len();
         // Too close to the point before the last: move the last point instead of adding one.
         if n > 1 && t - self.points[n - 2].0 < self.gap {
@@ -140,5 +145,23 @@ mod tests {
         assert!(curve.points.len() <= MAX_POINTS, "{}", curve.points.len());
         assert_eq!(curve.points.first(), Some(&(0.0, 0.0)));
         assert_eq!(curve.points.last(), Some(&(99_999.0, 199_998.0)));
+    }
+
+    #[test]
+    fn a_night_held_still_adds_no_point_and_keeps_its_history_whole() {
+        let mut curve = Curve::default();
+        for i in 0..300 {
+            curve.push(f64::from(i), f64::from(i));
+        }
+        let before = curve.points.clone();
+        // A hold of a minute at 10 ticks a second, at the moment reached.
+        for _ in 0..600 {
+            curve.push(299.0, 299.0);
+        }
+        assert_eq!(curve.points, before, "gap {}", curve.gap);
+        // The clock moves on: the point is added as before.
+        curve.push(300.0, 300.0);
+        assert_eq!(curve.points.last(), Some(&(300.0, 300.0)));
+        assert_eq!(curve.points.len(), before.len() + 1);
     }
 }

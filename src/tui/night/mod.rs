@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::clock::SimTime;
-use crate::engine::Engine;
+use crate::engine::{Engine, LaneWorker};
 use crate::error::Error;
 use crate::record::{LaneEnd, Recorder};
 use crate::scenario::{Scenario, ScenarioLane};
@@ -27,6 +27,14 @@ use crate::tui::tape::Tape;
 use crate::verdict::Symptom;
 
 use self::history::LaneHistory;
+
+/// How often a night of reclaim's own workers is looked at while it moves. They write when the
+/// sim clock grants it, so a kill at task N lands on N at any rate: this only bounds how smoothly
+/// the night is shown (the frame is drawn every 100 ms).
+const OWN_TICK: Duration = Duration::from_millis(40);
+/// How often a night with an external job (`exec`) is looked at while it moves: the job writes
+/// at its own pace, and a kill "at a task" lands when the observer sees that row.
+const EXEC_TICK: Duration = Duration::from_millis(20);
 
 /// How long a night paused, hidden or over says it stays still: until a key moves it (the loop
 /// looks again once a frame whatever this says).
@@ -213,6 +221,12 @@ impl LiveNight {
     /// come to the night's last line (which the work may have stamped a little ahead of it).
     pub fn over(&self) -> bool {
         (self.end_clock).is_some_and(|end| self.engine.clock().now().0 >= end.0 - 1e-6)
+    }
+
+    /// How often the night is looked at while it moves (`OWN_TICK`, `EXEC_TICK`).
+    pub fn tick_every(&self) -> Duration {
+        let exec = (self.lanes.iter()).any(|l| matches!(l.worker, LaneWorker::Exec(_)));
+        if exec { EXEC_TICK } else { OWN_TICK }
     }
 
     /// `Some(t)` when nothing on the night moves by itself before `t`: paused (the workers
