@@ -8,6 +8,9 @@
 # reference only).
 #
 # Usage: benches/dashboard-cpu.sh            (DURATION=20 SESSION=bench by default)
+#        DURATION=night benches/dashboard-cpu.sh
+#                                            (the whole night: sampled until the screen says the
+#                                            night is over, at most 300 s)
 #        ARGS="tui --scenario benches/million.toml" DURATION=60 benches/dashboard-cpu.sh
 #                                            (the million-item night; ARGS go to reclaim as is)
 #        BIN=/path/to/other/reclaim benches/dashboard-cpu.sh   (another build, not rebuilt)
@@ -77,11 +80,16 @@ t0=$(now)
 ticks0=$(own_ticks)
 per_second=()
 prev=$ticks0
-for _ in $(seq "$duration"); do
+seconds=$duration
+[[ "$duration" == night ]] && seconds=300
+for _ in $(seq "$seconds"); do
     sleep 1
     cur=$(own_ticks)
     per_second+=("$(awk -v d=$((cur - prev)) -v c="$clk" 'BEGIN { printf "%.1f", 100 * d / c }')")
     prev=$cur
+    if [[ "$duration" == night ]] && tmux capture-pane -p -t "$session" | grep -q "the night is over"; then
+        break
+    fi
 done
 t1=$(now)
 ticks1=$(own_ticks)

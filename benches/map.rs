@@ -1,6 +1,8 @@
 //! The cost of one map night, broken down: spawning a worker, its 200 items at full speed, the
 //! restart after the crash (a second spawn and the rest of the work), the verdict (`inspect`),
-//! and the whole night as `reclaim map` drives it (one thread, so the parts add up).
+//! and the whole night as `reclaim map` drives it (one thread, so the parts add up); then the
+//! floor under any night, measured in the same run: two process starts and 300 small
+//! transactions on the same tmpfs, with nothing of reclaim's around them.
 //!
 //! `cargo bench --bench map` (SAMPLES=40 by default). The full map is a command, see
 //! BENCHMARKS.md.
@@ -11,11 +13,19 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
+use reclaim::heartbeat::unix_now;
 use reclaim::map::{Kill, PlannedNight, Runner};
+use reclaim::store::{self, SyncMode};
+use reclaim::task::{idem_key, payload, task_id};
 use reclaim::worker::{CrashAt, CrashPoint, Strategy};
+use rusqlite::{TransactionBehavior, params};
 
 const BIN: &str = env!("CARGO_BIN_EXE_reclaim");
 const ITEMS: u64 = 200;
+/// The full built-in map's nights (4 strategies x 200 tasks x 4 points), two in flight.
+const MAP_NIGHTS: f64 = 3200.0;
+/// A night's transactions on average over the map (a killed naive night writes ~300 rows).
+const FLOOR_TRANSACTIONS: u64 = 300;
 
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
@@ -51,6 +61,40 @@ fn worker(
     let started = Instant::now();
     let _ = command.status()?;
     Ok(started.elapsed().as_secs_f64() * 1000.0)
+}
+
+/// The floor under a night, in ms, in three parts (the issue's definition: two process starts
+/// and 300 small transactions on tmpfs): two starts of `/bin/true` (fork, exec, exit, reaped),
+/// a fresh database opened with guarded's schema, and `FLOOR_TRANSACTIONS` transactions of
+/// guarded's shape (a row and its checkpoint, `BEGIN IMMEDIATE`, WAL at `synchronous=NORMAL`),
+/// all in this process.
+fn floor(db: &Path) -> Result<(f64, f64, f64), Box<dyn Error>> {
+    let started = Instant::now();
+    for _ in 0..2 {
+        Command::new("/bin/true").status()?;
+    }
+    let starts = started.elapsed().as_secs_f64() * 1000.0;
+    let started = Instant::now();
+    let mut conn = store::open_for_worker(db, SyncMode::Normal, Strategy::Guarded.needs(), false)?;
+    let opened = started.elapsed().as_secs_f64() * 1000.0;
+    let started = Instant::now();
+    for i in 0..FLOOR_TRANSACTIONS {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (task, body) = (task_id(i), payload(i));
+        let key = idem_key(&task, &body);
+        let now = unix_now();
+        tx.prepare_cached(
+            "INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(idem_key) DO NOTHING",
+        )?
+        .execute(params![task, body, key, "floor", now])?;
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO checkpoints(task_id, completed_at) VALUES (?1, ?2)",
+        )?
+        .execute(params![task, now])?;
+        tx.commit()?;
+    }
+    Ok((starts, opened, started.elapsed().as_secs_f64() * 1000.0))
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -129,6 +173,19 @@ fn main() -> Result<(), Box<dyn Error>> {
             "{name:<11} {spawn:>7.2}ms {work:>7.2}ms {restart:>7.2}ms {verdict:>7.2}ms {night:>7.2}ms {other:>7.2}ms"
         );
     }
+    let floors: Vec<(f64, f64, f64)> = (0..samples)
+        .map(|_| floor(&fresh()))
+        .collect::<Result<_, _>>()?;
+    let starts = median(floors.iter().map(|f| f.0).collect());
+    let opened = median(floors.iter().map(|f| f.1).collect());
+    let transactions = median(floors.iter().map(|f| f.2).collect());
+    let floor = starts + opened + transactions;
+    println!(
+        "floor: 2 process starts {starts:.2}ms + a fresh database {opened:.2}ms + \
+         {FLOOR_TRANSACTIONS} transactions {transactions:.2}ms = {floor:.2}ms a night; \
+         the map's {MAP_NIGHTS} nights at the floor, two at a time: {:.1} s",
+        floor * MAP_NIGHTS / 2.0 / 1000.0
+    );
     println!(
         "spawn = a worker that writes 1 item; work = the first attempt (tasks 0..=100, crash after task-100) less a spawn;"
     );

@@ -4,7 +4,8 @@
 //! nothing else. Rounds alternate between the contenders, so machine noise hits them alike.
 //!
 //! `cargo bench --bench throughput` (ITEMS=20000 ROUNDS=5 by default; SYNC=normal or SYNC=full
-//! measures one mode only).
+//! measures one mode only; BIN=/path/to/reclaim runs another build's workers, against the same
+//! bare loop).
 
 use std::error::Error;
 use std::path::Path;
@@ -66,7 +67,8 @@ fn worker(
     sync: &str,
 ) -> Result<f64, Box<dyn Error>> {
     let started = Instant::now();
-    let status = Command::new(BIN)
+    let bin = std::env::var("BIN").unwrap_or_else(|_| BIN.to_string());
+    let status = Command::new(bin)
         .args([
             "worker",
             "--strategy",
