@@ -242,6 +242,16 @@ impl Engine {
         if self.triggers.rows_kill().is_none() {
             return;
         }
+        // An external job whose table holds a row for every item of the queue has nothing left
+        // in flight (one that writes its whole queue in one transaction goes from none to all):
+        // a kill now would only interrupt a finished job, so none is sent, and the report says
+        // the kill never fired.
+        if let Some(first) = self.lanes.first()
+            && first.config.worker.job().is_some()
+            && first.observer.distinct >= first.config.items
+        {
+            return;
+        }
         let rows = self.lanes.first().map_or(0, |l| l.observer.rows);
         // reclaim's own worker is held at its kill's row: the kill waits until every write
         // granted has been heard, so its lines (its `start` among them) come before the kill's
