@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::common::{count, json_of, number, open_ro, path_arg, reclaim_in_dir};
-use crate::pg_warehouse::{cluster_folder, folder, pg_bin, psql, start_kept, stop_kept};
+use crate::pg_warehouse::{folder, on_kept, pg_bin, psql};
 use crate::run::{after_clock, without_pids_and_paths};
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -140,14 +140,7 @@ fn eight_claim_workers_under_random_kills_write_each_item_once_on_postgres() {
     let run = reclaim_in_dir(dir.path(), &args, LIMIT);
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     assert_exactly_once(&json_of(&run));
-    let cluster = cluster_folder(dir.path()).unwrap_or_else(|| panic!("no kept cluster"));
-    start_kept(&bin, &cluster);
-    let checked = std::panic::catch_unwind(|| psql_agrees(&cluster));
-    stop_kept(&bin, &cluster);
-    let _ = std::fs::remove_dir_all(&cluster);
-    if let Err(panic) = checked {
-        std::panic::resume_unwind(panic);
-    }
+    on_kept(&bin, dir.path(), psql_agrees);
 }
 
 fn psql_agrees(cluster: &Path) {
@@ -221,29 +214,22 @@ fn the_claim_scenario_teaches_duplicate_delivery_beside_eight_claim_workers() {
         "{}",
         pg.stdout
     );
-    let cluster = cluster_folder(dir.path()).unwrap_or_else(|| panic!("no kept cluster"));
-    start_kept(&bin, &cluster);
-    let checked = std::panic::catch_unwind(|| {
+    on_kept(&bin, dir.path(), |cluster| {
         assert_eq!(
             psql(
-                &cluster,
+                cluster,
                 "SELECT count(*) || ' ' || count(DISTINCT task_id) FROM night_night1_1_naive.records"
             ),
             "360 120"
         );
         assert_eq!(
             psql(
-                &cluster,
+                cluster,
                 "SELECT count(*) || ' ' || count(DISTINCT task_id) || ' ' || count(DISTINCT run_id) FROM night_night1_2_claim.records"
             ),
             "120 120 8"
         );
     });
-    stop_kept(&bin, &cluster);
-    let _ = std::fs::remove_dir_all(&cluster);
-    if let Err(panic) = checked {
-        std::panic::resume_unwind(panic);
-    }
 }
 
 /// The claim night is a function of the scenario, not of the machine: run twice (the suite's

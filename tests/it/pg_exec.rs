@@ -5,24 +5,12 @@
 use std::time::Duration;
 
 use crate::common::{json_of, reclaim_in_dir};
-use crate::pg_warehouse::{cluster_folder, folder, pg_bin, psql, start_kept, stop_kept};
+use crate::pg_warehouse::{cluster_folder, folder, on_kept, pg_bin, psql};
 
 const LIMIT: Duration = Duration::from_secs(240);
 
 fn job(script: &str) -> String {
     format!("sh {}/examples/{script}", env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs `check` against the kept cluster under `dir`, started for it; stopped and removed after.
-fn on_kept(bin: &std::path::Path, dir: &std::path::Path, check: impl FnOnce(&std::path::Path)) {
-    let cluster = cluster_folder(dir).unwrap_or_else(|| panic!("no kept cluster"));
-    start_kept(bin, &cluster);
-    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&cluster)));
-    stop_kept(bin, &cluster);
-    let _ = std::fs::remove_dir_all(&cluster);
-    if let Err(panic) = checked {
-        std::panic::resume_unwind(panic);
-    }
 }
 
 #[test]

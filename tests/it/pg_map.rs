@@ -137,11 +137,8 @@ fn an_own_job_writes_to_postgres_through_psql_under_kills() {
         assert_eq!(json["duplicated_task_ids"], 0, "{json}");
         assert_eq!(json["missing"], 0, "{json}");
         assert_eq!(json["kills"], 2, "{json}");
-        let cluster = crate::pg_warehouse::cluster_folder(dir.path())
-            .unwrap_or_else(|| panic!("no kept cluster"));
-        crate::pg_warehouse::start_kept(&bin, &cluster);
-        let checked = std::panic::catch_unwind(|| {
-            let psql = |sql: &str| crate::pg_warehouse::psql(&cluster, sql);
+        crate::pg_warehouse::on_kept(&bin, dir.path(), |cluster| {
+            let psql = |sql: &str| crate::pg_warehouse::psql(cluster, sql);
             assert_eq!(
                 psql("SELECT count(*) || ' ' || count(DISTINCT task_id) FROM night.records"),
                 "60 60"
@@ -149,11 +146,6 @@ fn an_own_job_writes_to_postgres_through_psql_under_kills() {
             // The setup ran in the lane's schema, on the server.
             assert_eq!(psql("SELECT to_regclass('night.marker') IS NOT NULL"), "t");
         });
-        crate::pg_warehouse::stop_kept(&bin, &cluster);
-        let _ = std::fs::remove_dir_all(&cluster);
-        if let Err(panic) = checked {
-            std::panic::resume_unwind(panic);
-        }
         let counted = counted
             .join()
             .unwrap_or_else(|_| panic!("the --count-sql night panicked"));

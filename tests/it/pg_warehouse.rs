@@ -119,6 +119,19 @@ pub(crate) fn stop_kept(bin: &Path, cluster: &Path) {
         .status();
 }
 
+/// Runs `check` against the kept cluster under `dir`, started for it; stopped and removed after,
+/// whether `check` passes or panics.
+pub(crate) fn on_kept(bin: &Path, dir: &Path, check: impl FnOnce(&Path)) {
+    let cluster = cluster_folder(dir).unwrap_or_else(|| panic!("no kept cluster"));
+    start_kept(bin, &cluster);
+    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&cluster)));
+    stop_kept(bin, &cluster);
+    let _ = std::fs::remove_dir_all(&cluster);
+    if let Err(panic) = checked {
+        std::panic::resume_unwind(panic);
+    }
+}
+
 /// `psql -Atc SQL` on the cluster in `cluster`, as role `user`: its output, trimmed.
 pub(crate) fn psql(cluster: &Path, sql: &str) -> String {
     let output = Command::new("psql")
