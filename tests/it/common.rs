@@ -15,6 +15,23 @@ use rusqlite::{Connection, OpenFlags};
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_reclaim");
 
+/// The Python interpreter the example jobs run under, by its own path: `python3` found on PATH
+/// may be a version manager's shim (pyenv's is a bash script), which every one of the tests'
+/// job starts would otherwise pay for. Falls back to `python3` itself.
+pub(crate) fn python3() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty() && !s.contains(char::is_whitespace))
+            .unwrap_or_else(|| "python3".to_owned())
+    })
+}
+
 /// One finished invocation of the binary, its output decoded.
 #[derive(Debug)]
 pub(crate) struct Run {

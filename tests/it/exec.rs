@@ -36,11 +36,11 @@ fn example(name: &str) -> String {
 }
 
 fn naive() -> String {
-    format!("python3 {}", example("naive_job.py"))
+    format!("{} {}", crate::common::python3(), example("naive_job.py"))
 }
 
 fn guarded() -> String {
-    format!("python3 {}", example("guarded_job.py"))
+    format!("{} {}", crate::common::python3(), example("guarded_job.py"))
 }
 
 fn shell_loop() -> String {

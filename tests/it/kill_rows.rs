@@ -128,7 +128,7 @@ fn an_exec_jobs_storm_by_rows_lands_after_its_commits() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let db = dir.path().join("warehouse.db");
     let job = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/guarded_job.py");
-    let command = format!("python3 {job}");
+    let command = format!("{} {job}", crate::common::python3());
     let json = storm(&db, &["--exec", &command], "400", "8", "5");
     assert_eq!(number(&json, "kills"), 8, "{json}");
     let (after, all) = after_a_commit(&json);

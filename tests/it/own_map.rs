@@ -22,7 +22,7 @@ fn example(name: &str) -> String {
     let job = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples")
         .join(name);
-    format!("python3 {}", job.display())
+    format!("{} {}", crate::common::python3(), job.display())
 }
 
 fn tmp() -> tempfile::TempDir {
@@ -278,7 +278,7 @@ fn a_cell_whose_point_is_never_reached_is_not_tested_and_fails_only_under_strict
          print('done status=ok')\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let job = format!("python3 {}", script.display());
+    let job = format!("{} {}", crate::common::python3(), script.display());
     for (strict, code) in [(false, 0), (true, 1)] {
         let mut args = vec!["map", "--exec", job.as_str(), "--items", "1", "--json"];
         if strict {

@@ -11,7 +11,7 @@ fn example(name: &str) -> String {
     let job = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples")
         .join(name);
-    format!("python3 {}", job.display())
+    format!("{} {}", crate::common::python3(), job.display())
 }
 
 fn reclaim_with(env: &[(&str, &str)], args: &[&str]) -> Run {

@@ -15,7 +15,7 @@ const LIMIT: Duration = Duration::from_secs(120);
 
 fn orders_job() -> String {
     let job = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/orders_job.py");
-    format!("python3 {}", job.display())
+    format!("{} {}", crate::common::python3(), job.display())
 }
 
 /// `reclaim ARGS` with `ORDERS_MODE` (and more) set for the job, in `dir`.
@@ -377,7 +377,11 @@ fn prove_strict_junit_on_the_examples_writes_xml_a_ci_reporter_reads() {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     for (job, code, failures) in [("guarded_job.py", 0, "0"), ("naive_job.py", 1, "2")] {
         let xml = tmp.path().join(format!("{job}.xml"));
-        let command = format!("python3 {}", examples.join(job).display());
+        let command = format!(
+            "{} {}",
+            crate::common::python3(),
+            examples.join(job).display()
+        );
         let run = reclaim_with(
             tmp.path(),
             &[],

