@@ -391,7 +391,7 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
     let mut why = Vec::new();
     if !unkilled.is_empty() {
         why.push(format!(
-            "in {}, 0 of {} planned kills landed before the job finished; use more --items or a larger --delay-ms",
+            "in {}, the job finished before the first of its {} planned kills, so none landed; use more --items or a larger --delay-ms",
             unkilled.join(", "),
             args.kills
         ));
