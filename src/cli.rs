@@ -187,7 +187,8 @@ pub struct MapArgs {
     /// keys of the job's queue such as ord-00010..ord-00020, or their numbers) [default: every task]
     #[arg(long, value_name = "A..B", value_parser = parse_key_range)]
     pub tasks: Option<KeyRange>,
-    /// Nights in flight at once [default: one per core, at least 2]
+    /// Nights in flight at once [default: two per core for reclaim's own workers, one per core
+    /// with --exec; at least 2, at most 8]
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: Option<u16>,
     /// Print the map as one JSON object
@@ -235,7 +236,7 @@ pub struct MapArgs {
 pub struct ShrinkArgs {
     /// A night recorded with --record (by `run` or the dashboard) that went wrong
     pub file: PathBuf,
-    /// Nights in flight at once [default: one per core, at least 2]
+    /// Nights in flight at once [default: one per core, at least 2, at most 8]
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: Option<u16>,
     /// With --exec: the queue's size [default: the recorded lane's]

@@ -137,7 +137,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
         items: plan.items,
         keep: args.keep,
     };
-    let threads = args.threads.map_or_else(pool::default_threads, usize::from);
+    let threads = args.threads.map_or_else(pool::own_map_threads, usize::from);
     let jobs: Vec<_> = plan.nights().into_iter().enumerate().collect();
     let started = Instant::now();
     let outcome = (|| {
