@@ -13,12 +13,11 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use reclaim::heartbeat::unix_now;
 use reclaim::map::{Kill, PlannedNight, Runner};
 use reclaim::store::{self, SyncMode};
-use reclaim::task::{idem_key, payload, task_id};
 use reclaim::worker::{CrashAt, CrashPoint, Strategy};
-use rusqlite::{TransactionBehavior, params};
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_reclaim");
 const ITEMS: u64 = 200;
@@ -78,22 +77,7 @@ fn floor(db: &Path) -> Result<(f64, f64, f64), Box<dyn Error>> {
     let mut conn = store::open_for_worker(db, SyncMode::Normal, Strategy::Guarded.needs(), false)?;
     let opened = started.elapsed().as_secs_f64() * 1000.0;
     let started = Instant::now();
-    for i in 0..FLOOR_TRANSACTIONS {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (task, body) = (task_id(i), payload(i));
-        let key = idem_key(&task, &body);
-        let now = unix_now();
-        tx.prepare_cached(
-            "INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(idem_key) DO NOTHING",
-        )?
-        .execute(params![task, body, key, "floor", now])?;
-        tx.prepare_cached(
-            "INSERT OR REPLACE INTO checkpoints(task_id, completed_at) VALUES (?1, ?2)",
-        )?
-        .execute(params![task, now])?;
-        tx.commit()?;
-    }
+    common::guarded_transactions(&mut conn, FLOOR_TRANSACTIONS, 1, "floor")?;
     Ok((starts, opened, started.elapsed().as_secs_f64() * 1000.0))
 }
 

@@ -12,11 +12,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use reclaim::heartbeat::unix_now;
 use reclaim::store::{self, SyncMode};
-use reclaim::task::{idem_key, payload, task_id};
 use reclaim::worker::Strategy;
-use rusqlite::{TransactionBehavior, params};
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_reclaim");
 
@@ -32,29 +31,7 @@ fn env_or(name: &str, default: u64) -> u64 {
 fn bare(db: &Path, items: u64, batch: u64, sync: SyncMode) -> Result<f64, Box<dyn Error>> {
     let mut conn = store::open_for_worker(db, sync, Strategy::Guarded.needs(), false)?;
     let started = Instant::now();
-    let mut next = 0;
-    while next < items {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(idem_key) DO NOTHING",
-            )?;
-            let mut mark = tx.prepare_cached(
-                "INSERT OR REPLACE INTO checkpoints(task_id, completed_at) VALUES (?1, ?2)",
-            )?;
-            for i in next..items.min(next + batch) {
-                let task = task_id(i);
-                let body = payload(i);
-                let key = idem_key(&task, &body);
-                let now = unix_now();
-                insert.execute(params![task, body, key, "bare", now])?;
-                mark.execute(params![task, now])?;
-            }
-        }
-        tx.commit()?;
-        next += batch;
-    }
+    common::guarded_transactions(&mut conn, items, batch, "bare")?;
     Ok(items as f64 / started.elapsed().as_secs_f64())
 }
 
