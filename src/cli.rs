@@ -470,6 +470,9 @@ pub struct WorkerArgs {
     /// Granted everything, say only the latest `wrote` line before any other line
     #[arg(long, hide = true, requires = "gated")]
     pub quiet_writes: bool,
+    /// Checkpoint the log every PAGES pages (a night's database in memory)
+    #[arg(long, hide = true, requires = "supervised", value_name = "PAGES", value_parser = clap::value_parser!(u32).range(1..))]
+    pub wal_autocheckpoint: Option<u32>,
     /// Each item also sends a message to the vendor, before its row commits
     #[arg(long, value_enum, requires = "vendor")]
     pub side_effect: Option<crate::worker::SideEffect>,
@@ -520,6 +523,7 @@ impl WorkerArgs {
             long_item: self.long.long_item,
             split: self.long.split,
             quiet_writes: self.quiet_writes,
+            wal_autocheckpoint: self.wal_autocheckpoint,
         }
     }
 }

@@ -272,9 +272,25 @@ pub struct Runner {
     pub dir: PathBuf,
     pub items: u64,
     pub keep: bool,
+    /// Each night's worker's auto-checkpoint: short when `dir` is in memory (`store::wal`).
+    wal_autocheckpoint: Option<u32>,
 }
 
 impl Runner {
+    /// A runner of nights in `dir` (one of the map's own, `fresh_dir`).
+    #[must_use]
+    pub fn new(exe: PathBuf, dir: PathBuf, items: u64, keep: bool) -> Self {
+        let wal_autocheckpoint =
+            crate::paths::in_memory(&dir).then_some(crate::store::wal::SHORT_WAL_PAGES);
+        Self {
+            exe,
+            dir,
+            items,
+            keep,
+            wal_autocheckpoint,
+        }
+    }
+
     /// Runs `night` (the `n`th of the map) to its end and reads its cell from the rows; once
     /// `cancel` is set the night ends early, its workers killed (`Error::Stopped`).
     pub fn run(&self, n: usize, night: PlannedNight, cancel: &AtomicBool) -> Result<Cell, Error> {
@@ -297,6 +313,7 @@ impl Runner {
             crash_at: Some(crash),
             // Nothing watches a map night write by write: its one kill is its own crash point.
             quiet_writes: true,
+            wal_autocheckpoint: self.wal_autocheckpoint,
             ..LaneConfig::new(night.strategy, db.clone(), self.items)
         };
         let config = EngineConfig {

@@ -403,6 +403,14 @@ pub fn write_new(
     file.sync_all()
 }
 
+/// Whether `dir` is in memory (tmpfs, as `/dev/shm` is): a sync there costs nothing, and every
+/// page a file grows by is freshly allocated memory.
+#[must_use]
+pub fn in_memory(dir: &Path) -> bool {
+    nix::sys::statfs::statfs(dir)
+        .is_ok_and(|fs| fs.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC)
+}
+
 /// A folder of reclaim's own under `base`: made exclusively under a random name (a name already
 /// taken, or planted, is never used), private (0700), and removed when the handle drops unless
 /// it is kept (`TempDir::keep`).
@@ -515,5 +523,30 @@ mod tests {
             Err(PathError::Exists { .. })
         ));
         Ok(())
+    }
+
+    /// Judged as /proc/mounts judges the mount each path is on.
+    #[test]
+    fn in_memory_is_what_the_mount_table_says() {
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+        let fs_type = |point: &str| {
+            mounts
+                .lines()
+                .filter_map(|line| {
+                    let mut fields = line.split_whitespace().skip(1);
+                    Some((fields.next()?, fields.next()?))
+                })
+                .rfind(|&(at, _)| at == point)
+                .map(|(_, kind)| kind.to_string())
+        };
+        for point in ["/", "/dev/shm", "/proc"] {
+            if let Some(kind) = fs_type(point) {
+                assert_eq!(
+                    in_memory(Path::new(point)),
+                    kind == "tmpfs",
+                    "{point}: {kind}"
+                );
+            }
+        }
     }
 }

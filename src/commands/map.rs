@@ -131,12 +131,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
             }
         }
     }
-    let runner = Runner {
-        exe: exe.clone(),
-        dir: dir.clone(),
-        items: plan.items,
-        keep: args.keep,
-    };
+    let runner = Runner::new(exe.clone(), dir.clone(), plan.items, args.keep);
     let threads = args.threads.map_or_else(pool::own_map_threads, usize::from);
     let jobs: Vec<_> = plan.nights().into_iter().enumerate().collect();
     let started = Instant::now();

@@ -233,6 +233,9 @@ pub struct LaneConfig {
     /// granted everything (`WorkerConfig::quiet_writes`): for a night nothing watches write by
     /// write (a map night, with no host kill and no dashboard).
     pub quiet_writes: bool,
+    /// reclaim's own worker checkpoints its log every this many pages
+    /// (`WorkerConfig::wal_autocheckpoint`): for a night's database in memory.
+    pub wal_autocheckpoint: Option<u32>,
 }
 
 impl From<Strategy> for LaneWorker {
@@ -267,6 +270,7 @@ impl LaneConfig {
             long_item: None,
             split: 1,
             quiet_writes: false,
+            wal_autocheckpoint: None,
         }
     }
 

@@ -359,6 +359,7 @@ impl Lane {
             long_item: cfg.long_item,
             split: cfg.split,
             quiet_writes: cfg.quiet_writes,
+            wal_autocheckpoint: cfg.wal_autocheckpoint,
         }
     }
 

@@ -15,6 +15,12 @@
 //! the log is truncated to zero bytes. `journal_size_limit` also caps what a natural rewind
 //! (the log fully copied with no reader on it) leaves on disk.
 //!
+//! A night's database in memory (a map night, on tmpfs) is checkpointed far more often
+//! (`SHORT_WAL_PAGES`): there a checkpoint's syncs cost nothing, while every page the log grows
+//! by is a fresh page of memory for the kernel to allocate, zero and, when the night's files are
+//! removed, free again. A 300-transaction night's log grew to about 2 MB; it now wraps at 400
+//! KB. On a disk the default stays: each checkpoint syncs the log and the database.
+//!
 //! INVARIANT (the bound, README/RELIABILITY): the `-wal` file stays under `WAL_LIMIT` plus what
 //! the workers commit between two looks at its size (at most `LOOK_EVERY` apart, or one commit)
 //! and before the checkpoint takes the writer lock, as long as no reader keeps one read transaction open
@@ -30,6 +36,11 @@ use rusqlite::Connection;
 /// The `-wal` size past which a worker checkpoints and truncates it: 16 times the
 /// auto-checkpoint's 1,000 pages of 4 KiB, so a night without long readers never reaches it.
 pub const WAL_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// The auto-checkpoint of a database in memory, in pages (SQLite's default is 1,000): the full
+/// map took 0.87 of its CPU at 100, and 50 was no better (BENCHMARKS.md, "A short log for a
+/// night in memory").
+pub const SHORT_WAL_PAGES: u32 = 100;
 
 /// A checkpoint that returned busy sooner than this lost a race with another worker's
 /// checkpoint, not a wait for a reader: the next commit tries again at once.
@@ -52,13 +63,21 @@ pub struct WalBound {
 }
 
 impl WalBound {
-    /// Sets `journal_size_limit` on `conn` (a worker's connection to `db`, in WAL mode).
-    pub fn new(conn: &Connection, db: &Path) -> rusqlite::Result<Self> {
+    /// Sets `journal_size_limit` on `conn` (a worker's connection to `db`, in WAL mode), and
+    /// the auto-checkpoint when one is given (`SHORT_WAL_PAGES` for a database in memory).
+    pub fn new(
+        conn: &Connection,
+        db: &Path,
+        autocheckpoint: Option<u32>,
+    ) -> rusqlite::Result<Self> {
         conn.pragma_update(
             None,
             "journal_size_limit",
             i64::try_from(WAL_LIMIT).unwrap_or(i64::MAX),
         )?;
+        if let Some(pages) = autocheckpoint {
+            conn.pragma_update(None, "wal_autocheckpoint", pages)?;
+        }
         Ok(Self {
             wal: crate::paths::with_suffix(db, "-wal"),
             next_try: None,

@@ -30,7 +30,7 @@ pub(super) fn open_db(config: &WorkerConfig) -> Result<Db, WorkerError> {
         config.strategy.needs(),
         !config.supervised,
     )?;
-    let wal = store::wal::WalBound::new(&conn, &config.db)
+    let wal = store::wal::WalBound::new(&conn, &config.db, config.wal_autocheckpoint)
         .map_err(|e| StoreError::sqlite(&config.db, e))?;
     Ok(Db::Sqlite(conn, wal))
 }

@@ -82,6 +82,9 @@ pub struct WorkerConfig {
     /// watches write by write (a map night, killed only by its own crash point), where a line
     /// per write costs the supervisor two wake-ups and most of its time.
     pub quiet_writes: bool,
+    /// Checkpoint the log every this many pages, not SQLite's 1,000: a map night's database in
+    /// memory (`store::wal::SHORT_WAL_PAGES`).
+    pub wal_autocheckpoint: Option<u32>,
 }
 
 #[derive(Debug, Error)]

@@ -73,6 +73,10 @@ impl WorkerConfig {
         if self.quiet_writes {
             args.push("--quiet-writes".into());
         }
+        if let Some(pages) = self.wal_autocheckpoint {
+            args.push("--wal-autocheckpoint".into());
+            args.push(pages.to_string().into());
+        }
         args
     }
 }
@@ -386,6 +390,7 @@ mod tests {
             }),
             split: 10,
             quiet_writes: true,
+            wal_autocheckpoint: Some(crate::store::wal::SHORT_WAL_PAGES),
         };
         let mut command_line: Vec<OsString> = vec!["reclaim".into()];
         command_line.extend(config.to_args());

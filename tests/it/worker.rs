@@ -508,6 +508,34 @@ fn every_keyed_strategy_refuses_rows_keyed_in_another_form_and_touches_nothing()
     assert_eq!(rows(&open_ro(&db)), 3);
 }
 
+/// A map night's worker (`--wal-autocheckpoint 100`, given when the night's folder is in memory)
+/// checkpoints its log every 100 pages; without it SQLite's 1,000 apply. The log a SIGKILL leaves beside the
+/// database shows which, and every committed row is in the database either way.
+#[test]
+fn a_short_wal_keeps_the_log_a_kill_leaves_short() {
+    let mut sizes = Vec::new();
+    for flag in [None, Some(["--wal-autocheckpoint", "100"])] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("night.db");
+        let crash_at = "task-399:after-commit";
+        let mut extra = vec!["--items", "400", "--supervised", "--crash-at", crash_at];
+        extra.extend(flag.iter().flatten());
+        let run = worker("guarded", &db, &extra);
+        assert_killed(&run, crash_at);
+        let wal = fs::metadata(dir.path().join("night.db-wal")).map_or(0, |m| m.len());
+        let conn = open_ro(&db);
+        assert_eq!(rows(&conn), 400, "{flag:?}");
+        assert_eq!(distinct(&conn), 400, "{flag:?}");
+        sizes.push(wal);
+    }
+    // 400 transactions of about four pages each: a 1,000-page log (4 MB) against about 100.
+    assert!(sizes[0] > 3_000_000, "without: {sizes:?}");
+    assert!(
+        sizes[1] < 600_000,
+        "with --wal-autocheckpoint 100: {sizes:?}"
+    );
+}
+
 #[test]
 fn guarded_skips_tasks_another_writer_checkpoints_while_it_runs() {
     // A guarded worker reads the checkpoints once at start, then looks again only when another
