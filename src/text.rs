@@ -2,21 +2,29 @@
 //! paths shortened from the left, so the file's name stays readable where room is short.
 
 /// Escapes control characters (a newline becomes `\n`, a NUL `\0`, ...) so that a value quoted
-/// from a scenario, a recording or a path cannot break an error line in two.
+/// from a scenario, a recording or a path cannot break an error line in two; and the bidi
+/// controls (U+202E `\u{202e}`, ...), which would show a line's text in another order than it
+/// has.
 #[must_use]
 pub fn escape_controls(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
+    let escaped = |c: char| c.is_control() || is_bidi_control(c);
+    if !text.chars().any(escaped) {
         return text.to_string();
     }
     text.chars()
         .map(|c| {
-            if c.is_control() {
+            if escaped(c) {
                 c.escape_debug().to_string()
             } else {
                 c.to_string()
             }
         })
         .collect()
+}
+
+/// The Unicode bidi controls: marks, embeddings, overrides and isolates.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// `n` and the noun in agreement with it: `1 kill`, `2 kills`, `1 task id`, `112 task ids`.
@@ -119,6 +127,11 @@ mod tests {
     #[test]
     fn control_characters_are_escaped_and_the_rest_kept() {
         assert_eq!(escape_controls("plain, café"), "plain, café");
+        assert_eq!(escape_controls("n\u{202e}X"), "n\\u{202e}X");
+        assert_eq!(
+            escape_controls("a\u{2066}b\u{200f}"),
+            "a\\u{2066}b\\u{200f}"
+        );
         assert_eq!(escape_controls("a\nb\0c\td"), "a\\nb\\0c\\td");
     }
 

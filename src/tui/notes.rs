@@ -72,7 +72,8 @@ impl Notes {
         let mut notes = Self {
             path: resolved,
             file: lock(file, path)?,
-            title: title.to_string(),
+            // A scenario's strings are written escaped: a second screen `tail -F`s this file.
+            title: crate::text::escape_controls(title),
             night: None,
         };
         if new {
@@ -98,18 +99,22 @@ impl Notes {
 
     /// A night starts (the first, or again after `n`, `s` or `R`): `what` says which.
     pub fn night(&mut self, what: &str) -> io::Result<()> {
-        let text = format!("\n== {}: {what} ==\n", self.title);
+        let text = format!(
+            "\n== {}: {} ==\n",
+            self.title,
+            crate::text::escape_controls(what)
+        );
         self.night = Some(text.clone());
         self.write(&text)
     }
 
     /// The night reached a caption at `at`: its text, then its notes indented under it.
     pub fn reached(&mut self, at: SimTime, caption: &str, notes: Option<&str>) -> io::Result<()> {
-        let mut text = format!("\n{at}  {caption}\n");
+        let mut text = format!("\n{at}  {}\n", crate::text::escape_controls(caption));
         for line in notes.unwrap_or_default().lines().map(str::trim_end) {
             if !line.is_empty() {
                 text.push_str("          ");
-                text.push_str(line);
+                text.push_str(&crate::text::escape_controls(line));
             }
             text.push('\n');
         }
@@ -235,6 +240,38 @@ fn written_by_reclaim(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scenario's title, captions and notes reach a terminal that `tail -F`s the file: no
+    /// escape sequence of theirs is written raw.
+    #[test]
+    fn a_scenarios_control_characters_are_written_escaped() -> Result<(), Error> {
+        let dir = tempfile::tempdir().context(|| "tempdir".into())?;
+        let path = dir.path().join("notes.txt");
+        let mut notes = Notes::open(&path, "t\u{1b}]0;TT\u{7}", &[], &[])?;
+        notes.night("night\u{1b}[2J 1").context(|| "write".into())?;
+        notes
+            .reached(
+                SimTime(7200.0),
+                "cap\u{1b}[31mRED\u{9b}2J",
+                Some("NOTES\u{1b}]0;pwned\u{7}\u{202e}"),
+            )
+            .context(|| "write".into())?;
+        let text = std::fs::read_to_string(&path).context(|| "read".into())?;
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        assert!(text.contains("cap\\u{1b}[31mRED\\u{9b}2J"), "{text}");
+        assert!(
+            text.contains("NOTES\\u{1b}]0;pwned\\u{7}\\u{202e}"),
+            "{text}"
+        );
+        assert!(
+            text.starts_with("# reclaim speaker notes: t\\u{1b}]0;TT\\u{7}\n"),
+            "{text}"
+        );
+        Ok(())
+    }
 
     #[test]
     fn a_new_file_gets_a_header_and_each_caption_with_its_notes() -> Result<(), Error> {
