@@ -43,13 +43,17 @@ pub(super) fn run(args: &HeartbeatCheckArgs) -> Result<u8, Error> {
 /// How long the switch gives its alert command before stopping it.
 const ALERT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Runs the alert command (its own process group, so a terminal's Ctrl-C or cron's cleanup of
-/// the switch does not cut a page short): its failure is said when it ends within `ALERT_WAIT`;
+/// Runs the alert command (in a process group of its own, stopped as one): its failure is said
+/// when it ends within `ALERT_WAIT`;
 /// one still running then (a mail relay that hangs) is stopped, its whole group, and said so:
 /// a switch run by cron every minute never waits long, never piles up, and never leaves a
-/// process of its own behind.
+/// process of its own behind. Whatever the command started goes with it when it ends, when it is
+/// stopped, and when the switch is (SIGTERM, SIGINT, SIGHUP): the switch is the subreaper of
+/// what leaves the group (`setsid`, a double fork).
 fn run_alert(command: &str, message: &str, age: u64) -> Result<(), Error> {
     use std::os::unix::process::CommandExt as _;
+    crate::signals::install().context(|| "cannot install signal handlers".into())?;
+    crate::supervisor::orphans::become_subreaper();
     let mut child = std::process::Command::new("sh")
         .args(["-c", command])
         .env("RECLAIM_ALERT", message)
@@ -59,9 +63,27 @@ fn run_alert(command: &str, message: &str, age: u64) -> Result<(), Error> {
         .spawn()
         .context(|| "cannot run --exec command".into())?;
     let until = std::time::Instant::now() + ALERT_WAIT;
+    let group = i32::try_from(child.id()).map(nix::unistd::Pid::from_raw);
+    // The command's group, then whatever left it: SIGKILL to each.
+    let stop_all = || {
+        if let Ok(group) = group {
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        }
+        crate::supervisor::orphans::kill_descendants();
+    };
     loop {
+        if let Some(signal) = crate::signals::received() {
+            stop_all();
+            let _ = child.wait();
+            eprintln!(
+                "reclaim: stopped by {signal}; the --exec command and everything it started were stopped"
+            );
+            return Ok(());
+        }
         match child.try_wait() {
             Ok(Some(status)) => {
+                // What it left running (a `&`, a `setsid`) would outlive the switch.
+                stop_all();
                 if !status.success() {
                     eprintln!("reclaim: warning: the --exec command failed ({status})");
                 }
@@ -72,12 +94,7 @@ fn run_alert(command: &str, message: &str, age: u64) -> Result<(), Error> {
             }
             Ok(None) => {
                 // The group leads with the shell: the alert and whatever it started go with it.
-                if let Ok(pid) = i32::try_from(child.id()) {
-                    let _ = nix::sys::signal::killpg(
-                        nix::unistd::Pid::from_raw(pid),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
-                }
+                stop_all();
                 let _ = child.wait();
                 eprintln!(
                     "reclaim: the --exec command was still running after {} s and was stopped (SIGKILL to its process group); an alert should take seconds",
@@ -86,6 +103,7 @@ fn run_alert(command: &str, message: &str, age: u64) -> Result<(), Error> {
                 return Ok(());
             }
             Err(error) => {
+                stop_all();
                 eprintln!("reclaim: warning: cannot wait for the --exec command: {error}");
                 return Ok(());
             }

@@ -188,3 +188,91 @@ fn a_storm_of_kills_leaves_no_temporary_heartbeat_behind() {
     }
     assert!(left.is_empty(), "temporary beats left behind: {left:?}");
 }
+
+/// Live processes whose working folder is `dir` (the alert commands below `cd` there first).
+fn living_in(dir: &Path) -> Vec<i32> {
+    let dir = fs::canonicalize(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    fs::read_dir("/proc")
+        .unwrap_or_else(|e| panic!("/proc: {e}"))
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir)
+                && !crate::common::process_gone(pid)
+        })
+        .collect()
+}
+
+/// An alert that leaves work running (a `&`, a `setsid`, a double fork) leaves none of it
+/// behind: the switch is run by cron every minute, and its alerts must not pile up.
+#[test]
+fn an_alert_leaves_nothing_running_when_it_ends_or_the_switch_is_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let beat = dir.path().join("w.db.heartbeat");
+    beat_at(
+        &beat,
+        "task-1 1.0 pid=1\n",
+        SystemTime::now() - Duration::from_secs(3600),
+    );
+    let away = dir.path().join("away");
+    fs::create_dir(&away).unwrap();
+    assert!(!path_arg(&away).contains('\''));
+    let leaves = format!(
+        "cd '{}' && (setsid sleep 300 &) && (sh -c 'sleep 301 &') && sleep 302 & echo alerted",
+        path_arg(&away)
+    );
+    let run = heartbeat_check(&[
+        "--file",
+        path_arg(&beat),
+        "--max-age",
+        "5",
+        "--exec",
+        &leaves,
+    ]);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        living_in(&away),
+        Vec::<i32>::new(),
+        "left running after the alert ended"
+    );
+
+    // Stopped while it waits for an alert that hangs: SIGTERM, then nothing of it is left.
+    let hangs = format!(
+        "cd '{}' && (setsid sleep 303 &) && sleep 304",
+        path_arg(&away)
+    );
+    let switch = std::process::Command::new(crate::common::BIN)
+        .args([
+            "heartbeat-check",
+            "--file",
+            path_arg(&beat),
+            "--max-age",
+            "5",
+        ])
+        .args(["--exec", &hangs])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while living_in(&away).len() < 2 {
+        assert!(started.elapsed() < LIMIT, "the alert never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(switch.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let output = switch.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(9),
+        "it waited for the alert"
+    );
+    assert_eq!(
+        living_in(&away),
+        Vec::<i32>::new(),
+        "left running after SIGTERM"
+    );
+}
