@@ -45,6 +45,46 @@ pub enum RecordingError {
         line: usize,
         message: String,
     },
+    /// A value reclaim never writes: a moment outside any night, a lane the header does not
+    /// name. Nothing is drawn or judged from such a file.
+    #[error(
+        "recording {path}: line {line} {message}; reclaim never writes that, so this file was changed, and nothing is drawn or judged from it"
+    )]
+    Impossible {
+        path: String,
+        line: usize,
+        message: String,
+    },
+}
+
+/// The latest moment a recording may name, in sim seconds after midnight: 100 days after the
+/// night began, far past any night reclaim runs (100,000,000 items at the postmortem's 10 ms is
+/// under 12 days), and far below where drawing a chart to it would overflow.
+pub const MAX_SIM: f64 = crate::clock::NIGHT_START + 100.0 * 86_400.0;
+
+/// Why a line's moment or lanes cannot be from reclaim, if they cannot.
+fn impossible(sim: f64, lanes: Option<usize>, lane: Option<usize>, named: usize) -> Option<String> {
+    if !(0.0..=MAX_SIM).contains(&sim) {
+        let sim = if sim.abs() < 1e12 {
+            sim.to_string()
+        } else {
+            format!("{sim:e}")
+        };
+        return Some(format!("is at sim {sim}, outside 0..={MAX_SIM}"));
+    }
+    if let Some(count) = lanes.filter(|&count| count != named) {
+        return Some(format!(
+            "has {} where the header names {named}",
+            crate::text::count(count as u64, "lane", "lanes")
+        ));
+    }
+    if let Some(lane) = lane.filter(|&lane| lane >= named) {
+        return Some(format!(
+            "is about lane {lane}, which the header does not name ({})",
+            crate::text::count(named as u64, "lane", "lanes")
+        ));
+    }
+    None
 }
 
 /// A recording read back.
@@ -90,6 +130,14 @@ impl Recording {
             return Err(RecordingError::Empty(path.into()));
         };
         let header = parse_header(path, first)?;
+        let named = header.lanes.len();
+        if named == 0 {
+            return Err(RecordingError::Impossible {
+                path: path.into(),
+                line: 1,
+                message: "names no lane".into(),
+            });
+        }
         let mut recording = Self {
             header,
             events: Vec::new(),
@@ -99,7 +147,21 @@ impl Recording {
         };
         let last = lines.len() - 1;
         for (i, bytes) in lines.iter().enumerate().skip(1) {
-            match serde_json::from_slice::<SessionLine>(bytes) {
+            let line = serde_json::from_slice::<SessionLine>(bytes);
+            let wrong = match &line {
+                Ok(SessionLine::Event(e)) => impossible(e.sim, None, e.lane, named),
+                Ok(SessionLine::Sample(s)) => impossible(s.sim, Some(s.lanes.len()), None, named),
+                Ok(SessionLine::End(e)) => impossible(e.sim, Some(e.lanes.len()), None, named),
+                _ => None,
+            };
+            if let Some(message) = wrong {
+                return Err(RecordingError::Impossible {
+                    path: path.into(),
+                    line: i + 1,
+                    message,
+                });
+            }
+            match line {
                 Ok(SessionLine::Event(event)) => recording.events.push(event),
                 Ok(SessionLine::Sample(sample)) => {
                     // INVARIANT: samples are in time order, so the last is the latest and
@@ -285,7 +347,12 @@ mod tests {
             seed: 1,
             scale: 100.0,
             dead_man: 300.0,
-            lanes: Vec::new(),
+            lanes: vec![crate::record::LaneInfo {
+                name: "naive".into(),
+                strategy: "naive".into(),
+                items: 10,
+                db: "w.db".into(),
+            }],
             captions: Vec::new(),
             warehouse: None,
         };
@@ -343,5 +410,50 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(err.contains("line 2 is garbled"), "{err}");
+    }
+
+    /// A moment outside any night, or lanes the header does not name, are refused in one line:
+    /// a chart drawn to 1.7e308 never finished, and a lane without samples was judged.
+    #[test]
+    fn impossible_moments_and_lanes_are_refused() {
+        let end = |sim: &str, lanes: &str| {
+            format!("{{\"type\":\"end\",\"real_ms\":1,\"sim\":{sim},\"lanes\":[{lanes}]}}")
+        };
+        let lane = "{\"items\":10,\"rows\":10,\"distinct\":10,\"duplicated_task_ids\":0,\"missing\":0,\"derived_status\":\"ok\",\"derived\":\"ok\",\"claimed_status\":\"ok\",\"completed\":true}";
+        assert!(parse(&format!("{}\n{}", header_line(), end("7300.0", lane))).is_ok());
+        let two = format!("{lane},{lane}");
+        let event = "{\"type\":\"event\",\"real_ms\":1,\"sim\":7200.0,\"lane\":99,\"source\":\"runner\",\"kind\":\"notice\",\"text\":\"x\"}";
+        let cases = [
+            (
+                end("1.7e308", lane),
+                "line 2 is at sim 1.7e308, outside 0..=8647200",
+            ),
+            (end("-1.0", lane), "line 2 is at sim -1, outside"),
+            (
+                end("7300.0", &two),
+                "line 2 has 2 lanes where the header names 1",
+            ),
+            (
+                event.to_string(),
+                "line 2 is about lane 99, which the header does not name (1 lane)",
+            ),
+        ];
+        for (line, needle) in cases {
+            let err = parse(&format!("{}\n{line}", header_line()))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(needle), "{line}: {err}");
+            assert!(err.contains("this file was changed"), "{err}");
+        }
+        let mut header: serde_json::Value =
+            serde_json::from_str(&header_line()).unwrap_or_default();
+        header["lanes"] = serde_json::json!([]);
+        let no_lanes = header.to_string();
+        let err = parse(&no_lanes)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("line 1 names no lane"), "{no_lanes}: {err}");
     }
 }
