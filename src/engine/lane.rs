@@ -137,6 +137,11 @@ impl Lane {
                 sends: config.side_effect.is_some()
                     || config.worker.job().is_some_and(|j| j.vendor),
                 relays: config.relays() || config.worker.job().is_some_and(|j| j.vendor),
+                // A job's own transactions are its own: reclaim cannot rule the gap out.
+                rows_apart: match &config.worker {
+                    LaneWorker::Strategy(strategy) => strategy.checkpoints_apart(),
+                    LaneWorker::Exec(_) => true,
+                },
                 ..KillWindows::default()
             },
             rows_at_spawn: vec![0; config.workers + usize::from(config.relays())],

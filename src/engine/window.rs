@@ -34,6 +34,10 @@ pub struct KillWindows {
     /// user's whose design reclaim cannot know), so `after-relay-send` is a window of this night.
     #[serde(skip)]
     pub relays: bool,
+    /// Whether a row can commit before its checkpoint (two-commit, or a job of the user's),
+    /// so `after-row-commit` is a window of this night; elsewhere it is `after-commit`.
+    #[serde(skip)]
+    pub rows_apart: bool,
 }
 
 impl KillWindows {
@@ -76,6 +80,7 @@ impl KillWindows {
         self.unplaced += other.unplaced;
         self.sends |= other.sends;
         self.relays |= other.relays;
+        self.rows_apart |= other.rows_apart;
         self
     }
 
@@ -94,7 +99,8 @@ impl KillWindows {
     /// The windows of this night that no kill landed in, in order. Only what reclaim could
     /// see: with kills it could not place against a checkpoint, neither after-row-commit nor
     /// after-commit is said to be missed; without a send before the commit, after-send is no
-    /// window of this night.
+    /// window of this night, nor is after-row-commit where a row commits with its checkpoint or
+    /// has none.
     #[must_use]
     pub fn never_hit(&self) -> Vec<KillWindow> {
         KillWindow::ALL
@@ -102,6 +108,7 @@ impl KillWindows {
             .filter(|&w| self.get(w) == 0)
             .filter(|&w| w != KillWindow::AfterSend || self.sends)
             .filter(|&w| w != KillWindow::AfterRelaySend || self.relays)
+            .filter(|&w| w != KillWindow::AfterRowCommit || self.rows_apart)
             .filter(|&w| {
                 self.unplaced == 0
                     || !matches!(w, KillWindow::AfterRowCommit | KillWindow::AfterCommit)
@@ -137,7 +144,10 @@ mod tests {
 
     #[test]
     fn a_pass_that_missed_the_dangerous_window_says_so() {
-        let mut windows = KillWindows::default();
+        let mut windows = KillWindows {
+            rows_apart: true,
+            ..KillWindows::default()
+        };
         windows.add(KillWindow::AfterCommit);
         windows.add(KillWindow::AfterCommit);
         let said = windows.unearned(Strategy::TwoCommit).unwrap_or_default();
@@ -169,5 +179,23 @@ mod tests {
         let said = sending.unearned(Strategy::Guarded).unwrap_or_default();
         assert!(said.contains("after-send"), "{said}");
         assert!(KillWindows::default().unearned(Strategy::Guarded).is_none());
+    }
+
+    /// Where a row commits with its checkpoint, or has none (naive, keyed, guarded, ...), a
+    /// crash named after-row-commit is after-commit: that is no window missed.
+    #[test]
+    fn after_row_commit_is_no_window_where_the_row_has_no_checkpoint_apart() {
+        let mut windows = KillWindows::default();
+        windows.add(KillWindow::AfterCommit);
+        assert_eq!(windows.never_hit(), vec![KillWindow::BeforeAnyCommit]);
+        let apart = KillWindows {
+            rows_apart: true,
+            ..windows
+        };
+        assert_eq!(
+            apart.never_hit(),
+            vec![KillWindow::BeforeAnyCommit, KillWindow::AfterRowCommit]
+        );
+        assert!(KillWindows::default().plus(apart).rows_apart);
     }
 }
