@@ -158,6 +158,18 @@ impl Observer {
         }
     }
 
+    /// Closes the connection (the next poll opens one again), once a writer has died. A writer
+    /// killed inside its commit may leave the transaction's frames in the `-wal` without the
+    /// shared index that names them: every connection open then, this one included, goes on
+    /// reading the index it knows, while the next connection to open the database alone
+    /// recovers the log and finds the transaction (as `sqlite3` afterwards did: a verdict said
+    /// 28 rows of a database that held 29). Closed, it lets that next opener recover.
+    pub fn release(&mut self) {
+        self.conn = None;
+        self.caught_up_at = None;
+        self.files_read = None;
+    }
+
     /// Reads everything there is, now: the shortcut that skips a job's database while its files
     /// look unchanged is not taken (a commit in the same kernel tick as the last read leaves the
     /// stamps as they were), so what a killed job left is all counted.

@@ -391,6 +391,44 @@ fn a_job_that_dies_on_its_own_mid_run_is_restarted_as_after_a_kill() {
     assert!(timeline.contains("attempt=2"), "{json}");
 }
 
+/// A job killed inside its commit: the transaction's frames are in the `-wal`, the shared index
+/// does not name them yet (the job restores the index it had before the commit, then SIGKILLs
+/// itself: what a kill between the two steps leaves). Connections open meanwhile keep reading
+/// the old index; the next one to open the database alone recovers the log and finds the
+/// transaction, as `sqlite3` afterwards does. reclaim's verdict counts what that reader counts,
+/// not what its own connection, open during the kill, went on seeing.
+#[test]
+fn a_commit_cut_short_by_a_kill_is_counted_as_the_database_keeps_it() {
+    let tmp = tempdir();
+    let job = tmp.path().join("cut.py");
+    fs::write(
+        &job,
+        r#"import os, signal, sqlite3, sys, time
+if os.environ["RECLAIM_ATTEMPT"] != "1":
+    sys.exit(0)  # opens nothing: the log is left for reclaim to read first
+db = os.environ["RECLAIM_DB"]
+c = sqlite3.connect(db, isolation_level=None)
+c.execute("PRAGMA journal_mode=WAL")
+c.execute("PRAGMA wal_autocheckpoint=0")
+c.execute("CREATE TABLE IF NOT EXISTS records(task_id TEXT, payload TEXT)")
+for i in range(5):
+    c.execute("INSERT INTO records VALUES (?, 'p')", ("task-%03d" % i,))
+time.sleep(0.5)  # reclaim's observer opens the database and reads the five
+with open(db + "-shm", "rb") as f:
+    index = f.read()
+c.execute("INSERT INTO records VALUES ('task-005', 'p')")
+with open(db + "-shm", "r+b") as f:
+    f.write(index)
+os.kill(os.getpid(), signal.SIGKILL)
+"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let command = format!("{} {}", crate::common::python3(), path_arg(&job));
+    let (run, db) = run_exec(tmp.path(), &command, &["--items", "6"]);
+    let json = assert_counts_agree(&run, &db);
+    assert_eq!(number(&json, "rows"), 6, "{json}\n{}", run.stderr);
+}
+
 #[test]
 fn a_job_that_writes_no_table_or_another_shape_gets_one_clear_line() {
     let tmp = tempdir();

@@ -211,6 +211,8 @@ impl Lane {
         exit: &Exit,
         (sim, policy): (f64, RestartPolicy),
     ) -> Vec<Note> {
+        // Whatever it left half-committed is for the next opener to recover, and to see.
+        self.observer.release();
         if let (Exit::Failed { reason, code }, Some(_)) = (exit, self.config.worker.job()) {
             return self.job_failed(slot, reason, *code, (sim, policy));
         }
@@ -411,6 +413,8 @@ impl Lane {
         if pids.is_empty() {
             return Vec::new();
         }
+        // As after any death (`exited`): what a kill left half-committed is the next opener's.
+        self.observer.release();
         self.kills += 1;
         let text = format!(
             "instance reclaimed by host  (SIGKILL, pid {})",
