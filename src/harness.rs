@@ -60,6 +60,9 @@ pub struct RunReport {
     pub kills: u32,
     /// Where each kill landed (window -> count), read from the rows after each kill.
     pub kills_in_window: KillWindows,
+    /// A job's checkpoint seen committed before its row (`Observer::checkpoint_before_row`).
+    #[serde(skip)]
+    pub checkpoint_before_row: Option<String>,
     pub restarts: u32,
     /// Distinct `run_id` values among the rows: how many worker processes wrote any (absent
     /// for someone else's job, whose rows carry no run id).
@@ -150,6 +153,17 @@ fn bounded_timeline(lines: impl ExactSizeIterator<Item = String>) -> (Vec<String
     (kept, left_out as u64)
 }
 
+/// What to say beside a night that held, of a job seen committing a checkpoint before its row
+/// (`key`'s): a kill between the two loses that item on a resume that trusts the checkpoint,
+/// and kills placed by rows land after a row's commit, never there.
+#[must_use]
+pub fn checkpoint_first_untested(key: &str) -> String {
+    format!(
+        "the job commits a checkpoint before its row (seen: {} had its checkpoint and no row): a kill between the two loses that item if a restart trusts the checkpoint, and none of these kills landed there; this did not test it (a crash point between the two reaches it: docs/own-job.md)",
+        crate::text::escape_controls(key)
+    )
+}
+
 impl RunReport {
     /// 0 when the derived status is ok and the job completed, 1 otherwise.
     #[must_use]
@@ -201,8 +215,14 @@ impl RunReport {
     /// Beside a green night: no kill landed in a window that breaks the strategy.
     #[must_use]
     pub fn unearned(&self) -> Option<String> {
-        self.strategy
-            .and_then(|strategy| self.kills_in_window.unearned(strategy))
+        match self.strategy {
+            Some(strategy) => self.kills_in_window.unearned(strategy),
+            None => self
+                .checkpoint_before_row
+                .as_deref()
+                .filter(|_| self.kills > 0 && self.holds())
+                .map(checkpoint_first_untested),
+        }
     }
 
     /// The job completed, its rows are right, and so are its messages (if it sends any).
@@ -469,6 +489,7 @@ fn report(
         outside: inspection.unexpected,
         kills: lane.kills,
         kills_in_window: lane.kills_in_window,
+        checkpoint_before_row: lane.observer.checkpoint_before_row.clone(),
         restarts: lane.restarts,
         runs: lane.config.worker.strategy().map(|_| inspection.runs),
         started_before_first_done: engine

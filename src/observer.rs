@@ -73,6 +73,10 @@ pub struct Observer {
     pub last_key: Option<String>,
     /// The external job's checkpoint table has been seen (its checkpoints are read from it).
     pub checkpoints_seen: bool,
+    /// The first key seen with a checkpoint and no row, in one read of both: the job commits
+    /// a checkpoint before its row, and a kill between the two loses that item on a resume
+    /// that trusts the checkpoint.
+    pub checkpoint_before_row: Option<String>,
     /// The external job's table has been seen: a night that ends without it had it dropped,
     /// not never made.
     pub table_seen: bool,
@@ -109,6 +113,7 @@ impl Observer {
             last_task: None,
             last_key: None,
             checkpoints_seen: false,
+            checkpoint_before_row: None,
             last_run: None,
             writers: 0,
             restarted_at_zero: false,
@@ -414,9 +419,10 @@ impl Observer {
                 let limited = |n: usize| i64::try_from(n).is_ok_and(|n| n >= MAX_ROWS_PER_POLL);
                 let complete = !limited(new_rows.len())
                     && checkpoints.as_ref().is_none_or(|c| !limited(c.rows.len()));
+                let mut checkpointed_now = Vec::new();
                 if let Some(checkpoints) = checkpoints {
                     self.checkpoints_seen = true;
-                    self.apply_checkpoints(checkpoints);
+                    checkpointed_now = self.apply_checkpoints(checkpoints);
                 }
                 for (rowid, key) in new_rows {
                     self.high_water = rowid;
@@ -436,6 +442,14 @@ impl Observer {
                         poll.restarted_at_zero = true;
                     }
                     self.count_key(index);
+                }
+                // Rows and checkpoints were read in one snapshot: a checkpoint whose row is not
+                // there was committed first.
+                if complete && self.checkpoint_before_row.is_none() {
+                    self.checkpoint_before_row = checkpointed_now
+                        .into_iter()
+                        .find(|&index| !self.seen.get(index))
+                        .map(|index| self.queue.key(index));
                 }
                 complete
             }
@@ -527,18 +541,22 @@ impl Observer {
         poll
     }
 
-    fn apply_checkpoints(&mut self, read: CheckpointRead) {
+    /// Counts what a poll read of the checkpoints; returns the items checkpointed in it.
+    fn apply_checkpoints(&mut self, read: CheckpointRead) -> Vec<u64> {
         if read.wiped {
             self.reset_checkpoints();
         }
+        let mut new = Vec::new();
         for (rowid, task) in read.rows {
             self.checkpoint_high_water = self.checkpoint_high_water.max(rowid);
             if let Some(index) = self.queue.index_of(&task)
                 && !self.checkpointed.set(index)
             {
                 self.checkpoints += 1;
+                new.push(index);
             }
         }
+        new
     }
 
     /// Forgets the checkpoint totals, for after a wipe that this process made itself.

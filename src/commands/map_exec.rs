@@ -141,6 +141,7 @@ pub(super) fn run(
         queue,
         points: &points,
         undisturbed: &undisturbed.verdict,
+        checkpoint_first: undisturbed.checkpoint_before_row.as_deref(),
         elapsed,
         kept,
         first: tasks.0,
@@ -265,6 +266,8 @@ struct Legend<'a> {
     queue: String,
     points: &'a [String],
     undisturbed: &'a str,
+    /// The undisturbed night saw a checkpoint committed before its row (this key's).
+    checkpoint_first: Option<&'a str>,
     elapsed: f64,
     kept: Option<String>,
     first: u64,
@@ -331,6 +334,17 @@ fn print(
                 facts.points.join(", ")
             }
         );
+        let right = Tally::of(cells.iter().map(ExecCell::tested)).wrong == 0;
+        if let Some(key) = facts
+            .checkpoint_first
+            .filter(|_| right && facts.points.is_empty())
+        {
+            let _ = writeln!(
+                out,
+                "untested     the job commits a checkpoint before its row (seen: {} had its checkpoint and no row): a kill between the two loses the item if a restart trusts the checkpoint, and no kill of this map landed there (every cell held); a crash point there reaches it (docs/own-job.md)",
+                crate::text::escape_controls(key)
+            );
+        }
         if !facts.interactive {
             print_bands(facts.points, cells, facts.first, out);
         }

@@ -135,11 +135,17 @@ fn result(
         .fold(KillWindows::default(), |sum, r| sum.plus(r.kills_in_window));
     // Only a test that killed can miss a window; the others test something else.
     let killed = reports.iter().any(|r| r.kills > 0);
-    let unearned = reports
-        .first()
-        .and_then(|r| r.strategy)
-        .filter(|_| pass && killed)
-        .and_then(|s| kills_in_window.unearned(s));
+    let unearned = match reports.first().and_then(|r| r.strategy) {
+        Some(strategy) => Some(strategy)
+            .filter(|_| pass && killed)
+            .and_then(|s| kills_in_window.unearned(s)),
+        // Someone else's job: seen committing a checkpoint before its row, in any run.
+        None => reports
+            .iter()
+            .filter(|_| pass && killed)
+            .find_map(|r| r.checkpoint_before_row.as_deref())
+            .map(crate::harness::checkpoint_first_untested),
+    };
     let not_fired = reports
         .iter()
         .enumerate()
