@@ -323,11 +323,12 @@ pub fn drive_lanes(
                 .iter()
                 .any(|l| l.alive() && l.observer.rows > 0),
         );
-        if let Some(recorder) = recorder.as_mut() {
-            let path = recorder.path().display().to_string();
-            recorder
-                .observe(&engine, now)
-                .context(|| format!("recording {path}"))?;
+        if let Some(failed) = recorder
+            .as_mut()
+            .and_then(|r| r.observe(&engine, now).err())
+        {
+            // A full disk ends the recording, not the night: its verdict is still to be said.
+            recording_failed(recorder.take().as_ref(), &failed);
         }
         if engine.finished() {
             hand_out(&engine, true);
@@ -376,10 +377,9 @@ pub fn drive_lanes(
             })
             .collect();
         engine.catch_up();
-        let path = recorder.path().display().to_string();
-        recorder
-            .end(&engine, Instant::now(), ends)
-            .context(|| format!("recording {path}"))?;
+        if let Err(failed) = recorder.end(&engine, Instant::now(), ends) {
+            recording_failed(Some(recorder), &failed);
+        }
     }
     Ok(inspections
         .iter()
@@ -388,6 +388,16 @@ pub fn drive_lanes(
             lane_report(&engine, i, inspection, elapsed).with_messages(messages[i])
         })
         .collect())
+}
+
+/// Says, once, that the recording stopped (the night goes on, and its verdict is said as ever).
+fn recording_failed(recorder: Option<&Recorder>, error: &std::io::Error) {
+    let path = recorder.map_or_else(String::new, |r| {
+        crate::text::escape_controls(&r.path().display().to_string())
+    });
+    eprintln!(
+        "reclaim: warning: recording {path}: {error}; the recording stops here (a replay reads it up to its last whole line), the night goes on"
+    );
 }
 
 /// The verdict of a lane's rows: once its job has ended, a key still missing is work lost.

@@ -85,3 +85,58 @@ fn notes_that_cannot_be_written_leave_no_half_line_and_are_said_on_screen() {
         String::from_utf8_lossy(&after[after.len().saturating_sub(40)..])
     );
 }
+
+/// A recording that meets a full disk stops, said once on stderr; the night goes on to its
+/// verdict and says where its database is (before, the night's end printed only the error, and
+/// exit 2: no verdict, no database).
+#[test]
+fn a_recording_that_fills_the_disk_stops_and_the_night_still_gives_its_verdict() {
+    let Some((tmp, dir, _mount)) = mounted("size=4k") else {
+        return;
+    };
+    let record = dir.join("rec.jsonl");
+    let db = tmp.path().join("w.db");
+    let args = [
+        "run",
+        "--strategy",
+        "naive",
+        "--items",
+        "300",
+        "--delay-ms",
+        "2",
+        "--kill-at-rows",
+        "150",
+        "--record",
+        path_arg(&record),
+        "--db",
+        path_arg(&db),
+    ];
+    let run = reclaim_in_dir(tmp.path(), &args, LIMIT);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let warned: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("No space left on device"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{}", run.stderr);
+    assert!(
+        warned[0].contains("the recording stops here"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout
+            .contains("verdict      claimed=ok derived=DATA WRONG"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains(&format!("database     {}", path_arg(&db))),
+        "{}",
+        run.stdout
+    );
+    // What was written is whole up to its last line: a replay reads it.
+    let replay = reclaim_in_dir(tmp.path(), &["replay", path_arg(&record), "--check"], LIMIT);
+    assert_ne!(replay.code, Some(2), "{}", replay.stderr);
+}
