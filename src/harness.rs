@@ -155,7 +155,8 @@ fn bounded_timeline(lines: impl ExactSizeIterator<Item = String>) -> (Vec<String
 
 /// What to say beside a night that held, of a job seen committing a checkpoint before its row
 /// (`key`'s): a kill between the two loses that item on a resume that trusts the checkpoint,
-/// and kills placed by rows land after a row's commit, never there.
+/// and the rows holding say none of the night's kills landed there (a kill placed by rows lands
+/// after a row's commit: in that gap only when the next checkpoint follows at once).
 #[must_use]
 pub fn checkpoint_first_untested(key: &str) -> String {
     format!(
