@@ -28,9 +28,7 @@ const FLOOR_TRANSACTIONS: u64 = 300;
 
 /// The auto-checkpoint `reclaim map` gives a night's worker in the folder `db` is in.
 fn autocheckpoint(db: &Path) -> Option<u32> {
-    db.parent()
-        .is_some_and(reclaim::paths::in_memory)
-        .then_some(store::wal::SHORT_WAL_PAGES)
+    db.parent().and_then(store::wal::night_autocheckpoint)
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -85,9 +83,8 @@ fn floor(db: &Path) -> Result<(f64, f64, f64), Box<dyn Error>> {
     let starts = started.elapsed().as_secs_f64() * 1000.0;
     let started = Instant::now();
     let mut conn = store::open_for_worker(db, SyncMode::Normal, Strategy::Guarded.needs(), false)?;
-    if let Some(pages) = autocheckpoint(db) {
-        conn.pragma_update(None, "wal_autocheckpoint", pages)?;
-    }
+    // The log's settings a night's worker gets (`worker::db::open_db`).
+    store::wal::WalBound::new(&conn, db, autocheckpoint(db))?;
     let opened = started.elapsed().as_secs_f64() * 1000.0;
     let started = Instant::now();
     common::guarded_transactions(&mut conn, FLOOR_TRANSACTIONS, 1, "floor")?;

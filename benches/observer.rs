@@ -19,13 +19,12 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use reclaim::heartbeat::unix_now;
 use reclaim::observer::Observer;
 use reclaim::store::inspect::inspect;
 use reclaim::store::{self, SyncMode};
-use reclaim::task::{idem_key, payload, task_id};
 use reclaim::worker::Strategy;
-use rusqlite::{Connection, TransactionBehavior, params};
+
+mod common;
 
 type BenchResult<T> = Result<T, Box<dyn Error>>;
 
@@ -217,7 +216,10 @@ fn run_writer(path: &Path) -> Result<(), Box<dyn Error>> {
         let words: Vec<&str> = line.split_whitespace().collect();
         let result = match words.as_slice() {
             ["insert", from, count] => {
-                insert_batch(&mut conn, from.parse()?, count.parse()?, &run_id)
+                let from: u64 = from.parse()?;
+                // Guarded's own transaction: rows and their checkpoints, fresh tasks.
+                common::guarded_transaction(&mut conn, from..from + count.parse::<u64>()?, &run_id)
+                    .map_err(|e| Box::new(e) as Box<dyn Error>)
             }
             ["truncate"] => conn
                 .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -230,31 +232,6 @@ fn run_writer(path: &Path) -> Result<(), Box<dyn Error>> {
         }
         out.flush()?;
     }
-    Ok(())
-}
-
-/// Inserts tasks `from..from + count` with their checkpoints in one transaction, as a guarded
-/// worker writes them (same columns, same deterministic payload and key).
-fn insert_batch(conn: &mut Connection, from: u64, count: u64, run_id: &str) -> BenchResult<()> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    {
-        let mut row = tx.prepare_cached(
-            "INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?;
-        let mut checkpoint = tx.prepare_cached(
-            "INSERT OR REPLACE INTO checkpoints(task_id, completed_at) VALUES (?1, ?2)",
-        )?;
-        for index in from..from + count {
-            let id = task_id(index);
-            let body = payload(index);
-            let key = idem_key(&id, &body);
-            let now = unix_now();
-            row.execute(params![id, body, key, run_id, now])?;
-            checkpoint.execute(params![id, now])?;
-        }
-    }
-    tx.commit()?;
     Ok(())
 }
 

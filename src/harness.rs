@@ -327,9 +327,10 @@ pub fn drive_lanes(
         if let Some(failed) = recorder
             .as_mut()
             .and_then(|r| r.observe(&engine, now).err())
+            && let Some(stopped) = recorder.take()
         {
             // A full disk ends the recording, not the night: its verdict is still to be said.
-            recording_failed(recorder.take().as_ref(), &failed);
+            recording_failed(&stopped, &failed);
         }
         if engine.finished() {
             hand_out(&engine, true);
@@ -379,7 +380,7 @@ pub fn drive_lanes(
             .collect();
         engine.catch_up();
         if let Err(failed) = recorder.end(&engine, Instant::now(), ends) {
-            recording_failed(Some(recorder), &failed);
+            recording_failed(recorder, &failed);
         }
     }
     Ok(inspections
@@ -392,10 +393,8 @@ pub fn drive_lanes(
 }
 
 /// Says, once, that the recording stopped (the night goes on, and its verdict is said as ever).
-fn recording_failed(recorder: Option<&Recorder>, error: &std::io::Error) {
-    let path = recorder.map_or_else(String::new, |r| {
-        crate::text::escape_controls(&r.path().display().to_string())
-    });
+fn recording_failed(recorder: &Recorder, error: &std::io::Error) {
+    let path = crate::text::escape_controls(&recorder.path().display().to_string());
     eprintln!(
         "reclaim: warning: recording {path}: {error}; the recording stops here (a replay reads it up to its last whole line), the night goes on"
     );

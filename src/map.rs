@@ -280,8 +280,7 @@ impl Runner {
     /// A runner of nights in `dir` (one of the map's own, `fresh_dir`).
     #[must_use]
     pub fn new(exe: PathBuf, dir: PathBuf, items: u64, keep: bool) -> Self {
-        let wal_autocheckpoint =
-            crate::paths::in_memory(&dir).then_some(crate::store::wal::SHORT_WAL_PAGES);
+        let wal_autocheckpoint = crate::store::wal::night_autocheckpoint(&dir);
         Self {
             exe,
             dir,

@@ -334,10 +334,10 @@ fn print(
                 facts.points.join(", ")
             }
         );
-        let right = Tally::of(cells.iter().map(ExecCell::tested)).wrong == 0;
+        let Tally { wrong, untested } = Tally::of(cells.iter().map(ExecCell::tested));
         if let Some(key) = facts
             .checkpoint_first
-            .filter(|_| right && facts.points.is_empty())
+            .filter(|_| wrong == 0 && facts.points.is_empty())
         {
             let _ = writeln!(
                 out,
@@ -348,7 +348,6 @@ fn print(
         if !facts.interactive {
             print_bands(facts.points, cells, facts.first, out);
         }
-        let Tally { wrong, untested } = Tally::of(cells.iter().map(ExecCell::tested));
         let _ = writeln!(
             out,
             "reclaim map: {} nights in {:.1} s; {wrong} cells wrong{}",

@@ -135,17 +135,16 @@ fn result(
         .fold(KillWindows::default(), |sum, r| sum.plus(r.kills_in_window));
     // Only a test that killed can miss a window; the others test something else.
     let killed = reports.iter().any(|r| r.kills > 0);
-    let unearned = match reports.first().and_then(|r| r.strategy) {
-        Some(strategy) => Some(strategy)
-            .filter(|_| pass && killed)
-            .and_then(|s| kills_in_window.unearned(s)),
-        // Someone else's job: seen committing a checkpoint before its row, in any run.
-        None => reports
-            .iter()
-            .filter(|_| pass && killed)
-            .find_map(|r| r.checkpoint_before_row.as_deref())
-            .map(crate::harness::checkpoint_first_untested),
-    };
+    let unearned = (pass && killed)
+        .then(|| match reports.first().and_then(|r| r.strategy) {
+            Some(strategy) => kills_in_window.unearned(strategy),
+            // Someone else's job: seen committing a checkpoint before its row, in any run.
+            None => reports
+                .iter()
+                .find_map(|r| r.checkpoint_before_row.as_deref())
+                .map(crate::harness::checkpoint_first_untested),
+        })
+        .flatten();
     let not_fired = reports
         .iter()
         .enumerate()

@@ -42,6 +42,13 @@ pub const WAL_LIMIT: u64 = 64 * 1024 * 1024;
 /// night in memory").
 pub const SHORT_WAL_PAGES: u32 = 100;
 
+/// The auto-checkpoint of a night's worker whose database is in `dir`: `SHORT_WAL_PAGES` when
+/// `dir` is in memory, SQLite's own (`None`) on a disk.
+#[must_use]
+pub fn night_autocheckpoint(dir: &Path) -> Option<u32> {
+    crate::paths::in_memory(dir).then_some(SHORT_WAL_PAGES)
+}
+
 /// A checkpoint that returned busy sooner than this lost a race with another worker's
 /// checkpoint, not a wait for a reader: the next commit tries again at once.
 const QUICK: Duration = Duration::from_millis(100);
