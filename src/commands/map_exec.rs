@@ -4,7 +4,7 @@
 //! parallel, each in its own folder. On a terminal the cells stream onto the map screen (the
 //! built-in map's), otherwise printed as text (one band per point), `--json` or `--csv`;
 //! `--junit` writes a test case per band. Exit 0 only when no cell is wrong (and, under
-//! `--strict`, every cell's kill fired).
+//! `--strict`, every cell's kill fired and nothing the map saw was left untested).
 
 use std::io::{IsTerminal as _, Write};
 use std::sync::atomic::AtomicBool;
@@ -32,6 +32,9 @@ struct ExecMapReport<'a> {
     all_right: bool,
     /// Cells whose kill never fired: never right; failures only with `--strict`.
     not_tested: usize,
+    /// What the map saw and no cell tested (a checkpoint committed before its row), as the
+    /// text's `untested` line says it; failures only with `--strict`.
+    untested: &'a [String],
     /// The undisturbed night's verdict: a job already wrong without a kill is wrong everywhere.
     undisturbed: String,
     elapsed_s: f64,
@@ -123,25 +126,25 @@ pub(super) fn run(
     }
     let (points, undisturbed, cells, whole, elapsed) = result?;
     let all_right = whole && !cells.is_empty() && cells.iter().all(ExecCell::is_right);
+    let untested = gap_untested(undisturbed.checkpoint_before_row.as_deref(), &points, &cells);
     let holds = crate::map::holds(
         whole && !cells.is_empty(),
         cells.iter().map(ExecCell::tested),
         args.strict,
-    );
+    ) && !(args.strict && !untested.is_empty());
     if let Some(path) = &junit {
-        crate::junit::write(
-            path,
-            "reclaim map --exec",
-            &junit_cases(&points, &cells, args.strict),
-        )
-        .context(|| format!("cannot write --junit {}", path.display()))?;
+        let mut cases = junit_cases(&points, &cells, args.strict);
+        cases.extend(untested.iter().map(|why| untested_case(why, args.strict)));
+        crate::junit::write(path, "reclaim map --exec", &cases)
+            .context(|| format!("cannot write --junit {}", path.display()))?;
     }
     let facts = Legend {
         command: &command,
         queue,
         points: &points,
         undisturbed: &undisturbed.verdict,
-        checkpoint_first: undisturbed.checkpoint_before_row.as_deref(),
+        untested: &untested,
+        strict: args.strict,
         elapsed,
         kept,
         first: tasks.0,
@@ -266,8 +269,10 @@ struct Legend<'a> {
     queue: String,
     points: &'a [String],
     undisturbed: &'a str,
-    /// The undisturbed night saw a checkpoint committed before its row (this key's).
-    checkpoint_first: Option<&'a str>,
+    /// What the map saw and none of its cells tested (`gap_untested`).
+    untested: &'a [String],
+    /// `--strict`: what is untested fails the map.
+    strict: bool,
     elapsed: f64,
     kept: Option<String>,
     first: u64,
@@ -294,6 +299,7 @@ fn print(
             cells,
             all_right,
             not_tested: Tally::of(cells.iter().map(ExecCell::tested)).untested,
+            untested: facts.untested,
             undisturbed: facts.undisturbed.to_string(),
             elapsed_s: (facts.elapsed * 1000.0).round() / 1000.0,
             kept: facts.kept.clone(),
@@ -335,15 +341,8 @@ fn print(
             }
         );
         let Tally { wrong, untested } = Tally::of(cells.iter().map(ExecCell::tested));
-        if let Some(key) = facts
-            .checkpoint_first
-            .filter(|_| wrong == 0 && facts.points.is_empty())
-        {
-            let _ = writeln!(
-                out,
-                "untested     the job commits a checkpoint before its row (seen: {} had its checkpoint and no row): a kill between the two loses the item if a restart trusts the checkpoint, and no kill of this map landed there (every cell held); a crash point there reaches it (docs/own-job.md)",
-                crate::text::escape_controls(key)
-            );
+        for why in facts.untested {
+            let _ = writeln!(out, "untested     {why}");
         }
         if !facts.interactive {
             print_bands(facts.points, cells, facts.first, out);
@@ -355,6 +354,12 @@ fn print(
             facts.elapsed,
             crate::map::not_tested_note(untested, "kill")
         );
+        if facts.strict && wrong == 0 && !facts.untested.is_empty() {
+            let _ = writeln!(
+                out,
+                "strict: exit 1: no cell is wrong, but not all the map saw was tested (the untested line above)"
+            );
+        }
         if let Some(left) = facts.left {
             let _ = writeln!(
                 out,
@@ -452,6 +457,36 @@ fn print_bands(points: &[String], cells: &[ExecCell], first: u64, out: &mut dyn 
                 if late.len() > 20 { ", ..." } else { "" }
             );
         }
+    }
+}
+
+/// What the map saw and no cell of it tested: a job whose undisturbed night committed a
+/// checkpoint before its row (`key`'s), mapped by row counts, every cell right. A kill by rows
+/// lands after a row's commit, so none landed between a checkpoint and its row; a crash point
+/// there would reach it (cells then say what it does). Empty when there is nothing to say.
+fn gap_untested(key: Option<&str>, points: &[String], cells: &[ExecCell]) -> Vec<String> {
+    let wrong = Tally::of(cells.iter().map(ExecCell::tested)).wrong;
+    (key.filter(|_| wrong == 0 && points.is_empty()).iter())
+        .map(|key| {
+            format!(
+                "the job commits a checkpoint before its row (seen: {} had its checkpoint and no row): a kill between the two loses the item if a restart trusts the checkpoint, and no kill of this map landed there (every cell held); a crash point there reaches it (docs/own-job.md)",
+                crate::text::escape_controls(key)
+            )
+        })
+        .collect()
+}
+
+/// The JUnit case for what the map left untested: skipped, or failed under `--strict`.
+fn untested_case(why: &str, strict: bool) -> crate::junit::Case {
+    crate::junit::Case {
+        class: "map.exec".into(),
+        name: "checkpoint before its row".into(),
+        outcome: if strict {
+            crate::junit::CaseResult::Failed(format!("not tested: {why}"))
+        } else {
+            crate::junit::CaseResult::Skipped(format!("not tested: {why}"))
+        },
+        detail: why.to_string(),
     }
 }
 

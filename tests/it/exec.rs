@@ -433,10 +433,11 @@ os.kill(os.getpid(), signal.SIGKILL)
 /// in the pause after a row's commit, not in the gap that loses an item, so the night holds and
 /// says it did not test that gap (seen in the rows and checkpoints read together); the same job
 /// committing both at once says nothing of the kind.
-#[test]
-fn a_checkpoint_committed_before_its_row_is_said_untested_beside_a_green_night() {
-    let tmp = tempdir();
-    let job = tmp.path().join("first.py");
+/// A job that commits its checkpoint before its row, in two transactions (`MODE=first`), or
+/// both in one (`MODE=together`); after each item it waits long enough for a kill sent at a row
+/// count to land before the next checkpoint.
+fn checkpoint_first_job(dir: &Path) -> PathBuf {
+    let job = dir.join("first.py");
     fs::write(
         &job,
         r#"import os, sqlite3, time
@@ -463,6 +464,13 @@ for i in range(int(os.environ["RECLAIM_ITEMS"])):
 "#,
     )
     .unwrap_or_else(|e| panic!("{e}"));
+    job
+}
+
+#[test]
+fn a_checkpoint_committed_before_its_row_is_said_untested_beside_a_green_night() {
+    let tmp = tempdir();
+    let job = checkpoint_first_job(tmp.path());
     for (mode, said) in [("first", true), ("together", false)] {
         let command = format!(
             "MODE={mode} {} {}",
@@ -488,6 +496,47 @@ for i in range(int(os.environ["RECLAIM_ITEMS"])):
             untested.contains("the job commits a checkpoint before its row"),
             said,
             "{mode}: {json}"
+        );
+    }
+}
+
+#[test]
+fn the_exec_maps_untested_gap_is_in_its_json_and_junit_and_fails_it_under_strict() {
+    let tmp = tempdir();
+    let job = checkpoint_first_job(tmp.path());
+    for (mode, said) in [("first", true), ("together", false)] {
+        let command = format!(
+            "MODE={mode} {} {}",
+            crate::common::python3(),
+            path_arg(&job)
+        );
+        let junit = tmp.path().join(format!("{mode}.xml"));
+        let junit_arg = path_arg(&junit);
+        let args = [
+            "map",
+            "--exec",
+            &command,
+            "--items",
+            "3",
+            "--checkpoint-table",
+            "checkpoints",
+            "--json",
+            "--strict",
+            "--junit",
+            &junit_arg,
+        ];
+        let map = reclaim_in_dir(tmp.path(), &args, LIMIT);
+        let json = json_of(&map);
+        // Every cell held either way: the gap is what the map did not test.
+        assert_eq!(json["all_right"], true, "{mode}: {json}");
+        let untested = json["untested"].as_array().cloned().unwrap_or_default();
+        assert_eq!(untested.len(), usize::from(said), "{mode}: {json}");
+        assert_eq!(map.code, Some(if said { 1 } else { 0 }), "{mode}: {json}");
+        let xml = fs::read_to_string(&junit).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            xml.contains("checkpoint before its row") && xml.contains("<failure"),
+            said,
+            "{mode}: {xml}"
         );
     }
 }
