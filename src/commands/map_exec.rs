@@ -116,25 +116,21 @@ pub(super) fn run(
         };
         Ok((points, undisturbed, cells, whole, elapsed))
     })();
-    // The dashboard's nights opened from the map keep their databases, as `reclaim tui` does.
-    let watched = std::fs::read_dir(&dir).is_ok_and(|mut entries| {
-        entries.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("watch-")))
-    });
-    let kept = (args.keep || watched).then(|| dir.display().to_string());
-    if kept.is_none() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
+    let kept = kept_or_removed(&dir, args.keep);
     let (points, undisturbed, cells, whole, elapsed) = result?;
     let all_right = whole && !cells.is_empty() && cells.iter().all(ExecCell::is_right);
-    let untested = gap_untested(undisturbed.checkpoint_before_row.as_deref(), &points, &cells);
+    let untested = gap_untested(
+        undisturbed.checkpoint_before_row.as_deref(),
+        &points,
+        &cells,
+    );
     let holds = crate::map::holds(
         whole && !cells.is_empty(),
         cells.iter().map(ExecCell::tested),
         args.strict,
-    ) && !(args.strict && !untested.is_empty());
+    ) && (!args.strict || untested.is_empty());
     if let Some(path) = &junit {
-        let mut cases = junit_cases(&points, &cells, args.strict);
-        cases.extend(untested.iter().map(|why| untested_case(why, args.strict)));
+        let cases = junit_cases(&points, &cells, &untested, args.strict);
         crate::junit::write(path, "reclaim map --exec", &cases)
             .context(|| format!("cannot write --junit {}", path.display()))?;
     }
@@ -460,6 +456,19 @@ fn print_bands(points: &[String], cells: &[ExecCell], first: u64, out: &mut dyn 
     }
 }
 
+/// The map's folder, kept (`--keep`, or a night opened on the dashboard from the map keeps its
+/// databases, as `reclaim tui` does) and said, or removed.
+fn kept_or_removed(dir: &std::path::Path, keep: bool) -> Option<String> {
+    let watched = std::fs::read_dir(dir).is_ok_and(|mut entries| {
+        entries.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("watch-")))
+    });
+    let kept = (keep || watched).then(|| dir.display().to_string());
+    if kept.is_none() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    kept
+}
+
 /// What the map saw and no cell of it tested: a job whose undisturbed night committed a
 /// checkpoint before its row (`key`'s), mapped by row counts, every cell right. A kill by rows
 /// lands after a row's commit, so none landed between a checkpoint and its row; a crash point
@@ -490,8 +499,15 @@ fn untested_case(why: &str, strict: bool) -> crate::junit::Case {
     }
 }
 
-/// A JUnit test case per band: it fails when any of its nights is wrong, naming them.
-fn junit_cases(points: &[String], cells: &[ExecCell], strict: bool) -> Vec<crate::junit::Case> {
+/// A JUnit test case per band: it fails when any of its nights is wrong, naming them; then one
+/// for each thing the map left untested.
+fn junit_cases(
+    points: &[String],
+    cells: &[ExecCell],
+    untested: &[String],
+    strict: bool,
+) -> Vec<crate::junit::Case> {
+    let gaps = untested.iter().map(|why| untested_case(why, strict));
     (crate::exec_map::bands(points).iter())
         .map(|band| {
             let nights: Vec<(Tested, String)> = (cells.iter())
@@ -500,5 +516,6 @@ fn junit_cases(points: &[String], cells: &[ExecCell], strict: bool) -> Vec<crate
                 .collect();
             crate::map::band_case("map.exec".into(), band.clone(), &nights, strict)
         })
+        .chain(gaps)
         .collect()
 }

@@ -523,7 +523,7 @@ fn the_exec_maps_untested_gap_is_in_its_json_and_junit_and_fails_it_under_strict
             "--json",
             "--strict",
             "--junit",
-            &junit_arg,
+            junit_arg,
         ];
         let map = reclaim_in_dir(tmp.path(), &args, LIMIT);
         let json = json_of(&map);
@@ -531,7 +531,7 @@ fn the_exec_maps_untested_gap_is_in_its_json_and_junit_and_fails_it_under_strict
         assert_eq!(json["all_right"], true, "{mode}: {json}");
         let untested = json["untested"].as_array().cloned().unwrap_or_default();
         assert_eq!(untested.len(), usize::from(said), "{mode}: {json}");
-        assert_eq!(map.code, Some(if said { 1 } else { 0 }), "{mode}: {json}");
+        assert_eq!(map.code, Some(i32::from(said)), "{mode}: {json}");
         let xml = fs::read_to_string(&junit).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             xml.contains("checkpoint before its row") && xml.contains("<failure"),
