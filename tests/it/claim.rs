@@ -291,3 +291,36 @@ fn the_claim_scenario_twice_prints_the_same_text_on_either_warehouse() {
     );
     assert_eq!(timeline(&pg), lines, "PostgreSQL's night is not SQLite's");
 }
+
+/// Two guarded workers on one queue (`duplicate-delivery`) race for every row, and the unique
+/// key lets one insert through: the writes of one moment are granted in slot order, so the first
+/// worker inserts every row and the second's are all refused, on every run (before, the split
+/// was the machine's: 98/102 in one run, 112/88 in another). Two runs print the same text but
+/// pids, run ids and paths.
+#[test]
+fn the_duplicate_delivery_scenario_twice_prints_the_same_text() {
+    let night = || -> String {
+        let dir = folder();
+        let run = reclaim_in_dir(
+            dir.path(),
+            &["run", "--scenario", "duplicate-delivery"],
+            LIMIT,
+        );
+        assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+        without_pids_and_paths(&run.stdout)
+    };
+    let first = night();
+    assert_eq!(first, night(), "two runs differ");
+    for (w, inserted) in [200, 0].iter().enumerate() {
+        let said = format!(
+            "rows_written=200  status=ok  inserted={inserted}  w={}",
+            w + 1
+        );
+        assert!(
+            first
+                .lines()
+                .any(|l| l.contains("guarded     worker  done") && l.ends_with(&said)),
+            "{first}"
+        );
+    }
+}

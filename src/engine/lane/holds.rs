@@ -36,16 +36,13 @@ impl Lane {
             .filter(|&&(at, _)| at <= earliest + 1e-9)
             .map(|&(_, slot)| slot)
             .collect();
-        // Where what a worker does after its write reads what the others write, the writes of
-        // one moment go one worker at a time, in slot order: the first waiting there is
-        // granted, and the next only once it has made its write and asked for its next (or
-        // ended). A claim worker claims after its grant; a worker whose write ends its queue
-        // counts the table after it (its `done`). Their claims and counts then come in the
-        // same order on every run, not in the order the machine ran them. Elsewhere a moment's
-        // writes go at once: one at a time costs the supervisor a tick a write.
-        let ends_queue = |slot: usize| self.attempts[slot].need >= self.config.items;
-        let serial = self.claims() || now.iter().any(|&slot| ends_queue(slot));
-        let turn = now.first().copied().filter(|_| serial);
+        // The writes of one moment go one worker at a time, in slot order: the first waiting
+        // there is granted, and the next only once it has made its write and asked for its
+        // next (or ended). What a write does can depend on the others' (a unique key refuses
+        // the second copy of a row; a claim worker claims after its grant; a worker whose write
+        // ends its queue counts the table after it, its `done`), so which of them inserts,
+        // claims or counts what is the same on every run, not the order the machine ran them.
+        let turn = now.first().copied();
         (next.len() > 1).then_some((earliest, turn))
     }
 
