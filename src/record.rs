@@ -23,8 +23,12 @@ use crate::verdict::Status;
 pub const FORMAT: &str = "reclaim-session";
 /// The format version this build writes, and the only one it reads.
 pub const VERSION: u32 = 1;
-/// Real time between two metric samples.
+/// Real time between two metric samples at most.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+/// Real time between two metric samples at least: a sample each second of the night's clock
+/// (what a replay at that second shows), but a night at full speed, whose clock runs through
+/// many seconds a millisecond, is not written out a second at a time.
+pub const SAMPLE_AT_MOST_EVERY: Duration = Duration::from_millis(2);
 
 /// One line of a recording.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -180,7 +184,7 @@ pub struct Recorder {
     path: PathBuf,
     file: File,
     events_written: usize,
-    next_sample: Option<Instant>,
+    samples: Sampler,
     ended: bool,
 }
 
@@ -192,7 +196,7 @@ impl Recorder {
             path: path.to_path_buf(),
             file,
             events_written: 0,
-            next_sample: None,
+            samples: Sampler::default(),
             ended: false,
         };
         recorder.write(&SessionLine::Header(header.clone()))?;
@@ -224,15 +228,15 @@ impl Recorder {
         for line in &lines {
             self.write(line)?;
         }
-        if self.next_sample.is_none_or(|at| now >= at) || !lines.is_empty() {
-            self.sample(engine, now)?;
+        match self.samples.due(engine, now, !lines.is_empty()) {
+            Some(sample) => self.write(&SessionLine::Sample(sample)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn sample(&mut self, engine: &Engine, now: Instant) -> io::Result<()> {
-        self.next_sample = Some(now + SAMPLE_EVERY);
-        self.write(&SessionLine::Sample(sample(engine, now)))
+        let sample = self.samples.take(engine, now);
+        self.write(&SessionLine::Sample(sample))
     }
 
     /// Writes the last sample and the verdict; nothing is written after it.
@@ -249,6 +253,68 @@ impl Recorder {
             lanes,
         }))
     }
+}
+
+/// When a night's figures are sampled (a recording's, the dashboard's look-back tape): every
+/// `SAMPLE_EVERY` of real time and at every new timeline line; between those, each second of
+/// the clock and each time a lane's figures move (a row, a restart, a state), so a replay, a
+/// slide or a look back at a moment shows that moment's figures, not a sample's seconds
+/// before it; never twice within `SAMPLE_AT_MOST_EVERY` of real time but for those.
+#[derive(Debug, Default)]
+pub struct Sampler {
+    next: Option<Instant>,
+    /// When the last sample was taken, the second of the clock it was in, and its lanes.
+    last: Option<(Instant, f64, Vec<LaneSnapshot>)>,
+}
+
+impl Sampler {
+    /// A sample of `engine` if one is due at `now` (`new_lines`: the timeline has lines since
+    /// the last).
+    pub fn due(&mut self, engine: &Engine, now: Instant, new_lines: bool) -> Option<Sample> {
+        self.due_of(now, new_lines, || sample(engine, now))
+    }
+
+    /// `make`'s sample if one is due at `now`.
+    fn due_of(
+        &mut self,
+        now: Instant,
+        new_lines: bool,
+        make: impl FnOnce() -> Sample,
+    ) -> Option<Sample> {
+        if self.next.is_none_or(|at| now >= at) || new_lines {
+            return Some(self.taken(make(), now));
+        }
+        let (at, second, figures) = self.last.as_ref()?;
+        if now.duration_since(*at) < SAMPLE_AT_MOST_EVERY {
+            return None;
+        }
+        let next = make();
+        (next.sim.floor() > *second || !same_figures(figures, &next.lanes))
+            .then(|| self.taken(next, now))
+    }
+
+    /// A sample of `engine` now, whatever is due.
+    pub fn take(&mut self, engine: &Engine, now: Instant) -> Sample {
+        self.taken(sample(engine, now), now)
+    }
+
+    fn taken(&mut self, sample: Sample, now: Instant) -> Sample {
+        self.next = Some(now + SAMPLE_EVERY);
+        self.last = Some((now, sample.sim.floor(), sample.lanes.clone()));
+        sample
+    }
+}
+
+/// Whether two samples' lanes show the same figures, their heartbeats' ages aside (those move
+/// with the clock, and a sample each second keeps them).
+fn same_figures(before: &[LaneSnapshot], now: &[LaneSnapshot]) -> bool {
+    before.len() == now.len()
+        && before.iter().zip(now).all(|(a, b)| {
+            LaneSnapshot {
+                heartbeat_age: b.heartbeat_age,
+                ..a.clone()
+            } == *b
+        })
 }
 
 /// Every lane as it stands at `now`.
@@ -297,5 +363,67 @@ pub fn header(
             .collect(),
         captions,
         warehouse: crate::warehouse::describe_active(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::StateKind;
+
+    fn at(sim: f64, rows: u64, heartbeat: f64) -> Sample {
+        Sample {
+            real_ms: 0,
+            sim,
+            lanes: vec![LaneSnapshot {
+                rows,
+                distinct: rows,
+                duplicated: 0,
+                outside: 0,
+                checkpoints: None,
+                heartbeat_age: Some(heartbeat),
+                alive: true,
+                progress: true,
+                stale: false,
+                state: "running".into(),
+                state_kind: StateKind::Running,
+                task: None,
+                restarts: 0,
+                kills: 0,
+                workers: 1,
+                claimed: None,
+                restarted_at_zero: false,
+                no_heartbeat: false,
+                messages: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_sample_is_taken_each_second_of_the_clock_and_each_time_the_figures_move() {
+        let start = Instant::now();
+        let ms = |n: u64| start + Duration::from_millis(n);
+        let mut sampler = Sampler::default();
+        let mut kept = |now, sample: Sample| -> Option<f64> {
+            sampler.due_of(now, false, || sample).map(|s| s.sim)
+        };
+        // The first is always taken; the same second with the same rows (a heartbeat older) is
+        // not; a row in the same second is; a new second is, its figures unchanged.
+        assert_eq!(kept(ms(0), at(8121.1, 199, 0.0)), Some(8121.1));
+        assert_eq!(kept(ms(5), at(8121.5, 199, 0.4)), None);
+        assert_eq!(kept(ms(10), at(8121.6, 200, 0.0)), Some(8121.6));
+        assert_eq!(kept(ms(15), at(8122.0, 200, 0.4)), Some(8122.0));
+        // Within SAMPLE_AT_MOST_EVERY of the last, nothing moves it.
+        assert_eq!(kept(ms(16), at(8123.0, 201, 0.0)), None);
+        assert_eq!(kept(ms(18), at(8123.4, 201, 0.0)), Some(8123.4));
+        // SAMPLE_EVERY after the last, a sample whatever it shows.
+        assert_eq!(kept(ms(120), at(8123.45, 201, 0.05)), Some(8123.45));
+        // A new timeline line takes one at once.
+        assert_eq!(
+            sampler
+                .due_of(ms(121), true, || at(8123.46, 201, 0.0))
+                .map(|s| s.sim),
+            Some(8123.46)
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! What the live night has shown so far, kept in memory so it can be looked back at while the
-//! night waits (`b`, `[`): samples at the recorder's pace (and at every new timeline line),
-//! thinned as the night grows so a night of any length costs the same memory.
+//! night waits (`b`, `[`): samples at the recorder's pace (`record::Sampler`), thinned as the
+//! night grows so a night of any length costs the same memory.
 
 use std::time::Instant;
 
@@ -13,7 +13,7 @@ const MAX_SAMPLES: usize = 4096;
 #[derive(Debug, Default)]
 pub struct Tape {
     samples: Vec<Sample>,
-    next: Option<Instant>,
+    sampler: record::Sampler,
     /// Timeline lines when the last sample was taken.
     events: usize,
 }
@@ -22,12 +22,10 @@ impl Tape {
     /// Takes a sample when one is due.
     pub fn observe(&mut self, engine: &Engine, now: Instant) {
         let new_lines = engine.timeline().len() != self.events;
-        if !new_lines && self.next.is_some_and(|at| now < at) {
-            return;
+        if let Some(sample) = self.sampler.due(engine, now, new_lines) {
+            self.push(sample);
+            self.events = engine.timeline().len();
         }
-        self.push(record::sample(engine, now));
-        self.next = Some(now + record::SAMPLE_EVERY);
-        self.events = engine.timeline().len();
     }
 
     fn push(&mut self, sample: Sample) {
