@@ -22,6 +22,14 @@ pub fn escape_controls(text: &str) -> String {
         .collect()
 }
 
+/// The first character of `text` that would act on a terminal or a page rather than be read:
+/// a control character (but those `allowed`: a line break in notes) or a bidi control.
+#[must_use]
+pub fn acting_char(text: &str, allowed: &[char]) -> Option<char> {
+    text.chars()
+        .find(|&c| (c.is_control() && !allowed.contains(&c)) || is_bidi_control(c))
+}
+
 /// The Unicode bidi controls: marks, embeddings, overrides and isolates.
 fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')

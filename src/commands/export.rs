@@ -14,7 +14,13 @@ pub(super) fn run(args: &ReplayArgs) -> Result<u8, Error> {
         return Err(Error::Refused("--export needs a file".into()));
     };
     // Checked before the recording is read: a wrong extension or size is refused at once.
-    export::Format::of(path)?;
+    let format = export::Format::of(path)?;
+    if args.at.is_some() && format != export::Format::Svg {
+        return Err(Error::Refused(format!(
+            "--at names the moment of one frame, an .svg's; {} holds the whole night (leave --at out, or export an .svg)",
+            crate::paths::shown(path)
+        )));
+    }
     let recording = Recording::load(&args.file)?;
     if recording.truncated {
         eprintln!(

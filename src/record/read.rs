@@ -87,6 +87,64 @@ fn impossible(sim: f64, lanes: Option<usize>, lane: Option<usize>, named: usize)
     None
 }
 
+/// Why a header cannot be from reclaim, if it cannot: no lane or more than a screen holds, a
+/// dead-man's switch that is not a positive time, a speed reclaim never runs at, a caption with
+/// a character that acts on the screen (a scenario's captions are refused for them).
+fn impossible_header(header: &Header) -> Option<String> {
+    let lanes = header.lanes.len();
+    if !(1..=crate::scenario::MAX_LANES).contains(&lanes) {
+        return Some(format!(
+            "names {}, outside 1..={}",
+            crate::text::count(lanes as u64, "lane", "lanes"),
+            crate::scenario::MAX_LANES
+        ));
+    }
+    if !(header.dead_man.is_finite() && header.dead_man > 0.0) {
+        return Some(format!(
+            "has a dead-man's switch of {} s, not a positive time",
+            header.dead_man
+        ));
+    }
+    if !(header.scale.is_finite() && header.scale > 0.0) {
+        return Some(format!(
+            "has a speed of {}x, not a positive one",
+            header.scale
+        ));
+    }
+    header.captions.iter().enumerate().find_map(|(n, caption)| {
+        let text = crate::text::acting_char(&caption.text, &['\n']);
+        let notes =
+            crate::text::acting_char(caption.notes.as_deref().unwrap_or_default(), &['\n', '\t']);
+        text.or(notes).map(|c| {
+            format!(
+                "has a caption ({}) holding U+{:04X}, a control character",
+                n + 1,
+                u32::from(c)
+            )
+        })
+    })
+}
+
+/// How far past the `end` line's moment a line may be stamped: a worker's `done` is stamped
+/// with its work's moment, which may be a write's pace ahead of the clock.
+const PAST_THE_END: f64 = 60.0;
+
+/// Why the `end` line cannot be the night's end, if it cannot: a line of the night stamped
+/// well after it.
+fn past_the_end(recording: &Recording) -> Option<String> {
+    let end = recording.end.as_ref()?.sim;
+    let latest = (recording.events.iter().map(|e| e.sim))
+        .chain(recording.samples.iter().map(|s| s.sim))
+        .fold(f64::NEG_INFINITY, f64::max);
+    (latest > end + PAST_THE_END).then(|| {
+        format!(
+            "ends the night at {}, before a line of it at {}",
+            crate::clock::SimTime(end),
+            crate::clock::SimTime(latest)
+        )
+    })
+}
+
 /// A recording read back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recording {
@@ -129,14 +187,21 @@ impl Recording {
         let Some(first) = lines.first() else {
             return Err(RecordingError::Empty(path.into()));
         };
-        let header = parse_header(path, first)?;
+        let mut header = parse_header(path, first)?;
         let named = header.lanes.len();
-        if named == 0 {
+        if let Some(message) = impossible_header(&header) {
             return Err(RecordingError::Impossible {
                 path: path.into(),
                 line: 1,
-                message: "names no lane".into(),
+                message,
             });
+        }
+        // The title, the scenario's name and the lanes' come from a command line as much as
+        // from a scenario: shown escaped, never acting on the screen or a slide.
+        header.title = escape_controls(&header.title);
+        header.scenario = escape_controls(&header.scenario);
+        for lane in &mut header.lanes {
+            lane.name = escape_controls(&lane.name);
         }
         let mut recording = Self {
             header,
@@ -197,6 +262,13 @@ impl Recording {
                     });
                 }
             }
+        }
+        if let Some(message) = past_the_end(&recording) {
+            return Err(RecordingError::Impossible {
+                path: path.into(),
+                line: lines.len(),
+                message,
+            });
         }
         Ok(recording)
     }
@@ -446,14 +518,58 @@ mod tests {
             assert!(err.contains(needle), "{line}: {err}");
             assert!(err.contains("this file was changed"), "{err}");
         }
-        let mut header: serde_json::Value =
-            serde_json::from_str(&header_line()).unwrap_or_default();
-        header["lanes"] = serde_json::json!([]);
-        let no_lanes = header.to_string();
-        let err = parse(&no_lanes)
+        // An end line before the night's lines (a minute's grace for a `done` stamped ahead).
+        let sample = "{\"type\":\"event\",\"real_ms\":1,\"sim\":7400.0,\"lane\":0,\"source\":\"runner\",\"kind\":\"notice\",\"text\":\"x\"}";
+        let early = format!("{}\n{sample}\n{}", header_line(), end("7300.0", lane));
+        let err = parse(&early)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
-        assert!(err.contains("line 1 names no lane"), "{no_lanes}: {err}");
+        assert!(
+            err.contains("ends the night at 02:01:40, before a line of it at 02:03:20"),
+            "{err}"
+        );
+        let headers = [
+            (
+                serde_json::json!({ "lanes": [] }),
+                "line 1 names 0 lanes, outside 1..=6",
+            ),
+            (
+                serde_json::json!({ "lanes": vec![serde_json::json!({"name": "n", "strategy": "naive", "items": 1, "db": "x"}); 7] }),
+                "line 1 names 7 lanes, outside 1..=6",
+            ),
+            (
+                serde_json::json!({ "dead_man": -1.0 }),
+                "dead-man's switch of -1 s",
+            ),
+            (serde_json::json!({ "scale": 0.0 }), "a speed of 0x"),
+            (
+                serde_json::json!({ "captions": [{"at": "02:00:00", "text": "\u{1b}]0;pwned\u{7}"}] }),
+                "a caption (1) holding U+001B",
+            ),
+            (
+                serde_json::json!({ "captions": [{"at": "02:00:00", "text": "ok", "notes": "a\u{202e}b"}] }),
+                "a caption (1) holding U+202E",
+            ),
+        ];
+        for (change, needle) in headers {
+            let mut header: serde_json::Value =
+                serde_json::from_str(&header_line()).unwrap_or_default();
+            for (key, value) in change.as_object().into_iter().flatten() {
+                header[key] = value.clone();
+            }
+            let changed = header.to_string();
+            let err = parse(&changed)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(needle), "{changed}: {err}");
+        }
+        // A title or a lane's name from a command line is kept, escaped.
+        let mut header: serde_json::Value =
+            serde_json::from_str(&header_line()).unwrap_or_default();
+        header["title"] = serde_json::json!("run --exec 'a\u{1b}[2J\u{202e}b'");
+        let read = parse(&header.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read.header.title, "run --exec 'a\\u{1b}[2J\\u{202e}b'");
     }
 }

@@ -66,6 +66,8 @@ impl Caption {
             return Err(Invalid(format!("caption {n}: text is empty")));
         }
         let notes = self.notes.as_deref().unwrap_or_default();
+        super::file::plain(&format!("caption {n}: text"), &self.text, &['\n'])?;
+        super::file::plain(&format!("caption {n}: notes"), notes, &['\n', '\t'])?;
         if let Some(name) = unknown_placeholders(&self.text)
             .first()
             .or(unknown_placeholders(notes).first())
@@ -371,6 +373,40 @@ pub fn current_caption(times: &[Option<f64>], now: f64) -> Option<usize> {
 mod tests {
     use crate::engine::Kind;
     use crate::scenario::*;
+
+    #[test]
+    fn a_scenarios_text_that_would_act_on_the_screen_is_refused_and_line_breaks_are_kept() {
+        let scenario = |title: &str, name: &str, text: &str, notes: &str| {
+            format!(
+                "title = \"{title}\"\n[[lane]]\nstrategy = \"naive\"\nname = \"{name}\"\n\
+                 [[caption]]\nat = \"02:00:00\"\ntext = \"{text}\"\nnotes = \"{notes}\"\n"
+            )
+        };
+        let fine = scenario("x", "n", "two\\nlines", "a\\tb\\nc");
+        assert!(Scenario::parse("t", &fine).is_ok(), "{fine}");
+        for (text, needle) in [
+            (
+                scenario("a\\u001b[31m", "n", "t", "n"),
+                "title holds U+001B",
+            ),
+            (scenario("a\\u202eb", "n", "t", "n"), "title holds U+202E"),
+            (scenario("x", "n\\u2066", "t", "n"), "lane 1: name"),
+            (
+                scenario("x", "n", "t\\u0007", "n"),
+                "caption 1: text holds U+0007",
+            ),
+            (
+                scenario("x", "n", "t", "\\u009b2J"),
+                "caption 1: notes holds U+009B",
+            ),
+        ] {
+            let err = Scenario::parse("t", &text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
 
     #[test]
     fn captions_fall_on_their_time_or_their_event() {

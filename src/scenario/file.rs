@@ -210,12 +210,26 @@ impl ScenarioFile {
     }
 }
 
+/// `text` (the scenario's `what`) is refused if it holds a character that would act on the
+/// screen, a slide or the notes rather than be read there (an escape sequence, a bidi override).
+pub(super) fn plain(what: &str, text: &str, allowed: &[char]) -> Result<(), Invalid> {
+    match crate::text::acting_char(text, allowed) {
+        Some(c) => Err(Invalid(format!(
+            "{what} holds U+{:04X}, a control character that would act on the screen rather than be read; write it out",
+            u32::from(c)
+        ))),
+        None => Ok(()),
+    }
+}
+
 impl ScenarioFile {
     pub(super) fn validate(self, source: &str) -> Result<Scenario, Invalid> {
         let _ = source;
         if self.title.trim().is_empty() {
             return Err(Invalid("title is empty".into()));
         }
+        plain("title", &self.title, &[])?;
+        plain("about", self.about.as_deref().unwrap_or_default(), &['\n'])?;
         range("scale", self.scale, 0.01, 100_000.0)?;
         if !(1..=crate::limits::MAX_ITEMS).contains(&self.items) {
             return Err(Invalid(format!(
@@ -424,7 +438,7 @@ impl LaneFile {
         if name.is_empty()
             || name.chars().count() > 24
             || name.contains(['/', '\\'])
-            || name.chars().any(char::is_control)
+            || crate::text::acting_char(&name, &[]).is_some()
         {
             return Err(Invalid(format!(
                 "lane {n}: name {name:?} must be 1..=24 characters, no slashes or control characters"

@@ -176,8 +176,17 @@ fn an_export_is_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let existing = dir.path().join("taken.csv");
     fs::write(&existing, "mine").unwrap_or_else(|e| panic!("{e}"));
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 5] = [
         (&["--export", path_arg(&existing)], "already exists"),
+        // A cast or a plot is the whole night: a moment asked of it is not quietly dropped.
+        (
+            &["--export", "kill.cast", "--at", "02:11:47"],
+            "--at names the moment of one frame",
+        ),
+        (
+            &["--export", "kill.csv", "--at", "02:11:47"],
+            "--at names the moment of one frame",
+        ),
         (&["--export", "night.gif"], ".cast"),
         (
             &["--export", "small.svg", "--size", "30x10"],
