@@ -68,14 +68,10 @@ pub fn areas(
     mode: Mode,
     zoom: Option<usize>,
 ) -> Areas {
-    // A caption wraps onto a second line rather than lose its end.
+    // A caption wraps onto the rows it needs rather than lose its end.
     let zoom = zoom.filter(|&z| z < lanes.max(1));
     let caption_height = caption.map_or(0, |text| {
-        if text.chars().count() + 3 > usize::from(area.width) {
-            2
-        } else {
-            1
-        }
+        caption::caption_rows(text, area.width).len() as u16
     });
     // So does the lecture's line, in brief when the full one does not fit.
     let lecture_height = lecture.map_or(0, |line| lecture_rows(line, area.width).len() as u16);
