@@ -244,7 +244,13 @@ fn prove_passes_the_guarded_example_and_fails_the_naive_one_naming_each_test() {
     line_of(&run, "2. FAIL  two workers at once");
     // The naive job keeps no checkpoints: the third test does not apply, and says why.
     line_of(&run, "3. SKIPPED  checkpoints wiped");
-    assert!(run.stdout.contains("the job has no checkpoints table"));
+    assert!(
+        run.stdout.contains(
+            "reclaim was not told the job's checkpoint table (--checkpoint-table) and found none named checkpoints, so it cannot delete it"
+        ),
+        "{}",
+        run.stdout
+    );
     line_of(&run, "result: 0 of 2 PASS");
     // Each kept database is the job's own `warehouse.db`, in a folder of its own.
     let mut kept: Vec<PathBuf> = fs::read_dir(tmp.path())
