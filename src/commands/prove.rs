@@ -127,7 +127,15 @@ fn result(
             }
         }
     }
-    if !held {
+    // A run the supervisor gave up on never finished: that is what it says, not that a job
+    // said ok over wrong data. "status ok, data wrong" is for the runs that finished wrong.
+    for reason in reports.iter().filter_map(|r| r.never_completed.as_ref()) {
+        if !lessons.contains(reason) {
+            lessons.push(reason.clone());
+        }
+    }
+    let finished_wrong = reports.iter().any(|r| r.completed && !exactly_once(r));
+    if finished_wrong || (!held && reports.iter().all(|r| r.completed)) {
         lessons.push(Symptom::StatusOkDataWrong.lesson());
     }
     let kills_in_window = reports
@@ -488,10 +496,18 @@ fn wiped_checkpoints(prover: &mut Prover, named: Option<&str>) -> Result<TestRes
         }
     };
     let second = prover.night(lane, &KillPlan::default())?;
-    let detail = format!(
-        "first run: {}; {wiped} checkpoints deleted; rerun: {}",
-        figures(&first),
+    let rerun = if second.completed {
         figures(&second)
+    } else {
+        format!(
+            "{}, never completed (the supervisor gave up after {} restarts)",
+            figures(&second),
+            second.restarts
+        )
+    };
+    let detail = format!(
+        "first run: {}; {wiped} checkpoints deleted; rerun: {rerun}",
+        figures(&first)
     );
     // An external job with a checkpoint table that finished without one checkpoint in it left
     // nothing to wipe: its rerun took the same path as the first run, and its unique key alone
