@@ -46,8 +46,16 @@ impl Target {
 }
 
 /// Checks `--junit FILE` before anything starts: a new file in a writable folder, or a JUnit
-/// file reclaim wrote before.
+/// file reclaim wrote before, at that very path.
 pub fn check_path(path: &Path) -> Result<Target, PathError> {
+    // A link is refused whatever it names, a file reclaim wrote included: replacing the file it
+    // resolves to would write wherever whoever planted the link chose.
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(PathError::Link {
+            what: "--junit",
+            path: paths::shown(path),
+        });
+    }
     match paths::look(path) {
         Ok(PathKind::File(_)) if written_by_reclaim(path) => Ok(Target {
             path: paths::file_or_new(path, "--junit")?,
@@ -217,5 +225,29 @@ mod tests {
         assert_eq!(failure.attribute("message"), Some("DATA WRONG (1 missing)"));
         assert_eq!(failure.text(), Some("199 rows & \\u{1b}[2J"));
         assert!(xml.starts_with(MARK));
+    }
+
+    #[test]
+    fn a_file_reclaim_wrote_is_replaced_at_its_own_path_and_never_through_a_link() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let written = dir.path().join("a.xml");
+        let first = check_path(&written).unwrap_or_else(|e| panic!("{e}"));
+        write(&first, "reclaim prove", &[]).unwrap_or_else(|e| panic!("{e}"));
+        let again = check_path(&written).unwrap_or_else(|e| panic!("{e}"));
+        assert!(again.replaces, "{}", again.display());
+        let before = std::fs::read(&written).unwrap_or_else(|e| panic!("{e}"));
+        for (name, to) in [
+            ("b.xml", written.clone()),
+            ("c.xml", dir.path().join("nowhere.xml")),
+        ] {
+            let link = dir.path().join(name);
+            std::os::unix::fs::symlink(&to, &link).unwrap_or_else(|e| panic!("{e}"));
+            let refused = check_path(&link).map(|t| t.path);
+            assert!(
+                matches!(refused, Err(PathError::Link { .. })),
+                "{name}: {refused:?}"
+            );
+        }
+        assert_eq!(std::fs::read(&written).ok(), Some(before));
     }
 }

@@ -73,6 +73,9 @@ pub struct Observer {
     pub last_key: Option<String>,
     /// The external job's checkpoint table has been seen (its checkpoints are read from it).
     pub checkpoints_seen: bool,
+    /// Whether the rows are read key by key, or only counted (`--count-sql`, a table without
+    /// rowids), which names no key.
+    follows: job::Follows,
     /// The first key seen with a checkpoint and no row, in one read of both: the job commits
     /// a checkpoint before its row, and a kill between the two loses that item on a resume
     /// that trusts the checkpoint.
@@ -113,6 +116,7 @@ impl Observer {
             last_task: None,
             last_key: None,
             checkpoints_seen: false,
+            follows: job::Follows::Keys,
             checkpoint_before_row: None,
             last_run: None,
             writers: 0,
@@ -272,7 +276,10 @@ impl Observer {
         }
         let (rows, distinct, duplicated, unexpected) = match read.rows {
             JobRead::NoTable => return Ok(poll),
-            JobRead::Counted(rows, distinct) => (rows, distinct, rows.saturating_sub(distinct), 0),
+            JobRead::Counted(rows, distinct) => {
+                self.follows = job::Follows::Counts;
+                (rows, distinct, rows.saturating_sub(distinct), 0)
+            }
             JobRead::Keys(groups) => {
                 self.seen.clear();
                 self.duplicated_bits.clear();
@@ -402,6 +409,7 @@ impl Observer {
         let complete = match read {
             JobRead::NoTable => false,
             JobRead::Whole((rows, distinct, duplicated)) => {
+                self.follows = job::Follows::Counts;
                 poll.new_rows = rows.saturating_sub(self.rows);
                 self.rows = rows;
                 self.distinct = distinct;
@@ -409,6 +417,7 @@ impl Observer {
                 true
             }
             JobRead::Counted(rows, distinct) => {
+                self.follows = job::Follows::Counts;
                 poll.new_rows = rows.saturating_sub(self.rows);
                 self.rows = rows;
                 self.distinct = distinct;

@@ -36,6 +36,10 @@ pub enum PathError {
         path: String,
         target: String,
     },
+    #[error(
+        "{what} {path} is a symbolic link; reclaim does not write through a link, give the real path"
+    )]
+    Link { what: &'static str, path: String },
     #[error("{what} {path} already exists; {advice}")]
     Exists {
         what: &'static str,

@@ -127,7 +127,15 @@ fn result(
             }
         }
     }
-    if !held {
+    // A run the supervisor gave up on never finished: that is what it says, not that a job
+    // said ok over wrong data. "status ok, data wrong" is for the runs that finished wrong.
+    for reason in reports.iter().filter_map(|r| r.never_completed.as_ref()) {
+        if !lessons.contains(reason) {
+            lessons.push(reason.clone());
+        }
+    }
+    let finished_wrong = reports.iter().any(|r| r.completed && !exactly_once(r));
+    if finished_wrong || (!held && reports.iter().all(|r| r.completed)) {
         lessons.push(Symptom::StatusOkDataWrong.lesson());
     }
     let kills_in_window = reports
@@ -181,7 +189,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
             // same table places each kill (before or after a checkpoint) when it is there.
             if job.rows.checkpoints.is_none() {
                 job.rows.checkpoints = Some(crate::store::rows::Checkpoints {
-                    table: "checkpoints".into(),
+                    table: CHECKPOINTS.into(),
                     key: job.rows.key.clone(),
                 });
             }
@@ -226,11 +234,10 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     };
     emit(kill_test(&mut prover, args, seed)?, out);
     emit(two_workers(&mut prover)?, out);
-    let checkpoint_table = worker
-        .job()
-        .and_then(|job| job.rows.checkpoints.as_ref())
-        .map_or_else(|| "checkpoints".to_string(), |c| c.table.clone());
-    emit(wiped_checkpoints(&mut prover, &checkpoint_table)?, out);
+    emit(
+        wiped_checkpoints(&mut prover, args.job.checkpoint_table.as_deref())?,
+        out,
+    );
     // Named crash points are places in reclaim's own worker; someone else's job has none.
     if worker.job().is_none() {
         emit(crash_sweep(&mut prover)?, out);
@@ -445,9 +452,17 @@ fn two_workers(prover: &mut Prover) -> Result<TestResult, Error> {
     ))
 }
 
+/// The table an external job's checkpoints are looked for in (and the third test empties) when
+/// `--checkpoint-table` names none.
+const CHECKPOINTS: &str = "checkpoints";
+
 /// 3. Every checkpoint deleted, then a rerun: the unique key alone must hold.
-fn wiped_checkpoints(prover: &mut Prover, checkpoint_table: &str) -> Result<TestResult, Error> {
+///
+/// `named` is the job's checkpoint table as `--checkpoint-table` gave it; without it,
+/// `CHECKPOINTS` is tried.
+fn wiped_checkpoints(prover: &mut Prover, named: Option<&str>) -> Result<TestResult, Error> {
     const NAME: &str = "checkpoints wiped, then a rerun";
+    let checkpoint_table = named.unwrap_or(CHECKPOINTS);
     let mut lane = prover.lane("wiped", 1, None, Duration::ZERO)?;
     let db = lane.db.clone();
     let first = prover.night(lane.clone(), &KillPlan::default())?;
@@ -462,22 +477,37 @@ fn wiped_checkpoints(prover: &mut Prover, checkpoint_table: &str) -> Result<Test
                 None => crate::store::rows::wipe_table(&db, checkpoint_table)?,
             };
             let Some(wiped) = wiped else {
+                // What is known: the table named is not there; or none was named, and none
+                // has the name tried.
+                let why = match named {
+                    Some(table) => format!(
+                        "the job has no {table} table (--checkpoint-table {table}) to delete"
+                    ),
+                    None => format!(
+                        "reclaim was not told the job's checkpoint table (--checkpoint-table) and found none named {CHECKPOINTS}, so it cannot delete it"
+                    ),
+                };
                 return Ok(skipped(
                     NAME,
-                    format!(
-                        "SKIPPED: the job has no {checkpoint_table} table (--checkpoint-table) to delete; first run: {}",
-                        figures(&first)
-                    ),
+                    format!("SKIPPED: {why}; first run: {}", figures(&first)),
                 ));
             };
             wiped
         }
     };
     let second = prover.night(lane, &KillPlan::default())?;
-    let detail = format!(
-        "first run: {}; {wiped} checkpoints deleted; rerun: {}",
-        figures(&first),
+    let rerun = if second.completed {
         figures(&second)
+    } else {
+        format!(
+            "{}, never completed (the supervisor gave up after {} restarts)",
+            figures(&second),
+            second.restarts
+        )
+    };
+    let detail = format!(
+        "first run: {}; {wiped} checkpoints deleted; rerun: {rerun}",
+        figures(&first)
     );
     // An external job with a checkpoint table that finished without one checkpoint in it left
     // nothing to wipe: its rerun took the same path as the first run, and its unique key alone

@@ -53,7 +53,13 @@ pub(super) fn print_header(
     // An external job is only told its pace (RECLAIM_DELAY_MS); it keeps it or not.
     let delay = match worker {
         LaneWorker::Strategy(_) => format!("  delay={}ms", args.delay_ms),
-        LaneWorker::Exec(_) => format!("  RECLAIM_DELAY_MS={}", args.delay_ms),
+        // What the job's environment holds, in the same spelling.
+        LaneWorker::Exec(_) => format!(
+            "  RECLAIM_DELAY_MS={}",
+            crate::worker::protocol::delay_ms(std::time::Duration::from_secs_f64(
+                args.delay_ms / 1000.0
+            ))
+        ),
     };
     let _ = writeln!(
         out,

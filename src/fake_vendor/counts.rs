@@ -53,13 +53,21 @@ impl Counts {
     /// database yet).
     #[must_use]
     pub fn requests(db: &Path) -> Option<u64> {
-        let conn = Connection::open_with_flags(
-            db,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .ok()?;
-        conn.busy_timeout(Duration::from_secs(1)).ok()?;
-        conn.query_row("SELECT count(*) FROM deliveries", [], |r| r.get(0))
+        briefly(db)?
+            .query_row("SELECT count(*) FROM deliveries", [], |r| r.get(0))
+            .ok()
+    }
+
+    /// The key of the newest request the vendor has recorded, whatever its outcome: the one it
+    /// holds unanswered at `--hold-at`, or the last that reached it (`None` before any).
+    #[must_use]
+    pub fn newest_task(db: &Path) -> Option<String> {
+        briefly(db)?
+            .query_row(
+                "SELECT task_id FROM deliveries ORDER BY id DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
             .ok()
     }
 
@@ -102,4 +110,16 @@ impl Counts {
         counts.missing = items - counts.distinct.min(items);
         Ok(counts)
     }
+}
+
+/// A read-only connection that waits a second at most for a writer (`None` while the vendor
+/// has no database yet).
+fn briefly(db: &Path) -> Option<Connection> {
+    let conn = Connection::open_with_flags(
+        db,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .ok()?;
+    conn.busy_timeout(Duration::from_secs(1)).ok()?;
+    Some(conn)
 }

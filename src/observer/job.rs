@@ -30,6 +30,23 @@ pub(super) enum JobRead {
     Rows(Vec<(i64, Option<String>)>, Option<CheckpointRead>),
 }
 
+/// How a job's rows are read: key by key, or only counted (no key to look up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Follows {
+    Keys,
+    Counts,
+}
+
+impl super::Observer {
+    /// Whether the row of `key` has been seen; `None` when reclaim cannot tell: the key is
+    /// outside the queue, or the rows are only counted (`JobRead::Counted`, `Whole`).
+    #[must_use]
+    pub fn has_key(&self, key: &str) -> Option<bool> {
+        let index = (self.queue.index_of(key)).filter(|_| self.follows == Follows::Keys)?;
+        Some(self.has_task(index))
+    }
+}
+
 /// One read of a job's table (and its checkpoint table, when named): what is new above the
 /// high-water marks `(rows, checkpoints)`, inside the caller's read transaction.
 pub(super) fn query_job(

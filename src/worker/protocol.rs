@@ -156,10 +156,18 @@ impl ExecEnv {
     }
 }
 
-/// A delay as `--delay-ms` takes it, to the microsecond (what `WorkerArgs::delay` keeps).
-fn delay_ms(delay: Duration) -> String {
+/// A delay in milliseconds, to the microsecond (what `WorkerArgs::delay` keeps), as a job reads
+/// it from `RECLAIM_DELAY_MS` and the banner prints it: a whole number without a point (`7`, so
+/// `int(...)` reads it), else the shortest decimal (`62.5`, `0.001`).
+#[must_use]
+pub fn delay_ms(delay: Duration) -> String {
     let us = delay.as_micros();
-    format!("{}.{:03}", us / 1000, us % 1000)
+    let (whole, micros) = (us / 1000, us % 1000);
+    if micros == 0 {
+        return whole.to_string();
+    }
+    let fraction = format!("{micros:03}");
+    format!("{whole}.{}", fraction.trim_end_matches('0'))
 }
 
 fn side_effect_name(effect: super::SideEffect) -> &'static str {
@@ -367,6 +375,21 @@ mod tests {
     use crate::worker::CrashPoint;
 
     #[test]
+    fn a_delay_is_told_as_an_integer_when_whole_else_its_shortest_decimal() {
+        for (micros, told) in [
+            (0, "0"),
+            (7_000, "7"),
+            (10_000, "10"),
+            (62_500, "62.5"),
+            (1, "0.001"),
+            (1_230, "1.23"),
+            (60_000_000, "60000"),
+        ] {
+            assert_eq!(delay_ms(Duration::from_micros(micros)), told, "{micros} us");
+        }
+    }
+
+    #[test]
     fn the_argv_the_supervisor_builds_parses_back_to_the_same_worker() {
         let config = WorkerConfig {
             strategy: Strategy::TwoCommit,
@@ -498,7 +521,7 @@ mod tests {
             ("HEARTBEAT_FILE", "/tmp/night/warehouse.db.heartbeat"),
             ("RECLAIM_ITEMS", "200"),
             ("RECLAIM_ATTEMPT", "3"),
-            ("RECLAIM_DELAY_MS", "62.500"),
+            ("RECLAIM_DELAY_MS", "62.5"),
         ] {
             assert!(
                 vars.contains(&(key.into(), value.into())),

@@ -244,7 +244,13 @@ fn prove_passes_the_guarded_example_and_fails_the_naive_one_naming_each_test() {
     line_of(&run, "2. FAIL  two workers at once");
     // The naive job keeps no checkpoints: the third test does not apply, and says why.
     line_of(&run, "3. SKIPPED  checkpoints wiped");
-    assert!(run.stdout.contains("the job has no checkpoints table"));
+    assert!(
+        run.stdout.contains(
+            "reclaim was not told the job's checkpoint table (--checkpoint-table) and found none named checkpoints, so it cannot delete it"
+        ),
+        "{}",
+        run.stdout
+    );
     line_of(&run, "result: 0 of 2 PASS");
     // Each kept database is the job's own `warehouse.db`, in a folder of its own.
     let mut kept: Vec<PathBuf> = fs::read_dir(tmp.path())
@@ -697,8 +703,8 @@ fn the_job_runs_in_its_database_folder_with_its_variables() {
     let tmp = tempdir();
     let script = "sqlite3 -cmd '.timeout 5000' warehouse.db \"CREATE TABLE IF NOT EXISTS records(task_id TEXT); \
         INSERT INTO records VALUES (printf('task-%03d', $RECLAIM_ATTEMPT - 1))\"; \
-        printf '%s|%s|%s|%s\\n' \"$PWD\" \"$RECLAIM_DB\" \"$HEARTBEAT_FILE\" \"$RECLAIM_ITEMS\" > seen.txt";
-    let (run, db) = run_exec(tmp.path(), script, &["--items", "1"]);
+        printf '%s|%s|%s|%s|%s\\n' \"$PWD\" \"$RECLAIM_DB\" \"$HEARTBEAT_FILE\" \"$RECLAIM_ITEMS\" \"$RECLAIM_DELAY_MS\" > seen.txt";
+    let (run, db) = run_exec(tmp.path(), script, &["--items", "1", "--delay-ms", "7"]);
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     let folder = db.parent().unwrap_or(tmp.path());
     let seen = fs::read_to_string(folder.join("seen.txt")).unwrap_or_else(|e| panic!("{e}"));
@@ -712,6 +718,8 @@ fn the_job_runs_in_its_database_folder_with_its_variables() {
     assert!(Path::new(fields[1]).is_absolute(), "{seen}");
     assert!(fields[2].ends_with("warehouse.db.heartbeat"), "{seen}");
     assert_eq!(fields[3], "1");
+    // The pace as the banner prints it, so `int(os.environ["RECLAIM_DELAY_MS"])` reads it.
+    assert_eq!(fields[4], "7", "{seen}");
     // A job that keeps no heartbeat has none, which is not a stale one.
     let json = json_of(&run);
     assert!(

@@ -246,6 +246,97 @@ fn an_own_jobs_emails_are_counted_at_its_vendor_and_killed_between_send_and_comm
     );
 }
 
+/// `email_job.py` in a few lines, with no relay: each notice emailed, then committed with
+/// its checkpoint; with `SKIP=1` the items with `index % 7 == 3` send nothing, so the rows
+/// outnumber the messages while a send waits.
+const SOME_SENDS_JOB: &str = r#"import json, os, sqlite3, time, urllib.request
+with open(os.environ["RECLAIM_KEYS_FILE"]) as f:
+    queue = [line.rstrip("\n") for line in f if line.strip()]
+db = sqlite3.connect(os.environ["RECLAIM_DB"], timeout=30, isolation_level=None)
+db.execute("PRAGMA journal_mode=WAL")
+db.execute("CREATE TABLE IF NOT EXISTS notices(notice_id TEXT PRIMARY KEY)")
+db.execute("CREATE TABLE IF NOT EXISTS sent(notice_id TEXT PRIMARY KEY)")
+done = {row[0] for row in db.execute("SELECT notice_id FROM sent")}
+for index, key in enumerate(queue):
+    if key in done:
+        continue
+    if os.environ["SKIP"] == "0" or index % 7 != 3:
+        body = json.dumps({"task": key, "text": "notice %s" % key}).encode()
+        request = urllib.request.Request(
+            os.environ["RECLAIM_VENDOR_URL"], data=body, method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        urllib.request.urlopen(request, timeout=60).read()
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT INTO notices VALUES (?)", (key,))
+    db.execute("INSERT INTO sent VALUES (?)", (key,))
+    db.execute("COMMIT")
+"#;
+
+#[test]
+fn a_kill_at_a_message_whose_row_did_not_commit_is_after_send_even_when_some_items_send_nothing() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let job = tmp.path().join("notices.py");
+    std::fs::write(&job, SOME_SENDS_JOB).unwrap_or_else(|e| panic!("{e}"));
+    let command = format!("{} {}", crate::common::python3(), job.display());
+    for skip in ["0", "1"] {
+        let args = [
+            "run",
+            "--exec",
+            &command,
+            "--table",
+            "notices",
+            "--key",
+            "notice_id",
+            "--key-format",
+            "N#%03d",
+            "--items",
+            "40",
+            "--vendor",
+            "--kill-at-message",
+            "10",
+            "--json",
+        ];
+        let run = reclaim_with(&[("SKIP", skip)], &args);
+        let json = json_of(&run);
+        assert_eq!(run.code, Some(1), "SKIP={skip}: {json}");
+        // The vendor's own database: the tenth message's key, delivered twice.
+        let db = PathBuf::from(json["db"].as_str().unwrap_or_default());
+        let vendor = open_ro(&db.with_file_name("warehouse.vendor.sqlite"));
+        let tenth: String = vendor
+            .query_row(
+                "SELECT task_id FROM deliveries ORDER BY id LIMIT 1 OFFSET 9",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or_else(|e| panic!("SKIP={skip}: {e}"));
+        let twice = count(
+            &vendor,
+            &format!(
+                "SELECT count(*) FROM deliveries WHERE task_id = '{tenth}' AND outcome = 'sent'"
+            ),
+        );
+        assert_eq!(twice, 2, "SKIP={skip} {tenth}: {json}");
+        assert_eq!(
+            number(&json, "messages_duplicated"),
+            1,
+            "SKIP={skip}: {json}"
+        );
+        // Between that send and its commit, with no relay to send after a commit.
+        assert_eq!(
+            json["kills_in_window"]["after-send"], 1,
+            "SKIP={skip}: {json}"
+        );
+        assert_eq!(
+            json["kills_in_window"]["after-relay-send"]
+                .as_u64()
+                .unwrap_or(0),
+            0,
+            "SKIP={skip}: {json}"
+        );
+    }
+}
+
 #[test]
 fn shrink_of_a_failing_exec_recording_gives_a_scenario_that_fails_again() {
     let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

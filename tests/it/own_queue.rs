@@ -432,4 +432,22 @@ fn prove_strict_junit_on_the_examples_writes_xml_a_ci_reporter_reads() {
         std::fs::read_to_string(&foreign).unwrap_or_default(),
         "<mine/>"
     );
+    // A link planted at the path is refused, even to a file reclaim wrote: that one stays.
+    let written = tmp.path().join("guarded_job.py.xml");
+    let before = std::fs::read(&written).unwrap_or_else(|e| panic!("{e}"));
+    let link = tmp.path().join("planted.xml");
+    std::os::unix::fs::symlink(&written, &link).unwrap_or_else(|e| panic!("{e}"));
+    let run = reclaim_with(
+        tmp.path(),
+        &[],
+        &[
+            "prove",
+            "--strategy",
+            "guarded",
+            "--junit",
+            &link.to_string_lossy(),
+        ],
+    );
+    assert_one_line_error(&run, "symbolic link");
+    assert_eq!(std::fs::read(&written).ok(), Some(before));
 }

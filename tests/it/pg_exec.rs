@@ -113,8 +113,9 @@ fn prove_exec_on_postgres_passes_the_safe_job_and_catches_the_naive_one() {
     );
     // It keeps no checkpoints: the third test says it could not apply, never that it held.
     assert!(
-        run.stdout
-            .contains("SKIPPED: the job has no checkpoints table"),
+        run.stdout.contains(
+            "SKIPPED: reclaim was not told the job's checkpoint table (--checkpoint-table)"
+        ),
         "{}",
         run.stdout
     );

@@ -35,14 +35,8 @@ impl Lane {
             self.kills_in_window.add(KillWindow::AfterRelaySend);
             return;
         }
-        // The item in flight reached the vendor and its row did not commit: more tasks have a
-        // message than have a row.
-        if self.kills_in_window.sends
-            && self
-                .config
-                .read_messages()
-                .is_ok_and(|m| m.distinct > self.observer.distinct)
-        {
+        // The item in flight reached the vendor and its row did not commit.
+        if self.kills_in_window.sends && self.newest_message_uncommitted() {
             self.killing_at_message = false;
             self.kills_in_window.add(KillWindow::AfterSend);
             return;
@@ -85,6 +79,23 @@ impl Lane {
         };
         self.kills_in_window
             .add(KillWindow::classify(committed, checkpointed));
+    }
+
+    /// Whether the newest message at the vendor (the one it holds, at `--kill-at-message`) is
+    /// of an item whose row has not committed: a kill between that send and its commit. Judged
+    /// by the message's key, not by counts: a job that sends for some items only has more rows
+    /// than messages while its send waits. Rows only counted name no key: then more items with
+    /// a message than with a row is all there is to go by.
+    fn newest_message_uncommitted(&self) -> bool {
+        let newest = crate::fake_vendor::Counts::newest_task(&self.config.vendor_db());
+        match newest.as_deref().map(|key| self.observer.has_key(key)) {
+            None => false,
+            Some(Some(committed)) => !committed,
+            Some(None) => self
+                .config
+                .read_messages()
+                .is_ok_and(|m| m.distinct > self.observer.distinct),
+        }
     }
 
     /// One line a slot's worker printed (or the end of one of its pipes): the claim and crash
