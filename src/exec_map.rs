@@ -101,6 +101,10 @@ pub struct ExecCell {
     pub landed_at_rows: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub db: Option<PathBuf>,
+    /// A key this night's observer saw with its checkpoint committed and no row: the job
+    /// commits its checkpoint first (said beside the map, not per cell).
+    #[serde(skip)]
+    pub checkpoint_before_row: Option<String>,
 }
 
 impl ExecCell {
@@ -342,6 +346,7 @@ impl ExecRunner {
             landed_at_rows: report.kill_landed_at_rows.filter(|_| report.kills > 0),
             kill: kill.clone(),
             db: self.keep.then(|| report.db.clone()),
+            checkpoint_before_row: report.checkpoint_before_row,
         })
     }
 

@@ -443,11 +443,15 @@ fn lane_report(
             (0, _) => "every attempt died on its own before it finished".to_string(),
             (kills, own) => format!(
                 "{} by the host and {own} died on their own before finishing",
-                crate::text::count(u64::from(kills), "attempt was killed", "attempts were killed")
+                crate::text::count(
+                    u64::from(kills),
+                    "attempt was killed",
+                    "attempts were killed"
+                )
             ),
         };
         format!(
-            "the job never completed: the supervisor gave up after {} restarts (--max-restarts): {how}",
+            "the job never completed: the supervisor gave up after {} restarts, its limit: {how}",
             lane.restarts
         )
     });

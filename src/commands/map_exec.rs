@@ -469,12 +469,15 @@ fn kept_or_removed(dir: &std::path::Path, keep: bool) -> Option<String> {
     kept
 }
 
-/// What the map saw and no cell of it tested: a job whose undisturbed night committed a
-/// checkpoint before its row (`key`'s), mapped by row counts, every cell right. A kill by rows
+/// What the map saw and no cell of it tested: a job whose undisturbed night, or any cell's,
+/// committed a checkpoint before its row (`key`'s on the undisturbed night), mapped by row counts, every cell right. A kill by rows
 /// lands after a row's commit, so none landed between a checkpoint and its row; a crash point
 /// there would reach it (cells then say what it does). Empty when there is nothing to say.
 fn gap_untested(key: Option<&str>, points: &[String], cells: &[ExecCell]) -> Vec<String> {
     let wrong = Tally::of(cells.iter().map(ExecCell::tested)).wrong;
+    // Seen on the undisturbed night or on any cell's: an observer reads between a job's
+    // commits when it reads, so one night may catch the checkpoint alone where another does not.
+    let key = key.or_else(|| (cells.iter()).find_map(|c| c.checkpoint_before_row.as_deref()));
     (key.filter(|_| wrong == 0 && points.is_empty()).iter())
         .map(|key| {
             format!(
