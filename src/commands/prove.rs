@@ -429,7 +429,10 @@ fn two_workers(prover: &mut Prover) -> Result<TestResult, Error> {
     let report = prover.night(lane, &KillPlan::default())?;
     // reclaim's own rows carry the process that wrote them; someone else's need not.
     let writers = match prover.worker {
-        LaneWorker::Strategy(_) => format!("{} workers wrote rows, ", report.runs.unwrap_or(0)),
+        LaneWorker::Strategy(_) => format!(
+            "{} wrote rows, ",
+            crate::text::count(report.runs.unwrap_or(0), "worker", "workers")
+        ),
         LaneWorker::Exec(_) => String::new(),
     };
     let detail = format!(
