@@ -85,7 +85,7 @@ impl Caption {
 impl Caption {
     /// Its text and its notes with the night's figures: those of its lane (the first lane
     /// when it names none; `lane_names` in order), which `figures_of` gives for a lane's index
-    /// (`None`: left as written).
+    /// (`None`: none to give, each figure written `?`).
     pub fn filled(
         &self,
         lane_names: &[&str],
@@ -99,7 +99,7 @@ impl Caption {
         let figures = lane.and_then(figures_of);
         let fill = |text: &str| match &figures {
             Some(f) => fill_caption(text, f),
-            None => text.to_string(),
+            None => unknown_figures(text),
         };
         (fill(&self.text), self.notes.as_deref().map(fill))
     }
@@ -194,6 +194,20 @@ impl CaptionFigures {
 /// A caption's text with its `{name}` placeholders replaced by the night's figures.
 #[must_use]
 pub fn fill_caption(text: &str, figures: &CaptionFigures) -> String {
+    fill_with(text, |name| figures.get(name))
+}
+
+/// A caption's text with its figures' placeholders written `?`: a night (a recording cut short
+/// after its header) that has no figures to give says it has none, never `{rows}`.
+#[must_use]
+pub fn unknown_figures(text: &str) -> String {
+    fill_with(text, |name| {
+        CAPTION_FIGURES.contains(&name).then(|| "?".to_string())
+    })
+}
+
+/// `text` with each `{name}` that `value_of` knows replaced by its value, the rest kept.
+fn fill_with(text: &str, value_of: impl Fn(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(open) = rest.find('{') {
@@ -201,7 +215,7 @@ pub fn fill_caption(text: &str, figures: &CaptionFigures) -> String {
         let after = &rest[open + 1..];
         let found = after
             .find('}')
-            .and_then(|close| figures.get(&after[..close]).map(|value| (value, close)));
+            .and_then(|close| value_of(&after[..close]).map(|value| (value, close)));
         if let Some((value, close)) = found {
             out.push_str(&value);
             rest = &after[close + 1..];
@@ -489,7 +503,8 @@ mod tests {
         let (text, _) = s.captions[guarded_done].filled(&["naive", "keyed"], |_| {
             panic!("figures asked of a lane the caption is not about")
         });
-        assert!(text.contains("{rows}"), "{text}");
+        assert!(text.contains("with ? rows for ? items"), "{text}");
+        assert_eq!(unknown_figures("{rows} of {items}, {tea}"), "? of ?, {tea}");
     }
 
     #[test]
