@@ -504,7 +504,10 @@ mod tests {
             panic!("figures asked of a lane the caption is not about")
         });
         assert!(text.contains("with ? rows for ? items"), "{text}");
-        assert_eq!(unknown_figures("{rows} of {items}, {tea}"), "? of ?, {tea}");
+        assert_eq!(
+            super::unknown_figures("{rows} of {items}, {tea}"),
+            "? of ?, {tea}"
+        );
     }
 
     #[test]
