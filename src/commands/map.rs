@@ -199,7 +199,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
 /// The map's folder kept (its path, to print) when asked to, or when the dashboard's nights
 /// opened from the map are in it (they keep their databases, as `reclaim tui` does); otherwise
 /// removed.
-fn keep_or_remove(dir: &std::path::Path, keep: bool) -> Option<String> {
+pub(super) fn keep_or_remove(dir: &std::path::Path, keep: bool) -> Option<String> {
     let watched = std::fs::read_dir(dir).is_ok_and(|mut entries| {
         entries.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("watch-")))
     });

@@ -116,7 +116,7 @@ pub(super) fn run(
         };
         Ok((points, undisturbed, cells, whole, elapsed))
     })();
-    let kept = kept_or_removed(&dir, args.keep);
+    let kept = super::map::keep_or_remove(&dir, args.keep);
     let (points, undisturbed, cells, whole, elapsed) = result?;
     let all_right = whole && !cells.is_empty() && cells.iter().all(ExecCell::is_right);
     let untested = gap_untested(
@@ -456,23 +456,11 @@ fn print_bands(points: &[String], cells: &[ExecCell], first: u64, out: &mut dyn 
     }
 }
 
-/// The map's folder, kept (`--keep`, or a night opened on the dashboard from the map keeps its
-/// databases, as `reclaim tui` does) and said, or removed.
-fn kept_or_removed(dir: &std::path::Path, keep: bool) -> Option<String> {
-    let watched = std::fs::read_dir(dir).is_ok_and(|mut entries| {
-        entries.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("watch-")))
-    });
-    let kept = (keep || watched).then(|| dir.display().to_string());
-    if kept.is_none() {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    kept
-}
-
-/// What the map saw and no cell of it tested: a job whose undisturbed night, or any cell's,
-/// committed a checkpoint before its row (`key`'s on the undisturbed night), mapped by row counts, every cell right. A kill by rows
-/// lands after a row's commit, so none landed between a checkpoint and its row; a crash point
-/// there would reach it (cells then say what it does). Empty when there is nothing to say.
+/// What the map saw and no cell of it tested: a job whose undisturbed night (`key`'s) or any
+/// cell's night committed a checkpoint before its row, mapped by row counts, every cell right.
+/// A kill by rows lands after a row's commit, so none landed between a checkpoint and its row;
+/// a crash point there would reach it (cells then say what it does). Empty when there is
+/// nothing to say.
 fn gap_untested(key: Option<&str>, points: &[String], cells: &[ExecCell]) -> Vec<String> {
     let wrong = Tally::of(cells.iter().map(ExecCell::tested)).wrong;
     // Seen on the undisturbed night or on any cell's: an observer reads between a job's
