@@ -444,6 +444,21 @@ pub fn fresh_dir(label: &str) -> std::io::Result<PathBuf> {
     Ok(crate::paths::private_dir_in(&base, label)?.keep())
 }
 
+/// The map's folder kept (its path, to print) when asked to, or when the dashboard's nights
+/// opened from the map are in it (they keep their databases, as `reclaim tui` does); otherwise
+/// removed.
+#[must_use]
+pub fn keep_or_remove(dir: &Path, keep: bool) -> Option<String> {
+    let watched = std::fs::read_dir(dir).is_ok_and(|mut entries| {
+        entries.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("watch-")))
+    });
+    let kept = (keep || watched).then(|| dir.display().to_string());
+    if kept.is_none() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    kept
+}
+
 /// Whether a folder can be written (a read-only /dev/shm is no use): an unnamed file made there
 /// exclusively, gone when dropped, so no name in the shared folder is ever opened.
 fn tempfile_in(dir: &Path) -> bool {

@@ -182,7 +182,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
         )
         .context(|| format!("cannot write --junit {}", path.display()))?;
     }
-    let kept = keep_or_remove(&dir, args.keep);
+    let kept = crate::map::keep_or_remove(&dir, args.keep);
     let mut out = crate::out::stdout();
     print_map(
         args,
@@ -194,20 +194,6 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     // Its closing lines on stderr beside JSON or CSV, so stdout stays one format.
     crate::warehouse::close(night, args.json || args.csv, None, &mut out);
     Ok(if holds { OK } else { DATA_WRONG })
-}
-
-/// The map's folder kept (its path, to print) when asked to, or when the dashboard's nights
-/// opened from the map are in it (they keep their databases, as `reclaim tui` does); otherwise
-/// removed.
-pub(super) fn keep_or_remove(dir: &std::path::Path, keep: bool) -> Option<String> {
-    let watched = std::fs::read_dir(dir).is_ok_and(|mut entries| {
-        entries.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("watch-")))
-    });
-    let kept = (keep || watched).then(|| dir.display().to_string());
-    if kept.is_none() {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    kept
 }
 
 /// The finished map on stdout: JSON, CSV, or the plain map and its summary.

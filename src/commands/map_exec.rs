@@ -116,7 +116,7 @@ pub(super) fn run(
         };
         Ok((points, undisturbed, cells, whole, elapsed))
     })();
-    let kept = super::map::keep_or_remove(&dir, args.keep);
+    let kept = crate::map::keep_or_remove(&dir, args.keep);
     let (points, undisturbed, cells, whole, elapsed) = result?;
     let all_right = whole && !cells.is_empty() && cells.iter().all(ExecCell::is_right);
     let untested = gap_untested(
