@@ -369,32 +369,14 @@ pub fn header(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::StateKind;
 
     fn at(sim: f64, rows: u64, heartbeat: f64) -> Sample {
         Sample {
             real_ms: 0,
             sim,
             lanes: vec![LaneSnapshot {
-                rows,
-                distinct: rows,
-                duplicated: 0,
-                outside: 0,
-                checkpoints: None,
                 heartbeat_age: Some(heartbeat),
-                alive: true,
-                progress: true,
-                stale: false,
-                state: "running".into(),
-                state_kind: StateKind::Running,
-                task: None,
-                restarts: 0,
-                kills: 0,
-                workers: 1,
-                claimed: None,
-                restarted_at_zero: false,
-                no_heartbeat: false,
-                messages: None,
+                ..LaneSnapshot::of_rows(rows, false)
             }],
         }
     }

@@ -89,34 +89,9 @@ pub fn snapshots_at(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::StateKind;
 
     fn snap(rows: u64, done: bool) -> LaneSnapshot {
-        LaneSnapshot {
-            rows,
-            distinct: rows,
-            duplicated: 0,
-            outside: 0,
-            checkpoints: Some(rows),
-            heartbeat_age: Some(0.0),
-            alive: !done,
-            progress: true,
-            stale: false,
-            state: String::new(),
-            state_kind: if done {
-                StateKind::Done
-            } else {
-                StateKind::Running
-            },
-            task: None,
-            restarts: 0,
-            kills: 0,
-            workers: 1,
-            claimed: None,
-            restarted_at_zero: false,
-            no_heartbeat: false,
-            messages: None,
-        }
+        LaneSnapshot::of_rows(rows, done)
     }
 
     #[test]

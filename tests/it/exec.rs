@@ -473,16 +473,17 @@ for i in range(int(os.environ["RECLAIM_ITEMS"])):
     job
 }
 
+/// The command that runs `checkpoint_first_job`'s `job` in `mode`.
+fn in_mode(job: &Path, mode: &str) -> String {
+    format!("MODE={mode} {} {}", crate::common::python3(), path_arg(job))
+}
+
 #[test]
 fn a_checkpoint_committed_before_its_row_is_said_untested_beside_a_green_night() {
     let tmp = tempdir();
     let job = checkpoint_first_job(tmp.path());
     for (mode, said) in [("first", true), ("together", false)] {
-        let command = format!(
-            "MODE={mode} {} {}",
-            crate::common::python3(),
-            path_arg(&job)
-        );
+        let command = in_mode(&job, mode);
         let dir = tmp.path().join(mode);
         fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
         let extra = [
@@ -511,11 +512,7 @@ fn the_exec_maps_untested_gap_is_in_its_json_and_junit_and_fails_it_under_strict
     let tmp = tempdir();
     let job = checkpoint_first_job(tmp.path());
     for (mode, said) in [("first", true), ("together", false)] {
-        let command = format!(
-            "MODE={mode} {} {}",
-            crate::common::python3(),
-            path_arg(&job)
-        );
+        let command = in_mode(&job, mode);
         let junit = tmp.path().join(format!("{mode}.xml"));
         let junit_arg = path_arg(&junit);
         let args = [

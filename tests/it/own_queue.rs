@@ -413,21 +413,16 @@ fn prove_strict_junit_on_the_examples_writes_xml_a_ci_reporter_reads() {
             .unwrap_or_else(|| panic!("{text}"));
         assert_eq!(suite.attribute("failures"), Some(failures), "{text}");
     }
+    // `prove` of reclaim's guarded worker, its JUnit file at `path`: refused before it runs.
+    let prove_to = |path: &Path| {
+        let path = path.to_string_lossy();
+        let args = ["prove", "--strategy", "guarded", "--junit", &path];
+        reclaim_with(tmp.path(), &[], &args)
+    };
     // A file reclaim did not write is never overwritten.
     let foreign = tmp.path().join("mine.xml");
     std::fs::write(&foreign, "<mine/>").unwrap_or_else(|e| panic!("{e}"));
-    let run = reclaim_with(
-        tmp.path(),
-        &[],
-        &[
-            "prove",
-            "--strategy",
-            "guarded",
-            "--junit",
-            &foreign.to_string_lossy(),
-        ],
-    );
-    assert_one_line_error(&run, "--junit");
+    assert_one_line_error(&prove_to(&foreign), "--junit");
     assert_eq!(
         std::fs::read_to_string(&foreign).unwrap_or_default(),
         "<mine/>"
@@ -437,17 +432,6 @@ fn prove_strict_junit_on_the_examples_writes_xml_a_ci_reporter_reads() {
     let before = std::fs::read(&written).unwrap_or_else(|e| panic!("{e}"));
     let link = tmp.path().join("planted.xml");
     std::os::unix::fs::symlink(&written, &link).unwrap_or_else(|e| panic!("{e}"));
-    let run = reclaim_with(
-        tmp.path(),
-        &[],
-        &[
-            "prove",
-            "--strategy",
-            "guarded",
-            "--junit",
-            &link.to_string_lossy(),
-        ],
-    );
-    assert_one_line_error(&run, "symbolic link");
+    assert_one_line_error(&prove_to(&link), "symbolic link");
     assert_eq!(std::fs::read(&written).ok(), Some(before));
 }

@@ -57,6 +57,37 @@ pub struct LaneSnapshot {
 }
 
 impl LaneSnapshot {
+    /// A lane of `rows` rows, each distinct and checkpointed, running or `done`: for tests.
+    #[cfg(test)]
+    #[must_use]
+    pub(crate) fn of_rows(rows: u64, done: bool) -> Self {
+        Self {
+            rows,
+            distinct: rows,
+            duplicated: 0,
+            outside: 0,
+            checkpoints: Some(rows),
+            heartbeat_age: Some(0.0),
+            alive: !done,
+            progress: true,
+            stale: false,
+            state: String::new(),
+            state_kind: if done {
+                StateKind::Done
+            } else {
+                StateKind::Running
+            },
+            task: None,
+            restarts: 0,
+            kills: 0,
+            workers: 1,
+            claimed: None,
+            restarted_at_zero: false,
+            no_heartbeat: false,
+            messages: None,
+        }
+    }
+
     /// Nothing more will happen in the lane: every worker is done, failed or out of restarts.
     #[must_use]
     pub fn finished(&self) -> bool {
