@@ -19,9 +19,19 @@ pub use self::job::{ExecArgs, SideEffectArgs};
 pub(crate) use self::parse::items_parser;
 pub use self::parse::{KeyRange, MAX_MAP_ITEMS, NotTasks, Points, Strategies};
 use self::parse::{
-    parse_clock, parse_delay_ms, parse_key_range, parse_points, parse_scale, parse_sim_seconds,
-    parse_size, parse_strategies,
+    parse_clock, parse_delay_ms, parse_key_range, parse_points, parse_progress_deadline,
+    parse_scale, parse_sim_seconds, parse_size, parse_strategies,
 };
+
+/// `--progress-deadline`, on every command that runs nights headless.
+#[derive(Debug, Args)]
+pub struct DeadlineArgs {
+    /// Give up on a night after SECS of real time in which nothing moved while a worker was
+    /// alive (no new row, no line from a worker, no heartbeat): its workers are killed and the
+    /// job is reported as never completed [default: 120, or ten items' pause if longer]
+    #[arg(long, value_name = "SECS", value_parser = parse_progress_deadline)]
+    pub progress_deadline: Option<Duration>,
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -141,6 +151,8 @@ pub struct ProveArgs {
     /// fresh folder
     #[command(flatten)]
     pub job: ExecArgs,
+    #[command(flatten)]
+    pub deadline: DeadlineArgs,
     /// With --exec: the database's file name in each test's folder
     #[arg(long, default_value = "warehouse.db", requires = "exec")]
     pub db_name: String,
@@ -191,6 +203,8 @@ pub struct MapArgs {
     /// with --exec; at least 2, at most 8]
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: Option<u16>,
+    #[command(flatten)]
+    pub deadline: DeadlineArgs,
     /// Print the map as one JSON object
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
@@ -351,6 +365,8 @@ pub struct RunArgs {
     pub job: ExecArgs,
     #[command(flatten)]
     pub warehouse: crate::warehouse::WarehouseArgs,
+    #[command(flatten)]
+    pub deadline: DeadlineArgs,
     /// Kill once as soon as the table holds N rows (for any worker, --exec included)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub kill_at_rows: Option<u64>,

@@ -286,6 +286,8 @@ pub struct ExecRunner {
     /// that keeps it gives the observer time to land the kill at that count (at a crash point
     /// the job waits for its kill, so those nights run at full speed).
     pub rows_delay: Duration,
+    /// Each night's `--progress-deadline` (`None`: the engine's default).
+    pub progress_deadline: Option<Duration>,
 }
 
 impl ExecRunner {
@@ -383,6 +385,7 @@ impl ExecRunner {
             restart_delay: 0.0,
             // One kill, one restart; a few more would only hide a job that cannot finish.
             max_restarts: 3,
+            progress_deadline: self.progress_deadline,
             ..EngineConfig::new(vec![lane], plan.clone(), self.exe.clone())
         };
         let report = harness::drive_until(config, cancel, |_| {});

@@ -306,6 +306,9 @@ pub fn drive_lanes(
         .transpose()?;
     // Handed out in a stable order (second, lane), so identical nights print identical text.
     let mut in_order = crate::engine::InOrder::default();
+    // A job that stops moving is given up on, not waited for forever.
+    let deadline = engine.progress_deadline();
+    let mut progress = crate::engine::ProgressWatch::new(deadline, started);
     let mut hand_out = |engine: &Engine, over: bool| {
         let upto = (!over).then(|| engine.heard_up_to());
         for i in in_order.release(engine.timeline(), upto) {
@@ -331,6 +334,9 @@ pub fn drive_lanes(
         {
             // A full disk ends the recording, not the night: its verdict is still to be said.
             recording_failed(&stopped, &failed);
+        }
+        if progress.stalled(&engine, now) {
+            engine.give_up_without_progress(now, deadline);
         }
         if engine.finished() {
             hand_out(&engine, true);
@@ -436,6 +442,9 @@ fn lane_report(
         claimed_ok,
     );
     let never_completed = (!completed).then(|| {
+        if let Some(reason) = &lane.gave_up_why {
+            return format!("the job never completed: {reason}");
+        }
         // Only the host's kills are kills: an attempt that died on its own is said so.
         let on_its_own = lane.restarts.saturating_sub(lane.kills);
         let how = match (lane.kills, on_its_own) {

@@ -272,6 +272,8 @@ pub struct Runner {
     pub dir: PathBuf,
     pub items: u64,
     pub keep: bool,
+    /// Each night's `--progress-deadline` (`None`: the engine's default).
+    pub progress_deadline: Option<Duration>,
     /// Each night's worker's auto-checkpoint: short when `dir` is in memory (`store::wal`).
     wal_autocheckpoint: Option<u32>,
 }
@@ -286,6 +288,7 @@ impl Runner {
             dir,
             items,
             keep,
+            progress_deadline: None,
             wal_autocheckpoint,
         }
     }
@@ -319,6 +322,7 @@ impl Runner {
             restart_delay: 0.0,
             // One crash, one restart; a few more would only hide a worker that cannot finish.
             max_restarts: 3,
+            progress_deadline: self.progress_deadline,
             ..EngineConfig::new(vec![lane], KillPlan::default(), self.exe.clone())
         };
         let report = harness::drive_until(config, cancel, |_| {});

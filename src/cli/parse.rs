@@ -1,6 +1,8 @@
 //! The command line's own value parsers: each flag's text checked and typed as clap reads it;
 //! a refusal is the sentence clap prints beside the flag.
 
+use std::time::Duration;
+
 use super::{CrashPoint, MAX_ITEMS, Strategy};
 
 /// The largest queue `map` accepts: the map runs items x tasks x points rows per strategy.
@@ -177,6 +179,22 @@ pub(super) fn parse_scale(text: &str) -> Result<f64, String> {
         return Err(format!("{scale} is outside 0.001..=1000000"));
     }
     Ok(scale)
+}
+
+/// The longest `--progress-deadline`: a day.
+const MAX_PROGRESS_DEADLINE: f64 = 86_400.0;
+
+/// `--progress-deadline SECS`: real seconds, above 0, at most a day.
+pub(super) fn parse_progress_deadline(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    if !(secs > 0.0 && secs <= MAX_PROGRESS_DEADLINE) {
+        return Err(format!(
+            "{secs} is outside 0 (excluded)..={MAX_PROGRESS_DEADLINE} seconds"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 pub(crate) fn items_parser() -> clap::builder::RangedU64ValueParser<u64> {

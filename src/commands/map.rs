@@ -131,7 +131,8 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
             }
         }
     }
-    let runner = Runner::new(exe.clone(), dir.clone(), plan.items, args.keep);
+    let mut runner = Runner::new(exe.clone(), dir.clone(), plan.items, args.keep);
+    runner.progress_deadline = args.deadline.progress_deadline;
     let threads = args.threads.map_or_else(pool::own_map_threads, usize::from);
     let jobs: Vec<_> = plan.nights().into_iter().enumerate().collect();
     let started = Instant::now();

@@ -84,6 +84,7 @@ pub(super) fn run(
         db_name: args.db_name.clone(),
         keep: args.keep,
         rows_delay: std::time::Duration::from_secs_f64(args.delay_ms / 1000.0),
+        progress_deadline: args.deadline.progress_deadline,
     };
     let started = Instant::now();
     let result = (|| {

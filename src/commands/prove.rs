@@ -30,6 +30,7 @@ struct Prover {
     dir: PathBuf,
     exe: PathBuf,
     runs: u32,
+    progress_deadline: Option<Duration>,
 }
 
 impl Prover {
@@ -74,6 +75,7 @@ impl Prover {
             restart_delay: 12.0,
             max_restarts: 1000,
             scale: SCALE,
+            progress_deadline: self.progress_deadline,
             ..EngineConfig::new(vec![lane], kills.clone(), self.exe.clone())
         };
         drive(config, |_| {})
@@ -221,6 +223,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         dir: dir.clone(),
         exe: std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?,
         runs: 0,
+        progress_deadline: args.deadline.progress_deadline,
     };
     if !args.json {
         print_header(&worker, args, seed, &dir, out);
@@ -499,14 +502,13 @@ fn wiped_checkpoints(prover: &mut Prover, named: Option<&str>) -> Result<TestRes
         }
     };
     let second = prover.night(lane, &KillPlan::default())?;
-    let rerun = if second.completed {
-        figures(&second)
-    } else {
-        format!(
-            "{}, never completed (the supervisor gave up after {} restarts)",
+    let rerun = match second.never_completed.as_deref() {
+        None => figures(&second),
+        Some(why) => format!(
+            "{}, never completed ({})",
             figures(&second),
-            second.restarts
-        )
+            why.trim_start_matches("the job never completed: ")
+        ),
     };
     let detail = format!(
         "first run: {}; {wiped} checkpoints deleted; rerun: {rerun}",

@@ -16,6 +16,25 @@ use crate::scenario::Scenario;
 use crate::supervisor::schedule::KillPlan;
 
 /// Runs `reclaim run`.
+/// `--replay-schedule FILE`: the recorded kills, placed on this night's queue.
+fn replayed_kills(
+    args: &RunArgs,
+    queue: &crate::queue::Queue,
+) -> Result<Vec<crate::supervisor::schedule::KillMoment>, Error> {
+    let Some(file) = &args.replay_schedule else {
+        return Ok(Vec::new());
+    };
+    let recording = Recording::load(file)?;
+    if recording.truncated {
+        eprintln!(
+            "reclaim: warning: {}: the last line was cut short; replaying the kills before it",
+            file.display()
+        );
+    }
+    // An --exec job's kills are placed by its own keys, matched to its queue.
+    Ok(recording.kill_moments_keyed(|key| queue.index_of(key)))
+}
+
 pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     if let Some(name) = &args.scenario {
         return run_scenario(name, args, out);
@@ -31,20 +50,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         LaneWorker::Strategy(_) => crate::queue::Queue::tasks(args.items),
     };
     let (crash_at, kill_at_task) = planned_kills(args, &worker, &queue)?;
-    let replayed = match &args.replay_schedule {
-        Some(file) => {
-            let recording = Recording::load(file)?;
-            if recording.truncated {
-                eprintln!(
-                    "reclaim: warning: {}: the last line was cut short; replaying the kills before it",
-                    file.display()
-                );
-            }
-            // An --exec job's kills are placed by its own keys, matched to its queue.
-            recording.kill_moments_keyed(|key| queue.index_of(key))
-        }
-        None => Vec::new(),
-    };
+    let replayed = replayed_kills(args, &queue)?;
     let mut night = early.map_or_else(|| open_warehouse(args, Some(&worker)), |n| Ok(Some(n)))?;
     let given_db = args.db.as_deref().map(paths::new_warehouse).transpose()?;
     let record = args
@@ -104,6 +110,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         restart_delay: args.restart_delay,
         max_restarts: args.max_restarts,
         scale: args.scale,
+        progress_deadline: args.deadline.progress_deadline,
         ..EngineConfig::new(vec![lane], plan.clone(), exe)
     };
     if let Some(night) = night.as_mut() {
@@ -381,6 +388,7 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
     let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
     let mut config = scenario.engine_config(&dir, 1, exe);
+    config.progress_deadline = args.deadline.progress_deadline;
     if let Some(seed) = args.seed {
         config.kills.seed = seed;
     }

@@ -358,6 +358,9 @@ pub struct EngineConfig {
     pub hang: Option<HangPlan>,
     /// Delete every checkpoint of every lane once the first lane has written this task.
     pub wipe_at_task: Option<u64>,
+    /// A headless night is given up on after this much real time without progress
+    /// (`--progress-deadline`; `None`: `DEFAULT_PROGRESS_DEADLINE`, or ten items' pause).
+    pub progress_deadline: Option<Duration>,
 }
 
 impl EngineConfig {
@@ -379,6 +382,7 @@ impl EngineConfig {
             exe,
             hang: None,
             wipe_at_task: None,
+            progress_deadline: None,
         }
     }
 }

@@ -65,6 +65,11 @@ pub struct Lane {
     /// The dead-man's switch is firing.
     pub stale: bool,
     pub gave_up: bool,
+    /// Why the lane was given up on before its job completed, when not for its restart limit:
+    /// no progress for `--progress-deadline`, or a crash loop (`said::CRASH_LOOP`).
+    pub gave_up_why: Option<String>,
+    /// An external job's attempts in a row that died on their own with no new row (`CRASH_LOOP`).
+    pub(super) failures_in_a_row: u32,
     pub failure: Option<String>,
     /// The failure was an external worker that could not start at all (a command that does not
     /// exist, one that exits at once with an error): reported once, not restarted.
@@ -89,7 +94,7 @@ pub struct Lane {
     /// The heartbeat file's modification time when last read, and the moment on the night's
     /// clock given to that beat: the newest write heard when the beat was first seen (a beat
     /// follows its write at once, so that is its write, or one a tick later).
-    beat_seen: Option<(SystemTime, f64)>,
+    pub(super) beat_seen: Option<(SystemTime, f64)>,
     /// The last observer error, so a persistent one is reported once.
     pub(super) observer_error: Option<String>,
     /// The vendor this lane's side effects reach, while the night runs.
@@ -168,6 +173,8 @@ impl Lane {
             heartbeat_task: None,
             stale: false,
             gave_up: false,
+            gave_up_why: None,
+            failures_in_a_row: 0,
             failure: None,
             start_failed: false,
             heartbeat_seen: false,

@@ -7,6 +7,7 @@
 //! says is due, pure); the processes themselves are `supervisor::slot`.
 
 mod config;
+mod deadline;
 mod flow;
 mod landings;
 mod lane;
@@ -30,6 +31,7 @@ pub use self::config::{
     DEFAULT_DEAD_MAN, EXEC_LABEL, EngineConfig, ExecJob, HangPlan, JobError, LaneConfig,
     LaneWorker, read_sql,
 };
+pub use self::deadline::{DEFAULT_PROGRESS_DEADLINE, Progress, ProgressWatch};
 pub use self::landings::RowsLandings;
 use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind, claimed_rows};
@@ -117,6 +119,8 @@ pub struct Engine {
     /// The timeline's length when the last tick ended: what was logged since (in this tick,
     /// or between ticks by the operator's kill) is new to this one.
     heard: usize,
+    /// Every line heard from a worker (its protocol included): progress, for the deadline.
+    lines_heard: u64,
     /// On PostgreSQL: the night's look at the server (restarts, killed workers' transactions).
     pg_watch: Option<crate::warehouse::watch::Watch>,
 }
@@ -175,6 +179,7 @@ impl Engine {
             stops: Vec::new(),
             stop_when: None,
             heard: 0,
+            lines_heard: 0,
             landed: None,
             pg_watch: crate::warehouse::active().map(crate::warehouse::watch::Watch::new),
         };

@@ -24,6 +24,7 @@ impl Engine {
             line,
             at: _,
         } = output;
+        self.lines_heard += 1;
         let clock = self.clock.now().0;
         let scale = self.config.scale;
         let (note, wrote) = self.lanes[lane].heard((slot, attempt), stderr, line, (clock, scale));

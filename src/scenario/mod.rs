@@ -365,6 +365,7 @@ impl Scenario {
                 resume_after: self.hang_for,
             }),
             wipe_at_task: self.wipe_at_task,
+            progress_deadline: None,
         }
     }
 }

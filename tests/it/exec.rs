@@ -397,6 +397,39 @@ fn a_job_that_dies_on_its_own_mid_run_is_restarted_as_after_a_kill() {
     assert!(timeline.contains("attempt=2"), "{json}");
 }
 
+/// A job whose restarts all fail at once (its rerun dies on its own unique key, say) is given up
+/// on after `CRASH_LOOP` attempts in a row without a row, not restarted up to the limit.
+#[test]
+fn a_job_that_fails_at_once_again_and_again_is_given_up_on_as_a_crash_loop() {
+    let tmp = tempdir();
+    let job = format!(
+        "[ \"$RECLAIM_ATTEMPT\" = 1 ] && {}; echo 'Error: UNIQUE constraint failed' >&2; exit 3",
+        naive()
+    );
+    let (run, db) = run_exec(
+        tmp.path(),
+        &job,
+        &["--items", "20", "--max-restarts", "1000"],
+    );
+    let json = assert_counts_agree(&run, &db);
+    assert_eq!(run.code, Some(1), "{json}\n{}", run.stderr);
+    // The first attempt wrote every row and failed; ten more failed with no row between.
+    assert_eq!(number(&json, "restarts"), 10, "{json}");
+    assert_eq!(json["completed"], false, "{json}");
+    let why = "it died on its own 10 times in a row with no new row between (a crash loop; the last: Error: UNIQUE constraint failed), and the supervisor gave up";
+    assert_eq!(
+        json["never_completed"],
+        format!("the job never completed: {why}"),
+        "{json}"
+    );
+    assert!(
+        json["timeline"]
+            .to_string()
+            .contains("giving up: the job died on its own 10 times in a row"),
+        "{json}"
+    );
+}
+
 /// A job killed inside its commit: the transaction's frames are in the `-wal`, the shared index
 /// does not name them yet (the job restores the index it had before the commit, then SIGKILLs
 /// itself: what a kill between the two steps leaves). Connections open meanwhile keep reading
@@ -996,4 +1029,64 @@ fn the_dashboard_runs_your_job_beside_guarded_under_the_same_kill() {
             )
         });
     assert_eq!(figures_by_rusqlite(&db), (312, 200, 112));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A job that stops moving: given up on after its progress deadline, never waited for forever.
+
+#[test]
+fn a_job_that_stops_moving_is_given_up_on_after_its_progress_deadline() {
+    use std::io::Read as _;
+    let tmp = tempdir();
+    // Every row written and its `done` said, then asleep: the night would never end.
+    let command = format!("{}; sleep 600", naive());
+    let night = tmp.path().join("night");
+    fs::create_dir(&night).unwrap_or_else(|e| panic!("{e}"));
+    let db = night.join("warehouse.db");
+    let started = Instant::now();
+    let mut child = Command::new(BIN)
+        .args(["run", "--exec", &command, "--db", path_arg(&db)])
+        .args([
+            "--items",
+            "20",
+            "--delay-ms",
+            "0",
+            "--progress-deadline",
+            "1.5",
+        ])
+        .current_dir(tmp.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start reclaim: {e}"));
+    let (status, exited) = exit_of(&mut child);
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        stdout
+            .read_to_string(&mut out)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert_eq!(status.code(), Some(1), "a night given up on failed: {out}");
+    assert!(
+        exited.duration_since(started) >= Duration::from_millis(1500),
+        "given up before its deadline: {out}"
+    );
+    let said = "no progress for 1.5 s (no new row, no line from a worker, no heartbeat): reclaim gave up on the night (--progress-deadline); its worker (pid ";
+    assert!(out.contains(&format!("runner  error   {said}")), "{out}");
+    assert!(
+        out.contains(&format!("the job never completed: {said}")),
+        "{out}"
+    );
+    assert!(out.contains("completed=NO"), "{out}");
+    // Its rows are what they are (all 20, once), and no process of the job outlived reclaim.
+    let conn = open_ro(&db);
+    assert_eq!(
+        (
+            count(&conn, "SELECT count(*) FROM records"),
+            count(&conn, "SELECT count(DISTINCT task_id) FROM records")
+        ),
+        (20, 20)
+    );
+    assert_no_job_process_left(&night, exited, "given up");
 }

@@ -13,6 +13,11 @@ use std::time::Instant;
 use super::note::kind_of;
 use super::{CLAIM_CHARS, ClaimedDone, Lane, Note, claimed_rows};
 
+/// How many times in a row an external job may die on its own with no new row between before
+/// the supervisor gives up on it: restarting a job that fails at once up to the restart limit
+/// (prove's is 1,000) only repeats the same failure.
+pub(in crate::engine) const CRASH_LOOP: u32 = 10;
+
 impl Lane {
     /// Where the kill of `slots` landed, from the rows read after their workers were reaped.
     // INVARIANT: called after `in_flight` has read the rows to the end and before any restart
@@ -319,6 +324,19 @@ impl Lane {
             self.failure = Some(reason.clone());
             self.start_failed = true;
             let text = format!("the worker could not start: {reason}");
+            return vec![Note::runner(Kind::Error, text).at(sim)];
+        }
+        // Attempts that die on their own with no new row between them: a crash loop.
+        let wrote = self.observer.rows > self.rows_at_spawn.get(slot).copied().unwrap_or(0);
+        self.failures_in_a_row = if wrote { 0 } else { self.failures_in_a_row + 1 };
+        if self.failures_in_a_row >= CRASH_LOOP {
+            self.slots[slot].give_up();
+            self.gave_up = true;
+            let why = format!(
+                "it died on its own {CRASH_LOOP} times in a row with no new row between (a crash loop; the last: {reason})"
+            );
+            self.gave_up_why = Some(format!("{why}, and the supervisor gave up"));
+            let text = format!("giving up: the job {}", why.trim_start_matches("it "));
             return vec![Note::runner(Kind::Error, text).at(sim)];
         }
         self.slots[slot].restart_after_failure(sim, policy);

@@ -1,0 +1,156 @@
+//! The progress deadline of a headless night (`--progress-deadline`): a job that stops moving
+//! (hung on a lock, asleep after its last row, spinning) is given up on after a bound of real
+//! time instead of being waited for forever. Progress is what reclaim can see: a line on the
+//! timeline, a line from a worker, a new row, a heartbeat's beat, a message at the vendor.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use super::{Engine, Kind, SlotState, Source};
+
+/// The deadline unless told otherwise: far above any pause between two rows of a night run at
+/// one of reclaim's paces, well under a CI job's own timeout.
+pub const DEFAULT_PROGRESS_DEADLINE: Duration = Duration::from_secs(120);
+
+/// How many items' pauses a night may go without progress, when that is longer than the
+/// default: a job paced at a minute an item is not stalled after two minutes.
+const ITEMS_OF_PAUSE: u32 = 10;
+
+/// What reclaim has seen of a night so far; two equal readings mean nothing moved between them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    entries: usize,
+    lines: u64,
+    lanes: Vec<(u64, Option<SystemTime>, Option<u64>)>,
+}
+
+/// Watches a night's `Progress` and says when it has stood still for its deadline while a
+/// worker was alive (a night waiting for its own restart delay is reclaim's wait, not the job's).
+#[derive(Debug)]
+pub struct ProgressWatch {
+    deadline: Duration,
+    seen: Option<Progress>,
+    since: Instant,
+}
+
+impl ProgressWatch {
+    #[must_use]
+    pub fn new(deadline: Duration, now: Instant) -> Self {
+        Self {
+            deadline,
+            seen: None,
+            since: now,
+        }
+    }
+
+    /// Whether the night has made no progress for the deadline with a worker alive, looked at
+    /// `now`; the engine is not changed.
+    pub fn stalled(&mut self, engine: &Engine, now: Instant) -> bool {
+        let alive = engine.lanes().iter().any(super::Lane::alive);
+        self.look(engine.progress(), alive, now)
+    }
+
+    /// `stalled` for one reading of the night.
+    fn look(&mut self, progress: Progress, alive: bool, now: Instant) -> bool {
+        if !alive || self.seen.as_ref() != Some(&progress) {
+            self.seen = Some(progress);
+            self.since = now;
+            return false;
+        }
+        now.saturating_duration_since(self.since) >= self.deadline
+    }
+}
+
+impl Engine {
+    /// What has moved in the night so far (`ProgressWatch`).
+    #[must_use]
+    pub fn progress(&self) -> Progress {
+        Progress {
+            entries: self.timeline.len(),
+            lines: self.lines_heard,
+            lanes: (self.lanes.iter())
+                .map(|l| {
+                    (
+                        l.observer.rows,
+                        l.beat_seen.map(|(at, _)| at),
+                        l.messages.map(|m| m.received),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// The night's deadline without progress: the configured one, or the default (or ten
+    /// items' pause, if longer).
+    #[must_use]
+    pub fn progress_deadline(&self) -> Duration {
+        self.config.progress_deadline.unwrap_or_else(|| {
+            let pause = (self.lanes.iter())
+                .map(|l| l.config.delay)
+                .max()
+                .unwrap_or_default();
+            DEFAULT_PROGRESS_DEADLINE.max(pause.saturating_mul(ITEMS_OF_PAUSE))
+        })
+    }
+
+    /// Gives up on every lane still going after `waited` without progress: its live workers
+    /// are killed (their whole groups) and nothing is restarted. Said on the timeline, and in
+    /// each lane's report as why the job never completed.
+    pub fn give_up_without_progress(&mut self, now: Instant, waited: Duration) {
+        for lane in 0..self.lanes.len() {
+            if self.lanes[lane].finished() {
+                continue;
+            }
+            let mut pids = Vec::new();
+            for slot in 0..self.lanes[lane].slots.len() {
+                let state = self.lanes[lane].slots[slot].state();
+                if self.lanes[lane].slots[slot].is_live() {
+                    pids.push(self.lanes[lane].slots[slot].pid().to_string());
+                    self.lanes[lane].slots[slot].kill();
+                    self.lanes[lane].forget_temp_beat(slot);
+                }
+                if !matches!(state, SlotState::Done | SlotState::Failed) {
+                    self.lanes[lane].slots[slot].give_up();
+                }
+            }
+            self.lanes[lane].stop_vendor();
+            let who = match pids.len() {
+                0 => "no worker was alive".to_string(),
+                1 => format!("its worker (pid {}) was killed", pids[0]),
+                _ => format!("its workers (pids {}) were killed", pids.join(", ")),
+            };
+            let reason = format!(
+                "no progress for {} s (no new row, no line from a worker, no heartbeat): reclaim gave up on the night (--progress-deadline); {who}",
+                waited.as_secs_f64()
+            );
+            self.lanes[lane].gave_up_why = Some(reason.clone());
+            self.log(now, Some(lane), Source::Runner, Kind::Error, reason);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_night_is_stalled_only_when_nothing_moved_for_the_deadline_with_a_worker_alive() {
+        let t0 = Instant::now();
+        let progress = |entries| Progress {
+            entries,
+            lines: 0,
+            lanes: vec![(0, None, None)],
+        };
+        let mut watch = ProgressWatch::new(Duration::from_secs(2), t0);
+        let mut look = |p: Progress, alive: bool, at: Duration| watch.look(p, alive, t0 + at);
+        assert!(!look(progress(1), true, Duration::ZERO));
+        assert!(!look(progress(1), true, Duration::from_millis(1999)));
+        assert!(look(progress(1), true, Duration::from_secs(2)));
+        // A new line is progress: the wait starts again.
+        assert!(!look(progress(2), true, Duration::from_secs(3)));
+        assert!(!look(progress(2), true, Duration::from_millis(4999)));
+        // No worker alive (a restart delay): reclaim's own wait, never the job's stall.
+        assert!(!look(progress(2), false, Duration::from_secs(10)));
+        assert!(!look(progress(2), true, Duration::from_secs(11)));
+        assert!(look(progress(2), true, Duration::from_secs(13)));
+    }
+}
