@@ -156,7 +156,7 @@ impl fmt::Display for Derived {
             ),
             Self::DataWrong {
                 duplicated,
-                extra: _,
+                extra,
                 missing,
                 unexpected,
                 orphan_checkpoints,
@@ -182,6 +182,14 @@ impl fmt::Display for Derived {
                     parts.push(format!(
                         "{} without a row",
                         count(orphan_checkpoints, "checkpoint", "checkpoints")
+                    ));
+                }
+                if parts.is_empty() {
+                    // Figures that contradict each other (a hand-edited recording's): more rows
+                    // than distinct task ids, none of them counted as duplicated.
+                    parts.push(format!(
+                        "{} more than distinct task ids",
+                        count(extra, "row", "rows")
                     ));
                 }
                 write!(f, "DATA WRONG ({})", parts.join(", "))
@@ -333,6 +341,19 @@ mod tests {
             unexpected: 0,
             orphan_checkpoints: 0,
         }
+    }
+
+    #[test]
+    fn figures_that_contradict_each_other_still_say_what_is_wrong() {
+        // A hand-edited recording's sample: more rows than distinct ids, none duplicated.
+        let derived = Derived::from_facts(facts(u64::MAX, 200, 0, 0));
+        assert_eq!(
+            derived.to_string(),
+            format!(
+                "DATA WRONG ({} rows more than distinct task ids)",
+                u64::MAX - 200
+            )
+        );
     }
 
     #[test]
