@@ -72,6 +72,9 @@ pub enum Error {
     /// A caught signal ended the night early.
     #[error("stopped by {0}; every worker was killed")]
     Stopped(&'static str),
+    /// A caught signal stopped an export: what it had written so far was removed.
+    #[error("stopped by {0}; nothing was written (the part written so far was removed)")]
+    StoppedWriting(&'static str),
     /// A worker ended with an error of its own (its last stderr line).
     #[error("the worker failed: {0}")]
     WorkerFailed(String),

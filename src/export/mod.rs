@@ -9,7 +9,7 @@ mod cast;
 pub mod csv;
 mod svg;
 
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use ratatui::buffer::Buffer;
@@ -84,21 +84,47 @@ pub fn export(recording: Recording, request: &Spec<'_>) -> Result<String, Error>
     }
     // Written beside it under a temporary name and renamed into place once whole: a full disk
     // leaves no half file (which a retry would then find "already exists").
+    // Stopped (Ctrl-C, SIGTERM), the writing stops at its next write and the temporary file is
+    // removed as it is dropped: nothing is left beside the path.
+    crate::signals::install().context(|| "cannot install signal handlers".into())?;
     let temp = crate::fsafe::begin_new(&path)
         .context(|| format!("cannot create a file beside {}", path.display()))?;
-    let mut out = BufWriter::new(temp);
-    let said = match format {
+    let mut out = BufWriter::new(Stoppable(temp));
+    let written = match format {
         Format::Cast => cast::write(&recording, request, &mut out),
         Format::Svg => svg::write(recording, request, &mut out),
         Format::Csv => csv::write(&recording, &mut out),
+    };
+    if let Some(signal) = crate::signals::received() {
+        return Err(Error::StoppedWriting(signal));
     }
-    .context(|| format!("cannot write {}", path.display()))?;
-    let temp = out
+    let said = written.context(|| format!("cannot write {}", path.display()))?;
+    let Stoppable(temp) = out
         .into_inner()
         .map_err(std::io::IntoInnerError::into_error)
         .context(|| format!("cannot write {}", path.display()))?;
+    if let Some(signal) = crate::signals::received() {
+        return Err(Error::StoppedWriting(signal));
+    }
     crate::fsafe::finish_new(temp, &path).context(|| format!("cannot write {}", path.display()))?;
     Ok(said)
+}
+
+/// A writer that fails once reclaim has been told to stop (`signals::received`).
+struct Stoppable<W>(W);
+
+impl<W: Write> Write for Stoppable<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(signal) = crate::signals::received() {
+            // Not `Interrupted`, which `write_all` would retry.
+            return Err(std::io::Error::other(format!("stopped by {signal}")));
+        }
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// The replay's frame at `at` (seconds after midnight), drawn into a `w`x`h` buffer, without

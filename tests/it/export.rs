@@ -454,3 +454,49 @@ fn a_slide_draws_its_charts_as_shapes_and_renders_with_rsvg() {
     crate::slide_pixels::check_png(&svg, &dir.path().join("slide.png"))
         .unwrap_or_else(|e| panic!("{}: {e}", svg.display()));
 }
+
+/// Ctrl-C (SIGINT) or SIGTERM in the middle of an export: exit 2 in one line, and nothing is
+/// left beside the path, neither the file nor its temporary (a `.NAME.XXXXXX.tmp` was left).
+#[test]
+fn an_export_stopped_by_a_signal_leaves_nothing_behind() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    for signal in [Signal::SIGINT, Signal::SIGTERM] {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let out = dir.path().join("night.cast");
+        let child = Command::new(crate::common::BIN)
+            .args(["replay", path_arg(incident()), "--export", path_arg(&out)])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Its temporary file is there once the export has begun: stop it then.
+        let begun = std::time::Instant::now() + Duration::from_secs(60);
+        while fs::read_dir(dir.path()).map_or(0, Iterator::count) == 0 {
+            assert!(std::time::Instant::now() < begun, "the export never began");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+        kill(pid, signal).unwrap_or_else(|e| panic!("{e}"));
+        let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let left: Vec<_> = fs::read_dir(dir.path())
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.file_name())
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Stopped well before its 1,300 frames are written (seconds of work).
+        assert_eq!(output.status.code(), Some(2), "{signal}: {stderr}");
+        assert_eq!(
+            stderr.trim_end(),
+            format!(
+                "reclaim: error: stopped by {signal}; nothing was written (the part written so far was removed)"
+            )
+        );
+        assert!(left.is_empty(), "{signal}: left behind: {left:?}");
+    }
+}
