@@ -20,6 +20,9 @@ const TITLE_KEPT: usize = 24;
 /// it shows); a path in it that still does not fit gives up its left end, never its file's name.
 pub(super) fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     let width = usize::from(area.width);
+    // A replay at its recording's end has nothing left to play: it is over, not paused (a
+    // slide of the end said "paused").
+    let at_end = (view.replay.as_ref()).is_some_and(|bar| view.clock.0 >= bar.end.0.floor());
     let state = if view.paused { "‖ paused" } else { "▶" };
     let speed = speed_label(view.speed);
     // The right-hand facts; the last ones (`droppable` of them) may make way for a notice.
@@ -39,6 +42,8 @@ pub(super) fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Them
     }
     if review {
         facts.push("‖ the night waits".into());
+    } else if at_end {
+        facts.push("■ the end".into());
     } else {
         facts.push(format!("{state} {speed}x"));
     }
