@@ -27,8 +27,9 @@ use self::parse::{
 #[derive(Debug, Args)]
 pub struct DeadlineArgs {
     /// Give up on a night after SECS of real time in which nothing moved while a worker was
-    /// alive (no new row, no line from a worker, no heartbeat): its workers are killed and the
-    /// job is reported as never completed [default: 120, or ten items' pause if longer]
+    /// alive (no new row, no heartbeat, no worker started or ended; a job's own output is not
+    /// progress): its workers are killed and the job is reported as never completed [default:
+    /// 120, or ten items' pause if longer]
     #[arg(long, value_name = "SECS", value_parser = parse_progress_deadline)]
     pub progress_deadline: Option<Duration>,
 }

@@ -1,7 +1,9 @@
 //! The progress deadline of a headless night (`--progress-deadline`): a job that stops moving
 //! (hung on a lock, asleep after its last row, spinning) is given up on after a bound of real
-//! time instead of being waited for forever. Progress is what reclaim can see: a line on the
-//! timeline, a line from a worker, a new row, a heartbeat's beat, a message at the vendor.
+//! time instead of being waited for forever. Progress is what reclaim can see of the work: a new
+//! row, a heartbeat's beat, a message at the vendor, a worker started, killed or ended, a line
+//! of reclaim's own worker's protocol. Your job's own output is not progress: a job that only
+//! prints ("retrying...") is not moving.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -18,9 +20,19 @@ const ITEMS_OF_PAUSE: u32 = 10;
 /// What reclaim has seen of a night so far; two equal readings mean nothing moved between them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Progress {
-    entries: usize,
+    /// Lines of reclaim's own workers (and relays): its protocol, one a write or a step.
     lines: u64,
-    lanes: Vec<(u64, Option<SystemTime>, Option<u64>)>,
+    lanes: Vec<LaneProgress>,
+}
+
+/// One lane's part of `Progress`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LaneProgress {
+    rows: u64,
+    beat: Option<SystemTime>,
+    messages: Option<u64>,
+    /// Each slot's attempt and state: a start, a kill, an exit.
+    slots: Vec<(u32, SlotState)>,
 }
 
 /// Watches a night's `Progress` and says when it has stood still for its deadline while a
@@ -65,30 +77,30 @@ impl Engine {
     #[must_use]
     pub fn progress(&self) -> Progress {
         Progress {
-            entries: self.timeline.len(),
             lines: self.lines_heard,
             lanes: (self.lanes.iter())
-                .map(|l| {
-                    (
-                        l.observer.rows,
-                        l.beat_seen.map(|(at, _)| at),
-                        l.messages.map(|m| m.received),
-                    )
+                .map(|l| LaneProgress {
+                    rows: l.observer.rows,
+                    beat: l.beat_seen.map(|(at, _)| at),
+                    messages: l.messages.map(|m| m.received),
+                    slots: (l.slots.iter()).map(|s| (s.attempt(), s.state())).collect(),
                 })
                 .collect(),
         }
     }
 
     /// The night's deadline without progress: the configured one, or the default (or ten
-    /// items' pause, if longer).
+    /// items' pause, if longer), plus the work of a long item (`--long-item`) that writes
+    /// nothing while it works.
     #[must_use]
     pub fn progress_deadline(&self) -> Duration {
         self.config.progress_deadline.unwrap_or_else(|| {
-            let pause = (self.lanes.iter())
-                .map(|l| l.config.delay)
-                .max()
-                .unwrap_or_default();
-            DEFAULT_PROGRESS_DEADLINE.max(pause.saturating_mul(ITEMS_OF_PAUSE))
+            let longest = |part: fn(&super::Lane) -> Duration| {
+                (self.lanes.iter()).map(part).max().unwrap_or_default()
+            };
+            let pause = longest(|l| l.config.delay);
+            let long_item = longest(|l| l.config.long_item.map_or(Duration::ZERO, |li| li.work));
+            DEFAULT_PROGRESS_DEADLINE.max(pause.saturating_mul(ITEMS_OF_PAUSE)) + long_item
         })
     }
 
@@ -119,7 +131,7 @@ impl Engine {
                 _ => format!("its workers (pids {}) were killed", pids.join(", ")),
             };
             let reason = format!(
-                "no progress for {} s (no new row, no line from a worker, no heartbeat): reclaim gave up on the night (--progress-deadline); {who}",
+                "no progress for {} s (no new row, no heartbeat, no worker started or ended): reclaim gave up on the night (--progress-deadline); {who}",
                 waited.as_secs_f64()
             );
             self.lanes[lane].gave_up_why = Some(reason.clone());
@@ -135,17 +147,21 @@ mod tests {
     #[test]
     fn a_night_is_stalled_only_when_nothing_moved_for_the_deadline_with_a_worker_alive() {
         let t0 = Instant::now();
-        let progress = |entries| Progress {
-            entries,
+        let progress = |rows| Progress {
             lines: 0,
-            lanes: vec![(0, None, None)],
+            lanes: vec![LaneProgress {
+                rows,
+                beat: None,
+                messages: None,
+                slots: vec![(1, SlotState::Running)],
+            }],
         };
         let mut watch = ProgressWatch::new(Duration::from_secs(2), t0);
         let mut look = |p: Progress, alive: bool, at: Duration| watch.look(p, alive, t0 + at);
         assert!(!look(progress(1), true, Duration::ZERO));
         assert!(!look(progress(1), true, Duration::from_millis(1999)));
         assert!(look(progress(1), true, Duration::from_secs(2)));
-        // A new line is progress: the wait starts again.
+        // A new row is progress: the wait starts again.
         assert!(!look(progress(2), true, Duration::from_secs(3)));
         assert!(!look(progress(2), true, Duration::from_millis(4999)));
         // No worker alive (a restart delay): reclaim's own wait, never the job's stall.

@@ -119,7 +119,7 @@ pub struct Engine {
     /// The timeline's length when the last tick ended: what was logged since (in this tick,
     /// or between ticks by the operator's kill) is new to this one.
     heard: usize,
-    /// Every line heard from a worker (its protocol included): progress, for the deadline.
+    /// Every line heard from reclaim's own workers (their protocol): progress, for the deadline.
     lines_heard: u64,
     /// On PostgreSQL: the night's look at the server (restarts, killed workers' transactions).
     pg_watch: Option<crate::warehouse::watch::Watch>,

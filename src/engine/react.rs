@@ -24,7 +24,10 @@ impl Engine {
             line,
             at: _,
         } = output;
-        self.lines_heard += 1;
+        // reclaim's own protocol is progress; someone else's job's output is not.
+        if self.lanes[lane].config.worker.job().is_none() {
+            self.lines_heard += 1;
+        }
         let clock = self.clock.now().0;
         let scale = self.config.scale;
         let (note, wrote) = self.lanes[lane].heard((slot, attempt), stderr, line, (clock, scale));

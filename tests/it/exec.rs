@@ -1038,8 +1038,12 @@ fn the_dashboard_runs_your_job_beside_guarded_under_the_same_kill() {
 fn a_job_that_stops_moving_is_given_up_on_after_its_progress_deadline() {
     use std::io::Read as _;
     let tmp = tempdir();
-    // Every row written and its `done` said, then asleep: the night would never end.
-    let command = format!("{}; sleep 600", naive());
+    // Every row written and its `done` said, then a line every 0.2 s forever: the night would
+    // never end (its output is not progress: it writes nothing).
+    let command = format!(
+        "{}; while true; do echo still here; sleep 0.2; done",
+        naive()
+    );
     let night = tmp.path().join("night");
     fs::create_dir(&night).unwrap_or_else(|e| panic!("{e}"));
     let db = night.join("warehouse.db");
@@ -1072,7 +1076,7 @@ fn a_job_that_stops_moving_is_given_up_on_after_its_progress_deadline() {
         exited.duration_since(started) >= Duration::from_millis(1500),
         "given up before its deadline: {out}"
     );
-    let said = "no progress for 1.5 s (no new row, no line from a worker, no heartbeat): reclaim gave up on the night (--progress-deadline); its worker (pid ";
+    let said = "no progress for 1.5 s (no new row, no heartbeat, no worker started or ended): reclaim gave up on the night (--progress-deadline); its worker (pid ";
     assert!(out.contains(&format!("runner  error   {said}")), "{out}");
     assert!(
         out.contains(&format!("the job never completed: {said}")),
