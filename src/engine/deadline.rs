@@ -125,17 +125,25 @@ impl Engine {
                 }
             }
             self.lanes[lane].stop_vendor();
+            let reason = format!(
+                "no progress for {} s (no new row, no heartbeat, no worker started or ended): reclaim gave up on the night (--progress-deadline)",
+                waited.as_secs_f64()
+            );
+            // The pids on the timeline only: the report's reason reads the same for every night
+            // given up on (prove says it once).
             let who = match pids.len() {
                 0 => "no worker was alive".to_string(),
                 1 => format!("its worker (pid {}) was killed", pids[0]),
                 _ => format!("its workers (pids {}) were killed", pids.join(", ")),
             };
-            let reason = format!(
-                "no progress for {} s (no new row, no heartbeat, no worker started or ended): reclaim gave up on the night (--progress-deadline); {who}",
-                waited.as_secs_f64()
-            );
-            self.lanes[lane].gave_up_why = Some(reason.clone());
-            self.log(now, Some(lane), Source::Runner, Kind::Error, reason);
+            let text = format!("{reason}; {who}");
+            let killed = if pids.is_empty() {
+                ""
+            } else {
+                " and killed its workers"
+            };
+            self.lanes[lane].gave_up_why = Some(format!("{reason}{killed}"));
+            self.log(now, Some(lane), Source::Runner, Kind::Error, text);
         }
     }
 }

@@ -1076,10 +1076,15 @@ fn a_job_that_stops_moving_is_given_up_on_after_its_progress_deadline() {
         exited.duration_since(started) >= Duration::from_millis(1500),
         "given up before its deadline: {out}"
     );
-    let said = "no progress for 1.5 s (no new row, no heartbeat, no worker started or ended): reclaim gave up on the night (--progress-deadline); its worker (pid ";
-    assert!(out.contains(&format!("runner  error   {said}")), "{out}");
+    let said = "no progress for 1.5 s (no new row, no heartbeat, no worker started or ended): reclaim gave up on the night (--progress-deadline)";
     assert!(
-        out.contains(&format!("the job never completed: {said}")),
+        out.contains(&format!("runner  error   {said}; its worker (pid ")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "the job never completed: {said} and killed its workers\n"
+        )),
         "{out}"
     );
     assert!(out.contains("completed=NO"), "{out}");
