@@ -254,6 +254,8 @@ pub struct ShrinkArgs {
     /// Nights in flight at once [default: one per core, at least 2, at most 8]
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: Option<u16>,
+    #[command(flatten)]
+    pub deadline: DeadlineArgs,
     /// With --exec: the queue's size [default: the recorded lane's]
     #[arg(long, requires = "exec", value_parser = items_parser())]
     pub items: Option<u64>,
@@ -550,9 +552,10 @@ pub struct InspectArgs {
     /// The warehouse database (opened read-only)
     #[arg(long)]
     pub db: PathBuf,
-    /// The queue size to judge the rows against
-    #[arg(long, default_value_t = 200, value_parser = items_parser())]
-    pub items: u64,
+    /// The queue size to judge the rows against [default: 200; with --table, the queue a night
+    /// of reclaim's wrote beside the database (DB.keys) when it is there]
+    #[arg(long, value_parser = items_parser())]
+    pub items: Option<u64>,
     /// Print the facts as one JSON object
     #[arg(long)]
     pub json: bool,

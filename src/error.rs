@@ -72,6 +72,10 @@ pub enum Error {
     /// A caught signal ended the night early.
     #[error("stopped by {0}; every worker was killed")]
     Stopped(&'static str),
+    /// A night given up on (no progress, a crash loop) before it left rows to judge: its
+    /// reason, then why nothing could be judged. Exit 1, as any night that never completed.
+    #[error("the job never completed: {0}")]
+    NeverCompleted(String),
     /// A caught signal stopped an export: what it had written so far was removed.
     #[error("stopped by {0}; nothing was written (the part written so far was removed)")]
     StoppedWriting(&'static str),
@@ -79,7 +83,8 @@ pub enum Error {
     #[error("the worker failed: {0}")]
     WorkerFailed(String),
     /// An external worker that never got going (no such command, an error at once).
-    #[error("the worker could not start: {0}")]
+    /// Its text says which: `the worker could not start: ...` or `... failed before its first row`.
+    #[error("{0}")]
     CouldNotStart(String),
 }
 

@@ -129,6 +129,15 @@ impl ExecCell {
     /// The verdict in a word or two, as the built-in map says it.
     #[must_use]
     pub fn verdict(&self) -> String {
+        let said = self.data_verdict();
+        if !self.killed && said != "NOT TESTED: the kill never fired" {
+            // Wrong all the same: the night went wrong without the kill it was for.
+            return format!("{said} (its kill never fired)");
+        }
+        said
+    }
+
+    fn data_verdict(&self) -> String {
         if self.missing > 0 {
             format!("MISSING {}", self.missing)
         } else if self.duplicated_task_ids > 0 {

@@ -365,10 +365,14 @@ pub fn drive_lanes(
     }
     let mut inspections = Vec::new();
     for lane in engine.lanes() {
-        inspections.push(
-            (lane.config.inspect())
-                .map_err(|e| e.seen_before(lane.observer.table_seen, lane.observer.rows))?,
-        );
+        let inspection = (lane.config.inspect())
+            .map_err(|e| e.seen_before(lane.observer.table_seen, lane.observer.rows));
+        inspections.push(match (inspection, &lane.gave_up_why) {
+            (Ok(inspection), _) => inspection,
+            // Given up on before it left anything to judge: that is the night's story.
+            (Err(e), Some(why)) => return Err(Error::NeverCompleted(format!("{why}; {e}"))),
+            (Err(e), None) => return Err(e.into()),
+        });
     }
     let mut messages = Vec::new();
     for lane in engine.lanes() {
@@ -446,8 +450,9 @@ fn lane_report(
             return format!("the job never completed: {reason}");
         }
         // Only the host's kills are kills: an attempt that died on its own is said so.
-        let on_its_own = lane.restarts.saturating_sub(lane.kills);
+        let on_its_own = lane.deaths_on_its_own;
         let how = match (lane.kills, on_its_own) {
+            (0, 0) => "no attempt finished".to_string(),
             (_, 0) => "every attempt was killed before it finished".to_string(),
             (0, _) => "every attempt died on its own before it finished".to_string(),
             (kills, own) => format!(
@@ -481,6 +486,21 @@ fn messages_at_vendor(
         return Ok(None);
     }
     Ok(Some(lane.read_messages()?))
+}
+
+/// What lane `index` planned and never did: the plan's kills (the plan watches the first lane)
+/// and an own job's crash point.
+fn lane_not_fired(engine: &Engine, index: usize, rows: u64) -> Vec<String> {
+    let lane = &engine.lanes()[index];
+    let planned = if index == 0 {
+        not_fired::not_fired(engine.fired(), &lane.config.queue(), rows, lane.completed())
+    } else {
+        Vec::new()
+    };
+    planned
+        .into_iter()
+        .chain(not_fired::crash_not_fired(lane))
+        .collect()
 }
 
 fn report(
@@ -563,14 +583,7 @@ fn report(
             .rows
             .filter(|_| index == 0)
             .map(|_| engine.rows_landings().clone()),
-        not_fired: if index == 0 {
-            not_fired::not_fired(engine.fired(), &lane.config.queue(), inspection.rows)
-        } else {
-            Vec::new()
-        }
-        .into_iter()
-        .chain(not_fired::crash_not_fired(lane))
-        .collect(),
+        not_fired: lane_not_fired(engine, index, inspection.rows),
         points_announced: lane.points.announced.clone(),
         kills_after_points: lane.points.kills_after.clone(),
         queue_notes: inspection.queue_notes(),

@@ -156,6 +156,13 @@ impl Observer {
         self.checkpointed.get(index)
     }
 
+    /// How many keys of the queue have a checkpoint and no row: each committed its checkpoint
+    /// first, and its row never came.
+    #[must_use]
+    pub fn checkpoints_without_row(&self) -> u64 {
+        self.checkpointed.count_not_in(&self.seen)
+    }
+
     /// Whether the newest row's item has its checkpoint: the newest row's, when the rows say
     /// which is newest; on PostgreSQL, where a job's table is read whole (no rowid orders it),
     /// whether every item with a row has one, so a row whose checkpoint never came is seen.

@@ -152,6 +152,14 @@ impl TaskBits {
         self.words.fill(0);
     }
 
+    /// How many bits are set here and not in `other`.
+    #[must_use]
+    pub fn count_not_in(&self, other: &Self) -> u64 {
+        (self.words.iter().enumerate())
+            .map(|(i, w)| u64::from((w & !other.words.get(i).copied().unwrap_or(0)).count_ones()))
+            .sum()
+    }
+
     /// Whether every bit set here is set in `other` too.
     #[must_use]
     pub fn within(&self, other: &Self) -> bool {

@@ -184,14 +184,17 @@ pub(super) fn parse_scale(text: &str) -> Result<f64, String> {
 /// The longest `--progress-deadline`: a day.
 const MAX_PROGRESS_DEADLINE: f64 = 86_400.0;
 
-/// `--progress-deadline SECS`: real seconds, above 0, at most a day.
+/// The shortest `--progress-deadline`: a hundredth of a second.
+const MIN_PROGRESS_DEADLINE: f64 = 0.01;
+
+/// `--progress-deadline SECS`: real seconds, from a hundredth of a second to a day.
 pub(super) fn parse_progress_deadline(text: &str) -> Result<Duration, String> {
     let secs: f64 = text
         .parse()
         .map_err(|_| format!("'{text}' is not a number of seconds"))?;
-    if !(secs > 0.0 && secs <= MAX_PROGRESS_DEADLINE) {
+    if !(MIN_PROGRESS_DEADLINE..=MAX_PROGRESS_DEADLINE).contains(&secs) {
         return Err(format!(
-            "{secs} is outside 0 (excluded)..={MAX_PROGRESS_DEADLINE} seconds"
+            "'{text}' is outside {MIN_PROGRESS_DEADLINE}..={MAX_PROGRESS_DEADLINE} seconds"
         ));
     }
     Ok(Duration::from_secs_f64(secs))

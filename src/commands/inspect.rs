@@ -19,9 +19,9 @@ pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
         ));
     }
     let inspection = match crate::warehouse::active() {
-        Some(server) => crate::warehouse::pg_inspect::inspect(server, &args.db, args.items)
+        Some(server) => crate::warehouse::pg_inspect::inspect(server, &args.db, items(args))
             .map_err(crate::store::StoreError::from)?,
-        None => inspect::inspect(&args.db, args.items)?,
+        None => inspect::inspect(&args.db, items(args))?,
     };
     let ids = if args.ids {
         Some(inspect::duplicated_ids(&args.db, usize::MAX)?.0)
@@ -55,6 +55,26 @@ pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
     Ok(exit_code(inspection.derived()))
 }
 
+/// The queue size asked for, or the default.
+fn items(args: &InspectArgs) -> u64 {
+    args.items.unwrap_or(DEFAULT_ITEMS)
+}
+
+/// `inspect`'s queue when none is named: 200 tasks, as every command's.
+const DEFAULT_ITEMS: u64 = 200;
+
+/// The queue a night of reclaim's wrote beside an external job's database (`DB.keys`, what the
+/// night judged its rows against), when it is a regular file that reads as a queue.
+fn nights_queue(db: &std::path::Path) -> Option<crate::queue::Queue> {
+    let path = crate::engine::keys_path(db);
+    matches!(
+        crate::paths::look(&path),
+        Ok(crate::paths::PathKind::File(_))
+    )
+    .then(|| crate::queue::Queue::from_file(&path).ok())
+    .flatten()
+}
+
 /// The exit code of a verdict, the one `inspect` prints: 0 when it holds, 1 otherwise.
 fn exit_code(derived: crate::verdict::Derived) -> u8 {
     if derived.is_ok() { OK } else { DATA_WRONG }
@@ -78,11 +98,18 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
         let real = crate::paths::existing_file(&args.db, "--db")?;
         let snapshot = crate::store::Snapshot::open(&real)?;
         crate::queue::keys_from_sql(&snapshot.conn, sql)?
+    } else if let Some(night) = args
+        .items
+        .is_none()
+        .then(|| nights_queue(&args.db))
+        .flatten()
+    {
+        night
     } else if let Some(format) = &args.key_format {
         let format = KeyFormat::parse(format)?;
-        Queue::formatted(format, args.items)
+        Queue::formatted(format, items(args))
     } else {
-        Queue::tasks(args.items)
+        Queue::tasks(items(args))
     };
     let inspection = inspect::inspect_rows(&args.db, &queue, &source)?;
     let derived = inspection.derived().once_ended();

@@ -32,6 +32,8 @@ struct ExecMapReport<'a> {
     all_right: bool,
     /// Cells whose kill never fired: never right; failures only with `--strict`.
     not_tested: usize,
+    /// Wrong cells whose kill never fired: their night went wrong without it.
+    wrong_unfired: usize,
     /// What the map saw and no cell tested (a checkpoint committed before its row), as the
     /// text's `untested` line says it; failures only with `--strict`.
     untested: &'a [String],
@@ -296,6 +298,7 @@ fn print(
             cells,
             all_right,
             not_tested: Tally::of(cells.iter().map(ExecCell::tested)).untested,
+            wrong_unfired: wrong_unfired(cells),
             untested: facts.untested,
             undisturbed: facts.undisturbed.to_string(),
             elapsed_s: (facts.elapsed * 1000.0).round() / 1000.0,
@@ -344,9 +347,15 @@ fn print(
         if !facts.interactive {
             print_bands(facts.points, cells, facts.first, out);
         }
+        let unfired = match wrong_unfired(cells) {
+            0 => String::new(),
+            n => format!(
+                " ({n} of them without their kill, which never fired: those nights went wrong undisturbed)"
+            ),
+        };
         let _ = writeln!(
             out,
-            "reclaim map: {} nights in {:.1} s; {wrong} cells wrong{}",
+            "reclaim map: {} nights in {:.1} s; {wrong} cells wrong{unfired}{}",
             cells.len(),
             facts.elapsed,
             crate::map::not_tested_note(untested, "kill")
@@ -455,6 +464,13 @@ fn print_bands(points: &[String], cells: &[ExecCell], first: u64, out: &mut dyn 
             );
         }
     }
+}
+
+/// The wrong cells whose kill never fired: wrong, but not because of their kill.
+fn wrong_unfired(cells: &[ExecCell]) -> usize {
+    (cells.iter())
+        .filter(|c| !c.killed && c.tested() == crate::map::Tested::Wrong)
+        .count()
 }
 
 /// What the map saw and no cell of it tested: a job whose undisturbed night (`key`'s) or any

@@ -73,6 +73,13 @@ pub fn main(cli: Cli) -> ExitCode {
     }
     match result {
         Ok(code) => ExitCode::from(code),
+        Err(error @ crate::error::Error::NeverCompleted(_)) => {
+            eprintln!(
+                "reclaim: error: {}",
+                crate::text::escape_controls(&error.to_string())
+            );
+            ExitCode::from(crate::exit::DATA_WRONG)
+        }
         Err(error) => {
             eprintln!(
                 "reclaim: error: {}",

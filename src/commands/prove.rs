@@ -136,8 +136,12 @@ fn result(
             lessons.push(reason.clone());
         }
     }
-    let finished_wrong = reports.iter().any(|r| r.completed && !exactly_once(r));
-    if finished_wrong || (!held && reports.iter().all(|r| r.completed)) {
+    // Only where a run that finished wrong said ok: a job whose last line claims nothing did
+    // not say ok over wrong data.
+    let said_ok_over_wrong = reports.iter().any(|r| {
+        r.completed && !exactly_once(r) && r.lessons.contains(&Symptom::StatusOkDataWrong.lesson())
+    });
+    if said_ok_over_wrong {
         lessons.push(Symptom::StatusOkDataWrong.lesson());
     }
     let kills_in_window = reports

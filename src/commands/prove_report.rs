@@ -202,7 +202,7 @@ pub(super) fn print_summary(report: &ProveReport, out: &mut dyn Write) {
     let _ = writeln!(
         out,
         "windows: {}",
-        super::run_report::describe_windows(&report.kills_in_window)
+        super::run_report::describe_windows(&report.kills_in_window, 0)
     );
     if let Some(dir) = &report.kept {
         let _ = writeln!(out, "databases kept for inspection in {}", dir.display());

@@ -355,6 +355,9 @@ fn print_lane_verdicts(names: &[String], reports: &[RunReport], out: &mut dyn Wr
             "verdict      {name:<width$}  {}  rows={} duplicated_task_ids={} kills={} restarts={}",
             report.verdict, report.rows, report.duplicated_task_ids, report.kills, report.restarts
         );
+        if let Some(reason) = &report.never_completed {
+            let _ = writeln!(out, "             {name:<width$}  {reason}");
+        }
         for said in &report.not_fired {
             let _ = writeln!(out, "not fired    {name:<width$}  {said}");
         }

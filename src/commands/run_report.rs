@@ -255,7 +255,10 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
         let _ = writeln!(
             out,
             "windows      {}",
-            describe_windows(&report.kills_in_window)
+            describe_windows(
+                &report.kills_in_window,
+                report.kills_after_points.values().sum()
+            )
         );
     }
     if let Some(landed) = &report.kill_rows_landed {
@@ -340,8 +343,9 @@ fn describe_rows_landings(landed: &crate::engine::RowsLandings) -> String {
 }
 
 /// The kills by window, and the windows no kill landed in (named: a green night that never
-/// reached a window says nothing about it).
-pub(super) fn describe_windows(windows: &KillWindows) -> String {
+/// reached a window says nothing about it). `own_points`: kills that landed at points of the
+/// job's own, which are no window of reclaim's (the `points` line names them).
+pub(super) fn describe_windows(windows: &KillWindows, own_points: u32) -> String {
     let hit: Vec<String> = KillWindow::ALL
         .into_iter()
         .filter(|&w| windows.get(w) > 0)
@@ -352,13 +356,34 @@ pub(super) fn describe_windows(windows: &KillWindows) -> String {
         .into_iter()
         .map(KillWindow::name)
         .collect();
-    let mut said = if hit.is_empty() && windows.unplaced == 0 {
+    let at_own = crate::text::count(u64::from(own_points), "kill", "kills");
+    let placed_apart = windows.unplaced + windows.after_checkpoint;
+    let mut said = if hit.is_empty() && placed_apart == 0 && own_points > 0 {
+        format!(
+            "no kill landed in reclaim's windows; {at_own} at the job's own points (the points line)"
+        )
+    } else if hit.is_empty() && placed_apart == 0 {
         "no kill landed".to_string()
     } else if hit.is_empty() {
         String::new()
+    } else if own_points > 0 {
+        format!(
+            "kills landed in {}; {at_own} more at the job's own points (the points line)",
+            hit.join(", ")
+        )
     } else {
         format!("kills landed in {}", hit.join(", "))
     };
+    if windows.after_checkpoint > 0 {
+        if !said.is_empty() {
+            said.push_str("; ");
+        }
+        let kills = crate::text::count(u64::from(windows.after_checkpoint), "kill", "kills");
+        said.push_str(&kills);
+        said.push_str(
+            " after a checkpoint's commit and before its row's (after-checkpoint-commit: the job commits its checkpoint first, and a resume that trusts it loses that item)",
+        );
+    }
     if windows.unplaced > 0 {
         if !said.is_empty() {
             said.push_str("; ");

@@ -55,7 +55,8 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
     let dir = crate::map::fresh_dir("shrink")
         .context(|| "cannot create a folder for the search's databases".into())?;
-    let runner = Runner::new(exe, dir.clone(), wrong.items, false);
+    let mut runner = Runner::new(exe, dir.clone(), wrong.items, false);
+    runner.progress_deadline = args.deadline.progress_deadline;
     let threads = args.threads.map_or_else(pool::default_threads, usize::from);
     let found = search(&runner, &wrong, threads);
     let _ = std::fs::remove_dir_all(&dir);

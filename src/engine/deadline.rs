@@ -1,11 +1,11 @@
 //! The progress deadline of a headless night (`--progress-deadline`): a job that stops moving
 //! (hung on a lock, asleep after its last row, spinning) is given up on after a bound of real
 //! time instead of being waited for forever. Progress is what reclaim can see of the work: a new
-//! row, a heartbeat's beat, a message at the vendor, a worker started, killed or ended, a line
+//! row, a heartbeat naming another task, a message at the vendor, a worker started, killed or ended, a line
 //! of reclaim's own worker's protocol. Your job's own output is not progress: a job that only
 //! prints ("retrying...") is not moving.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use super::{Engine, Kind, SlotState, Source};
 
@@ -29,7 +29,9 @@ pub struct Progress {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct LaneProgress {
     rows: u64,
-    beat: Option<SystemTime>,
+    /// The key of the queue the heartbeat names: a beat naming the same key again, or no key of
+    /// the queue (a timestamp), is not progress.
+    beat: Option<String>,
     messages: Option<u64>,
     /// Each slot's attempt and state: a start, a kill, an exit.
     slots: Vec<(u32, SlotState)>,
@@ -81,7 +83,8 @@ impl Engine {
             lanes: (self.lanes.iter())
                 .map(|l| LaneProgress {
                     rows: l.observer.rows,
-                    beat: l.beat_seen.map(|(at, _)| at),
+                    beat: (l.heartbeat_task.clone())
+                        .filter(|task| l.config.queue().index_of(task).is_some()),
                     messages: l.messages.map(|m| m.received),
                     slots: (l.slots.iter()).map(|s| (s.attempt(), s.state())).collect(),
                 })

@@ -70,6 +70,10 @@ pub struct Lane {
     pub gave_up_why: Option<String>,
     /// An external job's attempts in a row that died on their own with no new row (`CRASH_LOOP`).
     pub(super) failures_in_a_row: u32,
+    /// Attempts that died on their own (an error, a lost connection), not by the host's kill.
+    pub deaths_on_its_own: u32,
+    /// Keys with a checkpoint and no row when the last kill was placed (`place_kill`).
+    pub(super) orphan_checkpoints: u64,
     pub failure: Option<String>,
     /// The failure was an external worker that could not start at all (a command that does not
     /// exist, one that exits at once with an error): reported once, not restarted.
@@ -94,7 +98,7 @@ pub struct Lane {
     /// The heartbeat file's modification time when last read, and the moment on the night's
     /// clock given to that beat: the newest write heard when the beat was first seen (a beat
     /// follows its write at once, so that is its write, or one a tick later).
-    pub(super) beat_seen: Option<(SystemTime, f64)>,
+    beat_seen: Option<(SystemTime, f64)>,
     /// The last observer error, so a persistent one is reported once.
     pub(super) observer_error: Option<String>,
     /// The vendor this lane's side effects reach, while the night runs.
@@ -175,6 +179,8 @@ impl Lane {
             gave_up: false,
             gave_up_why: None,
             failures_in_a_row: 0,
+            deaths_on_its_own: 0,
+            orphan_checkpoints: 0,
             failure: None,
             start_failed: false,
             heartbeat_seen: false,

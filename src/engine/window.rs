@@ -26,6 +26,11 @@ pub struct KillWindows {
     /// checkpoint: an external job whose checkpoints reclaim was not told of (or never saw).
     #[serde(rename = "after-a-commit-unplaced", default)]
     pub unplaced: u32,
+    /// Kills after a checkpoint's commit and before its row's: a job of the user's that commits
+    /// its checkpoint first, seen in the rows (a checkpoint with no row, new since the last
+    /// kill). That item is lost on a resume that trusts its checkpoint.
+    #[serde(rename = "after-checkpoint-commit", default)]
+    pub after_checkpoint: u32,
     /// Whether the lane's items reach a vendor before their commit, so `after-send` is a
     /// window of this night at all.
     #[serde(skip)]
@@ -78,6 +83,7 @@ impl KillWindows {
             *self.slot(window) += other.get(window);
         }
         self.unplaced += other.unplaced;
+        self.after_checkpoint += other.after_checkpoint;
         self.sends |= other.sends;
         self.relays |= other.relays;
         self.rows_apart |= other.rows_apart;
@@ -94,6 +100,7 @@ impl KillWindows {
             .map(|w| self.get(w))
             .sum::<u32>()
             + self.unplaced
+            + self.after_checkpoint
     }
 
     /// The windows of this night that no kill landed in, in order. Only what reclaim could
@@ -161,7 +168,7 @@ mod tests {
         let json = serde_json::to_string(&windows).unwrap_or_default();
         assert_eq!(
             json,
-            r#"{"before-any-commit":0,"after-row-commit":0,"after-commit":2,"after-send":0,"after-relay-send":0,"after-a-commit-unplaced":0}"#
+            r#"{"before-any-commit":0,"after-row-commit":0,"after-commit":2,"after-send":0,"after-relay-send":0,"after-a-commit-unplaced":0,"after-checkpoint-commit":0}"#
         );
     }
 

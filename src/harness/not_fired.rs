@@ -1,12 +1,19 @@
 //! What was planned and did not happen, said: each planned kill that never fired (by task, by
 //! message, by rows, replayed, random) and an own job's crash point it never reached.
 
-/// Each planned kill that never fired, said (the plan watches the first lane).
+/// Each planned kill that never fired, said (the plan watches the first lane), and what came
+/// first: the job's end, or the night's (`completed` false: given up on, out of restarts).
 pub(super) fn not_fired(
     fired: crate::engine::triggers::Fired,
     queue: &crate::queue::Queue,
     rows: u64,
+    completed: bool,
 ) -> Vec<String> {
+    let first = if completed {
+        "the job finished first"
+    } else {
+        "the night ended first, the job never completed"
+    };
     let mut said = Vec::new();
     if let Some((task, false)) = fired.kill_at_task {
         said.push(format!(
@@ -27,14 +34,14 @@ pub(super) fn not_fired(
     let (planned, fired_replayed) = fired.replayed;
     if fired_replayed < planned {
         said.push(format!(
-            "{} of {planned} replayed kills never fired: the job finished first",
+            "{} of {planned} replayed kills never fired: {first}",
             planned - fired_replayed
         ));
     }
     let (planned, fired_random) = fired.random;
     if fired_random < planned {
         said.push(format!(
-            "{} of {planned} random kills never fired: the job finished first",
+            "{} of {planned} random kills never fired: {first}",
             planned - fired_random
         ));
     }

@@ -355,15 +355,21 @@ fn a_records_table_made_first_without_its_key_breaks_a_job_relying_on_create_if_
 #[test]
 fn a_job_that_cannot_start_is_said_once_and_not_restarted() {
     let tmp = tempdir();
-    for (command, needle) in [
-        ("no-such-command-anywhere --now", "no-such-command-anywhere"),
+    for (command, said, needle) in [
         (
-            "echo 'cannot open the input queue' >&2; exit 3",
+            "no-such-command-anywhere --now",
+            "the worker could not start: ",
+            "no-such-command-anywhere",
+        ),
+        // It ran: it printed, worked a little, and failed before its first row.
+        (
+            "echo working; sleep 0.3; echo 'cannot open the input queue' >&2; exit 3",
+            "the worker failed before its first row, so it is not restarted: ",
             "cannot open the input queue",
         ),
     ] {
         let run = reclaim_in_dir(tmp.path(), &["run", "--exec", command], LIMIT);
-        assert_one_line_error(&run, "the worker could not start: ");
+        assert_one_line_error(&run, said);
         assert!(run.stderr.contains(needle), "{}", run.stderr);
         let starts = run
             .stdout
@@ -474,7 +480,8 @@ os.kill(os.getpid(), signal.SIGKILL)
 /// committing both at once says nothing of the kind.
 /// A job that commits its checkpoint before its row, in two transactions (`MODE=first`), or
 /// both in one (`MODE=together`); after each item it waits long enough for a kill sent at a row
-/// count to land before the next checkpoint.
+/// count to land before the next checkpoint. `MODE=gap` waits between the checkpoint and its
+/// row instead: a kill sent at a row count lands there, and loses that item.
 fn checkpoint_first_job(dir: &Path) -> PathBuf {
     let job = dir.join("first.py");
     fs::write(
@@ -494,6 +501,10 @@ for i in range(int(os.environ["RECLAIM_ITEMS"])):
         time.sleep(0.03)
         c.execute("INSERT INTO records VALUES (?, 'p')", (key,))
         time.sleep(0.4)  # a kill sent at a row count lands here, before the next checkpoint
+    elif os.environ["MODE"] == "gap":
+        c.execute("INSERT INTO checkpoints VALUES (?)", (key,))
+        time.sleep(0.4)  # a kill sent at a row count lands here, between checkpoint and row
+        c.execute("INSERT INTO records VALUES (?, 'p')", (key,))
     else:
         c.execute("BEGIN IMMEDIATE")
         c.execute("INSERT INTO records VALUES (?, 'p')", (key,))
@@ -538,6 +549,36 @@ fn a_checkpoint_committed_before_its_row_is_said_untested_beside_a_green_night()
             "{mode}: {json}"
         );
     }
+}
+
+/// A kill between a checkpoint's commit and its row's is counted as `after-checkpoint-commit`,
+/// never `after-commit`: the window said agrees with the item the rows show lost.
+#[test]
+fn a_kill_between_a_checkpoint_and_its_row_is_said_so_in_the_windows() {
+    let tmp = tempdir();
+    let job = checkpoint_first_job(tmp.path());
+    let extra = [
+        "--items",
+        "8",
+        "--checkpoint-table",
+        "checkpoints",
+        "--kill-at-rows",
+        "3",
+    ];
+    let (run, db) = run_exec(tmp.path(), &in_mode(&job, "gap"), &extra);
+    let json = assert_counts_agree(&run, &db);
+    assert_eq!(number(&json, "kills"), 1, "{json}\n{}", run.stderr);
+    let windows = &json["kills_in_window"];
+    let (gap, after) = (
+        windows["after-checkpoint-commit"].as_u64(),
+        windows["after-commit"].as_u64(),
+    );
+    assert_eq!(gap.zip(after).map(|(g, a)| g + a), Some(1), "{json}");
+    // The window said is the one the rows show: an item lost exactly when the kill landed
+    // between its checkpoint and its row.
+    assert_eq!(gap, Some(number(&json, "missing")), "{json}");
+    // The job holds still 0.4 s between the two commits, and the kill comes within ms.
+    assert_eq!(gap, Some(1), "{json}");
 }
 
 #[test]

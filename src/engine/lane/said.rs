@@ -68,7 +68,15 @@ impl Lane {
             .worker
             .job()
             .map(|job| job.rows.checkpoints.is_some() && self.observer.checkpoints_seen);
+        // A checkpoint with no row, new since the last kill: this one landed after that
+        // checkpoint's commit and before its row's (the job commits its checkpoint first).
+        let orphans = self.observer.checkpoints_without_row();
+        let new_orphan = orphans > std::mem::replace(&mut self.orphan_checkpoints, orphans);
         let checkpointed = match named {
+            Some(true) if new_orphan => {
+                self.kills_in_window.after_checkpoint += 1;
+                return;
+            }
             // An external job whose checkpoints reclaim cannot read: a kill after a commit
             // cannot be placed before or after its checkpoint.
             Some(false) if committed => {
@@ -281,9 +289,11 @@ impl Lane {
             // is the strategy's to answer.
             Exit::Failed { reason, .. } if crate::warehouse::is_lost_line(reason) => {
                 self.slots[slot].restart_after_failure(sim, policy);
+                self.deaths_on_its_own += 1;
                 let text = format!(
-                    "worker ended: {reason}  (pid {}); restarted as after a kill",
-                    self.slots[slot].pid()
+                    "worker ended: {reason}  (pid {}); {}",
+                    self.slots[slot].pid(),
+                    self.restart_said(policy)
                 );
                 vec![Note::runner(Kind::Notice, text).at(sim)]
             }
@@ -320,12 +330,19 @@ impl Lane {
             let folder = self.config.db.parent().map_or_else(String::new, |f| {
                 format!(" (it ran with sh -c in {})", f.display())
             });
-            let reason = format!("{reason}{folder}");
-            self.failure = Some(reason.clone());
+            // The shell's 126/127: the command never ran. Anything else ran, and failed before
+            // its first row (at once, or after printing and working a while).
+            let what = if matches!(code, 126 | 127) {
+                "the worker could not start"
+            } else {
+                "the worker failed before its first row, so it is not restarted"
+            };
+            let text = format!("{what}: {reason}{folder}");
+            self.failure = Some(text.clone());
             self.start_failed = true;
-            let text = format!("the worker could not start: {reason}");
             return vec![Note::runner(Kind::Error, text).at(sim)];
         }
+        self.deaths_on_its_own += 1;
         // Attempts that die on their own with no new row between them: a crash loop.
         let wrote = self.observer.rows > self.rows_at_spawn.get(slot).copied().unwrap_or(0);
         self.failures_in_a_row = if wrote { 0 } else { self.failures_in_a_row + 1 };
@@ -341,11 +358,25 @@ impl Lane {
         }
         self.slots[slot].restart_after_failure(sim, policy);
         let text = format!(
-            "{}  ({reason}, pid {}); restarted as after a kill",
+            "{}  ({reason}, pid {}); {}",
             crate::engine::DIED_ON_ITS_OWN,
-            self.slots[slot].pid()
+            self.slots[slot].pid(),
+            self.restart_said(policy)
         );
         vec![Note::runner(Kind::Notice, text).marked(Mark::Kill).at(sim)]
+    }
+
+    /// What a death on its own leads to: a restart as after a kill, or none (the limit reached;
+    /// the restart due then gives up).
+    fn restart_said(&self, policy: RestartPolicy) -> String {
+        if self.restarts >= policy.max {
+            format!(
+                "not restarted: the limit of {} restarts is reached",
+                policy.max
+            )
+        } else {
+            "restarted as after a kill".to_string()
+        }
     }
 
     /// The item in flight when the worker died, read fresh (after a kill the dead write
