@@ -1140,3 +1140,36 @@ fn a_job_that_stops_moving_is_given_up_on_after_its_progress_deadline() {
     );
     assert_no_job_process_left(&night, exited, "given up");
 }
+
+/// `inspect --table` of a night's kept database, with no queue named, judges the rows against
+/// the night's own queue (the `DB.keys` it wrote beside them), not 200 tasks; `--items` names
+/// another.
+#[test]
+fn inspect_of_a_kept_night_judges_against_the_nights_own_queue() {
+    let tmp = tempdir();
+    let (run, db) = run_exec(tmp.path(), &naive(), &["--items", "30"]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let inspect = |extra: &[&str]| {
+        let mut args = vec!["inspect", "--db", path_arg(&db), "--table", "records"];
+        args.extend_from_slice(extra);
+        reclaim_in_dir(tmp.path(), &args, LIMIT)
+    };
+    let night = inspect(&[]);
+    assert_eq!(night.code, Some(0), "{}\n{}", night.stdout, night.stderr);
+    assert!(
+        night
+            .stdout
+            .contains("missing      0 keys of the queue with no row"),
+        "{}",
+        night.stdout
+    );
+    let asked = inspect(&["--items", "200"]);
+    assert_eq!(asked.code, Some(1), "{}", asked.stdout);
+    assert!(
+        asked
+            .stdout
+            .contains("missing      170 keys of the queue with no row"),
+        "{}",
+        asked.stdout
+    );
+}

@@ -131,10 +131,9 @@ impl Lane {
             distinct: o.distinct,
             duplicated: o.duplicated,
             outside: o.unexpected,
-            checkpoints: self
-                .config
-                .worker
-                .has_checkpoints()
+            // reclaim's own checkpoints table, or the one an external job was told to keep
+            // (`--checkpoint-table`), once seen.
+            checkpoints: (self.config.worker.has_checkpoints() || o.checkpoints_seen)
                 .then_some(o.checkpoints),
             no_heartbeat: !self.heartbeat_seen && self.config.worker.job().is_some(),
             heartbeat_age: self.heartbeat_sim_age,
