@@ -442,10 +442,11 @@ fn two_workers(prover: &mut Prover) -> Result<TestResult, Error> {
         ),
         LaneWorker::Exec(_) => String::new(),
     };
+    // Attempts, not workers: a worker that died and was restarted counts each start.
     let detail = format!(
         "{}; {writers}{} had started before the first finished",
         figures(&report),
-        report.started_before_first_done
+        crate::text::count(report.started_before_first_done, "attempt", "attempts")
     );
     // One worker done before the other started is two runs in a row, not at once. (Under a
     // unique key the second may write no row at all: the key refusing its every duplicate is
