@@ -65,6 +65,8 @@ pub struct LectureLine {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdsView {
     pub lane: String,
+    /// The lane's database, for the `inspect --db ... --ids` that lists them all.
+    pub db: String,
     pub lines: Vec<String>,
     /// How many duplicated ids there are in all (`lines` may hold fewer).
     pub total: u64,

@@ -17,6 +17,7 @@ impl LiveNight {
         let Some(l) = self.engine.lanes().get(lane) else {
             return IdsView {
                 lane: String::new(),
+                db: String::new(),
                 lines: Vec::new(),
                 total: 0,
             };
@@ -27,6 +28,7 @@ impl LiveNight {
         };
         IdsView {
             lane: l.config.name.clone(),
+            db: l.config.db.display().to_string(),
             lines,
             total,
         }

@@ -45,9 +45,15 @@ pub(super) fn ids_overlay(area: Rect, buf: &mut Buffer, ids: &IdsView, theme: Th
         lines.push(Line::raw(format!(" {line}")));
     }
     if hidden > 0 {
+        let said = format!(
+            " ... and more: reclaim inspect --ids --db  lists all {}",
+            ids.total
+        );
+        let room = usize::from(width.saturating_sub(2)).saturating_sub(said.chars().count());
+        let db = crate::text::escape_controls(&crate::text::shorten_path(&ids.db, room));
         lines.push(Line::styled(
             format!(
-                " ... and more: reclaim inspect --ids lists all {}",
+                " ... and more: reclaim inspect --ids --db {db} lists all {}",
                 ids.total
             ),
             theme.dim(),

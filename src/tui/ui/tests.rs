@@ -160,6 +160,7 @@ fn the_ids_overlay_lists_each_duplicated_id_and_says_when_some_do_not_fit() {
     let mut view = end_of_night();
     view.ids = Some(crate::tui::view::IdsView {
         lane: "naive".into(),
+        db: "/tmp/reclaim-tui-1/naive.db".into(),
         lines: (0..112)
             .map(|i| format!("task-{i:03}  x2  pid-10, pid-20"))
             .collect(),
@@ -172,7 +173,7 @@ fn the_ids_overlay_lists_each_duplicated_id_and_says_when_some_do_not_fit() {
     );
     assert!(screen.contains("task-000  x2  pid-10, pid-20"), "{screen}");
     assert!(
-        screen.contains("reclaim inspect --ids lists all 112"),
+        screen.contains("reclaim inspect --ids --db /tmp/reclaim-tui-1/naive.db lists all 112"),
         "{screen}"
     );
 }
