@@ -351,10 +351,14 @@ pub(super) fn describe_windows(windows: &KillWindows, own_points: u32) -> String
         .filter(|&w| windows.get(w) > 0)
         .map(|w| format!("{w}={}", windows.get(w)))
         .collect();
-    let never: Vec<&str> = windows
-        .never_hit()
-        .into_iter()
-        .map(KillWindow::name)
+    let never: Vec<&str> = (windows.never_hit().into_iter())
+        .map(|w| match w {
+            // A job's own design, which reclaim cannot know: said as the condition it is.
+            KillWindow::AfterRelaySend if windows.relays_unknown => {
+                "after-relay-send (a window only if the job sends after its commits)"
+            }
+            w => w.name(),
+        })
         .collect();
     let at_own = crate::text::count(u64::from(own_points), "kill", "kills");
     let placed_apart = windows.unplaced + windows.after_checkpoint;

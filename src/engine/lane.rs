@@ -146,6 +146,7 @@ impl Lane {
                 sends: config.side_effect.is_some()
                     || config.worker.job().is_some_and(|j| j.vendor),
                 relays: config.relays() || config.worker.job().is_some_and(|j| j.vendor),
+                relays_unknown: !config.relays() && config.worker.job().is_some_and(|j| j.vendor),
                 // A job's own transactions are its own: reclaim cannot rule the gap out.
                 rows_apart: match &config.worker {
                     LaneWorker::Strategy(strategy) => strategy.checkpoints_apart(),

@@ -39,6 +39,10 @@ pub struct KillWindows {
     /// user's whose design reclaim cannot know), so `after-relay-send` is a window of this night.
     #[serde(skip)]
     pub relays: bool,
+    /// `relays` only because reclaim cannot know the design of a job of the user's that reaches
+    /// a vendor: `after-relay-send` is then a window only if the job sends after its commits.
+    #[serde(skip)]
+    pub relays_unknown: bool,
     /// Whether a row can commit before its checkpoint (two-commit, or a job of the user's),
     /// so `after-row-commit` is a window of this night; elsewhere it is `after-commit`.
     #[serde(skip)]
@@ -86,6 +90,7 @@ impl KillWindows {
         self.after_checkpoint += other.after_checkpoint;
         self.sends |= other.sends;
         self.relays |= other.relays;
+        self.relays_unknown |= other.relays_unknown;
         self.rows_apart |= other.rows_apart;
         self
     }
