@@ -552,8 +552,9 @@ pub struct InspectArgs {
     /// The warehouse database (opened read-only)
     #[arg(long)]
     pub db: PathBuf,
-    /// The queue size to judge the rows against [default: 200; with --table, the queue a night
-    /// of reclaim's wrote beside the database (DB.keys) when it is there]
+    /// The queue size to judge the rows against [default: 200; with --table and no
+    /// --key-format, the queue a night of reclaim's wrote beside the database (DB.keys) when it
+    /// is there]
     #[arg(long, value_parser = items_parser())]
     pub items: Option<u64>,
     /// Print the facts as one JSON object

@@ -138,7 +138,15 @@ impl ExecCell {
     }
 
     fn data_verdict(&self) -> String {
-        if self.missing > 0 {
+        if !self.completed {
+            // Given up on (out of restarts, no progress, a crash loop): whatever its rows.
+            let missing = if self.missing > 0 {
+                format!(", {} missing", self.missing)
+            } else {
+                String::new()
+            };
+            format!("NEVER COMPLETED{missing}")
+        } else if self.missing > 0 {
             format!("MISSING {}", self.missing)
         } else if self.duplicated_task_ids > 0 {
             format!("DUPLICATED {}", self.duplicated_task_ids)

@@ -156,11 +156,11 @@ impl Observer {
         self.checkpointed.get(index)
     }
 
-    /// How many keys of the queue have a checkpoint and no row: each committed its checkpoint
-    /// first, and its row never came.
+    /// The keys of the queue with a checkpoint and no row: each committed its checkpoint first,
+    /// and its row has not come.
     #[must_use]
-    pub fn checkpoints_without_row(&self) -> u64 {
-        self.checkpointed.count_not_in(&self.seen)
+    pub fn checkpoints_without_row(&self) -> crate::task::TaskBits {
+        self.checkpointed.without(&self.seen)
     }
 
     /// Whether the newest row's item has its checkpoint: the newest row's, when the rows say

@@ -152,6 +152,16 @@ impl TaskBits {
         self.words.fill(0);
     }
 
+    /// The bits set here and not in `other`.
+    #[must_use]
+    pub fn without(&self, other: &Self) -> Self {
+        Self {
+            words: (self.words.iter().enumerate())
+                .map(|(i, w)| w & !other.words.get(i).copied().unwrap_or(0))
+                .collect(),
+        }
+    }
+
     /// How many bits are set here and not in `other`.
     #[must_use]
     pub fn count_not_in(&self, other: &Self) -> u64 {

@@ -64,15 +64,22 @@ fn items(args: &InspectArgs) -> u64 {
 const DEFAULT_ITEMS: u64 = 200;
 
 /// The queue a night of reclaim's wrote beside an external job's database (`DB.keys`, what the
-/// night judged its rows against), when it is a regular file that reads as a queue.
-fn nights_queue(db: &std::path::Path) -> Option<crate::queue::Queue> {
+/// night judged its rows against), when a regular file is there; one that does not read as a
+/// queue is refused, never replaced by a queue nobody named.
+fn nights_queue(db: &std::path::Path) -> Result<Option<crate::queue::Queue>, Error> {
     let path = crate::engine::keys_path(db);
-    matches!(
+    if !matches!(
         crate::paths::look(&path),
         Ok(crate::paths::PathKind::File(_))
-    )
-    .then(|| crate::queue::Queue::from_file(&path).ok())
-    .flatten()
+    ) {
+        return Ok(None);
+    }
+    crate::queue::Queue::from_file(&path).map(Some).map_err(|e| {
+        Error::Refused(format!(
+            "{} (the queue a night wrote beside the database) does not read as a queue: {e}; name the queue with --items, --key-format or --keys-from",
+            crate::paths::shown(&path)
+        ))
+    })
 }
 
 /// The exit code of a verdict, the one `inspect` prints: 0 when it holds, 1 otherwise.
@@ -98,10 +105,9 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
         let real = crate::paths::existing_file(&args.db, "--db")?;
         let snapshot = crate::store::Snapshot::open(&real)?;
         crate::queue::keys_from_sql(&snapshot.conn, sql)?
-    } else if let Some(night) = args
-        .items
-        .is_none()
+    } else if let Some(night) = (args.items.is_none() && args.key_format.is_none())
         .then(|| nights_queue(&args.db))
+        .transpose()?
         .flatten()
     {
         night

@@ -398,6 +398,11 @@ pub(super) fn describe_windows(windows: &KillWindows, own_points: u32) -> String
             " after a commit, not placed: reclaim cannot see the job's checkpoints, so after-row-commit and after-commit cannot be told apart (name them with --checkpoint-table)",
         );
     }
+    if hit.is_empty() && placed_apart > 0 && own_points > 0 {
+        said.push_str("; ");
+        said.push_str(&at_own);
+        said.push_str(" at the job's own points (the points line)");
+    }
     if never.is_empty() {
         said
     } else {

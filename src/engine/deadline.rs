@@ -44,7 +44,14 @@ pub struct ProgressWatch {
     deadline: Duration,
     seen: Option<Progress>,
     since: Instant,
+    /// The last look: a long gap since it is time reclaim itself was not running (stopped,
+    /// suspended), which is not the job's to answer for.
+    last: Instant,
 }
+
+/// A gap between two looks longer than this is reclaim's own absence (its loop looks every few
+/// milliseconds).
+const ABSENT: Duration = Duration::from_secs(1);
 
 impl ProgressWatch {
     #[must_use]
@@ -53,6 +60,7 @@ impl ProgressWatch {
             deadline,
             seen: None,
             since: now,
+            last: now,
         }
     }
 
@@ -65,6 +73,10 @@ impl ProgressWatch {
 
     /// `stalled` for one reading of the night.
     fn look(&mut self, progress: Progress, alive: bool, now: Instant) -> bool {
+        let gap = now.saturating_duration_since(std::mem::replace(&mut self.last, now));
+        if gap > ABSENT {
+            self.since += gap;
+        }
         if !alive || self.seen.as_ref() != Some(&progress) {
             self.seen = Some(progress);
             self.since = now;
@@ -168,16 +180,30 @@ mod tests {
             }],
         };
         let mut watch = ProgressWatch::new(Duration::from_secs(2), t0);
-        let mut look = |p: Progress, alive: bool, at: Duration| watch.look(p, alive, t0 + at);
-        assert!(!look(progress(1), true, Duration::ZERO));
-        assert!(!look(progress(1), true, Duration::from_millis(1999)));
-        assert!(look(progress(1), true, Duration::from_secs(2)));
+        // Looks every `step` ms up to `to_ms` (the loop looks every few ms; a step of a minute
+        // is reclaim itself stopped): stalled at the last look?
+        assert!(!watch.look(progress(1), true, t0));
+        let mut at = Duration::ZERO;
+        let mut until = |p: Progress, alive: bool, to_ms: u64, step: u64| {
+            let mut stalled = false;
+            while at < Duration::from_millis(to_ms) {
+                at = (at + Duration::from_millis(step)).min(Duration::from_millis(to_ms));
+                stalled = watch.look(p.clone(), alive, t0 + at);
+            }
+            stalled
+        };
+        assert!(!until(progress(1), true, 1900, 100));
+        assert!(until(progress(1), true, 2000, 100));
         // A new row is progress: the wait starts again.
-        assert!(!look(progress(2), true, Duration::from_secs(3)));
-        assert!(!look(progress(2), true, Duration::from_millis(4999)));
+        assert!(!until(progress(2), true, 3900, 100));
         // No worker alive (a restart delay): reclaim's own wait, never the job's stall.
-        assert!(!look(progress(2), false, Duration::from_secs(10)));
-        assert!(!look(progress(2), true, Duration::from_secs(11)));
-        assert!(look(progress(2), true, Duration::from_secs(13)));
+        assert!(!until(progress(2), false, 10_000, 100));
+        assert!(!until(progress(2), true, 11_900, 100));
+        assert!(until(progress(2), true, 12_000, 100));
+        // reclaim itself stopped for a minute (no look between): not counted against the job.
+        assert!(!until(progress(3), true, 12_100, 100));
+        assert!(!until(progress(3), true, 72_100, 60_000));
+        assert!(!until(progress(3), true, 74_000, 100));
+        assert!(until(progress(3), true, 74_100, 100));
     }
 }

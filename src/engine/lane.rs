@@ -70,10 +70,12 @@ pub struct Lane {
     pub gave_up_why: Option<String>,
     /// An external job's attempts in a row that died on their own with no new row (`CRASH_LOOP`).
     pub(super) failures_in_a_row: u32,
+    /// The rows when an attempt last died on its own (`failures_in_a_row`).
+    pub(super) rows_at_last_failure: u64,
     /// Attempts that died on their own (an error, a lost connection), not by the host's kill.
     pub deaths_on_its_own: u32,
     /// Keys with a checkpoint and no row when the last kill was placed (`place_kill`).
-    pub(super) orphan_checkpoints: u64,
+    pub(super) orphan_checkpoints: crate::task::TaskBits,
     pub failure: Option<String>,
     /// The failure was an external worker that could not start at all (a command that does not
     /// exist, one that exits at once with an error): reported once, not restarted.
@@ -180,8 +182,9 @@ impl Lane {
             gave_up: false,
             gave_up_why: None,
             failures_in_a_row: 0,
+            rows_at_last_failure: 0,
             deaths_on_its_own: 0,
-            orphan_checkpoints: 0,
+            orphan_checkpoints: crate::task::TaskBits::default(),
             failure: None,
             start_failed: false,
             heartbeat_seen: false,

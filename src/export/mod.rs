@@ -99,10 +99,13 @@ pub fn export(recording: Recording, request: &Spec<'_>) -> Result<String, Error>
         return Err(Error::StoppedWriting(signal));
     }
     let said = written.context(|| format!("cannot write {}", path.display()))?;
-    let Stoppable(temp) = out
+    let flushed = out
         .into_inner()
-        .map_err(std::io::IntoInnerError::into_error)
-        .context(|| format!("cannot write {}", path.display()))?;
+        .map_err(std::io::IntoInnerError::into_error);
+    if let Some(signal) = crate::signals::received() {
+        return Err(Error::StoppedWriting(signal));
+    }
+    let Stoppable(temp) = flushed.context(|| format!("cannot write {}", path.display()))?;
     if let Some(signal) = crate::signals::received() {
         return Err(Error::StoppedWriting(signal));
     }

@@ -24,6 +24,12 @@ impl Lane {
     // of these slots is spawned (restarts come later in the tick, after a delay), so the rows
     // are exactly what the killed attempts left.
     pub(super) fn place_kill(&mut self, slots: &[usize]) {
+        // A key with a checkpoint and no row that had neither at the last kill: this kill landed
+        // after that checkpoint's commit and before its row's (the job commits its checkpoint
+        // first). Looked at before any other placement, so each kill moves the mark.
+        let orphans = self.observer.checkpoints_without_row();
+        let new_orphan = orphans.count_not_in(&self.orphan_checkpoints) > 0;
+        self.orphan_checkpoints = orphans;
         let committed = slots
             .iter()
             .any(|&slot| self.observer.rows > self.rows_at_spawn.get(slot).copied().unwrap_or(0));
@@ -68,10 +74,6 @@ impl Lane {
             .worker
             .job()
             .map(|job| job.rows.checkpoints.is_some() && self.observer.checkpoints_seen);
-        // A checkpoint with no row, new since the last kill: this one landed after that
-        // checkpoint's commit and before its row's (the job commits its checkpoint first).
-        let orphans = self.observer.checkpoints_without_row();
-        let new_orphan = orphans > std::mem::replace(&mut self.orphan_checkpoints, orphans);
         let checkpointed = match named {
             Some(true) if new_orphan => {
                 self.kills_in_window.after_checkpoint += 1;
@@ -343,8 +345,10 @@ impl Lane {
             return vec![Note::runner(Kind::Error, text).at(sim)];
         }
         self.deaths_on_its_own += 1;
-        // Attempts that die on their own with no new row between them: a crash loop.
-        let wrote = self.observer.rows > self.rows_at_spawn.get(slot).copied().unwrap_or(0);
+        // Attempts that die on their own with no new row between them (by any attempt, killed
+        // or not): a crash loop.
+        let wrote = self.observer.rows
+            > std::mem::replace(&mut self.rows_at_last_failure, self.observer.rows);
         self.failures_in_a_row = if wrote { 0 } else { self.failures_in_a_row + 1 };
         if self.failures_in_a_row >= CRASH_LOOP {
             self.slots[slot].give_up();

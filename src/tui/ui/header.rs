@@ -22,7 +22,7 @@ pub(super) fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Them
     let width = usize::from(area.width);
     // A replay at its recording's end has nothing left to play: it is over, not paused (a
     // slide of the end said "paused").
-    let at_end = (view.replay.as_ref()).is_some_and(|bar| view.clock.0 >= bar.end.0.floor());
+    let at_end = (view.replay.as_ref()).is_some_and(|bar| view.clock.0 >= bar.end.0);
     let state = if view.paused { "‖ paused" } else { "▶" };
     let speed = speed_label(view.speed);
     // The right-hand facts; the last ones (`droppable` of them) may make way for a notice.
