@@ -11,6 +11,7 @@ use crate::worker::Strategy;
 /// How many kills landed in each window; as JSON, `{"before-any-commit": 0, ...}`, every window
 /// present so a zero is visible.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(clippy::struct_excessive_bools)] // Reason: independent facts about the night's windows.
 pub struct KillWindows {
     #[serde(rename = "before-any-commit")]
     pub before_any_commit: u32,
