@@ -378,25 +378,25 @@ pub(super) fn describe_windows(windows: &KillWindows, own_points: u32) -> String
     } else {
         format!("kills landed in {}", hit.join(", "))
     };
-    if windows.after_checkpoint > 0 {
-        if !said.is_empty() {
-            said.push_str("; ");
-        }
-        let kills = crate::text::count(u64::from(windows.after_checkpoint), "kill", "kills");
-        said.push_str(&kills);
-        said.push_str(
+    // The kills placed apart from reclaim's windows, each with what it means.
+    for (n, meaning) in [
+        (
+            windows.after_checkpoint,
             " after a checkpoint's commit and before its row's (after-checkpoint-commit: the job commits its checkpoint first, and a resume that trusts it loses that item)",
-        );
-    }
-    if windows.unplaced > 0 {
+        ),
+        (
+            windows.unplaced,
+            " after a commit, not placed: reclaim cannot see the job's checkpoints, so after-row-commit and after-commit cannot be told apart (name them with --checkpoint-table)",
+        ),
+    ] {
+        if n == 0 {
+            continue;
+        }
         if !said.is_empty() {
             said.push_str("; ");
         }
-        let kills = crate::text::count(u64::from(windows.unplaced), "kill", "kills");
-        said.push_str(&kills);
-        said.push_str(
-            " after a commit, not placed: reclaim cannot see the job's checkpoints, so after-row-commit and after-commit cannot be told apart (name them with --checkpoint-table)",
-        );
+        said.push_str(&crate::text::count(u64::from(n), "kill", "kills"));
+        said.push_str(meaning);
     }
     if hit.is_empty() && placed_apart > 0 && own_points > 0 {
         said.push_str("; ");
