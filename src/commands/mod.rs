@@ -73,19 +73,16 @@ pub fn main(cli: Cli) -> ExitCode {
     }
     match result {
         Ok(code) => ExitCode::from(code),
-        Err(error @ crate::error::Error::NeverCompleted(_)) => {
-            eprintln!(
-                "reclaim: error: {}",
-                crate::text::escape_controls(&error.to_string())
-            );
-            ExitCode::from(crate::exit::DATA_WRONG)
-        }
         Err(error) => {
             eprintln!(
                 "reclaim: error: {}",
                 crate::text::escape_controls(&error.to_string())
             );
-            ExitCode::from(EXIT_ERROR)
+            // A night given up on is a verdict (it never completed), not an error of input.
+            ExitCode::from(match error {
+                crate::error::Error::NeverCompleted(_) => crate::exit::DATA_WRONG,
+                _ => EXIT_ERROR,
+            })
         }
     }
 }

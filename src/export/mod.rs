@@ -106,9 +106,6 @@ pub fn export(recording: Recording, request: &Spec<'_>) -> Result<String, Error>
         return Err(Error::StoppedWriting(signal));
     }
     let Stoppable(temp) = flushed.context(|| format!("cannot write {}", path.display()))?;
-    if let Some(signal) = crate::signals::received() {
-        return Err(Error::StoppedWriting(signal));
-    }
     crate::fsafe::finish_new(temp, &path).context(|| format!("cannot write {}", path.display()))?;
     Ok(said)
 }
