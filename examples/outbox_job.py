@@ -54,9 +54,11 @@ for n, order in enumerate(queue):
         continue
     body = json.dumps({"task": order, "text": "your order %s is confirmed" % order})
     db.execute("BEGIN IMMEDIATE")
-    db.execute("INSERT INTO orders(order_id, amount) VALUES (?, ?)", (order, 100 + n % 7))
-    db.execute("INSERT INTO settled(order_id) VALUES (?)", (order,))
-    db.execute("INSERT INTO outbox(order_id, body) VALUES (?, ?)", (order, body))
+    # OR IGNORE: a rerun whose checkpoints were lost finds the order, its outbox entry (sent or
+    # not) and goes on; the unique keys alone keep it from writing or sending twice.
+    db.execute("INSERT OR IGNORE INTO orders(order_id, amount) VALUES (?, ?)", (order, 100 + n % 7))
+    db.execute("INSERT OR IGNORE INTO settled(order_id) VALUES (?)", (order,))
+    db.execute("INSERT OR IGNORE INTO outbox(order_id, body) VALUES (?, ?)", (order, body))
     db.execute("COMMIT")
     relay()
     time.sleep(pause)

@@ -15,7 +15,7 @@ use crate::worker::{CrashAt, CrashPoint, Strategy};
 
 use crate::limits::{MAX_BATCH, MAX_ITEMS, MAX_WORKERS};
 
-pub use self::job::{ExecArgs, SideEffectArgs};
+pub use self::job::{ExecArgs, JobVendorArgs, SideEffectArgs};
 pub(crate) use self::parse::items_parser;
 pub use self::parse::{KeyRange, MAX_MAP_ITEMS, NotTasks, Points, Strategies};
 use self::parse::{
@@ -154,6 +154,8 @@ pub struct ProveArgs {
     pub job: ExecArgs,
     #[command(flatten)]
     pub deadline: DeadlineArgs,
+    #[command(flatten)]
+    pub vendor: JobVendorArgs,
     /// With --exec: the database's file name in each test's folder
     #[arg(long, default_value = "warehouse.db", requires = "exec")]
     pub db_name: String,
@@ -238,6 +240,8 @@ pub struct MapArgs {
     /// it announces (or a kill after every row count), each a real night
     #[command(flatten)]
     pub job: ExecArgs,
+    #[command(flatten)]
+    pub vendor: JobVendorArgs,
     /// With --exec: the database's file name in each night's folder
     #[arg(long, default_value = "warehouse.db", requires = "exec")]
     pub db_name: String,

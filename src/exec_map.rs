@@ -105,13 +105,20 @@ pub struct ExecCell {
     /// commits its checkpoint first (said beside the map, not per cell).
     #[serde(skip)]
     pub checkpoint_before_row: Option<String>,
+    /// The vendor's verdict when its messages are wrong (a night with `--vendor`): doubled,
+    /// missing or outside the queue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages_wrong: Option<String>,
 }
 
 impl ExecCell {
     /// Every key once, the job completed, and the kill happened.
     #[must_use]
     pub fn is_right(&self) -> bool {
-        self.killed && self.completed && self.derived_status.is_ok()
+        self.killed
+            && self.completed
+            && self.derived_status.is_ok()
+            && self.messages_wrong.is_none()
     }
 
     /// Right, wrong, or a night that tested nothing (its kill never fired, its point was never
@@ -124,7 +131,11 @@ impl ExecCell {
 
     /// Completed, and every key of the queue once with nothing outside it.
     fn counts_clean(&self) -> bool {
-        self.completed && self.missing == 0 && self.duplicated_task_ids == 0 && self.outside == 0
+        self.completed
+            && self.missing == 0
+            && self.duplicated_task_ids == 0
+            && self.outside == 0
+            && self.messages_wrong.is_none()
     }
 
     /// The verdict in a word or two, as the built-in map says it.
@@ -153,6 +164,8 @@ impl ExecCell {
             format!("DUPLICATED {}", self.duplicated_task_ids)
         } else if self.outside > 0 {
             format!("{} rows OUTSIDE the queue", self.outside)
+        } else if let Some(messages) = &self.messages_wrong {
+            messages.clone()
         } else if !self.killed {
             "NOT TESTED: the kill never fired".into()
         } else if self.is_right() {
@@ -306,6 +319,9 @@ pub struct ExecRunner {
     pub rows_delay: Duration,
     /// Each night's `--progress-deadline` (`None`: the engine's default).
     pub progress_deadline: Option<Duration>,
+    /// `--vendor`: the key policy of the vendor each night's job sends to (the job is told
+    /// `RECLAIM_VENDOR_URL`); `None` without one.
+    pub vendor: Option<crate::fake_vendor::Keys>,
 }
 
 impl ExecRunner {
@@ -366,6 +382,7 @@ impl ExecRunner {
             landed_at_rows: report.kill_landed_at_rows.filter(|_| report.kills > 0),
             kill: kill.clone(),
             db: self.keep.then(|| report.db.clone()),
+            messages_wrong: (report.messages_verdict.clone()).filter(|_| !report.messages_hold()),
             checkpoint_before_row: report.checkpoint_before_row,
         })
     }
@@ -393,6 +410,10 @@ impl ExecRunner {
         let items = job.queue.len();
         let lane = LaneConfig {
             delay,
+            vendor: crate::fake_vendor::VendorModes {
+                keys: self.vendor.unwrap_or(crate::fake_vendor::Keys::Honour),
+                ..crate::fake_vendor::VendorModes::default()
+            },
             ..LaneConfig::new(
                 LaneWorker::Exec(Box::new(job)),
                 folder.join(&self.db_name),

@@ -23,7 +23,7 @@ use crate::worker::{CrashAt, CrashPoint, Strategy};
 
 pub use self::junit::band_case;
 pub use self::layout::{Columns, Layout, MapCell};
-pub use self::tested::{Tally, Tested, holds, not_tested_note};
+pub use self::tested::{Tally, Tested, account, not_tested_note};
 
 /// How a night's worker is killed. Today a named crash point; the seam for a user's own
 /// worker (`--exec`, killed after N rows) is a second variant here, every match on it pointing at

@@ -1,5 +1,7 @@
 //! The status of a job, derived from the rows it produced; never taken from the worker's word.
 
+pub mod account;
+
 use std::fmt;
 
 use serde::Serialize;
@@ -287,9 +289,9 @@ impl Symptom {
 }
 
 /// The receiving end's verdict, from the vendor's figures: `None` when every task's message
-/// arrived once.
+/// arrived once and none went to a key outside the queue.
 #[must_use]
-pub fn messages_verdict(duplicated: u64, missing: u64) -> Option<String> {
+pub fn messages_verdict(duplicated: u64, missing: u64, outside: u64) -> Option<String> {
     let mut wrong = Vec::new();
     if duplicated > 0 {
         wrong.push(format!(
@@ -303,6 +305,12 @@ pub fn messages_verdict(duplicated: u64, missing: u64) -> Option<String> {
             "{} task{} never reached the vendor",
             missing,
             if missing == 1 { "" } else { "s" }
+        ));
+    }
+    if outside > 0 {
+        wrong.push(format!(
+            "{} sent for a key outside the queue (work nobody asked for, at a customer)",
+            crate::text::count(outside, "message", "messages")
         ));
     }
     (!wrong.is_empty()).then(|| format!("messages WRONG: {}", wrong.join("; ")))

@@ -29,6 +29,18 @@ pub struct SideEffectArgs {
     pub kill_at_message: Option<u64>,
 }
 
+/// `--vendor` for the commands that run an `--exec` job many times over (`prove`, `map`): a
+/// vendor for each night, judged like its rows.
+#[derive(Debug, Args, Default)]
+pub struct JobVendorArgs {
+    /// With --exec: start a vendor on 127.0.0.1 for each night of your job (it is told
+    /// RECLAIM_VENDOR_URL), with this key policy [default: honour]; its messages are judged
+    /// against the queue (doubled, missing or outside it is wrong), and after-send is a window
+    /// the kills must reach (--strict)
+    #[arg(long, value_name = "POLICY", num_args = 0..=1, default_missing_value = "honour", requires = "exec", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::fake_vendor::Keys>()))]
+    pub vendor: Option<crate::fake_vendor::Keys>,
+}
+
 /// Your own worker instead of reclaim's: the command, its setup, where its rows land, and the
 /// queue they are judged against.
 #[derive(Debug, Args, Default)]

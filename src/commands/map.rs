@@ -10,7 +10,6 @@ use serde::Serialize;
 
 use crate::cli::MapArgs;
 use crate::error::{Context as _, Error};
-use crate::exit::{DATA_WRONG, OK};
 use crate::harness::pool::{self, Pool};
 use crate::map::{Cell, Plan, Runner, Summary, Tally, Tested, summarize};
 use crate::tui::map::{MapRun, MapState};
@@ -32,6 +31,9 @@ struct MapReport<'a> {
     /// Where the databases are, with `--keep`.
     #[serde(skip_serializing_if = "Option::is_none")]
     kept: Option<String>,
+    /// `pass`, `fail` or `untested`: the one rule on the whole map.
+    outcome: String,
+    judgement: &'a crate::verdict::account::Judgement,
 }
 
 /// The plan the arguments describe, every value checked before anything starts.
@@ -170,11 +172,13 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     let cells = state.cells();
     // An empty map proves nothing: it is never all right.
     let all_right = state.finished() && !cells.is_empty() && cells.iter().all(Cell::is_right);
-    let holds = crate::map::holds(
-        state.finished() && !cells.is_empty(),
-        cells.iter().map(Cell::tested),
-        args.strict,
-    );
+    let judged = crate::map::account(
+        Tally::of(cells.iter().map(Cell::tested)),
+        cells.len(),
+        (!state.finished()).then(|| plan.nights().len().saturating_sub(cells.len())),
+        "crash",
+    )
+    .judge(args.strict);
     if let Some(path) = &junit {
         crate::junit::write(
             path,
@@ -189,12 +193,12 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
         args,
         (&plan, &state),
         (all_right, interactive),
-        kept,
+        (kept, &judged),
         &mut out,
     )?;
     // Its closing lines on stderr beside JSON or CSV, so stdout stays one format.
     crate::warehouse::close(night, args.json || args.csv, None, &mut out);
-    Ok(if holds { OK } else { DATA_WRONG })
+    Ok(judged.exit_code())
 }
 
 /// The finished map on stdout: JSON, CSV, or the plain map and its summary.
@@ -202,7 +206,7 @@ fn print_map(
     args: &MapArgs,
     (plan, state): (&Plan, &MapState),
     (all_right, interactive): (bool, bool),
-    kept: Option<String>,
+    (kept, judged): (Option<String>, &crate::verdict::account::Judgement),
     out: &mut dyn Write,
 ) -> Result<(), Error> {
     let plan = plan.clone();
@@ -221,6 +225,8 @@ fn print_map(
             not_tested: Tally::of(cells.iter().map(Cell::tested)).untested,
             elapsed_s: (elapsed * 1000.0).round() / 1000.0,
             kept,
+            outcome: judged.outcome.mark().to_lowercase(),
+            judgement: judged,
         };
         let text = serde_json::to_string(&report).map_err(Error::json("the map"))?;
         let _ = writeln!(out, "{text}");
@@ -249,6 +255,7 @@ fn print_map(
             let _ = write!(out, "{}", crate::tui::map::plain_text(state, width));
         }
         print_summary(&plan, state, elapsed, kept.as_deref(), out);
+        let _ = writeln!(out, "outcome: {}", judged.line());
     }
     Ok(())
 }

@@ -16,7 +16,6 @@ use crate::cli::MapArgs;
 use crate::engine::ExecJob;
 use crate::error::{Context as _, Error};
 use crate::exec_map::{ExecCell, ExecKill, ExecRunner};
-use crate::exit::{DATA_WRONG, OK};
 use crate::harness::pool::{self, Pool};
 use crate::map::{Tally, Tested};
 
@@ -34,9 +33,14 @@ struct ExecMapReport<'a> {
     not_tested: usize,
     /// Wrong cells whose kill never fired: their night went wrong without it.
     wrong_unfired: usize,
-    /// What the map saw and no cell tested (a checkpoint committed before its row), as the
-    /// text's `untested` line says it; failures only with `--strict`.
-    untested: &'a [String],
+    /// What the map saw go wrong that its cells may not show (a checkpoint committed before its
+    /// row), as the text's `wrong` line says it: a failure with or without `--strict`.
+    seen_wrong: &'a [String],
+    /// What the map left untested, in sentences (`judgement` has them with their kinds).
+    untested: Vec<String>,
+    /// `pass`, `fail` or `untested`: the one rule on the whole map.
+    outcome: String,
+    judgement: &'a crate::verdict::account::Judgement,
     /// The undisturbed night's verdict: a job already wrong without a kill is wrong everywhere.
     undisturbed: String,
     elapsed_s: f64,
@@ -48,10 +52,12 @@ struct ExecMapReport<'a> {
 /// `warehouse` is the night's PostgreSQL when it was opened already (to read `--keys-sql`).
 pub(super) fn run(
     args: &MapArgs,
-    job: ExecJob,
+    mut job: ExecJob,
     warehouse: Option<crate::warehouse::Night>,
     out: &mut dyn Write,
 ) -> Result<u8, Error> {
+    // Each night's job is told its vendor, whose messages judge the cell beside its rows.
+    job.vendor = args.vendor.vendor.is_some();
     if args.points.is_some() {
         return Err(Error::Refused(
             "--points names reclaim's own crash points; map --exec maps every point your job announces (reclaim-point NAME KEY), or its row counts when it announces none".into(),
@@ -84,6 +90,7 @@ pub(super) fn run(
         dir: dir.clone(),
         job,
         db_name: args.db_name.clone(),
+        vendor: args.vendor.vendor,
         keep: args.keep,
         rows_delay: std::time::Duration::from_secs_f64(args.delay_ms / 1000.0),
         progress_deadline: args.deadline.progress_deadline,
@@ -122,18 +129,11 @@ pub(super) fn run(
     let kept = crate::map::keep_or_remove(&dir, args.keep);
     let (points, undisturbed, cells, whole, elapsed) = result?;
     let all_right = whole && !cells.is_empty() && cells.iter().all(ExecCell::is_right);
-    let untested = gap_untested(
-        undisturbed.checkpoint_before_row.as_deref(),
-        &points,
-        &cells,
-    );
-    let holds = crate::map::holds(
-        whole && !cells.is_empty(),
-        cells.iter().map(ExecCell::tested),
-        args.strict,
-    ) && (!args.strict || untested.is_empty());
+    let seen_wrong = checkpoint_first_seen(undisturbed.checkpoint_before_row.as_deref(), &cells);
+    let left = (!whole).then(|| plan_size(&points, tasks).saturating_sub(cells.len()));
+    let judged = judge(&cells, left, &seen_wrong, args.strict);
     if let Some(path) = &junit {
-        let cases = junit_cases(&points, &cells, &untested, args.strict);
+        let cases = junit_cases(&points, &cells, &seen_wrong, args.strict);
         crate::junit::write(path, "reclaim map --exec", &cases)
             .context(|| format!("cannot write --junit {}", path.display()))?;
     }
@@ -142,8 +142,8 @@ pub(super) fn run(
         queue,
         points: &points,
         undisturbed: &undisturbed.verdict,
-        untested: &untested,
-        strict: args.strict,
+        seen_wrong: &seen_wrong,
+        judged: &judged,
         elapsed,
         kept,
         first: tasks.0,
@@ -153,7 +153,7 @@ pub(super) fn run(
     print(args, &facts, &cells, all_right, out)?;
     // Its closing lines on stderr beside JSON or CSV, so stdout stays one format.
     crate::warehouse::close(warehouse, args.json || args.csv, None, out);
-    Ok(if holds { OK } else { DATA_WRONG })
+    Ok(judged.exit_code())
 }
 
 /// The keys to kill at (`--tasks`, or the whole queue), every value checked before anything
@@ -268,10 +268,10 @@ struct Legend<'a> {
     queue: String,
     points: &'a [String],
     undisturbed: &'a str,
-    /// What the map saw and none of its cells tested (`gap_untested`).
-    untested: &'a [String],
-    /// `--strict`: what is untested fails the map.
-    strict: bool,
+    /// What the map saw go wrong beside its cells (`checkpoint_first_seen`).
+    seen_wrong: &'a [String],
+    /// The one rule on the whole map.
+    judged: &'a crate::verdict::account::Judgement,
     elapsed: f64,
     kept: Option<String>,
     first: u64,
@@ -299,7 +299,12 @@ fn print(
             all_right,
             not_tested: Tally::of(cells.iter().map(ExecCell::tested)).untested,
             wrong_unfired: wrong_unfired(cells),
-            untested: facts.untested,
+            seen_wrong: facts.seen_wrong,
+            untested: (facts.judged.untested.iter())
+                .map(|e| e.said.clone())
+                .collect(),
+            outcome: facts.judged.outcome.mark().to_lowercase(),
+            judgement: facts.judged,
             undisturbed: facts.undisturbed.to_string(),
             elapsed_s: (facts.elapsed * 1000.0).round() / 1000.0,
             kept: facts.kept.clone(),
@@ -341,8 +346,8 @@ fn print(
             }
         );
         let Tally { wrong, untested } = Tally::of(cells.iter().map(ExecCell::tested));
-        for why in facts.untested {
-            let _ = writeln!(out, "untested     {why}");
+        for why in facts.seen_wrong {
+            let _ = writeln!(out, "wrong        {why}");
         }
         if !facts.interactive {
             print_bands(facts.points, cells, facts.first, out);
@@ -360,12 +365,6 @@ fn print(
             facts.elapsed,
             crate::map::not_tested_note(untested, "kill")
         );
-        if facts.strict && wrong == 0 && !facts.untested.is_empty() {
-            let _ = writeln!(
-                out,
-                "strict: exit 1: no cell is wrong, but not all the map saw was tested (the untested line above)"
-            );
-        }
         if let Some(left) = facts.left {
             let _ = writeln!(
                 out,
@@ -375,6 +374,7 @@ fn print(
         if let Some(dir) = &facts.kept {
             let _ = writeln!(out, "databases kept in {dir}");
         }
+        let _ = writeln!(out, "outcome: {}", facts.judged.line());
     }
     Ok(())
 }
@@ -473,49 +473,57 @@ fn wrong_unfired(cells: &[ExecCell]) -> usize {
         .count()
 }
 
-/// What the map saw and no cell of it tested: a job whose undisturbed night (`key`'s) or any
-/// cell's night committed a checkpoint before its row, mapped by row counts, every cell right.
-/// A kill by rows lands after a row's commit, so none landed between a checkpoint and its row;
-/// a crash point there would reach it (cells then say what it does). Empty when there is
-/// nothing to say.
-fn gap_untested(key: Option<&str>, points: &[String], cells: &[ExecCell]) -> Vec<String> {
-    let wrong = Tally::of(cells.iter().map(ExecCell::tested)).wrong;
+/// The one rule on the whole map: its cells, the nights `left` unrun, and what it saw go wrong
+/// beside them.
+fn judge(
+    cells: &[ExecCell],
+    left: Option<usize>,
+    seen_wrong: &[String],
+    strict: bool,
+) -> crate::verdict::account::Judgement {
+    let tally = Tally::of(cells.iter().map(ExecCell::tested));
+    let mut account = crate::map::account(tally, cells.len(), left, "kill");
+    for said in seen_wrong {
+        account.push(
+            crate::verdict::account::Kind::CheckpointBeforeRow,
+            said.clone(),
+        );
+    }
+    account.judge(strict)
+}
+
+/// What the map saw go wrong beside its cells: a job whose undisturbed night (`key`'s) or any
+/// cell's night committed a checkpoint before its row. A kill by rows lands after a row's
+/// commit, so no cell may have landed between the two; seen, the danger is real all the same (a
+/// crash point there shows what it does: docs/own-job.md). Empty when nothing was seen.
+fn checkpoint_first_seen(key: Option<&str>, cells: &[ExecCell]) -> Vec<String> {
     // Seen on the undisturbed night or on any cell's: an observer reads between a job's
     // commits when it reads, so one night may catch the checkpoint alone where another does not.
     let key = key.or_else(|| (cells.iter()).find_map(|c| c.checkpoint_before_row.as_deref()));
-    (key.filter(|_| wrong == 0 && points.is_empty()).iter())
-        .map(|key| {
-            format!(
-                "the job commits a checkpoint before its row (seen: {} had its checkpoint and no row): a kill between the two loses the item if a restart trusts the checkpoint, and no kill of this map landed there (every cell held); a crash point there reaches it (docs/own-job.md)",
-                crate::text::escape_controls(key)
-            )
-        })
+    key.map(crate::harness::checkpoint_first)
+        .into_iter()
         .collect()
 }
 
-/// The JUnit case for what the map left untested: skipped, or failed under `--strict`.
-fn untested_case(why: &str, strict: bool) -> crate::junit::Case {
+/// The JUnit case for what the map saw go wrong beside its cells: a failure.
+fn seen_wrong_case(why: &str) -> crate::junit::Case {
     crate::junit::Case {
         class: "map.exec".into(),
         name: "checkpoint before its row".into(),
-        outcome: if strict {
-            crate::junit::CaseResult::Failed(format!("not tested: {why}"))
-        } else {
-            crate::junit::CaseResult::Skipped(format!("not tested: {why}"))
-        },
+        outcome: crate::junit::CaseResult::Failed(format!("FAIL: {why}")),
         detail: why.to_string(),
     }
 }
 
-/// A JUnit test case per band: it fails when any of its nights is wrong, naming them; then one
-/// for each thing the map left untested.
+/// A JUnit test case per band: the one rule on its nights; then one for each thing the map saw
+/// go wrong beside its cells.
 fn junit_cases(
     points: &[String],
     cells: &[ExecCell],
-    untested: &[String],
+    seen_wrong: &[String],
     strict: bool,
 ) -> Vec<crate::junit::Case> {
-    let gaps = untested.iter().map(|why| untested_case(why, strict));
+    let gaps = seen_wrong.iter().map(|why| seen_wrong_case(why));
     (crate::exec_map::bands(points).iter())
         .map(|band| {
             let nights: Vec<(Tested, String)> = (cells.iter())

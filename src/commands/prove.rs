@@ -6,16 +6,16 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use super::prove_report::{ProveReport, TestResult};
+pub use super::prove_report::{ProveReport, TestFigures, TestResult};
 use super::prove_report::{print_header, print_summary, print_test};
 use crate::cli::ProveArgs;
 use crate::engine::{EngineConfig, KillWindows, LaneConfig, LaneWorker, Pace};
 use crate::error::{Context as _, Error};
-use crate::exit::{DATA_WRONG as EXIT_DATA_WRONG, OK as EXIT_OK};
 use crate::harness::{RunReport, drive};
 use crate::supervisor::schedule::{DEFAULT_WINDOW, KillPlan};
 use crate::task::task_id;
 use crate::verdict::Symptom;
+use crate::verdict::account::{Account, Kind, Outcome};
 use crate::worker::{CrashAt, CrashPoint, Strategy};
 
 /// Sim seconds per real second in every proof night.
@@ -31,6 +31,8 @@ struct Prover {
     exe: PathBuf,
     runs: u32,
     progress_deadline: Option<Duration>,
+    /// `--vendor`: the key policy of the vendor each night's job sends to.
+    vendor: Option<crate::fake_vendor::Keys>,
 }
 
 impl Prover {
@@ -65,6 +67,10 @@ impl Prover {
             paces: vec![Pace::per_item(delay.as_secs_f64() * SCALE)],
             workers,
             crash_at,
+            vendor: crate::fake_vendor::VendorModes {
+                keys: self.vendor.unwrap_or(crate::fake_vendor::Keys::Honour),
+                ..crate::fake_vendor::VendorModes::default()
+            },
             ..LaneConfig::new(self.worker.clone(), db, self.items)
         })
     }
@@ -100,7 +106,9 @@ fn figures(report: &RunReport) -> String {
     }
 }
 
-/// A test's result; `untested` says why it tested nothing, when it did not.
+/// A test's result; `untested` says why it tested nothing, when it did not. Its account is each
+/// night's (prefixed `run N:` where there are several), the windows over all its nights, and
+/// that; the one rule judges it.
 fn result(
     name: &str,
     reports: &[&RunReport],
@@ -112,14 +120,19 @@ fn result(
         .copied()
         .max_by_key(|r| (r.duplicated_task_ids + r.missing, r.rows))
         .or(reports.first().copied());
-    let held = reports.iter().all(|r| exactly_once(r));
-    // A failure of the data outranks a test that did not test: that is a real finding.
-    let tested = untested.is_none() || !held;
-    let pass = held && tested;
-    let detail = match untested.filter(|_| held) {
-        Some(why) => format!("NOT TESTED: {why}; {detail}"),
-        None => detail,
-    };
+    let mut account = Account::new();
+    for (i, report) in reports.iter().enumerate() {
+        let prefix = if reports.len() > 1 {
+            format!("run {}: ", i + 1)
+        } else {
+            String::new()
+        };
+        account.absorb(&report.account_but_windows(), &prefix);
+    }
+    account.absorb(&crate::harness::windows_account(reports), "");
+    if let Some(why) = untested {
+        account.push(Kind::TestedNothing, why);
+    }
     let mut lessons: Vec<String> = Vec::new();
     for report in reports {
         for lesson in &report.lessons {
@@ -147,18 +160,6 @@ fn result(
     let kills_in_window = reports
         .iter()
         .fold(KillWindows::default(), |sum, r| sum.plus(r.kills_in_window));
-    // Only a test that killed can miss a window; the others test something else.
-    let killed = reports.iter().any(|r| r.kills > 0);
-    let unearned = (pass && killed)
-        .then(|| match reports.first().and_then(|r| r.strategy) {
-            Some(strategy) => kills_in_window.unearned(strategy),
-            // Someone else's job: seen committing a checkpoint before its row, in any run.
-            None => reports
-                .iter()
-                .find_map(|r| r.checkpoint_before_row.as_deref())
-                .map(crate::harness::checkpoint_first_untested),
-        })
-        .flatten();
     let not_fired = reports
         .iter()
         .enumerate()
@@ -168,20 +169,19 @@ fn result(
                 .map(move |s| format!("run {}: {s}", i + 1))
         })
         .collect();
-    TestResult {
-        kills_in_window,
-        unearned,
-        not_fired,
-        name: name.to_string(),
-        pass,
-        tested,
-        rows: worst.map_or(0, |r| r.rows),
-        duplicated_task_ids: worst.map_or(0, |r| r.duplicated_task_ids),
-        missing: worst.map_or(0, |r| r.missing),
-        detail,
-        skipped: false,
-        lessons,
-    }
+    TestResult::judged(
+        name,
+        account,
+        TestFigures {
+            rows: worst.map_or(0, |r| r.rows),
+            duplicated_task_ids: worst.map_or(0, |r| r.duplicated_task_ids),
+            missing: worst.map_or(0, |r| r.missing),
+            detail,
+            kills_in_window,
+            lessons,
+            not_fired,
+        },
+    )
 }
 
 /// Runs `reclaim prove`.
@@ -199,6 +199,8 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
                     key: job.rows.key.clone(),
                 });
             }
+            // Each night's job is told its vendor, whose messages are judged beside its rows.
+            job.vendor = args.vendor.vendor.is_some();
             let name = &args.db_name;
             if name.is_empty() || name.contains('/') || name == "." || name == ".." {
                 return Err(Error::Refused(format!(
@@ -228,6 +230,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         exe: std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?,
         runs: 0,
         progress_deadline: args.deadline.progress_deadline,
+        vendor: args.vendor.vendor,
     };
     if !args.json {
         print_header(&worker, args, seed, &dir, out);
@@ -235,7 +238,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let mut tests = Vec::new();
     let mut emit = |test: TestResult, out: &mut dyn Write| {
         if !args.json {
-            print_test(tests.len() + 1, &test, out);
+            print_test(tests.len() + 1, &test, args.strict, out);
         }
         tests.push(test);
     };
@@ -249,10 +252,13 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     if worker.job().is_none() {
         emit(crash_sweep(&mut prover)?, out);
     }
-    let passed = tests.iter().filter(|t| t.pass).count();
+    let count = |outcome| tests.iter().filter(|t| t.outcome == outcome).count();
+    let (passed, failed, not_tested) = (
+        count(Outcome::Pass),
+        count(Outcome::Fail),
+        count(Outcome::Untested),
+    );
     let skipped = tests.iter().filter(|t| t.skipped).count();
-    let failed = tests.len() - passed - skipped;
-    let not_tested = tests.iter().filter(|t| !t.tested && !t.skipped).count();
     let kills_in_window = tests
         .iter()
         .fold(KillWindows::default(), |sum, t| sum.plus(t.kills_in_window));
@@ -308,44 +314,46 @@ fn close_night(
     crate::warehouse::close(night, args.json, gone, out);
 }
 
-/// The summary (or JSON), the JUnit file, and the exit code: 1 on a failure, or with `--strict`
-/// on a pass that did not test all it set out to.
+/// The summary (or JSON), the JUnit file, and the exit code: the trial's account judged by the
+/// one rule, as each test's line and JUnit case are.
 fn finish(
     report: &ProveReport,
     args: &ProveArgs,
     junit: Option<&crate::junit::Target>,
     out: &mut dyn Write,
 ) -> Result<u8, Error> {
-    let failed = report.failed;
-    let strictly = report.untested();
+    let judged = report.account().judge(args.strict);
     if let Some(path) = junit {
         crate::junit::write(path, "reclaim prove", &report.junit_cases(args.strict))
             .context(|| format!("cannot write --junit {}", path.display()))?;
     }
     if args.json {
         let mut value = serde_json::to_value(report).map_err(Error::json("the trial's report"))?;
+        let judgement =
+            serde_json::to_value(&judged).map_err(Error::json("the trial's judgement"))?;
         if let Some(object) = value.as_object_mut() {
-            object.insert("untested".into(), strictly.clone().into());
+            object.insert(
+                "outcome".into(),
+                judged.outcome.mark().to_lowercase().into(),
+            );
+            object.insert(
+                "untested".into(),
+                (judged.untested.iter())
+                    .map(|e| e.said.clone())
+                    .collect::<Vec<_>>()
+                    .into(),
+            );
+            object.insert("judgement".into(), judgement);
         }
         let _ = writeln!(out, "{value}");
     } else {
-        print_summary(report, out);
-        if args.strict && failed == 0 && !strictly.is_empty() {
-            let _ = writeln!(
-                out,
-                "strict: exit 1: every test held, but not all was tested: {}",
-                strictly.join("; ")
-            );
-        }
+        print_summary(report, args.strict, out);
+        let _ = writeln!(out, "outcome: {}", judged.headline());
         if let Some(path) = junit {
             let _ = writeln!(out, "junit: {}", path.display());
         }
     }
-    Ok(if failed == 0 && (!args.strict || strictly.is_empty()) {
-        EXIT_OK
-    } else {
-        EXIT_DATA_WRONG
-    })
+    Ok(judged.exit_code())
 }
 
 /// 1. Random kills and restarts, three runs in a row: a single green run proves little.
@@ -369,14 +377,21 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
         .then(|| (1, (args.items / (u64::from(args.kills) + 1)).max(1)));
     let mut reports = Vec::new();
     for run in 0..3 {
-        let lane = prover.lane("kill-test", 1, None, prover.delay)?;
+        let mut lane = prover.lane("kill-test", 1, None, prover.delay)?;
+        // With a vendor, one kill more in each run: when the vendor has message N (seeded, in
+        // the queue's first half), before it answers. Where that lands tells the job's design:
+        // its row not committed (after-send), or committed (after-relay-send).
+        let at_message = prover
+            .vendor
+            .map(|_| 1 + seed.wrapping_add(run) % (prover.items / 2).max(1));
+        lane.vendor.hold_at = at_message;
         let plan = KillPlan {
             random: args.kills,
             window,
             rows,
             at_task: None,
             at_rows: None,
-            at_message: None,
+            at_message,
             replayed: Vec::new(),
             seed: seed.wrapping_add(run),
         };
@@ -498,10 +513,8 @@ fn wiped_checkpoints(prover: &mut Prover, named: Option<&str>) -> Result<TestRes
                         "reclaim was not told the job's checkpoint table (--checkpoint-table) and found none named {CHECKPOINTS}, so it cannot delete it"
                     ),
                 };
-                return Ok(skipped(
-                    NAME,
-                    format!("SKIPPED: {why}; first run: {}", figures(&first)),
-                ));
+                let detail = format!("SKIPPED: {why}; first run: {}", figures(&first));
+                return Ok(skipped(NAME, why, detail));
             };
             wiped
         }
@@ -530,22 +543,18 @@ fn wiped_checkpoints(prover: &mut Prover, named: Option<&str>) -> Result<TestRes
     Ok(result(NAME, &[&second], detail, untested))
 }
 
-/// A test that does not apply to the job, and why.
-fn skipped(name: &str, detail: String) -> TestResult {
-    TestResult {
-        name: name.to_string(),
-        pass: false,
-        tested: false,
-        rows: 0,
-        duplicated_task_ids: 0,
-        missing: 0,
-        detail,
-        skipped: true,
-        lessons: Vec::new(),
-        not_fired: Vec::new(),
-        kills_in_window: KillWindows::default(),
-        unearned: None,
-    }
+/// A test that does not apply to the job, and why: untested, and said so.
+fn skipped(name: &str, why: String, detail: String) -> TestResult {
+    let mut account = Account::new();
+    account.push(Kind::Skipped, why);
+    TestResult::judged(
+        name,
+        account,
+        TestFigures {
+            detail,
+            ..TestFigures::default()
+        },
+    )
 }
 
 /// 4. Beyond the postmortem: every named crash point, at the first, a middle and the last task.

@@ -9,32 +9,87 @@ use serde::Serialize;
 
 use crate::cli::ProveArgs;
 use crate::engine::{KillWindows, LaneWorker};
+use crate::verdict::account::{Account, Judgement, Kind, Outcome};
 
-/// One test's outcome.
+/// One test's outcome: its account, judged by the one rule, and its figures.
 #[derive(Debug, Serialize)]
 pub struct TestResult {
     pub name: String,
-    /// The data held exactly once in every run AND the test exercised what it names.
+    /// `pass`, `fail` or `untested`: the one rule on `account` (`--strict` decides only
+    /// whether `untested` fails the command).
+    pub outcome: Outcome,
+    /// The outcome is pass: the data held exactly once in every run AND the test exercised all
+    /// it set out to.
     pub pass: bool,
     /// False when the danger the test is about never happened (no kill landed, the second
-    /// worker wrote nothing, a crash point never fired): then it proved nothing and does not
-    /// pass, whatever the rows say.
+    /// worker wrote nothing, nothing to wipe) or the test was skipped.
     pub tested: bool,
+    /// The test does not apply to this job (why is in `detail`): untested, never a pass.
+    pub skipped: bool,
+    /// What the test saw go wrong and left untested, each with its kind.
+    pub account: Account,
     /// Figures of the worst run in the test.
     pub rows: u64,
     pub duplicated_task_ids: u64,
     pub missing: u64,
     pub detail: String,
-    /// The test does not apply to this job (why is in `detail`): neither a pass nor a failure.
-    pub skipped: bool,
     /// Where the kills of this test's nights landed (window -> count).
     pub kills_in_window: KillWindows,
-    /// Said beside a PASS when no kill landed in the window that breaks the strategy.
-    pub unearned: Option<String>,
     /// What a failure means, from the postmortem's symptom table.
     pub lessons: Vec<String>,
-    /// Kills this test's nights planned that never fired (`--strict` fails a pass with any).
+    /// Kills this test's nights planned that never fired (also in `account`).
     pub not_fired: Vec<String>,
+}
+
+/// A test's figures, beside its account.
+#[derive(Debug, Default)]
+pub struct TestFigures {
+    pub rows: u64,
+    pub duplicated_task_ids: u64,
+    pub missing: u64,
+    pub detail: String,
+    pub kills_in_window: KillWindows,
+    pub lessons: Vec<String>,
+    pub not_fired: Vec<String>,
+}
+
+impl TestResult {
+    /// A test named `name`, judged by the one rule on `account`.
+    #[must_use]
+    pub fn judged(name: &str, account: Account, figures: TestFigures) -> Self {
+        let outcome = account.outcome();
+        Self {
+            name: name.to_string(),
+            outcome,
+            pass: outcome == Outcome::Pass,
+            tested: !account.has(Kind::TestedNothing) && !account.has(Kind::Skipped),
+            skipped: account.has(Kind::Skipped),
+            account,
+            rows: figures.rows,
+            duplicated_task_ids: figures.duplicated_task_ids,
+            missing: figures.missing,
+            detail: figures.detail,
+            kills_in_window: figures.kills_in_window,
+            lessons: figures.lessons,
+            not_fired: figures.not_fired,
+        }
+    }
+
+    /// The one rule's judgement of this test under `--strict` or not.
+    #[must_use]
+    pub fn judgement(&self, strict: bool) -> Judgement {
+        self.account.judge(strict)
+    }
+
+    /// The mark its console line begins with, the same decision its JUnit case holds.
+    #[must_use]
+    pub fn mark(&self, strict: bool) -> String {
+        let judged = self.judgement(strict);
+        match judged.outcome {
+            Outcome::Untested if judged.fails => format!("{} (--strict: a failure)", judged.mark()),
+            _ => judged.mark().into(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -47,83 +102,40 @@ pub struct ProveReport {
     pub kills_in_window: KillWindows,
     /// The windows no kill of any night landed in.
     pub windows_never_hit: Vec<String>,
+    /// Tests whose outcome is pass.
     pub passed: usize,
-    /// Tests that did not pass: a data failure, or a test that tested nothing.
+    /// Tests whose outcome is fail: something seen going wrong.
     pub failed: usize,
-    /// Of `failed`, those that tested nothing (`tested: false`) with the data intact.
+    /// Tests whose outcome is untested (skipped ones included): a failure only under `--strict`.
     pub not_tested: usize,
-    /// Tests that do not apply to the job (an external job without a checkpoint table).
+    /// Of `not_tested`, those that do not apply to the job.
     pub skipped: usize,
     /// Where the databases are kept (only when something failed).
     pub kept: Option<PathBuf>,
 }
 
 impl ProveReport {
-    /// What `--strict` holds against a night of passes: a window that breaks the strategy no
-    /// kill reached, kills that could not be placed against a checkpoint, a test skipped.
+    /// The trial's account: every test's, each said with its test's name.
     #[must_use]
-    pub fn untested(&self) -> Vec<String> {
-        let mut said = Vec::new();
+    pub fn account(&self) -> Account {
+        let mut account = Account::new();
         for test in &self.tests {
-            if let Some(unearned) = &test.unearned {
-                said.push(format!("{}: {unearned}", test.name));
-            }
-            if test.skipped {
-                said.push(format!("{}: skipped", test.name));
-            }
-            for never in &test.not_fired {
-                said.push(format!("{}: {never}", test.name));
-            }
-            if test.kills_in_window.unplaced > 0 {
-                said.push(format!(
-                    "{}: {} after a commit could not be placed before or after a checkpoint",
-                    test.name,
-                    crate::text::count(u64::from(test.kills_in_window.unplaced), "kill", "kills")
-                ));
-            }
+            account.absorb(&test.account, &format!("{}: ", test.name));
         }
-        said
+        account
     }
 
-    /// One JUnit test case per test; with `strict`, a pass that did not test all it set out to
-    /// is a failure there too.
+    /// One JUnit test case per test: the one rule's judgement, as the console line says it.
     #[must_use]
     pub fn junit_cases(&self, strict: bool) -> Vec<crate::junit::Case> {
-        use crate::junit::{Case, CaseResult};
         let class = format!("prove.{}", self.strategy);
         self.tests
             .iter()
-            .map(|test| {
-                let mark = |what: &str| format!("{what}: {}", test.detail);
-                let outcome = if test.skipped {
-                    CaseResult::Skipped(test.detail.clone())
-                } else if !test.tested && !test.pass {
-                    // The detail already begins `NOT TESTED: ...`.
-                    CaseResult::Failed(test.detail.clone())
-                } else if !test.pass {
-                    CaseResult::Failed(mark("FAIL"))
-                } else if strict
-                    && (test.unearned.is_some()
-                        || test.kills_in_window.unplaced > 0
-                        || !test.not_fired.is_empty())
-                {
-                    CaseResult::Failed(
-                        test.unearned
-                            .clone()
-                            .or_else(|| test.not_fired.first().cloned())
-                            .unwrap_or_else(|| {
-                                "kills could not be placed against a checkpoint".into()
-                            }),
-                    )
-                } else {
-                    CaseResult::Passed
-                };
-                Case {
-                    class: class.clone(),
-                    name: test.name.clone(),
-                    outcome,
-                    detail: test.detail.clone(),
-                }
+            .map(|test| crate::junit::Case {
+                class: class.clone(),
+                name: test.name.clone(),
+                outcome: test.judgement(strict).junit(),
+                detail: test.detail.clone(),
             })
             .collect()
     }
@@ -156,47 +168,56 @@ pub(super) fn print_header(
     };
 }
 
-pub(super) fn print_test(number: usize, test: &TestResult, out: &mut dyn Write) {
-    let mark = match (test.pass, test.tested) {
-        _ if test.skipped => "SKIPPED",
-        (true, _) => "PASS",
-        (false, false) => "NOT TESTED",
-        (false, true) => "FAIL",
-    };
-    let _ = writeln!(out, "{number}. {mark}  {}", test.name);
-    if let Some(unearned) = &test.unearned {
-        let _ = writeln!(out, "         ({unearned})");
-    }
+pub(super) fn print_test(number: usize, test: &TestResult, strict: bool, out: &mut dyn Write) {
+    let _ = writeln!(out, "{number}. {}  {}", test.mark(strict), test.name);
     let _ = writeln!(out, "         {}", test.detail);
-    if !test.pass && test.tested {
+    let judged = test.judgement(strict);
+    // The rows' verdict and a run never completed are in the detail and the lessons.
+    for entry in
+        (judged.wrong.iter()).filter(|e| !matches!(e.kind, Kind::Data | Kind::NeverCompleted))
+    {
+        let _ = writeln!(out, "         wrong: {}", entry.said);
+    }
+    // A test that does not apply says why in its detail.
+    for entry in (judged.untested.iter()).filter(|e| e.kind != Kind::Skipped) {
+        let _ = writeln!(out, "         untested: {}", entry.said);
+    }
+    if judged.outcome == Outcome::Fail {
         for lesson in &test.lessons {
             let _ = writeln!(out, "         -> {lesson}");
         }
     }
 }
 
-pub(super) fn print_summary(report: &ProveReport, out: &mut dyn Write) {
-    let untested = if report.not_tested > 0 {
-        format!(
-            " ({} NOT TESTED: a test that tested nothing does not pass)",
-            report.not_tested
-        )
-    } else {
-        String::new()
-    };
-    let skipped = if report.skipped > 0 {
-        format!(
-            " ({} SKIPPED: it does not apply to this job)",
-            report.skipped
-        )
-    } else {
-        String::new()
-    };
+pub(super) fn print_summary(report: &ProveReport, strict: bool, out: &mut dyn Write) {
+    let mut parts = vec![format!("{} PASS", report.passed)];
+    if report.failed > 0 {
+        parts.push(format!("{} FAIL", report.failed));
+    }
+    if report.not_tested > 0 {
+        let skipped = if report.skipped > 0 {
+            format!(
+                ", {} of them skipped: it does not apply to this job",
+                report.skipped
+            )
+        } else {
+            String::new()
+        };
+        parts.push(format!(
+            "{} UNTESTED ({}{skipped})",
+            report.not_tested,
+            if strict {
+                "--strict fails them"
+            } else {
+                "not a failure without --strict"
+            }
+        ));
+    }
     let _ = writeln!(
         out,
-        "result: {} of {} PASS for {}{untested}{skipped}",
-        report.passed,
-        report.tests.len() - report.skipped,
+        "result: {} of {} tests for {}",
+        parts.join(", "),
+        report.tests.len(),
         report.strategy
     );
     let _ = writeln!(

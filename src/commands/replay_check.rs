@@ -105,7 +105,7 @@ pub fn run(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, Error> {
                 lane.duplicated_task_ids
             );
             if let Some(m) = &lane.messages {
-                let judged = crate::verdict::messages_verdict(m.duplicated, m.missing)
+                let judged = crate::verdict::messages_verdict(m.duplicated, m.missing, m.outside)
                     .unwrap_or_else(|| "messages ok".into());
                 let _ = writeln!(
                     out,

@@ -11,31 +11,42 @@ use crate::error::Error;
 use crate::harness::RunReport;
 use crate::supervisor::schedule::KillPlan;
 
-/// The report as JSON or the verdict's lines, and the exit code (`--strict` fails a green
-/// night that did not test all it set out to).
+/// The report as JSON or the verdict's lines, and the exit code: the night's account judged by
+/// the one rule (`verdict::account`), `--strict` failing what it left untested.
 pub(super) fn finish(report: &RunReport, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
-    let untested = report.untested();
+    let judged = report.account().judge(args.strict);
     if args.json {
-        let mut value = serde_json::to_value(report).map_err(Error::json("the night's report"))?;
-        if let Some(object) = value.as_object_mut() {
-            object.insert("untested".into(), untested.clone().into());
-        }
+        let value = with_judgement(report, &judged)?;
         let _ = writeln!(out, "{value}");
     } else {
-        print_verdict(report, out);
-        if args.strict && report.holds() && !untested.is_empty() {
-            let _ = writeln!(
-                out,
-                "strict       exit 1: the data holds, but this night did not test all it set out to: {}",
-                untested.join("; ")
-            );
-        }
+        print_verdict(report, &judged, out);
     }
-    Ok(if args.strict && report.holds() && !untested.is_empty() {
-        crate::exit::DATA_WRONG
-    } else {
-        report.exit_code()
-    })
+    Ok(judged.exit_code())
+}
+
+/// A report as JSON, with the one rule's judgement beside its facts (`outcome`, `judgement`)
+/// and, as before, the sentences it left untested (`untested`).
+pub(super) fn with_judgement(
+    report: &RunReport,
+    judged: &crate::verdict::account::Judgement,
+) -> Result<serde_json::Value, Error> {
+    let mut value = serde_json::to_value(report).map_err(Error::json("the night's report"))?;
+    let judgement = serde_json::to_value(judged).map_err(Error::json("the night's judgement"))?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert(
+            "outcome".into(),
+            judged.outcome.mark().to_lowercase().into(),
+        );
+        object.insert(
+            "untested".into(),
+            (judged.untested.iter())
+                .map(|e| e.said.clone())
+                .collect::<Vec<_>>()
+                .into(),
+        );
+        object.insert("judgement".into(), judgement);
+    }
+    Ok(value)
 }
 
 /// The lines before the night: who works, its rows and queue, the side effect, the kill plan.
@@ -220,8 +231,13 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
 }
 
 /// The verdict's lines: the claim beside the rows' status, what never fired, where the kills
-/// landed, the vendor's count, the database.
-fn print_verdict(report: &RunReport, out: &mut dyn Write) {
+/// landed, the vendor's count, the database, the one rule's result; last, the postmortem's own
+/// figures.
+fn print_verdict(
+    report: &RunReport,
+    judged: &crate::verdict::account::Judgement,
+    out: &mut dyn Write,
+) {
     let _ = writeln!(out);
     let _ = writeln!(out, "verdict      {}", report.verdict);
     for lesson in &report.lessons {
@@ -282,11 +298,6 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
             }
         );
     }
-    if report.holds()
-        && let Some(unearned) = report.unearned()
-    {
-        let _ = writeln!(out, "             the data holds, but {unearned}");
-    }
     if let (Some(received), Some(distinct), Some(duplicated), Some(missing)) = (
         report.messages_received,
         report.messages_distinct,
@@ -300,7 +311,9 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
         let _ = writeln!(out, "vendor       {judged}");
         let _ = writeln!(
             out,
-            "messages     received={received}  distinct={distinct}  duplicated={duplicated}  missing={missing}  (at the vendor: {})",
+            "messages     sent={received}  keys={distinct}  duplicated={duplicated}  missing={missing}  outside={}  requests={}  (at the vendor: {})",
+            report.messages_outside.unwrap_or(0),
+            report.messages_requests.unwrap_or(received),
             display(&crate::fake_vendor::db_path(&report.db))
         );
     }
@@ -308,6 +321,7 @@ fn print_verdict(report: &RunReport, out: &mut dyn Write) {
     if crate::warehouse::active().is_none() {
         let _ = writeln!(out, "database     {} (kept)", display(&report.db));
     }
+    let _ = writeln!(out, "result       {}", judged.line());
     let _ = writeln!(
         out,
         "rows={} duplicated_task_ids={}",

@@ -21,13 +21,20 @@ pub struct Counts {
     pub duplicated: u64,
     /// Tasks of the queue with no message.
     pub missing: u64,
+    /// Messages sent for a key outside the queue: work nobody asked for, reaching a customer.
+    #[serde(default)]
+    pub outside: u64,
+    /// Requests the vendor recorded, whatever their outcome: a replay of a key it knew is
+    /// answered without a send, so this can exceed `received`.
+    #[serde(default)]
+    pub requests: u64,
 }
 
 impl Counts {
-    /// Every task's message arrived, once.
+    /// Every task's message arrived, once, and none for a key outside the queue.
     #[must_use]
     pub fn holds(&self) -> bool {
-        self.duplicated == 0 && self.missing == 0
+        self.duplicated == 0 && self.missing == 0 && self.outside == 0
     }
 
     /// What is wrong at the receiving end, in a few words for a narrow panel.
@@ -39,6 +46,9 @@ impl Counts {
         }
         if self.missing > 0 {
             wrong.push(format!("{} never sent", self.missing));
+        }
+        if self.outside > 0 {
+            wrong.push(format!("{} outside the queue", self.outside));
         }
         (!wrong.is_empty()).then(|| format!("messages WRONG: {}", wrong.join(", ")))
     }
@@ -105,9 +115,14 @@ impl Counts {
             counts.duplicated += n - 1;
             if index_of(&task).is_some() {
                 counts.distinct += 1;
+            } else {
+                counts.outside += n;
             }
         }
         counts.missing = items - counts.distinct.min(items);
+        counts.requests = conn
+            .query_row("SELECT count(*) FROM deliveries", [], |r| r.get(0))
+            .map_err(sqlite)?;
         Ok(counts)
     }
 }

@@ -418,6 +418,7 @@ mod tests {
             distinct: 200,
             duplicated: 0,
             missing: 0,
+            ..Counts::default()
         };
         assert!(right.holds());
         assert_eq!(right.short_verdict(), None);
@@ -426,6 +427,7 @@ mod tests {
             distinct: 199,
             duplicated: 2,
             missing: 1,
+            ..Counts::default()
         };
         assert!(!wrong.holds());
         assert_eq!(
@@ -456,7 +458,8 @@ mod tests {
         }
         drop(conn);
         let counts = Counts::read(&db, 3).unwrap_or_else(|e| panic!("{e}"));
-        // task-999 is outside a queue of 3: received, but neither distinct nor filling a gap.
+        // task-999 is outside a queue of 3: received, neither distinct nor filling a gap, and
+        // wrong; the replayed and refused requests are requests, not messages.
         assert_eq!(
             counts,
             Counts {
@@ -464,7 +467,21 @@ mod tests {
                 distinct: 2,
                 duplicated: 1,
                 missing: 1,
+                outside: 1,
+                requests: 6,
             }
+        );
+        assert!(!counts.holds());
+        let outside = Counts {
+            received: 3,
+            distinct: 3,
+            outside: 1,
+            ..Counts::default()
+        };
+        assert!(!outside.holds());
+        assert_eq!(
+            outside.short_verdict().as_deref(),
+            Some("messages WRONG: 1 outside the queue")
         );
     }
 }

@@ -4,24 +4,24 @@
 
 use super::Tested;
 use crate::junit::{Case, CaseResult};
+use crate::verdict::account::{Account, Kind};
 
 /// The case for a band named `class`/`name` whose nights tested what each says, each with the
-/// line that names it (`task-003: 201 rows, ...`).
+/// line that names it (`task-003: 201 rows, ...`): the one rule on the band's nights, as the
+/// map's own outcome is (a wrong night fails it; one that tested nothing leaves it untested:
+/// skipped, and failed under `--strict`).
 #[must_use]
 pub fn band_case(class: String, name: String, nights: &[(Tested, String)], strict: bool) -> Case {
-    let said = |t: Tested| -> Vec<&str> {
-        (nights.iter())
-            .filter(|(tested, _)| *tested == t)
-            .map(|(_, line)| line.as_str())
-            .collect()
-    };
-    let untested = said(Tested::Nothing);
-    let mut wrong = said(Tested::Wrong);
-    let listed: Vec<&str> = wrong.iter().chain(&untested).copied().collect();
-    if strict {
-        wrong.extend(untested);
+    let mut account = Account::new();
+    for (tested, line) in nights {
+        match tested {
+            Tested::Right => {}
+            Tested::Wrong => account.push(Kind::Data, line.clone()),
+            Tested::Nothing => account.push(Kind::NotFired, line.clone()),
+        }
     }
-    let right = said(Tested::Right).len();
+    let right = (nights.iter()).filter(|(t, _)| *t == Tested::Right).count();
+    let listed: Vec<&str> = (account.entries.iter()).map(|e| e.said.as_str()).collect();
     let detail = format!(
         "{right} of {} nights right{}",
         nights.len(),
@@ -33,10 +33,8 @@ pub fn band_case(class: String, name: String, nights: &[(Tested, String)], stric
     );
     let outcome = if nights.is_empty() {
         CaseResult::Skipped("no night of this band ran".into())
-    } else if wrong.is_empty() {
-        CaseResult::Passed
     } else {
-        CaseResult::Failed(format!("{} of {} nights wrong", wrong.len(), nights.len()))
+        account.judge(strict).junit()
     };
     Case {
         class,
@@ -51,7 +49,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_night_that_tested_nothing_fails_the_band_only_under_strict() {
+    fn a_night_that_tested_nothing_leaves_the_band_untested_and_fails_it_only_under_strict() {
         let nights = vec![
             (Tested::Right, "task-000: right".to_string()),
             (
@@ -59,8 +57,12 @@ mod tests {
                 "task-001: the kill never fired".to_string(),
             ),
         ];
+        // Untested, as the console says: skipped, not passed.
         let lenient = band_case("map.naive".into(), "after-commit".into(), &nights, false);
-        assert_eq!(lenient.outcome, CaseResult::Passed);
+        assert_eq!(
+            lenient.outcome,
+            CaseResult::Skipped("UNTESTED: task-001: the kill never fired".into())
+        );
         assert_eq!(
             lenient.detail,
             "1 of 2 nights right; task-001: the kill never fired"
@@ -68,7 +70,15 @@ mod tests {
         let strict = band_case("map.naive".into(), "after-commit".into(), &nights, true);
         assert_eq!(
             strict.outcome,
-            CaseResult::Failed("1 of 2 nights wrong".into())
+            CaseResult::Failed(
+                "UNTESTED (--strict: a failure): task-001: the kill never fired".into()
+            )
+        );
+        let wrong = vec![(Tested::Wrong, "task-002: DUPLICATED 1".to_string())];
+        let failed = band_case("map.naive".into(), "after-commit".into(), &wrong, false);
+        assert_eq!(
+            failed.outcome,
+            CaseResult::Failed("FAIL: task-002: DUPLICATED 1".into())
         );
         let empty = band_case("map.exec".into(), "after-commit".into(), &[], false);
         assert!(matches!(empty.outcome, CaseResult::Skipped(_)));

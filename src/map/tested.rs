@@ -1,6 +1,8 @@
 //! What a map's cells tested, and what the map says of them: right, wrong or nothing (a kill
 //! that never fired), counted alike for reclaim's map and an own job's, and whether the map holds.
 
+use crate::verdict::account::{Account, Kind, Outcome};
+
 /// What a cell's night tested, for the map's exit: right, wrong, or nothing (its kill never
 /// fired and the rows are otherwise right: never counted right, failed only by `--strict`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,13 +45,53 @@ impl Tally {
     }
 }
 
-/// Whether a map holds: it ran whole (`whole`), no cell is wrong, and, with `strict`, every
-/// cell tested something.
-pub fn holds(whole: bool, cells: impl Iterator<Item = Tested>, strict: bool) -> bool {
-    let mut cells = cells.peekable();
-    whole
-        && cells.peek().is_some()
-        && cells.all(|t| t == Tested::Right || (t == Tested::Nothing && !strict))
+impl Tested {
+    /// The one rule's outcome of a cell: right passes, wrong fails, nothing is untested.
+    #[must_use]
+    pub fn outcome(self) -> Outcome {
+        match self {
+            Self::Right => Outcome::Pass,
+            Self::Wrong => Outcome::Fail,
+            Self::Nothing => Outcome::Untested,
+        }
+    }
+}
+
+/// A whole map's account, for the one rule: its wrong cells, the cells whose `what` (crash,
+/// kill) never fired, and a map left before it finished (`left`: the nights that never ran).
+#[must_use]
+pub fn account(tally: Tally, nights: usize, left: Option<usize>, what: &str) -> Account {
+    let mut account = Account::new();
+    if let Some(left) = left {
+        account.push(
+            Kind::NeverCompleted,
+            format!(
+                "the map was left before it finished: {} never ran",
+                crate::text::count(left as u64, "night", "nights")
+            ),
+        );
+    } else if nights == 0 {
+        account.push(Kind::NeverCompleted, "no night of the map ran");
+    }
+    if tally.wrong > 0 {
+        account.push(
+            Kind::Data,
+            format!(
+                "{} wrong",
+                crate::text::count(tally.wrong as u64, "cell", "cells")
+            ),
+        );
+    }
+    if tally.untested > 0 {
+        account.push(
+            Kind::NotFired,
+            format!(
+                "{} tested nothing: its {what} never fired",
+                crate::text::count(tally.untested as u64, "cell", "cells")
+            ),
+        );
+    }
+    account
 }
 
 /// `; 3 not tested (the crash never fired; --strict fails them)`, or nothing.

@@ -233,7 +233,8 @@ fn prove_passes_the_guarded_example_and_fails_the_naive_one_naming_each_test() {
     ] {
         line_of(&run, test);
     }
-    line_of(&run, "result: 3 of 3 PASS");
+    line_of(&run, "result: 3 PASS of 3 tests");
+    line_of(&run, "outcome: PASS (exit 0)");
     // Nothing of a passing proof is left behind.
     assert_eq!(fs::read_dir(tmp.path()).map(Iterator::count).ok(), Some(0));
 
@@ -251,7 +252,8 @@ fn prove_passes_the_guarded_example_and_fails_the_naive_one_naming_each_test() {
         "{}",
         run.stdout
     );
-    line_of(&run, "result: 0 of 2 PASS");
+    line_of(&run, "result: 0 PASS, 2 FAIL, 1 UNTESTED");
+    line_of(&run, "outcome: FAIL (exit 1)");
     // Each kept database is the job's own `warehouse.db`, in a folder of its own.
     let mut kept: Vec<PathBuf> = fs::read_dir(tmp.path())
         .into_iter()
@@ -288,16 +290,22 @@ fn prove_says_not_tested_when_there_was_nothing_to_wipe_or_kill() {
         WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199) \
         INSERT OR IGNORE INTO records SELECT printf('task-%03d', i) FROM n;\"";
     let tmp = tempdir();
+    // Untested is no failure without --strict: said on each test's line, and exit 0.
     let run = prove(tmp.path(), job, &[]);
-    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
-    line_of(&run, "1. NOT TESTED  kill test");
-    line_of(&run, "3. NOT TESTED  checkpoints wiped");
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    line_of(&run, "1. UNTESTED  kill test");
+    line_of(&run, "3. UNTESTED  checkpoints wiped");
+    line_of(&run, "outcome: UNTESTED (exit 0; --strict fails it)");
     assert!(
         run.stdout
             .contains("the checkpoint table was empty after a whole run"),
         "{}",
         run.stdout
     );
+    let run = prove(tmp.path(), job, &["--strict"]);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    line_of(&run, "1. UNTESTED (--strict: a failure)  kill test");
+    line_of(&run, "outcome: UNTESTED (--strict: a failure, exit 1)");
 }
 
 #[test]
@@ -312,7 +320,7 @@ fn a_slow_starting_jobs_kill_test_still_kills_it_after_a_commit() {
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     let test = line_of(&run, "1. FAIL  kill test");
     assert!(
-        !run.stdout.contains("before-any-commit=") && !run.stdout.contains("NOT TESTED  kill"),
+        !run.stdout.contains("before-any-commit=") && !run.stdout.contains("UNTESTED  kill"),
         "{test}\n{}",
         run.stdout
     );
@@ -523,7 +531,7 @@ fn in_mode(job: &Path, mode: &str) -> String {
 }
 
 #[test]
-fn a_checkpoint_committed_before_its_row_is_said_untested_beside_a_green_night() {
+fn a_checkpoint_committed_before_its_row_fails_the_night_though_its_rows_hold() {
     let tmp = tempdir();
     let job = checkpoint_first_job(tmp.path());
     for (mode, said) in [("first", true), ("together", false)] {
@@ -540,11 +548,19 @@ fn a_checkpoint_committed_before_its_row_is_said_untested_beside_a_green_night()
         ];
         let (run, db) = run_exec(&dir, &command, &extra);
         let json = assert_counts_agree(&run, &db);
-        assert_eq!(run.code, Some(0), "{mode}: {json}\n{}", run.stderr);
-        assert_eq!(number(&json, "kills"), 1, "{mode}: {json}");
-        let untested = json["untested"].to_string();
+        // Seen, the danger is wrong without --strict: exit 1, said as the judgement's reason.
         assert_eq!(
-            untested.contains("the job commits a checkpoint before its row"),
+            run.code,
+            Some(i32::from(said)),
+            "{mode}: {json}\n{}",
+            run.stderr
+        );
+        assert_eq!(number(&json, "kills"), 1, "{mode}: {json}");
+        assert_eq!(number(&json, "missing"), 0, "{mode}: {json}");
+        let wrong = json["judgement"]["wrong"].to_string();
+        assert_eq!(
+            wrong.contains("the job commits a checkpoint before its row")
+                && wrong.contains("checkpoint-before-row"),
             said,
             "{mode}: {json}"
         );
@@ -582,7 +598,7 @@ fn a_kill_between_a_checkpoint_and_its_row_is_said_so_in_the_windows() {
 }
 
 #[test]
-fn the_exec_maps_untested_gap_is_in_its_json_and_junit_and_fails_it_under_strict() {
+fn a_checkpoint_seen_before_its_row_fails_the_exec_map_in_its_json_and_junit() {
     let tmp = tempdir();
     let job = checkpoint_first_job(tmp.path());
     for (mode, said) in [("first", true), ("together", false)] {
@@ -598,16 +614,20 @@ fn the_exec_maps_untested_gap_is_in_its_json_and_junit_and_fails_it_under_strict
             "--checkpoint-table",
             "checkpoints",
             "--json",
-            "--strict",
             "--junit",
             junit_arg,
         ];
         let map = reclaim_in_dir(tmp.path(), &args, LIMIT);
         let json = json_of(&map);
-        // Every cell held either way: the gap is what the map did not test.
+        // Every cell held either way; the checkpoint seen alone is wrong all the same.
         assert_eq!(json["all_right"], true, "{mode}: {json}");
-        let untested = json["untested"].as_array().cloned().unwrap_or_default();
-        assert_eq!(untested.len(), usize::from(said), "{mode}: {json}");
+        let seen = json["seen_wrong"].as_array().cloned().unwrap_or_default();
+        assert_eq!(seen.len(), usize::from(said), "{mode}: {json}");
+        assert_eq!(
+            json["outcome"],
+            if said { "fail" } else { "pass" },
+            "{json}"
+        );
         assert_eq!(map.code, Some(i32::from(said)), "{mode}: {json}");
         let xml = fs::read_to_string(&junit).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(

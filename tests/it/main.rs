@@ -1,6 +1,7 @@
 //! One integration test target driving the real `reclaim` binary: real worker processes, real
 //! SQLite files in temporary folders, real signals. Each module covers one command family.
 
+mod account;
 mod captions;
 mod claim;
 mod common;

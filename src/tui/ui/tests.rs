@@ -359,6 +359,7 @@ fn a_lane_whose_items_leave_the_database_shows_its_messages_beside_its_rows() {
         distinct: 200,
         duplicated: 1,
         missing: 0,
+        ..crate::fake_vendor::Counts::default()
     };
     let mut running = lane("guarded", 120, 120, 800.0);
     running.messages = Some(counts);

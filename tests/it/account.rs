@@ -1,0 +1,353 @@
+//! One account of what a night tested, judged by one rule in every command: a night whose kills
+//! all landed before the first commit, or that never reached a window the job announced, is
+//! untested (exit 1 under `--strict`); loss seen is a failure without it; `prove --vendor` judges
+//! the messages; and each test's console line says what its JUnit case holds.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::common::{Run, json_of, number, path_arg, python3, reclaim_in_dir};
+
+/// A hang guard, not a timing assertion.
+const LIMIT: Duration = Duration::from_secs(180);
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temporary folder: {e}"))
+}
+
+fn example(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name);
+    assert!(path.is_file(), "{} is shipped", path.display());
+    path.display().to_string()
+}
+
+/// `reclaim run --exec CMD` on a new database in `dir`, with `extra` flags.
+fn run_exec(dir: &Path, command: &str, extra: &[&str]) -> (Run, PathBuf) {
+    let db = dir.join("night").join("warehouse.db");
+    fs::create_dir_all(db.parent().unwrap_or(dir)).unwrap_or_else(|e| panic!("{e}"));
+    let mut args = vec!["run", "--exec", command, "--db", path_arg(&db)];
+    args.extend_from_slice(extra);
+    (reclaim_in_dir(dir, &args, LIMIT), db)
+}
+
+/// A job that loses the item in hand at each restart (it trusts a checkpoint it commits before
+/// the row) and sleeps `RECLAIM_START_S` before its first write: kills 10..50 ms after each spawn
+/// all land before its first commit.
+fn slow_starter(dir: &Path) -> String {
+    let job = dir.join("slow.py");
+    fs::write(
+        &job,
+        r#"import os, sqlite3, time
+time.sleep(float(os.environ.get("START_S", "0")))
+c = sqlite3.connect(os.environ["RECLAIM_DB"], isolation_level=None, timeout=30)
+c.execute("CREATE TABLE IF NOT EXISTS records(task_id TEXT PRIMARY KEY)")
+for i in range(int(os.environ["RECLAIM_ITEMS"])):
+    c.execute("INSERT OR IGNORE INTO records VALUES (?)", ("task-%03d" % i,))
+    time.sleep(0.005)
+"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    format!("START_S=0.6 {} {}", python3(), path_arg(&job))
+}
+
+#[test]
+fn every_kill_before_the_first_commit_is_untested_and_fails_only_under_strict() {
+    let tmp = tempdir();
+    let job = slow_starter(tmp.path());
+    let plan = [
+        "--items",
+        "20",
+        "--kills",
+        "3",
+        "--kill-window",
+        "0.01..0.05",
+    ];
+    for (strict, code) in [(false, 0), (true, 1)] {
+        let dir = tmp.path().join(format!("strict-{strict}"));
+        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let mut extra = plan.to_vec();
+        if strict {
+            extra.push("--strict");
+        }
+        let (run, _) = run_exec(&dir, &job, &extra);
+        assert_eq!(run.code, Some(code), "{}\n{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains("kills=3"), "{}", run.stdout);
+        let result = (run.stdout.lines())
+            .find(|l| l.starts_with("result"))
+            .unwrap_or_else(|| panic!("no result line: {}", run.stdout));
+        assert!(
+            result.contains("UNTESTED")
+                && result.contains("landed before its attempt's first commit"),
+            "{result}"
+        );
+        assert_eq!(result.contains("--strict: a failure"), strict, "{result}");
+    }
+    // The same decision in --json.
+    let dir = tmp.path().join("json");
+    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let extra = [&plan[..], &["--strict", "--json"]].concat();
+    let (run, _) = run_exec(&dir, &job, &extra);
+    let json = json_of(&run);
+    assert_eq!(json["outcome"], "untested", "{json}");
+    assert_eq!(json["judgement"]["fails"], true, "{json}");
+    assert_eq!(
+        json["judgement"]["untested"][0]["kind"], "nothing-at-stake",
+        "{json}"
+    );
+    assert_eq!(run.code, Some(1));
+}
+
+/// A two-commit job (its row, then its checkpoint) that announces both points.
+fn two_commit_announcer(dir: &Path) -> String {
+    let job = dir.join("two.py");
+    fs::write(
+        &job,
+        r#"import os, sqlite3, sys, time
+sys.path.insert(0, os.environ["POINTS_DIR"])
+from reclaim_point import point
+c = sqlite3.connect(os.environ["RECLAIM_DB"], isolation_level=None, timeout=30)
+c.execute("CREATE TABLE IF NOT EXISTS records(task_id TEXT PRIMARY KEY)")
+c.execute("CREATE TABLE IF NOT EXISTS checkpoints(task_id TEXT PRIMARY KEY)")
+done = {r[0] for r in c.execute("SELECT task_id FROM checkpoints")}
+for i in range(int(os.environ["RECLAIM_ITEMS"])):
+    key = "task-%03d" % i
+    if key in done:
+        continue
+    c.execute("INSERT OR IGNORE INTO records VALUES (?)", (key,))
+    point("after-row-commit", key)
+    c.execute("INSERT INTO checkpoints VALUES (?)", (key,))
+    point("after-commit", key)
+    time.sleep(0.005)
+"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    format!(
+        "POINTS_DIR={} {} {}",
+        path_arg(&examples),
+        python3(),
+        path_arg(&job)
+    )
+}
+
+#[test]
+fn a_window_the_job_announced_and_no_kill_reached_fails_under_strict() {
+    let tmp = tempdir();
+    let job = two_commit_announcer(tmp.path());
+    // The one kill lands at the job's own after-commit point: after-row-commit is never hit.
+    let extra = [
+        "--items",
+        "10",
+        "--checkpoint-table",
+        "checkpoints",
+        "--crash-at",
+        "task-004:after-commit",
+        "--strict",
+    ];
+    let (run, db) = run_exec(tmp.path(), &job, &extra);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let result = (run.stdout.lines())
+        .find(|l| l.starts_with("result"))
+        .unwrap_or_else(|| panic!("no result line: {}", run.stdout));
+    assert!(
+        result.contains("the job announced after-row-commit") && result.contains("no kill landed"),
+        "{result}"
+    );
+    // The rows held: it is untested, not wrong (sqlite3 agrees: every key once).
+    assert!(result.starts_with("result       UNTESTED"), "{result}");
+    let conn = crate::common::open_ro(&db);
+    assert_eq!(
+        crate::common::count(&conn, "SELECT count(*) FROM records"),
+        10
+    );
+
+    // Killed at the announced window itself, the same job is tested there and passes.
+    let dir = tmp.path().join("hit");
+    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let extra = [
+        "--items",
+        "10",
+        "--checkpoint-table",
+        "checkpoints",
+        "--crash-at",
+        "task-004:after-row-commit",
+        "--json",
+    ];
+    let (run, _) = run_exec(&dir, &job, &extra);
+    let json = json_of(&run);
+    let untested = json["untested"].to_string();
+    assert!(
+        !untested.contains("announced after-row-commit"),
+        "{json}\n{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_checkpoint_seen_before_its_row_fails_without_strict() {
+    let tmp = tempdir();
+    let job = tmp.path().join("first.py");
+    fs::write(
+        &job,
+        r#"import os, sqlite3, time
+c = sqlite3.connect(os.environ["RECLAIM_DB"], isolation_level=None, timeout=30)
+c.execute("PRAGMA journal_mode=WAL")
+c.execute("CREATE TABLE IF NOT EXISTS records(task_id TEXT PRIMARY KEY)")
+c.execute("CREATE TABLE IF NOT EXISTS checkpoints(task_id TEXT PRIMARY KEY)")
+done = {r[0] for r in c.execute("SELECT task_id FROM checkpoints")}
+for i in range(int(os.environ["RECLAIM_ITEMS"])):
+    key = "task-%03d" % i
+    if key in done:
+        continue
+    c.execute("INSERT INTO checkpoints VALUES (?)", (key,))
+    time.sleep(0.05)
+    c.execute("INSERT INTO records VALUES (?)", (key,))
+"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let command = format!("{} {}", python3(), path_arg(&job));
+    // No kill at all: the night held, and still the danger was seen.
+    let extra = ["--items", "10", "--checkpoint-table", "checkpoints"];
+    let (run, _) = run_exec(tmp.path(), &command, &extra);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("result       FAIL: the job commits a checkpoint before its row"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// `prove --exec ... --vendor` on one of the shipped email examples.
+fn prove_with_vendor(dir: &Path, job: &str, strict: bool) -> (Run, String) {
+    let junit = dir.join(format!("{job}-{strict}.xml"));
+    let command = format!("{} {}", python3(), example(job));
+    let mut args = vec![
+        "prove",
+        "--exec",
+        &command,
+        "--table",
+        "orders",
+        "--key",
+        "order_id",
+        "--key-format",
+        "ord-%05d",
+        "--checkpoint-table",
+        "settled",
+        "--items",
+        "40",
+        "--seed",
+        "7",
+        "--vendor",
+        "--junit",
+        path_arg(&junit),
+    ];
+    if strict {
+        args.push("--strict");
+    }
+    let run = reclaim_in_dir(dir, &args, LIMIT);
+    let xml = fs::read_to_string(&junit).unwrap_or_else(|e| panic!("{}: {e}", junit.display()));
+    (run, xml)
+}
+
+/// Each test's console mark and its JUnit case, by the test's number.
+fn marks_and_cases(run: &Run, xml: &str) -> Vec<(String, String)> {
+    let doc = roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}: {xml}"));
+    let cases: Vec<String> = (doc.descendants())
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|case| {
+            let child = case.children().find(roxmltree::Node::is_element);
+            match child.map(|c| c.tag_name().name()) {
+                Some("failure") => "failure".to_string(),
+                Some("skipped") => "skipped".to_string(),
+                _ => "passed".to_string(),
+            }
+        })
+        .collect();
+    let marks: Vec<String> = (run.stdout.lines())
+        .filter_map(|l| {
+            let (number, rest) = l.split_once(". ")?;
+            number.parse::<u32>().ok()?;
+            Some(rest.split("  ").next().unwrap_or_default().to_string())
+        })
+        .collect();
+    assert_eq!(marks.len(), cases.len(), "{}\n{xml}", run.stdout);
+    marks.into_iter().zip(cases).collect()
+}
+
+#[test]
+fn prove_with_a_vendor_fails_the_email_job_passes_the_outbox_and_junit_agrees_with_the_console() {
+    let tmp = tempdir();
+    for strict in [false, true] {
+        let (email, xml) = prove_with_vendor(tmp.path(), "email_job.py", strict);
+        assert_eq!(email.code, Some(1), "{}\n{}", email.stdout, email.stderr);
+        assert!(email.stdout.contains("messages WRONG"), "{}", email.stdout);
+        let pairs = marks_and_cases(&email, &xml);
+        assert!(pairs.iter().any(|(_, case)| case == "failure"), "{xml}");
+        for (mark, case) in &pairs {
+            let expected = match mark.as_str() {
+                "PASS" => "passed",
+                "FAIL" | "UNTESTED (--strict: a failure)" => "failure",
+                "UNTESTED" => "skipped",
+                other => panic!("an unknown mark {other:?}: {}", email.stdout),
+            };
+            assert_eq!(case, expected, "{mark}: {}\n{xml}", email.stdout);
+        }
+
+        let (outbox, xml) = prove_with_vendor(tmp.path(), "outbox_job.py", strict);
+        assert_eq!(outbox.code, Some(0), "{}\n{}", outbox.stdout, outbox.stderr);
+        for (mark, case) in marks_and_cases(&outbox, &xml) {
+            assert_eq!((mark.as_str(), case.as_str()), ("PASS", "passed"), "{xml}");
+        }
+        // The vendor's kill at a message landed after the outbox's commit, every run.
+        assert!(
+            outbox.stdout.contains("after-relay-send=3"),
+            "{}",
+            outbox.stdout
+        );
+    }
+}
+
+#[test]
+fn a_message_to_a_key_outside_the_queue_is_wrong() {
+    let tmp = tempdir();
+    let job = tmp.path().join("stray.py");
+    fs::write(
+        &job,
+        r#"import json, os, sqlite3, urllib.request
+c = sqlite3.connect(os.environ["RECLAIM_DB"], isolation_level=None, timeout=30)
+c.execute("CREATE TABLE IF NOT EXISTS records(task_id TEXT PRIMARY KEY)")
+def send(key):
+    body = json.dumps({"task": key, "text": "your order is confirmed"}).encode()
+    req = urllib.request.Request(os.environ["RECLAIM_VENDOR_URL"], data=body,
+        headers={"Content-Type": "application/json", "Idempotency-Key": key}, method="POST")
+    urllib.request.urlopen(req, timeout=30).read()
+for i in range(int(os.environ["RECLAIM_ITEMS"])):
+    key = "task-%03d" % i
+    c.execute("INSERT OR IGNORE INTO records VALUES (?)", (key,))
+    send(key)
+send("ORD-00003")
+"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let command = format!("{} {}", python3(), path_arg(&job));
+    let (run, _) = run_exec(
+        tmp.path(),
+        &command,
+        &["--items", "5", "--vendor", "--json"],
+    );
+    let json = json_of(&run);
+    assert_eq!(run.code, Some(1), "{json}\n{}", run.stderr);
+    assert_eq!(number(&json, "messages_outside"), 1, "{json}");
+    assert_eq!(number(&json, "messages_received"), 6, "{json}");
+    assert!(
+        json["messages_verdict"]
+            .as_str()
+            .is_some_and(|v| v.contains("outside the queue")),
+        "{json}"
+    );
+    assert_eq!(json["outcome"], "fail", "{json}");
+}
