@@ -23,6 +23,9 @@ pub enum ExecKill {
     Point { index: u64, name: String },
     /// As soon as the table holds this many rows.
     Rows(u64),
+    /// When the job's vendor has message N (1-based), before it answers: after a send, before
+    /// whatever the job does next (`--vendor`).
+    Message(u64),
 }
 
 impl ExecKill {
@@ -32,6 +35,7 @@ impl ExecKill {
         match self {
             Self::Point { name, .. } => name.clone(),
             Self::Rows(_) => "rows".into(),
+            Self::Message(_) => MESSAGE_BAND.into(),
         }
     }
 
@@ -40,18 +44,27 @@ impl ExecKill {
     pub fn column(&self) -> u64 {
         match self {
             Self::Point { index, .. } => *index,
-            Self::Rows(rows) => rows - 1,
+            Self::Rows(rows) | Self::Message(rows) => rows - 1,
         }
     }
 }
 
+/// The band of kills at a message, in a map of a job with a vendor.
+pub const MESSAGE_BAND: &str = "message";
+
 /// Every night of a map (or a search) over keys `tasks.0..=tasks.1`: each key at each point, in
 /// key order so the bands fill together; or, with no point, a kill after each row count of the
-/// range (1-based).
+/// range (1-based). With a vendor (`messages`), a kill at each message of the range too.
 #[must_use]
-pub fn plan(points: &[String], tasks: (u64, u64)) -> Vec<ExecKill> {
+pub fn plan(points: &[String], tasks: (u64, u64), messages: bool) -> Vec<ExecKill> {
+    let at_messages = (tasks.0..=tasks.1)
+        .filter(move |_| messages)
+        .map(|i| ExecKill::Message(i + 1));
     if points.is_empty() {
-        return (tasks.0..=tasks.1).map(|i| ExecKill::Rows(i + 1)).collect();
+        return (tasks.0..=tasks.1)
+            .map(|i| ExecKill::Rows(i + 1))
+            .chain(at_messages)
+            .collect();
     }
     (tasks.0..=tasks.1)
         .flat_map(|index| {
@@ -60,17 +73,23 @@ pub fn plan(points: &[String], tasks: (u64, u64)) -> Vec<ExecKill> {
                 name: name.clone(),
             })
         })
+        .chain(at_messages)
         .collect()
 }
 
-/// The bands of a map: one a point, or `rows` for a job that announces none.
+/// The bands of a map: one a point, or `rows` for a job that announces none; and `message`
+/// for a job with a vendor.
 #[must_use]
-pub fn bands(points: &[String]) -> Vec<String> {
-    if points.is_empty() {
+pub fn bands(points: &[String], messages: bool) -> Vec<String> {
+    let mut bands = if points.is_empty() {
         vec!["rows".into()]
     } else {
         points.to_vec()
+    };
+    if messages {
+        bands.push(MESSAGE_BAND.into());
     }
+    bands
 }
 
 /// One finished night. The JSON keys are stable.
@@ -229,6 +248,10 @@ impl crate::map::MapCell for ExecCell {
             (ExecKill::Point { .. }, _) if self.killed => {
                 format!("{counts}; killed at the point the job announced")
             }
+            (ExecKill::Message(_), _) => match &self.messages_wrong {
+                Some(messages) => format!("{counts}; {messages}"),
+                None => format!("{counts}; every message once"),
+            },
             _ => counts,
         }
     }
@@ -236,7 +259,7 @@ impl crate::map::MapCell for ExecCell {
     fn name(&self) -> String {
         match &self.kill {
             ExecKill::Point { name, .. } => format!("{}:{name}", self.at),
-            ExecKill::Rows(_) => self.at.clone(),
+            ExecKill::Rows(_) | ExecKill::Message(_) => self.at.clone(),
         }
     }
 }
@@ -257,7 +280,7 @@ pub fn layout(job: &ExecJob, points: &[String], tasks: (u64, u64)) -> crate::map
             crate::text::escape_controls(&crate::text::shorten(&job.command, 40)),
             job.queue.describe()
         ),
-        bands: bands(points)
+        bands: bands(points, job.vendor)
             .into_iter()
             .map(|band| (crate::engine::EXEC_LABEL.to_string(), band))
             .collect(),
@@ -274,7 +297,7 @@ pub fn layout(job: &ExecJob, points: &[String], tasks: (u64, u64)) -> crate::map
 pub fn scenario_for(job: &ExecJob, cell: &ExecCell, delay: Duration) -> crate::scenario::Scenario {
     use crate::scenario::{Scenario, ScenarioLane};
     let mut job = job.clone();
-    let mut at_rows = None;
+    let (mut at_rows, mut at_message) = (None, None);
     match &cell.kill {
         ExecKill::Point { index, name } => {
             job.crash_at = Some(CrashPlan {
@@ -283,12 +306,14 @@ pub fn scenario_for(job: &ExecJob, cell: &ExecCell, delay: Duration) -> crate::s
             });
         }
         ExecKill::Rows(rows) => at_rows = Some(*rows),
+        ExecKill::Message(n) => at_message = Some(*n),
     }
     let what = crate::map::MapCell::name(cell);
     let found = crate::map::MapCell::detail(cell);
     Scenario {
         max_restarts: 3,
         kill_at_rows: at_rows,
+        kill_at_message: at_message,
         ..Scenario::map_night(
             format!("The map's night: your job at {what}"),
             format!("the map found: {found}"),
@@ -360,8 +385,17 @@ impl ExecRunner {
                 },
                 format!("after {}", crate::text::count(*rows, "row", "rows")),
             ),
+            // The job is held at its send until the kill: it runs at full speed.
+            ExecKill::Message(n) => (
+                None,
+                KillPlan {
+                    at_message: Some(*n),
+                    ..KillPlan::default()
+                },
+                format!("at message {n}"),
+            ),
         };
-        let delay = if crash.is_some() {
+        let delay = if crash.is_some() || plan.at_message.is_some() {
             Duration::ZERO
         } else {
             self.rows_delay
@@ -412,6 +446,8 @@ impl ExecRunner {
             delay,
             vendor: crate::fake_vendor::VendorModes {
                 keys: self.vendor.unwrap_or(crate::fake_vendor::Keys::Honour),
+                // The message the plan kills at is held unanswered until the kill.
+                hold_at: plan.at_message,
                 ..crate::fake_vendor::VendorModes::default()
             },
             ..LaneConfig::new(

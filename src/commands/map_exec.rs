@@ -58,6 +58,8 @@ pub(super) fn run(
 ) -> Result<u8, Error> {
     // Each night's job is told its vendor, whose messages judge the cell beside its rows.
     job.vendor = args.vendor.vendor.is_some();
+    // With a vendor, a band of kills at each message: after a send, before what follows it.
+    let messages = job.vendor;
     if args.points.is_some() {
         return Err(Error::Refused(
             "--points names reclaim's own crash points; map --exec maps every point your job announces (reclaim-point NAME KEY), or its row counts when it announces none".into(),
@@ -101,7 +103,7 @@ pub(super) fn run(
             eprintln!("reclaim map --exec: an undisturbed night first, to hear the job's points…");
         }
         let (points, undisturbed) = runner.probe(&AtomicBool::new(false))?;
-        let kills = crate::exec_map::plan(&points, tasks);
+        let kills = crate::exec_map::plan(&points, tasks, messages);
         // A bound on the work asked for, as the built-in map has.
         let rows = kills.len() as u64 * items * 2;
         if rows > 200_000_000 {
@@ -130,10 +132,11 @@ pub(super) fn run(
     let (points, undisturbed, cells, whole, elapsed) = result?;
     let all_right = whole && !cells.is_empty() && cells.iter().all(ExecCell::is_right);
     let seen_wrong = checkpoint_first_seen(undisturbed.checkpoint_before_row.as_deref(), &cells);
-    let left = (!whole).then(|| plan_size(&points, tasks).saturating_sub(cells.len()));
+    let left = (!whole).then(|| plan_size(&points, tasks, messages).saturating_sub(cells.len()));
+    let bands = crate::exec_map::bands(&points, messages);
     let judged = judge(&cells, left, &seen_wrong, args.strict);
     if let Some(path) = &junit {
-        let cases = junit_cases(&points, &cells, &seen_wrong, args.strict);
+        let cases = junit_cases(&bands, &cells, &seen_wrong, args.strict);
         crate::junit::write(path, "reclaim map --exec", &cases)
             .context(|| format!("cannot write --junit {}", path.display()))?;
     }
@@ -147,7 +150,8 @@ pub(super) fn run(
         elapsed,
         kept,
         first: tasks.0,
-        left: (!whole).then_some(plan_size(&points, tasks) - cells.len()),
+        left,
+        bands: &bands,
         interactive,
     };
     print(args, &facts, &cells, all_right, out)?;
@@ -203,8 +207,8 @@ fn checked_tasks(args: &MapArgs, job: &ExecJob) -> Result<(u64, u64), Error> {
 }
 
 /// How many nights the map of `points` over `tasks` holds.
-fn plan_size(points: &[String], tasks: (u64, u64)) -> usize {
-    crate::exec_map::plan(points, tasks).len()
+fn plan_size(points: &[String], tasks: (u64, u64), messages: bool) -> usize {
+    crate::exec_map::plan(points, tasks, messages).len()
 }
 
 /// What the interactive screen needs besides the nights.
@@ -277,6 +281,8 @@ struct Legend<'a> {
     first: u64,
     /// Nights that never ran: the user left the screen before the map finished.
     left: Option<usize>,
+    /// The map's bands: a point each (or `rows`), and `message` with a vendor.
+    bands: &'a [String],
     /// The cells were shown on the screen: only the summary is printed after it.
     interactive: bool,
 }
@@ -345,12 +351,22 @@ fn print(
                 facts.points.join(", ")
             }
         );
+        if facts
+            .bands
+            .iter()
+            .any(|b| b == crate::exec_map::MESSAGE_BAND)
+        {
+            let _ = writeln!(
+                out,
+                "messages     a kill at each message too (--vendor): the vendor holds message N unanswered and the host kills the job there, after its send"
+            );
+        }
         let Tally { wrong, untested } = Tally::of(cells.iter().map(ExecCell::tested));
         for why in facts.seen_wrong {
             let _ = writeln!(out, "wrong        {why}");
         }
         if !facts.interactive {
-            print_bands(facts.points, cells, facts.first, out);
+            print_bands(facts.bands, cells, facts.first, out);
         }
         let unfired = match wrong_unfired(cells) {
             0 => String::new(),
@@ -414,21 +430,21 @@ fn collect(
     Ok(cells.into_iter().flatten().collect())
 }
 
-/// One band a point: a mark a night, 50 to a line, each line headed by its first column.
-fn print_bands(points: &[String], cells: &[ExecCell], first: u64, out: &mut dyn Write) {
-    let bands = crate::exec_map::bands(points);
+/// One band a point (and one of messages): a mark a night, 50 to a line, each line headed by
+/// its first column.
+fn print_bands(bands: &[String], cells: &[ExecCell], first: u64, out: &mut dyn Write) {
     let _ = writeln!(
         out,
         "· right  1-9 keys duplicated (# 10+)  ! missing  ? wrong or the kill never fired"
     );
-    for band in &bands {
+    for band in bands {
         let mine: Vec<&ExecCell> = cells.iter().filter(|c| &c.band == band).collect();
         let right = mine.iter().filter(|c| c.is_right()).count();
         let _ = writeln!(out, "{band}: {right} of {} right", mine.len());
         for chunk in mine.chunks(50) {
             // Numbered as the cells are: a key's index, or a row count from 1.
             let start = chunk.first().map_or(first, |c| match c.kill {
-                ExecKill::Rows(rows) => rows,
+                ExecKill::Rows(rows) | ExecKill::Message(rows) => rows,
                 ExecKill::Point { index, .. } => index,
             });
             let marks: String = chunk.iter().map(|c| c.mark()).collect();
@@ -518,13 +534,13 @@ fn seen_wrong_case(why: &str) -> crate::junit::Case {
 /// A JUnit test case per band: the one rule on its nights; then one for each thing the map saw
 /// go wrong beside its cells.
 fn junit_cases(
-    points: &[String],
+    bands: &[String],
     cells: &[ExecCell],
     seen_wrong: &[String],
     strict: bool,
 ) -> Vec<crate::junit::Case> {
     let gaps = seen_wrong.iter().map(|why| seen_wrong_case(why));
-    (crate::exec_map::bands(points).iter())
+    (bands.iter())
         .map(|band| {
             let nights: Vec<(Tested, String)> = (cells.iter())
                 .filter(|c| &c.band == band)

@@ -119,7 +119,8 @@ fn search(runner: &ExecRunner, threads: usize) -> Result<Search, Error> {
         return Ok(Search::Undisturbed(undisturbed.verdict));
     }
     let items = runner.job.queue.len();
-    let candidates = crate::exec_map::plan(&points, (0, items - 1));
+    // The search kills at points or row counts: shrink has no vendor (--vendor is not its).
+    let candidates = crate::exec_map::plan(&points, (0, items - 1), false);
     let progress = std::io::stderr().is_terminal();
     let chunk = threads * 2;
     let mut nights = 0;
@@ -178,6 +179,7 @@ fn describe(kill: &ExecKill, cell: &ExecCell) -> String {
     match kill {
         ExecKill::Point { name, .. } => format!("at {}:{name}", cell.at),
         ExecKill::Rows(rows) => format!("after {rows} rows"),
+        ExecKill::Message(n) => format!("at message {n}"),
     }
 }
 
@@ -207,6 +209,11 @@ fn scenario_toml(
             ),
         ),
         ExecKill::Rows(rows) => (format!("\n[host]\nkill_at_rows = {rows}\n"), String::new()),
+        // Never searched (the search has no vendor), and a scenario cannot hold one: said.
+        ExecKill::Message(n) => (
+            format!("\n# a kill at message {n}: run --exec ... --vendor --kill-at-message {n}\n"),
+            String::new(),
+        ),
     };
     let setup = job
         .setup_sql

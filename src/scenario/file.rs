@@ -313,6 +313,7 @@ impl ScenarioFile {
             seed: self.seed,
             kill_at_task,
             kill_at_rows: host.kill_at_rows,
+            kill_at_message: None,
             random_kills: host.random_kills,
             kill_window,
             hang_at_task,

@@ -143,6 +143,9 @@ pub struct Scenario {
     pub seed: u64,
     pub kill_at_task: Option<u64>,
     pub kill_at_rows: Option<u64>,
+    /// Kill once the lane's vendor has message N, before it answers (a map --exec cell's
+    /// night; a scenario file cannot ask for it).
+    pub kill_at_message: Option<u64>,
     pub random_kills: u32,
     pub kill_window: (Duration, Duration),
     pub hang_at_task: Option<u64>,
@@ -215,6 +218,7 @@ impl Scenario {
             seed: 0,
             kill_at_task: None,
             kill_at_rows: None,
+            kill_at_message: None,
             random_kills: 0,
             kill_window: crate::supervisor::schedule::DEFAULT_WINDOW,
             hang_at_task: None,
@@ -336,6 +340,7 @@ impl Scenario {
                         side_effect: lane.side_effect,
                         vendor: VendorModes {
                             seed: self.seed,
+                            hold_at: lane.vendor.hold_at.or(self.kill_at_message),
                             ..lane.vendor
                         },
                         long_item: lane.long_item,
@@ -350,7 +355,7 @@ impl Scenario {
                 rows: None,
                 at_task: self.kill_at_task,
                 at_rows: self.kill_at_rows,
-                at_message: None,
+                at_message: self.kill_at_message,
                 replayed: Vec::new(),
                 seed: self.seed,
             },

@@ -351,3 +351,117 @@ send("ORD-00003")
     );
     assert_eq!(json["outcome"], "fail", "{json}");
 }
+
+/// The shipped email example under `--vendor`, its orders named as the examples name them.
+fn email_job_args<'a>(command: &'a str, items: &'a str) -> Vec<&'a str> {
+    vec![
+        "--exec",
+        command,
+        "--table",
+        "orders",
+        "--key",
+        "order_id",
+        "--key-format",
+        "ord-%05d",
+        "--checkpoint-table",
+        "settled",
+        "--items",
+        items,
+        "--vendor",
+    ]
+}
+
+#[test]
+fn a_vendor_night_whose_kills_never_fell_between_a_send_and_its_record_is_untested() {
+    let tmp = tempdir();
+    let command = format!("{} {}", python3(), example("outbox_job.py"));
+    let db = tmp.path().join("night").join("warehouse.db");
+    fs::create_dir_all(db.parent().unwrap_or(tmp.path())).unwrap_or_else(|e| panic!("{e}"));
+    // Kills by rows land right after a commit, before its relay's send: never in either window.
+    let mut args = vec!["run"];
+    args.extend(email_job_args(&command, "30"));
+    args.extend([
+        "--kills",
+        "2",
+        "--kill-rows",
+        "5..10",
+        "--seed",
+        "3",
+        "--strict",
+        "--json",
+        "--db",
+        path_arg(&db),
+    ]);
+    let run = reclaim_in_dir(tmp.path(), &args, LIMIT);
+    let json = json_of(&run);
+    let windows = &json["kills_in_window"];
+    let in_either = number(windows, "after-send") + number(windows, "after-relay-send");
+    // Whatever the kills did, the outcome follows from where they landed, as the rule says.
+    if in_either == 0 {
+        assert_eq!(json["outcome"], "untested", "{json}");
+        assert!(
+            json["untested"]
+                .to_string()
+                .contains("between a message's send and the job's record of it"),
+            "{json}"
+        );
+        assert_eq!(run.code, Some(1), "{json}");
+    } else {
+        assert_eq!(json["outcome"], "pass", "{json}");
+    }
+    // The vendor's figures name what they count; every request is in `requests`.
+    assert!(
+        number(&json, "messages_requests") >= number(&json, "messages_received"),
+        "{json}"
+    );
+    // One kill at a message lands between the send and its record every time: tested, passed.
+    let db = tmp.path().join("at-message").join("warehouse.db");
+    fs::create_dir_all(db.parent().unwrap_or(tmp.path())).unwrap_or_else(|e| panic!("{e}"));
+    let mut args = vec!["run"];
+    args.extend(email_job_args(&command, "30"));
+    args.extend([
+        "--kill-at-message",
+        "10",
+        "--strict",
+        "--json",
+        "--db",
+        path_arg(&db),
+    ]);
+    let run = reclaim_in_dir(tmp.path(), &args, LIMIT);
+    let json = json_of(&run);
+    assert_eq!(
+        number(&json["kills_in_window"], "after-relay-send"),
+        1,
+        "{json}"
+    );
+    assert_eq!(json["outcome"], "pass", "{json}");
+    assert_eq!(run.code, Some(0), "{json}");
+}
+
+#[test]
+fn map_exec_with_a_vendor_finds_the_email_jobs_doubled_messages() {
+    let tmp = tempdir();
+    let command = format!("{} {}", python3(), example("email_job.py"));
+    let junit = tmp.path().join("map.xml");
+    let mut args = vec!["map"];
+    args.extend(email_job_args(&command, "4"));
+    args.extend(["--json", "--junit", path_arg(&junit)]);
+    let map = reclaim_in_dir(tmp.path(), &args, LIMIT);
+    let json = json_of(&map);
+    assert_eq!(map.code, Some(1), "{json}\n{}", map.stderr);
+    assert_eq!(json["outcome"], "fail", "{json}");
+    // The rows are right in every cell: only the messages say what went wrong.
+    let cells = json["cells"].as_array().cloned().unwrap_or_default();
+    assert!(!cells.is_empty(), "{json}");
+    for cell in &cells {
+        assert_eq!(cell["duplicated_task_ids"], 0, "{cell}");
+    }
+    assert!(
+        cells.iter().any(|c| c["messages_wrong"]
+            .as_str()
+            .is_some_and(|m| m.contains("sent more than once"))),
+        "{json}"
+    );
+    let xml = fs::read_to_string(&junit).unwrap_or_else(|e| panic!("{e}"));
+    assert!(xml.contains("<failure"), "{xml}");
+}
