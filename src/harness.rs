@@ -2,8 +2,11 @@
 //! timeline handed out line by line as it happens, and the report derived from the rows at the
 //! end. `run`, `prove`, `map` and `shrink` share it; `pool` runs many nights at once.
 
+mod account;
 mod not_fired;
 pub mod pool;
+
+pub use self::account::windows_account;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +20,6 @@ use crate::exit;
 use crate::record::{self, LaneEnd, Recorder};
 use crate::signals;
 use crate::store::inspect::Inspection;
-use crate::verdict::account::{self, Account};
 use crate::verdict::{Derived, Status, Symptom, claim_line};
 use crate::worker::Strategy;
 
@@ -201,56 +203,6 @@ impl RunReport {
         self
     }
 
-    /// The night's account: what it saw go wrong and what it left untested (`verdict::account`
-    /// turns it into pass / fail / untested, the same in every command and output).
-    #[must_use]
-    pub fn account(&self) -> Account {
-        let mut account = self.account_but_windows();
-        account.absorb(&windows_account(&[self]), "");
-        account
-    }
-
-    /// The night's account but for where its kills landed: what a test of several nights
-    /// judges night by night (the windows it judges over all its nights, `windows_account`).
-    #[must_use]
-    pub fn account_but_windows(&self) -> Account {
-        let mut account = Account::new();
-        if let Some(reason) = &self.never_completed {
-            account.push(account::Kind::NeverCompleted, reason.clone());
-        }
-        // A night never completed has its rows still to come: that it never completed says it.
-        let still_to_come =
-            matches!(self.derived, Derived::Incomplete { .. }) && self.never_completed.is_some();
-        if !self.derived.is_ok() && !still_to_come {
-            account.push(account::Kind::Data, format!("the rows: {}", self.derived));
-        }
-        if let Some(key) = &self.checkpoint_before_row {
-            account.push(account::Kind::CheckpointBeforeRow, checkpoint_first(key));
-        }
-        if let Some(said) = self
-            .messages_verdict
-            .as_ref()
-            .filter(|_| !self.messages_hold())
-        {
-            account.push(account::Kind::Messages, said.clone());
-        }
-        for said in &self.not_fired {
-            account.push(account::Kind::NotFired, said.clone());
-        }
-        if self.judged == crate::store::inspect::Judged::Counts {
-            account.push(
-                account::Kind::Unobserved,
-                "the rows were judged by counts, not key by key",
-            );
-        }
-        account
-    }
-
-    /// Whether the night set out to kill: a kill made, or one planned.
-    fn set_out_to_kill(&self) -> bool {
-        self.kills > 0 || self.kills_planned > 0 || !self.not_fired.is_empty()
-    }
-
     /// The messages at the vendor are right (or there is no vendor).
     #[must_use]
     pub fn messages_hold(&self) -> bool {
@@ -264,92 +216,6 @@ impl RunReport {
     pub fn holds(&self) -> bool {
         self.completed && self.derived.is_ok() && self.messages_hold()
     }
-}
-
-/// Where the kills of `reports` (the nights of one test) landed, judged together: each window
-/// that can break the job and that no kill of any of them reached (its strategy's; `after-send`
-/// where items reach a vendor before their commit; each point the job announced), kills that
-/// all landed before their attempt's first commit, and kills that could not be placed. Only
-/// nights that set out to kill are asked.
-#[must_use]
-pub fn windows_account(reports: &[&RunReport]) -> Account {
-    let mut account = Account::new();
-    let killing: Vec<&RunReport> = (reports.iter().copied())
-        .filter(|r| r.set_out_to_kill())
-        .collect();
-    let Some(first) = killing.first() else {
-        return account;
-    };
-    let windows =
-        (killing.iter()).fold(KillWindows::default(), |sum, r| sum.plus(r.kills_in_window));
-    let kills: u32 = killing.iter().map(|r| r.kills).sum();
-    let mut announced = std::collections::BTreeMap::<&str, u64>::new();
-    let mut at_points = std::collections::BTreeMap::<&str, u32>::new();
-    for report in &killing {
-        for (point, times) in &report.points_announced {
-            *announced.entry(point).or_default() += times;
-        }
-        for (point, n) in &report.kills_after_points {
-            *at_points.entry(point).or_default() += n;
-        }
-    }
-    let never_hit = account::Kind::WindowNeverHit;
-    match first.strategy {
-        Some(strategy) => {
-            if let Some(said) = windows.unearned(strategy) {
-                account.push(never_hit, said);
-            }
-        }
-        // A job of the user's that reaches a vendor: reclaim cannot know whether it sends
-        // before its commit or after it (an outbox), so a kill in either window will do; where
-        // it lands says which (a kill at a message: `--kill-at-message`, or prove's).
-        None if windows.sends
-            && windows.get(crate::engine::KillWindow::AfterSend) == 0
-            && windows.get(crate::engine::KillWindow::AfterRelaySend) == 0 =>
-        {
-            account.push(never_hit, "no kill landed between a message's send and the job's record of it (after-send: its row not committed; after-relay-send: committed, the send not marked), where a restart sends again without a key the vendor honours (--kill-at-message N lands one there)");
-        }
-        None => {}
-    }
-    for (point, times) in &announced {
-        let killed_there = at_points.get(point).copied().unwrap_or(0);
-        let in_window = (crate::engine::KillWindow::ALL.into_iter())
-            .find(|w| w.name() == *point)
-            .map_or(0, |w| windows.get(w));
-        if killed_there == 0 && in_window == 0 {
-            account.push(
-                never_hit,
-                format!(
-                    "the job announced {} ({}) and no kill landed there",
-                    crate::text::escape_controls(point),
-                    crate::text::count(*times, "time", "times")
-                ),
-            );
-        }
-    }
-    if kills > 0 && windows.after_a_commit() == 0 && at_points.values().sum::<u32>() == 0 {
-        account.push(
-            account::Kind::NothingAtStake,
-            format!(
-                "{} landed before its attempt's first commit: no committed work was at stake, so no restart was tested",
-                if kills == 1 {
-                    "the one kill".to_string()
-                } else {
-                    format!("every one of the {kills} kills")
-                }
-            ),
-        );
-    }
-    if windows.unplaced > 0 {
-        account.push(
-            account::Kind::Unobserved,
-            format!(
-                "{} after a commit could not be placed before or after a checkpoint",
-                crate::text::count(u64::from(windows.unplaced), "kill", "kills")
-            ),
-        );
-    }
-    account
 }
 
 /// Drives one single-lane night to its end, handing each new timeline line to `on_line`, and
