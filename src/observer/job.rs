@@ -494,4 +494,54 @@ mod tests {
             "{error}"
         );
     }
+
+    /// What a poll of a job's database costs, one new row each time, on 10k and 1M rows: a
+    /// rollback journal read lock-free (a fresh connection per read) beside WAL (one connection
+    /// kept). BENCHMARKS.md has the figures; run it with
+    /// `cargo test --release -j 1 --lib -- --ignored poll_cost --nocapture`.
+    #[test]
+    #[ignore = "a measurement, run by hand"]
+    fn poll_cost_of_one_new_row_stays_flat_from_10k_to_1m_rows() {
+        use std::time::Instant;
+        for journal in ["DELETE", "WAL"] {
+            let mut medians = Vec::new();
+            for size in [10_000u64, 1_000_000] {
+                let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+                let db = dir.path().join("job.db");
+                let writer = Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
+                writer
+                    .execute_batch(&format!(
+                        "PRAGMA journal_mode={journal}; CREATE TABLE jobs(id TEXT UNIQUE, payload TEXT);
+                         WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM n WHERE i < {size} - 1)
+                         INSERT INTO jobs SELECT printf('k-%08d', i), 'payload payload payload' FROM n;"
+                    ))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let mut observer = Observer::of_job(&db, Queue::tasks(10), source("jobs", "id"));
+                observer.poll_to_the_end();
+                assert_eq!(observer.rows, size);
+                let mut times = Vec::new();
+                for i in 0..300 {
+                    writer
+                        .execute("INSERT INTO jobs VALUES (?1, 'p')", [format!("new-{i}")])
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    // Past the file times' tick, so the poll reads rather than skips.
+                    std::thread::sleep(STAMP_TICK + std::time::Duration::from_millis(2));
+                    let t = Instant::now();
+                    let poll = observer.poll().unwrap_or_else(|e| panic!("{e}"));
+                    times.push(t.elapsed());
+                    assert_eq!(poll.new_rows, 1, "{journal} {size} {i}");
+                }
+                times.sort();
+                eprintln!(
+                    "poll cost: journal={journal} rows={size} poll median={:?} p90={:?} min={:?}",
+                    times[times.len() / 2],
+                    times[times.len() * 9 / 10],
+                    times[0]
+                );
+                medians.push(times[times.len() / 2]);
+            }
+            // The cost follows what is new, not the table: a read starts at the high-water mark.
+            assert!(medians[1] < medians[0] * 2, "{journal}: {medians:?}");
+        }
+    }
 }
