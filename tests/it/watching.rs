@@ -89,3 +89,45 @@ fn a_sqlite3_shell_job_without_a_busy_timeout_never_fails_on_reclaims_reads() {
         );
     }
 }
+
+#[test]
+fn a_lock_the_job_takes_itself_is_said_not_to_be_reclaims() {
+    if !has_sqlite3() {
+        eprintln!("skipped: the job is written with the sqlite3 shell, which is not installed");
+        return;
+    }
+    // The job's own second process holds the write lock while its first commits, with no busy
+    // timeout: "database is locked", which reclaim did not cause and says so beside it.
+    let job = r#"set -e
+sqlite3 "$RECLAIM_DB" "CREATE TABLE IF NOT EXISTS records(task_id TEXT UNIQUE); INSERT OR IGNORE INTO records VALUES ('task-000');"
+if [ "$RECLAIM_ATTEMPT" = 1 ]; then
+  (echo 'BEGIN EXCLUSIVE;'; echo "SELECT 'held';"; sleep 2) | sqlite3 "$RECLAIM_DB" > held &
+  until grep -q held held 2>/dev/null; do sleep 0.02; done
+fi
+sqlite3 "$RECLAIM_DB" "INSERT OR IGNORE INTO records VALUES ('task-001');"
+wait"#;
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let db = tmp.path().join("warehouse.db");
+    let args = [
+        "run",
+        "--exec",
+        job,
+        "--db",
+        path_arg(&db),
+        "--items",
+        "2",
+        "--json",
+    ];
+    let run = reclaim_in_dir(tmp.path(), &args, LIMIT);
+    let json = json_of(&run);
+    let timeline = json["timeline"].to_string();
+    assert!(
+        timeline.contains(
+            "database is locked (5)  [reclaim held no lock on the database (its reads take none), so the lock was the job's own or another process's]"
+        ),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    assert_eq!(json["derived_status"], "ok", "{}", run.stdout);
+}

@@ -150,7 +150,7 @@ impl Lane {
             // A job's error naming a lock: whether reclaim's reads could have held it is said
             // beside it, in reclaim's words.
             let line = match self.observer.lock_said(&line) {
-                Some(said) => format!("{line}  [reclaim: {said}]"),
+                Some(said) => format!("{line}  [{said}]"),
                 None => line,
             };
             return (Some(worker(Kind::Stderr, line)), None);
