@@ -15,14 +15,17 @@
 //! before its journal stops being live. A commit whose writes overlap the read and whose
 //! counter moved before the first look is still live at the journal's first look; one whose
 //! counter moves after the read began either moved it by the last look, or is still live at
-//! the journal's last look, which comes before it. `F_GETLK` catches a writer in exclusive
-//! locking mode, whose counter moves only once.
+//! the journal's last look, which comes before it. The writer's EXCLUSIVE lock, held from
+//! before its first write to the database file until its journal is finished, gives the same
+//! guarantee without a journal, and catches a writer in exclusive locking mode, whose counter
+//! moves only once; the journal alone tells a writer killed mid-commit (its lock died with it).
 //!
 //! Journal modes: DELETE removes the journal at commit, TRUNCATE empties it, PERSIST (and any
 //! mode under `locking_mode=EXCLUSIVE`) zeroes its header: a journal that exists with a header
 //! of zeros is not live and does not stop a read. A hot journal a killed job left is live: the
 //! file may hold half a transaction, so nothing is read until the job's restart rolls it back.
-//! MEMORY and OFF keep no journal file: the counter and the locks alone guard those reads.
+//! MEMORY and OFF keep no journal file: the writer's lock and the counter guard those reads, and
+//! a writer killed mid-commit leaves such a file half-written, which no reader can tell.
 //! A WAL database (header bytes 18/19 == 2) is not read here: a WAL reader's locks never stop a
 //! writer's commit, and the caller keeps its ordinary read-only connection for it.
 
