@@ -11,9 +11,10 @@ use std::time::SystemTime;
 
 use rusqlite::Connection;
 
-use self::job::{FileStamps, JobRead, STAMP_TICK, query_job};
+use self::job::FileStamps;
+pub use self::job::LastRead;
 use crate::queue::Queue;
-use crate::store::rows::{self, RowSource};
+use crate::store::rows::RowSource;
 use crate::store::{self, StoreError, table_exists};
 use crate::task::TaskBits;
 
@@ -55,6 +56,13 @@ pub struct Observer {
     /// `PRAGMA data_version` of `conn` when a poll last read everything there was: while it
     /// stays the same no other connection has committed, and a poll has nothing to read.
     caught_up_at: Option<i64>,
+    /// A job's rollback-journal database: its change counter when a lock-free read last read
+    /// everything there was (`store::unlocked`); the same counter, nothing new.
+    unlocked_at: Option<u32>,
+    /// How the job's database was last read: what reclaim can say of a lock its error names.
+    pub last_read: LastRead,
+    /// Lock-free reads thrown away because the file changed under them (read again next poll).
+    pub discarded_reads: u64,
     high_water: i64,
     checkpoint_high_water: i64,
     seen: TaskBits,
@@ -102,6 +110,9 @@ impl Observer {
                 .map(|server| crate::warehouse::follow::Follow::new(server, db)),
             pg_job: None,
             caught_up_at: None,
+            unlocked_at: None,
+            last_read: LastRead::Nothing,
+            discarded_reads: 0,
             high_water: 0,
             checkpoint_high_water: 0,
             seen: TaskBits::with_len(items),
@@ -183,6 +194,7 @@ impl Observer {
     pub fn release(&mut self) {
         self.conn = None;
         self.caught_up_at = None;
+        self.unlocked_at = None;
         self.files_read = None;
     }
 
@@ -315,162 +327,6 @@ impl Observer {
         self.duplicated = duplicated;
         self.unexpected = unexpected;
         Ok(poll)
-    }
-
-    /// `poll` for an external job: a database and a table the job creates when it likes, read
-    /// with the same high-water mark on rowid (or counted whole by `--count-sql`).
-    fn poll_job(&mut self, source: &RowSource) -> Result<Poll, StoreError> {
-        // A job that keeps SQLite's default rollback journal is blocked by any reader's lock
-        // while it commits, and one without a busy timeout (the sqlite3 shell's default) fails
-        // with "database is locked". So the database is read only when its files changed since
-        // the last complete read, which `stat` tells without taking any lock: once per commit
-        // rather than once per tick.
-        let files = self.file_stamps();
-        let now = SystemTime::now();
-        if let Some((read, read_at)) = self.files_read
-            && read == files
-        {
-            // A file's time moves in kernel ticks (a few ms), so a commit in the same tick as the
-            // last read leaves the stamps as they were: a read that late enough after the newest
-            // stamp saw everything; otherwise look again, but no more than once per tick.
-            let newest = files.iter().filter_map(|f| f.1).max();
-            let settled = newest.is_none_or(|m| read_at >= m + STAMP_TICK);
-            if settled || now.duration_since(read_at).unwrap_or_default() < STAMP_TICK {
-                return Ok(Poll::default());
-            }
-        }
-        self.files_read = None;
-        if self.conn.is_none() {
-            self.conn = rows::open_following(&self.db)?;
-        }
-        let Some(conn) = self.conn.as_ref() else {
-            return Ok(Poll::default());
-        };
-        let version: Option<i64> = conn
-            .prepare_cached("PRAGMA data_version")
-            .and_then(|mut s| s.query_row([], |r| r.get(0)))
-            .ok();
-        if version.is_some() && self.caught_up_at == version {
-            return Ok(Poll::default());
-        }
-        let result = self.read_job(source);
-        match &result {
-            Ok(_) => {}
-            // A killed job's hot journal cannot be rolled back by a read-only connection; the
-            // restarted job does that, and meanwhile there is simply nothing new to see.
-            Err(StoreError::Sqlite { source, .. })
-                if source.sqlite_error_code() == Some(rusqlite::ErrorCode::ReadOnly)
-                    || store::is_busy(source) =>
-            {
-                self.conn = None;
-                self.caught_up_at = None;
-                return Ok(Poll::default());
-            }
-            Err(_) => {
-                self.conn = None;
-                self.caught_up_at = None;
-            }
-        }
-        result.map(|(poll, complete)| {
-            self.caught_up_at = version.filter(|_| complete);
-            if complete {
-                self.files_read = Some((files, now));
-            }
-            poll
-        })
-    }
-
-    /// Size and modification time of the database and its `-wal`.
-    fn file_stamps(&self) -> FileStamps {
-        let stamp = |path: &Path| {
-            std::fs::metadata(path).map_or((0, None), |m| (m.len(), m.modified().ok()))
-        };
-        [
-            stamp(&self.db),
-            stamp(&crate::paths::with_suffix(&self.db, "-wal")),
-        ]
-    }
-
-    /// Reads what is new in a job's table; also whether everything was read.
-    fn read_job(&mut self, source: &RowSource) -> Result<(Poll, bool), StoreError> {
-        let db = self.db.clone();
-        let failed = |e| StoreError::sqlite(&db, e);
-        let Some(conn) = self.conn.as_ref() else {
-            return Ok((Poll::default(), false));
-        };
-        let mut poll = Poll::default();
-        conn.prepare_cached("BEGIN")
-            .and_then(|mut s| s.execute([]))
-            .map_err(failed)?;
-        let read = query_job(
-            conn,
-            source,
-            &db,
-            (self.high_water, self.checkpoint_high_water),
-        );
-        let _ = conn
-            .prepare_cached("COMMIT")
-            .and_then(|mut s| s.execute([]));
-        let read = read?;
-        self.table_seen |= !matches!(read, JobRead::NoTable);
-        let complete = match read {
-            JobRead::NoTable => false,
-            JobRead::Whole((rows, distinct, duplicated)) => {
-                self.follows = job::Follows::Counts;
-                poll.new_rows = rows.saturating_sub(self.rows);
-                self.rows = rows;
-                self.distinct = distinct;
-                self.duplicated = duplicated;
-                true
-            }
-            JobRead::Counted(rows, distinct) => {
-                self.follows = job::Follows::Counts;
-                poll.new_rows = rows.saturating_sub(self.rows);
-                self.rows = rows;
-                self.distinct = distinct;
-                self.duplicated = rows.saturating_sub(distinct);
-                true
-            }
-            JobRead::Rows(new_rows, checkpoints) => {
-                let limited = |n: usize| i64::try_from(n).is_ok_and(|n| n >= MAX_ROWS_PER_POLL);
-                let complete = !limited(new_rows.len())
-                    && checkpoints.as_ref().is_none_or(|c| !limited(c.rows.len()));
-                let mut checkpointed_now = Vec::new();
-                if let Some(checkpoints) = checkpoints {
-                    self.checkpoints_seen = true;
-                    checkpointed_now = self.apply_checkpoints(checkpoints);
-                }
-                for (rowid, key) in new_rows {
-                    self.high_water = rowid;
-                    self.rows += 1;
-                    poll.new_rows += 1;
-                    let index = key.as_deref().and_then(|k| self.queue.index_of(k));
-                    self.last_key.clone_from(&key);
-                    // Without a run id, a second row for the first key, once the job had gone
-                    // past it, is the restart at item zero (a kill at the first key, redone, is
-                    // not).
-                    if index == Some(0)
-                        && self.seen.get(0)
-                        && self.distinct > 1
-                        && !self.restarted_at_zero
-                    {
-                        self.restarted_at_zero = true;
-                        poll.restarted_at_zero = true;
-                    }
-                    self.count_key(index);
-                }
-                // Rows and checkpoints were read in one snapshot: a checkpoint whose row is not
-                // there was committed first.
-                if complete && self.checkpoint_before_row.is_none() {
-                    self.checkpoint_before_row = checkpointed_now
-                        .into_iter()
-                        .find(|&index| !self.seen.get(index))
-                        .map(|index| self.queue.key(index));
-                }
-                complete
-            }
-        };
-        Ok((poll, complete))
     }
 
     /// Counts one row of task `index` (`None`: a key outside the queue).

@@ -1,16 +1,16 @@
 //! The observer on someone else's job (`run --exec`): its table, created when the job likes,
 //! read above a high-water mark on rowid, counted whole when it has no rowid or by `--count-sql`;
-//! and its checkpoint table, when named.
+//! and its checkpoint table, when named. Watching must not change the night: a rollback-journal
+//! database is read without any lock (`store::unlocked`), a WAL one in short read transactions.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use rusqlite::Connection;
 
-use super::{CheckpointRead, MAX_ROWS_PER_POLL};
-use crate::store::StoreError;
+use super::{CheckpointRead, MAX_ROWS_PER_POLL, Poll};
 use crate::store::rows::{self, RowSource};
-use crate::store::table_exists;
+use crate::store::{self, StoreError, table_exists, unlocked};
 
 /// Size and modification time of a job's database and of its `-wal`.
 pub(super) type FileStamps = [(u64, Option<SystemTime>); 2];
@@ -44,6 +44,247 @@ impl super::Observer {
     pub fn has_key(&self, key: &str) -> Option<bool> {
         let index = (self.queue.index_of(key)).filter(|_| self.follows == Follows::Keys)?;
         Some(self.has_task(index))
+    }
+}
+
+/// How reclaim last read a job's database: what it can say of a lock the job's error names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LastRead {
+    /// Not yet: reclaim had held nothing on the file.
+    #[default]
+    Nothing,
+    /// Without any lock (`store::unlocked`): a rollback-journal database.
+    Unlocked,
+    /// As a WAL reader, whose locks never stop a commit.
+    WalReader,
+}
+
+impl LastRead {
+    /// What reclaim can say beside a line of the job's that names a lock (`database is locked`,
+    /// `busy`): whether its own reads could have held it. `None` for any other line.
+    #[must_use]
+    pub fn beside(self, line: &str) -> Option<&'static str> {
+        let lower = line.to_ascii_lowercase();
+        if !(lower.contains("database is locked") || lower.contains("busy")) {
+            return None;
+        }
+        Some(match self {
+            Self::Nothing | Self::Unlocked => {
+                "reclaim held no lock on the database (its reads take none), so the lock was the job's own or another process's"
+            }
+            Self::WalReader => {
+                "reclaim reads this WAL database as a reader, whose lock never stops a commit (only a change of journal mode or an exclusive lock), so the lock was most likely the job's own or another process's"
+            }
+        })
+    }
+}
+
+impl super::Observer {
+    /// `poll` for an external job: a database and a table the job creates when it likes, read
+    /// with the same high-water mark on rowid (or counted whole by `--count-sql`).
+    pub(super) fn poll_job(&mut self, source: &RowSource) -> Result<Poll, StoreError> {
+        // A look at the files' size and time takes no lock and skips most ticks: the database
+        // is read only when its files changed since the last complete read.
+        let files = self.file_stamps();
+        let now = SystemTime::now();
+        if let Some((read, read_at)) = self.files_read
+            && read == files
+        {
+            // A file's time moves in kernel ticks (a few ms), so a commit in the same tick as the
+            // last read leaves the stamps as they were: a read that late enough after the newest
+            // stamp saw everything; otherwise look again, but no more than once per tick.
+            let newest = files.iter().filter_map(|f| f.1).max();
+            let settled = newest.is_none_or(|m| read_at >= m + STAMP_TICK);
+            if settled || now.duration_since(read_at).unwrap_or_default() < STAMP_TICK {
+                return Ok(Poll::default());
+            }
+        }
+        self.files_read = None;
+        if self.conn.is_none() {
+            // INVARIANT: no connection of reclaim's holds a lock on the job's file here: this
+            // observer holds no WAL connection, its lock-free reads take none, and no other
+            // connection of reclaim's is open on it while the job runs. So its header may be
+            // read through std::fs (`Before::look`) without dropping anyone's lock.
+            let Some(before) = unlocked::Before::look(&self.db)? else {
+                return Ok(Poll::default());
+            };
+            if !before.wal {
+                return self.poll_job_unlocked(source, before, (files, now));
+            }
+            self.conn = rows::open_following(&self.db)?;
+        }
+        let Some(conn) = self.conn.as_ref() else {
+            return Ok(Poll::default());
+        };
+        self.last_read = LastRead::WalReader;
+        let version: Option<i64> = conn
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .ok();
+        if version.is_some() && self.caught_up_at == version {
+            return Ok(Poll::default());
+        }
+        // One short read transaction: a WAL reader never stops a writer's commit, and holds
+        // the log only as long as it reads.
+        let db = self.db.clone();
+        let failed = |e| StoreError::sqlite(&db, e);
+        let read = conn
+            .prepare_cached("BEGIN")
+            .and_then(|mut s| s.execute([]))
+            .map_err(failed)
+            .and_then(|_| query_job(conn, source, &db, self.marks()));
+        let _ = conn
+            .prepare_cached("COMMIT")
+            .and_then(|mut s| s.execute([]));
+        match &read {
+            Ok(_) => {}
+            // A killed job's hot journal cannot be rolled back by a read-only connection; the
+            // restarted job does that, and meanwhile there is simply nothing new to see.
+            Err(StoreError::Sqlite { source, .. })
+                if source.sqlite_error_code() == Some(rusqlite::ErrorCode::ReadOnly)
+                    || store::is_busy(source) =>
+            {
+                self.conn = None;
+                self.caught_up_at = None;
+                return Ok(Poll::default());
+            }
+            Err(_) => {
+                self.conn = None;
+                self.caught_up_at = None;
+            }
+        }
+        let (poll, complete) = self.apply_job(read?);
+        self.caught_up_at = version.filter(|_| complete);
+        if complete {
+            self.files_read = Some((files, now));
+        }
+        Ok(poll)
+    }
+
+    /// A rollback-journal database read without any lock (`store::unlocked`), on a connection
+    /// of its own closed before the file is looked at again. A read that did not see one state
+    /// of the file is thrown away whole, its errors too (a torn page may look like anything):
+    /// the high-water marks move only with a read that holds, so the next poll reads it again.
+    fn poll_job_unlocked(
+        &mut self,
+        source: &RowSource,
+        before: unlocked::Before,
+        (files, now): (FileStamps, SystemTime),
+    ) -> Result<Poll, StoreError> {
+        self.last_read = LastRead::Unlocked;
+        // A writer inside its commit, or a journal a killed one left for its restart to roll
+        // back: the next poll looks again.
+        if before.writing {
+            return Ok(Poll::default());
+        }
+        // Every commit moves the counter: the same counter as a complete read, nothing new.
+        if self.unlocked_at == Some(before.counter) {
+            self.files_read = Some((files, now));
+            return Ok(Poll::default());
+        }
+        let read = unlocked::open(&self.db)
+            .map_err(|e| StoreError::sqlite(&self.db, e))
+            .and_then(|conn| query_job(&conn, source, &self.db, self.marks()));
+        if !before.still_holds(&self.db) {
+            self.discarded_reads += 1;
+            return Ok(Poll::default());
+        }
+        let (poll, complete) = self.apply_job(read?);
+        if complete {
+            self.unlocked_at = Some(before.counter);
+            self.files_read = Some((files, now));
+        }
+        Ok(poll)
+    }
+
+    /// What reclaim can say beside a line of the job's naming a lock on its SQLite database
+    /// (`LastRead::beside`); `None` for reclaim's own workers and on PostgreSQL.
+    #[must_use]
+    pub fn lock_said(&self, line: &str) -> Option<&'static str> {
+        if self.source.is_none() || self.pg_job.is_some() {
+            return None;
+        }
+        self.last_read.beside(line)
+    }
+
+    /// The high-water marks a read starts above: rows, checkpoints.
+    fn marks(&self) -> (i64, i64) {
+        (self.high_water, self.checkpoint_high_water)
+    }
+
+    /// Counts what one read of a job's database found; also whether it read everything.
+    fn apply_job(&mut self, read: JobRead) -> (Poll, bool) {
+        let mut poll = Poll::default();
+        self.table_seen |= !matches!(read, JobRead::NoTable);
+        let complete = match read {
+            JobRead::NoTable => false,
+            JobRead::Whole((rows, distinct, duplicated)) => {
+                self.follows = Follows::Counts;
+                poll.new_rows = rows.saturating_sub(self.rows);
+                self.rows = rows;
+                self.distinct = distinct;
+                self.duplicated = duplicated;
+                true
+            }
+            JobRead::Counted(rows, distinct) => {
+                self.follows = Follows::Counts;
+                poll.new_rows = rows.saturating_sub(self.rows);
+                self.rows = rows;
+                self.distinct = distinct;
+                self.duplicated = rows.saturating_sub(distinct);
+                true
+            }
+            JobRead::Rows(new_rows, checkpoints) => {
+                let limited = |n: usize| i64::try_from(n).is_ok_and(|n| n >= MAX_ROWS_PER_POLL);
+                let complete = !limited(new_rows.len())
+                    && checkpoints.as_ref().is_none_or(|c| !limited(c.rows.len()));
+                let mut checkpointed_now = Vec::new();
+                if let Some(checkpoints) = checkpoints {
+                    self.checkpoints_seen = true;
+                    checkpointed_now = self.apply_checkpoints(checkpoints);
+                }
+                for (rowid, key) in new_rows {
+                    self.high_water = rowid;
+                    self.rows += 1;
+                    poll.new_rows += 1;
+                    let index = key.as_deref().and_then(|k| self.queue.index_of(k));
+                    self.last_key.clone_from(&key);
+                    // Without a run id, a second row for the first key, once the job had gone
+                    // past it, is the restart at item zero (a kill at the first key, redone, is
+                    // not).
+                    if index == Some(0)
+                        && self.seen.get(0)
+                        && self.distinct > 1
+                        && !self.restarted_at_zero
+                    {
+                        self.restarted_at_zero = true;
+                        poll.restarted_at_zero = true;
+                    }
+                    self.count_key(index);
+                }
+                // Rows and checkpoints were read in one snapshot: a checkpoint whose row is not
+                // there was committed first.
+                if complete && self.checkpoint_before_row.is_none() {
+                    self.checkpoint_before_row = checkpointed_now
+                        .into_iter()
+                        .find(|&index| !self.seen.get(index))
+                        .map(|index| self.queue.key(index));
+                }
+                complete
+            }
+        };
+        (poll, complete)
+    }
+
+    /// Size and modification time of the database and its `-wal`.
+    fn file_stamps(&self) -> FileStamps {
+        let stamp = |path: &Path| {
+            std::fs::metadata(path).map_or((0, None), |m| (m.len(), m.modified().ok()))
+        };
+        [
+            stamp(&self.db),
+            stamp(&crate::paths::with_suffix(&self.db, "-wal")),
+        ]
     }
 }
 
@@ -184,6 +425,38 @@ mod tests {
     }
 
     #[test]
+    fn a_rollback_journal_database_is_read_without_a_lock_and_never_beside_a_live_journal() {
+        let (_dir, db) = db_with(
+            "CREATE TABLE jobs(id TEXT UNIQUE); INSERT INTO jobs VALUES ('task-000'), ('task-001');",
+        );
+        let mut observer = Observer::of_job(&db, Queue::tasks(10), source("jobs", "id"));
+        // A journal left live (a job killed inside its commit): the file may hold half a
+        // transaction, so nothing is read and no mark moves.
+        let journal = crate::paths::with_suffix(&db, "-journal");
+        std::fs::write(&journal, [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(observer.poll().ok(), Some(Poll::default()));
+        assert_eq!(observer.rows, 0);
+        std::fs::remove_file(&journal).unwrap_or_else(|e| panic!("{e}"));
+        let poll = observer.poll().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((poll.new_rows, observer.rows), (2, 2));
+        assert_eq!(observer.last_read, LastRead::Unlocked);
+        // A commit while reclaim watches needs no busy timeout at all.
+        let writer = Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
+        writer
+            .execute("INSERT INTO jobs VALUES ('task-002')", [])
+            .unwrap_or_else(|e| panic!("{e}"));
+        observer.poll_to_the_end();
+        assert_eq!((observer.rows, observer.distinct), (3, 3));
+        let said = observer.lock_said("Error: stepping, database is locked (5)");
+        assert!(
+            said.is_some_and(|s| s.starts_with("reclaim held no lock")),
+            "{said:?}"
+        );
+        assert_eq!(observer.lock_said("Error: no such table: jobs"), None);
+    }
+
+    #[test]
     fn a_table_without_rowids_or_a_count_query_is_counted_whole() {
         let (_dir, db) = db_with(
             "CREATE TABLE jobs(id TEXT, n INT, PRIMARY KEY (id, n)) WITHOUT ROWID;
@@ -220,5 +493,55 @@ mod tests {
             error.contains("no column task_id (--key); its columns are id, body"),
             "{error}"
         );
+    }
+
+    /// What a poll of a job's database costs, one new row each time, on 10k and 1M rows: a
+    /// rollback journal read lock-free (a fresh connection per read) beside WAL (one connection
+    /// kept). BENCHMARKS.md has the figures; run it with
+    /// `cargo test --release -j 1 --lib -- --ignored poll_cost --nocapture`.
+    #[test]
+    #[ignore = "a measurement, run by hand"]
+    fn poll_cost_of_one_new_row_stays_flat_from_10k_to_1m_rows() {
+        use std::time::Instant;
+        for journal in ["DELETE", "WAL"] {
+            let mut medians = Vec::new();
+            for size in [10_000u64, 1_000_000] {
+                let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+                let db = dir.path().join("job.db");
+                let writer = Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
+                writer
+                    .execute_batch(&format!(
+                        "PRAGMA journal_mode={journal}; CREATE TABLE jobs(id TEXT UNIQUE, payload TEXT);
+                         WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM n WHERE i < {size} - 1)
+                         INSERT INTO jobs SELECT printf('k-%08d', i), 'payload payload payload' FROM n;"
+                    ))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let mut observer = Observer::of_job(&db, Queue::tasks(10), source("jobs", "id"));
+                observer.poll_to_the_end();
+                assert_eq!(observer.rows, size);
+                let mut times = Vec::new();
+                for i in 0..300 {
+                    writer
+                        .execute("INSERT INTO jobs VALUES (?1, 'p')", [format!("new-{i}")])
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    // Past the file times' tick, so the poll reads rather than skips.
+                    std::thread::sleep(STAMP_TICK + std::time::Duration::from_millis(2));
+                    let t = Instant::now();
+                    let poll = observer.poll().unwrap_or_else(|e| panic!("{e}"));
+                    times.push(t.elapsed());
+                    assert_eq!(poll.new_rows, 1, "{journal} {size} {i}");
+                }
+                times.sort();
+                eprintln!(
+                    "poll cost: journal={journal} rows={size} poll median={:?} p90={:?} min={:?}",
+                    times[times.len() / 2],
+                    times[times.len() * 9 / 10],
+                    times[0]
+                );
+                medians.push(times[times.len() / 2]);
+            }
+            // The cost follows what is new, not the table: a read starts at the high-water mark.
+            assert!(medians[1] < medians[0] * 2, "{journal}: {medians:?}");
+        }
     }
 }

@@ -6,6 +6,7 @@ pub mod inspect;
 pub mod rows;
 pub mod schema;
 mod snapshot;
+pub mod unlocked;
 pub mod wal;
 
 pub use schema::{SchemaFacts, SchemaNeeds};
@@ -28,7 +29,7 @@ use crate::paths::{self, PathError};
 /// How long one statement waits on another connection's lock before SQLite returns BUSY.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The first 16 bytes of every SQLite 3 database file.
-const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+pub(super) const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// `PRAGMA synchronous` for the workers' connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]

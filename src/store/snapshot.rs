@@ -118,7 +118,7 @@ impl PrivateCopy {
 }
 
 /// A path percent-encoded for a `file:` URI.
-fn uri_path(path: &Path) -> String {
+pub(super) fn uri_path(path: &Path) -> String {
     use std::fmt::Write as _;
     use std::os::unix::ffi::OsStrExt as _;
     let mut out = String::new();

@@ -210,6 +210,34 @@ pub(crate) fn duplicated_ids(conn: &Connection) -> Vec<String> {
         .unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
+/// `(rows, distinct)` of `table`'s `key` as the `sqlite3` shell reads them, opened read-only, as
+/// a user would check a night; `None` when the shell is not installed.
+pub(crate) fn rows_by_sqlite3(db: &Path, table: &str, key: &str) -> Option<(u64, u64)> {
+    let sql = format!("SELECT count(*), count(DISTINCT {key}) FROM {table}");
+    let output = Command::new("sqlite3")
+        .arg("-readonly")
+        .arg(db)
+        .arg(&sql)
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let numbers: Vec<u64> = text
+        .trim()
+        .split('|')
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    assert_eq!(numbers.len(), 2, "sqlite3 printed {text:?} for {sql}");
+    Some((numbers[0], numbers[1]))
+}
+
+/// Whether the `sqlite3` shell is installed (some tests' jobs are written with it).
+pub(crate) fn has_sqlite3() -> bool {
+    Command::new("sqlite3")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 /// `reclaim ARGS...` with `envs` set, its output collected, as `reclaim` does; but a run still
 /// going after `limit` is SIGKILLed (its workers die with it) and the test fails, so a hang is a
 /// failure with a message rather than a test that never ends.

@@ -38,4 +38,5 @@ mod suspend;
 mod tui;
 mod vendor;
 mod verdicts;
+mod watching;
 mod worker;

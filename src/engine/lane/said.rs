@@ -147,6 +147,12 @@ impl Lane {
             at,
         };
         if stderr {
+            // A job's error naming a lock: whether reclaim's reads could have held it is said
+            // beside it, in reclaim's words.
+            let line = match self.observer.lock_said(&line) {
+                Some(said) => format!("{line}  [{said}]"),
+                None => line,
+            };
             return (Some(worker(Kind::Stderr, line)), None);
         }
         // Someone else's program speaks no protocol but its crash points: those are counted
@@ -339,7 +345,9 @@ impl Lane {
             } else {
                 "the worker failed before its first row, so it is not restarted"
             };
-            let text = format!("{what}: {reason}{folder}");
+            let lock =
+                (self.observer.lock_said(reason)).map_or_else(String::new, |s| format!("; {s}"));
+            let text = format!("{what}: {reason}{folder}{lock}");
             self.failure = Some(text.clone());
             self.start_failed = true;
             return vec![Note::runner(Kind::Error, text).at(sim)];
