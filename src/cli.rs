@@ -390,14 +390,19 @@ pub struct RunArgs {
     /// Pause after each item, in milliseconds (an --exec job is told it as RECLAIM_DELAY_MS)
     #[arg(long, default_value_t = 10.0, value_parser = parse_delay_ms, allow_negative_numbers = true)]
     pub delay_ms: f64,
-    /// Random kills: at most N, one a uniform delay after each spawn
+    /// Random kills: at most N, one after each spawn: by time (--kill-window) for reclaim's
+    /// own workers; by rows for an --exec job (--kill-rows, default 1..items/(N+1)), whose own
+    /// start can outlast any time window on a loaded machine
     #[arg(long, default_value_t = 0)]
     pub kills: u32,
-    /// Where those delays fall, in seconds after a spawn
-    #[arg(long, default_value = "0.2..0.9", value_parser = crate::supervisor::schedule::parse_window)]
-    pub kill_window: (Duration, Duration),
-    /// Place the random kills by work instead: each after A..B rows (both included, seeded)
-    /// written since its attempt's spawn, the same storm at any load and on any machine
+    /// Place the random kills by time: each a uniform delay, in seconds after a spawn
+    /// [default: 0.2..0.9 for reclaim's own workers; an --exec job's are placed by rows unless
+    /// this is given]
+    #[arg(long, value_name = "A..B", value_parser = crate::supervisor::schedule::parse_window)]
+    pub kill_window: Option<(Duration, Duration)>,
+    /// Place the random kills by work: each after A..B rows (both included, seeded) written
+    /// since its attempt's spawn, the same storm at any load and on any machine
+    /// [default with --exec: 1..items/(N+1)]
     #[arg(long, value_name = "A..B", requires = "kills", conflicts_with = "kill_window", value_parser = crate::supervisor::schedule::parse_rows)]
     pub kill_rows: Option<(u64, u64)>,
     /// Kill once when this key's row has been written: a key of the queue (task-111, or

@@ -74,10 +74,11 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     };
     let seed = args.seed.unwrap_or_else(rand::random);
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
+    let (window, rows) = random_placement(args, &worker, queue.len());
     let plan = KillPlan {
         random: args.kills,
-        window: args.kill_window,
-        rows: args.kill_rows,
+        window,
+        rows,
         at_task: kill_at_task,
         at_rows: args.kill_at_rows,
         at_message: args.vendor.kill_at_message,
@@ -130,6 +131,26 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let code = finish(&report, args, out);
     crate::warehouse::close(night, args.json, None, out);
     code
+}
+
+/// Where the random kills fall: `--kill-window` or `--kill-rows` as given; else by time for
+/// reclaim's own workers (the live lesson's timing), and by rows for an `--exec` job. A job's
+/// start is its own (an interpreter's, on a loaded machine, can outlast the whole time window,
+/// and every kill then lands before its first commit, testing nothing): placed after 1..N rows
+/// since its spawn (N = items / (kills + 1), as `prove` does), each lands after a commit.
+pub(super) fn random_placement(
+    args: &RunArgs,
+    worker: &LaneWorker,
+    items: u64,
+) -> ((Duration, Duration), Option<(u64, u64)>) {
+    let window = args
+        .kill_window
+        .unwrap_or(crate::supervisor::schedule::DEFAULT_WINDOW);
+    let rows = args.kill_rows.or_else(|| {
+        (worker.job().is_some() && args.kill_window.is_none() && args.kills > 0)
+            .then(|| (1, (items / (u64::from(args.kills) + 1)).max(1)))
+    });
+    (window, rows)
 }
 
 /// `--warehouse`: the night's PostgreSQL opened (a server checked, or a private cluster started)

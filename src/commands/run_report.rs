@@ -170,8 +170,14 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
     if let Some((lo, hi)) = plan.rows.filter(|_| plan.random > 0) {
         let rows: Vec<String> = plan.first_rows(8).iter().map(u64::to_string).collect();
         let more = if plan.random > 8 { ", ..." } else { "" };
+        // Placed by rows without asking: say so, and how to place them by time instead.
+        let why = if args.kill_rows.is_none() {
+            "; the default for --exec, --kill-window A..B places them by time"
+        } else {
+            ""
+        };
         parts.push(format!(
-            "up to {} random kills, each after {lo}..{hi} rows written since a spawn ({}{more}; seed {})",
+            "up to {} random kills placed by rows, each after {lo}..{hi} rows written since a spawn ({}{more}; seed {}{why})",
             plan.random,
             rows.join(", "),
             plan.seed
@@ -184,7 +190,7 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
             .collect();
         let more = if plan.random > 8 { ", ..." } else { "" };
         parts.push(format!(
-            "up to {} random kills, each {:.2}..{:.2}s after a spawn ({}{more}; seed {})",
+            "up to {} random kills placed by time, each {:.2}..{:.2}s after a spawn ({}{more}; seed {})",
             plan.random,
             plan.window.0.as_secs_f64(),
             plan.window.1.as_secs_f64(),
