@@ -312,3 +312,95 @@ fn an_exec_jobs_random_kills_are_placed_by_rows_unless_a_window_is_given() {
         timed.stdout
     );
 }
+
+#[test]
+fn a_kill_past_the_queue_is_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let started = dir.path().join("started");
+    let job = format!("touch {}", started.display());
+    let keys = dir.path().join("keys.txt");
+    std::fs::write(&keys, "a\nb\nc\n").unwrap_or_else(|e| panic!("write: {e}"));
+    let db = dir.path().join("w.db");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--exec", &job, "--items", "30", "--kill-at-rows", "500"],
+            "--kill-at-rows 500",
+        ),
+        (
+            &[
+                "--exec",
+                &job,
+                "--items",
+                "30",
+                "--kills",
+                "2",
+                "--kill-rows",
+                "31..40",
+            ],
+            "--kill-rows 31..40",
+        ),
+        (
+            &[
+                "--exec",
+                &job,
+                "--keys-from",
+                path_arg(&keys),
+                "--kill-at-rows",
+                "4",
+            ],
+            "--kill-at-rows 4",
+        ),
+        (
+            &[
+                "--strategy",
+                "guarded",
+                "--items",
+                "30",
+                "--kill-at-rows",
+                "31",
+            ],
+            "--kill-at-rows 31",
+        ),
+        (
+            &[
+                "--strategy",
+                "guarded",
+                "--items",
+                "30",
+                "--workers",
+                "2",
+                "--kill-at-rows",
+                "61",
+            ],
+            "30 items x 2 workers",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let args = [&["run", "--db", path_arg(&db)], extra].concat();
+        let run = reclaim(&args);
+        assert_usage_error(&run, needle);
+        assert!(run.stderr.contains("never fire"), "{}", run.stderr);
+        assert!(!db.exists(), "{extra:?} created the warehouse");
+        assert!(!started.exists(), "{extra:?} started the job");
+    }
+    // At the queue's size it is a plan (whether it lands before the worker exits is a race).
+    let fires = reclaim(&[
+        "run",
+        "--strategy",
+        "guarded",
+        "--items",
+        "30",
+        "--delay-ms",
+        "0",
+        "--kill-at-rows",
+        "30",
+        "--restart-delay",
+        "0",
+    ]);
+    assert_eq!(fires.code, Some(0), "{}\n{}", fires.stdout, fires.stderr);
+    assert!(
+        fires.stdout.contains("as soon as the table holds 30 rows"),
+        "{}",
+        fires.stdout
+    );
+}

@@ -194,8 +194,20 @@ fn a_kill_at_a_key_outside_the_queue_is_refused_and_one_that_never_fired_is_said
     let json = json_of(&run);
     assert_eq!((run.code, number(&json, "kills")), (Some(0), 1), "{json}");
 
-    // A kill at more rows than the job writes never fires: said, and --strict fails the night.
-    let planned = ["--items", "10", "--kill-at-rows", "50"];
+    // A kill at more rows than the queue holds could never fire: refused before the night.
+    let past = ["--items", "10", "--kill-at-rows", "50"];
+    let run = reclaim_with(tmp.path(), &[], &with(&["run", "--exec", &job], &past));
+    assert_one_line_error(&run, "--kill-at-rows 50 is past the queue of 10 items");
+    // One that could but did not (rows counted by --count-sql, which may count anything)
+    // never fired: said, and --strict fails the night.
+    let planned = [
+        "--items",
+        "10",
+        "--kill-at-rows",
+        "50",
+        "--count-sql",
+        "SELECT count(*), count(DISTINCT order_id) FROM orders",
+    ];
     let run = reclaim_with(tmp.path(), &[], &with(&["run", "--exec", &job], &planned));
     assert_eq!(run.code, Some(0), "{}", run.stdout);
     assert!(
