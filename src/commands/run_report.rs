@@ -392,7 +392,11 @@ pub(super) fn describe_windows(windows: &KillWindows, own_points: u32) -> String
         ),
         (
             windows.unplaced,
-            " after a commit, not placed: reclaim cannot see the job's checkpoints, so after-row-commit and after-commit cannot be told apart (name them with --checkpoint-table)",
+            if windows.checkpoints_not_keyed {
+                " after a commit, not placed: the checkpoint table's keys are not keys of the queue (a cursor, not a checkpoint per item; --checkpoint-key names the column of each item's key), so after-row-commit and after-commit cannot be told apart"
+            } else {
+                " after a commit, not placed: reclaim cannot see the job's checkpoints, so after-row-commit and after-commit cannot be told apart (name them with --checkpoint-table)"
+            },
         ),
     ] {
         if n == 0 {

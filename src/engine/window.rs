@@ -48,6 +48,10 @@ pub struct KillWindows {
     /// so `after-row-commit` is a window of this night; elsewhere it is `after-commit`.
     #[serde(skip)]
     pub rows_apart: bool,
+    /// Some of the `unplaced` kills were so because the checkpoint table's keys are not keys
+    /// of the queue (a cursor such as `progress(job, last_done)`, not a checkpoint per key).
+    #[serde(skip)]
+    pub checkpoints_not_keyed: bool,
 }
 
 impl KillWindows {
@@ -93,6 +97,7 @@ impl KillWindows {
         self.relays |= other.relays;
         self.relays_unknown |= other.relays_unknown;
         self.rows_apart |= other.rows_apart;
+        self.checkpoints_not_keyed |= other.checkpoints_not_keyed;
         self
     }
 

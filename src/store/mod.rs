@@ -64,6 +64,15 @@ pub enum StoreError {
         columns: String,
     },
     #[error(
+        "{path}: checkpoint table {table} has no column {key} (--checkpoint-key); its columns are {columns}: name the column that holds each checkpoint's key with --checkpoint-key"
+    )]
+    NoCheckpointKeyColumn {
+        path: PathBuf,
+        table: String,
+        key: String,
+        columns: String,
+    },
+    #[error(
         "{path}: the job never created table {table} (--table), so there are no rows to judge; name the table it writes with --table (it runs in the database's folder, with RECLAIM_DB set), or create it with --setup-sql"
     )]
     NoTable { path: PathBuf, table: String },
@@ -140,6 +149,16 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A table of the job's without the column it was said to have: the same on every poll,
+    /// so the night cannot be judged and is stopped at the first look.
+    #[must_use]
+    pub fn is_wrong_shape(&self) -> bool {
+        matches!(
+            self,
+            Self::NoKeyColumn { .. } | Self::NoCheckpointKeyColumn { .. }
+        )
+    }
+
     /// A `NoTable` at the end of a night whose table the observer had seen (`seen`, with `rows`
     /// rows) is a table the job dropped: said so, never "never created".
     #[must_use]

@@ -69,11 +69,15 @@ impl Lane {
             }
             return;
         }
-        let named = self
-            .config
-            .worker
-            .job()
-            .map(|job| job.rows.checkpoints.is_some() && self.observer.checkpoints_seen);
+        // A checkpoint table none of whose keys is a key of the queue (a cursor) says nothing
+        // of which rows have their checkpoint: its kills are unplaced, with that reason.
+        let not_keyed = self.observer.checkpoints_seen && self.observer.checkpoints_not_keyed();
+        let named = self.config.worker.job().map(|job| {
+            job.rows.checkpoints.is_some() && self.observer.checkpoints_seen && !not_keyed
+        });
+        if not_keyed && committed {
+            self.kills_in_window.checkpoints_not_keyed = true;
+        }
         let checkpointed = match named {
             Some(true) if new_orphan => {
                 self.kills_in_window.after_checkpoint += 1;
