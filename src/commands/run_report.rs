@@ -350,7 +350,8 @@ fn describe_rows_landings(landed: &crate::engine::RowsLandings) -> String {
 
 /// The kills by window, and the windows no kill landed in (named: a green night that never
 /// reached a window says nothing about it). `own_points`: kills that landed at points of the
-/// job's own, which are no window of reclaim's (the `points` line names them).
+/// job's own (the `points` line names them), placed in the windows from the rows and
+/// checkpoints like any other kill, so counted among them.
 pub(super) fn describe_windows(windows: &KillWindows, own_points: u32) -> String {
     let hit: Vec<String> = KillWindow::ALL
         .into_iter()
@@ -366,21 +367,11 @@ pub(super) fn describe_windows(windows: &KillWindows, own_points: u32) -> String
             w => w.name(),
         })
         .collect();
-    let at_own = crate::text::count(u64::from(own_points), "kill", "kills");
     let placed_apart = windows.unplaced + windows.after_checkpoint;
-    let mut said = if hit.is_empty() && placed_apart == 0 && own_points > 0 {
-        format!(
-            "no kill landed in reclaim's windows; {at_own} at the job's own points (the points line)"
-        )
-    } else if hit.is_empty() && placed_apart == 0 {
+    let mut said = if hit.is_empty() && placed_apart == 0 {
         "no kill landed".to_string()
     } else if hit.is_empty() {
         String::new()
-    } else if own_points > 0 {
-        format!(
-            "kills landed in {}; {at_own} more at the job's own points (the points line)",
-            hit.join(", ")
-        )
     } else {
         format!("kills landed in {}", hit.join(", "))
     };
@@ -408,10 +399,10 @@ pub(super) fn describe_windows(windows: &KillWindows, own_points: u32) -> String
         said.push_str(&crate::text::count(u64::from(n), "kill", "kills"));
         said.push_str(meaning);
     }
-    if hit.is_empty() && placed_apart > 0 && own_points > 0 {
+    if own_points > 0 {
         said.push_str("; ");
-        said.push_str(&at_own);
-        said.push_str(" at the job's own points (the points line)");
+        said.push_str(&own_points.to_string());
+        said.push_str(" of them at the job's own points (the points line)");
     }
     if never.is_empty() {
         said

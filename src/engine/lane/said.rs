@@ -60,13 +60,14 @@ impl Lane {
         // The planned crash: the job waits at its point, so the point is exactly where the
         // kill landed. (A point printed before any other kill may lag what the job had already
         // committed: those kills are placed by the rows, or said unplaced.)
+        // A point of the job's own name is counted on the points line (`place` keeps it) and
+        // placed below, from the rows and checkpoints, like any other kill: a crash between
+        // a row's commit and its checkpoint's is after-row-commit whatever the job calls it.
         if self.config.worker.job().is_some()
             && crash_landing
-            && let Ok(placed) = self.points.place(slots, committed)
+            && let Ok(Some(window)) = self.points.place(slots, committed)
         {
-            if let Some(window) = placed {
-                self.kills_in_window.add(window);
-            }
+            self.kills_in_window.add(window);
             return;
         }
         // A checkpoint table none of whose keys is a key of the queue (a cursor) says nothing
