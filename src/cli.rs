@@ -565,12 +565,14 @@ pub struct InspectArgs {
     /// Print the facts as one JSON object
     #[arg(long)]
     pub json: bool,
-    /// List the task ids written more than once: how many rows each, and the runs that wrote them
+    /// List the task ids written more than once: how many rows each, and the runs that wrote
+    /// them; with --table, the keys of the queue missing or written more than once, and the
+    /// rows' keys outside the queue
     #[arg(long)]
     pub ids: bool,
     /// Your own job's table instead of reclaim's `records` (its rows judged against its queue,
     /// as a finished night: a key of the queue with no row is lost)
-    #[arg(long, conflicts_with = "ids")]
+    #[arg(long)]
     pub table: Option<String>,
     /// The column of --table that names a unit of work [default: task_id]
     #[arg(long, requires = "table")]

@@ -3,6 +3,7 @@
 
 pub mod bounded;
 pub mod inspect;
+pub mod key_ids;
 pub mod rows;
 pub mod schema;
 mod snapshot;
