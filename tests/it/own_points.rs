@@ -502,3 +502,70 @@ fn a_crash_at_a_point_of_the_jobs_own_name_is_placed_in_reclaims_windows() {
     let twice = "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY task_id HAVING count(*) > 1)";
     assert_eq!(count(&conn, twice), 1);
 }
+
+#[test]
+fn shrink_exec_of_a_listed_queue_gives_the_run_command_that_fails_again() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let job = format!("ORDERS_MODE=two-commit {}", example("orders_job.py"));
+    let keys = tmp.path().join("keys.txt");
+    let listed = (0..8)
+        .map(|i| format!("ord-{i:05}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    std::fs::write(&keys, listed).unwrap_or_else(|e| panic!("{e}"));
+    let keys_arg = keys.to_string_lossy().into_owned();
+    let record = tmp.path().join("night.jsonl");
+    let record_arg = record.to_string_lossy().into_owned();
+    let own = [
+        "--table",
+        "orders",
+        "--key",
+        "order_id",
+        "--keys-from",
+        &keys_arg,
+        "--checkpoint-table",
+        "settled",
+    ];
+    let night = [
+        &["run", "--exec", &job][..],
+        &own,
+        &[
+            "--crash-at",
+            "ord-00005:after-row-commit",
+            "--record",
+            &record_arg,
+        ],
+    ]
+    .concat();
+    let run = reclaim_with(&[], &night);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+
+    let run = reclaim_with(
+        &[],
+        &[&["shrink", &record_arg, "--exec", &job][..], &own].concat(),
+    );
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    let command = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("reclaim run "))
+        .unwrap_or_else(|| panic!("no command:\n{}", run.stdout));
+    assert!(
+        command.contains(&format!("--keys-from {keys_arg}"))
+            && command.ends_with("--crash-at ord-00000:after-row-commit"),
+        "{command}"
+    );
+    // The command, run as printed, goes wrong again.
+    let replayed = Command::new("sh")
+        .arg("-c")
+        .arg(command.replacen("reclaim", BIN, 1))
+        .output()
+        .unwrap_or_else(|e| panic!("sh: {e}"));
+    let stdout = String::from_utf8_lossy(&replayed.stdout);
+    assert_eq!(replayed.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("DATA WRONG (1 duplicated task id)"),
+        "{stdout}"
+    );
+}
