@@ -156,7 +156,9 @@ impl StoreError {
     pub fn is_wrong_shape(&self) -> bool {
         matches!(
             self,
-            Self::NoKeyColumn { .. } | Self::NoCheckpointKeyColumn { .. }
+            Self::NoKeyColumn { .. }
+                | Self::NoCheckpointKeyColumn { .. }
+                | Self::Warehouse(crate::warehouse::WarehouseError::NoColumn { .. })
         )
     }
 
