@@ -50,7 +50,12 @@ pub struct KillWindows {
     pub rows_apart: bool,
     /// Some of the `unplaced` kills were so because the checkpoint table's keys are not keys
     /// of the queue (a cursor such as `progress(job, last_done)`, not a checkpoint per key).
-    #[serde(skip)]
+    /// In JSON only when so, beside the count it explains.
+    #[serde(
+        rename = "unplaced-checkpoints-not-keyed",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub checkpoints_not_keyed: bool,
 }
 

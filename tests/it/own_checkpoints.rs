@@ -119,4 +119,12 @@ fn a_cursor_progress_table_places_no_kill_and_says_why() {
     let conn = open_ro(&db);
     assert_eq!(count(&conn, "SELECT count(*) FROM records"), 30);
     assert_eq!(count(&conn, "SELECT count(*) FROM progress"), 1);
+    // The same facts in --json: the count, and why.
+    let again = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let (run, _) = cursor_night(again.path(), &["--checkpoint-key", "job", "--json"]);
+    let json = crate::common::json_of(&run);
+    let windows = &json["kills_in_window"];
+    assert_eq!(windows["after-a-commit-unplaced"], 1, "{json}");
+    assert_eq!(windows["unplaced-checkpoints-not-keyed"], true, "{json}");
+    assert_eq!(windows["after-row-commit"], 0, "{json}");
 }
