@@ -138,7 +138,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
 /// start is its own (an interpreter's, on a loaded machine, can outlast the whole time window,
 /// and every kill then lands before its first commit, testing nothing): placed after 1..N rows
 /// since its spawn (N = items / (kills + 1), as `prove` does), each lands after a commit.
-pub(super) fn random_placement(
+fn random_placement(
     args: &RunArgs,
     worker: &LaneWorker,
     items: u64,
