@@ -394,14 +394,19 @@ pub struct RunArgs {
     /// Pause after each item, in milliseconds (an --exec job is told it as RECLAIM_DELAY_MS)
     #[arg(long, default_value_t = 10.0, value_parser = parse_delay_ms, allow_negative_numbers = true)]
     pub delay_ms: f64,
-    /// Random kills: at most N, one a uniform delay after each spawn
+    /// Random kills: at most N, one after each spawn: by time (--kill-window) for reclaim's
+    /// own workers; by rows for an --exec job (--kill-rows, default 1..items/(N+1)), whose own
+    /// start can outlast any time window on a loaded machine
     #[arg(long, default_value_t = 0)]
     pub kills: u32,
-    /// Where those delays fall, in seconds after a spawn
-    #[arg(long, default_value = "0.2..0.9", value_parser = crate::supervisor::schedule::parse_window)]
-    pub kill_window: (Duration, Duration),
-    /// Place the random kills by work instead: each after A..B rows (both included, seeded)
-    /// written since its attempt's spawn, the same storm at any load and on any machine
+    /// Place the random kills by time: each a uniform delay, in seconds after a spawn
+    /// [default: 0.2..0.9 for reclaim's own workers; an --exec job's are placed by rows unless
+    /// this is given]
+    #[arg(long, value_name = "A..B", value_parser = crate::supervisor::schedule::parse_window)]
+    pub kill_window: Option<(Duration, Duration)>,
+    /// Place the random kills by work: each after A..B rows (both included, seeded) written
+    /// since its attempt's spawn, the same storm at any load and on any machine
+    /// [default with --exec: 1..items/(N+1)]
     #[arg(long, value_name = "A..B", requires = "kills", conflicts_with = "kill_window", value_parser = crate::supervisor::schedule::parse_rows)]
     pub kill_rows: Option<(u64, u64)>,
     /// Kill once when this key's row has been written: a key of the queue (task-111, or
@@ -564,12 +569,14 @@ pub struct InspectArgs {
     /// Print the facts as one JSON object
     #[arg(long)]
     pub json: bool,
-    /// List the task ids written more than once: how many rows each, and the runs that wrote them
+    /// List the task ids written more than once: how many rows each, and the runs that wrote
+    /// them; with --table, the keys of the queue missing or written more than once, and the
+    /// rows' keys outside the queue
     #[arg(long)]
     pub ids: bool,
     /// Your own job's table instead of reclaim's `records` (its rows judged against its queue,
     /// as a finished night: a key of the queue with no row is lost)
-    #[arg(long, conflicts_with = "ids")]
+    #[arg(long)]
     pub table: Option<String>,
     /// The column of --table that names a unit of work [default: task_id]
     #[arg(long, requires = "table")]

@@ -74,6 +74,9 @@ pub struct Observer {
     /// Rows whose task id is outside the queue.
     pub unexpected: u64,
     pub checkpoints: u64,
+    /// Checkpoint rows whose key is not a key of the queue. A table of those alone is no
+    /// checkpoint per key (a cursor: `progress(job, last_done)`), and cannot place a kill.
+    pub checkpoints_outside: u64,
     /// The task of the newest row of the queue.
     pub last_task: Option<u64>,
     /// The key of the newest row, whatever it is (an external job's row may be outside the
@@ -123,6 +126,7 @@ impl Observer {
             duplicated: 0,
             unexpected: 0,
             checkpoints: 0,
+            checkpoints_outside: 0,
             table_seen: false,
             last_task: None,
             last_key: None,
@@ -172,6 +176,13 @@ impl Observer {
     #[must_use]
     pub fn checkpoints_without_row(&self) -> crate::task::TaskBits {
         self.checkpointed.without(&self.seen)
+    }
+
+    /// Whether the checkpoint table read so far holds keys, none of them a key of the queue:
+    /// not a checkpoint per key (a cursor, a job's name), so it places no kill.
+    #[must_use]
+    pub fn checkpoints_not_keyed(&self) -> bool {
+        self.checkpoints == 0 && self.checkpoints_outside > 0
     }
 
     /// Whether the newest row's item has its checkpoint: the newest row's, when the rows say
@@ -421,11 +432,13 @@ impl Observer {
         let mut new = Vec::new();
         for (rowid, task) in read.rows {
             self.checkpoint_high_water = self.checkpoint_high_water.max(rowid);
-            if let Some(index) = self.queue.index_of(&task)
-                && !self.checkpointed.set(index)
-            {
-                self.checkpoints += 1;
-                new.push(index);
+            match self.queue.index_of(&task) {
+                Some(index) if !self.checkpointed.set(index) => {
+                    self.checkpoints += 1;
+                    new.push(index);
+                }
+                Some(_) => {}
+                None => self.checkpoints_outside += 1,
             }
         }
         new
@@ -436,6 +449,7 @@ impl Observer {
         self.caught_up_at = None;
         self.checkpointed.clear();
         self.checkpoints = 0;
+        self.checkpoints_outside = 0;
         self.checkpoint_high_water = 0;
     }
 }

@@ -200,11 +200,38 @@ impl fmt::Display for Derived {
     }
 }
 
-/// Whether someone else's last line claims success: a word `ok` (`status=ok`, `OK`, `ok.`).
+/// The words a job's last line claims success with, in any case (`status=ok`, `OK`,
+/// `result=SUCCESS`, `succeeded`). `unsuccessful` is a word of its own, so never matches.
+const SUCCESS_WORDS: [&str; 6] = [
+    "ok",
+    "okay",
+    "success",
+    "successful",
+    "successfully",
+    "succeeded",
+];
+
+/// Words that take the claim back: before it (`not ok`, `no success`, `wasn't successful`,
+/// split at the apostrophe into `wasn` and `t`), or after it (`success=false`).
+const NEGATIONS_BEFORE: [&str; 4] = ["not", "no", "never", "t"];
+const NEGATIONS_AFTER: [&str; 2] = ["false", "no"];
+
+/// Whether someone else's last line claims success: a word of `SUCCESS_WORDS`, not negated by
+/// the word beside it (`not ok`, `success=false`).
 #[must_use]
 pub fn says_ok(line: &str) -> bool {
-    line.split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|word| word.eq_ignore_ascii_case("ok"))
+    let words: Vec<&str> = line
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let is = |word: &str, set: &[&str]| set.iter().any(|s| word.eq_ignore_ascii_case(s));
+    words.iter().enumerate().any(|(i, word)| {
+        is(word, &SUCCESS_WORDS)
+            && !(i > 0 && is(words[i - 1], &NEGATIONS_BEFORE))
+            && !words
+                .get(i + 1)
+                .is_some_and(|next| is(next, &NEGATIONS_AFTER))
+    })
 }
 
 /// The worker's own word and the rows' verdict side by side, as the postmortem should have seen
@@ -338,6 +365,35 @@ pub fn lessons(duplicated_task_ids: u64, extra_rows: u64, symptoms: &[Symptom]) 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_claim_of_success_is_read_in_its_usual_words_and_never_from_its_negation() {
+        for (line, ok) in [
+            ("done rows_written=212 status=ok", true),
+            ("OK", true),
+            ("ok.", true),
+            ("result=SUCCESS", true),
+            ("status=success", true),
+            ("SUCCESS", true),
+            ("job succeeded", true),
+            ("completed successfully", true),
+            ("Okay", true),
+            ("not ok", false),
+            ("status: NOT OK", false),
+            ("unsuccessful", false),
+            ("run was unsuccessful: 3 failed", false),
+            ("no success", false),
+            ("wasn't successful", false),
+            ("success=false", false),
+            ("failed", false),
+            ("error: token expired", false),
+            ("broken", false),
+            ("", false),
+            ("okra processed", false),
+        ] {
+            assert_eq!(super::says_ok(line), ok, "{line:?}");
+        }
+    }
+
     use super::*;
 
     fn facts(rows: u64, distinct: u64, dups: u64, missing: u64) -> RowFacts {

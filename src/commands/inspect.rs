@@ -118,12 +118,20 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
         Queue::tasks(items(args))
     };
     let inspection = inspect::inspect_rows(&args.db, &queue, &source)?;
+    let ids = if args.ids {
+        Some(crate::store::key_ids::key_ids(&args.db, &queue, &source)?)
+    } else {
+        None
+    };
     let derived = inspection.derived().once_ended();
     let mut out = crate::out::stdout();
     let text = if args.json {
         let mut value = serde_json::to_value(&inspection).map_err(Error::json("the inspection"))?;
         value["derived_status"] = derived.label().into();
         value["verdict"] = derived.to_string().into();
+        if let Some(ids) = &ids {
+            value["keys"] = serde_json::to_value(ids).map_err(Error::json("the keys"))?;
+        }
         format!("{value}\n")
     } else {
         let i = &inspection;
@@ -162,8 +170,32 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
         }
         let _ = writeln!(text, "integrity    {}", i.integrity);
         let _ = writeln!(text, "verdict      {derived}");
+        if let Some(ids) = &ids {
+            list_keys(&mut text, ids);
+        }
         text
     };
     let _ = out.write_all(text.as_bytes());
     Ok(exit_code(derived))
+}
+
+/// `--ids` beside `--table`: each wrong key by name, under a heading with its count.
+fn list_keys(text: &mut String, ids: &crate::store::key_ids::KeyIds) {
+    let _ = write!(
+        text,
+        "\nmissing keys ({}): keys of the queue with no row, in the queue's order\n",
+        ids.missing.len()
+    );
+    for key in &ids.missing {
+        let _ = writeln!(text, "{key}");
+    }
+    for (heading, keys) in [
+        ("duplicated keys", &ids.duplicated),
+        ("keys outside the queue", &ids.outside),
+    ] {
+        let _ = write!(text, "\n{heading} ({}): rows each\n", keys.len());
+        for (key, count) in keys {
+            let _ = writeln!(text, "{key}  x{count}");
+        }
+    }
 }

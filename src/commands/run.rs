@@ -74,10 +74,11 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     };
     let seed = args.seed.unwrap_or_else(rand::random);
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
+    let (window, rows) = random_placement(args, &worker, queue.len());
     let plan = KillPlan {
         random: args.kills,
-        window: args.kill_window,
-        rows: args.kill_rows,
+        window,
+        rows,
         at_task: kill_at_task,
         at_rows: args.kill_at_rows,
         at_message: args.vendor.kill_at_message,
@@ -130,6 +131,26 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let code = finish(&report, args, out);
     crate::warehouse::close(night, args.json, None, out);
     code
+}
+
+/// Where the random kills fall: `--kill-window` or `--kill-rows` as given; else by time for
+/// reclaim's own workers (the live lesson's timing), and by rows for an `--exec` job. A job's
+/// start is its own (an interpreter's, on a loaded machine, can outlast the whole time window,
+/// and every kill then lands before its first commit, testing nothing): placed after 1..N rows
+/// since its spawn (N = items / (kills + 1), as `prove` does), each lands after a commit.
+fn random_placement(
+    args: &RunArgs,
+    worker: &LaneWorker,
+    items: u64,
+) -> ((Duration, Duration), Option<(u64, u64)>) {
+    let window = args
+        .kill_window
+        .unwrap_or(crate::supervisor::schedule::DEFAULT_WINDOW);
+    let rows = args.kill_rows.or_else(|| {
+        (worker.job().is_some() && args.kill_window.is_none() && args.kills > 0)
+            .then(|| (1, (items / (u64::from(args.kills) + 1)).max(1)))
+    });
+    (window, rows)
 }
 
 /// `--warehouse`: the night's PostgreSQL opened (a server checked, or a private cluster started)
@@ -209,7 +230,44 @@ fn planned_kills(
             "--kill-at-task waits for a key's row, and --count-sql only counts rows: it would never see it; use --kill-at-rows N".into(),
         ));
     }
+    check_rows_reachable(args, worker, queue.len())?;
     Ok((crash_at, kill_at_task))
+}
+
+/// A kill waiting for more rows than the night can write never fires: the night would run
+/// whole and end `not fired`, having tested nothing. Each worker writes the queue at most once
+/// before a first kill (more only once some kill restarted a job that redoes its work, so a
+/// plan with other kills is left alone); `--count-sql` counts what it counts, not one per key.
+fn check_rows_reachable(args: &RunArgs, worker: &LaneWorker, items: u64) -> Result<(), Error> {
+    if worker.job().is_some_and(|j| j.rows.count_sql.is_some()) {
+        return Ok(());
+    }
+    let most = items.saturating_mul(u64::from(args.workers));
+    let writers = if args.workers > 1 {
+        format!(" x {} workers", args.workers)
+    } else {
+        String::new()
+    };
+    let other_kills = args.kill_at_task.is_some()
+        || args.crash_at.is_some()
+        || args.replay_schedule.is_some()
+        || args.vendor.kill_at_message.is_some();
+    if let Some(n) = args
+        .kill_at_rows
+        .filter(|&n| n > most && args.kills == 0 && !other_kills)
+    {
+        return Err(Error::Refused(format!(
+            "--kill-at-rows {n} is past the queue of {items} items{writers}: the table never holds {n} rows, so the kill would never fire; give N of at most {most}"
+        )));
+    }
+    // Rows since an attempt's spawn: an attempt writes the queue at most once per worker,
+    // whatever kills came before it.
+    if let Some((lo, hi)) = args.kill_rows.filter(|&(lo, _)| lo > most) {
+        return Err(Error::Refused(format!(
+            "--kill-rows {lo}..{hi} starts past the queue of {items} items{writers}: no attempt writes {lo} rows, so its kills would never fire; give a range starting at most at {most}"
+        )));
+    }
+    Ok(())
 }
 
 /// Refused before the night, like the warehouse: the vendor records a night afresh.

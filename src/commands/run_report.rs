@@ -181,8 +181,14 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
     if let Some((lo, hi)) = plan.rows.filter(|_| plan.random > 0) {
         let rows: Vec<String> = plan.first_rows(8).iter().map(u64::to_string).collect();
         let more = if plan.random > 8 { ", ..." } else { "" };
+        // Placed by rows without asking: say so, and how to place them by time instead.
+        let why = if args.kill_rows.is_none() {
+            "; the default for --exec, --kill-window A..B places them by time"
+        } else {
+            ""
+        };
         parts.push(format!(
-            "up to {} random kills, each after {lo}..{hi} rows written since a spawn ({}{more}; seed {})",
+            "up to {} random kills placed by rows, each after {lo}..{hi} rows written since a spawn ({}{more}; seed {}{why})",
             plan.random,
             rows.join(", "),
             plan.seed
@@ -195,7 +201,7 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
             .collect();
         let more = if plan.random > 8 { ", ..." } else { "" };
         parts.push(format!(
-            "up to {} random kills, each {:.2}..{:.2}s after a spawn ({}{more}; seed {})",
+            "up to {} random kills placed by time, each {:.2}..{:.2}s after a spawn ({}{more}; seed {})",
             plan.random,
             plan.window.0.as_secs_f64(),
             plan.window.1.as_secs_f64(),
@@ -358,7 +364,8 @@ fn describe_rows_landings(landed: &crate::engine::RowsLandings) -> String {
 
 /// The kills by window, and the windows no kill landed in (named: a green night that never
 /// reached a window says nothing about it). `own_points`: kills that landed at points of the
-/// job's own, which are no window of reclaim's (the `points` line names them).
+/// job's own (the `points` line names them), placed in the windows from the rows and
+/// checkpoints like any other kill, so counted among them.
 pub(super) fn describe_windows(windows: &KillWindows, own_points: u32) -> String {
     let hit: Vec<String> = KillWindow::ALL
         .into_iter()
@@ -374,21 +381,11 @@ pub(super) fn describe_windows(windows: &KillWindows, own_points: u32) -> String
             w => w.name(),
         })
         .collect();
-    let at_own = crate::text::count(u64::from(own_points), "kill", "kills");
     let placed_apart = windows.unplaced + windows.after_checkpoint;
-    let mut said = if hit.is_empty() && placed_apart == 0 && own_points > 0 {
-        format!(
-            "no kill landed in reclaim's windows; {at_own} at the job's own points (the points line)"
-        )
-    } else if hit.is_empty() && placed_apart == 0 {
+    let mut said = if hit.is_empty() && placed_apart == 0 {
         "no kill landed".to_string()
     } else if hit.is_empty() {
         String::new()
-    } else if own_points > 0 {
-        format!(
-            "kills landed in {}; {at_own} more at the job's own points (the points line)",
-            hit.join(", ")
-        )
     } else {
         format!("kills landed in {}", hit.join(", "))
     };
@@ -400,7 +397,11 @@ pub(super) fn describe_windows(windows: &KillWindows, own_points: u32) -> String
         ),
         (
             windows.unplaced,
-            " after a commit, not placed: reclaim cannot see the job's checkpoints, so after-row-commit and after-commit cannot be told apart (name them with --checkpoint-table)",
+            if windows.checkpoints_not_keyed {
+                " after a commit, not placed: the checkpoint table's keys are not keys of the queue (a cursor, not a checkpoint per item; --checkpoint-key names the column of each item's key), so after-row-commit and after-commit cannot be told apart"
+            } else {
+                " after a commit, not placed: reclaim cannot see the job's checkpoints, so after-row-commit and after-commit cannot be told apart (name them with --checkpoint-table)"
+            },
         ),
     ] {
         if n == 0 {
@@ -412,10 +413,10 @@ pub(super) fn describe_windows(windows: &KillWindows, own_points: u32) -> String
         said.push_str(&crate::text::count(u64::from(n), "kill", "kills"));
         said.push_str(meaning);
     }
-    if hit.is_empty() && placed_apart > 0 && own_points > 0 {
+    if own_points > 0 {
         said.push_str("; ");
-        said.push_str(&at_own);
-        said.push_str(" at the job's own points (the points line)");
+        said.push_str(&own_points.to_string());
+        said.push_str(" of them at the job's own points (the points line)");
     }
     if never.is_empty() {
         said

@@ -48,11 +48,9 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
             job.queue.describe()
         )));
     }
-    let Some(format) = job.queue.format_text().map(str::to_string) else {
-        return Err(Error::Refused(
-            "a scenario names its queue by key_format; shrink --exec takes --key-format (or the default queue), not a listed one".into(),
-        ));
-    };
+    // A scenario names its queue by key_format; a listed queue (--keys-from, --keys-sql) is
+    // given back as the `run --exec` command that replays the kill instead.
+    let format = job.queue.format_text().map(str::to_string);
     let dir = crate::map::fresh_dir("shrink-exec")
         .context(|| "cannot create a folder for the search's nights".into())?;
     let runner = ExecRunner {
@@ -88,11 +86,11 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
         );
         return Ok(DATA_WRONG);
     };
-    let _ = write!(
-        out,
-        "{}",
-        scenario_toml(&job, &format, (&kill, &cell), &args.file, &derived, nights)
-    );
+    let found = match &format {
+        Some(format) => scenario_toml(&job, format, (&kill, &cell), &args.file, &derived, nights),
+        None => run_command(&job, &args.job, (&kill, &cell), nights),
+    };
+    let _ = write!(out, "{found}");
     eprintln!(
         "reclaim shrink: one kill {} still goes wrong ({}); the search ran {nights} nights",
         describe(&kill, &cell),
@@ -261,4 +259,70 @@ fn scenario_toml(
         format = quoted(format),
         vendor = if job.vendor { "vendor = true\n" } else { "" },
     )
+}
+
+/// For a listed queue, which a scenario cannot name: the `reclaim run --exec` command line
+/// with the job's table, key, queue and checkpoints and the one kill, each argument quoted for
+/// `sh` (control characters escaped: the terminal is not the job's to drive).
+fn run_command(
+    job: &ExecJob,
+    given: &crate::cli::ExecArgs,
+    (kill, cell): (&ExecKill, &ExecCell),
+    nights: usize,
+) -> String {
+    let mut words: Vec<String> = vec!["reclaim".into(), "run".into()];
+    let mut arg = |flag: &str, value: &str| {
+        words.push(flag.into());
+        words.push(sh_quote(value));
+    };
+    arg("--exec", &job.command);
+    arg("--table", &job.rows.table);
+    arg("--key", &job.rows.key);
+    if let Some(file) = &given.keys_from {
+        arg("--keys-from", &file.display().to_string());
+    }
+    if let Some(sql) = &given.keys_sql {
+        arg("--keys-sql", sql);
+    }
+    if let Some(sql) = &job.setup_sql {
+        arg("--setup-sql", sql);
+    }
+    if let Some(checkpoints) = &job.rows.checkpoints {
+        arg("--checkpoint-table", &checkpoints.table);
+        arg("--checkpoint-key", &checkpoints.key);
+    }
+    match kill {
+        ExecKill::Point { name, .. } => {
+            arg(
+                "--crash-at",
+                &format!("{}:{name}", job.queue.key(kill.column())),
+            );
+        }
+        ExecKill::Rows(rows) => arg("--kill-at-rows", &rows.to_string()),
+        ExecKill::Message(n) => arg("--kill-at-message", &n.to_string()),
+    }
+    if job.vendor {
+        words.push("--vendor".into());
+    }
+    format!(
+        "# The smallest failing schedule of your job, found by `reclaim shrink --exec` in {nights} real nights.\n\
+         # Shrunk: 1 kill {what}: {verdict}.\n\
+         # Its queue is a list (a scenario names a queue by key_format only): replay it with\n{command}\n",
+        what = describe(kill, cell),
+        verdict = cell.verdict(),
+        command = words.join(" ")
+    )
+}
+
+/// `text` as one `sh` word: single-quoted, each `'` closed, escaped and reopened.
+fn sh_quote(text: &str) -> String {
+    let text = crate::text::escape_controls(text);
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=%@,+".contains(c))
+    {
+        return text;
+    }
+    format!("'{}'", text.replace('\'', "'\\''"))
 }

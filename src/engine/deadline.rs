@@ -3,7 +3,8 @@
 //! time instead of being waited for forever. Progress is what reclaim can see of the work: a new
 //! row, a heartbeat naming another task, a message at the vendor, a worker started, killed or ended, a line
 //! of reclaim's own worker's protocol. Your job's own output is not progress: a job that only
-//! prints ("retrying...") is not moving.
+//! prints ("retrying...") is not moving. Also the other early end: a job's table that lacks the
+//! column it was said to have (`stop_on_wrong_shape`).
 
 use std::time::{Duration, Instant};
 
@@ -160,6 +161,42 @@ impl Engine {
             self.lanes[lane].gave_up_why = Some(format!("{reason}{killed}"));
             self.log(now, Some(lane), Source::Runner, Kind::Error, text);
         }
+    }
+}
+
+impl Engine {
+    /// A job's table without the column it was said to have (`--key`, `--checkpoint-key`) is
+    /// the same on every poll: every worker is killed at the first look, said on the timeline,
+    /// and the error ends the night, rather than a whole night run that cannot be judged (or,
+    /// for checkpoints, whose kills would all be misplaced).
+    pub(super) fn stop_on_wrong_shape(&mut self, now: Instant) -> Result<(), super::EngineError> {
+        let Some((lane, error)) = (self.lanes.iter_mut().enumerate())
+            .find_map(|(i, lane)| lane.wrong_shape.take().map(|e| (i, e)))
+        else {
+            return Ok(());
+        };
+        let pids: Vec<String> = (self.lanes.iter())
+            .flat_map(|l| {
+                l.slots
+                    .iter()
+                    .filter(|s| s.is_live())
+                    .map(|s| s.pid().to_string())
+            })
+            .collect();
+        self.shutdown();
+        let who = if pids.is_empty() {
+            String::new()
+        } else {
+            format!(" (killed pid {})", pids.join(", "))
+        };
+        self.log(
+            now,
+            Some(lane),
+            Source::Runner,
+            Kind::Error,
+            format!("reclaim stopped the night: the job's table cannot be read as named{who}"),
+        );
+        Err(error.into())
     }
 }
 

@@ -103,6 +103,9 @@ pub struct Lane {
     beat_seen: Option<(SystemTime, f64)>,
     /// The last observer error, so a persistent one is reported once.
     pub(super) observer_error: Option<String>,
+    /// The job's table or checkpoint table lacks the column it was said to have: no poll will
+    /// read it, so the engine ends the night (`Engine::tick`) rather than run it untestable.
+    pub(super) wrong_shape: Option<crate::store::StoreError>,
     /// The vendor this lane's side effects reach, while the night runs.
     pub(super) vendor: Option<crate::supervisor::service::Service>,
     /// The slot that runs the relay (outbox), after the workers' slots.
@@ -196,6 +199,7 @@ impl Lane {
             last_write_task: None,
             beat_seen: None,
             observer_error: None,
+            wrong_shape: None,
         }
     }
 
@@ -404,6 +408,10 @@ impl Lane {
             Ok(poll) => {
                 self.observer_error = None;
                 poll
+            }
+            Err(error) if error.is_wrong_shape() => {
+                self.wrong_shape = Some(error);
+                crate::observer::Poll::default()
             }
             Err(error) => {
                 // Reading is advisory (the verdict reads the rows again at the end): a failed

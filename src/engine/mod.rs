@@ -455,6 +455,7 @@ impl Engine {
             }
         }
         self.observe(now);
+        self.stop_on_wrong_shape(now)?;
         if self.paused_at.is_none() && !self.frozen {
             self.fire_observed(now);
         }

@@ -48,6 +48,15 @@ pub struct KillWindows {
     /// so `after-row-commit` is a window of this night; elsewhere it is `after-commit`.
     #[serde(skip)]
     pub rows_apart: bool,
+    /// Some of the `unplaced` kills were so because the checkpoint table's keys are not keys
+    /// of the queue (a cursor such as `progress(job, last_done)`, not a checkpoint per key).
+    /// In JSON only when so, beside the count it explains.
+    #[serde(
+        rename = "unplaced-checkpoints-not-keyed",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub checkpoints_not_keyed: bool,
 }
 
 impl KillWindows {
@@ -93,6 +102,7 @@ impl KillWindows {
         self.relays |= other.relays;
         self.relays_unknown |= other.relays_unknown;
         self.rows_apart |= other.rows_apart;
+        self.checkpoints_not_keyed |= other.checkpoints_not_keyed;
         self
     }
 

@@ -342,6 +342,7 @@ pub(super) fn query_job(
         .map_err(failed)?;
     let checkpoints = match &source.checkpoints {
         Some(named) if table_exists(conn, &named.table).map_err(failed)? => {
+            RowSource::check_checkpoint_shape(named, conn, &db)?;
             Some(read_job_checkpoints(conn, named, high_water.1).map_err(failed)?)
         }
         _ => None,

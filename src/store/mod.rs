@@ -3,6 +3,7 @@
 
 pub mod bounded;
 pub mod inspect;
+pub mod key_ids;
 pub mod rows;
 pub mod schema;
 mod snapshot;
@@ -59,6 +60,15 @@ pub enum StoreError {
         "{path}: table {table} has no column {key} (--key); its columns are {columns}: name the column that identifies a unit of work with --key, or count with --count-sql"
     )]
     NoKeyColumn {
+        path: PathBuf,
+        table: String,
+        key: String,
+        columns: String,
+    },
+    #[error(
+        "{path}: checkpoint table {table} has no column {key} (--checkpoint-key); its columns are {columns}: name the column that holds each checkpoint's key with --checkpoint-key"
+    )]
+    NoCheckpointKeyColumn {
         path: PathBuf,
         table: String,
         key: String,
@@ -141,6 +151,18 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A table of the job's without the column it was said to have: the same on every poll,
+    /// so the night cannot be judged and is stopped at the first look.
+    #[must_use]
+    pub fn is_wrong_shape(&self) -> bool {
+        matches!(
+            self,
+            Self::NoKeyColumn { .. }
+                | Self::NoCheckpointKeyColumn { .. }
+                | Self::Warehouse(crate::warehouse::WarehouseError::NoColumn { .. })
+        )
+    }
+
     /// A `NoTable` at the end of a night whose table the observer had seen (`seen`, with `rows`
     /// rows) is a table the job dropped: said so, never "never created".
     #[must_use]

@@ -65,22 +65,36 @@ impl RowSource {
         if !table_exists(conn, &self.table).map_err(failed)? {
             return Ok(false);
         }
-        let columns: Vec<String> = conn
-            .prepare("SELECT name FROM pragma_table_info(?1)")
-            .and_then(|mut s| {
-                s.query_map([&self.table], |row| row.get(0))?
-                    .collect::<rusqlite::Result<_>>()
-            })
-            .map_err(failed)?;
+        let columns = columns_of(conn, &self.table).map_err(failed)?;
         if !columns.iter().any(|c| c == &self.key) {
             return Err(StoreError::NoKeyColumn {
                 path: path.to_path_buf(),
-                table: self.table.clone(),
-                key: self.key.clone(),
-                columns: columns.join(", "),
+                table: crate::text::escape_controls(&self.table),
+                key: crate::text::escape_controls(&self.key),
+                columns: listed(&columns),
             });
         }
         Ok(true)
+    }
+
+    /// Whether the checkpoint table, once the job has made it, has its key column: SQLite
+    /// reads a double-quoted name that is no column as a string, so without this check every
+    /// checkpoint reads as the key `"no_such_col"`, and each kill is misplaced.
+    pub fn check_checkpoint_shape(
+        named: &Checkpoints,
+        conn: &Connection,
+        path: &Path,
+    ) -> Result<(), StoreError> {
+        let columns = columns_of(conn, &named.table).map_err(|e| StoreError::sqlite(path, e))?;
+        if columns.iter().any(|c| c == &named.key) {
+            return Ok(());
+        }
+        Err(StoreError::NoCheckpointKeyColumn {
+            path: path.to_path_buf(),
+            table: crate::text::escape_controls(&named.table),
+            key: crate::text::escape_controls(&named.key),
+            columns: listed(&columns),
+        })
     }
 
     /// Runs `--count-sql` and reads its one row `(rows, distinct)`.
@@ -117,6 +131,24 @@ impl RowSource {
         };
         Ok(Some((number(0, row.0)?, number(1, row.1)?)))
     }
+}
+
+/// The column names of `table`, in order.
+fn columns_of(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
+    conn.prepare("SELECT name FROM pragma_table_info(?1)")
+        .and_then(|mut s| {
+            s.query_map([table], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()
+        })
+}
+
+/// Column names for a message: control characters escaped (a job names its own columns).
+fn listed(columns: &[String]) -> String {
+    let escaped: Vec<String> = columns
+        .iter()
+        .map(|c| crate::text::escape_controls(c))
+        .collect();
+    escaped.join(", ")
 }
 
 /// `"name"`, with every `"` doubled: SQLite's quoting of an identifier.

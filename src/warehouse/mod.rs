@@ -180,6 +180,14 @@ pub enum WarehouseError {
     },
     #[error("PostgreSQL ({what}): {detail}")]
     Query { what: String, detail: String },
+    /// A job's table without the column it was said to have (`flag`): the same on every read.
+    #[error("PostgreSQL: table {table} has no column {key} ({flag}); its columns are {columns}")]
+    NoColumn {
+        table: String,
+        key: String,
+        flag: &'static str,
+        columns: String,
+    },
     /// The session ended under a statement: the server restarted or went away. Its text
     /// starts with `LOST`, which the engine reads in a worker's last line (`is_lost_line`).
     #[error("{LOST} ({what}): {detail}")]

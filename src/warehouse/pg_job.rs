@@ -329,18 +329,21 @@ fn columns_of(
     Ok(Some(columns))
 }
 
-/// A column the job's table must have, refused by name (with the columns it has) otherwise.
-fn require_column(table: &str, columns: &[String], key: &str) -> Result<(), WarehouseError> {
+/// A column the job's table must have (`flag` names it), refused by name (with the columns it
+/// has) otherwise.
+fn require_column(
+    table: &str,
+    columns: &[String],
+    (key, flag): (&str, &'static str),
+) -> Result<(), WarehouseError> {
     if columns.iter().any(|c| c == key) {
         return Ok(());
     }
-    Err(WarehouseError::Query {
-        what: format!("table {}", crate::text::escape_controls(table)),
-        detail: format!(
-            "it has no column {} (its columns: {})",
-            crate::text::escape_controls(key),
-            crate::text::escape_controls(&columns.join(", "))
-        ),
+    Err(WarehouseError::NoColumn {
+        table: crate::text::escape_controls(table),
+        key: crate::text::escape_controls(key),
+        flag,
+        columns: crate::text::escape_controls(&columns.join(", ")),
     })
 }
 
@@ -353,7 +356,7 @@ fn read_checkpoints(
     let Some(columns) = columns_of(client, table)? else {
         return Ok(None);
     };
-    require_column(table, &columns, key)?;
+    require_column(table, &columns, (key, "--checkpoint-key"))?;
     let sql = format!(
         "SELECT DISTINCT CAST({} AS text) FROM {} WHERE {0} IS NOT NULL",
         quote_ident(key),
@@ -401,7 +404,7 @@ fn read_job(
     let Some(columns) = columns_of(client, &source.table)? else {
         return Ok(JobRead::NoTable);
     };
-    require_column(&source.table, &columns, &source.key)?;
+    require_column(&source.table, &columns, (&source.key, "--key"))?;
     let sql = format!(
         "SELECT CAST({key} AS text), count(*) FROM {table} GROUP BY 1",
         key = quote_ident(&source.key),

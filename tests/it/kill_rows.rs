@@ -247,3 +247,160 @@ fn kill_rows_refuses_nonsense_before_anything_starts() {
     ]);
     assert_usage_error(&both, "--kill-window");
 }
+
+#[test]
+fn an_exec_jobs_random_kills_are_placed_by_rows_unless_a_window_is_given() {
+    // A job that takes a second to start, as an interpreter can on a loaded machine: kills
+    // placed by time (0.2..0.9 s after a spawn) would all land before its first commit.
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let db = dir.path().join("warehouse.db");
+    let job = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/naive_job.py");
+    let command = format!("sleep 1; {} {job}", crate::common::python3());
+    let args = [
+        "run",
+        "--exec",
+        &command,
+        "--items",
+        "30",
+        "--kills",
+        "2",
+        "--seed",
+        "4",
+        "--restart-delay",
+        "0",
+        "--db",
+        path_arg(&db),
+    ];
+    let run = reclaim_within(&args, &[], HANG);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    // 30 items, 2 kills: each after 1..10 rows since its spawn (items / (kills + 1)).
+    assert!(
+        run.stdout.contains(
+            "kill plan    up to 2 random kills placed by rows, each after 1..10 rows written since a spawn"
+        ) && run.stdout.contains("the default for --exec"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("kills=2"), "{}", run.stdout);
+    assert!(!run.stdout.contains("before-any-commit="), "{}", run.stdout);
+    // The naive job restarts at item zero: the rows show what the kills tested.
+    assert!(
+        distinct(&open_ro(&db)) < rows(&open_ro(&db)),
+        "{}",
+        run.stdout
+    );
+
+    // Asked for by time, by time: said so in the plan.
+    let timed = reclaim(&[
+        "run",
+        "--exec",
+        "true",
+        "--items",
+        "1",
+        "--kills",
+        "1",
+        "--kill-window",
+        "0.2..0.9",
+        "--seed",
+        "4",
+    ]);
+    assert!(
+        timed
+            .stdout
+            .contains("up to 1 random kills placed by time, each 0.20..0.90s after a spawn"),
+        "{}",
+        timed.stdout
+    );
+}
+
+#[test]
+fn a_kill_past_the_queue_is_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let started = dir.path().join("started");
+    let job = format!("touch {}", started.display());
+    let keys = dir.path().join("keys.txt");
+    std::fs::write(&keys, "a\nb\nc\n").unwrap_or_else(|e| panic!("write: {e}"));
+    let db = dir.path().join("w.db");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--exec", &job, "--items", "30", "--kill-at-rows", "500"],
+            "--kill-at-rows 500",
+        ),
+        (
+            &[
+                "--exec",
+                &job,
+                "--items",
+                "30",
+                "--kills",
+                "2",
+                "--kill-rows",
+                "31..40",
+            ],
+            "--kill-rows 31..40",
+        ),
+        (
+            &[
+                "--exec",
+                &job,
+                "--keys-from",
+                path_arg(&keys),
+                "--kill-at-rows",
+                "4",
+            ],
+            "--kill-at-rows 4",
+        ),
+        (
+            &[
+                "--strategy",
+                "guarded",
+                "--items",
+                "30",
+                "--kill-at-rows",
+                "31",
+            ],
+            "--kill-at-rows 31",
+        ),
+        (
+            &[
+                "--strategy",
+                "guarded",
+                "--items",
+                "30",
+                "--workers",
+                "2",
+                "--kill-at-rows",
+                "61",
+            ],
+            "30 items x 2 workers",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let args = [&["run", "--db", path_arg(&db)], extra].concat();
+        let run = reclaim(&args);
+        assert_usage_error(&run, needle);
+        assert!(run.stderr.contains("never fire"), "{}", run.stderr);
+        assert!(!db.exists(), "{extra:?} created the warehouse");
+        assert!(!started.exists(), "{extra:?} started the job");
+    }
+    // At the queue's size it is a plan (whether it lands before the worker exits is a race).
+    let fires = reclaim(&[
+        "run",
+        "--strategy",
+        "guarded",
+        "--items",
+        "30",
+        "--delay-ms",
+        "0",
+        "--kill-at-rows",
+        "30",
+        "--restart-delay",
+        "0",
+    ]);
+    assert_eq!(fires.code, Some(0), "{}\n{}", fires.stdout, fires.stderr);
+    assert!(
+        fires.stdout.contains("as soon as the table holds 30 rows"),
+        "{}",
+        fires.stdout
+    );
+}

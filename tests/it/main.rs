@@ -17,6 +17,7 @@ mod lecture;
 mod lecture_stops;
 mod map;
 mod module_graph;
+mod own_checkpoints;
 mod own_map;
 mod own_points;
 mod own_queue;

@@ -430,3 +430,142 @@ fn map_exec_takes_its_tasks_as_keys_of_the_queue_and_refuses_what_is_not_its_own
         );
     }
 }
+
+/// A job with a crash point of its own name between its row's commit and its checkpoint's.
+const ROW_SAVED_JOB: &str = r#"
+import os, sqlite3, sys
+sys.path.insert(0, os.environ["EXAMPLES"])
+from reclaim_point import point
+db = sqlite3.connect(os.environ["RECLAIM_DB"], isolation_level=None)
+db.execute("CREATE TABLE IF NOT EXISTS records(task_id TEXT, payload TEXT)")
+db.execute("CREATE TABLE IF NOT EXISTS checkpoints(task_id TEXT PRIMARY KEY)")
+done = {r[0] for r in db.execute("SELECT task_id FROM checkpoints")}
+for i in range(int(os.environ["RECLAIM_ITEMS"])):
+    key = "task-%03d" % i
+    if key in done:
+        continue
+    db.execute("INSERT INTO records VALUES (?, 'x')", (key,))
+    point("row-saved", key)
+    db.execute("INSERT INTO checkpoints VALUES (?)", (key,))
+print("done status=ok")
+"#;
+
+#[test]
+fn a_crash_at_a_point_of_the_jobs_own_name_is_placed_in_reclaims_windows() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let job = dir.path().join("row_saved.py");
+    std::fs::write(&job, ROW_SAVED_JOB).unwrap_or_else(|e| panic!("write: {e}"));
+    let command = format!("{} {}", crate::common::python3(), job.display());
+    let db = dir.path().join("warehouse.db");
+    let db_arg = db.to_string_lossy().into_owned();
+    let args = [
+        "run",
+        "--exec",
+        &command,
+        "--items",
+        "10",
+        "--checkpoint-table",
+        "checkpoints",
+        "--crash-at",
+        "task-004:row-saved",
+        "--restart-delay",
+        "0",
+        "--db",
+        &db_arg,
+    ];
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
+    let run = reclaim_with(&[("EXAMPLES", examples)], &args);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    // The row committed, its checkpoint not: after-row-commit, and still named as the job's
+    // own point.
+    assert!(
+        run.stdout.contains(
+            "windows      kills landed in after-row-commit=1; 1 of them at the job's own points"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("kills after its own points: row-saved=1"),
+        "{}",
+        run.stdout
+    );
+    let json = json_of(&reclaim_with(
+        &[("EXAMPLES", examples)],
+        &[&args[..11], &["--json"]].concat(),
+    ));
+    assert_eq!(json["kills_in_window"]["after-row-commit"], 1, "{json}");
+    assert_eq!(json["kills_after_points"]["row-saved"], 1, "{json}");
+    // The database says the same: task-004 written twice, once per attempt.
+    let conn = open_ro(&db);
+    let twice = "SELECT count(*) FROM (SELECT 1 FROM records GROUP BY task_id HAVING count(*) > 1)";
+    assert_eq!(count(&conn, twice), 1);
+}
+
+#[test]
+fn shrink_exec_of_a_listed_queue_gives_the_run_command_that_fails_again() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let job = format!("ORDERS_MODE=two-commit {}", example("orders_job.py"));
+    let keys = tmp.path().join("keys.txt");
+    let listed = (0..8)
+        .map(|i| format!("ord-{i:05}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    std::fs::write(&keys, listed).unwrap_or_else(|e| panic!("{e}"));
+    let keys_arg = keys.to_string_lossy().into_owned();
+    let record = tmp.path().join("night.jsonl");
+    let record_arg = record.to_string_lossy().into_owned();
+    let own = [
+        "--table",
+        "orders",
+        "--key",
+        "order_id",
+        "--keys-from",
+        &keys_arg,
+        "--checkpoint-table",
+        "settled",
+    ];
+    let night = [
+        &["run", "--exec", &job][..],
+        &own,
+        &[
+            "--crash-at",
+            "ord-00005:after-row-commit",
+            "--record",
+            &record_arg,
+        ],
+    ]
+    .concat();
+    let run = reclaim_with(&[], &night);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+
+    let run = reclaim_with(
+        &[],
+        &[&["shrink", &record_arg, "--exec", &job][..], &own].concat(),
+    );
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    let command = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("reclaim run "))
+        .unwrap_or_else(|| panic!("no command:\n{}", run.stdout));
+    assert!(
+        command.contains(&format!("--keys-from {keys_arg}"))
+            && command.ends_with("--crash-at ord-00000:after-row-commit"),
+        "{command}"
+    );
+    // The command, run as printed, goes wrong again.
+    let replayed = Command::new("sh")
+        .arg("-c")
+        .arg(command.replacen("reclaim", BIN, 1))
+        .output()
+        .unwrap_or_else(|e| panic!("sh: {e}"));
+    let stdout = String::from_utf8_lossy(&replayed.stdout);
+    assert_eq!(replayed.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("DATA WRONG (1 duplicated task id)"),
+        "{stdout}"
+    );
+}

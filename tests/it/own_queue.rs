@@ -194,8 +194,20 @@ fn a_kill_at_a_key_outside_the_queue_is_refused_and_one_that_never_fired_is_said
     let json = json_of(&run);
     assert_eq!((run.code, number(&json, "kills")), (Some(0), 1), "{json}");
 
-    // A kill at more rows than the job writes never fires: said, and --strict fails the night.
-    let planned = ["--items", "10", "--kill-at-rows", "50"];
+    // A kill at more rows than the queue holds could never fire: refused before the night.
+    let past = ["--items", "10", "--kill-at-rows", "50"];
+    let run = reclaim_with(tmp.path(), &[], &with(&["run", "--exec", &job], &past));
+    assert_one_line_error(&run, "--kill-at-rows 50 is past the queue of 10 items");
+    // One that could but did not (rows counted by --count-sql, which may count anything)
+    // never fired: said, and --strict fails the night.
+    let planned = [
+        "--items",
+        "10",
+        "--kill-at-rows",
+        "50",
+        "--count-sql",
+        "SELECT count(*), count(DISTINCT order_id) FROM orders",
+    ];
     let run = reclaim_with(tmp.path(), &[], &with(&["run", "--exec", &job], &planned));
     assert_eq!(run.code, Some(0), "{}", run.stdout);
     assert!(
@@ -442,4 +454,55 @@ fn prove_strict_junit_on_the_examples_writes_xml_a_ci_reporter_reads() {
     std::os::unix::fs::symlink(&written, &link).unwrap_or_else(|e| panic!("{e}"));
     assert_one_line_error(&prove_to(&link), "symbolic link");
     assert_eq!(std::fs::read(&written).ok(), Some(before));
+}
+
+#[test]
+fn inspect_ids_names_the_wrong_keys_of_a_jobs_own_table() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let db = tmp.path().join("orders.db");
+    let conn = rusqlite::Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
+    conn.execute_batch(
+        "CREATE TABLE orders(order_id TEXT, amount INT);
+         INSERT INTO orders VALUES ('ord-00000', 1), ('ord-00002', 1), ('ord-00002', 2),
+           ('ord-00099', 1);",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    drop(conn);
+    let db_arg = db.to_string_lossy().into_owned();
+    let args = [
+        "inspect",
+        "--db",
+        &db_arg,
+        "--table",
+        "orders",
+        "--key",
+        "order_id",
+        "--key-format",
+        "ord-%05d",
+        "--items",
+        "4",
+        "--ids",
+    ];
+    let run = reclaim_within(&args, &[], LIMIT);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    for expected in [
+        "missing keys (2): keys of the queue with no row, in the queue's order\nord-00001\nord-00003\n",
+        "duplicated keys (1): rows each\nord-00002  x2\n",
+        "keys outside the queue (1): rows each\nord-00099  x1\n",
+    ] {
+        assert!(
+            run.stdout.contains(expected),
+            "{expected:?}\n{}",
+            run.stdout
+        );
+    }
+    let json = json_of(&reclaim_within(
+        &[&args[..], &["--json"]].concat(),
+        &[],
+        LIMIT,
+    ));
+    assert_eq!(json["keys"]["missing"][1], "ord-00003", "{json}");
+    assert_eq!(json["keys"]["duplicated"][0][1], 2, "{json}");
+    // Read-only: the user's database is as it was.
+    assert_eq!(count(&open_ro(&db), "SELECT count(*) FROM orders"), 4);
 }

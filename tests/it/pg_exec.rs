@@ -345,3 +345,42 @@ fn refused_keys_sql(safe: &str, (setup, sql, says): (Option<&str>, &str, &str)) 
     assert!(!run.stderr.contains('\x1b'), "{}", run.stderr);
     assert!(cluster_folder(dir.path()).is_none(), "the cluster is left");
 }
+
+#[test]
+fn a_checkpoint_key_the_server_table_lacks_stops_the_night_at_the_first_look() {
+    if pg_bin().is_none() {
+        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
+        return;
+    }
+    let dir = folder();
+    let safe = job("psql_job.sh");
+    let args = [
+        "run",
+        "--exec",
+        &safe,
+        "--items",
+        "30",
+        "--checkpoint-table",
+        "checkpoints",
+        "--checkpoint-key",
+        "no_such_col",
+        "--warehouse",
+        "postgres",
+    ];
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+    assert_eq!(run.code, Some(2), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.stderr_lines().len(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "table checkpoints has no column no_such_col (--checkpoint-key); its columns are task_id"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.contains("reclaim stopped the night"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("verdict"), "{}", run.stdout);
+}

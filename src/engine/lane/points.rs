@@ -88,7 +88,8 @@ impl JobPoints {
     }
 
     /// Where a kill of these slots landed, from the newest point any of them reached: one of
-    /// reclaim's windows, or a point of the job's own (counted in `kills_after`, `None` back).
+    /// reclaim's windows, or a point of the job's own (counted in `kills_after`, `None` back:
+    /// the caller places it from the rows and checkpoints).
     /// `Err(())` when none of them announced a point.
     pub(super) fn place(
         &mut self,

@@ -60,20 +60,25 @@ impl Lane {
         // The planned crash: the job waits at its point, so the point is exactly where the
         // kill landed. (A point printed before any other kill may lag what the job had already
         // committed: those kills are placed by the rows, or said unplaced.)
+        // A point of the job's own name is counted on the points line (`place` keeps it) and
+        // placed below, from the rows and checkpoints, like any other kill: a crash between
+        // a row's commit and its checkpoint's is after-row-commit whatever the job calls it.
         if self.config.worker.job().is_some()
             && crash_landing
-            && let Ok(placed) = self.points.place(slots, committed)
+            && let Ok(Some(window)) = self.points.place(slots, committed)
         {
-            if let Some(window) = placed {
-                self.kills_in_window.add(window);
-            }
+            self.kills_in_window.add(window);
             return;
         }
-        let named = self
-            .config
-            .worker
-            .job()
-            .map(|job| job.rows.checkpoints.is_some() && self.observer.checkpoints_seen);
+        // A checkpoint table none of whose keys is a key of the queue (a cursor) says nothing
+        // of which rows have their checkpoint: its kills are unplaced, with that reason.
+        let not_keyed = self.observer.checkpoints_seen && self.observer.checkpoints_not_keyed();
+        let named = self.config.worker.job().map(|job| {
+            job.rows.checkpoints.is_some() && self.observer.checkpoints_seen && !not_keyed
+        });
+        if not_keyed && committed {
+            self.kills_in_window.checkpoints_not_keyed = true;
+        }
         let checkpointed = match named {
             Some(true) if new_orphan => {
                 self.kills_in_window.after_checkpoint += 1;

@@ -368,6 +368,9 @@ fn draw_bands<C: MapCell>(
     let rows = band_rows(area, plan, spaced);
     let cursor_column = column_of(state.task, plan.columns.0, count, columns);
     let mut y = area.y + 2;
+    // The selected band repeats its group's name only where it tells groups apart: a job's
+    // map is one group (`exec`), whose name on the selected band too read as printed twice.
+    let groups = plan.groups().len();
     for (band, (strategy, point)) in plan.bands.iter().enumerate() {
         let Some(row) = rows[band] else { break };
         y = row;
@@ -380,7 +383,7 @@ fn draw_bands<C: MapCell>(
             outcomes[c] = worse(outcomes[c], outcome);
         }
         let here = interactive && band == state.band;
-        let strategy_label = if plan.first_of_group(band) || here {
+        let strategy_label = if plan.first_of_group(band) || (here && groups > 1) {
             strategy.as_str()
         } else {
             ""

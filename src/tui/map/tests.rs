@@ -58,7 +58,7 @@ fn finished(plan: &Plan) -> MapState {
     state
 }
 
-fn screen(state: &MapState, width: u16, height: u16) -> String {
+fn screen<C: MapCell>(state: &MapState<C>, width: u16, height: u16) -> String {
     let area = Rect::new(0, 0, width, height);
     let mut buf = Buffer::empty(area);
     render_to(area, &mut buf, state, Theme::monochrome());
@@ -219,4 +219,35 @@ fn the_map_reads_its_keys_from_the_one_binding_type() {
         .map(|(_, f)| f.name)
         .collect();
     assert_eq!(pinned, ["help", "quit"]);
+}
+
+/// A job's map: one group (`exec`), a band a point its job announced, a column a key.
+fn exec_map(items: u64) -> MapState<crate::exec_map::ExecCell> {
+    use crate::map::{Columns, Layout};
+    MapState::with_layout(Layout {
+        title: "reclaim map --exec python3 job.py · task-000 .. task-011".into(),
+        bands: vec![
+            ("exec".into(), "before-write".into()),
+            ("exec".into(), "after-row-commit".into()),
+            ("exec".into(), "after-commit".into()),
+        ],
+        columns: (0, items - 1),
+        names: Columns::Keys(crate::queue::Queue::tasks(items)),
+        items,
+        about: "Each cell is a real night of your job.",
+    })
+}
+
+#[test]
+fn a_jobs_map_names_its_one_group_once_wherever_the_cursor_is() {
+    let mut state = exec_map(12);
+    state.update(MapAction::Down);
+    state.update(MapAction::Down);
+    let text = screen(&state, 80, 16);
+    let labelled = text.lines().filter(|l| l.starts_with("exec  ")).count();
+    // The first band's label, and the group's summary line: never the selected band's too.
+    assert_eq!(labelled, 2, "{text}");
+    assert!(text.contains("\n           after-commit     "), "{text}");
+    assert!(text.contains("exec · after-commit · task-000"), "{text}");
+    insta::assert_snapshot!(text);
 }
