@@ -106,21 +106,30 @@ pub fn windows_account(reports: &[&RunReport]) -> Account {
         }
         None => {}
     }
-    for (point, times) in &announced {
-        let killed_there = at_points.get(point).copied().unwrap_or(0);
-        let in_window = (crate::engine::KillWindow::ALL.into_iter())
-            .find(|w| w.name() == *point)
-            .map_or(0, |w| windows.get(w));
-        if killed_there == 0 && in_window == 0 {
-            account.push(
-                never_hit,
-                format!(
-                    "the job announced {} ({}) and no kill landed there",
-                    crate::text::escape_controls(point),
-                    crate::text::count(*times, "time", "times")
-                ),
-            );
-        }
+    let unhit: Vec<String> = (announced.iter())
+        .filter(|(point, _)| {
+            let killed_there = at_points.get(*point).copied().unwrap_or(0);
+            let in_window = (crate::engine::KillWindow::ALL.into_iter())
+                .find(|w| w.name() == **point)
+                .map_or(0, |w| windows.get(w));
+            killed_there == 0 && in_window == 0
+        })
+        .map(|(point, times)| {
+            format!(
+                "{} ({})",
+                crate::text::escape_controls(point),
+                crate::text::count(*times, "time", "times")
+            )
+        })
+        .collect();
+    if !unhit.is_empty() {
+        account.push(
+            never_hit,
+            format!(
+                "the job announced {} and no kill landed there (map --exec kills at every point it announces; --crash-at KEY:POINT at one)",
+                unhit.join(", ")
+            ),
+        );
     }
     if kills > 0 && windows.after_a_commit() == 0 && at_points.values().sum::<u32>() == 0 {
         account.push(
