@@ -222,7 +222,7 @@ pub struct MapArgs {
     #[arg(long, conflicts_with_all = ["json", "csv"])]
     pub plain: bool,
     /// Exit 1 also when a cell tested nothing: its kill never fired, its point was never
-    /// reached (without it such a cell is said not tested, never counted right)
+    /// reached (without it such a cell is said UNTESTED, never counted right)
     #[arg(long)]
     pub strict: bool,
     /// Keep every night's database (its path is in each cell) instead of removing it; with

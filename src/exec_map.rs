@@ -186,7 +186,7 @@ impl ExecCell {
         } else if let Some(messages) = &self.messages_wrong {
             messages.clone()
         } else if !self.killed {
-            "NOT TESTED: the kill never fired".into()
+            "UNTESTED: the kill never fired".into()
         } else if self.is_right() {
             "right".into()
         } else {

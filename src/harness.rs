@@ -97,6 +97,10 @@ pub struct RunReport {
     pub kill_rows_landed: Option<crate::engine::RowsLandings>,
     /// Each kill the plan asked for that never fired, in a sentence (empty when all did).
     pub not_fired: Vec<String>,
+    /// Of `not_fired`, those that leave the night untested (random kills that found the job
+    /// finished after some of them fired do not: the plan was at most N).
+    #[serde(skip)]
+    pub not_fired_gaps: Vec<String>,
     /// The crash points an external job announced, and how often (absent when none).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub points_announced: std::collections::BTreeMap<String, u64>,
@@ -471,18 +475,22 @@ fn messages_at_vendor(
 }
 
 /// What lane `index` planned and never did: the plan's kills (the plan watches the first lane)
-/// and an own job's crash point.
-fn lane_not_fired(engine: &Engine, index: usize, rows: u64) -> Vec<String> {
+/// and an own job's crash point; all of it, and what of it leaves the night untested.
+fn lane_not_fired(engine: &Engine, index: usize, rows: u64) -> (Vec<String>, Vec<String>) {
     let lane = &engine.lanes()[index];
     let planned = if index == 0 {
         not_fired::not_fired(engine.fired(), &lane.config.queue(), rows, lane.completed())
     } else {
         Vec::new()
     };
-    planned
-        .into_iter()
-        .chain(not_fired::crash_not_fired(lane))
-        .collect()
+    let unfired: Vec<not_fired::Unfired> = (planned.into_iter())
+        .chain(not_fired::crash_not_fired(lane).map(not_fired::Unfired::from))
+        .collect();
+    let gaps = (unfired.iter())
+        .filter(|u| u.leaves_untested)
+        .map(|u| u.said.clone())
+        .collect();
+    (unfired.into_iter().map(|u| u.said).collect(), gaps)
 }
 
 fn report(
@@ -496,6 +504,7 @@ fn report(
     // The plan the engine ran by: the one copy of it, so the report cannot describe another.
     let plan = &engine.config().kills;
     let derived = judged(inspection, lane.completed());
+    let (not_fired, not_fired_gaps) = lane_not_fired(engine, index, inspection.rows);
     let mut lane_lines: Vec<&crate::engine::Entry> = (engine.timeline().iter())
         .filter(|e| e.lane == Some(index) || e.lane.is_none())
         .collect();
@@ -565,7 +574,8 @@ fn report(
             .rows
             .filter(|_| index == 0)
             .map(|_| engine.rows_landings().clone()),
-        not_fired: lane_not_fired(engine, index, inspection.rows),
+        not_fired,
+        not_fired_gaps,
         points_announced: lane.points.announced.clone(),
         kills_after_points: lane.points.kills_after.clone(),
         queue_notes: inspection.queue_notes(),

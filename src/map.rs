@@ -21,7 +21,7 @@ use crate::task::task_id;
 use crate::verdict::Status;
 use crate::worker::{CrashAt, CrashPoint, Strategy};
 
-pub use self::junit::band_case;
+pub use self::junit::{band_case, whole_map_case};
 pub use self::layout::{Columns, Layout, MapCell};
 pub use self::tested::{Tally, Tested, account, not_tested_note};
 
@@ -192,14 +192,14 @@ impl Cell {
         self.kill
     }
 
-    /// The verdict in a word or two: right, DUPLICATED n, MISSING n, NOT TESTED, WRONG.
+    /// The verdict in a word or two: right, DUPLICATED n, MISSING n, UNTESTED, WRONG.
     #[must_use]
     pub fn verdict(&self) -> String {
         match self.outcome() {
             Outcome::Right => "right".to_string(),
             Outcome::Duplicated(n) => format!("DUPLICATED {n}"),
             Outcome::Missing(n) => format!("MISSING {n}"),
-            Outcome::Wrong if !self.killed => "NOT TESTED: the crash never fired".to_string(),
+            Outcome::Wrong if !self.killed => "UNTESTED: the crash never fired".to_string(),
             Outcome::Wrong => format!("WRONG ({})", self.derived_status.label()),
         }
     }
@@ -555,7 +555,7 @@ mod tests {
         assert_eq!(cells[1].outcome(), Outcome::Missing(2));
         assert!(cells[2].is_right());
         assert_eq!(untested.outcome(), Outcome::Wrong);
-        assert!(untested.figures().contains("NOT TESTED"));
+        assert!(untested.figures().contains("UNTESTED"));
         let summary = summarize(&plan, &cells);
         assert_eq!(summary[0].duplicated, 1);
         assert_eq!(summary[0].missing, 1);

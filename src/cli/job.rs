@@ -120,6 +120,7 @@ impl ExecArgs {
                         .checkpoint_key
                         .clone()
                         .unwrap_or_else(|| self.key.clone()),
+                    guessed: false,
                 }
             }),
         };

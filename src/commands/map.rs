@@ -183,7 +183,9 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
         crate::junit::write(
             path,
             "reclaim map",
-            &junit_cases(&plan, &cells, args.strict),
+            &(junit_cases(&plan, &cells, args.strict).into_iter())
+                .chain(crate::map::whole_map_case("map", &judged))
+                .collect::<Vec<_>>(),
         )
         .context(|| format!("cannot write --junit {}", path.display()))?;
     }

@@ -136,7 +136,9 @@ pub(super) fn run(
     let bands = crate::exec_map::bands(&points, messages);
     let judged = judge(&cells, left, &seen_wrong, args.strict);
     if let Some(path) = &junit {
-        let cases = junit_cases(&bands, &cells, &seen_wrong, args.strict);
+        let cases: Vec<_> = (junit_cases(&bands, &cells, &seen_wrong, args.strict).into_iter())
+            .chain(crate::map::whole_map_case("map.exec", &judged))
+            .collect();
         crate::junit::write(path, "reclaim map --exec", &cases)
             .context(|| format!("cannot write --junit {}", path.display()))?;
     }

@@ -184,33 +184,45 @@ fn result(
     )
 }
 
+/// Whose worker is on trial: reclaim's strategy, or the user's job (its checkpoint table
+/// guessed as `checkpoints` unless named, its vendor, its database's name checked).
+fn worker_of(
+    args: &ProveArgs,
+    server: Option<&crate::warehouse::Server>,
+) -> Result<LaneWorker, Error> {
+    Ok(
+        match (args.job.to_job_on(args.items, server)?, args.strategy) {
+            (Some(mut job), _) => {
+                // The third test empties the job's checkpoint table: `checkpoints` unless named. The
+                // same table places each kill (before or after a checkpoint) when it is there.
+                if job.rows.checkpoints.is_none() {
+                    job.rows.checkpoints = Some(crate::store::rows::Checkpoints {
+                        table: CHECKPOINTS.into(),
+                        key: job.rows.key.clone(),
+                        guessed: true,
+                    });
+                }
+                // Each night's job is told its vendor, whose messages are judged beside its rows.
+                job.vendor = args.vendor.vendor.is_some();
+                let name = &args.db_name;
+                if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+                    return Err(Error::Refused(format!(
+                        "--db-name {name:?} must be a file name (each test makes its own folder)"
+                    )));
+                }
+                LaneWorker::Exec(Box::new(job))
+            }
+            (None, strategy) => LaneWorker::Strategy(strategy.unwrap_or(Strategy::Guarded)),
+        },
+    )
+}
+
 /// Runs `reclaim prove`.
 pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     // A queue read on the server (--keys-sql on PostgreSQL) needs the warehouse first.
     let early = super::open_for_keys(&args.job, &args.warehouse.warehouse, || open_night(args))?;
     let server = early.as_ref().map(|night| &night.server);
-    let worker = match (args.job.to_job_on(args.items, server)?, args.strategy) {
-        (Some(mut job), _) => {
-            // The third test empties the job's checkpoint table: `checkpoints` unless named. The
-            // same table places each kill (before or after a checkpoint) when it is there.
-            if job.rows.checkpoints.is_none() {
-                job.rows.checkpoints = Some(crate::store::rows::Checkpoints {
-                    table: CHECKPOINTS.into(),
-                    key: job.rows.key.clone(),
-                });
-            }
-            // Each night's job is told its vendor, whose messages are judged beside its rows.
-            job.vendor = args.vendor.vendor.is_some();
-            let name = &args.db_name;
-            if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-                return Err(Error::Refused(format!(
-                    "--db-name {name:?} must be a file name (each test makes its own folder)"
-                )));
-            }
-            LaneWorker::Exec(Box::new(job))
-        }
-        (None, strategy) => LaneWorker::Strategy(strategy.unwrap_or(Strategy::Guarded)),
-    };
+    let worker = worker_of(args, server)?;
     let junit = args
         .junit
         .as_deref()
@@ -328,23 +340,7 @@ fn finish(
             .context(|| format!("cannot write --junit {}", path.display()))?;
     }
     if args.json {
-        let mut value = serde_json::to_value(report).map_err(Error::json("the trial's report"))?;
-        let judgement =
-            serde_json::to_value(&judged).map_err(Error::json("the trial's judgement"))?;
-        if let Some(object) = value.as_object_mut() {
-            object.insert(
-                "outcome".into(),
-                judged.outcome.mark().to_lowercase().into(),
-            );
-            object.insert(
-                "untested".into(),
-                (judged.untested.iter())
-                    .map(|e| e.said.clone())
-                    .collect::<Vec<_>>()
-                    .into(),
-            );
-            object.insert("judgement".into(), judgement);
-        }
+        let value = super::run_report::with_judgement(report, &judged)?;
         let _ = writeln!(out, "{value}");
     } else {
         print_summary(report, args.strict, out);
@@ -374,7 +370,7 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
     // work instead, each once its attempt has written 1..=N rows since its spawn (N = items /
     // (kills + 1)), so each lands after a commit at any load, and the same seed draws the same.
     let rows = (prover.worker.job().is_some())
-        .then(|| (1, (args.items / (u64::from(args.kills) + 1)).max(1)));
+        .then(|| (1, (prover.items / (u64::from(args.kills) + 1)).max(1)));
     let mut reports = Vec::new();
     for run in 0..3 {
         let mut lane = prover.lane("kill-test", 1, None, prover.delay)?;
@@ -406,37 +402,15 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
         })
         .collect::<Vec<_>>()
         .join("; ");
-    // A run that no kill reached is an undisturbed run: it proves nothing about restarts.
-    let unkilled: Vec<String> = reports
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.kills == 0)
-        .map(|(i, _)| format!("run {}", i + 1))
-        .collect();
-    // A run whose every kill came before its attempt's first commit had nothing committed at
-    // stake: to the rows it was an undisturbed run too (a slow start, under load, can eat the
-    // whole window).
-    let early: Vec<String> = reports
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.kills > 0 && r.kills_in_window.after_a_commit() == 0)
-        .map(|(i, _)| format!("run {}", i + 1))
-        .collect();
-    let mut why = Vec::new();
-    if !unkilled.is_empty() {
-        why.push(format!(
-            "in {}, the job finished before the first of its {} planned kills, so none landed; use more --items or a larger --delay-ms",
-            unkilled.join(", "),
+    // A kill that never fired, or kills that all came before their attempt's first commit, are
+    // the night's account's to say (`windows_account`, over the three runs); a test none of
+    // whose runs was killed at all says how to give the kills room.
+    let untested = reports.iter().all(|r| r.kills == 0).then(|| {
+        format!(
+            "in every run, the job finished before the first of its {} planned kills, so none landed; use more --items or a larger --delay-ms",
             args.kills
-        ));
-    }
-    if !early.is_empty() {
-        why.push(format!(
-            "in {}, every kill landed before the attempt's first commit, so no committed work was at stake (a slow start, or a loaded machine, can take the whole kill window); run it again, or place kills by rows with `reclaim run --kills N --kill-rows A..B`",
-            early.join(", ")
-        ));
-    }
-    let untested = (!why.is_empty()).then(|| why.join("; "));
+        )
+    });
     Ok(result(
         "kill test, three runs in a row",
         &reports.iter().collect::<Vec<_>>(),

@@ -27,11 +27,11 @@ pub(super) fn finish(report: &RunReport, args: &RunArgs, out: &mut dyn Write) ->
 /// A report as JSON, with the one rule's judgement beside its facts (`outcome`, `judgement`)
 /// and, as before, the sentences it left untested (`untested`).
 pub(super) fn with_judgement(
-    report: &RunReport,
+    report: &impl serde::Serialize,
     judged: &crate::verdict::account::Judgement,
 ) -> Result<serde_json::Value, Error> {
-    let mut value = serde_json::to_value(report).map_err(Error::json("the night's report"))?;
-    let judgement = serde_json::to_value(judged).map_err(Error::json("the night's judgement"))?;
+    let mut value = serde_json::to_value(report).map_err(Error::json("the report"))?;
+    let judgement = serde_json::to_value(judged).map_err(Error::json("the judgement"))?;
     if let Some(object) = value.as_object_mut() {
         object.insert(
             "outcome".into(),
@@ -188,8 +188,8 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
             ""
         };
         parts.push(format!(
-            "up to {} random kills placed by rows, each after {lo}..{hi} rows written since a spawn ({}{more}; seed {}{why})",
-            plan.random,
+            "up to {} placed by rows, each after {lo}..{hi} rows written since a spawn ({}{more}; seed {}{why})",
+            crate::text::count(u64::from(plan.random), "random kill", "random kills"),
             rows.join(", "),
             plan.seed
         ));
@@ -201,8 +201,8 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
             .collect();
         let more = if plan.random > 8 { ", ..." } else { "" };
         parts.push(format!(
-            "up to {} random kills placed by time, each {:.2}..{:.2}s after a spawn ({}{more}; seed {})",
-            plan.random,
+            "up to {} placed by time, each {:.2}..{:.2}s after a spawn ({}{more}; seed {})",
+            crate::text::count(u64::from(plan.random), "random kill", "random kills"),
             plan.window.0.as_secs_f64(),
             plan.window.1.as_secs_f64(),
             delays.join(", "),

@@ -43,7 +43,7 @@ impl RunReport {
         {
             account.push(account::Kind::Messages, said.clone());
         }
-        for said in &self.not_fired {
+        for said in &self.not_fired_gaps {
             account.push(account::Kind::NotFired, said.clone());
         }
         if self.judged == crate::store::inspect::Judged::Counts {

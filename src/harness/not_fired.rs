@@ -1,6 +1,23 @@
 //! What was planned and did not happen, said: each planned kill that never fired (by task, by
 //! message, by rows, replayed, random) and an own job's crash point it never reached.
 
+/// A planned action that did not happen, said; and whether that leaves the night untested.
+/// Random kills are "at most N": some of them finding the job finished is the plan kept, said
+/// as a figure, not a gap (none of them firing is one).
+pub(super) struct Unfired {
+    pub said: String,
+    pub leaves_untested: bool,
+}
+
+impl From<String> for Unfired {
+    fn from(said: String) -> Self {
+        Self {
+            said,
+            leaves_untested: true,
+        }
+    }
+}
+
 /// Each planned kill that never fired, said (the plan watches the first lane), and what came
 /// first: the job's end, or the night's (`completed` false: given up on, out of restarts).
 pub(super) fn not_fired(
@@ -8,7 +25,7 @@ pub(super) fn not_fired(
     queue: &crate::queue::Queue,
     rows: u64,
     completed: bool,
-) -> Vec<String> {
+) -> Vec<Unfired> {
     let first = if completed {
         "the job finished first"
     } else {
@@ -38,12 +55,16 @@ pub(super) fn not_fired(
             planned - fired_replayed
         ));
     }
+    let mut said: Vec<Unfired> = said.into_iter().map(Unfired::from).collect();
     let (planned, fired_random) = fired.random;
     if fired_random < planned {
-        said.push(format!(
-            "{} of {planned} random kills never fired: {first}",
-            planned - fired_random
-        ));
+        said.push(Unfired {
+            said: format!(
+                "{} of {planned} random kills never fired: {first}",
+                planned - fired_random
+            ),
+            leaves_untested: fired_random == 0 || !completed,
+        });
     }
     said
 }

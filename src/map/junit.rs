@@ -44,6 +44,22 @@ pub fn band_case(class: String, name: String, nights: &[(Tested, String)], stric
     }
 }
 
+/// The case for what a whole map failed beside its bands (left before it finished, or no
+/// night ran): the map's own judgement, so the file fails where the exit code does.
+#[must_use]
+pub fn whole_map_case(class: &str, judged: &crate::verdict::account::Judgement) -> Option<Case> {
+    let whole: Vec<&str> = (judged.wrong.iter())
+        .filter(|e| e.kind == Kind::NeverCompleted)
+        .map(|e| e.said.as_str())
+        .collect();
+    (!whole.is_empty()).then(|| Case {
+        class: class.to_string(),
+        name: "the whole map".into(),
+        outcome: CaseResult::Failed(format!("FAIL: {}", whole.join("; "))),
+        detail: whole.join("; "),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +98,18 @@ mod tests {
         );
         let empty = band_case("map.exec".into(), "after-commit".into(), &[], false);
         assert!(matches!(empty.outcome, CaseResult::Skipped(_)));
+    }
+
+    #[test]
+    fn a_map_left_before_it_finished_fails_its_file_as_its_exit_does() {
+        let tally = crate::map::Tally::default();
+        let left = crate::map::account(tally, 3, Some(5), "kill").judge(false);
+        let case = whole_map_case("map.exec", &left);
+        assert!(
+            matches!(&case, Some(Case { outcome: CaseResult::Failed(m), .. }) if m.contains("5 nights never ran")),
+            "{case:?}"
+        );
+        let whole = crate::map::account(tally, 3, None, "kill").judge(true);
+        assert_eq!(whole_map_case("map.exec", &whole), None);
     }
 }

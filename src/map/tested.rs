@@ -94,13 +94,13 @@ pub fn account(tally: Tally, nights: usize, left: Option<usize>, what: &str) -> 
     account
 }
 
-/// `; 3 not tested (the crash never fired; --strict fails them)`, or nothing.
+/// `; 3 untested (the crash never fired; --strict fails them)`, or nothing.
 #[must_use]
 pub fn not_tested_note(untested: usize, what: &str) -> String {
     if untested == 0 {
         return String::new();
     }
-    format!("; {untested} not tested (the {what} never fired; --strict fails them)")
+    format!("; {untested} untested (the {what} never fired; --strict fails them)")
 }
 
 #[cfg(test)]

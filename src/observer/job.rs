@@ -65,7 +65,12 @@ impl LastRead {
     #[must_use]
     pub fn beside(self, line: &str) -> Option<&'static str> {
         let lower = line.to_ascii_lowercase();
-        if !(lower.contains("database is locked") || lower.contains("busy")) {
+        // SQLite's own words for a lock (`database is locked`, `database is busy`, SQLITE_BUSY),
+        // not any line that says busy (`vendor busy (503), retrying`).
+        if !(lower.contains("database is locked")
+            || lower.contains("database is busy")
+            || lower.contains("sqlite_busy"))
+        {
             return None;
         }
         Some(match self {
@@ -342,8 +347,12 @@ pub(super) fn query_job(
         .map_err(failed)?;
     let checkpoints = match &source.checkpoints {
         Some(named) if table_exists(conn, &named.table).map_err(failed)? => {
-            RowSource::check_checkpoint_shape(named, conn, &db)?;
-            Some(read_job_checkpoints(conn, named, high_water.1).map_err(failed)?)
+            match RowSource::check_checkpoint_shape(named, conn, &db) {
+                Ok(()) => Some(read_job_checkpoints(conn, named, high_water.1).map_err(failed)?),
+                // A guessed table of another shape is not the job's checkpoints: unread.
+                Err(_) if named.guessed => None,
+                Err(error) => return Err(error),
+            }
         }
         _ => None,
     };
@@ -384,6 +393,20 @@ mod tests {
     use super::*;
     use crate::observer::{Observer, Poll};
     use crate::queue::Queue;
+
+    #[test]
+    fn only_sqlites_own_words_for_a_lock_get_a_note() {
+        for line in [
+            "Error: stepping, database is locked (5)",
+            "sqlite3.OperationalError: database is busy",
+            "rc=SQLITE_BUSY",
+        ] {
+            assert!(LastRead::Unlocked.beside(line).is_some(), "{line}");
+        }
+        for line in ["vendor busy (503), retrying", "the line is busy", "ok"] {
+            assert_eq!(LastRead::Unlocked.beside(line), None, "{line}");
+        }
+    }
 
     fn db_with(sql: &str) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

@@ -347,6 +347,7 @@ impl LaneFile {
                 .map(|table| crate::store::rows::Checkpoints {
                     table: table.clone(),
                     key: rows.key.clone(),
+                    guessed: false,
                 });
         let rows = crate::store::rows::RowSource {
             checkpoints,

@@ -32,6 +32,10 @@ pub struct RowSource {
 pub struct Checkpoints {
     pub table: String,
     pub key: String,
+    /// reclaim's guess (prove's `checkpoints`, keyed by `--key`), not named by the user: a
+    /// table of that name without the key column is someone else's table, left unread, never
+    /// a reason to stop the night.
+    pub guessed: bool,
 }
 
 impl Default for RowSource {

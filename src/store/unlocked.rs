@@ -89,10 +89,16 @@ impl Before {
         if self.writing || journal_live(path) {
             return false;
         }
-        let Ok(Some((file, header))) = header(path) else {
+        // The writer's locks before the counter, as the module's header says: a writer with
+        // no journal file (MEMORY, OFF) that moves the counter and lets go of its lock between
+        // two looks taken the other way round would pass both.
+        let Ok(Some(file)) = open_database(path) else {
             return false;
         };
-        !writer_locked(&file) && counter_of(&header) == self.counter
+        if writer_locked(&file) {
+            return false;
+        }
+        matches!(read_header(&file, path), Ok(Some(header)) if counter_of(&header) == self.counter)
     }
 }
 
@@ -111,23 +117,33 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
 /// The file, still open for `writer_locked`, and its 100-byte header; `None` while there is
 /// no whole header (no file, an empty one, or its first page still being written).
 fn header(path: &Path) -> Result<Option<(File, [u8; 100])>, StoreError> {
+    let Some(file) = open_database(path)? else {
+        return Ok(None);
+    };
+    Ok(read_header(&file, path)?.map(|header| (file, header)))
+}
+
+/// The database file, opened to read (`None` while there is none).
+fn open_database(path: &Path) -> Result<Option<File>, StoreError> {
     // Non-blocking, and judged by what was opened, as `check_header`: a FIFO in the file's
     // place must not hang a poll.
-    let file = match File::options()
+    match File::options()
         .read(true)
         .custom_flags(OFlag::O_NONBLOCK.bits())
         .open(path)
     {
-        Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => file,
-        Ok(_) => return Err(StoreError::NotSqlite(path.to_path_buf())),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => {
-            return Err(StoreError::Sqlite {
-                path: path.to_path_buf(),
-                source: rusqlite::Error::InvalidPath(PathBuf::from(error.to_string())),
-            });
-        }
-    };
+        Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => Ok(Some(file)),
+        Ok(_) => Err(StoreError::NotSqlite(path.to_path_buf())),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source: rusqlite::Error::InvalidPath(PathBuf::from(error.to_string())),
+        }),
+    }
+}
+
+/// The file's 100-byte header; `None` while it is not whole yet.
+fn read_header(file: &File, path: &Path) -> Result<Option<[u8; 100]>, StoreError> {
     let mut header = [0u8; 100];
     let mut read = 0;
     while read < header.len() {
@@ -140,7 +156,7 @@ fn header(path: &Path) -> Result<Option<(File, [u8; 100])>, StoreError> {
     if read >= SQLITE_HEADER.len() && header[..SQLITE_HEADER.len()] != SQLITE_HEADER[..] {
         return Err(StoreError::NotSqlite(path.to_path_buf()));
     }
-    Ok((read == header.len()).then_some((file, header)))
+    Ok((read == header.len()).then_some(header))
 }
 
 fn counter_of(header: &[u8; 100]) -> u32 {

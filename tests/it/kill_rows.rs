@@ -307,7 +307,7 @@ fn an_exec_jobs_random_kills_are_placed_by_rows_unless_a_window_is_given() {
     assert!(
         timed
             .stdout
-            .contains("up to 1 random kills placed by time, each 0.20..0.90s after a spawn"),
+            .contains("up to 1 random kill placed by time, each 0.20..0.90s after a spawn"),
         "{}",
         timed.stdout
     );

@@ -128,3 +128,21 @@ fn a_cursor_progress_table_places_no_kill_and_says_why() {
     assert_eq!(windows["unplaced-checkpoints-not-keyed"], true, "{json}");
     assert_eq!(windows["after-row-commit"], 0, "{json}");
 }
+
+/// prove guesses a table named `checkpoints` keyed by `--key` when none is named: a job's own
+/// table of that name and another shape is not refused, nor read as checkpoints.
+#[test]
+fn prove_leaves_a_table_named_checkpoints_of_another_shape_alone() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let job = dir.path().join("own_checkpoints_job.py");
+    std::fs::write(&job, CURSOR_JOB.replace("progress", "checkpoints"))
+        .unwrap_or_else(|e| panic!("write: {e}"));
+    let command = format!("{} {}", crate::common::python3(), job.display());
+    let args = [
+        "prove", "--exec", &command, "--items", "20", "--seed", "3", "--kills", "1",
+    ];
+    let run = reclaim_within(&args, &[("TMPDIR", dir.path())], Duration::from_secs(300));
+    assert_ne!(run.code, Some(2), "{}\n{}", run.stdout, run.stderr);
+    assert!(!run.stderr.contains("has no column"), "{}", run.stderr);
+    assert!(run.stdout.contains("outcome: "), "{}", run.stdout);
+}

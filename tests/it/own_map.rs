@@ -292,7 +292,7 @@ fn a_cell_whose_point_is_never_reached_is_not_tested_and_fails_only_under_strict
         let run = Run::from_output(&args.join(" "), &output);
         let json = json_of(&run);
         assert_eq!(run.code, Some(code), "strict={strict}: {json}");
-        // Never right: said not tested, whether or not it fails the map.
+        // Never right: said untested, whether or not it fails the map.
         assert_eq!(json["all_right"], false, "{json}");
         assert_eq!(json["not_tested"], 1, "{json}");
         assert_eq!(json["cells"][0]["killed"], false, "{json}");
@@ -306,7 +306,7 @@ fn a_cell_whose_point_is_never_reached_is_not_tested_and_fails_only_under_strict
     let run = Run::from_output(&args.join(" "), &output);
     assert!(
         run.stdout
-            .contains("0 cells wrong; 1 not tested (the kill never fired; --strict fails them)"),
+            .contains("0 cells wrong; 1 untested (the kill never fired; --strict fails them)"),
         "{}",
         run.stdout
     );
