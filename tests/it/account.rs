@@ -465,3 +465,42 @@ fn map_exec_with_a_vendor_finds_the_email_jobs_doubled_messages() {
     let xml = fs::read_to_string(&junit).unwrap_or_else(|e| panic!("{e}"));
     assert!(xml.contains("<failure"), "{xml}");
 }
+
+#[test]
+fn prove_places_its_kills_by_the_listed_queue_not_the_default_items() {
+    let tmp = tempdir();
+    // 25 keys from a file: kills drawn for 200 items (after 1..50 rows) would mostly find the
+    // job done; drawn for 25 (after 1..6 rows), each of the three runs takes its three.
+    let keys = tmp.path().join("keys.txt");
+    let listed: String = (0..25)
+        .map(|i| format!("INV-2026-{:06}\n", i * 7))
+        .collect();
+    fs::write(&keys, listed).unwrap_or_else(|e| panic!("{e}"));
+    let command = format!("{} {}", python3(), example("orders_job.py"));
+    let args = [
+        "prove",
+        "--exec",
+        &command,
+        "--table",
+        "orders",
+        "--key",
+        "order_id",
+        "--keys-from",
+        path_arg(&keys),
+        "--checkpoint-table",
+        "settled",
+        "--seed",
+        "7",
+        "--json",
+    ];
+    let run = reclaim_in_dir(tmp.path(), &args, LIMIT);
+    let json = json_of(&run);
+    let detail = json["tests"][0]["detail"].as_str().unwrap_or_default();
+    assert_eq!(detail.matches("(3 kills)").count(), 3, "{detail}\n{json}");
+    assert!(
+        json["tests"][0]["not_fired"]
+            .as_array()
+            .is_some_and(Vec::is_empty),
+        "{json}"
+    );
+}
