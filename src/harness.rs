@@ -66,6 +66,9 @@ pub struct RunReport {
     /// A job's checkpoint seen committed before its row (`Observer::checkpoint_before_row`).
     #[serde(skip)]
     pub checkpoint_before_row: Option<String>,
+    /// A job's row seen committed before its checkpoint (`Observer::row_before_checkpoint`).
+    #[serde(skip)]
+    pub row_before_checkpoint: Option<String>,
     pub restarts: u32,
     /// Distinct `run_id` values among the rows: how many worker processes wrote any (absent
     /// for someone else's job, whose rows carry no run id).
@@ -524,6 +527,7 @@ fn report(
         kills: lane.kills,
         kills_in_window: lane.kills_in_window,
         checkpoint_before_row: lane.observer.checkpoint_before_row.clone(),
+        row_before_checkpoint: lane.observer.row_before_checkpoint.clone(),
         restarts: lane.restarts,
         runs: lane.config.worker.strategy().map(|_| inspection.runs),
         started_before_first_done: engine

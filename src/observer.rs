@@ -91,6 +91,10 @@ pub struct Observer {
     /// a checkpoint before its row, and a kill between the two loses that item on a resume
     /// that trusts the checkpoint.
     pub checkpoint_before_row: Option<String>,
+    /// The first key seen with its row and no checkpoint, in one read of both, once the
+    /// checkpoint table holds keys of the queue: the job commits a row before its checkpoint,
+    /// so `after-row-commit` is a window of this job (a kill there redoes the item).
+    pub row_before_checkpoint: Option<String>,
     /// The external job's table has been seen: a night that ends without it had it dropped,
     /// not never made.
     pub table_seen: bool,
@@ -133,6 +137,7 @@ impl Observer {
             checkpoints_seen: false,
             follows: job::Follows::Keys,
             checkpoint_before_row: None,
+            row_before_checkpoint: None,
             last_run: None,
             writers: 0,
             restarted_at_zero: false,

@@ -106,6 +106,22 @@ pub fn windows_account(reports: &[&RunReport]) -> Account {
         }
         None => {}
     }
+    // A job of the user's seen committing a row before its checkpoint has after-row-commit as
+    // a window of its own: a kill there makes the restart do that item again.
+    if first.strategy.is_none()
+        && windows.get(crate::engine::KillWindow::AfterRowCommit) == 0
+        && let Some(key) = killing
+            .iter()
+            .find_map(|r| r.row_before_checkpoint.as_deref())
+    {
+        account.push(
+            never_hit,
+            format!(
+                "the job commits a row before its checkpoint (seen: {} had its row and no checkpoint), and no kill landed between the two (after-row-commit), where a restart does that item again",
+                crate::text::escape_controls(key)
+            ),
+        );
+    }
     let unhit: Vec<String> = (announced.iter())
         .filter(|(point, _)| {
             let killed_there = at_points.get(*point).copied().unwrap_or(0);

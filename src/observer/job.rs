@@ -244,6 +244,8 @@ impl super::Observer {
                 let complete = !limited(new_rows.len())
                     && checkpoints.as_ref().is_none_or(|c| !limited(c.rows.len()));
                 let mut checkpointed_now = Vec::new();
+                let with_checkpoints = checkpoints.is_some();
+                let mut new_indexes = Vec::new();
                 if let Some(checkpoints) = checkpoints {
                     self.checkpoints_seen = true;
                     checkpointed_now = self.apply_checkpoints(checkpoints);
@@ -253,6 +255,7 @@ impl super::Observer {
                     self.rows += 1;
                     poll.new_rows += 1;
                     let index = key.as_deref().and_then(|k| self.queue.index_of(k));
+                    new_indexes.extend(index);
                     self.last_key.clone_from(&key);
                     // Without a run id, a second row for the first key, once the job had gone
                     // past it, is the restart at item zero (a kill at the first key, redone, is
@@ -273,6 +276,17 @@ impl super::Observer {
                     self.checkpoint_before_row = checkpointed_now
                         .into_iter()
                         .find(|&index| !self.seen.get(index))
+                        .map(|index| self.queue.key(index));
+                }
+                // And a new row whose checkpoint is not there was committed first; only once
+                // the table holds keys of the queue (a cursor's row names none).
+                if complete
+                    && with_checkpoints
+                    && self.checkpoints > 0
+                    && self.row_before_checkpoint.is_none()
+                {
+                    self.row_before_checkpoint = (new_indexes.into_iter())
+                        .find(|&index| !self.checkpointed.get(index))
                         .map(|index| self.queue.key(index));
                 }
                 complete

@@ -504,3 +504,75 @@ fn prove_places_its_kills_by_the_listed_queue_not_the_default_items() {
         "{json}"
     );
 }
+
+/// A job committing its row, then 50 ms later its checkpoint (`apart`), or both in one
+/// transaction; it announces `after-commit` after both.
+fn row_first_job(dir: &Path, apart: bool) -> String {
+    let job = dir.join("row_first.py");
+    fs::write(
+        &job,
+        r#"import os, sqlite3, sys, time
+sys.path.insert(0, os.environ["POINTS_DIR"])
+from reclaim_point import point
+c = sqlite3.connect(os.environ["RECLAIM_DB"], isolation_level=None, timeout=30)
+c.execute("CREATE TABLE IF NOT EXISTS records(task_id TEXT PRIMARY KEY)")
+c.execute("CREATE TABLE IF NOT EXISTS checkpoints(task_id TEXT PRIMARY KEY)")
+done = {r[0] for r in c.execute("SELECT task_id FROM checkpoints")}
+for i in range(int(os.environ["RECLAIM_ITEMS"])):
+    key = "task-%03d" % i
+    if key in done:
+        continue
+    c.execute("BEGIN IMMEDIATE")
+    c.execute("INSERT OR IGNORE INTO records VALUES (?)", (key,))
+    if os.environ["APART"] == "1":
+        c.execute("COMMIT")
+        time.sleep(0.05)
+        c.execute("BEGIN IMMEDIATE")
+    c.execute("INSERT INTO checkpoints VALUES (?)", (key,))
+    c.execute("COMMIT")
+    point("after-commit", key)
+"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    format!(
+        "APART={} POINTS_DIR={} {} {}",
+        u8::from(apart),
+        path_arg(&examples),
+        python3(),
+        path_arg(&job)
+    )
+}
+
+#[test]
+fn a_row_seen_before_its_checkpoint_makes_after_row_commit_a_window_to_hit() {
+    let tmp = tempdir();
+    for apart in [true, false] {
+        let dir = tmp.path().join(format!("apart-{apart}"));
+        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let job = row_first_job(&dir, apart);
+        let extra = [
+            "--items",
+            "8",
+            "--checkpoint-table",
+            "checkpoints",
+            "--crash-at",
+            "task-003:after-commit",
+            "--json",
+        ];
+        let (run, _) = run_exec(&dir, &job, &extra);
+        let json = json_of(&run);
+        let untested = json["untested"].to_string();
+        assert_eq!(
+            untested.contains("the job commits a row before its checkpoint"),
+            apart,
+            "apart={apart}: {json}\n{}",
+            run.stderr
+        );
+        assert_eq!(
+            json["outcome"],
+            if apart { "untested" } else { "pass" },
+            "{json}"
+        );
+    }
+}
