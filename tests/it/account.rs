@@ -472,9 +472,8 @@ fn prove_places_its_kills_by_the_listed_queue_not_the_default_items() {
     // 25 keys from a file: kills drawn for 200 items (after 1..50 rows) would mostly find the
     // job done; drawn for 25 (after 1..6 rows), each of the three runs takes its three.
     let keys = tmp.path().join("keys.txt");
-    let listed: String = (0..25)
-        .map(|i| format!("INV-2026-{:06}\n", i * 7))
-        .collect();
+    let listed: Vec<String> = (0..25).map(|i| format!("INV-2026-{:06}", i * 7)).collect();
+    let listed = listed.join("\n") + "\n";
     fs::write(&keys, listed).unwrap_or_else(|e| panic!("{e}"));
     let command = format!("{} {}", python3(), example("orders_job.py"));
     let args = [
