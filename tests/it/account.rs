@@ -100,37 +100,44 @@ fn every_kill_before_the_first_commit_is_untested_and_fails_only_under_strict() 
     assert_eq!(run.code, Some(1));
 }
 
-/// A two-commit job (its row, then its checkpoint) that announces both points.
-fn two_commit_announcer(dir: &Path) -> String {
-    let job = dir.join("two.py");
-    fs::write(
-        &job,
+/// A job of `records` and `checkpoints` keyed by task id, through examples/reclaim_point.py,
+/// doing `item` (Python, indented four spaces, `key` in hand) for each key not checkpointed;
+/// the command that runs it, with `env` first.
+fn point_job(dir: &Path, name: &str, env: &str, item: &str) -> String {
+    let job = dir.join(name);
+    let text = format!(
         r#"import os, sqlite3, sys, time
 sys.path.insert(0, os.environ["POINTS_DIR"])
 from reclaim_point import point
 c = sqlite3.connect(os.environ["RECLAIM_DB"], isolation_level=None, timeout=30)
 c.execute("CREATE TABLE IF NOT EXISTS records(task_id TEXT PRIMARY KEY)")
 c.execute("CREATE TABLE IF NOT EXISTS checkpoints(task_id TEXT PRIMARY KEY)")
-done = {r[0] for r in c.execute("SELECT task_id FROM checkpoints")}
+done = {{r[0] for r in c.execute("SELECT task_id FROM checkpoints")}}
 for i in range(int(os.environ["RECLAIM_ITEMS"])):
     key = "task-%03d" % i
     if key in done:
         continue
-    c.execute("INSERT OR IGNORE INTO records VALUES (?)", (key,))
-    point("after-row-commit", key)
-    c.execute("INSERT INTO checkpoints VALUES (?)", (key,))
-    point("after-commit", key)
-    time.sleep(0.005)
-"#,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+{item}"#
+    );
+    fs::write(&job, text).unwrap_or_else(|e| panic!("{e}"));
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     format!(
-        "POINTS_DIR={} {} {}",
+        "{env} POINTS_DIR={} {} {}",
         path_arg(&examples),
         python3(),
         path_arg(&job)
     )
+}
+
+/// A two-commit job (its row, then its checkpoint) that announces both points.
+fn two_commit_announcer(dir: &Path) -> String {
+    let item = r#"    c.execute("INSERT OR IGNORE INTO records VALUES (?)", (key,))
+    point("after-row-commit", key)
+    c.execute("INSERT INTO checkpoints VALUES (?)", (key,))
+    point("after-commit", key)
+    time.sleep(0.005)
+"#;
+    point_job(dir, "two.py", "", item)
 }
 
 #[test]
@@ -189,26 +196,11 @@ fn a_window_the_job_announced_and_no_kill_reached_fails_under_strict() {
 #[test]
 fn a_checkpoint_seen_before_its_row_fails_without_strict() {
     let tmp = tempdir();
-    let job = tmp.path().join("first.py");
-    fs::write(
-        &job,
-        r#"import os, sqlite3, time
-c = sqlite3.connect(os.environ["RECLAIM_DB"], isolation_level=None, timeout=30)
-c.execute("PRAGMA journal_mode=WAL")
-c.execute("CREATE TABLE IF NOT EXISTS records(task_id TEXT PRIMARY KEY)")
-c.execute("CREATE TABLE IF NOT EXISTS checkpoints(task_id TEXT PRIMARY KEY)")
-done = {r[0] for r in c.execute("SELECT task_id FROM checkpoints")}
-for i in range(int(os.environ["RECLAIM_ITEMS"])):
-    key = "task-%03d" % i
-    if key in done:
-        continue
-    c.execute("INSERT INTO checkpoints VALUES (?)", (key,))
+    let item = r#"    c.execute("INSERT INTO checkpoints VALUES (?)", (key,))
     time.sleep(0.05)
     c.execute("INSERT INTO records VALUES (?)", (key,))
-"#,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let command = format!("{} {}", python3(), path_arg(&job));
+"#;
+    let command = point_job(tmp.path(), "first.py", "", item);
     // No kill at all: the night held, and still the danger was seen.
     let extra = ["--items", "10", "--checkpoint-table", "checkpoints"];
     let (run, _) = run_exec(tmp.path(), &command, &extra);
@@ -507,21 +499,7 @@ fn prove_places_its_kills_by_the_listed_queue_not_the_default_items() {
 /// A job committing its row, then 50 ms later its checkpoint (`apart`), or both in one
 /// transaction; it announces `after-commit` after both.
 fn row_first_job(dir: &Path, apart: bool) -> String {
-    let job = dir.join("row_first.py");
-    fs::write(
-        &job,
-        r#"import os, sqlite3, sys, time
-sys.path.insert(0, os.environ["POINTS_DIR"])
-from reclaim_point import point
-c = sqlite3.connect(os.environ["RECLAIM_DB"], isolation_level=None, timeout=30)
-c.execute("CREATE TABLE IF NOT EXISTS records(task_id TEXT PRIMARY KEY)")
-c.execute("CREATE TABLE IF NOT EXISTS checkpoints(task_id TEXT PRIMARY KEY)")
-done = {r[0] for r in c.execute("SELECT task_id FROM checkpoints")}
-for i in range(int(os.environ["RECLAIM_ITEMS"])):
-    key = "task-%03d" % i
-    if key in done:
-        continue
-    c.execute("BEGIN IMMEDIATE")
+    let item = r#"    c.execute("BEGIN IMMEDIATE")
     c.execute("INSERT OR IGNORE INTO records VALUES (?)", (key,))
     if os.environ["APART"] == "1":
         c.execute("COMMIT")
@@ -530,16 +508,12 @@ for i in range(int(os.environ["RECLAIM_ITEMS"])):
     c.execute("INSERT INTO checkpoints VALUES (?)", (key,))
     c.execute("COMMIT")
     point("after-commit", key)
-"#,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    format!(
-        "APART={} POINTS_DIR={} {} {}",
-        u8::from(apart),
-        path_arg(&examples),
-        python3(),
-        path_arg(&job)
+"#;
+    point_job(
+        dir,
+        "row_first.py",
+        &format!("APART={}", u8::from(apart)),
+        item,
     )
 }
 
