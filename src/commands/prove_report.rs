@@ -37,7 +37,8 @@ pub struct TestResult {
     pub kills_in_window: KillWindows,
     /// What a failure means, from the postmortem's symptom table.
     pub lessons: Vec<String>,
-    /// Kills this test's nights planned that never fired (also in `account`).
+    /// Kills this test's nights planned that never fired (in `account` too where that leaves
+    /// the test untested: random kills some of which fired do not).
     pub not_fired: Vec<String>,
 }
 
