@@ -1,7 +1,8 @@
 //! What a map's cells tested, and what the map says of them: right, wrong or nothing (a kill
-//! that never fired), counted alike for reclaim's map and an own job's, and whether the map holds.
+//! that never fired), counted alike for reclaim's map and an own job's, and the whole map's
+//! account, which the one rule (`verdict::account`) judges.
 
-use crate::verdict::account::{Account, Kind, Outcome};
+use crate::verdict::account::{Account, Kind};
 
 /// What a cell's night tested, for the map's exit: right, wrong, or nothing (its kill never
 /// fired and the rows are otherwise right: never counted right, failed only by `--strict`).
@@ -42,18 +43,6 @@ impl Tally {
             wrong: t.wrong + usize::from(cell == Tested::Wrong),
             untested: t.untested + usize::from(cell == Tested::Nothing),
         })
-    }
-}
-
-impl Tested {
-    /// The one rule's outcome of a cell: right passes, wrong fails, nothing is untested.
-    #[must_use]
-    pub fn outcome(self) -> Outcome {
-        match self {
-            Self::Right => Outcome::Pass,
-            Self::Wrong => Outcome::Fail,
-            Self::Nothing => Outcome::Untested,
-        }
     }
 }
 
