@@ -62,10 +62,11 @@ impl RunReport {
 }
 
 /// Where the kills of `reports` (the nights of one test) landed, judged together: each window
-/// that can break the job and that no kill of any of them reached (its strategy's; for a job of the
-/// user's with a vendor, between a message's send and its record; each point the job announced), kills that
-/// all landed before their attempt's first commit, and kills that could not be placed. Only
-/// nights that set out to kill are asked.
+/// that can break the job and that no kill of any of them reached (its strategy's; for a job of
+/// the user's, between a message's send and its record when it has a vendor, and between a row
+/// and its checkpoint once seen apart; each point the job announced), kills that all landed
+/// before their attempt's first commit, and kills that could not be placed. Only nights that
+/// set out to kill are asked.
 #[must_use]
 pub fn windows_account(reports: &[&RunReport]) -> Account {
     let mut account = Account::new();
