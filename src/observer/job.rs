@@ -59,6 +59,12 @@ pub enum LastRead {
     WalReader,
 }
 
+/// Whether the database's `-wal` is there without a frame past its 32-byte header: a log just
+/// made, that no commit has gone into yet. Its size is looked at, nothing opened.
+fn wal_just_made(db: &Path) -> bool {
+    std::fs::metadata(crate::paths::with_suffix(db, "-wal")).is_ok_and(|m| m.len() <= 32)
+}
+
 impl LastRead {
     /// What reclaim can say beside a line of the job's that names a lock (`database is locked`,
     /// `busy`): whether its own reads could have held it. `None` for any other line.
@@ -78,7 +84,7 @@ impl LastRead {
                 "reclaim held no lock on the database (its reads take none), so the lock was the job's own or another process's"
             }
             Self::WalReader => {
-                "reclaim reads this WAL database as a reader, whose lock never stops a commit (only a change of journal mode or an exclusive lock), so the lock was most likely the job's own or another process's"
+                "reclaim reads this WAL database as a reader, never a log the job has just made and not yet committed in (a first reader's index build would lock it a moment), and a reader's lock never stops a commit (only a change of journal mode or an exclusive lock), so the lock was most likely the job's own or another process's"
             }
         })
     }
@@ -115,6 +121,15 @@ impl super::Observer {
             };
             if !before.wal {
                 return self.poll_job_unlocked(source, before, (files, now));
+            }
+            // The first reader of a log just made builds its index, holding the log's recovery
+            // lock while it does, and a job's write then fails at once without a busy timeout
+            // (seen: the sqlite3 shell's line after its `PRAGMA journal_mode=WAL`). A log there
+            // but without a frame yet is the job's to start: reclaim reads once it has committed
+            // in it. (No log at all is a database whose log was checkpointed away on its last
+            // close: read as before.)
+            if wal_just_made(&self.db) {
+                return Ok(Poll::default());
             }
             self.conn = rows::open_following(&self.db)?;
         }
