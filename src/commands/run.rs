@@ -496,15 +496,15 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         }
     })?;
     // One account per lane, one rule; the night fails if any lane's outcome does.
+    let accounts: Vec<_> = reports.iter().map(RunReport::account).collect();
     let mut account = crate::verdict::account::Account::new();
-    for (name, report) in names.iter().zip(&reports) {
-        account.absorb(&report.account(), &format!("{name}: "));
+    for (name, lane) in names.iter().zip(&accounts) {
+        account.absorb(lane, &format!("{name}: "));
     }
     let judged = account.judge(args.strict);
     if args.json {
-        for (name, report) in names.iter().zip(&reports) {
-            let mut value =
-                super::run_report::with_judgement(report, &report.account().judge(args.strict))?;
+        for ((name, report), lane) in names.iter().zip(&reports).zip(&accounts) {
+            let mut value = super::run_report::with_judgement(report, &lane.judge(args.strict))?;
             if let Some(object) = value.as_object_mut() {
                 object.insert("lane".into(), name.clone().into());
             }

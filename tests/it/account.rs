@@ -7,30 +7,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::common::{Run, json_of, number, path_arg, python3, reclaim_in_dir};
+use crate::common::{Run, example, json_of, number, path_arg, python3, reclaim_in_dir, tempdir};
 
 /// A hang guard, not a timing assertion.
 const LIMIT: Duration = Duration::from_secs(180);
 
-fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temporary folder: {e}"))
-}
-
-fn example(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples")
-        .join(name);
-    assert!(path.is_file(), "{} is shipped", path.display());
-    path.display().to_string()
-}
-
 /// `reclaim run --exec CMD` on a new database in `dir`, with `extra` flags.
 fn run_exec(dir: &Path, command: &str, extra: &[&str]) -> (Run, PathBuf) {
-    let db = dir.join("night").join("warehouse.db");
-    fs::create_dir_all(db.parent().unwrap_or(dir)).unwrap_or_else(|e| panic!("{e}"));
-    let mut args = vec!["run", "--exec", command, "--db", path_arg(&db)];
-    args.extend_from_slice(extra);
-    (reclaim_in_dir(dir, &args, LIMIT), db)
+    crate::common::run_exec_within(dir, command, extra, LIMIT)
 }
 
 /// A job that loses the item in hand at each restart (it trusts a checkpoint it commits before

@@ -214,10 +214,17 @@ pub(crate) fn duplicated_ids(conn: &Connection) -> Vec<String> {
 /// a user would check a night; `None` when the shell is not installed.
 pub(crate) fn rows_by_sqlite3(db: &Path, table: &str, key: &str) -> Option<(u64, u64)> {
     let sql = format!("SELECT count(*), count(DISTINCT {key}) FROM {table}");
+    let numbers = numbers_by_sqlite3(db, &sql, 2)?;
+    Some((numbers[0], numbers[1]))
+}
+
+/// The `width` numbers of `sql`'s one row as the `sqlite3` shell prints them, the database
+/// opened read-only; `None` when the shell is not installed.
+pub(crate) fn numbers_by_sqlite3(db: &Path, sql: &str, width: usize) -> Option<Vec<u64>> {
     let output = Command::new("sqlite3")
         .arg("-readonly")
         .arg(db)
-        .arg(&sql)
+        .arg(sql)
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&output.stdout);
@@ -226,8 +233,37 @@ pub(crate) fn rows_by_sqlite3(db: &Path, table: &str, key: &str) -> Option<(u64,
         .split('|')
         .filter_map(|n| n.parse().ok())
         .collect();
-    assert_eq!(numbers.len(), 2, "sqlite3 printed {text:?} for {sql}");
-    Some((numbers[0], numbers[1]))
+    assert_eq!(numbers.len(), width, "sqlite3 printed {text:?} for {sql}");
+    Some(numbers)
+}
+
+/// A shipped example's path (`examples/NAME`), checked to be there.
+pub(crate) fn example(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name);
+    assert!(path.is_file(), "{} is shipped", path.display());
+    path.display().to_string()
+}
+
+/// A temporary folder of the test's own, removed when dropped.
+pub(crate) fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temporary folder: {e}"))
+}
+
+/// `reclaim run --exec CMD` on a new database `dir/night/warehouse.db`, with `extra` flags,
+/// against `limit`; the run and the database's path.
+pub(crate) fn run_exec_within(
+    dir: &Path,
+    command: &str,
+    extra: &[&str],
+    limit: Duration,
+) -> (Run, PathBuf) {
+    let db = dir.join("night").join("warehouse.db");
+    fs::create_dir_all(db.parent().unwrap_or(dir)).unwrap_or_else(|e| panic!("{e}"));
+    let mut args = vec!["run", "--exec", command, "--db", path_arg(&db)];
+    args.extend_from_slice(extra);
+    (reclaim_in_dir(dir, &args, limit), db)
 }
 
 /// Whether the `sqlite3` shell is installed (some tests' jobs are written with it).

@@ -16,7 +16,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::common::{
-    BIN, Run, assert_one_line_error, count, json_of, number, open_ro, path_arg, reclaim_in_dir,
+    BIN, Run, assert_one_line_error, count, example, json_of, number, open_ro, path_arg,
+    reclaim_in_dir, tempdir,
 };
 
 /// A hang guard, not a timing assertion: a night of the examples takes a few seconds.
@@ -26,14 +27,6 @@ const PROVE_LIMIT: Duration = Duration::from_secs(300);
 /// How long after reclaim's exit a process of the job may still be alive.
 const ORPHAN_GRACE: Duration = Duration::from_secs(1);
 const POLL: Duration = Duration::from_millis(10);
-
-fn example(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples")
-        .join(name);
-    assert!(path.is_file(), "{} is shipped", path.display());
-    path.display().to_string()
-}
 
 fn naive() -> String {
     format!("{} {}", crate::common::python3(), example("naive_job.py"))
@@ -47,17 +40,10 @@ fn shell_loop() -> String {
     format!("sh {}", example("guarded_loop.sh"))
 }
 
-fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temporary folder: {e}"))
-}
-
 /// `reclaim run --exec CMD --json` on a new database in `dir`, with `extra` flags.
 fn run_exec(dir: &Path, command: &str, extra: &[&str]) -> (Run, PathBuf) {
-    let db = dir.join("night").join("warehouse.db");
-    fs::create_dir_all(db.parent().unwrap_or(dir)).unwrap_or_else(|e| panic!("{e}"));
-    let mut args = vec!["run", "--exec", command, "--db", path_arg(&db), "--json"];
-    args.extend_from_slice(extra);
-    (reclaim_in_dir(dir, &args, LIMIT), db)
+    let json = [&["--json"], extra].concat();
+    crate::common::run_exec_within(dir, command, &json, LIMIT)
 }
 
 /// rows, distinct task ids, duplicated task ids: read by a connection of the test's own.
@@ -76,23 +62,13 @@ fn figures_by_rusqlite(db: &Path) -> (u64, u64, u64) {
 /// The same figures from the `sqlite3` shell, as a user would check them (`None` when the
 /// shell is not installed).
 fn figures_by_sqlite3(db: &Path) -> Option<(u64, u64, u64)> {
-    let output = Command::new("sqlite3")
-        .arg("-readonly")
-        .arg(db)
-        .arg(
-            "SELECT count(*), count(DISTINCT task_id), \
-             (SELECT count(*) FROM (SELECT task_id FROM records GROUP BY task_id HAVING count(*) > 1)) \
-             FROM records",
-        )
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let numbers: Vec<u64> = text
-        .trim()
-        .split('|')
-        .filter_map(|n| n.parse().ok())
-        .collect();
-    assert_eq!(numbers.len(), 3, "sqlite3 printed {text:?}");
+    let numbers = crate::common::numbers_by_sqlite3(
+        db,
+        "SELECT count(*), count(DISTINCT task_id), \
+         (SELECT count(*) FROM (SELECT task_id FROM records GROUP BY task_id HAVING count(*) > 1)) \
+         FROM records",
+        3,
+    )?;
     Some((numbers[0], numbers[1], numbers[2]))
 }
 
