@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use reclaim::clock::NIGHT_START;
+use reclaim::base::clock::NIGHT_START;
 use reclaim::engine::{Kind, LaneSnapshot, Mark, Source};
 use reclaim::record::{Event, Header, LaneInfo, Recording, Sample};
 use reclaim::tui::Screen as _;

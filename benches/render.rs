@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use ratatui::buffer::{Buffer, Cell};
 use ratatui::layout::Rect;
-use reclaim::clock::{NIGHT_START, SimTime};
+use reclaim::base::clock::{NIGHT_START, SimTime};
 use reclaim::tui::theme::Theme;
 use reclaim::tui::ui::render_to;
 use reclaim::tui::view::{Dashboard, LaneView, Marker, MarkerKind, Series, StateKind, Tone};

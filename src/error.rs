@@ -9,16 +9,16 @@ use std::io;
 
 use thiserror::Error;
 
+use crate::base::paths::PathError;
 use crate::engine::{EngineError, JobError};
 use crate::fake_vendor::VendorError;
-use crate::paths::PathError;
-use crate::points::PlanError;
 use crate::queue::QueueError;
 use crate::record::RecordingError;
 use crate::scenario::ScenarioError;
 use crate::store::StoreError;
 use crate::task::BeyondQueue;
 use crate::worker::WorkerError;
+use crate::worker::protocol::points::PlanError;
 use crate::worker::relay::RelayError;
 
 #[derive(Debug, Error)]

@@ -104,7 +104,7 @@ impl Writer {
     /// Records that `task` has been committed.
     pub fn beat(&self, task: &str) -> io::Result<()> {
         let line = format!("{task} {:.3} pid={}\n", unix_now(), self.pid);
-        let mut file = match crate::fsafe::create_new(&self.temp) {
+        let mut file = match crate::base::fsafe::create_new(&self.temp) {
             // This process's own leftover (a beat cut short), or an earlier process's of the
             // same pid: a regular file is removed (never written through) and made anew.
             Err(e)
@@ -112,7 +112,7 @@ impl Writer {
                     && fs::symlink_metadata(&self.temp).is_ok_and(|m| m.file_type().is_file()) =>
             {
                 fs::remove_file(&self.temp)?;
-                crate::fsafe::create_new(&self.temp)?
+                crate::base::fsafe::create_new(&self.temp)?
             }
             // A link, a FIFO, a folder: not reclaim's, so never followed or waited on.
             other => other?,

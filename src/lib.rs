@@ -4,35 +4,23 @@
 //! The engine (workers, supervisor, observer, clock, verdict) knows nothing of terminals; the
 //! dashboard and the headless commands both drive it.
 
+pub mod base;
 pub mod cli;
-pub mod clock;
 pub mod commands;
 pub mod engine;
 pub mod error;
-pub mod exec_map;
-pub mod exit;
 pub mod export;
 pub mod fake_vendor;
-pub mod fsafe;
 pub mod harness;
 pub mod heartbeat;
-pub mod junit;
-pub mod limits;
 pub mod map;
 pub mod observer;
-pub mod out;
-pub mod paths;
-pub mod points;
 pub mod queue;
 pub mod record;
 pub mod scenario;
-pub mod seeded;
-pub mod signals;
 pub mod store;
 pub mod supervisor;
 pub mod task;
-pub mod test_hooks;
-pub mod text;
 pub mod tui;
 pub mod verdict;
 pub mod warehouse;

@@ -191,7 +191,7 @@ impl Queue {
         }
         let mut index = HashMap::with_capacity(keys.len());
         for (n, key) in keys.iter().enumerate() {
-            let shown = crate::text::escape_controls(key);
+            let shown = crate::base::text::escape_controls(key);
             if key.is_empty() {
                 return Err(wrong(format!("key {} is empty", n + 1)));
             }
@@ -228,7 +228,10 @@ impl Queue {
     pub fn from_file(path: &Path) -> Result<Self, QueueError> {
         let origin = path.display().to_string();
         let wrong = |detail: String| QueueError::List {
-            origin: format!("--keys-from {}", crate::text::escape_controls(&origin)),
+            origin: format!(
+                "--keys-from {}",
+                crate::base::text::escape_controls(&origin)
+            ),
             detail,
         };
         let mut bytes = Vec::new();
@@ -238,7 +241,7 @@ impl Queue {
                 .read_to_end(&mut bytes)
                 .map_err(|e| wrong(e.to_string()))?;
         } else {
-            let real = crate::paths::existing_file(path, "--keys-from")
+            let real = crate::base::paths::existing_file(path, "--keys-from")
                 .map_err(|e| QueueError::Path(e.to_string()))?;
             // Opened without waiting (a FIFO swapped in after the check would block) and read
             // only if what was opened is a regular file.
@@ -350,20 +353,20 @@ impl Queue {
         } else {
             format!(
                 "{} .. {}",
-                crate::text::escape_controls(&self.key(0)),
-                crate::text::escape_controls(&self.key(n - 1))
+                crate::base::text::escape_controls(&self.key(0)),
+                crate::base::text::escape_controls(&self.key(n - 1))
             )
         };
         match self {
             Self::Formatted(format, _) if **format == KeyFormat::tasks() => ends,
             Self::Formatted(format, _) => format!(
                 "{ends} (--key-format {})",
-                crate::text::escape_controls(&format.written)
+                crate::base::text::escape_controls(&format.written)
             ),
             Self::Listed(listed) => format!(
                 "{} from {} ({ends})",
-                crate::text::count(n, "key", "keys"),
-                crate::text::escape_controls(&listed.origin)
+                crate::base::text::count(n, "key", "keys"),
+                crate::base::text::escape_controls(&listed.origin)
             ),
         }
     }
@@ -388,60 +391,6 @@ impl serde::Serialize for Queue {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.describe())
     }
-}
-
-/// Runs `--keys-sql` on `conn` (the setup's trial in memory, or a database `inspect` reads): a
-/// read-only query of one column, each row a key (text, or an integer written as text), within
-/// the time `--count-sql` has and stopped by a signal.
-pub fn keys_from_sql(conn: &rusqlite::Connection, sql: &str) -> Result<Queue, QueueError> {
-    let wrong = |detail: String| QueueError::List {
-        origin: "--keys-sql".into(),
-        detail,
-    };
-    {
-        let stmt = conn.prepare(sql).map_err(|e| wrong(e.to_string()))?;
-        if !stmt.readonly() {
-            return Err(wrong(
-                "writes to the database; it must only read the keys (SELECT ...)".into(),
-            ));
-        }
-        if stmt.column_count() != 1 {
-            return Err(wrong(format!(
-                "returns {} columns; it must return one, the key",
-                stmt.column_count()
-            )));
-        }
-    }
-    let read = || -> rusqlite::Result<Result<Vec<String>, QueueError>> {
-        let mut stmt = conn.prepare(sql)?;
-        let mut rows = stmt.query([])?;
-        let mut keys = Vec::new();
-        while let Some(row) = rows.next()? {
-            let key = match row.get_ref(0)? {
-                rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
-                rusqlite::types::ValueRef::Integer(n) => n.to_string(),
-                _ => {
-                    return Ok(Err(wrong(format!(
-                        "row {} is not a text key (NULL, a real or a blob)",
-                        keys.len() + 1
-                    ))));
-                }
-            };
-            keys.push(key);
-            if keys.len() > MAX_LISTED {
-                return Ok(Err(wrong(format!("returns over {MAX_LISTED} keys"))));
-            }
-        }
-        Ok(Ok(keys))
-    };
-    let keys = crate::store::bounded::limited(
-        conn,
-        &format!("--keys-sql {sql:?}"),
-        crate::store::bounded::COUNT_LIMIT,
-        read,
-    )
-    .map_err(|e| wrong(e.to_string()))??;
-    Queue::listed(keys, "--keys-sql")
 }
 
 #[cfg(test)]
@@ -518,24 +467,5 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(said.contains("holds a twice (keys 1 and 2)"), "{said}");
-    }
-
-    #[test]
-    fn keys_sql_reads_one_column_and_never_writes() {
-        let conn = rusqlite::Connection::open_in_memory().unwrap_or_else(|e| panic!("{e}"));
-        conn.execute_batch(
-            "CREATE TABLE q(k TEXT, n INT); INSERT INTO q VALUES ('x', 1), ('y', 2);",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let q =
-            keys_from_sql(&conn, "SELECT k FROM q ORDER BY n").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(q.len(), 2);
-        assert_eq!(q.key(1), "y");
-        assert!(keys_from_sql(&conn, "SELECT k, n FROM q").is_err());
-        assert!(keys_from_sql(&conn, "DELETE FROM q").is_err());
-        assert!(keys_from_sql(&conn, "SELECT NULL").is_err());
-        assert!(keys_from_sql(&conn, "SELECT k FROM q WHERE 0").is_err());
-        let ints = keys_from_sql(&conn, "SELECT n FROM q").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(ints.index_of("2"), Some(1));
     }
 }

@@ -153,7 +153,7 @@ impl ExecArgs {
                 )?);
             }
             let conn = crate::store::rows::trial_setup(setup.as_deref())?;
-            return Ok(crate::queue::keys_from_sql(&conn, sql)?);
+            return Ok(crate::store::keys_sql::keys_from_sql(&conn, sql)?);
         }
         Ok(match &self.key_format {
             Some(format) => Queue::formatted(KeyFormat::parse(format)?, items),

@@ -33,7 +33,7 @@ pub(super) fn parse_strategies(text: &str) -> Result<Strategies, String> {
                 let names: Vec<&str> = Strategy::all().iter().map(|s| s.name()).collect();
                 format!(
                     "unknown strategy '{}'; give all or one of {}",
-                    crate::text::shorten(name, 40),
+                    crate::base::text::shorten(name, 40),
                     names.join(", ")
                 )
             })
@@ -64,7 +64,7 @@ pub(super) fn parse_points(text: &str) -> Result<Points, String> {
             .ok_or_else(|| {
                 format!(
                     "unknown crash point '{}'; the points are {}",
-                    crate::text::shorten(name, 40),
+                    crate::base::text::shorten(name, 40),
                     CrashPoint::ALL.map(CrashPoint::name).join(", ")
                 )
             })?;
@@ -99,13 +99,13 @@ pub(super) fn parse_key_range(text: &str) -> Result<KeyRange, String> {
     let (a, b) = text.split_once("..").ok_or_else(|| {
         format!(
             "'{}' is not a range such as 10..20",
-            crate::text::shorten(text, 40)
+            crate::base::text::shorten(text, 40)
         )
     })?;
     if a.is_empty() || b.is_empty() {
         return Err(format!(
             "'{}' is not a range such as 10..20",
-            crate::text::shorten(text, 40)
+            crate::base::text::shorten(text, 40)
         ));
     }
     Ok(KeyRange {
@@ -120,7 +120,7 @@ fn task_range(first: &str, last: &str) -> Result<(u64, u64), NotTasks> {
         crate::task::parse_task_id(t.trim_start_matches('=')).ok_or_else(|| {
             NotTasks(format!(
                 "'{}' is not a task id such as task-111",
-                crate::text::shorten(t, 40)
+                crate::base::text::shorten(t, 40)
             ))
         })
     };

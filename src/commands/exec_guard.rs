@@ -18,8 +18,8 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::{Pid, getpgrp, getpid, getppid};
 
+use crate::base::signals;
 use crate::error::{Context as _, Error};
-use crate::signals;
 
 /// How often the guard looks for a signal while the job runs.
 const LOOK: Duration = Duration::from_millis(20);
@@ -36,7 +36,7 @@ pub fn run(command: &str, parent: i32) -> Result<u8, Error> {
     signals::install().context(|| "exec-guard: cannot install signal handlers".into())?;
     // What the job starts outside the group (`setsid`, a double fork) is re-parented here,
     // not to init, and killed with the rest on every way out.
-    crate::supervisor::orphans::become_subreaper();
+    crate::base::orphans::become_subreaper();
     // The SIGKILL death signal set before exec is replaced by one the guard can act on.
     nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)
         .map_err(io::Error::from)
@@ -61,7 +61,7 @@ pub fn run(command: &str, parent: i32) -> Result<u8, Error> {
             Ok(status) => {
                 let status = status.context(|| "cannot wait for sh".into())?;
                 // The job is over: whatever it left running goes with it.
-                crate::supervisor::orphans::kill_descendants();
+                crate::base::orphans::kill_descendants();
                 return Ok(end_as(status));
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
@@ -76,12 +76,12 @@ pub fn run(command: &str, parent: i32) -> Result<u8, Error> {
 
 /// SIGKILL to the job's whole group, the guard included: nothing of it outlives reclaim.
 fn kill_group() -> ! {
-    crate::supervisor::orphans::kill_descendants();
+    crate::base::orphans::kill_descendants();
     if getpgrp() == getpid() {
         let _ = killpg(getpgrp(), Signal::SIGKILL);
     }
     // Only reached if the group could not be signalled.
-    std::process::exit(i32::from(crate::exit::ERROR));
+    std::process::exit(i32::from(crate::base::exit::ERROR));
 }
 
 /// The exit code to end with so that reclaim sees what `sh` did: its code, or death by its

@@ -2,9 +2,9 @@
 
 use std::io::Write as _;
 
+use crate::base::exit;
 use crate::cli::ReplayArgs;
 use crate::error::Error;
-use crate::exit;
 use crate::export::{self, Spec};
 use crate::record::Recording;
 use crate::tui::theme::Theme;
@@ -18,14 +18,14 @@ pub(super) fn run(args: &ReplayArgs) -> Result<u8, Error> {
     if args.at.is_some() && format != export::Format::Svg {
         return Err(Error::Refused(format!(
             "--at names the moment of one frame, an .svg's; {} holds the whole night (leave --at out, or export an .svg)",
-            crate::paths::shown(path)
+            crate::base::paths::shown(path)
         )));
     }
     let recording = Recording::load(&args.file)?;
     if recording.truncated {
         eprintln!(
             "reclaim: warning: {}: the last line was cut short; exporting the rest",
-            crate::paths::shown(&args.file)
+            crate::base::paths::shown(&args.file)
         );
     }
     let request = Spec {
@@ -36,9 +36,9 @@ pub(super) fn run(args: &ReplayArgs) -> Result<u8, Error> {
     };
     let said = export::export(recording, &request)?;
     let _ = writeln!(
-        crate::out::stdout(),
+        crate::base::out::stdout(),
         "reclaim: wrote {} ({said})",
-        crate::paths::shown(path)
+        crate::base::paths::shown(path)
     );
     Ok(exit::OK)
 }

@@ -2,9 +2,9 @@
 
 use std::io::Write as _;
 
+use crate::base::exit::{DATA_WRONG, OK};
 use crate::cli::HeartbeatCheckArgs;
 use crate::error::{Context as _, Error};
-use crate::exit::{DATA_WRONG, OK};
 use crate::heartbeat;
 
 /// How far in the future a heartbeat may be before the switch stops trusting it: file systems
@@ -18,7 +18,7 @@ pub(super) fn run(args: &HeartbeatCheckArgs) -> Result<u8, Error> {
     let beat = heartbeat::read(&args.file, std::time::SystemTime::now())
         .context(|| format!("cannot read heartbeat {}", args.file.display()))?;
     let age = beat.age.as_secs();
-    let task = crate::text::escape_controls(beat.task.as_deref().unwrap_or("no task"));
+    let task = crate::base::text::escape_controls(beat.task.as_deref().unwrap_or("no task"));
     let message = if beat.ahead > FUTURE_TOLERANCE {
         format!(
             "runner heartbeat from the future: {}s ahead of this clock (clock skew?)",
@@ -26,14 +26,14 @@ pub(super) fn run(args: &HeartbeatCheckArgs) -> Result<u8, Error> {
         )
     } else if age <= args.max_age {
         let _ = writeln!(
-            crate::out::stdout(),
+            crate::base::out::stdout(),
             "runner heartbeat fresh: {age}s ({task})"
         );
         return Ok(OK);
     } else {
         heartbeat::stale_message(beat.age)
     };
-    let _ = writeln!(crate::out::stdout(), "{message}");
+    let _ = writeln!(crate::base::out::stdout(), "{message}");
     if let Some(command) = &args.exec {
         run_alert(command, &message, age)?;
     }
@@ -52,8 +52,8 @@ const ALERT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// what leaves the group (`setsid`, a double fork).
 fn run_alert(command: &str, message: &str, age: u64) -> Result<(), Error> {
     use std::os::unix::process::CommandExt as _;
-    crate::signals::install().context(|| "cannot install signal handlers".into())?;
-    crate::supervisor::orphans::become_subreaper();
+    crate::base::signals::install().context(|| "cannot install signal handlers".into())?;
+    crate::base::orphans::become_subreaper();
     let mut child = std::process::Command::new("sh")
         .args(["-c", command])
         .env("RECLAIM_ALERT", message)
@@ -69,10 +69,10 @@ fn run_alert(command: &str, message: &str, age: u64) -> Result<(), Error> {
         if let Ok(group) = group {
             let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
         }
-        crate::supervisor::orphans::kill_descendants();
+        crate::base::orphans::kill_descendants();
     };
     loop {
-        if let Some(signal) = crate::signals::received() {
+        if let Some(signal) = crate::base::signals::received() {
             stop_all();
             let _ = child.wait();
             eprintln!(

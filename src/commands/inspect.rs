@@ -3,9 +3,9 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
+use crate::base::exit::{DATA_WRONG, OK};
 use crate::cli::InspectArgs;
 use crate::error::Error;
-use crate::exit::{DATA_WRONG, OK};
 use crate::store::inspect;
 
 pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
@@ -28,7 +28,7 @@ pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
     } else {
         None
     };
-    let mut out = crate::out::stdout();
+    let mut out = crate::base::out::stdout();
     let text = if args.json {
         let mut value = serde_json::to_value(&inspection).map_err(Error::json("the inspection"))?;
         value["derived_status"] = inspection.derived().label().into();
@@ -69,15 +69,15 @@ const DEFAULT_ITEMS: u64 = 200;
 fn nights_queue(db: &std::path::Path) -> Result<Option<crate::queue::Queue>, Error> {
     let path = crate::engine::keys_path(db);
     if !matches!(
-        crate::paths::look(&path),
-        Ok(crate::paths::PathKind::File(_))
+        crate::base::paths::look(&path),
+        Ok(crate::base::paths::PathKind::File(_))
     ) {
         return Ok(None);
     }
     crate::queue::Queue::from_file(&path).map(Some).map_err(|e| {
         Error::Refused(format!(
             "{} (the queue a night wrote beside the database) does not read as a queue: {e}; name the queue with --items, --key-format or --keys-from",
-            crate::paths::shown(&path)
+            crate::base::paths::shown(&path)
         ))
     })
 }
@@ -102,9 +102,9 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
     let queue = if let Some(file) = &args.keys_from {
         Queue::from_file(file)?
     } else if let Some(sql) = &args.keys_sql {
-        let real = crate::paths::existing_file(&args.db, "--db")?;
+        let real = crate::base::paths::existing_file(&args.db, "--db")?;
         let snapshot = crate::store::Snapshot::open(&real)?;
-        crate::queue::keys_from_sql(&snapshot.conn, sql)?
+        crate::store::keys_sql::keys_from_sql(&snapshot.conn, sql)?
     } else if let Some(night) = (args.items.is_none() && args.key_format.is_none())
         .then(|| nights_queue(&args.db))
         .transpose()?
@@ -124,7 +124,7 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
         None
     };
     let derived = inspection.derived().once_ended();
-    let mut out = crate::out::stdout();
+    let mut out = crate::base::out::stdout();
     let text = if args.json {
         let mut value = serde_json::to_value(&inspection).map_err(Error::json("the inspection"))?;
         value["derived_status"] = derived.label().into();
@@ -139,14 +139,14 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
         let _ = writeln!(
             text,
             "database     {}",
-            crate::text::escape_controls(&i.db.display().to_string())
+            crate::base::text::escape_controls(&i.db.display().to_string())
         );
         let _ = writeln!(
             text,
             "rows         {} in {} keyed by {}",
             i.rows,
-            crate::text::escape_controls(&source.table),
-            crate::text::escape_controls(&source.key)
+            crate::base::text::escape_controls(&source.table),
+            crate::base::text::escape_controls(&source.key)
         );
         let _ = writeln!(text, "queue        {}", queue.describe());
         let _ = writeln!(text, "distinct     {} keys of the queue", i.distinct);

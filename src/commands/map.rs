@@ -86,7 +86,7 @@ fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
     }
     // A bound on the work asked for, so a typo cannot start a night of many hours.
     let rows = plan.nights().len() as u64 * plan.items * 2;
-    if rows > crate::limits::MAX_PLANNED_ROWS {
+    if rows > crate::base::limits::MAX_PLANNED_ROWS {
         return Err(Error::Refused(format!(
             "{} nights of {} items is about {rows} rows to write; narrow --tasks, --points or --strategy",
             plan.nights().len(),
@@ -104,13 +104,13 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     })?;
     let server = early.as_ref().map(|night| &night.server);
     if let Some(job) = args.job.to_job_on(args.items, server)? {
-        return super::map_exec::run(args, job, early, &mut crate::out::stdout());
+        return super::map_exec::run(args, job, early, &mut crate::base::out::stdout());
     }
     let plan = plan_of(args)?;
     let junit = args
         .junit
         .as_deref()
-        .map(crate::junit::check_path)
+        .map(crate::verdict::junit::check_path)
         .transpose()?;
     // On PostgreSQL one cluster (or server) holds the whole map, each night in its own schema;
     // the map is printed, not drawn (the screen's `enter` opens a night on SQLite files).
@@ -126,7 +126,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
         .context(|| "cannot create a folder for the map's databases".into())?;
     if args.keep {
         match crate::map::kept_size(&dir, plan.nights().len(), plan.items) {
-            Ok(line) => eprintln!("{}", crate::text::escape_controls(&line)),
+            Ok(line) => eprintln!("{}", crate::base::text::escape_controls(&line)),
             Err(no_room) => {
                 let _ = std::fs::remove_dir(&dir);
                 return Err(Error::Refused(no_room.to_string()));
@@ -180,7 +180,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     )
     .judge(args.strict);
     if let Some(path) = &junit {
-        crate::junit::write(
+        crate::verdict::junit::write(
             path,
             "reclaim map",
             &(junit_cases(&plan, &cells, args.strict).into_iter())
@@ -190,7 +190,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
         .context(|| format!("cannot write --junit {}", path.display()))?;
     }
     let kept = crate::map::keep_or_remove(&dir, args.keep);
-    let mut out = crate::out::stdout();
+    let mut out = crate::base::out::stdout();
     print_map(
         args,
         (&plan, &state),
@@ -264,7 +264,7 @@ fn print_map(
 
 /// One JUnit test case per band (strategy x point): it fails when any of its nights is wrong,
 /// naming them.
-fn junit_cases(plan: &Plan, cells: &[Cell], strict: bool) -> Vec<crate::junit::Case> {
+fn junit_cases(plan: &Plan, cells: &[Cell], strict: bool) -> Vec<crate::verdict::junit::Case> {
     plan.bands()
         .into_iter()
         .map(|(strategy, point)| {
@@ -320,7 +320,7 @@ fn collect(plan: &Plan, pool: &Pool<Cell>, started: Instant) -> Result<MapState,
     if !state.finished() {
         // The pool ended early without an error: only a signal does that.
         return Err(Error::Stopped(
-            crate::signals::received().unwrap_or("a signal"),
+            crate::base::signals::received().unwrap_or("a signal"),
         ));
     }
     Ok(state)

@@ -15,8 +15,8 @@ use serde::Serialize;
 use crate::cli::MapArgs;
 use crate::engine::ExecJob;
 use crate::error::{Context as _, Error};
-use crate::exec_map::{ExecCell, ExecKill, ExecRunner};
 use crate::harness::pool::{self, Pool};
+use crate::map::exec::{ExecCell, ExecKill, ExecRunner};
 use crate::map::{Tally, Tested};
 
 /// `--json`: one object. The keys are stable.
@@ -70,7 +70,7 @@ pub(super) fn run(
     let junit = args
         .junit
         .as_deref()
-        .map(crate::junit::check_path)
+        .map(crate::verdict::junit::check_path)
         .transpose()?;
     // On PostgreSQL one cluster (or server) holds the whole map, each night in its own schema;
     // the map is printed, not drawn (the screen's `enter` opens a night on SQLite files).
@@ -103,7 +103,7 @@ pub(super) fn run(
             eprintln!("reclaim map --exec: an undisturbed night first, to hear the job's points…");
         }
         let (points, undisturbed) = runner.probe(&AtomicBool::new(false))?;
-        let kills = crate::exec_map::plan(&points, tasks, messages);
+        let kills = crate::map::exec::plan(&points, tasks, messages);
         // A bound on the work asked for, as the built-in map has.
         let rows = kills.len() as u64 * items * 2;
         if rows > 200_000_000 {
@@ -133,13 +133,13 @@ pub(super) fn run(
     let all_right = whole && !cells.is_empty() && cells.iter().all(ExecCell::is_right);
     let seen_wrong = checkpoint_first_seen(undisturbed.checkpoint_before_row.as_deref(), &cells);
     let left = (!whole).then(|| plan_size(&points, tasks, messages).saturating_sub(cells.len()));
-    let bands = crate::exec_map::bands(&points, messages);
+    let bands = crate::map::exec::bands(&points, messages);
     let judged = judge(&cells, left, &seen_wrong, args.strict);
     if let Some(path) = &junit {
         let cases: Vec<_> = (junit_cases(&bands, &cells, &seen_wrong, args.strict).into_iter())
             .chain(crate::map::whole_map_case("map.exec", &judged))
             .collect();
-        crate::junit::write(path, "reclaim map --exec", &cases)
+        crate::verdict::junit::write(path, "reclaim map --exec", &cases)
             .context(|| format!("cannot write --junit {}", path.display()))?;
     }
     let facts = Legend {
@@ -178,7 +178,7 @@ fn checked_tasks(args: &MapArgs, job: &ExecJob) -> Result<(u64, u64), Error> {
                 job.queue.resolve(typed).ok_or_else(|| {
                     Error::Refused(format!(
                         "--tasks: '{}' is no key of the queue ({}), nor a number below {items}",
-                        crate::text::escape_controls(&crate::text::shorten(typed, 40)),
+                        crate::base::text::escape_controls(&crate::base::text::shorten(typed, 40)),
                         job.queue.describe()
                     ))
                 })
@@ -187,8 +187,8 @@ fn checked_tasks(args: &MapArgs, job: &ExecJob) -> Result<(u64, u64), Error> {
             if first > last {
                 return Err(Error::Refused(format!(
                     "--tasks {}..{} is empty: the first key comes after the last in the queue",
-                    crate::text::escape_controls(&range.first),
-                    crate::text::escape_controls(&range.last)
+                    crate::base::text::escape_controls(&range.first),
+                    crate::base::text::escape_controls(&range.last)
                 )));
             }
             (first, last)
@@ -210,7 +210,7 @@ fn checked_tasks(args: &MapArgs, job: &ExecJob) -> Result<(u64, u64), Error> {
 
 /// How many nights the map of `points` over `tasks` holds.
 fn plan_size(points: &[String], tasks: (u64, u64), messages: bool) -> usize {
-    crate::exec_map::plan(points, tasks, messages).len()
+    crate::map::exec::plan(points, tasks, messages).len()
 }
 
 /// What the interactive screen needs besides the nights.
@@ -244,7 +244,7 @@ fn on_screen(
     // Watchable: the job's own pace, at least 63 ms an item as the built-in map's nights.
     let delay = screen.delay.max(std::time::Duration::from_millis(63));
     let mut map = MapRun {
-        state: MapState::with_layout(crate::exec_map::layout(
+        state: MapState::with_layout(crate::map::exec::layout(
             screen.job,
             screen.points,
             screen.tasks,
@@ -253,7 +253,7 @@ fn on_screen(
         exe: screen.exe.clone(),
         dir: screen.dir.to_path_buf(),
         started,
-        open: Box::new(move |cell: &ExecCell| crate::exec_map::scenario_for(&job, cell, delay)),
+        open: Box::new(move |cell: &ExecCell| crate::map::exec::scenario_for(&job, cell, delay)),
     };
     let result = crate::tui::map::run(&mut map);
     // The nights in flight finish or are killed with the pool, none left behind.
@@ -356,7 +356,7 @@ fn print(
         if facts
             .bands
             .iter()
-            .any(|b| b == crate::exec_map::MESSAGE_BAND)
+            .any(|b| b == crate::map::exec::MESSAGE_BAND)
         {
             let _ = writeln!(
                 out,
@@ -426,7 +426,7 @@ fn collect(
     }
     if done < total {
         return Err(Error::Stopped(
-            crate::signals::received().unwrap_or("a signal"),
+            crate::base::signals::received().unwrap_or("a signal"),
         ));
     }
     Ok(cells.into_iter().flatten().collect())
@@ -476,7 +476,7 @@ fn print_bands(bands: &[String], cells: &[ExecCell], first: u64, out: &mut dyn W
             let _ = writeln!(
                 out,
                 "          {} landed past their planned row count (planned->landed): {}{}",
-                crate::text::count(late.len() as u64, "kill", "kills"),
+                crate::base::text::count(late.len() as u64, "kill", "kills"),
                 late.iter().take(20).cloned().collect::<Vec<_>>().join(", "),
                 if late.len() > 20 { ", ..." } else { "" }
             );
@@ -524,11 +524,11 @@ fn checkpoint_first_seen(key: Option<&str>, cells: &[ExecCell]) -> Vec<String> {
 }
 
 /// The JUnit case for what the map saw go wrong beside its cells: a failure.
-fn seen_wrong_case(why: &str) -> crate::junit::Case {
-    crate::junit::Case {
+fn seen_wrong_case(why: &str) -> crate::verdict::junit::Case {
+    crate::verdict::junit::Case {
         class: "map.exec".into(),
         name: "checkpoint before its row".into(),
-        outcome: crate::junit::CaseResult::Failed(format!("FAIL: {why}")),
+        outcome: crate::verdict::junit::CaseResult::Failed(format!("FAIL: {why}")),
         detail: why.to_string(),
     }
 }
@@ -540,7 +540,7 @@ fn junit_cases(
     cells: &[ExecCell],
     seen_wrong: &[String],
     strict: bool,
-) -> Vec<crate::junit::Case> {
+) -> Vec<crate::verdict::junit::Case> {
     let gaps = seen_wrong.iter().map(|why| seen_wrong_case(why));
     (bands.iter())
         .map(|band| {

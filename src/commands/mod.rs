@@ -25,8 +25,8 @@ mod worker;
 use std::io;
 use std::process::ExitCode;
 
+use crate::base::exit::{ERROR as EXIT_ERROR, OK as EXIT_OK};
 use crate::cli::{Cli, Subcommand};
-use crate::exit::{ERROR as EXIT_ERROR, OK as EXIT_OK};
 
 /// Runs `cli` and returns the process's exit code. Errors are printed as one line on stderr.
 #[must_use]
@@ -35,10 +35,10 @@ pub fn main(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Some(Subcommand::Worker(args)) => worker::run(&args),
         Some(Subcommand::Inspect(args)) => inspect::run(&args),
-        Some(Subcommand::Run(args)) => run::run(&args, &mut crate::out::stdout()),
-        Some(Subcommand::Prove(args)) => prove::run(&args, &mut crate::out::stdout()),
+        Some(Subcommand::Run(args)) => run::run(&args, &mut crate::base::out::stdout()),
+        Some(Subcommand::Prove(args)) => prove::run(&args, &mut crate::base::out::stdout()),
         Some(Subcommand::Map(args)) => map::run(&args),
-        Some(Subcommand::Shrink(args)) => shrink::run(&args, &mut crate::out::stdout()),
+        Some(Subcommand::Shrink(args)) => shrink::run(&args, &mut crate::base::out::stdout()),
         Some(Subcommand::HeartbeatCheck(args)) => heartbeat_check::run(&args),
         Some(Subcommand::Vendor(args)) => vendor::run(&args),
         Some(Subcommand::Relay(args)) => vendor::relay(&args),
@@ -47,7 +47,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Subcommand::Tui(args)) => tui::live(&args),
         Some(Subcommand::Scenarios) => scenarios::run(),
         Some(Subcommand::Replay(args)) if args.check => {
-            replay_check::run(&args, &mut crate::out::stdout())
+            replay_check::run(&args, &mut crate::base::out::stdout())
         }
         Some(Subcommand::Replay(args)) if args.export.is_some() => export::run(&args),
         Some(Subcommand::Replay(args)) => tui::replay(&args),
@@ -56,12 +56,12 @@ pub fn main(cli: Cli) -> ExitCode {
         None => tui::live(&crate::cli::TuiArgs::default()),
     };
     // Whatever a job left outside its group, re-parented to reclaim, ends with reclaim.
-    if crate::supervisor::orphans::adopts() {
-        crate::supervisor::orphans::kill_descendants();
+    if crate::base::orphans::adopts() {
+        crate::base::orphans::kill_descendants();
     }
     // Output that could not be written: a reader gone away (`| head`) ends quietly with the
     // command's own code; anything else (a full disk) is one line and exit 2.
-    match crate::out::failure() {
+    match crate::base::out::failure() {
         Some(e) if e.kind() == io::ErrorKind::BrokenPipe => {
             return ExitCode::from(result.unwrap_or(EXIT_ERROR));
         }
@@ -76,11 +76,11 @@ pub fn main(cli: Cli) -> ExitCode {
         Err(error) => {
             eprintln!(
                 "reclaim: error: {}",
-                crate::text::escape_controls(&error.to_string())
+                crate::base::text::escape_controls(&error.to_string())
             );
             // A night given up on is a verdict (it never completed), not an error of input.
             ExitCode::from(match error {
-                crate::error::Error::NeverCompleted(_) => crate::exit::DATA_WRONG,
+                crate::error::Error::NeverCompleted(_) => crate::base::exit::DATA_WRONG,
                 _ => EXIT_ERROR,
             })
         }

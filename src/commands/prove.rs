@@ -226,11 +226,11 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let junit = args
         .junit
         .as_deref()
-        .map(crate::junit::check_path)
+        .map(crate::verdict::junit::check_path)
         .transpose()?;
     let night = early.map_or_else(|| open_night(args), |n| Ok(Some(n)))?;
     let seed = args.seed.unwrap_or_else(rand::random);
-    let dir = crate::paths::fresh_db_path("prove")
+    let dir = crate::base::paths::fresh_db_path("prove")
         .context(|| "cannot create a folder for the databases".into())?
         .with_file_name("");
     let mut prover = Prover {
@@ -331,12 +331,12 @@ fn close_night(
 fn finish(
     report: &ProveReport,
     args: &ProveArgs,
-    junit: Option<&crate::junit::Target>,
+    junit: Option<&crate::verdict::junit::Target>,
     out: &mut dyn Write,
 ) -> Result<u8, Error> {
     let judged = report.account().judge(args.strict);
     if let Some(path) = junit {
-        crate::junit::write(path, "reclaim prove", &report.junit_cases(args.strict))
+        crate::verdict::junit::write(path, "reclaim prove", &report.junit_cases(args.strict))
             .context(|| format!("cannot write --junit {}", path.display()))?;
     }
     if args.json {
@@ -397,7 +397,7 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let kills = crate::text::count(u64::from(r.kills), "kill", "kills");
+            let kills = crate::base::text::count(u64::from(r.kills), "kill", "kills");
             format!("run {}: {} ({kills})", i + 1, figures(r))
         })
         .collect::<Vec<_>>()
@@ -427,7 +427,7 @@ fn two_workers(prover: &mut Prover) -> Result<TestResult, Error> {
     let writers = match prover.worker {
         LaneWorker::Strategy(_) => format!(
             "{} wrote rows, ",
-            crate::text::count(report.runs.unwrap_or(0), "worker", "workers")
+            crate::base::text::count(report.runs.unwrap_or(0), "worker", "workers")
         ),
         LaneWorker::Exec(_) => String::new(),
     };
@@ -435,7 +435,7 @@ fn two_workers(prover: &mut Prover) -> Result<TestResult, Error> {
     let detail = format!(
         "{}; {writers}{} had started before the first finished",
         figures(&report),
-        crate::text::count(report.started_before_first_done, "attempt", "attempts")
+        crate::base::text::count(report.started_before_first_done, "attempt", "attempts")
     );
     // One worker done before the other started is two runs in a row, not at once. (Under a
     // unique key the second may write no row at all: the key refusing its every duplicate is

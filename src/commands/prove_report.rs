@@ -128,11 +128,11 @@ impl ProveReport {
 
     /// One JUnit test case per test: the one rule's judgement, as the console line says it.
     #[must_use]
-    pub fn junit_cases(&self, strict: bool) -> Vec<crate::junit::Case> {
+    pub fn junit_cases(&self, strict: bool) -> Vec<crate::verdict::junit::Case> {
         let class = format!("prove.{}", self.strategy);
         self.tests
             .iter()
-            .map(|test| crate::junit::Case {
+            .map(|test| crate::verdict::junit::Case {
                 class: class.clone(),
                 name: test.name.clone(),
                 outcome: test.judgement(strict).junit(),
@@ -161,8 +161,8 @@ pub(super) fn print_header(
             "reclaim prove  exec={:?}  items={}  seed={seed}\n               rows in {} keyed by {}; queue {}\n               each test in a fresh folder under {}",
             job.command,
             job.queue.len(),
-            crate::text::escape_controls(&job.rows.table),
-            crate::text::escape_controls(&job.rows.key),
+            crate::base::text::escape_controls(&job.rows.table),
+            crate::base::text::escape_controls(&job.rows.key),
             job.queue.describe(),
             dir.display()
         ),

@@ -6,9 +6,9 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use crate::base::exit;
 use crate::cli::ReplayArgs;
 use crate::error::Error;
-use crate::exit;
 use crate::record::Recording;
 use crate::verdict::{Derived, RowFacts, Status};
 

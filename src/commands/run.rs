@@ -6,11 +6,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::run_report::{display, finish, print_header};
+use crate::base::paths;
 use crate::cli::RunArgs;
 use crate::engine::{EngineConfig, LaneConfig, LaneWorker, Pace};
 use crate::error::{Context as _, Error};
 use crate::harness::{self, RunReport};
-use crate::paths;
 use crate::record::Recording;
 use crate::scenario::Scenario;
 use crate::supervisor::schedule::KillPlan;
@@ -193,7 +193,7 @@ fn lane_on_pg(lane: &LaneConfig) -> Result<(), Error> {
     match what {
         Some(what) => Err(Error::Refused(format!(
             "lane {}: {what} does not run on PostgreSQL yet; use --warehouse sqlite",
-            crate::text::escape_controls(&lane.name)
+            crate::base::text::escape_controls(&lane.name)
         ))),
         None => Ok(()),
     }
@@ -211,7 +211,7 @@ fn planned_kills(
         (Some(text), Some(_)) => Some(text.parse().map_err(|e: String| {
             Error::Refused(format!(
                 "--crash-at {}: {e}",
-                crate::text::escape_controls(text)
+                crate::base::text::escape_controls(text)
             ))
         })?),
         _ => None,
@@ -359,7 +359,7 @@ fn resolve_key(flag: &str, typed: &str, queue: &crate::queue::Queue) -> Result<u
     queue.resolve(typed).ok_or_else(|| {
         Error::Refused(format!(
             "{flag} {} is not a key of the queue ({}): it is beyond the queue or spelled otherwise, so it would never happen",
-            crate::text::escape_controls(typed),
+            crate::base::text::escape_controls(typed),
             queue.describe()
         ))
     })
@@ -377,7 +377,7 @@ fn lane_worker(
                 // A point your job announces (examples/reclaim_point.py), in a unit of work of its
                 // queue; a key outside it would never be reached.
                 if let Some(text) = &args.crash_at {
-                    let mut plan = crate::points::CrashPlan::parse(text)?;
+                    let mut plan = crate::worker::protocol::points::CrashPlan::parse(text)?;
                     let index = resolve_key("--crash-at", &plan.key, &job.queue)?;
                     plan.key = job.queue.key(index);
                     job.crash_at = Some(plan);

@@ -83,8 +83,8 @@ pub(super) fn print_header(
         let _ = writeln!(
             out,
             "rows         table {} keyed by {}{}",
-            crate::text::escape_controls(&job.rows.table),
-            crate::text::escape_controls(&job.rows.key),
+            crate::base::text::escape_controls(&job.rows.table),
+            crate::base::text::escape_controls(&job.rows.key),
             if job.rows.count_sql.is_some() {
                 " (counted by --count-sql)"
             } else {
@@ -98,8 +98,8 @@ pub(super) fn print_header(
             match &job.rows.checkpoints {
                 Some(c) => format!(
                     "table {} keyed by {}: where each kill lands is read from it",
-                    crate::text::escape_controls(&c.table),
-                    crate::text::escape_controls(&c.key)
+                    crate::base::text::escape_controls(&c.table),
+                    crate::base::text::escape_controls(&c.key)
                 ),
                 None => "not named (--checkpoint-table): a kill after a commit cannot be placed before or after its checkpoint".into(),
             }
@@ -154,7 +154,7 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
     if let Some(crash) = &args.crash_at {
         parts.push(format!(
             "the worker dies at {} on its first attempt{}",
-            crate::text::escape_controls(crash),
+            crate::base::text::escape_controls(crash),
             if args.job.exec.is_some() {
                 " (the job announces the point; the host kills it there)"
             } else {
@@ -175,7 +175,7 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
     if let Some(task) = plan.at_task {
         parts.push(format!(
             "the host reclaims the instance once {} is written",
-            crate::text::escape_controls(&queue.key(task))
+            crate::base::text::escape_controls(&queue.key(task))
         ));
     }
     if let Some((lo, hi)) = plan.rows.filter(|_| plan.random > 0) {
@@ -189,7 +189,7 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
         };
         parts.push(format!(
             "up to {} placed by rows, each after {lo}..{hi} rows written since a spawn ({}{more}; seed {}{why})",
-            crate::text::count(u64::from(plan.random), "random kill", "random kills"),
+            crate::base::text::count(u64::from(plan.random), "random kill", "random kills"),
             rows.join(", "),
             plan.seed
         ));
@@ -202,7 +202,7 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
         let more = if plan.random > 8 { ", ..." } else { "" };
         parts.push(format!(
             "up to {} placed by time, each {:.2}..{:.2}s after a spawn ({}{more}; seed {})",
-            crate::text::count(u64::from(plan.random), "random kill", "random kills"),
+            crate::base::text::count(u64::from(plan.random), "random kill", "random kills"),
             plan.window.0.as_secs_f64(),
             plan.window.1.as_secs_f64(),
             delays.join(", "),
@@ -217,7 +217,10 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
             .map(|moment| match moment {
                 // Named by the queue's own keys (ord-00004), as the job names its work.
                 crate::supervisor::schedule::KillMoment::AfterTask(t) => {
-                    format!("after {}", crate::text::escape_controls(&queue.key(*t)))
+                    format!(
+                        "after {}",
+                        crate::base::text::escape_controls(&queue.key(*t))
+                    )
                 }
                 other @ crate::supervisor::schedule::KillMoment::At(_) => other.to_string(),
             })
@@ -225,7 +228,7 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
         let more = if plan.replayed.len() > 8 { ", ..." } else { "" };
         parts.push(format!(
             "{} replayed from a recording: {}{more}",
-            crate::text::count(plan.replayed.len() as u64, "kill", "kills"),
+            crate::base::text::count(plan.replayed.len() as u64, "kill", "kills"),
             times.join(", ")
         ));
     }
@@ -337,7 +340,7 @@ fn print_verdict(
 
 /// Where the kills placed by rows landed, against their plan.
 fn describe_rows_landings(landed: &crate::engine::RowsLandings) -> String {
-    let kills = crate::text::count(landed.count(), "kill", "kills");
+    let kills = crate::base::text::count(landed.count(), "kill", "kills");
     let first: Vec<String> = (landed.first.iter().take(8))
         .map(|(planned, at)| format!("{planned}->{at}"))
         .collect();
@@ -346,7 +349,7 @@ fn describe_rows_landings(landed: &crate::engine::RowsLandings) -> String {
         format!(
             ", {} past it (at most {}: a batch commits whole, and a job reclaim does not pace writes on while the kill is on its way)",
             landed.past_plan,
-            crate::text::count(landed.most_past_plan, "row", "rows")
+            crate::base::text::count(landed.most_past_plan, "row", "rows")
         )
     } else {
         String::new()
@@ -410,7 +413,7 @@ pub(super) fn describe_windows(windows: &KillWindows, own_points: u32) -> String
         if !said.is_empty() {
             said.push_str("; ");
         }
-        said.push_str(&crate::text::count(u64::from(n), "kill", "kills"));
+        said.push_str(&crate::base::text::count(u64::from(n), "kill", "kills"));
         said.push_str(meaning);
     }
     if own_points > 0 {
@@ -428,5 +431,5 @@ pub(super) fn describe_windows(windows: &KillWindows, own_points: u32) -> String
 /// A path on a line of its own: a line break in it (a `--db` may hold one) is escaped, so it
 /// cannot split the `database` line in two.
 pub(super) fn display(path: &Path) -> String {
-    crate::text::escape_controls(&path.display().to_string())
+    crate::base::text::escape_controls(&path.display().to_string())
 }

@@ -2,11 +2,11 @@
 
 use std::io::Write as _;
 
+use crate::base::exit::OK;
 use crate::error::Error;
-use crate::exit::OK;
 
 pub(super) fn run() -> Result<u8, Error> {
-    let mut out = crate::out::stdout();
+    let mut out = crate::base::out::stdout();
     for (name, _) in crate::scenario::SHIPPED {
         let scenario = crate::scenario::Scenario::load(name)?;
         let _ = writeln!(out, "{name:<20} {}", scenario.title);

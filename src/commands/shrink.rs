@@ -6,10 +6,10 @@
 use std::io::{IsTerminal as _, Write};
 use std::path::Path;
 
+use crate::base::exit::{DATA_WRONG, OK};
 use crate::cli::ShrinkArgs;
 use crate::engine::Kind;
 use crate::error::{Context as _, Error};
-use crate::exit::{DATA_WRONG, OK};
 use crate::harness::pool::{self, Pool};
 use crate::map::{Cell, Kill, PlannedNight, Runner};
 use crate::record::Recording;
@@ -41,12 +41,12 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
     // (100,000 items, a kill at the last) once planned 400,000 nights.
     let planned = (last_task(&wrong) + 1) * points_for(wrong.strategy).count() as u64;
     let rows = planned.saturating_mul(wrong.items).saturating_mul(2);
-    if rows > crate::limits::MAX_PLANNED_ROWS {
+    if rows > crate::base::limits::MAX_PLANNED_ROWS {
         return Err(Error::Refused(format!(
             "{}: shrinking it could take {planned} nights of {} items (about {rows} rows to write, over the bound of {}); replay its schedule instead: `reclaim run --strategy {} --items {} --replay-schedule {}`",
             args.file.display(),
             wrong.items,
-            crate::limits::MAX_PLANNED_ROWS,
+            crate::base::limits::MAX_PLANNED_ROWS,
             wrong.strategy,
             wrong.items,
             args.file.display(),
@@ -110,13 +110,13 @@ fn the_wrong_lane(recording: &Recording, file: &Path) -> Result<Wrong, Error> {
     if info.strategy == "exec" {
         return Err(Error::Refused(format!(
             "{name}: lane {} ran your own job; give its command with --exec CMD (and its --table, --key, --key-format): shrink never runs a command read from a recording",
-            crate::text::escape_controls(&info.name)
+            crate::base::text::escape_controls(&info.name)
         )));
     }
     let strategy = Strategy::from_name(&info.strategy).ok_or_else(|| {
         Error::Refused(format!(
             "{name}: unknown strategy '{}'",
-            crate::text::shorten(&info.strategy, 40)
+            crate::base::text::shorten(&info.strategy, 40)
         ))
     })?;
     let mut last_task = None;
@@ -138,11 +138,11 @@ fn the_wrong_lane(recording: &Recording, file: &Path) -> Result<Wrong, Error> {
     // Recorded text is escaped before it goes anywhere near the TOML: a line break in it would
     // end a comment and write TOML of its own (kills, captions) into the scenario.
     Ok(Wrong {
-        lane: crate::text::escape_controls(&info.name),
+        lane: crate::base::text::escape_controls(&info.name),
         strategy,
         items: info.items,
         kills,
-        derived: crate::text::escape_controls(&end.lanes[lane].derived),
+        derived: crate::base::text::escape_controls(&end.lanes[lane].derived),
     })
 }
 

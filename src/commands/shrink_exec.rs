@@ -8,12 +8,12 @@ use std::io::{IsTerminal as _, Write};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
+use crate::base::exit::{DATA_WRONG, OK};
 use crate::cli::ShrinkArgs;
 use crate::engine::ExecJob;
 use crate::error::{Context as _, Error};
-use crate::exec_map::{ExecCell, ExecKill, ExecRunner};
-use crate::exit::{DATA_WRONG, OK};
 use crate::harness::pool::{self, Pool};
+use crate::map::exec::{ExecCell, ExecKill, ExecRunner};
 use crate::record::Recording;
 
 /// At most this many nights are searched (a 10,000-key queue with three points is 30,000).
@@ -66,12 +66,12 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let threads = args.threads.map_or_else(pool::default_threads, usize::from);
     let found = search(&runner, threads);
     let _ = std::fs::remove_dir_all(&dir);
-    let derived = crate::text::escape_controls(&end.lanes[lane].derived);
+    let derived = crate::base::text::escape_controls(&end.lanes[lane].derived);
     let found = match found? {
         Search::Undisturbed(verdict) => {
             eprintln!(
                 "reclaim shrink: no kill is needed: the job goes wrong with none at all ({}); there is no schedule to shrink",
-                crate::text::escape_controls(&verdict)
+                crate::base::text::escape_controls(&verdict)
             );
             return Ok(DATA_WRONG);
         }
@@ -118,7 +118,7 @@ fn search(runner: &ExecRunner, threads: usize) -> Result<Search, Error> {
     }
     let items = runner.job.queue.len();
     // The search kills at points or row counts: shrink has no vendor (--vendor is not its).
-    let candidates = crate::exec_map::plan(&points, (0, items - 1), false);
+    let candidates = crate::map::exec::plan(&points, (0, items - 1), false);
     let progress = std::io::stderr().is_terminal();
     let chunk = threads * 2;
     let mut nights = 0;
@@ -226,7 +226,7 @@ fn scenario_toml(
         .unwrap_or_default();
     let about = format!(
         "Shrunk from {}, whose exec lane ended {derived}. One kill, {what}, is enough: {} rows, {} distinct, {} duplicated, {} missing.",
-        crate::text::escape_controls(&source.display().to_string()),
+        crate::base::text::escape_controls(&source.display().to_string()),
         cell.rows,
         cell.distinct,
         cell.duplicated_task_ids,
@@ -316,7 +316,7 @@ fn run_command(
 
 /// `text` as one `sh` word: single-quoted, each `'` closed, escaped and reopened.
 fn sh_quote(text: &str) -> String {
-    let text = crate::text::escape_controls(text);
+    let text = crate::base::text::escape_controls(text);
     if !text.is_empty()
         && text
             .chars()

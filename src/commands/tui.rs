@@ -30,7 +30,7 @@ pub(super) fn live(args: &TuiArgs) -> Result<u8, Error> {
         args.record.as_deref(),
         &settings(&args.presenting, args.theme),
     );
-    crate::warehouse::close(night, false, None, &mut crate::out::stdout());
+    crate::warehouse::close(night, false, None, &mut crate::base::out::stdout());
     code
 }
 
@@ -46,7 +46,7 @@ fn refuse_on_pg(scenario: &Scenario) -> Result<(), Error> {
         };
         return Err(Error::Refused(format!(
             "lane {}: {what} does not run on PostgreSQL yet; use --warehouse sqlite",
-            crate::text::escape_controls(&lane.name)
+            crate::base::text::escape_controls(&lane.name)
         )));
     }
     Ok(())

@@ -3,34 +3,34 @@
 
 use std::io;
 
+use crate::base::exit::OK;
 use crate::cli::{RelayArgs, VendorArgs};
 use crate::error::{Context as _, Error};
-use crate::exit::OK;
 use crate::fake_vendor::{self, VendorModes};
 use crate::worker::relay::{self, RelayConfig};
 
 pub(super) fn run(args: &VendorArgs) -> Result<u8, Error> {
-    crate::signals::install().context(|| "cannot install signal handlers".into())?;
+    crate::base::signals::install().context(|| "cannot install signal handlers".into())?;
     let modes = VendorModes {
         keys: args.keys,
         drop_responses: args.drop_responses,
         seed: args.seed,
         hold_at: args.hold_at,
     };
-    let db = crate::paths::file_or_new(&args.db, "--db")?;
+    let db = crate::base::paths::file_or_new(&args.db, "--db")?;
     // A new database with a log already beside it: SQLite would take that log for its own
     // (replay it into the new file, or empty it). Left alone and refused, as for a warehouse.
     if !db.exists() {
         for suffix in ["-wal", "-shm", "-journal"] {
-            let companion = crate::paths::with_suffix(&db, suffix);
+            let companion = crate::base::paths::with_suffix(&db, suffix);
             if !matches!(
-                crate::paths::look(&companion),
-                Ok(crate::paths::PathKind::Missing)
+                crate::base::paths::look(&companion),
+                Ok(crate::base::paths::PathKind::Missing)
             ) {
                 return Err(Error::Refused(format!(
                     "{} already exists beside the new vendor database {}; reclaim leaves it untouched, give --db a new path",
-                    crate::paths::shown(&companion),
-                    crate::paths::shown(&db)
+                    crate::base::paths::shown(&companion),
+                    crate::base::paths::shown(&db)
                 )));
             }
         }
@@ -49,11 +49,11 @@ pub(super) fn relay(args: &RelayArgs) -> Result<u8, Error> {
         }
     }
     // A device, a FIFO or a folder is refused at once (on /dev/null it waited out its 60 s).
-    let db = crate::paths::file_or_new(&args.db, "--db")?;
+    let db = crate::base::paths::file_or_new(&args.db, "--db")?;
     if has_rows_and_no_outbox(&db) {
         return Err(Error::Refused(format!(
             "--db {}: its records have no outbox beside them (not a warehouse of --strategy outbox), so the relay has nothing to deliver; it is left as it was",
-            crate::paths::shown(&db)
+            crate::base::paths::shown(&db)
         )));
     }
     let config = RelayConfig {

@@ -2,11 +2,11 @@
 
 use std::io;
 
+use crate::base::exit::OK;
+use crate::base::paths;
 use crate::cli::WorkerArgs;
 use crate::error::Error;
-use crate::exit::OK;
 use crate::heartbeat;
-use crate::paths;
 use crate::worker::{self, WorkerConfig};
 
 pub(super) fn run(args: &WorkerArgs) -> Result<u8, Error> {

@@ -81,7 +81,7 @@ pub struct ExecJob {
     /// The keys its rows are judged against (`RECLAIM_KEYS_FILE` hands them to the job).
     pub queue: Queue,
     /// The point its first attempt is SIGKILLed at, when the job announces it (`--crash-at`).
-    pub crash_at: Option<crate::points::CrashPlan>,
+    pub crash_at: Option<crate::worker::protocol::points::CrashPlan>,
     /// The job sends messages to a vendor reclaim starts for the night (`--vendor`), told by
     /// `RECLAIM_VENDOR_URL`; they are judged at the vendor against the queue.
     pub vendor: bool,
@@ -109,7 +109,7 @@ pub enum JobError {
     #[error("{flag} {name:?} is not a name SQLite can use")]
     BadName { flag: &'static str, name: String },
     #[error(transparent)]
-    SetupPath(#[from] crate::paths::PathError),
+    SetupPath(#[from] crate::base::paths::PathError),
     #[error("--setup-sql {file}: {source}")]
     SetupRead {
         file: String,
@@ -187,7 +187,7 @@ pub fn read_sql(text: &str) -> Result<String, JobError> {
     let Some(file) = text.strip_prefix('@') else {
         return Ok(text.to_string());
     };
-    let path = crate::paths::existing_file(std::path::Path::new(file), "--setup-sql")?;
+    let path = crate::base::paths::existing_file(std::path::Path::new(file), "--setup-sql")?;
     let unreadable = |source| JobError::SetupRead {
         file: file.to_string(),
         source,

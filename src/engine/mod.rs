@@ -43,7 +43,7 @@ pub use self::timeline::{
 use self::triggers::{HostAction, Triggers};
 use self::watch::Watch;
 pub use self::window::{KillWindow, KillWindows};
-use crate::clock::SimClock;
+use crate::base::clock::SimClock;
 use crate::store::StoreError;
 use crate::supervisor::slot::{Output, RestartPolicy, SlotState};
 use crate::worker::protocol::Grant;
@@ -136,11 +136,11 @@ fn write_keys(db: &std::path::Path, queue: &crate::queue::Queue) -> Result<(), E
         source,
     };
     queue.write_lines(&mut lines).map_err(failed)?;
-    match crate::paths::write_new(&path, |out| out.write_all(&lines)) {
+    match crate::base::paths::write_new(&path, |out| out.write_all(&lines)) {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             let same = matches!(
-                crate::paths::look(&path),
-                Ok(crate::paths::PathKind::File(_))
+                crate::base::paths::look(&path),
+                Ok(crate::base::paths::PathKind::File(_))
             ) && std::fs::read(&path).is_ok_and(|held| held == lines);
             if same { Ok(()) } else { Err(failed(e)) }
         }
@@ -151,7 +151,7 @@ fn write_keys(db: &std::path::Path, queue: &crate::queue::Queue) -> Result<(), E
 /// Where an external job's queue is written for it (`RECLAIM_KEYS_FILE`): beside its database.
 #[must_use]
 pub fn keys_path(db: &std::path::Path) -> std::path::PathBuf {
-    crate::paths::with_suffix(db, ".keys")
+    crate::base::paths::with_suffix(db, ".keys")
 }
 
 impl Engine {
@@ -223,7 +223,7 @@ impl Engine {
             lane.config.vendor.seed = engine.config.kills.seed;
             lane.start_vendor(&exe)?;
         }
-        let start = crate::clock::NIGHT_START + engine.config.start_at;
+        let start = crate::base::clock::NIGHT_START + engine.config.start_at;
         // Armed before the spawns: a kill placed by rows bounds the first grant.
         let rows = engine.lanes.first().map_or(0, |l| l.observer.rows);
         engine.triggers.arm_random_kill(start, rows);
@@ -302,7 +302,7 @@ impl Engine {
         text: String,
     ) {
         self.timeline.push(Entry {
-            sim: at.map_or_else(|| self.clock.now(), crate::clock::SimTime),
+            sim: at.map_or_else(|| self.clock.now(), crate::base::clock::SimTime),
             real_ms: self.elapsed(now).as_millis() as u64,
             lane,
             source,
@@ -403,7 +403,7 @@ impl Engine {
     /// Advances the night to `now`: reads worker output, reaps, moves the clock on as far as
     /// the work allows, kills, restarts, grants the writes now due, and observes.
     pub fn tick(&mut self, now: Instant) -> Result<(), EngineError> {
-        self.watch.tick(now, crate::signals::take_continued());
+        self.watch.tick(now, crate::base::signals::take_continued());
         if let Some(last) = self.last_tick.replace(now) {
             self.tick_gap = now.saturating_duration_since(last);
         }

@@ -294,7 +294,7 @@ impl Work {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::{NIGHT_START, SimTime};
+    use crate::base::clock::{NIGHT_START, SimTime};
     use std::time::Duration;
 
     #[test]

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::clock::SimTime;
+use crate::base::clock::SimTime;
 
 /// Where a timeline line comes from, as in the postmortem's log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -229,7 +229,7 @@ mod tests {
     #[test]
     fn timeline_lines_match_the_postmortem() {
         let entry = Entry {
-            sim: SimTime(crate::clock::NIGHT_START + 707.0),
+            sim: SimTime(crate::base::clock::NIGHT_START + 707.0),
             real_ms: 0,
             lane: Some(0),
             source: Source::Runner,
@@ -250,7 +250,7 @@ mod tests {
 
     /// `second` seconds into the night.
     fn night(second: f64) -> f64 {
-        crate::clock::NIGHT_START + second
+        crate::base::clock::NIGHT_START + second
     }
 
     fn at(second: f64, lane: Option<usize>, text: &str) -> Entry {

@@ -200,7 +200,7 @@ impl Triggers {
     fn next_replayed(&self) -> Option<f64> {
         match self.replayed.get(self.timed_fired)? {
             KillMoment::AfterTask(_) => self.replayed_sim,
-            KillMoment::At(sim) => Some(crate::clock::NIGHT_START + sim),
+            KillMoment::At(sim) => Some(crate::base::clock::NIGHT_START + sim),
         }
     }
 
@@ -450,7 +450,7 @@ mod tests {
             ],
             ..KillPlan::default()
         }));
-        let start = crate::clock::NIGHT_START;
+        let start = crate::base::clock::NIGHT_START;
         assert_eq!(triggers.awaited_task(), Some(111));
         triggers.wrote(110, start + 40.0);
         assert!(triggers.due(start + 45.0, OPEN).is_empty());

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::clock::SimClock;
+use crate::base::clock::SimClock;
 
 /// A gap between two ticks longer than this means the supervisor itself was not running:
 /// ticks come every 2 to 20 ms.

@@ -41,13 +41,13 @@ pub(super) fn write(
             .lane
             .and_then(|l| recording.header.lanes.get(l))
             .map_or(String::new(), |l| format!(" ({})", l.name));
-        let at = crate::clock::SimTime(event.sim);
+        let at = crate::base::clock::SimTime(event.sim);
         events.push((seconds(event.real_ms), "m", format!("{at} {label}{lane}")));
     }
     let mut app = ReplayApp::new(recording.clone());
     for (text, sim) in app.caption_moments() {
         let real = real_at(recording, sim);
-        let at = crate::clock::SimTime(sim);
+        let at = crate::base::clock::SimTime(sim);
         events.push((real, "m", format!("{at} caption: {text}")));
     }
     let markers = events.len();

@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use crate::clock::SimTime;
+use crate::base::clock::SimTime;
 use crate::record::Recording;
 
 pub(super) fn write(recording: &Recording, out: &mut dyn Write) -> io::Result<String> {
@@ -18,7 +18,7 @@ pub(super) fn write(recording: &Recording, out: &mut dyn Write) -> io::Result<St
                 out,
                 "{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 SimTime(sample.sim),
-                sample.sim - crate::clock::NIGHT_START,
+                sample.sim - crate::base::clock::NIGHT_START,
                 sample.real_ms,
                 field(&info.name),
                 field(&info.strategy),

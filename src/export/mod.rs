@@ -41,7 +41,7 @@ impl Format {
             Some("csv") => Ok(Self::Csv),
             _ => Err(Error::Refused(format!(
                 "--export {}: name a .cast (asciicast for asciinema), .svg (one frame for a slide) or .csv (the figures for a plot) file",
-                crate::paths::shown(path)
+                crate::base::paths::shown(path)
             ))),
         }
     }
@@ -62,7 +62,7 @@ pub struct Spec<'a> {
 /// and says what was written.
 pub fn export(recording: Recording, request: &Spec<'_>) -> Result<String, Error> {
     let format = Format::of(request.path)?;
-    let path = crate::paths::new_file(request.path, "--export", "give --export a new file")?;
+    let path = crate::base::paths::new_file(request.path, "--export", "give --export a new file")?;
     let (w, h) = request.size;
     if w < ui::MIN_WIDTH || h < ui::MIN_HEIGHT {
         return Err(Error::Refused(format!(
@@ -77,8 +77,8 @@ pub fn export(recording: Recording, request: &Spec<'_>) -> Result<String, Error>
         if at > end.floor() {
             return Err(Error::Refused(format!(
                 "--at {} is after the recorded night's end ({}): name a moment of the night",
-                crate::clock::SimTime(at),
-                crate::clock::SimTime(end)
+                crate::base::clock::SimTime(at),
+                crate::base::clock::SimTime(end)
             )));
         }
     }
@@ -86,8 +86,8 @@ pub fn export(recording: Recording, request: &Spec<'_>) -> Result<String, Error>
     // leaves no half file (which a retry would then find "already exists").
     // Stopped (Ctrl-C, SIGTERM), the writing stops at its next write and the temporary file is
     // removed as it is dropped: nothing is left beside the path.
-    crate::signals::install().context(|| "cannot install signal handlers".into())?;
-    let temp = crate::fsafe::begin_new(&path)
+    crate::base::signals::install().context(|| "cannot install signal handlers".into())?;
+    let temp = crate::base::fsafe::begin_new(&path)
         .context(|| format!("cannot create a file beside {}", path.display()))?;
     let mut out = BufWriter::new(Stoppable(temp));
     let written = match format {
@@ -95,18 +95,19 @@ pub fn export(recording: Recording, request: &Spec<'_>) -> Result<String, Error>
         Format::Svg => svg::write(recording, request, &mut out),
         Format::Csv => csv::write(&recording, &mut out),
     };
-    if let Some(signal) = crate::signals::received() {
+    if let Some(signal) = crate::base::signals::received() {
         return Err(Error::StoppedWriting(signal));
     }
     let said = written.context(|| format!("cannot write {}", path.display()))?;
     let flushed = out
         .into_inner()
         .map_err(std::io::IntoInnerError::into_error);
-    if let Some(signal) = crate::signals::received() {
+    if let Some(signal) = crate::base::signals::received() {
         return Err(Error::StoppedWriting(signal));
     }
     let Stoppable(temp) = flushed.context(|| format!("cannot write {}", path.display()))?;
-    crate::fsafe::finish_new(temp, &path).context(|| format!("cannot write {}", path.display()))?;
+    crate::base::fsafe::finish_new(temp, &path)
+        .context(|| format!("cannot write {}", path.display()))?;
     Ok(said)
 }
 
@@ -115,7 +116,7 @@ struct Stoppable<W>(W);
 
 impl<W: Write> Write for Stoppable<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if let Some(signal) = crate::signals::received() {
+        if let Some(signal) = crate::base::signals::received() {
             // Not `Interrupted`, which `write_all` would retry.
             return Err(std::io::Error::other(format!("stopped by {signal}")));
         }

@@ -31,7 +31,7 @@ pub(super) fn write(
     // drawn at its start, and said so (it named 01:00:00 and drew 02:00:00); one after its end
     // is refused before this.
     let asked = request.at.unwrap_or(end);
-    let start = crate::clock::NIGHT_START.min(end);
+    let start = crate::base::clock::NIGHT_START.min(end);
     let shown = if request.at.is_some() {
         asked + 0.99
     } else {
@@ -47,7 +47,7 @@ pub(super) fn write(
             start,
             format!(
                 ", where the night begins (--at {} is before it),",
-                crate::clock::SimTime(asked)
+                crate::base::clock::SimTime(asked)
             ),
         )
     } else {
@@ -55,7 +55,7 @@ pub(super) fn write(
     };
     Ok(format!(
         "the dashboard at {}{moved} as a {w}x{h} SVG",
-        crate::clock::SimTime(named)
+        crate::base::clock::SimTime(named)
     ))
 }
 

@@ -74,7 +74,7 @@ impl FromStr for Keys {
                     .ok_or_else(|| {
                         format!(
                             "'{}' is not a key policy: honour, ignore, or expire=SECS (0..=86400)",
-                            crate::text::shorten(text, 40)
+                            crate::base::text::shorten(text, 40)
                         )
                     })?;
                 Ok(Self::Expire(secs))
@@ -91,7 +91,7 @@ pub fn parse_probability(text: &str) -> Result<f64, String> {
         .ok_or_else(|| {
             format!(
                 "'{}' is not a probability in 0..=1",
-                crate::text::shorten(text, 40)
+                crate::base::text::shorten(text, 40)
             )
         })
 }
@@ -137,7 +137,7 @@ pub enum VendorError {
 }
 
 /// The vendor's database for a lane's warehouse: beside it, `NAME.vendor.sqlite`.
-pub use crate::paths::vendor_db_path as db_path;
+pub use crate::base::paths::vendor_db_path as db_path;
 
 const SCHEMA: &str = "
 CREATE TABLE deliveries(
@@ -203,7 +203,7 @@ pub fn serve(db: &Path, modes: VendorModes, out: &mut dyn Write) -> Result<(), V
     let vendor = Mutex::new(Vendor {
         conn,
         modes,
-        rng: crate::seeded::Seeded::new(modes.seed, crate::seeded::Stream::VendorDrops),
+        rng: crate::base::seeded::Seeded::new(modes.seed, crate::base::seeded::Stream::VendorDrops),
     });
     // Each connection is read on a thread of its own (a slow client delays nobody); the store
     // and the seeded drops are taken one request at a time.
@@ -213,14 +213,16 @@ pub fn serve(db: &Path, modes: VendorModes, out: &mut dyn Write) -> Result<(), V
             .unwrap_or_else(PoisonError::into_inner)
             .handle(request)
     });
-    http::serve_connections(&listener, &answer, &|| crate::signals::received().is_some());
+    http::serve_connections(&listener, &answer, &|| {
+        crate::base::signals::received().is_some()
+    });
     Ok(())
 }
 
 struct Vendor {
     conn: Connection,
     modes: VendorModes,
-    rng: crate::seeded::Seeded,
+    rng: crate::base::seeded::Seeded,
 }
 
 /// What a message says; the task names the customer it is for.

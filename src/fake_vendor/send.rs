@@ -87,7 +87,7 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
     let addr: SocketAddr = text.parse().map_err(|_| {
         format!(
             "'{}' is not an address such as 127.0.0.1:8080",
-            crate::text::shorten(text, 40)
+            crate::base::text::shorten(text, 40)
         )
     })?;
     if !addr.ip().is_loopback() {

@@ -119,7 +119,7 @@ pub fn windows_account(reports: &[&RunReport]) -> Account {
             never_hit,
             format!(
                 "the job commits a row before its checkpoint (seen: {} had its row and no checkpoint), and no kill landed between the two (after-row-commit), where a restart does that item again",
-                crate::text::escape_controls(key)
+                crate::base::text::escape_controls(key)
             ),
         );
     }
@@ -134,8 +134,8 @@ pub fn windows_account(reports: &[&RunReport]) -> Account {
         .map(|(point, times)| {
             format!(
                 "{} ({})",
-                crate::text::escape_controls(point),
-                crate::text::count(*times, "time", "times")
+                crate::base::text::escape_controls(point),
+                crate::base::text::count(*times, "time", "times")
             )
         })
         .collect();
@@ -166,7 +166,7 @@ pub fn windows_account(reports: &[&RunReport]) -> Account {
             account::Kind::Unobserved,
             format!(
                 "{} after a commit could not be placed before or after a checkpoint",
-                crate::text::count(u64::from(windows.unplaced), "kill", "kills")
+                crate::base::text::count(u64::from(windows.unplaced), "kill", "kills")
             ),
         );
     }

@@ -35,7 +35,7 @@ pub(super) fn not_fired(
     if let Some((task, false)) = fired.kill_at_task {
         said.push(format!(
             "the kill at {} never fired: its row was never written while the job ran",
-            crate::text::escape_controls(&queue.key(task))
+            crate::base::text::escape_controls(&queue.key(task))
         ));
     }
     if let Some((n, false)) = fired.kill_at_message {

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::{self, JoinHandle};
 
+use crate::base::signals;
 use crate::error::{Context as _, Error};
-use crate::signals;
 
 /// One finished night: the index of its job and what it ended with.
 pub type Finished<R> = (usize, Result<R, Error>);

@@ -3,8 +3,8 @@
 //! nothing), skipped when no night of it ran.
 
 use super::Tested;
-use crate::junit::{Case, CaseResult};
 use crate::verdict::account::{Account, Kind};
+use crate::verdict::junit::{Case, CaseResult};
 
 /// The case for a band named `class`/`name` whose nights tested what each says, each with the
 /// line that names it (`task-003: 201 rows, ...`): the one rule on the band's nights, as the

@@ -72,8 +72,11 @@ impl Columns {
     pub fn name(&self, column: u64) -> String {
         match self {
             Self::Tasks => crate::task::task_id(column),
-            Self::Keys(queue) => crate::text::escape_controls(&queue.key(column)),
-            Self::Rows => format!("after {}", crate::text::count(column + 1, "row", "rows")),
+            Self::Keys(queue) => crate::base::text::escape_controls(&queue.key(column)),
+            Self::Rows => format!(
+                "after {}",
+                crate::base::text::count(column + 1, "row", "rows")
+            ),
         }
     }
 

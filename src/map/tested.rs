@@ -56,7 +56,7 @@ pub fn account(tally: Tally, nights: usize, left: Option<usize>, what: &str) -> 
             Kind::NeverCompleted,
             format!(
                 "the map was left before it finished: {} never ran",
-                crate::text::count(left as u64, "night", "nights")
+                crate::base::text::count(left as u64, "night", "nights")
             ),
         );
     } else if nights == 0 {
@@ -67,7 +67,7 @@ pub fn account(tally: Tally, nights: usize, left: Option<usize>, what: &str) -> 
             Kind::Data,
             format!(
                 "{} wrong",
-                crate::text::count(tally.wrong as u64, "cell", "cells")
+                crate::base::text::count(tally.wrong as u64, "cell", "cells")
             ),
         );
     }
@@ -76,7 +76,7 @@ pub fn account(tally: Tally, nights: usize, left: Option<usize>, what: &str) -> 
             Kind::NotFired,
             format!(
                 "{} tested nothing: its {what} never fired",
-                crate::text::count(tally.untested as u64, "cell", "cells")
+                crate::base::text::count(tally.untested as u64, "cell", "cells")
             ),
         );
     }

@@ -62,7 +62,7 @@ pub enum LastRead {
 /// Whether the database's `-wal` is there without a frame past its 32-byte header: a log just
 /// made, that no commit has gone into yet. Its size is looked at, nothing opened.
 fn wal_just_made(db: &Path) -> bool {
-    std::fs::metadata(crate::paths::with_suffix(db, "-wal")).is_ok_and(|m| m.len() <= 32)
+    std::fs::metadata(crate::base::paths::with_suffix(db, "-wal")).is_ok_and(|m| m.len() <= 32)
 }
 
 impl LastRead {
@@ -317,7 +317,7 @@ impl super::Observer {
         };
         [
             stamp(&self.db),
-            stamp(&crate::paths::with_suffix(&self.db, "-wal")),
+            stamp(&crate::base::paths::with_suffix(&self.db, "-wal")),
         ]
     }
 }
@@ -485,7 +485,7 @@ mod tests {
         let mut observer = Observer::of_job(&db, Queue::tasks(10), source("jobs", "id"));
         // A journal left live (a job killed inside its commit): the file may hold half a
         // transaction, so nothing is read and no mark moves.
-        let journal = crate::paths::with_suffix(&db, "-journal");
+        let journal = crate::base::paths::with_suffix(&db, "-journal");
         std::fs::write(&journal, [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7])
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(observer.poll().ok(), Some(Poll::default()));

@@ -8,9 +8,9 @@ use std::path::Path;
 use thiserror::Error;
 
 use super::{End, Event, FORMAT, Header, Sample, SessionLine, VERSION};
+use crate::base::text::escape_controls;
 use crate::engine::{Kind, Mark};
 use crate::supervisor::schedule::KillMoment;
-use crate::text::escape_controls;
 
 #[derive(Debug, Error, PartialEq)]
 pub enum RecordingError {
@@ -60,7 +60,7 @@ pub enum RecordingError {
 /// The latest moment a recording may name, in sim seconds after midnight: 100 days after the
 /// night began, far past any night reclaim runs (100,000,000 items at the postmortem's 10 ms is
 /// under 12 days), and far below where drawing a chart to it would overflow.
-pub const MAX_SIM: f64 = crate::clock::NIGHT_START + 100.0 * 86_400.0;
+pub const MAX_SIM: f64 = crate::base::clock::NIGHT_START + 100.0 * 86_400.0;
 
 /// Why a line's moment or lanes cannot be from reclaim, if they cannot.
 fn impossible(sim: f64, lanes: Option<usize>, lane: Option<usize>, named: usize) -> Option<String> {
@@ -75,13 +75,13 @@ fn impossible(sim: f64, lanes: Option<usize>, lane: Option<usize>, named: usize)
     if let Some(count) = lanes.filter(|&count| count != named) {
         return Some(format!(
             "has {} where the header names {named}",
-            crate::text::count(count as u64, "lane", "lanes")
+            crate::base::text::count(count as u64, "lane", "lanes")
         ));
     }
     if let Some(lane) = lane.filter(|&lane| lane >= named) {
         return Some(format!(
             "is about lane {lane}, which the header does not name ({})",
-            crate::text::count(named as u64, "lane", "lanes")
+            crate::base::text::count(named as u64, "lane", "lanes")
         ));
     }
     None
@@ -95,7 +95,7 @@ fn impossible_header(header: &Header) -> Option<String> {
     if !(1..=crate::scenario::MAX_LANES).contains(&lanes) {
         return Some(format!(
             "names {}, outside 1..={}",
-            crate::text::count(lanes as u64, "lane", "lanes"),
+            crate::base::text::count(lanes as u64, "lane", "lanes"),
             crate::scenario::MAX_LANES
         ));
     }
@@ -112,9 +112,11 @@ fn impossible_header(header: &Header) -> Option<String> {
         ));
     }
     header.captions.iter().enumerate().find_map(|(n, caption)| {
-        let text = crate::text::acting_char(&caption.text, &['\n']);
-        let notes =
-            crate::text::acting_char(caption.notes.as_deref().unwrap_or_default(), &['\n', '\t']);
+        let text = crate::base::text::acting_char(&caption.text, &['\n']);
+        let notes = crate::base::text::acting_char(
+            caption.notes.as_deref().unwrap_or_default(),
+            &['\n', '\t'],
+        );
         text.or(notes).map(|c| {
             format!(
                 "has a caption ({}) holding U+{:04X}, a control character",
@@ -139,8 +141,8 @@ fn past_the_end(recording: &Recording) -> Option<String> {
     (latest > end + PAST_THE_END).then(|| {
         format!(
             "ends the night at {}, before a line of it at {}",
-            crate::clock::SimTime(end),
-            crate::clock::SimTime(latest)
+            crate::base::clock::SimTime(end),
+            crate::base::clock::SimTime(latest)
         )
     })
 }
@@ -161,7 +163,7 @@ impl Recording {
     pub fn load(path: &Path) -> Result<Self, RecordingError> {
         let shown = escape_controls(&path.display().to_string());
         // Checked without opening: opening a FIFO would wait for a writer forever.
-        let path = &crate::paths::existing_file(path, "recording")
+        let path = &crate::base::paths::existing_file(path, "recording")
             .map_err(|e| RecordingError::Path(e.to_string()))?;
         let file = File::open(path).map_err(|e| RecordingError::Read {
             path: shown.clone(),
@@ -279,7 +281,10 @@ impl Recording {
         let sample = self.samples.last().map_or(0.0, |s| s.sim);
         let event = self.events.last().map_or(0.0, |e| e.sim);
         let end = self.end.as_ref().map_or(0.0, |e| e.sim);
-        sample.max(event).max(end).max(crate::clock::NIGHT_START)
+        sample
+            .max(event)
+            .max(end)
+            .max(crate::base::clock::NIGHT_START)
     }
 
     /// The moments the host reclaimed the instance, as a replay repeats them: after the task
@@ -322,7 +327,7 @@ impl Recording {
                 .find(|e| e.kind == Kind::Item && e.lane == first_lane)
                 .and_then(|e| committed_task(&e.text).or_else(|| own_key(&e.text)));
             moments.push(committed.map_or(
-                KillMoment::At(event.sim - crate::clock::NIGHT_START),
+                KillMoment::At(event.sim - crate::base::clock::NIGHT_START),
                 KillMoment::AfterTask,
             ));
         }
@@ -334,7 +339,7 @@ impl Recording {
     pub fn kill_times(&self) -> Vec<f64> {
         let mut times: Vec<f64> = Vec::new();
         for event in self.events.iter().filter(|e| e.mark == Some(Mark::Kill)) {
-            let at = event.sim - crate::clock::NIGHT_START;
+            let at = event.sim - crate::base::clock::NIGHT_START;
             if times.last().is_none_or(|last| (at - last).abs() > 1e-6) {
                 times.push(at);
             }
@@ -392,7 +397,7 @@ fn parse_header(path: &str, bytes: &[u8]) -> Result<Header, RecordingError> {
                 path: path.into(),
                 found: found.map_or_else(
                     || "missing".to_string(),
-                    |v| escape_controls(&crate::text::shorten(&v.to_string(), 40)),
+                    |v| escape_controls(&crate::base::text::shorten(&v.to_string(), 40)),
                 ),
             });
         }

@@ -185,7 +185,7 @@ impl CaptionFigures {
             "task" => self.task.clone().unwrap_or_else(dash),
             "at" => self
                 .at
-                .map_or_else(dash, |at| crate::clock::SimTime(at).to_string()),
+                .map_or_else(dash, |at| crate::base::clock::SimTime(at).to_string()),
             _ => return None,
         })
     }

@@ -2,8 +2,8 @@
 //! its `setup_sql`) runs only when the user passes `--allow-exec`, and the user is shown each
 //! command in full first, so opening a file someone sent cannot run what it says unseen.
 
+use crate::base::text::escape_controls;
 use crate::engine::LaneWorker;
-use crate::text::escape_controls;
 
 use super::{Scenario, ScenarioError};
 

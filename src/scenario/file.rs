@@ -188,13 +188,13 @@ impl ScenarioFile {
                         quoted(text)
                     ))
                 })?;
-                if at < crate::clock::NIGHT_START {
+                if at < crate::base::clock::NIGHT_START {
                     return Err(Invalid(format!(
                         "start_at = \"{}\" is before the night begins (02:00:00)",
                         quoted(text)
                     )));
                 }
-                at - crate::clock::NIGHT_START
+                at - crate::base::clock::NIGHT_START
             }
             None => 0.0,
         };
@@ -213,7 +213,7 @@ impl ScenarioFile {
 /// `text` (the scenario's `what`) is refused if it holds a character that would act on the
 /// screen, a slide or the notes rather than be read there (an escape sequence, a bidi override).
 pub(super) fn plain(what: &str, text: &str, allowed: &[char]) -> Result<(), Invalid> {
-    match crate::text::acting_char(text, allowed) {
+    match crate::base::text::acting_char(text, allowed) {
         Some(c) => Err(Invalid(format!(
             "{what} holds U+{:04X}, a control character that would act on the screen rather than be read; write it out",
             u32::from(c)
@@ -231,11 +231,11 @@ impl ScenarioFile {
         plain("title", &self.title, &[])?;
         plain("about", self.about.as_deref().unwrap_or_default(), &['\n'])?;
         range("scale", self.scale, 0.01, 100_000.0)?;
-        if !(1..=crate::limits::MAX_ITEMS).contains(&self.items) {
+        if !(1..=crate::base::limits::MAX_ITEMS).contains(&self.items) {
             return Err(Invalid(format!(
                 "items = {} is outside 1..={}",
                 self.items,
-                crate::limits::MAX_ITEMS
+                crate::base::limits::MAX_ITEMS
             )));
         }
         range("delay_ms", self.delay_ms, 0.0, 60_000.0)?;
@@ -365,7 +365,7 @@ impl LaneFile {
             .map_err(|e| Invalid(format!("lane {n}: {e}")))?;
         // A point the job announces, in a unit of work of its queue.
         if let Some(text) = &self.crash_at {
-            let mut plan = crate::points::CrashPlan::parse(text)
+            let mut plan = crate::worker::protocol::points::CrashPlan::parse(text)
                 .map_err(|e| Invalid(format!("lane {n}: crash_at: {e}")))?;
             let index = job.queue.resolve(&plan.key).ok_or_else(|| {
                 Invalid(format!(
@@ -381,18 +381,18 @@ impl LaneFile {
     }
 
     pub(super) fn validate(&self, n: usize, items: u64) -> Result<ScenarioLane, Invalid> {
-        if !(1..=crate::limits::MAX_WORKERS).contains(&self.workers) {
+        if !(1..=crate::base::limits::MAX_WORKERS).contains(&self.workers) {
             return Err(Invalid(format!(
                 "lane {n}: workers = {} is outside 1..={}",
                 self.workers,
-                crate::limits::MAX_WORKERS
+                crate::base::limits::MAX_WORKERS
             )));
         }
-        if !(1..=crate::limits::MAX_BATCH).contains(&self.batch) {
+        if !(1..=crate::base::limits::MAX_BATCH).contains(&self.batch) {
             return Err(Invalid(format!(
                 "lane {n}: batch = {} is outside 1..={}",
                 self.batch,
-                crate::limits::MAX_BATCH
+                crate::base::limits::MAX_BATCH
             )));
         }
         let worker = match (self.strategy, &self.exec) {
@@ -440,7 +440,7 @@ impl LaneFile {
         if name.is_empty()
             || name.chars().count() > 24
             || name.contains(['/', '\\'])
-            || crate::text::acting_char(&name, &[]).is_some()
+            || crate::base::text::acting_char(&name, &[]).is_some()
         {
             return Err(Invalid(format!(
                 "lane {n}: name {name:?} must be 1..=24 characters, no slashes or control characters"
@@ -601,7 +601,7 @@ fn warehouse_of(value: Option<&str>) -> Result<crate::warehouse::Spec, Invalid> 
 
 /// A value quoted from the file, cut to a readable length.
 pub(super) fn quoted(text: &str) -> String {
-    crate::text::shorten(text, QUOTE_MAX)
+    crate::base::text::shorten(text, QUOTE_MAX)
 }
 
 /// The most characters of a user's value an error line quotes.

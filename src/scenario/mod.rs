@@ -19,10 +19,10 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use crate::base::text::escape_controls;
 use crate::engine::{EngineConfig, HangPlan, LaneConfig, LaneWorker, Pace};
 use crate::fake_vendor::VendorModes;
 use crate::supervisor::schedule::KillPlan;
-use crate::text::escape_controls;
 use crate::worker::{CrashAt, LongItem, SideEffect};
 
 /// The shipped scenarios, by name; the first is the default.
@@ -245,13 +245,13 @@ impl Scenario {
         }
         let path = Path::new(name_or_path);
         if matches!(
-            crate::paths::look(path),
-            Ok(crate::paths::PathKind::Missing)
+            crate::base::paths::look(path),
+            Ok(crate::base::paths::PathKind::Missing)
         ) {
             // Cut like any quoted value, with room for a path: it names neither a shipped
             // scenario nor a file, so the whole of it helps no one.
             return Err(ScenarioError::Unknown(escape_controls(
-                &crate::text::shorten(name_or_path, 2 * QUOTE_MAX),
+                &crate::base::text::shorten(name_or_path, 2 * QUOTE_MAX),
             )));
         }
         // Checked without opening (a FIFO would block), and read only up to a bound.
@@ -259,7 +259,7 @@ impl Scenario {
             path: escape_controls(name_or_path),
             message,
         };
-        let real = crate::paths::existing_file(path, "scenario")
+        let real = crate::base::paths::existing_file(path, "scenario")
             .map_err(|e| ScenarioError::Path(e.to_string()))?;
         let mut text = String::new();
         std::io::Read::read_to_string(
@@ -289,7 +289,7 @@ impl Scenario {
         let source = &escape_controls(source);
         let invalid = |message: String| ScenarioError::Invalid {
             source_name: source.clone(),
-            message: escape_controls(&crate::text::shorten_words(&message, WORD_MAX)),
+            message: escape_controls(&crate::base::text::shorten_words(&message, WORD_MAX)),
         };
         if text.trim().is_empty() {
             return Err(invalid(
@@ -303,7 +303,10 @@ impl Scenario {
             ScenarioError::Parse {
                 source_name: source.clone(),
                 line,
-                message: escape_controls(&crate::text::shorten_words(e.message().trim(), WORD_MAX)),
+                message: escape_controls(&crate::base::text::shorten_words(
+                    e.message().trim(),
+                    WORD_MAX,
+                )),
             }
         })?;
         file.validate(source).map_err(|e| invalid(e.0))

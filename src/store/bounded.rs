@@ -49,7 +49,7 @@ pub fn limited<T>(
     conn.progress_handler(
         LOOK_EVERY,
         Some(move || {
-            let stop = if crate::signals::received().is_some() {
+            let stop = if crate::base::signals::received().is_some() {
                 SIGNALLED
             } else if Instant::now() > deadline {
                 TOO_LONG
@@ -62,7 +62,7 @@ pub fn limited<T>(
     );
     let result = query();
     conn.progress_handler(0, None::<fn() -> bool>);
-    let what = crate::text::escape_controls(&crate::text::shorten(what, 80));
+    let what = crate::base::text::escape_controls(&crate::base::text::shorten(what, 80));
     result.map_err(|e| match why.load(Ordering::Relaxed) {
         TOO_LONG => QueryError::TooLong { what, limit },
         SIGNALLED => QueryError::Signalled { what },

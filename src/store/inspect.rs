@@ -135,7 +135,7 @@ pub struct DuplicatedId {
 /// The task ids with more than one row, in task id order, at most `limit` of them, and how many
 /// there are in all. Read-only, like `inspect`.
 pub fn duplicated_ids(path: &Path, limit: usize) -> Result<(Vec<DuplicatedId>, u64), StoreError> {
-    let real = crate::paths::existing_file(path, "--db")?;
+    let real = crate::base::paths::existing_file(path, "--db")?;
     let snapshot = open_snapshot(&real)?;
     let query = || -> rusqlite::Result<(Vec<DuplicatedId>, u64)> {
         let conn = &snapshot.conn;
@@ -156,12 +156,12 @@ pub fn duplicated_ids(path: &Path, limit: usize) -> Result<(Vec<DuplicatedId>, u
                 let task: Option<String> = r.get(0)?;
                 let runs: Option<String> = r.get(2)?;
                 Ok(DuplicatedId {
-                    task_id: crate::text::escape_controls(task.as_deref().unwrap_or("NULL")),
+                    task_id: crate::base::text::escape_controls(task.as_deref().unwrap_or("NULL")),
                     count: r.get(1)?,
                     runs: runs
                         .unwrap_or_default()
                         .split('\u{1f}')
-                        .map(crate::text::escape_controls)
+                        .map(crate::base::text::escape_controls)
                         .collect(),
                 })
             })?
@@ -182,7 +182,7 @@ pub fn duplicated_line(id: &DuplicatedId) -> String {
 /// Reads every fact `Inspection` holds from `path`, changing no file (see `store::Snapshot`).
 /// A link is followed once, up front, so the `-wal` beside the real file counts.
 pub fn inspect(path: &Path, items: u64) -> Result<Inspection, StoreError> {
-    let real = crate::paths::existing_file(path, "--db")?;
+    let real = crate::base::paths::existing_file(path, "--db")?;
     let snapshot = open_snapshot(&real)?;
     let mut inspection =
         read(&snapshot.conn, &real, items).map_err(|e| StoreError::sqlite(path, e))?;
@@ -302,7 +302,7 @@ pub fn render(inspection: &Inspection) -> String {
     let _ = writeln!(
         out,
         "database     {}",
-        crate::text::escape_controls(&i.db.display().to_string())
+        crate::base::text::escape_controls(&i.db.display().to_string())
     );
     let _ = writeln!(out, "schema       {key}; {checkpoint_schema}");
     let _ = writeln!(out, "rows         {} (queue of {})", i.rows, i.items);
@@ -314,7 +314,7 @@ pub fn render(inspection: &Inspection) -> String {
     );
     let _ = writeln!(out, "missing      {} task ids with no row", i.missing);
     if i.unexpected > 0 {
-        let rows = crate::text::count(i.unexpected, "row", "rows");
+        let rows = crate::base::text::count(i.unexpected, "row", "rows");
         let _ = writeln!(out, "unexpected   {rows} outside the queue");
     }
     match (
@@ -348,15 +348,15 @@ pub fn inspect_rows(
     source: &super::rows::RowSource,
 ) -> Result<Inspection, StoreError> {
     if matches!(
-        crate::paths::look(path),
-        Ok(crate::paths::PathKind::Missing)
+        crate::base::paths::look(path),
+        Ok(crate::base::paths::PathKind::Missing)
     ) {
         return Err(StoreError::NoTable {
             path: path.to_path_buf(),
             table: source.table.clone(),
         });
     }
-    let real = crate::paths::existing_file(path, "--db")?;
+    let real = crate::base::paths::existing_file(path, "--db")?;
     let snapshot = super::Snapshot::open(&real)?;
     let conn = &snapshot.conn;
     let failed = |e| StoreError::sqlite(path, e);

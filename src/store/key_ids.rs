@@ -25,7 +25,7 @@ pub struct KeyIds {
 
 /// Reads the keys of `source`'s table in one snapshot and sorts them against `queue`.
 pub fn key_ids(path: &Path, queue: &Queue, source: &RowSource) -> Result<KeyIds, StoreError> {
-    let real = crate::paths::existing_file(path, "--db")?;
+    let real = crate::base::paths::existing_file(path, "--db")?;
     let snapshot = super::Snapshot::open(&real)?;
     let conn = &snapshot.conn;
     let failed = |e| StoreError::sqlite(path, e);
@@ -63,7 +63,7 @@ fn read(
         let key: Option<String> = group.get(0).map_err(failed)?;
         let is_key: bool = group.get(1).map_err(failed)?;
         let count: u64 = group.get(2).map_err(failed)?;
-        let shown = crate::text::escape_controls(key.as_deref().unwrap_or("NULL"));
+        let shown = crate::base::text::escape_controls(key.as_deref().unwrap_or("NULL"));
         match key
             .as_deref()
             .filter(|_| is_key)
@@ -80,7 +80,7 @@ fn read(
     }
     ids.missing = (0..queue.len())
         .filter(|&i| !seen.get(i))
-        .map(|i| crate::text::escape_controls(&queue.key(i)))
+        .map(|i| crate::base::text::escape_controls(&queue.key(i)))
         .collect();
     Ok(ids)
 }

@@ -4,6 +4,7 @@
 pub mod bounded;
 pub mod inspect;
 pub mod key_ids;
+pub mod keys_sql;
 pub mod rows;
 pub mod schema;
 mod snapshot;
@@ -25,7 +26,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::paths::{self, PathError};
+use crate::base::paths::{self, PathError};
 
 /// How long one statement waits on another connection's lock before SQLite returns BUSY.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);

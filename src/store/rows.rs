@@ -73,8 +73,8 @@ impl RowSource {
         if !columns.iter().any(|c| c == &self.key) {
             return Err(StoreError::NoKeyColumn {
                 path: path.to_path_buf(),
-                table: crate::text::escape_controls(&self.table),
-                key: crate::text::escape_controls(&self.key),
+                table: crate::base::text::escape_controls(&self.table),
+                key: crate::base::text::escape_controls(&self.key),
                 columns: listed(&columns),
             });
         }
@@ -95,8 +95,8 @@ impl RowSource {
         }
         Err(StoreError::NoCheckpointKeyColumn {
             path: path.to_path_buf(),
-            table: crate::text::escape_controls(&named.table),
-            key: crate::text::escape_controls(&named.key),
+            table: crate::base::text::escape_controls(&named.table),
+            key: crate::base::text::escape_controls(&named.key),
             columns: listed(&columns),
         })
     }
@@ -150,7 +150,7 @@ fn columns_of(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
 fn listed(columns: &[String]) -> String {
     let escaped: Vec<String> = columns
         .iter()
-        .map(|c| crate::text::escape_controls(c))
+        .map(|c| crate::base::text::escape_controls(c))
         .collect();
     escaped.join(", ")
 }

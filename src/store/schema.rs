@@ -104,7 +104,7 @@ pub(super) fn verify_insertable(conn: &Connection, path: &Path) -> Result<(), St
     {
         Some(column) => Err(StoreError::ExtraColumn {
             path: path.to_path_buf(),
-            column: crate::text::escape_controls(&column),
+            column: crate::base::text::escape_controls(&column),
         }),
         None => Ok(()),
     }
@@ -122,7 +122,7 @@ pub(super) fn verify_task_id_type(facts: &SchemaFacts, path: &Path) -> Result<()
             found: if declared.trim().is_empty() {
                 "without a type".to_string()
             } else {
-                crate::text::escape_controls(&crate::text::shorten(declared, 40))
+                crate::base::text::escape_controls(&crate::base::text::shorten(declared, 40))
             },
         }),
         _ => Ok(()),
@@ -164,7 +164,10 @@ pub(super) fn verify_key_form(
         return Ok(());
     }
     let short = |key: &str| {
-        let mut cut: String = crate::text::escape_controls(key).chars().take(24).collect();
+        let mut cut: String = crate::base::text::escape_controls(key)
+            .chars()
+            .take(24)
+            .collect();
         if key.chars().count() > 24 {
             cut.push('…');
         }
@@ -172,7 +175,7 @@ pub(super) fn verify_key_form(
     };
     Err(StoreError::KeyForm {
         path: path.to_path_buf(),
-        task: crate::text::escape_controls(&task),
+        task: crate::base::text::escape_controls(&task),
         found: short(&found),
         expected: short(&expected),
         strategy: needs.strategy,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags};
 
 use super::{BUSY_TIMEOUT, StoreError};
-use crate::paths;
+use crate::base::paths;
 
 /// A connection that reads a database as it stands without changing any file: not the
 /// database, not its `-wal`, and no new `-wal` or `-shm` beside it.

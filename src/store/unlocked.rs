@@ -39,7 +39,7 @@ use nix::libc;
 use rusqlite::{Connection, OpenFlags};
 
 use super::{SQLITE_HEADER, StoreError};
-use crate::paths;
+use crate::base::paths;
 
 /// SQLite's lock bytes on unix: PENDING, then RESERVED, then the 510 bytes of the SHARED range
 /// (an EXCLUSIVE lock is a write lock over all of them).

@@ -46,7 +46,7 @@ pub const SHORT_WAL_PAGES: u32 = 100;
 /// `dir` is in memory, SQLite's own (`None`) on a disk.
 #[must_use]
 pub fn night_autocheckpoint(dir: &Path) -> Option<u32> {
-    crate::paths::in_memory(dir).then_some(SHORT_WAL_PAGES)
+    crate::base::paths::in_memory(dir).then_some(SHORT_WAL_PAGES)
 }
 
 /// A checkpoint that returned busy sooner than this lost a race with another worker's
@@ -86,7 +86,7 @@ impl WalBound {
             conn.pragma_update(None, "wal_autocheckpoint", pages)?;
         }
         Ok(Self {
-            wal: crate::paths::with_suffix(db, "-wal"),
+            wal: crate::base::paths::with_suffix(db, "-wal"),
             next_try: None,
         })
     }

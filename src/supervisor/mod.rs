@@ -3,7 +3,6 @@
 //! the host's seeded kill schedule (`schedule`).
 
 pub mod lines;
-pub mod orphans;
 pub mod process;
 pub mod schedule;
 pub mod service;

@@ -104,7 +104,7 @@ pub fn die_with_parent() {
         eprintln!(
             "reclaim: error: started by a reclaim that is gone ({PARENT_ENV} names another parent); unset {PARENT_ENV}"
         );
-        std::process::exit(i32::from(crate::exit::ERROR));
+        std::process::exit(i32::from(crate::base::exit::ERROR));
     }
 }
 
@@ -125,7 +125,7 @@ pub fn forget(pid: i32) {
         live.remove(&pid);
         // A job's guard just reaped may have left descendants outside its group (`setsid`):
         // re-parented to reclaim, the subreaper, they die now, with their job.
-        super::orphans::sweep(&live);
+        crate::base::orphans::sweep(&live);
     }
 }
 
@@ -140,7 +140,7 @@ pub fn kill_all() {
         // SIGCONT is not needed: SIGKILL ends a stopped process too.
         let _ = signal_group(pid, Signal::SIGKILL);
     }
-    if super::orphans::adopts() {
-        super::orphans::kill_descendants();
+    if crate::base::orphans::adopts() {
+        crate::base::orphans::kill_descendants();
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::seeded::{Seeded, Stream};
+use crate::base::seeded::{Seeded, Stream};
 
 /// The postmortem harness's window: a kill lands 0.2 to 0.9 s after each spawn.
 pub const DEFAULT_WINDOW: (Duration, Duration) =
@@ -66,7 +66,7 @@ impl std::fmt::Display for KillMoment {
             Self::At(sim) => write!(
                 f,
                 "at {}",
-                crate::clock::SimTime(crate::clock::NIGHT_START + sim)
+                crate::base::clock::SimTime(crate::base::clock::NIGHT_START + sim)
             ),
         }
     }

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::clock::SimTime;
+use crate::base::clock::SimTime;
 use crate::engine::{LaneSnapshot, Mark, Tone};
 use crate::record::LaneEnd;
 use crate::tui::keymap::{KeyAction, Mode};
@@ -261,7 +261,11 @@ pub(crate) fn lane_view(
         None if snap.duplicated > 0 => (
             format!(
                 "DATA WRONG ({})",
-                crate::text::count(snap.duplicated, "duplicated task id", "duplicated task ids")
+                crate::base::text::count(
+                    snap.duplicated,
+                    "duplicated task id",
+                    "duplicated task ids"
+                )
             ),
             Some(false),
         ),
@@ -322,10 +326,10 @@ fn disagreement(end: &LaneEnd) -> String {
         } else {
             "more than once"
         };
-        let ids = crate::text::count(end.duplicated_task_ids, "task id was", "task ids were");
+        let ids = crate::base::text::count(end.duplicated_task_ids, "task id was", "task ids were");
         format!("the worker says ok; {ids} written {how}")
     } else if end.missing > 0 {
-        let tasks = crate::text::count(end.missing, "task has", "tasks have");
+        let tasks = crate::base::text::count(end.missing, "task has", "tasks have");
         format!("the worker says ok, but {tasks} no row")
     } else {
         format!("the worker says ok, but the rows say {}", end.derived)

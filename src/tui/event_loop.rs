@@ -12,8 +12,8 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::{Position, Rect};
 
+use crate::base::signals;
 use crate::error::{Context as _, Error};
-use crate::signals;
 use crate::tui::keymap::{self, KeyAction, Mode};
 use crate::tui::notes::Notes;
 use crate::tui::screen::Screen;
@@ -168,7 +168,7 @@ pub(super) fn drive_screen(
                 // Nothing moves by itself: looked at once a frame, and when it moves again.
                 next_tick = until.clamp(next_tick, now + FRAME);
             }
-            crate::test_hooks::panic_point(app.mode() == Mode::Live);
+            crate::base::test_hooks::panic_point(app.mode() == Mode::Live);
         }
         if app.quit_requested() || signals::received().is_some() {
             return Ok(());

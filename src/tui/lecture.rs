@@ -3,7 +3,7 @@
 //! stopped for; `space` goes on to the next one. Pure: the live and the replay screens decide
 //! when to stop with these types and show `Hold::describe`.
 
-use crate::clock::SimTime;
+use crate::base::clock::SimTime;
 use crate::engine::{DIED_ON_ITS_OWN, HUNG, Kind, Mark, RESUMED, StopWhen};
 use crate::scenario::Caption;
 use crate::tui::view::LectureLine;

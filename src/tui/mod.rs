@@ -33,10 +33,10 @@ use std::time::Instant;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 
+use crate::base::signals;
 use crate::error::{Context as _, Error};
 use crate::record::Recording;
 use crate::scenario::Scenario;
-use crate::signals;
 
 use self::event_loop::event_loop;
 use self::live::Live;
@@ -88,7 +88,7 @@ pub fn replay(file: &Path, settings: &DashboardSettings) -> Result<u8, Error> {
     let outcome = event_loop(&mut terminal, &mut app, settings.theme, notes.as_mut());
     drop(terminal);
     drop(guard);
-    outcome.map(|()| crate::exit::OK)
+    outcome.map(|()| crate::base::exit::OK)
 }
 
 /// Runs the live dashboard on `scenario` (loaded and validated before the terminal is
@@ -100,7 +100,7 @@ pub fn run(
     settings: &DashboardSettings,
 ) -> Result<u8, Error> {
     if let Some(path) = record {
-        crate::paths::new_recording(path, None)?;
+        crate::base::paths::new_recording(path, None)?;
     }
     let others: Vec<&Path> = record.into_iter().collect();
     if let Some(path) = &settings.notes {
@@ -112,7 +112,7 @@ pub fn run(
         None => None,
     };
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
-    let dir = crate::paths::fresh_db_path("tui")
+    let dir = crate::base::paths::fresh_db_path("tui")
         .context(|| "cannot create a folder for the databases".into())?
         .with_file_name("");
     signals::install().context(|| "cannot install signal handlers".into())?;
@@ -144,5 +144,5 @@ pub fn run(
     if let Some(path) = recording {
         println!("reclaim: the session is recorded in {path} (reclaim replay {path})");
     }
-    Ok(crate::exit::OK)
+    Ok(crate::base::exit::OK)
 }

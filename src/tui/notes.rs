@@ -6,9 +6,9 @@ use std::fs::File;
 use std::io::{self, BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 
-use crate::clock::SimTime;
+use crate::base::clock::SimTime;
+use crate::base::paths::{self, PathKind};
 use crate::error::{Context as _, Error};
-use crate::paths::{self, PathKind};
 use nix::fcntl::{Flock, FlockArg};
 
 /// The first line of every notes file reclaim writes (then `: ` and the title): the only
@@ -73,7 +73,7 @@ impl Notes {
             path: resolved,
             file: lock(file, path)?,
             // A scenario's strings are written escaped: a second screen `tail -F`s this file.
-            title: crate::text::escape_controls(title),
+            title: crate::base::text::escape_controls(title),
             night: None,
         };
         if new {
@@ -102,7 +102,7 @@ impl Notes {
         let text = format!(
             "\n== {}: {} ==\n",
             self.title,
-            crate::text::escape_controls(what)
+            crate::base::text::escape_controls(what)
         );
         self.night = Some(text.clone());
         self.write(&text)
@@ -110,11 +110,11 @@ impl Notes {
 
     /// The night reached a caption at `at`: its text, then its notes indented under it.
     pub fn reached(&mut self, at: SimTime, caption: &str, notes: Option<&str>) -> io::Result<()> {
-        let mut text = format!("\n{at}  {}\n", crate::text::escape_controls(caption));
+        let mut text = format!("\n{at}  {}\n", crate::base::text::escape_controls(caption));
         for line in notes.unwrap_or_default().lines().map(str::trim_end) {
             if !line.is_empty() {
                 text.push_str("          ");
-                text.push_str(&crate::text::escape_controls(line));
+                text.push_str(&crate::base::text::escape_controls(line));
             }
             text.push('\n');
         }

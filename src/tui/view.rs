@@ -1,7 +1,7 @@
 //! The dashboard's view model: plain data, built from the engine each frame (or from a fixed
 //! state in tests), and rendered without any I/O.
 
-use crate::clock::SimTime;
+use crate::base::clock::SimTime;
 pub use crate::engine::{StateKind, Tone};
 use crate::tui::keymap::Mode;
 use crate::verdict::Symptom;

@@ -209,9 +209,9 @@ impl Judgement {
     #[must_use]
     pub fn exit_code(&self) -> u8 {
         if self.fails {
-            crate::exit::DATA_WRONG
+            crate::base::exit::DATA_WRONG
         } else {
-            crate::exit::OK
+            crate::base::exit::OK
         }
     }
 
@@ -256,8 +256,8 @@ impl Judgement {
     /// The same decision as a JUnit case's result: passed, failed, or skipped (untested, and
     /// failed under `--strict`). The message begins with the mark the console prints.
     #[must_use]
-    pub fn junit(&self) -> crate::junit::CaseResult {
-        use crate::junit::CaseResult;
+    pub fn junit(&self) -> crate::verdict::junit::CaseResult {
+        use crate::verdict::junit::CaseResult;
         let mark = self.mark();
         match (self.outcome, self.fails) {
             (Outcome::Pass, _) => CaseResult::Passed,
@@ -275,7 +275,7 @@ impl Judgement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::junit::CaseResult;
+    use crate::verdict::junit::CaseResult;
 
     #[test]
     fn anything_seen_wrong_fails_with_or_without_strict() {

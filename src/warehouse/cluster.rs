@@ -57,7 +57,7 @@ pub fn bin_dir() -> Result<PathBuf, WarehouseError> {
         }
         return Err(WarehouseError::Cluster(format!(
             "RECLAIM_PG_BIN={} holds no initdb and postgres: name the folder of PostgreSQL's server programs (e.g. /usr/lib/postgresql/15/bin), or unset it",
-            crate::text::escape_controls(&dir.display().to_string())
+            crate::base::text::escape_controls(&dir.display().to_string())
         )));
     }
     BIN_DIRS
@@ -112,7 +112,7 @@ impl Cluster {
             WarehouseError::Cluster(format!("cannot start its guard: {e}"))
         })?;
         // reclaim's own child, not a job's orphan: a sweep after a job's death leaves it.
-        crate::supervisor::orphans::own(guard.id());
+        crate::base::orphans::own(guard.id());
         let stdin = guard.stdin.take();
         let stdout = guard.stdout.take();
         let mut cluster = Self {
@@ -143,7 +143,7 @@ impl Cluster {
             .trim_end()
             .strip_prefix("failed: ")
             .unwrap_or("its guard said nothing within the bound (see the messages above)");
-        Err(WarehouseError::Cluster(crate::text::escape_controls(
+        Err(WarehouseError::Cluster(crate::base::text::escape_controls(
             reason,
         )))
     }
@@ -555,5 +555,8 @@ fn last_line(path: &Path) -> String {
                 .find(|l| !l.trim().is_empty())
                 .map(str::to_string)
         })
-        .map_or_else(|| "no message".into(), |l| crate::text::escape_controls(&l))
+        .map_or_else(
+            || "no message".into(),
+            |l| crate::base::text::escape_controls(&l),
+        )
 }

@@ -149,7 +149,7 @@ impl FromStr for Spec {
             }
             other => Err(format!(
                 "{} is not a warehouse: give sqlite, postgres (a private cluster) or postgres://USER@HOST/DB",
-                crate::text::escape_controls(other)
+                crate::base::text::escape_controls(other)
             )),
         }
     }
@@ -235,7 +235,7 @@ pub fn describe(error: &postgres::Error) -> String {
         },
         |db| db.message().to_string(),
     );
-    crate::text::escape_controls(&text)
+    crate::base::text::escape_controls(&text)
 }
 
 /// A PostgreSQL server a night writes to: how to reach it, and the prefix of the schemas this
@@ -359,7 +359,7 @@ pub fn target_of(conninfo: &str) -> String {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    crate::text::escape_controls(&shown)
+    crate::base::text::escape_controls(&shown)
 }
 
 /// An identifier quoted for SQL (`"a""b"`).
@@ -388,7 +388,7 @@ fn refuse_old(target: &str, num: i32, version: &str) -> Result<(), WarehouseErro
     if num < MIN_SERVER_VERSION {
         return Err(WarehouseError::TooOld {
             target: target.to_string(),
-            found: crate::text::escape_controls(version),
+            found: crate::base::text::escape_controls(version),
         });
     }
     Ok(())
@@ -408,7 +408,7 @@ pub fn check_schema_name(name: &str) -> Result<String, String> {
     } else {
         Err(format!(
             "{} is not a schema name reclaim uses: lower-case letters, digits and _, at most 40, not starting with pg_",
-            crate::text::escape_controls(name)
+            crate::base::text::escape_controls(name)
         ))
     }
 }

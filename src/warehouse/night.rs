@@ -157,7 +157,7 @@ fn refuse_taken_prefix(server: &Server) -> Result<(), WarehouseError> {
         None => Ok(()),
         Some(row) => Err(WarehouseError::SchemaExists {
             target: server.target(),
-            schema: crate::text::escape_controls(&row.get::<_, String>(0)),
+            schema: crate::base::text::escape_controls(&row.get::<_, String>(0)),
             holding: if row.get(1) {
                 " and holds a records table reclaim did not create tonight"
             } else {

@@ -345,10 +345,10 @@ fn require_column(
         return Ok(());
     }
     Err(WarehouseError::NoColumn {
-        table: crate::text::escape_controls(table),
-        key: crate::text::escape_controls(key),
+        table: crate::base::text::escape_controls(table),
+        key: crate::base::text::escape_controls(key),
         flag,
-        columns: crate::text::escape_controls(&columns.join(", ")),
+        columns: crate::base::text::escape_controls(&columns.join(", ")),
     })
 }
 
@@ -441,7 +441,7 @@ pub fn inspect_rows(
                 what: format!("schema {}", server.schema_for(db)),
                 detail: format!(
                     "the job never made its table {}",
-                    crate::text::escape_controls(&source.table)
+                    crate::base::text::escape_controls(&source.table)
                 ),
             });
         }

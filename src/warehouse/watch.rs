@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use postgres::Client;
 
 use super::{Server, WarehouseError, application_name_of, is_lost};
-use crate::clock::SimTime;
+use crate::base::clock::SimTime;
 
 /// Between two looks at the server.
 const LOOK_EVERY: Duration = Duration::from_millis(250);

@@ -107,7 +107,10 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
                 if !idle {
                     idle = true;
                     let until = at.map_or_else(String::new, |at| {
-                        format!(" (the first ends at {})", crate::clock::SimTime(at + left))
+                        format!(
+                            " (the first ends at {})",
+                            crate::base::clock::SimTime(at + left)
+                        )
                     });
                     ctx.say(&WorkerLine::Other(format!(
                         "{IDLE}  every item left is leased by another worker: waiting for one to finish or its lease to end{until}"

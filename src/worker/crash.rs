@@ -178,7 +178,7 @@ impl FromStr for CrashAt {
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let points = CrashPoint::ALL.map(CrashPoint::name).join(", ");
         // A value quoted back is cut: a 309-digit task must leave the error line readable.
-        let quoted = |value: &str| crate::text::shorten(value, 40);
+        let quoted = |value: &str| crate::base::text::shorten(value, 40);
         let (task, point) = text.split_once(':').ok_or_else(|| {
             format!(
                 "expected TASK:POINT such as task-111:after-commit, got '{}'",

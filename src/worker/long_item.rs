@@ -37,7 +37,7 @@ impl std::str::FromStr for LongItem {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let quoted = crate::text::shorten(text, 40);
+        let quoted = crate::base::text::shorten(text, 40);
         let (task, secs) = text
             .split_once(':')
             .ok_or_else(|| format!("expected TASK:SECS such as task-050:2, got '{quoted}'"))?;

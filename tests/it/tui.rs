@@ -664,7 +664,7 @@ fn event_at(recording: &reclaim::record::Recording, lane: usize, text: &str) -> 
         .find(|e| e.lane == Some(lane) && e.text.contains(text))
         .map_or_else(
             || panic!("no {text:?} in lane {lane}: {:?}", recording.events),
-            |e| e.sim - reclaim::clock::NIGHT_START,
+            |e| e.sim - reclaim::base::clock::NIGHT_START,
         )
 }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::engine::window::KillWindow;
-use crate::points::{CrashPlan, MAX_NAMES, Point};
+use crate::worker::protocol::points::{CrashPlan, MAX_NAMES, Point};
 
 /// A lane's points, as its job announced them.
 #[derive(Debug, Default)]

@@ -163,7 +163,7 @@ impl Lane {
         // Someone else's program speaks no protocol but its crash points: those are counted
         // (and the planned one carried out), never shown as its words nor taken as its claim.
         if let Some(job) = self.config.worker.job()
-            && let Some(point) = crate::points::parse(&line)
+            && let Some(point) = crate::worker::protocol::points::parse(&line)
         {
             let first = self.slots[slot].attempt() == 1 && current;
             if self
@@ -172,7 +172,7 @@ impl Lane {
             {
                 let text = format!(
                     "{}  crash point {} reached: the host kills the job there",
-                    crate::text::escape_controls(&point.key),
+                    crate::base::text::escape_controls(&point.key),
                     point.name
                 );
                 return (Some(worker(Kind::Crash, text)), None);
@@ -412,11 +412,11 @@ impl Lane {
                 match &self.observer.last_key {
                     Some(key) => format!(
                         "{}  the newest row committed before the kill (which item was in flight, the job does not say)",
-                        crate::text::escape_controls(key)
+                        crate::base::text::escape_controls(key)
                     ),
                     None if self.observer.rows > 0 => format!(
                         "{} committed before the kill (its table is read whole on the server, so which row is newest cannot be told, nor which item was in flight)",
-                        crate::text::count(self.observer.rows, "row", "rows")
+                        crate::base::text::count(self.observer.rows, "row", "rows")
                     ),
                     None => "no row committed before the kill".to_string(),
                 }

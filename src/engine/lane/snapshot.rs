@@ -142,7 +142,9 @@ impl Lane {
             stale: self.stale,
             state,
             state_kind,
-            task: o.last_task.map(|t| crate::text::escape_controls(&o.key(t))),
+            task: o
+                .last_task
+                .map(|t| crate::base::text::escape_controls(&o.key(t))),
             restarts: self.restarts,
             kills: self.kills,
             workers: self.config.workers,

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::limits::MAX_WORKERS;
+use crate::base::limits::MAX_WORKERS;
 use crate::tui::chrome::{Chrome, NoticeLife};
 use crate::tui::keymap::KeyAction;
 use crate::tui::night::{NightCommand, NightFacts};

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::app::next_strategy;
 use super::*;
-use crate::limits::MAX_WORKERS;
+use crate::base::limits::MAX_WORKERS;
 use crate::tui::night::{LaneFacts, NightFacts};
 use crate::worker::Strategy;
 

@@ -295,7 +295,7 @@ fn draw_title<C: MapCell>(buf: &mut Buffer, area: Rect, state: &MapState<C>, the
     let title = state.layout.title.clone();
     // The progress always shows; the title gives way on a narrow terminal.
     let room = (area.width as usize).saturating_sub(progress.chars().count() + 1);
-    let title = crate::text::shorten(&title, room);
+    let title = crate::base::text::shorten(&title, room);
     let gap =
         (area.width as usize).saturating_sub(title.chars().count() + progress.chars().count());
     put(
@@ -396,7 +396,7 @@ fn draw_bands<C: MapCell>(
         let mut spans = vec![
             Span::styled(format!("{strategy_label:<11}"), label_style),
             Span::styled(
-                format!("{:<17}", crate::text::shorten(point, 16)),
+                format!("{:<17}", crate::base::text::shorten(point, 16)),
                 if here { theme.selected() } else { theme.dim() },
             ),
         ];

@@ -222,7 +222,7 @@ fn the_map_reads_its_keys_from_the_one_binding_type() {
 }
 
 /// A job's map: one group (`exec`), a band a point its job announced, a column a key.
-fn exec_map(items: u64) -> MapState<crate::exec_map::ExecCell> {
+fn exec_map(items: u64) -> MapState<crate::map::exec::ExecCell> {
     use crate::map::{Columns, Layout};
     MapState::with_layout(Layout {
         title: "reclaim map --exec python3 job.py · task-000 .. task-011".into(),

@@ -10,11 +10,11 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 
+use crate::base::signals;
 use crate::error::{Context as _, Error};
 use crate::harness::pool::Pool;
 use crate::map::{Cell, Kill};
 use crate::scenario::{Scenario, ScenarioLane};
-use crate::signals;
 use crate::tui::theme::Theme;
 use crate::worker::Strategy;
 

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use crate::clock::SimTime;
+use crate::base::clock::SimTime;
 use crate::scenario::{self, CaptionEvent};
 use crate::tui::lecture::{self, Why};
 

@@ -16,7 +16,7 @@ pub use self::command::{LaneFacts, NightCommand, NightFacts};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::clock::SimTime;
+use crate::base::clock::SimTime;
 use crate::engine::{Engine, LaneWorker};
 use crate::error::Error;
 use crate::record::{LaneEnd, Recorder};

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::clock::SimTime;
+use crate::base::clock::SimTime;
 use crate::engine::Entry;
 use crate::error::{Context as _, Error};
 use crate::record::{self, Recorder};

@@ -1,7 +1,7 @@
 //! What the live night shows: its `Scene` at the last tick (lanes, timeline, symptoms, caption)
 //! and the duplicated ids of a lane read for the `i` overlay.
 
-use crate::clock::SimTime;
+use crate::base::clock::SimTime;
 use crate::engine::LaneSnapshot;
 use crate::store::inspect;
 use crate::tui::chrome::{LaneMeta, Scene, lane_view, symptoms, x_max};

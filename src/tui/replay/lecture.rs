@@ -1,7 +1,7 @@
 //! A replay's lecture mode: its stops (captions, kills, restarts, alerts, symptoms, `done` lines
 //! and verdicts, each at the moment the recording shows it), and playing that holds at each.
 
-use crate::clock::SimTime;
+use crate::base::clock::SimTime;
 use crate::tui::chrome::symptoms;
 use crate::tui::lecture::{self, Hold, Why};
 

@@ -7,7 +7,7 @@ mod view;
 
 use std::time::Instant;
 
-use crate::clock::{NIGHT_START, SimTime};
+use crate::base::clock::{NIGHT_START, SimTime};
 use crate::engine::LaneSnapshot;
 use crate::error::Error;
 use crate::record::{LaneEnd, Recording};

@@ -2,7 +2,7 @@
 //! moment, the timeline so far, the caption of the moment, and each caption's text filled with
 //! the figures recorded at its moment.
 
-use crate::clock::{NIGHT_START, SimTime};
+use crate::base::clock::{NIGHT_START, SimTime};
 use crate::record::{Recording, Sample};
 use crate::scenario;
 use crate::tui::chrome::{LaneMeta, MAX_POINTS, Scene, lane_view, marker_kind, symptoms, x_max};

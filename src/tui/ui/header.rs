@@ -81,7 +81,7 @@ pub(super) fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Them
         && room >= width_of(path.rsplit('/').next().unwrap_or_default()) + 2
     {
         rec.push(' ');
-        rec.push_str(&crate::text::shorten_path(path, room));
+        rec.push_str(&crate::base::text::shorten_path(path, room));
     }
     let right = format!(" {} ", facts.join("  "));
     let left_room = width
@@ -90,11 +90,14 @@ pub(super) fn header(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Them
     let left = match &view.notice {
         Some(notice) => Line::from(vec![
             Span::styled(badge, theme.title()),
-            Span::styled(crate::text::fit_paths(notice, left_room), theme.warn()),
+            Span::styled(
+                crate::base::text::fit_paths(notice, left_room),
+                theme.warn(),
+            ),
         ]),
         None => Line::from(vec![
             Span::styled(badge, theme.title()),
-            Span::raw(crate::text::shorten(&view.title, left_room)),
+            Span::raw(crate::base::text::shorten(&view.title, left_room)),
         ]),
     };
     let [left_area, right_area] = Layout::horizontal([

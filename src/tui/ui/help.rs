@@ -55,13 +55,13 @@ pub(super) fn help(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme)
     // Inside the borders; a path too long keeps its right end (its file's name).
     let room = usize::from(width.saturating_sub(2));
     lines.push(Line::styled(
-        crate::text::fit_paths(
+        crate::base::text::fit_paths(
             &format!(" scenario {}: {}", view.scenario, view.title),
             room,
         ),
         theme.dim(),
     ));
-    let db_dir = crate::text::shorten_path(&view.db_dir, room.saturating_sub(14));
+    let db_dir = crate::base::text::shorten_path(&view.db_dir, room.saturating_sub(14));
     lines.push(Line::styled(format!(" databases in {db_dir}"), theme.dim()));
     Paragraph::new(lines).block(block).render(popup, buf);
 }

@@ -22,7 +22,7 @@ pub(super) fn ids_overlay(area: Rect, buf: &mut Buffer, ids: &IdsView, theme: Th
     let title = format!(
         " {}: {} written more than once (any key closes) ",
         ids.lane,
-        crate::text::count(ids.total, "task id", "task ids")
+        crate::base::text::count(ids.total, "task id", "task ids")
     );
     let block = Block::bordered()
         .border_type(BorderType::Double)
@@ -50,7 +50,8 @@ pub(super) fn ids_overlay(area: Rect, buf: &mut Buffer, ids: &IdsView, theme: Th
             ids.total
         );
         let room = usize::from(width.saturating_sub(2)).saturating_sub(said.chars().count());
-        let db = crate::text::escape_controls(&crate::text::shorten_path(&ids.db, room));
+        let db =
+            crate::base::text::escape_controls(&crate::base::text::shorten_path(&ids.db, room));
         lines.push(Line::styled(
             format!(
                 " ... and more: reclaim inspect --ids --db {db} lists all {}",

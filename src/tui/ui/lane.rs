@@ -8,7 +8,7 @@ use ratatui::symbols::Marker as Glyph;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, BorderType, Chart, Dataset, GraphType, Paragraph, Widget};
 
-use crate::clock::{NIGHT_START, SimTime};
+use crate::base::clock::{NIGHT_START, SimTime};
 use crate::tui::theme::Theme;
 use crate::tui::view::{LaneView, MarkerKind, StateKind};
 

@@ -1,7 +1,7 @@
 //! Snapshots and checks of the dashboard drawn at fixed states, at every size down to 0x0.
 
 use super::*;
-use crate::clock::{NIGHT_START, SimTime};
+use crate::base::clock::{NIGHT_START, SimTime};
 use crate::tui::keymap;
 use crate::tui::view::Tone;
 use crate::tui::view::{LaneView, Marker, MarkerKind, Series, StateKind};

@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::base::exit;
+use crate::base::signals;
 use crate::engine::{Engine, EngineConfig, Entry, KillWindows, Kind};
 use crate::error::{Context as _, Error};
-use crate::exit;
 use crate::record::{self, LaneEnd, Recorder};
-use crate::signals;
 use crate::store::inspect::Inspection;
 use crate::verdict::{Derived, Status, Symptom, claim_line};
 use crate::worker::Strategy;
@@ -175,7 +175,7 @@ fn bounded_timeline(lines: impl ExactSizeIterator<Item = String>) -> (Vec<String
 pub fn checkpoint_first(key: &str) -> String {
     format!(
         "the job commits a checkpoint before its row (seen: {} had its checkpoint and no row): a kill between the two loses that item on a resume that trusts the checkpoint",
-        crate::text::escape_controls(key)
+        crate::base::text::escape_controls(key)
     )
 }
 
@@ -310,7 +310,7 @@ pub fn drive_lanes(
             hand_out(&engine, true);
             return Err(error.into());
         }
-        crate::test_hooks::panic_point(
+        crate::base::test_hooks::panic_point(
             engine
                 .lanes()
                 .iter()
@@ -393,7 +393,7 @@ pub fn drive_lanes(
 
 /// Says, once, that the recording stopped (the night goes on, and its verdict is said as ever).
 fn recording_failed(recorder: &Recorder, error: &std::io::Error) {
-    let path = crate::text::escape_controls(&recorder.path().display().to_string());
+    let path = crate::base::text::escape_controls(&recorder.path().display().to_string());
     eprintln!(
         "reclaim: warning: recording {path}: {error}; the recording stops here (a replay reads it up to its last whole line), the night goes on"
     );
@@ -446,7 +446,7 @@ fn lane_report(
             (0, _) => "every attempt died on its own before it finished".to_string(),
             (kills, own) => format!(
                 "{} by the host and {own} died on their own before finishing",
-                crate::text::count(
+                crate::base::text::count(
                     u64::from(kills),
                     "attempt was killed",
                     "attempts were killed"

@@ -2,6 +2,7 @@
 //! dies there on its first attempt, is restarted and finishes; each cell is that night's verdict,
 //! derived from its rows. `reclaim map` prints it, the dashboard's map screen draws it.
 
+pub mod exec;
 mod junit;
 mod layout;
 mod tested;
@@ -445,7 +446,7 @@ pub fn fresh_dir(label: &str) -> std::io::Result<PathBuf> {
     };
     // A folder of reclaim's own: what a night creates inside it cannot meet a name someone else
     // planted. The map removes it itself, unless `--keep`.
-    Ok(crate::paths::private_dir_in(&base, label)?.keep())
+    Ok(crate::base::paths::private_dir_in(&base, label)?.keep())
 }
 
 /// The map's folder kept (its path, to print) when asked to, or when the dashboard's nights

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use crate::text::escape_controls;
+use crate::base::text::escape_controls;
 
 /// A path refused, with what it was given as (`--db`, `--record`, ...).
 #[derive(Debug, Error)]
@@ -92,7 +92,10 @@ pub enum PathError {
 /// A path as shown in an error line: one line, whatever bytes it holds.
 #[must_use]
 pub fn shown(path: &Path) -> String {
-    escape_controls(&crate::text::shorten(&path.display().to_string(), 160))
+    escape_controls(&crate::base::text::shorten(
+        &path.display().to_string(),
+        160,
+    ))
 }
 
 /// What a path names, with its last symbolic link followed.

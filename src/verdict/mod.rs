@@ -1,12 +1,13 @@
 //! The status of a job, derived from the rows it produced; never taken from the worker's word.
 
 pub mod account;
+pub mod junit;
 
 use std::fmt;
 
 use serde::Serialize;
 
-use crate::text::count;
+use crate::base::text::count;
 
 /// What the rows say about the job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -337,7 +338,7 @@ pub fn messages_verdict(duplicated: u64, missing: u64, outside: u64) -> Option<S
     if outside > 0 {
         wrong.push(format!(
             "{} sent for a key outside the queue (work nobody asked for, at a customer)",
-            crate::text::count(outside, "message", "messages")
+            crate::base::text::count(outside, "message", "messages")
         ));
     }
     (!wrong.is_empty()).then(|| format!("messages WRONG: {}", wrong.join("; ")))

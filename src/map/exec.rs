@@ -12,9 +12,9 @@ use serde::Serialize;
 use crate::engine::{EngineConfig, ExecJob, LaneConfig, LaneWorker};
 use crate::error::{Context as _, Error};
 use crate::harness;
-use crate::points::CrashPlan;
 use crate::supervisor::schedule::KillPlan;
 use crate::verdict::Status;
+use crate::worker::protocol::points::CrashPlan;
 
 /// Where one night kills the job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -277,7 +277,7 @@ pub fn layout(job: &ExecJob, points: &[String], tasks: (u64, u64)) -> crate::map
     Layout {
         title: format!(
             "reclaim map --exec {} · {}",
-            crate::text::escape_controls(&crate::text::shorten(&job.command, 40)),
+            crate::base::text::escape_controls(&crate::base::text::shorten(&job.command, 40)),
             job.queue.describe()
         ),
         bands: bands(points, job.vendor)
@@ -367,7 +367,7 @@ impl ExecRunner {
         let (crash, plan, at) = match kill {
             ExecKill::Point { index, name } => {
                 let key = self.job.queue.key(*index);
-                let at = crate::text::escape_controls(&key);
+                let at = crate::base::text::escape_controls(&key);
                 (
                     Some(CrashPlan {
                         key,
@@ -383,7 +383,7 @@ impl ExecRunner {
                     at_rows: Some(*rows),
                     ..KillPlan::default()
                 },
-                format!("after {}", crate::text::count(*rows, "row", "rows")),
+                format!("after {}", crate::base::text::count(*rows, "row", "rows")),
             ),
             // The job is held at its send until the kill: it runs at full speed.
             ExecKill::Message(n) => (

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::paths::{self, PathError, PathKind};
+use crate::base::paths::{self, PathError, PathKind};
 
 /// The first line of every file reclaim writes, by which it knows one of its own.
 const MARK: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><!-- reclaim junit -->";

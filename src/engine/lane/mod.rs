@@ -14,7 +14,7 @@ use super::pace::{Attempt, Pace};
 use super::timeline::Kind;
 use super::watch::Watch;
 use super::window::KillWindows;
-use crate::clock::SimClock;
+use crate::base::clock::SimClock;
 use crate::heartbeat;
 use crate::observer::Observer;
 use crate::supervisor::slot::{Slot, SlotState};
@@ -168,7 +168,7 @@ impl Lane {
                 .map(|_| Slot::new())
                 .collect(),
             attempts: (0..config.workers + usize::from(config.relays()))
-                .map(|_| Attempt::new(crate::clock::NIGHT_START, Pace::per_item(0.0)))
+                .map(|_| Attempt::new(crate::base::clock::NIGHT_START, Pace::per_item(0.0)))
                 .collect(),
             relay_slot: config.relays().then_some(config.workers),
             vendor: None,
@@ -247,7 +247,7 @@ impl Lane {
         self.slots.push(Slot::new());
         let pace = self.pace(1);
         self.attempts
-            .push(Attempt::new(crate::clock::NIGHT_START, pace));
+            .push(Attempt::new(crate::base::clock::NIGHT_START, pace));
         self.config.workers += 1;
         self.slots.len() - 1
     }
@@ -435,7 +435,7 @@ impl Lane {
             self.restarted_at_zero = true;
             let text = format!(
                 "worker restarts at item zero: {} written again",
-                crate::text::escape_controls(&self.observer.key(0))
+                crate::base::text::escape_controls(&self.observer.key(0))
             );
             // The moment task-000 was written again: the newest attempt's first write.
             let at = self

@@ -103,7 +103,7 @@ impl Event {
     #[must_use]
     pub fn line(&self, lane_name: Option<&str>, width: usize) -> String {
         crate::engine::timeline_line(
-            crate::clock::SimTime(self.sim),
+            crate::base::clock::SimTime(self.sim),
             lane_name.map(|name| (name, width)),
             self.source,
             self.kind,

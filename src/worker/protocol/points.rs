@@ -51,7 +51,7 @@ impl CrashPlan {
     /// `KEY:NAME` (the last `:` splits, so a key may hold one); the name checked, the key's
     /// place in the queue checked by the caller.
     pub fn parse(text: &str) -> Result<Self, PlanError> {
-        let shown = || crate::text::escape_controls(text);
+        let shown = || crate::base::text::escape_controls(text);
         let (key, point) = text
             .rsplit_once(':')
             .ok_or_else(|| PlanError::NotKeyPoint(shown()))?;
@@ -76,7 +76,7 @@ impl fmt::Display for CrashPlan {
         write!(
             f,
             "{}:{}",
-            crate::text::escape_controls(&self.key),
+            crate::base::text::escape_controls(&self.key),
             self.point
         )
     }

@@ -13,7 +13,7 @@ use crate::store::SyncMode;
 use crate::tui::theme::ThemeChoice;
 use crate::worker::{CrashAt, CrashPoint, Strategy};
 
-use crate::limits::{MAX_BATCH, MAX_ITEMS, MAX_WORKERS};
+use crate::base::limits::{MAX_BATCH, MAX_ITEMS, MAX_WORKERS};
 
 pub use self::job::{ExecArgs, JobVendorArgs, SideEffectArgs};
 pub(crate) use self::parse::items_parser;

@@ -18,6 +18,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 mod commands;
+pub mod points;
 
 pub use commands::{Grant, Moment, NotACommand, SetDelay, StepGrant};
 
@@ -119,7 +120,7 @@ impl ExecEnv {
     /// variables set.
     #[must_use]
     pub fn command(&self, exe: &Path, command: &str) -> Command {
-        crate::supervisor::orphans::become_subreaper();
+        crate::base::orphans::become_subreaper();
         let mut sh = Command::new(exe);
         sh.arg("exec-guard")
             .arg("--parent")
@@ -135,8 +136,8 @@ impl ExecEnv {
             .env(Self::ATTEMPT, self.attempt.to_string())
             .env(Self::DELAY_MS, delay_ms(self.delay));
         match &self.crash_at {
-            Some(at) => sh.env(crate::points::CRASH_ENV, at),
-            None => sh.env_remove(crate::points::CRASH_ENV),
+            Some(at) => sh.env(crate::worker::protocol::points::CRASH_ENV, at),
+            None => sh.env_remove(crate::worker::protocol::points::CRASH_ENV),
         };
         match &self.vendor {
             Some(url) => sh.env(Self::VENDOR_URL, url),
