@@ -8,7 +8,8 @@
 //!
 //! The rows are written by a child process (this same executable, run with `--writer`), as
 //! reclaim's workers are separate processes: a writer inside the measuring process would share
-//! its heap and caches with the observer and measure those instead (see BENCHMARKS.md).
+//! its heap and caches with the observer and measure those instead (docs/history/benchmarks.md,
+//! "Surprises").
 //!
 //! Run: `cargo bench --bench observer`
 

@@ -32,9 +32,10 @@ pub fn default_threads() -> usize {
 /// How many of reclaim's own map nights to keep in flight: two per core, at least 2 and at most
 /// 8. A night is one chain (a start, the writes, the kill, a start again, the verdict) with gaps
 /// in which neither of its processes runs, and two chains a core fill them: on two cores the
-/// full map took 25.3 to 27.9 s at four against 27.9 to 38.9 s at two (BENCHMARKS.md). Its
-/// workers die at their own crash points, so a busier machine moves no kill. (A job of the
-/// user's own, killed from outside at a row count, keeps `default_threads`.)
+/// full map took 25.3 to 27.9 s at four against 27.9 to 38.9 s at two
+/// (docs/history/benchmarks.md, "Four nights in flight"). Its workers die at their own crash
+/// points, so a busier machine moves no kill. (A job of the user's own, killed from outside at a
+/// row count, keeps `default_threads`.)
 #[must_use]
 pub fn own_map_threads() -> usize {
     thread::available_parallelism().map_or(2, |n| n.get().saturating_mul(2).clamp(2, 8))

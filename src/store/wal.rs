@@ -38,8 +38,8 @@ use rusqlite::Connection;
 pub const WAL_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// The auto-checkpoint of a database in memory, in pages (SQLite's default is 1,000): the full
-/// map took 0.87 of its CPU at 100, and 50 was no better (BENCHMARKS.md, "A short log for a
-/// night in memory").
+/// map took 0.87 of its CPU at 100, and 50 was no better (docs/history/benchmarks.md, "A short
+/// log for a night in memory").
 pub const SHORT_WAL_PAGES: u32 = 100;
 
 /// The auto-checkpoint of a night's worker whose database is in `dir`: `SHORT_WAL_PAGES` when

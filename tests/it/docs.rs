@@ -1,7 +1,8 @@
 //! The documentation stays true to the tree: every relative link of the docs names a file that
 //! exists and every `#anchor` a heading of it; the README stays a front door (under 20 KB, with
-//! its picture); ARCHITECTURE.md's tables name every source file and every integration module,
-//! and nothing that is gone. No network: only relative links are followed.
+//! its picture) and BENCHMARKS.md and RELIABILITY.md stay references (under 15 KB each, their
+//! history in `docs/history/`); ARCHITECTURE.md's tables name every source file and every
+//! integration module, and nothing that is gone. No network: only relative links are followed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -10,11 +11,16 @@ use std::path::{Path, PathBuf};
 /// The README's bound: a front door a newcomer reads in minutes (issue 25).
 const README_MAX_BYTES: usize = 20_000;
 
+/// The bound of BENCHMARKS.md and RELIABILITY.md: a table of current figures a reader takes in
+/// at once; every dated measurement goes to `docs/history/` (issue 40).
+const REFERENCE_MAX_BYTES: usize = 15_000;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The documents whose links are walked: the top-level ones and every page under docs/.
+/// The documents whose links are walked: the top-level ones, every page under docs/ and the
+/// dated history under docs/history/.
 fn documents(root: &Path) -> Result<Vec<PathBuf>, String> {
     let mut docs: Vec<PathBuf> = [
         "README.md",
@@ -26,13 +32,15 @@ fn documents(root: &Path) -> Result<Vec<PathBuf>, String> {
     .iter()
     .map(|name| root.join(name))
     .collect();
-    let mut pages: Vec<PathBuf> = fs::read_dir(root.join("docs"))
-        .map_err(|e| format!("docs/: {e}"))?
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
-        .collect();
-    pages.sort();
-    docs.extend(pages);
+    for folder in ["docs", "docs/history"] {
+        let mut pages: Vec<PathBuf> = fs::read_dir(root.join(folder))
+            .map_err(|e| format!("{folder}/: {e}"))?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+            .collect();
+        pages.sort();
+        docs.extend(pages);
+    }
     Ok(docs)
 }
 
@@ -251,6 +259,31 @@ fn the_readme_is_under_20_kb_and_shows_a_picture_that_exists() {
         assert!(
             png || svg,
             "the README's image {image} is not a PNG or SVG file"
+        );
+    }
+}
+
+#[test]
+fn benchmarks_and_reliability_are_references_under_15_kb_with_their_history_beside_them() {
+    let root = root();
+    for (doc, history) in [
+        ("BENCHMARKS.md", "docs/history/benchmarks.md"),
+        ("RELIABILITY.md", "docs/history/reliability.md"),
+    ] {
+        let text = fs::read_to_string(root.join(doc)).expect(doc);
+        assert!(
+            text.len() < REFERENCE_MAX_BYTES,
+            "{doc} is {} bytes; a reference stays under {REFERENCE_MAX_BYTES}: keep the current \
+             figure of each target and move the dated measurements to {history}",
+            text.len()
+        );
+        assert!(
+            root.join(history).is_file(),
+            "{doc}'s dated history {history} is missing"
+        );
+        assert!(
+            text.contains(history.trim_start_matches("docs/")),
+            "{doc} links its history ({history})"
         );
     }
 }
