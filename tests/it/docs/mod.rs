@@ -2,7 +2,12 @@
 //! exists and every `#anchor` a heading of it; the README stays a front door (under 20 KB, with
 //! its picture) and BENCHMARKS.md and RELIABILITY.md stay references (under 15 KB each, their
 //! history in `docs/history/`); ARCHITECTURE.md's tables name every source file and every
-//! integration module, and nothing that is gone. No network: only relative links are followed.
+//! integration module, and nothing that is gone. Beside this file: every path and Rust name the
+//! design docs mention resolves against the tree (`names.rs`, with `rust_items.rs`). No network:
+//! only relative links are followed.
+
+mod names;
+mod rust_items;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
