@@ -3,11 +3,13 @@
 //! its picture) and BENCHMARKS.md and RELIABILITY.md stay references (under 15 KB each, their
 //! history in `docs/history/`); ARCHITECTURE.md's tables name every source file and every
 //! integration module, and nothing that is gone. Beside this file: every path and Rust name the
-//! design docs mention resolves against the tree (`names.rs`, with `rust_items.rs`). No network:
-//! only relative links are followed.
+//! design docs mention resolves against the tree (`names.rs`, with `rust_items.rs`), and every
+//! section named in the code and the docs is a heading (`sections.rs`). No network: only
+//! relative links are followed.
 
 mod names;
 mod rust_items;
+mod sections;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
