@@ -146,7 +146,7 @@ pub(super) fn run(
         command: &command,
         queue,
         points: &points,
-        undisturbed: &undisturbed.verdict,
+        undisturbed: &undisturbed.verdict(),
         seen_wrong: &seen_wrong,
         judged: &judged,
         elapsed,

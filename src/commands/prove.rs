@@ -93,16 +93,18 @@ fn exactly_once(report: &RunReport) -> bool {
 }
 
 fn figures(report: &RunReport) -> String {
+    let inspection = &report.inspection;
     let rows = format!(
         "{} rows, {} duplicated, {} missing",
-        report.rows, report.duplicated_task_ids, report.missing
+        inspection.rows, inspection.duplicated_task_ids, inspection.missing
     );
     // The outbox is judged at the vendor too: a FAIL with right rows must say why.
-    match (report.messages_duplicated, report.messages_missing) {
-        (Some(duplicated), Some(missing)) => {
-            format!("{rows}; messages {duplicated} duplicated, {missing} missing")
-        }
-        _ => rows,
+    match report.messages {
+        Some(m) => format!(
+            "{rows}; messages {} duplicated, {} missing",
+            m.duplicated, m.missing
+        ),
+        None => rows,
     }
 }
 
@@ -118,7 +120,10 @@ fn result(
     let worst = reports
         .iter()
         .copied()
-        .max_by_key(|r| (r.duplicated_task_ids + r.missing, r.rows))
+        .max_by_key(|r| {
+            let rows = &r.inspection;
+            (rows.duplicated_task_ids + rows.missing, rows.rows)
+        })
         .or(reports.first().copied());
     let mut account = Account::new();
     for (i, report) in reports.iter().enumerate() {
@@ -135,24 +140,24 @@ fn result(
     }
     let mut lessons: Vec<String> = Vec::new();
     for report in reports {
-        for lesson in &report.lessons {
+        for lesson in report.lessons() {
             // "status ok, data wrong" belongs to every failure here; it is said once, last.
-            if *lesson != Symptom::StatusOkDataWrong.lesson() && !lessons.contains(lesson) {
-                lessons.push(lesson.clone());
+            if lesson != Symptom::StatusOkDataWrong.lesson() && !lessons.contains(&lesson) {
+                lessons.push(lesson);
             }
         }
     }
     // A run the supervisor gave up on never finished: that is what it says, not that a job
     // said ok over wrong data. "status ok, data wrong" is for the runs that finished wrong.
-    for reason in reports.iter().filter_map(|r| r.never_completed.as_ref()) {
-        if !lessons.contains(reason) {
-            lessons.push(reason.clone());
+    for reason in reports.iter().filter_map(|r| r.never_completed()) {
+        if !lessons.contains(&reason) {
+            lessons.push(reason);
         }
     }
     // Only where a run that finished wrong said ok: a job whose last line claims nothing did
     // not say ok over wrong data.
     let said_ok_over_wrong = reports.iter().any(|r| {
-        r.completed && !exactly_once(r) && r.lessons.contains(&Symptom::StatusOkDataWrong.lesson())
+        r.completed && !exactly_once(r) && r.symptoms().contains(&Symptom::StatusOkDataWrong)
     });
     if said_ok_over_wrong {
         lessons.push(Symptom::StatusOkDataWrong.lesson());
@@ -163,19 +168,15 @@ fn result(
     let not_fired = reports
         .iter()
         .enumerate()
-        .flat_map(|(i, r)| {
-            r.not_fired
-                .iter()
-                .map(move |s| format!("run {}: {s}", i + 1))
-        })
+        .flat_map(|(i, r)| (r.not_fired().into_iter()).map(move |s| format!("run {}: {s}", i + 1)))
         .collect();
     TestResult::judged(
         name,
         account,
         TestFigures {
-            rows: worst.map_or(0, |r| r.rows),
-            duplicated_task_ids: worst.map_or(0, |r| r.duplicated_task_ids),
-            missing: worst.map_or(0, |r| r.missing),
+            rows: worst.map_or(0, |r| r.inspection.rows),
+            duplicated_task_ids: worst.map_or(0, |r| r.inspection.duplicated_task_ids),
+            missing: worst.map_or(0, |r| r.inspection.missing),
             detail,
             kills_in_window,
             lessons,
@@ -427,7 +428,7 @@ fn two_workers(prover: &mut Prover) -> Result<TestResult, Error> {
     let writers = match prover.worker {
         LaneWorker::Strategy(_) => format!(
             "{} wrote rows, ",
-            crate::base::text::count(report.runs.unwrap_or(0), "worker", "workers")
+            crate::base::text::count(report.runs().unwrap_or(0), "worker", "workers")
         ),
         LaneWorker::Exec(_) => String::new(),
     };
@@ -494,7 +495,7 @@ fn wiped_checkpoints(prover: &mut Prover, named: Option<&str>) -> Result<TestRes
         }
     };
     let second = prover.night(lane, &KillPlan::default())?;
-    let rerun = match second.never_completed.as_deref() {
+    let rerun = match second.never_completed().as_deref() {
         None => figures(&second),
         Some(why) => format!(
             "{}, never completed ({})",

@@ -410,27 +410,24 @@ fn print_lane_verdicts(names: &[String], reports: &[RunReport], out: &mut dyn Wr
     for (name, report) in names.iter().zip(reports) {
         let _ = writeln!(
             out,
-            "verdict      {name:<width$}  {}  rows={} duplicated_task_ids={} kills={} restarts={}",
-            report.verdict, report.rows, report.duplicated_task_ids, report.kills, report.restarts
+            "verdict      {name:<width$}  {}  {} kills={} restarts={}",
+            report.verdict(),
+            report.inspection.summary_line(),
+            report.kills,
+            report.restarts
         );
-        if let Some(reason) = &report.never_completed {
+        if let Some(reason) = report.never_completed() {
             let _ = writeln!(out, "             {name:<width$}  {reason}");
         }
-        for said in &report.not_fired {
+        for said in report.not_fired() {
             let _ = writeln!(out, "not fired    {name:<width$}  {said}");
         }
         // A lane whose items leave the database is judged at its vendor too.
-        if let (Some(received), Some(distinct), Some(duplicated), Some(missing)) = (
-            report.messages_received,
-            report.messages_distinct,
-            report.messages_duplicated,
-            report.messages_missing,
-        ) {
-            let judged = report.messages_verdict.as_deref().unwrap_or("messages ok");
+        if let (Some(m), Some(said)) = (report.messages, report.messages_verdict()) {
             let _ = writeln!(
                 out,
-                "messages     {name:<width$}  {judged}  sent={received} keys={distinct} duplicated={duplicated} missing={missing} requests={}",
-                report.messages_requests.unwrap_or(received)
+                "messages     {name:<width$}  {said}  sent={} keys={} duplicated={} missing={} requests={}",
+                m.received, m.distinct, m.duplicated, m.missing, m.requests
             );
         }
     }

@@ -248,32 +248,33 @@ fn print_verdict(
     out: &mut dyn Write,
 ) {
     let _ = writeln!(out);
-    let _ = writeln!(out, "verdict      {}", report.verdict);
-    for lesson in &report.lessons {
+    let _ = writeln!(out, "verdict      {}", report.verdict());
+    for lesson in report.lessons() {
         let _ = writeln!(out, "             {lesson}");
     }
-    if let Some(reason) = &report.never_completed {
+    if let Some(reason) = report.never_completed() {
         let _ = writeln!(out, "             {reason}");
     }
-    for note in &report.queue_notes {
+    for note in report.queue_notes() {
         let _ = writeln!(out, "queue        {note}");
     }
-    for said in &report.not_fired {
+    for said in report.not_fired() {
         let _ = writeln!(out, "not fired    {said}");
     }
-    if let (Some(sent), Some(landed)) = (report.kill_sent_at_rows, report.kill_landed_at_rows) {
+    if let Some((sent, landed)) = report.kill_at_rows {
         let _ = writeln!(
             out,
             "kill         sent when the table held {sent} rows; landed with {landed} rows written"
         );
     }
+    let rows = &report.inspection;
     let _ = writeln!(
         out,
         "run          kills={}  restarts={}  completed={}  missing={}  elapsed={:.1}s",
         report.kills,
         report.restarts,
         if report.completed { "yes" } else { "NO" },
-        report.missing,
+        rows.missing,
         report.elapsed_ms as f64 / 1000.0
     );
     if report.kills > 0 {
@@ -307,35 +308,26 @@ fn print_verdict(
             }
         );
     }
-    if let (Some(received), Some(distinct), Some(duplicated), Some(missing)) = (
-        report.messages_received,
-        report.messages_distinct,
-        report.messages_duplicated,
-        report.messages_missing,
-    ) {
-        let judged = report
-            .messages_verdict
-            .as_deref()
-            .unwrap_or(crate::harness::MESSAGES_OK);
-        let _ = writeln!(out, "vendor       {judged}");
+    if let (Some(m), Some(said)) = (report.messages, report.messages_verdict()) {
+        let _ = writeln!(out, "vendor       {said}");
         let _ = writeln!(
             out,
-            "messages     sent={received}  keys={distinct}  duplicated={duplicated}  missing={missing}  outside={}  requests={}  (at the vendor: {})",
-            report.messages_outside.unwrap_or(0),
-            report.messages_requests.unwrap_or(received),
-            display(&crate::fake_vendor::db_path(&report.db))
+            "messages     sent={}  keys={}  duplicated={}  missing={}  outside={}  requests={}  (at the vendor: {})",
+            m.received,
+            m.distinct,
+            m.duplicated,
+            m.missing,
+            m.outside,
+            m.requests,
+            display(&crate::fake_vendor::db_path(&rows.db))
         );
     }
     // On PostgreSQL the rows are in the lane's schema, named after the night (`warehouse`).
     if crate::warehouse::active().is_none() {
-        let _ = writeln!(out, "database     {} (kept)", display(&report.db));
+        let _ = writeln!(out, "database     {} (kept)", display(&rows.db));
     }
     let _ = writeln!(out, "result       {}", judged.line());
-    let _ = writeln!(
-        out,
-        "rows={} duplicated_task_ids={}",
-        report.rows, report.duplicated_task_ids
-    );
+    let _ = writeln!(out, "{}", rows.summary_line());
 }
 
 /// Where the kills placed by rows landed, against their plan.

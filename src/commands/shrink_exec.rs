@@ -114,7 +114,7 @@ type Found = (Option<(ExecKill, ExecCell)>, usize, String);
 fn search(runner: &ExecRunner, threads: usize) -> Result<Search, Error> {
     let (points, undisturbed) = runner.probe(&AtomicBool::new(false))?;
     if !undisturbed.holds() {
-        return Ok(Search::Undisturbed(undisturbed.verdict));
+        return Ok(Search::Undisturbed(undisturbed.verdict()));
     }
     let items = runner.job.queue.len();
     // The search kills at points or row counts: shrink has no vendor (--vendor is not its).

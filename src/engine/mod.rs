@@ -6,6 +6,7 @@
 //! heartbeat, and the snapshot drawn of it), `timeline` (the log), `triggers` (what the plan
 //! says is due, pure); the processes themselves are `supervisor::slot`.
 
+mod absences;
 mod config;
 mod deadline;
 mod flow;
@@ -18,7 +19,6 @@ mod stall;
 mod timeline;
 pub mod triggers;
 mod wake;
-mod watch;
 mod window;
 
 use std::path::PathBuf;
@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
+use self::absences::Absences;
 pub use self::config::{
     DEFAULT_DEAD_MAN, EXEC_LABEL, EngineConfig, ExecJob, HangPlan, JobError, LaneConfig,
     LaneWorker, read_sql,
@@ -41,7 +42,6 @@ pub use self::timeline::{
     timeline_line,
 };
 use self::triggers::{HostAction, Triggers};
-use self::watch::Watch;
 pub use self::window::{KillWindow, KillWindows};
 use crate::base::clock::SimClock;
 use crate::store::StoreError;
@@ -98,7 +98,7 @@ pub struct Engine {
     /// How fast the night is shown relative to its scale (the dashboard's speed keys): it
     /// changes nothing else.
     speed: f64,
-    watch: Watch,
+    absences: Absences,
     /// `--kill-at-rows`: the rows the observer had seen when the kill was sent, and the rows in
     /// the table once the killed worker was reaped (where the kill really landed).
     kill_at_rows: Option<(u64, u64)>,
@@ -171,7 +171,7 @@ impl Engine {
             paused_at: None,
             frozen: false,
             speed: 1.0,
-            watch: Watch::default(),
+            absences: Absences::default(),
             kill_at_rows: None,
             rows_landings: RowsLandings::default(),
             last_tick: None,
@@ -403,7 +403,8 @@ impl Engine {
     /// Advances the night to `now`: reads worker output, reaps, moves the clock on as far as
     /// the work allows, kills, restarts, grants the writes now due, and observes.
     pub fn tick(&mut self, now: Instant) -> Result<(), EngineError> {
-        self.watch.tick(now, crate::base::signals::take_continued());
+        self.absences
+            .tick(now, crate::base::signals::take_continued());
         if let Some(last) = self.last_tick.replace(now) {
             self.tick_gap = now.saturating_duration_since(last);
         }

@@ -89,7 +89,7 @@ impl Engine {
             let beat = self.lanes[lane].read_heartbeat(
                 now,
                 wall,
-                (&self.clock, &self.watch),
+                (&self.clock, &self.absences),
                 self.started,
                 self.config.dead_man,
             );

@@ -21,14 +21,16 @@ impl RunReport {
     #[must_use]
     pub fn account_but_windows(&self) -> Account {
         let mut account = Account::new();
-        if let Some(reason) = &self.never_completed {
-            account.push(account::Kind::NeverCompleted, reason.clone());
-        }
+        let never_completed = self.never_completed();
+        let derived = self.derived();
         // A night never completed has its rows still to come: that it never completed says it.
         let still_to_come =
-            matches!(self.derived, Derived::Incomplete { .. }) && self.never_completed.is_some();
-        if !self.derived.is_ok() && !still_to_come {
-            account.push(account::Kind::Data, format!("the rows: {}", self.derived));
+            matches!(derived, Derived::Incomplete { .. }) && never_completed.is_some();
+        if let Some(reason) = never_completed {
+            account.push(account::Kind::NeverCompleted, reason);
+        }
+        if !derived.is_ok() && !still_to_come {
+            account.push(account::Kind::Data, format!("the rows: {derived}"));
         }
         if let Some(key) = &self.checkpoint_before_row {
             account.push(
@@ -36,17 +38,13 @@ impl RunReport {
                 super::checkpoint_first(key),
             );
         }
-        if let Some(said) = self
-            .messages_verdict
-            .as_ref()
-            .filter(|_| !self.messages_hold())
-        {
-            account.push(account::Kind::Messages, said.clone());
+        if let Some(said) = self.messages_verdict().filter(|_| !self.messages_hold()) {
+            account.push(account::Kind::Messages, said);
         }
-        for said in &self.not_fired_gaps {
-            account.push(account::Kind::NotFired, said.clone());
+        for said in self.not_fired_gaps() {
+            account.push(account::Kind::NotFired, said);
         }
-        if self.judged == crate::store::inspect::Judged::Counts {
+        if self.inspection.judged == crate::store::inspect::Judged::Counts {
             account.push(
                 account::Kind::Unobserved,
                 "the rows were judged by counts, not key by key",
@@ -57,7 +55,7 @@ impl RunReport {
 
     /// Whether the night set out to kill: a kill made, or one planned.
     fn set_out_to_kill(&self) -> bool {
-        self.kills > 0 || self.kills_planned > 0 || !self.not_fired.is_empty()
+        self.kills > 0 || self.kills_planned > 0 || !self.unfired.is_empty()
     }
 }
 

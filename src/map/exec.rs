@@ -405,18 +405,22 @@ impl ExecRunner {
             band: kill.band(),
             at,
             column: kill.column(),
-            rows: report.rows,
-            distinct: report.distinct,
-            duplicated_task_ids: report.duplicated_task_ids,
-            missing: report.missing,
-            outside: report.outside,
-            derived_status: report.derived_status,
+            rows: report.inspection.rows,
+            distinct: report.inspection.distinct,
+            duplicated_task_ids: report.inspection.duplicated_task_ids,
+            missing: report.inspection.missing,
+            outside: report.inspection.unexpected,
+            derived_status: report.derived_status(),
             completed: report.completed,
             killed: report.kills > 0,
-            landed_at_rows: report.kill_landed_at_rows.filter(|_| report.kills > 0),
+            landed_at_rows: (report.kill_at_rows)
+                .map(|(_, landed)| landed)
+                .filter(|_| report.kills > 0),
             kill: kill.clone(),
-            db: self.keep.then(|| report.db.clone()),
-            messages_wrong: (report.messages_verdict.clone()).filter(|_| !report.messages_hold()),
+            messages_wrong: report
+                .messages_verdict()
+                .filter(|_| !report.messages_hold()),
+            db: self.keep.then_some(report.inspection.db),
             checkpoint_before_row: report.checkpoint_before_row,
         })
     }

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
+use super::absences::Absences;
 use super::config::LaneConfig;
 use super::config::LaneWorker;
 use super::pace::{Attempt, Pace};
 use super::timeline::Kind;
-use super::watch::Watch;
 use super::window::KillWindows;
 use crate::base::clock::SimClock;
 use crate::heartbeat;
@@ -466,7 +466,7 @@ impl Lane {
         &mut self,
         now: Instant,
         wall: SystemTime,
-        (clock, watch): (&SimClock, &Watch),
+        (clock, absences): (&SimClock, &Absences),
         started: Instant,
         dead_man: f64,
     ) -> Option<Note> {
@@ -512,7 +512,7 @@ impl Lane {
         }
         let scheduled = self.beat_seen.map(|(_, at)| at).filter(|_| beat.is_some());
         let sim_age = scheduled.map_or_else(
-            || watch.silence(clock, since, now),
+            || absences.silence(clock, since, now),
             |at| (clock.now().0 - at).max(0.0),
         );
         self.heartbeat_age = beat.as_ref().map(|b| b.age);

@@ -6,11 +6,11 @@
 
 mod draw;
 mod keys;
-mod watch;
+mod screen_loop;
 
 pub use self::draw::{cell_at, plain_text, render_to};
 pub use self::keys::{MAP_KEYS, MapAction, action_for};
-pub use self::watch::{MapRun, run, scenario_for};
+pub use self::screen_loop::{MapRun, run, scenario_for};
 
 use crate::map::{Cell, Plan};
 pub use crate::map::{Columns, Layout, MapCell};

@@ -110,7 +110,7 @@ fn map_loop<C: MapCell + Send + 'static>(
                     dirty = true;
                     if let Some(MapCommand::Open(cell)) = map.state.update(action) {
                         watched += 1;
-                        watch(terminal, map, &cell, watched, theme, input)?;
+                        open_night(terminal, map, &cell, watched, theme, input)?;
                         map.state.notify(format!("back from {}", cell.name()));
                     }
                 }
@@ -146,7 +146,7 @@ fn map_loop<C: MapCell + Send + 'static>(
 }
 
 /// The dashboard on one cell's night, in the same terminal, until its `q`.
-fn watch<C: MapCell + Send + 'static>(
+fn open_night<C: MapCell + Send + 'static>(
     terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
     map: &MapRun<C>,
     cell: &C,

@@ -17,22 +17,22 @@ const MAX_ABSENCES: usize = 256;
 /// supervisor saw: time reclaim itself was stopped is not a worker's silence (its workers, in
 /// their own process groups, kept running or finished meanwhile).
 #[derive(Debug, Default)]
-pub struct Watch {
+pub struct Absences {
     last_tick: Option<Instant>,
-    absences: Vec<(Instant, Instant)>,
+    stretches: Vec<(Instant, Instant)>,
 }
 
-impl Watch {
+impl Absences {
     /// Notes a tick at `now`; `continued` says reclaim was stopped and continued since the last
     /// one (SIGCONT), however briefly.
     pub fn tick(&mut self, now: Instant, continued: bool) {
         if let Some(last) = self.last_tick
             && (continued || now.saturating_duration_since(last) > ABSENCE_GAP)
         {
-            if self.absences.len() >= MAX_ABSENCES {
-                self.absences.remove(0);
+            if self.stretches.len() >= MAX_ABSENCES {
+                self.stretches.remove(0);
             }
-            self.absences.push((last, now));
+            self.stretches.push((last, now));
         }
         self.last_tick = Some(now);
     }
@@ -43,7 +43,7 @@ impl Watch {
     pub fn silence(&self, clock: &SimClock, since: Instant, now: Instant) -> f64 {
         let sim = |from: Instant, to: Instant| clock.at(to).0 - clock.at(from).0;
         let unwatched: f64 = self
-            .absences
+            .stretches
             .iter()
             .filter_map(|&(from, to)| {
                 let (from, to) = (from.max(since), to.min(now));
@@ -62,14 +62,14 @@ mod tests {
     fn a_silence_watched_all_along_counts_whole() {
         let start = Instant::now();
         let mut clock = SimClock::new(start, 600.0);
-        let mut watch = Watch::default();
+        let mut absences = Absences::default();
         // Ticks every 20 ms for two seconds: a hung worker's silence is all of it.
         for ms in (0..=2000).step_by(20) {
-            watch.tick(start + Duration::from_millis(ms), false);
+            absences.tick(start + Duration::from_millis(ms), false);
             clock.advance(start + Duration::from_millis(ms), f64::INFINITY);
         }
         let now = start + Duration::from_secs(2);
-        let silence = watch.silence(&clock, start, now);
+        let silence = absences.silence(&clock, start, now);
         assert!((silence - 1200.0).abs() < 1e-6, "{silence}");
     }
 
@@ -78,9 +78,9 @@ mod tests {
         let start = Instant::now();
         let at = |ms: u64| start + Duration::from_millis(ms);
         let mut clock = SimClock::new(start, 600.0);
-        let mut watch = Watch::default();
+        let mut absences = Absences::default();
         let mut tick = |ms, continued| {
-            watch.tick(at(ms), continued);
+            absences.tick(at(ms), continued);
             clock.advance(at(ms), f64::INFINITY);
         };
         tick(0, false);
@@ -91,11 +91,11 @@ mod tests {
         // Stopped for 100 ms only, but SIGCONT says so: not watched either.
         tick(3140, true);
         tick(3200, false);
-        let silence = watch.silence(&clock, at(0), at(3200));
+        let silence = absences.silence(&clock, at(0), at(3200));
         let watched = 0.020 + 0.020 + 0.060;
         assert!((silence - watched * 600.0).abs() < 1e-6, "{silence}");
         // A beat after the stop is judged from the beat on.
-        let silence = watch.silence(&clock, at(3100), at(3200));
+        let silence = absences.silence(&clock, at(3100), at(3200));
         assert!((silence - 0.060 * 600.0).abs() < 1e-6, "{silence}");
     }
 }

@@ -1,0 +1,139 @@
+//! The sentences a report says, each made from its figures when printed: the verdict beside
+//! the claim, the lessons, why the job never completed, what never fired, the notes on the
+//! queue, the vendor's verdict, the timeline's lines.
+
+use super::RunReport;
+use super::report::TIMELINE_KEPT;
+use crate::base::text::{count, escape_controls};
+use crate::verdict::claim_line;
+
+/// What a lane's vendor verdict says when every task's message arrived once.
+pub const MESSAGES_OK: &str = "messages ok: every task's message arrived once";
+
+/// What a job seen committing a checkpoint before its row (`key`'s) risks: a kill between the
+/// two loses that item on a resume that trusts the checkpoint. Seen, it is wrong: no kill needs
+/// to land there to show the danger is real.
+#[must_use]
+pub fn checkpoint_first(key: &str) -> String {
+    format!(
+        "the job commits a checkpoint before its row (seen: {} had its checkpoint and no row): a kill between the two loses that item on a resume that trusts the checkpoint",
+        escape_controls(key)
+    )
+}
+
+impl RunReport {
+    /// The claim beside the rows' verdict: `claimed=ok derived=DATA WRONG (...)`; someone
+    /// else's last line quoted, so it reads as their words.
+    #[must_use]
+    pub fn verdict(&self) -> String {
+        let derived = self.derived();
+        if self.is_job() {
+            format!(
+                "claimed {:?} derived={derived}",
+                self.claimed_words.as_deref().unwrap_or("(no output)")
+            )
+        } else {
+            claim_line(self.claimed_words.as_deref(), derived)
+        }
+    }
+
+    /// The claim as `--json` writes `claimed_status`: the worker's words, or `none`.
+    #[must_use]
+    pub fn claimed_status(&self) -> &str {
+        self.claimed_words.as_deref().unwrap_or("none")
+    }
+
+    /// What a failure means, from the postmortem's symptom table.
+    #[must_use]
+    pub fn lessons(&self) -> Vec<String> {
+        crate::verdict::lessons(
+            self.inspection.duplicated_task_ids,
+            self.inspection.extra_rows,
+            &self.symptoms(),
+        )
+    }
+
+    /// Why the job never completed, when it did not: the night gave up on it, or the
+    /// supervisor ran out of restarts (and how its attempts ended).
+    #[must_use]
+    pub fn never_completed(&self) -> Option<String> {
+        if self.completed {
+            return None;
+        }
+        if let Some(reason) = &self.gave_up_why {
+            return Some(format!("the job never completed: {reason}"));
+        }
+        // Only the host's kills are kills: an attempt that died on its own is said so.
+        let how = match (self.kills, self.deaths_on_its_own) {
+            (0, 0) => "no attempt finished".to_string(),
+            (_, 0) => "every attempt was killed before it finished".to_string(),
+            (0, _) => "every attempt died on its own before it finished".to_string(),
+            (kills, own) => format!(
+                "{} by the host and {own} died on their own before finishing",
+                count(
+                    u64::from(kills),
+                    "attempt was killed",
+                    "attempts were killed"
+                )
+            ),
+        };
+        Some(format!(
+            "the job never completed: the supervisor gave up after {} restarts, its limit: {how}",
+            self.restarts
+        ))
+    }
+
+    /// Each kill the plan asked for that never fired, in a sentence (empty when all did).
+    #[must_use]
+    pub fn not_fired(&self) -> Vec<String> {
+        self.unfired.iter().map(super::Unfired::said).collect()
+    }
+
+    /// Of `not_fired`, those that leave the night untested (random kills that found the job
+    /// finished after some of them fired do not: the plan was at most N).
+    #[must_use]
+    pub fn not_fired_gaps(&self) -> Vec<String> {
+        (self.unfired.iter())
+            .filter(|u| u.leaves_untested())
+            .map(super::Unfired::said)
+            .collect()
+    }
+
+    /// What the verdict rests on beside the rows: keys outside the queue (and the options that
+    /// name a job's keys), a judgement by counts alone.
+    #[must_use]
+    pub fn queue_notes(&self) -> Vec<String> {
+        self.inspection.queue_notes()
+    }
+
+    /// The receiving end's verdict in a sentence (`None` for a lane that reaches no vendor):
+    /// said whenever a vendor was reached, right or wrong, never left blank.
+    #[must_use]
+    pub fn messages_verdict(&self) -> Option<String> {
+        self.messages.map(|m| {
+            if m.received == 0 && m.missing > 0 {
+                return "messages WRONG: no message arrived at the vendor (does the job send to RECLAIM_VENDOR_URL?)".to_string();
+            }
+            crate::verdict::messages_verdict(m.duplicated, m.missing, m.outside)
+                .unwrap_or_else(|| MESSAGES_OK.to_string())
+        })
+    }
+
+    /// The timeline's lines as the night printed them, a line naming the cut where entries
+    /// were left out.
+    #[must_use]
+    pub fn timeline_lines(&self) -> Vec<String> {
+        let cut = (self.timeline_left_out > 0).then_some(TIMELINE_KEPT / 2);
+        let mut lines = Vec::with_capacity(self.timeline.len() + 1);
+        for (i, entry) in self.timeline.iter().enumerate() {
+            if Some(i) == cut {
+                lines.push(format!(
+                    "…  {} lines left out (timeline_left_out)  …",
+                    self.timeline_left_out
+                ));
+            }
+            lines.push(entry.line(None));
+        }
+        lines
+    }
+}
