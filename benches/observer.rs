@@ -20,8 +20,9 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use reclaim::observer::Observer;
-use reclaim::store::inspect::inspect;
-use reclaim::store::{self, SyncMode};
+use reclaim::warehouse::SyncMode;
+use reclaim::warehouse::sqlite as store;
+use reclaim::warehouse::sqlite::inspect::inspect;
 use reclaim::worker::Strategy;
 
 mod common;

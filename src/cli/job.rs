@@ -54,10 +54,10 @@ pub struct ExecArgs {
     #[arg(long, value_name = "SQL|@FILE", requires = "exec")]
     pub setup_sql: Option<String>,
     /// The table the job writes its rows to
-    #[arg(long, default_value = crate::store::rows::DEFAULT_TABLE, requires = "exec")]
+    #[arg(long, default_value = crate::warehouse::DEFAULT_TABLE, requires = "exec")]
     pub table: String,
     /// The column that names a unit of work in that table; its values are matched to the queue
-    #[arg(long, default_value = crate::store::rows::DEFAULT_KEY, requires = "exec")]
+    #[arg(long, default_value = crate::warehouse::DEFAULT_KEY, requires = "exec")]
     pub key: String,
     /// A query returning one row (rows, distinct), for shapes a table and a key cannot name
     /// (the queue is then judged by counts alone)
@@ -109,12 +109,12 @@ impl ExecArgs {
         let Some(command) = &self.exec else {
             return Ok(None);
         };
-        let rows = crate::store::rows::RowSource {
+        let rows = crate::warehouse::RowSource {
             table: self.table.clone(),
             key: self.key.clone(),
             count_sql: self.count_sql.clone(),
             checkpoints: self.checkpoint_table.as_ref().map(|table| {
-                crate::store::rows::Checkpoints {
+                crate::warehouse::Checkpoints {
                     table: table.clone(),
                     key: self
                         .checkpoint_key
@@ -146,14 +146,16 @@ impl ExecArgs {
                 None => None,
             };
             if let Some(server) = server {
-                return Ok(crate::warehouse::pg_job::keys_from_sql(
+                return Ok(crate::warehouse::postgres::job::keys_from_sql(
                     server,
                     setup.as_deref(),
                     sql,
                 )?);
             }
-            let conn = crate::store::rows::trial_setup(setup.as_deref())?;
-            return Ok(crate::store::keys_sql::keys_from_sql(&conn, sql)?);
+            let conn = crate::warehouse::sqlite::rows::trial_setup(setup.as_deref())?;
+            return Ok(crate::warehouse::sqlite::keys_sql::keys_from_sql(
+                &conn, sql,
+            )?);
         }
         Ok(match &self.key_format {
             Some(format) => Queue::formatted(KeyFormat::parse(format)?, items),

@@ -6,7 +6,7 @@ use std::io::Write as _;
 use crate::base::exit::{DATA_WRONG, OK};
 use crate::cli::InspectArgs;
 use crate::error::Error;
-use crate::store::inspect;
+use crate::warehouse::sqlite::inspect;
 
 pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
     if let Some(table) = &args.table {
@@ -19,8 +19,8 @@ pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
         ));
     }
     let inspection = match crate::warehouse::active() {
-        Some(server) => crate::warehouse::pg_inspect::inspect(server, &args.db, items(args))
-            .map_err(crate::store::StoreError::from)?,
+        Some(server) => crate::warehouse::postgres::inspect::inspect(server, &args.db, items(args))
+            .map_err(crate::warehouse::StoreError::from)?,
         None => inspect::inspect(&args.db, items(args))?,
     };
     let ids = if args.ids {
@@ -38,7 +38,7 @@ pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
         }
         format!("{value}\n")
     } else {
-        let mut text = inspect::render(&inspection);
+        let mut text = crate::warehouse::inspection::render(&inspection);
         if let Some(ids) = &ids {
             let _ = write!(
                 text,
@@ -46,7 +46,11 @@ pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
                 ids.len()
             );
             for id in ids {
-                let _ = writeln!(text, "{}", inspect::duplicated_line(id));
+                let _ = writeln!(
+                    text,
+                    "{}",
+                    crate::warehouse::inspection::duplicated_line(id)
+                );
             }
         }
         text
@@ -91,20 +95,20 @@ fn exit_code(derived: crate::verdict::Derived) -> u8 {
 /// rule `run --exec` uses, as a finished night.
 fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
     use crate::queue::{KeyFormat, Queue};
-    let source = crate::store::rows::RowSource {
+    let source = crate::warehouse::RowSource {
         table: table.to_string(),
         key: args
             .key
             .clone()
-            .unwrap_or_else(|| crate::store::rows::DEFAULT_KEY.into()),
-        ..crate::store::rows::RowSource::default()
+            .unwrap_or_else(|| crate::warehouse::DEFAULT_KEY.into()),
+        ..crate::warehouse::RowSource::default()
     };
     let queue = if let Some(file) = &args.keys_from {
         Queue::from_file(file)?
     } else if let Some(sql) = &args.keys_sql {
         let real = crate::base::paths::existing_file(&args.db, "--db")?;
-        let snapshot = crate::store::Snapshot::open(&real)?;
-        crate::store::keys_sql::keys_from_sql(&snapshot.conn, sql)?
+        let snapshot = crate::warehouse::sqlite::Snapshot::open(&real)?;
+        crate::warehouse::sqlite::keys_sql::keys_from_sql(&snapshot.conn, sql)?
     } else if let Some(night) = (args.items.is_none() && args.key_format.is_none())
         .then(|| nights_queue(&args.db))
         .transpose()?
@@ -119,7 +123,9 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
     };
     let inspection = inspect::inspect_rows(&args.db, &queue, &source)?;
     let ids = if args.ids {
-        Some(crate::store::key_ids::key_ids(&args.db, &queue, &source)?)
+        Some(crate::warehouse::sqlite::key_ids::key_ids(
+            &args.db, &queue, &source,
+        )?)
     } else {
         None
     };
@@ -180,7 +186,7 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
 }
 
 /// `--ids` beside `--table`: each wrong key by name, under a heading with its count.
-fn list_keys(text: &mut String, ids: &crate::store::key_ids::KeyIds) {
+fn list_keys(text: &mut String, ids: &crate::warehouse::sqlite::key_ids::KeyIds) {
     let _ = write!(
         text,
         "\nmissing keys ({}): keys of the queue with no row, in the queue's order\n",

@@ -58,8 +58,8 @@ impl Prover {
         // On PostgreSQL each night's lane has a schema of its own, claimed before it starts.
         if let Some(server) = crate::warehouse::active() {
             let schema = server.schema_for(&db);
-            crate::warehouse::pg::claim_schema(server, &schema)
-                .map_err(crate::store::StoreError::from)?;
+            crate::warehouse::postgres::sink::claim_schema(server, &schema)
+                .map_err(crate::warehouse::StoreError::from)?;
         }
         Ok(LaneConfig {
             name: label.to_string(),
@@ -196,7 +196,7 @@ fn worker_of(
                 // The third test empties the job's checkpoint table: `checkpoints` unless named. The
                 // same table places each kill (before or after a checkpoint) when it is there.
                 if job.rows.checkpoints.is_none() {
-                    job.rows.checkpoints = Some(crate::store::rows::Checkpoints {
+                    job.rows.checkpoints = Some(crate::warehouse::Checkpoints {
                         table: CHECKPOINTS.into(),
                         key: job.rows.key.clone(),
                         guessed: true,
@@ -308,7 +308,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
 /// `--warehouse` for prove: every night's lane in a schema of its own on the night's
 /// PostgreSQL (`Prover::lane` claims it), reclaim's strategies and an `--exec` job alike.
 fn open_night(args: &ProveArgs) -> Result<Option<crate::warehouse::Night>, Error> {
-    Ok((args.warehouse.open()).map_err(crate::store::StoreError::from)?)
+    Ok((args.warehouse.open()).map_err(crate::warehouse::StoreError::from)?)
 }
 
 /// Stops the night's PostgreSQL; a failure's rows went with a private cluster not kept.
@@ -467,14 +467,16 @@ fn wiped_checkpoints(prover: &mut Prover, named: Option<&str>) -> Result<TestRes
     let db = lane.db.clone();
     let first = prover.night(lane.clone(), &KillPlan::default())?;
     let wiped = match &mut lane.worker {
-        LaneWorker::Strategy(_) => crate::store::wipe_checkpoints(&db)?,
+        LaneWorker::Strategy(_) => crate::warehouse::sqlite::wipe_checkpoints(&db)?,
         LaneWorker::Exec(job) => {
             // The rerun is the same job on the same database: its setup has run already.
             job.setup_sql = None;
             let wiped = match crate::warehouse::active() {
-                Some(server) => crate::warehouse::pg_job::wipe_table(server, &db, checkpoint_table)
-                    .map_err(crate::store::StoreError::from)?,
-                None => crate::store::rows::wipe_table(&db, checkpoint_table)?,
+                Some(server) => {
+                    crate::warehouse::postgres::job::wipe_table(server, &db, checkpoint_table)
+                        .map_err(crate::warehouse::StoreError::from)?
+                }
+                None => crate::warehouse::sqlite::rows::wipe_table(&db, checkpoint_table)?,
             };
             let Some(wiped) = wiped else {
                 // What is known: the table named is not there; or none was named, and none

@@ -117,7 +117,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     if let Some(night) = night.as_mut() {
         night
             .claim(config.lanes.iter().map(|l| l.db.as_path()))
-            .map_err(crate::store::StoreError::from)?;
+            .map_err(crate::warehouse::StoreError::from)?;
     }
     if !args.json {
         print_header(args, (&worker, &queue), &plan, seed, out);
@@ -382,7 +382,7 @@ fn lane_worker(
                     plan.key = job.queue.key(index);
                     job.crash_at = Some(plan);
                 }
-                if args.sync == crate::store::SyncMode::Full {
+                if args.sync == crate::warehouse::SyncMode::Full {
                     return Err(Error::Refused(
                     "--sync sets how reclaim's own worker syncs its commits; an --exec job sets its own PRAGMA synchronous".into(),
                 ));
@@ -461,7 +461,7 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         }
         night
             .claim(config.lanes.iter().map(|l| l.db.as_path()))
-            .map_err(crate::store::StoreError::from)?;
+            .map_err(crate::warehouse::StoreError::from)?;
     }
     let names: Vec<String> = config.lanes.iter().map(|l| l.name.clone()).collect();
     let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);

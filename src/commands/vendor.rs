@@ -75,10 +75,10 @@ fn has_rows_and_no_outbox(db: &std::path::Path) -> bool {
     if !db.exists() {
         return false;
     }
-    let Ok(snapshot) = crate::store::open_snapshot(db) else {
+    let Ok(snapshot) = crate::warehouse::sqlite::open_snapshot(db) else {
         return false;
     };
-    let outbox = crate::store::table_exists(&snapshot.conn, "outbox").unwrap_or(true);
+    let outbox = crate::warehouse::sqlite::table_exists(&snapshot.conn, "outbox").unwrap_or(true);
     let rows: i64 = snapshot
         .conn
         .query_row(

@@ -9,9 +9,9 @@ use serde::Serialize;
 use super::pace::Pace;
 use crate::fake_vendor::VendorModes;
 use crate::queue::Queue;
-use crate::store::SyncMode;
-use crate::store::rows::RowSource;
 use crate::supervisor::schedule::KillPlan;
+use crate::warehouse::RowSource;
+use crate::warehouse::SyncMode;
 use crate::worker::{CrashAt, LongItem, SideEffect, Strategy};
 
 /// The dead-man's switch threshold of the postmortem's cron script, in sim seconds.
@@ -119,7 +119,7 @@ pub enum JobError {
     #[error("--setup-sql {file} is {bytes} bytes; a setup script is expected to be under 1 MiB")]
     SetupTooBig { file: String, bytes: u64 },
     #[error(transparent)]
-    Setup(#[from] crate::store::rows::TrialError),
+    Setup(#[from] crate::warehouse::sqlite::rows::TrialError),
     #[error(transparent)]
     Queue(#[from] crate::queue::QueueError),
     /// `--keys-sql` read on a PostgreSQL warehouse.
@@ -151,7 +151,7 @@ impl ExecJob {
             None => None,
         };
         if let Some(sql) = &setup_sql {
-            crate::store::rows::check_setup(sql)?;
+            crate::warehouse::sqlite::rows::check_setup(sql)?;
         }
         let checkpoint_names = rows.checkpoints.iter().flat_map(|c| {
             [
@@ -315,19 +315,21 @@ impl LaneConfig {
     /// Every fact about the lane's rows, read from its database: reclaim's warehouse, or where
     /// the external job's rows land. The one place a finished lane is judged (`run`, `prove`,
     /// the dashboard).
-    pub fn inspect(&self) -> Result<crate::store::inspect::Inspection, crate::store::StoreError> {
+    pub fn inspect(&self) -> Result<crate::warehouse::Inspection, crate::warehouse::StoreError> {
         match &self.worker {
             LaneWorker::Strategy(_) => match crate::warehouse::active() {
-                Some(server) => Ok(crate::warehouse::pg_inspect::inspect(
+                Some(server) => Ok(crate::warehouse::postgres::inspect::inspect(
                     server, &self.db, self.items,
                 )?),
-                None => crate::store::inspect::inspect(&self.db, self.items),
+                None => crate::warehouse::sqlite::inspect::inspect(&self.db, self.items),
             },
             LaneWorker::Exec(job) => match crate::warehouse::active() {
-                Some(server) => Ok(crate::warehouse::pg_job::inspect_rows(
+                Some(server) => Ok(crate::warehouse::postgres::job::inspect_rows(
                     server, &self.db, &job.queue, &job.rows,
                 )?),
-                None => crate::store::inspect::inspect_rows(&self.db, &job.queue, &job.rows),
+                None => {
+                    crate::warehouse::sqlite::inspect::inspect_rows(&self.db, &job.queue, &job.rows)
+                }
             },
         }
     }

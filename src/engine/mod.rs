@@ -44,8 +44,8 @@ use self::triggers::{HostAction, Triggers};
 use self::watch::Watch;
 pub use self::window::{KillWindow, KillWindows};
 use crate::base::clock::SimClock;
-use crate::store::StoreError;
 use crate::supervisor::slot::{Output, RestartPolicy, SlotState};
+use crate::warehouse::StoreError;
 use crate::worker::protocol::Grant;
 
 /// How far ahead of the clock a worker may be granted writes (see `Engine::grant_until`): one
@@ -122,7 +122,7 @@ pub struct Engine {
     /// Every line heard from reclaim's own workers (their protocol): progress, for the deadline.
     lines_heard: u64,
     /// On PostgreSQL: the night's look at the server (restarts, killed workers' transactions).
-    pg_watch: Option<crate::warehouse::watch::Watch>,
+    pg_watch: Option<crate::warehouse::postgres::watch::Watch>,
 }
 
 /// Writes an external job's queue beside its database, once: a second night on the same
@@ -181,7 +181,7 @@ impl Engine {
             heard: 0,
             lines_heard: 0,
             landed: None,
-            pg_watch: crate::warehouse::active().map(crate::warehouse::watch::Watch::new),
+            pg_watch: crate::warehouse::active().map(crate::warehouse::postgres::watch::Watch::new),
         };
         // An external job's setup runs once, on its new database, before its first attempt.
         for lane in &engine.lanes {
@@ -204,10 +204,10 @@ impl Engine {
             {
                 match crate::warehouse::active() {
                     Some(server) => {
-                        crate::warehouse::pg_job::run_setup(server, &lane.config.db, sql)
-                            .map_err(crate::store::StoreError::from)?;
+                        crate::warehouse::postgres::job::run_setup(server, &lane.config.db, sql)
+                            .map_err(crate::warehouse::StoreError::from)?;
                     }
-                    None => crate::store::rows::run_setup(&lane.config.db, sql)?,
+                    None => crate::warehouse::sqlite::rows::run_setup(&lane.config.db, sql)?,
                 }
             }
             // A queue too long to write out is the job's to compute (RECLAIM_ITEMS).

@@ -62,7 +62,7 @@ impl Engine {
     /// Deletes every checkpoint of a lane's warehouse, as an operator might "to force a rerun".
     pub fn wipe_checkpoints(&mut self, lane: usize, now: Instant) -> Result<usize, StoreError> {
         let db = self.lanes[lane].config.db.clone();
-        let deleted = crate::store::wipe_checkpoints(&db)?;
+        let deleted = crate::warehouse::sqlite::wipe_checkpoints(&db)?;
         self.lanes[lane].observer.reset_checkpoints();
         self.log(
             now,

@@ -103,7 +103,11 @@ impl Engine {
     }
 
     /// The PostgreSQL watch's lines, each at the moment it is about (a kill's) or the clock's.
-    pub(super) fn log_watch(&mut self, now: Instant, said: Vec<crate::warehouse::watch::Said>) {
+    pub(super) fn log_watch(
+        &mut self,
+        now: Instant,
+        said: Vec<crate::warehouse::postgres::watch::Said>,
+    ) {
         for said in said {
             let kind = if said.error {
                 Kind::Error

@@ -46,7 +46,7 @@ impl RunReport {
         for said in &self.not_fired_gaps {
             account.push(account::Kind::NotFired, said.clone());
         }
-        if self.judged == crate::store::inspect::Judged::Counts {
+        if self.judged == crate::warehouse::Judged::Counts {
             account.push(
                 account::Kind::Unobserved,
                 "the rows were judged by counts, not key by key",

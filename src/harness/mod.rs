@@ -19,8 +19,8 @@ use crate::base::signals;
 use crate::engine::{Engine, EngineConfig, Entry, KillWindows, Kind};
 use crate::error::{Context as _, Error};
 use crate::record::{self, LaneEnd, Recorder};
-use crate::store::inspect::Inspection;
 use crate::verdict::{Derived, Status, Symptom, claim_line};
+use crate::warehouse::Inspection;
 use crate::worker::Strategy;
 
 /// At most this many random kill delays are listed in a report (a plan may hold billions).
@@ -114,7 +114,7 @@ pub struct RunReport {
     /// name a job's keys), a judgement by counts alone.
     pub queue_notes: Vec<String>,
     /// Whether the rows were matched key by key to the queue, or counted (`--count-sql`).
-    pub judged: crate::store::inspect::Judged,
+    pub judged: crate::warehouse::Judged,
     /// `--kill-at-rows`: the rows seen when the kill was sent, and the rows once it landed.
     pub kill_sent_at_rows: Option<u64>,
     pub kill_landed_at_rows: Option<u64>,

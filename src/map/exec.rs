@@ -434,8 +434,8 @@ impl ExecRunner {
             .context(|| format!("cannot create the night's folder {}", folder.display()))?;
         if let Some(server) = crate::warehouse::active() {
             let schema = server.schema_for(&folder.join(&self.db_name));
-            crate::warehouse::pg::claim_schema(server, &schema)
-                .map_err(crate::store::StoreError::from)?;
+            crate::warehouse::postgres::sink::claim_schema(server, &schema)
+                .map_err(crate::warehouse::StoreError::from)?;
         }
         let mut job = self.job.clone();
         job.crash_at = crash;

@@ -283,7 +283,7 @@ impl Runner {
     /// A runner of nights in `dir` (one of the map's own, `fresh_dir`).
     #[must_use]
     pub fn new(exe: PathBuf, dir: PathBuf, items: u64, keep: bool) -> Self {
-        let wal_autocheckpoint = crate::store::wal::night_autocheckpoint(&dir);
+        let wal_autocheckpoint = crate::warehouse::sqlite::wal::night_autocheckpoint(&dir);
         Self {
             exe,
             dir,
@@ -306,8 +306,8 @@ impl Runner {
         ));
         // On PostgreSQL the night's lane has a schema of its own, claimed before it starts.
         if let Some(server) = crate::warehouse::active() {
-            crate::warehouse::pg::claim_schema(server, &server.schema_for(&db))
-                .map_err(crate::store::StoreError::from)?;
+            crate::warehouse::postgres::sink::claim_schema(server, &server.schema_for(&db))
+                .map_err(crate::warehouse::StoreError::from)?;
         }
         let lane = LaneConfig {
             delay: Duration::ZERO,

@@ -9,8 +9,10 @@ use std::time::{Duration, SystemTime};
 use rusqlite::Connection;
 
 use super::{CheckpointRead, MAX_ROWS_PER_POLL, Poll};
-use crate::store::rows::{self, RowSource};
-use crate::store::{self, StoreError, table_exists, unlocked};
+use crate::warehouse::StoreError;
+use crate::warehouse::source::{Checkpoints, RowSource, quote_identifier};
+use crate::warehouse::sqlite::rows;
+use crate::warehouse::sqlite::{self as store, table_exists, unlocked};
 
 /// Size and modification time of a job's database and of its `-wal`.
 pub(super) type FileStamps = [(u64, Option<SystemTime>); 2];
@@ -332,7 +334,7 @@ pub(super) fn query_job(
 ) -> Result<JobRead, StoreError> {
     let db = db.to_path_buf();
     let failed = |e| StoreError::sqlite(&db, e);
-    match source.count(conn, &db) {
+    match rows::count(source, conn, &db) {
         Ok(Some((rows, distinct))) => return Ok(JobRead::Counted(rows, distinct)),
         Ok(None) => {}
         // The job has not made the tables its count reads yet: nothing to see, no error.
@@ -341,7 +343,7 @@ pub(super) fn query_job(
         }
         Err(error) => return Err(error),
     }
-    if !source.check_shape(conn, &db)? {
+    if !rows::check_shape(source, conn, &db)? {
         return Ok(JobRead::NoTable);
     }
     let sql = format!(
@@ -376,7 +378,7 @@ pub(super) fn query_job(
         .map_err(failed)?;
     let checkpoints = match &source.checkpoints {
         Some(named) if table_exists(conn, &named.table).map_err(failed)? => {
-            match RowSource::check_checkpoint_shape(named, conn, &db) {
+            match rows::check_checkpoint_shape(named, conn, &db) {
                 Ok(()) => Some(read_job_checkpoints(conn, named, high_water.1).map_err(failed)?),
                 // A guessed table of another shape is not the job's checkpoints: unread.
                 Err(_) if named.guessed => None,
@@ -391,11 +393,11 @@ pub(super) fn query_job(
 /// `read_checkpoints` for an external job's checkpoint table, named by the user.
 fn read_job_checkpoints(
     conn: &Connection,
-    named: &rows::Checkpoints,
+    named: &Checkpoints,
     high_water: i64,
 ) -> rusqlite::Result<CheckpointRead> {
-    let table = rows::quote_identifier(&named.table);
-    let key = rows::quote_identifier(&named.key);
+    let table = quote_identifier(&named.table);
+    let key = quote_identifier(&named.key);
     let max_rowid: i64 = conn
         .prepare_cached(&format!("SELECT coalesce(max(rowid), 0) FROM {table}"))?
         .query_row([], |r| r.get(0))?;

@@ -14,9 +14,10 @@ use rusqlite::Connection;
 use self::job::FileStamps;
 pub use self::job::LastRead;
 use crate::queue::Queue;
-use crate::store::rows::RowSource;
-use crate::store::{self, StoreError, table_exists};
 use crate::task::TaskBits;
+use crate::warehouse::RowSource;
+use crate::warehouse::StoreError;
+use crate::warehouse::sqlite::{self as store, table_exists};
 
 /// How often an external job's table on PostgreSQL is read (whole, by key).
 const PG_JOB_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
@@ -47,10 +48,10 @@ pub struct Observer {
     files_read: Option<(FileStamps, SystemTime)>,
     conn: Option<Connection>,
     /// On PostgreSQL (`warehouse::active`): the lane's schema, followed there instead.
-    pg: Option<crate::warehouse::follow::Follow>,
+    pg: Option<crate::warehouse::postgres::follow::Follow>,
     /// On PostgreSQL, an external job's table in its lane's schema, and when it was last read.
     pg_job: Option<(
-        crate::warehouse::pg_job::JobFollow,
+        crate::warehouse::postgres::job::JobFollow,
         Option<std::time::Instant>,
     )>,
     /// `PRAGMA data_version` of `conn` when a poll last read everything there was: while it
@@ -114,7 +115,7 @@ impl Observer {
             files_read: None,
             conn: None,
             pg: crate::warehouse::active()
-                .map(|server| crate::warehouse::follow::Follow::new(server, db)),
+                .map(|server| crate::warehouse::postgres::follow::Follow::new(server, db)),
             pg_job: None,
             caught_up_at: None,
             unlocked_at: None,
@@ -152,8 +153,12 @@ impl Observer {
         Self {
             source: Some(source),
             queue,
-            pg_job: crate::warehouse::active()
-                .map(|server| (crate::warehouse::pg_job::JobFollow::new(server, db), None)),
+            pg_job: crate::warehouse::active().map(|server| {
+                (
+                    crate::warehouse::postgres::job::JobFollow::new(server, db),
+                    None,
+                )
+            }),
             ..Self::new(db, items)
         }
     }
@@ -267,7 +272,7 @@ impl Observer {
         }
     }
 
-    /// `poll` on PostgreSQL: the new rows (and late ones below the mark, `warehouse::follow`)
+    /// `poll` on PostgreSQL: the new rows (and late ones below the mark, `warehouse::postgres::follow`)
     /// counted as on SQLite; the checkpoints read whole when their number changed.
     fn poll_pg(&mut self) -> Result<Poll, StoreError> {
         let (Some(server), Some(follow)) = (crate::warehouse::active(), self.pg.as_mut()) else {
@@ -289,7 +294,7 @@ impl Observer {
     /// `poll` for an external job on PostgreSQL: its table read whole by key (or counted by
     /// `--count-sql`) in one snapshot, at most every `PG_JOB_EVERY`; the figures recounted.
     fn poll_job_pg(&mut self, source: &RowSource) -> Result<Poll, StoreError> {
-        use crate::warehouse::pg_job::JobRead;
+        use crate::warehouse::postgres::job::JobRead;
         let (Some(server), Some((follow, last))) =
             (crate::warehouse::active(), self.pg_job.as_mut())
         else {

@@ -21,8 +21,9 @@ use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior};
 
 use super::{CHECKPOINT_SQL, CrashPoint, Ctx, Db, Row, WorkerError, insert_sql};
 use crate::heartbeat::unix_now;
-use crate::store::{StoreError, retry_busy};
-use crate::warehouse::pg_claim::{CHUNK, Next};
+use crate::warehouse::StoreError;
+use crate::warehouse::claim::{CHUNK, LeaseClock, Next};
+use crate::warehouse::sqlite::retry_busy;
 use crate::worker::protocol::{IDLE, WorkerLine};
 
 /// How long a claim holds an item without a word from its worker, in the night's seconds.
@@ -43,26 +44,16 @@ const TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS queue(
 );
 CREATE INDEX IF NOT EXISTS queue_open ON queue(idx) WHERE done = 0";
 
-/// When a claim is made and how long its lease lasts: at a moment of the night, for
-/// `LEASE_SECS` of it; or, on a night without moments, now and for `LEASE`, on the clock of the
-/// database's host (the server's, on PostgreSQL, so every worker's agree).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LeaseClock {
-    /// The night's moment; `None`: real time.
-    pub at: Option<f64>,
-    pub secs: f64,
-}
-
-impl LeaseClock {
-    fn at(at: Option<f64>) -> Self {
-        Self {
-            at,
-            secs: if at.is_some() {
-                LEASE_SECS
-            } else {
-                LEASE.as_secs_f64()
-            },
-        }
+/// A claim's lease: at the night's moment `at`, for `LEASE_SECS` of it; without one, now and
+/// for `LEASE` of real time.
+fn lease_clock(at: Option<f64>) -> LeaseClock {
+    LeaseClock {
+        at,
+        secs: if at.is_some() {
+            LEASE_SECS
+        } else {
+            LEASE.as_secs_f64()
+        },
     }
 }
 
@@ -84,7 +75,7 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
             (Some(at), Some(w)) => Some(at.max(w)),
             (at, _) => at,
         };
-        match next(ctx, LeaseClock::at(at))? {
+        match next(ctx, lease_clock(at))? {
             Next::Item(index) => {
                 idle = false;
                 let started = std::time::Instant::now();

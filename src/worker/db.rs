@@ -5,7 +5,7 @@
 use rusqlite::Connection;
 
 use super::{StoreError, WorkerConfig, WorkerError};
-use crate::store;
+use crate::warehouse::sqlite as store;
 
 /// Opens the lane's warehouse: its SQLite file, or its schema on the night's PostgreSQL
 /// (`warehouse::active`), where what only SQLite has yet is refused before any write.
@@ -15,7 +15,7 @@ pub(super) fn open_db(config: &WorkerConfig) -> Result<Db, WorkerError> {
             return Err(WorkerError::NotOnPostgres { what: "--split" });
         }
         let schema = server.schema_for(&config.db);
-        let sink = crate::warehouse::pg::Sink::open(
+        let sink = crate::warehouse::postgres::sink::Sink::open(
             server,
             &schema,
             config.strategy.needs(),
@@ -42,5 +42,5 @@ pub(super) fn open_db(config: &WorkerConfig) -> Result<Db, WorkerError> {
 #[allow(clippy::large_enum_variant)]
 pub(super) enum Db {
     Sqlite(Connection, store::wal::WalBound),
-    Pg(Box<crate::warehouse::pg::Sink>),
+    Pg(Box<crate::warehouse::postgres::sink::Sink>),
 }

@@ -5,8 +5,9 @@
 use std::time::Instant;
 
 use super::{CrashPoint, Ctx, Db, Row, WorkerError};
-use crate::store::{StoreError, retry_busy};
 use crate::task::{TaskBits, task_id};
+use crate::warehouse::StoreError;
+use crate::warehouse::sqlite::retry_busy;
 
 pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
     let items = ctx.config.items;

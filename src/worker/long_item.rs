@@ -10,8 +10,8 @@ use serde::Serialize;
 use super::protocol::{self, WorkerLine};
 use super::{Ctx, Row, WorkerError};
 use crate::heartbeat;
-use crate::store::retry_busy;
 use crate::task::task_id;
+use crate::warehouse::sqlite::retry_busy;
 
 /// `TASK:SECS`: the one unit of work that takes longer than the others (`--long-item`).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -26,7 +26,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use serde::Serialize;
 use thiserror::Error;
 
-pub use claim::{LEASE_SECS, LeaseClock};
+pub use claim::LEASE_SECS;
 pub use crash::{CrashAt, CrashPoint, KillWindow};
 use db::{Db, open_db};
 pub use long_item::LongItem;
@@ -35,8 +35,9 @@ use protocol::{Resume, WorkerLine};
 pub use strategy::Strategy;
 
 use crate::heartbeat;
-use crate::store::{self, StoreError, SyncMode, retry_busy};
 use crate::task::{idem_key, payload, task_id};
+use crate::warehouse::sqlite::{self as store, retry_busy};
+use crate::warehouse::{StoreError, SyncMode};
 
 /// The shortest time between two heartbeats (see `Ctx::beat_due`).
 const BEAT_EVERY: Duration = Duration::from_millis(10);

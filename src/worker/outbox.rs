@@ -6,7 +6,7 @@
 //! again: whether the customer sees it twice is now the vendor's key store's decision.
 
 use super::{Ctx, WorkerError, guarded};
-use crate::store::retry_busy;
+use crate::warehouse::sqlite::retry_busy;
 
 /// The outbox. `task_id` is its primary key, so `ENTRY_SQL`'s `ON CONFLICT(task_id)` fails at
 /// the first write on a table made without it, rather than queueing a message twice.
@@ -23,7 +23,7 @@ pub(super) const ENTRY_SQL: &str = "INSERT INTO outbox(task_id, idem_key, body, 
     VALUES (?1, ?2, ?3, ?4) ON CONFLICT(task_id) DO NOTHING";
 
 pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
-    // On PostgreSQL the outbox was made with the other tables (`warehouse::pg::Sink::open`).
+    // On PostgreSQL the outbox was made with the other tables (`warehouse::postgres::sink::Sink::open`).
     if let super::Db::Sqlite(conn, _) = &ctx.db {
         retry_busy(|| conn.execute_batch(TABLE_SQL)).map_err(|e| ctx.db_error(e))?;
     }

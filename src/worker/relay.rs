@@ -19,8 +19,8 @@ use thiserror::Error;
 
 use crate::fake_vendor::{Message, SendError, send};
 use crate::heartbeat::unix_now;
-use crate::store::retry_busy;
 use crate::task::parse_task_id;
+use crate::warehouse::sqlite::retry_busy;
 use crate::worker::protocol::WorkerLine;
 use crate::worker::{CrashAt, CrashPoint};
 
@@ -86,7 +86,9 @@ pub fn run(config: &RelayConfig, out: &mut dyn Write) -> Result<u64, RelayError>
     let mut conn: Option<Connection> = None;
     // On PostgreSQL (`warehouse::active`) the outbox is in the lane's schema.
     let mut pg = match crate::warehouse::active() {
-        Some(server) => Some(crate::warehouse::pg::Outbox::open(server, &config.db)?),
+        Some(server) => Some(crate::warehouse::postgres::sink::Outbox::open(
+            server, &config.db,
+        )?),
         None => None,
     };
     let mut delivered = 0u64;

@@ -105,7 +105,7 @@ pub struct Lane {
     pub(super) observer_error: Option<String>,
     /// The job's table or checkpoint table lacks the column it was said to have: no poll will
     /// read it, so the engine ends the night (`Engine::tick`) rather than run it untestable.
-    pub(super) wrong_shape: Option<crate::store::StoreError>,
+    pub(super) wrong_shape: Option<crate::warehouse::StoreError>,
     /// The vendor this lane's side effects reach, while the night runs.
     pub(super) vendor: Option<crate::supervisor::service::Service>,
     /// The slot that runs the relay (outbox), after the workers' slots.
@@ -354,7 +354,10 @@ impl Lane {
                 let mut command = env.command(exe, &job.command);
                 // On PostgreSQL the job is handed its lane's schema as libpq's variables.
                 if let Some(server) = crate::warehouse::active() {
-                    command.envs(crate::warehouse::pg_job::job_env(server, &self.config.db));
+                    command.envs(crate::warehouse::postgres::job::job_env(
+                        server,
+                        &self.config.db,
+                    ));
                 }
                 (command, false)
             }

@@ -178,11 +178,11 @@ impl Lane {
 /// Read on the dashboard's thread, so a lock held by a writer is not waited out: the entries
 /// are taken to be pending still, and looked at again next tick.
 fn pending_entries(db: &std::path::Path) -> Option<u64> {
-    let conn = crate::store::open_observing(db).ok()?;
+    let conn = crate::warehouse::sqlite::open_observing(db).ok()?;
     let sql = "SELECT count(*) FROM outbox WHERE sent_at IS NULL";
     match conn.query_row(sql, [], |r| r.get(0)) {
         Ok(n) => Some(n),
-        Err(e) if crate::store::is_busy(&e) => Some(1),
+        Err(e) if crate::warehouse::sqlite::is_busy(&e) => Some(1),
         Err(_) => None,
     }
 }

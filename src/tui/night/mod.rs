@@ -503,8 +503,8 @@ fn launch(
     // second night), as `run` claims its own.
     if let Some(server) = crate::warehouse::active() {
         for lane in &config.lanes {
-            crate::warehouse::pg::claim_schema(server, &server.schema_for(&lane.db))
-                .map_err(crate::store::StoreError::from)?;
+            crate::warehouse::postgres::sink::claim_schema(server, &server.schema_for(&lane.db))
+                .map_err(crate::warehouse::StoreError::from)?;
         }
     }
     Ok(Engine::start(config, now)?)

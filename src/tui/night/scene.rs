@@ -3,10 +3,10 @@
 
 use crate::base::clock::SimTime;
 use crate::engine::LaneSnapshot;
-use crate::store::inspect;
 use crate::tui::chrome::{LaneMeta, Scene, lane_view, symptoms, x_max};
 use crate::tui::keymap::Mode;
 use crate::tui::view::{IdsView, LaneView, Series};
+use crate::warehouse::sqlite::inspect;
 
 use super::LiveNight;
 
@@ -23,7 +23,12 @@ impl LiveNight {
             };
         };
         let (lines, total) = match inspect::duplicated_ids(&l.config.db, SHOWN) {
-            Ok((ids, total)) => (ids.iter().map(inspect::duplicated_line).collect(), total),
+            Ok((ids, total)) => (
+                ids.iter()
+                    .map(crate::warehouse::inspection::duplicated_line)
+                    .collect(),
+                total,
+            ),
             Err(e) => (vec![format!("cannot read the rows: {e}")], 0),
         };
         IdsView {

@@ -9,8 +9,9 @@
 
 use postgres::Client;
 
-use super::{Server, WarehouseError, quote_ident};
-use crate::store::schema::SchemaNeeds;
+use super::{Server, quote_ident};
+use crate::warehouse::error::WarehouseError;
+use crate::warehouse::schema::SchemaNeeds;
 
 /// What reclaim writes on every schema it makes, and reads back before it writes into one.
 pub const MARK: &str = "made by reclaim for one night";
@@ -227,7 +228,7 @@ impl Sink {
                 WarehouseError::Refused {
                     task: rows.first().map_or("?", |r| r.0).to_string(),
                     strategy,
-                    detail: super::describe(&e),
+                    detail: crate::warehouse::error::describe(&e),
                 }
             } else {
                 WarehouseError::query("writing rows", &e)
@@ -296,7 +297,7 @@ pub fn quote_literal(text: &str) -> String {
 /// SQLite; read on a connection whose search path is the lane's schema.
 pub fn schema_facts(
     client: &mut impl postgres::GenericClient,
-) -> Result<crate::store::schema::SchemaFacts, postgres::Error> {
+) -> Result<crate::warehouse::SchemaFacts, postgres::Error> {
     // A unique index of exactly one column, by table and column name, in the current schema.
     let unique_on = "SELECT EXISTS (
         SELECT 1 FROM pg_index i
@@ -327,7 +328,7 @@ pub fn schema_facts(
         && client
             .query_one(unique_on, &[&"checkpoints", &"task_id"])?
             .get::<_, bool>(0);
-    Ok(crate::store::schema::SchemaFacts {
+    Ok(crate::warehouse::SchemaFacts {
         record_columns,
         unique_idem_key,
         checkpoints_table,

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use postgres::Client;
 
-use super::{Server, WarehouseError};
+use super::Server;
+use crate::warehouse::error::WarehouseError;
 
 /// At most this many rows per poll, as on SQLite.
 const MAX_ROWS_PER_POLL: i64 = 50_000;
@@ -87,7 +88,7 @@ impl Follow {
             match server.connect_or_lost(Some(&self.schema)) {
                 Ok(client) => self.client = Some(ClientBox(client)),
                 // The server is down or starting (a restart): nothing to read yet; the night's
-                // watch says so once (`warehouse::watch`), and this poll tries again later.
+                // watch says so once (`warehouse::postgres::watch`), and this poll tries again later.
                 Err(WarehouseError::Lost { .. }) => {
                     self.retry_at = Some(Instant::now() + RECONNECT_GAP);
                     return Ok(None);
@@ -101,7 +102,7 @@ impl Follow {
             self.client = None;
         }
         match result {
-            Err(e) if super::is_lost(&e) => Ok(None),
+            Err(e) if crate::warehouse::error::is_lost(&e) => Ok(None),
             result => result.map_err(|e| {
                 WarehouseError::query(&format!("following schema {}", self.schema), &e)
             }),

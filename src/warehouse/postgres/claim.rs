@@ -5,37 +5,9 @@
 //! in the night's time on a paced night (the moment the worker's grant names), else in the
 //! server's clock (`clock_timestamp()`), so every worker's agree.
 
-use super::WarehouseError;
-use super::pg::{CHECKPOINT_SQL, INSERT_SQL, Sink, retry};
-use crate::worker::LeaseClock;
-
-/// Items added to the queue at a time, as the workers reach its end: a queue of millions is
-/// never written up front.
-pub const CHUNK: u64 = 4096;
-
-/// What a claim found.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Next {
-    /// This item, now leased to the worker.
-    Item(u64),
-    /// Every item left is leased by another worker; the first lease ends in this many seconds
-    /// (0 when one is being claimed right now).
-    Wait(f64),
-    /// Every item is done.
-    Finished,
-}
-
-impl Next {
-    /// Nothing claimable: `open` items not done, the first lease ending in `left` seconds.
-    #[must_use]
-    pub fn after(open: u64, left: Option<f64>) -> Self {
-        if open == 0 {
-            Self::Finished
-        } else {
-            Self::Wait(left.unwrap_or(0.0).max(0.0))
-        }
-    }
-}
+use super::sink::{CHECKPOINT_SQL, INSERT_SQL, Sink, retry};
+use crate::warehouse::claim::{CHUNK, LeaseClock, Next};
+use crate::warehouse::error::WarehouseError;
 
 /// The queue, as reclaim makes it in a lane's schema.
 const TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS queue(
@@ -155,7 +127,7 @@ impl Sink {
                 WarehouseError::Refused {
                     task: task.to_string(),
                     strategy,
-                    detail: super::describe(&e),
+                    detail: crate::warehouse::error::describe(&e),
                 }
             } else {
                 WarehouseError::query("committing a claimed item", &e)

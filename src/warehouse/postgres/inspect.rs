@@ -8,9 +8,10 @@ use std::path::Path;
 
 use postgres::GenericClient;
 
-use super::{Server, WarehouseError};
-use crate::store::inspect::{Inspection, Judged};
+use super::Server;
 use crate::task::canonical_index;
+use crate::warehouse::error::WarehouseError;
+use crate::warehouse::inspection::{Inspection, Judged};
 
 /// What `Inspection::integrity` says on PostgreSQL.
 pub const NOT_CHECKED: &str =
@@ -66,7 +67,7 @@ pub fn read(client: &mut impl GenericClient, items: u64) -> Result<Inspection, p
             _ => unexpected = unexpected.saturating_add(count),
         }
     }
-    let schema = super::pg::schema_facts(client)?;
+    let schema = super::sink::schema_facts(client)?;
     let (checkpoints, rows_without_checkpoint, checkpoints_without_row) =
         if schema.checkpoints_table {
             let mut one = |sql: &str| -> Result<u64, postgres::Error> {

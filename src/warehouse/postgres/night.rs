@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use super::{Server, Spec, WarehouseError, activate, check_server, cluster, pg};
+use super::{Server, check_server, cluster, sink as pg};
+use crate::warehouse::error::WarehouseError;
+use crate::warehouse::{Spec, activate};
 
 /// The night's PostgreSQL, held by the command for as long as the night runs: dropping it
 /// stops the private cluster (and removes it, unless kept).

@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use postgres::Client;
 
-use super::{Server, WarehouseError, application_name_of, is_lost};
+use super::{Server, application_name_of};
 use crate::base::clock::SimTime;
+use crate::warehouse::error::{WarehouseError, is_lost};
 
 /// Between two looks at the server.
 const LOOK_EVERY: Duration = Duration::from_millis(250);
@@ -211,7 +212,7 @@ impl Watch {
                     // Not the server's state: a look that failed is simply tried again.
                     self.client = None;
                 }
-                Unreached(super::describe(&e))
+                Unreached(crate::warehouse::error::describe(&e))
             })?;
         Ok((row.get(0), row.get(1)))
     }

@@ -10,8 +10,6 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 
-/// How long `--count-sql` may take each time the observer runs it.
-pub const COUNT_LIMIT: Duration = Duration::from_secs(10);
 /// How long `--setup-sql` may take on the new database, and its trial in memory.
 pub const SETUP_LIMIT: Duration = Duration::from_secs(30);
 pub const TRIAL_LIMIT: Duration = Duration::from_secs(5);

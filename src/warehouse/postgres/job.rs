@@ -7,10 +7,11 @@ use std::path::Path;
 
 use postgres::{Client, GenericClient};
 
-use super::{Server, WarehouseError, quote_ident};
+use super::{Server, quote_ident};
 use crate::queue::Queue;
-use crate::store::inspect::{Inspection, Judged};
-use crate::store::rows::RowSource;
+use crate::warehouse::error::WarehouseError;
+use crate::warehouse::inspection::{Inspection, Judged};
+use crate::warehouse::source::RowSource;
 
 /// What a job's table holds now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,15 +147,17 @@ pub fn keys_from_sql(
     if let Some(setup) = setup {
         tx.batch_execute(setup).map_err(|e| WarehouseError::Query {
             what: "--setup-sql (tried for --keys-sql on the server)".into(),
-            detail: super::describe(&e),
+            detail: crate::warehouse::error::describe(&e),
         })?;
     }
     tx.batch_execute(&format!(
         "SET LOCAL transaction_read_only = on; SET LOCAL statement_timeout = {}",
-        crate::store::bounded::COUNT_LIMIT.as_millis()
+        crate::warehouse::source::COUNT_LIMIT.as_millis()
     ))
     .map_err(|e| WarehouseError::query("bounding --keys-sql", &e))?;
-    let statement = tx.prepare(sql).map_err(|e| wrong(super::describe(&e)))?;
+    let statement = tx
+        .prepare(sql)
+        .map_err(|e| wrong(crate::warehouse::error::describe(&e)))?;
     if statement.columns().len() != 1 {
         return Err(wrong(format!(
             "returns {} columns; it must return one, the key",
@@ -163,7 +166,7 @@ pub fn keys_from_sql(
     }
     let rows = tx
         .query(&statement, &[])
-        .map_err(|e| wrong(super::describe(&e)))?;
+        .map_err(|e| wrong(crate::warehouse::error::describe(&e)))?;
     let mut keys = Vec::with_capacity(rows.len());
     for (n, row) in rows.iter().enumerate() {
         let key = row
@@ -388,7 +391,7 @@ fn read_job(
         };
         let row = client
             .query_opt(sql.as_str(), &[])
-            .map_err(|e| wrong(super::describe(&e)))?
+            .map_err(|e| wrong(crate::warehouse::error::describe(&e)))?
             .ok_or_else(|| wrong("it returned no row".into()))?;
         if row.len() != 2 {
             return Err(wrong(format!(
@@ -485,10 +488,10 @@ pub fn inspect_rows(
         rows_without_checkpoint: None,
         checkpoints_without_row: None,
         runs: 0,
-        schema: crate::store::schema::SchemaFacts::default(),
+        schema: crate::warehouse::SchemaFacts::default(),
         // Nothing checked the pages, and nothing is claimed of them (`pg_inspect::NOT_CHECKED`).
         integrity_ok: true,
-        integrity: super::pg_inspect::NOT_CHECKED.into(),
+        integrity: super::inspect::NOT_CHECKED.into(),
         consistent: false,
         judged,
         queue: Some(queue.describe()),
