@@ -10,7 +10,7 @@ use postgres::{Client, GenericClient};
 use super::{Server, quote_ident};
 use crate::queue::Queue;
 use crate::warehouse::error::WarehouseError;
-use crate::warehouse::inspection::{Inspection, Judged};
+use crate::warehouse::inspection::{Inspection, Judged, Matched};
 use crate::warehouse::source::RowSource;
 
 /// What a job's table holds now.
@@ -427,8 +427,9 @@ fn read_job(
     Ok(JobRead::Keys(groups))
 }
 
-/// The verdict's facts about a job's lane on PostgreSQL, by the rule `store::inspect_rows`
-/// applies on SQLite: keys matched to the queue, or counts alone with `--count-sql`.
+/// The verdict's facts about a job's lane on PostgreSQL, counted and judged as
+/// `sqlite::inspect::inspect_rows` does on SQLite: keys matched to the queue, or counts alone
+/// with `--count-sql`.
 pub fn inspect_rows(
     server: &Server,
     db: &Path,
@@ -437,8 +438,7 @@ pub fn inspect_rows(
 ) -> Result<Inspection, WarehouseError> {
     let mut client = server.connect(Some(&server.schema_for(db)))?;
     let read = read_in_snapshot(&mut client, source)?.rows;
-    let items = queue.len();
-    let (rows, distinct, duplicated, outside, judged) = match read {
+    let counted = match read {
         JobRead::NoTable => {
             return Err(WarehouseError::Query {
                 what: format!("schema {}", server.schema_for(db)),
@@ -449,53 +449,21 @@ pub fn inspect_rows(
             });
         }
         JobRead::Counted(rows, distinct) => (
-            rows,
-            distinct.min(items),
-            rows.saturating_sub(distinct),
-            distinct.saturating_sub(items),
+            Matched::counted(rows, distinct, queue.len()),
             Judged::Counts,
         ),
         JobRead::Keys(groups) => {
-            let (mut rows, mut distinct, mut duplicated, mut outside) = (0, 0, 0, 0u64);
+            let mut matched = Matched::default();
             for (key, count) in groups {
-                rows += count;
-                // INVARIANT: one group per key, so `distinct` never exceeds the queue.
-                match key.and_then(|k| queue.index_of(&k)) {
-                    Some(_) => {
-                        distinct += 1;
-                        if count > 1 {
-                            duplicated += 1;
-                        }
-                    }
-                    None => outside = outside.saturating_add(count),
-                }
+                matched.add(key.as_deref(), count, queue);
             }
-            (rows, distinct, duplicated, outside, Judged::Keys)
+            (matched, Judged::Keys)
         }
     };
-    let missing = items.saturating_sub(distinct);
-    let in_queue = rows.saturating_sub(outside);
-    let mut inspection = Inspection {
-        db: db.to_path_buf(),
-        items,
-        rows,
-        distinct,
-        duplicated_task_ids: duplicated,
-        extra_rows: in_queue.saturating_sub(distinct),
-        missing,
-        unexpected: outside,
-        checkpoints: None,
-        rows_without_checkpoint: None,
-        checkpoints_without_row: None,
-        runs: 0,
-        schema: crate::warehouse::SchemaFacts::default(),
-        // Nothing checked the pages, and nothing is claimed of them (`pg_inspect::NOT_CHECKED`).
-        integrity_ok: true,
-        integrity: super::inspect::NOT_CHECKED.into(),
-        consistent: false,
-        judged,
-        queue: Some(queue.describe()),
-    };
-    inspection.consistent = inspection.derived().is_ok();
-    Ok(inspection)
+    Ok(Inspection::of_job(
+        db,
+        queue,
+        counted,
+        super::inspect::not_checked(),
+    ))
 }
