@@ -90,7 +90,7 @@ impl ExecArgs {
         &self,
         items: u64,
     ) -> Result<Option<crate::engine::ExecJob>, crate::engine::JobError> {
-        self.to_job_on(items, None)
+        self.to_job_on(items, &crate::warehouse::Warehouse::Sqlite)
     }
 
     /// Whether the queue is read on the server (`--keys-sql` with a PostgreSQL warehouse): the
@@ -100,11 +100,11 @@ impl ExecArgs {
         self.exec.is_some() && self.keys_sql.is_some() && warehouse.is_postgres()
     }
 
-    /// `to_job`, with `--keys-sql` read on `server` when the night is on PostgreSQL.
+    /// `to_job`, with `--keys-sql` read where the night's rows go (`warehouse`).
     pub fn to_job_on(
         &self,
         items: u64,
-        server: Option<&crate::warehouse::Server>,
+        warehouse: &crate::warehouse::Warehouse,
     ) -> Result<Option<crate::engine::ExecJob>, crate::engine::JobError> {
         let Some(command) = &self.exec else {
             return Ok(None);
@@ -124,17 +124,17 @@ impl ExecArgs {
                 }
             }),
         };
-        let queue = self.queue(items, server)?;
+        let queue = self.queue(items, warehouse)?;
         crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows, queue).map(Some)
     }
 
-    /// The queue: listed, formatted, or the postmortem's `task-NNN`. `--keys-sql` is read from
-    /// the setup's trial in memory, which is the new warehouse after its setup.
-    /// On PostgreSQL (`server`) it is read there, in a trial rolled back (`pg_job::keys_from_sql`).
+    /// The queue: listed, formatted, or the postmortem's `task-NNN`. `--keys-sql` is read after
+    /// the job's setup in a trial that leaves nothing behind (`Backend::keys_from_sql`): on
+    /// SQLite in memory, on a server in a transaction rolled back.
     fn queue(
         &self,
         items: u64,
-        server: Option<&crate::warehouse::Server>,
+        warehouse: &crate::warehouse::Warehouse,
     ) -> Result<crate::queue::Queue, crate::engine::JobError> {
         use crate::queue::{KeyFormat, Queue};
         if let Some(file) = &self.keys_from {
@@ -145,17 +145,7 @@ impl ExecArgs {
                 Some(text) => Some(crate::engine::read_sql(text)?),
                 None => None,
             };
-            if let Some(server) = server {
-                return Ok(crate::warehouse::postgres::job::keys_from_sql(
-                    server,
-                    setup.as_deref(),
-                    sql,
-                )?);
-            }
-            let conn = crate::warehouse::sqlite::rows::trial_setup(setup.as_deref())?;
-            return Ok(crate::warehouse::sqlite::keys_sql::keys_from_sql(
-                &conn, sql,
-            )?);
+            return Ok(warehouse.keys_from_sql(setup.as_deref(), sql)?);
         }
         Ok(match &self.key_format {
             Some(format) => Queue::formatted(KeyFormat::parse(format)?, items),

@@ -552,6 +552,8 @@ impl WorkerArgs {
             split: self.long.split,
             quiet_writes: self.quiet_writes,
             wal_autocheckpoint: self.wal_autocheckpoint,
+            // Not on the command line: `commands::worker` reads it from the environment.
+            warehouse: crate::warehouse::Warehouse::Sqlite,
         }
     }
 }

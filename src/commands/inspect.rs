@@ -12,22 +12,15 @@ pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
     if let Some(table) = &args.table {
         return own_job(args, table);
     }
-    // A lane on PostgreSQL, named as its worker names it (`warehouse::active`, inherited).
-    if args.ids && crate::warehouse::active().is_some() {
-        return Err(Error::Refused(
-            "--ids does not read PostgreSQL yet; look with psql: SELECT task_id, count(*) FROM records GROUP BY 1 HAVING count(*) > 1".into(),
-        ));
-    }
-    let inspection = match crate::warehouse::active() {
-        Some(server) => crate::warehouse::postgres::inspect::inspect(server, &args.db, items(args))
-            .map_err(crate::warehouse::StoreError::from)?,
-        None => inspect::inspect(&args.db, items(args))?,
-    };
+    // The lane's warehouse, as a worker of its night names it: handed through the environment
+    // by the night that spawned this process, SQLite files otherwise.
+    let warehouse = crate::warehouse::Warehouse::from_env();
     let ids = if args.ids {
-        Some(inspect::duplicated_ids(&args.db, usize::MAX)?.0)
+        Some(warehouse.duplicated_ids(&args.db, usize::MAX)?.0)
     } else {
         None
     };
+    let inspection = warehouse.inspect(&args.db, items(args))?;
     let mut out = crate::base::out::stdout();
     let text = if args.json {
         let mut value = serde_json::to_value(&inspection).map_err(Error::json("the inspection"))?;
@@ -92,7 +85,8 @@ fn exit_code(derived: crate::verdict::Derived) -> u8 {
 }
 
 /// `inspect --table T --key K`: someone else's job's rows, judged against its queue by the
-/// rule `run --exec` uses, as a finished night.
+/// rule `run --exec` uses, as a finished night. `--db` is the job's own SQLite file, whatever
+/// warehouse a night of reclaim's used, so it is read as one (`warehouse::sqlite`).
 fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
     use crate::queue::{KeyFormat, Queue};
     let source = crate::warehouse::RowSource {

@@ -362,7 +362,7 @@ pub fn header(
             })
             .collect(),
         captions,
-        warehouse: crate::warehouse::describe_active(),
+        warehouse: engine.config().warehouse().describe(),
     }
 }
 

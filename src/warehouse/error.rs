@@ -3,11 +3,13 @@
 //! `WarehouseError`), and how a PostgreSQL error is read (`describe`, `is_lost`).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use rusqlite::ErrorCode;
 use thiserror::Error;
 
 use crate::base::paths::PathError;
+use crate::queue::QueueError;
 
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -105,6 +107,15 @@ pub enum StoreError {
         column: &'static str,
         found: String,
     },
+    #[error(
+        "{task}: the database refused the row ({source}); this warehouse has a constraint the {strategy} strategy does not expect"
+    )]
+    Refused {
+        task: String,
+        strategy: &'static str,
+        #[source]
+        source: rusqlite::Error,
+    },
     #[error(transparent)]
     Warehouse(#[from] WarehouseError),
     #[error("{path}: {source}")]
@@ -189,6 +200,8 @@ pub enum WarehouseError {
     Cluster(String),
     #[error("{0}")]
     Flags(String),
+    #[error("{what} is not available on PostgreSQL yet; run it with --warehouse sqlite")]
+    NotYet { what: &'static str },
     #[error(
         "{task}: PostgreSQL refused the row ({detail}); this warehouse has a constraint the {strategy} strategy does not expect"
     )]
@@ -268,4 +281,37 @@ pub fn is_lost(error: &postgres::Error) -> bool {
         source = inner.source();
     }
     false
+}
+
+/// A query run on a user's behalf that did not finish: stopped, or failed in SQLite. `what` is the
+/// flag and its SQL, shortened, control characters escaped.
+#[derive(Debug, Error)]
+pub enum QueryError {
+    #[error("{what} was stopped after {} s without finishing; make it end sooner", limit.as_secs())]
+    TooLong { what: String, limit: Duration },
+    #[error("{what} was stopped by a signal")]
+    Signalled { what: String },
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// Why `--setup-sql` was refused before anything was created: its trial on an empty database in
+/// memory did not run.
+#[derive(Debug, Error)]
+pub enum TrialError {
+    #[error("cannot open a database in memory to try --setup-sql on: {0}")]
+    Open(#[source] rusqlite::Error),
+    #[error("--setup-sql does not run on an empty database: {0}")]
+    Setup(#[source] QueryError),
+}
+
+/// Why a job's `--keys-sql` gave no queue: its setup's trial, the query's result, or the server.
+#[derive(Debug, Error)]
+pub enum KeysError {
+    #[error(transparent)]
+    Trial(#[from] TrialError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    #[error(transparent)]
+    Server(#[from] WarehouseError),
 }

@@ -5,12 +5,14 @@
 //! is derived from (`inspection`), a job's table as named (`source`) and the tables a strategy
 //! needs (`schema`).
 //!
-//! The seam is one process-wide setting, `active()`: the command that opens the warehouse sets
-//! it before the night starts, every process it spawns inherits it through two variables
-//! (`pass_to`), and the worker, the observer and the verdict each ask it once which engine they
-//! speak. Every lane keeps its SQLite path as its name (heartbeat, folder, recordings); on
-//! PostgreSQL that path only names the lane's schema (`Server::schema_for`).
+//! The seam is a value, `Warehouse`: the command that opens the night's warehouse makes it,
+//! the night's configuration carries it to every lane and worker, and each of its operations
+//! (`backend::Backend`) is its engine's, in its engine's folder. Every lane keeps its SQLite
+//! path as its name (heartbeat, folder, recordings); on PostgreSQL that path only names the
+//! lane's schema (`Server::schema_for`).
 
+pub mod backend;
+pub mod batch;
 pub mod claim;
 pub mod error;
 pub mod inspection;
@@ -19,18 +21,20 @@ pub mod schema;
 pub mod source;
 pub mod sqlite;
 
-pub use error::{LOST, StoreError, WarehouseError, is_lost_line};
+pub use backend::{Said, ServerWatch, WriterSpec};
+pub use batch::{Batch, Row};
+pub use error::{KeysError, LOST, StoreError, TrialError, WarehouseError, is_lost_line};
 pub use inspection::{DuplicatedId, Inspection, Judged};
 pub use postgres::{Night, Server, check_schema_name, target_of};
 pub use schema::{SchemaFacts, SchemaNeeds};
 pub use source::{Checkpoints, DEFAULT_KEY, DEFAULT_TABLE, RowSource};
 pub use sqlite::SyncMode;
 
+use std::ops::Deref;
 use std::process::Command;
 use std::str::FromStr;
-use std::sync::OnceLock;
 
-use self::postgres::{ENV_CONNINFO, ENV_PREFIX};
+use self::backend::Backend;
 
 /// The flags that choose the warehouse (`run`, `prove`).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -145,47 +149,54 @@ impl Spec {
     }
 }
 
-static ACTIVE: OnceLock<Option<Server>> = OnceLock::new();
-
-/// The PostgreSQL server of this night, if the night runs on one: set by the command that
-/// opened it (`activate`), or inherited from the process that spawned this one.
-pub fn active() -> Option<&'static Server> {
-    ACTIVE
-        .get_or_init(|| {
-            let conninfo = std::env::var(ENV_CONNINFO).ok()?;
-            let prefix = std::env::var(ENV_PREFIX).ok()?;
-            Some(Server { conninfo, prefix })
-        })
-        .as_ref()
+/// Where a night's rows go, as a value: carried in the night's configuration (each lane's,
+/// `engine::LaneConfig`) and in each worker's (`worker::WorkerConfig`), handed to a child process
+/// through its environment (`pass_to`) and read back once at its start (`from_env`). Its
+/// operations are its engine's (`Backend`, through `Deref`): nothing above this folder asks
+/// which engine it is.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Warehouse {
+    /// A SQLite file per lane (the default).
+    #[default]
+    Sqlite,
+    /// A schema per lane on a PostgreSQL server.
+    Postgres(Server),
 }
 
-/// Makes `server` this process's warehouse; refused once the engine has been asked already.
-pub fn activate(server: Server) -> Result<(), WarehouseError> {
-    ACTIVE
-        .set(Some(server))
-        .map_err(|_| WarehouseError::Cluster("the warehouse was chosen twice".into()))
-}
+impl Deref for Warehouse {
+    type Target = dyn Backend;
 
-/// What the dashboard's header and a recording say of this process's warehouse: `None` on
-/// SQLite; the private cluster (its connection string is `key=value`) or the server's URL
-/// without its password.
-#[must_use]
-pub fn describe_active() -> Option<String> {
-    active().map(|server| {
-        if server.conninfo.contains("://") {
-            server.target()
-        } else {
-            "postgres (private cluster)".to_string()
+    /// The one place an engine is chosen.
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Self::Sqlite => &sqlite::Sqlite,
+            Self::Postgres(server) => server,
         }
-    })
+    }
 }
 
-/// Hands the night's server to a child process reclaim spawns (its worker, relay or job).
-pub fn pass_to(command: &mut Command) {
-    if let Some(server) = active() {
-        command
-            .env(ENV_CONNINFO, &server.conninfo)
-            .env(ENV_PREFIX, &server.prefix);
+impl Warehouse {
+    /// The warehouse of a night a command opened (`WarehouseArgs::open`): its server's, or
+    /// SQLite files when it holds none.
+    #[must_use]
+    pub fn of(night: Option<&Night>) -> Self {
+        night.map_or(Self::Sqlite, |night| Self::Postgres(night.server.clone()))
+    }
+
+    /// The warehouse a parent reclaim handed this process (`pass_to`): read once, where a
+    /// child process starts (`reclaim worker`, `relay`, `inspect`).
+    #[must_use]
+    pub fn from_env() -> Self {
+        Server::from_env().map_or(Self::Sqlite, Self::Postgres)
+    }
+
+    /// Hands this warehouse to a child process reclaim spawns (its worker, relay or
+    /// `inspect`): its engine's variables, and none inherited from elsewhere.
+    pub fn pass_to(&self, command: &mut Command) {
+        for name in postgres::ENV {
+            command.env_remove(name);
+        }
+        command.envs(self.child_env());
     }
 }
 

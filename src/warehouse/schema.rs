@@ -1,6 +1,6 @@
 //! The tables a strategy needs, and what a warehouse's tables really guarantee, on either
 //! engine: each reads the second from its own catalogue (`sqlite::schema::read_facts`,
-//! `postgres::sink::schema_facts`), and refuses a table without what the first asks.
+//! `postgres::schema::schema_facts`), and refuses a table without what the first asks.
 
 use serde::Serialize;
 

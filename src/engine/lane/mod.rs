@@ -137,9 +137,9 @@ impl Lane {
     #[must_use]
     pub fn new(config: LaneConfig) -> Self {
         let observer = match &config.worker {
-            LaneWorker::Strategy(_) => Observer::new(&config.db, config.items),
+            LaneWorker::Strategy(_) => Observer::new(&config.warehouse, &config.db, config.items),
             LaneWorker::Exec(job) => {
-                Observer::of_job(&config.db, job.queue.clone(), job.rows.clone())
+                Observer::of_job(&config.warehouse, &config.db, job.queue.clone(), &job.rows)
             }
         };
         Self {
@@ -323,7 +323,7 @@ impl Lane {
             LaneWorker::Strategy(strategy) => {
                 let mut command = Command::new(exe);
                 command.args(self.worker_config(*strategy, slot).to_args());
-                crate::warehouse::pass_to(&mut command);
+                self.config.warehouse.pass_to(&mut command);
                 (command, true)
             }
             LaneWorker::Exec(job) => {
@@ -352,13 +352,8 @@ impl Lane {
                     },
                 };
                 let mut command = env.command(exe, &job.command);
-                // On PostgreSQL the job is handed its lane's schema as libpq's variables.
-                if let Some(server) = crate::warehouse::active() {
-                    command.envs(crate::warehouse::postgres::job::job_env(
-                        server,
-                        &self.config.db,
-                    ));
-                }
+                // Where its rows go (on PostgreSQL its lane's schema, as libpq's variables).
+                command.envs(self.config.warehouse.job_env(&self.config.db));
                 (command, false)
             }
         }
@@ -389,6 +384,7 @@ impl Lane {
             split: cfg.split,
             quiet_writes: cfg.quiet_writes,
             wal_autocheckpoint: cfg.wal_autocheckpoint,
+            warehouse: cfg.warehouse.clone(),
         }
     }
 

@@ -6,7 +6,6 @@ use crate::engine::LaneSnapshot;
 use crate::tui::chrome::{LaneMeta, Scene, lane_view, symptoms, x_max};
 use crate::tui::keymap::Mode;
 use crate::tui::view::{IdsView, LaneView, Series};
-use crate::warehouse::sqlite::inspect;
 
 use super::LiveNight;
 
@@ -22,7 +21,7 @@ impl LiveNight {
                 total: 0,
             };
         };
-        let (lines, total) = match inspect::duplicated_ids(&l.config.db, SHOWN) {
+        let (lines, total) = match l.config.warehouse.duplicated_ids(&l.config.db, SHOWN) {
             Ok((ids, total)) => (
                 ids.iter()
                     .map(crate::warehouse::inspection::duplicated_line)
@@ -111,7 +110,7 @@ impl LiveNight {
             caption,
             recording: self.recording().map(|p| p.display().to_string()),
             replay: None,
-            warehouse: crate::warehouse::describe_active(),
+            warehouse: self.warehouse.describe(),
         }
     }
 }

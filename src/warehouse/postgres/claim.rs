@@ -5,7 +5,8 @@
 //! in the night's time on a paced night (the moment the worker's grant names), else in the
 //! server's clock (`clock_timestamp()`), so every worker's agree.
 
-use super::sink::{CHECKPOINT_SQL, INSERT_SQL, Sink, retry};
+use super::writer::{PgWriter, retry, write_batch};
+use crate::warehouse::batch::{Batch, Row};
 use crate::warehouse::claim::{CHUNK, LeaseClock, Next};
 use crate::warehouse::error::WarehouseError;
 
@@ -27,8 +28,8 @@ fn now_sql(n: u8) -> String {
     )
 }
 
-impl Sink {
-    /// Makes the queue table (one worker at a time, as `Sink::open` makes the others).
+impl PgWriter {
+    /// Makes the queue table (one worker at a time, as `PgWriter::open` makes the others).
     pub fn claim_setup(&mut self) -> Result<(), WarehouseError> {
         let lock = "SELECT pg_advisory_xact_lock(hashtext(current_schema()))";
         self.client
@@ -96,16 +97,15 @@ impl Sink {
         Ok(Next::after(row.get::<_, i64>(0) as u64, row.get(1)))
     }
 
-    /// Commits the row, its checkpoint and the done mark of item `index` in one transaction, if
+    /// Commits `row`, its checkpoint and the done mark of item `index` in one transaction, if
     /// the item is still `me`'s; whether it was.
     pub fn claim_commit(
         &mut self,
         index: u64,
         me: &str,
-        (task, payload, key): (&str, &str, &str),
+        row: &Row,
     ) -> Result<bool, WarehouseError> {
-        let strategy = self.strategy;
-        retry(&mut self.client, |client| {
+        let committed = retry(&mut self.client, |client| {
             let mut tx = client.transaction()?;
             let still_mine = tx.execute(
                 "UPDATE queue SET done = true WHERE idx = $1 AND claimed_by = $2 AND NOT done",
@@ -115,23 +115,19 @@ impl Sink {
                 tx.rollback()?;
                 return Ok(false);
             }
-            let now = crate::heartbeat::unix_now();
-            // INVARIANT: the row, its checkpoint and the done mark commit together.
-            tx.execute(INSERT_SQL, &[&task, &payload, &key, &me, &now])?;
-            tx.execute(CHECKPOINT_SQL, &[&task, &now])?;
+            // INVARIANT: the row, its checkpoint and the done mark commit together (`write_in`
+            // puts the checkpoint in the row's transaction; the mark is in it already).
+            let batch = Batch {
+                rows: &[row],
+                run_id: me,
+                ignore_conflicts: false,
+                checkpoint: true,
+                outbox: None,
+            };
+            write_batch(&mut tx, &batch)?;
             tx.commit()?;
             Ok(true)
-        })
-        .map_err(|e| {
-            if e.code().is_some_and(|c| c.code().starts_with("23")) {
-                WarehouseError::Refused {
-                    task: task.to_string(),
-                    strategy,
-                    detail: crate::warehouse::error::describe(&e),
-                }
-            } else {
-                WarehouseError::query("committing a claimed item", &e)
-            }
-        })
+        });
+        committed.map_err(|e| self.refused(&row.task_id, "committing a claimed item", &e))
     }
 }

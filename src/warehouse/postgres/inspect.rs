@@ -58,7 +58,7 @@ pub fn read(client: &mut impl GenericClient, items: u64) -> Result<Inspection, p
             items,
         );
     }
-    let schema = super::sink::schema_facts(client)?;
+    let schema = super::schema::schema_facts(client)?;
     let checkpoints = if schema.checkpoints_table {
         let mut count = |sql: &str| -> Result<u64, postgres::Error> {
             client

@@ -1,17 +1,20 @@
 //! The warehouse on PostgreSQL: a server reclaim checks (or a private cluster it starts,
-//! `cluster`), one schema per lane claimed before the night (`sink::claim_schema`), the
+//! `cluster`), one schema per lane claimed before the night (`schema::claim_schema`), the
 //! workers' sessions (`session`), the observer's reads (`follow`, `job`), the verdict's
 //! (`inspect`), and the night's look at the server itself (`watch`).
 
-pub mod claim;
+mod backend;
+mod claim;
 pub mod cluster;
-pub mod follow;
-pub mod inspect;
-pub mod job;
+mod follow;
+mod inspect;
+mod job;
 mod night;
-pub mod session;
-pub mod sink;
-pub mod watch;
+mod outbox;
+mod schema;
+mod session;
+mod watch;
+mod writer;
 
 pub use night::{Night, list_schemas};
 pub use session::{application_name, application_name_of, connect_with};
@@ -41,7 +44,7 @@ pub const ENV_PREFIX: &str = "RECLAIM_PG_PREFIX";
 
 /// A PostgreSQL server a night writes to: how to reach it, and the prefix of the schemas this
 /// night creates there.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Server {
     /// A URL or `key=value` connection string (libpq's forms; the `postgres` crate parses both).
     pub conninfo: String,
@@ -49,7 +52,29 @@ pub struct Server {
     pub prefix: String,
 }
 
+/// Never the connection string itself: it may hold a password.
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("conninfo", &self.target())
+            .field("prefix", &self.prefix)
+            .finish()
+    }
+}
+
+/// The variables that hand a night's server to reclaim's own child processes.
+pub const ENV: [&str; 2] = [ENV_CONNINFO, ENV_PREFIX];
+
 impl Server {
+    /// The server a parent reclaim handed this process (`Backend::pass_to`), if any.
+    #[must_use]
+    pub fn from_env() -> Option<Self> {
+        Some(Self {
+            conninfo: std::env::var(ENV_CONNINFO).ok()?,
+            prefix: std::env::var(ENV_PREFIX).ok()?,
+        })
+    }
+
     /// The schema of the lane whose SQLite path would be `db`: the night's prefix, then the
     /// lane's file name (`night1-1-naive.db` -> `_night1_1_naive`); a lane in a night's folder
     /// of its own (`night2-3-exec/`, `night01-kill-test/`, `night-00042/`: an `--exec` job's,

@@ -3,15 +3,24 @@
 //! tables a strategy needs); read without changing any file (`snapshot`, `unlocked`); and the
 //! reading of a job's own database (`rows`, `key_ids`, `keys_sql`, `bounded`).
 
+mod backend;
+mod batch;
 pub mod bounded;
+mod claim;
+mod follow;
 pub mod inspect;
+pub mod job;
 pub mod key_ids;
 pub mod keys_sql;
+mod outbox;
 pub mod rows;
 pub mod schema;
 mod snapshot;
 pub mod unlocked;
 pub mod wal;
+mod writer;
+
+pub use backend::Sqlite;
 
 use schema::{columns, create_schema, verify_insertable, verify_key_form, verify_schema};
 pub use snapshot::Snapshot;
@@ -283,11 +292,6 @@ fn check_warehouse_ref(conn: &Connection, path: &Path) -> Result<(), StoreError>
 
 /// Deletes every checkpoint (the table may not exist: then there is nothing to delete).
 pub fn wipe_checkpoints(db: &Path) -> Result<usize, StoreError> {
-    if let Some(server) = crate::warehouse::active() {
-        return Ok(crate::warehouse::postgres::sink::wipe_checkpoints(
-            server, db,
-        )?);
-    }
     let failed = |e| StoreError::sqlite(db, e);
     let conn = Connection::open(db).map_err(failed)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(failed)?;

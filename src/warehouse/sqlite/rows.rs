@@ -8,7 +8,7 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags};
 
 use super::{BUSY_TIMEOUT, check_header, table_exists};
-use crate::warehouse::error::StoreError;
+use crate::warehouse::error::{StoreError, TrialError};
 use crate::warehouse::source::{Checkpoints, RowSource, quote_identifier};
 
 /// Whether the table exists and has the key column: `Ok(false)` while the job has not
@@ -168,16 +168,6 @@ pub fn run_setup(path: &Path, sql: &str) -> Result<(), StoreError> {
         path: path.to_path_buf(),
         detail: e.to_string(),
     })
-}
-
-/// Why `--setup-sql` was refused before anything was created: its trial on an empty database in
-/// memory did not run.
-#[derive(Debug, thiserror::Error)]
-pub enum TrialError {
-    #[error("cannot open a database in memory to try --setup-sql on: {0}")]
-    Open(#[source] rusqlite::Error),
-    #[error("--setup-sql does not run on an empty database: {0}")]
-    Setup(#[source] super::bounded::QueryError),
 }
 
 /// Checks `--setup-sql` (and `--count-sql`) on an empty database in memory, so a typo is refused

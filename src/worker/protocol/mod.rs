@@ -415,6 +415,7 @@ mod tests {
             split: 10,
             quiet_writes: true,
             wal_autocheckpoint: Some(crate::warehouse::sqlite::wal::SHORT_WAL_PAGES),
+            warehouse: crate::warehouse::Warehouse::Sqlite,
         };
         let mut command_line: Vec<OsString> = vec!["reclaim".into()];
         command_line.extend(config.to_args());
