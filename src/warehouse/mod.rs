@@ -202,7 +202,35 @@ impl Warehouse {
 
 #[cfg(test)]
 mod tests {
+    use std::ffi::OsStr;
+
     use super::*;
+
+    #[test]
+    fn a_child_is_handed_its_warehouse_and_nothing_else() {
+        let server = Server {
+            conninfo: "postgres://bob:secret@db.example/x".into(),
+            prefix: "night".into(),
+        };
+        let mut command = Command::new("true");
+        Warehouse::Postgres(server.clone()).pass_to(&mut command);
+        let handed: Vec<_> = command.get_envs().collect();
+        assert!(handed.contains(&(
+            OsStr::new(postgres::ENV_CONNINFO),
+            Some(OsStr::new("postgres://bob:secret@db.example/x"))
+        )));
+        assert!(handed.contains(&(OsStr::new(postgres::ENV_PREFIX), Some(OsStr::new("night")))));
+        // On SQLite a server the parent itself inherited is not passed on.
+        let mut command = Command::new("true");
+        Warehouse::Sqlite.pass_to(&mut command);
+        let removed: Vec<_> = command.get_envs().collect();
+        assert_eq!(removed.len(), 2);
+        assert!(removed.iter().all(|(_, value)| value.is_none()));
+        // A configuration printed for debugging never shows the password.
+        let shown = format!("{:?}", Warehouse::Postgres(server));
+        assert!(!shown.contains("secret"), "{shown}");
+        assert_eq!(Warehouse::default().describe(), None);
+    }
 
     #[test]
     fn the_flag_names_three_warehouses_and_refuses_the_rest() {
