@@ -14,7 +14,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use reclaim::map::{Kill, PlannedNight, Runner};
-use reclaim::store::{self, SyncMode};
+use reclaim::warehouse::SyncMode;
+use reclaim::warehouse::sqlite as store;
 use reclaim::worker::{CrashAt, CrashPoint, Strategy};
 
 mod common;
@@ -128,7 +129,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             restart.push(worker(&db, name, ITEMS, None)?);
             // Verdict: `inspect` on that night's database.
             let started = Instant::now();
-            let _ = reclaim::store::inspect::inspect(&db, ITEMS)?;
+            let _ = reclaim::warehouse::sqlite::inspect::inspect(&db, ITEMS)?;
             verdict.push(started.elapsed().as_secs_f64() * 1000.0);
             // The night as the map runs it.
             let runner = Runner::new(PathBuf::from(BIN), dir.path().to_path_buf(), ITEMS, false);

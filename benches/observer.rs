@@ -21,8 +21,9 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use reclaim::observer::Observer;
-use reclaim::store::inspect::inspect;
-use reclaim::store::{self, SyncMode};
+use reclaim::warehouse::SyncMode;
+use reclaim::warehouse::sqlite as store;
+use reclaim::warehouse::sqlite::inspect::inspect;
 use reclaim::worker::Strategy;
 
 mod common;
@@ -85,7 +86,7 @@ fn measure(path: &Path, size: u64) -> BenchResult<Measured> {
     writer.request("truncate")?;
     let build = started.elapsed();
 
-    let mut observer = Observer::new(path, items);
+    let mut observer = Observer::new(&reclaim::warehouse::Warehouse::Sqlite, path, items);
     // The observer takes at most 50,000 rows per poll, so catching up on 1M rows takes several.
     let started = Instant::now();
     let mut catch_up_polls = 0;

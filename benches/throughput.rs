@@ -12,7 +12,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use reclaim::store::{self, SyncMode};
+use reclaim::warehouse::SyncMode;
+use reclaim::warehouse::sqlite as store;
 use reclaim::worker::Strategy;
 
 mod common;

@@ -18,7 +18,6 @@ pub mod observer;
 pub mod queue;
 pub mod record;
 pub mod scenario;
-pub mod store;
 pub mod supervisor;
 pub mod task;
 pub mod tui;

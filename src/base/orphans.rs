@@ -20,7 +20,7 @@ static ADOPTS: AtomicBool = AtomicBool::new(false);
 static UNREAPED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
 /// Children this process spawned itself that are not workers (the private PostgreSQL cluster's
-/// guard, `warehouse::cluster`): its own, never orphans, so a sweep after a job's death leaves
+/// guard, `warehouse::postgres::cluster`): its own, never orphans, so a sweep after a job's death leaves
 /// them alone (it once took the cluster's guard for an orphan, and the night's server with it).
 static OWN: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 

@@ -54,10 +54,10 @@ pub struct ExecArgs {
     #[arg(long, value_name = "SQL|@FILE", requires = "exec")]
     pub setup_sql: Option<String>,
     /// The table the job writes its rows to
-    #[arg(long, default_value = crate::store::rows::DEFAULT_TABLE, requires = "exec")]
+    #[arg(long, default_value = crate::warehouse::DEFAULT_TABLE, requires = "exec")]
     pub table: String,
     /// The column that names a unit of work in that table; its values are matched to the queue
-    #[arg(long, default_value = crate::store::rows::DEFAULT_KEY, requires = "exec")]
+    #[arg(long, default_value = crate::warehouse::DEFAULT_KEY, requires = "exec")]
     pub key: String,
     /// A query returning one row (rows, distinct), for shapes a table and a key cannot name
     /// (the queue is then judged by counts alone)
@@ -90,7 +90,7 @@ impl ExecArgs {
         &self,
         items: u64,
     ) -> Result<Option<crate::engine::ExecJob>, crate::engine::JobError> {
-        self.to_job_on(items, None)
+        self.to_job_on(items, &crate::warehouse::Warehouse::Sqlite)
     }
 
     /// Whether the queue is read on the server (`--keys-sql` with a PostgreSQL warehouse): the
@@ -100,21 +100,21 @@ impl ExecArgs {
         self.exec.is_some() && self.keys_sql.is_some() && warehouse.is_postgres()
     }
 
-    /// `to_job`, with `--keys-sql` read on `server` when the night is on PostgreSQL.
+    /// `to_job`, with `--keys-sql` read where the night's rows go (`warehouse`).
     pub fn to_job_on(
         &self,
         items: u64,
-        server: Option<&crate::warehouse::Server>,
+        warehouse: &crate::warehouse::Warehouse,
     ) -> Result<Option<crate::engine::ExecJob>, crate::engine::JobError> {
         let Some(command) = &self.exec else {
             return Ok(None);
         };
-        let rows = crate::store::rows::RowSource {
+        let rows = crate::warehouse::RowSource {
             table: self.table.clone(),
             key: self.key.clone(),
             count_sql: self.count_sql.clone(),
             checkpoints: self.checkpoint_table.as_ref().map(|table| {
-                crate::store::rows::Checkpoints {
+                crate::warehouse::Checkpoints {
                     table: table.clone(),
                     key: self
                         .checkpoint_key
@@ -124,17 +124,17 @@ impl ExecArgs {
                 }
             }),
         };
-        let queue = self.queue(items, server)?;
+        let queue = self.queue(items, warehouse)?;
         crate::engine::ExecJob::new(command, self.setup_sql.as_deref(), rows, queue).map(Some)
     }
 
-    /// The queue: listed, formatted, or the postmortem's `task-NNN`. `--keys-sql` is read from
-    /// the setup's trial in memory, which is the new warehouse after its setup.
-    /// On PostgreSQL (`server`) it is read there, in a trial rolled back (`pg_job::keys_from_sql`).
+    /// The queue: listed, formatted, or the postmortem's `task-NNN`. `--keys-sql` is read after
+    /// the job's setup in a trial that leaves nothing behind (`Backend::keys_from_sql`): on
+    /// SQLite in memory, on a server in a transaction rolled back.
     fn queue(
         &self,
         items: u64,
-        server: Option<&crate::warehouse::Server>,
+        warehouse: &crate::warehouse::Warehouse,
     ) -> Result<crate::queue::Queue, crate::engine::JobError> {
         use crate::queue::{KeyFormat, Queue};
         if let Some(file) = &self.keys_from {
@@ -145,15 +145,7 @@ impl ExecArgs {
                 Some(text) => Some(crate::engine::read_sql(text)?),
                 None => None,
             };
-            if let Some(server) = server {
-                return Ok(crate::warehouse::pg_job::keys_from_sql(
-                    server,
-                    setup.as_deref(),
-                    sql,
-                )?);
-            }
-            let conn = crate::store::rows::trial_setup(setup.as_deref())?;
-            return Ok(crate::store::keys_sql::keys_from_sql(&conn, sql)?);
+            return Ok(warehouse.keys_from_sql(setup.as_deref(), sql)?);
         }
         Ok(match &self.key_format {
             Some(format) => Queue::formatted(KeyFormat::parse(format)?, items),

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser};
 
-use crate::store::SyncMode;
 use crate::tui::theme::ThemeChoice;
+use crate::warehouse::SyncMode;
 use crate::worker::{CrashAt, CrashPoint, Strategy};
 
 use crate::base::limits::{MAX_BATCH, MAX_ITEMS, MAX_WORKERS};
@@ -89,7 +89,7 @@ pub enum Subcommand {
     /// Keeps a private PostgreSQL cluster for reclaim (`--warehouse postgres`) and removes it
     /// when reclaim's pipe closes
     #[command(hide = true)]
-    PgCluster(crate::warehouse::cluster::GuardArgs),
+    PgCluster(crate::warehouse::postgres::cluster::GuardArgs),
 }
 
 #[derive(Debug, Args)]
@@ -552,6 +552,8 @@ impl WorkerArgs {
             split: self.long.split,
             quiet_writes: self.quiet_writes,
             wal_autocheckpoint: self.wal_autocheckpoint,
+            // Not on the command line: `commands::worker` reads it from the environment.
+            warehouse: crate::warehouse::Warehouse::Sqlite,
         }
     }
 }

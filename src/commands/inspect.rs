@@ -6,28 +6,21 @@ use std::io::Write as _;
 use crate::base::exit::{DATA_WRONG, OK};
 use crate::cli::InspectArgs;
 use crate::error::Error;
-use crate::store::inspect;
+use crate::warehouse::sqlite::inspect;
 
 pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
     if let Some(table) = &args.table {
         return own_job(args, table);
     }
-    // A lane on PostgreSQL, named as its worker names it (`warehouse::active`, inherited).
-    if args.ids && crate::warehouse::active().is_some() {
-        return Err(Error::Refused(
-            "--ids does not read PostgreSQL yet; look with psql: SELECT task_id, count(*) FROM records GROUP BY 1 HAVING count(*) > 1".into(),
-        ));
-    }
-    let inspection = match crate::warehouse::active() {
-        Some(server) => crate::warehouse::pg_inspect::inspect(server, &args.db, items(args))
-            .map_err(crate::store::StoreError::from)?,
-        None => inspect::inspect(&args.db, items(args))?,
-    };
+    // The lane's warehouse, as a worker of its night names it: handed through the environment
+    // by the night that spawned this process, SQLite files otherwise.
+    let warehouse = crate::warehouse::Warehouse::from_env();
     let ids = if args.ids {
-        Some(inspect::duplicated_ids(&args.db, usize::MAX)?.0)
+        Some(warehouse.duplicated_ids(&args.db, usize::MAX)?.0)
     } else {
         None
     };
+    let inspection = warehouse.inspect(&args.db, items(args))?;
     let mut out = crate::base::out::stdout();
     let text = if args.json {
         let mut value = serde_json::to_value(&inspection).map_err(Error::json("the inspection"))?;
@@ -38,7 +31,7 @@ pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
         }
         format!("{value}\n")
     } else {
-        let mut text = inspect::render(&inspection);
+        let mut text = crate::warehouse::inspection::render(&inspection);
         if let Some(ids) = &ids {
             let _ = write!(
                 text,
@@ -46,7 +39,11 @@ pub(super) fn run(args: &InspectArgs) -> Result<u8, Error> {
                 ids.len()
             );
             for id in ids {
-                let _ = writeln!(text, "{}", inspect::duplicated_line(id));
+                let _ = writeln!(
+                    text,
+                    "{}",
+                    crate::warehouse::inspection::duplicated_line(id)
+                );
             }
         }
         text
@@ -88,23 +85,24 @@ fn exit_code(derived: crate::verdict::Derived) -> u8 {
 }
 
 /// `inspect --table T --key K`: someone else's job's rows, judged against its queue by the
-/// rule `run --exec` uses, as a finished night.
+/// rule `run --exec` uses, as a finished night. `--db` is the job's own SQLite file, whatever
+/// warehouse a night of reclaim's used, so it is read as one (`warehouse::sqlite`).
 fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
     use crate::queue::{KeyFormat, Queue};
-    let source = crate::store::rows::RowSource {
+    let source = crate::warehouse::RowSource {
         table: table.to_string(),
         key: args
             .key
             .clone()
-            .unwrap_or_else(|| crate::store::rows::DEFAULT_KEY.into()),
-        ..crate::store::rows::RowSource::default()
+            .unwrap_or_else(|| crate::warehouse::DEFAULT_KEY.into()),
+        ..crate::warehouse::RowSource::default()
     };
     let queue = if let Some(file) = &args.keys_from {
         Queue::from_file(file)?
     } else if let Some(sql) = &args.keys_sql {
         let real = crate::base::paths::existing_file(&args.db, "--db")?;
-        let snapshot = crate::store::Snapshot::open(&real)?;
-        crate::store::keys_sql::keys_from_sql(&snapshot.conn, sql)?
+        let snapshot = crate::warehouse::sqlite::Snapshot::open(&real)?;
+        crate::warehouse::sqlite::keys_sql::keys_from_sql(&snapshot.conn, sql)?
     } else if let Some(night) = (args.items.is_none() && args.key_format.is_none())
         .then(|| nights_queue(&args.db))
         .transpose()?
@@ -119,7 +117,9 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
     };
     let inspection = inspect::inspect_rows(&args.db, &queue, &source)?;
     let ids = if args.ids {
-        Some(crate::store::key_ids::key_ids(&args.db, &queue, &source)?)
+        Some(crate::warehouse::sqlite::key_ids::key_ids(
+            &args.db, &queue, &source,
+        )?)
     } else {
         None
     };
@@ -180,7 +180,7 @@ fn own_job(args: &InspectArgs, table: &str) -> Result<u8, Error> {
 }
 
 /// `--ids` beside `--table`: each wrong key by name, under a heading with its count.
-fn list_keys(text: &mut String, ids: &crate::store::key_ids::KeyIds) {
+fn list_keys(text: &mut String, ids: &crate::warehouse::sqlite::key_ids::KeyIds) {
     let _ = write!(
         text,
         "\nmissing keys ({}): keys of the queue with no row, in the queue's order\n",

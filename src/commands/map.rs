@@ -102,8 +102,8 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     let early = super::open_for_keys(&args.job, &args.warehouse, || {
         super::open_map_warehouse(args)
     })?;
-    let server = early.as_ref().map(|night| &night.server);
-    if let Some(job) = args.job.to_job_on(args.items, server)? {
+    let on_keys = crate::warehouse::Warehouse::of(early.as_ref());
+    if let Some(job) = args.job.to_job_on(args.items, &on_keys)? {
         return super::map_exec::run(args, job, early, &mut crate::base::out::stdout());
     }
     let plan = plan_of(args)?;
@@ -135,6 +135,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     }
     let mut runner = Runner::new(exe.clone(), dir.clone(), plan.items, args.keep);
     runner.progress_deadline = args.deadline.progress_deadline;
+    runner.warehouse = crate::warehouse::Warehouse::of(night.as_ref());
     let threads = args.threads.map_or_else(pool::own_map_threads, usize::from);
     let jobs: Vec<_> = plan.nights().into_iter().enumerate().collect();
     let started = Instant::now();

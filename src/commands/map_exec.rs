@@ -96,6 +96,7 @@ pub(super) fn run(
         keep: args.keep,
         rows_delay: std::time::Duration::from_secs_f64(args.delay_ms / 1000.0),
         progress_deadline: args.deadline.progress_deadline,
+        warehouse: crate::warehouse::Warehouse::of(warehouse.as_ref()),
     };
     let started = Instant::now();
     let result = (|| {

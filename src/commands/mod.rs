@@ -43,7 +43,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Subcommand::Vendor(args)) => vendor::run(&args),
         Some(Subcommand::Relay(args)) => vendor::relay(&args),
         Some(Subcommand::ExecGuard(args)) => exec_guard::run(&args.command, args.parent),
-        Some(Subcommand::PgCluster(args)) => Ok(crate::warehouse::cluster::guard(&args)),
+        Some(Subcommand::PgCluster(args)) => Ok(crate::warehouse::postgres::cluster::guard(&args)),
         Some(Subcommand::Tui(args)) => tui::live(&args),
         Some(Subcommand::Scenarios) => scenarios::run(),
         Some(Subcommand::Replay(args)) if args.check => {
@@ -158,5 +158,5 @@ fn open_map_warehouse(
         keep: args.keep && args.warehouse == crate::warehouse::Spec::Private,
     }
     .open()
-    .map_err(crate::store::StoreError::from)?)
+    .map_err(crate::warehouse::StoreError::from)?)
 }

@@ -16,6 +16,7 @@ use crate::supervisor::schedule::{DEFAULT_WINDOW, KillPlan};
 use crate::task::task_id;
 use crate::verdict::Symptom;
 use crate::verdict::account::{Account, Kind, Outcome};
+use crate::warehouse::Warehouse;
 use crate::worker::{CrashAt, CrashPoint, Strategy};
 
 /// Sim seconds per real second in every proof night.
@@ -33,6 +34,8 @@ struct Prover {
     progress_deadline: Option<Duration>,
     /// `--vendor`: the key policy of the vendor each night's job sends to.
     vendor: Option<crate::fake_vendor::Keys>,
+    /// Where every night's rows go.
+    warehouse: Warehouse,
 }
 
 impl Prover {
@@ -55,12 +58,8 @@ impl Prover {
             }
             None => self.dir.join(format!("{:02}-{label}.db", self.runs)),
         };
-        // On PostgreSQL each night's lane has a schema of its own, claimed before it starts.
-        if let Some(server) = crate::warehouse::active() {
-            let schema = server.schema_for(&db);
-            crate::warehouse::pg::claim_schema(server, &schema)
-                .map_err(crate::store::StoreError::from)?;
-        }
+        // Each night's lane made ready before it starts (on PostgreSQL, a schema of its own).
+        self.warehouse.claim_lane(&db)?;
         Ok(LaneConfig {
             name: label.to_string(),
             delay,
@@ -83,7 +82,8 @@ impl Prover {
             scale: SCALE,
             progress_deadline: self.progress_deadline,
             ..EngineConfig::new(vec![lane], kills.clone(), self.exe.clone())
-        };
+        }
+        .on(&self.warehouse);
         drive(config, |_| {})
     }
 }
@@ -187,17 +187,14 @@ fn result(
 
 /// Whose worker is on trial: reclaim's strategy, or the user's job (its checkpoint table
 /// guessed as `checkpoints` unless named, its vendor, its database's name checked).
-fn worker_of(
-    args: &ProveArgs,
-    server: Option<&crate::warehouse::Server>,
-) -> Result<LaneWorker, Error> {
+fn worker_of(args: &ProveArgs, warehouse: &Warehouse) -> Result<LaneWorker, Error> {
     Ok(
-        match (args.job.to_job_on(args.items, server)?, args.strategy) {
+        match (args.job.to_job_on(args.items, warehouse)?, args.strategy) {
             (Some(mut job), _) => {
                 // The third test empties the job's checkpoint table: `checkpoints` unless named. The
                 // same table places each kill (before or after a checkpoint) when it is there.
                 if job.rows.checkpoints.is_none() {
-                    job.rows.checkpoints = Some(crate::store::rows::Checkpoints {
+                    job.rows.checkpoints = Some(crate::warehouse::Checkpoints {
                         table: CHECKPOINTS.into(),
                         key: job.rows.key.clone(),
                         guessed: true,
@@ -222,8 +219,7 @@ fn worker_of(
 pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     // A queue read on the server (--keys-sql on PostgreSQL) needs the warehouse first.
     let early = super::open_for_keys(&args.job, &args.warehouse.warehouse, || open_night(args))?;
-    let server = early.as_ref().map(|night| &night.server);
-    let worker = worker_of(args, server)?;
+    let worker = worker_of(args, &Warehouse::of(early.as_ref()))?;
     let junit = args
         .junit
         .as_deref()
@@ -244,6 +240,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         runs: 0,
         progress_deadline: args.deadline.progress_deadline,
         vendor: args.vendor.vendor,
+        warehouse: Warehouse::of(night.as_ref()),
     };
     if !args.json {
         print_header(&worker, args, seed, &dir, out);
@@ -309,7 +306,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
 /// `--warehouse` for prove: every night's lane in a schema of its own on the night's
 /// PostgreSQL (`Prover::lane` claims it), reclaim's strategies and an `--exec` job alike.
 fn open_night(args: &ProveArgs) -> Result<Option<crate::warehouse::Night>, Error> {
-    Ok((args.warehouse.open()).map_err(crate::store::StoreError::from)?)
+    Ok((args.warehouse.open()).map_err(crate::warehouse::StoreError::from)?)
 }
 
 /// Stops the night's PostgreSQL; a failure's rows went with a private cluster not kept.
@@ -468,15 +465,11 @@ fn wiped_checkpoints(prover: &mut Prover, named: Option<&str>) -> Result<TestRes
     let db = lane.db.clone();
     let first = prover.night(lane.clone(), &KillPlan::default())?;
     let wiped = match &mut lane.worker {
-        LaneWorker::Strategy(_) => crate::store::wipe_checkpoints(&db)?,
+        LaneWorker::Strategy(_) => prover.warehouse.wipe_checkpoints(&db)?,
         LaneWorker::Exec(job) => {
             // The rerun is the same job on the same database: its setup has run already.
             job.setup_sql = None;
-            let wiped = match crate::warehouse::active() {
-                Some(server) => crate::warehouse::pg_job::wipe_table(server, &db, checkpoint_table)
-                    .map_err(crate::store::StoreError::from)?,
-                None => crate::store::rows::wipe_table(&db, checkpoint_table)?,
-            };
+            let wiped = prover.warehouse.wipe_table(&db, checkpoint_table)?;
             let Some(wiped) = wiped else {
                 // What is known: the table named is not there; or none was named, and none
                 // has the name tried.

@@ -14,6 +14,7 @@ use crate::harness::{self, RunReport};
 use crate::record::Recording;
 use crate::scenario::Scenario;
 use crate::supervisor::schedule::KillPlan;
+use crate::warehouse::Warehouse;
 
 /// Runs `reclaim run`.
 /// `--replay-schedule FILE`: the recorded kills, placed on this night's queue.
@@ -44,7 +45,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let early = super::open_for_keys(&args.job, &args.warehouse.warehouse, || {
         open_warehouse(args, None)
     })?;
-    let worker = lane_worker(args, early.as_ref().map(|night| &night.server))?;
+    let worker = lane_worker(args, &Warehouse::of(early.as_ref()))?;
     let queue = match &worker {
         LaneWorker::Exec(job) => job.queue.clone(),
         LaneWorker::Strategy(_) => crate::queue::Queue::tasks(args.items),
@@ -113,11 +114,12 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         scale: args.scale,
         progress_deadline: args.deadline.progress_deadline,
         ..EngineConfig::new(vec![lane], plan.clone(), exe)
-    };
+    }
+    .on(&Warehouse::of(night.as_ref()));
     if let Some(night) = night.as_mut() {
         night
             .claim(config.lanes.iter().map(|l| l.db.as_path()))
-            .map_err(crate::store::StoreError::from)?;
+            .map_err(crate::warehouse::StoreError::from)?;
     }
     if !args.json {
         print_header(args, (&worker, &queue), &plan, seed, out);
@@ -128,7 +130,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
             let _ = writeln!(out, "{line}");
         }
     })?;
-    let code = finish(&report, args, out);
+    let code = finish(&report, args, &Warehouse::of(night.as_ref()), out);
     crate::warehouse::close(night, args.json, None, out);
     code
 }
@@ -366,12 +368,9 @@ fn resolve_key(flag: &str, typed: &str, queue: &crate::queue::Queue) -> Result<u
 }
 
 /// Whose worker runs: reclaim's own strategy, or the user's command (checked whole first).
-fn lane_worker(
-    args: &RunArgs,
-    server: Option<&crate::warehouse::Server>,
-) -> Result<LaneWorker, Error> {
+fn lane_worker(args: &RunArgs, warehouse: &Warehouse) -> Result<LaneWorker, Error> {
     Ok(
-        match (args.job.to_job_on(args.items, server)?, args.strategy) {
+        match (args.job.to_job_on(args.items, warehouse)?, args.strategy) {
             (Some(mut job), _) => {
                 job.vendor = args.vendor.vendor.is_some();
                 // A point your job announces (examples/reclaim_point.py), in a unit of work of its
@@ -382,7 +381,7 @@ fn lane_worker(
                     plan.key = job.queue.key(index);
                     job.crash_at = Some(plan);
                 }
-                if args.sync == crate::store::SyncMode::Full {
+                if args.sync == crate::warehouse::SyncMode::Full {
                     return Err(Error::Refused(
                     "--sync sets how reclaim's own worker syncs its commits; an --exec job sets its own PRAGMA synchronous".into(),
                 ));
@@ -446,7 +445,9 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         .context(|| "cannot create a folder for the warehouses".into())?;
     let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
-    let mut config = scenario.engine_config(&dir, 1, exe);
+    let mut config = scenario
+        .engine_config(&dir, 1, exe)
+        .on(&Warehouse::of(night.as_ref()));
     config.progress_deadline = args.deadline.progress_deadline;
     if let Some(seed) = args.seed {
         config.kills.seed = seed;
@@ -458,7 +459,7 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         }
         night
             .claim(config.lanes.iter().map(|l| l.db.as_path()))
-            .map_err(crate::store::StoreError::from)?;
+            .map_err(crate::warehouse::StoreError::from)?;
     }
     let names: Vec<String> = config.lanes.iter().map(|l| l.name.clone()).collect();
     let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);

@@ -13,13 +13,18 @@ use crate::supervisor::schedule::KillPlan;
 
 /// The report as JSON or the verdict's lines, and the exit code: the night's account judged by
 /// the one rule (`verdict::account`), `--strict` failing what it left untested.
-pub(super) fn finish(report: &RunReport, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
+pub(super) fn finish(
+    report: &RunReport,
+    args: &RunArgs,
+    warehouse: &crate::warehouse::Warehouse,
+    out: &mut dyn Write,
+) -> Result<u8, Error> {
     let judged = report.account().judge(args.strict);
     if args.json {
         let value = with_judgement(report, &judged)?;
         let _ = writeln!(out, "{value}");
     } else {
-        print_verdict(report, &judged, out);
+        print_verdict(report, &judged, warehouse, out);
     }
     Ok(judged.exit_code())
 }
@@ -245,6 +250,7 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
 fn print_verdict(
     report: &RunReport,
     judged: &crate::verdict::account::Judgement,
+    warehouse: &crate::warehouse::Warehouse,
     out: &mut dyn Write,
 ) {
     let _ = writeln!(out);
@@ -322,8 +328,8 @@ fn print_verdict(
             display(&crate::fake_vendor::db_path(&rows.db))
         );
     }
-    // On PostgreSQL the rows are in the lane's schema, named after the night (`warehouse`).
-    if crate::warehouse::active().is_none() {
+    // Elsewhere (on PostgreSQL, the lane's schema) the closing lines say where the rows are.
+    if warehouse.files_kept() {
         let _ = writeln!(out, "database     {} (kept)", display(&rows.db));
     }
     let _ = writeln!(out, "result       {}", judged.line());

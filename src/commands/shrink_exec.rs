@@ -62,6 +62,7 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
         rows_delay: std::time::Duration::from_millis(10),
         progress_deadline: args.deadline.progress_deadline,
         vendor: None,
+        warehouse: crate::warehouse::Warehouse::Sqlite,
     };
     let threads = args.threads.map_or_else(pool::default_threads, usize::from);
     let found = search(&runner, threads);

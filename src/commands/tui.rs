@@ -26,7 +26,7 @@ pub(super) fn live(args: &TuiArgs) -> Result<u8, Error> {
     }
     let night = warehouse.open().map_err(|e| Error::Store(e.into()))?;
     let code = crate::tui::run(
-        scenario,
+        (scenario, crate::warehouse::Warehouse::of(night.as_ref())),
         args.record.as_deref(),
         &settings(&args.presenting, args.theme),
     );

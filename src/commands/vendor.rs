@@ -50,7 +50,9 @@ pub(super) fn relay(args: &RelayArgs) -> Result<u8, Error> {
     }
     // A device, a FIFO or a folder is refused at once (on /dev/null it waited out its 60 s).
     let db = crate::base::paths::file_or_new(&args.db, "--db")?;
-    if has_rows_and_no_outbox(&db) {
+    // Handed by the supervisor that spawned this relay, read once here.
+    let warehouse = crate::warehouse::Warehouse::from_env();
+    if warehouse.has_rows_and_no_outbox(&db) {
         return Err(Error::Refused(format!(
             "--db {}: its records have no outbox beside them (not a warehouse of --strategy outbox), so the relay has nothing to deliver; it is left as it was",
             crate::base::paths::shown(&db)
@@ -62,30 +64,8 @@ pub(super) fn relay(args: &RelayArgs) -> Result<u8, Error> {
         items: args.items,
         crash_at: args.crash_at,
         idle_limit: std::time::Duration::from_secs(args.idle_secs),
+        warehouse,
     };
     relay::run(&config, &mut io::stdout().lock())?;
     Ok(OK)
-}
-
-/// Whether `db` is a warehouse with rows and no outbox table, read without changing any file
-/// (no `-wal` or `-shm` left beside it). The outbox strategy makes its table before its first
-/// row, so a night still starting is never taken for one; anything unreadable is left to the
-/// relay's own loop.
-fn has_rows_and_no_outbox(db: &std::path::Path) -> bool {
-    if !db.exists() {
-        return false;
-    }
-    let Ok(snapshot) = crate::store::open_snapshot(db) else {
-        return false;
-    };
-    let outbox = crate::store::table_exists(&snapshot.conn, "outbox").unwrap_or(true);
-    let rows: i64 = snapshot
-        .conn
-        .query_row(
-            "SELECT count(*) FROM (SELECT 1 FROM records LIMIT 1)",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap_or(0);
-    !outbox && rows > 0
 }

@@ -46,6 +46,8 @@ pub(super) fn run(args: &WorkerArgs) -> Result<u8, Error> {
     let config = WorkerConfig {
         db,
         heartbeat,
+        // Handed by the supervisor that spawned this worker (none: SQLite), read once here.
+        warehouse: crate::warehouse::Warehouse::from_env(),
         ..args.to_config()
     };
     let stdout = io::stdout();

@@ -9,9 +9,8 @@ use serde::Serialize;
 use super::pace::Pace;
 use crate::fake_vendor::VendorModes;
 use crate::queue::Queue;
-use crate::store::SyncMode;
-use crate::store::rows::RowSource;
 use crate::supervisor::schedule::KillPlan;
+use crate::warehouse::{RowSource, SyncMode, Warehouse};
 use crate::worker::{CrashAt, LongItem, SideEffect, Strategy};
 
 /// The dead-man's switch threshold of the postmortem's cron script, in sim seconds.
@@ -119,12 +118,12 @@ pub enum JobError {
     #[error("--setup-sql {file} is {bytes} bytes; a setup script is expected to be under 1 MiB")]
     SetupTooBig { file: String, bytes: u64 },
     #[error(transparent)]
-    Setup(#[from] crate::store::rows::TrialError),
+    Setup(#[from] crate::warehouse::TrialError),
     #[error(transparent)]
     Queue(#[from] crate::queue::QueueError),
-    /// `--keys-sql` read on a PostgreSQL warehouse.
+    /// `--keys-sql`, read where the night's rows go.
     #[error(transparent)]
-    OnServer(#[from] crate::warehouse::WarehouseError),
+    Keys(#[from] crate::warehouse::KeysError),
 }
 
 impl ExecJob {
@@ -151,7 +150,7 @@ impl ExecJob {
             None => None,
         };
         if let Some(sql) = &setup_sql {
-            crate::store::rows::check_setup(sql)?;
+            crate::warehouse::sqlite::rows::check_setup(sql)?;
         }
         let checkpoint_names = rows.checkpoints.iter().flat_map(|c| {
             [
@@ -236,6 +235,10 @@ pub struct LaneConfig {
     /// reclaim's own worker checkpoints its log every this many pages
     /// (`WorkerConfig::wal_autocheckpoint`): for a night's database in memory.
     pub wal_autocheckpoint: Option<u32>,
+    /// Where the lane's rows go (the night's warehouse, `EngineConfig::on`). Never recorded:
+    /// a server's connection string may hold a password.
+    #[serde(skip)]
+    pub warehouse: Warehouse,
 }
 
 impl From<Strategy> for LaneWorker {
@@ -271,6 +274,7 @@ impl LaneConfig {
             split: 1,
             quiet_writes: false,
             wal_autocheckpoint: None,
+            warehouse: Warehouse::Sqlite,
         }
     }
 
@@ -315,20 +319,10 @@ impl LaneConfig {
     /// Every fact about the lane's rows, read from its database: reclaim's warehouse, or where
     /// the external job's rows land. The one place a finished lane is judged (`run`, `prove`,
     /// the dashboard).
-    pub fn inspect(&self) -> Result<crate::store::inspect::Inspection, crate::store::StoreError> {
+    pub fn inspect(&self) -> Result<crate::warehouse::Inspection, crate::warehouse::StoreError> {
         match &self.worker {
-            LaneWorker::Strategy(_) => match crate::warehouse::active() {
-                Some(server) => Ok(crate::warehouse::pg_inspect::inspect(
-                    server, &self.db, self.items,
-                )?),
-                None => crate::store::inspect::inspect(&self.db, self.items),
-            },
-            LaneWorker::Exec(job) => match crate::warehouse::active() {
-                Some(server) => Ok(crate::warehouse::pg_job::inspect_rows(
-                    server, &self.db, &job.queue, &job.rows,
-                )?),
-                None => crate::store::inspect::inspect_rows(&self.db, &job.queue, &job.rows),
-            },
+            LaneWorker::Strategy(_) => self.warehouse.inspect(&self.db, self.items),
+            LaneWorker::Exec(job) => self.warehouse.inspect_rows(&self.db, &job.queue, &job.rows),
         }
     }
 }
@@ -384,6 +378,23 @@ impl EngineConfig {
             wipe_at_task: None,
             progress_deadline: None,
         }
+    }
+
+    /// The night on `warehouse`: every lane's rows go there.
+    #[must_use]
+    pub fn on(mut self, warehouse: &Warehouse) -> Self {
+        for lane in &mut self.lanes {
+            lane.warehouse = warehouse.clone();
+        }
+        self
+    }
+
+    /// The night's warehouse: its lanes' (SQLite files for a night without lanes).
+    #[must_use]
+    pub fn warehouse(&self) -> Warehouse {
+        self.lanes
+            .first()
+            .map_or(Warehouse::Sqlite, |lane| lane.warehouse.clone())
     }
 }
 

@@ -32,7 +32,7 @@ impl Engine {
             }
         }
         // On PostgreSQL, a kill whose outcome the server has not told yet (`Watch::awaited`).
-        if let Some(moment) = self.pg_watch.as_ref().and_then(|w| w.awaited(now)) {
+        if let Some(moment) = self.server_watch.as_ref().and_then(|w| w.awaited(now)) {
             held = held.min(moment);
         }
         held
@@ -94,7 +94,7 @@ impl Engine {
         }
         // Nor past a kill whose outcome the server has not told yet.
         let now = Instant::now();
-        if let Some(moment) = self.pg_watch.as_ref().and_then(|w| w.awaited(now)) {
+        if let Some(moment) = self.server_watch.as_ref().and_then(|w| w.awaited(now)) {
             until = until.min(moment.max(clock));
         }
         // Nor past a planned restart, so its second shows the same rows at every speed.

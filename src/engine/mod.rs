@@ -44,8 +44,8 @@ pub use self::timeline::{
 use self::triggers::{HostAction, Triggers};
 pub use self::window::{KillWindow, KillWindows};
 use crate::base::clock::SimClock;
-use crate::store::StoreError;
 use crate::supervisor::slot::{Output, RestartPolicy, SlotState};
+use crate::warehouse::StoreError;
 use crate::worker::protocol::Grant;
 
 /// How far ahead of the clock a worker may be granted writes (see `Engine::grant_until`): one
@@ -121,8 +121,9 @@ pub struct Engine {
     heard: usize,
     /// Every line heard from reclaim's own workers (their protocol): progress, for the deadline.
     lines_heard: u64,
-    /// On PostgreSQL: the night's look at the server (restarts, killed workers' transactions).
-    pg_watch: Option<crate::warehouse::watch::Watch>,
+    /// The night's look at its warehouse's server, when it has one (on PostgreSQL: restarts,
+    /// killed workers' transactions).
+    server_watch: Option<Box<dyn crate::warehouse::ServerWatch>>,
 }
 
 /// Writes an external job's queue beside its database, once: a second night on the same
@@ -158,6 +159,7 @@ impl Engine {
     /// Builds the night and starts every lane's workers at `now`.
     pub fn start(config: EngineConfig, now: Instant) -> Result<Self, EngineError> {
         let (output_tx, output_rx) = mpsc::channel();
+        let server_watch = config.warehouse().watch();
         let mut engine = Self {
             clock: SimClock::new(now, config.scale),
             started: now,
@@ -181,7 +183,7 @@ impl Engine {
             heard: 0,
             lines_heard: 0,
             landed: None,
-            pg_watch: crate::warehouse::active().map(crate::warehouse::watch::Watch::new),
+            server_watch,
         };
         // An external job's setup runs once, on its new database, before its first attempt.
         for lane in &engine.lanes {
@@ -202,13 +204,7 @@ impl Engine {
                 .job()
                 .and_then(|j| j.setup_sql.as_deref())
             {
-                match crate::warehouse::active() {
-                    Some(server) => {
-                        crate::warehouse::pg_job::run_setup(server, &lane.config.db, sql)
-                            .map_err(crate::store::StoreError::from)?;
-                    }
-                    None => crate::store::rows::run_setup(&lane.config.db, sql)?,
-                }
+                lane.config.warehouse.run_setup(&lane.config.db, sql)?;
             }
             // A queue too long to write out is the job's to compute (RECLAIM_ITEMS).
             if let Some(job) = lane.config.worker.job()

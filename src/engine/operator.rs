@@ -62,7 +62,7 @@ impl Engine {
     /// Deletes every checkpoint of a lane's warehouse, as an operator might "to force a rerun".
     pub fn wipe_checkpoints(&mut self, lane: usize, now: Instant) -> Result<usize, StoreError> {
         let db = self.lanes[lane].config.db.clone();
-        let deleted = crate::store::wipe_checkpoints(&db)?;
+        let deleted = self.lanes[lane].config.warehouse.wipe_checkpoints(&db)?;
         self.lanes[lane].observer.reset_checkpoints();
         self.log(
             now,
@@ -102,7 +102,7 @@ impl Engine {
         let policy = self.restart_policy();
         for lane in 0..self.lanes.len() {
             if only_lane.is_none_or(|l| l == lane) {
-                if let Some(watch) = self.pg_watch.as_mut() {
+                if let Some(watch) = self.server_watch.as_mut() {
                     // Stopped first, so the sessions read are as the kill finds them.
                     let slots = self.lanes[lane].slots.iter().filter(|s| s.is_live());
                     let pids: Vec<i32> = slots

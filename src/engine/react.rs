@@ -66,7 +66,7 @@ impl Engine {
                     if let (
                         Some(watch),
                         crate::supervisor::slot::Exit::Killed { by_host: false, .. },
-                    ) = (self.pg_watch.as_mut(), &exit)
+                    ) = (self.server_watch.as_mut(), &exit)
                     {
                         let pid = self.lanes[lane].slots[slot].pid();
                         let said = watch.after_death(lane, pid, (now, sim));
@@ -98,12 +98,12 @@ impl Engine {
             }
         }
         let sim = self.clock.now().0;
-        let said = (self.pg_watch.as_mut()).map_or_else(Vec::new, |w| w.look(now, sim));
+        let said = (self.server_watch.as_mut()).map_or_else(Vec::new, |w| w.look(now, sim));
         self.log_watch(now, said);
     }
 
     /// The PostgreSQL watch's lines, each at the moment it is about (a kill's) or the clock's.
-    pub(super) fn log_watch(&mut self, now: Instant, said: Vec<crate::warehouse::watch::Said>) {
+    pub(super) fn log_watch(&mut self, now: Instant, said: Vec<crate::warehouse::Said>) {
         for said in said {
             let kind = if said.error {
                 Kind::Error

@@ -44,7 +44,7 @@ impl RunReport {
         for said in self.not_fired_gaps() {
             account.push(account::Kind::NotFired, said);
         }
-        if self.inspection.judged == crate::store::inspect::Judged::Counts {
+        if self.inspection.judged == crate::warehouse::Judged::Counts {
             account.push(
                 account::Kind::Unobserved,
                 "the rows were judged by counts, not key by key",

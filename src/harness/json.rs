@@ -8,8 +8,8 @@ use serde::{Serialize, Serializer};
 
 use super::RunReport;
 use crate::engine::{KillWindows, RowsLandings};
-use crate::store::inspect::Judged;
 use crate::verdict::{Status, Symptom};
+use crate::warehouse::Judged;
 
 /// The stable keys, in the order they were first written.
 #[derive(Serialize)]

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::not_fired::{self, Unfired};
 use crate::engine::{Engine, Entry, KillWindows, Kind, RowsLandings};
-use crate::store::inspect::Inspection;
 use crate::verdict::{Derived, Status, Symptom};
+use crate::warehouse::Inspection;
 use crate::worker::Strategy;
 
 /// At most this many random kill delays are listed in a report (a plan may hold billions).

@@ -7,7 +7,7 @@ use super::report::TIMELINE_KEPT;
 use super::{RunReport, Unfired};
 use crate::base::clock::SimTime;
 use crate::engine::{Entry, KillWindows, Kind, Source};
-use crate::store::inspect::{Inspection, Judged};
+use crate::warehouse::{Inspection, Judged};
 use crate::worker::Strategy;
 
 /// `rows` rows of a queue of `items`, `duplicated` of its keys twice.
@@ -26,7 +26,7 @@ fn inspection(items: u64, rows: u64, duplicated: u64) -> Inspection {
         rows_without_checkpoint: None,
         checkpoints_without_row: None,
         runs: 2,
-        schema: crate::store::SchemaFacts::default(),
+        schema: crate::warehouse::SchemaFacts::default(),
         integrity_ok: true,
         integrity: "ok".into(),
         consistent: false,

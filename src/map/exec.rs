@@ -347,6 +347,8 @@ pub struct ExecRunner {
     /// `--vendor`: the key policy of the vendor each night's job sends to (the job is told
     /// `RECLAIM_VENDOR_URL`); `None` without one.
     pub vendor: Option<crate::fake_vendor::Keys>,
+    /// Where every night's rows go.
+    pub warehouse: crate::warehouse::Warehouse,
 }
 
 impl ExecRunner {
@@ -436,11 +438,7 @@ impl ExecRunner {
         let folder = self.dir.join(format!("night-{label}"));
         std::fs::create_dir(&folder)
             .context(|| format!("cannot create the night's folder {}", folder.display()))?;
-        if let Some(server) = crate::warehouse::active() {
-            let schema = server.schema_for(&folder.join(&self.db_name));
-            crate::warehouse::pg::claim_schema(server, &schema)
-                .map_err(crate::store::StoreError::from)?;
-        }
+        self.warehouse.claim_lane(&folder.join(&self.db_name))?;
         let mut job = self.job.clone();
         job.crash_at = crash;
         // The kill falls in the first attempt; the restart only has to finish, at full speed.
@@ -466,7 +464,8 @@ impl ExecRunner {
             max_restarts: 3,
             progress_deadline: self.progress_deadline,
             ..EngineConfig::new(vec![lane], plan.clone(), self.exe.clone())
-        };
+        }
+        .on(&self.warehouse);
         let report = harness::drive_until(config, cancel, |_| {});
         if !self.keep {
             // The night is over and its engine dropped: no connection holds these files.

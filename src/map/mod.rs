@@ -20,6 +20,7 @@ use crate::harness;
 use crate::supervisor::schedule::KillPlan;
 use crate::task::task_id;
 use crate::verdict::Status;
+use crate::warehouse::Warehouse;
 use crate::worker::{CrashAt, CrashPoint, Strategy};
 
 pub use self::junit::{band_case, whole_map_case};
@@ -275,15 +276,18 @@ pub struct Runner {
     pub keep: bool,
     /// Each night's `--progress-deadline` (`None`: the engine's default).
     pub progress_deadline: Option<Duration>,
-    /// Each night's worker's auto-checkpoint: short when `dir` is in memory (`store::wal`).
+    /// Each night's worker's auto-checkpoint: short when `dir` is in memory
+    /// (`warehouse::sqlite::wal`).
     wal_autocheckpoint: Option<u32>,
+    /// Where every night's rows go (SQLite files unless set).
+    pub warehouse: Warehouse,
 }
 
 impl Runner {
     /// A runner of nights in `dir` (one of the map's own, `fresh_dir`).
     #[must_use]
     pub fn new(exe: PathBuf, dir: PathBuf, items: u64, keep: bool) -> Self {
-        let wal_autocheckpoint = crate::store::wal::night_autocheckpoint(&dir);
+        let wal_autocheckpoint = crate::warehouse::sqlite::wal::night_autocheckpoint(&dir);
         Self {
             exe,
             dir,
@@ -291,6 +295,7 @@ impl Runner {
             keep,
             progress_deadline: None,
             wal_autocheckpoint,
+            warehouse: Warehouse::Sqlite,
         }
     }
 
@@ -304,11 +309,8 @@ impl Runner {
             task_id(crash.task),
             crash.point
         ));
-        // On PostgreSQL the night's lane has a schema of its own, claimed before it starts.
-        if let Some(server) = crate::warehouse::active() {
-            crate::warehouse::pg::claim_schema(server, &server.schema_for(&db))
-                .map_err(crate::store::StoreError::from)?;
-        }
+        // The night's lane made ready before it starts (on PostgreSQL, a schema of its own).
+        self.warehouse.claim_lane(&db)?;
         let lane = LaneConfig {
             delay: Duration::ZERO,
             // Full speed: no sim time between items, nothing to wait for.
@@ -325,7 +327,8 @@ impl Runner {
             max_restarts: 3,
             progress_deadline: self.progress_deadline,
             ..EngineConfig::new(vec![lane], KillPlan::default(), self.exe.clone())
-        };
+        }
+        .on(&self.warehouse);
         let report = harness::drive_until(config, cancel, |_| {});
         if report.is_err() && !self.keep {
             remove_night(&db);

@@ -16,8 +16,8 @@ pub(crate) use self::read::committed_task;
 pub use self::read::{Recording, RecordingError};
 use crate::engine::{Engine, Entry, Kind, LaneSnapshot, Mark, Source};
 use crate::scenario::Caption;
-use crate::store::inspect::Inspection;
 use crate::verdict::Status;
+use crate::warehouse::Inspection;
 
 /// The `format` field of every recording's header.
 pub const FORMAT: &str = "reclaim-session";
@@ -362,7 +362,7 @@ pub fn header(
             })
             .collect(),
         captions,
-        warehouse: crate::warehouse::describe_active(),
+        warehouse: engine.config().warehouse().describe(),
     }
 }
 

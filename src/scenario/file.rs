@@ -329,27 +329,27 @@ impl LaneFile {
     /// An exec lane's job: its table and key (default `records`/`task_id`), its setup checked,
     /// the postmortem's queue.
     fn exec_worker(&self, n: usize, command: &str, items: u64) -> Result<LaneWorker, Invalid> {
-        let rows = crate::store::rows::RowSource {
+        let rows = crate::warehouse::RowSource {
             table: self
                 .table
                 .clone()
-                .unwrap_or_else(|| crate::store::rows::DEFAULT_TABLE.into()),
+                .unwrap_or_else(|| crate::warehouse::DEFAULT_TABLE.into()),
             key: self
                 .key
                 .clone()
-                .unwrap_or_else(|| crate::store::rows::DEFAULT_KEY.into()),
+                .unwrap_or_else(|| crate::warehouse::DEFAULT_KEY.into()),
             count_sql: None,
             checkpoints: None,
         };
         let checkpoints =
             self.checkpoint_table
                 .as_ref()
-                .map(|table| crate::store::rows::Checkpoints {
+                .map(|table| crate::warehouse::Checkpoints {
                     table: table.clone(),
                     key: rows.key.clone(),
                     guessed: false,
                 });
-        let rows = crate::store::rows::RowSource {
+        let rows = crate::warehouse::RowSource {
             checkpoints,
             ..rows
         };

@@ -37,6 +37,7 @@ use crate::base::signals;
 use crate::error::{Context as _, Error};
 use crate::record::Recording;
 use crate::scenario::Scenario;
+use crate::warehouse::Warehouse;
 
 use self::event_loop::event_loop;
 use self::live::Live;
@@ -95,7 +96,7 @@ pub fn replay(file: &Path, settings: &DashboardSettings) -> Result<u8, Error> {
 /// touched), recording it to `record` when given; in lecture mode and with speaker notes as
 /// `settings` ask.
 pub fn run(
-    scenario: Scenario,
+    (scenario, warehouse): (Scenario, Warehouse),
     record: Option<&Path>,
     settings: &DashboardSettings,
 ) -> Result<u8, Error> {
@@ -121,7 +122,7 @@ pub fn run(
     let mut terminal =
         Terminal::new(CrosstermBackend::new(io::stdout())).context(|| "cannot draw".into())?;
     let mut app = Live::start(
-        scenario,
+        (scenario, warehouse.clone()),
         exe,
         dir,
         record.map(Path::to_path_buf),
@@ -136,11 +137,7 @@ pub fn run(
     drop(terminal);
     drop(guard);
     outcome?;
-    if crate::warehouse::active().is_some() {
-        println!("reclaim: the night's rows are on PostgreSQL; its other files are in {db_dir}");
-    } else {
-        println!("reclaim: the night's databases are kept in {db_dir} (open them with sqlite3)");
-    }
+    println!("reclaim: {}", warehouse.where_rows_are(&db_dir));
     if let Some(path) = recording {
         println!("reclaim: the session is recorded in {path} (reclaim replay {path})");
     }

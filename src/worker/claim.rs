@@ -2,8 +2,8 @@
 //! item (its run id and a lease's end on the item's queue row), does it, and commits the row, its
 //! checkpoint and the item's done mark in one transaction, only while the item is still its own;
 //! a killed worker's lease ends and another worker takes the item. On PostgreSQL the claim is
-//! `SELECT ... FOR UPDATE SKIP LOCKED` (`warehouse::pg_claim`); SQLite has no SKIP LOCKED, so
-//! there the claim is its own `BEGIN IMMEDIATE` transaction.
+//! `SELECT ... FOR UPDATE SKIP LOCKED` (`warehouse::postgres`); SQLite has no SKIP LOCKED, so
+//! there the claim is its own `BEGIN IMMEDIATE` transaction (`warehouse::sqlite`).
 //!
 //! On a paced night the lease is in the night's time: a worker claims once it is granted its
 //! write, at the moment the grant names, and its lease ends `LEASE_SECS` of the night later.
@@ -17,12 +17,8 @@
 
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior};
-
-use super::{CHECKPOINT_SQL, CrashPoint, Ctx, Db, Row, WorkerError, insert_sql};
-use crate::heartbeat::unix_now;
-use crate::store::{StoreError, retry_busy};
-use crate::warehouse::pg_claim::{CHUNK, Next};
+use super::{CrashPoint, Ctx, Row, WorkerError};
+use crate::warehouse::claim::{LeaseClock, Next};
 use crate::worker::protocol::{IDLE, WorkerLine};
 
 /// How long a claim holds an item without a word from its worker, in the night's seconds.
@@ -33,46 +29,21 @@ const LEASE: Duration = Duration::from_millis(300);
 /// another worker right now (no lease to wait for: real time, a transaction's length).
 const POLL: Duration = Duration::from_millis(20);
 
-/// The queue on SQLite: one row per item, added a chunk at a time as the workers need them.
-const TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS queue(
-    idx         INTEGER PRIMARY KEY,
-    task_id     TEXT NOT NULL,
-    claimed_by  TEXT,
-    lease_until REAL,
-    done        INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS queue_open ON queue(idx) WHERE done = 0";
-
-/// When a claim is made and how long its lease lasts: at a moment of the night, for
-/// `LEASE_SECS` of it; or, on a night without moments, now and for `LEASE`, on the clock of the
-/// database's host (the server's, on PostgreSQL, so every worker's agree).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LeaseClock {
-    /// The night's moment; `None`: real time.
-    pub at: Option<f64>,
-    pub secs: f64,
-}
-
-impl LeaseClock {
-    fn at(at: Option<f64>) -> Self {
-        Self {
-            at,
-            secs: if at.is_some() {
-                LEASE_SECS
-            } else {
-                LEASE.as_secs_f64()
-            },
-        }
+/// A claim's lease: at the night's moment `at`, for `LEASE_SECS` of it; without one, now and
+/// for `LEASE` of real time.
+fn lease_clock(at: Option<f64>) -> LeaseClock {
+    LeaseClock {
+        at,
+        secs: if at.is_some() {
+            LEASE_SECS
+        } else {
+            LEASE.as_secs_f64()
+        },
     }
 }
 
 pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
-    match &mut ctx.db {
-        Db::Sqlite(conn, _) => {
-            retry_busy(|| conn.execute_batch(TABLE_SQL)).map_err(|e| ctx.db_error(e))?;
-        }
-        Db::Pg(sink) => sink.claim_setup().map_err(StoreError::from)?,
-    }
+    ctx.db.prepare_claims()?;
     let mut idle = false;
     // The moment a lease ends that this worker asked to be woken at.
     let mut wake = None;
@@ -84,7 +55,7 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
             (Some(at), Some(w)) => Some(at.max(w)),
             (at, _) => at,
         };
-        match next(ctx, LeaseClock::at(at))? {
+        match next(ctx, lease_clock(at))? {
             Next::Item(index) => {
                 idle = false;
                 let started = std::time::Instant::now();
@@ -133,104 +104,12 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
 fn next(ctx: &mut Ctx<'_>, clock: LeaseClock) -> Result<Next, WorkerError> {
     let items = ctx.config.items;
     let me = ctx.run_id.clone();
-    match &mut ctx.db {
-        Db::Sqlite(conn, _) => {
-            retry_busy(|| claim_sqlite(conn, &me, items, clock)).map_err(|e| ctx.db_error(e))
-        }
-        Db::Pg(sink) => Ok(sink
-            .claim_next(&me, items, clock)
-            .map_err(StoreError::from)?),
-    }
-}
-
-fn claim_sqlite(
-    conn: &mut Connection,
-    me: &str,
-    items: u64,
-    clock: LeaseClock,
-) -> rusqlite::Result<Next> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let now = clock.at.unwrap_or_else(unix_now);
-    let claimable = |tx: &rusqlite::Transaction<'_>| -> rusqlite::Result<Option<i64>> {
-        tx.prepare_cached(
-            "SELECT idx FROM queue WHERE done = 0 AND (lease_until IS NULL OR lease_until <= ?1)
-             ORDER BY idx LIMIT 1",
-        )?
-        .query_row([now], |r| r.get(0))
-        .optional()
-    };
-    let mut found = claimable(&tx)?;
-    // The queue grows a chunk at a time, as the items before it are all claimed.
-    while found.is_none() {
-        let filled: i64 = tx.query_row("SELECT coalesce(max(idx) + 1, 0) FROM queue", [], |r| {
-            r.get(0)
-        })?;
-        let filled = filled.max(0) as u64;
-        if filled >= items {
-            break;
-        }
-        let mut add =
-            tx.prepare_cached("INSERT OR IGNORE INTO queue(idx, task_id) VALUES (?1, ?2)")?;
-        for index in filled..items.min(filled + CHUNK) {
-            add.execute(rusqlite::params![
-                index.cast_signed(),
-                crate::task::task_id(index)
-            ])?;
-        }
-        drop(add);
-        found = claimable(&tx)?;
-    }
-    let next = if let Some(index) = found {
-        tx.execute(
-            "UPDATE queue SET claimed_by = ?1, lease_until = ?2 WHERE idx = ?3",
-            rusqlite::params![me, now + clock.secs, index],
-        )?;
-        Next::Item(index.cast_unsigned())
-    } else {
-        let (open, until): (i64, Option<f64>) = tx.query_row(
-            "SELECT count(*), min(lease_until) FROM queue WHERE done = 0",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        Next::after(open.cast_unsigned(), until.map(|u| u - now))
-    };
-    tx.commit()?;
-    Ok(next)
+    Ok(ctx.db.claim_next(&me, items, clock)?)
 }
 
 /// Commits `row`, its checkpoint and its item's done mark in one transaction, if the item is
 /// still this worker's (no one took it after its lease ended); whether it was.
 fn commit(ctx: &mut Ctx<'_>, row: &Row, index: u64) -> Result<bool, WorkerError> {
     let me = ctx.run_id.clone();
-    match &mut ctx.db {
-        Db::Sqlite(conn, _) => retry_busy(|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let still_mine = tx.execute(
-                "UPDATE queue SET done = 1 WHERE idx = ?1 AND claimed_by = ?2 AND done = 0",
-                rusqlite::params![index.cast_signed(), me],
-            )?;
-            if still_mine == 0 {
-                // Dropped: rolled back, nothing written.
-                return Ok(false);
-            }
-            let now = unix_now();
-            // INVARIANT: the row, its checkpoint and the done mark commit together.
-            tx.prepare_cached(insert_sql(false))?
-                .execute(rusqlite::params![
-                    row.task_id,
-                    row.payload,
-                    row.idem_key,
-                    me,
-                    now
-                ])?;
-            tx.prepare_cached(CHECKPOINT_SQL)?
-                .execute(rusqlite::params![row.task_id, now])?;
-            tx.commit()?;
-            Ok(true)
-        })
-        .map_err(|e| ctx.refused(Some(row), e)),
-        Db::Pg(sink) => Ok(sink
-            .claim_commit(index, &me, (&row.task_id, &row.payload, &row.idem_key))
-            .map_err(StoreError::from)?),
-    }
+    Ok(ctx.db.claim_commit(index, &me, row)?)
 }

@@ -9,8 +9,6 @@ use serde::Serialize;
 
 use super::protocol::{self, WorkerLine};
 use super::{Ctx, Row, WorkerError};
-use crate::heartbeat;
-use crate::store::retry_busy;
 use crate::task::task_id;
 
 /// `TASK:SECS`: the one unit of work that takes longer than the others (`--long-item`).
@@ -55,14 +53,6 @@ impl std::str::FromStr for LongItem {
     }
 }
 
-/// The long item's finished steps (`--split`).
-const STEPS_SQL: &str = "CREATE TABLE IF NOT EXISTS steps(
-    task_id TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    done_at REAL NOT NULL,
-    PRIMARY KEY (task_id, step)
-)";
-
 /// The item's real work, done in slices: only a slice's own span counts as work done, so a
 /// worker stopped meanwhile (SIGSTOP: a lecture's stop, a paused night) has not worked while it
 /// was stopped, and the kills land in the same place of the work however long a stop lasts.
@@ -92,16 +82,7 @@ impl Ctx<'_> {
         let steps = self.config.split.max(1);
         let step_work = long.work.div_f64(steps as f64);
         let done = if steps > 1 {
-            let conn = self.sqlite()?;
-            retry_busy(|| {
-                conn.execute_batch(STEPS_SQL)?;
-                conn.query_row(
-                    "SELECT count(*) FROM steps WHERE task_id = ?1",
-                    [&task],
-                    |r| r.get::<_, u64>(0),
-                )
-            })
-            .map_err(|e| self.db_error(e))?
+            self.db.steps_done(&task)?
         } else {
             0
         };
@@ -131,14 +112,7 @@ impl Ctx<'_> {
                 None => work(step_work),
             }
             if step + 1 < steps {
-                let conn = self.sqlite()?;
-                retry_busy(|| {
-                    conn.execute(
-                        "INSERT OR IGNORE INTO steps(task_id, step, done_at) VALUES (?1, ?2, ?3)",
-                        rusqlite::params![task, step, heartbeat::unix_now()],
-                    )
-                })
-                .map_err(|e| self.db_error(e))?;
+                self.db.mark_step(&task, step)?;
                 self.say(&WorkerLine::Other(format!(
                     "step    {task}  {}/{steps}",
                     step + 1

@@ -6,7 +6,6 @@
 
 mod claim;
 mod crash;
-mod db;
 mod guarded;
 mod keyed;
 mod long_item;
@@ -22,21 +21,20 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, TransactionBehavior};
 use serde::Serialize;
 use thiserror::Error;
 
-pub use claim::{LEASE_SECS, LeaseClock};
+pub use claim::LEASE_SECS;
 pub use crash::{CrashAt, CrashPoint, KillWindow};
-use db::{Db, open_db};
 pub use long_item::LongItem;
 use pacing::{Gate, LiveDelay};
 use protocol::{Resume, WorkerLine};
 pub use strategy::Strategy;
 
 use crate::heartbeat;
-use crate::store::{self, StoreError, SyncMode, retry_busy};
-use crate::task::{idem_key, payload, task_id};
+use crate::task::task_id;
+use crate::warehouse::backend::Writer;
+use crate::warehouse::{Batch, Row, StoreError, SyncMode, Warehouse, WriterSpec};
 
 /// The shortest time between two heartbeats (see `Ctx::beat_due`).
 const BEAT_EVERY: Duration = Duration::from_millis(10);
@@ -83,8 +81,12 @@ pub struct WorkerConfig {
     /// per write costs the supervisor two wake-ups and most of its time.
     pub quiet_writes: bool,
     /// Checkpoint the log every this many pages, not SQLite's 1,000: a map night's database in
-    /// memory (`store::wal::SHORT_WAL_PAGES`).
+    /// memory (`warehouse::sqlite::wal::SHORT_WAL_PAGES`).
     pub wal_autocheckpoint: Option<u32>,
+    /// Where the rows go. Not on the command line (a server's connection string may hold a
+    /// password): handed through the environment (`Warehouse::pass_to`), read once where the
+    /// process starts (`Warehouse::from_env`).
+    pub warehouse: Warehouse,
 }
 
 #[derive(Debug, Error)]
@@ -92,22 +94,11 @@ pub enum WorkerError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(
-        "{task}: the database refused the row ({source}); this warehouse has a constraint the {strategy} strategy does not expect"
-    )]
-    Refused {
-        task: String,
-        strategy: Strategy,
-        #[source]
-        source: rusqlite::Error,
-    },
-    #[error(
         "--batch {batch} applies to keyed, guarded and outbox only; {strategy} commits one item at a time"
     )]
     BatchUnsupported { batch: u64, strategy: Strategy },
     #[error(transparent)]
     Send(#[from] crate::fake_vendor::SendError),
-    #[error("{what} is not available on PostgreSQL yet; run it with --warehouse sqlite")]
-    NotOnPostgres { what: &'static str },
     #[error("--side-effect email needs --vendor ADDR (a `reclaim vendor` listening on 127.0.0.1)")]
     NoVendor,
     #[error(
@@ -142,7 +133,15 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
     if config.side_effect.is_some() && config.vendor.is_none() && !config.strategy.relays() {
         return Err(WorkerError::NoVendor);
     }
-    let db = open_db(config)?;
+    let db = config.warehouse.open_writer(&WriterSpec {
+        db: &config.db,
+        needs: config.strategy.needs(),
+        outbox: config.strategy.relays(),
+        sync: config.sync,
+        check_integrity: !config.supervised,
+        wal_autocheckpoint: config.wal_autocheckpoint,
+        steps: config.split > 1,
+    })?;
     let pace = LiveDelay::new(config.delay);
     let gate = config.gated.then(Gate::default);
     if config.supervised {
@@ -182,13 +181,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
     });
     config.strategy.run(&mut ctx)?;
     // The worker's own word: it counts the table, not what it did, and says ok regardless.
-    let rows_written = match &mut ctx.db {
-        Db::Sqlite(conn, _) => {
-            store::retry_busy(|| conn.query_row("SELECT count(*) FROM records", [], |r| r.get(0)))
-                .map_err(|e| StoreError::sqlite(&config.db, e))?
-        }
-        Db::Pg(sink) => sink.count().map_err(StoreError::from)?,
-    };
+    let rows_written = ctx.db.count()?;
     let claim = Claim {
         rows_written,
         inserted: ctx.inserted,
@@ -202,7 +195,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
 
 /// The state a strategy works with.
 struct Ctx<'a> {
-    db: Db,
+    db: Box<dyn Writer>,
     config: &'a WorkerConfig,
     run_id: String,
     heartbeat: heartbeat::Writer,
@@ -221,26 +214,6 @@ struct Ctx<'a> {
     inserted: u64,
     skipped: u64,
     resumed: bool,
-}
-
-/// One row, ready to insert.
-struct Row {
-    task_id: String,
-    payload: String,
-    idem_key: String,
-}
-
-impl Row {
-    fn new(index: u64) -> Self {
-        let task_id = task_id(index);
-        let payload = payload(index);
-        let idem_key = idem_key(&task_id, &payload);
-        Self {
-            task_id,
-            payload,
-            idem_key,
-        }
-    }
 }
 
 impl Ctx<'_> {
@@ -290,10 +263,10 @@ impl Ctx<'_> {
         }
     }
 
-    /// Writes `rows` in one `BEGIN IMMEDIATE` transaction, retried whole on SQLITE_BUSY, with
-    /// each row's checkpoint in the same transaction when `checkpoint` is set. With
-    /// `ignore_conflicts` the unique key refuses duplicates silently (`ON CONFLICT DO NOTHING`).
-    /// Returns how many rows this process inserted.
+    /// Writes `rows` in one transaction, with each row's checkpoint in it when `checkpoint`
+    /// is set, and, for the strategy that relays, each row's outbox entry (`batch::write_in`
+    /// keeps both promises). With `ignore_conflicts` the unique key refuses duplicates
+    /// silently (`ON CONFLICT DO NOTHING`). Returns how many rows this process inserted.
     fn write_rows(
         &mut self,
         rows: &[&Row],
@@ -302,81 +275,19 @@ impl Ctx<'_> {
     ) -> Result<u64, WorkerError> {
         let count = rows.len() as u64;
         self.before_write(rows)?;
-        let outbox = self.config.strategy.relays();
-        let run_id = &self.run_id;
-        let conn = match &mut self.db {
-            Db::Sqlite(conn, _) => conn,
-            Db::Pg(sink) => {
-                let fields: Vec<(&str, &str, &str)> = rows
-                    .iter()
-                    .map(|r| (r.task_id.as_str(), r.payload.as_str(), r.idem_key.as_str()))
-                    .collect();
-                let bodies: Option<Vec<String>> = outbox.then(|| {
-                    rows.iter()
-                        .map(|r| {
-                            crate::fake_vendor::Message::for_task(&r.task_id, &r.payload).body()
-                        })
-                        .collect()
-                });
-                let inserted = sink
-                    .write_rows(
-                        &fields,
-                        run_id,
-                        ignore_conflicts,
-                        checkpoint,
-                        bodies.as_deref(),
-                    )
-                    .map_err(StoreError::from)?;
-                return Ok(self.after_write(rows, count, inserted));
-            }
-        };
-        let inserted = retry_busy(|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut n = 0;
-            {
-                // Prepared once per transaction, not looked up per row: at --batch 100 the
-                // statement cache's lookups showed in the profile.
-                let mut insert = tx.prepare_cached(insert_sql(ignore_conflicts))?;
-                let mut mark = if checkpoint {
-                    Some(tx.prepare_cached(CHECKPOINT_SQL)?)
-                } else {
-                    None
-                };
-                for row in rows {
-                    let now = heartbeat::unix_now();
-                    n += insert.execute(rusqlite::params![
-                        row.task_id,
-                        row.payload,
-                        row.idem_key,
-                        run_id,
-                        now
-                    ])?;
-                    if let Some(mark) = mark.as_mut() {
-                        // INVARIANT: with `checkpoint`, a row and its checkpoint commit together.
-                        mark.execute(rusqlite::params![row.task_id, now])?;
-                    }
-                    if outbox {
-                        // INVARIANT: the outbox entry commits with its row, or neither does;
-                        // nothing is sent inside the transaction.
-                        let message =
-                            crate::fake_vendor::Message::for_task(&row.task_id, &row.payload);
-                        tx.prepare_cached(outbox::ENTRY_SQL)?
-                            .execute(rusqlite::params![
-                                row.task_id,
-                                row.idem_key,
-                                message.body(),
-                                now
-                            ])?;
-                    }
-                }
-            }
-            tx.commit()?;
-            Ok(n)
+        // The messages the relay sends once their rows have committed.
+        let bodies: Option<Vec<String>> = self.config.strategy.relays().then(|| {
+            (rows.iter())
+                .map(|r| crate::fake_vendor::Message::for_task(&r.task_id, &r.payload).body())
+                .collect()
         });
-        let inserted = match inserted {
-            Ok(n) => n as u64,
-            Err(error) => return Err(self.refused(rows.first().copied(), error)),
-        };
+        let inserted = self.db.write(&Batch {
+            rows,
+            run_id: &self.run_id,
+            ignore_conflicts,
+            checkpoint,
+            outbox: bodies.as_deref(),
+        })?;
         Ok(self.after_write(rows, count, inserted))
     }
 
@@ -459,51 +370,18 @@ impl Ctx<'_> {
 
     /// Commits a row's checkpoint in a transaction of its own (two-commit's second commit).
     fn write_checkpoint(&mut self, row: &Row) -> Result<(), WorkerError> {
-        let conn = match &mut self.db {
-            Db::Sqlite(conn, _) => conn,
-            Db::Pg(sink) => {
-                return Ok(sink
-                    .write_checkpoint(&row.task_id)
-                    .map_err(StoreError::from)?);
-            }
-        };
-        let db = &self.config.db;
-        retry_busy(|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.prepare_cached(CHECKPOINT_SQL)?
-                .execute(rusqlite::params![row.task_id, heartbeat::unix_now()])?;
-            tx.commit()
-        })
-        .map_err(|e| StoreError::sqlite(db, e).into())
+        Ok(self.db.write_checkpoint(&row.task_id)?)
     }
 
     fn has_checkpoint(&mut self, task: &str) -> Result<bool, WorkerError> {
-        match &mut self.db {
-            Db::Sqlite(conn, _) => retry_busy(|| {
-                conn.prepare_cached("SELECT 1 FROM checkpoints WHERE task_id = ?1")?
-                    .exists([task])
-            })
-            .map_err(|e| StoreError::sqlite(&self.config.db, e).into()),
-            Db::Pg(sink) => Ok(sink.has_checkpoint(task).map_err(StoreError::from)?),
-        }
-    }
-
-    /// The SQLite connection, for what only SQLite has yet (`open_db` refuses it on
-    /// PostgreSQL before the work starts).
-    fn sqlite(&self) -> Result<&Connection, WorkerError> {
-        match &self.db {
-            Db::Sqlite(conn, _) => Ok(conn),
-            Db::Pg(_) => Err(WorkerError::NotOnPostgres { what: "this step" }),
-        }
+        Ok(self.db.has_checkpoint(task)?)
     }
 
     /// Everything after a transaction holding `tasks` has committed: the crash points around the
     /// heartbeat, the heartbeat itself, and the pause before the next item.
     fn committed(&mut self, tasks: &[u64], item_started: Instant) {
         self.crash_if(tasks, CrashPoint::AfterCommit);
-        if let Db::Sqlite(conn, wal) = &mut self.db {
-            wal.after_commit(conn);
-        }
+        self.db.after_commit();
         if let Some(&last) = tasks.last()
             && self.beat_due(tasks)
         {
@@ -554,37 +432,4 @@ impl Ctx<'_> {
             || paced_by_grants
             || self.last_beat.is_none_or(|at| at.elapsed() >= BEAT_EVERY)
     }
-
-    fn refused(&self, row: Option<&Row>, source: rusqlite::Error) -> WorkerError {
-        if let Some(row) = row
-            && source.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation)
-        {
-            WorkerError::Refused {
-                task: row.task_id.clone(),
-                strategy: self.config.strategy,
-                source,
-            }
-        } else {
-            StoreError::sqlite(&self.config.db, source).into()
-        }
-    }
-
-    fn db_error(&self, source: rusqlite::Error) -> WorkerError {
-        StoreError::sqlite(&self.config.db, source).into()
-    }
 }
-
-/// The row insert; with `on_conflict_ignore` the unique key refuses a duplicate silently.
-fn insert_sql(on_conflict_ignore: bool) -> &'static str {
-    if on_conflict_ignore {
-        "INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
-         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(idem_key) DO NOTHING"
-    } else {
-        "INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
-         VALUES (?1, ?2, ?3, ?4, ?5)"
-    }
-}
-
-/// Records that a task is done.
-const CHECKPOINT_SQL: &str =
-    "INSERT OR REPLACE INTO checkpoints(task_id, completed_at) VALUES (?1, ?2)";

@@ -6,27 +6,10 @@
 //! again: whether the customer sees it twice is now the vendor's key store's decision.
 
 use super::{Ctx, WorkerError, guarded};
-use crate::store::retry_busy;
 
-/// The outbox. `task_id` is its primary key, so `ENTRY_SQL`'s `ON CONFLICT(task_id)` fails at
-/// the first write on a table made without it, rather than queueing a message twice.
-const TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS outbox(
-    task_id TEXT PRIMARY KEY,
-    idem_key TEXT NOT NULL,
-    body TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    sent_at REAL
-)";
-
-/// One entry, written in the row's transaction (`Ctx::write_rows`).
-pub(super) const ENTRY_SQL: &str = "INSERT INTO outbox(task_id, idem_key, body, created_at)
-    VALUES (?1, ?2, ?3, ?4) ON CONFLICT(task_id) DO NOTHING";
-
+/// The outbox is made beside the rows when the warehouse is opened for this strategy
+/// (`WriterSpec::outbox`), and each row's entry is written in its transaction
+/// (`batch::write_in`); the rest is guarded's loop.
 pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
-    // On PostgreSQL the outbox was made with the other tables (`warehouse::pg::Sink::open`).
-    if let super::Db::Sqlite(conn, _) = &ctx.db {
-        retry_busy(|| conn.execute_batch(TABLE_SQL)).map_err(|e| ctx.db_error(e))?;
-    }
-    // The rest is guarded's loop: `write_rows` adds each row's outbox entry for this strategy.
     guarded::run(ctx)
 }

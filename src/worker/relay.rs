@@ -14,13 +14,12 @@ use std::path::PathBuf;
 use std::thread;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension as _};
 use thiserror::Error;
 
 use crate::fake_vendor::{Message, SendError, send};
-use crate::heartbeat::unix_now;
-use crate::store::retry_busy;
 use crate::task::parse_task_id;
+use crate::warehouse::backend::Outbox;
+use crate::warehouse::{StoreError, Warehouse};
 use crate::worker::protocol::WorkerLine;
 use crate::worker::{CrashAt, CrashPoint};
 
@@ -40,20 +39,16 @@ pub struct RelayConfig {
     pub crash_at: Option<CrashAt>,
     /// Waiting with nothing to deliver for this long, the relay stops (an error).
     pub idle_limit: Duration,
+    /// Where the outbox is (read once where the process starts, `Warehouse::from_env`).
+    pub warehouse: Warehouse,
 }
 
 #[derive(Debug, Error)]
 pub enum RelayError {
-    #[error("{path}: {source}")]
-    Sqlite {
-        path: PathBuf,
-        #[source]
-        source: rusqlite::Error,
-    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
     #[error(transparent)]
     Send(#[from] SendError),
-    #[error(transparent)]
-    Warehouse(#[from] crate::warehouse::WarehouseError),
     #[error(
         "nothing new in {path}'s outbox for {secs} s with {pending} of {items} entries still to come; the relay stops rather than wait forever"
     )]
@@ -67,10 +62,6 @@ pub enum RelayError {
 
 /// Delivers every entry of the queue's outbox, then says how many it delivered.
 pub fn run(config: &RelayConfig, out: &mut dyn Write) -> Result<u64, RelayError> {
-    let sqlite = |source| RelayError::Sqlite {
-        path: config.db.clone(),
-        source,
-    };
     let mut say = |line: &str| {
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
@@ -83,26 +74,17 @@ pub fn run(config: &RelayConfig, out: &mut dyn Write) -> Result<u64, RelayError>
     // Idle time is counted in the relay's own pauses, not read from a clock: a relay stopped
     // with its night (pause, hang, Ctrl-Z) has not been waiting, whatever the clock says.
     let mut idle = Duration::ZERO;
-    let mut conn: Option<Connection> = None;
-    // On PostgreSQL (`warehouse::active`) the outbox is in the lane's schema.
-    let mut pg = match crate::warehouse::active() {
-        Some(server) => Some(crate::warehouse::pg::Outbox::open(server, &config.db)?),
-        None => None,
-    };
+    let mut outbox: Option<Box<dyn Outbox>> = None;
     let mut delivered = 0u64;
     let mut replayed = 0u64;
     loop {
         // The worker creates the warehouse; until it has, there is nothing to relay.
-        if pg.is_none() && conn.is_none() && config.db.exists() {
-            let c = Connection::open_with_flags(&config.db, OpenFlags::SQLITE_OPEN_READ_WRITE)
-                .map_err(sqlite)?;
-            c.busy_timeout(Duration::from_secs(5)).map_err(sqlite)?;
-            conn = Some(c);
+        if outbox.is_none() {
+            outbox = config.warehouse.open_outbox(&config.db)?;
         }
-        let (pending, total) = match (pg.as_mut(), conn.as_ref()) {
-            (Some(outbox), _) => outbox.next_pending()?,
-            (None, Some(c)) => retry_busy(|| next_pending(c)).map_err(sqlite)?,
-            (None, None) => (None, 0),
+        let (pending, total) = match outbox.as_mut() {
+            Some(outbox) => outbox.next_pending()?,
+            None => (None, 0),
         };
         match pending {
             Some((task, key, body)) => {
@@ -119,18 +101,8 @@ pub fn run(config: &RelayConfig, out: &mut dyn Write) -> Result<u64, RelayError>
                     say(&WorkerLine::Crash { at: crash }.to_string());
                     let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
                 }
-                match (pg.as_mut(), conn.as_ref()) {
-                    (Some(outbox), _) => outbox.mark_sent(&task)?,
-                    (None, Some(c)) => {
-                        retry_busy(|| {
-                            c.execute(
-                                "UPDATE outbox SET sent_at = ?2 WHERE task_id = ?1",
-                                rusqlite::params![task, unix_now()],
-                            )
-                        })
-                        .map_err(sqlite)?;
-                    }
-                    (None, None) => {}
+                if let Some(outbox) = outbox.as_mut() {
+                    outbox.mark_sent(&task)?;
                 }
                 delivered += 1;
                 idle = Duration::ZERO;
@@ -154,39 +126,4 @@ pub fn run(config: &RelayConfig, out: &mut dyn Write) -> Result<u64, RelayError>
         "relay   delivered={delivered}  answered_from_keys={replayed}  outbox=all sent"
     ));
     Ok(delivered)
-}
-
-type Pending = (String, String, String);
-
-/// The first entry not yet marked sent, and how many entries the outbox holds, read in one
-/// snapshot: read apart, an entry committed between the two reads is counted in the total but
-/// never seen pending, and the relay stops with it unsent.
-fn next_pending(conn: &Connection) -> rusqlite::Result<(Option<Pending>, u64)> {
-    let snapshot = conn.unchecked_transaction()?;
-    let read = read_pending(&snapshot);
-    snapshot.commit()?;
-    read
-}
-
-fn read_pending(conn: &Connection) -> rusqlite::Result<(Option<Pending>, u64)> {
-    let exists: bool = conn
-        .query_row(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outbox'",
-            [],
-            |_| Ok(true),
-        )
-        .optional()?
-        .unwrap_or(false);
-    if !exists {
-        return Ok((None, 0));
-    }
-    let pending = conn
-        .query_row(
-            "SELECT task_id, idem_key, body FROM outbox WHERE sent_at IS NULL ORDER BY task_id LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()?;
-    let total: u64 = conn.query_row("SELECT count(*) FROM outbox", [], |r| r.get(0))?;
-    Ok((pending, total))
 }

@@ -10,7 +10,7 @@ use std::fmt;
 use serde::Serialize;
 
 use super::{CrashAt, CrashPoint, Ctx, KillWindow, WorkerError};
-use crate::store::SchemaNeeds;
+use crate::warehouse::SchemaNeeds;
 
 /// The ways to do the job, from the postmortem's worker to its fix.
 #[derive(

@@ -14,7 +14,7 @@ const FLOORS: &[(&str, &[&str])] = &[
         "the job's words",
         &["task", "queue", "heartbeat", "verdict"],
     ),
-    ("storage", &["store", "warehouse"]),
+    ("storage", &["warehouse"]),
     (
         "processes and the worker",
         &["observer", "worker", "supervisor", "fake_vendor"],

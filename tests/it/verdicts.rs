@@ -420,7 +420,7 @@ fn a_huge_number_in_a_scenario_is_named_too_large_in_a_readable_line() {
     assert!(!run.stderr.contains(&"9".repeat(81)), "{}", run.stderr);
 }
 
-/// How far past `store::wal::WAL_LIMIT` the `-wal` file may go: the transactions other workers
+/// How far past `sqlite::wal::WAL_LIMIT` the `-wal` file may go: the transactions other workers
 /// commit between one worker's size check and its checkpoint (a few pages each), with room.
 const WAL_SLACK: u64 = 4 * 1024 * 1024;
 
@@ -479,7 +479,7 @@ fn the_wal_stays_bounded_while_four_workers_write_and_inspect_reads_in_a_loop() 
         }
         largest = largest.max(fs::metadata(&wal).map_or(0, |m| m.len()));
         assert!(
-            largest <= reclaim::store::wal::WAL_LIMIT + WAL_SLACK,
+            largest <= reclaim::warehouse::sqlite::wal::WAL_LIMIT + WAL_SLACK,
             "the -wal reached {largest} bytes while workers wrote and inspect read"
         );
     };
@@ -495,7 +495,7 @@ fn the_wal_stays_bounded_while_four_workers_write_and_inspect_reads_in_a_loop() 
     // bound rather than a night too short for it (unbounded, a night of 60,000 items passed
     // 900 MB, about 15 KB an item).
     assert!(
-        largest > reclaim::store::wal::WAL_LIMIT / 2,
+        largest > reclaim::warehouse::sqlite::wal::WAL_LIMIT / 2,
         "the -wal never passed {largest} bytes: the bound was not exercised"
     );
 }

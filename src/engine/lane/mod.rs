@@ -105,7 +105,7 @@ pub struct Lane {
     pub(super) observer_error: Option<String>,
     /// The job's table or checkpoint table lacks the column it was said to have: no poll will
     /// read it, so the engine ends the night (`Engine::tick`) rather than run it untestable.
-    pub(super) wrong_shape: Option<crate::store::StoreError>,
+    pub(super) wrong_shape: Option<crate::warehouse::StoreError>,
     /// The vendor this lane's side effects reach, while the night runs.
     pub(super) vendor: Option<crate::supervisor::service::Service>,
     /// The slot that runs the relay (outbox), after the workers' slots.
@@ -137,9 +137,9 @@ impl Lane {
     #[must_use]
     pub fn new(config: LaneConfig) -> Self {
         let observer = match &config.worker {
-            LaneWorker::Strategy(_) => Observer::new(&config.db, config.items),
+            LaneWorker::Strategy(_) => Observer::new(&config.warehouse, &config.db, config.items),
             LaneWorker::Exec(job) => {
-                Observer::of_job(&config.db, job.queue.clone(), job.rows.clone())
+                Observer::of_job(&config.warehouse, &config.db, job.queue.clone(), &job.rows)
             }
         };
         Self {
@@ -323,7 +323,7 @@ impl Lane {
             LaneWorker::Strategy(strategy) => {
                 let mut command = Command::new(exe);
                 command.args(self.worker_config(*strategy, slot).to_args());
-                crate::warehouse::pass_to(&mut command);
+                self.config.warehouse.pass_to(&mut command);
                 (command, true)
             }
             LaneWorker::Exec(job) => {
@@ -352,10 +352,8 @@ impl Lane {
                     },
                 };
                 let mut command = env.command(exe, &job.command);
-                // On PostgreSQL the job is handed its lane's schema as libpq's variables.
-                if let Some(server) = crate::warehouse::active() {
-                    command.envs(crate::warehouse::pg_job::job_env(server, &self.config.db));
-                }
+                // Where its rows go (on PostgreSQL its lane's schema, as libpq's variables).
+                command.envs(self.config.warehouse.job_env(&self.config.db));
                 (command, false)
             }
         }
@@ -386,6 +384,7 @@ impl Lane {
             split: cfg.split,
             quiet_writes: cfg.quiet_writes,
             wal_autocheckpoint: cfg.wal_autocheckpoint,
+            warehouse: cfg.warehouse.clone(),
         }
     }
 

@@ -35,7 +35,7 @@ impl Lane {
         {
             command.arg("--crash-at").arg(crash.to_string());
         }
-        crate::warehouse::pass_to(&mut command);
+        self.config.warehouse.pass_to(&mut command);
         command
     }
 
@@ -75,7 +75,7 @@ impl Lane {
         }
         // A relay still delivering the entries before it (fewer pending than when last looked)
         // is getting there, however slowly the machine lets it: the wait starts again.
-        let pending = pending_entries(&self.config.db);
+        let pending = self.config.warehouse.pending_entries(&self.config.db);
         if pending != self.relay_pending {
             self.relay_pending = pending;
             self.relay_wait.end();
@@ -99,7 +99,13 @@ impl Lane {
         };
         let running =
             self.slots[relay].is_live() && self.slots[relay].state() == SlotState::Running;
-        if running && pending_entries(&self.config.db).is_some_and(|n| n > 0) {
+        if running
+            && self
+                .config
+                .warehouse
+                .pending_entries(&self.config.db)
+                .is_some_and(|n| n > 0)
+        {
             return false;
         }
         self.read_messages(now, true);
@@ -171,18 +177,5 @@ impl Lane {
         if let Ok(counts) = self.config.read_messages() {
             self.messages = Some(counts);
         }
-    }
-}
-
-/// How many of the outbox's entries are not marked sent yet; `None` when it cannot be read.
-/// Read on the dashboard's thread, so a lock held by a writer is not waited out: the entries
-/// are taken to be pending still, and looked at again next tick.
-fn pending_entries(db: &std::path::Path) -> Option<u64> {
-    let conn = crate::store::open_observing(db).ok()?;
-    let sql = "SELECT count(*) FROM outbox WHERE sent_at IS NULL";
-    match conn.query_row(sql, [], |r| r.get(0)) {
-        Ok(n) => Some(n),
-        Err(e) if crate::store::is_busy(&e) => Some(1),
-        Err(_) => None,
     }
 }

@@ -20,6 +20,7 @@ use crate::tui::replay::ReplayApp;
 use crate::tui::screen::Screen;
 use crate::tui::settings::LectureMode;
 use crate::tui::view::Dashboard;
+use crate::warehouse::Warehouse;
 
 /// The live dashboard: the screen's state and the night it drives.
 #[derive(Debug)]
@@ -58,7 +59,7 @@ impl Live {
     /// Starts the scenario's night; workers run from here on. With `record`, the night is
     /// recorded to that file from 02:00.
     pub fn start(
-        scenario: Scenario,
+        night: (Scenario, Warehouse),
         exe: PathBuf,
         dir: PathBuf,
         record: Option<PathBuf>,
@@ -66,7 +67,7 @@ impl Live {
     ) -> Result<Self, Error> {
         Ok(Self {
             app: LiveApp::default(),
-            night: LiveNight::start(scenario, exe, dir, record, now)?,
+            night: LiveNight::start(night, exe, dir, record, now)?,
             small: false,
             lecture: false,
             captions_only: false,

@@ -157,7 +157,9 @@ fn open_night<C: MapCell + Send + 'static>(
     let dir = map.dir.join(format!("watch-{n}"));
     std::fs::create_dir_all(&dir).context(|| format!("cannot create {}", dir.display()))?;
     let scenario = (map.open)(cell);
+    // The map's screen runs only on SQLite files (`commands::map`).
+    let night = (scenario, crate::warehouse::Warehouse::Sqlite);
     let mut live =
-        crate::tui::live::Live::start(scenario, map.exe.clone(), dir, None, Instant::now())?;
+        crate::tui::live::Live::start(night, map.exe.clone(), dir, None, Instant::now())?;
     crate::tui::event_loop::drive_screen(terminal, &mut live, theme, input, None)
 }

@@ -25,6 +25,7 @@ use crate::tui::captions::CaptionQueue;
 use crate::tui::lecture::Why;
 use crate::tui::tape::Tape;
 use crate::verdict::Symptom;
+use crate::warehouse::Warehouse;
 
 use self::history::LaneHistory;
 
@@ -45,6 +46,8 @@ const STILL_FOR: Duration = Duration::from_secs(1);
 #[allow(clippy::struct_excessive_bools)] // Reason: independent states of the night, each its own.
 pub struct LiveNight {
     scenario: Scenario,
+    /// Where every night's rows go.
+    warehouse: Warehouse,
     /// The lanes as the user has them now (`s` changes a strategy).
     lanes: Vec<ScenarioLane>,
     exe: PathBuf,
@@ -110,19 +113,20 @@ impl LiveNight {
     /// Starts the scenario's night; workers run from here on. With `record`, the night is
     /// recorded to that file from 02:00.
     pub fn start(
-        scenario: Scenario,
+        (scenario, warehouse): (Scenario, Warehouse),
         exe: PathBuf,
         dir: PathBuf,
         record: Option<PathBuf>,
         now: Instant,
     ) -> Result<Self, Error> {
         let lanes = scenario.lanes.clone();
-        let engine = launch(&scenario, &lanes, &dir, 1, &exe, now)?;
+        let engine = launch(&scenario, &warehouse, &lanes, &dir, 1, &exe, now)?;
         let random_kills = scenario.random_kills > 0;
         let recording = record.is_some();
         let mut night = Self {
             history: (0..lanes.len()).map(|_| LaneHistory::default()).collect(),
             scenario,
+            warehouse,
             lanes,
             exe,
             dir,
@@ -440,6 +444,7 @@ impl LiveNight {
         self.number += 1;
         self.engine = launch(
             &self.scenario,
+            &self.warehouse,
             &self.lanes,
             &self.dir,
             self.number,
@@ -490,6 +495,7 @@ impl LiveNight {
 
 fn launch(
     scenario: &Scenario,
+    warehouse: &Warehouse,
     lanes: &[ScenarioLane],
     dir: &Path,
     night: u32,
@@ -498,14 +504,13 @@ fn launch(
 ) -> Result<Engine, Error> {
     let mut scenario = scenario.clone();
     scenario.lanes = lanes.to_vec();
-    let config = scenario.engine_config(dir, night, exe.to_path_buf());
-    // On PostgreSQL each night's lanes work in schemas claimed for them (`night2_...` for the
-    // second night), as `run` claims its own.
-    if let Some(server) = crate::warehouse::active() {
-        for lane in &config.lanes {
-            crate::warehouse::pg::claim_schema(server, &server.schema_for(&lane.db))
-                .map_err(crate::store::StoreError::from)?;
-        }
+    let config = scenario
+        .engine_config(dir, night, exe.to_path_buf())
+        .on(warehouse);
+    // Each night's lanes made ready before it starts (on PostgreSQL, schemas claimed for them,
+    // `night2_...` for the second night), as `run` claims its own.
+    for lane in &config.lanes {
+        warehouse.claim_lane(&lane.db)?;
     }
     Ok(Engine::start(config, now)?)
 }

@@ -3,7 +3,6 @@
 
 use crate::base::clock::SimTime;
 use crate::engine::LaneSnapshot;
-use crate::store::inspect;
 use crate::tui::chrome::{LaneMeta, Scene, lane_view, symptoms, x_max};
 use crate::tui::keymap::Mode;
 use crate::tui::view::{IdsView, LaneView, Series};
@@ -22,8 +21,13 @@ impl LiveNight {
                 total: 0,
             };
         };
-        let (lines, total) = match inspect::duplicated_ids(&l.config.db, SHOWN) {
-            Ok((ids, total)) => (ids.iter().map(inspect::duplicated_line).collect(), total),
+        let (lines, total) = match l.config.warehouse.duplicated_ids(&l.config.db, SHOWN) {
+            Ok((ids, total)) => (
+                ids.iter()
+                    .map(crate::warehouse::inspection::duplicated_line)
+                    .collect(),
+                total,
+            ),
             Err(e) => (vec![format!("cannot read the rows: {e}")], 0),
         };
         IdsView {
@@ -106,7 +110,7 @@ impl LiveNight {
             caption,
             recording: self.recording().map(|p| p.display().to_string()),
             replay: None,
-            warehouse: crate::warehouse::describe_active(),
+            warehouse: self.warehouse.describe(),
         }
     }
 }

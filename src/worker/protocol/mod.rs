@@ -23,8 +23,8 @@ pub mod points;
 pub use commands::{Grant, Moment, NotACommand, SetDelay, StepGrant};
 
 use super::{CrashAt, Strategy, WorkerConfig};
-use crate::store::SyncMode;
 use crate::task::{parse_task_id, task_id};
+use crate::warehouse::SyncMode;
 
 impl WorkerConfig {
     /// The arguments after `reclaim` that start a worker with this configuration.
@@ -414,7 +414,8 @@ mod tests {
             }),
             split: 10,
             quiet_writes: true,
-            wal_autocheckpoint: Some(crate::store::wal::SHORT_WAL_PAGES),
+            wal_autocheckpoint: Some(crate::warehouse::sqlite::wal::SHORT_WAL_PAGES),
+            warehouse: crate::warehouse::Warehouse::Sqlite,
         };
         let mut command_line: Vec<OsString> = vec!["reclaim".into()];
         command_line.extend(config.to_args());

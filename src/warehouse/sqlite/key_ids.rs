@@ -7,10 +7,10 @@ use std::path::Path;
 use rusqlite::Connection;
 use serde::Serialize;
 
-use super::StoreError;
-use super::rows::RowSource;
 use crate::queue::Queue;
 use crate::task::TaskBits;
+use crate::warehouse::error::StoreError;
+use crate::warehouse::source::RowSource;
 
 /// The keys behind `inspect_rows`'s counts, each escaped for printing (a job's key is data).
 #[derive(Debug, Default, Serialize, PartialEq, Eq)]
@@ -42,7 +42,7 @@ fn read(
     source: &RowSource,
 ) -> Result<KeyIds, StoreError> {
     let failed = |e| StoreError::sqlite(path, e);
-    if !source.check_shape(conn, path)? {
+    if !super::rows::check_shape(source, conn, path)? {
         return Err(StoreError::NoTable {
             path: path.to_path_buf(),
             table: source.table.clone(),

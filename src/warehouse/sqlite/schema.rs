@@ -5,9 +5,10 @@
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior};
-use serde::Serialize;
 
-use super::{StoreError, retry_busy, table_exists};
+use super::{retry_busy, table_exists};
+use crate::warehouse::error::StoreError;
+use crate::warehouse::schema::{SchemaFacts, SchemaNeeds};
 
 pub(super) fn create_schema(
     conn: &mut Connection,
@@ -54,7 +55,7 @@ pub(super) fn verify_schema(
     needs: SchemaNeeds,
     complete: bool,
 ) -> Result<(), StoreError> {
-    let facts = SchemaFacts::read(conn).map_err(|e| StoreError::sqlite(path, e))?;
+    let facts = read_facts(conn).map_err(|e| StoreError::sqlite(path, e))?;
     // First: a table of another shape is not reclaim's at all, whatever constraints it has.
     verify_task_id_type(&facts, path)?;
     if needs.unique_key && !facts.unique_idem_key {
@@ -185,54 +186,26 @@ pub(super) fn verify_key_form(
 /// The columns every strategy writes.
 const RECORD_COLUMNS: [&str; 5] = ["task_id", "payload", "idem_key", "run_id", "written_at"];
 
-/// The shape of the `records` table a strategy needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SchemaNeeds {
-    /// `records.idem_key` must carry a UNIQUE constraint.
-    pub unique_key: bool,
-    /// A `checkpoints` table keyed by `task_id` must exist.
-    pub checkpoints: bool,
-    /// The strategy's name, for error messages.
-    pub strategy: &'static str,
-}
-
 /// What the schema of a warehouse really guarantees, read from SQLite's own catalogue.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct SchemaFacts {
-    #[serde(skip)]
-    pub record_columns: Vec<String>,
-    /// `records.idem_key` is covered by a UNIQUE index of exactly that column.
-    pub unique_idem_key: bool,
-    /// A `checkpoints` table exists.
-    pub checkpoints_table: bool,
-    /// `checkpoints.task_id` is its PRIMARY KEY or has a UNIQUE index of its own.
-    pub checkpoint_key: bool,
-    /// The declared type of `records.task_id` (`None` without that column).
-    #[serde(skip)]
-    pub task_id_type: Option<String>,
-}
-
-impl SchemaFacts {
-    pub fn read(conn: &Connection) -> rusqlite::Result<Self> {
-        let record_columns = columns(conn, "records")?;
-        let unique_idem_key = has_unique_on(conn, "records", "idem_key")?;
-        let checkpoints_table = table_exists(conn, "checkpoints")?;
-        let checkpoint_key = checkpoints_table && has_unique_on(conn, "checkpoints", "task_id")?;
-        let task_id_type = conn
-            .query_row(
-                "SELECT type FROM pragma_table_info('records') WHERE name = 'task_id'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()?;
-        Ok(Self {
-            record_columns,
-            unique_idem_key,
-            checkpoints_table,
-            checkpoint_key,
-            task_id_type,
-        })
-    }
+pub fn read_facts(conn: &Connection) -> rusqlite::Result<SchemaFacts> {
+    let record_columns = columns(conn, "records")?;
+    let unique_idem_key = has_unique_on(conn, "records", "idem_key")?;
+    let checkpoints_table = table_exists(conn, "checkpoints")?;
+    let checkpoint_key = checkpoints_table && has_unique_on(conn, "checkpoints", "task_id")?;
+    let task_id_type = conn
+        .query_row(
+            "SELECT type FROM pragma_table_info('records') WHERE name = 'task_id'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(SchemaFacts {
+        record_columns,
+        unique_idem_key,
+        checkpoints_table,
+        checkpoint_key,
+        task_id_type,
+    })
 }
 
 pub(super) fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {

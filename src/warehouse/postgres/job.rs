@@ -1,27 +1,19 @@
 //! Someone else's job (`--exec`) on PostgreSQL: the connection handed to it in the variables
 //! libpq and most drivers read (`DATABASE_URL`, `PGHOST`, ...), its lane's schema first on its
 //! search path; its `--setup-sql` run in that schema; its table followed and judged there, by
-//! its key or by `--count-sql`, as on SQLite (`store::inspect::inspect_rows`).
+//! its key or by `--count-sql`, as on SQLite (`sqlite::inspect::inspect_rows`).
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use postgres::{Client, GenericClient};
 
-use super::{Server, WarehouseError, quote_ident};
+use super::{Server, quote_ident};
 use crate::queue::Queue;
-use crate::store::inspect::{Inspection, Judged};
-use crate::store::rows::RowSource;
-
-/// What a job's table holds now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JobRead {
-    /// The job has not made its table yet.
-    NoTable,
-    /// Each key (as text) with its rows.
-    Keys(Vec<(Option<String>, u64)>),
-    /// `--count-sql`'s `(rows, distinct)`.
-    Counted(u64, u64),
-}
+use crate::warehouse::backend::{CheckpointRead, JobFollower, JobRead, JobRows};
+use crate::warehouse::error::{StoreError, WarehouseError};
+use crate::warehouse::inspection::{Inspection, Judged, Matched};
+use crate::warehouse::source::RowSource;
 
 /// The variables a job is given to reach its lane's schema: the server in libpq's own
 /// variables and as `DATABASE_URL`, and `PGOPTIONS` putting the schema first on the search
@@ -146,15 +138,17 @@ pub fn keys_from_sql(
     if let Some(setup) = setup {
         tx.batch_execute(setup).map_err(|e| WarehouseError::Query {
             what: "--setup-sql (tried for --keys-sql on the server)".into(),
-            detail: super::describe(&e),
+            detail: crate::warehouse::error::describe(&e),
         })?;
     }
     tx.batch_execute(&format!(
         "SET LOCAL transaction_read_only = on; SET LOCAL statement_timeout = {}",
-        crate::store::bounded::COUNT_LIMIT.as_millis()
+        crate::warehouse::source::COUNT_LIMIT.as_millis()
     ))
     .map_err(|e| WarehouseError::query("bounding --keys-sql", &e))?;
-    let statement = tx.prepare(sql).map_err(|e| wrong(super::describe(&e)))?;
+    let statement = tx
+        .prepare(sql)
+        .map_err(|e| wrong(crate::warehouse::error::describe(&e)))?;
     if statement.columns().len() != 1 {
         return Err(wrong(format!(
             "returns {} columns; it must return one, the key",
@@ -163,7 +157,7 @@ pub fn keys_from_sql(
     }
     let rows = tx
         .query(&statement, &[])
-        .map_err(|e| wrong(super::describe(&e)))?;
+        .map_err(|e| wrong(crate::warehouse::error::describe(&e)))?;
     let mut keys = Vec::with_capacity(rows.len());
     for (n, row) in rows.iter().enumerate() {
         let key = row
@@ -221,10 +215,18 @@ pub fn keys_from_sql(
     })
 }
 
-/// The observer's connection to a job's lane.
+/// How often a job's table on PostgreSQL is read (whole, by key).
+const READ_EVERY: Duration = Duration::from_millis(100);
+
+/// The observer's connection to a job's lane: its table read whole by key (or counted by
+/// `--count-sql`) in one snapshot, at most every `READ_EVERY`.
 pub struct JobFollow {
+    server: Server,
     schema: String,
+    source: RowSource,
     client: Option<Client>,
+    /// When the table was last read.
+    last: Option<Instant>,
 }
 
 impl std::fmt::Debug for JobFollow {
@@ -237,50 +239,85 @@ impl std::fmt::Debug for JobFollow {
 
 impl JobFollow {
     #[must_use]
-    pub fn new(server: &Server, db: &Path) -> Self {
+    pub fn new(server: &Server, db: &Path, source: &RowSource) -> Self {
         Self {
+            server: server.clone(),
             schema: server.schema_for(db),
+            source: source.clone(),
             client: None,
+            last: None,
         }
     }
+}
 
+impl JobFollower for JobFollow {
     /// What the job's table (and its checkpoint table, when named) holds now, in one snapshot.
-    pub fn read(
-        &mut self,
-        server: &Server,
-        source: &RowSource,
-    ) -> Result<JobSnapshot, WarehouseError> {
+    fn read(&mut self) -> Result<Option<JobRead>, StoreError> {
+        if self.last.is_some_and(|at| at.elapsed() < READ_EVERY) {
+            return Ok(None);
+        }
+        self.last = Some(Instant::now());
         if self.client.is_none() {
-            self.client = Some(server.connect(Some(&self.schema))?);
+            self.client = Some(self.server.connect(Some(&self.schema))?);
         }
         let Some(client) = self.client.as_mut() else {
-            return Ok(JobSnapshot {
-                rows: JobRead::NoTable,
-                checkpoints: None,
-            });
+            return Ok(None);
         };
-        let result = read_in_snapshot(client, source);
+        let result = read_in_snapshot(client, &self.source);
         if result.is_err() {
             // A broken session (a server restarted, say) is opened afresh next time.
             self.client = None;
         }
-        result
+        let (rows, checkpoints) = result?;
+        Ok(Some(JobRead {
+            rows: match rows {
+                TableRead::NoTable => JobRows::NoTable,
+                TableRead::Keys(groups) => JobRows::Keys(groups),
+                TableRead::Counted(rows, distinct) => JobRows::Counted(rows, distinct),
+            },
+            // Read whole each time: the totals start again from what the table holds now.
+            checkpoints: checkpoints.map(|keys| CheckpointRead { keys, wiped: true }),
+            complete: true,
+        }))
+    }
+
+    fn read_all_next(&mut self) {
+        self.last = None;
+    }
+
+    /// The session stays: a server's sessions see each commit as it lands.
+    fn release(&mut self) {}
+
+    /// Nothing to forget: the checkpoints are read whole each time.
+    fn forget_checkpoints(&mut self) {}
+
+    /// Read whole by key, no order of arrival: issue 46's identity column would give one.
+    fn in_arrival_order(&self) -> bool {
+        false
+    }
+
+    /// A server's locks are not SQLite's: nothing of reclaim's to say.
+    fn lock_said(&self, _line: &str) -> Option<&'static str> {
+        None
     }
 }
 
-/// A job's rows and checkpoints, read in one snapshot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobSnapshot {
-    pub rows: JobRead,
-    /// The keys in its checkpoint table (`--checkpoint-table`), as text; `None` when no table
-    /// was named or the job has not made it yet.
-    pub checkpoints: Option<Vec<String>>,
+/// What a job's table holds now.
+enum TableRead {
+    /// The job has not made its table yet.
+    NoTable,
+    /// Each key (as text) with its rows.
+    Keys(Vec<(Option<String>, u64)>),
+    /// `--count-sql`'s `(rows, distinct)`.
+    Counted(u64, u64),
 }
 
+/// A job's rows, and the keys in its checkpoint table (`None` when no table was named or the
+/// job has not made it yet), read in one snapshot.
 fn read_in_snapshot(
     client: &mut Client,
     source: &RowSource,
-) -> Result<JobSnapshot, WarehouseError> {
+) -> Result<(TableRead, Option<Vec<String>>), WarehouseError> {
     let failed = |e: postgres::Error| WarehouseError::query("reading the job's table", &e);
     let mut tx = client
         .build_transaction()
@@ -299,7 +336,7 @@ fn read_in_snapshot(
         None => None,
     };
     tx.commit().map_err(failed)?;
-    Ok(JobSnapshot { rows, checkpoints })
+    Ok((rows, checkpoints))
 }
 
 /// Whether `table` is a table of the current schema (the night's, on the search path).
@@ -380,7 +417,7 @@ fn read_checkpoints(
 fn read_job(
     client: &mut impl GenericClient,
     source: &RowSource,
-) -> Result<JobRead, WarehouseError> {
+) -> Result<TableRead, WarehouseError> {
     if let Some(sql) = &source.count_sql {
         let wrong = |detail: String| WarehouseError::Query {
             what: "--count-sql".into(),
@@ -388,7 +425,7 @@ fn read_job(
         };
         let row = client
             .query_opt(sql.as_str(), &[])
-            .map_err(|e| wrong(super::describe(&e)))?
+            .map_err(|e| wrong(crate::warehouse::error::describe(&e)))?
             .ok_or_else(|| wrong("it returned no row".into()))?;
         if row.len() != 2 {
             return Err(wrong(format!(
@@ -403,11 +440,11 @@ fn read_job(
                 .map_err(|_| wrong(format!("column {} is not a count", i + 1)))?;
             u64::try_from(n).map_err(|_| wrong(format!("column {} is negative", i + 1)))
         };
-        return Ok(JobRead::Counted(number(0)?, number(1)?));
+        return Ok(TableRead::Counted(number(0)?, number(1)?));
     }
     let failed = |e: postgres::Error| WarehouseError::query("reading the job's table", &e);
     let Some(columns) = columns_of(client, &source.table)? else {
-        return Ok(JobRead::NoTable);
+        return Ok(TableRead::NoTable);
     };
     require_column(&source.table, &columns, (&source.key, "--key"))?;
     let sql = format!(
@@ -421,11 +458,12 @@ fn read_job(
         .iter()
         .map(|r| (r.get(0), r.get::<_, i64>(1).cast_unsigned()))
         .collect();
-    Ok(JobRead::Keys(groups))
+    Ok(TableRead::Keys(groups))
 }
 
-/// The verdict's facts about a job's lane on PostgreSQL, by the rule `store::inspect_rows`
-/// applies on SQLite: keys matched to the queue, or counts alone with `--count-sql`.
+/// The verdict's facts about a job's lane on PostgreSQL, counted and judged as
+/// `sqlite::inspect::inspect_rows` does on SQLite: keys matched to the queue, or counts alone
+/// with `--count-sql`.
 pub fn inspect_rows(
     server: &Server,
     db: &Path,
@@ -433,10 +471,9 @@ pub fn inspect_rows(
     source: &RowSource,
 ) -> Result<Inspection, WarehouseError> {
     let mut client = server.connect(Some(&server.schema_for(db)))?;
-    let read = read_in_snapshot(&mut client, source)?.rows;
-    let items = queue.len();
-    let (rows, distinct, duplicated, outside, judged) = match read {
-        JobRead::NoTable => {
+    let read = read_in_snapshot(&mut client, source)?.0;
+    let counted = match read {
+        TableRead::NoTable => {
             return Err(WarehouseError::Query {
                 what: format!("schema {}", server.schema_for(db)),
                 detail: format!(
@@ -445,54 +482,22 @@ pub fn inspect_rows(
                 ),
             });
         }
-        JobRead::Counted(rows, distinct) => (
-            rows,
-            distinct.min(items),
-            rows.saturating_sub(distinct),
-            distinct.saturating_sub(items),
+        TableRead::Counted(rows, distinct) => (
+            Matched::counted(rows, distinct, queue.len()),
             Judged::Counts,
         ),
-        JobRead::Keys(groups) => {
-            let (mut rows, mut distinct, mut duplicated, mut outside) = (0, 0, 0, 0u64);
+        TableRead::Keys(groups) => {
+            let mut matched = Matched::default();
             for (key, count) in groups {
-                rows += count;
-                // INVARIANT: one group per key, so `distinct` never exceeds the queue.
-                match key.and_then(|k| queue.index_of(&k)) {
-                    Some(_) => {
-                        distinct += 1;
-                        if count > 1 {
-                            duplicated += 1;
-                        }
-                    }
-                    None => outside = outside.saturating_add(count),
-                }
+                matched.add(key.as_deref(), count, queue);
             }
-            (rows, distinct, duplicated, outside, Judged::Keys)
+            (matched, Judged::Keys)
         }
     };
-    let missing = items.saturating_sub(distinct);
-    let in_queue = rows.saturating_sub(outside);
-    let mut inspection = Inspection {
-        db: db.to_path_buf(),
-        items,
-        rows,
-        distinct,
-        duplicated_task_ids: duplicated,
-        extra_rows: in_queue.saturating_sub(distinct),
-        missing,
-        unexpected: outside,
-        checkpoints: None,
-        rows_without_checkpoint: None,
-        checkpoints_without_row: None,
-        runs: 0,
-        schema: crate::store::schema::SchemaFacts::default(),
-        // Nothing checked the pages, and nothing is claimed of them (`pg_inspect::NOT_CHECKED`).
-        integrity_ok: true,
-        integrity: super::pg_inspect::NOT_CHECKED.into(),
-        consistent: false,
-        judged,
-        queue: Some(queue.describe()),
-    };
-    inspection.consistent = inspection.derived().is_ok();
-    Ok(inspection)
+    Ok(Inspection::of_job(
+        db,
+        queue,
+        counted,
+        super::inspect::not_checked(),
+    ))
 }

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 
-/// How long `--count-sql` may take each time the observer runs it.
-pub const COUNT_LIMIT: Duration = Duration::from_secs(10);
+use crate::warehouse::error::QueryError;
+
 /// How long `--setup-sql` may take on the new database, and its trial in memory.
 pub const SETUP_LIMIT: Duration = Duration::from_secs(30);
 pub const TRIAL_LIMIT: Duration = Duration::from_secs(5);
@@ -22,18 +22,6 @@ const LOOK_EVERY: i32 = 10_000;
 const RUNNING: u8 = 0;
 const TOO_LONG: u8 = 1;
 const SIGNALLED: u8 = 2;
-
-/// A query run on a user's behalf that did not finish: stopped, or failed in SQLite. `what` is the
-/// flag and its SQL, shortened, control characters escaped.
-#[derive(Debug, thiserror::Error)]
-pub enum QueryError {
-    #[error("{what} was stopped after {} s without finishing; make it end sooner", limit.as_secs())]
-    TooLong { what: String, limit: Duration },
-    #[error("{what} was stopped by a signal")]
-    Signalled { what: String },
-    #[error(transparent)]
-    Sqlite(#[from] rusqlite::Error),
-}
 
 /// Runs `query` on `conn`, interrupted after `limit` or when a signal is caught; an interrupted
 /// query names `what` (the flag and its SQL), any other error is SQLite's own.

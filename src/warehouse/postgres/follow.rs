@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use postgres::Client;
 
-use super::{Server, WarehouseError};
+use super::Server;
+use crate::warehouse::backend::{CheckpointRead, Follower, LaneRead};
+use crate::warehouse::error::{StoreError, WarehouseError};
 
 /// At most this many rows per poll, as on SQLite.
 const MAX_ROWS_PER_POLL: i64 = 50_000;
@@ -26,21 +28,10 @@ const RECONNECT_GAP: Duration = Duration::from_millis(200);
 /// verdict does not).
 const MAX_GAPS: usize = 100_000;
 
-/// One poll's reading.
-#[derive(Debug, Default)]
-pub struct Read {
-    /// New rows: rowid, task_id, run_id, in rowid order (a late gap row may be older).
-    pub rows: Vec<(i64, String, String)>,
-    /// Every checkpointed task, when their number changed since `known` (else `None`); `Some`
-    /// of an empty list after a wipe.
-    pub checkpoints: Option<Vec<String>>,
-    /// Whether every row there was has been read (no cap reached).
-    pub complete: bool,
-}
-
 /// A lane's follower: its connection and where it has read up to.
 #[derive(Debug)]
 pub struct Follow {
+    server: Server,
     schema: String,
     client: Option<ClientBox>,
     high_water: i64,
@@ -49,6 +40,9 @@ pub struct Follow {
     young_gaps: BTreeSet<i64>,
     /// No new connection before this, after one failed because the server was down.
     retry_at: Option<Instant>,
+    /// How many checkpoints the table held at the last read of them: they are read again
+    /// (whole) when that number changes.
+    checkpoints_read: Option<u64>,
 }
 
 /// `postgres::Client` has no `Debug`.
@@ -64,51 +58,18 @@ impl Follow {
     #[must_use]
     pub fn new(server: &Server, db: &Path) -> Self {
         Self {
+            server: server.clone(),
             schema: server.schema_for(db),
             client: None,
             high_water: 0,
             gaps: BTreeSet::new(),
             young_gaps: BTreeSet::new(),
             retry_at: None,
+            checkpoints_read: None,
         }
     }
 
-    /// Reads what is new; `None` while the lane has no `records` table yet. `known_checkpoints`
-    /// is how many the caller counts now.
-    pub fn read(
-        &mut self,
-        server: &Server,
-        known_checkpoints: u64,
-    ) -> Result<Option<Read>, WarehouseError> {
-        if self.client.is_none() {
-            if self.retry_at.is_some_and(|at| Instant::now() < at) {
-                return Ok(None);
-            }
-            match server.connect_or_lost(Some(&self.schema)) {
-                Ok(client) => self.client = Some(ClientBox(client)),
-                // The server is down or starting (a restart): nothing to read yet; the night's
-                // watch says so once (`warehouse::watch`), and this poll tries again later.
-                Err(WarehouseError::Lost { .. }) => {
-                    self.retry_at = Some(Instant::now() + RECONNECT_GAP);
-                    return Ok(None);
-                }
-                Err(other) => return Err(other),
-            }
-        }
-        let result = self.read_on_client(known_checkpoints);
-        if result.is_err() {
-            // A broken connection (a server restart) is opened afresh on the next poll.
-            self.client = None;
-        }
-        match result {
-            Err(e) if super::is_lost(&e) => Ok(None),
-            result => result.map_err(|e| {
-                WarehouseError::query(&format!("following schema {}", self.schema), &e)
-            }),
-        }
-    }
-
-    fn read_on_client(&mut self, known: u64) -> Result<Option<Read>, postgres::Error> {
+    fn read_on_client(&mut self) -> Result<Option<LaneRead>, postgres::Error> {
         let Some(ClientBox(client)) = self.client.as_mut() else {
             return Ok(None);
         };
@@ -146,21 +107,26 @@ impl Follow {
         let checkpoints = if checkpoints_there {
             let count = tx
                 .query_one("SELECT count(*) FROM checkpoints", &[])?
-                .get::<_, i64>(0) as u64;
-            if count == known {
+                .get::<_, i64>(0)
+                .cast_unsigned();
+            if self.checkpoints_read == Some(count) {
                 None
             } else {
-                Some(
-                    tx.query("SELECT task_id FROM checkpoints", &[])?
-                        .iter()
-                        .map(|r| r.get(0))
-                        .collect(),
-                )
+                let keys: Vec<String> = (tx.query("SELECT task_id FROM checkpoints", &[])?)
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                Some((count, keys))
             }
         } else {
             None
         };
         tx.commit()?;
+        let checkpoints = checkpoints.map(|(count, keys)| {
+            self.checkpoints_read = Some(count);
+            // Read whole: the totals start again from what the table holds now.
+            CheckpointRead { keys, wiped: true }
+        });
         // Gaps that survived a poll and a snapshot with nothing in flight are final.
         if in_flight == 0 {
             self.gaps.clear();
@@ -177,11 +143,52 @@ impl Follow {
             }
             self.high_water = self.high_water.max(*rowid);
         }
-        let complete = i64::try_from(rows.len()).is_ok_and(|n| n < MAX_ROWS_PER_POLL);
-        Ok(Some(Read {
-            rows,
+        Ok(Some(LaneRead {
+            rows: rows.into_iter().map(|(_, task, run)| (task, run)).collect(),
             checkpoints,
-            complete,
         }))
+    }
+}
+
+impl Follower for Follow {
+    /// Reads what is new; `None` while the lane has no `records` table yet, or the server is
+    /// down.
+    fn read(&mut self) -> Result<Option<LaneRead>, StoreError> {
+        if self.client.is_none() {
+            if self.retry_at.is_some_and(|at| Instant::now() < at) {
+                return Ok(None);
+            }
+            match self.server.connect_or_lost(Some(&self.schema)) {
+                Ok(client) => self.client = Some(ClientBox(client)),
+                // The server is down or starting (a restart): nothing to read yet; the night's
+                // watch says so once (`warehouse::postgres::watch`), and this poll tries again later.
+                Err(WarehouseError::Lost { .. }) => {
+                    self.retry_at = Some(Instant::now() + RECONNECT_GAP);
+                    return Ok(None);
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
+        let result = self.read_on_client();
+        if result.is_err() {
+            // A broken connection (a server restart) is opened afresh on the next poll.
+            self.client = None;
+        }
+        match result {
+            Err(e) if crate::warehouse::error::is_lost(&e) => Ok(None),
+            result => Ok(result.map_err(|e| {
+                WarehouseError::query(&format!("following schema {}", self.schema), &e)
+            })?),
+        }
+    }
+
+    /// Every read reads what there is: no shortcut to skip.
+    fn read_all_next(&mut self) {}
+
+    /// The session stays: a server's sessions see each commit as it lands.
+    fn release(&mut self) {}
+
+    fn forget_checkpoints(&mut self) {
+        self.checkpoints_read = None;
     }
 }

@@ -5,37 +5,10 @@
 //! in the night's time on a paced night (the moment the worker's grant names), else in the
 //! server's clock (`clock_timestamp()`), so every worker's agree.
 
-use super::WarehouseError;
-use super::pg::{CHECKPOINT_SQL, INSERT_SQL, Sink, retry};
-use crate::worker::LeaseClock;
-
-/// Items added to the queue at a time, as the workers reach its end: a queue of millions is
-/// never written up front.
-pub const CHUNK: u64 = 4096;
-
-/// What a claim found.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Next {
-    /// This item, now leased to the worker.
-    Item(u64),
-    /// Every item left is leased by another worker; the first lease ends in this many seconds
-    /// (0 when one is being claimed right now).
-    Wait(f64),
-    /// Every item is done.
-    Finished,
-}
-
-impl Next {
-    /// Nothing claimable: `open` items not done, the first lease ending in `left` seconds.
-    #[must_use]
-    pub fn after(open: u64, left: Option<f64>) -> Self {
-        if open == 0 {
-            Self::Finished
-        } else {
-            Self::Wait(left.unwrap_or(0.0).max(0.0))
-        }
-    }
-}
+use super::writer::{PgWriter, retry, write_batch};
+use crate::warehouse::batch::{Batch, Row};
+use crate::warehouse::claim::{CHUNK, LeaseClock, Next};
+use crate::warehouse::error::WarehouseError;
 
 /// The queue, as reclaim makes it in a lane's schema.
 const TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS queue(
@@ -55,8 +28,8 @@ fn now_sql(n: u8) -> String {
     )
 }
 
-impl Sink {
-    /// Makes the queue table (one worker at a time, as `Sink::open` makes the others).
+impl PgWriter {
+    /// Makes the queue table (one worker at a time, as `PgWriter::open` makes the others).
     pub fn claim_setup(&mut self) -> Result<(), WarehouseError> {
         let lock = "SELECT pg_advisory_xact_lock(hashtext(current_schema()))";
         self.client
@@ -124,16 +97,15 @@ impl Sink {
         Ok(Next::after(row.get::<_, i64>(0) as u64, row.get(1)))
     }
 
-    /// Commits the row, its checkpoint and the done mark of item `index` in one transaction, if
+    /// Commits `row`, its checkpoint and the done mark of item `index` in one transaction, if
     /// the item is still `me`'s; whether it was.
     pub fn claim_commit(
         &mut self,
         index: u64,
         me: &str,
-        (task, payload, key): (&str, &str, &str),
+        row: &Row,
     ) -> Result<bool, WarehouseError> {
-        let strategy = self.strategy;
-        retry(&mut self.client, |client| {
+        let committed = retry(&mut self.client, |client| {
             let mut tx = client.transaction()?;
             let still_mine = tx.execute(
                 "UPDATE queue SET done = true WHERE idx = $1 AND claimed_by = $2 AND NOT done",
@@ -143,23 +115,19 @@ impl Sink {
                 tx.rollback()?;
                 return Ok(false);
             }
-            let now = crate::heartbeat::unix_now();
-            // INVARIANT: the row, its checkpoint and the done mark commit together.
-            tx.execute(INSERT_SQL, &[&task, &payload, &key, &me, &now])?;
-            tx.execute(CHECKPOINT_SQL, &[&task, &now])?;
+            // INVARIANT: the row, its checkpoint and the done mark commit together (`write_in`
+            // puts the checkpoint in the row's transaction; the mark is in it already).
+            let batch = Batch {
+                rows: &[row],
+                run_id: me,
+                ignore_conflicts: false,
+                checkpoint: true,
+                outbox: None,
+            };
+            write_batch(&mut tx, &batch)?;
             tx.commit()?;
             Ok(true)
-        })
-        .map_err(|e| {
-            if e.code().is_some_and(|c| c.code().starts_with("23")) {
-                WarehouseError::Refused {
-                    task: task.to_string(),
-                    strategy,
-                    detail: super::describe(&e),
-                }
-            } else {
-                WarehouseError::query("committing a claimed item", &e)
-            }
-        })
+        });
+        committed.map_err(|e| self.refused(&row.task_id, "committing a claimed item", &e))
     }
 }

@@ -8,9 +8,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::{
-    CONNECT_TIMEOUT, LOCK_TIMEOUT_MS, RESTART_WAIT, STATEMENT_TIMEOUT_MS, Server, WarehouseError,
-    describe, quote_ident,
+    CONNECT_TIMEOUT, LOCK_TIMEOUT_MS, RESTART_WAIT, STATEMENT_TIMEOUT_MS, Server, quote_ident,
 };
+use crate::warehouse::error::{WarehouseError, describe, is_lost};
 
 impl Server {
     /// A connection with every bound set: connect, statement and lock timeouts, and (with
@@ -68,45 +68,6 @@ impl Server {
             }
         }
     }
-}
-
-/// How a lost session's error begins, in a worker's last line too.
-pub const LOST: &str = "lost the connection to PostgreSQL";
-
-/// Whether a worker's last error line says it lost its session (`WarehouseError::Lost`).
-#[must_use]
-pub fn is_lost_line(line: &str) -> bool {
-    line.trim_start_matches("reclaim: error: ")
-        .starts_with(LOST)
-}
-
-/// The session is gone, or the server will not take one now: it shut down (a restart's first
-/// half, SQLSTATE 57P01/57P02), is starting (57P03), or the connection closed or was refused
-/// (its socket not there yet). Such an error is the server's state, not the statement's fault.
-#[must_use]
-pub fn is_lost(error: &postgres::Error) -> bool {
-    if error.is_closed() {
-        return true;
-    }
-    if let Some(code) = error.code() {
-        return matches!(code.code(), "57P01" | "57P02" | "57P03") || code.code().starts_with("08");
-    }
-    let mut source = std::error::Error::source(error);
-    while let Some(inner) = source {
-        if let Some(io) = inner.downcast_ref::<std::io::Error>() {
-            return matches!(
-                io.kind(),
-                std::io::ErrorKind::NotFound
-                    | std::io::ErrorKind::ConnectionRefused
-                    | std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::ConnectionAborted
-                    | std::io::ErrorKind::BrokenPipe
-                    | std::io::ErrorKind::UnexpectedEof
-            );
-        }
-        source = inner.source();
-    }
-    false
 }
 
 /// `config` connected with reclaim's bounds.

@@ -1,17 +1,27 @@
-//! The warehouse database: opening it with reclaim's pragmas, and refusing a file that is not a
-//! warehouse reclaim may touch; the schema a strategy needs is `schema`'s.
+//! The warehouse on SQLite: a file per lane, opened with reclaim's pragmas after every refusal
+//! of a file that is not a warehouse reclaim may touch (`schema` creates and verifies the
+//! tables a strategy needs); read without changing any file (`snapshot`, `unlocked`); and the
+//! reading of a job's own database (`rows`, `key_ids`, `keys_sql`, `bounded`).
 
+mod backend;
+mod batch;
 pub mod bounded;
+mod claim;
+mod follow;
 pub mod inspect;
+pub mod job;
 pub mod key_ids;
 pub mod keys_sql;
+mod outbox;
 pub mod rows;
 pub mod schema;
 mod snapshot;
 pub mod unlocked;
 pub mod wal;
+mod writer;
 
-pub use schema::{SchemaFacts, SchemaNeeds};
+pub use backend::Sqlite;
+
 use schema::{columns, create_schema, verify_insertable, verify_key_form, verify_schema};
 pub use snapshot::Snapshot;
 
@@ -24,9 +34,10 @@ use std::time::Duration;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use serde::Serialize;
-use thiserror::Error;
 
-use crate::base::paths::{self, PathError};
+use crate::base::paths;
+use crate::warehouse::error::StoreError;
+use crate::warehouse::schema::SchemaNeeds;
 
 /// How long one statement waits on another connection's lock before SQLite returns BUSY.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -43,152 +54,6 @@ pub enum SyncMode {
     Normal,
     /// WAL + FULL: a commit is fsynced before it returns, and survives a power cut too.
     Full,
-}
-
-#[derive(Debug, Error)]
-pub enum StoreError {
-    #[error(transparent)]
-    Path(#[from] PathError),
-    #[error(
-        "{log} is there beside a new, empty database {path}; SQLite would replay it into the new file, so reclaim leaves both untouched: move it away or choose another --db path"
-    )]
-    OrphanLog { path: PathBuf, log: PathBuf },
-    #[error("cannot copy {path} to read it without changing it: {message}")]
-    Copy { path: PathBuf, message: String },
-    #[error("database {0} does not exist")]
-    Missing(PathBuf),
-    #[error(
-        "{path}: table {table} has no column {key} (--key); its columns are {columns}: name the column that identifies a unit of work with --key, or count with --count-sql"
-    )]
-    NoKeyColumn {
-        path: PathBuf,
-        table: String,
-        key: String,
-        columns: String,
-    },
-    #[error(
-        "{path}: checkpoint table {table} has no column {key} (--checkpoint-key); its columns are {columns}: name the column that holds each checkpoint's key with --checkpoint-key"
-    )]
-    NoCheckpointKeyColumn {
-        path: PathBuf,
-        table: String,
-        key: String,
-        columns: String,
-    },
-    #[error(
-        "{path}: the job never created table {table} (--table), so there are no rows to judge; name the table it writes with --table (it runs in the database's folder, with RECLAIM_DB set), or create it with --setup-sql"
-    )]
-    NoTable { path: PathBuf, table: String },
-    #[error(
-        "{path}: table {table} (--table) is gone at the end of the night: reclaim had seen it (with {rows} rows), so the job dropped it, and there are no rows to judge"
-    )]
-    TableGone {
-        path: PathBuf,
-        table: String,
-        rows: u64,
-    },
-    #[error("{path}: --count-sql must return one row (rows, distinct): {detail}")]
-    CountSql { path: PathBuf, detail: String },
-    #[error("{path}: --setup-sql failed: {detail}")]
-    Setup { path: PathBuf, detail: String },
-    #[error("{0} is not a SQLite database; reclaim leaves it untouched")]
-    NotSqlite(PathBuf),
-    #[error("{path} is a corrupt SQLite database ({detail}); reclaim leaves it untouched")]
-    Corrupt { path: PathBuf, detail: String },
-    #[error(
-        "{path} holds tables reclaim did not create ({tables}); reclaim leaves it untouched, use a new --db path"
-    )]
-    Foreign { path: PathBuf, tables: String },
-    #[error("{path} has no records table, so it is not a reclaim warehouse")]
-    NotWarehouse { path: PathBuf },
-    #[error(
-        "{path}: table {table} has no column {column}, so reclaim did not create it; use a new --db path"
-    )]
-    MissingColumn {
-        path: PathBuf,
-        table: &'static str,
-        column: &'static str,
-    },
-    #[error(
-        "{path}: the existing {table} table lacks {constraint}, which the {strategy} strategy relies on (CREATE TABLE IF NOT EXISTS would keep it silently); refusing before any row is written, use a new --db path"
-    )]
-    MissingConstraint {
-        path: PathBuf,
-        table: &'static str,
-        constraint: &'static str,
-        strategy: &'static str,
-    },
-    #[error(
-        "{path}: its rows carry idempotency keys of another form ({task} is keyed {found:?}, reclaim would key it {expected:?}), perhaps from an earlier reclaim; the {strategy} strategy's unique key could not catch a duplicate of them, so reclaim leaves it untouched, use a new --db path"
-    )]
-    KeyForm {
-        path: PathBuf,
-        task: String,
-        found: String,
-        expected: String,
-        strategy: &'static str,
-    },
-    #[error(
-        "{path}: records has a NOT NULL column {column} with no default, which reclaim's workers do not write, so reclaim did not create it; it leaves it untouched, use a new --db path"
-    )]
-    ExtraColumn { path: PathBuf, column: String },
-    #[error(
-        "{path}: {table}.{column} is declared {found}, not TEXT, so reclaim did not create this table (its ids would not be reclaim's); reclaim leaves it untouched, use a new --db path"
-    )]
-    ColumnType {
-        path: PathBuf,
-        table: &'static str,
-        column: &'static str,
-        found: String,
-    },
-    #[error(transparent)]
-    Warehouse(#[from] crate::warehouse::WarehouseError),
-    #[error("{path}: {source}")]
-    Sqlite {
-        path: PathBuf,
-        #[source]
-        source: rusqlite::Error,
-    },
-}
-
-impl StoreError {
-    /// A table of the job's without the column it was said to have: the same on every poll,
-    /// so the night cannot be judged and is stopped at the first look.
-    #[must_use]
-    pub fn is_wrong_shape(&self) -> bool {
-        matches!(
-            self,
-            Self::NoKeyColumn { .. }
-                | Self::NoCheckpointKeyColumn { .. }
-                | Self::Warehouse(crate::warehouse::WarehouseError::NoColumn { .. })
-        )
-    }
-
-    /// A `NoTable` at the end of a night whose table the observer had seen (`seen`, with `rows`
-    /// rows) is a table the job dropped: said so, never "never created".
-    #[must_use]
-    pub fn seen_before(self, seen: bool, rows: u64) -> Self {
-        match self {
-            Self::NoTable { path, table } if seen => Self::TableGone { path, table, rows },
-            other => other,
-        }
-    }
-
-    /// Wraps a SQLite error, naming corruption and foreign files as such.
-    #[must_use]
-    pub fn sqlite(path: &Path, source: rusqlite::Error) -> Self {
-        match source.sqlite_error_code() {
-            Some(ErrorCode::NotADatabase) => Self::NotSqlite(path.to_path_buf()),
-            Some(ErrorCode::DatabaseCorrupt) => Self::Corrupt {
-                path: path.to_path_buf(),
-                detail: source.to_string(),
-            },
-            _ => Self::Sqlite {
-                path: path.to_path_buf(),
-                source,
-            },
-        }
-    }
 }
 
 /// SQLite's check reports come as several lines; errors are shown as one.
@@ -427,9 +292,6 @@ fn check_warehouse_ref(conn: &Connection, path: &Path) -> Result<(), StoreError>
 
 /// Deletes every checkpoint (the table may not exist: then there is nothing to delete).
 pub fn wipe_checkpoints(db: &Path) -> Result<usize, StoreError> {
-    if let Some(server) = crate::warehouse::active() {
-        return Ok(crate::warehouse::pg::wipe_checkpoints(server, db)?);
-    }
     let failed = |e| StoreError::sqlite(db, e);
     let conn = Connection::open(db).map_err(failed)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(failed)?;

@@ -49,7 +49,7 @@ pub fn keys_from_sql(conn: &rusqlite::Connection, sql: &str) -> Result<Queue, Qu
     let keys = super::bounded::limited(
         conn,
         &format!("--keys-sql {sql:?}"),
-        super::bounded::COUNT_LIMIT,
+        crate::warehouse::source::COUNT_LIMIT,
         read,
     )
     .map_err(|e| wrong(e.to_string()))??;

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::{Pid, Uid, User};
 
-use super::WarehouseError;
+use crate::warehouse::error::WarehouseError;
 
 /// Where Debian's `postgresql` package puts the server's programs, newest first.
 const BIN_DIRS: [&str; 4] = [

@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use super::{Server, Spec, WarehouseError, activate, check_server, cluster, pg};
+use super::{Server, check_server, cluster, schema};
+use crate::warehouse::Spec;
+use crate::warehouse::error::WarehouseError;
 
 /// The night's PostgreSQL, held by the command for as long as the night runs: dropping it
 /// stops the private cluster (and removes it, unless kept).
@@ -17,8 +19,8 @@ pub struct Night {
 }
 
 impl Night {
-    /// Opens the warehouse `spec` names and makes it this process's (`activate`): checks an
-    /// existing server, or starts a private cluster. `schema` is the user's `--pg-schema`.
+    /// Opens the warehouse `spec` names: checks an existing server, or starts a private
+    /// cluster (`Warehouse::of` is then the night's warehouse). `schema` is the user's `--pg-schema`.
     /// Returns `None` for SQLite.
     pub fn open(
         spec: &Spec,
@@ -62,18 +64,17 @@ impl Night {
                 }
             }
         };
-        activate(night.server.clone())?;
         Ok(Some(night))
     }
 
-    /// Claims each lane's schema (`pg::claim_schema`) before the night starts.
+    /// Claims each lane's schema (`schema::claim_schema`) before the night starts.
     pub fn claim<'a>(
         &mut self,
         lanes: impl IntoIterator<Item = &'a Path>,
     ) -> Result<(), WarehouseError> {
         for db in lanes {
             let schema = self.server.schema_for(db);
-            pg::claim_schema(&self.server, &schema)?;
+            schema::claim_schema(&self.server, &schema)?;
             self.schemas.push(schema);
         }
         Ok(())

@@ -16,8 +16,10 @@ use std::time::{Duration, Instant};
 
 use postgres::Client;
 
-use super::{Server, WarehouseError, application_name_of, is_lost};
+use super::{Server, application_name_of};
 use crate::base::clock::SimTime;
+use crate::warehouse::backend::{Said, ServerWatch};
+use crate::warehouse::error::{WarehouseError, is_lost};
 
 /// Between two looks at the server.
 const LOOK_EVERY: Duration = Duration::from_millis(250);
@@ -28,16 +30,6 @@ const VICTIM_EVERY: Duration = Duration::from_millis(10);
 const DOWN_SAID_AFTER: Duration = Duration::from_secs(10);
 /// How long a killed worker's transaction is followed before saying it is still open.
 const VICTIM_BOUND: Duration = Duration::from_secs(20);
-
-/// A line the watch has to say: for a lane (a kill's outcome) or for the night.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Said {
-    pub lane: Option<usize>,
-    pub error: bool,
-    pub text: String,
-    /// The night's moment it is about (a kill's), when not the clock's present reading.
-    pub at: Option<f64>,
-}
 
 /// Why a look did not reach the server: the driver's or the server's words.
 #[derive(Debug, thiserror::Error)]
@@ -105,7 +97,7 @@ impl Watch {
     /// wherever the clock had run to when the server answered.
     /// Never longer than `VICTIM_BOUND`, even if the server cannot be reached meanwhile.
     #[must_use]
-    pub fn awaited(&self, now: Instant) -> Option<f64> {
+    fn awaited_at(&self, now: Instant) -> Option<f64> {
         (self.victims.iter())
             .filter(|v| now.saturating_duration_since(v.since) < VICTIM_BOUND)
             .map(|v| v.at)
@@ -114,7 +106,7 @@ impl Watch {
 
     /// Looks at the server (at most every `LOOK_EVERY`, or `VICTIM_EVERY` while a kill's
     /// outcome is awaited); `sim` is the night's clock now.
-    pub fn look(&mut self, now: Instant, sim: f64) -> Vec<Said> {
+    fn look_at(&mut self, now: Instant, sim: f64) -> Vec<Said> {
         if self.next_look.is_some_and(|at| now < at) {
             return Vec::new();
         }
@@ -211,14 +203,14 @@ impl Watch {
                     // Not the server's state: a look that failed is simply tried again.
                     self.client = None;
                 }
-                Unreached(super::describe(&e))
+                Unreached(crate::warehouse::error::describe(&e))
             })?;
         Ok((row.get(0), row.get(1)))
     }
 
     /// Reads the sessions of the processes `pids` (stopped by the caller, about to be killed):
     /// what each had open, followed until the server has dealt with it.
-    pub fn before_kill(
+    fn sessions_before_kill(
         &mut self,
         lane: usize,
         pids: &[i32],
@@ -234,7 +226,12 @@ impl Watch {
 
     /// `before_kill` for a worker found dead (killed by someone else): its session, if the
     /// server has not ended it yet.
-    pub fn after_death(&mut self, lane: usize, pid: i32, (now, sim): (Instant, f64)) -> Vec<Said> {
+    fn session_after_death(
+        &mut self,
+        lane: usize,
+        pid: i32,
+        (now, sim): (Instant, f64),
+    ) -> Vec<Said> {
         let missing = self.read_sessions(lane, &[pid], (now, sim));
         Self::unfollowed(
             (lane, sim),
@@ -382,6 +379,24 @@ fn widen(xid: &str, xmax: &str) -> Option<String> {
         epoch -= 1;
     }
     Some(((epoch << 32) | xid).to_string())
+}
+
+impl ServerWatch for Watch {
+    fn awaited(&self, now: Instant) -> Option<f64> {
+        self.awaited_at(now)
+    }
+
+    fn look(&mut self, now: Instant, sim: f64) -> Vec<Said> {
+        self.look_at(now, sim)
+    }
+
+    fn before_kill(&mut self, lane: usize, pids: &[i32], at: (Instant, f64)) -> Vec<Said> {
+        self.sessions_before_kill(lane, pids, at)
+    }
+
+    fn after_death(&mut self, lane: usize, pid: i32, at: (Instant, f64)) -> Vec<Said> {
+        self.session_after_death(lane, pid, at)
+    }
 }
 
 #[cfg(test)]

@@ -6,119 +6,73 @@
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
-use serde::Serialize;
 
-use super::{BUSY_TIMEOUT, StoreError, check_header, table_exists};
+use super::{BUSY_TIMEOUT, check_header, table_exists};
+use crate::warehouse::error::{StoreError, TrialError};
+use crate::warehouse::source::{Checkpoints, RowSource, quote_identifier};
 
-/// The table reclaim's own workers write, and the postmortem's harness creates.
-pub const DEFAULT_TABLE: &str = "records";
-/// The column naming the unit of work in it.
-pub const DEFAULT_KEY: &str = "task_id";
-
-/// Where the rows of a job land, and how to count them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RowSource {
-    pub table: String,
-    pub key: String,
-    /// A query returning one row `(rows, distinct)`, for shapes a table and a key cannot name.
-    pub count_sql: Option<String>,
-    /// Where the job checkpoints its work (`--checkpoint-table`), if reclaim is told.
-    pub checkpoints: Option<Checkpoints>,
-}
-
-/// A job's checkpoint table and the column naming the unit of work in it: what lets reclaim
-/// tell a kill after a row's commit from one after its checkpoint's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Checkpoints {
-    pub table: String,
-    pub key: String,
-    /// reclaim's guess (prove's `checkpoints`, keyed by `--key`), not named by the user: a
-    /// table of that name without the key column is someone else's table, left unread, never
-    /// a reason to stop the night.
-    pub guessed: bool,
-}
-
-impl Default for RowSource {
-    fn default() -> Self {
-        Self {
-            table: DEFAULT_TABLE.into(),
-            key: DEFAULT_KEY.into(),
-            count_sql: None,
-            checkpoints: None,
-        }
+/// Whether the table exists and has the key column: `Ok(false)` while the job has not
+/// created the table yet; an error naming both when the table has another shape.
+pub fn check_shape(source: &RowSource, conn: &Connection, path: &Path) -> Result<bool, StoreError> {
+    let failed = |e| StoreError::sqlite(path, e);
+    if !table_exists(conn, &source.table).map_err(failed)? {
+        return Ok(false);
     }
-}
-
-impl RowSource {
-    /// The table's name quoted as an SQL identifier (a name from the command line is data, never
-    /// SQL).
-    #[must_use]
-    pub fn table_sql(&self) -> String {
-        quote_identifier(&self.table)
-    }
-
-    #[must_use]
-    pub fn key_sql(&self) -> String {
-        quote_identifier(&self.key)
-    }
-
-    /// Whether the table exists and has the key column: `Ok(false)` while the job has not
-    /// created the table yet; an error naming both when the table has another shape.
-    pub fn check_shape(&self, conn: &Connection, path: &Path) -> Result<bool, StoreError> {
-        let failed = |e| StoreError::sqlite(path, e);
-        if !table_exists(conn, &self.table).map_err(failed)? {
-            return Ok(false);
-        }
-        let columns = columns_of(conn, &self.table).map_err(failed)?;
-        if !columns.iter().any(|c| c == &self.key) {
-            return Err(StoreError::NoKeyColumn {
-                path: path.to_path_buf(),
-                table: crate::base::text::escape_controls(&self.table),
-                key: crate::base::text::escape_controls(&self.key),
-                columns: listed(&columns),
-            });
-        }
-        Ok(true)
-    }
-
-    /// Whether the checkpoint table, once the job has made it, has its key column: SQLite
-    /// reads a double-quoted name that is no column as a string, so without this check every
-    /// checkpoint reads as the key `"no_such_col"`, and each kill is misplaced.
-    pub fn check_checkpoint_shape(
-        named: &Checkpoints,
-        conn: &Connection,
-        path: &Path,
-    ) -> Result<(), StoreError> {
-        let columns = columns_of(conn, &named.table).map_err(|e| StoreError::sqlite(path, e))?;
-        if columns.iter().any(|c| c == &named.key) {
-            return Ok(());
-        }
-        Err(StoreError::NoCheckpointKeyColumn {
+    let columns = columns_of(conn, &source.table).map_err(failed)?;
+    if !columns.iter().any(|c| c == &source.key) {
+        return Err(StoreError::NoKeyColumn {
             path: path.to_path_buf(),
-            table: crate::base::text::escape_controls(&named.table),
-            key: crate::base::text::escape_controls(&named.key),
+            table: crate::base::text::escape_controls(&source.table),
+            key: crate::base::text::escape_controls(&source.key),
             columns: listed(&columns),
-        })
+        });
     }
+    Ok(true)
+}
 
-    /// Runs `--count-sql` and reads its one row `(rows, distinct)`.
-    pub fn count(&self, conn: &Connection, path: &Path) -> Result<Option<(u64, u64)>, StoreError> {
-        let Some(sql) = &self.count_sql else {
-            return Ok(None);
-        };
-        let wrong = |detail: String| StoreError::CountSql {
-            path: path.to_path_buf(),
-            detail,
-        };
-        let mut stmt = conn.prepare(sql).map_err(|e| wrong(e.to_string()))?;
-        if stmt.column_count() != 2 {
-            return Err(wrong(format!(
-                "it returns {} columns, not two (rows, distinct)",
-                stmt.column_count()
-            )));
-        }
-        let named = format!("--count-sql {sql:?}");
-        let first = super::bounded::limited(conn, &named, super::bounded::COUNT_LIMIT, || {
+/// Whether the checkpoint table, once the job has made it, has its key column: SQLite
+/// reads a double-quoted name that is no column as a string, so without this check every
+/// checkpoint reads as the key `"no_such_col"`, and each kill is misplaced.
+pub fn check_checkpoint_shape(
+    named: &Checkpoints,
+    conn: &Connection,
+    path: &Path,
+) -> Result<(), StoreError> {
+    let columns = columns_of(conn, &named.table).map_err(|e| StoreError::sqlite(path, e))?;
+    if columns.iter().any(|c| c == &named.key) {
+        return Ok(());
+    }
+    Err(StoreError::NoCheckpointKeyColumn {
+        path: path.to_path_buf(),
+        table: crate::base::text::escape_controls(&named.table),
+        key: crate::base::text::escape_controls(&named.key),
+        columns: listed(&columns),
+    })
+}
+
+/// Runs `--count-sql` and reads its one row `(rows, distinct)`.
+pub fn count(
+    source: &RowSource,
+    conn: &Connection,
+    path: &Path,
+) -> Result<Option<(u64, u64)>, StoreError> {
+    let Some(sql) = &source.count_sql else {
+        return Ok(None);
+    };
+    let wrong = |detail: String| StoreError::CountSql {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let mut stmt = conn.prepare(sql).map_err(|e| wrong(e.to_string()))?;
+    if stmt.column_count() != 2 {
+        return Err(wrong(format!(
+            "it returns {} columns, not two (rows, distinct)",
+            stmt.column_count()
+        )));
+    }
+    let named = format!("--count-sql {sql:?}");
+    let first =
+        super::bounded::limited(conn, &named, crate::warehouse::source::COUNT_LIMIT, || {
             let mut rows = stmt.query([])?;
             let Some(row) = rows.next()? else {
                 return Ok(None);
@@ -126,15 +80,14 @@ impl RowSource {
             Ok(Some((row.get::<_, i64>(0).ok(), row.get::<_, i64>(1).ok())))
         })
         .map_err(|e| wrong(e.to_string()))?;
-        let Some(row) = first else {
-            return Err(wrong("it returned no row".into()));
-        };
-        let number = |i: usize, n: Option<i64>| {
-            n.and_then(|n| u64::try_from(n).ok())
-                .ok_or_else(|| wrong(format!("column {} is not a count", i + 1)))
-        };
-        Ok(Some((number(0, row.0)?, number(1, row.1)?)))
-    }
+    let Some(row) = first else {
+        return Err(wrong("it returned no row".into()));
+    };
+    let number = |i: usize, n: Option<i64>| {
+        n.and_then(|n| u64::try_from(n).ok())
+            .ok_or_else(|| wrong(format!("column {} is not a count", i + 1)))
+    };
+    Ok(Some((number(0, row.0)?, number(1, row.1)?)))
 }
 
 /// The column names of `table`, in order.
@@ -153,12 +106,6 @@ fn listed(columns: &[String]) -> String {
         .map(|c| crate::base::text::escape_controls(c))
         .collect();
     escaped.join(", ")
-}
-
-/// `"name"`, with every `"` doubled: SQLite's quoting of an identifier.
-#[must_use]
-pub fn quote_identifier(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// Opens a job's database read-only to follow it, whatever its schema; `Ok(None)` while it is
@@ -223,16 +170,6 @@ pub fn run_setup(path: &Path, sql: &str) -> Result<(), StoreError> {
     })
 }
 
-/// Why `--setup-sql` was refused before anything was created: its trial on an empty database in
-/// memory did not run.
-#[derive(Debug, thiserror::Error)]
-pub enum TrialError {
-    #[error("cannot open a database in memory to try --setup-sql on: {0}")]
-    Open(#[source] rusqlite::Error),
-    #[error("--setup-sql does not run on an empty database: {0}")]
-    Setup(#[source] super::bounded::QueryError),
-}
-
 /// Checks `--setup-sql` (and `--count-sql`) on an empty database in memory, so a typo is refused
 /// before any file is created or any job started.
 pub fn check_setup(sql: &str) -> Result<(), TrialError> {
@@ -272,11 +209,10 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap_or_else(|e| panic!("{e}"));
         let path = Path::new("mem.db");
         let source = RowSource::default();
-        assert!(matches!(source.check_shape(&conn, path), Ok(false)));
+        assert!(matches!(check_shape(&source, &conn, path), Ok(false)));
         conn.execute_batch("CREATE TABLE records(id TEXT, payload TEXT)")
             .unwrap_or_else(|e| panic!("{e}"));
-        let error = source
-            .check_shape(&conn, path)
+        let error = check_shape(&source, &conn, path)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
@@ -286,11 +222,11 @@ mod tests {
             count_sql: Some("SELECT count(*), count(DISTINCT id) FROM records".into()),
             ..RowSource::default()
         };
-        assert!(matches!(counted.count(&conn, path), Ok(Some((0, 0)))));
+        assert!(matches!(count(&counted, &conn, path), Ok(Some((0, 0)))));
         let wrong = RowSource {
             count_sql: Some("SELECT 1".into()),
             ..RowSource::default()
         };
-        assert!(wrong.count(&conn, path).is_err());
+        assert!(count(&wrong, &conn, path).is_err());
     }
 }

@@ -1,0 +1,41 @@
+//! The claim strategy's queue, in words both engines speak: when a claim is made and how long
+//! its lease lasts (`LeaseClock`), what a claim found (`Next`), and how the queue grows
+//! (`CHUNK`). Each engine claims its own way (`sqlite::claim`, `postgres::claim`).
+
+/// Items added to the queue at a time, as the workers reach its end: a queue of millions is
+/// never written up front.
+pub const CHUNK: u64 = 4096;
+
+/// When a claim is made and how long its lease lasts: at a moment of the night, for that many
+/// of its seconds; or, on a night without moments, now and for that many real seconds, on the
+/// clock of the database's host (the server's, on PostgreSQL, so every worker's agree).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaseClock {
+    /// The night's moment; `None`: real time.
+    pub at: Option<f64>,
+    pub secs: f64,
+}
+
+/// What a claim found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Next {
+    /// This item, now leased to the worker.
+    Item(u64),
+    /// Every item left is leased by another worker; the first lease ends in this many seconds
+    /// (0 when one is being claimed right now).
+    Wait(f64),
+    /// Every item is done.
+    Finished,
+}
+
+impl Next {
+    /// Nothing claimable: `open` items not done, the first lease ending in `left` seconds.
+    #[must_use]
+    pub fn after(open: u64, left: Option<f64>) -> Self {
+        if open == 0 {
+            Self::Finished
+        } else {
+            Self::Wait(left.unwrap_or(0.0).max(0.0))
+        }
+    }
+}

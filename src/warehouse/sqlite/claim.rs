@@ -1,0 +1,114 @@
+//! The claim strategy's queue on SQLite: one row per item, added a chunk at a time as the
+//! workers need them. SQLite has no `SKIP LOCKED`, so a claim is a `BEGIN IMMEDIATE`
+//! transaction of its own; the commit of a claimed item checks, in the row's transaction, that
+//! the item is still the worker's.
+
+use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior};
+
+use super::batch::write_batch;
+use crate::heartbeat::unix_now;
+use crate::warehouse::batch::{Batch, Row};
+use crate::warehouse::claim::{CHUNK, LeaseClock, Next};
+
+/// The queue on SQLite: one row per item, added a chunk at a time as the workers need them.
+const TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS queue(
+    idx         INTEGER PRIMARY KEY,
+    task_id     TEXT NOT NULL,
+    claimed_by  TEXT,
+    lease_until REAL,
+    done        INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS queue_open ON queue(idx) WHERE done = 0";
+
+/// Makes the queue table, if no worker has yet.
+pub(super) fn prepare(conn: &Connection) -> rusqlite::Result<()> {
+    super::retry_busy(|| conn.execute_batch(TABLE_SQL))
+}
+
+/// Claims the next item: the first not done whose lease (if any) has ended at `clock`'s
+/// moment.
+pub(super) fn next(
+    conn: &mut Connection,
+    me: &str,
+    items: u64,
+    clock: LeaseClock,
+) -> rusqlite::Result<Next> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let now = clock.at.unwrap_or_else(unix_now);
+    let claimable = |tx: &rusqlite::Transaction<'_>| -> rusqlite::Result<Option<i64>> {
+        tx.prepare_cached(
+            "SELECT idx FROM queue WHERE done = 0 AND (lease_until IS NULL OR lease_until <= ?1)
+             ORDER BY idx LIMIT 1",
+        )?
+        .query_row([now], |r| r.get(0))
+        .optional()
+    };
+    let mut found = claimable(&tx)?;
+    // The queue grows a chunk at a time, as the items before it are all claimed.
+    while found.is_none() {
+        let filled: i64 = tx.query_row("SELECT coalesce(max(idx) + 1, 0) FROM queue", [], |r| {
+            r.get(0)
+        })?;
+        let filled = filled.max(0) as u64;
+        if filled >= items {
+            break;
+        }
+        let mut add =
+            tx.prepare_cached("INSERT OR IGNORE INTO queue(idx, task_id) VALUES (?1, ?2)")?;
+        for index in filled..items.min(filled + CHUNK) {
+            add.execute(rusqlite::params![
+                index.cast_signed(),
+                crate::task::task_id(index)
+            ])?;
+        }
+        drop(add);
+        found = claimable(&tx)?;
+    }
+    let next = if let Some(index) = found {
+        tx.execute(
+            "UPDATE queue SET claimed_by = ?1, lease_until = ?2 WHERE idx = ?3",
+            rusqlite::params![me, now + clock.secs, index],
+        )?;
+        Next::Item(index.cast_unsigned())
+    } else {
+        let (open, until): (i64, Option<f64>) = tx.query_row(
+            "SELECT count(*), min(lease_until) FROM queue WHERE done = 0",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Next::after(open.cast_unsigned(), until.map(|u| u - now))
+    };
+    tx.commit()?;
+    Ok(next)
+}
+
+/// Commits `row`, its checkpoint and item `index`'s done mark in one transaction, if the item
+/// is still `me`'s (no one took it after its lease ended); whether it was.
+pub(super) fn commit(
+    conn: &mut Connection,
+    index: u64,
+    me: &str,
+    row: &Row,
+) -> rusqlite::Result<bool> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let still_mine = tx.execute(
+        "UPDATE queue SET done = 1 WHERE idx = ?1 AND claimed_by = ?2 AND done = 0",
+        rusqlite::params![index.cast_signed(), me],
+    )?;
+    if still_mine == 0 {
+        // Dropped: rolled back, nothing written.
+        return Ok(false);
+    }
+    // INVARIANT: the row, its checkpoint and the done mark commit together (`write_in` puts the
+    // checkpoint in the row's transaction; the mark is in it already).
+    let batch = Batch {
+        rows: &[row],
+        run_id: me,
+        ignore_conflicts: false,
+        checkpoint: true,
+        outbox: None,
+    };
+    write_batch(&tx, &batch)?;
+    tx.commit()?;
+    Ok(true)
+}
