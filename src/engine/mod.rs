@@ -34,7 +34,7 @@ pub use self::config::{
 pub use self::deadline::{DEFAULT_PROGRESS_DEADLINE, Progress, ProgressWatch};
 pub use self::landings::RowsLandings;
 use self::lane::Note;
-pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind, claimed_rows};
+pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
 pub use self::pace::{Attempt, Pace};
 pub use self::timeline::{
     DIED_ON_ITS_OWN, Entry, HUNG, InOrder, Kind, Mark, RESUMED, Source, StopWhen, Tone,
@@ -47,6 +47,7 @@ use crate::base::clock::SimClock;
 use crate::store::StoreError;
 use crate::supervisor::slot::{Output, RestartPolicy, SlotState};
 use crate::worker::protocol::Grant;
+pub use crate::worker::protocol::claimed_rows;
 
 /// How far ahead of the clock a worker may be granted writes (see `Engine::grant_until`): one
 /// and a half of the driver's ticks (as measured), within these bounds of real time.

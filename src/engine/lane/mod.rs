@@ -547,12 +547,5 @@ impl Lane {
     }
 }
 
-/// `rows_written=N` in an external worker's last line, as the postmortem's worker claimed it.
-#[must_use]
-pub fn claimed_rows(line: &str) -> Option<u64> {
-    line.split_whitespace()
-        .find_map(|word| word.strip_prefix("rows_written=")?.parse().ok())
-}
-
 /// How often the rows of a lane that has finished are read again.
 const SETTLED_POLL: Duration = Duration::from_secs(1);

@@ -48,6 +48,21 @@ pub(super) fn kind_of(line: &WorkerLine) -> Kind {
         WorkerLine::Wait { .. }
         | WorkerLine::Wrote { .. }
         | WorkerLine::Wake { .. }
+        | WorkerLine::Work { .. }
+        | WorkerLine::Step(_)
+        | WorkerLine::Idle { .. }
+        | WorkerLine::Lost { .. }
+        | WorkerLine::Relay(_)
+        | WorkerLine::Point(_)
         | WorkerLine::Other(_) => Kind::Log,
+    }
+}
+
+/// What the timeline shows of a line a worker printed: after a kind the timeline names
+/// (`start`, `resume`, `crash`, `done`), its fields; any other line whole, as it was printed.
+pub(super) fn text_of(line: &WorkerLine) -> String {
+    match kind_of(line) {
+        Kind::Log => line.to_string(),
+        _ => line.fields(),
     }
 }

@@ -7,11 +7,11 @@ use crate::engine::window::KillWindow;
 use crate::heartbeat;
 use crate::supervisor::slot::{Exit, RestartPolicy};
 use crate::task::task_id;
-use crate::worker::protocol::WorkerLine;
+use crate::worker::protocol::{Step, WorkerLine, claimed_rows};
 use std::time::Instant;
 
-use super::note::kind_of;
-use super::{CLAIM_CHARS, ClaimedDone, Lane, Note, claimed_rows};
+use super::note::{kind_of, text_of};
+use super::{CLAIM_CHARS, ClaimedDone, Lane, Note};
 
 /// How many times in a row an external job may die on its own with no new row between before
 /// the supervisor gives up on it: restarting a job that fails at once up to the restart limit
@@ -129,12 +129,13 @@ impl Lane {
         line: Option<String>,
         (clock, scale): (f64, f64),
     ) -> (Option<Note>, Option<(u64, f64)>) {
+        let said = line.as_deref().filter(|_| !stderr).map(|l| self.read(l));
         // The relay's planned crash is stamped with its moment (`relay_crash_moment`), even when
         // heard before the clock got there: the stop and the kill land on one second.
         let relay_moment = (self.relay_slot == Some(slot))
             .then(|| self.relay_crash_moment())
             .flatten()
-            .filter(|_| line.as_deref().is_some_and(|l| l.starts_with("crash ")));
+            .filter(|_| matches!(said, Some(WorkerLine::Crash { .. })));
         self.slots[slot].heard(attempt, stderr, line.as_deref());
         let current = attempt == self.slots[slot].attempt();
         if current {
@@ -151,7 +152,7 @@ impl Lane {
             mark: None,
             at,
         };
-        if stderr {
+        let Some(said) = said else {
             // A job's error naming a lock: whether reclaim's reads could have held it is said
             // beside it, in reclaim's words.
             let line = match self.observer.lock_said(&line) {
@@ -159,17 +160,14 @@ impl Lane {
                 None => line,
             };
             return (Some(worker(Kind::Stderr, line)), None);
-        }
-        // Someone else's program speaks no protocol but its crash points: those are counted
-        // (and the planned one carried out), never shown as its words nor taken as its claim.
+        };
+        // Someone else's crash points are counted (and the planned one carried out), never shown
+        // as its words nor taken as its claim.
         if let Some(job) = self.config.worker.job()
-            && let Some(point) = crate::worker::protocol::points::parse(&line)
+            && let WorkerLine::Point(point) = &said
         {
             let first = self.slots[slot].attempt() == 1 && current;
-            if self
-                .points
-                .heard(slot, &point, job.crash_at.as_ref(), first)
-            {
+            if self.points.heard(slot, point, job.crash_at.as_ref(), first) {
                 let text = format!(
                     "{}  crash point {} reached: the host kills the job there",
                     crate::base::text::escape_controls(&point.key),
@@ -181,17 +179,13 @@ impl Lane {
         }
         // Every other line is its own, and the last one is its claim, shown beside what the
         // rows say.
-        let said = if self.config.worker.job().is_some() {
+        if self.config.worker.job().is_some() {
             let claim: String = line.chars().take(CLAIM_CHARS).collect();
             self.claimed = Some(ClaimedDone {
                 rows_written: claimed_rows(&claim).unwrap_or(0),
                 status: claim,
             });
-            WorkerLine::Other(line)
-        } else {
-            let Ok(said) = line.parse::<WorkerLine>();
-            said
-        };
+        }
         match &said {
             WorkerLine::Done { rows_written, .. } => {
                 self.claimed = Some(ClaimedDone {
@@ -209,30 +203,25 @@ impl Lane {
                 return (None, None);
             }
             WorkerLine::Wrote { writes, last } if current => {
-                let a = &mut self.attempts[slot];
-                a.worked(*writes);
-                a.writes = *writes;
-                a.last_task = Some(*last);
-                let at = a.now();
-                if self.last_write_sim.is_none_or(|w| at >= w) {
-                    self.last_write_task = Some(crate::task::task_id(*last));
-                }
-                self.last_write_sim = Some(self.last_write_sim.map_or(at, |w| w.max(at)));
-                return (None, Some((*last, a.now())));
+                return (None, Some(self.wrote(slot, *writes, *last)));
             }
             WorkerLine::Wait { .. } | WorkerLine::Wrote { .. } | WorkerLine::Wake { .. } => {
                 return (None, None);
             }
-            WorkerLine::Other(text) if current => {
-                if let Some(moment) = self.long_item_said(slot, text, scale) {
-                    let mut note = worker(kind_of(&said), said.fields());
-                    note.at = Some(moment);
-                    return (Some(note), None);
-                }
+            WorkerLine::Work { left_ms, .. } if current => {
+                self.long_item_begins(slot, *left_ms, scale);
+            }
+            WorkerLine::Step(Step::Done { .. }) if current && self.attempts[slot].working() => {
+                // A step finished is stamped with its own moment rather than the clock's
+                // reading when it was heard.
+                self.attempts[slot].stepped();
+                let mut note = worker(kind_of(&said), text_of(&said));
+                note.at = Some(self.attempts[slot].now());
+                return (Some(note), None);
             }
             _ => {}
         }
-        let mut text = said.fields();
+        let mut text = text_of(&said);
         if self.config.workers > 1 {
             text = format!("{text}  w={}", slot + 1);
         }
@@ -549,38 +538,49 @@ impl Lane {
 }
 
 impl Lane {
-    /// A line of the long item's work from `slot`'s current attempt: `work` puts the work on
-    /// the schedule; a step finished returns its own moment, to stamp it with rather than the
-    /// clock's reading when it was heard.
-    fn long_item_said(&mut self, slot: usize, text: &str, scale: f64) -> Option<f64> {
-        let attempt = &self.attempts[slot];
-        let first = text.split_whitespace().next();
-        if first == Some(crate::worker::protocol::WORK) && self.on_schedule(slot) && attempt.paced()
-        {
-            if let Some((span, steps)) = self.work_of(text, scale) {
-                self.attempts[slot].begin_work(span, steps);
-            }
-            return None;
+    /// A line a worker printed on stdout, in the protocol's words: someone else's program speaks
+    /// none but its crash points.
+    fn read(&self, line: &str) -> WorkerLine {
+        if self.config.worker.job().is_some() {
+            return WorkerLine::of_job(line);
         }
-        if first == Some("step") && !text.contains("resumes at") && attempt.working() {
-            self.attempts[slot].stepped();
-            return Some(self.attempts[slot].now());
-        }
-        None
+        let Ok(said) = line.parse::<WorkerLine>();
+        said
     }
 
-    /// The long item's work a `work    task-030  1.400 s` line announces, on the schedule:
-    /// its span in sim seconds (`scale` sim seconds a real one) and its steps left (`--split`:
-    /// the work left over a step's share of it).
-    fn work_of(&self, text: &str, scale: f64) -> Option<(f64, u64)> {
-        let long = self.config.long_item?;
-        let secs: f64 = text.split_whitespace().nth(2)?.parse().ok()?;
+    /// `slot`'s current attempt committed its `writes`th item, the last of them `last`: its
+    /// schedule moves on, and the write is the newest heard if none later was. Returns the
+    /// task and the write's moment.
+    fn wrote(&mut self, slot: usize, writes: u64, last: u64) -> (u64, f64) {
+        let a = &mut self.attempts[slot];
+        a.worked(writes);
+        a.writes = writes;
+        a.last_task = Some(last);
+        let at = a.now();
+        if self.last_write_sim.is_none_or(|w| at >= w) {
+            self.last_write_task = Some(crate::task::task_id(last));
+        }
+        self.last_write_sim = Some(self.last_write_sim.map_or(at, |w| w.max(at)));
+        (last, at)
+    }
+
+    /// The long item's work begins in `slot`'s current attempt (its `work` line), `left_ms` of
+    /// it: on the schedule, its span in sim seconds (`scale` sim seconds a real one) and its
+    /// steps left (`--split`: the work left over a step's share of it).
+    fn long_item_begins(&mut self, slot: usize, left_ms: u64, scale: f64) {
+        let Some(long) = self.config.long_item else {
+            return;
+        };
+        if !self.on_schedule(slot) || !self.attempts[slot].paced() {
+            return;
+        }
+        let secs = left_ms as f64 / 1000.0;
         let step = long.work.as_secs_f64() / self.config.split.max(1) as f64;
         let steps = if step > 0.0 {
             ((secs / step).round() as u64).max(1)
         } else {
             1
         };
-        Some((secs * scale, steps))
+        self.attempts[slot].begin_work(secs * scale, steps);
     }
 }
