@@ -42,7 +42,7 @@ fn snapshot(rows: u64) -> BenchResult<LaneSnapshot> {
 fn night() -> BenchResult<Recording> {
     let lane = |name: &str| LaneInfo {
         name: name.into(),
-        strategy: name.into(),
+        strategy: name.to_string().into(),
         items: 200_000,
         db: format!("/tmp/{name}.db").into(),
     };

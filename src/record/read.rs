@@ -426,7 +426,7 @@ mod tests {
             dead_man: 300.0,
             lanes: vec![crate::record::LaneInfo {
                 name: "naive".into(),
-                strategy: "naive".into(),
+                strategy: crate::record::WorkerKind::Strategy(crate::worker::Strategy::Naive),
                 items: 10,
                 db: "w.db".into(),
             }],
