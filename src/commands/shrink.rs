@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::base::exit::{DATA_WRONG, OK};
 use crate::cli::ShrinkArgs;
-use crate::engine::Kind;
+use crate::engine::{Committed, Kind};
 use crate::error::{Context as _, Error};
 use crate::harness::pool::{self, Pool};
 use crate::map::{Cell, Kill, PlannedNight, Runner};
@@ -126,7 +126,10 @@ fn the_wrong_lane(recording: &Recording, file: &Path) -> Result<Wrong, Error> {
     let mut kills = Vec::new();
     for event in recording.events.iter().filter(|e| e.lane == Some(lane)) {
         if event.kind == Kind::Item {
-            last_task = crate::record::committed_task(&event.text);
+            last_task = match event.last_committed() {
+                Some(Committed::Task(task)) => task,
+                Some(Committed::Key(_)) | None => None,
+            };
         }
         if event.mark == Some(crate::engine::Mark::Kill) {
             kills.push(last_task);

@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+mod kills;
+mod legacy;
 mod read;
 
-pub(crate) use self::read::committed_task;
 pub use self::read::{Recording, RecordingError};
-use crate::engine::{Engine, Entry, Kind, LaneSnapshot, Mark, Source};
+use crate::engine::{Committed, Engine, Entry, Kind, LaneSnapshot, Mark, Source};
 use crate::scenario::Caption;
 use crate::store::inspect::Inspection;
 use crate::verdict::Status;
@@ -135,6 +136,10 @@ pub struct Event {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mark: Option<Mark>,
+    /// On an `item` event, what had committed when the worker died; absent on a recording made
+    /// before it was recorded (see `last_committed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub committed: Option<Committed>,
 }
 
 impl Event {
@@ -148,7 +153,18 @@ impl Event {
             kind: entry.kind,
             text: entry.text.clone(),
             mark: entry.mark,
+            committed: entry.committed.clone(),
         }
+    }
+
+    /// What had committed when the worker died, on an `item` event: the recorded fact, or, in a
+    /// recording made before the fact was recorded, what the event's words say (`legacy`).
+    #[must_use]
+    pub fn last_committed(&self) -> Option<Committed> {
+        if self.kind != Kind::Item {
+            return None;
+        }
+        (self.committed.clone()).or_else(|| legacy::committed(&self.text))
     }
 
     /// The line as the timeline shows it.

@@ -1,7 +1,7 @@
 //! A line for the timeline as a lane reports it (`Note`): its source, kind, text, chart mark and
 //! moment; and the kind of a line a worker printed.
 
-use super::super::timeline::{Kind, Mark, Source};
+use super::super::timeline::{Committed, Kind, Mark, Source};
 use crate::worker::protocol::WorkerLine;
 
 /// A line for the timeline, as a lane reports it: where it comes from, its kind, its text, and
@@ -14,6 +14,8 @@ pub(in crate::engine) struct Note {
     pub mark: Option<Mark>,
     /// Its moment on the night's clock; `None`: the clock's present reading.
     pub at: Option<f64>,
+    /// An `item` line's fact, beside its words (`Entry::committed`).
+    pub committed: Option<Committed>,
 }
 
 impl Note {
@@ -24,6 +26,19 @@ impl Note {
             text,
             mark: None,
             at: None,
+            committed: None,
+        }
+    }
+
+    /// The item in flight when a worker died, and what had committed.
+    pub(super) fn item(text: String, committed: Committed) -> Self {
+        Self {
+            source: Source::Worker,
+            kind: Kind::Item,
+            text,
+            mark: None,
+            at: None,
+            committed: Some(committed),
         }
     }
 

@@ -2,7 +2,7 @@
 //! named), their exits, the host's kills and where they landed, and the restarts that are due,
 //! each as notes for the timeline.
 
-use crate::engine::timeline::{Kind, Mark, Source};
+use crate::engine::timeline::{Committed, Kind, Mark, Source};
 use crate::engine::window::KillWindow;
 use crate::heartbeat;
 use crate::supervisor::slot::{Exit, RestartPolicy};
@@ -151,6 +151,7 @@ impl Lane {
             text,
             mark: None,
             at,
+            committed: None,
         };
         let Some(said) = said else {
             // A job's error naming a lock: whether reclaim's reads could have held it is said
@@ -253,18 +254,13 @@ impl Lane {
                     text,
                     mark: None,
                     at: Some(sim),
+                    committed: None,
                 }];
                 // A planned crash the job finished without: said on the timeline (the dashboard
                 // has no report to say it in), never left to pass for a night that held.
                 let plan = self.config.worker.job().and_then(|j| j.crash_at.as_ref());
                 if let Some(text) = plan.and_then(|plan| self.points.not_fired(plan)) {
-                    notes.push(Note {
-                        source: Source::Runner,
-                        kind: Kind::Notice,
-                        text,
-                        mark: None,
-                        at: Some(sim),
-                    });
+                    notes.push(Note::runner(Kind::Notice, text).at(sim));
                 }
                 notes
             }
@@ -410,13 +406,10 @@ impl Lane {
                     None => "no row committed before the kill".to_string(),
                 }
             };
-            return Note {
-                source: Source::Worker,
-                kind: Kind::Item,
-                text,
-                mark: None,
-                at: None,
-            };
+            let newest = (job.rows.count_sql.is_none())
+                .then(|| self.observer.last_key.clone())
+                .flatten();
+            return Note::item(text, Committed::Key(newest));
         }
         let last = self.observer.last_task;
         let next = last.map_or(0, |t| t + 1);
@@ -424,31 +417,26 @@ impl Lane {
             c.point == crate::worker::CrashPoint::AfterRowCommit && Some(c.task) == last
         }) && self.config.worker.strategy()
             == Some(crate::worker::Strategy::TwoCommit);
-        let text = if between_commits {
+        let (text, committed) = if between_commits {
             let task = task_id(next.saturating_sub(1));
-            format!(
+            let text = format!(
                 "{task}  its row committed, its checkpoint not: killed between the two commits \
                  (last committed: {task})"
-            )
+            );
+            (text, Some(next.saturating_sub(1)))
         } else if next < self.config.items {
             let committed = last.map_or_else(|| "none".to_string(), task_id);
-            format!(
+            let text = format!(
                 "{}  in flight, not committed (last committed: {committed})",
                 task_id(next)
-            )
+            );
+            (text, last)
         } else {
-            format!(
-                "{}  committed, the last of the queue",
-                task_id(next.saturating_sub(1))
-            )
+            let task = next.saturating_sub(1);
+            let text = format!("{}  committed, the last of the queue", task_id(task));
+            (text, Some(task))
         };
-        Note {
-            source: Source::Worker,
-            kind: Kind::Item,
-            text,
-            mark: None,
-            at: None,
-        }
+        Note::item(text, Committed::Task(committed))
     }
 
     /// A SIGKILL between a worker's creating its temporary beat and renaming it leaves the

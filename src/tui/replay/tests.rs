@@ -76,6 +76,7 @@ fn recording() -> Recording {
         kind,
         text: text.into(),
         mark,
+        committed: None,
     };
     Recording {
         header: Header {
