@@ -186,8 +186,8 @@ impl Engine {
         };
         // An external job's setup runs once, on its new database, before its first attempt.
         for lane in &engine.lanes {
-            if lane.config.worker.job().is_some()
-                && let Some(folder) = lane.config.db.parent()
+            if lane.config().worker.job().is_some()
+                && let Some(folder) = lane.config().db.parent()
                 && !folder.as_os_str().is_empty()
                 && !folder.exists()
             {
@@ -198,38 +198,38 @@ impl Engine {
                 })?;
             }
             if let Some(sql) = lane
-                .config
+                .config()
                 .worker
                 .job()
                 .and_then(|j| j.setup_sql.as_deref())
             {
                 match crate::warehouse::active() {
                     Some(server) => {
-                        crate::warehouse::pg_job::run_setup(server, &lane.config.db, sql)
+                        crate::warehouse::pg_job::run_setup(server, &lane.config().db, sql)
                             .map_err(crate::store::StoreError::from)?;
                     }
-                    None => crate::store::rows::run_setup(&lane.config.db, sql)?,
+                    None => crate::store::rows::run_setup(&lane.config().db, sql)?,
                 }
             }
             // A queue too long to write out is the job's to compute (RECLAIM_ITEMS).
-            if let Some(job) = lane.config.worker.job()
+            if let Some(job) = lane.config().worker.job()
                 && job.queue.len() <= crate::queue::MAX_LISTED as u64
             {
-                write_keys(&lane.config.db, &job.queue)?;
+                write_keys(&lane.config().db, &job.queue)?;
             }
         }
         // The vendor first: the workers are told its address.
         let exe = engine.config.exe.clone();
         for lane in &mut engine.lanes {
-            lane.config.vendor.seed = engine.config.kills.seed;
+            lane.seed_vendor(engine.config.kills.seed);
             lane.start_vendor(&exe)?;
         }
         let start = crate::base::clock::NIGHT_START + engine.config.start_at;
         // Armed before the spawns: a kill placed by rows bounds the first grant.
-        let rows = engine.lanes.first().map_or(0, |l| l.observer.rows);
+        let rows = engine.lanes.first().map_or(0, |l| l.observer().rows);
         engine.triggers.arm_random_kill(start, rows);
         for lane in 0..engine.lanes.len() {
-            for slot in 0..engine.lanes[lane].slots.len() {
+            for slot in 0..engine.lanes[lane].slots().len() {
                 engine.spawn(lane, slot, start, now)?;
             }
         }
@@ -258,7 +258,7 @@ impl Engine {
     #[must_use]
     pub fn heard_up_to(&self) -> f64 {
         (self.lanes.iter())
-            .flat_map(|l| l.slots.iter().zip(&l.attempts))
+            .flat_map(|l| l.slots().iter().zip(l.attempts()))
             .filter(|(slot, _)| slot.is_live() || slot.exit_pending())
             .map(|(_, attempt)| attempt.now())
             .fold(self.clock.now().0, f64::min)
@@ -335,7 +335,7 @@ impl Engine {
     /// workers, its lines of one second are printed in slot order (`InOrder`).
     fn slot_note(&mut self, now: Instant, (lane, slot): (usize, usize), note: Note) {
         self.note(now, lane, note);
-        let several = self.lanes[lane].config.workers > 1;
+        let several = self.lanes[lane].config().workers > 1;
         if let Some(entry) = self.timeline.last_mut().filter(|_| several) {
             entry.slot = Some(slot);
         }
@@ -354,7 +354,7 @@ impl Engine {
         self.lanes[lane].spawning(slot);
         let paused = self.paused_at.is_some();
         let program = PathBuf::from(command.get_program());
-        self.lanes[lane].slots[slot]
+        self.lanes[lane].slots_mut()[slot]
             .spawn(command, (lane, slot), &self.output_tx, (paused, gated))
             .map_err(|source| EngineError::Spawn {
                 exe: program,
@@ -362,10 +362,10 @@ impl Engine {
             })?;
         // reclaim's own worker announces itself with its `start` line; someone else's program
         // does not, so the supervisor says when each attempt began.
-        if self.lanes[lane].config.worker.job().is_some() {
-            let s = &self.lanes[lane].slots[slot];
+        if self.lanes[lane].config().worker.job().is_some() {
+            let s = &self.lanes[lane].slots()[slot];
             let mut text = format!("attempt={}  pid={}", s.attempt(), s.pid());
-            if self.lanes[lane].config.workers > 1 {
+            if self.lanes[lane].config().workers > 1 {
                 text = format!("{text}  w={}", slot + 1);
             }
             self.note(
@@ -394,7 +394,8 @@ impl Engine {
         let cap = self.rows_cap(lane, slot);
         let l = &mut self.lanes[lane];
         let (claims, lockstep) = (l.claims(), l.lockstep().is_some());
-        let (slot, attempt) = (&mut l.slots[slot], &mut l.attempts[slot]);
+        let (slots, attempts) = l.slots_and_attempts_mut();
+        let (slot, attempt) = (&mut slots[slot], &mut attempts[slot]);
         let upto = flow::grant_upto(attempt, clock, cap, claims);
         if upto > attempt.granted && !(lockstep && attempt.paced()) {
             attempt.granted = upto;
@@ -479,7 +480,7 @@ impl Engine {
             let over = lane.finished();
             // Paused, the figures stay those of the moment stopped at.
             if self.paused_at.is_none() || over {
-                lane.read_messages(now, over && lane.vendor.is_some());
+                lane.read_messages(now, over && lane.has_vendor());
             }
             if over {
                 lane.stop_vendor();
@@ -574,16 +575,16 @@ impl Engine {
     /// most a bounded number of rows), so a final sample holds the final figures.
     pub fn catch_up(&mut self) {
         for lane in &mut self.lanes {
-            while lane.observer.poll().is_ok_and(|p| p.new_rows > 0) {}
+            while lane.observer_mut().poll().is_ok_and(|p| p.new_rows > 0) {}
         }
     }
 
     /// Kills every worker still alive and reaps it. Also runs on drop.
     pub fn shutdown(&mut self) {
         for lane in &mut self.lanes {
-            for slot in 0..lane.slots.len() {
-                if lane.slots[slot].is_live() {
-                    lane.slots[slot].kill();
+            for slot in 0..lane.slots().len() {
+                if lane.slots()[slot].is_live() {
+                    lane.slots_mut()[slot].kill();
                     lane.forget_temp_beat(slot);
                 }
             }

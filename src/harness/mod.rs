@@ -314,7 +314,7 @@ pub fn drive_lanes(
             engine
                 .lanes()
                 .iter()
-                .any(|l| l.alive() && l.observer.rows > 0),
+                .any(|l| l.alive() && l.observer().rows > 0),
         );
         if let Some(failed) = recorder
             .as_mut()
@@ -345,18 +345,18 @@ pub fn drive_lanes(
         engine.wait(TICK);
     }
     let elapsed = engine.elapsed(Instant::now());
-    if let Some(lane) = engine.lanes().iter().find(|l| l.failure.is_some()) {
-        let failure = lane.failure.clone().unwrap_or_default();
-        if lane.start_failed {
+    if let Some(lane) = engine.lanes().iter().find(|l| l.failure().is_some()) {
+        let failure = lane.failure().unwrap_or_default().to_string();
+        if lane.start_failed() {
             return Err(Error::CouldNotStart(failure));
         }
         return Err(Error::WorkerFailed(failure));
     }
     let mut inspections = Vec::new();
     for lane in engine.lanes() {
-        let inspection = (lane.config.inspect())
-            .map_err(|e| e.seen_before(lane.observer.table_seen, lane.observer.rows));
-        inspections.push(match (inspection, &lane.gave_up_why) {
+        let inspection = (lane.config().inspect())
+            .map_err(|e| e.seen_before(lane.observer().table_seen, lane.observer().rows));
+        inspections.push(match (inspection, &lane.gave_up_why()) {
             (Ok(inspection), _) => inspection,
             // Given up on before it left anything to judge: that is the night's story.
             (Err(e), Some(why)) => return Err(Error::NeverCompleted(format!("{why}; {e}"))),
@@ -365,14 +365,14 @@ pub fn drive_lanes(
     }
     let mut messages = Vec::new();
     for lane in engine.lanes() {
-        messages.push(messages_at_vendor(&lane.config)?);
+        messages.push(messages_at_vendor(lane.config())?);
     }
     if let Some(recorder) = recorder.as_mut() {
         let ends = (engine.lanes().iter().zip(&inspections))
             .map(|(lane, inspection)| {
                 LaneEnd::from_inspection(
                     inspection,
-                    lane.claimed.as_ref().map(|c| c.status.as_str()),
+                    lane.claimed().map(|c| c.status.as_str()),
                     lane.completed(),
                 )
             })
@@ -417,11 +417,11 @@ fn lane_report(
     elapsed: Duration,
 ) -> RunReport {
     let lane = &engine.lanes()[index];
-    let claimed = lane.claimed.as_ref().map(|c| c.status.clone());
+    let claimed = lane.claimed().map(|c| c.status.clone());
     let completed = lane.completed();
     // Someone else's job claims success in its own words; a last line that says ok (`ok`,
     // `status=ok`) is the claim the symptom table is about.
-    let claimed_ok = match lane.config.worker.job() {
+    let claimed_ok = match lane.config().worker.job() {
         Some(_) => claimed
             .as_deref()
             .filter(|line| crate::verdict::says_ok(line))
@@ -431,16 +431,16 @@ fn lane_report(
     let symptoms = Symptom::observed(
         (inspection.rows, inspection.items),
         judged(inspection, completed),
-        lane.restarted_at_zero,
+        lane.restarted_at_zero(),
         claimed_ok,
     );
     let never_completed = (!completed).then(|| {
-        if let Some(reason) = &lane.gave_up_why {
+        if let Some(reason) = &lane.gave_up_why() {
             return format!("the job never completed: {reason}");
         }
         // Only the host's kills are kills: an attempt that died on its own is said so.
-        let on_its_own = lane.deaths_on_its_own;
-        let how = match (lane.kills, on_its_own) {
+        let on_its_own = lane.deaths_on_its_own();
+        let how = match (lane.kills(), on_its_own) {
             (0, 0) => "no attempt finished".to_string(),
             (_, 0) => "every attempt was killed before it finished".to_string(),
             (0, _) => "every attempt died on its own before it finished".to_string(),
@@ -455,7 +455,7 @@ fn lane_report(
         };
         format!(
             "the job never completed: the supervisor gave up after {} restarts, its limit: {how}",
-            lane.restarts
+            lane.restarts()
         )
     });
     report(
@@ -482,7 +482,12 @@ fn messages_at_vendor(
 fn lane_not_fired(engine: &Engine, index: usize, rows: u64) -> (Vec<String>, Vec<String>) {
     let lane = &engine.lanes()[index];
     let planned = if index == 0 {
-        not_fired::not_fired(engine.fired(), &lane.config.queue(), rows, lane.completed())
+        not_fired::not_fired(
+            engine.fired(),
+            &lane.config().queue(),
+            rows,
+            lane.completed(),
+        )
     } else {
         Vec::new()
     };
@@ -516,7 +521,7 @@ fn report(
     let (timeline, timeline_left_out) =
         bounded_timeline(lane_lines.into_iter().map(|e| e.line(None)));
     RunReport {
-        strategy: lane.config.worker.strategy(),
+        strategy: lane.config().worker.strategy(),
         seed: plan.seed,
         items: inspection.items,
         rows: inspection.rows,
@@ -524,12 +529,12 @@ fn report(
         duplicated_task_ids: inspection.duplicated_task_ids,
         missing: inspection.missing,
         outside: inspection.unexpected,
-        kills: lane.kills,
-        kills_in_window: lane.kills_in_window,
-        checkpoint_before_row: lane.observer.checkpoint_before_row.clone(),
-        row_before_checkpoint: lane.observer.row_before_checkpoint.clone(),
-        restarts: lane.restarts,
-        runs: lane.config.worker.strategy().map(|_| inspection.runs),
+        kills: lane.kills(),
+        kills_in_window: lane.kills_in_window(),
+        checkpoint_before_row: lane.observer().checkpoint_before_row.clone(),
+        row_before_checkpoint: lane.observer().row_before_checkpoint.clone(),
+        restarts: lane.restarts(),
+        runs: lane.config().worker.strategy().map(|_| inspection.runs),
         started_before_first_done: engine
             .timeline()
             .iter()
@@ -540,13 +545,12 @@ fn report(
         completed: lane.completed(),
         // Someone else's job names a count only if it says `rows_written=N`.
         claimed_rows_written: lane
-            .claimed
-            .as_ref()
-            .and_then(|c| match lane.config.worker.job() {
+            .claimed()
+            .and_then(|c| match lane.config().worker.job() {
                 Some(_) => crate::engine::claimed_rows(&c.status),
                 None => Some(c.rows_written),
             }),
-        verdict: match lane.config.worker.job() {
+        verdict: match lane.config().worker.job() {
             // Someone else's last line, quoted, so it reads as their words.
             Some(_) => format!(
                 "claimed {:?} derived={derived}",
@@ -580,8 +584,8 @@ fn report(
             .map(|_| engine.rows_landings().clone()),
         not_fired,
         not_fired_gaps,
-        points_announced: lane.points.announced.clone(),
-        kills_after_points: lane.points.kills_after.clone(),
+        points_announced: lane.points().announced.clone(),
+        kills_after_points: lane.points().kills_after.clone(),
         queue_notes: inspection.queue_notes(),
         judged: inspection.judged,
         // A kill at a row count watches the first lane.

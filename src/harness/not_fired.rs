@@ -72,6 +72,6 @@ pub(super) fn not_fired(
 /// An external job's planned crash that never happened: the job never announced that point in
 /// that unit of work (or no such point at all).
 pub(super) fn crash_not_fired(lane: &crate::engine::Lane) -> Option<String> {
-    let plan = lane.config.worker.job()?.crash_at.as_ref()?;
-    lane.points.not_fired(plan)
+    let plan = lane.config().worker.job()?.crash_at.as_ref()?;
+    lane.points().not_fired(plan)
 }

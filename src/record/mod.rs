@@ -423,10 +423,10 @@ pub fn header(
             .lanes()
             .iter()
             .map(|l| LaneInfo {
-                name: l.config.name.clone(),
-                strategy: WorkerKind::of(&l.config.worker),
-                items: l.config.items,
-                db: l.config.db.clone(),
+                name: l.config().name.clone(),
+                strategy: WorkerKind::of(&l.config().worker),
+                items: l.config().items,
+                db: l.config().db.clone(),
             })
             .collect(),
         captions,

@@ -3,7 +3,6 @@
 //! (`note`), its snapshot for the dashboard and recordings (`snapshot`), its vendor and relay
 //! (`vendor`), and the crash points a job announces (`points`).
 
-use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
@@ -18,14 +17,13 @@ use crate::base::clock::SimClock;
 use crate::heartbeat;
 use crate::observer::Observer;
 use crate::supervisor::slot::{Slot, SlotState};
-use crate::worker::protocol::ExecEnv;
-use crate::worker::{Strategy, WorkerConfig};
 
 mod holds;
 mod note;
 mod points;
 mod said;
 mod snapshot;
+mod spawn;
 mod vendor;
 
 pub(super) use self::note::Note;
@@ -49,43 +47,43 @@ pub struct ClaimedDone {
 #[derive(Debug)]
 #[allow(clippy::struct_excessive_bools)] // Reason: independent facts about the lane, each its own.
 pub struct Lane {
-    pub config: LaneConfig,
-    pub(super) slots: Vec<Slot>,
+    config: LaneConfig,
+    slots: Vec<Slot>,
     /// Each slot's current attempt on the sim clock (parallel to `slots`).
-    pub(super) attempts: Vec<Attempt>,
-    pub observer: Observer,
-    pub kills: u32,
-    pub restarts: u32,
-    pub claimed: Option<ClaimedDone>,
+    attempts: Vec<Attempt>,
+    observer: Observer,
+    kills: u32,
+    restarts: u32,
+    claimed: Option<ClaimedDone>,
     /// Real age of the heartbeat file, when it exists.
-    pub heartbeat_age: Option<Duration>,
+    heartbeat_age: Option<Duration>,
     /// The same age in sim seconds (frozen while the night is paused).
-    pub heartbeat_sim_age: Option<f64>,
-    pub heartbeat_task: Option<String>,
+    heartbeat_sim_age: Option<f64>,
+    heartbeat_task: Option<String>,
     /// The dead-man's switch is firing.
-    pub stale: bool,
-    pub gave_up: bool,
+    stale: bool,
+    gave_up: bool,
     /// Why the lane was given up on before its job completed, when not for its restart limit:
     /// no progress for `--progress-deadline`, or a crash loop (`said::CRASH_LOOP`).
-    pub gave_up_why: Option<String>,
+    gave_up_why: Option<String>,
     /// An external job's attempts in a row that died on their own with no new row (`CRASH_LOOP`).
-    pub(super) failures_in_a_row: u32,
+    failures_in_a_row: u32,
     /// The rows when an attempt last died on its own (`failures_in_a_row`).
-    pub(super) rows_at_last_failure: u64,
+    rows_at_last_failure: u64,
     /// Attempts that died on their own (an error, a lost connection), not by the host's kill.
-    pub deaths_on_its_own: u32,
+    deaths_on_its_own: u32,
     /// Keys with a checkpoint and no row when the last kill was placed (`place_kill`).
-    pub(super) orphan_checkpoints: crate::task::TaskBits,
-    pub failure: Option<String>,
+    orphan_checkpoints: crate::task::TaskBits,
+    failure: Option<String>,
     /// The failure was an external worker that could not start at all (a command that does not
     /// exist, one that exits at once with an error): reported once, not restarted.
-    pub start_failed: bool,
+    start_failed: bool,
     /// The heartbeat file has existed at some point this night. An external job that never
     /// writes one has no heartbeat, which is not the same as a stale one.
-    pub heartbeat_seen: bool,
+    heartbeat_seen: bool,
     /// A restarted worker began again at task-000 (the symptom; an added worker starting there
     /// is a second delivery, not a restart).
-    pub restarted_at_zero: bool,
+    restarted_at_zero: bool,
     /// The newest worker started was a restart (not a lane's first, not an added one).
     newest_is_restart: bool,
     /// A restarted worker's slot whose first write has not been read from the rows yet: the
@@ -102,34 +100,34 @@ pub struct Lane {
     /// follows its write at once, so that is its write, or one a tick later).
     beat_seen: Option<(SystemTime, f64)>,
     /// The last observer error, so a persistent one is reported once.
-    pub(super) observer_error: Option<String>,
+    observer_error: Option<String>,
     /// The job's table or checkpoint table lacks the column it was said to have: no poll will
     /// read it, so the engine ends the night (`Engine::tick`) rather than run it untestable.
-    pub(super) wrong_shape: Option<crate::store::StoreError>,
+    wrong_shape: Option<crate::store::StoreError>,
     /// The vendor this lane's side effects reach, while the night runs.
-    pub(super) vendor: Option<crate::supervisor::service::Service>,
+    vendor: Option<crate::supervisor::service::Service>,
     /// The slot that runs the relay (outbox), after the workers' slots.
-    pub(super) relay_slot: Option<usize>,
+    relay_slot: Option<usize>,
     /// The messages at the vendor, as last read (lanes with side effects).
-    pub messages: Option<crate::fake_vendor::Counts>,
+    messages: Option<crate::fake_vendor::Counts>,
     messages_read_at: Option<Instant>,
-    pub(super) heartbeat: heartbeat::Follower,
+    heartbeat: heartbeat::Follower,
     /// When the observer last read this lane after it had finished.
-    pub(super) settled_at: Option<Instant>,
+    settled_at: Option<Instant>,
     /// Where each kill landed, read from the rows once the killed worker was reaped.
-    pub kills_in_window: KillWindows,
+    kills_in_window: KillWindows,
     /// The rows the observer had counted when each slot's current attempt was spawned: more
     /// rows at its kill means the attempt had committed work. (With several workers on one
     /// queue, another worker's rows count too: the window is then a close reading, not exact.)
     rows_at_spawn: Vec<u64>,
     /// The crash points an external job announced, and its planned crash.
-    pub points: JobPoints,
+    points: JobPoints,
     /// The kill about to land is `--kill-at-message`'s: the vendor holds a message unanswered.
-    pub(super) killing_at_message: bool,
+    killing_at_message: bool,
     /// The clock's wait on the plan's relay crash (`relay_crash_hold`).
-    pub(super) relay_wait: crate::engine::stall::Wait,
+    relay_wait: crate::engine::stall::Wait,
     /// The outbox's pending entries when `relay_crash_hold` last looked: fewer is progress.
-    pub(super) relay_pending: Option<u64>,
+    relay_pending: Option<u64>,
 }
 
 impl Lane {
@@ -203,6 +201,156 @@ impl Lane {
         }
     }
 
+    /// The lane as the scenario or the command line configured it.
+    #[must_use]
+    pub fn config(&self) -> &LaneConfig {
+        &self.config
+    }
+
+    /// What the observer has read of the lane's rows.
+    #[must_use]
+    pub fn observer(&self) -> &Observer {
+        &self.observer
+    }
+
+    pub(in crate::engine) fn observer_mut(&mut self) -> &mut Observer {
+        &mut self.observer
+    }
+
+    /// The vendor's seed (a night's kills' seed), set before the vendor starts.
+    pub(in crate::engine) fn seed_vendor(&mut self, seed: u64) {
+        self.config.vendor.seed = seed;
+    }
+
+    /// The job's planned crash is due now (once): the host kills it.
+    pub(in crate::engine) fn take_crash_due(&mut self) -> bool {
+        self.points.take_crash_due()
+    }
+
+    /// The kill about to land is `--kill-at-message`'s: the vendor holds a message unanswered.
+    pub(in crate::engine) fn kill_at_message_is_due(&mut self) {
+        self.killing_at_message = true;
+    }
+
+    /// Gives up on the lane before its job completed, for `why` (no progress).
+    pub(in crate::engine) fn give_up_because(&mut self, why: String) {
+        self.gave_up_why = Some(why);
+    }
+
+    /// The job's table lacks the column it was said to have (once).
+    pub(in crate::engine) fn take_wrong_shape(&mut self) -> Option<crate::store::StoreError> {
+        self.wrong_shape.take()
+    }
+
+    /// The lane has a vendor running.
+    #[must_use]
+    pub(in crate::engine) fn has_vendor(&self) -> bool {
+        self.vendor.is_some()
+    }
+
+    /// The worker positions (the relay's last), which the engine spawns, reaps and signals.
+    #[must_use]
+    pub(in crate::engine) fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    pub(in crate::engine) fn slots_mut(&mut self) -> &mut [Slot] {
+        &mut self.slots
+    }
+
+    /// Each slot's current attempt on the sim clock (parallel to `slots`).
+    #[must_use]
+    pub(in crate::engine) fn attempts(&self) -> &[Attempt] {
+        &self.attempts
+    }
+
+    pub(in crate::engine) fn attempts_mut(&mut self) -> &mut [Attempt] {
+        &mut self.attempts
+    }
+
+    /// The slots and their attempts at once, for granting writes.
+    pub(in crate::engine) fn slots_and_attempts_mut(&mut self) -> (&mut [Slot], &mut [Attempt]) {
+        (&mut self.slots, &mut self.attempts)
+    }
+
+    /// The host's kills of this lane's workers.
+    #[must_use]
+    pub fn kills(&self) -> u32 {
+        self.kills
+    }
+
+    /// The supervisor's restarts of this lane's workers.
+    #[must_use]
+    pub fn restarts(&self) -> u32 {
+        self.restarts
+    }
+
+    /// What the worker claimed in its last line (`done`, or someone else's last line).
+    #[must_use]
+    pub fn claimed(&self) -> Option<&ClaimedDone> {
+        self.claimed.as_ref()
+    }
+
+    /// The failure that ended the lane, if one did.
+    #[must_use]
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
+    }
+
+    /// The failure was a job that could not start at all (reported once, not restarted).
+    #[must_use]
+    pub fn start_failed(&self) -> bool {
+        self.start_failed
+    }
+
+    /// Why the lane was given up on before its job completed, when not for its restart limit.
+    #[must_use]
+    pub fn gave_up_why(&self) -> Option<&str> {
+        self.gave_up_why.as_deref()
+    }
+
+    /// Attempts that died on their own (an error, a lost connection), not by the host's kill.
+    #[must_use]
+    pub fn deaths_on_its_own(&self) -> u32 {
+        self.deaths_on_its_own
+    }
+
+    /// A restarted worker began again at task-000 (the symptom).
+    #[must_use]
+    pub fn restarted_at_zero(&self) -> bool {
+        self.restarted_at_zero
+    }
+
+    /// Where each kill landed, read from the rows once the killed worker was reaped.
+    #[must_use]
+    pub fn kills_in_window(&self) -> KillWindows {
+        self.kills_in_window
+    }
+
+    /// The crash points an external job announced, and its planned crash.
+    #[must_use]
+    pub fn points(&self) -> &JobPoints {
+        &self.points
+    }
+
+    /// The messages at the vendor, as last read (lanes with side effects).
+    #[must_use]
+    pub fn messages(&self) -> Option<crate::fake_vendor::Counts> {
+        self.messages
+    }
+
+    /// The heartbeat's age in sim seconds, when it is measured.
+    #[must_use]
+    pub fn heartbeat_sim_age(&self) -> Option<f64> {
+        self.heartbeat_sim_age
+    }
+
+    /// The task the newest heartbeat names.
+    #[must_use]
+    pub fn heartbeat_task(&self) -> Option<&str> {
+        self.heartbeat_task.as_deref()
+    }
+
     /// Every worker of the lane exited 0.
     #[must_use]
     pub fn completed(&self) -> bool {
@@ -242,25 +390,6 @@ impl Lane {
         self.slots.iter().any(Slot::is_live)
     }
 
-    /// One more worker position (a second delivery); returns its index.
-    pub(super) fn add_slot(&mut self) -> usize {
-        self.slots.push(Slot::new());
-        let pace = self.pace(1);
-        self.attempts
-            .push(Attempt::new(crate::base::clock::NIGHT_START, pace));
-        self.config.workers += 1;
-        self.slots.len() - 1
-    }
-
-    /// A slot's next attempt is about to start: remember how many rows there were.
-    pub(super) fn spawning(&mut self, slot: usize) {
-        if self.rows_at_spawn.len() <= slot {
-            self.rows_at_spawn.resize(slot + 1, 0);
-        }
-        self.rows_at_spawn[slot] = self.observer.rows;
-        self.points.spawning(slot);
-    }
-
     /// SIGSTOPs the running workers; the pids stopped, comma-separated.
     pub(super) fn hang(&mut self) -> String {
         let pids: Vec<String> = (self.slots.iter_mut())
@@ -275,118 +404,6 @@ impl Lane {
             .filter_map(|slot| slot.unhang(paused).then(|| slot.pid().to_string()))
             .collect();
         pids.join(",")
-    }
-
-    /// The pace of attempt `attempt` (from 1): the scenario's for it, or its last. An external
-    /// job has none: it cannot be gated, so the clock never waits for it.
-    #[must_use]
-    pub fn pace(&self, attempt: u32) -> Pace {
-        if self.config.worker.job().is_some() {
-            return Pace::per_item(0.0);
-        }
-        let paces = &self.config.paces;
-        let i = (attempt.max(1) as usize - 1).min(paces.len().saturating_sub(1));
-        paces.get(i).copied().unwrap_or(Pace::per_item(0.0))
-    }
-
-    /// Whether a slot's attempts are on the clock's schedule (gated): reclaim's own workers
-    /// are; someone else's job and the relay are not, so the clock never waits for them and
-    /// their lines are stamped with its reading when they are heard.
-    #[must_use]
-    pub fn on_schedule(&self, slot: usize) -> bool {
-        self.config.worker.job().is_none() && self.relay_slot != Some(slot)
-    }
-
-    /// A slot's next attempt begins at sim time `start`. The relay has no pace: its attempts
-    /// are not the workers', and its restart is not the worker's restart.
-    pub(super) fn begin_attempt(&mut self, slot: usize, start: f64) {
-        let pace = if self.relay_slot == Some(slot) {
-            Pace::per_item(0.0)
-        } else {
-            self.newest_is_restart = self.slots[slot].attempt() > 0;
-            self.first_write_unread = self.newest_is_restart.then_some(slot);
-            self.pace(self.slots[slot].attempt() + 1)
-        };
-        self.attempts[slot] = Attempt::new(start, pace);
-        self.attempts[slot].crash_write = self.crash_write(slot);
-        self.attempts[slot].claims = self.claims();
-    }
-
-    /// The command a slot's next attempt runs, and whether it is gated (reads grants on its
-    /// stdin): reclaim's own worker (`exe worker ... --gated`), the lane's relay (`exe relay
-    /// ...`, not gated), or the external job in its folder with its variables, at its own pace.
-    pub(super) fn command(&self, slot: usize, exe: &std::path::Path) -> (Command, bool) {
-        if self.relay_slot == Some(slot) {
-            return (self.relay_command(slot, exe), false);
-        }
-        match &self.config.worker {
-            LaneWorker::Strategy(strategy) => {
-                let mut command = Command::new(exe);
-                command.args(self.worker_config(*strategy, slot).to_args());
-                crate::warehouse::pass_to(&mut command);
-                (command, true)
-            }
-            LaneWorker::Exec(job) => {
-                // The planned crash belongs to the first attempt: the restart must finish.
-                let crash_at = job
-                    .crash_at
-                    .as_ref()
-                    .filter(|_| self.slots[slot].attempt() == 0)
-                    .map(|plan| format!("{}:{}", plan.key, plan.point));
-                let env = ExecEnv {
-                    crash_at,
-                    vendor: self
-                        .vendor
-                        .as_ref()
-                        .map(|v| format!("http://{}/messages", v.addr)),
-                    db: ExecEnv::absolute(&self.config.db),
-                    heartbeat: ExecEnv::absolute(self.heartbeat.path()),
-                    items: self.config.items,
-                    keys: (job.queue.len() <= crate::queue::MAX_LISTED as u64)
-                        .then(|| ExecEnv::absolute(&crate::engine::keys_path(&self.config.db))),
-                    attempt: self.slots[slot].attempt() + 1,
-                    delay: if job.unpaced_restarts && self.slots[slot].attempt() > 0 {
-                        std::time::Duration::ZERO
-                    } else {
-                        self.config.delay
-                    },
-                };
-                let mut command = env.command(exe, &job.command);
-                // On PostgreSQL the job is handed its lane's schema as libpq's variables.
-                if let Some(server) = crate::warehouse::active() {
-                    command.envs(crate::warehouse::pg_job::job_env(server, &self.config.db));
-                }
-                (command, false)
-            }
-        }
-    }
-
-    /// Reclaim's own worker for a slot's next attempt: gated, so the sim clock paces it.
-    fn worker_config(&self, strategy: Strategy, slot: usize) -> WorkerConfig {
-        let cfg = &self.config;
-        WorkerConfig {
-            strategy,
-            db: cfg.db.clone(),
-            items: cfg.items,
-            delay: cfg.delay,
-            heartbeat: heartbeat::default_path(&cfg.db),
-            batch: cfg.batch,
-            // The crash point belongs to the first attempt only: the restart must finish. The
-            // relay's own point goes to the relay (`relay_command`), never to a worker.
-            crash_at: cfg
-                .crash_at
-                .filter(|c| c.point != crate::worker::CrashPoint::AfterRelaySend)
-                .filter(|_| self.slots[slot].attempt() == 0),
-            sync: cfg.sync,
-            supervised: true,
-            gated: true,
-            side_effect: cfg.side_effect,
-            vendor: self.vendor.as_ref().map(|v| v.addr),
-            long_item: cfg.long_item,
-            split: cfg.split,
-            quiet_writes: cfg.quiet_writes,
-            wal_autocheckpoint: cfg.wal_autocheckpoint,
-        }
     }
 
     /// Reads what is new in the rows; returns the timeline lines that reading gives rise to.

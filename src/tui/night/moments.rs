@@ -29,7 +29,12 @@ impl LiveNight {
         let snapshots: Vec<LaneSnapshot> = (self.engine.lanes().iter())
             .map(|l| l.snapshot(dead_man))
             .collect();
-        let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
+        let items: Vec<u64> = self
+            .engine
+            .lanes()
+            .iter()
+            .map(|l| l.config().items)
+            .collect();
         let now = symptoms(&snapshots, &items, &self.lane_ends());
         // Rows past the queue: the clock waits on the row that takes them there (see
         // `Engine::stop_on`), so they light at the clock. A claim the rows contradict lights

@@ -22,13 +22,13 @@ impl LiveNight {
                 total: 0,
             };
         };
-        let (lines, total) = match inspect::duplicated_ids(&l.config.db, SHOWN) {
+        let (lines, total) = match inspect::duplicated_ids(&l.config().db, SHOWN) {
             Ok((ids, total)) => (ids.iter().map(inspect::duplicated_line).collect(), total),
             Err(e) => (vec![format!("cannot read the rows: {e}")], 0),
         };
         IdsView {
-            lane: l.config.name.clone(),
-            db: l.config.db.display().to_string(),
+            lane: l.config().name.clone(),
+            db: l.config().db.display().to_string(),
             lines,
             total,
         }
@@ -56,9 +56,9 @@ impl LiveNight {
                     heartbeat_age: h.heartbeat_age.points.clone(),
                 };
                 let meta = LaneMeta {
-                    name: &lane.config.name,
-                    strategy: lane.config.worker.label(),
-                    items: lane.config.items,
+                    name: &lane.config().name,
+                    strategy: lane.config().worker.label(),
+                    items: lane.config().items,
                     dead_man,
                 };
                 lane_view(
@@ -87,7 +87,12 @@ impl LiveNight {
             .iter()
             .map(|l| l.snapshot(dead_man))
             .collect();
-        let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
+        let items: Vec<u64> = self
+            .engine
+            .lanes()
+            .iter()
+            .map(|l| l.config().items)
+            .collect();
         let caption = (self.captions.shown())
             .and_then(|i| Some(self.caption_texts.get(i)?.as_ref()?.0.clone()));
         Scene {
