@@ -3,7 +3,7 @@
 //! (`note`), its snapshot for the dashboard and recordings (`snapshot`), its vendor and relay
 //! (`vendor`), and the crash points a job announces (`points`).
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -11,13 +11,11 @@ use super::config::LaneConfig;
 use super::config::LaneWorker;
 use super::pace::{Attempt, Pace};
 use super::timeline::Kind;
-use super::watch::Watch;
 use super::window::KillWindows;
-use crate::base::clock::SimClock;
-use crate::heartbeat;
 use crate::observer::Observer;
 use crate::supervisor::slot::{Slot, SlotState};
 
+mod heartbeat;
 mod holds;
 mod note;
 mod points;
@@ -26,6 +24,7 @@ mod snapshot;
 mod spawn;
 mod vendor;
 
+use self::heartbeat::LaneHeartbeat;
 pub(super) use self::note::Note;
 pub use self::points::JobPoints;
 pub use self::snapshot::{LaneSnapshot, StateKind};
@@ -55,13 +54,6 @@ pub struct Lane {
     kills: u32,
     restarts: u32,
     claimed: Option<ClaimedDone>,
-    /// Real age of the heartbeat file, when it exists.
-    heartbeat_age: Option<Duration>,
-    /// The same age in sim seconds (frozen while the night is paused).
-    heartbeat_sim_age: Option<f64>,
-    heartbeat_task: Option<String>,
-    /// The dead-man's switch is firing.
-    stale: bool,
     gave_up: bool,
     /// Why the lane was given up on before its job completed, when not for its restart limit:
     /// no progress for `--progress-deadline`, or a crash loop (`said::CRASH_LOOP`).
@@ -78,9 +70,6 @@ pub struct Lane {
     /// The failure was an external worker that could not start at all (a command that does not
     /// exist, one that exits at once with an error): reported once, not restarted.
     start_failed: bool,
-    /// The heartbeat file has existed at some point this night. An external job that never
-    /// writes one has no heartbeat, which is not the same as a stale one.
-    heartbeat_seen: bool,
     /// A restarted worker began again at task-000 (the symptom; an added worker starting there
     /// is a second delivery, not a restart).
     restarted_at_zero: bool,
@@ -91,14 +80,6 @@ pub struct Lane {
     first_write_unread: Option<usize>,
     /// Each slot's writes heard when the rows were last read: the rows read include them.
     observed_writes: Vec<u64>,
-    /// The moment of the newest write heard.
-    last_write_sim: Option<f64>,
-    /// The task of the newest write heard (`task-080`), to match a beat naming it.
-    last_write_task: Option<String>,
-    /// The heartbeat file's modification time when last read, and the moment on the night's
-    /// clock given to that beat: the newest write heard when the beat was first seen (a beat
-    /// follows its write at once, so that is its write, or one a tick later).
-    beat_seen: Option<(SystemTime, f64)>,
     /// The last observer error, so a persistent one is reported once.
     observer_error: Option<String>,
     /// The job's table or checkpoint table lacks the column it was said to have: no poll will
@@ -111,7 +92,8 @@ pub struct Lane {
     /// The messages at the vendor, as last read (lanes with side effects).
     messages: Option<crate::fake_vendor::Counts>,
     messages_read_at: Option<Instant>,
-    heartbeat: heartbeat::Follower,
+    /// The heartbeat file as the supervisor watches it, and the dead-man's switch.
+    heartbeat: LaneHeartbeat,
     /// When the observer last read this lane after it had finished.
     settled_at: Option<Instant>,
     /// Where each kill landed, read from the rows once the killed worker was reaped.
@@ -142,7 +124,7 @@ impl Lane {
         };
         Self {
             observer,
-            heartbeat: heartbeat::Follower::new(heartbeat::default_path(&config.db)),
+            heartbeat: LaneHeartbeat::new(crate::heartbeat::default_path(&config.db)),
             settled_at: None,
             kills_in_window: KillWindows {
                 // Each item reaches a vendor before its commit: reclaim's email, or a job's own.
@@ -176,10 +158,6 @@ impl Lane {
             kills: 0,
             restarts: 0,
             claimed: None,
-            heartbeat_age: None,
-            heartbeat_sim_age: None,
-            heartbeat_task: None,
-            stale: false,
             gave_up: false,
             gave_up_why: None,
             failures_in_a_row: 0,
@@ -188,14 +166,10 @@ impl Lane {
             orphan_checkpoints: crate::task::TaskBits::default(),
             failure: None,
             start_failed: false,
-            heartbeat_seen: false,
             restarted_at_zero: false,
             newest_is_restart: false,
             first_write_unread: None,
             observed_writes: Vec::new(),
-            last_write_sim: None,
-            last_write_task: None,
-            beat_seen: None,
             observer_error: None,
             wrong_shape: None,
         }
@@ -342,13 +316,13 @@ impl Lane {
     /// The heartbeat's age in sim seconds, when it is measured.
     #[must_use]
     pub fn heartbeat_sim_age(&self) -> Option<f64> {
-        self.heartbeat_sim_age
+        self.heartbeat.sim_age()
     }
 
     /// The task the newest heartbeat names.
     #[must_use]
     pub fn heartbeat_task(&self) -> Option<&str> {
-        self.heartbeat_task.as_deref()
+        self.heartbeat.task()
     }
 
     /// Every worker of the lane exited 0.
@@ -465,102 +439,6 @@ impl Lane {
             notes.push(note);
         }
         notes
-    }
-
-    /// The sim time at which the heartbeat, still since its last beat, will cross `dead_man`:
-    /// when the switch would fire if nothing moves. `None` while it is firing, once the lane is
-    /// over, or before a beat's moment is known.
-    pub(super) fn alert_moment(&self, dead_man: f64) -> Option<f64> {
-        if self.stale || self.finished() {
-            return None;
-        }
-        self.beat_seen.map(|(_, at)| at + dead_man)
-    }
-
-    /// Reads the heartbeat: its age in real and sim time, and the dead-man's switch (`dead_man`
-    /// sim seconds), which fires or clears with a timeline line.
-    pub(super) fn read_heartbeat(
-        &mut self,
-        now: Instant,
-        wall: SystemTime,
-        (clock, watch): (&SimClock, &Watch),
-        started: Instant,
-        dead_man: f64,
-    ) -> Option<Note> {
-        if self.finished() {
-            // The job is over: its last heartbeat age stays as it was when it ended.
-            self.stale = false;
-            return None;
-        }
-        let beat = self.heartbeat.read(wall).ok();
-        self.heartbeat_seen |= beat.is_some();
-        if !self.heartbeat_seen && self.config.worker.job().is_some() {
-            // Nothing to measure: an external job need not keep a heartbeat, and one that does
-            // not is never called stale.
-            self.heartbeat_age = None;
-            self.heartbeat_sim_age = None;
-            return None;
-        }
-        // A reaped worker whose last lines are still on their way is not running: it has
-        // finished (or died, and is Restarting once its exit is handled).
-        let running = self.slots.iter().any(|s| {
-            !s.exit_pending()
-                && matches!(
-                    s.state(),
-                    SlotState::Running | SlotState::Hung | SlotState::Restarting
-                )
-        });
-        // Until the first beat, the age counts from the start of the night.
-        let real_age = beat
-            .as_ref()
-            .map_or_else(|| now.saturating_duration_since(started), |b| b.age);
-        let since = now.checked_sub(real_age).unwrap_or(started);
-        // A beat's moment is the write it followed: then the age is the night's own, the same
-        // at every speed and load. Before any write is heard, the real silence as the
-        // supervisor watched it.
-        if let (Some(b), Some(write)) = (beat.as_ref(), self.last_write_sim) {
-            let modified = wall.checked_sub(b.age).unwrap_or(wall);
-            // A beat seen before its own write was heard (the worker's line still in the pipe)
-            // took the write before it: once its task's write is heard, the beat is that one's.
-            let its_write = b.task.is_some() && b.task == self.last_write_task;
-            if its_write || self.beat_seen.is_none_or(|(seen, _)| seen != modified) {
-                self.beat_seen = Some((modified, write));
-            }
-        }
-        let scheduled = self.beat_seen.map(|(_, at)| at).filter(|_| beat.is_some());
-        let sim_age = scheduled.map_or_else(
-            || watch.silence(clock, since, now),
-            |at| (clock.now().0 - at).max(0.0),
-        );
-        self.heartbeat_age = beat.as_ref().map(|b| b.age);
-        self.heartbeat_task = beat.and_then(|b| b.task);
-        self.heartbeat_sim_age = Some(sim_age);
-        let stale = running && sim_age > dead_man;
-        if stale && !self.stale {
-            self.stale = true;
-            let note = match scheduled {
-                // The moment the threshold was crossed, to the second.
-                Some(at) => Note::runner(
-                    Kind::Alert,
-                    heartbeat::stale_message(Duration::from_secs_f64(dead_man)),
-                )
-                .at(at + dead_man),
-                None => Note::runner(
-                    Kind::Alert,
-                    heartbeat::stale_message(Duration::from_secs_f64(sim_age)),
-                ),
-            };
-            Some(note)
-        } else if !stale && self.stale {
-            self.stale = false;
-            let note = Note::runner(Kind::Notice, "heartbeat moving again".into());
-            Some(match scheduled {
-                Some(at) => note.at(at),
-                None => note,
-            })
-        } else {
-            None
-        }
     }
 }
 

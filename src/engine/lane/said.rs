@@ -537,18 +537,15 @@ impl Lane {
     }
 
     /// `slot`'s current attempt committed its `writes`th item, the last of them `last`: its
-    /// schedule moves on, and the write is the newest heard if none later was. Returns the
-    /// task and the write's moment.
+    /// schedule moves on, and the heartbeat's next beat follows it. Returns the task and the
+    /// write's moment.
     fn wrote(&mut self, slot: usize, writes: u64, last: u64) -> (u64, f64) {
         let a = &mut self.attempts[slot];
         a.worked(writes);
         a.writes = writes;
         a.last_task = Some(last);
         let at = a.now();
-        if self.last_write_sim.is_none_or(|w| at >= w) {
-            self.last_write_task = Some(crate::task::task_id(last));
-        }
-        self.last_write_sim = Some(self.last_write_sim.map_or(at, |w| w.max(at)));
+        self.heartbeat.wrote(at, last);
         (last, at)
     }
 

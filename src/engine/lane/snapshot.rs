@@ -135,11 +135,11 @@ impl Lane {
             // (`--checkpoint-table`), once seen.
             checkpoints: (self.config.worker.has_checkpoints() || o.checkpoints_seen)
                 .then_some(o.checkpoints),
-            no_heartbeat: !self.heartbeat_seen && self.config.worker.job().is_some(),
-            heartbeat_age: self.heartbeat_sim_age,
+            no_heartbeat: !self.heartbeat.seen() && self.config.worker.job().is_some(),
+            heartbeat_age: self.heartbeat.sim_age(),
             alive: self.alive(),
-            progress: self.heartbeat_sim_age.is_some_and(|age| age <= dead_man),
-            stale: self.stale,
+            progress: (self.heartbeat.sim_age()).is_some_and(|age| age <= dead_man),
+            stale: self.heartbeat.stale(),
             state,
             state_kind,
             task: o
