@@ -211,4 +211,13 @@ impl Lane {
         };
         (self.heartbeat).read((now, wall, started), (clock, watch), dead_man, workers)
     }
+
+    /// A SIGKILL between a worker's creating its temporary beat and renaming it leaves the
+    /// temporary file behind (75 of them after one stormy night). Called only for a reaped
+    /// worker: dead, it can write nothing more, and the file is the one it created.
+    pub(in crate::engine) fn forget_temp_beat(&self, slot: usize) {
+        if let Ok(pid) = u32::try_from(self.slots[slot].pid()) {
+            heartbeat::remove_dead_writers_temp(self.heartbeat.path(), pid);
+        }
+    }
 }

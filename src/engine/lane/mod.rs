@@ -15,8 +15,10 @@ use super::window::KillWindows;
 use crate::observer::Observer;
 use crate::supervisor::slot::{Slot, SlotState};
 
+mod ends;
 mod heartbeat;
 mod holds;
+mod kills;
 mod note;
 mod points;
 mod said;
@@ -24,6 +26,7 @@ mod snapshot;
 mod spawn;
 mod vendor;
 
+use self::ends::Ends;
 use self::heartbeat::LaneHeartbeat;
 pub(super) use self::note::Note;
 pub use self::points::JobPoints;
@@ -52,24 +55,11 @@ pub struct Lane {
     attempts: Vec<Attempt>,
     observer: Observer,
     kills: u32,
-    restarts: u32,
+    /// How its attempts ended, and what ended the lane (a failure, the supervisor giving up).
+    ends: Ends,
     claimed: Option<ClaimedDone>,
-    gave_up: bool,
-    /// Why the lane was given up on before its job completed, when not for its restart limit:
-    /// no progress for `--progress-deadline`, or a crash loop (`said::CRASH_LOOP`).
-    gave_up_why: Option<String>,
-    /// An external job's attempts in a row that died on their own with no new row (`CRASH_LOOP`).
-    failures_in_a_row: u32,
-    /// The rows when an attempt last died on its own (`failures_in_a_row`).
-    rows_at_last_failure: u64,
-    /// Attempts that died on their own (an error, a lost connection), not by the host's kill.
-    deaths_on_its_own: u32,
     /// Keys with a checkpoint and no row when the last kill was placed (`place_kill`).
     orphan_checkpoints: crate::task::TaskBits,
-    failure: Option<String>,
-    /// The failure was an external worker that could not start at all (a command that does not
-    /// exist, one that exits at once with an error): reported once, not restarted.
-    start_failed: bool,
     /// A restarted worker began again at task-000 (the symptom; an added worker starting there
     /// is a second delivery, not a restart).
     restarted_at_zero: bool,
@@ -156,16 +146,9 @@ impl Lane {
             messages_read_at: None,
             config,
             kills: 0,
-            restarts: 0,
+            ends: Ends::default(),
             claimed: None,
-            gave_up: false,
-            gave_up_why: None,
-            failures_in_a_row: 0,
-            rows_at_last_failure: 0,
-            deaths_on_its_own: 0,
             orphan_checkpoints: crate::task::TaskBits::default(),
-            failure: None,
-            start_failed: false,
             restarted_at_zero: false,
             newest_is_restart: false,
             first_write_unread: None,
@@ -208,7 +191,7 @@ impl Lane {
 
     /// Gives up on the lane before its job completed, for `why` (no progress).
     pub(in crate::engine) fn give_up_because(&mut self, why: String) {
-        self.gave_up_why = Some(why);
+        self.ends.no_progress(why);
     }
 
     /// The job's table lacks the column it was said to have (once).
@@ -256,7 +239,7 @@ impl Lane {
     /// The supervisor's restarts of this lane's workers.
     #[must_use]
     pub fn restarts(&self) -> u32 {
-        self.restarts
+        self.ends.restarts()
     }
 
     /// What the worker claimed in its last line (`done`, or someone else's last line).
@@ -268,25 +251,25 @@ impl Lane {
     /// The failure that ended the lane, if one did.
     #[must_use]
     pub fn failure(&self) -> Option<&str> {
-        self.failure.as_deref()
+        self.ends.failure()
     }
 
     /// The failure was a job that could not start at all (reported once, not restarted).
     #[must_use]
     pub fn start_failed(&self) -> bool {
-        self.start_failed
+        self.ends.start_failed()
     }
 
     /// Why the lane was given up on before its job completed, when not for its restart limit.
     #[must_use]
     pub fn gave_up_why(&self) -> Option<&str> {
-        self.gave_up_why.as_deref()
+        self.ends.gave_up_why()
     }
 
     /// Attempts that died on their own (an error, a lost connection), not by the host's kill.
     #[must_use]
     pub fn deaths_on_its_own(&self) -> u32 {
-        self.deaths_on_its_own
+        self.ends.deaths_on_its_own()
     }
 
     /// A restarted worker began again at task-000 (the symptom).
@@ -334,7 +317,7 @@ impl Lane {
     /// Nothing more will happen in this lane.
     #[must_use]
     pub fn finished(&self) -> bool {
-        self.failure.is_some()
+        self.ends.failure().is_some()
             || self.slots.iter().all(|s| {
                 matches!(
                     s.state(),

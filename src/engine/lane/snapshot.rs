@@ -107,7 +107,7 @@ impl Lane {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(",");
-        let (state, state_kind) = if let Some(failure) = &self.failure {
+        let (state, state_kind) = if let Some(failure) = self.failure() {
             (format!("failed: {failure}"), StateKind::Failed)
         } else if states.contains(&SlotState::Hung) {
             (format!("hung (SIGSTOP) pid {pids}"), StateKind::Hung)
@@ -120,7 +120,7 @@ impl Lane {
             )
         } else if states.contains(&SlotState::GaveUp) {
             (
-                format!("gave up after {} restarts", self.restarts),
+                format!("gave up after {} restarts", self.restarts()),
                 StateKind::Failed,
             )
         } else {
@@ -145,7 +145,7 @@ impl Lane {
             task: o
                 .last_task
                 .map(|t| crate::base::text::escape_controls(&o.key(t))),
-            restarts: self.restarts,
+            restarts: self.restarts(),
             kills: self.kills,
             workers: self.config.workers,
             claimed: self.claimed.clone(),
