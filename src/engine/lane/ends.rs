@@ -153,7 +153,7 @@ impl Lane {
                     |c| format!("crash point {c}"),
                 );
                 let text = format!("instance reclaimed by host  ({how}, pid {})", s.pid());
-                self.kills += 1;
+                self.kills.counted();
                 let at = sim;
                 let mut notes = vec![self.in_flight(s.crashed_at())];
                 self.place_kill(&[slot]);

@@ -1,12 +1,83 @@
 //! The host's kills of a lane's workers: the SIGKILL, the item in flight it took with it, and
 //! where it landed between the job's commits (its window), read from the rows the dead left.
 
-use super::{Lane, Note};
-use crate::engine::timeline::{Committed, Kind, Mark};
-use crate::engine::window::KillWindow;
-use crate::supervisor::slot::RestartPolicy;
-use crate::task::task_id;
 use std::time::Instant;
+
+use super::{Lane, Note};
+use crate::engine::config::{LaneConfig, LaneWorker};
+use crate::engine::timeline::{Committed, Kind, Mark};
+use crate::engine::window::{KillWindow, KillWindows};
+use crate::supervisor::slot::RestartPolicy;
+use crate::task::{TaskBits, task_id};
+
+/// The host's kills of a lane's workers, and what placing them needs.
+#[derive(Debug)]
+pub(super) struct Kills {
+    /// How many (a crash point's death counts as the host's kill).
+    count: u32,
+    /// Where each kill landed, read from the rows once the killed worker was reaped.
+    windows: KillWindows,
+    /// Keys with a checkpoint and no row when the last kill was placed (`place_kill`).
+    orphan_checkpoints: TaskBits,
+    /// The rows the observer had counted when each slot's current attempt was spawned: more
+    /// rows at its kill means the attempt had committed work. (With several workers on one
+    /// queue, another worker's rows count too: the window is then a close reading, not exact.)
+    rows_at_spawn: Vec<u64>,
+    /// The kill about to land is `--kill-at-message`'s: the vendor holds a message unanswered.
+    at_message: bool,
+}
+
+impl Kills {
+    /// None yet, in a lane configured as `config`: which windows its kills can land in.
+    pub(super) fn new(config: &LaneConfig) -> Self {
+        let vendor = config.worker.job().is_some_and(|j| j.vendor);
+        let windows = KillWindows {
+            // Each item reaches a vendor before its commit: reclaim's email, or a job's own.
+            sends: config.side_effect.is_some() || vendor,
+            relays: config.relays() || vendor,
+            relays_unknown: !config.relays() && vendor,
+            // A job's own transactions are its own: reclaim cannot rule the gap out.
+            rows_apart: match &config.worker {
+                LaneWorker::Strategy(strategy) => strategy.checkpoints_apart(),
+                LaneWorker::Exec(_) => true,
+            },
+            ..KillWindows::default()
+        };
+        Self {
+            count: 0,
+            windows,
+            orphan_checkpoints: TaskBits::default(),
+            rows_at_spawn: vec![0; config.workers + usize::from(config.relays())],
+            at_message: false,
+        }
+    }
+
+    pub(super) fn count(&self) -> u32 {
+        self.count
+    }
+
+    pub(super) fn windows(&self) -> KillWindows {
+        self.windows
+    }
+
+    /// One more kill (the host's, or a crash point's).
+    pub(super) fn counted(&mut self) {
+        self.count += 1;
+    }
+
+    /// A slot's next attempt starts with the rows at `rows`.
+    pub(super) fn spawning(&mut self, slot: usize, rows: u64) {
+        if self.rows_at_spawn.len() <= slot {
+            self.rows_at_spawn.resize(slot + 1, 0);
+        }
+        self.rows_at_spawn[slot] = rows;
+    }
+
+    /// The kill about to land is `--kill-at-message`'s.
+    pub(super) fn at_message_is_due(&mut self) {
+        self.at_message = true;
+    }
+}
 
 impl Lane {
     /// Where the kill of `slots` landed, from the rows read after their workers were reaped.
@@ -18,11 +89,11 @@ impl Lane {
         // after that checkpoint's commit and before its row's (the job commits its checkpoint
         // first). Looked at before any other placement, so each kill moves the mark.
         let orphans = self.observer.checkpoints_without_row();
-        let new_orphan = orphans.count_not_in(&self.orphan_checkpoints) > 0;
-        self.orphan_checkpoints = orphans;
-        let committed = slots
-            .iter()
-            .any(|&slot| self.observer.rows > self.rows_at_spawn.get(slot).copied().unwrap_or(0));
+        let new_orphan = orphans.count_not_in(&self.kills.orphan_checkpoints) > 0;
+        self.kills.orphan_checkpoints = orphans;
+        let committed = slots.iter().any(|&slot| {
+            self.observer.rows > self.kills.rows_at_spawn.get(slot).copied().unwrap_or(0)
+        });
         // Taken first, whichever way this kill is placed, so it never carries to the next.
         let crash_landing = self.points.crash_landing();
         // The relay died at its planned point: the vendor has the message, the entry is unmarked.
@@ -32,19 +103,19 @@ impl Lane {
                     .is_some_and(|c| c.point == crate::worker::CrashPoint::AfterRelaySend)
         });
         if relay_point {
-            self.killing_at_message = false;
-            self.kills_in_window.add(KillWindow::AfterRelaySend);
+            self.kills.at_message = false;
+            self.kills.windows.add(KillWindow::AfterRelaySend);
             return;
         }
         // The item in flight reached the vendor and its row did not commit.
-        if self.kills_in_window.sends && self.newest_message_uncommitted() {
-            self.killing_at_message = false;
-            self.kills_in_window.add(KillWindow::AfterSend);
+        if self.kills.windows.sends && self.newest_message_uncommitted() {
+            self.kills.at_message = false;
+            self.kills.windows.add(KillWindow::AfterSend);
             return;
         }
         // The vendor holds a message whose row had committed: a relay's send, not yet marked.
-        if std::mem::take(&mut self.killing_at_message) {
-            self.kills_in_window.add(KillWindow::AfterRelaySend);
+        if std::mem::take(&mut self.kills.at_message) {
+            self.kills.windows.add(KillWindow::AfterRelaySend);
             return;
         }
         // The planned crash: the job waits at its point, so the point is exactly where the
@@ -57,7 +128,7 @@ impl Lane {
             && crash_landing
             && let Ok(Some(window)) = self.points.place(slots, committed)
         {
-            self.kills_in_window.add(window);
+            self.kills.windows.add(window);
             return;
         }
         // A checkpoint table none of whose keys is a key of the queue (a cursor) says nothing
@@ -67,17 +138,17 @@ impl Lane {
             job.rows.checkpoints.is_some() && self.observer.checkpoints_seen && !not_keyed
         });
         if not_keyed && committed {
-            self.kills_in_window.checkpoints_not_keyed = true;
+            self.kills.windows.checkpoints_not_keyed = true;
         }
         let checkpointed = match named {
             Some(true) if new_orphan => {
-                self.kills_in_window.after_checkpoint += 1;
+                self.kills.windows.after_checkpoint += 1;
                 return;
             }
             // An external job whose checkpoints reclaim cannot read: a kill after a commit
             // cannot be placed before or after its checkpoint.
             Some(false) if committed => {
-                self.kills_in_window.add_unplaced();
+                self.kills.windows.add_unplaced();
                 return;
             }
             Some(_) => Some(self.observer.newest_checkpointed()),
@@ -87,7 +158,8 @@ impl Lane {
                     .is_some_and(|task| self.observer.has_checkpoint(task))
             }),
         };
-        self.kills_in_window
+        self.kills
+            .windows
             .add(KillWindow::classify(committed, checkpointed));
     }
 
@@ -187,7 +259,7 @@ impl Lane {
         }
         // As after any death (`exited`): what a kill left half-committed is the next opener's.
         self.observer.release();
-        self.kills += 1;
+        self.kills.counted();
         let text = format!(
             "instance reclaimed by host  (SIGKILL, pid {})",
             pids.join(",")

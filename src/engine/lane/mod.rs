@@ -28,6 +28,7 @@ mod vendor;
 
 use self::ends::Ends;
 use self::heartbeat::LaneHeartbeat;
+use self::kills::Kills;
 pub(super) use self::note::Note;
 pub use self::points::JobPoints;
 pub use self::snapshot::{LaneSnapshot, StateKind};
@@ -54,12 +55,11 @@ pub struct Lane {
     /// Each slot's current attempt on the sim clock (parallel to `slots`).
     attempts: Vec<Attempt>,
     observer: Observer,
-    kills: u32,
+    /// The host's kills of its workers and where they landed.
+    kills: Kills,
     /// How its attempts ended, and what ended the lane (a failure, the supervisor giving up).
     ends: Ends,
     claimed: Option<ClaimedDone>,
-    /// Keys with a checkpoint and no row when the last kill was placed (`place_kill`).
-    orphan_checkpoints: crate::task::TaskBits,
     /// A restarted worker began again at task-000 (the symptom; an added worker starting there
     /// is a second delivery, not a restart).
     restarted_at_zero: bool,
@@ -86,16 +86,8 @@ pub struct Lane {
     heartbeat: LaneHeartbeat,
     /// When the observer last read this lane after it had finished.
     settled_at: Option<Instant>,
-    /// Where each kill landed, read from the rows once the killed worker was reaped.
-    kills_in_window: KillWindows,
-    /// The rows the observer had counted when each slot's current attempt was spawned: more
-    /// rows at its kill means the attempt had committed work. (With several workers on one
-    /// queue, another worker's rows count too: the window is then a close reading, not exact.)
-    rows_at_spawn: Vec<u64>,
     /// The crash points an external job announced, and its planned crash.
     points: JobPoints,
-    /// The kill about to land is `--kill-at-message`'s: the vendor holds a message unanswered.
-    killing_at_message: bool,
     /// The clock's wait on the plan's relay crash (`relay_crash_hold`).
     relay_wait: crate::engine::stall::Wait,
     /// The outbox's pending entries when `relay_crash_hold` last looked: fewer is progress.
@@ -116,22 +108,8 @@ impl Lane {
             observer,
             heartbeat: LaneHeartbeat::new(crate::heartbeat::default_path(&config.db)),
             settled_at: None,
-            kills_in_window: KillWindows {
-                // Each item reaches a vendor before its commit: reclaim's email, or a job's own.
-                sends: config.side_effect.is_some()
-                    || config.worker.job().is_some_and(|j| j.vendor),
-                relays: config.relays() || config.worker.job().is_some_and(|j| j.vendor),
-                relays_unknown: !config.relays() && config.worker.job().is_some_and(|j| j.vendor),
-                // A job's own transactions are its own: reclaim cannot rule the gap out.
-                rows_apart: match &config.worker {
-                    LaneWorker::Strategy(strategy) => strategy.checkpoints_apart(),
-                    LaneWorker::Exec(_) => true,
-                },
-                ..KillWindows::default()
-            },
-            rows_at_spawn: vec![0; config.workers + usize::from(config.relays())],
+            kills: Kills::new(&config),
             points: JobPoints::default(),
-            killing_at_message: false,
             relay_wait: crate::engine::stall::Wait::default(),
             relay_pending: None,
             slots: (0..config.workers + usize::from(config.relays()))
@@ -145,10 +123,8 @@ impl Lane {
             messages: None,
             messages_read_at: None,
             config,
-            kills: 0,
             ends: Ends::default(),
             claimed: None,
-            orphan_checkpoints: crate::task::TaskBits::default(),
             restarted_at_zero: false,
             newest_is_restart: false,
             first_write_unread: None,
@@ -186,7 +162,7 @@ impl Lane {
 
     /// The kill about to land is `--kill-at-message`'s: the vendor holds a message unanswered.
     pub(in crate::engine) fn kill_at_message_is_due(&mut self) {
-        self.killing_at_message = true;
+        self.kills.at_message_is_due();
     }
 
     /// Gives up on the lane before its job completed, for `why` (no progress).
@@ -233,7 +209,7 @@ impl Lane {
     /// The host's kills of this lane's workers.
     #[must_use]
     pub fn kills(&self) -> u32 {
-        self.kills
+        self.kills.count()
     }
 
     /// The supervisor's restarts of this lane's workers.
@@ -281,7 +257,7 @@ impl Lane {
     /// Where each kill landed, read from the rows once the killed worker was reaped.
     #[must_use]
     pub fn kills_in_window(&self) -> KillWindows {
-        self.kills_in_window
+        self.kills.windows()
     }
 
     /// The crash points an external job announced, and its planned crash.

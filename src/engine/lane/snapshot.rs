@@ -146,7 +146,7 @@ impl Lane {
                 .last_task
                 .map(|t| crate::base::text::escape_controls(&o.key(t))),
             restarts: self.restarts(),
-            kills: self.kills,
+            kills: self.kills(),
             workers: self.config.workers,
             claimed: self.claimed.clone(),
             restarted_at_zero: self.restarted_at_zero,

@@ -25,10 +25,7 @@ impl Lane {
 
     /// A slot's next attempt is about to start: remember how many rows there were.
     pub(in crate::engine) fn spawning(&mut self, slot: usize) {
-        if self.rows_at_spawn.len() <= slot {
-            self.rows_at_spawn.resize(slot + 1, 0);
-        }
-        self.rows_at_spawn[slot] = self.observer.rows;
+        self.kills.spawning(slot, self.observer.rows);
         self.points.spawning(slot);
     }
 
