@@ -284,7 +284,7 @@ impl Lane {
             }
             self.ends.restarts += 1;
             let attempt = self.slots[slot].attempt() + 1;
-            let who = if self.relay_slot == Some(slot) {
+            let who = if self.vendor.is_relay(slot) {
                 "relay"
             } else {
                 "worker"

@@ -98,7 +98,7 @@ impl Lane {
         let crash_landing = self.points.crash_landing();
         // The relay died at its planned point: the vendor has the message, the entry is unmarked.
         let relay_point = slots.iter().any(|&slot| {
-            self.relay_slot == Some(slot)
+            self.vendor.is_relay(slot)
                 && (self.slots[slot].crashed_at())
                     .is_some_and(|c| c.point == crate::worker::CrashPoint::AfterRelaySend)
         });

@@ -32,12 +32,7 @@ use self::kills::Kills;
 pub(super) use self::note::Note;
 pub use self::points::JobPoints;
 pub use self::snapshot::{LaneSnapshot, StateKind};
-
-/// How often a running lane's messages are read from the vendor's database.
-const MESSAGES_EVERY: Duration = Duration::from_millis(200);
-
-/// The longest claim kept from an external worker's last line.
-const CLAIM_CHARS: usize = 120;
+use self::vendor::LaneVendor;
 
 /// The worker's own claim, parsed from its `done` line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -75,23 +70,14 @@ pub struct Lane {
     /// The job's table or checkpoint table lacks the column it was said to have: no poll will
     /// read it, so the engine ends the night (`Engine::tick`) rather than run it untestable.
     wrong_shape: Option<crate::store::StoreError>,
-    /// The vendor this lane's side effects reach, while the night runs.
-    vendor: Option<crate::supervisor::service::Service>,
-    /// The slot that runs the relay (outbox), after the workers' slots.
-    relay_slot: Option<usize>,
-    /// The messages at the vendor, as last read (lanes with side effects).
-    messages: Option<crate::fake_vendor::Counts>,
-    messages_read_at: Option<Instant>,
+    /// The vendor its items reach, its relay, and the messages counted there.
+    vendor: LaneVendor,
     /// The heartbeat file as the supervisor watches it, and the dead-man's switch.
     heartbeat: LaneHeartbeat,
     /// When the observer last read this lane after it had finished.
     settled_at: Option<Instant>,
     /// The crash points an external job announced, and its planned crash.
     points: JobPoints,
-    /// The clock's wait on the plan's relay crash (`relay_crash_hold`).
-    relay_wait: crate::engine::stall::Wait,
-    /// The outbox's pending entries when `relay_crash_hold` last looked: fewer is progress.
-    relay_pending: Option<u64>,
 }
 
 impl Lane {
@@ -110,18 +96,13 @@ impl Lane {
             settled_at: None,
             kills: Kills::new(&config),
             points: JobPoints::default(),
-            relay_wait: crate::engine::stall::Wait::default(),
-            relay_pending: None,
             slots: (0..config.workers + usize::from(config.relays()))
                 .map(|_| Slot::new())
                 .collect(),
             attempts: (0..config.workers + usize::from(config.relays()))
                 .map(|_| Attempt::new(crate::base::clock::NIGHT_START, Pace::per_item(0.0)))
                 .collect(),
-            relay_slot: config.relays().then_some(config.workers),
-            vendor: None,
-            messages: None,
-            messages_read_at: None,
+            vendor: LaneVendor::new(config.relays().then_some(config.workers)),
             config,
             ends: Ends::default(),
             claimed: None,
@@ -178,7 +159,7 @@ impl Lane {
     /// The lane has a vendor running.
     #[must_use]
     pub(in crate::engine) fn has_vendor(&self) -> bool {
-        self.vendor.is_some()
+        self.vendor.running()
     }
 
     /// The worker positions (the relay's last), which the engine spawns, reaps and signals.
@@ -269,7 +250,7 @@ impl Lane {
     /// The messages at the vendor, as last read (lanes with side effects).
     #[must_use]
     pub fn messages(&self) -> Option<crate::fake_vendor::Counts> {
-        self.messages
+        self.vendor.messages()
     }
 
     /// The heartbeat's age in sim seconds, when it is measured.

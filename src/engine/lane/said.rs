@@ -3,9 +3,12 @@
 //! the timeline, stamped with the attempt's own present.
 
 use super::note::{kind_of, text_of};
-use super::{CLAIM_CHARS, ClaimedDone, Lane, Note};
+use super::{ClaimedDone, Lane, Note};
 use crate::engine::timeline::{Kind, Source};
 use crate::worker::protocol::{Step, WorkerLine, claimed_rows};
+
+/// The longest claim kept from an external worker's last line.
+const CLAIM_CHARS: usize = 120;
 
 impl Lane {
     /// One line a slot's worker printed (or the end of one of its pipes): the claim and crash
@@ -22,7 +25,7 @@ impl Lane {
         let said = line.as_deref().filter(|_| !stderr).map(|l| self.read(l));
         // The relay's planned crash is stamped with its moment (`relay_crash_moment`), even when
         // heard before the clock got there: the stop and the kill land on one second.
-        let relay_moment = (self.relay_slot == Some(slot))
+        let relay_moment = (self.vendor.is_relay(slot))
             .then(|| self.relay_crash_moment())
             .flatten()
             .filter(|_| matches!(said, Some(WorkerLine::Crash { .. })));

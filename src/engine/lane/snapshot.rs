@@ -150,7 +150,7 @@ impl Lane {
             workers: self.config.workers,
             claimed: self.claimed.clone(),
             restarted_at_zero: self.restarted_at_zero,
-            messages: self.messages,
+            messages: self.messages(),
         }
     }
 }

@@ -46,13 +46,13 @@ impl Lane {
     /// their lines are stamped with its reading when they are heard.
     #[must_use]
     pub fn on_schedule(&self, slot: usize) -> bool {
-        self.config.worker.job().is_none() && self.relay_slot != Some(slot)
+        self.config.worker.job().is_none() && !self.vendor.is_relay(slot)
     }
 
     /// A slot's next attempt begins at sim time `start`. The relay has no pace: its attempts
     /// are not the workers', and its restart is not the worker's restart.
     pub(in crate::engine) fn begin_attempt(&mut self, slot: usize, start: f64) {
-        let pace = if self.relay_slot == Some(slot) {
+        let pace = if self.vendor.is_relay(slot) {
             Pace::per_item(0.0)
         } else {
             self.newest_is_restart = self.slots[slot].attempt() > 0;
@@ -68,7 +68,7 @@ impl Lane {
     /// stdin): reclaim's own worker (`exe worker ... --gated`), the lane's relay (`exe relay
     /// ...`, not gated), or the external job in its folder with its variables, at its own pace.
     pub(in crate::engine) fn command(&self, slot: usize, exe: &std::path::Path) -> (Command, bool) {
-        if self.relay_slot == Some(slot) {
+        if self.vendor.is_relay(slot) {
             return (self.relay_command(slot, exe), false);
         }
         match &self.config.worker {
@@ -87,10 +87,7 @@ impl Lane {
                     .map(|plan| format!("{}:{}", plan.key, plan.point));
                 let env = ExecEnv {
                     crash_at,
-                    vendor: self
-                        .vendor
-                        .as_ref()
-                        .map(|v| format!("http://{}/messages", v.addr)),
+                    vendor: (self.vendor.addr()).map(|addr| format!("http://{addr}/messages")),
                     db: ExecEnv::absolute(&self.config.db),
                     heartbeat: ExecEnv::absolute(self.heartbeat.path()),
                     items: self.config.items,
@@ -133,7 +130,7 @@ impl Lane {
             supervised: true,
             gated: true,
             side_effect: cfg.side_effect,
-            vendor: self.vendor.as_ref().map(|v| v.addr),
+            vendor: self.vendor.addr(),
             long_item: cfg.long_item,
             split: cfg.split,
             quiet_writes: cfg.quiet_writes,
