@@ -584,8 +584,8 @@ fn report(
             .map(|_| engine.rows_landings().clone()),
         not_fired,
         not_fired_gaps,
-        points_announced: lane.points().announced.clone(),
-        kills_after_points: lane.points().kills_after.clone(),
+        points_announced: lane.points().announced().clone(),
+        kills_after_points: lane.points().kills_after().clone(),
         queue_notes: inspection.queue_notes(),
         judged: inspection.judged,
         // A kill at a row count watches the first lane.

@@ -1,16 +1,24 @@
-//! A lane: one strategy on its own warehouse, its worker slots, what the observer read of its rows
-//! and the heartbeat. Beside it: what its workers said (`said`), its notes for the timeline
-//! (`note`), its snapshot for the dashboard and recordings (`snapshot`), its vendor and relay
-//! (`vendor`), and the crash points a job announces (`points`).
-
-use std::time::{Duration, Instant};
+//! A lane: one strategy (or someone else's job) on its own warehouse, its worker slots and
+//! their attempts on the night's clock, and the observer reading its rows. Its state is in parts,
+//! each a struct with private fields in the file that keeps it:
+//!
+//! - `heartbeat`: `LaneHeartbeat`, the file's beats, their age and the dead-man's switch;
+//! - `kills`: `Kills`, the host's kills, the item each took, where each landed;
+//! - `ends`: `Ends`, how attempts ended, and what ended the lane (`Failure`, `GaveUp`) and the
+//!   restarts due;
+//! - `vendor`: `LaneVendor`, the vendor its items reach, the relay, the messages there;
+//! - `rows`: `RowsRead`, reading the rows as the night goes and the symptom read there;
+//! - `points`: `JobPoints`, the crash points a job announces.
+//!
+//! Beside them: what its workers said (`said`), a slot's next attempt (`spawn`), where the lane
+//! holds the clock (`holds`), its notes for the timeline (`note`) and its snapshot for the
+//! dashboard and recordings (`snapshot`). Everything outside the lane reads it through accessors.
 
 use serde::Serialize;
 
 use super::config::LaneConfig;
 use super::config::LaneWorker;
 use super::pace::{Attempt, Pace};
-use super::timeline::Kind;
 use super::window::KillWindows;
 use crate::observer::Observer;
 use crate::supervisor::slot::{Slot, SlotState};
@@ -21,6 +29,7 @@ mod holds;
 mod kills;
 mod note;
 mod points;
+mod rows;
 mod said;
 mod snapshot;
 mod spawn;
@@ -31,6 +40,7 @@ use self::heartbeat::LaneHeartbeat;
 use self::kills::Kills;
 pub(super) use self::note::Note;
 pub use self::points::JobPoints;
+use self::rows::RowsRead;
 pub use self::snapshot::{LaneSnapshot, StateKind};
 use self::vendor::LaneVendor;
 
@@ -43,7 +53,6 @@ pub struct ClaimedDone {
 
 /// A lane's live state.
 #[derive(Debug)]
-#[allow(clippy::struct_excessive_bools)] // Reason: independent facts about the lane, each its own.
 pub struct Lane {
     config: LaneConfig,
     slots: Vec<Slot>,
@@ -54,28 +63,14 @@ pub struct Lane {
     kills: Kills,
     /// How its attempts ended, and what ended the lane (a failure, the supervisor giving up).
     ends: Ends,
+    /// What its worker claimed in its last line (`done`, or someone else's last line).
     claimed: Option<ClaimedDone>,
-    /// A restarted worker began again at task-000 (the symptom; an added worker starting there
-    /// is a second delivery, not a restart).
-    restarted_at_zero: bool,
-    /// The newest worker started was a restart (not a lane's first, not an added one).
-    newest_is_restart: bool,
-    /// A restarted worker's slot whose first write has not been read from the rows yet: the
-    /// moment of the symptom "restarts at item zero", where a driver may want the clock.
-    first_write_unread: Option<usize>,
-    /// Each slot's writes heard when the rows were last read: the rows read include them.
-    observed_writes: Vec<u64>,
-    /// The last observer error, so a persistent one is reported once.
-    observer_error: Option<String>,
-    /// The job's table or checkpoint table lacks the column it was said to have: no poll will
-    /// read it, so the engine ends the night (`Engine::tick`) rather than run it untestable.
-    wrong_shape: Option<crate::store::StoreError>,
+    /// What reading the rows told, beyond the observer's figures.
+    read: RowsRead,
     /// The vendor its items reach, its relay, and the messages counted there.
     vendor: LaneVendor,
     /// The heartbeat file as the supervisor watches it, and the dead-man's switch.
     heartbeat: LaneHeartbeat,
-    /// When the observer last read this lane after it had finished.
-    settled_at: Option<Instant>,
     /// The crash points an external job announced, and its planned crash.
     points: JobPoints,
 }
@@ -93,7 +88,6 @@ impl Lane {
         Self {
             observer,
             heartbeat: LaneHeartbeat::new(crate::heartbeat::default_path(&config.db)),
-            settled_at: None,
             kills: Kills::new(&config),
             points: JobPoints::default(),
             slots: (0..config.workers + usize::from(config.relays()))
@@ -106,12 +100,7 @@ impl Lane {
             config,
             ends: Ends::default(),
             claimed: None,
-            restarted_at_zero: false,
-            newest_is_restart: false,
-            first_write_unread: None,
-            observed_writes: Vec::new(),
-            observer_error: None,
-            wrong_shape: None,
+            read: RowsRead::default(),
         }
     }
 
@@ -153,7 +142,7 @@ impl Lane {
 
     /// The job's table lacks the column it was said to have (once).
     pub(in crate::engine) fn take_wrong_shape(&mut self) -> Option<crate::store::StoreError> {
-        self.wrong_shape.take()
+        self.read.take_wrong_shape()
     }
 
     /// The lane has a vendor running.
@@ -232,7 +221,7 @@ impl Lane {
     /// A restarted worker began again at task-000 (the symptom).
     #[must_use]
     pub fn restarted_at_zero(&self) -> bool {
-        self.restarted_at_zero
+        self.read.restarted_at_zero()
     }
 
     /// Where each kill landed, read from the rows once the killed worker was reaped.
@@ -319,68 +308,4 @@ impl Lane {
             .collect();
         pids.join(",")
     }
-
-    /// Reads what is new in the rows; returns the timeline lines that reading gives rise to.
-    pub(super) fn observe(&mut self, now: Instant) -> Vec<Note> {
-        // Once a lane has finished and been read since, only a hand (sqlite3, another program)
-        // can change its rows: once a second is often enough to notice, and keeps a finished
-        // night nearly free.
-        let finished = self.finished();
-        if finished
-            && self
-                .settled_at
-                .is_some_and(|at| now.saturating_duration_since(at) < SETTLED_POLL)
-        {
-            return Vec::new();
-        }
-        self.settled_at = finished.then_some(now);
-        let mut notes = Vec::new();
-        let poll = match self.observer.poll() {
-            Ok(poll) => {
-                self.observer_error = None;
-                poll
-            }
-            Err(error) if error.is_wrong_shape() => {
-                self.wrong_shape = Some(error);
-                crate::observer::Poll::default()
-            }
-            Err(error) => {
-                // Reading is advisory (the verdict reads the rows again at the end): a failed
-                // poll is reported once and retried on the next tick.
-                let message = error.to_string();
-                if self.observer_error.as_deref() != Some(message.as_str()) {
-                    self.observer_error = Some(message.clone());
-                    notes.push(Note::runner(Kind::Error, format!("observer: {message}")));
-                }
-                crate::observer::Poll::default()
-            }
-        };
-        self.observed_writes = self.attempts.iter().map(|a| a.writes).collect();
-        if let Some(slot) = self.first_write_unread
-            && self.attempts[slot].writes > 0
-        {
-            // Its write was heard before this poll, which has read it.
-            self.first_write_unread = None;
-        }
-        if poll.restarted_at_zero && self.newest_is_restart {
-            self.restarted_at_zero = true;
-            let text = format!(
-                "worker restarts at item zero: {} written again",
-                crate::base::text::escape_controls(&self.observer.key(0))
-            );
-            // The moment task-000 was written again: the newest attempt's first write.
-            let at = self
-                .attempts
-                .iter()
-                .map(Attempt::first_write)
-                .max_by(f64::total_cmp);
-            let mut note = Note::runner(Kind::Symptom, text);
-            note.at = at;
-            notes.push(note);
-        }
-        notes
-    }
 }
-
-/// How often the rows of a lane that has finished are read again.
-const SETTLED_POLL: Duration = Duration::from_secs(1);

@@ -149,7 +149,7 @@ impl Lane {
             kills: self.kills(),
             workers: self.config.workers,
             claimed: self.claimed.clone(),
-            restarted_at_zero: self.restarted_at_zero,
+            restarted_at_zero: self.restarted_at_zero(),
             messages: self.messages(),
         }
     }

@@ -55,8 +55,7 @@ impl Lane {
         let pace = if self.vendor.is_relay(slot) {
             Pace::per_item(0.0)
         } else {
-            self.newest_is_restart = self.slots[slot].attempt() > 0;
-            self.first_write_unread = self.newest_is_restart.then_some(slot);
+            (self.read).begins(slot, self.slots[slot].attempt() > 0);
             self.pace(self.slots[slot].attempt() + 1)
         };
         self.attempts[slot] = Attempt::new(start, pace);
