@@ -21,7 +21,7 @@ mod line;
 pub mod points;
 
 pub use commands::{Grant, Moment, NotACommand, SetDelay, StepGrant};
-pub use line::{Relay, Resume, Step, WorkerLine, claimed_rows};
+pub use line::{ERROR_PREFIX, Relay, Resume, Step, WorkerLine, claimed_rows, error_reason};
 
 use super::WorkerConfig;
 use crate::store::SyncMode;

@@ -399,6 +399,17 @@ impl FromStr for WorkerLine {
     }
 }
 
+/// How a reclaim process (a worker, the relay) says its error on stderr, last before it exits 2:
+/// `reclaim: error: REASON`.
+pub const ERROR_PREFIX: &str = "reclaim: error: ";
+
+/// The reason a worker's last line on stderr gives for its failure: what follows
+/// `ERROR_PREFIX`, or the whole line (someone else's job's error is its own words).
+#[must_use]
+pub fn error_reason(line: &str) -> &str {
+    line.trim_start_matches(ERROR_PREFIX)
+}
+
 /// `rows_written=N` in someone else's job's last line, as the postmortem's worker claimed it:
 /// the one word of a job's own output reclaim reads as a figure.
 #[must_use]

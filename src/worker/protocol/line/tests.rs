@@ -234,3 +234,10 @@ fn a_job_says_its_crash_points_and_nothing_else_in_the_protocol() {
     assert_eq!(claimed_rows("done status=ok"), None);
     assert_eq!(claimed_rows("rows_written=x"), None);
 }
+
+#[test]
+fn a_workers_error_line_gives_its_reason() {
+    let reason = "database is locked";
+    assert_eq!(error_reason(&format!("{ERROR_PREFIX}{reason}")), reason);
+    assert_eq!(error_reason("Traceback: boom"), "Traceback: boom");
+}
