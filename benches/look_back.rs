@@ -78,7 +78,7 @@ fn night() -> BenchResult<Recording> {
             kind: Kind::Notice,
             text: "instance reclaimed by host  (SIGKILL, pid 4242)".into(),
             mark: (i % 10 == 0).then_some(Mark::Kill),
-            committed: None,
+            fact: None,
         })
         .collect();
     Ok(Recording {

@@ -37,8 +37,8 @@ use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
 pub use self::pace::{Attempt, Pace};
 pub use self::timeline::{
-    Committed, DIED_ON_ITS_OWN, Entry, HUNG, InOrder, Kind, Mark, RESUMED, Source, StopWhen, Tone,
-    timeline_line,
+    Committed, DIED_ON_ITS_OWN, Entry, Fact, HUNG, InOrder, Kind, Mark, RESUMED, Source, StopWhen,
+    Tone, timeline_line,
 };
 use self::triggers::{HostAction, Triggers};
 use self::watch::Watch;
@@ -310,7 +310,7 @@ impl Engine {
             kind,
             text,
             mark: None,
-            committed: None,
+            fact: None,
             slot: None,
         });
     }
@@ -327,7 +327,7 @@ impl Engine {
         self.log_at(now, at, Some(lane), (note.source, note.kind), note.text);
         if let Some(entry) = self.timeline.last_mut() {
             entry.mark = note.mark;
-            entry.committed = note.committed;
+            entry.fact = note.fact;
         }
     }
 
@@ -377,7 +377,7 @@ impl Engine {
                     text,
                     mark: None,
                     at: Some(start),
-                    committed: None,
+                    fact: None,
                 },
             );
             // It reads no grants: it goes at its own pace and the clock does not wait for it.

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use nix::sys::signal::Signal;
 
-use super::{Engine, EngineError, Kind, SlotState, Source, StoreError};
+use super::{Engine, EngineError, Fact, Kind, SlotState, Source, StoreError};
 
 impl Engine {
     #[must_use]
@@ -37,11 +37,19 @@ impl Engine {
         }
     }
 
+    /// A runner's notice about `lane`, with what it says as data (`Entry::fact`).
+    fn notice_of(&mut self, now: Instant, lane: usize, text: String, fact: Fact) {
+        self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
+        if let Some(entry) = self.timeline.last_mut() {
+            entry.fact = Some(fact);
+        }
+    }
+
     pub(super) fn hang_lane(&mut self, lane: usize, now: Instant) {
         let pids = self.lanes[lane].hang();
         if !pids.is_empty() {
             let text = format!("{} (SIGSTOP, pid {pids}): alive, no progress", super::HUNG);
-            self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
+            self.notice_of(now, lane, text, Fact::Hung);
         }
     }
 
@@ -55,7 +63,7 @@ impl Engine {
             .for_each(|a| a.rebase(sim));
         if !pids.is_empty() {
             let text = format!("{} (SIGCONT, pid {pids})", super::RESUMED);
-            self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
+            self.notice_of(now, lane, text, Fact::Resumed);
         }
     }
 

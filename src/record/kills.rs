@@ -89,11 +89,17 @@ mod tests {
                 KillMoment::AfterTask(111),
             ),
             (
-                item(",\"committed\":{\"task\":111}", "task-112  in flight"),
+                item(
+                    ",\"fact\":{\"committed\":{\"task\":111}}",
+                    "task-112  in flight",
+                ),
                 KillMoment::AfterTask(111),
             ),
             (
-                item(",\"committed\":{\"task\":null}", "task-000  in flight"),
+                item(
+                    ",\"fact\":{\"committed\":{\"task\":null}}",
+                    "task-000  in flight",
+                ),
                 KillMoment::At(707.0),
             ),
             (
@@ -102,13 +108,16 @@ mod tests {
             ),
             (
                 item(
-                    ",\"committed\":{\"key\":\"ord-7\"}",
+                    ",\"fact\":{\"committed\":{\"key\":\"ord-7\"}}",
                     "ord-7  the newest row",
                 ),
                 KillMoment::AfterTask(7),
             ),
             (
-                item(",\"committed\":{\"key\":\"not-queued\"}", "not-queued"),
+                item(
+                    ",\"fact\":{\"committed\":{\"key\":\"not-queued\"}}",
+                    "not-queued",
+                ),
                 KillMoment::At(707.0),
             ),
         ];

@@ -15,7 +15,7 @@ mod legacy;
 mod read;
 
 pub use self::read::{Recording, RecordingError};
-use crate::engine::{Committed, Engine, Entry, Kind, LaneSnapshot, Mark, Source};
+use crate::engine::{Committed, Engine, Entry, Fact, Kind, LaneSnapshot, Mark, Source};
 use crate::scenario::Caption;
 use crate::store::inspect::Inspection;
 use crate::verdict::Status;
@@ -136,10 +136,11 @@ pub struct Event {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mark: Option<Mark>,
-    /// On an `item` event, what had committed when the worker died; absent on a recording made
-    /// before it was recorded (see `last_committed`).
+    /// What the line says as data (on an `item` event what had committed, on a notice a hang,
+    /// a resume, a death on its own); absent where nothing reads it back, and on every line of a
+    /// recording made before facts were recorded (see `fact`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub committed: Option<Committed>,
+    pub fact: Option<Fact>,
 }
 
 impl Event {
@@ -153,18 +154,24 @@ impl Event {
             kind: entry.kind,
             text: entry.text.clone(),
             mark: entry.mark,
-            committed: entry.committed.clone(),
+            fact: entry.fact.clone(),
         }
     }
 
-    /// What had committed when the worker died, on an `item` event: the recorded fact, or, in a
-    /// recording made before the fact was recorded, what the event's words say (`legacy`).
+    /// What the line says as data: the recorded fact, or, in a recording made before facts were
+    /// recorded, what the line's words say (`legacy`, the one reader of a timeline sentence).
+    #[must_use]
+    pub fn fact(&self) -> Option<Fact> {
+        (self.fact.clone()).or_else(|| legacy::fact(self.kind, self.mark, &self.text))
+    }
+
+    /// What had committed when the worker died, on an `item` event.
     #[must_use]
     pub fn last_committed(&self) -> Option<Committed> {
-        if self.kind != Kind::Item {
-            return None;
+        match self.fact()? {
+            Fact::Committed(committed) => Some(committed),
+            Fact::Hung | Fact::Resumed | Fact::DiedOnItsOwn => None,
         }
-        (self.committed.clone()).or_else(|| legacy::committed(&self.text))
     }
 
     /// The line as the timeline shows it.

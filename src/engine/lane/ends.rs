@@ -5,7 +5,7 @@
 //! enum saying which.
 
 use super::{Lane, Note};
-use crate::engine::timeline::{Kind, Mark, Source};
+use crate::engine::timeline::{Fact, Kind, Mark, Source};
 use crate::supervisor::slot::{Exit, RestartPolicy};
 
 /// How many times in a row an external job may die on its own with no new row between before
@@ -132,7 +132,7 @@ impl Lane {
                     text,
                     mark: None,
                     at: Some(sim),
-                    committed: None,
+                    fact: None,
                 }];
                 // A planned crash the job finished without: said on the timeline (the dashboard
                 // has no report to say it in), never left to pass for a night that held.
@@ -240,7 +240,8 @@ impl Lane {
             self.slots[slot].pid(),
             self.restart_said(policy)
         );
-        vec![Note::runner(Kind::Notice, text).marked(Mark::Kill).at(sim)]
+        let note = Note::runner(Kind::Notice, text).marked(Mark::Kill);
+        vec![note.saying(Fact::DiedOnItsOwn).at(sim)]
     }
 
     /// What a death on its own leads to: a restart as after a kill, or none (the limit reached;

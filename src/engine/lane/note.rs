@@ -1,7 +1,7 @@
 //! A line for the timeline as a lane reports it (`Note`): its source, kind, text, chart mark and
 //! moment; and the kind of a line a worker printed.
 
-use super::super::timeline::{Committed, Kind, Mark, Source};
+use super::super::timeline::{Committed, Fact, Kind, Mark, Source};
 use crate::worker::protocol::WorkerLine;
 
 /// A line for the timeline, as a lane reports it: where it comes from, its kind, its text, and
@@ -14,8 +14,8 @@ pub(in crate::engine) struct Note {
     pub mark: Option<Mark>,
     /// Its moment on the night's clock; `None`: the clock's present reading.
     pub at: Option<f64>,
-    /// An `item` line's fact, beside its words (`Entry::committed`).
-    pub committed: Option<Committed>,
+    /// What it says, as data beside its words (`Entry::fact`).
+    pub fact: Option<Fact>,
 }
 
 impl Note {
@@ -26,7 +26,7 @@ impl Note {
             text,
             mark: None,
             at: None,
-            committed: None,
+            fact: None,
         }
     }
 
@@ -38,7 +38,7 @@ impl Note {
             text,
             mark: None,
             at: None,
-            committed: Some(committed),
+            fact: Some(Fact::Committed(committed)),
         }
     }
 
@@ -49,6 +49,11 @@ impl Note {
 
     pub(super) fn marked(mut self, mark: Mark) -> Self {
         self.mark = Some(mark);
+        self
+    }
+
+    pub(super) fn saying(mut self, fact: Fact) -> Self {
+        self.fact = Some(fact);
         self
     }
 }

@@ -44,7 +44,7 @@ impl Lane {
             text,
             mark: None,
             at,
-            committed: None,
+            fact: None,
         };
         let Some(said) = said else {
             // A job's error naming a lock: whether reclaim's reads could have held it is said

@@ -62,7 +62,8 @@ impl LiveNight {
             let lane = (entry.lane)
                 .and_then(|l| self.lanes.get(l))
                 .map(|l| l.name.as_str());
-            if let Some(why) = lecture::why(entry.kind, entry.mark, lane, &entry.text) {
+            let said = (entry.kind, entry.mark, entry.fact.as_ref());
+            if let Some(why) = lecture::why(said, lane, &entry.text) {
                 self.ahead.push((entry.sim.0, why));
             }
         }

@@ -76,7 +76,7 @@ fn recording() -> Recording {
         kind,
         text: text.into(),
         mark,
-        committed: None,
+        fact: None,
     };
     Recording {
         header: Header {
