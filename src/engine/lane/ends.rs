@@ -225,12 +225,12 @@ impl Lane {
         if self.ends.crash_loop(self.observer.rows) {
             self.slots[slot].give_up();
             let why = format!(
-                "it died on its own {CRASH_LOOP} times in a row with no new row between (a crash loop; the last: {reason})"
+                "died on its own {CRASH_LOOP} times in a row with no new row between (a crash loop; the last: {reason})"
             );
             self.ends.gave_up = Some(GaveUp::CrashLoop(format!(
-                "{why}, and the supervisor gave up"
+                "it {why}, and the supervisor gave up"
             )));
-            let text = format!("giving up: the job {}", why.trim_start_matches("it "));
+            let text = format!("giving up: the job {why}");
             return vec![Note::runner(Kind::Error, text).at(sim)];
         }
         self.slots[slot].restart_after_failure(sim, policy);
