@@ -42,7 +42,7 @@ fn snapshot(rows: u64) -> BenchResult<LaneSnapshot> {
 fn night() -> BenchResult<Recording> {
     let lane = |name: &str| LaneInfo {
         name: name.into(),
-        strategy: name.into(),
+        strategy: name.to_string().into(),
         items: 200_000,
         db: format!("/tmp/{name}.db").into(),
     };
@@ -78,6 +78,7 @@ fn night() -> BenchResult<Recording> {
             kind: Kind::Notice,
             text: "instance reclaimed by host  (SIGKILL, pid 4242)".into(),
             mark: (i % 10 == 0).then_some(Mark::Kill),
+            fact: None,
         })
         .collect();
     Ok(Recording {

@@ -158,7 +158,7 @@ fn checked_lanes(recording: &Recording) -> Vec<CheckedLane> {
             });
         lanes.push(CheckedLane {
             name: info.name.clone(),
-            strategy: info.strategy.clone(),
+            strategy: info.strategy.to_string(),
             items: info.items,
             rows,
             distinct,

@@ -8,11 +8,11 @@ use std::path::Path;
 
 use crate::base::exit::{DATA_WRONG, OK};
 use crate::cli::ShrinkArgs;
-use crate::engine::Kind;
+use crate::engine::{Committed, Kind};
 use crate::error::{Context as _, Error};
 use crate::harness::pool::{self, Pool};
 use crate::map::{Cell, Kill, PlannedNight, Runner};
-use crate::record::Recording;
+use crate::record::{Recording, WorkerKind};
 use crate::task::task_id;
 use crate::worker::{CrashAt, CrashPoint, Strategy};
 
@@ -107,23 +107,29 @@ fn the_wrong_lane(recording: &Recording, file: &Path) -> Result<Wrong, Error> {
             lane + 1
         ))
     })?;
-    if info.strategy == "exec" {
-        return Err(Error::Refused(format!(
-            "{name}: lane {} ran your own job; give its command with --exec CMD (and its --table, --key, --key-format): shrink never runs a command read from a recording",
-            crate::base::text::escape_controls(&info.name)
-        )));
-    }
-    let strategy = Strategy::from_name(&info.strategy).ok_or_else(|| {
-        Error::Refused(format!(
-            "{name}: unknown strategy '{}'",
-            crate::base::text::shorten(&info.strategy, 40)
-        ))
-    })?;
+    let strategy = match &info.strategy {
+        WorkerKind::Strategy(strategy) => *strategy,
+        WorkerKind::Exec => {
+            return Err(Error::Refused(format!(
+                "{name}: lane {} ran your own job; give its command with --exec CMD (and its --table, --key, --key-format): shrink never runs a command read from a recording",
+                crate::base::text::escape_controls(&info.name)
+            )));
+        }
+        WorkerKind::Unknown(unknown) => {
+            return Err(Error::Refused(format!(
+                "{name}: unknown strategy '{}'",
+                crate::base::text::shorten(unknown, 40)
+            )));
+        }
+    };
     let mut last_task = None;
     let mut kills = Vec::new();
     for event in recording.events.iter().filter(|e| e.lane == Some(lane)) {
         if event.kind == Kind::Item {
-            last_task = crate::record::committed_task(&event.text);
+            last_task = match event.last_committed() {
+                Some(Committed::Task(task)) => task,
+                Some(Committed::Key(_)) | None => None,
+            };
         }
         if event.mark == Some(crate::engine::Mark::Kill) {
             kills.push(last_task);

@@ -14,7 +14,7 @@ use crate::engine::ExecJob;
 use crate::error::{Context as _, Error};
 use crate::harness::pool::{self, Pool};
 use crate::map::exec::{ExecCell, ExecKill, ExecRunner};
-use crate::record::Recording;
+use crate::record::{Recording, WorkerKind};
 
 /// At most this many nights are searched (a 10,000-key queue with three points is 30,000).
 const MAX_NIGHTS: usize = 20_000;
@@ -29,7 +29,7 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
         )));
     };
     let lane = (recording.header.lanes.iter().zip(&end.lanes))
-        .position(|(info, lane)| info.strategy == "exec" && !lane.is_ok())
+        .position(|(info, lane)| info.strategy == WorkerKind::Exec && !lane.is_ok())
         .ok_or_else(|| {
             Error::Refused(format!(
                 "{name}: no exec lane's rows ended wrong (a night wrong only at its vendor is not searched: shrink --exec kills by the rows); shrink --exec shrinks your own job's night"

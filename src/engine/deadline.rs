@@ -95,11 +95,13 @@ impl Engine {
             lines: self.lines_heard,
             lanes: (self.lanes.iter())
                 .map(|l| LaneProgress {
-                    rows: l.observer.rows,
-                    beat: (l.heartbeat_task.clone())
-                        .filter(|task| l.config.queue().index_of(task).is_some()),
-                    messages: l.messages.map(|m| m.received),
-                    slots: (l.slots.iter()).map(|s| (s.attempt(), s.state())).collect(),
+                    rows: l.observer().rows,
+                    beat: (l.heartbeat_task().map(ToOwned::to_owned))
+                        .filter(|task| l.config().queue().index_of(task).is_some()),
+                    messages: l.messages().map(|m| m.received),
+                    slots: (l.slots().iter())
+                        .map(|s| (s.attempt(), s.state()))
+                        .collect(),
                 })
                 .collect(),
         }
@@ -114,8 +116,8 @@ impl Engine {
             let longest = |part: fn(&super::Lane) -> Duration| {
                 (self.lanes.iter()).map(part).max().unwrap_or_default()
             };
-            let pause = longest(|l| l.config.delay);
-            let long_item = longest(|l| l.config.long_item.map_or(Duration::ZERO, |li| li.work));
+            let pause = longest(|l| l.config().delay);
+            let long_item = longest(|l| l.config().long_item.map_or(Duration::ZERO, |li| li.work));
             DEFAULT_PROGRESS_DEADLINE.max(pause.saturating_mul(ITEMS_OF_PAUSE)) + long_item
         })
     }
@@ -129,15 +131,15 @@ impl Engine {
                 continue;
             }
             let mut pids = Vec::new();
-            for slot in 0..self.lanes[lane].slots.len() {
-                let state = self.lanes[lane].slots[slot].state();
-                if self.lanes[lane].slots[slot].is_live() {
-                    pids.push(self.lanes[lane].slots[slot].pid().to_string());
-                    self.lanes[lane].slots[slot].kill();
+            for slot in 0..self.lanes[lane].slots().len() {
+                let state = self.lanes[lane].slots()[slot].state();
+                if self.lanes[lane].slots()[slot].is_live() {
+                    pids.push(self.lanes[lane].slots()[slot].pid().to_string());
+                    self.lanes[lane].slots_mut()[slot].kill();
                     self.lanes[lane].forget_temp_beat(slot);
                 }
                 if !matches!(state, SlotState::Done | SlotState::Failed) {
-                    self.lanes[lane].slots[slot].give_up();
+                    self.lanes[lane].slots_mut()[slot].give_up();
                 }
             }
             self.lanes[lane].stop_vendor();
@@ -158,7 +160,7 @@ impl Engine {
             } else {
                 " and killed its workers"
             };
-            self.lanes[lane].gave_up_why = Some(format!("{reason}{killed}"));
+            self.lanes[lane].give_up_because(format!("{reason}{killed}"));
             self.log(now, Some(lane), Source::Runner, Kind::Error, text);
         }
     }
@@ -171,13 +173,13 @@ impl Engine {
     /// for checkpoints, whose kills would all be misplaced).
     pub(super) fn stop_on_wrong_shape(&mut self, now: Instant) -> Result<(), super::EngineError> {
         let Some((lane, error)) = (self.lanes.iter_mut().enumerate())
-            .find_map(|(i, lane)| lane.wrong_shape.take().map(|e| (i, e)))
+            .find_map(|(i, lane)| lane.take_wrong_shape().map(|e| (i, e)))
         else {
             return Ok(());
         };
         let pids: Vec<String> = (self.lanes.iter())
             .flat_map(|l| {
-                l.slots
+                l.slots()
                     .iter()
                     .filter(|s| s.is_live())
                     .map(|s| s.pid().to_string())

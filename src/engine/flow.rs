@@ -14,7 +14,8 @@ impl Engine {
         let clock = self.clock.now().0;
         let mut held = f64::INFINITY;
         for lane in &mut self.lanes {
-            for (slot, attempt) in lane.slots.iter().zip(lane.attempts.iter_mut()) {
+            let (slots, attempts) = lane.slots_and_attempts_mut();
+            for (slot, attempt) in slots.iter().zip(attempts.iter_mut()) {
                 if !(slot.is_live() && slot.state() == SlotState::Running) {
                     attempt.not_waited_on();
                     continue;
@@ -46,7 +47,7 @@ impl Engine {
     /// times at any load.
     pub(super) fn by_work(&self) -> bool {
         self.triggers.by_rows()
-            && (self.lanes.iter()).all(|l| l.attempts.iter().all(|a| !a.paced()))
+            && (self.lanes.iter()).all(|l| l.attempts().iter().all(|a| !a.paced()))
     }
 
     /// Where a night by work (`by_work`) moves its clock in this tick: to `limit` while a
@@ -64,7 +65,7 @@ impl Engine {
     pub(super) fn next_restart(&self) -> Option<f64> {
         (self.lanes.iter())
             .flat_map(|l| {
-                l.slots
+                l.slots()
                     .iter()
                     .filter_map(crate::supervisor::slot::Slot::restart_due)
             })
@@ -136,7 +137,7 @@ impl Engine {
             // The first lane's moment for that task, when its one running worker can say.
             let predicted = (self.lanes.first())
                 .and_then(|lane| {
-                    let mut running = (lane.slots.iter().zip(&lane.attempts))
+                    let mut running = (lane.slots().iter().zip(lane.attempts()))
                         .enumerate()
                         .filter(|&(i, (slot, _))| {
                             lane.on_schedule(i)
@@ -165,7 +166,7 @@ impl Engine {
         };
         match self.rows_worker() {
             Some(held) if lane == 0 && slot == held => {
-                let attempt = &self.lanes[0].attempts[slot];
+                let attempt = &self.lanes[0].attempts()[slot];
                 kill.writes_allowed(attempt.need, attempt.writes)
             }
             _ => u64::MAX,
@@ -176,7 +177,7 @@ impl Engine {
     /// relay), when it has exactly one.
     pub(super) fn rows_worker(&self) -> Option<usize> {
         let lane = self.lanes.first()?;
-        let mut slots = (0..lane.slots.len()).filter(|&s| lane.on_schedule(s));
+        let mut slots = (0..lane.slots().len()).filter(|&s| lane.on_schedule(s));
         match (slots.next(), slots.next()) {
             (Some(slot), None) => Some(slot),
             _ => None,
@@ -197,14 +198,15 @@ impl Engine {
             let lockstep = lane.lockstep();
             let clock = lockstep.map_or(clock, |(next, _)| next.min(clock));
             let claims = lane.claims();
-            for s in 0..lane.slots.len() {
+            for s in 0..lane.slots().len() {
                 // In lockstep, only the slot whose turn it is: the others wait at their moment.
                 if lockstep.is_some_and(|(_, turn)| turn.is_some_and(|t| t != s))
                     && lane.scheduled(s)
                 {
                     continue;
                 }
-                let (slot, attempt) = (&mut lane.slots[s], &mut lane.attempts[s]);
+                let (slots, attempts) = lane.slots_and_attempts_mut();
+                let (slot, attempt) = (&mut slots[s], &mut attempts[s]);
                 if !(slot.is_live() && slot.state() == SlotState::Running) {
                     continue;
                 }

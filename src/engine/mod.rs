@@ -35,11 +35,11 @@ pub use self::config::{
 pub use self::deadline::{DEFAULT_PROGRESS_DEADLINE, Progress, ProgressWatch};
 pub use self::landings::RowsLandings;
 use self::lane::Note;
-pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind, claimed_rows};
+pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
 pub use self::pace::{Attempt, Pace};
 pub use self::timeline::{
-    DIED_ON_ITS_OWN, Entry, HUNG, InOrder, Kind, Mark, RESUMED, Source, StopWhen, Tone,
-    timeline_line,
+    Committed, DIED_ON_ITS_OWN, Entry, Fact, HUNG, InOrder, Kind, Mark, RESUMED, Source, StopWhen,
+    Tone, timeline_line,
 };
 use self::triggers::{HostAction, Triggers};
 pub use self::window::{KillWindow, KillWindows};
@@ -47,6 +47,7 @@ use crate::base::clock::SimClock;
 use crate::supervisor::slot::{Output, RestartPolicy, SlotState};
 use crate::warehouse::StoreError;
 use crate::worker::protocol::Grant;
+pub use crate::worker::protocol::claimed_rows;
 
 /// How far ahead of the clock a worker may be granted writes (see `Engine::grant_until`): one
 /// and a half of the driver's ticks (as measured), within these bounds of real time.
@@ -187,8 +188,8 @@ impl Engine {
         };
         // An external job's setup runs once, on its new database, before its first attempt.
         for lane in &engine.lanes {
-            if lane.config.worker.job().is_some()
-                && let Some(folder) = lane.config.db.parent()
+            if lane.config().worker.job().is_some()
+                && let Some(folder) = lane.config().db.parent()
                 && !folder.as_os_str().is_empty()
                 && !folder.exists()
             {
@@ -199,32 +200,32 @@ impl Engine {
                 })?;
             }
             if let Some(sql) = lane
-                .config
+                .config()
                 .worker
                 .job()
                 .and_then(|j| j.setup_sql.as_deref())
             {
-                lane.config.warehouse.run_setup(&lane.config.db, sql)?;
+                lane.config().warehouse.run_setup(&lane.config().db, sql)?;
             }
             // A queue too long to write out is the job's to compute (RECLAIM_ITEMS).
-            if let Some(job) = lane.config.worker.job()
+            if let Some(job) = lane.config().worker.job()
                 && job.queue.len() <= crate::queue::MAX_LISTED as u64
             {
-                write_keys(&lane.config.db, &job.queue)?;
+                write_keys(&lane.config().db, &job.queue)?;
             }
         }
         // The vendor first: the workers are told its address.
         let exe = engine.config.exe.clone();
         for lane in &mut engine.lanes {
-            lane.config.vendor.seed = engine.config.kills.seed;
+            lane.seed_vendor(engine.config.kills.seed);
             lane.start_vendor(&exe)?;
         }
         let start = crate::base::clock::NIGHT_START + engine.config.start_at;
         // Armed before the spawns: a kill placed by rows bounds the first grant.
-        let rows = engine.lanes.first().map_or(0, |l| l.observer.rows);
+        let rows = engine.lanes.first().map_or(0, |l| l.observer().rows);
         engine.triggers.arm_random_kill(start, rows);
         for lane in 0..engine.lanes.len() {
-            for slot in 0..engine.lanes[lane].slots.len() {
+            for slot in 0..engine.lanes[lane].slots().len() {
                 engine.spawn(lane, slot, start, now)?;
             }
         }
@@ -253,7 +254,7 @@ impl Engine {
     #[must_use]
     pub fn heard_up_to(&self) -> f64 {
         (self.lanes.iter())
-            .flat_map(|l| l.slots.iter().zip(&l.attempts))
+            .flat_map(|l| l.slots().iter().zip(l.attempts()))
             .filter(|(slot, _)| slot.is_live() || slot.exit_pending())
             .map(|(_, attempt)| attempt.now())
             .fold(self.clock.now().0, f64::min)
@@ -305,6 +306,7 @@ impl Engine {
             kind,
             text,
             mark: None,
+            fact: None,
             slot: None,
         });
     }
@@ -321,6 +323,7 @@ impl Engine {
         self.log_at(now, at, Some(lane), (note.source, note.kind), note.text);
         if let Some(entry) = self.timeline.last_mut() {
             entry.mark = note.mark;
+            entry.fact = note.fact;
         }
     }
 
@@ -328,7 +331,7 @@ impl Engine {
     /// workers, its lines of one second are printed in slot order (`InOrder`).
     fn slot_note(&mut self, now: Instant, (lane, slot): (usize, usize), note: Note) {
         self.note(now, lane, note);
-        let several = self.lanes[lane].config.workers > 1;
+        let several = self.lanes[lane].config().workers > 1;
         if let Some(entry) = self.timeline.last_mut().filter(|_| several) {
             entry.slot = Some(slot);
         }
@@ -347,7 +350,7 @@ impl Engine {
         self.lanes[lane].spawning(slot);
         let paused = self.paused_at.is_some();
         let program = PathBuf::from(command.get_program());
-        self.lanes[lane].slots[slot]
+        self.lanes[lane].slots_mut()[slot]
             .spawn(command, (lane, slot), &self.output_tx, (paused, gated))
             .map_err(|source| EngineError::Spawn {
                 exe: program,
@@ -355,10 +358,10 @@ impl Engine {
             })?;
         // reclaim's own worker announces itself with its `start` line; someone else's program
         // does not, so the supervisor says when each attempt began.
-        if self.lanes[lane].config.worker.job().is_some() {
-            let s = &self.lanes[lane].slots[slot];
+        if self.lanes[lane].config().worker.job().is_some() {
+            let s = &self.lanes[lane].slots()[slot];
             let mut text = format!("attempt={}  pid={}", s.attempt(), s.pid());
-            if self.lanes[lane].config.workers > 1 {
+            if self.lanes[lane].config().workers > 1 {
                 text = format!("{text}  w={}", slot + 1);
             }
             self.note(
@@ -370,6 +373,7 @@ impl Engine {
                     text,
                     mark: None,
                     at: Some(start),
+                    fact: None,
                 },
             );
             // It reads no grants: it goes at its own pace and the clock does not wait for it.
@@ -386,7 +390,8 @@ impl Engine {
         let cap = self.rows_cap(lane, slot);
         let l = &mut self.lanes[lane];
         let (claims, lockstep) = (l.claims(), l.lockstep().is_some());
-        let (slot, attempt) = (&mut l.slots[slot], &mut l.attempts[slot]);
+        let (slots, attempts) = l.slots_and_attempts_mut();
+        let (slot, attempt) = (&mut slots[slot], &mut attempts[slot]);
         let upto = flow::grant_upto(attempt, clock, cap, claims);
         if upto > attempt.granted && !(lockstep && attempt.paced()) {
             attempt.granted = upto;
@@ -472,7 +477,7 @@ impl Engine {
             let over = lane.finished();
             // Paused, the figures stay those of the moment stopped at.
             if self.paused_at.is_none() || over {
-                lane.read_messages(now, over && lane.vendor.is_some());
+                lane.read_messages(now, over && lane.has_vendor());
             }
             if over {
                 lane.stop_vendor();
@@ -567,16 +572,16 @@ impl Engine {
     /// most a bounded number of rows), so a final sample holds the final figures.
     pub fn catch_up(&mut self) {
         for lane in &mut self.lanes {
-            while lane.observer.poll().is_ok_and(|p| p.new_rows > 0) {}
+            while lane.observer_mut().poll().is_ok_and(|p| p.new_rows > 0) {}
         }
     }
 
     /// Kills every worker still alive and reaps it. Also runs on drop.
     pub fn shutdown(&mut self) {
         for lane in &mut self.lanes {
-            for slot in 0..lane.slots.len() {
-                if lane.slots[slot].is_live() {
-                    lane.slots[slot].kill();
+            for slot in 0..lane.slots().len() {
+                if lane.slots()[slot].is_live() {
+                    lane.slots_mut()[slot].kill();
                     lane.forget_temp_beat(slot);
                 }
             }

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use nix::sys::signal::Signal;
 
-use super::{Engine, EngineError, Kind, SlotState, Source, StoreError};
+use super::{Engine, EngineError, Fact, Kind, SlotState, Source, StoreError};
 
 impl Engine {
     #[must_use]
@@ -21,7 +21,7 @@ impl Engine {
 
     /// Turns seeded random kills on (without limit) or off.
     pub fn set_random_kills(&mut self, on: bool, _now: Instant) {
-        let rows = self.lanes.first().map_or(0, |l| l.observer.rows);
+        let rows = self.lanes.first().map_or(0, |l| l.observer().rows);
         self.triggers.set_random_kills(on, self.clock.now().0, rows);
     }
 
@@ -37,11 +37,19 @@ impl Engine {
         }
     }
 
+    /// A runner's notice about `lane`, with what it says as data (`Entry::fact`).
+    fn notice_of(&mut self, now: Instant, lane: usize, text: String, fact: Fact) {
+        self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
+        if let Some(entry) = self.timeline.last_mut() {
+            entry.fact = Some(fact);
+        }
+    }
+
     pub(super) fn hang_lane(&mut self, lane: usize, now: Instant) {
         let pids = self.lanes[lane].hang();
         if !pids.is_empty() {
             let text = format!("{} (SIGSTOP, pid {pids}): alive, no progress", super::HUNG);
-            self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
+            self.notice_of(now, lane, text, Fact::Hung);
         }
     }
 
@@ -50,20 +58,20 @@ impl Engine {
         // A resumed worker's next write is one pace after the resume, not in the past.
         let sim = self.clock.now().0;
         self.lanes[lane]
-            .attempts
+            .attempts_mut()
             .iter_mut()
             .for_each(|a| a.rebase(sim));
         if !pids.is_empty() {
             let text = format!("{} (SIGCONT, pid {pids})", super::RESUMED);
-            self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
+            self.notice_of(now, lane, text, Fact::Resumed);
         }
     }
 
     /// Deletes every checkpoint of a lane's warehouse, as an operator might "to force a rerun".
     pub fn wipe_checkpoints(&mut self, lane: usize, now: Instant) -> Result<usize, StoreError> {
-        let db = self.lanes[lane].config.db.clone();
-        let deleted = self.lanes[lane].config.warehouse.wipe_checkpoints(&db)?;
-        self.lanes[lane].observer.reset_checkpoints();
+        let db = self.lanes[lane].config().db.clone();
+        let deleted = self.lanes[lane].config().warehouse.wipe_checkpoints(&db)?;
+        self.lanes[lane].observer_mut().reset_checkpoints();
         self.log(
             now,
             Some(lane),
@@ -79,7 +87,7 @@ impl Engine {
     pub fn add_worker(&mut self, lane: usize, now: Instant) -> Result<(), EngineError> {
         let slot = self.lanes[lane].add_slot();
         // Counted among the workers (a lane's relay has a slot too, but it is not a worker).
-        let number = self.lanes[lane].config.workers;
+        let number = self.lanes[lane].config().workers;
         self.log(
             now,
             Some(lane),
@@ -104,7 +112,7 @@ impl Engine {
             if only_lane.is_none_or(|l| l == lane) {
                 if let Some(watch) = self.server_watch.as_mut() {
                     // Stopped first, so the sessions read are as the kill finds them.
-                    let slots = self.lanes[lane].slots.iter().filter(|s| s.is_live());
+                    let slots = self.lanes[lane].slots().iter().filter(|s| s.is_live());
                     let pids: Vec<i32> = slots
                         .map(|s| {
                             s.signal(Signal::SIGSTOP);
@@ -159,7 +167,7 @@ impl Engine {
 
     pub(super) fn each_slot(&mut self, mut f: impl FnMut(&mut crate::supervisor::slot::Slot)) {
         for lane in &mut self.lanes {
-            lane.slots.iter_mut().for_each(&mut f);
+            lane.slots_mut().iter_mut().for_each(&mut f);
         }
     }
 

@@ -25,7 +25,7 @@ impl Engine {
             at: _,
         } = output;
         // reclaim's own protocol is progress; someone else's job's output is not.
-        if self.lanes[lane].config.worker.job().is_none() {
+        if self.lanes[lane].config().worker.job().is_none() {
             self.lines_heard += 1;
         }
         let clock = self.clock.now().0;
@@ -35,7 +35,7 @@ impl Engine {
             self.slot_note(now, (lane, slot), note);
         }
         // A job at its planned crash point waits there: the host kills it now, from outside.
-        if self.lanes[lane].points.take_crash_due() {
+        if self.lanes[lane].take_crash_due() {
             self.kill_at(now, clock, Some(lane));
         }
         if lane == 0
@@ -51,24 +51,25 @@ impl Engine {
     pub(super) fn reap(&mut self, now: Instant) {
         let policy = self.restart_policy();
         for lane in 0..self.lanes.len() {
-            for slot in 0..self.lanes[lane].slots.len() {
-                self.lanes[lane].slots[slot].try_reap(now);
+            for slot in 0..self.lanes[lane].slots().len() {
+                self.lanes[lane].slots_mut()[slot].try_reap(now);
                 // An external job, or the relay, is not on the clock's schedule: it dies when
                 // its death is seen.
-                let attempt = self.lanes[lane].attempts[slot].now();
+                let attempt = self.lanes[lane].attempts()[slot].now();
                 let sim = if self.lanes[lane].on_schedule(slot) {
                     attempt
                 } else {
                     attempt.max(self.clock.now().0)
                 };
-                if let Some(exit) = self.lanes[lane].slots[slot].ready_exit(now, sim, policy) {
+                if let Some(exit) = self.lanes[lane].slots_mut()[slot].ready_exit(now, sim, policy)
+                {
                     // Killed by someone else: what its session had open, if it is still there.
                     if let (
                         Some(watch),
                         crate::supervisor::slot::Exit::Killed { by_host: false, .. },
                     ) = (self.server_watch.as_mut(), &exit)
                     {
-                        let pid = self.lanes[lane].slots[slot].pid();
+                        let pid = self.lanes[lane].slots()[slot].pid();
                         let said = watch.after_death(lane, pid, (now, sim));
                         self.log_watch(now, said);
                     }
@@ -144,16 +145,16 @@ impl Engine {
     /// sees its row while the job runs, at the clock's reading.
     pub(super) fn fire_observed(&mut self, now: Instant) {
         if let Some(first) = self.lanes.first()
-            && first.config.worker.job().is_some()
+            && first.config().worker.job().is_some()
             && first
-                .slots
+                .slots()
                 .iter()
                 .any(|s| s.is_live() && s.state() == SlotState::Running)
         {
             let sim = self.clock.now().0;
             let mut heard = false;
             while let Some(task) = self.triggers.awaited_task()
-                && first.observer.has_task(task)
+                && first.observer().has_task(task)
             {
                 self.triggers.wrote(task, sim);
                 heard = true;
@@ -169,12 +170,13 @@ impl Engine {
         // commit; the host kills it there.
         if self.triggers.awaited_message().is_some()
             && let Some(first) = self.lanes.first()
-            && let Some(requests) = crate::fake_vendor::Counts::requests(&first.config.vendor_db())
+            && let Some(requests) =
+                crate::fake_vendor::Counts::requests(&first.config().vendor_db())
             && self.triggers.kill_at_message_due(requests)
         {
             let sim = self.clock.now().0;
             if let Some(first) = self.lanes.first_mut() {
-                first.killing_at_message = true;
+                first.kill_at_message_is_due();
             }
             self.kill_at(now, sim, None);
             let text = format!(
@@ -189,16 +191,16 @@ impl Engine {
             );
         }
         self.fire_rows_kill(now);
-        let seen = self.lanes.first().map_or(0, |l| l.observer.rows);
+        let seen = self.lanes.first().map_or(0, |l| l.observer().rows);
         if self.triggers.kill_at_rows_due(seen) {
             // At the first lane's present: a gated worker may have written a little ahead of
             // the clock, and the kill comes after what it wrote.
             let sim = (self.lanes.first().into_iter())
-                .flat_map(|l| l.attempts.iter().map(Attempt::now))
+                .flat_map(|l| l.attempts().iter().map(Attempt::now))
                 .fold(self.clock.now().0, f64::max);
             self.kill_at(now, sim, None);
             // host_kill read the rows again after the reap: the dead write nothing more.
-            let landed = self.lanes.first().map_or(seen, |l| l.observer.rows);
+            let landed = self.lanes.first().map_or(seen, |l| l.observer().rows);
             self.kill_at_rows = Some((seen, landed));
             let asked = self.config.kills.at_rows.unwrap_or(seen);
             let text = format!(
@@ -224,7 +226,7 @@ impl Engine {
         }
         // Armed before the spawns: a kill placed by rows bounds the new worker's first grant.
         if let Some(&(_, _, at)) = spawns.last() {
-            let rows = self.lanes.first().map_or(0, |l| l.observer.rows);
+            let rows = self.lanes.first().map_or(0, |l| l.observer().rows);
             self.triggers.arm_random_kill(at, rows);
         }
         // The messages of each restart's moment, read before the new attempt can send more.
@@ -251,35 +253,35 @@ impl Engine {
         // a kill now would only interrupt a finished job, so none is sent, and the report says
         // the kill never fired.
         if let Some(first) = self.lanes.first()
-            && first.config.worker.job().is_some()
-            && first.observer.distinct >= first.config.items
+            && first.config().worker.job().is_some()
+            && first.observer().distinct >= first.config().items
         {
             return;
         }
-        let rows = self.lanes.first().map_or(0, |l| l.observer.rows);
+        let rows = self.lanes.first().map_or(0, |l| l.observer().rows);
         // reclaim's own worker is held at its kill's row: the kill waits until every write
         // granted has been heard, so its lines (its `start` among them) come before the kill's
         // in the timeline, in the same order on every run, rather than as the pipe was read.
         if let Some(slot) = self.rows_worker()
-            && self.lanes[0].slots[slot].is_live()
-            && self.lanes[0].attempts[slot].writes < self.lanes[0].attempts[slot].granted
+            && self.lanes[0].slots()[slot].is_live()
+            && self.lanes[0].attempts()[slot].writes < self.lanes[0].attempts()[slot].granted
         {
             return;
         }
         let Some(kill) = self.triggers.rows_kill_due(rows) else {
             if let Some(slot) = self.rows_worker() {
-                let writes = self.lanes[0].attempts[slot].writes;
+                let writes = self.lanes[0].attempts()[slot].writes;
                 self.triggers.saw_rows(writes, rows);
                 self.grant();
             }
             return;
         };
         let sim = (self.lanes.first().into_iter())
-            .flat_map(|l| l.attempts.iter().map(Attempt::now))
+            .flat_map(|l| l.attempts().iter().map(Attempt::now))
             .fold(self.clock.now().0, f64::max);
         self.kill_at(now, sim, None);
         // host_kill read the rows again after the reap: what the dead attempt left.
-        let landed = self.lanes.first().map_or(rows, |l| l.observer.rows);
+        let landed = self.lanes.first().map_or(rows, |l| l.observer().rows);
         self.rows_landings
             .add(kill.after, landed.saturating_sub(kill.base));
     }

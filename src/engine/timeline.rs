@@ -89,10 +89,42 @@ pub struct Entry {
     pub text: String,
     /// Kills and restarts, which the charts mark on the time axis.
     pub mark: Option<Mark>,
+    /// What the line says, as data beside its words, where something reads it back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fact: Option<Fact>,
     /// In a lane of several workers, the one whose line this is (or whose exit it tells): the
     /// lines of one second are put in slot order, whatever order the pipes delivered them in.
     #[serde(skip)]
     pub slot: Option<usize>,
+}
+
+/// What a timeline line says, as data beside its words, for the lines something reads back: a
+/// replayed kill and `shrink` (what had committed), a lecture's stops (a hang, a resume, a
+/// death on its own). Recorded with the line, so nothing reads the words back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fact {
+    /// An `item` line: what had committed when the worker died.
+    Committed(Committed),
+    /// The lane's workers were stopped (SIGSTOP): alive, no progress (`HUNG`).
+    Hung,
+    /// The hung workers were continued (`RESUMED`).
+    Resumed,
+    /// A worker died on its own, not by the host's kill (`DIED_ON_ITS_OWN`).
+    DiedOnItsOwn,
+}
+
+/// What had committed in a lane when its worker died, as its `item` line says it in words: what
+/// a replayed kill (`--replay-schedule`) and `shrink` place a kill after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Committed {
+    /// reclaim's own worker: the last task committed in the queue's order, `None` before the
+    /// first.
+    Task(Option<u64>),
+    /// Someone else's job: the newest key its rows hold, `None` when it has no row or reclaim
+    /// cannot tell which is newest (`--count-sql`, a table read whole).
+    Key(Option<String>),
 }
 
 /// Entries handed out in a stable order, so two runs of one night print the same text: by the
@@ -236,6 +268,7 @@ mod tests {
             kind: Kind::Notice,
             text: "instance reclaimed by host".into(),
             mark: Some(Mark::Kill),
+            fact: None,
             slot: None,
         };
         assert_eq!(
@@ -262,6 +295,7 @@ mod tests {
             kind: Kind::Start,
             text: text.into(),
             mark: None,
+            fact: None,
             slot: None,
         }
     }

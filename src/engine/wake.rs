@@ -42,7 +42,7 @@ impl Engine {
     /// A worker whose pipes have all closed and who is not reaped yet: it is dying.
     fn exit_soon(&self) -> bool {
         (self.lanes.iter())
-            .flat_map(|l| l.slots.iter())
+            .flat_map(|l| l.slots().iter())
             .any(crate::supervisor::slot::Slot::pipes_closed)
     }
 
@@ -56,12 +56,12 @@ impl Engine {
             return true;
         };
         // Someone else's job says little, and a crash point it names waits for the host.
-        if lane.config.worker.job().is_some() || output.stderr {
+        if lane.config().worker.job().is_some() || output.stderr {
             return true;
         }
         match text.parse::<WorkerLine>() {
             Ok(WorkerLine::Wait { need }) => lane
-                .attempts
+                .attempts()
                 .get(output.slot)
                 .is_none_or(|a| need > a.granted),
             Ok(WorkerLine::Wrote { .. }) => false,

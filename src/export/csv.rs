@@ -21,7 +21,7 @@ pub(super) fn write(recording: &Recording, out: &mut dyn Write) -> io::Result<St
                 sample.sim - crate::base::clock::NIGHT_START,
                 sample.real_ms,
                 field(&info.name),
-                field(&info.strategy),
+                field(info.strategy.name()),
                 lane.rows,
                 lane.distinct,
                 lane.duplicated,

@@ -117,7 +117,7 @@ pub fn drive_lanes(
             engine
                 .lanes()
                 .iter()
-                .any(|l| l.alive() && l.observer.rows > 0),
+                .any(|l| l.alive() && l.observer().rows > 0),
         );
         if let Some(failed) = recorder
             .as_mut()
@@ -148,18 +148,18 @@ pub fn drive_lanes(
         engine.wait(TICK);
     }
     let elapsed = engine.elapsed(Instant::now());
-    if let Some(lane) = engine.lanes().iter().find(|l| l.failure.is_some()) {
-        let failure = lane.failure.clone().unwrap_or_default();
-        if lane.start_failed {
+    if let Some(lane) = engine.lanes().iter().find(|l| l.failure().is_some()) {
+        let failure = lane.failure().map(str::to_string).unwrap_or_default();
+        if lane.start_failed() {
             return Err(Error::CouldNotStart(failure));
         }
         return Err(Error::WorkerFailed(failure));
     }
     let mut inspections = Vec::new();
     for lane in engine.lanes() {
-        let inspection = (lane.config.inspect())
-            .map_err(|e| e.seen_before(lane.observer.table_seen, lane.observer.rows));
-        inspections.push(match (inspection, &lane.gave_up_why) {
+        let inspection = (lane.config().inspect())
+            .map_err(|e| e.seen_before(lane.observer().table_seen, lane.observer().rows));
+        inspections.push(match (inspection, &lane.gave_up_why()) {
             (Ok(inspection), _) => inspection,
             // Given up on before it left anything to judge: that is the night's story.
             (Err(e), Some(why)) => return Err(Error::NeverCompleted(format!("{why}; {e}"))),
@@ -168,14 +168,14 @@ pub fn drive_lanes(
     }
     let mut messages = Vec::new();
     for lane in engine.lanes() {
-        messages.push(messages_at_vendor(&lane.config)?);
+        messages.push(messages_at_vendor(lane.config())?);
     }
     if let Some(recorder) = recorder.as_mut() {
         let ends = (engine.lanes().iter().zip(&inspections))
             .map(|(lane, inspection)| {
                 LaneEnd::from_inspection(
                     inspection,
-                    lane.claimed.as_ref().map(|c| c.status.as_str()),
+                    lane.claimed().map(|c| c.status.as_str()),
                     lane.completed(),
                 )
             })

@@ -130,8 +130,8 @@ pub(super) fn not_fired(
 /// An external job's planned crash that never happened: the job never announced that point in
 /// that unit of work (or no such point at all).
 pub(super) fn crash_not_fired(lane: &crate::engine::Lane) -> Option<Unfired> {
-    let plan = lane.config.worker.job()?.crash_at.as_ref()?;
-    let said = lane.points.not_fired(plan)?;
+    let plan = lane.config().worker.job()?.crash_at.as_ref()?;
+    let said = lane.points().not_fired(plan)?;
     Some(Unfired::Crash { said })
 }
 

@@ -106,30 +106,30 @@ impl RunReport {
         // In the order the night printed them (`InOrder`): by second, then lane and slot, stably.
         entries.sort_by_key(|e| (e.sim.second(), e.lane, e.slot.unwrap_or(0)));
         let (timeline, timeline_left_out) = bounded(entries.into_iter().cloned());
-        let is_job = lane.config.worker.job().is_some();
+        let is_job = lane.config().worker.job().is_some();
         Self {
-            strategy: lane.config.worker.strategy(),
+            strategy: lane.config().worker.strategy(),
             seed: plan.seed,
             scale: engine.config().scale,
             elapsed_ms: elapsed.as_millis() as u64,
             completed: lane.completed(),
-            claimed_words: lane.claimed.as_ref().map(|c| c.status.clone()),
+            claimed_words: lane.claimed().map(|c| c.status.clone()),
             // Someone else's job names a count only if it says `rows_written=N`.
-            claimed_rows_written: lane.claimed.as_ref().and_then(|c| {
+            claimed_rows_written: lane.claimed().and_then(|c| {
                 if is_job {
                     crate::engine::claimed_rows(&c.status)
                 } else {
                     Some(c.rows_written)
                 }
             }),
-            restarted_at_zero: lane.restarted_at_zero,
-            kills: lane.kills,
-            restarts: lane.restarts,
-            deaths_on_its_own: lane.deaths_on_its_own,
-            gave_up_why: lane.gave_up_why.clone(),
-            kills_in_window: lane.kills_in_window,
-            checkpoint_before_row: lane.observer.checkpoint_before_row.clone(),
-            row_before_checkpoint: lane.observer.row_before_checkpoint.clone(),
+            restarted_at_zero: lane.restarted_at_zero(),
+            kills: lane.kills(),
+            restarts: lane.restarts(),
+            deaths_on_its_own: lane.deaths_on_its_own(),
+            gave_up_why: lane.gave_up_why().map(str::to_string),
+            kills_in_window: lane.kills_in_window(),
+            checkpoint_before_row: lane.observer().checkpoint_before_row.clone(),
+            row_before_checkpoint: lane.observer().row_before_checkpoint.clone(),
             started_before_first_done: lane_entries()
                 .take_while(|e| e.kind != Kind::Done)
                 .filter(|e| e.kind == Kind::Start)
@@ -145,8 +145,8 @@ impl RunReport {
                 .map(|_| engine.rows_landings().clone()),
             kill_at_rows: engine.kill_at_rows().filter(|_| first_lane),
             unfired: lane_unfired(engine, index, inspection.rows),
-            points_announced: lane.points.announced.clone(),
-            kills_after_points: lane.points.kills_after.clone(),
+            points_announced: lane.points().announced().clone(),
+            kills_after_points: lane.points().kills_after().clone(),
             messages,
             timeline,
             timeline_left_out,
@@ -239,7 +239,12 @@ fn bounded<T>(items: impl ExactSizeIterator<Item = T>) -> (Vec<T>, u64) {
 fn lane_unfired(engine: &Engine, index: usize, rows: u64) -> Vec<Unfired> {
     let lane = &engine.lanes()[index];
     let planned = if index == 0 {
-        not_fired::not_fired(engine.fired(), &lane.config.queue(), rows, lane.completed())
+        not_fired::not_fired(
+            engine.fired(),
+            &lane.config().queue(),
+            rows,
+            lane.completed(),
+        )
     } else {
         Vec::new()
     };

@@ -79,6 +79,7 @@ fn entry(second: f64, text: &str) -> Entry {
         text: text.into(),
         mark: None,
         slot: None,
+        fact: None,
     }
 }
 

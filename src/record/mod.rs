@@ -10,14 +10,16 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+mod kills;
+mod legacy;
 mod read;
 
-pub(crate) use self::read::committed_task;
 pub use self::read::{Recording, RecordingError};
-use crate::engine::{Engine, Entry, Kind, LaneSnapshot, Mark, Source};
+use crate::engine::{Committed, Engine, Entry, Fact, Kind, LaneSnapshot, Mark, Source};
 use crate::scenario::Caption;
 use crate::verdict::Status;
 use crate::warehouse::Inspection;
+use crate::worker::Strategy;
 
 /// The `format` field of every recording's header.
 pub const FORMAT: &str = "reclaim-session";
@@ -67,9 +69,60 @@ pub struct Header {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaneInfo {
     pub name: String,
-    pub strategy: String,
+    /// Written `strategy`, as it always was: a strategy's name, or `exec`.
+    pub strategy: WorkerKind,
     pub items: u64,
     pub db: PathBuf,
+}
+
+/// Who did a recorded lane's work: one of reclaim's strategies, or someone else's job (`exec`).
+/// A recording names it by its word, so a name this build does not know (a strategy of another
+/// reclaim) still reads, and is refused only where it is needed (`shrink`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
+pub enum WorkerKind {
+    Strategy(Strategy),
+    Exec,
+    Unknown(String),
+}
+
+impl WorkerKind {
+    /// The lane worker a night's lane runs.
+    #[must_use]
+    pub fn of(worker: &crate::engine::LaneWorker) -> Self {
+        worker.strategy().map_or(Self::Exec, Self::Strategy)
+    }
+
+    /// Its word in the recording: `naive`, `guarded`, ..., `exec`.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Strategy(strategy) => strategy.name(),
+            Self::Exec => crate::engine::EXEC_LABEL,
+            Self::Unknown(name) => name,
+        }
+    }
+}
+
+impl From<String> for WorkerKind {
+    fn from(name: String) -> Self {
+        if name == crate::engine::EXEC_LABEL {
+            return Self::Exec;
+        }
+        Strategy::from_name(&name).map_or(Self::Unknown(name), Self::Strategy)
+    }
+}
+
+impl From<WorkerKind> for String {
+    fn from(worker: WorkerKind) -> Self {
+        worker.name().to_string()
+    }
+}
+
+impl std::fmt::Display for WorkerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// A timeline line: spawn, signal, exit, restart, hang/resume, alert, the worker's own lines.
@@ -83,6 +136,11 @@ pub struct Event {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mark: Option<Mark>,
+    /// What the line says as data (on an `item` event what had committed, on a notice a hang,
+    /// a resume, a death on its own); absent where nothing reads it back, and on every line of a
+    /// recording made before facts were recorded (see `fact`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fact: Option<Fact>,
 }
 
 impl Event {
@@ -96,6 +154,23 @@ impl Event {
             kind: entry.kind,
             text: entry.text.clone(),
             mark: entry.mark,
+            fact: entry.fact.clone(),
+        }
+    }
+
+    /// What the line says as data: the recorded fact, or, in a recording made before facts were
+    /// recorded, what the line's words say (`legacy`, the one reader of a timeline sentence).
+    #[must_use]
+    pub fn fact(&self) -> Option<Fact> {
+        (self.fact.clone()).or_else(|| legacy::fact(self.kind, self.mark, &self.text))
+    }
+
+    /// What had committed when the worker died, on an `item` event.
+    #[must_use]
+    pub fn last_committed(&self) -> Option<Committed> {
+        match self.fact()? {
+            Fact::Committed(committed) => Some(committed),
+            Fact::Hung | Fact::Resumed | Fact::DiedOnItsOwn => None,
         }
     }
 
@@ -355,10 +430,10 @@ pub fn header(
             .lanes()
             .iter()
             .map(|l| LaneInfo {
-                name: l.config.name.clone(),
-                strategy: l.config.worker.label().into(),
-                items: l.config.items,
-                db: l.config.db.clone(),
+                name: l.config().name.clone(),
+                strategy: WorkerKind::of(&l.config().worker),
+                items: l.config().items,
+                db: l.config().db.clone(),
             })
             .collect(),
         captions,
@@ -379,6 +454,23 @@ mod tests {
                 ..LaneSnapshot::of_rows(rows, false)
             }],
         }
+    }
+
+    #[test]
+    fn a_lane_worker_is_written_as_the_word_it_always_was() {
+        for (word, worker) in [
+            ("naive", WorkerKind::Strategy(Strategy::Naive)),
+            ("two-commit", WorkerKind::Strategy(Strategy::TwoCommit)),
+            ("exec", WorkerKind::Exec),
+            ("a-later-one", WorkerKind::Unknown("a-later-one".into())),
+        ] {
+            let json = format!("\"{word}\"");
+            assert_eq!(serde_json::to_string(&worker).ok(), Some(json.clone()));
+            assert_eq!(serde_json::from_str::<WorkerKind>(&json).ok(), Some(worker));
+        }
+        let line = r#"{"name":"mine","strategy":"exec","items":7,"db":"w.db"}"#;
+        let info: Option<LaneInfo> = serde_json::from_str(line).ok();
+        assert_eq!(info.map(|i| i.strategy), Some(WorkerKind::Exec));
     }
 
     #[test]

@@ -9,8 +9,6 @@ use thiserror::Error;
 
 use super::{End, Event, FORMAT, Header, Sample, SessionLine, VERSION};
 use crate::base::text::escape_controls;
-use crate::engine::{Kind, Mark};
-use crate::supervisor::schedule::KillMoment;
 
 #[derive(Debug, Error, PartialEq)]
 pub enum RecordingError {
@@ -286,85 +284,6 @@ impl Recording {
             .max(end)
             .max(crate::base::clock::NIGHT_START)
     }
-
-    /// The moments the host reclaimed the instance, as a replay repeats them: after the task
-    /// the first lane had committed (the place, so a replay onto another strategy or pace kills
-    /// at the same task), or at the sim time when no task had been committed.
-    #[must_use]
-    pub fn kill_moments(&self) -> Vec<KillMoment> {
-        self.kill_moments_keyed(|_| None)
-    }
-
-    /// `kill_moments`, an external job's kills placed by its own keys: its item line names the
-    /// newest row committed before the kill (`ord-00012  the newest row committed ...`), found
-    /// in its queue by `index_of`.
-    #[must_use]
-    pub fn kill_moments_keyed(&self, index_of: impl Fn(&str) -> Option<u64>) -> Vec<KillMoment> {
-        let own_key = |text: &str| {
-            text.contains("the newest row committed before the kill")
-                .then(|| text.split_whitespace().next())
-                .flatten()
-                .and_then(&index_of)
-        };
-        let mut moments: Vec<KillMoment> = Vec::new();
-        let mut last_sim = f64::NEG_INFINITY;
-        let first_lane = self.events.iter().filter_map(|e| e.lane).min();
-        for (i, event) in self.events.iter().enumerate() {
-            if event.mark != Some(Mark::Kill) {
-                continue;
-            }
-            // Lanes killed in the same instant are one kill of the host.
-            if (event.sim - last_sim).abs() < 1e-6 {
-                continue;
-            }
-            last_sim = event.sim;
-            // The item line just before a kill names what was committed in that lane; the
-            // first lane's is the one a kill at a task counts.
-            let committed = self.events[..i]
-                .iter()
-                .rev()
-                .take_while(|e| (e.sim - event.sim).abs() < 1e-6)
-                .find(|e| e.kind == Kind::Item && e.lane == first_lane)
-                .and_then(|e| committed_task(&e.text).or_else(|| own_key(&e.text)));
-            moments.push(committed.map_or(
-                KillMoment::At(event.sim - crate::base::clock::NIGHT_START),
-                KillMoment::AfterTask,
-            ));
-        }
-        moments
-    }
-
-    /// The sim times (seconds after 02:00:00) at which the host reclaimed the instance.
-    #[must_use]
-    pub fn kill_times(&self) -> Vec<f64> {
-        let mut times: Vec<f64> = Vec::new();
-        for event in self.events.iter().filter(|e| e.mark == Some(Mark::Kill)) {
-            let at = event.sim - crate::base::clock::NIGHT_START;
-            if times.last().is_none_or(|last| (at - last).abs() > 1e-6) {
-                times.push(at);
-            }
-        }
-        times
-    }
-}
-
-/// The last committed task an item line names: `task-112  in flight, not committed (last
-/// committed: task-111)`, `task-199  committed, the last of the queue`, or (in a recording made
-/// before the line said which was in flight) a bare `task-111`.
-pub(crate) fn committed_task(text: &str) -> Option<u64> {
-    if let Some(task) = crate::task::parse_task_id(text.trim()) {
-        return Some(task);
-    }
-    if let Some((_, rest)) = text.split_once("last committed: ") {
-        return crate::task::parse_task_id(rest.trim_end_matches(')').trim());
-    }
-    if text.contains("committed, the last") {
-        return text
-            .split_whitespace()
-            .next()
-            .and_then(crate::task::parse_task_id);
-    }
-    None
 }
 
 fn parse_header(path: &str, bytes: &[u8]) -> Result<Header, RecordingError> {
@@ -410,10 +329,10 @@ fn parse_header(path: &str, bytes: &[u8]) -> Result<Header, RecordingError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn header_line() -> String {
+    pub(in crate::record) fn header_line() -> String {
         let header = Header {
             format: FORMAT.into(),
             version: VERSION,
@@ -426,7 +345,7 @@ mod tests {
             dead_man: 300.0,
             lanes: vec![crate::record::LaneInfo {
                 name: "naive".into(),
-                strategy: "naive".into(),
+                strategy: crate::record::WorkerKind::Strategy(crate::worker::Strategy::Naive),
                 items: 10,
                 db: "w.db".into(),
             }],
@@ -436,7 +355,7 @@ mod tests {
         serde_json::to_string(&SessionLine::Header(header)).unwrap_or_default()
     }
 
-    fn parse(text: &str) -> Result<Recording, RecordingError> {
+    pub(in crate::record) fn parse(text: &str) -> Result<Recording, RecordingError> {
         let raw: Vec<Vec<u8>> = text.split('\n').map(|l| l.as_bytes().to_vec()).collect();
         Recording::parse("r.jsonl", &raw)
     }

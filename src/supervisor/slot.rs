@@ -320,7 +320,7 @@ impl Slot {
             code,
             reason: self.last_error.as_deref().map_or_else(
                 || format!("worker exited with code {code}"),
-                |line| line.trim_start_matches("reclaim: error: ").to_string(),
+                |line| crate::worker::protocol::error_reason(line).to_string(),
             ),
         }
     }

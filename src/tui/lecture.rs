@@ -4,7 +4,7 @@
 //! when to stop with these types and show `Hold::describe`.
 
 use crate::base::clock::SimTime;
-use crate::engine::{DIED_ON_ITS_OWN, HUNG, Kind, Mark, RESUMED, StopWhen};
+use crate::engine::{Fact, Kind, Mark, StopWhen};
 use crate::scenario::Caption;
 use crate::tui::view::LectureLine;
 use crate::verdict::Symptom;
@@ -70,17 +70,22 @@ pub fn caption_stops(captions: &[Caption]) -> StopWhen {
     when
 }
 
-/// What a timeline line is worth stopping for, if anything; `lane` names its lane.
+/// What a timeline line is worth stopping for, if anything, from its kind, mark and fact (what
+/// it says as data); `lane` names its lane, and a symptom is said in the line's `text`.
 #[must_use]
-pub fn why(kind: Kind, mark: Option<Mark>, lane: Option<&str>, text: &str) -> Option<Why> {
+pub fn why(
+    (kind, mark, fact): (Kind, Option<Mark>, Option<&Fact>),
+    lane: Option<&str>,
+    text: &str,
+) -> Option<Why> {
     let lane = lane.unwrap_or("the worker").to_string();
     match (mark, kind) {
-        (Some(Mark::Kill), _) if text.starts_with(DIED_ON_ITS_OWN) => Some(Why::Died(lane)),
+        (Some(Mark::Kill), _) if fact == Some(&Fact::DiedOnItsOwn) => Some(Why::Died(lane)),
         (Some(Mark::Kill), _) => Some(Why::Kill(lane)),
         (Some(Mark::Restart), _) => Some(Why::Restart(lane)),
         (None, Kind::Alert) => Some(Why::Alert(lane)),
-        (None, Kind::Notice) if text.starts_with(HUNG) => Some(Why::Hang(lane)),
-        (None, Kind::Notice) if text.starts_with(RESUMED) => Some(Why::Resumed(lane)),
+        (None, Kind::Notice) if fact == Some(&Fact::Hung) => Some(Why::Hang(lane)),
+        (None, Kind::Notice) if fact == Some(&Fact::Resumed) => Some(Why::Resumed(lane)),
         (None, Kind::Symptom) => Some(Why::Symptom(text.to_string())),
         (None, Kind::Done) => Some(Why::Done(lane)),
         _ => None,
@@ -352,8 +357,7 @@ mod tests {
         let mut hold = Hold::new(SimTime(2.0 * 3600.0 + 707.0));
         for lane in ["naive", "guarded"] {
             let why = why(
-                Kind::Notice,
-                Some(Mark::Kill),
+                (Kind::Notice, Some(Mark::Kill), None),
                 Some(lane),
                 "instance reclaimed",
             );
@@ -369,16 +373,32 @@ mod tests {
 
     #[test]
     fn only_the_moments_worth_a_stop_stop() {
-        assert_eq!(why(Kind::Item, None, Some("naive"), "task-111"), None);
-        assert_eq!(why(Kind::Start, None, Some("naive"), "items=200"), None);
+        let item = Fact::Committed(crate::engine::Committed::Task(Some(111)));
+        let plain = |kind| (kind, None, None);
         assert_eq!(
-            why(Kind::Alert, None, Some("naive"), "heartbeat stale"),
+            why((Kind::Item, None, Some(&item)), Some("naive"), "task-111"),
+            None
+        );
+        assert_eq!(why(plain(Kind::Start), Some("naive"), "items=200"), None);
+        assert_eq!(
+            why(plain(Kind::Alert), Some("naive"), "heartbeat stale"),
             Some(Why::Alert("naive".into()))
         );
         assert_eq!(
-            why(Kind::Done, None, Some("naive"), "rows_written=312"),
+            why(plain(Kind::Done), Some("naive"), "rows_written=312"),
             Some(Why::Done("naive".into()))
         );
+        // A hang and a resume are told by what the line says, not by its words.
+        let notice = |fact| (Kind::Notice, None, Some(fact));
+        assert_eq!(
+            why(notice(&Fact::Hung), Some("naive"), "anything"),
+            Some(Why::Hang("naive".into()))
+        );
+        assert_eq!(
+            why(notice(&Fact::Resumed), Some("naive"), "anything"),
+            Some(Why::Resumed("naive".into()))
+        );
+        assert_eq!(why(plain(Kind::Notice), Some("naive"), "worker hung"), None);
         let mut hold = Hold::new(SimTime(2.0 * 3600.0 + 1171.0));
         hold.add(Why::Done("naive".into()));
         hold.add(Why::Verdict(
@@ -419,7 +439,8 @@ mod tests {
     #[test]
     fn a_worker_that_dies_by_itself_is_not_called_a_host_kill() {
         let text = "worker died on its own  (exit status 1, pid 7); restarted as after a kill";
-        let why = why(Kind::Notice, Some(Mark::Kill), Some("mine"), text);
+        let died = (Kind::Notice, Some(Mark::Kill), Some(&Fact::DiedOnItsOwn));
+        let why = why(died, Some("mine"), text);
         assert_eq!(why, Some(Why::Died("mine".into())));
         let mut hold = Hold::new(SimTime(2.0 * 3600.0 + 60.0));
         hold.add(Why::Died("mine".into()));

@@ -123,6 +123,7 @@ mod tests {
             kind: crate::engine::Kind::Done,
             text: "rows_written=200  status=ok".into(),
             mark: None,
+            fact: None,
         }];
         let over = lane_over(&samples, &events, 0);
         assert_eq!(

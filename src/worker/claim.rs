@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use super::{CrashPoint, Ctx, Row, WorkerError};
 use crate::warehouse::claim::{LeaseClock, Next};
-use crate::worker::protocol::{IDLE, WorkerLine};
+use crate::worker::protocol::WorkerLine;
 
 /// How long a claim holds an item without a word from its worker, in the night's seconds.
 pub const LEASE_SECS: f64 = 30.0;
@@ -68,24 +68,13 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
                     ctx.after_write(&[&row], 1, 1);
                     ctx.committed(&[index], started);
                 } else {
-                    let task = &row.task_id;
-                    ctx.say(&WorkerLine::Other(format!(
-                        "lost  {task}: its lease ended and another worker took it; this worker wrote nothing for it"
-                    )));
+                    ctx.say(&WorkerLine::Lost { task: index });
                 }
             }
             Next::Wait(left) => {
                 if !idle {
                     idle = true;
-                    let until = at.map_or_else(String::new, |at| {
-                        format!(
-                            " (the first ends at {})",
-                            crate::base::clock::SimTime(at + left)
-                        )
-                    });
-                    ctx.say(&WorkerLine::Other(format!(
-                        "{IDLE}  every item left is leased by another worker: waiting for one to finish or its lease to end{until}"
-                    )));
+                    ctx.say(&WorkerLine::idle(at.map(|at| at + left)));
                 }
                 match at {
                     // Woken by the supervisor's grant of its write after the lease's end.

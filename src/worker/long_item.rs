@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::protocol::{self, WorkerLine};
+use super::protocol::{Step, WorkerLine};
 use super::{Ctx, Row, WorkerError};
 use crate::task::task_id;
 
@@ -87,10 +87,11 @@ impl Ctx<'_> {
             0
         };
         if done > 0 {
-            self.say(&WorkerLine::Other(format!(
-                "step    {task}  resumes at {}/{steps}",
-                done + 1
-            )));
+            self.say(&WorkerLine::Step(Step::ResumesAt {
+                task: long.task,
+                step: done + 1,
+                steps,
+            }));
         }
         // Gated (and not granted everything: a night at full speed), each step's work ends
         // when the supervisor's clock reaches its end: the work is on the night's schedule,
@@ -98,11 +99,7 @@ impl Ctx<'_> {
         let gate = self.gate.clone().filter(|g| !g.unlimited());
         if self.gate.is_some() {
             let left = long.work.mul_f64((steps - done) as f64 / steps as f64);
-            self.say(&WorkerLine::Other(format!(
-                "{}    {task}  {:.3} s",
-                protocol::WORK,
-                left.as_secs_f64()
-            )));
+            self.say(&WorkerLine::work(long.task, left));
         }
         // INVARIANT: the last step is the row's own transaction, so a kill after it leaves the
         // row (and its checkpoint) or nothing, as for any other item.
@@ -113,10 +110,11 @@ impl Ctx<'_> {
             }
             if step + 1 < steps {
                 self.db.mark_step(&task, step)?;
-                self.say(&WorkerLine::Other(format!(
-                    "step    {task}  {}/{steps}",
-                    step + 1
-                )));
+                self.say(&WorkerLine::Step(Step::Done {
+                    task: long.task,
+                    step: step + 1,
+                    steps,
+                }));
             }
         }
         Ok(())

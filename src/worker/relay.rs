@@ -20,7 +20,7 @@ use crate::fake_vendor::{Message, SendError, send};
 use crate::task::parse_task_id;
 use crate::warehouse::backend::Outbox;
 use crate::warehouse::{StoreError, Warehouse};
-use crate::worker::protocol::WorkerLine;
+use crate::worker::protocol::{Relay, WorkerLine};
 use crate::worker::{CrashAt, CrashPoint};
 
 /// How long a relay started by hand waits with nothing pending and the queue unfinished before
@@ -66,11 +66,11 @@ pub fn run(config: &RelayConfig, out: &mut dyn Write) -> Result<u64, RelayError>
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
     };
-    say(&format!(
-        "relay   vendor={}  pid={}",
-        config.vendor,
-        std::process::id()
-    ));
+    say(&WorkerLine::Relay(Relay::Started {
+        vendor: config.vendor,
+        pid: std::process::id(),
+    })
+    .to_string());
     // Idle time is counted in the relay's own pauses, not read from a clock: a relay stopped
     // with its night (pause, hang, Ctrl-Z) has not been waiting, whatever the clock says.
     let mut idle = Duration::ZERO;
@@ -122,8 +122,10 @@ pub fn run(config: &RelayConfig, out: &mut dyn Write) -> Result<u64, RelayError>
             }
         }
     }
-    say(&format!(
-        "relay   delivered={delivered}  answered_from_keys={replayed}  outbox=all sent"
-    ));
+    say(&WorkerLine::Relay(Relay::Finished {
+        delivered,
+        answered_from_keys: replayed,
+    })
+    .to_string());
     Ok(delivered)
 }

@@ -1193,7 +1193,7 @@ fn a_night_ends_only_after_its_last_workers_lines_are_read() {
     assert_eq!(rows(&open_ro(&db)), 20);
     let lines: Vec<String> = engine.timeline().iter().map(|e| e.line(None)).collect();
     assert_eq!(
-        lane.claimed.as_ref().map(|c| c.status.as_str()),
+        lane.claimed().map(|c| c.status.as_str()),
         Some("ok"),
         "the worker said `done ... status=ok`, the night ended without it:\n{}",
         lines.join("\n")
@@ -1231,7 +1231,7 @@ fn a_kill_that_lands_after_the_worker_finished_is_not_counted() {
     );
     let lines: Vec<String> = engine.timeline().iter().map(|e| e.line(None)).collect();
     assert_eq!(
-        lane.kills,
+        lane.kills(),
         0,
         "no worker was alive to kill, yet:\n{}",
         lines.join("\n")

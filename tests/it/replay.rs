@@ -548,7 +548,7 @@ fn a_session_killed_mid_night_leaves_a_readable_recording() {
 
     let recording = load(&record);
     assert_eq!(recording.header.lanes.len(), 1);
-    assert_eq!(recording.header.lanes[0].strategy, "guarded");
+    assert_eq!(recording.header.lanes[0].strategy.name(), "guarded");
     assert!(!recording.samples.is_empty(), "no samples");
     assert!(recording.end.is_none(), "the night did not end");
     let app = ReplayApp::new(recording);

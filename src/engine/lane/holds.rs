@@ -84,7 +84,7 @@ impl Lane {
             .filter(|&slot| self.scheduled(slot))
             .all(|slot| {
                 let a = &self.attempts[slot];
-                let read = self.observed_writes.get(slot).copied().unwrap_or(0);
+                let read = self.read.observed_writes(slot).unwrap_or(0);
                 // In the long item's work: each step granted up to the clock finished.
                 if let Some(work) = a.work {
                     return work.done >= work.granted.min(work.grantable(clock))
@@ -128,8 +128,8 @@ impl Lane {
             if !self.scheduled(slot) || attempt.working() {
                 continue;
             }
-            let read = (self.observed_writes.get(slot).copied())
-                .map_or(attempt.writes, |w| w.min(attempt.writes));
+            let read =
+                (self.read.observed_writes(slot)).map_or(attempt.writes, |w| w.min(attempt.writes));
             moments.extend((1..=needed).map(|k| attempt.done_at(read + k)));
         }
         moments.sort_by(f64::total_cmp);
@@ -140,7 +140,7 @@ impl Lane {
     /// (whether it began at task-000 again is read from them), if that worker runs on.
     #[must_use]
     pub(in crate::engine) fn first_write_unread(&self) -> Option<f64> {
-        let slot = self.first_write_unread?;
+        let slot = self.read.first_write_unread()?;
         let running = self.slots[slot].is_live() && self.slots[slot].state() == SlotState::Running;
         // Not in a long item's work (its first write comes when the work ends).
         let attempt = &self.attempts[slot];

@@ -1,7 +1,7 @@
 //! A line for the timeline as a lane reports it (`Note`): its source, kind, text, chart mark and
 //! moment; and the kind of a line a worker printed.
 
-use super::super::timeline::{Kind, Mark, Source};
+use super::super::timeline::{Committed, Fact, Kind, Mark, Source};
 use crate::worker::protocol::WorkerLine;
 
 /// A line for the timeline, as a lane reports it: where it comes from, its kind, its text, and
@@ -14,6 +14,8 @@ pub(in crate::engine) struct Note {
     pub mark: Option<Mark>,
     /// Its moment on the night's clock; `None`: the clock's present reading.
     pub at: Option<f64>,
+    /// What it says, as data beside its words (`Entry::fact`).
+    pub fact: Option<Fact>,
 }
 
 impl Note {
@@ -24,6 +26,19 @@ impl Note {
             text,
             mark: None,
             at: None,
+            fact: None,
+        }
+    }
+
+    /// The item in flight when a worker died, and what had committed.
+    pub(super) fn item(text: String, committed: Committed) -> Self {
+        Self {
+            source: Source::Worker,
+            kind: Kind::Item,
+            text,
+            mark: None,
+            at: None,
+            fact: Some(Fact::Committed(committed)),
         }
     }
 
@@ -34,6 +49,11 @@ impl Note {
 
     pub(super) fn marked(mut self, mark: Mark) -> Self {
         self.mark = Some(mark);
+        self
+    }
+
+    pub(super) fn saying(mut self, fact: Fact) -> Self {
+        self.fact = Some(fact);
         self
     }
 }
@@ -48,6 +68,21 @@ pub(super) fn kind_of(line: &WorkerLine) -> Kind {
         WorkerLine::Wait { .. }
         | WorkerLine::Wrote { .. }
         | WorkerLine::Wake { .. }
+        | WorkerLine::Work { .. }
+        | WorkerLine::Step(_)
+        | WorkerLine::Idle { .. }
+        | WorkerLine::Lost { .. }
+        | WorkerLine::Relay(_)
+        | WorkerLine::Point(_)
         | WorkerLine::Other(_) => Kind::Log,
+    }
+}
+
+/// What the timeline shows of a line a worker printed: after a kind the timeline names
+/// (`start`, `resume`, `crash`, `done`), its fields; any other line whole, as it was printed.
+pub(super) fn text_of(line: &WorkerLine) -> String {
+    match kind_of(line) {
+        Kind::Log => line.to_string(),
+        _ => line.fields(),
     }
 }

@@ -11,19 +11,31 @@ use crate::worker::protocol::points::{CrashPlan, MAX_NAMES, Point};
 #[derive(Debug, Default)]
 pub struct JobPoints {
     /// Each point's name and how many times it was reached.
-    pub announced: BTreeMap<String, u64>,
+    announced: BTreeMap<String, u64>,
     /// Kills that landed after a point of the job's own naming (one no window of reclaim's
     /// covers), by that point.
-    pub kills_after: BTreeMap<String, u32>,
+    kills_after: BTreeMap<String, u32>,
     /// The newest point each slot's current attempt reached.
     newest: Vec<Option<String>>,
     /// The planned crash has been carried out.
-    pub crash_fired: bool,
+    crash_fired: bool,
     crash_due: bool,
     crash_landing: bool,
 }
 
 impl JobPoints {
+    /// Each point's name and how many times it was reached.
+    #[must_use]
+    pub fn announced(&self) -> &BTreeMap<String, u64> {
+        &self.announced
+    }
+
+    /// Kills that landed after a point of the job's own naming, by that point.
+    #[must_use]
+    pub fn kills_after(&self) -> &BTreeMap<String, u32> {
+        &self.kills_after
+    }
+
     /// The planned crash `plan`, when it never happened, in a sentence saying why: the job
     /// never announced that point in that unit of work (or no such point at all).
     #[must_use]
@@ -76,7 +88,7 @@ impl JobPoints {
     }
 
     /// The crash is due now (once); the kill that follows is the crash's.
-    pub fn take_crash_due(&mut self) -> bool {
+    pub(super) fn take_crash_due(&mut self) -> bool {
         let due = std::mem::take(&mut self.crash_due);
         self.crash_landing |= due;
         due

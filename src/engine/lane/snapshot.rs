@@ -107,7 +107,7 @@ impl Lane {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(",");
-        let (state, state_kind) = if let Some(failure) = &self.failure {
+        let (state, state_kind) = if let Some(failure) = self.failure() {
             (format!("failed: {failure}"), StateKind::Failed)
         } else if states.contains(&SlotState::Hung) {
             (format!("hung (SIGSTOP) pid {pids}"), StateKind::Hung)
@@ -120,7 +120,7 @@ impl Lane {
             )
         } else if states.contains(&SlotState::GaveUp) {
             (
-                format!("gave up after {} restarts", self.restarts),
+                format!("gave up after {} restarts", self.restarts()),
                 StateKind::Failed,
             )
         } else {
@@ -135,22 +135,22 @@ impl Lane {
             // (`--checkpoint-table`), once seen.
             checkpoints: (self.config.worker.has_checkpoints() || o.checkpoints_seen)
                 .then_some(o.checkpoints),
-            no_heartbeat: !self.heartbeat_seen && self.config.worker.job().is_some(),
-            heartbeat_age: self.heartbeat_sim_age,
+            no_heartbeat: !self.heartbeat.seen() && self.config.worker.job().is_some(),
+            heartbeat_age: self.heartbeat.sim_age(),
             alive: self.alive(),
-            progress: self.heartbeat_sim_age.is_some_and(|age| age <= dead_man),
-            stale: self.stale,
+            progress: (self.heartbeat.sim_age()).is_some_and(|age| age <= dead_man),
+            stale: self.heartbeat.stale(),
             state,
             state_kind,
             task: o
                 .last_task
                 .map(|t| crate::base::text::escape_controls(&o.key(t))),
-            restarts: self.restarts,
-            kills: self.kills,
+            restarts: self.restarts(),
+            kills: self.kills(),
             workers: self.config.workers,
             claimed: self.claimed.clone(),
-            restarted_at_zero: self.restarted_at_zero,
-            messages: self.messages,
+            restarted_at_zero: self.restarted_at_zero(),
+            messages: self.messages(),
         }
     }
 }

@@ -2,11 +2,67 @@
 //! strategy), and the messages counted at the vendor. Neither is a reclaim worker: neither is
 //! gated, and the clock never waits for them.
 
+use std::net::SocketAddr;
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::{Lane, MESSAGES_EVERY};
+use super::Lane;
+use crate::engine::stall::Wait;
+use crate::fake_vendor::Counts;
+use crate::supervisor::service::Service;
 use crate::supervisor::slot::SlotState;
+
+/// How often a running lane's messages are read from the vendor's database.
+const MESSAGES_EVERY: Duration = Duration::from_millis(200);
+
+/// The vendor a lane's items reach, the relay that feeds it, and the messages counted there.
+#[derive(Debug)]
+pub(super) struct LaneVendor {
+    /// The vendor's process, while the night runs (a lane whose items reach one).
+    service: Option<Service>,
+    /// The slot that runs the relay (outbox), after the workers' slots.
+    relay_slot: Option<usize>,
+    /// The messages at the vendor, as last read, and when.
+    messages: Option<Counts>,
+    messages_read_at: Option<Instant>,
+    /// The clock's wait on the plan's relay crash (`relay_crash_hold`).
+    relay_wait: Wait,
+    /// The outbox's pending entries when `relay_crash_hold` last looked: fewer is progress.
+    relay_pending: Option<u64>,
+}
+
+impl LaneVendor {
+    /// No vendor started yet; the relay, if the lane has one, in `relay_slot`.
+    pub(super) fn new(relay_slot: Option<usize>) -> Self {
+        Self {
+            service: None,
+            relay_slot,
+            messages: None,
+            messages_read_at: None,
+            relay_wait: Wait::default(),
+            relay_pending: None,
+        }
+    }
+
+    /// Whether `slot` runs the lane's relay.
+    pub(super) fn is_relay(&self, slot: usize) -> bool {
+        self.relay_slot == Some(slot)
+    }
+
+    /// The vendor's address, while it runs.
+    pub(super) fn addr(&self) -> Option<SocketAddr> {
+        self.service.as_ref().map(|v| v.addr)
+    }
+
+    pub(super) fn running(&self) -> bool {
+        self.service.is_some()
+    }
+
+    /// The messages at the vendor, as last read.
+    pub(super) fn messages(&self) -> Option<Counts> {
+        self.messages
+    }
+}
 
 impl Lane {
     /// `exe relay ...` for the relay slot's next attempt; the crash point belongs to its first.
@@ -24,8 +80,8 @@ impl Lane {
                     .as_secs()
                     .to_string(),
             );
-        if let Some(vendor) = &self.vendor {
-            command.arg("--vendor").arg(vendor.addr.to_string());
+        if let Some(addr) = self.vendor.addr() {
+            command.arg("--vendor").arg(addr.to_string());
         }
         if let Some(crash) = self
             .config
@@ -49,7 +105,7 @@ impl Lane {
     pub(in crate::engine) fn relay_crash_moment(&self) -> Option<f64> {
         let crash = (self.config.crash_at)
             .filter(|c| c.point == crate::worker::CrashPoint::AfterRelaySend)?;
-        let relay = &self.slots[self.relay_slot?];
+        let relay = &self.slots[self.vendor.relay_slot?];
         let first = relay.attempt() <= 1;
         let worker = self
             .slots
@@ -65,8 +121,9 @@ impl Lane {
     /// relay slow to get there on a loaded machine, or still delivering the entries before
     /// the crash's, is waited for.
     pub(in crate::engine) fn relay_crash_hold(&mut self, clock: f64, now: Instant) -> Option<f64> {
-        let (Some(moment), Some(relay)) = (self.relay_crash_moment(), self.relay_slot) else {
-            self.relay_wait.end();
+        let (Some(moment), Some(relay)) = (self.relay_crash_moment(), self.vendor.relay_slot)
+        else {
+            self.vendor.relay_wait.end();
             return None;
         };
         // Said it crashed: it is dead or dying, and reaped within `PIPE_GRACE`; not judged.
@@ -76,12 +133,12 @@ impl Lane {
         // A relay still delivering the entries before it (fewer pending than when last looked)
         // is getting there, however slowly the machine lets it: the wait starts again.
         let pending = self.config.warehouse.pending_entries(&self.config.db);
-        if pending != self.relay_pending {
-            self.relay_pending = pending;
-            self.relay_wait.end();
+        if pending != self.vendor.relay_pending {
+            self.vendor.relay_pending = pending;
+            self.vendor.relay_wait.end();
         }
         let pid = self.slots[relay].pid();
-        (!self.relay_wait.given_up(now, pid)).then_some(moment)
+        (!self.vendor.relay_wait.given_up(now, pid)).then_some(moment)
     }
 
     /// Whether the lane's relay, when it runs, has delivered every entry committed so far (none
@@ -93,7 +150,7 @@ impl Lane {
     /// read again too: read every `MESSAGES_EVERY` of real time, the figure could be several
     /// writes old at 4x.
     pub(in crate::engine) fn relay_caught_up(&mut self, now: Instant) -> bool {
-        let Some(relay) = self.relay_slot else {
+        let Some(relay) = self.vendor.relay_slot else {
             self.read_messages(now, true);
             return true;
         };
@@ -135,13 +192,13 @@ impl Lane {
         if let Some(n) = modes.hold_at {
             command.arg("--hold-at").arg(n.to_string());
         }
-        self.vendor = Some(crate::supervisor::service::Service::start(command)?);
+        self.vendor.service = Some(Service::start(command)?);
         Ok(())
     }
 
     /// Stops the vendor (the night is over, or being torn down).
     pub(in crate::engine) fn stop_vendor(&mut self) {
-        if let Some(mut vendor) = self.vendor.take() {
+        if let Some(mut vendor) = self.vendor.service.take() {
             vendor.stop();
         }
     }
@@ -149,7 +206,7 @@ impl Lane {
     /// A relay with no worker left to feed it would wait for entries that never come: once every
     /// worker has given up or failed, the relay is ended and given up with them.
     pub(in crate::engine) fn settle_relay(&mut self) {
-        let Some(relay) = self.relay_slot else {
+        let Some(relay) = self.vendor.relay_slot else {
             return;
         };
         let workers_over = (0..self.slots.len())
@@ -167,15 +224,14 @@ impl Lane {
             return;
         }
         if !force
-            && self
-                .messages_read_at
+            && (self.vendor.messages_read_at)
                 .is_some_and(|at| now.saturating_duration_since(at) < MESSAGES_EVERY)
         {
             return;
         }
-        self.messages_read_at = Some(now);
+        self.vendor.messages_read_at = Some(now);
         if let Ok(counts) = self.config.read_messages() {
-            self.messages = Some(counts);
+            self.vendor.messages = Some(counts);
         }
     }
 }

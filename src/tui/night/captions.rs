@@ -45,7 +45,7 @@ impl LiveNight {
             .map(|(lane, running)| scenario::LaneShape {
                 name: &lane.name,
                 worker: lane.worker.label(),
-                workers: running.config.workers,
+                workers: running.config().workers,
             })
             .collect();
         let scenario = &self.scenario;
@@ -152,8 +152,11 @@ impl LiveNight {
         let names: Vec<&str> = self.lanes.iter().map(|l| l.name.as_str()).collect();
         caption.filled(&names, |lane| {
             let l = self.engine.lanes().get(lane)?;
-            let figures =
-                scenario::CaptionFigures::of(&l.snapshot(dead_man), &l.config.name, l.config.items);
+            let figures = scenario::CaptionFigures::of(
+                &l.snapshot(dead_man),
+                &l.config().name,
+                l.config().items,
+            );
             Some(figures.at(at))
         })
     }

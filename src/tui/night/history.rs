@@ -69,13 +69,13 @@ impl LiveNight {
         let mut verdicts = Vec::new();
         for (i, (lane, history)) in (self.engine.lanes().iter().zip(&mut self.history)).enumerate()
         {
-            let o = &lane.observer;
+            let o = &lane.observer();
             if !history.ended {
                 history.rows.push(t, o.rows as f64);
                 history.distinct.push(t, o.distinct as f64);
                 history.duplicated.push(t, o.duplicated as f64);
                 history.checkpoints.push(t, o.checkpoints as f64);
-                if let Some(age) = lane.heartbeat_sim_age {
+                if let Some(age) = lane.heartbeat_sim_age() {
                     history.heartbeat_age.push(t, age);
                 }
             }
@@ -85,7 +85,7 @@ impl LiveNight {
             {
                 if let Some(end) = &end {
                     let messages = lane.snapshot(dead_man).messages;
-                    let name = &lane.config.name;
+                    let name = &lane.config().name;
                     verdicts.push((i, Why::verdict(name, &end.derived, messages.as_ref())));
                 }
                 history.end = end;
@@ -97,8 +97,8 @@ impl LiveNight {
                 // of its own: `inspect` reads the whole table, seconds at a million rows, and
                 // the dashboard must not freeze meanwhile.
                 let (tx, rx) = mpsc::channel();
-                let config = lane.config.clone();
-                let claimed = lane.claimed.as_ref().map(|c| c.status.clone());
+                let config = lane.config().clone();
+                let claimed = lane.claimed().map(|c| c.status.clone());
                 let completed = lane.completed();
                 let spawned = std::thread::Builder::new()
                     .name("reclaim-verdict".into())

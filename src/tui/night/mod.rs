@@ -264,7 +264,7 @@ impl LiveNight {
                     strategy: config.worker.strategy(),
                     alive: lane.alive(),
                     finished: lane.finished(),
-                    workers: lane.config.workers,
+                    workers: lane.config().workers,
                 })
                 .collect(),
             timeline: self.engine.timeline().len(),

@@ -29,7 +29,12 @@ impl LiveNight {
         let snapshots: Vec<LaneSnapshot> = (self.engine.lanes().iter())
             .map(|l| l.snapshot(dead_man))
             .collect();
-        let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
+        let items: Vec<u64> = self
+            .engine
+            .lanes()
+            .iter()
+            .map(|l| l.config().items)
+            .collect();
         let now = symptoms(&snapshots, &items, &self.lane_ends());
         // Rows past the queue: the clock waits on the row that takes them there (see
         // `Engine::stop_on`), so they light at the clock. A claim the rows contradict lights
@@ -57,7 +62,8 @@ impl LiveNight {
             let lane = (entry.lane)
                 .and_then(|l| self.lanes.get(l))
                 .map(|l| l.name.as_str());
-            if let Some(why) = lecture::why(entry.kind, entry.mark, lane, &entry.text) {
+            let said = (entry.kind, entry.mark, entry.fact.as_ref());
+            if let Some(why) = lecture::why(said, lane, &entry.text) {
                 self.ahead.push((entry.sim.0, why));
             }
         }

@@ -21,7 +21,7 @@ impl LiveNight {
                 total: 0,
             };
         };
-        let (lines, total) = match l.config.warehouse.duplicated_ids(&l.config.db, SHOWN) {
+        let (lines, total) = match l.config().warehouse.duplicated_ids(&l.config().db, SHOWN) {
             Ok((ids, total)) => (
                 ids.iter()
                     .map(crate::warehouse::inspection::duplicated_line)
@@ -31,8 +31,8 @@ impl LiveNight {
             Err(e) => (vec![format!("cannot read the rows: {e}")], 0),
         };
         IdsView {
-            lane: l.config.name.clone(),
-            db: l.config.db.display().to_string(),
+            lane: l.config().name.clone(),
+            db: l.config().db.display().to_string(),
             lines,
             total,
         }
@@ -60,9 +60,9 @@ impl LiveNight {
                     heartbeat_age: h.heartbeat_age.points.clone(),
                 };
                 let meta = LaneMeta {
-                    name: &lane.config.name,
-                    strategy: lane.config.worker.label(),
-                    items: lane.config.items,
+                    name: &lane.config().name,
+                    strategy: lane.config().worker.label(),
+                    items: lane.config().items,
                     dead_man,
                 };
                 lane_view(
@@ -91,7 +91,12 @@ impl LiveNight {
             .iter()
             .map(|l| l.snapshot(dead_man))
             .collect();
-        let items: Vec<u64> = self.engine.lanes().iter().map(|l| l.config.items).collect();
+        let items: Vec<u64> = self
+            .engine
+            .lanes()
+            .iter()
+            .map(|l| l.config().items)
+            .collect();
         let caption = (self.captions.shown())
             .and_then(|i| Some(self.caption_texts.get(i)?.as_ref()?.0.clone()));
         Scene {

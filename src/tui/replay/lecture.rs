@@ -30,7 +30,11 @@ impl ReplayApp {
                 .map(|l| l.name.as_str())
         };
         let mut stops: Vec<(f64, Why)> = (self.recording.events.iter())
-            .filter_map(|e| Some((e.sim, lecture::why(e.kind, e.mark, name(e.lane), &e.text)?)))
+            .filter_map(|e| {
+                let fact = e.fact();
+                let why = lecture::why((e.kind, e.mark, fact.as_ref()), name(e.lane), &e.text)?;
+                Some((e.sim, why))
+            })
             .collect();
         stops.extend(
             self.caption_times

@@ -76,6 +76,7 @@ fn recording() -> Recording {
         kind,
         text: text.into(),
         mark,
+        fact: None,
     };
     Recording {
         header: Header {
@@ -90,7 +91,7 @@ fn recording() -> Recording {
             dead_man: 300.0,
             lanes: vec![LaneInfo {
                 name: "naive".into(),
-                strategy: "naive".into(),
+                strategy: crate::record::WorkerKind::Strategy(crate::worker::Strategy::Naive),
                 items: 200,
                 db: "/tmp/night1-1-naive.db".into(),
             }],

@@ -80,7 +80,7 @@ impl ReplayApp {
                     .collect();
                 let meta = LaneMeta {
                     name: &info.name,
-                    strategy: &info.strategy,
+                    strategy: info.strategy.name(),
                     items: info.items,
                     dead_man: header.dead_man,
                 };

@@ -1,29 +1,29 @@
 //! The wire between the supervisor and a worker, written once for both sides: the command line
 //! that starts a worker (`WorkerConfig::to_args`, parsed back by clap's `WorkerArgs`), the lines
-//! a worker prints on stdout (`WorkerLine`, with a gated worker's `wait`/`wrote`/`wake`), and the commands
-//! it reads on stdin (`commands`: `Grant` and `StepGrant` for a gated worker, `SetDelay` for one that paces
-//! itself).
+//! a worker prints on stdout (`line`: `WorkerLine`, with a gated worker's `wait`/`wrote`/`wake`),
+//! and the commands it reads on stdin (`commands`: `Grant` and `StepGrant` for a gated worker,
+//! `SetDelay` for one that paces itself).
 //!
 //! Someone else's program (`run --exec`) speaks none of that: it gets `ExecEnv`, a folder and a
-//! few variables, and its lines are all `WorkerLine::Other`.
+//! few variables, and its lines are its own (`WorkerLine::Other`) but for its crash points
+//! (`points`, `WorkerLine::Point`).
 //!
 //! Each has `Display` and `FromStr`, and the tests round-trip them, so a field added on one
 //! side and forgotten on the other fails a test instead of a night.
 
 use std::ffi::OsString;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::str::FromStr;
 use std::time::Duration;
 
 mod commands;
+mod line;
 pub mod points;
 
 pub use commands::{Grant, Moment, NotACommand, SetDelay, StepGrant};
+pub use line::{ERROR_PREFIX, Relay, Resume, Step, WorkerLine, claimed_rows, error_reason};
 
-use super::{CrashAt, Strategy, WorkerConfig};
-use crate::task::{parse_task_id, task_id};
+use super::WorkerConfig;
 use crate::warehouse::SyncMode;
 
 impl WorkerConfig {
@@ -184,187 +184,6 @@ fn sync_name(sync: SyncMode) -> &'static str {
     }
 }
 
-/// Where a restarted worker picks up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Resume {
-    /// Every task already has its checkpoint.
-    NothingLeft {
-        skipped: u64,
-    },
-    From {
-        task: u64,
-        skipped: u64,
-    },
-}
-
-/// The first word of the line a gated worker prints as it begins the long item's work
-/// (`--long-item`): work that takes real time, during which the supervisor's clock runs on
-/// rather than waiting for the write.
-pub const WORK: &str = "work";
-
-/// The first word of the line a claim worker prints when every item left is leased by another
-/// worker: it waits for the first lease to end (`WorkerLine::Wake`, on a paced night; on real
-/// time without a pace).
-pub const IDLE: &str = "idle";
-
-/// One line a worker prints on stdout. The first word is its kind; the supervisor stamps it with
-/// the sim time and puts the rest on the timeline.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WorkerLine {
-    /// `run_id` is `None` for the naive worker, which logs `(none)` as the postmortem's did.
-    Start {
-        run_id: Option<String>,
-        items: u64,
-        strategy: Strategy,
-        pid: u32,
-    },
-    Resume(Resume),
-    /// The worker is about to SIGKILL itself at a named crash point.
-    Crash {
-        at: CrashAt,
-    },
-    /// The worker's claim: the table's row count, `status=ok` whatever it holds, and what this
-    /// process inserted. Its word, unchecked.
-    Done {
-        rows_written: u64,
-        inserted: u64,
-    },
-    /// A gated worker will write next once it may have made `need` writes in all.
-    Wait {
-        need: u64,
-    },
-    /// A gated worker has committed its `writes`th item, the last of them `last`.
-    Wrote {
-        writes: u64,
-        last: u64,
-    },
-    /// A gated claim worker found every item left leased by another worker: it gives back the
-    /// write it was granted and asks to be woken at the moment `at` the first lease ends; its
-    /// schedule goes on from there (its write a pace later, the clock waiting for it as for any).
-    Wake {
-        at: Moment,
-    },
-    /// Anything else a worker (or someone else's program) prints.
-    Other(String),
-}
-
-impl WorkerLine {
-    /// The first word: `start`, `resume`, `crash`, `done`, or `log`.
-    #[must_use]
-    pub fn word(&self) -> &'static str {
-        match self {
-            Self::Start { .. } => "start",
-            Self::Resume(_) => "resume",
-            Self::Crash { .. } => "crash",
-            Self::Done { .. } => "done",
-            Self::Wait { .. } => "wait",
-            Self::Wrote { .. } => "wrote",
-            Self::Wake { .. } => "wake",
-            Self::Other(_) => "log",
-        }
-    }
-
-    /// What follows the first word, as the timeline shows it.
-    #[must_use]
-    pub fn fields(&self) -> String {
-        match self {
-            Self::Start {
-                run_id,
-                items,
-                strategy,
-                pid,
-            } => format!(
-                "run_id={}  items={items}  strategy={strategy}  pid={pid}",
-                run_id.as_deref().unwrap_or("(none)")
-            ),
-            Self::Resume(Resume::NothingLeft { skipped }) => {
-                format!("nothing left: all {skipped} tasks have checkpoints")
-            }
-            Self::Resume(Resume::From { task, skipped }) => {
-                format!("from={}  skipped={skipped}", task_id(*task))
-            }
-            Self::Crash { at } => format!("at={at}"),
-            Self::Done {
-                rows_written,
-                inserted,
-            } => format!("rows_written={rows_written}  status=ok  inserted={inserted}"),
-            Self::Wait { need } => format!("need={need}"),
-            Self::Wrote { writes, last } => format!("writes={writes}  last={}", task_id(*last)),
-            Self::Wake { at } => format!("at={at}"),
-            Self::Other(text) => text.clone(),
-        }
-    }
-}
-
-impl fmt::Display for WorkerLine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Other(text) => f.write_str(text),
-            _ => write!(f, "{:<7} {}", self.word(), self.fields()),
-        }
-    }
-}
-
-/// `key=value` fields of a line, in any order.
-fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
-    fields
-        .split_whitespace()
-        .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
-}
-
-impl FromStr for WorkerLine {
-    type Err = std::convert::Infallible;
-
-    /// Never fails: a line that is not one of the known kinds, or is garbled, is `Other`.
-    fn from_str(line: &str) -> Result<Self, Self::Err> {
-        let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
-        let number = |key| field(rest, key).and_then(|n| n.parse().ok());
-        let parsed = match word {
-            "start" => (|| {
-                Some(Self::Start {
-                    run_id: field(rest, "run_id")
-                        .filter(|id| *id != "(none)")
-                        .map(ToOwned::to_owned),
-                    items: number("items")?,
-                    strategy: Strategy::from_name(field(rest, "strategy")?)?,
-                    pid: field(rest, "pid")?.parse().ok()?,
-                })
-            })(),
-            "resume" if rest.trim_start().starts_with("nothing left") => {
-                let skipped = rest.split_whitespace().find_map(|w| w.parse().ok());
-                skipped.map(|skipped| Self::Resume(Resume::NothingLeft { skipped }))
-            }
-            "resume" => (|| {
-                Some(Self::Resume(Resume::From {
-                    task: parse_task_id(field(rest, "from")?)?,
-                    skipped: number("skipped")?,
-                }))
-            })(),
-            "crash" => field(rest, "at")
-                .and_then(|at| at.parse().ok())
-                .map(|at| Self::Crash { at }),
-            "done" => (|| {
-                Some(Self::Done {
-                    rows_written: number("rows_written")?,
-                    inserted: number("inserted").unwrap_or(0),
-                })
-            })(),
-            "wait" => number("need").map(|need| Self::Wait { need }),
-            "wake" => field(rest, "at")
-                .and_then(|at| at.parse().ok())
-                .map(|at| Self::Wake { at }),
-            "wrote" => (|| {
-                Some(Self::Wrote {
-                    writes: number("writes")?,
-                    last: parse_task_id(field(rest, "last")?)?,
-                })
-            })(),
-            _ => None,
-        };
-        Ok(parsed.unwrap_or_else(|| Self::Other(line.to_string())))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -373,7 +192,7 @@ mod tests {
 
     use super::*;
     use crate::cli::{Cli, Subcommand};
-    use crate::worker::CrashPoint;
+    use crate::worker::{CrashAt, CrashPoint, Strategy};
 
     #[test]
     fn a_delay_is_told_as_an_integer_when_whole_else_its_shortest_decimal() {
@@ -424,67 +243,6 @@ mod tests {
             panic!("not a worker command");
         };
         assert_eq!(parsed.to_config(), config);
-    }
-
-    #[test]
-    fn every_line_a_worker_prints_parses_back_to_itself() {
-        let lines = [
-            WorkerLine::Start {
-                run_id: None,
-                items: 200,
-                strategy: Strategy::Naive,
-                pid: 4242,
-            },
-            WorkerLine::Start {
-                run_id: Some("run-1-2".into()),
-                items: 7,
-                strategy: Strategy::Guarded,
-                pid: 1,
-            },
-            WorkerLine::Resume(Resume::From {
-                task: 56,
-                skipped: 56,
-            }),
-            WorkerLine::Resume(Resume::NothingLeft { skipped: 200 }),
-            WorkerLine::Crash {
-                at: CrashAt {
-                    task: 111,
-                    point: CrashPoint::AfterCommit,
-                },
-            },
-            WorkerLine::Done {
-                rows_written: 312,
-                inserted: 200,
-            },
-            WorkerLine::Wait { need: 113 },
-            WorkerLine::Wrote {
-                writes: 112,
-                last: 111,
-            },
-            WorkerLine::Wake {
-                at: Moment(7203.0 + 6.3 * 14.0),
-            },
-            WorkerLine::Other("heartbeat: writing x again".into()),
-        ];
-        for line in lines {
-            let text = line.to_string();
-            assert_eq!(text.parse::<WorkerLine>(), Ok(line.clone()), "{text}");
-            if !matches!(line, WorkerLine::Other(_)) {
-                assert_eq!(text, format!("{:<7} {}", line.word(), line.fields()));
-            }
-        }
-        assert_eq!(
-            WorkerLine::Done {
-                rows_written: 312,
-                inserted: 200
-            }
-            .to_string(),
-            "done    rows_written=312  status=ok  inserted=200"
-        );
-        assert_eq!(
-            "done garbage".parse::<WorkerLine>(),
-            Ok(WorkerLine::Other("done garbage".into()))
-        );
     }
 
     #[test]

@@ -1,0 +1,223 @@
+//! A lane's heartbeat as the supervisor watches it (`LaneHeartbeat`): the file's beats, their
+//! age on the night's clock (a beat's moment is the write it followed), and the dead-man's
+//! switch, which fires and clears with a timeline line.
+
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::{Lane, Note};
+use crate::base::clock::SimClock;
+use crate::engine::absences::Absences;
+use crate::engine::timeline::Kind;
+use crate::heartbeat;
+use crate::supervisor::slot::SlotState;
+
+/// The heartbeat file of a lane and what the supervisor made of it.
+#[derive(Debug)]
+pub(super) struct LaneHeartbeat {
+    file: heartbeat::Follower,
+    /// The age of the newest beat in sim seconds (frozen while the night is paused).
+    sim_age: Option<f64>,
+    /// The task the newest beat names.
+    task: Option<String>,
+    /// The dead-man's switch is firing.
+    stale: bool,
+    /// The heartbeat file has existed at some point this night. An external job that never
+    /// writes one has no heartbeat, which is not the same as a stale one.
+    seen: bool,
+    /// The moment of the newest write heard.
+    last_write_sim: Option<f64>,
+    /// The task of the newest write heard (`task-080`), to match a beat naming it.
+    last_write_task: Option<String>,
+    /// The heartbeat file's modification time when last read, and the moment on the night's
+    /// clock given to that beat: the newest write heard when the beat was first seen (a beat
+    /// follows its write at once, so that is its write, or one a tick later).
+    beat_seen: Option<(SystemTime, f64)>,
+}
+
+/// What the lane's workers are doing when the heartbeat is read.
+#[derive(Debug, Clone, Copy)]
+struct Workers {
+    /// One of them is running (or hung, or about to be restarted): silence is not an end.
+    running: bool,
+    /// Someone else's job, which need not keep a heartbeat.
+    job: bool,
+}
+
+impl LaneHeartbeat {
+    pub(super) fn new(path: std::path::PathBuf) -> Self {
+        Self {
+            file: heartbeat::Follower::new(path),
+            sim_age: None,
+            task: None,
+            stale: false,
+            seen: false,
+            last_write_sim: None,
+            last_write_task: None,
+            beat_seen: None,
+        }
+    }
+
+    /// The heartbeat file.
+    pub(super) fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// The age of the newest beat in sim seconds, when it is measured.
+    pub(super) fn sim_age(&self) -> Option<f64> {
+        self.sim_age
+    }
+
+    /// The task the newest beat names.
+    pub(super) fn task(&self) -> Option<&str> {
+        self.task.as_deref()
+    }
+
+    /// The dead-man's switch is firing.
+    pub(super) fn stale(&self) -> bool {
+        self.stale
+    }
+
+    /// The heartbeat file has existed at some point this night.
+    pub(super) fn seen(&self) -> bool {
+        self.seen
+    }
+
+    /// A worker's write of `last` at sim time `at` was heard: the next beat follows it, unless
+    /// a later write was heard already.
+    pub(super) fn wrote(&mut self, at: f64, last: u64) {
+        if self.last_write_sim.is_none_or(|w| at >= w) {
+            self.last_write_task = Some(crate::task::task_id(last));
+        }
+        self.last_write_sim = Some(self.last_write_sim.map_or(at, |w| w.max(at)));
+    }
+
+    /// The sim time at which the heartbeat, still since its last beat, will cross `dead_man`.
+    fn alert_moment(&self, dead_man: f64) -> Option<f64> {
+        if self.stale {
+            return None;
+        }
+        self.beat_seen.map(|(_, at)| at + dead_man)
+    }
+
+    /// Reads the file: the beat's age in sim time, and the switch (`dead_man` sim seconds),
+    /// which fires or clears with a timeline line.
+    fn read(
+        &mut self,
+        (now, wall, started): (Instant, SystemTime, Instant),
+        (clock, absences): (&SimClock, &Absences),
+        dead_man: f64,
+        workers: Workers,
+    ) -> Option<Note> {
+        let beat = self.file.read(wall).ok();
+        self.seen |= beat.is_some();
+        if !self.seen && workers.job {
+            // Nothing to measure: an external job need not keep a heartbeat, and one that does
+            // not is never called stale.
+            self.sim_age = None;
+            return None;
+        }
+        // Until the first beat, the age counts from the start of the night.
+        let real_age = beat
+            .as_ref()
+            .map_or_else(|| now.saturating_duration_since(started), |b| b.age);
+        let since = now.checked_sub(real_age).unwrap_or(started);
+        // A beat's moment is the write it followed: then the age is the night's own, the same
+        // at every speed and load. Before any write is heard, the real silence as the
+        // supervisor watched it.
+        if let (Some(b), Some(write)) = (beat.as_ref(), self.last_write_sim) {
+            let modified = wall.checked_sub(b.age).unwrap_or(wall);
+            // A beat seen before its own write was heard (the worker's line still in the pipe)
+            // took the write before it: once its task's write is heard, the beat is that one's.
+            let its_write = b.task.is_some() && b.task == self.last_write_task;
+            if its_write || self.beat_seen.is_none_or(|(seen, _)| seen != modified) {
+                self.beat_seen = Some((modified, write));
+            }
+        }
+        let scheduled = self.beat_seen.map(|(_, at)| at).filter(|_| beat.is_some());
+        let sim_age = scheduled.map_or_else(
+            || absences.silence(clock, since, now),
+            |at| (clock.now().0 - at).max(0.0),
+        );
+        self.task = beat.and_then(|b| b.task);
+        self.sim_age = Some(sim_age);
+        let stale = workers.running && sim_age > dead_man;
+        if stale && !self.stale {
+            self.stale = true;
+            let note = match scheduled {
+                // The moment the threshold was crossed, to the second.
+                Some(at) => Note::runner(
+                    Kind::Alert,
+                    heartbeat::stale_message(Duration::from_secs_f64(dead_man)),
+                )
+                .at(at + dead_man),
+                None => Note::runner(
+                    Kind::Alert,
+                    heartbeat::stale_message(Duration::from_secs_f64(sim_age)),
+                ),
+            };
+            Some(note)
+        } else if !stale && self.stale {
+            self.stale = false;
+            let note = Note::runner(Kind::Notice, "heartbeat moving again".into());
+            Some(match scheduled {
+                Some(at) => note.at(at),
+                None => note,
+            })
+        } else {
+            None
+        }
+    }
+}
+
+impl Lane {
+    /// The sim time at which the heartbeat, still since its last beat, will cross `dead_man`:
+    /// when the switch would fire if nothing moves. `None` while it is firing, once the lane is
+    /// over, or before a beat's moment is known.
+    pub(in crate::engine) fn alert_moment(&self, dead_man: f64) -> Option<f64> {
+        if self.finished() {
+            return None;
+        }
+        self.heartbeat.alert_moment(dead_man)
+    }
+
+    /// Reads the heartbeat: its age in real and sim time, and the dead-man's switch (`dead_man`
+    /// sim seconds), which fires or clears with a timeline line.
+    pub(in crate::engine) fn read_heartbeat(
+        &mut self,
+        now: Instant,
+        wall: SystemTime,
+        (clock, absences): (&SimClock, &Absences),
+        started: Instant,
+        dead_man: f64,
+    ) -> Option<Note> {
+        if self.finished() {
+            // The job is over: its last heartbeat age stays as it was when it ended.
+            self.heartbeat.stale = false;
+            return None;
+        }
+        // A reaped worker whose last lines are still on their way is not running: it has
+        // finished (or died, and is Restarting once its exit is handled).
+        let running = self.slots.iter().any(|s| {
+            !s.exit_pending()
+                && matches!(
+                    s.state(),
+                    SlotState::Running | SlotState::Hung | SlotState::Restarting
+                )
+        });
+        let workers = Workers {
+            running,
+            job: self.config.worker.job().is_some(),
+        };
+        (self.heartbeat).read((now, wall, started), (clock, absences), dead_man, workers)
+    }
+
+    /// A SIGKILL between a worker's creating its temporary beat and renaming it leaves the
+    /// temporary file behind (75 of them after one stormy night). Called only for a reaped
+    /// worker: dead, it can write nothing more, and the file is the one it created.
+    pub(in crate::engine) fn forget_temp_beat(&self, slot: usize) {
+        if let Ok(pid) = u32::try_from(self.slots[slot].pid()) {
+            heartbeat::remove_dead_writers_temp(self.heartbeat.path(), pid);
+        }
+    }
+}
