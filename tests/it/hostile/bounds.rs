@@ -172,6 +172,8 @@ fn shrink_refuses_a_recording_that_would_plan_more_work_than_the_map_may() {
         if line["kind"] == "item" {
             line["text"] =
                 "task-99990  in flight, not committed (last committed: task-99989)".into();
+            // What shrink reads: the committed task as a field (the text is for people).
+            line["fact"] = serde_json::json!({"committed": {"task": 99_989}});
         }
     }
     let doctored = tmp.path().join("doctored.jsonl");
