@@ -429,13 +429,6 @@ pub fn private_dir_in(base: &Path, label: &str) -> io::Result<tempfile::TempDir>
         .tempdir_in(base)
 }
 
-/// A fresh folder for a night's databases under the system temp dir (`private_dir_in`), kept
-/// (the command names it when the night is over), and the warehouse path inside it.
-pub fn fresh_db_path(label: &str) -> io::Result<PathBuf> {
-    let dir = private_dir_in(&std::env::temp_dir(), label)?.keep();
-    Ok(dir.join("warehouse.db"))
-}
-
 /// The vendor's database for a lane's warehouse: beside it, `NAME.vendor.sqlite` (here, with
 /// the other companions, so paths needs nothing from the vendor).
 #[must_use]

@@ -8,6 +8,7 @@ mod exec_guard;
 mod export;
 mod heartbeat_check;
 mod inspect;
+mod kept;
 mod map;
 mod map_exec;
 mod prove;
@@ -40,6 +41,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Subcommand::Map(args)) => map::run(&args),
         Some(Subcommand::Shrink(args)) => shrink::run(&args, &mut crate::base::out::stdout()),
         Some(Subcommand::HeartbeatCheck(args)) => heartbeat_check::run(&args),
+        Some(Subcommand::Kept(args)) => kept::run(&args, &mut crate::base::out::stdout()),
         Some(Subcommand::Vendor(args)) => vendor::run(&args),
         Some(Subcommand::Relay(args)) => vendor::relay(&args),
         Some(Subcommand::ExecGuard(args)) => exec_guard::run(&args.command, args.parent),
@@ -78,11 +80,7 @@ pub fn main(cli: Cli) -> ExitCode {
                 "reclaim: error: {}",
                 crate::base::text::escape_controls(&error.to_string())
             );
-            // A night given up on is a verdict (it never completed), not an error of input.
-            ExitCode::from(match error {
-                crate::error::Error::NeverCompleted(_) => crate::base::exit::DATA_WRONG,
-                _ => EXIT_ERROR,
-            })
+            ExitCode::from(error.exit_code())
         }
     }
 }
@@ -155,7 +153,8 @@ fn open_map_warehouse(
     Ok(crate::warehouse::WarehouseArgs {
         warehouse: args.warehouse.clone(),
         pg_schema: args.pg_schema.clone(),
-        keep: args.keep && args.warehouse == crate::warehouse::Spec::Private,
+        keep: (args.keeps_all() && args.warehouse == crate::warehouse::Spec::Private)
+            .then_some(crate::base::kept::Keep::Always),
     }
     .open()
     .map_err(crate::store::StoreError::from)?)

@@ -230,9 +230,16 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         .transpose()?;
     let night = early.map_or_else(|| open_night(args), |n| Ok(Some(n)))?;
     let seed = args.seed.unwrap_or_else(rand::random);
-    let dir = crate::base::paths::fresh_db_path("prove")
-        .context(|| "cannot create a folder for the databases".into())?
-        .with_file_name("");
+    let what = worker.strategy().map_or("exec", |s| s.name());
+    let mut folder = Some(super::kept::night(
+        "reclaim prove",
+        what,
+        args.warehouse.keep,
+    )?);
+    let dir = folder
+        .as_ref()
+        .map(|f| f.path().to_path_buf())
+        .unwrap_or_default();
     let mut prover = Prover {
         db_name: worker.job().map(|_| args.db_name.clone()),
         worker: worker.clone(),
@@ -254,16 +261,20 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         }
         tests.push(test);
     };
-    emit(kill_test(&mut prover, args, seed)?, out);
-    emit(two_workers(&mut prover)?, out);
-    emit(
-        wiped_checkpoints(&mut prover, args.job.checkpoint_table.as_deref())?,
-        out,
-    );
-    // Named crash points are places in reclaim's own worker; someone else's job has none.
-    if worker.job().is_none() {
-        emit(crash_sweep(&mut prover)?, out);
-    }
+    let trial = (|| {
+        emit(kill_test(&mut prover, args, seed)?, out);
+        emit(two_workers(&mut prover)?, out);
+        emit(
+            wiped_checkpoints(&mut prover, args.job.checkpoint_table.as_deref())?,
+            out,
+        );
+        // Named crash points are places in reclaim's own worker; someone else's job has none.
+        if worker.job().is_none() {
+            emit(crash_sweep(&mut prover)?, out);
+        }
+        Ok::<(), Error>(())
+    })();
+    trial.map_err(|e| super::kept::ended_in(folder.take(), e))?;
     let count = |outcome| tests.iter().filter(|t| t.outcome == outcome).count();
     let (passed, failed, not_tested) = (
         count(Outcome::Pass),
@@ -274,13 +285,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let kills_in_window = tests
         .iter()
         .fold(KillWindows::default(), |sum, t| sum.plus(t.kills_in_window));
-    let kept = if failed == 0 {
-        let _ = std::fs::remove_dir_all(&dir);
-        None
-    } else {
-        Some(dir)
-    };
-    let report = ProveReport {
+    let mut report = ProveReport {
         strategy: match &worker {
             LaneWorker::Strategy(strategy) => strategy.name().to_string(),
             LaneWorker::Exec(job) => job.command.clone(),
@@ -298,11 +303,28 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         passed,
         failed,
         not_tested,
-        kept,
+        kept: None,
+        folder: None,
     };
+    if let Some(folder) = folder {
+        settle(folder, &mut report, args.strict);
+    }
     let code = finish(&report, args, junit.as_ref(), out);
     close_night(night, &report, args, out);
     code
+}
+
+/// The trial's folder kept or removed as `--keep` says, the one rule deciding what failed (as
+/// it decides the exit code); the report says which.
+fn settle(folder: crate::base::kept::NightDir, report: &mut ProveReport, strict: bool) {
+    let failed = report.account().judge(strict).exit_code() != crate::base::exit::OK;
+    let summary = format!(
+        "{} PASS, {} FAIL, {} UNTESTED",
+        report.passed, report.failed, report.not_tested
+    );
+    let settled = folder.settle(failed, &summary, std::time::SystemTime::now());
+    report.kept = settled.kept.then(|| settled.path.clone());
+    report.folder = Some(settled.said());
 }
 
 /// `--warehouse` for prove: every night's lane in a schema of its own on the night's
@@ -322,7 +344,7 @@ fn close_night(
         && night
             .as_ref()
             .is_some_and(crate::warehouse::Night::removes_cluster))
-    .then_some("postgres     the failed tests' rows went with the cluster (the folder above holds only heartbeats): run again with --keep to look at them");
+    .then_some("postgres     the failed tests' rows went with the cluster (the folder above holds only heartbeats): run again with --keep always to look at them");
     crate::warehouse::close(night, args.json, gone, out);
 }
 

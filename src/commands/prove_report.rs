@@ -111,8 +111,11 @@ pub struct ProveReport {
     pub not_tested: usize,
     /// Of `not_tested`, those that do not apply to the job.
     pub skipped: usize,
-    /// Where the databases are kept (only when something failed).
+    /// Where the databases are kept (as `--keep` says: by default, only when something
+    /// failed).
     pub kept: Option<PathBuf>,
+    /// What became of the trial's folder, in words that name the policy.
+    pub folder: Option<String>,
 }
 
 impl ProveReport {
@@ -226,7 +229,17 @@ pub(super) fn print_summary(report: &ProveReport, strict: bool, out: &mut dyn Wr
         "windows: {}",
         super::run_report::describe_windows(&report.kills_in_window, 0)
     );
-    if let Some(dir) = &report.kept {
-        let _ = writeln!(out, "databases kept for inspection in {}", dir.display());
+    match (&report.kept, &report.folder) {
+        (Some(dir), Some(said)) => {
+            let _ = writeln!(
+                out,
+                "databases kept for inspection in {} {said}",
+                dir.display()
+            );
+        }
+        (None, Some(said)) => {
+            let _ = writeln!(out, "databases {said}");
+        }
+        _ => {}
     }
 }

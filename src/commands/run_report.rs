@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 
+use crate::base::kept::Settled;
 use crate::cli::RunArgs;
 use crate::engine::{KillWindow, KillWindows, LaneWorker};
 use crate::error::Error;
@@ -13,15 +14,53 @@ use crate::supervisor::schedule::KillPlan;
 
 /// The report as JSON or the verdict's lines, and the exit code: the night's account judged by
 /// the one rule (`verdict::account`), `--strict` failing what it left untested.
-pub(super) fn finish(report: &RunReport, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
+/// `settled`: what became of the night's folder (`None`: the warehouse is the user's `--db`).
+pub(super) fn finish(
+    report: &RunReport,
+    args: &RunArgs,
+    settled: Option<&Settled>,
+    out: &mut dyn Write,
+) -> Result<u8, Error> {
     let judged = report.account().judge(args.strict);
     if args.json {
-        let value = with_judgement(report, &judged)?;
+        let mut value = with_judgement(report, &judged)?;
+        if let (Some(object), Some(settled)) = (value.as_object_mut(), settled) {
+            object.insert("folder".into(), folder_json(settled));
+        }
         let _ = writeln!(out, "{value}");
     } else {
-        print_verdict(report, &judged, out);
+        print_verdict(report, &judged, settled, out);
     }
     Ok(judged.exit_code())
+}
+
+/// What became of a night's folder, for `--json`.
+pub(super) fn folder_json(settled: &Settled) -> serde_json::Value {
+    serde_json::json!({
+        "path": settled.path.display().to_string(),
+        "kept": settled.kept,
+        "policy": settled.policy,
+        "said": settled.said(),
+    })
+}
+
+/// The line naming where the rows are and what became of them: a folder reclaim made is kept
+/// or removed as `--keep` says; a `--db` is the user's. On PostgreSQL the folder holds only
+/// heartbeats.
+fn storage_line(db: &Path, settled: Option<&Settled>) -> String {
+    let on_pg = crate::warehouse::active().is_some();
+    match settled {
+        None if on_pg => String::new(),
+        None => format!("database     {} (yours: --db)", display(db)),
+        Some(s) if on_pg && s.kept => format!(
+            "files        {} {} (heartbeats only: the rows are on PostgreSQL)",
+            display(&s.path),
+            s.said()
+        ),
+        Some(s) if on_pg => format!("files        {}", s.said()),
+        Some(s) if s.kept => format!("database     {} {}", display(db), s.said()),
+        Some(s) => format!("database     {}", s.said()),
+    }
 }
 
 /// A report as JSON, with the one rule's judgement beside its facts (`outcome`, `judgement`)
@@ -245,6 +284,7 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
 fn print_verdict(
     report: &RunReport,
     judged: &crate::verdict::account::Judgement,
+    settled: Option<&Settled>,
     out: &mut dyn Write,
 ) {
     let _ = writeln!(out);
@@ -327,8 +367,9 @@ fn print_verdict(
         );
     }
     // On PostgreSQL the rows are in the lane's schema, named after the night (`warehouse`).
-    if crate::warehouse::active().is_none() {
-        let _ = writeln!(out, "database     {} (kept)", display(&report.db));
+    let storage = storage_line(&report.db, settled);
+    if !storage.is_empty() {
+        let _ = writeln!(out, "{storage}");
     }
     let _ = writeln!(out, "result       {}", judged.line());
     let _ = writeln!(

@@ -12,6 +12,7 @@ mod faults;
 mod fuzz;
 mod heartbeat_check;
 mod hostile;
+mod kept;
 mod kill_rows;
 mod lecture;
 mod lecture_stops;

@@ -142,8 +142,9 @@ fn a_job_that_loses_an_order_at_each_restart_is_data_wrong_in_run_count_sql_insp
         prove.stdout
     );
 
-    // The same job written right: ok everywhere.
-    let run = reclaim_with(tmp.path(), &[], &with(&["run", "--exec", &job], &kill));
+    // The same job written right: ok everywhere (its database kept, to inspect it).
+    let keep = with(&["run", "--exec", &job, "--keep", "always"], &kill);
+    let run = reclaim_with(tmp.path(), &[], &keep);
     let json = json_of(&run);
     assert_eq!(run.code, Some(0), "{json}");
     assert_eq!(

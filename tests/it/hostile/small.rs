@@ -157,7 +157,7 @@ fn a_db_path_with_a_line_break_stays_on_the_database_line() {
         .lines()
         .find(|l| l.starts_with("database "))
         .unwrap_or_else(|| panic!("no database line:\n{}", run.stdout));
-    assert!(line.ends_with("a\\nb.db (kept)"), "{line}");
+    assert!(line.ends_with("a\\nb.db (yours: --db)"), "{line}");
     assert!(
         !run.stdout.lines().any(|l| l.starts_with("b.db")),
         "{}",
