@@ -68,7 +68,10 @@ pub fn main(cli: Cli) -> ExitCode {
             return ExitCode::from(result.unwrap_or(EXIT_ERROR));
         }
         Some(e) if result.is_ok() => {
-            eprintln!("reclaim: error: cannot write the output: {e}");
+            eprintln!(
+                "reclaim: error: cannot write the output: {e}{}",
+                file_limit_hint(&e.to_string())
+            );
             return ExitCode::from(EXIT_ERROR);
         }
         _ => {}
@@ -77,11 +80,22 @@ pub fn main(cli: Cli) -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!(
-                "reclaim: error: {}",
-                crate::base::text::escape_controls(&error.to_string())
+                "reclaim: error: {}{}",
+                crate::base::text::escape_controls(&error.to_string()),
+                file_limit_hint(&error.to_string())
             );
             ExitCode::from(error.exit_code())
         }
+    }
+}
+
+/// A write refused as too large (EFBIG, "File too large") is the file size limit (`ulimit -f`)
+/// reached, which the system's own words do not say.
+fn file_limit_hint(said: &str) -> &'static str {
+    if said.contains("(os error 27)") {
+        " (the file size limit, ulimit -f, was reached)"
+    } else {
+        ""
     }
 }
 

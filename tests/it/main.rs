@@ -16,6 +16,7 @@ mod kept;
 mod kill_rows;
 mod lecture;
 mod lecture_stops;
+mod limits;
 mod map;
 mod module_graph;
 mod own_checkpoints;
