@@ -476,6 +476,7 @@ impl Lane {
             return None;
         }
         let beat = self.heartbeat.read(wall).ok();
+        let ahead = beat.as_ref().map_or(Duration::ZERO, |b| b.ahead);
         self.heartbeat_seen |= beat.is_some();
         if !self.heartbeat_seen && self.config.worker.job().is_some() {
             // Nothing to measure: an external job need not keep a heartbeat, and one that does
@@ -511,27 +512,40 @@ impl Lane {
             }
         }
         let scheduled = self.beat_seen.map(|(_, at)| at).filter(|_| beat.is_some());
+        // Before a first beat, the silence counts from the lane's first start on the clock (a
+        // scenario's `start_at`), never from before it: no alert for a lane yet to start.
+        let first_start = (self.attempts.iter())
+            .map(Attempt::started)
+            .fold(f64::INFINITY, f64::min);
         let sim_age = scheduled.map_or_else(
-            || watch.silence(clock, since, now),
+            || {
+                watch
+                    .silence(clock, since, now)
+                    .min((clock.now().0 - first_start).max(0.0))
+            },
             |at| (clock.now().0 - at).max(0.0),
         );
         self.heartbeat_age = beat.as_ref().map(|b| b.age);
         self.heartbeat_task = beat.and_then(|b| b.task);
         self.heartbeat_sim_age = Some(sim_age);
-        let stale = running && sim_age > dead_man;
+        // INVARIANT: judged by the rule `heartbeat-check` judges by: a beat from the future
+        // alerts, never passes for fresh.
+        let judged = heartbeat::judge(
+            ahead,
+            Duration::from_secs_f64(sim_age),
+            Duration::from_secs_f64(dead_man),
+        );
+        let stale = running && judged.alert().is_some();
         if stale && !self.stale {
             self.stale = true;
-            let note = match scheduled {
+            let note = match (judged, scheduled) {
                 // The moment the threshold was crossed, to the second.
-                Some(at) => Note::runner(
+                (heartbeat::Judged::Stale(_), Some(at)) => Note::runner(
                     Kind::Alert,
                     heartbeat::stale_message(Duration::from_secs_f64(dead_man)),
                 )
                 .at(at + dead_man),
-                None => Note::runner(
-                    Kind::Alert,
-                    heartbeat::stale_message(Duration::from_secs_f64(sim_age)),
-                ),
+                _ => Note::runner(Kind::Alert, judged.alert().unwrap_or_default()),
             };
             Some(note)
         } else if !stale && self.stale {
