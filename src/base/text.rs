@@ -22,6 +22,22 @@ pub fn escape_controls(text: &str) -> String {
         .collect()
 }
 
+/// Bytes that should be text but may not be UTF-8 (a key a job stored), as text: the UTF-8 runs
+/// as they are, each byte that is not as `\xNN`. Control characters are escaped by
+/// `escape_controls` where the text is printed.
+#[must_use]
+pub fn escape_bytes(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        text.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            let _ = write!(text, "\\x{byte:02x}");
+        }
+    }
+    text
+}
+
 /// The first character of `text` that would act on a terminal or a page rather than be read:
 /// a control character (but those `allowed`: a line break in notes) or a bidi control.
 #[must_use]
@@ -131,6 +147,13 @@ pub fn fit_paths(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_escaped_and_the_rest_kept() {
+        assert_eq!(escape_bytes(b"task-\xff"), "task-\\xff");
+        assert_eq!(escape_bytes("caf\u{e9}".as_bytes()), "caf\u{e9}");
+        assert_eq!(escape_bytes(b"\xc3(\xfe"), "\\xc3(\\xfe");
+    }
 
     #[test]
     fn control_characters_are_escaped_and_the_rest_kept() {
