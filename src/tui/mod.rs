@@ -89,7 +89,11 @@ pub fn replay(file: &Path, settings: &DashboardSettings) -> Result<u8, Error> {
     let outcome = event_loop(&mut terminal, &mut app, settings.theme, notes.as_mut());
     drop(terminal);
     drop(guard);
-    outcome.map(|()| crate::base::exit::OK)
+    outcome?;
+    match notes.as_mut().and_then(Notes::failure) {
+        Some(stopped) => Err(stopped),
+        None => Ok(crate::base::exit::OK),
+    }
 }
 
 /// Runs the live dashboard on `scenario` (loaded and validated before the terminal is
@@ -179,5 +183,8 @@ pub fn run(
         let path = path.display();
         println!("reclaim: the session is recorded in {path} (reclaim replay {path})");
     }
-    Ok(crate::base::exit::OK)
+    match notes.as_mut().and_then(Notes::failure) {
+        Some(stopped) => Err(stopped),
+        None => Ok(crate::base::exit::OK),
+    }
 }
