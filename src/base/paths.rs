@@ -339,6 +339,14 @@ pub fn refuse_companion(
             return Err(companion(role));
         }
     }
+    // The vendor's files a night with a side effect makes beside it: refused before the night,
+    // not once they exist (or after the whole night).
+    let vendor = vendor_db_path(db);
+    for (suffix, role) in VENDOR_FILES {
+        if same(&with_suffix(&vendor, suffix)) {
+            return Err(companion(role));
+        }
+    }
     Ok(())
 }
 
@@ -478,6 +486,20 @@ mod tests {
         ));
         let hb = with_suffix(&db, ".heartbeat");
         assert!(refuse_companion(&hb, "--heartbeat", &db, Some(".heartbeat")).is_ok());
+        // The vendor's files, which do not exist yet: refused by name.
+        for name in [
+            "w.vendor.sqlite",
+            "w.vendor.sqlite-wal",
+            "w.vendor.sqlite-journal",
+        ] {
+            assert!(
+                matches!(
+                    refuse_companion(&dir.path().join(name), "--record", &db, None),
+                    Err(PathError::Companion { role, .. }) if role.starts_with("vendor's")
+                ),
+                "{name}"
+            );
+        }
         assert!(refuse_companion(&hb, "--record", &db, None).is_err());
         let link = dir.path().join("hard");
         fs::hard_link(&db, &link)?;

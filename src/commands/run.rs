@@ -440,6 +440,7 @@ fn print_lane_verdicts(names: &[String], reports: &[RunReport], out: &mut dyn Wr
 /// (a lane column), then one verdict line per lane; exit 0 only if every lane's data is right.
 fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let scenario = Scenario::load(name)?;
+    refuse_endless_hang(&scenario)?;
     super::consent::for_run(&scenario, args.allow_exec)?;
     // A night recorded headless replays in class as one recorded by the dashboard, captions too.
     let record = args
@@ -538,6 +539,18 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         let _ = writeln!(out, "result       {}", judged.line());
     }
     Ok(judged.exit_code())
+}
+
+/// Headless, nobody presses h: a hang with no end (`hang_at_task` without `hang_for`) would
+/// hold every lane until the progress deadline, and blame the job for it.
+fn refuse_endless_hang(scenario: &Scenario) -> Result<(), Error> {
+    if scenario.hang_at_task.is_some() && scenario.hang_for.is_none() {
+        return Err(Error::Refused(format!(
+            "{}: host.hang_at_task without host.hang_for hangs every lane until someone presses h, which only the dashboard can; give hang_for = SECS (sim seconds) to run it headless",
+            crate::base::text::escape_controls(&scenario.source)
+        )));
+    }
+    Ok(())
 }
 
 /// What became of a scenario's folder: its databases, or on PostgreSQL its heartbeats.
