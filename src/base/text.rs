@@ -61,6 +61,42 @@ pub fn count(n: u64, one: &str, many: &str) -> String {
     }
 }
 
+/// A number as typed, for a refusal: at most 24 characters of it (`1e300` stays `1e300`; what
+/// a parser would print for it is a 301-digit line).
+#[must_use]
+pub fn typed_number(text: &str) -> String {
+    shorten(&escape_controls(text.trim()), 24)
+}
+
+/// `line` with every run of more than 24 digits cut to its first 12 and its length
+/// (`100000000000…(301 digits)`): an error line stays readable whatever number reached it.
+#[must_use]
+pub fn shorten_numbers(line: &str) -> String {
+    use std::fmt::Write as _;
+    const LONGEST: usize = 24;
+    let mut out = String::with_capacity(line.len().min(4096));
+    let mut digits = String::new();
+    let flush = |digits: &mut String, out: &mut String| {
+        if digits.len() > LONGEST {
+            out.push_str(&digits[..12]);
+            let _ = write!(out, "…({} digits)", digits.len());
+        } else {
+            out.push_str(digits);
+        }
+        digits.clear();
+    };
+    for c in line.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+        } else {
+            flush(&mut digits, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut digits, &mut out);
+    out
+}
+
 /// At most `max` characters of `text`, with `…` in place of the rest: a value quoted in an error
 /// (a 309-digit number, a pasted paragraph) must leave the line readable.
 #[must_use]
@@ -147,6 +183,21 @@ pub fn fit_paths(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_numbers_are_cut_and_short_ones_kept() {
+        let huge = format!("1{}", "0".repeat(300));
+        assert_eq!(
+            shorten_numbers(&format!("invalid value: {huge} ms")),
+            "invalid value: 100000000000…(301 digits) ms"
+        );
+        assert_eq!(
+            shorten_numbers("task-111 at 02:11:47"),
+            "task-111 at 02:11:47"
+        );
+        assert_eq!(typed_number(" 1e300 "), "1e300");
+        assert_eq!(typed_number(&huge).chars().count(), 24);
+    }
 
     #[test]
     fn bytes_that_are_not_utf8_are_escaped_and_the_rest_kept() {

@@ -81,7 +81,9 @@ pub fn main(cli: Cli) -> ExitCode {
         Err(error) => {
             eprintln!(
                 "reclaim: error: {}{}",
-                crate::base::text::escape_controls(&error.to_string()),
+                crate::base::text::shorten_numbers(&crate::base::text::escape_controls(
+                    &error.to_string()
+                )),
                 file_limit_hint(&error.to_string())
             );
             ExitCode::from(error.exit_code())
@@ -141,6 +143,7 @@ pub fn usage_error(error: &clap::Error) -> ExitCode {
         .collect();
     let message = said.join(" ");
     let message = message.trim_start_matches("error: ");
+    let message = crate::base::text::shorten_numbers(message);
     eprintln!("reclaim: error: {message} (see `reclaim --help`)");
     ExitCode::from(EXIT_ERROR)
 }

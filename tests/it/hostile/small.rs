@@ -1,7 +1,7 @@
 //! The smaller probes of the hostile pass: the vendor's files beside a new warehouse (or named
 //! as the recording), a relay given what it cannot relay, an SVG's moment, a path with a line
 //! break, a dropped table, a command too long for `sh -c`, an alert command that takes its
-//! time, and a hang no one will end.
+//! time, a hang no one will end, and numbers too long for an error line.
 
 use std::fs;
 use std::path::Path;
@@ -301,4 +301,31 @@ fn a_hang_no_one_will_end_is_refused_headless() {
     assert_one_line_error(&run, "host.hang_at_task without host.hang_for");
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(snapshot(tmp.path()), before);
+}
+
+#[test]
+fn numbers_too_long_for_an_error_line_are_never_printed_whole() {
+    let tmp = tempdir();
+    let digits = format!("1{}", "0".repeat(300));
+    for (flag, value) in [
+        ("--restart-delay", "1e300"),
+        ("--restart-delay", "-1e300"),
+        ("--scale", "1e300"),
+        ("--delay-ms", "1e300"),
+        ("--kill-window", "1e300..2e300"),
+        ("--restart-delay", digits.as_str()),
+        ("--items", digits.as_str()),
+    ] {
+        let run = reclaim_in_dir(
+            tmp.path(),
+            &["run", "--strategy", "naive", flag, value],
+            LIMIT,
+        );
+        assert_eq!(run.code, Some(2), "{flag} {value}: {}", run.stderr);
+        let line = run.stderr.trim_end();
+        assert!(
+            line.len() < 240 && !line.contains("0000000000000000000000000"),
+            "{flag}: {line}"
+        );
+    }
 }
