@@ -1,4 +1,5 @@
-//! `reclaim kept`'s flags: list the nights reclaim kept, remove some, or clean them all.
+//! `reclaim kept`'s flags: list the nights reclaim kept, remove some, or clean them all; and
+//! what `map --keep` asks of the map.
 
 use clap::Args;
 
@@ -14,4 +15,12 @@ pub struct KeptArgs {
     /// Print the list as JSON, one object
     #[arg(long, conflicts_with_all = ["remove", "clean"])]
     pub json: bool,
+}
+
+impl super::MapArgs {
+    /// `--keep always` (or `--keep` alone): every night's database kept.
+    #[must_use]
+    pub fn keeps_all(&self) -> bool {
+        self.keep == Some(crate::base::kept::Keep::Always)
+    }
 }

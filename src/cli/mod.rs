@@ -256,14 +256,6 @@ pub struct MapArgs {
     pub delay_ms: f64,
 }
 
-impl MapArgs {
-    /// `--keep always`: every night's database kept.
-    #[must_use]
-    pub fn keeps_all(&self) -> bool {
-        self.keep == Some(crate::base::kept::Keep::Always)
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct ShrinkArgs {
     /// A night recorded with --record (by `run` or the dashboard) that went wrong

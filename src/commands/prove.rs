@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use super::prove_report::{ProveReport, TestFigures, TestResult};
-use super::prove_report::{print_header, print_summary, print_test};
+use super::prove_report::{close_night, print_header, print_summary, print_test};
 use crate::cli::ProveArgs;
 use crate::engine::{EngineConfig, KillWindows, LaneConfig, LaneWorker, Pace};
 use crate::error::{Context as _, Error};
@@ -307,45 +307,17 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         folder: None,
     };
     if let Some(folder) = folder {
-        settle(folder, &mut report, args.strict);
+        report.settle(folder, args.strict);
     }
     let code = finish(&report, args, junit.as_ref(), out);
     close_night(night, &report, args, out);
     code
 }
 
-/// The trial's folder kept or removed as `--keep` says, the one rule deciding what failed (as
-/// it decides the exit code); the report says which.
-fn settle(folder: crate::base::kept::NightDir, report: &mut ProveReport, strict: bool) {
-    let failed = report.account().judge(strict).exit_code() != crate::base::exit::OK;
-    let summary = format!(
-        "{} PASS, {} FAIL, {} UNTESTED",
-        report.passed, report.failed, report.not_tested
-    );
-    let settled = folder.settle(failed, &summary, std::time::SystemTime::now());
-    report.kept = settled.kept.then(|| settled.path.clone());
-    report.folder = Some(settled.said());
-}
-
 /// `--warehouse` for prove: every night's lane in a schema of its own on the night's
 /// PostgreSQL (`Prover::lane` claims it), reclaim's strategies and an `--exec` job alike.
 fn open_night(args: &ProveArgs) -> Result<Option<crate::warehouse::Night>, Error> {
     Ok((args.warehouse.open()).map_err(crate::store::StoreError::from)?)
-}
-
-/// Stops the night's PostgreSQL; a failure's rows went with a private cluster not kept.
-fn close_night(
-    night: Option<crate::warehouse::Night>,
-    report: &ProveReport,
-    args: &ProveArgs,
-    out: &mut dyn Write,
-) {
-    let gone = (report.kept.is_some()
-        && night
-            .as_ref()
-            .is_some_and(crate::warehouse::Night::removes_cluster))
-    .then_some("postgres     the failed tests' rows went with the cluster (the folder above holds only heartbeats): run again with --keep always to look at them");
-    crate::warehouse::close(night, args.json, gone, out);
 }
 
 /// The summary (or JSON), the JUnit file, and the exit code: the trial's account judged by the

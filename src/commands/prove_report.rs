@@ -243,3 +243,33 @@ pub(super) fn print_summary(report: &ProveReport, strict: bool, out: &mut dyn Wr
         _ => {}
     }
 }
+
+impl ProveReport {
+    /// The trial's folder kept or removed as `--keep` says, the one rule deciding what failed
+    /// (as it decides the exit code); the report says which.
+    pub(super) fn settle(&mut self, folder: crate::base::kept::NightDir, strict: bool) {
+        let failed = self.account().judge(strict).exit_code() != crate::base::exit::OK;
+        let summary = format!(
+            "{} PASS, {} FAIL, {} UNTESTED",
+            self.passed, self.failed, self.not_tested
+        );
+        let settled = folder.settle(failed, &summary, std::time::SystemTime::now());
+        self.kept = settled.kept.then(|| settled.path.clone());
+        self.folder = Some(settled.said());
+    }
+}
+
+/// Stops the night's PostgreSQL; a failure's rows went with a private cluster not kept.
+pub(super) fn close_night(
+    night: Option<crate::warehouse::Night>,
+    report: &ProveReport,
+    args: &ProveArgs,
+    out: &mut dyn Write,
+) {
+    let gone = (report.kept.is_some()
+        && night
+            .as_ref()
+            .is_some_and(crate::warehouse::Night::removes_cluster))
+    .then_some("postgres     the failed tests' rows went with the cluster (the folder above holds only heartbeats): run again with --keep always to look at them");
+    crate::warehouse::close(night, args.json, gone, out);
+}
