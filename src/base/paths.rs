@@ -65,7 +65,7 @@ pub enum PathError {
         dir: String,
     },
     #[error(
-        "{what} {path} is the {role} of the warehouse {db}; writing it would destroy the warehouse, so reclaim refuses"
+        "{what} {path} is the {role} of the warehouse {db}; writing it would destroy the night's data, so reclaim refuses"
     )]
     Companion {
         what: &'static str,
