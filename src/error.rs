@@ -9,6 +9,7 @@ use std::io;
 
 use thiserror::Error;
 
+use crate::base::kept::KeptError;
 use crate::base::paths::PathError;
 use crate::engine::{EngineError, JobError};
 use crate::fake_vendor::VendorError;
@@ -79,6 +80,13 @@ pub enum Error {
     /// A caught signal stopped an export: what it had written so far was removed.
     #[error("stopped by {0}; nothing was written (the part written so far was removed)")]
     StoppedWriting(&'static str),
+    /// The home of kept nights, or a night's folder in it, cannot be used.
+    #[error(transparent)]
+    Kept(#[from] KeptError),
+    /// An error that ended a night whose folder reclaim made: what became of the folder
+    /// (`kept (--keep failed: ...)`), on the same line.
+    #[error("{error}; its folder {folder}")]
+    NightEnded { error: Box<Error>, folder: String },
     /// A worker ended with an error of its own (its last stderr line).
     #[error("the worker failed: {0}")]
     WorkerFailed(String),
@@ -92,6 +100,17 @@ impl Error {
     /// For `.map_err`: `what` (the report, the map) could not be written as JSON.
     pub fn json(what: &'static str) -> impl FnOnce(serde_json::Error) -> Self {
         move |source| Self::Json { what, source }
+    }
+
+    /// The exit code: a night given up on is a verdict (it never completed, 1), not an error
+    /// of input (2).
+    #[must_use]
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::NeverCompleted(_) => crate::base::exit::DATA_WRONG,
+            Self::NightEnded { error, .. } => error.exit_code(),
+            _ => crate::base::exit::ERROR,
+        }
     }
 }
 

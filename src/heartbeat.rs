@@ -172,6 +172,7 @@ impl Follower {
         let task = match &self.last {
             Some((ino, at, task)) if *ino == meta.ino() && *at == modified => task.clone(),
             _ => {
+                refuse_pseudo(&self.path)?;
                 // Its age is known from the metadata even when its words cannot be read; a
                 // file that turned out not to be regular is refused.
                 let line = match first_line(&self.path) {
@@ -189,6 +190,42 @@ impl Follower {
             ahead: modified.duration_since(now).unwrap_or_default(),
         })
     }
+}
+
+/// A file of a kernel's pseudo file system (/proc, /sys, cgroups, ...) is no heartbeat: its
+/// time is always now, so it would always read as fresh.
+fn refuse_pseudo(path: &Path) -> io::Result<()> {
+    use nix::sys::statfs::{
+        BPF_FS_MAGIC, CGROUP_SUPER_MAGIC, DEBUGFS_MAGIC, PROC_SUPER_MAGIC, SECURITYFS_MAGIC,
+        SYSFS_MAGIC, TRACEFS_MAGIC, statfs,
+    };
+    let Ok(fs) = statfs(path) else {
+        return Ok(());
+    };
+    let kind = fs.filesystem_type();
+    let pseudo = [
+        (PROC_SUPER_MAGIC, "/proc"),
+        (SYSFS_MAGIC, "/sys"),
+        (CGROUP_SUPER_MAGIC, "a cgroup file system"),
+        (DEBUGFS_MAGIC, "debugfs"),
+        (TRACEFS_MAGIC, "tracefs"),
+        (SECURITYFS_MAGIC, "securityfs"),
+        (BPF_FS_MAGIC, "bpffs"),
+    ];
+    // cgroup2's magic, which nix does not name.
+    let cgroup2 = kind.0 == 0x6367_7270;
+    match pseudo.iter().find(|(magic, _)| *magic == kind) {
+        Some((_, name)) => Err(not_a_heartbeat(name)),
+        None if cgroup2 => Err(not_a_heartbeat("a cgroup file system")),
+        None => Ok(()),
+    }
+}
+
+fn not_a_heartbeat(on: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("a file of {on}, whose time is always now: not a heartbeat"),
+    )
 }
 
 fn refuse_non_regular(meta: &fs::Metadata) -> io::Result<()> {
@@ -235,9 +272,80 @@ pub fn stale_message(age: Duration) -> String {
     format!("runner heartbeat stale: {}s", age.as_secs())
 }
 
+/// How far in the future a heartbeat may be before it is not trusted: file systems round
+/// times, and a network share's clock may be a little ahead.
+pub const FUTURE_TOLERANCE: Duration = Duration::from_secs(2);
+
+/// A heartbeat judged by a dead-man's switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judged {
+    /// No older than the switch allows.
+    Fresh(Duration),
+    /// Older: the job may be dead.
+    Stale(Duration),
+    /// Written at a time this clock has not reached: a clock that cannot judge the age, which
+    /// must alert, never pass for fresh.
+    FromTheFuture(Duration),
+}
+
+impl Judged {
+    /// The alert, if any: the same words from `heartbeat-check` and the live switch.
+    #[must_use]
+    pub fn alert(self) -> Option<String> {
+        match self {
+            Self::Fresh(_) => None,
+            Self::Stale(age) => Some(stale_message(age)),
+            Self::FromTheFuture(ahead) => Some(format!(
+                "runner heartbeat from the future: {}s ahead of this clock (clock skew?)",
+                ahead.as_secs()
+            )),
+        }
+    }
+}
+
+/// INVARIANT: the one rule by which every dead-man's switch judges a heartbeat
+/// (`heartbeat-check` for cron, and the live switch of every night): `ahead` is how far in the
+/// future it was written, `age` how old it is and `max_age` the switch's limit, in one unit
+/// (real seconds for cron, the night's own seconds live).
+#[must_use]
+pub fn judge(ahead: Duration, age: Duration, max_age: Duration) -> Judged {
+    if ahead > FUTURE_TOLERANCE {
+        Judged::FromTheFuture(ahead)
+    } else if age <= max_age {
+        Judged::Fresh(age)
+    } else {
+        Judged::Stale(age)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_rule_judges_a_beat_fresh_stale_or_from_the_future() {
+        let s = Duration::from_secs;
+        assert_eq!(judge(s(0), s(300), s(300)), Judged::Fresh(s(300)));
+        assert_eq!(judge(s(0), s(301), s(300)), Judged::Stale(s(301)));
+        // Ahead within the tolerance: fresh; beyond it, never fresh, however young.
+        assert_eq!(judge(s(2), s(0), s(300)), Judged::Fresh(s(0)));
+        assert_eq!(judge(s(3), s(0), s(300)), Judged::FromTheFuture(s(3)));
+        assert_eq!(
+            Judged::FromTheFuture(s(86_399)).alert().as_deref(),
+            Some("runner heartbeat from the future: 86399s ahead of this clock (clock skew?)")
+        );
+        assert_eq!(
+            Judged::Stale(s(312)).alert().as_deref(),
+            Some("runner heartbeat stale: 312s")
+        );
+    }
+
+    #[test]
+    fn a_file_of_proc_is_not_a_heartbeat() {
+        let read = read(Path::new("/proc/self/status"), SystemTime::now());
+        let err = read.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("not a heartbeat"), "{err}");
+    }
 
     #[test]
     fn only_a_beat_reads_as_a_heartbeat() {

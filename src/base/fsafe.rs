@@ -55,7 +55,12 @@ pub fn finish_new(temp: tempfile::NamedTempFile, path: &Path) -> io::Result<()> 
     Ok(())
 }
 
-/// A new temporary file in `path`'s folder, named after it (`.NAME.XXXXXX.tmp`).
+/// The mode of a file reclaim writes for the user to keep (an export, a JUnit report), before
+/// the umask: readable by others, as a file the user made by hand would be.
+pub const KEPT_FILE_MODE: u32 = 0o644;
+
+/// A new temporary file in `path`'s folder, named after it (`.NAME.XXXXXX.tmp`), made with
+/// `KEPT_FILE_MODE`.
 fn temp_beside(path: &Path) -> io::Result<tempfile::NamedTempFile> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -67,6 +72,7 @@ fn temp_beside(path: &Path) -> io::Result<tempfile::NamedTempFile> {
     tempfile::Builder::new()
         .prefix(&prefix)
         .suffix(".tmp")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(KEPT_FILE_MODE))
         .tempfile_in(dir)
 }
 
@@ -107,5 +113,11 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap_or_default(), b"again");
         // Only the file itself: no temporary left behind.
         assert_eq!(fs::read_dir(dir.path()).map_or(0, Iterator::count), 1);
+        // Made as a kept file is (the umask may take more away, never add).
+        let mode = fs::metadata(&path).map_or(0, |m| {
+            std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777
+        });
+        assert_eq!(mode & !KEPT_FILE_MODE, 0, "{mode:o}");
+        assert_eq!(mode & 0o600, 0o600, "{mode:o}");
     }
 }

@@ -65,7 +65,7 @@ pub enum PathError {
         dir: String,
     },
     #[error(
-        "{what} {path} is the {role} of the warehouse {db}; writing it would destroy the warehouse, so reclaim refuses"
+        "{what} {path} is the {role} of the warehouse {db}; writing it would destroy the night's data, so reclaim refuses"
     )]
     Companion {
         what: &'static str,
@@ -339,6 +339,14 @@ pub fn refuse_companion(
             return Err(companion(role));
         }
     }
+    // The vendor's files a night with a side effect makes beside it: refused before the night,
+    // not once they exist (or after the whole night).
+    let vendor = vendor_db_path(db);
+    for (suffix, role) in VENDOR_FILES {
+        if same(&with_suffix(&vendor, suffix)) {
+            return Err(companion(role));
+        }
+    }
     Ok(())
 }
 
@@ -429,13 +437,6 @@ pub fn private_dir_in(base: &Path, label: &str) -> io::Result<tempfile::TempDir>
         .tempdir_in(base)
 }
 
-/// A fresh folder for a night's databases under the system temp dir (`private_dir_in`), kept
-/// (the command names it when the night is over), and the warehouse path inside it.
-pub fn fresh_db_path(label: &str) -> io::Result<PathBuf> {
-    let dir = private_dir_in(&std::env::temp_dir(), label)?.keep();
-    Ok(dir.join("warehouse.db"))
-}
-
 /// The vendor's database for a lane's warehouse: beside it, `NAME.vendor.sqlite` (here, with
 /// the other companions, so paths needs nothing from the vendor).
 #[must_use]
@@ -485,6 +486,20 @@ mod tests {
         ));
         let hb = with_suffix(&db, ".heartbeat");
         assert!(refuse_companion(&hb, "--heartbeat", &db, Some(".heartbeat")).is_ok());
+        // The vendor's files, which do not exist yet: refused by name.
+        for name in [
+            "w.vendor.sqlite",
+            "w.vendor.sqlite-wal",
+            "w.vendor.sqlite-journal",
+        ] {
+            assert!(
+                matches!(
+                    refuse_companion(&dir.path().join(name), "--record", &db, None),
+                    Err(PathError::Companion { role, .. }) if role.starts_with("vendor's")
+                ),
+                "{name}"
+            );
+        }
         assert!(refuse_companion(&hb, "--record", &db, None).is_err());
         let link = dir.path().join("hard");
         fs::hard_link(&db, &link)?;

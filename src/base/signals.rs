@@ -1,14 +1,15 @@
 //! Ctrl-C, SIGTERM, SIGHUP and the other signals whose default is to end the process (SIGQUIT,
 //! SIGUSR1, SIGUSR2, SIGALRM) become a flag the driving loop checks, so every exit path goes
 //! through the same cleanup (kill the workers, restore the terminal). SIGCONT (reclaim itself was
-//! stopped) and, for the dashboard, SIGTSTP (Ctrl-Z) become flags too.
+//! stopped) and, for the dashboard, SIGTSTP (Ctrl-Z) become flags too. SIGXFSZ is caught so a
+//! write past `ulimit -f` fails (EFBIG) and is said, instead of killing reclaim mid-line.
 
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use signal_hook::consts::{
-    SIGALRM, SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGUSR1, SIGUSR2,
+    SIGALRM, SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ,
 };
 
 /// The signals that would end reclaim without its cleanup, and their names.
@@ -95,4 +96,38 @@ pub fn received() -> Option<&'static str> {
         .iter()
         .find(|(signal, _)| *signal as usize == received);
     Some(name.map_or("a signal", |(_, name)| name))
+}
+
+/// Catches SIGXFSZ, for every command, first thing: a write past the file size limit (`ulimit
+/// -f`) then fails with EFBIG ("File too large"), which the writer reports in one line (exit
+/// 2), its temporary file removed, instead of reclaim dying with no word and a file cut
+/// mid-line. Caught, not ignored: a caught signal is set back to its default across `exec`, so
+/// someone else's job (`--exec`) meets the limit as it would without reclaim.
+pub fn survive_file_limit() {
+    let _ = signal_hook::flag::register(SIGXFSZ, Arc::new(AtomicBool::new(false)));
+}
+
+/// The resource limit a process killed by `signal` ran into, if that is what killed it
+/// (SIGXFSZ: `ulimit -f`; SIGXCPU: `ulimit -t`): said as that, never as the host's kill.
+#[must_use]
+pub fn limit_named(signal: i32) -> Option<&'static str> {
+    match signal {
+        SIGXFSZ => Some("SIGXFSZ: it reached the file size limit (ulimit -f)"),
+        SIGXCPU => Some("SIGXCPU: it reached the CPU time limit (ulimit -t)"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_limits_are_named_and_other_signals_are_not() {
+        assert!(limit_named(SIGXFSZ).is_some_and(|s| s.contains("ulimit -f")));
+        assert!(limit_named(SIGXCPU).is_some_and(|s| s.contains("ulimit -t")));
+        for other in [SIGTERM, SIGINT, signal_hook::consts::SIGKILL, SIGUSR1] {
+            assert_eq!(limit_named(other), None);
+        }
+    }
 }

@@ -22,6 +22,22 @@ pub fn escape_controls(text: &str) -> String {
         .collect()
 }
 
+/// Bytes that should be text but may not be UTF-8 (a key a job stored), as text: the UTF-8 runs
+/// as they are, each byte that is not as `\xNN`. Control characters are escaped by
+/// `escape_controls` where the text is printed.
+#[must_use]
+pub fn escape_bytes(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        text.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            let _ = write!(text, "\\x{byte:02x}");
+        }
+    }
+    text
+}
+
 /// The first character of `text` that would act on a terminal or a page rather than be read:
 /// a control character (but those `allowed`: a line break in notes) or a bidi control.
 #[must_use]
@@ -43,6 +59,42 @@ pub fn count(n: u64, one: &str, many: &str) -> String {
     } else {
         format!("{n} {many}")
     }
+}
+
+/// A number as typed, for a refusal: at most 24 characters of it (`1e300` stays `1e300`; what
+/// a parser would print for it is a 301-digit line).
+#[must_use]
+pub fn typed_number(text: &str) -> String {
+    shorten(&escape_controls(text.trim()), 24)
+}
+
+/// `line` with every run of more than 24 digits cut to its first 12 and its length
+/// (`100000000000…(301 digits)`): an error line stays readable whatever number reached it.
+#[must_use]
+pub fn shorten_numbers(line: &str) -> String {
+    use std::fmt::Write as _;
+    const LONGEST: usize = 24;
+    let mut out = String::with_capacity(line.len().min(4096));
+    let mut digits = String::new();
+    let flush = |digits: &mut String, out: &mut String| {
+        if digits.len() > LONGEST {
+            out.push_str(&digits[..12]);
+            let _ = write!(out, "…({} digits)", digits.len());
+        } else {
+            out.push_str(digits);
+        }
+        digits.clear();
+    };
+    for c in line.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+        } else {
+            flush(&mut digits, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut digits, &mut out);
+    out
 }
 
 /// At most `max` characters of `text`, with `…` in place of the rest: a value quoted in an error
@@ -131,6 +183,28 @@ pub fn fit_paths(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_numbers_are_cut_and_short_ones_kept() {
+        let huge = format!("1{}", "0".repeat(300));
+        assert_eq!(
+            shorten_numbers(&format!("invalid value: {huge} ms")),
+            "invalid value: 100000000000…(301 digits) ms"
+        );
+        assert_eq!(
+            shorten_numbers("task-111 at 02:11:47"),
+            "task-111 at 02:11:47"
+        );
+        assert_eq!(typed_number(" 1e300 "), "1e300");
+        assert_eq!(typed_number(&huge).chars().count(), 24);
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_escaped_and_the_rest_kept() {
+        assert_eq!(escape_bytes(b"task-\xff"), "task-\\xff");
+        assert_eq!(escape_bytes("caf\u{e9}".as_bytes()), "caf\u{e9}");
+        assert_eq!(escape_bytes(b"\xc3(\xfe"), "\\xc3(\\xfe");
+    }
 
     #[test]
     fn control_characters_are_escaped_and_the_rest_kept() {

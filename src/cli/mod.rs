@@ -2,6 +2,7 @@
 //! parsers are in `parse`, the flags of a job of the user's own in `job`.
 
 mod job;
+mod kept;
 mod parse;
 
 use std::path::PathBuf;
@@ -16,6 +17,7 @@ use crate::worker::{CrashAt, CrashPoint, Strategy};
 use crate::base::limits::{MAX_BATCH, MAX_ITEMS, MAX_WORKERS};
 
 pub use self::job::{ExecArgs, JobVendorArgs, SideEffectArgs};
+pub use self::kept::KeptArgs;
 pub(crate) use self::parse::items_parser;
 pub use self::parse::{KeyRange, MAX_MAP_ITEMS, NotTasks, Points, Strategies};
 use self::parse::{
@@ -69,6 +71,8 @@ pub enum Subcommand {
     Shrink(ShrinkArgs),
     /// The dead-man's switch, for cron: exit 1 (and run --exec) when the heartbeat is stale
     HeartbeatCheck(HeartbeatCheckArgs),
+    /// List the nights reclaim kept (size, age, verdict), or remove them
+    Kept(KeptArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions {
         #[arg(value_enum)]
@@ -225,10 +229,11 @@ pub struct MapArgs {
     /// reached (without it such a cell is said UNTESTED, never counted right)
     #[arg(long)]
     pub strict: bool,
-    /// Keep every night's database (its path is in each cell) instead of removing it; with
-    /// --warehouse postgres, the private cluster (stopped), every night's schema in it
-    #[arg(long)]
-    pub keep: bool,
+    /// `--keep` (always): keep every night's database (its path is in each cell); with
+    /// --warehouse postgres, the private cluster (stopped). failed (the default): each removed
+    /// once judged, nights opened from the map's screen kept; never: those too
+    #[arg(long, value_name = "always|failed|never", num_args = 0..=1, default_missing_value = "always", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::base::kept::Keep>()))]
+    pub keep: Option<crate::base::kept::Keep>,
     /// Where the nights' rows go: sqlite (a file per night), postgres (one private PostgreSQL
     /// cluster for the whole map, each night in a schema of its own), or postgres://USER@HOST/DB
     #[arg(long, value_name = "sqlite|postgres|URL", default_value = "sqlite", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::warehouse::Spec>()))]

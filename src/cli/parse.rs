@@ -155,7 +155,10 @@ pub(super) fn parse_delay_ms(text: &str) -> Result<f64, String> {
         .parse()
         .map_err(|_| format!("'{text}' is not a number"))?;
     if !(0.0..=60_000.0).contains(&ms) {
-        return Err(format!("{ms} ms is outside 0..=60000"));
+        return Err(format!(
+            "{} ms is outside 0..=60000",
+            crate::base::text::typed_number(text)
+        ));
     }
     Ok(ms)
 }
@@ -166,7 +169,10 @@ pub(super) fn parse_sim_seconds(text: &str) -> Result<f64, String> {
         .parse()
         .map_err(|_| format!("'{text}' is not a number of sim seconds"))?;
     if !(0.0..=86_400.0).contains(&secs) {
-        return Err(format!("{secs} sim seconds is outside 0..=86400"));
+        return Err(format!(
+            "{} sim seconds is outside 0..=86400",
+            crate::base::text::typed_number(text)
+        ));
     }
     Ok(secs)
 }
@@ -176,7 +182,10 @@ pub(super) fn parse_scale(text: &str) -> Result<f64, String> {
         .parse()
         .map_err(|_| format!("'{text}' is not a number"))?;
     if !(0.001..=1_000_000.0).contains(&scale) {
-        return Err(format!("{scale} is outside 0.001..=1000000"));
+        return Err(format!(
+            "{} is outside 0.001..=1000000",
+            crate::base::text::typed_number(text)
+        ));
     }
     Ok(scale)
 }

@@ -7,10 +7,6 @@ use crate::cli::HeartbeatCheckArgs;
 use crate::error::{Context as _, Error};
 use crate::heartbeat;
 
-/// How far in the future a heartbeat may be before the switch stops trusting it: file systems
-/// round times, and a network share's clock may be a little ahead.
-const FUTURE_TOLERANCE: std::time::Duration = std::time::Duration::from_secs(2);
-
 /// The dead-man's switch: fresh is 0; stale (or from the future: a clock that cannot judge must
 /// alert) prints the alert, runs `--exec`, and is 1; a missing, unreadable or not regular file is
 /// an error (2), refused before it is opened.
@@ -19,19 +15,18 @@ pub(super) fn run(args: &HeartbeatCheckArgs) -> Result<u8, Error> {
         .context(|| format!("cannot read heartbeat {}", args.file.display()))?;
     let age = beat.age.as_secs();
     let task = crate::base::text::escape_controls(beat.task.as_deref().unwrap_or("no task"));
-    let message = if beat.ahead > FUTURE_TOLERANCE {
-        format!(
-            "runner heartbeat from the future: {}s ahead of this clock (clock skew?)",
-            beat.ahead.as_secs()
-        )
-    } else if age <= args.max_age {
+    // The one rule the live switch judges by too.
+    let judged = heartbeat::judge(
+        beat.ahead,
+        std::time::Duration::from_secs(age),
+        std::time::Duration::from_secs(args.max_age),
+    );
+    let Some(message) = judged.alert() else {
         let _ = writeln!(
             crate::base::out::stdout(),
             "runner heartbeat fresh: {age}s ({task})"
         );
         return Ok(OK);
-    } else {
-        heartbeat::stale_message(beat.age)
     };
     let _ = writeln!(crate::base::out::stdout(), "{message}");
     if let Some(command) = &args.exec {

@@ -124,7 +124,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
     let dir = crate::map::fresh_dir("map")
         .context(|| "cannot create a folder for the map's databases".into())?;
-    if args.keep {
+    if args.keeps_all() {
         match crate::map::kept_size(&dir, plan.nights().len(), plan.items) {
             Ok(line) => eprintln!("{}", crate::base::text::escape_controls(&line)),
             Err(no_room) => {
@@ -133,7 +133,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
             }
         }
     }
-    let mut runner = Runner::new(exe.clone(), dir.clone(), plan.items, args.keep);
+    let mut runner = Runner::new(exe.clone(), dir.clone(), plan.items, args.keeps_all());
     runner.progress_deadline = args.deadline.progress_deadline;
     runner.warehouse = crate::warehouse::Warehouse::of(night.as_ref());
     let threads = args.threads.map_or_else(pool::own_map_threads, usize::from);
@@ -164,7 +164,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     let state = match outcome {
         Ok(state) => state,
         Err(error) => {
-            if !args.keep {
+            if !args.keeps_all() {
                 let _ = std::fs::remove_dir_all(&dir);
             }
             return Err(error);
@@ -190,7 +190,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
         )
         .context(|| format!("cannot write --junit {}", path.display()))?;
     }
-    let kept = crate::map::keep_or_remove(&dir, args.keep);
+    let kept = crate::map::keep_or_remove(&dir, args.keep.unwrap_or_default());
     let mut out = crate::base::out::stdout();
     print_map(
         args,
@@ -257,6 +257,10 @@ fn print_map(
             let width = terminal_width();
             let _ = write!(out, "{}", crate::tui::map::plain_text(state, width));
         }
+        let kept = kept.map(|dir| {
+            let why = crate::map::kept_why(std::path::Path::new(&dir), args.keeps_all());
+            format!("{dir} ({why})")
+        });
         print_summary(&plan, state, elapsed, kept.as_deref(), out);
         let _ = writeln!(out, "outcome: {}", judged.line());
     }
@@ -384,7 +388,7 @@ fn print_summary(
     if let Some(dir) = kept {
         let _ = writeln!(
             out,
-            "databases kept in {dir} (open them with sqlite3; under /dev/shm they live in memory until reboot)"
+            "databases kept in {dir}; open them with sqlite3; under /dev/shm they live in memory until reboot"
         );
     }
 }

@@ -93,7 +93,7 @@ pub(super) fn run(
         job,
         db_name: args.db_name.clone(),
         vendor: args.vendor.vendor,
-        keep: args.keep,
+        keep: args.keeps_all(),
         rows_delay: std::time::Duration::from_secs_f64(args.delay_ms / 1000.0),
         progress_deadline: args.deadline.progress_deadline,
         warehouse: crate::warehouse::Warehouse::of(warehouse.as_ref()),
@@ -129,7 +129,7 @@ pub(super) fn run(
         };
         Ok((points, undisturbed, cells, whole, elapsed))
     })();
-    let kept = crate::map::keep_or_remove(&dir, args.keep);
+    let kept = crate::map::keep_or_remove(&dir, args.keep.unwrap_or_default());
     let (points, undisturbed, cells, whole, elapsed) = result?;
     let all_right = whole && !cells.is_empty() && cells.iter().all(ExecCell::is_right);
     let seen_wrong = checkpoint_first_seen(undisturbed.checkpoint_before_row.as_deref(), &cells);
@@ -391,7 +391,8 @@ fn print(
             );
         }
         if let Some(dir) = &facts.kept {
-            let _ = writeln!(out, "databases kept in {dir}");
+            let why = crate::map::kept_why(std::path::Path::new(dir), args.keeps_all());
+            let _ = writeln!(out, "databases kept in {dir} ({why})");
         }
         let _ = writeln!(out, "outcome: {}", facts.judged.line());
     }

@@ -8,6 +8,7 @@ mod exec_guard;
 mod export;
 mod heartbeat_check;
 mod inspect;
+mod kept;
 mod map;
 mod map_exec;
 mod prove;
@@ -40,6 +41,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Subcommand::Map(args)) => map::run(&args),
         Some(Subcommand::Shrink(args)) => shrink::run(&args, &mut crate::base::out::stdout()),
         Some(Subcommand::HeartbeatCheck(args)) => heartbeat_check::run(&args),
+        Some(Subcommand::Kept(args)) => kept::run(&args, &mut crate::base::out::stdout()),
         Some(Subcommand::Vendor(args)) => vendor::run(&args),
         Some(Subcommand::Relay(args)) => vendor::relay(&args),
         Some(Subcommand::ExecGuard(args)) => exec_guard::run(&args.command, args.parent),
@@ -66,7 +68,10 @@ pub fn main(cli: Cli) -> ExitCode {
             return ExitCode::from(result.unwrap_or(EXIT_ERROR));
         }
         Some(e) if result.is_ok() => {
-            eprintln!("reclaim: error: cannot write the output: {e}");
+            eprintln!(
+                "reclaim: error: cannot write the output: {e}{}",
+                file_limit_hint(&e.to_string())
+            );
             return ExitCode::from(EXIT_ERROR);
         }
         _ => {}
@@ -75,15 +80,24 @@ pub fn main(cli: Cli) -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!(
-                "reclaim: error: {}",
-                crate::base::text::escape_controls(&error.to_string())
+                "reclaim: error: {}{}",
+                crate::base::text::shorten_numbers(&crate::base::text::escape_controls(
+                    &error.to_string()
+                )),
+                file_limit_hint(&error.to_string())
             );
-            // A night given up on is a verdict (it never completed), not an error of input.
-            ExitCode::from(match error {
-                crate::error::Error::NeverCompleted(_) => crate::base::exit::DATA_WRONG,
-                _ => EXIT_ERROR,
-            })
+            ExitCode::from(error.exit_code())
         }
+    }
+}
+
+/// A write refused as too large (EFBIG, "File too large") is the file size limit (`ulimit -f`)
+/// reached, which the system's own words do not say.
+fn file_limit_hint(said: &str) -> &'static str {
+    if said.contains("(os error 27)") {
+        " (the file size limit, ulimit -f, was reached)"
+    } else {
+        ""
     }
 }
 
@@ -129,6 +143,7 @@ pub fn usage_error(error: &clap::Error) -> ExitCode {
         .collect();
     let message = said.join(" ");
     let message = message.trim_start_matches("error: ");
+    let message = crate::base::text::shorten_numbers(message);
     eprintln!("reclaim: error: {message} (see `reclaim --help`)");
     ExitCode::from(EXIT_ERROR)
 }
@@ -155,7 +170,8 @@ fn open_map_warehouse(
     Ok(crate::warehouse::WarehouseArgs {
         warehouse: args.warehouse.clone(),
         pg_schema: args.pg_schema.clone(),
-        keep: args.keep && args.warehouse == crate::warehouse::Spec::Private,
+        keep: (args.keeps_all() && args.warehouse == crate::warehouse::Spec::Private)
+            .then_some(crate::base::kept::Keep::Always),
     }
     .open()
     .map_err(crate::warehouse::StoreError::from)?)

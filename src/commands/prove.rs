@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use super::prove_report::{ProveReport, TestFigures, TestResult};
-use super::prove_report::{print_header, print_summary, print_test};
+use super::prove_report::{close_night, print_header, print_summary, print_test};
 use crate::cli::ProveArgs;
 use crate::engine::{EngineConfig, KillWindows, LaneConfig, LaneWorker, Pace};
 use crate::error::{Context as _, Error};
@@ -227,9 +227,16 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         .transpose()?;
     let night = early.map_or_else(|| open_night(args), |n| Ok(Some(n)))?;
     let seed = args.seed.unwrap_or_else(rand::random);
-    let dir = crate::base::paths::fresh_db_path("prove")
-        .context(|| "cannot create a folder for the databases".into())?
-        .with_file_name("");
+    let what = worker.strategy().map_or("exec", |s| s.name());
+    let mut folder = Some(super::kept::night(
+        "reclaim prove",
+        what,
+        args.warehouse.keep,
+    )?);
+    let dir = folder
+        .as_ref()
+        .map(|f| f.path().to_path_buf())
+        .unwrap_or_default();
     let mut prover = Prover {
         db_name: worker.job().map(|_| args.db_name.clone()),
         worker: worker.clone(),
@@ -252,16 +259,20 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         }
         tests.push(test);
     };
-    emit(kill_test(&mut prover, args, seed)?, out);
-    emit(two_workers(&mut prover)?, out);
-    emit(
-        wiped_checkpoints(&mut prover, args.job.checkpoint_table.as_deref())?,
-        out,
-    );
-    // Named crash points are places in reclaim's own worker; someone else's job has none.
-    if worker.job().is_none() {
-        emit(crash_sweep(&mut prover)?, out);
-    }
+    let trial = (|| {
+        emit(kill_test(&mut prover, args, seed)?, out);
+        emit(two_workers(&mut prover)?, out);
+        emit(
+            wiped_checkpoints(&mut prover, args.job.checkpoint_table.as_deref())?,
+            out,
+        );
+        // Named crash points are places in reclaim's own worker; someone else's job has none.
+        if worker.job().is_none() {
+            emit(crash_sweep(&mut prover)?, out);
+        }
+        Ok::<(), Error>(())
+    })();
+    trial.map_err(|e| super::kept::ended_in(folder.take(), e))?;
     let count = |outcome| tests.iter().filter(|t| t.outcome == outcome).count();
     let (passed, failed, not_tested) = (
         count(Outcome::Pass),
@@ -272,13 +283,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let kills_in_window = tests
         .iter()
         .fold(KillWindows::default(), |sum, t| sum.plus(t.kills_in_window));
-    let kept = if failed == 0 {
-        let _ = std::fs::remove_dir_all(&dir);
-        None
-    } else {
-        Some(dir)
-    };
-    let report = ProveReport {
+    let mut report = ProveReport {
         strategy: match &worker {
             LaneWorker::Strategy(strategy) => strategy.name().to_string(),
             LaneWorker::Exec(job) => job.command.clone(),
@@ -296,8 +301,12 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         passed,
         failed,
         not_tested,
-        kept,
+        kept: None,
+        folder: None,
     };
+    if let Some(folder) = folder {
+        report.settle(folder, args.strict);
+    }
     let code = finish(&report, args, junit.as_ref(), out);
     close_night(night, &report, args, out);
     code
@@ -307,21 +316,6 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
 /// PostgreSQL (`Prover::lane` claims it), reclaim's strategies and an `--exec` job alike.
 fn open_night(args: &ProveArgs) -> Result<Option<crate::warehouse::Night>, Error> {
     Ok((args.warehouse.open()).map_err(crate::warehouse::StoreError::from)?)
-}
-
-/// Stops the night's PostgreSQL; a failure's rows went with a private cluster not kept.
-fn close_night(
-    night: Option<crate::warehouse::Night>,
-    report: &ProveReport,
-    args: &ProveArgs,
-    out: &mut dyn Write,
-) {
-    let gone = (report.kept.is_some()
-        && night
-            .as_ref()
-            .is_some_and(crate::warehouse::Night::removes_cluster))
-    .then_some("postgres     the failed tests' rows went with the cluster (the folder above holds only heartbeats): run again with --keep to look at them");
-    crate::warehouse::close(night, args.json, gone, out);
 }
 
 /// The summary (or JSON), the JUnit file, and the exit code: the trial's account judged by the

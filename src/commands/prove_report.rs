@@ -111,8 +111,11 @@ pub struct ProveReport {
     pub not_tested: usize,
     /// Of `not_tested`, those that do not apply to the job.
     pub skipped: usize,
-    /// Where the databases are kept (only when something failed).
+    /// Where the databases are kept (as `--keep` says: by default, only when something
+    /// failed).
     pub kept: Option<PathBuf>,
+    /// What became of the trial's folder, in words that name the policy.
+    pub folder: Option<String>,
 }
 
 impl ProveReport {
@@ -226,7 +229,47 @@ pub(super) fn print_summary(report: &ProveReport, strict: bool, out: &mut dyn Wr
         "windows: {}",
         super::run_report::describe_windows(&report.kills_in_window, 0)
     );
-    if let Some(dir) = &report.kept {
-        let _ = writeln!(out, "databases kept for inspection in {}", dir.display());
+    match (&report.kept, &report.folder) {
+        (Some(dir), Some(said)) => {
+            let _ = writeln!(
+                out,
+                "databases kept for inspection in {} {said}",
+                dir.display()
+            );
+        }
+        (None, Some(said)) => {
+            let _ = writeln!(out, "databases {said}");
+        }
+        _ => {}
     }
+}
+
+impl ProveReport {
+    /// The trial's folder kept or removed as `--keep` says, the one rule deciding what failed
+    /// (as it decides the exit code); the report says which.
+    pub(super) fn settle(&mut self, folder: crate::base::kept::NightDir, strict: bool) {
+        let failed = self.account().judge(strict).exit_code() != crate::base::exit::OK;
+        let summary = format!(
+            "{} PASS, {} FAIL, {} UNTESTED",
+            self.passed, self.failed, self.not_tested
+        );
+        let settled = folder.settle(failed, &summary, std::time::SystemTime::now());
+        self.kept = settled.kept.then(|| settled.path.clone());
+        self.folder = Some(settled.said());
+    }
+}
+
+/// Stops the night's PostgreSQL; a failure's rows went with a private cluster not kept.
+pub(super) fn close_night(
+    night: Option<crate::warehouse::Night>,
+    report: &ProveReport,
+    args: &ProveArgs,
+    out: &mut dyn Write,
+) {
+    let gone = (report.kept.is_some()
+        && night
+            .as_ref()
+            .is_some_and(crate::warehouse::Night::removes_cluster))
+    .then_some("postgres     the failed tests' rows went with the cluster (the folder above holds only heartbeats): run again with --keep always to look at them");
+    crate::warehouse::close(night, args.json, gone, out);
 }

@@ -2,7 +2,6 @@
 //! then the verdict derived from the rows.
 
 use std::io::Write;
-use std::path::Path;
 use std::time::Duration;
 
 use super::run_report::{display, finish, print_header};
@@ -40,6 +39,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     if let Some(name) = &args.scenario {
         return run_scenario(name, args, out);
     }
+    super::kept::refuse_with_db(args.warehouse.keep, args.db.is_some())?;
     // Every input is checked before anything is created or started; only a queue read on the
     // server (--keys-sql on PostgreSQL) needs the warehouse first.
     let early = super::open_for_keys(&args.job, &args.warehouse.warehouse, || {
@@ -61,18 +61,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         .transpose()?;
     // The last step before the night: claim the warehouse atomically, so a second reclaim
     // given the same new path is refused rather than sharing (and reporting) this night.
-    let db = match given_db {
-        Some(db) => {
-            paths::claim_new(
-                &db,
-                "--db",
-                "another reclaim (or something else) created it a moment ago; give a new --db path",
-            )?;
-            db
-        }
-        None => paths::fresh_db_path("run")
-            .context(|| "cannot create a folder for the warehouse".into())?,
-    };
+    let (db, mut folder) = claim_warehouse(given_db, &worker, args)?;
     let seed = args.seed.unwrap_or_else(rand::random);
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
     let (window, rows) = random_placement(args, &worker, queue.len());
@@ -107,7 +96,6 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         },
         ..LaneConfig::new(worker.clone(), db.clone(), queue.len())
     };
-    refuse_old_vendor_db(&lane)?;
     let config = EngineConfig {
         restart_delay: args.restart_delay,
         max_restarts: args.max_restarts,
@@ -116,23 +104,58 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         ..EngineConfig::new(vec![lane], plan.clone(), exe)
     }
     .on(&Warehouse::of(night.as_ref()));
-    if let Some(night) = night.as_mut() {
-        night
-            .claim(config.lanes.iter().map(|l| l.db.as_path()))
-            .map_err(crate::warehouse::StoreError::from)?;
-    }
-    if !args.json {
-        print_header(args, (&worker, &queue), &plan, seed, out);
-    }
-    let record = record.as_deref().map(|path| (path, command_line()));
-    let report = harness::drive_recorded(config, record, |line| {
-        if !args.json {
-            let _ = writeln!(out, "{line}");
+    let outcome = (|| {
+        for lane in &config.lanes {
+            refuse_old_vendor_db(lane)?;
         }
-    })?;
-    let code = finish(&report, args, &Warehouse::of(night.as_ref()), out);
+        if let Some(night) = night.as_mut() {
+            night
+                .claim(config.lanes.iter().map(|l| l.db.as_path()))
+                .map_err(crate::warehouse::StoreError::from)?;
+        }
+        if !args.json {
+            print_header(args, (&worker, &queue), &plan, seed, out);
+        }
+        let record = record.as_deref().map(|path| (path, command_line()));
+        harness::drive_recorded(config, record, |line| {
+            if !args.json {
+                let _ = writeln!(out, "{line}");
+            }
+        })
+    })();
+    let report = outcome.map_err(|e| super::kept::ended_in(folder.take(), e))?;
+    let judged = report.account().judge(args.strict);
+    let failed = judged.exit_code() != crate::base::exit::OK;
+    let settled = folder.map(|f| f.settle(failed, &judged.line(), std::time::SystemTime::now()));
+    let code = finish(
+        &report,
+        args,
+        (settled.as_ref(), &Warehouse::of(night.as_ref())),
+        out,
+    );
     crate::warehouse::close(night, args.json, None, out);
     code
+}
+
+/// The last step before the night: the warehouse claimed atomically, so a second reclaim
+/// given the same new `--db` is refused rather than sharing (and reporting) this night; or,
+/// without `--db`, a night folder of reclaim's own (`--keep` says what becomes of it).
+fn claim_warehouse(
+    given_db: Option<std::path::PathBuf>,
+    worker: &LaneWorker,
+    args: &RunArgs,
+) -> Result<(std::path::PathBuf, Option<crate::base::kept::NightDir>), Error> {
+    if let Some(db) = given_db {
+        paths::claim_new(
+            &db,
+            "--db",
+            "another reclaim (or something else) created it a moment ago; give a new --db path",
+        )?;
+        return Ok((db, None));
+    }
+    let what = worker.strategy().map_or("exec", |s| s.name());
+    let folder = super::kept::night("reclaim run", what, args.warehouse.keep)?;
+    Ok((folder.path().join("warehouse.db"), Some(folder)))
 }
 
 /// Where the random kills fall: `--kill-window` or `--kill-rows` as given; else by time for
@@ -178,24 +201,6 @@ fn pg_supports(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
     match missing {
         Some(what) => Err(Error::Refused(format!(
             "{what} does not run on PostgreSQL yet; use --warehouse sqlite"
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// `pg_supports` for a scenario's lane.
-fn lane_on_pg(lane: &LaneConfig) -> Result<(), Error> {
-    let what = if lane.worker.job().is_some() {
-        Some("an exec lane")
-    } else if lane.split > 1 {
-        Some("a lane with split items")
-    } else {
-        None
-    };
-    match what {
-        Some(what) => Err(Error::Refused(format!(
-            "lane {}: {what} does not run on PostgreSQL yet; use --warehouse sqlite",
-            crate::base::text::escape_controls(&lane.name)
         ))),
         None => Ok(()),
     }
@@ -436,15 +441,31 @@ fn print_lane_verdicts(names: &[String], reports: &[RunReport], out: &mut dyn Wr
 /// (a lane column), then one verdict line per lane; exit 0 only if every lane's data is right.
 fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let scenario = Scenario::load(name)?;
+    refuse_endless_hang(&scenario)?;
     super::consent::for_run(&scenario, args.allow_exec)?;
+    // A night recorded headless replays in class as one recorded by the dashboard, captions too.
+    let record = args
+        .record
+        .as_deref()
+        .map(|path| paths::new_recording(path, None))
+        .transpose()?;
     // The scenario's own warehouse (`warehouse = "postgres"`), unless the command line names
     // a PostgreSQL one.
-    let mut night = (args.warehouse.for_scenario(&scenario.warehouse).open())
-        .map_err(|e| Error::Store(e.into()))?;
-    let db = paths::fresh_db_path("scenario")
-        .context(|| "cannot create a folder for the warehouses".into())?;
-    let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
+    let warehouse = args.warehouse.for_scenario(&scenario.warehouse);
+    if warehouse.warehouse.is_postgres() {
+        super::tui::refuse_on_pg(&scenario)?;
+    }
+    let mut night = warehouse.open().map_err(|e| Error::Store(e.into()))?;
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
+    let mut folder = Some(super::kept::night(
+        "reclaim run --scenario",
+        &scenario.source,
+        args.warehouse.keep,
+    )?);
+    let dir = folder
+        .as_ref()
+        .map(|f| f.path().to_path_buf())
+        .unwrap_or_default();
     let mut config = scenario
         .engine_config(&dir, 1, exe)
         .on(&Warehouse::of(night.as_ref()));
@@ -454,12 +475,11 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
     }
     let plan = config.kills.clone();
     if let Some(night) = night.as_mut() {
-        for lane in &config.lanes {
-            lane_on_pg(lane)?;
-        }
         night
             .claim(config.lanes.iter().map(|l| l.db.as_path()))
-            .map_err(crate::warehouse::StoreError::from)?;
+            .map_err(|e| {
+                super::kept::ended_in(folder.take(), crate::warehouse::StoreError::from(e).into())
+            })?;
     }
     let names: Vec<String> = config.lanes.iter().map(|l| l.name.clone()).collect();
     let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
@@ -475,12 +495,6 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         );
         let _ = writeln!(out, "title        {}", scenario.title);
     }
-    // A night recorded headless replays in class as one recorded by the dashboard, captions too.
-    let record = args
-        .record
-        .as_deref()
-        .map(|path| paths::new_recording(path, None))
-        .transpose()?;
     let record = record
         .as_deref()
         .map(|path| (path, scenario.title.clone(), scenario.captions.clone()));
@@ -492,7 +506,8 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
             };
             let _ = writeln!(out, "{line}");
         }
-    })?;
+    })
+    .map_err(|e| super::kept::ended_in(folder.take(), e))?;
     // One account per lane, one rule; the night fails if any lane's outcome does.
     let accounts: Vec<_> = reports.iter().map(RunReport::account).collect();
     let mut account = crate::verdict::account::Account::new();
@@ -500,19 +515,26 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         account.absorb(lane, &format!("{name}: "));
     }
     let judged = account.judge(args.strict);
+    let settled = folder.map(|f| {
+        let failed = judged.exit_code() != crate::base::exit::OK;
+        f.settle(failed, &judged.line(), std::time::SystemTime::now())
+    });
     if args.json {
         for ((name, report), lane) in names.iter().zip(&reports).zip(&accounts) {
             let mut value = super::run_report::with_judgement(report, &lane.judge(args.strict))?;
             if let Some(object) = value.as_object_mut() {
                 object.insert("lane".into(), name.clone().into());
+                if let Some(settled) = &settled {
+                    object.insert("folder".into(), super::run_report::folder_json(settled));
+                }
             }
             let _ = writeln!(out, "{value}");
         }
     } else {
         let _ = writeln!(out);
         print_lane_verdicts(&names, &reports, out);
-        if night.is_none() {
-            let _ = writeln!(out, "databases    {} (kept)", display(&dir));
+        if let Some(settled) = &settled {
+            let _ = writeln!(out, "{}", folder_line(settled, night.is_some()));
         }
     }
     crate::warehouse::close(night, args.json, None, out);
@@ -520,6 +542,32 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         let _ = writeln!(out, "result       {}", judged.line());
     }
     Ok(judged.exit_code())
+}
+
+/// Headless, nobody presses h: a hang with no end (`hang_at_task` without `hang_for`) would
+/// hold every lane until the progress deadline, and blame the job for it.
+fn refuse_endless_hang(scenario: &Scenario) -> Result<(), Error> {
+    if scenario.hang_at_task.is_some() && scenario.hang_for.is_none() {
+        return Err(Error::Refused(format!(
+            "{}: host.hang_at_task without host.hang_for hangs every lane until someone presses h, which only the dashboard can; give hang_for = SECS (sim seconds) to run it headless",
+            crate::base::text::escape_controls(&scenario.source)
+        )));
+    }
+    Ok(())
+}
+
+/// What became of a scenario's folder: its databases, or on PostgreSQL its heartbeats.
+fn folder_line(settled: &crate::base::kept::Settled, on_pg: bool) -> String {
+    match (on_pg, settled.kept) {
+        (false, true) => format!("databases    {} {}", display(&settled.path), settled.said()),
+        (false, false) => format!("databases    {}", settled.said()),
+        (true, true) => format!(
+            "files        {} {} (heartbeats only: the rows are on PostgreSQL)",
+            display(&settled.path),
+            settled.said()
+        ),
+        (true, false) => format!("files        {}", settled.said()),
+    }
 }
 
 /// The command line, as a recording's header names a `run`.

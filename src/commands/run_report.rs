@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 
+use crate::base::kept::Settled;
 use crate::cli::RunArgs;
 use crate::engine::{KillWindow, KillWindows, LaneWorker};
 use crate::error::Error;
@@ -13,20 +14,56 @@ use crate::supervisor::schedule::KillPlan;
 
 /// The report as JSON or the verdict's lines, and the exit code: the night's account judged by
 /// the one rule (`verdict::account`), `--strict` failing what it left untested.
+/// `settled`: what became of the night's folder (`None`: the warehouse is the user's `--db`).
 pub(super) fn finish(
     report: &RunReport,
     args: &RunArgs,
-    warehouse: &crate::warehouse::Warehouse,
+    (settled, warehouse): (Option<&Settled>, &crate::warehouse::Warehouse),
     out: &mut dyn Write,
 ) -> Result<u8, Error> {
     let judged = report.account().judge(args.strict);
     if args.json {
-        let value = with_judgement(report, &judged)?;
+        let mut value = with_judgement(report, &judged)?;
+        if let (Some(object), Some(settled)) = (value.as_object_mut(), settled) {
+            object.insert("folder".into(), folder_json(settled));
+        }
         let _ = writeln!(out, "{value}");
     } else {
-        print_verdict(report, &judged, warehouse, out);
+        print_verdict(report, &judged, (settled, warehouse), out);
     }
     Ok(judged.exit_code())
+}
+
+/// What became of a night's folder, for `--json`.
+pub(super) fn folder_json(settled: &Settled) -> serde_json::Value {
+    serde_json::json!({
+        "path": settled.path.display().to_string(),
+        "kept": settled.kept,
+        "policy": settled.policy,
+        "said": settled.said(),
+    })
+}
+
+/// The line naming where the rows are and what became of them: a folder reclaim made is kept
+/// or removed as `--keep` says; a `--db` is the user's. On PostgreSQL the folder holds only
+/// heartbeats.
+fn storage_line(
+    db: &Path,
+    (settled, warehouse): (Option<&Settled>, &crate::warehouse::Warehouse),
+) -> String {
+    let on_pg = !warehouse.files_kept();
+    match settled {
+        None if on_pg => String::new(),
+        None => format!("database     {} (yours: --db)", display(db)),
+        Some(s) if on_pg && s.kept => format!(
+            "files        {} {} (heartbeats only: the rows are on PostgreSQL)",
+            display(&s.path),
+            s.said()
+        ),
+        Some(s) if on_pg => format!("files        {}", s.said()),
+        Some(s) if s.kept => format!("database     {} {}", display(db), s.said()),
+        Some(s) => format!("database     {}", s.said()),
+    }
 }
 
 /// A report as JSON, with the one rule's judgement beside its facts (`outcome`, `judgement`)
@@ -250,7 +287,7 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
 fn print_verdict(
     report: &RunReport,
     judged: &crate::verdict::account::Judgement,
-    warehouse: &crate::warehouse::Warehouse,
+    (settled, warehouse): (Option<&Settled>, &crate::warehouse::Warehouse),
     out: &mut dyn Write,
 ) {
     let _ = writeln!(out);
@@ -328,9 +365,10 @@ fn print_verdict(
             display(&crate::fake_vendor::db_path(&rows.db))
         );
     }
-    // Elsewhere (on PostgreSQL, the lane's schema) the closing lines say where the rows are.
-    if warehouse.files_kept() {
-        let _ = writeln!(out, "database     {} (kept)", display(&rows.db));
+    // On PostgreSQL the rows are in the lane's schema, named after the night (`warehouse`).
+    let storage = storage_line(&rows.db, (settled, warehouse));
+    if !storage.is_empty() {
+        let _ = writeln!(out, "{storage}");
     }
     let _ = writeln!(out, "result       {}", judged.line());
     let _ = writeln!(out, "{}", rows.summary_line());

@@ -29,13 +29,14 @@ pub(super) fn live(args: &TuiArgs) -> Result<u8, Error> {
         (scenario, crate::warehouse::Warehouse::of(night.as_ref())),
         args.record.as_deref(),
         &settings(&args.presenting, args.theme),
+        args.warehouse.keep.unwrap_or_default(),
     );
     crate::warehouse::close(night, false, None, &mut crate::base::out::stdout());
     code
 }
 
 /// What the dashboard does not run on PostgreSQL yet, refused before anything starts.
-fn refuse_on_pg(scenario: &Scenario) -> Result<(), Error> {
+pub(super) fn refuse_on_pg(scenario: &Scenario) -> Result<(), Error> {
     for lane in &scenario.lanes {
         let what = if lane.worker.job().is_some() {
             "an exec lane"

@@ -40,6 +40,8 @@ impl Pace {
 pub struct Attempt {
     /// The sim time (seconds after midnight) the schedule counts from.
     base_sim: f64,
+    /// The sim time the attempt started at (`base_sim` moves on when a hung worker resumes).
+    started: f64,
     /// Writes already made at `base_sim`.
     base_writes: u64,
     pace: Pace,
@@ -75,6 +77,7 @@ impl Attempt {
     pub fn new(start: f64, pace: Pace) -> Self {
         Self {
             base_sim: start,
+            started: start,
             base_writes: 0,
             pace,
             writes: 0,
@@ -152,6 +155,12 @@ impl Attempt {
         } else {
             self.unpaced_now
         }
+    }
+
+    /// The sim time the attempt started at: a scenario's `start_at`, or a restart's moment.
+    #[must_use]
+    pub fn started(&self) -> f64 {
+        self.started
     }
 
     /// The moment of the first write of this attempt.

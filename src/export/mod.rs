@@ -111,20 +111,22 @@ pub fn export(recording: Recording, request: &Spec<'_>) -> Result<String, Error>
     Ok(said)
 }
 
-/// A writer that fails once reclaim has been told to stop (`signals::received`).
-struct Stoppable<W>(W);
+/// A writer that fails once reclaim has been told to stop (`signals::received`). It writes
+/// through the temporary file's own handle: an error (a full disk, `ulimit -f`) then names the
+/// path asked for, not the temporary name that is removed with it.
+struct Stoppable(tempfile::NamedTempFile);
 
-impl<W: Write> Write for Stoppable<W> {
+impl Write for Stoppable {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         if let Some(signal) = crate::base::signals::received() {
             // Not `Interrupted`, which `write_all` would retry.
             return Err(std::io::Error::other(format!("stopped by {signal}")));
         }
-        self.0.write(buf)
+        self.0.as_file_mut().write(buf)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
+        self.0.as_file_mut().flush()
     }
 }
 

@@ -205,6 +205,23 @@ fn owned_headers(headers: &[httparse::Header<'_>]) -> Result<Headers, Refusal> {
     Ok(owned)
 }
 
+/// At most one `Idempotency-Key`: a message has one key, and which of two the vendor honoured
+/// is a question its caller could not answer.
+fn one_key(headers: &Headers) -> Result<(), Refusal> {
+    if headers
+        .iter()
+        .filter(|(n, _)| n == "idempotency-key")
+        .count()
+        > 1
+    {
+        return Err(Refusal::answer(
+            400,
+            "two Idempotency-Key headers; a message has one key",
+        ));
+    }
+    Ok(())
+}
+
 /// The body's length by `Content-Length` (0 without one). Two different lengths, a length that
 /// is not a plain number, or a `Transfer-Encoding` (a message could be framed two ways: the
 /// root of request smuggling) are refused.
@@ -283,6 +300,7 @@ pub fn read_request(stream: &TcpStream, deadline: Instant) -> Result<Request, Re
     let method = parsed.method.unwrap_or_default().to_string();
     let path = parsed.path.unwrap_or_default().to_string();
     let headers = owned_headers(parsed.headers)?;
+    one_key(&headers)?;
     let length = content_length(&headers)?;
     let body = read_body(stream, deadline, bytes[len..].to_vec(), length)?;
     Ok(Request {
@@ -545,6 +563,16 @@ mod tests {
             )]))),
             Some(413)
         );
+    }
+
+    #[test]
+    fn a_message_has_one_idempotency_key() {
+        let key = |v: &'static str| ("idempotency-key", v);
+        assert!(one_key(&headers(&[key("a")])).is_ok() && one_key(&headers(&[])).is_ok());
+        for twice in [[key("a"), key("b")], [key("a"), key("a")]] {
+            let refused = one_key(&headers(&twice));
+            assert!(matches!(refused, Err(Refusal::Answer(400, _))), "{twice:?}");
+        }
     }
 
     #[test]

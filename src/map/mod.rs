@@ -452,19 +452,36 @@ pub fn fresh_dir(label: &str) -> std::io::Result<PathBuf> {
     Ok(crate::base::paths::private_dir_in(&base, label)?.keep())
 }
 
-/// The map's folder kept (its path, to print) when asked to, or when the dashboard's nights
-/// opened from the map are in it (they keep their databases, as `reclaim tui` does); otherwise
-/// removed.
+/// The map's folder kept (its path, to print) when asked to (`--keep always`), or when the
+/// dashboard's nights opened from the map are in it (they keep their databases, as `reclaim
+/// tui` does) and the policy is not `never`; otherwise removed.
 #[must_use]
-pub fn keep_or_remove(dir: &Path, keep: bool) -> Option<String> {
-    let watched = std::fs::read_dir(dir).is_ok_and(|mut entries| {
-        entries.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("watch-")))
-    });
-    let kept = (keep || watched).then(|| dir.display().to_string());
+pub fn keep_or_remove(dir: &Path, keep: crate::base::kept::Keep) -> Option<String> {
+    use crate::base::kept::Keep;
+    let kept = (keep == Keep::Always || (watched(dir) && keep == Keep::Failed))
+        .then(|| dir.display().to_string());
     if kept.is_none() {
         let _ = std::fs::remove_dir_all(dir);
     }
     kept
+}
+
+/// Why a map's folder was kept, naming the policy: `--keep always`, or the nights opened
+/// from the map's screen under `--keep failed`. The map's folder stays where the map ran (in
+/// memory when it could): `reclaim kept` does not list it.
+#[must_use]
+pub fn kept_why(dir: &Path, always: bool) -> &'static str {
+    if !always && watched(dir) {
+        "--keep failed keeps the nights you opened from the map; rm -r removes them"
+    } else {
+        "--keep always; rm -r removes them"
+    }
+}
+
+fn watched(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut entries| {
+        entries.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("watch-")))
+    })
 }
 
 /// Whether a folder can be written (a read-only /dev/shm is no use): an unnamed file made there

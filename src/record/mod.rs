@@ -4,7 +4,7 @@
 //! The format is versioned (`version` in the header); see README, "Recordings".
 
 use std::fs::File;
-use std::io::{self, Write as _};
+use std::io::{self, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -287,8 +287,15 @@ impl Recorder {
         let mut text = serde_json::to_string(line).map_err(io::Error::other)?;
         text.push('\n');
         // One write per line: a reader never sees half of a line unless the process died
-        // inside this call.
-        self.file.write_all(text.as_bytes())?;
+        // inside this call. A write that fails part-way (a full disk, `ulimit -f`) is taken
+        // back to the last whole line.
+        let whole = self.file.stream_position()?;
+        let written = self.file.write_all(text.as_bytes());
+        if written.is_err() {
+            let _ = self.file.set_len(whole);
+            let _ = self.file.seek(io::SeekFrom::Start(whole));
+        }
+        written?;
         self.file.flush()
     }
 

@@ -163,7 +163,7 @@ pub enum WindowError {
     #[error("'{0}' is not a number of seconds")]
     NotANumber(String),
     #[error("{0} s is outside 0..3600 s")]
-    Outside(f64),
+    Outside(String),
     #[error("the window {0} ends before it starts")]
     Backwards(String),
     #[error("the window must end after 0 s")]
@@ -181,7 +181,7 @@ pub fn parse_window(text: &str) -> Result<(Duration, Duration), WindowError> {
             .parse()
             .map_err(|_| WindowError::NotANumber(part.to_string()))?;
         if !secs.is_finite() || !(0.0..=3600.0).contains(&secs) {
-            return Err(WindowError::Outside(secs));
+            return Err(WindowError::Outside(crate::base::text::typed_number(part)));
         }
         Ok(Duration::from_secs_f64(secs))
     };

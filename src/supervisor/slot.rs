@@ -309,6 +309,19 @@ impl Slot {
             self.state = SlotState::Done;
             return Exit::Done;
         }
+        // A resource limit's kill (`ulimit -f`, `ulimit -t`) is the worker's own failure, said
+        // as that: never the host reclaiming the instance, never counted as a kill.
+        if let Some(limit) = (status.signal())
+            .filter(|_| !by_host)
+            .and_then(crate::base::signals::limit_named)
+        {
+            let code = 128 + status.signal().unwrap_or(0);
+            self.state = SlotState::Failed;
+            return Exit::Failed {
+                code,
+                reason: format!("killed by {limit}"),
+            };
+        }
         if let Some(signal) = status.signal() {
             self.state = SlotState::Restarting;
             self.restart_due = Some(sim + policy.delay);

@@ -85,16 +85,16 @@ pub(super) fn event_loop(
 }
 
 /// Writes what the screen reached to the speaker notes; a notes file that cannot be written is
-/// given up (the night goes on) and the screen says so.
+/// given up (the night goes on), the screen says so, and the dashboard ends saying it (exit 2).
 fn write_notes(app: &mut dyn Screen, notes: &mut Option<&mut Notes>, now: Instant) {
     let lines = app.take_notes();
-    let Some(file) = notes.as_deref_mut() else {
+    let Some(file) = notes.as_deref_mut().filter(|n| !n.stopped()) else {
         return;
     };
     if let Err(e) = lines.iter().try_for_each(|line| file.write_line(line)) {
         let path = file.path().display().to_string();
-        *notes = None;
         app.notice(format!("notes {path} stopped: {e}"), now);
+        file.stop(e);
     }
 }
 

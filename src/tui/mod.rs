@@ -28,11 +28,12 @@ pub use self::terminal::{restore_terminal, terminal_active};
 
 use std::io;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 
+use crate::base::kept::{Keep, NightDir};
 use crate::base::signals;
 use crate::error::{Context as _, Error};
 use crate::record::Recording;
@@ -89,16 +90,24 @@ pub fn replay(file: &Path, settings: &DashboardSettings) -> Result<u8, Error> {
     let outcome = event_loop(&mut terminal, &mut app, settings.theme, notes.as_mut());
     drop(terminal);
     drop(guard);
-    outcome.map(|()| crate::base::exit::OK)
+    outcome?;
+    match notes.as_mut().and_then(Notes::failure) {
+        Some(stopped) => Err(stopped),
+        None => Ok(crate::base::exit::OK),
+    }
 }
 
 /// Runs the live dashboard on `scenario` (loaded and validated before the terminal is
 /// touched), recording it to `record` when given; in lecture mode and with speaker notes as
 /// `settings` ask.
+/// The databases' folder is one of the nights reclaim keeps, as `keep` says: under `failed`,
+/// kept when a lane's data went wrong (the screen points at its database) or the dashboard
+/// ended in an error; under any policy, kept when it holds a recording saved into it.
 pub fn run(
     (scenario, warehouse): (Scenario, Warehouse),
     record: Option<&Path>,
     settings: &DashboardSettings,
+    keep: Keep,
 ) -> Result<u8, Error> {
     if let Some(path) = record {
         crate::base::paths::new_recording(path, None)?;
@@ -113,9 +122,9 @@ pub fn run(
         None => None,
     };
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
-    let dir = crate::base::paths::fresh_db_path("tui")
-        .context(|| "cannot create a folder for the databases".into())?
-        .with_file_name("");
+    let what = scenario.source.clone();
+    let mut folder = NightDir::create("reclaim tui", &what, keep, SystemTime::now())?;
+    let dir = folder.path().to_path_buf();
     signals::install().context(|| "cannot install signal handlers".into())?;
     signals::catch_suspend().context(|| "cannot install signal handlers".into())?;
     let guard = TerminalGuard::enter().context(|| "cannot set up the terminal".into())?;
@@ -131,15 +140,48 @@ pub fn run(
     .presenting(settings.lecture);
     let outcome = event_loop(&mut terminal, &mut app, settings.theme, notes.as_mut());
     // Workers first, then the terminal: nothing may outlive the dashboard.
-    let db_dir = app.db_dir().display().to_string();
-    let recording = app.saved_recording().map(|p| p.display().to_string());
+    let recording = app.saved_recording().map(Path::to_path_buf);
+    let wrong = app.went_wrong();
     drop(app);
     drop(terminal);
     drop(guard);
-    outcome?;
-    println!("reclaim: {}", warehouse.where_rows_are(&db_dir));
-    if let Some(path) = recording {
+    if recording
+        .as_deref()
+        .is_some_and(|r| r.starts_with(folder.path()))
+    {
+        folder.hold("it holds the recording you saved");
+    }
+    let failed = wrong || outcome.is_err();
+    let verdict = if wrong {
+        "a lane's data went wrong"
+    } else {
+        "every lane's data right (or not yet judged)"
+    };
+    let settled = folder.settle(failed, verdict, SystemTime::now());
+    let db_dir = settled.path.display().to_string();
+    let said = settled.said();
+    if let Err(error) = outcome {
+        let folder = if settled.kept {
+            format!("{db_dir} {said}")
+        } else {
+            said
+        };
+        return Err(Error::NightEnded {
+            error: Box::new(error),
+            folder,
+        });
+    }
+    if settled.kept {
+        println!("reclaim: {}, {said}", warehouse.where_rows_are(&db_dir));
+    } else {
+        println!("reclaim: the night's folder {db_dir} was {said}");
+    }
+    if let Some(path) = recording.filter(|_| settled.kept || record.is_some()) {
+        let path = path.display();
         println!("reclaim: the session is recorded in {path} (reclaim replay {path})");
     }
-    Ok(crate::base::exit::OK)
+    match notes.as_mut().and_then(Notes::failure) {
+        Some(stopped) => Err(stopped),
+        None => Ok(crate::base::exit::OK),
+    }
 }

@@ -37,6 +37,9 @@ pub struct Notes {
     title: String,
     /// The night's heading last written: a file made again starts with it.
     night: Option<String>,
+    /// Why the notes stopped (a full disk): nothing more is written, and the dashboard ends
+    /// saying so (exit 2) once the terminal is restored.
+    failed: Option<io::Error>,
 }
 
 impl Notes {
@@ -75,6 +78,7 @@ impl Notes {
             // A scenario's strings are written escaped: a second screen `tail -F`s this file.
             title: crate::base::text::escape_controls(title),
             night: None,
+            failed: None,
         };
         if new {
             notes
@@ -87,6 +91,30 @@ impl Notes {
     #[must_use]
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The notes stopped: `error` is kept for the dashboard's last word.
+    pub fn stop(&mut self, error: io::Error) {
+        self.failed.get_or_insert(error);
+    }
+
+    /// Whether the notes stopped.
+    #[must_use]
+    pub fn stopped(&self) -> bool {
+        self.failed.is_some()
+    }
+
+    /// Why the notes stopped, as the error the dashboard ends with (one line, exit 2): the
+    /// captions after that moment are not in the file.
+    pub fn failure(&mut self) -> Option<Error> {
+        let source = self.failed.take()?;
+        Some(Error::Io {
+            context: format!(
+                "the notes {} stopped (the captions after that are not in it)",
+                paths::shown(&self.path)
+            ),
+            source,
+        })
     }
 
     /// Appends one line of what a screen reached.
@@ -269,6 +297,36 @@ mod tests {
         assert!(
             text.starts_with("# reclaim speaker notes: t\\u{1b}]0;TT\\u{7}\n"),
             "{text}"
+        );
+        Ok(())
+    }
+
+    /// Notes that cannot be written any more stop, and say why once, as an error.
+    #[test]
+    fn notes_that_cannot_be_written_stop_and_say_so() -> Result<(), Error> {
+        let dir = tempfile::tempdir().context(|| "tempdir".into())?;
+        let path = dir.path().join("notes.txt");
+        let mut notes = Notes::open(&path, "The incident", &[], &[])?;
+        // Replaced by another file: never written to.
+        let other = dir.path().join("other.txt");
+        std::fs::write(&other, "mine\n").context(|| "write".into())?;
+        std::fs::rename(&other, &path).context(|| "rename".into())?;
+        let line = NoteLine::Night("night 1".into());
+        let Err(e) = notes.write_line(&line) else {
+            panic!("a replaced notes file was written to");
+        };
+        assert!(!notes.stopped());
+        notes.stop(e);
+        assert!(notes.stopped());
+        let said = notes.failure().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            said.starts_with("the notes ") && said.contains("stopped (the captions after that are not in it): it was replaced by another file"),
+            "{said}"
+        );
+        assert!(notes.failure().is_none(), "said once");
+        assert_eq!(
+            std::fs::read_to_string(&path).context(|| "read".into())?,
+            "mine\n"
         );
         Ok(())
     }

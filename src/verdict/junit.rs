@@ -149,7 +149,9 @@ pub fn write(target: &Target, suite: &str, cases: &[Case]) -> std::io::Result<()
         .unwrap_or(Path::new("."));
     let mut aside = tempfile::Builder::new()
         .prefix(".reclaim-junit-")
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(
+            crate::base::fsafe::KEPT_FILE_MODE,
+        ))
         .tempfile_in(folder)?;
     aside.write_all(xml.as_bytes())?;
     aside.as_file().sync_all()?;

@@ -47,10 +47,12 @@ pub struct WarehouseArgs {
     /// On PostgreSQL: the night's schema (each lane's is NAME or NAME_LANE); it must not exist
     #[arg(long, value_name = "NAME", value_parser = check_schema_name)]
     pub pg_schema: Option<String>,
-    /// With --warehouse postgres: keep the private cluster's folder (stopped), and print how to
-    /// start it and look with psql
-    #[arg(long)]
-    pub keep: bool,
+    /// What becomes of the night's folder when it ends: always kept, kept when the night
+    /// failed (the newest 20), or never [default: failed]; `--keep` alone is `always`, which
+    /// with --warehouse postgres also keeps the private cluster's folder (stopped) and prints
+    /// how to start it and look with psql
+    #[arg(long, value_name = "always|failed|never", num_args = 0..=1, default_missing_value = "always", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::base::kept::Keep>()))]
+    pub keep: Option<crate::base::kept::Keep>,
 }
 
 impl WarehouseArgs {
@@ -79,19 +81,17 @@ impl WarehouseArgs {
     /// PostgreSQL-only flags without PostgreSQL are refused.
     pub fn open(&self) -> Result<Option<Night>, WarehouseError> {
         if !self.warehouse.is_postgres() {
-            if self.keep || self.pg_schema.is_some() {
+            if self.pg_schema.is_some() {
                 return Err(WarehouseError::Flags(
-                    "--keep and --pg-schema apply to a PostgreSQL warehouse: add --warehouse postgres (or postgres://...)".into(),
+                    "--pg-schema applies to a PostgreSQL warehouse: add --warehouse postgres (or postgres://...)".into(),
                 ));
             }
             return Ok(None);
         }
-        if self.keep && self.warehouse != Spec::Private {
-            return Err(WarehouseError::Flags(
-                "--keep keeps the private cluster of --warehouse postgres; on your own server reclaim never drops what it made anyway".into(),
-            ));
-        }
-        Night::open(&self.warehouse, self.pg_schema.as_deref(), self.keep)
+        // `--keep always` keeps the private cluster too; on a server reclaim never drops what
+        // it made anyway.
+        let keep_cluster = self.keep == Some(crate::base::kept::Keep::Always);
+        Night::open(&self.warehouse, self.pg_schema.as_deref(), keep_cluster)
     }
 }
 

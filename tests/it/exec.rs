@@ -230,8 +230,12 @@ fn prove_passes_the_guarded_example_and_fails_the_naive_one_naming_each_test() {
     );
     line_of(&run, "result: 0 PASS, 2 FAIL, 1 UNTESTED");
     line_of(&run, "outcome: FAIL (exit 1)");
-    // Each kept database is the job's own `warehouse.db`, in a folder of its own.
-    let mut kept: Vec<PathBuf> = fs::read_dir(tmp.path())
+    // Each kept database is the job's own `warehouse.db`, in a folder of its own, in the
+    // trial's folder in reclaim's home.
+    let home = tmp
+        .path()
+        .join(format!("reclaim-{}", nix::unistd::geteuid()));
+    let mut kept: Vec<PathBuf> = fs::read_dir(home)
         .into_iter()
         .flatten()
         .flatten()
@@ -1052,8 +1056,11 @@ fn the_dashboard_runs_your_job_beside_guarded_under_the_same_kill() {
         .wait_exit(Duration::from_secs(5))
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status.exit_code(), 0, "{}", dashboard.text());
-    // The job's own database, in its own folder, read back.
-    let db = fs::read_dir(tmp.path())
+    // The job's own database, in its own folder (kept: its data went wrong), read back.
+    let home = tmp
+        .path()
+        .join(format!("reclaim-{}", nix::unistd::geteuid()));
+    let db = fs::read_dir(home)
         .into_iter()
         .flatten()
         .flatten()

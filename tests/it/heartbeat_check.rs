@@ -276,3 +276,101 @@ fn an_alert_leaves_nothing_running_when_it_ends_or_the_switch_is_stopped() {
         "left running after SIGTERM"
     );
 }
+
+/// A file of /proc is no heartbeat (its time is always now): refused, never `fresh`.
+#[test]
+fn a_file_of_proc_is_not_a_heartbeat() {
+    let run = heartbeat_check(&["--file", "/proc/self/status"]);
+    assert_one_line_error(
+        &run,
+        "a file of /proc, whose time is always now: not a heartbeat",
+    );
+    assert_eq!(run.stdout, "");
+}
+
+/// The live dead-man's switch judges by `heartbeat-check`'s rule: a job whose heartbeat is
+/// from the future is alerted on, in the same words, not silenced.
+#[test]
+fn the_live_switch_alerts_on_a_heartbeat_from_the_future_as_the_check_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("future.py");
+    fs::write(
+        &job,
+        "import os, sqlite3, time\n\
+         beat = os.environ['HEARTBEAT_FILE']\n\
+         open(beat, 'w').write('task-000 1.0\\n')\n\
+         ahead = time.time() + 86400\n\
+         os.utime(beat, (ahead, ahead))\n\
+         time.sleep(1.5)\n\
+         db = sqlite3.connect(os.environ['RECLAIM_DB'])\n\
+         db.execute('CREATE TABLE records(task_id TEXT)')\n\
+         db.executemany('INSERT INTO records VALUES (?)', [(f'task-{i:03d}',) for i in range(20)])\n\
+         db.commit()\n",
+    )
+    .unwrap();
+    let command = format!("{} {}", crate::common::python3(), path_arg(&job));
+    let run = reclaim_within(
+        &[
+            "run", "--exec", &command, "--items", "20", "--keep", "always",
+        ],
+        &[("TMPDIR", dir.path())],
+        Duration::from_secs(60),
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let alert = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("runner  alert"))
+        .unwrap_or_else(|| panic!("no alert:\n{}", run.stdout));
+    assert!(
+        alert.contains("runner heartbeat from the future: 8639")
+            && alert.ends_with("s ahead of this clock (clock skew?)"),
+        "{alert}"
+    );
+    // The check says the same of the same file.
+    let beat = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("database     "))
+        .and_then(|l| l.split_whitespace().next())
+        .map_or_else(
+            || panic!("no database line:\n{}", run.stdout),
+            |db| format!("{db}.heartbeat"),
+        );
+    let check = heartbeat_check(&["--file", &beat]);
+    assert_eq!(check.code, Some(1), "{}", check.stderr);
+    assert!(
+        check
+            .stdout
+            .starts_with("runner heartbeat from the future: 8639"),
+        "{}",
+        check.stdout
+    );
+}
+
+/// A lane that starts late on the clock (`start_at = "02:30:00"`) is silent until then by
+/// design: no stale-heartbeat alert before its first start.
+#[test]
+fn no_stale_alert_before_a_lanes_first_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("late.toml");
+    fs::write(
+        &scenario,
+        "title = \"A lane that starts late\"\nscale = 600.0\nitems = 20\n\
+         start_at = \"02:30:00\"\ndelay_ms = 20.0\ndead_man = 300.0\n\n\
+         [[lane]]\nstrategy = \"guarded\"\n",
+    )
+    .unwrap();
+    let run = reclaim_within(
+        &["run", "--scenario", path_arg(&scenario), "--keep", "never"],
+        &[("TMPDIR", dir.path())],
+        Duration::from_secs(60),
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("02:30:00  guarded  worker  start"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("heartbeat stale"), "{}", run.stdout);
+}

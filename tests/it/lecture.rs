@@ -320,3 +320,42 @@ fn fifty_lecture_starts_of_duplicate_delivery_never_freeze_after_space() {
         failures.join("\n")
     );
 }
+
+/// Notes that cannot be written any more (here replaced by another file; a full disk alike)
+/// stop; the night goes on, and the dashboard ends saying so in one line, exit 2.
+#[test]
+fn notes_that_stop_are_said_when_the_dashboard_ends() {
+    let tmp = tempfile::tempdir().unwrap();
+    let notes = tmp.path().join("notes.txt");
+    let notes_arg = notes.to_str().unwrap();
+    let mut dashboard =
+        Dashboard::start(&["tui", "--notes", notes_arg], tmp.path(), 120, 40).unwrap();
+    dashboard
+        .wait_for("the notes' first night", Instant::now() + STARTUP, |_| {
+            fs::read_to_string(&notes).is_ok_and(|t| t.contains("== The incident"))
+        })
+        .unwrap();
+    let other = tmp.path().join("other.txt");
+    fs::write(&other, "mine\n").unwrap();
+    fs::rename(&other, &notes).unwrap();
+    dashboard
+        .wait_past_captions(
+            "the notes stopping at the next caption",
+            Instant::now() + Duration::from_secs(60),
+            |s| {
+                s.contents()
+                    .contains("stopped: it was replaced by another file")
+            },
+        )
+        .unwrap();
+    dashboard.send(b"q").unwrap();
+    let status = dashboard.wait_exit(PROMPTLY).unwrap();
+    assert_eq!(status.exit_code(), 2, "{}", dashboard.text());
+    let text = dashboard.text();
+    assert!(
+        text.contains("reclaim: error: the notes ")
+            && text.contains("stopped (the captions after that are not in it)"),
+        "{text}"
+    );
+    assert_eq!(fs::read_to_string(&notes).unwrap(), "mine\n");
+}

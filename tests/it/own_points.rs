@@ -14,9 +14,17 @@ fn example(name: &str) -> String {
     format!("{} {}", crate::common::python3(), job.display())
 }
 
+/// Every `run` here keeps its folder (`--keep always`; a `--db` is kept anyway): each test reads
+/// the night's files after it, whatever its verdict.
 fn reclaim_with(env: &[(&str, &str)], args: &[&str]) -> Run {
+    let keep: &[&str] = if args.first() == Some(&"run") && !args.contains(&"--db") {
+        &["--keep", "always"]
+    } else {
+        &[]
+    };
     let output = Command::new(BIN)
         .args(args)
+        .args(keep)
         .envs(env.iter().copied())
         .output()
         .unwrap_or_else(|e| panic!("cannot run reclaim: {e}"));

@@ -142,8 +142,9 @@ fn a_job_that_loses_an_order_at_each_restart_is_data_wrong_in_run_count_sql_insp
         prove.stdout
     );
 
-    // The same job written right: ok everywhere.
-    let run = reclaim_with(tmp.path(), &[], &with(&["run", "--exec", &job], &kill));
+    // The same job written right: ok everywhere (its database kept, to inspect it).
+    let keep = with(&["run", "--exec", &job, "--keep", "always"], &kill);
+    let run = reclaim_with(tmp.path(), &[], &keep);
     let json = json_of(&run);
     assert_eq!(run.code, Some(0), "{json}");
     assert_eq!(
@@ -505,4 +506,59 @@ fn inspect_ids_names_the_wrong_keys_of_a_jobs_own_table() {
     assert_eq!(json["keys"]["duplicated"][0][1], 2, "{json}");
     // Read-only: the user's database is as it was.
     assert_eq!(count(&open_ro(&db), "SELECT count(*) FROM orders"), 4);
+}
+
+/// A key in the job's table that is not UTF-8 (bytes a job stored) is a row outside the queue:
+/// judged DATA WRONG, said escaped, never a conversion error (exit 2).
+#[test]
+fn a_key_that_is_not_utf8_is_judged_outside_the_queue() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let job = tmp.path().join("bytes_job.py");
+    std::fs::write(
+        &job,
+        "import os, sqlite3\n\
+         db = sqlite3.connect(os.environ['RECLAIM_DB'])\n\
+         db.execute('CREATE TABLE records(task_id TEXT)')\n\
+         db.executemany('INSERT INTO records VALUES (?)', [(f'task-{i:03d}',) for i in range(20)])\n\
+         db.execute(\"INSERT INTO records VALUES (CAST(X'7461736b2dff' AS TEXT))\")\n\
+         db.commit()\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let command = format!("{} {}", crate::common::python3(), job.display());
+    let run = reclaim_within(
+        &[
+            "run", "--exec", &command, "--items", "20", "--keep", "always",
+        ],
+        &[("TMPDIR", tmp.path())],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("result       FAIL: the rows: DATA WRONG (1 row outside the queue)"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("Conversion error"), "{}", run.stdout);
+    assert!(!run.stderr.contains("Conversion error"), "{}", run.stderr);
+    let db = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("database     "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no database line:\n{}", run.stdout));
+    let db_arg = db.to_string();
+    let ids = reclaim_with(
+        tmp.path(),
+        &[],
+        &[
+            "inspect", "--db", &db_arg, "--table", "records", "--items", "20", "--ids",
+        ],
+    );
+    assert_eq!(ids.code, Some(1), "{}\n{}", ids.stdout, ids.stderr);
+    assert!(
+        ids.stdout.lines().any(|l| l.starts_with("task-\\xff ")),
+        "{}",
+        ids.stdout
+    );
 }

@@ -712,6 +712,11 @@ fn prove_follows_every_naive_failure_with_the_unique_key_lesson() {
         .find_map(|l| l.strip_prefix("databases kept for inspection in "))
         .unwrap_or_else(|| panic!("{}", run.stdout));
     assert!(kept.starts_with(path_arg(dir.path())), "{kept}");
+    // The default policy, named on the line.
+    assert!(
+        kept.contains(" kept (--keep failed: the night failed"),
+        "{kept}"
+    );
 }
 
 /// A heartbeat file as a worker writes it, last modified `age` ago.

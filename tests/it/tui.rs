@@ -198,9 +198,11 @@ pub(crate) fn assert_screen_restored(screen: &vt100::Screen) {
     );
 }
 
-/// The `reclaim-tui-*` folders the dashboard made under `tmp`.
+/// The `tui-*` night folders the dashboard made in reclaim's home under `tmp`
+/// (`TMPDIR/reclaim-UID`).
 pub(crate) fn tui_dirs(tmp: &Path) -> Vec<PathBuf> {
-    fs::read_dir(tmp)
+    let home = tmp.join(format!("reclaim-{}", nix::unistd::geteuid()));
+    fs::read_dir(home)
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
@@ -208,7 +210,7 @@ pub(crate) fn tui_dirs(tmp: &Path) -> Vec<PathBuf> {
                 .filter(|p| {
                     p.file_name()
                         .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("reclaim-tui-"))
+                        .is_some_and(|n| n.starts_with("tui-"))
                 })
                 .collect()
         })
@@ -217,7 +219,7 @@ pub(crate) fn tui_dirs(tmp: &Path) -> Vec<PathBuf> {
 
 pub(crate) fn the_tui_dir(tmp: &Path) -> PathBuf {
     let mut dirs = tui_dirs(tmp);
-    assert_eq!(dirs.len(), 1, "expected one reclaim-tui-* folder: {dirs:?}");
+    assert_eq!(dirs.len(), 1, "expected one tui-* night folder: {dirs:?}");
     dirs.remove(0)
 }
 
@@ -225,7 +227,7 @@ pub(crate) const NAIVE_DB: &str = "night1-1-naive.db";
 const GUARDED_DB: &str = "night1-2-guarded.db";
 
 /// The night holds at its first caption (02:00:00) while it is read; `c` goes on at once.
-fn past_the_first_caption(dashboard: &mut Dashboard) {
+pub(crate) fn past_the_first_caption(dashboard: &mut Dashboard) {
     dashboard
         .wait_for("the first caption", Instant::now() + STARTUP, |screen| {
             screen.contents().contains("02:00, the nightly job")
@@ -346,7 +348,8 @@ fn k_kills_the_selected_lanes_real_worker_and_the_supervisor_restarts_it() {
 #[test]
 fn q_quits_leaving_no_worker_and_the_terminal_restored() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
+    let mut dashboard =
+        Dashboard::start(&["tui", "--keep", "always"], tmp.path(), COLS, ROWS).unwrap();
     past_the_first_caption(&mut dashboard);
     let pids = collect_pids(&mut dashboard, 2, Duration::from_millis(1500)).unwrap();
     assert!(
@@ -360,8 +363,8 @@ fn q_quits_leaving_no_worker_and_the_terminal_restored() {
     assert_terminal_restored(&dashboard);
     let text = dashboard.text();
     assert!(
-        text.contains("databases are kept in"),
-        "no word of the databases after quitting:\n{text}"
+        text.contains("databases are kept in") && text.contains("(--keep always"),
+        "no word of the databases, or of the policy, after quitting:\n{text}"
     );
     let dir = the_tui_dir(tmp.path());
     assert!(

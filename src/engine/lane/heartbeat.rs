@@ -42,6 +42,8 @@ struct Workers {
     running: bool,
     /// Someone else's job, which need not keep a heartbeat.
     job: bool,
+    /// The lane's first start on the night's clock (a scenario's `start_at`).
+    first_start: f64,
 }
 
 impl LaneHeartbeat {
@@ -110,6 +112,7 @@ impl LaneHeartbeat {
         workers: Workers,
     ) -> Option<Note> {
         let beat = self.file.read(wall).ok();
+        let ahead = beat.as_ref().map_or(Duration::ZERO, |b| b.ahead);
         self.seen |= beat.is_some();
         if !self.seen && workers.job {
             // Nothing to measure: an external job need not keep a heartbeat, and one that does
@@ -135,26 +138,36 @@ impl LaneHeartbeat {
             }
         }
         let scheduled = self.beat_seen.map(|(_, at)| at).filter(|_| beat.is_some());
+        // Before a first beat, the silence counts from the lane's first start on the clock (a
+        // scenario's `start_at`), never from before it: no alert for a lane yet to start.
         let sim_age = scheduled.map_or_else(
-            || absences.silence(clock, since, now),
+            || {
+                absences
+                    .silence(clock, since, now)
+                    .min((clock.now().0 - workers.first_start).max(0.0))
+            },
             |at| (clock.now().0 - at).max(0.0),
         );
         self.task = beat.and_then(|b| b.task);
         self.sim_age = Some(sim_age);
-        let stale = workers.running && sim_age > dead_man;
+        // INVARIANT: judged by the rule `heartbeat-check` judges by: a beat from the future
+        // alerts, never passes for fresh.
+        let judged = heartbeat::judge(
+            ahead,
+            Duration::from_secs_f64(sim_age),
+            Duration::from_secs_f64(dead_man),
+        );
+        let stale = workers.running && judged.alert().is_some();
         if stale && !self.stale {
             self.stale = true;
-            let note = match scheduled {
+            let note = match (judged, scheduled) {
                 // The moment the threshold was crossed, to the second.
-                Some(at) => Note::runner(
+                (heartbeat::Judged::Stale(_), Some(at)) => Note::runner(
                     Kind::Alert,
                     heartbeat::stale_message(Duration::from_secs_f64(dead_man)),
                 )
                 .at(at + dead_man),
-                None => Note::runner(
-                    Kind::Alert,
-                    heartbeat::stale_message(Duration::from_secs_f64(sim_age)),
-                ),
+                _ => Note::runner(Kind::Alert, judged.alert().unwrap_or_default()),
             };
             Some(note)
         } else if !stale && self.stale {
@@ -208,6 +221,9 @@ impl Lane {
         let workers = Workers {
             running,
             job: self.config.worker.job().is_some(),
+            first_start: (self.attempts.iter())
+                .map(super::super::pace::Attempt::started)
+                .fold(f64::INFINITY, f64::min),
         };
         (self.heartbeat).read((now, wall, started), (clock, absences), dead_man, workers)
     }

@@ -196,6 +196,12 @@ impl Live {
         self.night.db_dir()
     }
 
+    /// Whether a lane's data went wrong in any night of this session.
+    #[must_use]
+    pub fn went_wrong(&self) -> bool {
+        self.night.went_wrong()
+    }
+
     /// The recording written (or being written) last, if any.
     #[must_use]
     pub fn saved_recording(&self) -> Option<&Path> {

@@ -66,6 +66,9 @@ pub struct LiveNight {
     recorder: Option<Recorder>,
     /// The last recording closed in this session.
     saved: Option<PathBuf>,
+    /// A lane's data went wrong in an earlier night of this session (`--keep failed` keeps
+    /// the folder).
+    wrong_before: bool,
     /// Where the next recording goes (`--record`), if it was named.
     record_to: Option<PathBuf>,
     /// When the dashboard was suspended (Ctrl-Z) with the night running: `fg` resumes it.
@@ -140,6 +143,7 @@ impl LiveNight {
             random_kills,
             recorder: None,
             saved: None,
+            wrong_before: false,
             record_to: record,
             suspended_running: None,
             said: Vec::new(),
@@ -426,6 +430,14 @@ impl LiveNight {
         }
     }
 
+    /// Whether a lane's data went wrong in any night of this session so far (its verdict
+    /// read from the rows).
+    pub fn went_wrong(&self) -> bool {
+        self.wrong_before
+            || (self.history.iter())
+                .any(|h| h.end.as_ref().is_some_and(|e| !e.derived_status.is_ok()))
+    }
+
     /// Each lane's verdict, once read.
     pub fn lane_ends(&self) -> Vec<Option<LaneEnd>> {
         self.history.iter().map(|h| h.end.clone()).collect()
@@ -440,6 +452,7 @@ impl LiveNight {
 
     fn restart_recording(&mut self, now: Instant, recording: bool) -> Result<(), Error> {
         self.finish_recording(now);
+        self.wrong_before = self.went_wrong();
         self.engine.shutdown();
         self.number += 1;
         self.engine = launch(

@@ -188,8 +188,10 @@ fn read_rows(
         let mut groups = stmt.query([]).map_err(failed)?;
         let mut matched = Matched::default();
         while let Some(group) = groups.next().map_err(failed)? {
-            let key: Option<String> = group.get(0).map_err(failed)?;
-            let is_key: bool = group.get(1).map_err(failed)?;
+            let (key, utf8) = super::rows::key_text(group, 0)
+                .map_err(failed)?
+                .map_or((None, true), |(k, utf8)| (Some(k), utf8));
+            let is_key = utf8 && group.get::<_, bool>(1).map_err(failed)?;
             let count: u64 = group.get(2).map_err(failed)?;
             matched.add(key.as_deref().filter(|_| is_key), count, queue);
         }

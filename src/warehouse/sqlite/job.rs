@@ -377,7 +377,9 @@ fn query_job(
     };
     let rows: Vec<(i64, Option<String>)> = stmt
         .query_map(rusqlite::params![high_water.0, MAX_ROWS_PER_POLL], |row| {
-            Ok((row.get::<_, i64>(0)?, row.get::<_, Option<String>>(1)?))
+            // A key that is not UTF-8 is no key of the queue: a row outside it.
+            let key = super::rows::key_text(row, 1)?.and_then(|(k, utf8)| utf8.then_some(k));
+            Ok((row.get::<_, i64>(0)?, key))
         })
         .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
         .map_err(failed)?;
@@ -419,10 +421,8 @@ fn read_job_checkpoints(
     ))?;
     let rows = stmt
         .query_map(rusqlite::params![from, MAX_ROWS_PER_POLL], |row| {
-            Ok((
-                row.get(0)?,
-                row.get::<_, Option<String>>(1)?.unwrap_or_default(),
-            ))
+            let key = super::rows::key_text(row, 1)?.and_then(|(k, utf8)| utf8.then_some(k));
+            Ok((row.get(0)?, key.unwrap_or_default()))
         })?
         .collect::<rusqlite::Result<_>>()?;
     Ok((rows, wiped))

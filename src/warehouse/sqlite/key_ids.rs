@@ -60,8 +60,10 @@ fn read(
     let mut seen = TaskBits::with_len(queue.len());
     let mut ids = KeyIds::default();
     while let Some(group) = groups.next().map_err(failed)? {
-        let key: Option<String> = group.get(0).map_err(failed)?;
-        let is_key: bool = group.get(1).map_err(failed)?;
+        let (key, utf8) = super::rows::key_text(group, 0)
+            .map_err(failed)?
+            .map_or((None, true), |(k, utf8)| (Some(k), utf8));
+        let is_key = utf8 && group.get::<_, bool>(1).map_err(failed)?;
         let count: u64 = group.get(2).map_err(failed)?;
         let shown = crate::base::text::escape_controls(key.as_deref().unwrap_or("NULL"));
         match key
@@ -97,7 +99,8 @@ mod tests {
         conn.execute_batch(
             "CREATE TABLE orders(order_id TEXT, amount INT);
              INSERT INTO orders VALUES ('task-000', 1), ('task-002', 1), ('task-002', 2),
-               ('stray', 1), (NULL, 1), ('bad' || char(27), 1);",
+               ('stray', 1), (NULL, 1), ('bad' || char(27), 1),
+               (CAST(X'7461736b2d303031ff' AS TEXT), 1);",
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let source = RowSource {
@@ -113,7 +116,9 @@ mod tests {
             [
                 ("NULL".to_string(), 1),
                 ("bad\\u{1b}".to_string(), 1),
-                ("stray".to_string(), 1)
+                ("stray".to_string(), 1),
+                // Not UTF-8: outside the queue, said escaped, never an error.
+                ("task-001\\xff".to_string(), 1)
             ]
         );
     }

@@ -90,6 +90,22 @@ pub fn count(
     Ok(Some((number(0, row.0)?, number(1, row.1)?)))
 }
 
+/// A key column's value (read `CAST(key AS TEXT)`) and whether it can be a key of the queue:
+/// bytes that are not UTF-8 (a job may store any) come back escaped (`task-\xff`) with
+/// `false`, to be judged as a row outside the queue and said as written, never an error.
+pub fn key_text(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Option<(String, bool)>> {
+    use rusqlite::types::ValueRef;
+    Ok(match row.get_ref(index)? {
+        ValueRef::Null => None,
+        ValueRef::Text(bytes) | ValueRef::Blob(bytes) => Some(match std::str::from_utf8(bytes) {
+            Ok(text) => (text.to_owned(), true),
+            Err(_) => (crate::base::text::escape_bytes(bytes), false),
+        }),
+        ValueRef::Integer(n) => Some((n.to_string(), true)),
+        ValueRef::Real(x) => Some((x.to_string(), true)),
+    })
+}
+
 /// The column names of `table`, in order.
 fn columns_of(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
     conn.prepare("SELECT name FROM pragma_table_info(?1)")

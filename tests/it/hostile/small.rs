@@ -1,6 +1,7 @@
-//! The smaller probes of the hostile pass: the vendor's files beside a new warehouse, a relay
-//! given what it cannot relay, an SVG's moment, a path with a line break, a dropped table, a
-//! command too long for `sh -c`, and an alert command that takes its time.
+//! The smaller probes of the hostile pass: the vendor's files beside a new warehouse (or named
+//! as the recording), a relay given what it cannot relay, an SVG's moment, a path with a line
+//! break, a dropped table, a command too long for `sh -c`, an alert command that takes its
+//! time, a hang no one will end, and numbers too long for an error line.
 
 use std::fs;
 use std::path::Path;
@@ -157,7 +158,7 @@ fn a_db_path_with_a_line_break_stays_on_the_database_line() {
         .lines()
         .find(|l| l.starts_with("database "))
         .unwrap_or_else(|| panic!("no database line:\n{}", run.stdout));
-    assert!(line.ends_with("a\\nb.db (kept)"), "{line}");
+    assert!(line.ends_with("a\\nb.db (yours: --db)"), "{line}");
     assert!(
         !run.stdout.lines().any(|l| l.starts_with("b.db")),
         "{}",
@@ -254,4 +255,77 @@ fn heartbeat_check_does_not_wait_out_a_slow_alert() {
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn a_recording_aimed_at_the_vendors_files_is_refused_before_the_night() {
+    for name in [
+        "w.vendor.sqlite",
+        "w.vendor.sqlite-wal",
+        "w.vendor.sqlite-journal",
+    ] {
+        let tmp = tempdir();
+        let run = reclaim_in_dir(
+            tmp.path(),
+            &[
+                "run",
+                "--strategy",
+                "outbox",
+                "--items",
+                "5",
+                "--db",
+                "w.db",
+                "--record",
+                name,
+            ],
+            LIMIT,
+        );
+        assert_one_line_error(&run, "vendor's");
+        assert!(
+            snapshot(tmp.path()).is_empty(),
+            "{name}: something was made"
+        );
+    }
+}
+
+#[test]
+fn a_hang_no_one_will_end_is_refused_headless() {
+    let tmp = tempdir();
+    write(
+        &tmp.path().join("hang.toml"),
+        "title = \"A hang\"\nitems = 20\n\n[host]\nhang_at_task = \"task-005\"\n\n[[lane]]\nstrategy = \"naive\"\n",
+    );
+    let before = snapshot(tmp.path());
+    let started = std::time::Instant::now();
+    let run = reclaim_in_dir(tmp.path(), &["run", "--scenario", "./hang.toml"], LIMIT);
+    assert_one_line_error(&run, "host.hang_at_task without host.hang_for");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(snapshot(tmp.path()), before);
+}
+
+#[test]
+fn numbers_too_long_for_an_error_line_are_never_printed_whole() {
+    let tmp = tempdir();
+    let digits = format!("1{}", "0".repeat(300));
+    for (flag, value) in [
+        ("--restart-delay", "1e300"),
+        ("--restart-delay", "-1e300"),
+        ("--scale", "1e300"),
+        ("--delay-ms", "1e300"),
+        ("--kill-window", "1e300..2e300"),
+        ("--restart-delay", digits.as_str()),
+        ("--items", digits.as_str()),
+    ] {
+        let run = reclaim_in_dir(
+            tmp.path(),
+            &["run", "--strategy", "naive", flag, value],
+            LIMIT,
+        );
+        assert_eq!(run.code, Some(2), "{flag} {value}: {}", run.stderr);
+        let line = run.stderr.trim_end();
+        assert!(
+            line.len() < 240 && !line.contains("0000000000000000000000000"),
+            "{flag}: {line}"
+        );
+    }
 }

@@ -230,6 +230,15 @@ fn framing_two_ways_or_bytes_that_are_not_a_header_are_answered_400() {
         ("a length that is not a number", {
             format!("POST /messages HTTP/1.1\r\nContent-Length: 0x20\r\n\r\n{body}").into_bytes()
         }),
+        // Which of two keys the vendor honoured is a question its caller could not answer.
+        (
+            "two Idempotency-Keys",
+            message("Idempotency-Key: k1\r\nIdempotency-Key: k2\r\n"),
+        ),
+        (
+            "the same Idempotency-Key twice",
+            message("Idempotency-Key: k1\r\nidempotency-key: k1\r\n"),
+        ),
     ];
     for (what, request) in cases {
         assert_eq!(vendor.ask(&request), "HTTP/1.1 400 Bad Request", "{what}");
