@@ -231,11 +231,7 @@ pub(super) fn print_summary(report: &ProveReport, strict: bool, out: &mut dyn Wr
     );
     match (&report.kept, &report.folder) {
         (Some(dir), Some(said)) => {
-            let _ = writeln!(
-                out,
-                "databases kept for inspection in {} {said}",
-                dir.display()
-            );
+            let _ = writeln!(out, "databases    {} {said}", dir.display());
         }
         (None, Some(said)) => {
             let _ = writeln!(out, "databases {said}");

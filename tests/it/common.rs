@@ -108,8 +108,17 @@ pub(crate) fn strategies_that(has: fn(reclaim::worker::Strategy) -> bool) -> Vec
         .collect()
 }
 
+/// reclaim, to be started with its TMPDIR in the suite's own scratch folder under `target/`
+/// (cargo's `CARGO_TARGET_TMPDIR`): the nights it keeps by its policy land there, never in
+/// the machine's shared temporary folder, where they would count against a person's bound.
+pub(crate) fn reclaim_command() -> Command {
+    let mut command = Command::new(BIN);
+    command.env("TMPDIR", env!("CARGO_TARGET_TMPDIR"));
+    command
+}
+
 pub(crate) fn reclaim(args: &[&str]) -> Run {
-    let output = Command::new(BIN)
+    let output = reclaim_command()
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -278,7 +287,7 @@ pub(crate) fn has_sqlite3() -> bool {
 /// going after `limit` is SIGKILLed (its workers die with it) and the test fails, so a hang is a
 /// failure with a message rather than a test that never ends.
 pub(crate) fn reclaim_within(args: &[&str], envs: &[(&str, &Path)], limit: Duration) -> Run {
-    let mut command = Command::new(BIN);
+    let mut command = reclaim_command();
     command.args(args);
     for (key, value) in envs {
         command.env(key, value);
@@ -289,7 +298,7 @@ pub(crate) fn reclaim_within(args: &[&str], envs: &[(&str, &Path)], limit: Durat
 /// `reclaim ARGS...` as `reclaim_within` runs it, with `dir` as its working directory and its
 /// TMPDIR, so whatever it creates lands there.
 pub(crate) fn reclaim_in_dir(dir: &Path, args: &[&str], limit: Duration) -> Run {
-    let mut command = Command::new(BIN);
+    let mut command = reclaim_command();
     command.args(args).env("TMPDIR", dir).current_dir(dir);
     run_within(command, &format!("reclaim {args:?}"), limit)
 }

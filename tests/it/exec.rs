@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -16,8 +16,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::common::{
-    BIN, Run, assert_one_line_error, count, example, json_of, number, open_ro, path_arg,
-    reclaim_in_dir, tempdir,
+    Run, assert_one_line_error, count, example, json_of, number, open_ro, path_arg, reclaim_in_dir,
+    tempdir,
 };
 
 /// A hang guard, not a timing assertion: a night of the examples takes a few seconds.
@@ -907,7 +907,7 @@ fn start_run(dir: &Path, command: &str, extra: &[&str]) -> (Child, PathBuf) {
     let night = dir.join("night");
     fs::create_dir(&night).unwrap_or_else(|e| panic!("{e}"));
     let db = night.join("warehouse.db");
-    let child = Command::new(BIN)
+    let child = crate::common::reclaim_command()
         .args(["run", "--exec", command, "--db", path_arg(&db)])
         .args(extra)
         .current_dir(dir)
@@ -1092,7 +1092,7 @@ fn a_job_that_stops_moving_is_given_up_on_after_its_progress_deadline() {
     fs::create_dir(&night).unwrap_or_else(|e| panic!("{e}"));
     let db = night.join("warehouse.db");
     let started = Instant::now();
-    let mut child = Command::new(BIN)
+    let mut child = crate::common::reclaim_command()
         .args(["run", "--exec", &command, "--db", path_arg(&db)])
         .args([
             "--items",

@@ -464,7 +464,7 @@ fn an_export_stopped_by_a_signal_leaves_nothing_behind() {
     for signal in [Signal::SIGINT, Signal::SIGTERM] {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let out = dir.path().join("night.cast");
-        let child = Command::new(crate::common::BIN)
+        let child = crate::common::reclaim_command()
             .args(["replay", path_arg(incident()), "--export", path_arg(&out)])
             .stdin(Stdio::null())
             .stdout(Stdio::null())

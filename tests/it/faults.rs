@@ -10,7 +10,7 @@ use std::fs;
 use std::io::Read as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -259,7 +259,7 @@ fn assert_beats_name_their_writers(db: &Path, acks: &Acks, what: &str) {
 /// (and the test failed) if still running after `LIMIT`.
 fn watch(args: &[&str], heartbeat: &Path, acks: &mut Acks) -> Run {
     let what = format!("reclaim {args:?}");
-    let child = Command::new(BIN)
+    let child = crate::common::reclaim_command()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -493,7 +493,7 @@ impl Fleet {
 
     /// Starts `reclaim worker --strategy guarded --db DB EXTRA...`; returns its index.
     fn spawn(&mut self, db: &Path, extra: &[&str]) -> usize {
-        let child = Command::new(BIN)
+        let child = crate::common::reclaim_command()
             .args(["worker", "--strategy", "guarded", "--db", path_arg(db)])
             .args(extra)
             .stdin(Stdio::null())

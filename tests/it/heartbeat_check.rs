@@ -240,7 +240,7 @@ fn an_alert_leaves_nothing_running_when_it_ends_or_the_switch_is_stopped() {
         "cd '{}' && (setsid sleep 303 &) && sleep 304",
         path_arg(&away)
     );
-    let switch = std::process::Command::new(crate::common::BIN)
+    let switch = crate::common::reclaim_command()
         .args([
             "heartbeat-check",
             "--file",

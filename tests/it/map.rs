@@ -2,14 +2,14 @@
 //! cells checked against what the code implies and against the databases read independently.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::common::{
-    BIN, Run, assert_one_line_error, distinct, duplicated_ids, json_of, number, open_ro, path_arg,
+    Run, assert_one_line_error, distinct, duplicated_ids, json_of, number, open_ro, path_arg,
     reclaim_in_dir, rows, strategies_that, workers_under,
 };
 
@@ -196,7 +196,7 @@ fn bad_map_input_is_one_line_and_exit_2_before_any_night() {
 #[test]
 fn ctrl_c_mid_map_kills_every_worker_of_every_night_in_flight() {
     let dir = tmp();
-    let child = Command::new(BIN)
+    let child = crate::common::reclaim_command()
         .args(["map", "--items", "400", "--json"])
         .env("TMPDIR", dir.path())
         .stdin(Stdio::null())

@@ -4,13 +4,13 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::common::{BIN, Run, cmdline, json_of, process_gone};
+use crate::common::{Run, cmdline, json_of, process_gone};
 use crate::pty::Dashboard;
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -204,7 +204,7 @@ fn an_own_jobs_night_stopped_by_a_signal_leaves_no_job_vendor_or_relay() {
         // mid-night.
         let db = dir.path().join("night").join("warehouse.db");
         std::fs::create_dir(dir.path().join("night")).unwrap_or_else(|e| panic!("{e}"));
-        let mut child = Command::new(BIN)
+        let mut child = crate::common::reclaim_command()
             .args([
                 "run",
                 "--exec",
@@ -240,7 +240,7 @@ fn an_own_jobs_night_stopped_by_a_signal_leaves_no_job_vendor_or_relay() {
     }
     // The map, stopped mid-night: every night in flight goes with it.
     let dir = tmp();
-    let child = Command::new(BIN)
+    let child = crate::common::reclaim_command()
         .args(["map", "--exec", &example("naive_job.py"), "--items", "40"])
         .args(["--delay-ms", "100", "--json"])
         .env("TMPDIR", dir.path())
@@ -284,7 +284,7 @@ fn a_cell_whose_point_is_never_reached_is_not_tested_and_fails_only_under_strict
         if strict {
             args.push("--strict");
         }
-        let output = Command::new(BIN)
+        let output = crate::common::reclaim_command()
             .args(&args)
             .env("TMPDIR", dir.path())
             .output()
@@ -298,7 +298,7 @@ fn a_cell_whose_point_is_never_reached_is_not_tested_and_fails_only_under_strict
         assert_eq!(json["cells"][0]["killed"], false, "{json}");
     }
     let args = ["map", "--exec", job.as_str(), "--items", "1", "--plain"];
-    let output = Command::new(BIN)
+    let output = crate::common::reclaim_command()
         .args(args)
         .env("TMPDIR", dir.path())
         .output()
@@ -330,7 +330,7 @@ fn junit_cases(path: &Path) -> Vec<(String, String, bool)> {
 fn both_maps_write_a_junit_case_per_band_failed_by_its_wrong_nights() {
     let dir = tmp();
     let builtin = dir.path().join("map.xml");
-    let mut command = Command::new(BIN);
+    let mut command = crate::common::reclaim_command();
     command
         .current_dir(dir.path())
         .env("TMPDIR", dir.path())
@@ -356,7 +356,7 @@ fn both_maps_write_a_junit_case_per_band_failed_by_its_wrong_nights() {
         ]
     );
     let own = dir.path().join("own.xml");
-    let mut command = Command::new(BIN);
+    let mut command = crate::common::reclaim_command();
     command
         .current_dir(dir.path())
         .env("TMPDIR", dir.path())

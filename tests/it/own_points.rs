@@ -22,7 +22,7 @@ fn reclaim_with(env: &[(&str, &str)], args: &[&str]) -> Run {
     } else {
         &[]
     };
-    let output = Command::new(BIN)
+    let output = crate::common::reclaim_command()
         .args(args)
         .args(keep)
         .envs(env.iter().copied())

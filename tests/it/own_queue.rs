@@ -4,12 +4,9 @@
 //! figures in `run`, the recording and `replay --check`. Each database is read back with SQLite.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
-use crate::common::{
-    BIN, Run, assert_one_line_error, count, json_of, number, open_ro, reclaim_within,
-};
+use crate::common::{Run, assert_one_line_error, count, json_of, number, open_ro, reclaim_within};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -20,7 +17,7 @@ fn orders_job() -> String {
 
 /// `reclaim ARGS` with `ORDERS_MODE` (and more) set for the job, in `dir`.
 fn reclaim_with(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
-    let mut command = Command::new(BIN);
+    let mut command = crate::common::reclaim_command();
     command
         .args(args)
         .current_dir(dir)

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::common::{BIN, assert_one_line_error, cmdline, process_gone, reclaim_in_dir};
+use crate::common::{assert_one_line_error, cmdline, process_gone, reclaim_in_dir};
 
 /// The server programs, as reclaim looks for them. In CI (`CI` set, as `.ci/run` runs) their
 /// absence fails the test: there `.ci/run` installs them, so they must be found.
@@ -512,7 +512,7 @@ fn verdicts_agree(cluster: &Path, host: &str) {
     ];
     let sqlite = crate::common::json_of(&crate::common::reclaim(&args));
     // The PostgreSQL lane named as a worker names it: the night's server and schema, inherited.
-    let on_pg = Command::new(BIN)
+    let on_pg = crate::common::reclaim_command()
         .args(args)
         .env(
             "RECLAIM_PG_CONNINFO",
@@ -624,7 +624,7 @@ fn the_private_cluster_dies_with_reclaim() {
     // its cluster to come up and go.
     let dies_with = |signal: Signal| {
         let dir = folder();
-        let mut child = Command::new(BIN)
+        let mut child = crate::common::reclaim_command()
             .args([
                 "run",
                 "--strategy",

@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::FileTypeExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
 use crate::common::strategies;
 use crate::common::{
-    BIN, Run, assert_one_line_error, count, json_of, number, open_ro, path_arg, reclaim_in_dir,
+    Run, assert_one_line_error, count, json_of, number, open_ro, path_arg, reclaim_in_dir,
 };
 use crate::robust::{tempdir, warehouse};
 
@@ -346,7 +346,7 @@ fn two_runs_given_one_new_warehouse_start_one_night() {
     for round in 0..3 {
         let db = tmp.path().join(format!("w{round}.db"));
         let start = || {
-            Command::new(BIN)
+            crate::common::reclaim_command()
                 .args([
                     "run",
                     "--strategy",

@@ -4,7 +4,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -17,8 +17,8 @@ use reclaim::tui::replay::ReplayApp;
 use serde_json::Value;
 
 use crate::common::{
-    BIN, Run, assert_one_line_error, distinct, duplicated_ids, gone_within, json_of, number,
-    open_ro, path_arg, read_bytes, reclaim_within, rows,
+    Run, assert_one_line_error, distinct, duplicated_ids, gone_within, json_of, number, open_ro,
+    path_arg, read_bytes, reclaim_within, rows,
 };
 
 /// A hang guard, not a timing assertion: every night here takes a few seconds at most.
@@ -525,7 +525,7 @@ fn a_session_killed_mid_night_leaves_a_readable_recording() {
     let tmp = tempfile::tempdir().unwrap();
     let record = tmp.path().join("R.jsonl");
     let mut night = Night(
-        Command::new(BIN)
+        crate::common::reclaim_command()
             .args(["run", "--strategy", "guarded", "--delay-ms", "20"])
             .arg("--record")
             .arg(&record)

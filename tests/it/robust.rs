@@ -17,7 +17,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::common::{
-    BIN, Run, assert_one_line_error, cmdline, count, open_ro, path_arg, read_bytes, reclaim_in_dir,
+    Run, assert_one_line_error, cmdline, count, open_ro, path_arg, read_bytes, reclaim_in_dir,
     record_short_night, snapshot,
 };
 use crate::pty::Dashboard;
@@ -135,7 +135,7 @@ struct Live {
 impl Live {
     fn start(args: &[&str], tmp: &Path, envs: &[(&str, &str)]) -> Self {
         let what = format!("reclaim {args:?}");
-        let mut command = Command::new(BIN);
+        let mut command = crate::common::reclaim_command();
         command
             .args(args)
             .env("TMPDIR", tmp)

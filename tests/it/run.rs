@@ -6,7 +6,7 @@ use std::fs;
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
@@ -85,7 +85,7 @@ struct LiveNight {
 impl LiveNight {
     /// A guarded night slow enough (50 ms an item, ten seconds in all) to be interrupted.
     fn start(db: &Path) -> Self {
-        let mut child = Command::new(BIN)
+        let mut child = crate::common::reclaim_command()
             .args(["run", "--strategy", "guarded", "--delay-ms", "50", "--db"])
             .arg(db)
             .stdin(Stdio::null())
@@ -709,7 +709,7 @@ fn prove_follows_every_naive_failure_with_the_unique_key_lesson() {
     );
     let kept = lines
         .iter()
-        .find_map(|l| l.strip_prefix("databases kept for inspection in "))
+        .find_map(|l| l.strip_prefix("databases    "))
         .unwrap_or_else(|| panic!("{}", run.stdout));
     assert!(kept.starts_with(path_arg(dir.path())), "{kept}");
     // The default policy, named on the line.
@@ -798,7 +798,7 @@ fn a_panic_in_any_thread_of_run_leaves_no_worker() {
     for place in ["loop", "thread"] {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("w.db");
-        let out = Command::new(BIN)
+        let out = crate::common::reclaim_command()
             .args(["run", "--strategy", "guarded", "--delay-ms", "20", "--db"])
             .arg(&db)
             .env("RECLAIM_TEST_PANIC", place)

@@ -5,7 +5,7 @@
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -424,7 +424,7 @@ struct Vendor {
 
 impl Vendor {
     fn start(db: &Path, args: &[&str]) -> Self {
-        let mut child = Command::new(BIN)
+        let mut child = crate::common::reclaim_command()
             .arg("vendor")
             .arg("--db")
             .arg(db)
@@ -578,7 +578,7 @@ fn no_vendor_or_relay_outlives_reclaim_on_any_exit_path() {
     for signal in [Signal::SIGTERM, Signal::SIGKILL] {
         let tmp = tempdir();
         let db = tmp.path().join("b.db");
-        let mut child = Command::new(BIN)
+        let mut child = crate::common::reclaim_command()
             .args([
                 "run",
                 "--strategy",
@@ -613,7 +613,7 @@ fn no_vendor_or_relay_outlives_reclaim_on_any_exit_path() {
     // the vendor's among them.
     let tmp = tempdir();
     let db = tmp.path().join("p.db");
-    let output = Command::new(BIN)
+    let output = crate::common::reclaim_command()
         .args([
             "run",
             "--strategy",

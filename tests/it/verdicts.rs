@@ -426,7 +426,7 @@ const WAL_SLACK: u64 = 4 * 1024 * 1024;
 
 #[test]
 fn the_wal_stays_bounded_while_four_workers_write_and_inspect_reads_in_a_loop() {
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     use std::time::Instant;
 
     let dir = tempfile::tempdir().unwrap();
@@ -436,7 +436,7 @@ fn the_wal_stays_bounded_while_four_workers_write_and_inspect_reads_in_a_loop() 
     // 8,000 items already take the log to the bound (64 MB) on this machine; 20,000 leave
     // room for a faster one (60,000 took three times as long and proved no more).
     let items = "20000";
-    let mut child = Command::new(crate::common::BIN)
+    let mut child = crate::common::reclaim_command()
         .args([
             "run",
             "--strategy",

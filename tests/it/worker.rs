@@ -4,7 +4,7 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use rusqlite::{Connection, OptionalExtension as _};
 use serde_json::Value;
@@ -37,7 +37,7 @@ fn worker(strategy: &str, db: &Path, extra: &[&str]) -> Run {
 }
 
 fn spawn_worker(strategy: &str, db: &Path) -> Child {
-    Command::new(BIN)
+    crate::common::reclaim_command()
         .args(["worker", "--strategy", strategy, "--db", path_arg(db)])
         .args(["--delay-ms", "0"])
         .stdin(Stdio::null())
@@ -543,7 +543,7 @@ fn guarded_skips_tasks_another_writer_checkpoints_while_it_runs() {
     // a while after the worker has started: the worker must notice and leave them alone.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("warehouse.db");
-    let child = Command::new(BIN)
+    let child = crate::common::reclaim_command()
         .args(["worker", "--strategy", "guarded", "--db", path_arg(&db)])
         .args(["--items", "200", "--delay-ms", "10"])
         .stdin(Stdio::null())

@@ -209,7 +209,7 @@ pub struct Settled {
 
 impl Settled {
     /// The policy's word on the folder, for the line that names it: `kept (--keep failed: the
-    /// night failed; ...)` or `removed (--keep failed: the night held; ...)`.
+    /// night failed; ...)` or `removed (--keep failed: nothing failed; ...)`.
     #[must_use]
     pub fn said(&self) -> String {
         let policy = self.policy;

@@ -3,19 +3,19 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use super::tempdir;
 
-use crate::common::{BIN, assert_one_line_error, path_arg, reclaim_in_dir};
+use crate::common::{assert_one_line_error, path_arg, reclaim_in_dir};
 
 /// Runs reclaim with `args` in `dir` (stdout and stderr to files there), polling its peak
 /// resident memory (`VmHWM`, KiB) until it exits: its exit code, stdout and that peak.
 fn run_measured(dir: &Path, args: &[&str], limit: Duration) -> (Option<i32>, String, u64) {
     let stdout = fs::File::create(dir.join("stdout.txt")).unwrap_or_else(|e| panic!("{e}"));
     let stderr = fs::File::create(dir.join("stderr.txt")).unwrap_or_else(|e| panic!("{e}"));
-    let mut child = Command::new(BIN)
+    let mut child = crate::common::reclaim_command()
         .args(args)
         .current_dir(dir)
         .env("TMPDIR", dir)

@@ -4,14 +4,14 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use super::tempdir;
-use crate::common::{BIN, cmdline, path_arg, process_gone};
+use crate::common::{cmdline, path_arg, process_gone};
 
 const LIMIT: Duration = Duration::from_secs(60);
 const GRACE: Duration = Duration::from_secs(5);
@@ -51,7 +51,7 @@ fn sleeps(dir: &Path) -> Vec<i32> {
 fn start(dir: &Path, extra: &[&str]) -> (Child, PathBuf) {
     let night = dir.join("night");
     fs::create_dir(&night).unwrap_or_else(|e| panic!("{e}"));
-    let child = Command::new(BIN)
+    let child = crate::common::reclaim_command()
         .args(["run", "--exec", &escaping_job(), "--db"])
         .arg(path_arg(&night.join("warehouse.db")))
         .args(extra)

@@ -5,14 +5,14 @@
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::tempdir;
-use crate::common::{BIN, count, open_ro};
+use crate::common::{count, open_ro};
 
 /// `reclaim vendor` running on a new database; killed when dropped.
 struct Vendor {
@@ -22,7 +22,7 @@ struct Vendor {
 
 impl Vendor {
     fn start(db: &Path) -> Self {
-        let mut child = Command::new(BIN)
+        let mut child = crate::common::reclaim_command()
             .arg("vendor")
             .arg("--db")
             .arg(db)
