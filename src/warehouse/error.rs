@@ -193,7 +193,7 @@ pub enum WarehouseError {
         columns: String,
     },
     /// The session ended under a statement: the server restarted or went away. Its text
-    /// starts with `LOST`, which the engine reads in a worker's last line (`is_lost_line`).
+    /// starts with `LOST`, which the engine reads in a worker's last line (`is_lost_reason`).
     #[error("{LOST} ({what}): {detail}")]
     Lost { what: String, detail: String },
     #[error("the private PostgreSQL cluster: {0}")]
@@ -247,11 +247,11 @@ pub fn describe(error: &postgres::Error) -> String {
 /// How a lost session's error begins, in a worker's last line too.
 pub const LOST: &str = "lost the connection to PostgreSQL";
 
-/// Whether a worker's last error line says it lost its session (`WarehouseError::Lost`).
+/// Whether the reason a worker gave for ending (its error line read by the worker protocol,
+/// `protocol::error_reason`) says it lost its session (`WarehouseError::Lost`).
 #[must_use]
-pub fn is_lost_line(line: &str) -> bool {
-    line.trim_start_matches("reclaim: error: ")
-        .starts_with(LOST)
+pub fn is_lost_reason(reason: &str) -> bool {
+    reason.starts_with(LOST)
 }
 
 /// The session is gone, or the server will not take one now: it shut down (a restart's first

@@ -23,7 +23,7 @@ pub mod sqlite;
 
 pub use backend::{Said, ServerWatch, WriterSpec};
 pub use batch::{Batch, Row};
-pub use error::{KeysError, LOST, StoreError, TrialError, WarehouseError, is_lost_line};
+pub use error::{KeysError, LOST, StoreError, TrialError, WarehouseError, is_lost_reason};
 pub use inspection::{DuplicatedId, Inspection, Judged};
 pub use postgres::{Night, Server, check_schema_name, target_of};
 pub use schema::{SchemaFacts, SchemaNeeds};

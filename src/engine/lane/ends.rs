@@ -163,7 +163,11 @@ impl Lane {
             // The server ended its session (a restart): the job dies as a job does when its
             // database goes away, and is restarted as after a kill; what that does to the rows
             // is the strategy's to answer.
-            Exit::Failed { reason, .. } if crate::warehouse::is_lost_line(reason) => {
+            Exit::Failed { reason, .. }
+                if crate::warehouse::is_lost_reason(crate::worker::protocol::error_reason(
+                    reason,
+                )) =>
+            {
                 self.slots[slot].restart_after_failure(sim, policy);
                 self.ends.deaths_on_its_own += 1;
                 let text = format!(

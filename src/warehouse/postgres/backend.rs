@@ -8,7 +8,7 @@ use super::follow::Follow;
 use super::job::{self, JobFollow};
 use super::outbox::PgOutbox;
 use super::schema;
-use super::watch::Watch;
+use super::server_events::ServerEvents;
 use super::writer::PgWriter;
 use super::{ENV_CONNINFO, ENV_PREFIX, Server, inspect};
 use crate::queue::Queue;
@@ -55,7 +55,7 @@ impl Backend for Server {
     }
 
     fn watch(&self) -> Option<Box<dyn ServerWatch>> {
-        Some(Box::new(Watch::new(self)))
+        Some(Box::new(ServerEvents::new(self)))
     }
 
     /// What only SQLite has yet is refused before any write.

@@ -12,8 +12,8 @@ mod job;
 mod night;
 mod outbox;
 mod schema;
+mod server_events;
 mod session;
-mod watch;
 mod writer;
 
 pub use night::{Night, list_schemas};

@@ -51,7 +51,7 @@ struct Victim {
 }
 
 /// The night's watch on its server.
-pub struct Watch {
+pub struct ServerEvents {
     server: Server,
     client: Option<Client>,
     /// `pg_postmaster_start_time()` at the last look.
@@ -67,16 +67,16 @@ pub struct Watch {
     victims: Vec<Victim>,
 }
 
-impl std::fmt::Debug for Watch {
+impl std::fmt::Debug for ServerEvents {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Watch")
+        f.debug_struct("ServerEvents")
             .field("start", &self.start)
             .field("victims", &self.victims)
             .finish_non_exhaustive()
     }
 }
 
-impl Watch {
+impl ServerEvents {
     #[must_use]
     pub fn new(server: &Server) -> Self {
         Self {
@@ -381,7 +381,7 @@ fn widen(xid: &str, xmax: &str) -> Option<String> {
     Some(((epoch << 32) | xid).to_string())
 }
 
-impl ServerWatch for Watch {
+impl ServerWatch for ServerEvents {
     fn awaited(&self, now: Instant) -> Option<f64> {
         self.awaited_at(now)
     }
