@@ -277,3 +277,33 @@ fn the_dashboard_left_early_keeps_nothing_under_the_default() {
     );
     assert_eq!(entries(tmp.path()), 0, "{text}");
 }
+
+/// Quit while a lane's panel shows its data wrong, before any verdict was read: the night
+/// failed, so the default keeps its folder (it used to wait for a verdict and remove it).
+#[test]
+fn the_dashboard_left_once_the_data_went_wrong_keeps_the_night() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut dashboard =
+        Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap_or_else(|e| panic!("{e}"));
+    past_the_first_caption(&mut dashboard);
+    // The host's kill at 02:11:47; naive's restart writes task-000 again at 02:12:07, long
+    // before either lane ends at 02:15:21 and 02:19:31 and its verdict is read.
+    dashboard
+        .wait_past_captions(
+            "naive's data wrong on its panel",
+            Instant::now() + Duration::from_secs(60),
+            |screen| screen.contents().contains("DATA WRONG"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    let status = dashboard
+        .wait_exit(PROMPTLY)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status.exit_code(), 0, "{status:?}:\n{}", dashboard.text());
+    let text = dashboard.text();
+    assert!(
+        text.contains("kept (--keep failed: the night failed"),
+        "{text}"
+    );
+    assert_eq!(entries(&home(tmp.path())), 1, "{text}");
+}

@@ -433,7 +433,12 @@ impl LiveNight {
     /// Whether a lane's data went wrong in any night of this session so far (its verdict
     /// read from the rows).
     pub fn went_wrong(&self) -> bool {
+        // A lane's verdict once read; before it, what its panel shows: rows seen doubled or
+        // outside the queue are wrong whatever comes after (quitting mid-night keeps them).
+        let seen_wrong = (self.engine.lanes().iter())
+            .any(|l| l.observer().duplicated > 0 || l.observer().unexpected > 0);
         self.wrong_before
+            || seen_wrong
             || (self.history.iter())
                 .any(|h| h.end.as_ref().is_some_and(|e| !e.derived_status.is_ok()))
     }
