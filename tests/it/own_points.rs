@@ -568,6 +568,7 @@ fn shrink_exec_of_a_listed_queue_gives_the_run_command_that_fails_again() {
     let replayed = Command::new("sh")
         .arg("-c")
         .arg(command.replacen("reclaim", BIN, 1))
+        .env("TMPDIR", env!("CARGO_TARGET_TMPDIR"))
         .output()
         .unwrap_or_else(|e| panic!("sh: {e}"));
     let stdout = String::from_utf8_lossy(&replayed.stdout);
