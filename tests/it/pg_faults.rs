@@ -3,6 +3,7 @@
 //! transaction, whose fate the night reads from the server (`pg_xact_status`) and this test
 //! reads again with psql.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -163,25 +164,32 @@ fn a_killed_workers_open_transaction_is_shown_aborted_by_the_server() {
     let dir = folder();
     let mut night = start_night(dir.path(), &["--items", "1000", "--delay-ms", "10"]);
     let cluster = up_with_rows(dir.path(), 20, &mut night);
-    // A checkpoint a little ahead of the worker, inserted and held uncommitted: the worker's
-    // own checkpoint of that task waits for this transaction, after its row's insert.
+    // A checkpoint well ahead of the worker, inserted and held uncommitted by a session this
+    // test feeds line by line: the worker's own checkpoint of that task waits for it, after its
+    // row's insert, for as long as the test keeps the session open (no fixed sleep: the test
+    // lets go only once it has seen the wait and killed the waiter).
     let ahead = psql_try(
         &cluster,
-        "SELECT 'task-' || lpad((count(*) + 40)::text, 3, '0') FROM night.records",
+        "SELECT 'task-' || lpad((count(*) + 200)::text, 3, '0') FROM night.records",
     )
     .unwrap_or_else(|| panic!("psql"));
     let mut holder = Command::new("psql")
-        .args(["-X", "-q", "-h"])
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h"])
         .arg(&cluster)
-        .args(["-U", "reclaim", "-d", "postgres", "-c"])
-        .arg(format!(
-            "BEGIN; INSERT INTO night.checkpoints VALUES ('{ahead}', 0); SELECT pg_sleep(4); ROLLBACK;"
-        ))
+        .args(["-U", "reclaim", "-d", "postgres"])
+        .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("{e}"));
+    let mut feed = holder.stdin.take().unwrap_or_else(|| panic!("psql stdin"));
+    writeln!(
+        feed,
+        "BEGIN; INSERT INTO night.checkpoints VALUES ('{ahead}', 0); SELECT 1;"
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    feed.flush().unwrap_or_else(|e| panic!("{e}"));
     let mut waiting = String::new();
-    let found = poll_until(Duration::from_secs(60), || {
+    let found = poll_until(Duration::from_secs(120), || {
         waiting = psql_try(
             &cluster,
             "SELECT substr(application_name, 9) || ' ' || backend_xid FROM pg_stat_activity \
@@ -195,7 +203,27 @@ fn a_killed_workers_open_transaction_is_shown_aborted_by_the_server() {
         .split_once(' ')
         .unwrap_or_else(|| panic!("{waiting}"));
     let pid: i32 = pid.parse().unwrap_or_else(|e| panic!("{pid}: {e}"));
+    let names = "SELECT string_agg(application_name, ' ') FROM pg_stat_activity \
+                 WHERE application_name LIKE 'reclaim/%'";
+    let before = psql_try(&cluster, names).unwrap_or_default();
     kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap_or_else(|e| panic!("{e}"));
+    // The killed worker's session lives on, waiting, until the holder lets go. reclaim reads
+    // it when it reaps the worker, before it restarts one: a session of a new worker says
+    // that read is done.
+    let restarted = poll_until(Duration::from_secs(120), || {
+        psql_try(&cluster, names)
+            .unwrap_or_default()
+            .split(' ')
+            .any(|name| !name.is_empty() && !before.split(' ').any(|b| b == name))
+    });
+    assert!(
+        restarted,
+        "no worker restarted after the kill (before: {before})"
+    );
+    writeln!(feed, "ROLLBACK;").unwrap_or_else(|e| panic!("{e}"));
+    drop(feed);
+    let held = holder.wait().unwrap_or_else(|e| panic!("{e}"));
+    assert!(held.success(), "the holding session failed: {held}");
     // The server's own word, asked by this test: aborted once the wait ends.
     let mut status = String::new();
     let settled = poll_until(Duration::from_secs(30), || {
@@ -205,7 +233,6 @@ fn a_killed_workers_open_transaction_is_shown_aborted_by_the_server() {
     });
     assert!(settled, "{xid}: {status}");
     assert_eq!(status, "aborted");
-    let _ = holder.wait();
     let (code, out) = finish(dir.path(), night);
     assert_eq!(code, Some(0), "{out}");
     assert!(
