@@ -129,11 +129,12 @@ fn a_killed_workers_lease_ends_and_another_worker_takes_its_item() {
 }
 
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn eight_claim_workers_under_random_kills_write_each_item_once_on_postgres() {
-    let Some(bin) = pg_bin() else {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    };
+    let bin = pg_bin();
     let dir = folder();
     let mut args = storm("2");
     args.extend(["--warehouse", "postgres", "--keep"]);
@@ -171,29 +172,44 @@ fn psql_agrees(cluster: &Path) {
     assert!(claimants > 8, "{claimants} claimants");
 }
 
-/// The shipped `claim` scenario: three naive workers write every item three times, claim's eight
-/// write each once (psql counting them on the kept cluster), on SQLite and on PostgreSQL alike.
+/// The shipped `claim` scenario's verdicts: three naive workers write every item three times,
+/// claim's eight write each once.
+const CLAIM_VERDICTS: [&str; 2] = [
+    "verdict      naive  claimed=ok derived=DATA WRONG (120 duplicated task ids)  rows=360 duplicated_task_ids=120 kills=0 restarts=0",
+    "verdict      claim  claimed=ok derived=ok  rows=120 duplicated_task_ids=0 kills=0 restarts=0",
+];
+
+fn verdict_lines(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("verdict"))
+        .collect()
+}
+
+/// The shipped `claim` scenario on SQLite teaches duplicate delivery beside eight claim workers.
 #[test]
 fn the_claim_scenario_teaches_duplicate_delivery_beside_eight_claim_workers() {
     let dir = folder();
-    let verdicts = |stdout: &str| -> Vec<String> {
-        stdout
-            .lines()
-            .filter(|l| l.starts_with("verdict"))
-            .map(str::to_string)
-            .collect()
-    };
     let sqlite = reclaim_in_dir(dir.path(), &["run", "--scenario", "claim"], LIMIT);
     assert_eq!(sqlite.code, Some(1), "{}\n{}", sqlite.stdout, sqlite.stderr);
-    let expected = vec![
-        "verdict      naive  claimed=ok derived=DATA WRONG (120 duplicated task ids)  rows=360 duplicated_task_ids=120 kills=0 restarts=0".to_string(),
-        "verdict      claim  claimed=ok derived=ok  rows=120 duplicated_task_ids=0 kills=0 restarts=0".to_string(),
-    ];
-    assert_eq!(verdicts(&sqlite.stdout), expected, "{}", sqlite.stdout);
-    let Some(bin) = pg_bin() else {
-        eprintln!("PostgreSQL server programs not installed: the PostgreSQL half not run");
-        return;
-    };
+    assert_eq!(
+        verdict_lines(&sqlite.stdout),
+        CLAIM_VERDICTS,
+        "{}",
+        sqlite.stdout
+    );
+}
+
+/// The same scenario on PostgreSQL gives the same verdicts, psql counting the rows on the kept
+/// cluster.
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn the_claim_scenario_on_postgres_gives_sqlites_verdicts_and_psql_agrees() {
+    let bin = pg_bin();
+    let dir = folder();
     let pg = reclaim_in_dir(
         dir.path(),
         &[
@@ -207,7 +223,7 @@ fn the_claim_scenario_teaches_duplicate_delivery_beside_eight_claim_workers() {
         LIMIT,
     );
     assert_eq!(pg.code, Some(1), "{}\n{}", pg.stdout, pg.stderr);
-    assert_eq!(verdicts(&pg.stdout), expected, "{}", pg.stdout);
+    assert_eq!(verdict_lines(&pg.stdout), CLAIM_VERDICTS, "{}", pg.stdout);
     assert!(
         pg.stdout
             .contains("schemas:   night_night1_1_naive, night_night1_2_claim"),
@@ -232,30 +248,33 @@ fn the_claim_scenario_teaches_duplicate_delivery_beside_eight_claim_workers() {
     });
 }
 
+/// `reclaim run --scenario claim EXTRA`, exit 1, its text without pids and paths.
+fn claim_night(extra: &[&str]) -> String {
+    let dir = folder();
+    let mut args = vec!["run", "--scenario", "claim"];
+    args.extend(extra);
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    without_pids_and_paths(&run.stdout)
+}
+
+/// A night's timeline: its lines that start with the clock.
+fn timeline(text: &str) -> Vec<String> {
+    (text.lines())
+        .filter(|l| after_clock(l).is_some())
+        .map(str::to_string)
+        .collect()
+}
+
 /// The claim night is a function of the scenario, not of the machine: run twice (the suite's
 /// other tests loading the machine meanwhile), it prints the same text but pids, run ids and
-/// paths, on SQLite and on PostgreSQL alike, and the same timeline on both. Which worker claims
-/// which item, each worker's count and each naive worker's word are the night's: the writes of
-/// one moment are granted in slot order, so the three naive workers' last writes, and the
-/// counts each makes after its own, come in that order too.
+/// paths. Which worker claims which item, each worker's count and each naive worker's word are
+/// the night's: the writes of one moment are granted in slot order, so the three naive workers'
+/// last writes, and the counts each makes after its own, come in that order too.
 #[test]
-fn the_claim_scenario_twice_prints_the_same_text_on_either_warehouse() {
-    let night = |extra: &[&str]| -> String {
-        let dir = folder();
-        let mut args = vec!["run", "--scenario", "claim"];
-        args.extend(extra);
-        let run = reclaim_in_dir(dir.path(), &args, LIMIT);
-        assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
-        without_pids_and_paths(&run.stdout)
-    };
-    let timeline = |text: &str| -> Vec<String> {
-        (text.lines())
-            .filter(|l| after_clock(l).is_some())
-            .map(str::to_string)
-            .collect()
-    };
-    let sqlite = night(&[]);
-    assert_eq!(sqlite, night(&[]), "two runs on SQLite differ");
+fn the_claim_scenario_twice_prints_the_same_text() {
+    let sqlite = claim_night(&[]);
+    assert_eq!(sqlite, claim_night(&[]), "two runs on SQLite differ");
     let lines = timeline(&sqlite);
     let done: Vec<&str> = (lines.iter())
         .filter(|l| l.contains("worker  done"))
@@ -279,17 +298,23 @@ fn the_claim_scenario_twice_prints_the_same_text_on_either_warehouse() {
             "{sqlite}"
         );
     }
-    let Some(_) = pg_bin() else {
-        eprintln!("PostgreSQL server programs not installed: the PostgreSQL half not run");
-        return;
-    };
-    let pg = night(&["--warehouse", "postgres"]);
+}
+
+/// On PostgreSQL the claim night's timeline is SQLite's, line for line (SQLite's is the same on
+/// every run, above).
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn the_claim_scenario_on_postgres_prints_sqlites_timeline() {
+    let pg = claim_night(&["--warehouse", "postgres"]);
+    let sqlite = claim_night(&[]);
     assert_eq!(
-        pg,
-        night(&["--warehouse", "postgres"]),
-        "two runs on PostgreSQL differ"
+        timeline(&pg),
+        timeline(&sqlite),
+        "PostgreSQL's night is not SQLite's"
     );
-    assert_eq!(timeline(&pg), lines, "PostgreSQL's night is not SQLite's");
 }
 
 /// Two guarded workers on one queue (`duplicate-delivery`) race for every row, and the unique

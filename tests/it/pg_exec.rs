@@ -14,11 +14,12 @@ fn job(script: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn prove_exec_on_postgres_passes_the_safe_job_and_catches_the_naive_one() {
-    let Some(bin) = pg_bin() else {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    };
+    let bin = pg_bin();
     let dir = folder();
     let safe = job("psql_job.sh");
     let args = [
@@ -123,11 +124,12 @@ fn prove_exec_on_postgres_passes_the_safe_job_and_catches_the_naive_one() {
 }
 
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn map_exec_on_postgres_maps_the_safe_job_right_and_the_naive_one_wrong() {
-    let Some(bin) = pg_bin() else {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    };
+    let bin = pg_bin();
     let dir = folder();
     let safe = job("psql_job.sh");
     // The naive job's map beside the safe one's, in a folder (and on a cluster) of its own.
@@ -226,11 +228,12 @@ fn map_exec_on_postgres_maps_the_safe_job_right_and_the_naive_one_wrong() {
 /// came (made by the setup), after the row's commit. A key with a control character and a query
 /// that writes are one line each, escaped, exit 2, nothing left.
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn keys_sql_and_checkpoint_table_run_on_the_server() {
-    let Some(bin) = pg_bin() else {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    };
+    let bin = pg_bin();
     let dir = folder();
     let safe = job("psql_job.sh");
     let keys = "SELECT 'task-' || lpad(g::text, 3, '0') FROM generate_series(0, 19) g";
@@ -347,11 +350,11 @@ fn refused_keys_sql(safe: &str, (setup, sql, says): (Option<&str>, &str, &str)) 
 }
 
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn a_checkpoint_key_the_server_table_lacks_stops_the_night_at_the_first_look() {
-    if pg_bin().is_none() {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    }
     let dir = folder();
     let safe = job("psql_job.sh");
     let args = [

@@ -91,11 +91,12 @@ fn finish(dir: &Path, mut night: Child) -> (Option<i32>, String) {
 /// verdict holds; and the restarted postmaster (pg_ctl's child, not the guard's) is stopped
 /// and its folder removed as reclaim ends.
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn a_server_restart_mid_night_is_said_once_and_the_night_goes_on() {
-    let Some(bin) = pg_bin() else {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    };
+    let bin = pg_bin();
     let dir = folder();
     // The restart comes at 100 rows; the 500 items left take the two workers at least 6 s of
     // their 25 ms pauses alone, far longer than `pg_ctl restart` takes, at any load (a slower
@@ -156,11 +157,11 @@ fn a_server_restart_mid_night_is_said_once_and_the_night_goes_on() {
 /// keeps the session until that wait ends, then aborts the transaction. The night says so from
 /// `pg_xact_status`; psql, asked independently, agrees; and the night's figures hold.
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn a_killed_workers_open_transaction_is_shown_aborted_by_the_server() {
-    if pg_bin().is_none() {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    }
     let dir = folder();
     let mut night = start_night(dir.path(), &["--items", "1000", "--delay-ms", "10"]);
     let cluster = up_with_rows(dir.path(), 20, &mut night);
@@ -253,11 +254,11 @@ fn a_killed_workers_open_transaction_is_shown_aborted_by_the_server() {
 /// storm print the same night. Before, each such line was stamped wherever the clock had run to
 /// when the server answered, a different second each run.
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn a_storm_on_postgres_twice_prints_the_same_night() {
-    if pg_bin().is_none() {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    }
     let night = || {
         let dir = folder();
         let db = dir.path().join("g.db");

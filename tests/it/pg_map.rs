@@ -27,11 +27,11 @@ fn cells(json: &serde_json::Value) -> Vec<serde_json::Value> {
 }
 
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn a_map_on_postgres_has_the_cells_of_the_map_on_sqlite() {
-    if pg_bin().is_none() {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    }
     let args = [
         "map",
         "--items",
@@ -78,11 +78,12 @@ fn a_map_on_postgres_has_the_cells_of_the_map_on_sqlite() {
 /// through libpq's variables, its setup run on the server, its rows judged there (by key, then
 /// by `--count-sql`), and psql on the kept cluster agreeing.
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn an_own_job_writes_to_postgres_through_psql_under_kills() {
-    let Some(bin) = pg_bin() else {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    };
+    let bin = pg_bin();
     let job = format!("sh {}/examples/psql_job.sh", env!("CARGO_MANIFEST_DIR"));
     // Judged by --count-sql on the server instead: the same verdict from counts alone. A night
     // of its own (its own cluster, in a folder of its own), run beside the first.

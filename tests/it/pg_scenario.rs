@@ -37,11 +37,11 @@ fn verdicts(stdout: &str) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn a_scenario_on_postgres_gives_the_verdicts_it_gives_on_sqlite() {
-    if pg_bin().is_none() {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    }
     let dir = folder();
     let on_pg = dir.path().join("short-pg.toml");
     let on_sqlite = dir.path().join("short.toml");
@@ -108,11 +108,11 @@ fn a_scenario_names_sqlite_or_postgres_never_a_server() {
 /// with q, and from `--warehouse postgres` left with Ctrl-C: the header names the warehouse,
 /// and nothing of the cluster is left after either.
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn the_dashboard_on_postgres_says_so_and_leaves_nothing_after_q_or_ctrl_c() {
-    if pg_bin().is_none() {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    }
     for key in [&b"q"[..], &b"\x03"[..]] {
         let dir = folder();
         let file = dir.path().join("short-pg.toml");
@@ -168,11 +168,12 @@ fn the_dashboard_on_postgres_says_so_and_leaves_nothing_after_q_or_ctrl_c() {
 /// is and name the schemas of the night's lanes (claimed by the dashboard, not by a command),
 /// and psql finds them there.
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn the_dashboard_keeps_its_cluster_and_names_its_schemas() {
-    let Some(bin) = pg_bin() else {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    };
+    let bin = pg_bin();
     let dir = folder();
     let file = dir.path().join("short.toml");
     std::fs::write(&file, NIGHT).unwrap_or_else(|e| panic!("{e}"));

@@ -16,18 +16,21 @@ use nix::unistd::Pid;
 
 use crate::common::{assert_one_line_error, cmdline, process_gone, reclaim_in_dir};
 
-/// The server programs, as reclaim looks for them. In CI (`CI` set, as `.ci/run` runs) their
-/// absence fails the test: there `.ci/run` installs them, so they must be found.
-pub(crate) fn pg_bin() -> Option<PathBuf> {
-    let found = ["17", "16", "15", "14"]
-        .iter()
-        .map(|v| PathBuf::from(format!("/usr/lib/postgresql/{v}/bin")))
-        .find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file());
-    assert!(
-        found.is_some() || std::env::var_os("CI").is_none(),
-        "CI: PostgreSQL's server programs are missing, though .ci/run installs them"
-    );
-    found
+/// The server programs, as reclaim looks for them. A test that needs them is ignored, with its
+/// reason, where the build script (`tests/it/support/build.rs`) found none; so here they are.
+pub(crate) fn pg_bin() -> PathBuf {
+    (std::env::var_os("RECLAIM_PG_BIN")
+        .map(PathBuf::from)
+        .into_iter())
+    .chain(
+        ["17", "16", "15", "14"]
+            .iter()
+            .map(|v| PathBuf::from(format!("/usr/lib/postgresql/{v}/bin"))),
+    )
+    .find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
+    .unwrap_or_else(|| {
+        panic!("PostgreSQL's server programs were there when the tests were built, and are gone")
+    })
 }
 
 /// A test folder the cluster's unprivileged account can enter (reclaim run as root runs the
@@ -193,11 +196,12 @@ pub(crate) fn timeline(stdout: &str) -> Vec<String> {
 /// The night of the postmortem on a private cluster: the same timeline and verdicts as on
 /// SQLite, the rows counted again by psql on the kept cluster.
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn the_incident_on_postgres_is_the_incident_on_sqlite_and_psql_agrees() {
-    let Some(bin) = pg_bin() else {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    };
+    let bin = pg_bin();
     let dir = folder();
     let sqlite_dir = folder();
     let limit = Duration::from_secs(180);
@@ -327,11 +331,12 @@ impl Drop for KeptServer {
 /// unreachable address), a night in a schema reclaim creates there, and one verdict rule on
 /// both engines. Apart from the incident's test, so the two run side by side.
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn on_someone_elses_server_reclaim_refuses_what_it_may_not_touch_and_works_in_its_own_schema() {
-    let Some(bin) = pg_bin() else {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    };
+    let bin = pg_bin();
     let server = KeptServer::start(&bin);
     someone_elses_server(&server.cluster, &server.host());
 }
@@ -339,11 +344,12 @@ fn on_someone_elses_server_reclaim_refuses_what_it_may_not_touch_and_works_in_it
 /// `prove` on a server reclaim did not start and on SQLite, with one seed: the same tests pass
 /// and fail. A test of its own, so it runs beside the others.
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn prove_on_a_server_passes_and_fails_the_tests_it_does_on_sqlite() {
-    let Some(bin) = pg_bin() else {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    };
+    let bin = pg_bin();
     let server = KeptServer::start(&bin);
     prove_agrees(&format!("postgresql://reclaim@{}/postgres", server.host()));
 }
@@ -615,11 +621,11 @@ fn prove_agrees(url: &str) {
 /// it to a headless run), the private cluster's processes end and its folder is removed (the
 /// dashboard's q and Ctrl-C: `pg_scenario`).
 #[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
 fn the_private_cluster_dies_with_reclaim() {
-    if pg_bin().is_none() {
-        eprintln!("PostgreSQL server programs not installed: not run (.ci/run installs them)");
-        return;
-    }
     // The three signals side by side, each night in a folder of its own: each mostly waits for
     // its cluster to come up and go.
     let dies_with = |signal: Signal| {
