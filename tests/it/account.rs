@@ -7,14 +7,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::common::{Run, example, json_of, number, path_arg, python3, reclaim_in_dir, tempdir};
+use crate::support::{Run, example, json_of, number, path_arg, python3, reclaim_in_dir, tempdir};
 
 /// A hang guard, not a timing assertion.
 const LIMIT: Duration = Duration::from_secs(180);
 
 /// `reclaim run --exec CMD` on a new database in `dir`, with `extra` flags.
 fn run_exec(dir: &Path, command: &str, extra: &[&str]) -> (Run, PathBuf) {
-    crate::common::run_exec_within(dir, command, extra, LIMIT)
+    crate::support::run_exec_within(dir, command, extra, LIMIT)
 }
 
 /// A job that loses the item in hand at each restart (it trusts a checkpoint it commits before
@@ -149,9 +149,9 @@ fn a_window_the_job_announced_and_no_kill_reached_fails_under_strict() {
     );
     // The rows held: it is untested, not wrong (sqlite3 agrees: every key once).
     assert!(result.starts_with("result       UNTESTED"), "{result}");
-    let conn = crate::common::open_ro(&db);
+    let conn = crate::support::open_ro(&db);
     assert_eq!(
-        crate::common::count(&conn, "SELECT count(*) FROM records"),
+        crate::support::count(&conn, "SELECT count(*) FROM records"),
         10
     );
 

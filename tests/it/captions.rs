@@ -4,8 +4,8 @@
 use std::fs;
 use std::time::{Duration, Instant};
 
-use crate::pty::Dashboard;
-use crate::tui::{PROMPTLY, STARTUP, header_clock};
+use crate::support::Dashboard;
+use crate::support::{PROMPTLY, STARTUP, header_clock};
 
 /// The caption lines of a notes file after its last night's heading.
 fn last_nights_captions(notes: &str) -> (String, Vec<String>) {
@@ -272,7 +272,7 @@ fn every_command_the_notes_suggest_runs_as_written() {
     let commands = suggested_commands();
     assert!(commands.len() >= 3, "{commands:?}");
     // Independent commands, run side by side: the suite's time is the longest, not the sum.
-    let results: Vec<(String, String, crate::common::Run)> = std::thread::scope(|scope| {
+    let results: Vec<(String, String, crate::support::Run)> = std::thread::scope(|scope| {
         let runs: Vec<_> = commands
             .iter()
             .map(|(scenario, command)| {
@@ -280,7 +280,7 @@ fn every_command_the_notes_suggest_runs_as_written() {
                     let tmp = tempfile::tempdir().unwrap();
                     let args: Vec<&str> = command.split_whitespace().skip(1).collect();
                     let run =
-                        crate::common::reclaim_in_dir(tmp.path(), &args, Duration::from_secs(180));
+                        crate::support::reclaim_in_dir(tmp.path(), &args, Duration::from_secs(180));
                     (scenario.clone(), command.clone(), run)
                 })
             })

@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::common::{count, json_of, number, open_ro, path_arg, reclaim_in_dir};
-use crate::pg_warehouse::{folder, on_kept, pg_bin, psql};
-use crate::run::{after_clock, without_pids_and_paths};
+use crate::support::{after_clock, without_pids_and_paths};
+use crate::support::{count, json_of, number, open_ro, path_arg, reclaim_in_dir};
+use crate::support::{folder, on_kept, pg_bin, psql};
 
 const LIMIT: Duration = Duration::from_secs(180);
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::common::{
+use crate::support::{
     Run, assert_one_line_error, count, example, json_of, number, open_ro, path_arg, reclaim_in_dir,
     tempdir,
 };
@@ -29,11 +29,15 @@ const ORPHAN_GRACE: Duration = Duration::from_secs(1);
 const POLL: Duration = Duration::from_millis(10);
 
 fn naive() -> String {
-    format!("{} {}", crate::common::python3(), example("naive_job.py"))
+    format!("{} {}", crate::support::python3(), example("naive_job.py"))
 }
 
 fn guarded() -> String {
-    format!("{} {}", crate::common::python3(), example("guarded_job.py"))
+    format!(
+        "{} {}",
+        crate::support::python3(),
+        example("guarded_job.py")
+    )
 }
 
 fn shell_loop() -> String {
@@ -43,7 +47,7 @@ fn shell_loop() -> String {
 /// `reclaim run --exec CMD --json` on a new database in `dir`, with `extra` flags.
 fn run_exec(dir: &Path, command: &str, extra: &[&str]) -> (Run, PathBuf) {
     let json = [&["--json"], extra].concat();
-    crate::common::run_exec_within(dir, command, &json, LIMIT)
+    crate::support::run_exec_within(dir, command, &json, LIMIT)
 }
 
 /// rows, distinct task ids, duplicated task ids: read by a connection of the test's own.
@@ -62,7 +66,7 @@ fn figures_by_rusqlite(db: &Path) -> (u64, u64, u64) {
 /// The same figures from the `sqlite3` shell, as a user would check them (`None` when the
 /// shell is not installed).
 fn figures_by_sqlite3(db: &Path) -> Option<(u64, u64, u64)> {
-    let numbers = crate::common::numbers_by_sqlite3(
+    let numbers = crate::support::numbers_by_sqlite3(
         db,
         "SELECT count(*), count(DISTINCT task_id), \
          (SELECT count(*) FROM (SELECT task_id FROM records GROUP BY task_id HAVING count(*) > 1)) \
@@ -456,7 +460,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 "#,
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let command = format!("{} {}", crate::common::python3(), path_arg(&job));
+    let command = format!("{} {}", crate::support::python3(), path_arg(&job));
     let (run, db) = run_exec(tmp.path(), &command, &["--items", "6"]);
     let json = assert_counts_agree(&run, &db);
     assert_eq!(number(&json, "rows"), 6, "{json}\n{}", run.stderr);
@@ -507,7 +511,11 @@ for i in range(int(os.environ["RECLAIM_ITEMS"])):
 
 /// The command that runs `checkpoint_first_job`'s `job` in `mode`.
 fn in_mode(job: &Path, mode: &str) -> String {
-    format!("MODE={mode} {} {}", crate::common::python3(), path_arg(job))
+    format!(
+        "MODE={mode} {} {}",
+        crate::support::python3(),
+        path_arg(job)
+    )
 }
 
 #[test]
@@ -847,7 +855,7 @@ fn an_exec_night_is_recorded_and_its_kills_replay_against_another_job() {
     );
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     // The recording is evidence: its check convicts the naive job as the run did.
-    let check = crate::common::reclaim(&["replay", "--check", path_arg(&record)]);
+    let check = crate::support::reclaim(&["replay", "--check", path_arg(&record)]);
     assert_eq!(check.code, Some(1), "{}\n{}", check.stdout, check.stderr);
     assert!(check.stdout.contains("DATA WRONG"), "{}", check.stdout);
     // The same kill moments against the guarded job: nothing written twice.
@@ -874,7 +882,7 @@ fn job_processes(dir: &Path) -> BTreeSet<i32> {
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| {
-            !crate::common::process_gone(pid)
+            !crate::support::process_gone(pid)
                 && fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(&real))
         })
         .collect()
@@ -887,7 +895,7 @@ fn assert_no_job_process_left(dir: &Path, exited: Instant, what: &str) {
         if left.is_empty() {
             return;
         }
-        let names: Vec<Vec<String>> = left.iter().map(|&p| crate::common::cmdline(p)).collect();
+        let names: Vec<Vec<String>> = left.iter().map(|&p| crate::support::cmdline(p)).collect();
         assert!(
             Instant::now() < deadline,
             "{what}: {left:?} outlived reclaim by {ORPHAN_GRACE:?}: {names:?}"
@@ -907,7 +915,7 @@ fn start_run(dir: &Path, command: &str, extra: &[&str]) -> (Child, PathBuf) {
     let night = dir.join("night");
     fs::create_dir(&night).unwrap_or_else(|e| panic!("{e}"));
     let db = night.join("warehouse.db");
-    let child = crate::common::reclaim_command()
+    let child = crate::support::reclaim_command()
         .args(["run", "--exec", command, "--db", path_arg(&db)])
         .args(extra)
         .current_dir(dir)
@@ -923,7 +931,7 @@ fn start_run(dir: &Path, command: &str, extra: &[&str]) -> (Child, PathBuf) {
 fn wait_for_the_fork(night: &Path) {
     let deadline = Instant::now() + LIMIT;
     while !job_processes(night).iter().any(|&p| {
-        crate::common::cmdline(p)
+        crate::support::cmdline(p)
             .first()
             .is_some_and(|a| a == "sleep")
     }) {
@@ -995,7 +1003,7 @@ fn a_job_that_forks_leaves_no_orphan_when_reclaim_is_stopped_or_killed() {
 
 #[test]
 fn the_dashboard_runs_your_job_beside_guarded_under_the_same_kill() {
-    use crate::pty::Dashboard;
+    use crate::support::Dashboard;
     let tmp = tempdir();
     let scenario = tmp.path().join("mine.toml");
     let toml = format!(
@@ -1092,7 +1100,7 @@ fn a_job_that_stops_moving_is_given_up_on_after_its_progress_deadline() {
     fs::create_dir(&night).unwrap_or_else(|e| panic!("{e}"));
     let db = night.join("warehouse.db");
     let started = Instant::now();
-    let mut child = crate::common::reclaim_command()
+    let mut child = crate::support::reclaim_command()
         .args(["run", "--exec", &command, "--db", path_arg(&db)])
         .args([
             "--items",

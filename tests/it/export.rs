@@ -12,8 +12,8 @@ use std::time::Duration;
 use reclaim::engine::Mark;
 use reclaim::record::Recording;
 
-use crate::common::{assert_one_line_error, path_arg, reclaim};
-use crate::pty::Dashboard;
+use crate::support::Dashboard;
+use crate::support::{assert_one_line_error, path_arg, reclaim};
 
 /// The default incident recorded by the dashboard, made once per test binary (once for the whole
 /// of `cargo test`; nextest runs each test in a process of its own, so there each records it).
@@ -196,7 +196,7 @@ fn an_export_is_refused_before_anything_is_written() {
     for (extra, needle) in cases {
         let mut args = vec!["replay", path_arg(incident())];
         args.extend_from_slice(extra);
-        let run = crate::common::reclaim_in_dir(dir.path(), &args, Duration::from_secs(30));
+        let run = crate::support::reclaim_in_dir(dir.path(), &args, Duration::from_secs(30));
         assert_one_line_error(&run, needle);
     }
     assert_eq!(fs::read_to_string(&existing).unwrap_or_default(), "mine");
@@ -464,7 +464,7 @@ fn an_export_stopped_by_a_signal_leaves_nothing_behind() {
     for signal in [Signal::SIGINT, Signal::SIGTERM] {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let out = dir.path().join("night.cast");
-        let child = crate::common::reclaim_command()
+        let child = crate::support::reclaim_command()
             .args(["replay", path_arg(incident()), "--export", path_arg(&out)])
             .stdin(Stdio::null())
             .stdout(Stdio::null())

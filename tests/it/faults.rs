@@ -21,7 +21,7 @@ use reclaim::task::{idem_key, parse_task_id, payload, task_id};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use serde_json::Value;
 
-use crate::common::{
+use crate::support::{
     BIN, Run, count, distinct, duplicated_ids, json_of, number, open_ro, path_arg, rows,
 };
 
@@ -259,7 +259,7 @@ fn assert_beats_name_their_writers(db: &Path, acks: &Acks, what: &str) {
 /// (and the test failed) if still running after `LIMIT`.
 fn watch(args: &[&str], heartbeat: &Path, acks: &mut Acks) -> Run {
     let what = format!("reclaim {args:?}");
-    let child = crate::common::reclaim_command()
+    let child = crate::support::reclaim_command()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -499,7 +499,7 @@ impl Fleet {
 
     /// Starts `reclaim worker --strategy guarded --db DB EXTRA...`; returns its index.
     fn spawn(&mut self, db: &Path, extra: &[&str]) -> usize {
-        let child = crate::common::reclaim_command()
+        let child = crate::support::reclaim_command()
             .args(["worker", "--strategy", "guarded", "--db", path_arg(db)])
             .args(extra)
             .stdin(Stdio::null())

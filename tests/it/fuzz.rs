@@ -26,7 +26,7 @@ use reclaim::tui::replay::ReplayApp;
 use reclaim::tui::theme::Theme;
 use reclaim::tui::ui;
 
-use crate::common::record_short_night;
+use crate::support::record_short_night;
 
 /// 256 cases, or `PROPTEST_CASES` when set (a longer campaign). No regression files are written
 /// into the source tree: a failure prints its minimal input, to be kept as a plain test.
@@ -63,8 +63,8 @@ fn temp_file(bytes: &[u8]) -> Result<tempfile::NamedTempFile, TestCaseError> {
 /// exactly one line on stderr in reclaim's own words.
 fn check_binary(args: &[&str], file: &Path, codes: &[i32]) -> Result<(), TestCaseError> {
     let mut all: Vec<&str> = args.to_vec();
-    all.push(crate::common::path_arg(file));
-    let run = crate::common::reclaim(&all);
+    all.push(crate::support::path_arg(file));
+    let run = crate::support::reclaim(&all);
     prop_assert!(
         run.code.is_some_and(|c| codes.contains(&c)),
         "exit {:?}: {}",
@@ -277,7 +277,7 @@ fn table_of(
 /// of each table and values mostly of their types, so most cases get past the TOML into the
 /// validation, and some all the way to a night.
 fn toml_like() -> impl Strategy<Value = String> {
-    let strategy = select(crate::common::strategies()).prop_map(|s| format!("strategy = \"{s}\""));
+    let strategy = select(crate::support::strategies()).prop_map(|s| format!("strategy = \"{s}\""));
     (
         table_of(Just("title = \"t\"".to_string()), top_line(), 6),
         prop::option::of(table_of(host_line(), host_line(), 4)),

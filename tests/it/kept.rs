@@ -6,9 +6,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::{Run, assert_one_line_error, json_of, path_arg, reclaim_within};
-use crate::pty::Dashboard;
-use crate::tui::{COLS, PROMPTLY, ROWS, past_the_first_caption};
+use crate::support::Dashboard;
+use crate::support::{COLS, PROMPTLY, ROWS, past_the_first_caption};
+use crate::support::{Run, assert_one_line_error, json_of, path_arg, reclaim_within};
 
 const LIMIT: Duration = Duration::from_secs(120);
 /// `base::kept::BOUND`: how many nights `--keep failed` keeps.

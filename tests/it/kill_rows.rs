@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{
+use crate::support::{
     assert_usage_error, count, distinct, json_of, number, open_ro, path_arg, reclaim,
     reclaim_within, rows,
 };
@@ -128,7 +128,7 @@ fn an_exec_jobs_storm_by_rows_lands_after_its_commits() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let db = dir.path().join("warehouse.db");
     let job = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/guarded_job.py");
-    let command = format!("{} {job}", crate::common::python3());
+    let command = format!("{} {job}", crate::support::python3());
     let json = storm(&db, &["--exec", &command], "400", "8", "5");
     assert_eq!(number(&json, "kills"), 8, "{json}");
     let (after, all) = after_a_commit(&json);
@@ -255,7 +255,7 @@ fn an_exec_jobs_random_kills_are_placed_by_rows_unless_a_window_is_given() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let db = dir.path().join("warehouse.db");
     let job = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/naive_job.py");
-    let command = format!("sleep 1; {} {job}", crate::common::python3());
+    let command = format!("sleep 1; {} {job}", crate::support::python3());
     let args = [
         "run",
         "--exec",

@@ -5,11 +5,9 @@
 use std::fs;
 use std::time::{Duration, Instant};
 
-use crate::common::{open_ro, rows};
-use crate::pty::Dashboard;
-use crate::tui::{
-    COLS, NAIVE_DB, PROMPTLY, ROWS, STARTUP, assert_refused_before_the_terminal, header_clock,
-    the_tui_dir,
+use crate::support::{
+    COLS, Dashboard, NAIVE_DB, PROMPTLY, ROWS, STARTUP, assert_refused_before_the_terminal,
+    header_clock, open_ro, poll_until, rows, stat_fields, the_tui_dir, workers_under,
 };
 
 /// The header's clock, `HH:MM:SS` as shown.
@@ -154,9 +152,24 @@ fn looking_back_makes_the_live_night_wait_and_space_returns_to_it() {
             |s| header_clock(s).is_some_and(|(_, h)| h.contains("02:00:00 / now")),
         )
         .unwrap();
-    std::thread::sleep(Duration::from_millis(800));
-    assert_eq!(rows(&open_ro(&db)), before, "the night waited");
+    // The night waits: every worker stopped (SIGSTOP) while the view is back in time, so no row
+    // can be written; the rows are counted once they all are.
+    let workers = workers_under(tmp.path());
+    assert!(!workers.is_empty(), "no worker to wait");
+    let stopped = |pid: &i32| {
+        u32::try_from(*pid)
+            .ok()
+            .and_then(stat_fields)
+            .is_none_or(|f| f.first().is_some_and(|state| state == "T"))
+    };
+    assert!(
+        poll_until(Duration::from_secs(5), || workers.iter().all(stopped)),
+        "the workers ran on while looking back"
+    );
+    let waiting = rows(&open_ro(&db));
+    assert!(waiting >= before, "{waiting} < {before}");
     assert_eq!(now_shown(&dashboard), now);
+    assert_eq!(rows(&open_ro(&db)), waiting, "the night waited");
     dashboard.send(b" ").unwrap();
     let now_secs = {
         let p: Vec<u32> = now.split(':').filter_map(|x| x.parse().ok()).collect();

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use reclaim::scenario::{SHIPPED, Scenario};
 
-use crate::pty::Dashboard;
-use crate::tui::{PROMPTLY, STARTUP};
+use crate::support::Dashboard;
+use crate::support::{PROMPTLY, STARTUP};
 
 /// What one stop showed: the lecture's line, the caption's first line, each lane's figures.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::common::{BIN, Run, path_arg, run_within};
+use crate::support::{BIN, Run, path_arg, run_within};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -49,7 +49,7 @@ fn output_past_the_file_size_limit_is_one_line_not_sigxfsz() {
 fn an_export_past_the_limit_leaves_nothing_behind() {
     let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let recording = tmp.path().join("night.jsonl");
-    fs::write(&recording, crate::common::record_short_night(tmp.path()))
+    fs::write(&recording, crate::support::record_short_night(tmp.path()))
         .unwrap_or_else(|e| panic!("{e}"));
     let before: Vec<_> = fs::read_dir(tmp.path())
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
@@ -89,7 +89,7 @@ fn a_recording_at_the_limit_ends_on_a_whole_line() {
          db.commit()\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let command = format!("{} {}", crate::common::python3(), path_arg(&job));
+    let command = format!("{} {}", crate::support::python3(), path_arg(&job));
     let recording = tmp.path().join("night.jsonl");
     let run = limited(
         tmp.path(),
@@ -118,7 +118,7 @@ fn a_recording_at_the_limit_ends_on_a_whole_line() {
     let bytes = fs::read(&recording).unwrap_or_default();
     assert!(bytes.len() > 10_000, "{}", bytes.len());
     assert_eq!(bytes.last(), Some(&b'\n'), "the recording ends mid-line");
-    let check = crate::common::reclaim(&["replay", "--check", path_arg(&recording)]);
+    let check = crate::support::reclaim(&["replay", "--check", path_arg(&recording)]);
     assert!(!check.stderr.contains("cut short"), "{}", check.stderr);
 }
 

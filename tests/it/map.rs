@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::common::{
+use crate::support::{
     Run, assert_one_line_error, distinct, duplicated_ids, json_of, number, open_ro, path_arg,
     reclaim_in_dir, rows, strategies_that, workers_under,
 };
@@ -196,7 +196,7 @@ fn bad_map_input_is_one_line_and_exit_2_before_any_night() {
 #[test]
 fn ctrl_c_mid_map_kills_every_worker_of_every_night_in_flight() {
     let dir = tmp();
-    let child = crate::common::reclaim_command()
+    let child = crate::support::reclaim_command()
         .args(["map", "--items", "400", "--json"])
         .env("TMPDIR", dir.path())
         .stdin(Stdio::null())
@@ -458,7 +458,7 @@ fn shrink_refuses_a_night_that_went_right() {
 
 #[test]
 fn enter_on_the_map_opens_that_night_beside_guarded_and_q_comes_back() {
-    use crate::pty::Dashboard;
+    use crate::support::Dashboard;
     let dir = tmp();
     let mut screen = Dashboard::start(
         &[
@@ -516,7 +516,7 @@ fn enter_on_the_map_opens_that_night_beside_guarded_and_q_comes_back() {
         "naive's cells are wrong:\n{}",
         screen.text()
     );
-    crate::tui::assert_terminal_restored(&screen);
+    crate::support::assert_terminal_restored(&screen);
     assert!(
         screen.text().contains("reclaim map: 12 of 12 nights"),
         "{}",
@@ -577,7 +577,7 @@ fn shrink_moves_a_two_commit_crash_to_the_first_task_and_keeps_its_window() {
 
 #[test]
 fn q_mid_map_ends_the_nights_in_flight_and_leaves_no_worker() {
-    use crate::pty::Dashboard;
+    use crate::support::Dashboard;
     let dir = tmp();
     // Long nights (naive writes 50,000 rows, then most of them again), so q lands mid-night.
     let mut screen = Dashboard::start(
@@ -629,7 +629,7 @@ fn q_mid_map_ends_the_nights_in_flight_and_leaves_no_worker() {
         "an unfinished map is not all right:\n{}",
         screen.text()
     );
-    crate::tui::assert_terminal_restored(&screen);
+    crate::support::assert_terminal_restored(&screen);
     assert!(
         screen
             .text()

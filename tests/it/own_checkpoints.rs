@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::common::{Run, count, open_ro, path_arg, reclaim_within};
+use crate::support::{Run, count, open_ro, path_arg, reclaim_within};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -31,7 +31,7 @@ print("done status=ok")
 fn cursor_night(dir: &Path, extra: &[&str]) -> (Run, PathBuf) {
     let job = dir.join("cursor_job.py");
     std::fs::write(&job, CURSOR_JOB).unwrap_or_else(|e| panic!("write: {e}"));
-    let command = format!("{} {}", crate::common::python3(), job.display());
+    let command = format!("{} {}", crate::support::python3(), job.display());
     let db = dir.join("warehouse.db");
     let mut args = vec![
         "run",
@@ -122,7 +122,7 @@ fn a_cursor_progress_table_places_no_kill_and_says_why() {
     // The same facts in --json: the count, and why.
     let again = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let (run, _) = cursor_night(again.path(), &["--checkpoint-key", "job", "--json"]);
-    let json = crate::common::json_of(&run);
+    let json = crate::support::json_of(&run);
     let windows = &json["kills_in_window"];
     assert_eq!(windows["after-a-commit-unplaced"], 1, "{json}");
     assert_eq!(windows["unplaced-checkpoints-not-keyed"], true, "{json}");
@@ -137,7 +137,7 @@ fn prove_leaves_a_table_named_checkpoints_of_another_shape_alone() {
     let job = dir.path().join("own_checkpoints_job.py");
     std::fs::write(&job, CURSOR_JOB.replace("progress", "checkpoints"))
         .unwrap_or_else(|e| panic!("write: {e}"));
-    let command = format!("{} {}", crate::common::python3(), job.display());
+    let command = format!("{} {}", crate::support::python3(), job.display());
     let args = [
         "prove", "--exec", &command, "--items", "20", "--seed", "3", "--kills", "1",
     ];

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::common::{Run, cmdline, json_of, process_gone};
-use crate::pty::Dashboard;
+use crate::support::Dashboard;
+use crate::support::{Run, cmdline, json_of, process_gone};
 
 const LIMIT: Duration = Duration::from_secs(120);
 const POLL: Duration = Duration::from_millis(10);
@@ -22,7 +22,7 @@ fn example(name: &str) -> String {
     let job = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples")
         .join(name);
-    format!("{} {}", crate::common::python3(), job.display())
+    format!("{} {}", crate::support::python3(), job.display())
 }
 
 fn tmp() -> tempfile::TempDir {
@@ -143,7 +143,7 @@ fn the_map_of_an_own_job_on_a_terminal_is_the_map_screen_and_opens_a_night() {
         .wait_exit(Duration::from_secs(10))
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status.exit_code(), 1, "{}", screen.text());
-    crate::tui::assert_terminal_restored(&screen);
+    crate::support::assert_terminal_restored(&screen);
     assert!(
         screen.text().contains("reclaim map: 18 nights in"),
         "{}",
@@ -192,7 +192,7 @@ fn q_on_an_own_jobs_map_mid_night_leaves_nothing_of_its_nights() {
         "{}",
         screen.text()
     );
-    crate::tui::assert_terminal_restored(&screen);
+    crate::support::assert_terminal_restored(&screen);
     assert_nothing_left(dir.path(), reclaim, exited, "q mid-map");
 }
 
@@ -204,7 +204,7 @@ fn an_own_jobs_night_stopped_by_a_signal_leaves_no_job_vendor_or_relay() {
         // mid-night.
         let db = dir.path().join("night").join("warehouse.db");
         std::fs::create_dir(dir.path().join("night")).unwrap_or_else(|e| panic!("{e}"));
-        let mut child = crate::common::reclaim_command()
+        let mut child = crate::support::reclaim_command()
             .args([
                 "run",
                 "--exec",
@@ -240,7 +240,7 @@ fn an_own_jobs_night_stopped_by_a_signal_leaves_no_job_vendor_or_relay() {
     }
     // The map, stopped mid-night: every night in flight goes with it.
     let dir = tmp();
-    let child = crate::common::reclaim_command()
+    let child = crate::support::reclaim_command()
         .args(["map", "--exec", &example("naive_job.py"), "--items", "40"])
         .args(["--delay-ms", "100", "--json"])
         .env("TMPDIR", dir.path())
@@ -278,13 +278,13 @@ fn a_cell_whose_point_is_never_reached_is_not_tested_and_fails_only_under_strict
          print('done status=ok')\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let job = format!("{} {}", crate::common::python3(), script.display());
+    let job = format!("{} {}", crate::support::python3(), script.display());
     for (strict, code) in [(false, 0), (true, 1)] {
         let mut args = vec!["map", "--exec", job.as_str(), "--items", "1", "--json"];
         if strict {
             args.push("--strict");
         }
-        let output = crate::common::reclaim_command()
+        let output = crate::support::reclaim_command()
             .args(&args)
             .env("TMPDIR", dir.path())
             .output()
@@ -298,7 +298,7 @@ fn a_cell_whose_point_is_never_reached_is_not_tested_and_fails_only_under_strict
         assert_eq!(json["cells"][0]["killed"], false, "{json}");
     }
     let args = ["map", "--exec", job.as_str(), "--items", "1", "--plain"];
-    let output = crate::common::reclaim_command()
+    let output = crate::support::reclaim_command()
         .args(args)
         .env("TMPDIR", dir.path())
         .output()
@@ -330,7 +330,7 @@ fn junit_cases(path: &Path) -> Vec<(String, String, bool)> {
 fn both_maps_write_a_junit_case_per_band_failed_by_its_wrong_nights() {
     let dir = tmp();
     let builtin = dir.path().join("map.xml");
-    let mut command = crate::common::reclaim_command();
+    let mut command = crate::support::reclaim_command();
     command
         .current_dir(dir.path())
         .env("TMPDIR", dir.path())
@@ -346,7 +346,7 @@ fn both_maps_write_a_junit_case_per_band_failed_by_its_wrong_nights() {
             "--junit",
         ]);
     command.arg(&builtin);
-    let run = crate::common::run_within(command, "reclaim map --junit", LIMIT);
+    let run = crate::support::run_within(command, "reclaim map --junit", LIMIT);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert_eq!(
         junit_cases(&builtin),
@@ -356,7 +356,7 @@ fn both_maps_write_a_junit_case_per_band_failed_by_its_wrong_nights() {
         ]
     );
     let own = dir.path().join("own.xml");
-    let mut command = crate::common::reclaim_command();
+    let mut command = crate::support::reclaim_command();
     command
         .current_dir(dir.path())
         .env("TMPDIR", dir.path())
@@ -379,7 +379,7 @@ fn both_maps_write_a_junit_case_per_band_failed_by_its_wrong_nights() {
             "--junit",
         ])
         .arg(&own);
-    let run = crate::common::run_within(command, "reclaim map --exec --junit", LIMIT);
+    let run = crate::support::run_within(command, "reclaim map --exec --junit", LIMIT);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     let cases = junit_cases(&own);
     let failed: Vec<&str> = (cases.iter())

@@ -5,13 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{BIN, Run, count, json_of, number, open_ro};
+use crate::support::{BIN, Run, count, json_of, number, open_ro};
 
 fn example(name: &str) -> String {
     let job = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples")
         .join(name);
-    format!("{} {}", crate::common::python3(), job.display())
+    format!("{} {}", crate::support::python3(), job.display())
 }
 
 /// Every `run` here keeps its folder (`--keep always`; a `--db` is kept anyway): each test reads
@@ -22,7 +22,7 @@ fn reclaim_with(env: &[(&str, &str)], args: &[&str]) -> Run {
     } else {
         &[]
     };
-    let output = crate::common::reclaim_command()
+    let output = crate::support::reclaim_command()
         .args(args)
         .args(keep)
         .envs(env.iter().copied())
@@ -286,7 +286,7 @@ fn a_kill_at_a_message_whose_row_did_not_commit_is_after_send_even_when_some_ite
     let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let job = tmp.path().join("notices.py");
     std::fs::write(&job, SOME_SENDS_JOB).unwrap_or_else(|e| panic!("{e}"));
-    let command = format!("{} {}", crate::common::python3(), job.display());
+    let command = format!("{} {}", crate::support::python3(), job.display());
     for skip in ["0", "1"] {
         let args = [
             "run",
@@ -463,7 +463,7 @@ fn a_crash_at_a_point_of_the_jobs_own_name_is_placed_in_reclaims_windows() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let job = dir.path().join("row_saved.py");
     std::fs::write(&job, ROW_SAVED_JOB).unwrap_or_else(|e| panic!("write: {e}"));
-    let command = format!("{} {}", crate::common::python3(), job.display());
+    let command = format!("{} {}", crate::support::python3(), job.display());
     let db = dir.path().join("warehouse.db");
     let db_arg = db.to_string_lossy().into_owned();
     let args = [

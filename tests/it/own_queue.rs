@@ -6,18 +6,18 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::common::{Run, assert_one_line_error, count, json_of, number, open_ro, reclaim_within};
+use crate::support::{Run, assert_one_line_error, count, json_of, number, open_ro, reclaim_within};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
 fn orders_job() -> String {
     let job = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/orders_job.py");
-    format!("{} {}", crate::common::python3(), job.display())
+    format!("{} {}", crate::support::python3(), job.display())
 }
 
 /// `reclaim ARGS` with `ORDERS_MODE` (and more) set for the job, in `dir`.
 fn reclaim_with(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
-    let mut command = crate::common::reclaim_command();
+    let mut command = crate::support::reclaim_command();
     command
         .args(args)
         .current_dir(dir)
@@ -397,7 +397,7 @@ fn prove_strict_junit_on_the_examples_writes_xml_a_ci_reporter_reads() {
         let xml = tmp.path().join(format!("{job}.xml"));
         let command = format!(
             "{} {}",
-            crate::common::python3(),
+            crate::support::python3(),
             examples.join(job).display()
         );
         let run = reclaim_with(
@@ -521,7 +521,7 @@ fn a_key_that_is_not_utf8_is_judged_outside_the_queue() {
          db.commit()\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let command = format!("{} {}", crate::common::python3(), job.display());
+    let command = format!("{} {}", crate::support::python3(), job.display());
     let run = reclaim_within(
         &[
             "run", "--exec", &command, "--items", "20", "--keep", "always",

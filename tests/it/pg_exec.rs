@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use crate::common::{json_of, reclaim_in_dir};
-use crate::pg_warehouse::{cluster_folder, folder, on_kept, pg_bin, psql};
+use crate::support::{cluster_folder, folder, on_kept, pg_bin, psql};
+use crate::support::{json_of, reclaim_in_dir};
 
 const LIMIT: Duration = Duration::from_secs(240);
 

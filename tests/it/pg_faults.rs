@@ -11,9 +11,9 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::common::{path_arg, reclaim_in_dir};
-use crate::pg_warehouse::{as_owner, cluster_folder, folder, pg_bin, poll_until, processes_under};
-use crate::run::{after_clock, without_pids_and_paths};
+use crate::support::{after_clock, without_pids_and_paths};
+use crate::support::{as_owner, cluster_folder, folder, pg_bin, poll_until, processes_under};
+use crate::support::{path_arg, reclaim_in_dir};
 
 /// `reclaim run --strategy guarded --warehouse postgres ARGS` in `dir` (its TMPDIR), output to
 /// files there.
@@ -21,7 +21,7 @@ fn start_night(dir: &Path, args: &[&str]) -> Child {
     let file = |name: &str| {
         Stdio::from(std::fs::File::create(dir.join(name)).unwrap_or_else(|e| panic!("{e}")))
     };
-    crate::common::reclaim_command()
+    crate::support::reclaim_command()
         .args(["run", "--strategy", "guarded", "--warehouse", "postgres"])
         .args(args)
         .env("TMPDIR", dir)

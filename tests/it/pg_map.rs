@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use crate::common::{json_of, reclaim_in_dir};
-use crate::pg_warehouse::{folder, pg_bin};
+use crate::support::{folder, pg_bin};
+use crate::support::{json_of, reclaim_in_dir};
 
 const LIMIT: Duration = Duration::from_secs(300);
 
@@ -69,7 +69,7 @@ fn a_map_on_postgres_has_the_cells_of_the_map_on_sqlite() {
     );
     // Nothing of the map is left behind: the cluster went with it.
     assert!(
-        crate::pg_warehouse::cluster_folder(dir.path()).is_none(),
+        crate::support::cluster_folder(dir.path()).is_none(),
         "the map's cluster is left"
     );
 }
@@ -138,8 +138,8 @@ fn an_own_job_writes_to_postgres_through_psql_under_kills() {
         assert_eq!(json["duplicated_task_ids"], 0, "{json}");
         assert_eq!(json["missing"], 0, "{json}");
         assert_eq!(json["kills"], 2, "{json}");
-        crate::pg_warehouse::on_kept(&bin, dir.path(), |cluster| {
-            let psql = |sql: &str| crate::pg_warehouse::psql(cluster, sql);
+        crate::support::on_kept(&bin, dir.path(), |cluster| {
+            let psql = |sql: &str| crate::support::psql(cluster, sql);
             assert_eq!(
                 psql("SELECT count(*) || ' ' || count(DISTINCT task_id) FROM night.records"),
                 "60 60"

@@ -12,8 +12,8 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::common::{Run, assert_one_line_error, run_within};
-use crate::pg_warehouse::{cluster_folder, folder, processes_under};
+use crate::support::{Run, assert_one_line_error, run_within};
+use crate::support::{cluster_folder, folder, processes_under};
 
 /// Longer than reclaim's own bound on a connection (4 s) with room for a loaded machine: a
 /// hang fails the test here.
@@ -22,7 +22,7 @@ const LIMIT: Duration = Duration::from_secs(10);
 /// `reclaim run --strategy naive --items 5 --warehouse WAREHOUSE` in `dir` (its TMPDIR), with
 /// `env` added.
 fn run_on(dir: &Path, warehouse: &str, env: &[(&str, &Path)]) -> Run {
-    let mut command = crate::common::reclaim_command();
+    let mut command = crate::support::reclaim_command();
     command
         .args(["run", "--strategy", "naive", "--items", "5"])
         .args(["--warehouse", warehouse])

@@ -6,9 +6,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::common::reclaim_in_dir;
-use crate::pg_warehouse::{cluster_folder, folder, pg_bin, poll_until, processes_under};
-use crate::pty::Dashboard;
+use crate::support::Dashboard;
+use crate::support::reclaim_in_dir;
+use crate::support::{cluster_folder, folder, pg_bin, poll_until, processes_under};
 
 /// A short night of the postmortem's shape: naive beside guarded, the host's kill at task-030.
 const NIGHT: &str = r#"title = "A short night"
@@ -99,7 +99,7 @@ fn a_scenario_names_sqlite_or_postgres_never_a_server() {
             &["run", "--scenario", &file],
             Duration::from_secs(20),
         );
-        crate::common::assert_one_line_error(&run, needle);
+        crate::support::assert_one_line_error(&run, needle);
         assert!(!run.stderr.contains("secret"), "{}", run.stderr);
     }
 }
@@ -213,12 +213,12 @@ fn the_dashboard_keeps_its_cluster_and_names_its_schemas() {
         text.contains("schemas:   night_night1_1_naive, night_night1_2_guarded"),
         "{text}"
     );
-    crate::pg_warehouse::start_kept(&bin, &cluster);
-    let schemas = crate::pg_warehouse::psql(
+    crate::support::start_kept(&bin, &cluster);
+    let schemas = crate::support::psql(
         &cluster,
         "SELECT string_agg(nspname, ' ' ORDER BY nspname) FROM pg_namespace WHERE nspname LIKE 'night%'",
     );
-    crate::pg_warehouse::stop_kept(&bin, &cluster);
+    crate::support::stop_kept(&bin, &cluster);
     let _ = std::fs::remove_dir_all(&cluster);
     assert_eq!(schemas, "night_night1_1_naive night_night1_2_guarded");
 }

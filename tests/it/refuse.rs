@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::common::strategies;
-use crate::common::{
+use crate::support::strategies;
+use crate::support::{
     Run, assert_one_line_error, count, json_of, number, open_ro, path_arg, reclaim_in_dir,
 };
-use crate::robust::{tempdir, warehouse};
+use crate::support::{tempdir, warehouse};
 
 /// Long enough for any refusal; a command that hangs (on a FIFO, say) fails the test here.
 const LIMIT: Duration = Duration::from_secs(20);
@@ -346,7 +346,7 @@ fn two_runs_given_one_new_warehouse_start_one_night() {
     for round in 0..3 {
         let db = tmp.path().join(format!("w{round}.db"));
         let start = || {
-            crate::common::reclaim_command()
+            crate::support::reclaim_command()
                 .args([
                     "run",
                     "--strategy",

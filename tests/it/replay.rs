@@ -16,7 +16,7 @@ use reclaim::tui::Screen as _;
 use reclaim::tui::replay::ReplayApp;
 use serde_json::Value;
 
-use crate::common::{
+use crate::support::{
     Run, assert_one_line_error, distinct, duplicated_ids, gone_within, json_of, number, open_ro,
     path_arg, read_bytes, reclaim_within, rows,
 };
@@ -525,7 +525,7 @@ fn a_session_killed_mid_night_leaves_a_readable_recording() {
     let tmp = tempfile::tempdir().unwrap();
     let record = tmp.path().join("R.jsonl");
     let mut night = Night(
-        crate::common::reclaim_command()
+        crate::support::reclaim_command()
             .args(["run", "--strategy", "guarded", "--delay-ms", "20"])
             .arg("--record")
             .arg(&record)

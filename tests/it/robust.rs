@@ -3,12 +3,12 @@
 //! recordings, flags out of range) gets one line on stderr and exit 2, touching nothing reclaim
 //! did not create.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fs;
 use std::io::Read as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::common::{
-    Run, assert_one_line_error, cmdline, count, open_ro, path_arg, read_bytes, reclaim_in_dir,
-    record_short_night, snapshot,
+use crate::support::Dashboard;
+use crate::support::{
+    Run, assert_one_line_error, cmdline, count, open_ro, path_arg, read_bytes, record_short_night,
 };
-use crate::pty::Dashboard;
+use crate::support::{mounted, reclaim_in, snapshot_tree, tempdir, warehouse};
 
 /// How long after reclaim's exit a worker may still be alive (the issue's "within one second").
 const ORPHAN_GRACE: Duration = Duration::from_secs(1);
@@ -29,7 +29,6 @@ const STARTUP: Duration = Duration::from_secs(15);
 /// From a signal or a panic to reclaim gone; cleanup is a few SIGKILLs and waits.
 const PROMPTLY: Duration = Duration::from_secs(5);
 /// A hang guard for the short commands here, not a timing assertion.
-const LIMIT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(10);
 
 // ---------------------------------------------------------------------------------------------
@@ -135,7 +134,7 @@ struct Live {
 impl Live {
     fn start(args: &[&str], tmp: &Path, envs: &[(&str, &str)]) -> Self {
         let what = format!("reclaim {args:?}");
-        let mut command = crate::common::reclaim_command();
+        let mut command = crate::support::reclaim_command();
         command
             .args(args)
             .env("TMPDIR", tmp)
@@ -229,10 +228,6 @@ impl Drop for Live {
 
 fn stderr_lines(text: &str) -> Vec<&str> {
     text.lines().filter(|l| !l.trim().is_empty()).collect()
-}
-
-pub(crate) fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temporary folder: {e}"))
 }
 
 /// The dashboard's terminal here.
@@ -435,42 +430,6 @@ fn a_panic_in_another_thread_of_reclaim_prove_leaves_no_worker() {
 // ---------------------------------------------------------------------------------------------
 // Bad input: one line on stderr, exit 2, and nothing changed that reclaim did not create.
 
-/// `reclaim ARGS...` with `dir` as its working directory and TMPDIR, against the hang guard.
-pub(crate) fn reclaim_in(dir: &Path, args: &[&str]) -> Run {
-    reclaim_in_dir(dir, args, LIMIT)
-}
-
-/// Every file under `dir`, recursively, with its bytes.
-pub(crate) fn snapshot_tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut all = BTreeMap::new();
-    for (path, bytes) in snapshot(dir) {
-        if path.is_dir() {
-            all.extend(snapshot_tree(&path));
-        }
-        all.insert(path, bytes);
-    }
-    all
-}
-
-/// A real guarded warehouse of `items` rows at `db`, cleanly closed (no WAL left beside it).
-pub(crate) fn warehouse(db: &Path, items: &str) {
-    let run = reclaim_in(
-        db.parent().unwrap_or(Path::new(".")),
-        &[
-            "worker",
-            "--strategy",
-            "guarded",
-            "--items",
-            items,
-            "--delay-ms",
-            "0",
-            "--db",
-            path_arg(db),
-        ],
-    );
-    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
-}
-
 /// `inspect` and a worker of every strategy refuse `db` in one line naming `needle` (and the
 /// file), and nothing in its folder changes.
 pub(crate) fn assert_refused_by_inspect_and_workers(db: &Path, needle: &str) {
@@ -490,7 +449,7 @@ pub(crate) fn assert_refused_by_inspect_and_workers(db: &Path, needle: &str) {
         "inspect changed {}",
         dir.display()
     );
-    for strategy in crate::common::strategies() {
+    for strategy in crate::support::strategies() {
         let args = ["worker", "--strategy", strategy, "--items", "10"];
         let run = reclaim_in(dir, &[&args[..], &["--db", path_arg(db)]].concat());
         assert_eq!(
@@ -614,66 +573,6 @@ fn run_names_why_its_worker_failed_every_time() {
         }
     }
     assert_eq!(lost, 0, "{lost} of {tries} failures did not say why");
-}
-
-/// A tmpfs mounted for one test, lazily unmounted when dropped (even after a failed assertion).
-pub(crate) struct Tmpfs {
-    dir: PathBuf,
-}
-
-impl Tmpfs {
-    /// Mounts a tmpfs with `options` on `dir`; `None`, with a message, where this machine does not
-    /// allow it (not root, no mount namespace, a container without CAP_SYS_ADMIN).
-    pub(crate) fn mount(dir: &Path, options: &str) -> Option<Self> {
-        let output = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
-            .arg(dir)
-            .output();
-        match output {
-            Ok(out) if out.status.success() => Some(Self {
-                dir: dir.to_path_buf(),
-            }),
-            Ok(out) => {
-                println!(
-                    "skipped: cannot mount a tmpfs ({options}) here: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-                None
-            }
-            Err(e) => {
-                println!("skipped: cannot run mount: {e}");
-                None
-            }
-        }
-    }
-
-    pub(crate) fn remount(&self, options: &str) {
-        let status = Command::new("mount")
-            .args(["-o", &format!("remount,{options}")])
-            .arg(&self.dir)
-            .status()
-            .unwrap_or_else(|e| panic!("cannot run mount: {e}"));
-        assert!(
-            status.success(),
-            "remount,{options} of {} failed",
-            self.dir.display()
-        );
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
-    }
-}
-
-/// A fresh folder and a tmpfs on a subfolder of it; the folder outlives the mount.
-pub(crate) fn mounted(options: &str) -> Option<(tempfile::TempDir, PathBuf, Tmpfs)> {
-    let tmp = tempdir();
-    let dir = tmp.path().join("mnt");
-    fs::create_dir(&dir).unwrap_or_else(|e| panic!("cannot make {}: {e}", dir.display()));
-    let mount = Tmpfs::mount(&dir, options)?;
-    Some((tmp, dir, mount))
 }
 
 #[test]
@@ -910,210 +809,6 @@ const LANE: &str = "[[lane]]\nstrategy = \"guarded\"\n";
 /// `title = "t"`, then `body`, then one guarded lane.
 fn scenario(body: &str) -> Vec<u8> {
     format!("title = \"t\"\n{body}\n{LANE}").into_bytes()
-}
-
-#[test]
-fn a_scenario_with_a_wrong_field_is_refused_in_one_line() {
-    let cases = [
-        ("top", "titel = \"x\"", "line 2: unknown field `titel`"),
-        (
-            "host",
-            "[host]\nkill_at = \"task-1\"",
-            "line 3: unknown field `kill_at`",
-        ),
-        (
-            "lane",
-            "[[lane]]\nstrategy = \"naive\"\nworker = 2",
-            "line 4: unknown field `worker`",
-        ),
-        (
-            "caption",
-            "[[caption]]\non = \"kill\"\ntxt = \"t\"",
-            "line 4: unknown field `txt`",
-        ),
-        (
-            "table",
-            "[hosts]\nrandom_kills = 1",
-            "unknown field `hosts`",
-        ),
-    ];
-    for (name, body, needle) in cases {
-        assert_scenario_refused(&format!("field-{name}.toml"), &scenario(body), needle);
-    }
-}
-
-#[test]
-fn a_scenario_with_a_wrong_type_is_refused_in_one_line() {
-    let cases = [
-        (
-            "items",
-            "items = \"many\"",
-            "line 2: invalid type: string \"many\"",
-        ),
-        ("scale", "scale = true", "line 2: invalid type: boolean"),
-        (
-            "negative",
-            "items = -1",
-            "line 2: invalid value: integer `-1`",
-        ),
-        (
-            "huge",
-            "seed = 99999999999999999999999",
-            "line 2: invalid type: integer",
-        ),
-        ("host", "host = 3", "line 2: invalid type: integer `3`"),
-        (
-            "window",
-            "[host]\nkill_window = [0.2, 0.9]",
-            "line 3: invalid type: sequence",
-        ),
-    ];
-    for (name, body, needle) in cases {
-        assert_scenario_refused(&format!("type-{name}.toml"), &scenario(body), needle);
-    }
-    let workers = format!("title = \"t\"\n{LANE}workers = 1.5\n");
-    assert_scenario_refused(
-        "type-workers.toml",
-        workers.as_bytes(),
-        "line 4: invalid type",
-    );
-    assert_scenario_refused("type-title.toml", b"title = 3\n", "line 1: invalid type");
-    let lane = b"title = \"t\"\nlane = \"naive\"\n";
-    assert_scenario_refused(
-        "type-lane.toml",
-        lane,
-        "line 2: invalid type: string \"naive\"",
-    );
-}
-
-#[test]
-fn a_scenario_with_a_wrong_value_is_refused_in_one_line() {
-    // Seven more, after the one every case has.
-    let seven_lanes = (0..7)
-        .map(|i| format!("{LANE}name = \"l{i}\"\n"))
-        .collect::<Vec<_>>()
-        .concat();
-    let cases: [(&str, String, &str); 17] = [
-        ("items", "items = 0".into(), "items = 0 is outside"),
-        ("scale", "scale = 0.0".into(), "scale = 0 is outside"),
-        (
-            "delay",
-            "delay_ms = -5.0".into(),
-            "delay_ms = -5 is outside",
-        ),
-        (
-            "dead-man",
-            "dead_man = nan".into(),
-            "dead_man = NaN is outside",
-        ),
-        (
-            "restart",
-            "restart_delay = inf".into(),
-            "restart_delay = inf is outside",
-        ),
-        (
-            "window",
-            "[host]\nkill_window = \"0.9..0.2\"".into(),
-            "ends before it starts",
-        ),
-        (
-            "kill",
-            "[host]\nkill_at_task = \"task-900\"".into(),
-            "beyond the queue",
-        ),
-        (
-            "hang",
-            "[host]\nhang_at_task = \"soon\"".into(),
-            "not a task id",
-        ),
-        (
-            "hang-for",
-            "[host]\nhang_for = -1.0".into(),
-            "hang_for = -1 is outside",
-        ),
-        ("lanes", seven_lanes, "8 lanes; at most 6"),
-        (
-            "title-twice",
-            "title = \"u\"".into(),
-            "line 2: duplicate key",
-        ),
-        (
-            "strategy",
-            "[[lane]]\nstrategy = \"lazy\"\nname = \"z\"".into(),
-            "unknown variant `lazy`",
-        ),
-        (
-            "crash",
-            "[[lane]]\nstrategy = \"naive\"\ncrash_at = \"task-050:sideways\"".into(),
-            "unknown crash point 'sideways'",
-        ),
-        (
-            "batch",
-            "[[lane]]\nstrategy = \"naive\"\nbatch = 5".into(),
-            "batch applies to keyed, guarded and outbox only",
-        ),
-        (
-            "name",
-            "[[lane]]\nstrategy = \"naive\"\nname = \"a/b\"".into(),
-            "no slashes",
-        ),
-        (
-            "caption-on",
-            "[[caption]]\non = \"lunch\"\ntext = \"t\"".into(),
-            "on = \"lunch\" is not one of",
-        ),
-        (
-            "caption-at",
-            "[[caption]]\nat = \"25:61:00\"\ntext = \"t\"".into(),
-            "at = \"25:61:00\" is not a time",
-        ),
-    ];
-    for (name, body, needle) in cases {
-        assert_scenario_refused(&format!("value-{name}.toml"), &scenario(&body), needle);
-    }
-    let twice = format!("title = \"t\"\n{LANE}{LANE}");
-    assert_scenario_refused("value-twice.toml", twice.as_bytes(), "is used twice");
-    let blank_title = format!("title = \"  \"\n{LANE}");
-    assert_scenario_refused(
-        "value-blank-title.toml",
-        blank_title.as_bytes(),
-        "title is empty",
-    );
-}
-
-#[test]
-fn an_empty_or_unreadable_scenario_is_refused_in_one_line() {
-    let cases: [(&str, &[u8], &str); 7] = [
-        ("empty.toml", b"", "the file is empty"),
-        ("blank.toml", b"  \n\t\n\n", "the file is empty"),
-        (
-            "comment.toml",
-            b"# nothing but a comment\n",
-            "line 1: missing field `title`",
-        ),
-        ("no-lane.toml", b"title = \"t\"\n", "at least one lane"),
-        (
-            "syntax.toml",
-            b"title = \"unterminated\n",
-            "line 1: invalid basic string",
-        ),
-        (
-            "binary.toml",
-            b"\xff\xfe\x00title = 1",
-            "stream did not contain valid UTF-8",
-        ),
-        ("nul.toml", b"title = \"t\"\n\x00\n", "line 2"),
-    ];
-    for (name, text, needle) in cases {
-        assert_scenario_refused(name, text, needle);
-    }
-    // A folder where the file should be.
-    let tmp = tempdir();
-    let dir = tmp.path().join("folder.toml");
-    fs::create_dir(&dir).unwrap();
-    let run = reclaim_in(tmp.path(), &["tui", "--scenario", path_arg(&dir)]);
-    assert_one_line_error(&run, "scenario");
-    assert_one_line_error(&run, "is a folder");
 }
 
 #[test]

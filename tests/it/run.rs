@@ -14,10 +14,11 @@ use std::time::{Duration, Instant, SystemTime};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::common::{
+use crate::support::{
     BIN, Run, assert_one_line_error, cmdline, distinct, duplicated_ids, gone_within, json_of,
     number, open_ro, path_arg, process_gone, reclaim_within, rows, snapshot, workers_under,
 };
+use crate::support::{after_clock, without_pids_and_paths};
 
 /// A hang guard, not a timing assertion: every night here takes a few seconds at most.
 const LIMIT: Duration = Duration::from_secs(90);
@@ -30,24 +31,6 @@ fn night(db: &Path, extra: &[&str]) -> Run {
     let mut args = vec!["run", "--db", path_arg(db)];
     args.extend_from_slice(extra);
     reclaim_within(&args, &[], LIMIT)
-}
-
-/// The text after the clock, when `line` is a timeline line in the postmortem's format:
-/// `02:11:47  runner  notice  instance reclaimed by host`.
-pub(crate) fn after_clock(line: &str) -> Option<&str> {
-    let (clock, rest) = line.split_at_checked(8)?;
-    let well_formed = clock.bytes().enumerate().all(|(i, b)| {
-        if i == 2 || i == 5 {
-            b == b':'
-        } else {
-            b.is_ascii_digit()
-        }
-    });
-    if well_formed {
-        rest.strip_prefix("  ")
-    } else {
-        None
-    }
 }
 
 /// The index of the first timeline line from `from` on whose text starts with `prefix`.
@@ -85,7 +68,7 @@ struct LiveNight {
 impl LiveNight {
     /// A guarded night slow enough (50 ms an item, ten seconds in all) to be interrupted.
     fn start(db: &Path) -> Self {
-        let mut child = crate::common::reclaim_command()
+        let mut child = crate::support::reclaim_command()
             .args(["run", "--strategy", "guarded", "--delay-ms", "50", "--db"])
             .arg(db)
             .stdin(Stdio::null())
@@ -798,7 +781,7 @@ fn a_panic_in_any_thread_of_run_leaves_no_worker() {
     for place in ["loop", "thread"] {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("w.db");
-        let out = crate::common::reclaim_command()
+        let out = crate::support::reclaim_command()
             .args(["run", "--strategy", "guarded", "--delay-ms", "20", "--db"])
             .arg(&db)
             .env("RECLAIM_TEST_PANIC", place)
@@ -873,43 +856,6 @@ fn the_incident_scenario_headless_prints_the_postmortems_log_to_the_second() {
         guarded.contains("derived=ok") && guarded.contains("rows=200 duplicated_task_ids=0"),
         "{guarded}"
     );
-}
-
-/// What `run` printed, with what differs from night to night by nature put aside: pids (and a
-/// server's backend and transaction numbers), run ids (a pid and a start time), the wall time
-/// and paths of temporary folders.
-pub(crate) fn without_pids_and_paths(stdout: &str) -> String {
-    let mut out = String::new();
-    for line in stdout.lines() {
-        let mut after_pid = false;
-        let words: Vec<String> = line
-            .split(' ')
-            .map(|w| {
-                let word = if after_pid && w.trim_end_matches([')', ':']).parse::<u32>().is_ok() {
-                    "PID".to_string()
-                } else if let Some(pid) = w.strip_prefix("pid=") {
-                    assert!(pid.parse::<u32>().is_ok(), "{line}");
-                    "pid=PID".to_string()
-                } else if w.starts_with("run_id=run-") {
-                    "run_id=RUN".to_string()
-                } else if w.starts_with("elapsed=") {
-                    // The wall time a night took.
-                    "elapsed=WALL".to_string()
-                } else if w.trim_start_matches('(').starts_with('/') {
-                    "PATH".to_string()
-                } else {
-                    w.to_string()
-                };
-                // A server's backend and transaction numbers are its processes' and its
-                // counter's, like pids.
-                after_pid = matches!(w.trim_start_matches('('), "pid" | "backend" | "xid");
-                word
-            })
-            .collect();
-        out.push_str(&words.join(" "));
-        out.push('\n');
-    }
-    out
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{path_arg, reclaim_in_dir};
+use crate::support::{path_arg, reclaim_in_dir};
 
 #[test]
 fn a_scenario_run_headless_records_its_night_and_the_replay_reads_the_same_verdict() {

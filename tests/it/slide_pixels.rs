@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::png;
+use crate::support::png;
 
 /// A cell of the 120x40 frame, in pixels (see `src/export/svg.rs`).
 const CELL: (f64, f64) = (8.4, 17.0);

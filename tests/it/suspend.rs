@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::common::{Run, path_arg, workers_under};
-use crate::pty::Dashboard;
-use crate::tui::{
+use crate::support::Dashboard;
+use crate::support::{
     COLS, ROWS, STARTUP, alive_worker, assert_no_worker_left, assert_screen_restored, children,
     stat_fields, wait_for_workers,
 };
+use crate::support::{Run, path_arg, workers_under};
 
 /// How long reclaim may take to stop, or to come back, after the signal.
 const PROMPTLY: Duration = Duration::from_secs(5);
@@ -175,7 +175,7 @@ fn a_suspended_dashboard_gives_the_terminal_back_and_fg_redraws_all_of_it() {
 /// then `kill -CONT`, and run to its end. A gated worker waits for the supervisor's grants, so
 /// while reclaim is stopped the night stands still: not one row is written meanwhile.
 fn run_stopped_while_the_worker_waits(args: &[&str], dir: &Path, stopped_for: Duration) -> Run {
-    let mut child = crate::common::reclaim_command()
+    let mut child = crate::support::reclaim_command()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::common::{
+use crate::support::tempdir;
+use crate::support::{
     BIN, assert_one_line_error, cmdline, count, json_of, number, open_ro, path_arg, process_gone,
     reclaim, reclaim_within, rows,
 };
-use crate::robust::tempdir;
 
 /// A hang guard, not a timing assertion.
 const LIMIT: Duration = Duration::from_secs(120);
@@ -424,7 +424,7 @@ struct Vendor {
 
 impl Vendor {
     fn start(db: &Path, args: &[&str]) -> Self {
-        let mut child = crate::common::reclaim_command()
+        let mut child = crate::support::reclaim_command()
             .arg("vendor")
             .arg("--db")
             .arg(db)
@@ -578,7 +578,7 @@ fn no_vendor_or_relay_outlives_reclaim_on_any_exit_path() {
     for signal in [Signal::SIGTERM, Signal::SIGKILL] {
         let tmp = tempdir();
         let db = tmp.path().join("b.db");
-        let mut child = crate::common::reclaim_command()
+        let mut child = crate::support::reclaim_command()
             .args([
                 "run",
                 "--strategy",
@@ -613,7 +613,7 @@ fn no_vendor_or_relay_outlives_reclaim_on_any_exit_path() {
     // the vendor's among them.
     let tmp = tempdir();
     let db = tmp.path().join("p.db");
-    let output = crate::common::reclaim_command()
+    let output = crate::support::reclaim_command()
         .args([
             "run",
             "--strategy",
@@ -800,7 +800,7 @@ fn every_shipped_scenario_that_sends_reaches_a_vendor_and_the_others_do_not() {
 fn a_relays_planned_crash_and_its_death_fall_on_one_second() {
     let tmp = tempdir();
     let run =
-        crate::common::reclaim_in_dir(tmp.path(), &["run", "--scenario", "vendor-forgets"], LIMIT);
+        crate::support::reclaim_in_dir(tmp.path(), &["run", "--scenario", "vendor-forgets"], LIMIT);
     // 1: the lane whose vendor ignores keys sends a message twice, as the scenario teaches.
     assert_eq!(run.code, Some(1), "{run:?}");
     for lane in ["vendor honours keys", "vendor ignores keys"] {
@@ -890,11 +890,11 @@ fn prove_outbox_passes_every_test_and_its_sweep_covers_the_relays_crash_point() 
 #[test]
 fn the_side_effects_scenario_shows_the_email_sent_twice_beside_right_rows_and_quits_clean() {
     let tmp = tempdir();
-    let mut dashboard = crate::pty::Dashboard::start(
+    let mut dashboard = crate::support::Dashboard::start(
         &["tui", "--scenario", "side-effects"],
         tmp.path(),
-        crate::tui::COLS,
-        crate::tui::ROWS,
+        crate::support::COLS,
+        crate::support::ROWS,
     )
     .unwrap_or_else(|e| panic!("{e}"));
     // Faster, and past each caption's hold, so the night ends sooner; what is shown does not

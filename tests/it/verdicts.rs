@@ -10,7 +10,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 use serde_json::Value;
 
-use crate::common::{
+use crate::support::{
     assert_one_line_error, json_of, number, path_arg, reclaim, reclaim_in_dir, reclaim_within,
     snapshot,
 };
@@ -178,7 +178,7 @@ fn a_worker_refuses_a_table_of_integer_task_ids_and_leaves_it_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("ints.db");
     integer_table(&db);
-    for strategy in crate::common::strategies() {
+    for strategy in crate::support::strategies() {
         let before = snapshot(dir.path());
         let run = reclaim(&[
             "worker",
@@ -292,7 +292,7 @@ fn replay_check_fails_when_the_history_contradicts_the_recorded_end() {
 #[test]
 fn a_recording_of_another_version_is_refused_naming_both_versions() {
     let dir = tempfile::tempdir().unwrap();
-    let text = String::from_utf8(crate::common::record_short_night(dir.path())).unwrap();
+    let text = String::from_utf8(crate::support::record_short_night(dir.path())).unwrap();
     for (found, spelled) in [("0", "format version 0"), ("\"1\"", "format version \"1\"")] {
         let file = dir.path().join("old.jsonl");
         let _ = fs::remove_file(&file);
@@ -436,7 +436,7 @@ fn the_wal_stays_bounded_while_four_workers_write_and_inspect_reads_in_a_loop() 
     // 8,000 items already take the log to the bound (64 MB) on this machine; 20,000 leave
     // room for a faster one (60,000 took three times as long and proved no more).
     let items = "20000";
-    let mut child = crate::common::reclaim_command()
+    let mut child = crate::support::reclaim_command()
         .args([
             "run",
             "--strategy",

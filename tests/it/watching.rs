@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::common::{has_sqlite3, json_of, number, path_arg, reclaim_in_dir, rows_by_sqlite3};
+use crate::support::{has_sqlite3, json_of, number, path_arg, reclaim_in_dir, rows_by_sqlite3};
 
 /// A hang guard, not a timing assertion: each night takes two or three seconds.
 const LIMIT: Duration = Duration::from_secs(120);

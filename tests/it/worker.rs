@@ -9,7 +9,7 @@ use std::process::{Child, Stdio};
 use rusqlite::{Connection, OptionalExtension as _};
 use serde_json::Value;
 
-use crate::common::{
+use crate::support::{
     BIN, Run, assert_one_line_error, assert_usage_error, count, distinct, duplicated_ids, open_ro,
     path_arg, read_bytes, reclaim, rows, snapshot, strategies, strategies_that,
 };
@@ -37,7 +37,7 @@ fn worker(strategy: &str, db: &Path, extra: &[&str]) -> Run {
 }
 
 fn spawn_worker(strategy: &str, db: &Path) -> Child {
-    crate::common::reclaim_command()
+    crate::support::reclaim_command()
         .args(["worker", "--strategy", strategy, "--db", path_arg(db)])
         .args(["--delay-ms", "0"])
         .stdin(Stdio::null())
@@ -543,7 +543,7 @@ fn guarded_skips_tasks_another_writer_checkpoints_while_it_runs() {
     // a while after the worker has started: the worker must notice and leave them alone.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("warehouse.db");
-    let child = crate::common::reclaim_command()
+    let child = crate::support::reclaim_command()
         .args(["worker", "--strategy", "guarded", "--db", path_arg(&db)])
         .args(["--items", "200", "--delay-ms", "10"])
         .stdin(Stdio::null())

@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 use super::tempdir;
 
-use crate::common::{assert_one_line_error, path_arg, reclaim_in_dir};
+use crate::support::{assert_one_line_error, path_arg, reclaim_in_dir};
 
 /// Runs reclaim with `args` in `dir` (stdout and stderr to files there), polling its peak
 /// resident memory (`VmHWM`, KiB) until it exits: its exit code, stdout and that peak.
 fn run_measured(dir: &Path, args: &[&str], limit: Duration) -> (Option<i32>, String, u64) {
     let stdout = fs::File::create(dir.join("stdout.txt")).unwrap_or_else(|e| panic!("{e}"));
     let stderr = fs::File::create(dir.join("stderr.txt")).unwrap_or_else(|e| panic!("{e}"));
-    let mut child = crate::common::reclaim_command()
+    let mut child = crate::support::reclaim_command()
         .args(args)
         .current_dir(dir)
         .env("TMPDIR", dir)
@@ -178,7 +178,7 @@ fn shrink_refuses_a_recording_that_would_plan_more_work_than_the_map_may() {
     }
     let doctored = tmp.path().join("doctored.jsonl");
     write_lines(&doctored, &lines);
-    let before = crate::common::snapshot(tmp.path());
+    let before = crate::support::snapshot(tmp.path());
     let shrink = reclaim_in_dir(
         tmp.path(),
         &["shrink", path_arg(&doctored)],
@@ -186,7 +186,7 @@ fn shrink_refuses_a_recording_that_would_plan_more_work_than_the_map_may() {
     );
     assert_one_line_error(&shrink, "nights of 100000 items");
     assert_eq!(
-        crate::common::snapshot(tmp.path()),
+        crate::support::snapshot(tmp.path()),
         before,
         "shrink wrote something"
     );

@@ -11,7 +11,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use super::tempdir;
-use crate::common::{cmdline, path_arg, process_gone};
+use crate::support::{cmdline, path_arg, process_gone};
 
 const LIMIT: Duration = Duration::from_secs(60);
 const GRACE: Duration = Duration::from_secs(5);
@@ -51,7 +51,7 @@ fn sleeps(dir: &Path) -> Vec<i32> {
 fn start(dir: &Path, extra: &[&str]) -> (Child, PathBuf) {
     let night = dir.join("night");
     fs::create_dir(&night).unwrap_or_else(|e| panic!("{e}"));
-    let child = crate::common::reclaim_command()
+    let child = crate::support::reclaim_command()
         .args(["run", "--exec", &escaping_job(), "--db"])
         .arg(path_arg(&night.join("warehouse.db")))
         .args(extra)

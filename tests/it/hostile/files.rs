@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use super::{tempdir, write};
-use crate::common::{Run, assert_one_line_error, path_arg, reclaim_within};
+use crate::support::{Run, assert_one_line_error, path_arg, reclaim_within};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -27,7 +27,7 @@ fn mkfifo(path: &Path) {
 /// three items and must finish within `LIMIT`.
 fn worker_with_planted_temp(dir: &Path, plant: impl FnOnce(&Path)) -> Run {
     let db = dir.join("w.db");
-    let mut child = crate::common::reclaim_command()
+    let mut child = crate::support::reclaim_command()
         .args([
             "worker",
             "--strategy",
@@ -170,7 +170,7 @@ fn links_planted_in_dev_shm_at_the_maps_probe_are_not_followed() {
         .map(|pid| shm.join(format!(".reclaim-probe-{pid}")))
         .filter(|link| std::os::unix::fs::symlink(&victim, link).is_ok())
         .collect();
-    let mut command = crate::common::reclaim_command();
+    let mut command = crate::support::reclaim_command();
     command
         .args([
             "map",

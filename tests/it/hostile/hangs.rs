@@ -9,7 +9,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use super::tempdir;
-use crate::common::{assert_one_line_error, path_arg, reclaim_in_dir};
+use crate::support::{assert_one_line_error, path_arg, reclaim_in_dir};
 
 const ENDLESS: &str = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n) \
                        SELECT max(i), max(i) FROM n";
@@ -89,7 +89,7 @@ fn cpu_seconds(pid: u32) -> f64 {
 #[test]
 fn an_endless_count_sql_is_stopped_by_sigterm_within_two_seconds() {
     let tmp = tempdir();
-    let mut child = crate::common::reclaim_command()
+    let mut child = crate::support::reclaim_command()
         .args([
             "run",
             "--exec",

@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use super::tempdir;
-use crate::common::{Run, path_arg, read_bytes, reclaim_in_dir, record_short_night};
+use crate::support::{Run, path_arg, read_bytes, reclaim_in_dir, record_short_night};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -90,7 +90,7 @@ fn to_dev_full(args: &[&str], dir: &std::path::Path) -> Run {
         .write(true)
         .open("/dev/full")
         .unwrap_or_else(|e| panic!("{e}"));
-    let output = crate::common::reclaim_command()
+    let output = crate::support::reclaim_command()
         .args(args)
         .current_dir(dir)
         .env("TMPDIR", dir)
@@ -189,7 +189,7 @@ fn every_command_that_prints_exits_2_with_one_line_when_stdout_is_full() {
 #[test]
 fn a_reader_that_goes_away_is_a_quiet_exit() {
     for args in [vec!["completions", "fish"], vec!["man"], vec!["scenarios"]] {
-        let mut child = crate::common::reclaim_command()
+        let mut child = crate::support::reclaim_command()
             .args(&args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

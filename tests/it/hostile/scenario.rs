@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{tempdir, write};
-use crate::common::{assert_one_line_error, path_arg, reclaim_in_dir};
+use crate::support::{assert_one_line_error, path_arg, reclaim_in_dir};
 
 const LIMIT: Duration = Duration::from_secs(60);
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::{tempdir, write};
-use crate::common::{assert_one_line_error, path_arg, reclaim_in_dir, snapshot};
+use crate::support::{assert_one_line_error, path_arg, reclaim_in_dir, snapshot};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -75,7 +75,7 @@ fn quiet_warehouse(dir: &Path) -> std::path::PathBuf {
     for suffix in ["-wal", "-shm"] {
         assert!(!dir.join(format!("w.db{suffix}")).exists(), "{suffix} left");
     }
-    assert_eq!(crate::common::rows(&crate::common::open_ro(&db)), 5);
+    assert_eq!(crate::support::rows(&crate::support::open_ro(&db)), 5);
     db
 }
 
@@ -113,7 +113,7 @@ fn a_relay_given_a_warehouse_without_an_outbox_or_a_device_refuses_at_once_touch
 #[test]
 fn an_svg_asked_for_a_moment_outside_the_night_names_the_moment_it_draws() {
     let tmp = tempdir();
-    crate::common::record_short_night(tmp.path());
+    crate::support::record_short_night(tmp.path());
     let run = reclaim_in_dir(
         tmp.path(),
         &[
@@ -236,7 +236,7 @@ fn heartbeat_check_does_not_wait_out_a_slow_alert() {
     let pid = fs::read_to_string(&pid_file).unwrap_or_default();
     let alive = pid.trim().parse::<i32>().ok().filter(|&pid| {
         // Stopped with the check: nothing of the alert is left behind.
-        let alive = !crate::common::process_gone(pid);
+        let alive = !crate::support::process_gone(pid);
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid),
             nix::sys::signal::Signal::SIGKILL,

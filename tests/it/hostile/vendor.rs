@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::tempdir;
-use crate::common::{count, open_ro};
+use crate::support::{count, open_ro};
 
 /// `reclaim vendor` running on a new database; killed when dropped.
 struct Vendor {
@@ -22,7 +22,7 @@ struct Vendor {
 
 impl Vendor {
     fn start(db: &Path) -> Self {
-        let mut child = crate::common::reclaim_command()
+        let mut child = crate::support::reclaim_command()
             .arg("vendor")
             .arg("--db")
             .arg(db)

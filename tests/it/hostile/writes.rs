@@ -5,9 +5,9 @@
 use std::fs;
 use std::time::{Duration, Instant};
 
-use crate::common::{path_arg, reclaim_in_dir, record_short_night};
-use crate::pty::Dashboard;
-use crate::robust::mounted;
+use crate::support::Dashboard;
+use crate::support::mounted;
+use crate::support::{path_arg, reclaim_in_dir, record_short_night};
 
 const LIMIT: Duration = Duration::from_secs(60);
 

@@ -1,5 +1,20 @@
-//! Helpers shared by the integration modules: running the real binary (to completion, or
-//! against a deadline), decoding what it printed, and reading its databases back independently.
+//! The one home of what the integration modules share: running the real binary (to completion,
+//! or against a deadline), decoding what it printed, reading its databases back independently,
+//! and waiting on something observable. Beside it: `nights` (a night's text read back),
+//! `screen` and `pty` (the dashboard in a pseudo-terminal), `pg` (PostgreSQL), `png` (a
+//! rendered slide's pixels). `build.rs` is the package's build script, which only finds whether
+//! the PostgreSQL tests can run.
+
+mod nights;
+pub(crate) mod pg;
+pub(crate) mod png;
+pub(crate) mod pty;
+mod screen;
+
+pub(crate) use nights::*;
+pub(crate) use pg::*;
+pub(crate) use pty::Dashboard;
+pub(crate) use screen::*;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -7,7 +22,7 @@ use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -325,6 +340,52 @@ pub(crate) fn run_within(mut command: Command, what: &str, limit: Duration) -> R
     Run::from_output(what, &output)
 }
 
+/// `run_within`, and the bytes the process read (`rchar` of `/proc/PID/io`, read once it has
+/// exited and before it is reaped): a bound on work measured by the work, not by the time taken.
+pub(crate) fn run_counting_reads(mut command: Command, what: &str, limit: Duration) -> (Run, u64) {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let pid = child.id();
+    let state = || fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let exited = poll_until(limit, || {
+        (state().rsplit_once(')')).is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    });
+    if !exited {
+        let _ = child.kill();
+        panic!("{what} was still running after {limit:?}; killed it");
+    }
+    let io = fs::read_to_string(format!("/proc/{pid}/io"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/io: {e}"));
+    let read = (io.lines())
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no rchar in /proc/{pid}/io: {io}"));
+    let status = child
+        .wait()
+        .unwrap_or_else(|e| panic!("waiting for {what}: {e}"));
+    let output = Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    };
+    (Run::from_output(what, &output), read)
+}
+
 // -------------------------------------------------------------------------------------------
 // Processes, as /proc shows them.
 
@@ -425,4 +486,16 @@ pub(crate) fn record_short_night(dir: &Path) -> Vec<u8> {
     let run = reclaim_in_dir(dir, &args, Duration::from_secs(60));
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     read_bytes(&record)
+}
+
+/// Polls until `done` holds or `limit` passes; returns whether it held.
+pub(crate) fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
 }

@@ -13,7 +13,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use portable_pty::{Child, CommandBuilder, ExitStatus, MasterPty, PtySize, native_pty_system};
 
-use crate::common::BIN;
+use super::BIN;
 
 /// How often the screen is looked at while waiting.
 const POLL: Duration = Duration::from_millis(20);
