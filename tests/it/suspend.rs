@@ -209,13 +209,20 @@ fn run_stopped_while_the_worker_waits(args: &[&str], dir: &Path, stopped_for: Du
         panic!("{e}");
     }
     kill(pid, Signal::SIGSTOP).unwrap_or_else(|e| panic!("SIGSTOP: {e}"));
-    // A grant already sent may still be in flight: let it land, then count.
-    thread::sleep(Duration::from_millis(300));
     let before = written();
+    // Stopped as long as a user at the shell might leave it (the scenario, not a wait).
     thread::sleep(stopped_for);
     let after = written();
     kill(pid, Signal::SIGCONT).unwrap_or_else(|e| panic!("SIGCONT: {e}"));
-    assert_eq!(before, after, "rows were written while reclaim was stopped");
+    // The grants already sent when reclaim stopped may still be written, however late a loaded
+    // machine lands them: at most 40 ms of writes ahead of the clock (`GRANT_AHEAD` in
+    // src/engine/mod.rs), four items at 10 ms, and the one in hand. An ungated worker would have
+    // written a row every 10 ms of the stop.
+    assert!(
+        after <= before + 5,
+        "{} rows were written while reclaim was stopped",
+        after - before
+    );
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap_or_else(|e| panic!("wait: {e}")) {

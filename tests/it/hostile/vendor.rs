@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::tempdir;
-use crate::support::{count, open_ro};
+use crate::support::{count, open_ro, poll_until};
 
 /// `reclaim vendor` running on a new database; killed when dropped.
 struct Vendor {
@@ -58,6 +58,15 @@ impl Vendor {
         let mut stream = self.connect();
         stream.write_all(request).unwrap_or_else(|e| panic!("{e}"));
         status_line(&mut stream)
+    }
+
+    /// The sockets the vendor holds open (its listener and the connections it accepted).
+    fn sockets(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.child.id())).map_or(0, |fds| {
+            fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+                .filter(|target| target.to_string_lossy().starts_with("socket:"))
+                .count()
+        })
     }
 
     /// The vendor's peak resident memory, in KiB (`VmHWM`).
@@ -136,8 +145,13 @@ fn twenty_slow_clients_delay_no_normal_request_and_are_cut_at_the_deadline() {
             }
         })
     };
-    // Every slow client is connected and trickling; a normal request is answered meanwhile.
-    thread::sleep(Duration::from_millis(400));
+    // Every slow client accepted by the vendor (its listener and 20 sockets) and trickling; a
+    // normal request is answered meanwhile.
+    assert!(
+        poll_until(bound, || vendor.sockets() > 20),
+        "the vendor accepted {} of the 20 slow clients",
+        vendor.sockets().saturating_sub(1)
+    );
     let answered = vendor.ask(&message(""));
     assert_eq!(
         answered, "HTTP/1.1 201 Created",
