@@ -250,6 +250,57 @@ impl LaneEnd {
     pub fn is_ok(&self) -> bool {
         self.completed && self.derived_status.is_ok()
     }
+
+    /// A recorded lane's verdict as its figures at one moment give it (`snap`, a sample's):
+    /// what a replay, its slides and `replay --check` show, whatever the recording's `end` line
+    /// says. `claimed` and `completed` are the end line's.
+    #[must_use]
+    pub fn from_sample(
+        snap: &LaneSnapshot,
+        items: u64,
+        claimed: Option<&str>,
+        completed: bool,
+    ) -> Self {
+        let derived = sample_verdict(Some(snap), items);
+        // The job said it was done: what is still missing was lost, as `run` judges it.
+        let derived = if completed {
+            derived.once_ended()
+        } else {
+            derived
+        };
+        Self {
+            items,
+            rows: snap.rows,
+            distinct: snap.distinct,
+            duplicated_task_ids: snap.duplicated,
+            missing: items.saturating_sub(snap.distinct),
+            derived_status: derived.status(),
+            derived: derived.to_string(),
+            claimed_status: claimed.map(ToOwned::to_owned),
+            completed,
+        }
+    }
+}
+
+/// The verdict a sample's figures give (none: a lane never sampled), by the one rule (`Derived::from_facts`). A sample
+/// counts distinct keys of the queue and the rows outside it, so every other row beyond the
+/// distinct ones is a duplicate; it cannot see the integrity check.
+#[must_use]
+pub fn sample_verdict(snap: Option<&LaneSnapshot>, items: u64) -> crate::verdict::Derived {
+    let figure = |f: fn(&LaneSnapshot) -> u64| snap.map_or(0, f);
+    let (rows, distinct, outside) = (
+        figure(|s| s.rows),
+        figure(|s| s.distinct),
+        figure(|s| s.outside),
+    );
+    crate::verdict::Derived::from_facts(crate::verdict::RowFacts {
+        integrity_ok: true,
+        duplicated: figure(|s| s.duplicated),
+        extra: (rows.saturating_sub(distinct)).saturating_sub(outside),
+        missing: items.saturating_sub(distinct),
+        unexpected: outside,
+        orphan_checkpoints: 0,
+    })
 }
 
 /// Appends a night to a file as it happens. Each line is written whole and flushed, so a

@@ -76,13 +76,10 @@ impl ReplayApp {
             chrome.note("the recording's last line was cut short; playing what was written");
         }
         let caption_texts = filled_captions(&recording, &caption_times);
-        let lane_ends = match &recording.end {
-            Some(end) => end.lanes.iter().cloned().map(Some).collect(),
-            None => vec![None; recording.header.lanes.len()],
-        };
-        let overs = (0..recording.header.lanes.len())
+        let overs: Vec<_> = (0..recording.header.lanes.len())
             .map(|lane| moment::lane_over(&recording.samples, &recording.events, lane))
             .collect();
+        let lane_ends = judged_ends(&recording, &overs);
         Self {
             lane_ends,
             overs,
@@ -391,3 +388,28 @@ impl Screen for ReplayApp {
 
 #[cfg(test)]
 mod tests;
+
+/// Each lane's verdict once the night has ended, judged from the figures the samples show it
+/// over with (the last sample for a lane never shown over), never read from the `end` line's
+/// words: an `end` line edited to say `ok` over duplicates still shows DATA WRONG. What the
+/// worker claimed and whether it completed are the end line's.
+fn judged_ends(recording: &Recording, overs: &[Option<moment::LaneOver>]) -> Vec<Option<LaneEnd>> {
+    let samples = &recording.samples;
+    (recording.header.lanes.iter().enumerate())
+        .map(|(i, info)| {
+            let end = recording.end.as_ref()?.lanes.get(i)?;
+            let at = overs
+                .get(i)
+                .copied()
+                .flatten()
+                .map_or(samples.len().checked_sub(1)?, |o| o.sample);
+            let snap = samples.get(at)?.lanes.get(i)?;
+            Some(LaneEnd::from_sample(
+                snap,
+                info.items,
+                end.claimed_status.as_deref(),
+                end.completed,
+            ))
+        })
+        .collect()
+}
