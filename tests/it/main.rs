@@ -31,6 +31,7 @@ mod pg_scenario;
 mod pg_warehouse;
 mod png;
 mod pty;
+mod quitting;
 mod refuse;
 mod replay;
 mod robust;
