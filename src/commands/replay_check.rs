@@ -44,6 +44,10 @@ pub struct CheckedLane {
 /// holds every task exactly once and completed, 1 otherwise.
 pub fn run(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let recording = Recording::load(&args.file)?;
+    let shown = crate::base::text::escape_controls(&args.file.display().to_string());
+    if let Some(refused) = recording.vendor_unrecorded(&shown) {
+        return Err(refused.into());
+    }
     if recording.truncated {
         eprintln!(
             "reclaim: warning: {}: the last line was cut short; checking the rest",

@@ -73,6 +73,19 @@ pub struct LaneInfo {
     pub strategy: WorkerKind,
     pub items: u64,
     pub db: PathBuf,
+    /// Its items reach a vendor (a side effect, an outbox's relay, an exec job's `--vendor`):
+    /// its samples then hold the messages there. Absent (false) in recordings made before it
+    /// was written, where an outbox lane still says so by its strategy.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vendor: bool,
+}
+
+impl LaneInfo {
+    /// Whether the lane's items reached a vendor, as the header tells.
+    #[must_use]
+    pub fn reaches_vendor(&self) -> bool {
+        self.vendor || self.strategy == WorkerKind::Strategy(Strategy::Outbox)
+    }
 }
 
 /// Who did a recorded lane's work: one of reclaim's strategies, or someone else's job (`exec`).
@@ -367,22 +380,23 @@ impl Recorder {
         }
     }
 
-    fn sample(&mut self, engine: &Engine, now: Instant) -> io::Result<()> {
-        let sample = self.samples.take(engine, now);
-        self.write(&SessionLine::Sample(sample))
-    }
-
     /// Writes the last sample and the verdict; nothing is written after it.
     pub fn end(&mut self, engine: &Engine, now: Instant, lanes: Vec<LaneEnd>) -> io::Result<()> {
         if self.ended {
             return Ok(());
         }
         self.observe(engine, now)?;
-        self.sample(engine, now)?;
+        // The night ends at its last line (a `done` is stamped with its work's moment, which
+        // may be ahead of the clock), as the live dashboard's does: the last sample, every row
+        // in, is that moment's, so a slide at the done line's second shows the lane over.
+        let mut last = self.samples.take(engine, now);
+        let over = (engine.timeline().iter()).fold(last.sim, |t, e| t.max(e.sim.0));
+        last.sim = over;
+        self.write(&SessionLine::Sample(last))?;
         self.ended = true;
         self.write(&SessionLine::End(End {
             real_ms: engine.elapsed(now).as_millis() as u64,
-            sim: engine.clock().at(now).0,
+            sim: over,
             lanes,
         }))
     }
@@ -492,6 +506,7 @@ pub fn header(
                 strategy: WorkerKind::of(&l.config().worker),
                 items: l.config().items,
                 db: l.config().db.clone(),
+                vendor: l.config().needs_vendor(),
             })
             .collect(),
         captions,
