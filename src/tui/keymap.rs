@@ -381,7 +381,7 @@ pub const KEYMAP: &[Binding<KeyAction>] = &[
         keys: &[KeyCode::Char('q')],
         label: "q",
         action: KeyAction::Quit,
-        help: "quit (Ctrl-C too; Esc never quits); every worker is killed, the databases are kept",
+        help: "quit (or Ctrl-C; Esc never quits): workers killed, databases kept",
         footer: Some(Footer::new("quit", 0)),
         modes: ALL,
     },
@@ -555,7 +555,9 @@ mod tests {
             assert_ne!(action_for(esc, mode), Some(KeyAction::Quit), "{mode:?}");
             let quit = (help_lines(mode).into_iter()).find(|(key, _)| *key == "q");
             assert!(
-                quit.is_some_and(|(_, text)| text.contains("Ctrl-C") && text.contains("Esc never")),
+                quit.is_some_and(
+                    |(_, text)| text.contains("Ctrl-C") && text.contains("Esc never quits")
+                ),
                 "{mode:?}: {quit:?}"
             );
         }

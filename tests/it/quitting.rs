@@ -21,11 +21,13 @@ const ESC_THEN_HELP: &[u8] = b"\x1b\x1b?";
 
 /// Types Esc then `?` and waits for the help, which names `q`, Ctrl-C and Esc; closes it.
 fn esc_keeps_the_night(dashboard: &mut Dashboard, mode: &str) {
-    dashboard.send(ESC_THEN_HELP).unwrap();
-    // The help's last line, drawn whole: `q  quit (Ctrl-C too; Esc never quits); ...`.
+    dashboard
+        .send(ESC_THEN_HELP)
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The help's last line, drawn whole: `q  quit (or Ctrl-C; Esc never quits): ...`.
     let quit_line = |s: &vt100::Screen| {
         (s.contents().lines())
-            .any(|l| l.contains(" q ") && l.contains("quit (Ctrl-C too; Esc never quits)"))
+            .any(|l| l.contains(" q ") && l.contains("quit (or Ctrl-C; Esc never quits)"))
     };
     dashboard
         .wait_for(
@@ -35,7 +37,7 @@ fn esc_keeps_the_night(dashboard: &mut Dashboard, mode: &str) {
         )
         .unwrap_or_else(|e| panic!("{e}"));
     // Any key over the help only closes it.
-    dashboard.send(b"x").unwrap();
+    dashboard.send(b"x").unwrap_or_else(|e| panic!("{e}"));
     dashboard
         .wait_for("the help closed", Instant::now() + PROMPTLY, |s| {
             !s.contents().contains("only closes this")
@@ -44,15 +46,18 @@ fn esc_keeps_the_night(dashboard: &mut Dashboard, mode: &str) {
 }
 
 fn q_quits(dashboard: &mut Dashboard) {
-    dashboard.send(b"q").unwrap();
-    let status = dashboard.wait_exit(PROMPTLY).unwrap();
+    dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    let status = dashboard
+        .wait_exit(PROMPTLY)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status.exit_code(), 0, "{}", dashboard.text());
 }
 
 #[test]
 fn esc_in_a_lecture_and_after_a_look_back_does_not_quit() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut dashboard = Dashboard::start(&["tui", "--lecture"], tmp.path(), COLS, ROWS).unwrap();
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut dashboard = Dashboard::start(&["tui", "--lecture"], tmp.path(), COLS, ROWS)
+        .unwrap_or_else(|e| panic!("{e}"));
     dashboard
         .wait_for("the first stop", Instant::now() + STARTUP, |s| {
             s.contents().contains("02:00, the nightly job")
@@ -60,13 +65,15 @@ fn esc_in_a_lecture_and_after_a_look_back_does_not_quit() {
         .unwrap_or_else(|e| panic!("{e}"));
     esc_keeps_the_night(&mut dashboard, "lecture");
     // `b`, Esc (back to now), Esc: the second used to quit.
-    dashboard.send(b"b").unwrap();
+    dashboard.send(b"b").unwrap_or_else(|e| panic!("{e}"));
     dashboard
         .wait_for("the look back", Instant::now() + PROMPTLY, |s| {
             s.contents().contains("LOOKING BACK")
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    dashboard.send(b"\x1b\x1b").unwrap();
+    dashboard
+        .send(b"\x1b\x1b")
+        .unwrap_or_else(|e| panic!("{e}"));
     dashboard
         .wait_for("back to now", Instant::now() + PROMPTLY, |s| {
             !s.contents().contains("LOOKING BACK")
@@ -78,7 +85,7 @@ fn esc_in_a_lecture_and_after_a_look_back_does_not_quit() {
 
 #[test]
 fn esc_in_a_replay_does_not_quit() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let record = tmp.path().join("night.jsonl");
     let db = tmp.path().join("w.db");
     let run = crate::common::reclaim(&[
@@ -95,8 +102,8 @@ fn esc_in_a_replay_does_not_quit() {
         path_arg(&record),
     ]);
     assert!(record.is_file(), "{}\n{}", run.stdout, run.stderr);
-    let mut dashboard =
-        Dashboard::start(&["replay", path_arg(&record)], tmp.path(), COLS, ROWS).unwrap();
+    let mut dashboard = Dashboard::start(&["replay", path_arg(&record)], tmp.path(), COLS, ROWS)
+        .unwrap_or_else(|e| panic!("{e}"));
     dashboard
         .wait_for("the replay", Instant::now() + STARTUP, |s| {
             s.contents().contains("REPLAY")

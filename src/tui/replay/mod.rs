@@ -12,6 +12,7 @@ use crate::engine::LaneSnapshot;
 use crate::error::Error;
 use crate::record::{LaneEnd, Recording};
 use crate::scenario::{self, CaptionEvent};
+use crate::tui::captions::CaptionQueue;
 use crate::tui::chrome::{Chrome, NoticeLife};
 use crate::tui::keymap::{KeyAction, Mode};
 use crate::tui::moment::{self, LaneOver};
@@ -49,6 +50,10 @@ pub struct ReplayApp {
     /// The captions reached that the notes have had, and those they are still to get.
     noted: Vec<bool>,
     to_note: Vec<NoteLine>,
+    /// Outside a lecture, playing holds at each caption's moment while it is read, for the
+    /// live night's reading time (`CaptionQueue::hold_for`); which captions have been held.
+    reading: CaptionQueue,
+    held: Vec<bool>,
 }
 
 impl ReplayApp {
@@ -93,6 +98,8 @@ impl ReplayApp {
             lecture: None,
             noted: Vec::new(),
             to_note: Vec::new(),
+            reading: CaptionQueue::default(),
+            held: Vec::new(),
         }
     }
 
@@ -137,6 +144,12 @@ impl ReplayApp {
     pub fn seek(&mut self, at: f64) {
         self.cursor = at.clamp(NIGHT_START, self.end());
         self.playing = false;
+        // Played on from here, the captions ahead are held again, those behind are not.
+        let cursor = self.cursor;
+        self.held = (self.caption_times.iter())
+            .map(|t| t.is_some_and(|t| t < cursor))
+            .collect();
+        self.reading = CaptionQueue::default();
         if let Some(lecture) = self.lecture.as_mut() {
             // Playing on from here stops at the next moment, not at this one again.
             lecture.behind = self.cursor;
@@ -168,6 +181,36 @@ impl ReplayApp {
 
     fn end(&self) -> f64 {
         self.recording.last_sim()
+    }
+
+    /// Where playing toward `to` may go at `now` outside a lecture: not past a caption's moment
+    /// not held yet (it is held there from now, with every caption of that moment, for as long
+    /// as the live night holds for it), nor anywhere while one is being read.
+    fn hold_for_captions(&mut self, to: f64, now: Instant) -> f64 {
+        if self.lecture.is_some() {
+            return to;
+        }
+        if self.reading.holding(now) {
+            return self.cursor;
+        }
+        self.held.resize(self.caption_times.len(), false);
+        let next = (self.caption_times.iter().enumerate())
+            .filter_map(|(i, t)| t.map(|t| (i, t)))
+            .filter(|&(i, t)| !self.held[i] && t >= self.cursor - 1e-9 && t <= to)
+            .map(|(_, t)| t)
+            .reduce(f64::min);
+        let Some(at) = next else {
+            return to;
+        };
+        for (i, t) in self.caption_times.iter().enumerate() {
+            if t.is_some_and(|t| (t - at).abs() < 1e-9) && !self.held[i] {
+                self.held[i] = true;
+                let chars =
+                    (self.recording.header.captions.get(i)).map_or(0, |c| c.text.chars().count());
+                self.reading.hold_for(chars, now);
+            }
+        }
+        at
     }
 
     /// Each lane's verdict at the cursor: once the night's end is reached, or once the lane has
@@ -289,6 +332,7 @@ impl Screen for ReplayApp {
                 now.saturating_duration_since(last).as_secs_f64()
             });
             let to = self.cursor + real * self.recording.header.scale * self.chrome.speed;
+            let to = self.hold_for_captions(to, now);
             self.cursor = self.play_to(to.min(self.end()));
             if self.cursor >= self.end() {
                 self.cursor = self.end();

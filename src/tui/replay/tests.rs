@@ -94,6 +94,7 @@ fn recording() -> Recording {
                 strategy: crate::record::WorkerKind::Strategy(crate::worker::Strategy::Naive),
                 items: 200,
                 db: "/tmp/night1-1-naive.db".into(),
+                vendor: false,
             }],
             captions: vec![Caption {
                 at: None,
@@ -228,11 +229,55 @@ fn playing_advances_at_the_recorded_scale_and_stops_at_the_end() {
         .unwrap_or_default();
     // 2 real seconds at 100 sim seconds per second.
     assert_eq!(app.view().clock.to_string(), "02:03:20");
+    // Held at the kill's caption while it is read (`a_replay_holds_each_caption_...`).
     app.tick(t0 + std::time::Duration::from_secs(600))
+        .unwrap_or_default();
+    assert_eq!(app.view().clock.to_string(), "02:11:47");
+    app.tick(t0 + std::time::Duration::from_secs(610))
+        .unwrap_or_default();
+    app.tick(t0 + std::time::Duration::from_secs(1200))
         .unwrap_or_default();
     let view = app.view();
     assert_eq!(view.clock.to_string(), "02:33:20");
     assert!(view.paused);
+}
+
+/// A caption holds the replay at its moment for as long as the live night holds for it: no
+/// sim second goes by while it is read (3 s real for a short one), then playing goes on at the
+/// recorded pace. Scrubbed back before it, it is held again.
+#[test]
+fn a_replay_holds_each_caption_as_long_as_the_live_night() {
+    let secs = std::time::Duration::from_secs_f64;
+    let mut app = ReplayApp::new(recording());
+    let t0 = Instant::now();
+    app.tick(t0).unwrap_or_default();
+    // 10 real seconds would play 1000 sim seconds: playing stops at the caption's moment.
+    app.tick(t0 + secs(10.0)).unwrap_or_default();
+    let kill = NIGHT_START + KILL;
+    let at_kill = |app: &ReplayApp| (app.cursor - kill).abs() < 1e-9;
+    assert!(at_kill(&app), "{}", app.cursor);
+    assert_eq!(
+        app.view().caption.as_deref(),
+        Some("The host reclaims the instance.")
+    );
+    // Read for 3 s of real time (a caption this short): 0 sim seconds played meanwhile.
+    for tenth in 1..30 {
+        app.tick(t0 + secs(10.0 + f64::from(tenth) / 10.0))
+            .unwrap_or_default();
+        assert!(at_kill(&app), "at +{tenth} tenths: {}", app.cursor);
+    }
+    // Read: 0.2 s of real time since the last tick plays 20 sim seconds, from the caption on.
+    app.tick(t0 + secs(13.1)).unwrap_or_default();
+    assert!((app.cursor - (kill + 20.0)).abs() < 1e-6, "{}", app.cursor);
+    // Back before it and played again: held again; a caption behind is not.
+    app.seek(NIGHT_START + 700.0);
+    app.playing = true;
+    app.tick(t0 + secs(14.0)).unwrap_or_default();
+    assert!(at_kill(&app), "{}", app.cursor);
+    app.seek(NIGHT_START + 710.0);
+    app.playing = true;
+    app.tick(t0 + secs(15.0)).unwrap_or_default();
+    assert!(app.cursor > NIGHT_START + 710.0, "{}", app.cursor);
 }
 
 #[test]
