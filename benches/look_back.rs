@@ -45,6 +45,7 @@ fn night() -> BenchResult<Recording> {
         strategy: name.to_string().into(),
         items: 200_000,
         db: format!("/tmp/{name}.db").into(),
+        vendor: false,
     };
     let header = Header {
         format: "reclaim-session".into(),

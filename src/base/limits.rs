@@ -14,3 +14,8 @@ pub const MAX_BATCH: u64 = 100_000;
 /// The most rows a `map` or a `shrink` may plan to write across its nights (two per item per
 /// night: a crash and a restart): a typo or a doctored recording cannot start hours of work.
 pub const MAX_PLANNED_ROWS: u64 = 200_000_000;
+
+/// The largest recording reclaim reads (bytes): a night's samples are read whole into memory
+/// (the incident's is about 1 MB), so a larger file is refused before any of it is read, and a
+/// file that grows past it while it is read is refused there.
+pub const MAX_RECORDING_BYTES: u64 = 256 * 1024 * 1024;

@@ -10,7 +10,7 @@ use crate::base::exit;
 use crate::cli::ReplayArgs;
 use crate::error::Error;
 use crate::record::Recording;
-use crate::verdict::{Derived, RowFacts, Status};
+use crate::verdict::Status;
 
 /// One lane's verdict, re-derived from a recording.
 #[derive(Debug, Serialize)]
@@ -44,6 +44,10 @@ pub struct CheckedLane {
 /// holds every task exactly once and completed, 1 otherwise.
 pub fn run(args: &ReplayArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let recording = Recording::load(&args.file)?;
+    let shown = crate::base::text::escape_controls(&args.file.display().to_string());
+    if let Some(refused) = recording.vendor_unrecorded(&shown) {
+        return Err(refused.into());
+    }
     if recording.truncated {
         eprintln!(
             "reclaim: warning: {}: the last line was cut short; checking the rest",
@@ -125,28 +129,18 @@ fn checked_lanes(recording: &Recording) -> Vec<CheckedLane> {
     let mut lanes = Vec::new();
     for (i, info) in recording.header.lanes.iter().enumerate() {
         let snap = last.and_then(|s| s.lanes.get(i));
-        let rows = snap.map_or(0, |s| s.rows);
-        let distinct = snap.map_or(0, |s| s.distinct);
-        let duplicated = snap.map_or(0, |s| s.duplicated);
-        let outside = snap.map_or(0, |s| s.outside);
-        let missing = info.items.saturating_sub(distinct);
-        // A sample counts distinct keys of the queue and the rows outside it, so every other
-        // row beyond the distinct ones is a duplicate; it cannot see the integrity check.
         let recorded = recording.end.as_ref().and_then(|e| e.lanes.get(i));
-        let derived = Derived::from_facts(RowFacts {
-            integrity_ok: true,
-            duplicated,
-            extra: rows.saturating_sub(distinct).saturating_sub(outside),
-            missing,
-            unexpected: outside,
-            orphan_checkpoints: 0,
-        });
-        // The job said it was done: what is still missing was lost, as `run` judges it.
-        let derived = if recorded.is_some_and(|e| e.completed) {
+        let completed = recorded.is_some_and(|e| e.completed);
+        let derived = crate::record::sample_verdict(snap, info.items);
+        let derived = if completed {
             derived.once_ended()
         } else {
             derived
         };
+        let rows = snap.map_or(0, |s| s.rows);
+        let distinct = snap.map_or(0, |s| s.distinct);
+        let duplicated = snap.map_or(0, |s| s.duplicated);
+        let missing = info.items.saturating_sub(distinct);
         let contradiction = recorded
             .filter(|end| end.derived_status != derived.status())
             .map(|end| {
@@ -171,7 +165,7 @@ fn checked_lanes(recording: &Recording) -> Vec<CheckedLane> {
             derived: derived.to_string(),
             recorded_derived_status: recorded.map(|e| e.derived_status),
             contradiction,
-            completed: recorded.is_some_and(|e| e.completed),
+            completed,
             messages: snap.and_then(|s| s.messages),
             verdict: derived,
         });

@@ -73,6 +73,19 @@ pub struct LaneInfo {
     pub strategy: WorkerKind,
     pub items: u64,
     pub db: PathBuf,
+    /// Its items reach a vendor (a side effect, an outbox's relay, an exec job's `--vendor`):
+    /// its samples then hold the messages there. Absent (false) in recordings made before it
+    /// was written, where an outbox lane still says so by its strategy.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vendor: bool,
+}
+
+impl LaneInfo {
+    /// Whether the lane's items reached a vendor, as the header tells.
+    #[must_use]
+    pub fn reaches_vendor(&self) -> bool {
+        self.vendor || self.strategy == WorkerKind::Strategy(Strategy::Outbox)
+    }
 }
 
 /// Who did a recorded lane's work: one of reclaim's strategies, or someone else's job (`exec`).
@@ -250,6 +263,57 @@ impl LaneEnd {
     pub fn is_ok(&self) -> bool {
         self.completed && self.derived_status.is_ok()
     }
+
+    /// A recorded lane's verdict as its figures at one moment give it (`snap`, a sample's):
+    /// what a replay, its slides and `replay --check` show, whatever the recording's `end` line
+    /// says. `claimed` and `completed` are the end line's.
+    #[must_use]
+    pub fn from_sample(
+        snap: &LaneSnapshot,
+        items: u64,
+        claimed: Option<&str>,
+        completed: bool,
+    ) -> Self {
+        let derived = sample_verdict(Some(snap), items);
+        // The job said it was done: what is still missing was lost, as `run` judges it.
+        let derived = if completed {
+            derived.once_ended()
+        } else {
+            derived
+        };
+        Self {
+            items,
+            rows: snap.rows,
+            distinct: snap.distinct,
+            duplicated_task_ids: snap.duplicated,
+            missing: items.saturating_sub(snap.distinct),
+            derived_status: derived.status(),
+            derived: derived.to_string(),
+            claimed_status: claimed.map(ToOwned::to_owned),
+            completed,
+        }
+    }
+}
+
+/// The verdict a sample's figures give (none: a lane never sampled), by the one rule (`Derived::from_facts`). A sample
+/// counts distinct keys of the queue and the rows outside it, so every other row beyond the
+/// distinct ones is a duplicate; it cannot see the integrity check.
+#[must_use]
+pub fn sample_verdict(snap: Option<&LaneSnapshot>, items: u64) -> crate::verdict::Derived {
+    let figure = |f: fn(&LaneSnapshot) -> u64| snap.map_or(0, f);
+    let (rows, distinct, outside) = (
+        figure(|s| s.rows),
+        figure(|s| s.distinct),
+        figure(|s| s.outside),
+    );
+    crate::verdict::Derived::from_facts(crate::verdict::RowFacts {
+        integrity_ok: true,
+        duplicated: figure(|s| s.duplicated),
+        extra: (rows.saturating_sub(distinct)).saturating_sub(outside),
+        missing: items.saturating_sub(distinct),
+        unexpected: outside,
+        orphan_checkpoints: 0,
+    })
 }
 
 /// Appends a night to a file as it happens. Each line is written whole and flushed, so a
@@ -316,22 +380,23 @@ impl Recorder {
         }
     }
 
-    fn sample(&mut self, engine: &Engine, now: Instant) -> io::Result<()> {
-        let sample = self.samples.take(engine, now);
-        self.write(&SessionLine::Sample(sample))
-    }
-
     /// Writes the last sample and the verdict; nothing is written after it.
     pub fn end(&mut self, engine: &Engine, now: Instant, lanes: Vec<LaneEnd>) -> io::Result<()> {
         if self.ended {
             return Ok(());
         }
         self.observe(engine, now)?;
-        self.sample(engine, now)?;
+        // The night ends at its last line (a `done` is stamped with its work's moment, which
+        // may be ahead of the clock), as the live dashboard's does: the last sample, every row
+        // in, is that moment's, so a slide at the done line's second shows the lane over.
+        let mut last = self.samples.take(engine, now);
+        let over = (engine.timeline().iter()).fold(last.sim, |t, e| t.max(e.sim.0));
+        last.sim = over;
+        self.write(&SessionLine::Sample(last))?;
         self.ended = true;
         self.write(&SessionLine::End(End {
             real_ms: engine.elapsed(now).as_millis() as u64,
-            sim: engine.clock().at(now).0,
+            sim: over,
             lanes,
         }))
     }
@@ -441,6 +506,7 @@ pub fn header(
                 strategy: WorkerKind::of(&l.config().worker),
                 items: l.config().items,
                 db: l.config().db.clone(),
+                vendor: l.config().needs_vendor(),
             })
             .collect(),
         captions,

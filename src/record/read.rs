@@ -2,7 +2,7 @@
 //! last line dropped and flagged, anything else wrong refused with one line (`RecordingError`).
 
 use std::fs::File;
-use std::io::{BufRead as _, BufReader};
+use std::io::{BufRead as _, BufReader, Read as _};
 use std::path::Path;
 
 use thiserror::Error;
@@ -43,6 +43,17 @@ pub enum RecordingError {
         line: usize,
         message: String,
     },
+    #[error(
+        "recording {path} is {size} bytes, more than the {limit} bytes reclaim reads; nothing is drawn or judged from it"
+    )]
+    TooLarge { path: String, size: u64, limit: u64 },
+    /// A lane whose header says its items reached a vendor, in a night that ended, with no
+    /// sample holding its messages: `replay --check` would pass a night whose messages it
+    /// cannot see.
+    #[error(
+        "recording {path}: lane {lane} sent its items to a vendor (its header says so), but no sample holds its messages; this file was changed, and no verdict is drawn from it"
+    )]
+    NoMessages { path: String, lane: String },
     /// A value reclaim never writes: a moment outside any night, a lane the header does not
     /// name. Nothing is drawn or judged from such a file.
     #[error(
@@ -167,12 +178,28 @@ impl Recording {
             path: shown.clone(),
             message: e.to_string(),
         })?;
+        let limit = crate::base::limits::MAX_RECORDING_BYTES;
+        let too_large = |size| RecordingError::TooLarge {
+            path: shown.clone(),
+            size,
+            limit,
+        };
+        let size = file.metadata().map_or(0, |m| m.len());
+        if size > limit {
+            return Err(too_large(size));
+        }
+        // Read with the bound too: a file still being written may grow past it meanwhile.
         let mut lines = Vec::new();
-        for line in BufReader::new(file).split(b'\n') {
+        let mut read = 0u64;
+        for line in BufReader::new(file.take(limit + 1)).split(b'\n') {
             let line = line.map_err(|e| RecordingError::Read {
                 path: shown.clone(),
                 message: e.to_string(),
             })?;
+            read += line.len() as u64 + 1;
+            if read > limit + 1 {
+                return Err(too_large(read - 1));
+            }
             lines.push(line);
         }
         Self::parse(&shown, &lines)
@@ -273,6 +300,22 @@ impl Recording {
         Ok(recording)
     }
 
+    /// The first lane whose header says its items reached a vendor, in a night that ended,
+    /// when no sample holds that lane's messages (`RecordingError::NoMessages`).
+    #[must_use]
+    pub fn vendor_unrecorded(&self, path: &str) -> Option<RecordingError> {
+        self.end.as_ref()?;
+        let (_, info) = (self.header.lanes.iter().enumerate()).find(|(i, info)| {
+            info.reaches_vendor()
+                && !(self.samples.iter())
+                    .any(|s| s.lanes.get(*i).is_some_and(|l| l.messages.is_some()))
+        })?;
+        Some(RecordingError::NoMessages {
+            path: path.into(),
+            lane: info.name.clone(),
+        })
+    }
+
     /// Sim seconds since 02:00 at which the recording ends.
     #[must_use]
     pub fn last_sim(&self) -> f64 {
@@ -348,6 +391,7 @@ pub(super) mod tests {
                 strategy: crate::record::WorkerKind::Strategy(crate::worker::Strategy::Naive),
                 items: 10,
                 db: "w.db".into(),
+                vendor: false,
             }],
             captions: Vec::new(),
             warehouse: None,
@@ -495,5 +539,59 @@ pub(super) mod tests {
         header["title"] = serde_json::json!("run --exec 'a\u{1b}[2J\u{202e}b'");
         let read = parse(&header.to_string()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(read.header.title, "run --exec 'a\\u{1b}[2J\\u{202e}b'");
+    }
+
+    #[test]
+    fn a_recording_past_the_bound_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("huge.jsonl");
+        let file = File::create(&path).unwrap_or_else(|e| panic!("{e}"));
+        // Sparse: a file past the bound, none of it written.
+        let limit = crate::base::limits::MAX_RECORDING_BYTES;
+        file.set_len(limit + 1).unwrap_or_else(|e| panic!("{e}"));
+        let err = Recording::load(&path).err();
+        assert!(
+            matches!(err, Some(RecordingError::TooLarge { size, .. }) if size == limit + 1),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_vendor_lane_without_messages_in_an_ended_night_is_named() {
+        let header = header_line().replace("\"db\":\"w.db\"", "\"db\":\"w.db\",\"vendor\":true");
+        let sample = |messages: Option<crate::fake_vendor::Counts>| {
+            let lanes = vec![crate::engine::LaneSnapshot {
+                messages,
+                ..crate::engine::LaneSnapshot::of_rows(10, true)
+            }];
+            let sample = super::super::Sample {
+                real_ms: 1,
+                sim: 7300.0,
+                lanes,
+            };
+            serde_json::to_string(&SessionLine::Sample(sample)).unwrap_or_default()
+        };
+        let end = "{\"type\":\"end\",\"real_ms\":2,\"sim\":7300.0,\"lanes\":[{\"items\":10,\"rows\":10,\"distinct\":10,\"duplicated_task_ids\":0,\"missing\":0,\"derived_status\":\"ok\",\"derived\":\"ok\",\"claimed_status\":\"ok\",\"completed\":true}]}";
+        let check = |text: String| {
+            let recording = parse(&text).unwrap_or_else(|e| panic!("{e}"));
+            recording
+                .vendor_unrecorded("r.jsonl")
+                .map(|e| e.to_string())
+        };
+        let bare = check(format!("{header}\n{}\n{end}", sample(None)));
+        assert!(
+            bare.as_deref()
+                .is_some_and(|e| e.contains("lane naive sent its items to a vendor")),
+            "{bare:?}"
+        );
+        let held = sample(Some(crate::fake_vendor::Counts::default()));
+        assert_eq!(check(format!("{header}\n{held}\n{end}")), None);
+        // A night that never ended may have stopped before the first read of the vendor.
+        assert_eq!(check(format!("{header}\n{}", sample(None))), None);
+        // Nor is a lane that reached no vendor asked for messages.
+        assert_eq!(
+            check(format!("{}\n{}\n{end}", header_line(), sample(None))),
+            None
+        );
     }
 }

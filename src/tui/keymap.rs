@@ -375,21 +375,15 @@ pub const KEYMAP: &[Binding<KeyAction>] = &[
         footer: Some(Footer::new("help", 0)),
         modes: ALL,
     },
-    Binding {
-        keys: &[KeyCode::Char('q'), KeyCode::Esc],
-        label: "q",
-        action: KeyAction::Quit,
-        help: "quit (Ctrl-C too); every worker is killed, the databases are kept",
-        footer: Some(Footer::new("quit", 0)),
-        modes: BOTH,
-    },
+    // Esc never ends a night: it closes the help and leaves a look back, and a second press
+    // of it must not kill the workers.
     Binding {
         keys: &[KeyCode::Char('q')],
         label: "q",
         action: KeyAction::Quit,
-        help: "quit (Ctrl-C too); every worker is killed, the databases are kept",
+        help: "quit (or Ctrl-C; Esc never quits): workers killed, databases kept",
         footer: Some(Footer::new("quit", 0)),
-        modes: REVIEW,
+        modes: ALL,
     },
 ];
 
@@ -552,6 +546,23 @@ mod tests {
         for mode in [Mode::Live, Mode::Replay] {
             assert_eq!(action_for(ctrl_z, mode), Some(KeyAction::Suspend));
         }
+    }
+
+    #[test]
+    fn esc_never_quits_and_the_help_says_how_to() {
+        let esc = KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE);
+        for mode in [Mode::Live, Mode::Replay, Mode::Review] {
+            assert_ne!(action_for(esc, mode), Some(KeyAction::Quit), "{mode:?}");
+            let quit = (help_lines(mode).into_iter()).find(|(key, _)| *key == "q");
+            assert!(
+                quit.is_some_and(
+                    |(_, text)| text.contains("Ctrl-C") && text.contains("Esc never quits")
+                ),
+                "{mode:?}: {quit:?}"
+            );
+        }
+        // Leaving a look back is still Esc's.
+        assert_eq!(action_for(esc, Mode::Review), Some(KeyAction::BackToNow));
     }
 
     #[test]

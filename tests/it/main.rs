@@ -28,6 +28,7 @@ mod pg_map;
 mod pg_refuse;
 mod pg_scenario;
 mod pg_warehouse;
+mod quitting;
 mod refuse;
 mod replay;
 mod robust;

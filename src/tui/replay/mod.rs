@@ -12,6 +12,7 @@ use crate::engine::LaneSnapshot;
 use crate::error::Error;
 use crate::record::{LaneEnd, Recording};
 use crate::scenario::{self, CaptionEvent};
+use crate::tui::captions::CaptionQueue;
 use crate::tui::chrome::{Chrome, NoticeLife};
 use crate::tui::keymap::{KeyAction, Mode};
 use crate::tui::moment::{self, LaneOver};
@@ -49,6 +50,10 @@ pub struct ReplayApp {
     /// The captions reached that the notes have had, and those they are still to get.
     noted: Vec<bool>,
     to_note: Vec<NoteLine>,
+    /// Outside a lecture, playing holds at each caption's moment while it is read, for the
+    /// live night's reading time (`CaptionQueue::hold_for`); which captions have been held.
+    reading: CaptionQueue,
+    held: Vec<bool>,
 }
 
 impl ReplayApp {
@@ -76,13 +81,10 @@ impl ReplayApp {
             chrome.note("the recording's last line was cut short; playing what was written");
         }
         let caption_texts = filled_captions(&recording, &caption_times);
-        let lane_ends = match &recording.end {
-            Some(end) => end.lanes.iter().cloned().map(Some).collect(),
-            None => vec![None; recording.header.lanes.len()],
-        };
-        let overs = (0..recording.header.lanes.len())
+        let overs: Vec<_> = (0..recording.header.lanes.len())
             .map(|lane| moment::lane_over(&recording.samples, &recording.events, lane))
             .collect();
+        let lane_ends = judged_ends(&recording, &overs);
         Self {
             lane_ends,
             overs,
@@ -96,6 +98,8 @@ impl ReplayApp {
             lecture: None,
             noted: Vec::new(),
             to_note: Vec::new(),
+            reading: CaptionQueue::default(),
+            held: Vec::new(),
         }
     }
 
@@ -140,6 +144,12 @@ impl ReplayApp {
     pub fn seek(&mut self, at: f64) {
         self.cursor = at.clamp(NIGHT_START, self.end());
         self.playing = false;
+        // Played on from here, the captions ahead are held again, those behind are not.
+        let cursor = self.cursor;
+        self.held = (self.caption_times.iter())
+            .map(|t| t.is_some_and(|t| t < cursor))
+            .collect();
+        self.reading = CaptionQueue::default();
         if let Some(lecture) = self.lecture.as_mut() {
             // Playing on from here stops at the next moment, not at this one again.
             lecture.behind = self.cursor;
@@ -171,6 +181,36 @@ impl ReplayApp {
 
     fn end(&self) -> f64 {
         self.recording.last_sim()
+    }
+
+    /// Where playing toward `to` may go at `now` outside a lecture: not past a caption's moment
+    /// not held yet (it is held there from now, with every caption of that moment, for as long
+    /// as the live night holds for it), nor anywhere while one is being read.
+    fn hold_for_captions(&mut self, to: f64, now: Instant) -> f64 {
+        if self.lecture.is_some() {
+            return to;
+        }
+        if self.reading.holding(now) {
+            return self.cursor;
+        }
+        self.held.resize(self.caption_times.len(), false);
+        let next = (self.caption_times.iter().enumerate())
+            .filter_map(|(i, t)| t.map(|t| (i, t)))
+            .filter(|&(i, t)| !self.held[i] && t >= self.cursor - 1e-9 && t <= to)
+            .map(|(_, t)| t)
+            .reduce(f64::min);
+        let Some(at) = next else {
+            return to;
+        };
+        for (i, t) in self.caption_times.iter().enumerate() {
+            if t.is_some_and(|t| (t - at).abs() < 1e-9) && !self.held[i] {
+                self.held[i] = true;
+                let chars =
+                    (self.recording.header.captions.get(i)).map_or(0, |c| c.text.chars().count());
+                self.reading.hold_for(chars, now);
+            }
+        }
+        at
     }
 
     /// Each lane's verdict at the cursor: once the night's end is reached, or once the lane has
@@ -292,6 +332,7 @@ impl Screen for ReplayApp {
                 now.saturating_duration_since(last).as_secs_f64()
             });
             let to = self.cursor + real * self.recording.header.scale * self.chrome.speed;
+            let to = self.hold_for_captions(to, now);
             self.cursor = self.play_to(to.min(self.end()));
             if self.cursor >= self.end() {
                 self.cursor = self.end();
@@ -391,3 +432,28 @@ impl Screen for ReplayApp {
 
 #[cfg(test)]
 mod tests;
+
+/// Each lane's verdict once the night has ended, judged from the figures the samples show it
+/// over with (the last sample for a lane never shown over), never read from the `end` line's
+/// words: an `end` line edited to say `ok` over duplicates still shows DATA WRONG. What the
+/// worker claimed and whether it completed are the end line's.
+fn judged_ends(recording: &Recording, overs: &[Option<moment::LaneOver>]) -> Vec<Option<LaneEnd>> {
+    let samples = &recording.samples;
+    (recording.header.lanes.iter().enumerate())
+        .map(|(i, info)| {
+            let end = recording.end.as_ref()?.lanes.get(i)?;
+            let at = overs
+                .get(i)
+                .copied()
+                .flatten()
+                .map_or(samples.len().checked_sub(1)?, |o| o.sample);
+            let snap = samples.get(at)?.lanes.get(i)?;
+            Some(LaneEnd::from_sample(
+                snap,
+                info.items,
+                end.claimed_status.as_deref(),
+                end.completed,
+            ))
+        })
+        .collect()
+}

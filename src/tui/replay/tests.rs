@@ -94,6 +94,7 @@ fn recording() -> Recording {
                 strategy: crate::record::WorkerKind::Strategy(crate::worker::Strategy::Naive),
                 items: 200,
                 db: "/tmp/night1-1-naive.db".into(),
+                vendor: false,
             }],
             captions: vec![Caption {
                 at: None,
@@ -228,11 +229,55 @@ fn playing_advances_at_the_recorded_scale_and_stops_at_the_end() {
         .unwrap_or_default();
     // 2 real seconds at 100 sim seconds per second.
     assert_eq!(app.view().clock.to_string(), "02:03:20");
+    // Held at the kill's caption while it is read (`a_replay_holds_each_caption_...`).
     app.tick(t0 + std::time::Duration::from_secs(600))
+        .unwrap_or_default();
+    assert_eq!(app.view().clock.to_string(), "02:11:47");
+    app.tick(t0 + std::time::Duration::from_secs(610))
+        .unwrap_or_default();
+    app.tick(t0 + std::time::Duration::from_secs(1200))
         .unwrap_or_default();
     let view = app.view();
     assert_eq!(view.clock.to_string(), "02:33:20");
     assert!(view.paused);
+}
+
+/// A caption holds the replay at its moment for as long as the live night holds for it: no
+/// sim second goes by while it is read (3 s real for a short one), then playing goes on at the
+/// recorded pace. Scrubbed back before it, it is held again.
+#[test]
+fn a_replay_holds_each_caption_as_long_as_the_live_night() {
+    let secs = std::time::Duration::from_secs_f64;
+    let mut app = ReplayApp::new(recording());
+    let t0 = Instant::now();
+    app.tick(t0).unwrap_or_default();
+    // 10 real seconds would play 1000 sim seconds: playing stops at the caption's moment.
+    app.tick(t0 + secs(10.0)).unwrap_or_default();
+    let kill = NIGHT_START + KILL;
+    let at_kill = |app: &ReplayApp| (app.cursor - kill).abs() < 1e-9;
+    assert!(at_kill(&app), "{}", app.cursor);
+    assert_eq!(
+        app.view().caption.as_deref(),
+        Some("The host reclaims the instance.")
+    );
+    // Read for 3 s of real time (a caption this short): 0 sim seconds played meanwhile.
+    for tenth in 1..30 {
+        app.tick(t0 + secs(10.0 + f64::from(tenth) / 10.0))
+            .unwrap_or_default();
+        assert!(at_kill(&app), "at +{tenth} tenths: {}", app.cursor);
+    }
+    // Read: 0.2 s of real time since the last tick plays 20 sim seconds, from the caption on.
+    app.tick(t0 + secs(13.1)).unwrap_or_default();
+    assert!((app.cursor - (kill + 20.0)).abs() < 1e-6, "{}", app.cursor);
+    // Back before it and played again: held again; a caption behind is not.
+    app.seek(NIGHT_START + 700.0);
+    app.playing = true;
+    app.tick(t0 + secs(14.0)).unwrap_or_default();
+    assert!(at_kill(&app), "{}", app.cursor);
+    app.seek(NIGHT_START + 710.0);
+    app.playing = true;
+    app.tick(t0 + secs(15.0)).unwrap_or_default();
+    assert!(app.cursor > NIGHT_START + 710.0, "{}", app.cursor);
 }
 
 #[test]
@@ -333,7 +378,86 @@ fn a_caption_shows_the_figures_recorded_at_its_moment() {
     rec.header.captions[0].notes = Some("say {rows}".into());
     let mut app = ReplayApp::new(rec);
     app.seek(NIGHT_START + 750.0);
-    // The first sample at or after the kill (707 s) is the one at 710 s: 112 rows.
+    // At the kill (707 s) the panel shows the last sample at or before it (700 s's, here), and
+    // the caption names the same figures.
+    let rows_at_kill = |app: &mut ReplayApp| {
+        app.seek(NIGHT_START + KILL);
+        app.view().lanes.first().map(|l| (l.rows, l.kills))
+    };
+    assert_eq!(rows_at_kill(&mut app), Some((111, 0)));
+    assert_eq!(app.view().caption.as_deref(), Some("111 rows, 0 kill"));
+    assert_eq!(app.caption_texts[0].1.as_deref(), Some("say 111"));
+    // A recorder samples at each new timeline line: with the kill's own sample, its figures.
+    let mut rec = recording();
+    rec.header.captions[0].text = "{rows} rows, {kills} kill".into();
+    let mut at_kill = rec.samples[71].clone();
+    at_kill.sim = NIGHT_START + KILL;
+    at_kill.lanes[0].rows = 112;
+    at_kill.lanes[0].distinct = 112;
+    rec.samples.insert(71, at_kill);
+    let mut app = ReplayApp::new(rec);
+    assert_eq!(rows_at_kill(&mut app), Some((112, 1)));
     assert_eq!(app.view().caption.as_deref(), Some("112 rows, 1 kill"));
-    assert_eq!(app.caption_texts[0].1.as_deref(), Some("say 112"));
+}
+
+/// The incident's guarded lane as a dashboard recorded it at 1x: its `done` line is heard in
+/// a tick whose sample still shows 199 rows; the next shows it over with 200. The caption on
+/// its `done` names the 200 the panel beside it shows, never 199.
+#[test]
+fn a_caption_on_a_done_line_names_the_figures_the_lane_ends_with() {
+    let mut rec = recording();
+    rec.header.captions[0].on = Some("done".into());
+    rec.header.captions[0].text = "ends with {rows} rows for {items} items".into();
+    let done = NIGHT_START + 1970.0;
+    let last = rec.samples.len() - 1;
+    // A sample at the done line's moment, taken before the last row was read.
+    let mut before = rec.samples[last].clone();
+    before.sim = done;
+    before.real_ms = 19_700;
+    before.lanes[0].rows = 311;
+    before.lanes[0].claimed = None;
+    before.lanes[0].state_kind = StateKind::Running;
+    before.lanes[0].state = "running pid 4242".into();
+    before.lanes[0].alive = true;
+    rec.samples.retain(|s| s.sim < done);
+    rec.samples.push(before);
+    let mut after = rec.samples[rec.samples.len() - 1].clone();
+    after.lanes[0] = samples()[last].lanes[0].clone();
+    after.sim = done + 0.4;
+    after.real_ms = 19_720;
+    rec.samples.push(after);
+    if let Some(e) = rec
+        .events
+        .iter_mut()
+        .find(|e| e.kind == crate::engine::Kind::Done)
+    {
+        e.real_ms = 19_710;
+    }
+    let mut app = ReplayApp::new(rec);
+    app.seek(done);
+    let view = app.view();
+    assert_eq!(view.lanes.first().map(|l| l.rows), Some(312));
+    assert_eq!(app.caption_texts[0].0, "ends with 312 rows for 200 items");
+}
+
+/// A recording whose `end` line was edited to say `ok` over samples with duplicates: the
+/// replay (and so its slides, drawn from it) shows the verdict the figures give.
+#[test]
+fn an_end_line_edited_to_ok_still_shows_data_wrong() {
+    let mut rec = recording();
+    if let Some(end) = rec.end.as_mut() {
+        end.lanes[0].derived_status = crate::verdict::Status::Ok;
+        end.lanes[0].derived = "ok".into();
+        end.lanes[0].duplicated_task_ids = 0;
+    }
+    let mut app = ReplayApp::new(rec);
+    app.seek(NIGHT_START + 2000.0);
+    let view = app.view();
+    let lane = view.lanes.first();
+    assert_eq!(
+        lane.map(|l| l.derived.as_str()),
+        Some("DATA WRONG (112 duplicated task ids)")
+    );
+    assert_eq!(lane.and_then(|l| l.derived_ok), Some(false));
+    assert!(screen(&app).contains("DATA WRONG"), "{}", screen(&app));
 }

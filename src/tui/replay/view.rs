@@ -148,8 +148,10 @@ impl ReplayApp {
     }
 }
 
-/// Each caption's text and notes with the lane's figures as recorded at its moment (the first
-/// sample at or after it: the live night fills them in on the tick that reaches it).
+/// Each caption's text and notes with the lane's figures as the replay shows them at its
+/// moment (`moment::lane_sample_index`, the rule the lane's panel is drawn by): the lane still
+/// working before its last line, the sample that shows it over from that line on, so a caption
+/// on a lane's `done` never counts a row fewer than the panel beside it.
 pub(super) fn filled_captions(
     recording: &Recording,
     times: &[Option<f64>],
@@ -164,13 +166,8 @@ pub(super) fn filled_captions(
             caption.filled(&names, |lane| {
                 let at = (*at)?;
                 let samples = &recording.samples;
-                let mut i = samples.partition_point(|s| s.sim < at - 1e-6);
-                // Never a figure from after the lane's last line, before it.
                 let over = moment::lane_over(samples, &recording.events, lane);
-                if let Some(over) = over.filter(|o| !moment::ended(Some(*o), at)) {
-                    i = i.min(over.sample.saturating_sub(1));
-                }
-                let sample = samples.get(i).or(samples.last())?;
+                let sample = samples.get(moment::lane_sample_index(samples, at, over)?)?;
                 let info = header.lanes.get(lane)?;
                 let snap = sample.lanes.get(lane)?;
                 Some(scenario::CaptionFigures::of(snap, &info.name, info.items).at(at))
