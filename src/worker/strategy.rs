@@ -1,7 +1,7 @@
 //! The table of strategies: every decision about a strategy is an exhaustive method here, so a
 //! new one fails to compile at each decision until it has said its answer.
 //!
-//! A sixth strategy is its own file beside this one (its `run`), a `mod` line in `worker/mod.rs`,
+//! Another strategy is its own file beside this one (its `run`), a `mod` line in `worker/mod.rs`,
 //! the variant below and one arm in each method of this file; `Strategy::all()` comes from the
 //! enum, so the dashboard's `s` key, `prove`, `map` and the tests reach it with no other edit.
 
@@ -189,22 +189,6 @@ impl Strategy {
         match self {
             Self::Claim | Self::Fenced => true,
             Self::Naive | Self::TwoCommit | Self::Keyed | Self::Guarded | Self::Outbox => false,
-        }
-    }
-
-    /// Whether a worker stopped past its lease's end (`--pause-at`) writes its item a second
-    /// time: the item's lease was taken over and its commit does not check it. Only a claim
-    /// that trusts its lease; elsewhere a pause costs time, not rows.
-    #[must_use]
-    pub fn pause_breaks(self) -> bool {
-        match self {
-            Self::Claim => true,
-            Self::Naive
-            | Self::TwoCommit
-            | Self::Keyed
-            | Self::Guarded
-            | Self::Outbox
-            | Self::Fenced => false,
         }
     }
 
