@@ -386,7 +386,7 @@ pub struct RunArgs {
     /// timeline, one verdict per lane
     #[arg(long, value_name = "NAME|PATH", conflicts_with_all = [
         "strategy", "exec", "items", "delay_ms", "kills", "kill_window", "kill_rows", "kill_at_task",
-        "kill_at_rows", "crash_at", "workers", "restart_delay", "max_restarts", "scale", "batch",
+        "kill_at_rows", "crash_at", "pause_at", "workers", "restart_delay", "max_restarts", "scale", "batch",
         "db", "replay_schedule",
     ])]
     pub scenario: Option<String>,
@@ -422,6 +422,10 @@ pub struct RunArgs {
     /// (task-111:after-commit), or one your --exec job announces (ord-00042:after-row-commit)
     #[arg(long, value_name = "KEY:POINT")]
     pub crash_at: Option<String>,
+    /// Stop the worker that reaches TASK's write (a claim worker's lease taken) for SECS of the
+    /// night (SIGSTOP, then SIGCONT): a pause longer than a lease
+    #[arg(long, value_name = "TASK:SECS")]
+    pub pause_at: Option<crate::worker::PauseAt>,
     /// Workers running at once on the same database (duplicate delivery)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS as i64))]
     pub workers: u16,
@@ -489,6 +493,9 @@ pub struct WorkerArgs {
     /// after-send)
     #[arg(long, value_name = "TASK:POINT")]
     pub crash_at: Option<CrashAt>,
+    /// Stop at TASK's write (a claim worker's lease taken) for SECS of the supervisor's clock
+    #[arg(long, value_name = "TASK:SECS", requires = "gated")]
+    pub pause_at: Option<crate::worker::PauseAt>,
     /// normal survives a process crash (what reclaim models); full also survives a power cut
     #[arg(long, value_enum, default_value_t = SyncMode::Normal)]
     pub sync: SyncMode,
@@ -548,6 +555,7 @@ impl WorkerArgs {
                 .unwrap_or_else(|| crate::heartbeat::default_path(&self.db)),
             batch: self.batch,
             crash_at: self.crash_at,
+            pause_at: self.pause_at,
             sync: self.sync,
             supervised: self.supervised,
             gated: self.gated,

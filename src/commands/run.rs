@@ -83,6 +83,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         workers: usize::from(args.workers),
         sync: args.sync,
         crash_at,
+        pause_at: args.pause_at,
         side_effect: args.vendor.side_effect,
         long_item: args.long.long_item,
         split: args.long.split,
@@ -327,6 +328,19 @@ fn check_side_effect(
             return Err(Error::Refused(format!(
                 "--kill-at-message {n} is beyond the queue of {items} items, one message each; it would never happen"
             )));
+        }
+    }
+    if let Some(pause) = args.pause_at {
+        crate::task::check_in_queue("--pause-at", pause.task, args.items)?;
+        if strategy.is_none() {
+            return Err(Error::Refused(
+                "--pause-at stops reclaim's own worker at its write (--strategy); an --exec job cannot be stopped there".into(),
+            ));
+        }
+        if args.delay_ms == 0.0 {
+            return Err(Error::Refused(
+                "--pause-at lasts SECS of the night's clock, and --delay-ms 0 has none; give --delay-ms above 0".into(),
+            ));
         }
     }
     if let Some(long) = args.long.long_item {

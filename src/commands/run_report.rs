@@ -320,15 +320,21 @@ fn print_verdict(
         rows.missing,
         report.elapsed_ms as f64 / 1000.0
     );
+    let pauses = describe_pauses(report);
     if report.kills > 0 {
         let _ = writeln!(
             out,
-            "windows      {}",
+            "windows      {}{}",
             describe_windows(
                 &report.kills_in_window,
                 report.kills_after_points.values().sum()
-            )
+            ),
+            pauses
+                .as_deref()
+                .map_or(String::new(), |p| format!("; {p}"))
         );
+    } else if let Some(pauses) = pauses {
+        let _ = writeln!(out, "windows      {pauses}");
     }
     if let Some(landed) = &report.kill_rows_landed {
         let _ = writeln!(out, "kill rows    {}", describe_rows_landings(landed));
@@ -398,6 +404,26 @@ fn describe_rows_landings(landed: &crate::engine::RowsLandings) -> String {
     format!(
         "{kills} placed by rows: {} on their planned row{past}{listed}",
         landed.at_plan
+    )
+}
+
+/// The pauses that landed, said beside the kills' windows: how many, and how many held a
+/// claim worker's lease past its end (`None`: no pause planned or made).
+fn describe_pauses(report: &RunReport) -> Option<String> {
+    let p = report.pauses;
+    if report.pause_planned.is_none() && p.landed == 0 {
+        return None;
+    }
+    let landed = crate::base::text::count(u64::from(p.landed), "pause landed", "pauses landed");
+    Some(
+        if report
+            .strategy
+            .is_some_and(crate::worker::Strategy::claims_items)
+        {
+            format!("{landed}, {} of them past a lease it held", p.past_lease)
+        } else {
+            landed
+        },
     )
 }
 

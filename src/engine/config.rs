@@ -221,6 +221,10 @@ pub struct LaneConfig {
     pub sync: SyncMode,
     /// A crash point for each worker's first attempt (and the relay's, for `after-relay-send`).
     pub crash_at: Option<CrashAt>,
+    /// A pause for the first attempt of each worker: the one that reaches the task's write is
+    /// stopped there (SIGSTOP) for a while of the night (`--pause-at`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause_at: Option<crate::worker::PauseAt>,
     /// What each item also does outside the database (`--side-effect`).
     pub side_effect: Option<SideEffect>,
     /// How the lane's vendor behaves, when it has one (`needs_vendor`).
@@ -268,6 +272,7 @@ impl LaneConfig {
             workers: 1,
             sync: SyncMode::Normal,
             crash_at: None,
+            pause_at: None,
             side_effect: None,
             vendor: VendorModes::default(),
             long_item: None,

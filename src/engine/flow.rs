@@ -98,6 +98,10 @@ impl Engine {
         if let Some(moment) = self.server_watch.as_ref().and_then(|w| w.awaited(now)) {
             until = until.min(moment.max(clock));
         }
+        // Nor past the end of a planned pause, so the SIGCONT lands between the same writes.
+        if let Some(end) = self.next_pause_end() {
+            until = until.min(end.max(clock));
+        }
         // Nor past a planned restart, so its second shows the same rows at every speed.
         if let Some(restart) = self.next_restart() {
             until = until.min(restart.max(clock));

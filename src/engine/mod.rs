@@ -35,7 +35,7 @@ pub use self::config::{
 pub use self::deadline::{DEFAULT_PROGRESS_DEADLINE, Progress, ProgressWatch};
 pub use self::landings::RowsLandings;
 use self::lane::Note;
-pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, StateKind};
+pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, Pauses, StateKind};
 pub use self::pace::{Attempt, Pace};
 pub use self::timeline::{
     Committed, DIED_ON_ITS_OWN, Entry, Fact, HUNG, InOrder, Kind, Mark, RESUMED, Source, StopWhen,
@@ -48,6 +48,10 @@ use crate::supervisor::slot::{Output, RestartPolicy, SlotState};
 use crate::warehouse::StoreError;
 use crate::worker::protocol::Grant;
 pub use crate::worker::protocol::claimed_rows;
+
+/// How long the operator's pause (`x` in the dashboard) stops a worker, in the night's seconds:
+/// twice a claim's lease, so a worker paused holding one wakes after another took its item.
+pub const HAND_PAUSE_SECS: f64 = 2.0 * crate::worker::LEASE_SECS;
 
 /// How far ahead of the clock a worker may be granted writes (see `Engine::grant_until`): one
 /// and a half of the driver's ticks (as measured), within these bounds of real time.
@@ -426,6 +430,7 @@ impl Engine {
             let held = self.held_at(now);
             let limit = self.triggers.next_moment().map_or(held, |m| m.min(held));
             let limit = self.next_restart().map_or(limit, |r| r.min(limit));
+            let limit = self.next_pause_end().map_or(limit, |p| p.min(limit));
             let limit = self.stop_limit(heard, limit);
             self.clock.set_scale(self.config.scale * self.speed, now);
             if self.by_work() {
@@ -445,6 +450,7 @@ impl Engine {
                 .reduce(f64::max);
             self.stops.retain(|&s| s > clock);
             self.fire_triggers(now, held);
+            self.end_pauses(now);
             self.restart_due(now)?;
             self.grant();
         } else {

@@ -67,6 +67,38 @@ impl Engine {
         }
     }
 
+    /// The operator stops one running worker of `lane` (the first, in slot order) for
+    /// `HAND_PAUSE_SECS` of the night: wherever it is, holding a lease or not. SIGCONT comes
+    /// when the clock gets there.
+    pub fn pause_worker(&mut self, lane: usize, now: Instant) {
+        let clock = self.clock.now().0;
+        let Some(l) = self.lanes.get_mut(lane) else {
+            return;
+        };
+        if let Some(note) = l.pause_by_hand(clock + super::HAND_PAUSE_SECS) {
+            self.note(now, lane, note);
+        }
+    }
+
+    /// Continues every worker whose planned pause (`--pause-at`) has ended by the clock.
+    pub(super) fn end_pauses(&mut self, now: Instant) {
+        let clock = self.clock.now().0;
+        let night_paused = self.paused_at.is_some();
+        for lane in 0..self.lanes.len() {
+            let notes = self.lanes[lane].end_pauses(clock, night_paused);
+            self.notes(now, lane, notes);
+        }
+    }
+
+    /// The earliest moment a planned pause ends: the clock stops there, so the SIGCONT lands
+    /// between the same two writes at every speed.
+    pub(super) fn next_pause_end(&self) -> Option<f64> {
+        self.lanes
+            .iter()
+            .filter_map(super::Lane::pause_ends)
+            .reduce(f64::min)
+    }
+
     /// Deletes every checkpoint of a lane's warehouse, as an operator might "to force a rerun".
     pub fn wipe_checkpoints(&mut self, lane: usize, now: Instant) -> Result<usize, StoreError> {
         let db = self.lanes[lane].config().db.clone();

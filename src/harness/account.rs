@@ -44,6 +44,27 @@ impl RunReport {
         for said in self.not_fired_gaps() {
             account.push(account::Kind::NotFired, said);
         }
+        if let Some(pause) = self.pause_planned {
+            if self.pauses.landed == 0 {
+                account.push(
+                    account::Kind::NotFired,
+                    format!("the pause at {pause} never happened: no worker's first attempt reached that write"),
+                );
+            } else if self
+                .strategy
+                .is_some_and(crate::worker::Strategy::claims_items)
+                && self.pauses.past_lease == 0
+            {
+                account.push(
+                    account::Kind::WindowNeverHit,
+                    format!(
+                        "the pause ({} s) ended before the lease it held ({} s): no worker woke to find its item taken over",
+                        pause.secs,
+                        crate::worker::LEASE_SECS
+                    ),
+                );
+            }
+        }
         if self.inspection.judged == crate::warehouse::Judged::Counts {
             account.push(
                 account::Kind::Unobserved,

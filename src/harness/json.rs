@@ -25,6 +25,9 @@ struct Json<'a> {
     outside: u64,
     kills: u32,
     kills_in_window: KillWindows,
+    /// With a pause planned or made: how many landed, how many past a claim worker's lease.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pauses: Option<crate::engine::Pauses>,
     restarts: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     runs: Option<u64>,
@@ -83,6 +86,7 @@ impl Serialize for RunReport {
             outside: rows.unexpected,
             kills: self.kills,
             kills_in_window: self.kills_in_window,
+            pauses: (self.pause_planned.is_some() || self.pauses.landed > 0).then_some(self.pauses),
             restarts: self.restarts,
             runs: self.runs(),
             started_before_first_done: self.started_before_first_done,

@@ -50,6 +50,10 @@ pub struct RunReport {
     pub gave_up_why: Option<String>,
     /// Where each kill landed (window -> count), read from the rows after each kill.
     pub kills_in_window: KillWindows,
+    /// The pause planned (`--pause-at`, a scenario's `host.pause_at_task`), if any.
+    pub pause_planned: Option<crate::worker::PauseAt>,
+    /// The pauses that landed, and those past a claim worker's lease.
+    pub pauses: crate::engine::Pauses,
     /// The key of an item whose checkpoint was seen committed before its row
     /// (`Observer::checkpoint_before_row`).
     pub checkpoint_before_row: Option<String>,
@@ -128,6 +132,8 @@ impl RunReport {
             deaths_on_its_own: lane.deaths_on_its_own(),
             gave_up_why: lane.gave_up_why().map(str::to_string),
             kills_in_window: lane.kills_in_window(),
+            pause_planned: lane.config().pause_at,
+            pauses: lane.pauses(),
             checkpoint_before_row: lane.observer().checkpoint_before_row.clone(),
             row_before_checkpoint: lane.observer().row_before_checkpoint.clone(),
             started_before_first_done: lane_entries()

@@ -52,6 +52,8 @@ fn naive_night() -> RunReport {
         deaths_on_its_own: 0,
         gave_up_why: None,
         kills_in_window: KillWindows::default(),
+        pause_planned: None,
+        pauses: crate::engine::Pauses::default(),
         checkpoint_before_row: None,
         row_before_checkpoint: None,
         started_before_first_done: 2,

@@ -132,6 +132,10 @@ pub(super) struct HostFile {
     hang_at_task: Option<String>,
     /// Sim seconds the hang lasts; absent: until someone resumes it.
     hang_for: Option<f64>,
+    /// Stop the worker that reaches this task's write (its lease taken), in every lane.
+    pause_at_task: Option<String>,
+    /// Sim seconds that pause lasts.
+    pause_for: Option<f64>,
     wipe_at_task: Option<String>,
 }
 
@@ -275,12 +279,10 @@ impl ScenarioFile {
         if let Some(hang_for) = host.hang_for {
             range("host.hang_for", hang_for, 0.0, 86_400.0)?;
         }
-        let kill_window = match &host.kill_window {
-            Some(text) => {
-                parse_window(text).map_err(|e| Invalid(format!("host.kill_window: {e}")))?
-            }
-            None => crate::supervisor::schedule::DEFAULT_WINDOW,
-        };
+        let window =
+            |t: &str| parse_window(t).map_err(|e| Invalid(format!("host.kill_window: {e}")));
+        let kill_window = (host.kill_window.as_deref().map(window).transpose()?)
+            .unwrap_or(crate::supervisor::schedule::DEFAULT_WINDOW);
         let mut lanes: Vec<ScenarioLane> = Vec::new();
         for (i, lane) in self.lane.iter().enumerate() {
             let lane = lane.validate(i + 1, self.items)?;
@@ -293,6 +295,8 @@ impl ScenarioFile {
             }
             lanes.push(lane);
         }
+        let pause = task("host.pause_at_task", &host.pause_at_task)?;
+        let pause_at = pause_of(pause, host.pause_for, &lanes)?;
         for (i, caption) in self.caption.iter().enumerate() {
             caption.validate(i + 1, &lanes)?;
         }
@@ -318,11 +322,37 @@ impl ScenarioFile {
             kill_window,
             hang_at_task,
             hang_for: host.hang_for,
+            pause_at,
             wipe_at_task,
             lanes,
             captions: self.caption,
         })
     }
+}
+
+/// `host.pause_at_task` and `host.pause_for`, which go together, for lanes of reclaim's own
+/// worker only (the pause is placed at its write).
+fn pause_of(
+    task: Option<u64>,
+    secs: Option<f64>,
+    lanes: &[ScenarioLane],
+) -> Result<Option<crate::worker::PauseAt>, Invalid> {
+    let pause = match (task, secs) {
+        (Some(task), Some(secs)) => {
+            range("host.pause_for", secs, 1.0, 86_400.0)?;
+            crate::worker::PauseAt { task, secs }
+        }
+        (None, None) => return Ok(None),
+        _ => return Err(Invalid(
+            "host.pause_at_task and host.pause_for go together: the task whose write the pause stops, and its length in sim seconds".into(),
+        )),
+    };
+    if lanes.iter().any(|l| l.worker.job().is_some()) {
+        return Err(Invalid(
+            "host.pause_at_task stops reclaim's own worker at its write; a lane running a job (exec) cannot be stopped there".into(),
+        ));
+    }
+    Ok(Some(pause))
 }
 
 impl LaneFile {

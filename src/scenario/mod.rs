@@ -26,7 +26,7 @@ use crate::supervisor::schedule::KillPlan;
 use crate::worker::{CrashAt, LongItem, SideEffect};
 
 /// The shipped scenarios, by name; the first is the default.
-pub const SHIPPED: [(&str, &str); 11] = [
+pub const SHIPPED: [(&str, &str); 12] = [
     (
         "incident",
         include_str!("../../assets/scenarios/incident.toml"),
@@ -68,6 +68,10 @@ pub const SHIPPED: [(&str, &str); 11] = [
         include_str!("../../assets/scenarios/long-item.toml"),
     ),
     ("claim", include_str!("../../assets/scenarios/claim.toml")),
+    (
+        "the-pause",
+        include_str!("../../assets/scenarios/the-pause.toml"),
+    ),
 ];
 
 /// The most lanes a night can show side by side.
@@ -151,6 +155,8 @@ pub struct Scenario {
     pub hang_at_task: Option<u64>,
     /// Sim seconds.
     pub hang_for: Option<f64>,
+    /// Every lane's worker that reaches this task's write is stopped there for a while.
+    pub pause_at: Option<crate::worker::PauseAt>,
     pub wipe_at_task: Option<u64>,
     pub lanes: Vec<ScenarioLane>,
     pub captions: Vec<Caption>,
@@ -223,6 +229,7 @@ impl Scenario {
             kill_window: crate::supervisor::schedule::DEFAULT_WINDOW,
             hang_at_task: None,
             hang_for: None,
+            pause_at: None,
             wipe_at_task: None,
             warehouse: crate::warehouse::Spec::Sqlite,
             lanes,
@@ -340,6 +347,7 @@ impl Scenario {
                         batch: lane.batch,
                         workers: lane.workers,
                         crash_at: lane.crash_at,
+                        pause_at: self.pause_at,
                         side_effect: lane.side_effect,
                         vendor: VendorModes {
                             seed: self.seed,

@@ -35,6 +35,8 @@ pub enum KeyAction {
     KillAll,
     ToggleRandomKills,
     ToggleHang,
+    /// Stop one worker of the selected lane past a claim's lease (SIGSTOP, SIGCONT later).
+    PauseWorker,
     TogglePause,
     SpeedUp,
     SpeedDown,
@@ -132,6 +134,14 @@ pub const KEYMAP: &[Binding<KeyAction>] = &[
         action: KeyAction::ToggleHang,
         help: "hang/resume the selected lane (SIGSTOP/SIGCONT): alive, no progress",
         footer: Some(Footer::new("hang", 4)),
+        modes: LIVE,
+    },
+    Binding {
+        keys: &[KeyCode::Char('x')],
+        label: "x",
+        action: KeyAction::PauseWorker,
+        help: "pause a worker of the selected lane 60 s, past a lease (SIGSTOP/SIGCONT)",
+        footer: None,
         modes: LIVE,
     },
     Binding {

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::batch::{Batch, Row};
-use super::claim::{LeaseClock, Next};
+use super::claim::{Fence, Lease, LeaseClock, Next};
 use super::error::{KeysError, StoreError};
 use super::inspection::{DuplicatedId, Inspection};
 use super::schema::SchemaNeeds;
@@ -121,9 +121,14 @@ pub trait Writer {
     fn prepare_claims(&mut self) -> Result<(), StoreError>;
     /// Claims the first item not done whose lease has ended at `clock`'s moment, for `me`.
     fn claim_next(&mut self, me: &str, items: u64, clock: LeaseClock) -> Result<Next, StoreError>;
-    /// Commits `row`, its checkpoint and item `index`'s done mark in one transaction, if the
-    /// item is still `me`'s; whether it was.
-    fn claim_commit(&mut self, index: u64, me: &str, row: &Row) -> Result<bool, StoreError>;
+    /// Commits `row`, its checkpoint and the claimed item's done mark in one transaction, if
+    /// the fence holds (`Fence`); whether it committed.
+    fn claim_commit(
+        &mut self,
+        claimed: (Lease, Fence),
+        me: &str,
+        row: &Row,
+    ) -> Result<bool, StoreError>;
 
     /// The long item's steps already committed (`--split`).
     fn steps_done(&mut self, task: &str) -> Result<u64, StoreError>;

@@ -16,11 +16,30 @@ pub struct LeaseClock {
     pub secs: f64,
 }
 
+/// A claim made: the item's index and the lease's number, one more than the item's last lease
+/// (the fencing token: a later claim of the item always holds a higher number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    pub index: u64,
+    pub number: u64,
+}
+
+/// What the commit of a claimed item checks in the row's transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fence {
+    /// Nothing: the worker trusts the lease it took (`claim`). A worker stopped past its lease
+    /// still commits, after the worker that took the item over did.
+    Trusted,
+    /// The item's lease is still this number (`fenced`): a worker whose lease was taken over
+    /// commits nothing.
+    Token(u64),
+}
+
 /// What a claim found.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Next {
     /// This item, now leased to the worker.
-    Item(u64),
+    Item(Lease),
     /// Every item left is leased by another worker; the first lease ends in this many seconds
     /// (0 when one is being claimed right now).
     Wait(f64),

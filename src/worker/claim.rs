@@ -1,7 +1,10 @@
 //! `claim`: N workers on one queue, each taking the next item with a lease. A worker claims an
-//! item (its run id and a lease's end on the item's queue row), does it, and commits the row, its
-//! checkpoint and the item's done mark in one transaction, only while the item is still its own;
-//! a killed worker's lease ends and another worker takes the item. On PostgreSQL the claim is
+//! item (its run id, a lease's end and the lease's number on the item's queue row), does it, and
+//! commits the row, its checkpoint and the item's done mark in one transaction; a killed worker's
+//! lease ends and another worker takes the item. The commit trusts the lease: a worker stopped
+//! (SIGSTOP, a long GC pause) past its lease's end wakes believing the item is still its own and
+//! commits it after the worker that took it over did: a lease is not a lock. `fenced` is this
+//! loop with the lease's number checked in the commit's transaction. On PostgreSQL the claim is
 //! `SELECT ... FOR UPDATE SKIP LOCKED` (`warehouse::postgres`); SQLite has no SKIP LOCKED, so
 //! there the claim is its own `BEGIN IMMEDIATE` transaction (`warehouse::sqlite`).
 //!
@@ -18,7 +21,7 @@
 use std::time::Duration;
 
 use super::{CrashPoint, Ctx, Row, WorkerError};
-use crate::warehouse::claim::{LeaseClock, Next};
+use crate::warehouse::claim::{Fence, Lease, LeaseClock, Next};
 use crate::worker::protocol::WorkerLine;
 
 /// How long a claim holds an item without a word from its worker, in the night's seconds.
@@ -43,6 +46,12 @@ fn lease_clock(at: Option<f64>) -> LeaseClock {
 }
 
 pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
+    work(ctx, |_| Fence::Trusted)
+}
+
+/// Claims, works and commits until the queue is done; `fence` says what the commit of a lease
+/// checks (`claim` trusts it, `fenced` checks its number).
+pub(super) fn work(ctx: &mut Ctx<'_>, fence: fn(Lease) -> Fence) -> Result<(), WorkerError> {
     ctx.db.prepare_claims()?;
     let mut idle = false;
     // The moment a lease ends that this worker asked to be woken at.
@@ -56,7 +65,9 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
             (at, _) => at,
         };
         match next(ctx, lease_clock(at))? {
-            Next::Item(index) => {
+            Next::Item(lease) => {
+                let index = lease.index;
+                ctx.lease = Some(lease.number);
                 idle = false;
                 let started = std::time::Instant::now();
                 let row = Row::new(index);
@@ -64,7 +75,7 @@ pub(super) fn run(ctx: &mut Ctx<'_>) -> Result<(), WorkerError> {
                 // its lease ends and another worker takes it.
                 ctx.crash_if(&[index], CrashPoint::BeforeWrite);
                 ctx.before_write(&[&row])?;
-                if commit(ctx, &row, index)? {
+                if commit(ctx, &row, (lease, fence(lease)))? {
                     ctx.after_write(&[&row], 1, 1);
                     ctx.committed(&[index], started);
                 } else {
@@ -96,9 +107,9 @@ fn next(ctx: &mut Ctx<'_>, clock: LeaseClock) -> Result<Next, WorkerError> {
     Ok(ctx.db.claim_next(&me, items, clock)?)
 }
 
-/// Commits `row`, its checkpoint and its item's done mark in one transaction, if the item is
-/// still this worker's (no one took it after its lease ended); whether it was.
-fn commit(ctx: &mut Ctx<'_>, row: &Row, index: u64) -> Result<bool, WorkerError> {
+/// Commits `row`, its checkpoint and its item's done mark in one transaction, if the fence
+/// holds; whether it did.
+fn commit(ctx: &mut Ctx<'_>, row: &Row, claimed: (Lease, Fence)) -> Result<bool, WorkerError> {
     let me = ctx.run_id.clone();
-    Ok(ctx.db.claim_commit(index, &me, row)?)
+    Ok(ctx.db.claim_commit(claimed, &me, row)?)
 }

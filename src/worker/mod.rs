@@ -6,12 +6,14 @@
 
 mod claim;
 mod crash;
+mod fenced;
 mod guarded;
 mod keyed;
 mod long_item;
 mod naive;
 mod outbox;
 mod pacing;
+mod pause;
 pub mod protocol;
 pub mod relay;
 mod strategy;
@@ -28,6 +30,7 @@ pub use claim::LEASE_SECS;
 pub use crash::{CrashAt, CrashPoint, KillWindow};
 pub use long_item::LongItem;
 use pacing::{Gate, LiveDelay};
+pub use pause::PauseAt;
 use protocol::{Resume, WorkerLine};
 pub use strategy::Strategy;
 
@@ -61,6 +64,8 @@ pub struct WorkerConfig {
     /// Items per transaction (keyed, guarded).
     pub batch: u64,
     pub crash_at: Option<CrashAt>,
+    /// Stopped at this task's write, its claim made, for a while of the night (`pause`).
+    pub pause_at: Option<PauseAt>,
     pub sync: SyncMode,
     /// Started by reclaim's supervisor on a warehouse it created in this session: read commands
     /// (`grant N`, `delay-us N`) from stdin, and skip the integrity check before the first write
@@ -167,6 +172,8 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
         gate,
         writes: 0,
         asked: 0,
+        paused: false,
+        lease: None,
         unsaid: None,
         out,
         inserted: 0,
@@ -208,6 +215,11 @@ struct Ctx<'a> {
     writes: u64,
     /// The writes in all it has asked for and been granted (`await_grant`).
     asked: u64,
+    /// Whether this process made its `--pause-at` stop already.
+    paused: bool,
+    /// A claim worker's lease on the item it is about to write: its number (1 for the item's
+    /// first lease).
+    lease: Option<u64>,
     /// The latest `wrote` line of a quiet worker, said before its next line (`quiet_writes`).
     unsaid: Option<WorkerLine>,
     out: &'a mut dyn Write,
@@ -321,13 +333,14 @@ impl Ctx<'_> {
     /// grant, the long item's work, the side effects sent before the commit and the crash
     /// point after them.
     fn before_write(&mut self, rows: &[&Row]) -> Result<(), WorkerError> {
-        self.await_grant(self.writes + rows.len() as u64, None);
-        self.work_long_item(rows)?;
-        self.send_side_effects(rows)?;
+        let at = self.await_grant(self.writes + rows.len() as u64, None);
         let tasks: Vec<u64> = rows
             .iter()
             .filter_map(|r| crate::task::parse_task_id(&r.task_id))
             .collect();
+        self.pause_if(&tasks, at);
+        self.work_long_item(rows)?;
+        self.send_side_effects(rows)?;
         self.crash_if(&tasks, CrashPoint::AfterSend);
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! The table of strategies: every decision about a strategy is an exhaustive method here, so a
 //! new one fails to compile at each decision until it has said its answer.
 //!
-//! A sixth strategy is its own file beside this one (its `run`), a `mod` line in `worker/mod.rs`,
+//! Another strategy is its own file beside this one (its `run`), a `mod` line in `worker/mod.rs`,
 //! the variant below and one arm in each method of this file; `Strategy::all()` comes from the
 //! enum, so the dashboard's `s` key, `prove`, `map` and the tests reach it with no other edit.
 
@@ -32,7 +32,11 @@ pub enum Strategy {
     /// Workers on one queue claim items with a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL);
     /// the row, its checkpoint and the item's done mark commit together, while the item is still
     /// the worker's own. A killed worker's lease ends and another worker takes the item.
+    /// The commit trusts the lease: a worker stopped past its lease's end commits anyway.
     Claim,
+    /// Claim, with a fencing token: each claim raises the item's lease number, and the commit
+    /// checks it in the row's transaction, so a worker whose lease was taken over writes nothing.
+    Fenced,
 }
 
 impl Strategy {
@@ -58,6 +62,7 @@ impl Strategy {
             Self::Guarded => "guarded",
             Self::Outbox => "outbox",
             Self::Claim => "claim",
+            Self::Fenced => "fenced",
         }
     }
 
@@ -70,6 +75,7 @@ impl Strategy {
             Self::Guarded => super::guarded::run(ctx),
             Self::Outbox => super::outbox::run(ctx),
             Self::Claim => super::claim::run(ctx),
+            Self::Fenced => super::fenced::run(ctx),
         }
     }
 
@@ -79,7 +85,7 @@ impl Strategy {
         match self {
             Self::Keyed | Self::Guarded | Self::Outbox => true,
             // The claim and the done mark keep a second copy out, not a key.
-            Self::Naive | Self::TwoCommit | Self::Claim => false,
+            Self::Naive | Self::TwoCommit | Self::Claim | Self::Fenced => false,
         }
     }
 
@@ -87,7 +93,7 @@ impl Strategy {
     #[must_use]
     pub fn checkpoints(self) -> bool {
         match self {
-            Self::TwoCommit | Self::Guarded | Self::Outbox | Self::Claim => true,
+            Self::TwoCommit | Self::Guarded | Self::Outbox | Self::Claim | Self::Fenced => true,
             Self::Naive | Self::Keyed => false,
         }
     }
@@ -98,7 +104,12 @@ impl Strategy {
     pub fn checkpoints_apart(self) -> bool {
         match self {
             Self::TwoCommit => true,
-            Self::Naive | Self::Keyed | Self::Guarded | Self::Outbox | Self::Claim => false,
+            Self::Naive
+            | Self::Keyed
+            | Self::Guarded
+            | Self::Outbox
+            | Self::Claim
+            | Self::Fenced => false,
         }
     }
 
@@ -118,7 +129,7 @@ impl Strategy {
         match self {
             Self::Keyed | Self::Guarded | Self::Outbox => true,
             // One claim, one item, one commit.
-            Self::Naive | Self::TwoCommit | Self::Claim => false,
+            Self::Naive | Self::TwoCommit | Self::Claim | Self::Fenced => false,
         }
     }
 
@@ -127,7 +138,12 @@ impl Strategy {
     pub fn names_its_run(self) -> bool {
         match self {
             Self::Naive => false,
-            Self::TwoCommit | Self::Keyed | Self::Guarded | Self::Outbox | Self::Claim => true,
+            Self::TwoCommit
+            | Self::Keyed
+            | Self::Guarded
+            | Self::Outbox
+            | Self::Claim
+            | Self::Fenced => true,
         }
     }
 
@@ -137,7 +153,7 @@ impl Strategy {
     pub fn splits(self) -> bool {
         match self {
             Self::Guarded | Self::Outbox => true,
-            Self::Naive | Self::TwoCommit | Self::Keyed | Self::Claim => false,
+            Self::Naive | Self::TwoCommit | Self::Keyed | Self::Claim | Self::Fenced => false,
         }
     }
 
@@ -146,7 +162,12 @@ impl Strategy {
     pub fn relays(self) -> bool {
         match self {
             Self::Outbox => true,
-            Self::Naive | Self::TwoCommit | Self::Keyed | Self::Guarded | Self::Claim => false,
+            Self::Naive
+            | Self::TwoCommit
+            | Self::Keyed
+            | Self::Guarded
+            | Self::Claim
+            | Self::Fenced => false,
         }
     }
 
@@ -157,7 +178,17 @@ impl Strategy {
     pub fn in_full_map(self) -> bool {
         match self {
             Self::Naive | Self::TwoCommit | Self::Keyed | Self::Guarded => true,
-            Self::Outbox | Self::Claim => false,
+            Self::Outbox | Self::Claim | Self::Fenced => false,
+        }
+    }
+
+    /// Whether its workers claim items from one queue with a lease (each write granted alone,
+    /// with its moment: the worker claims at it).
+    #[must_use]
+    pub fn claims_items(self) -> bool {
+        match self {
+            Self::Claim | Self::Fenced => true,
+            Self::Naive | Self::TwoCommit | Self::Keyed | Self::Guarded | Self::Outbox => false,
         }
     }
 
@@ -168,7 +199,7 @@ impl Strategy {
         match self {
             Self::Naive => Some(KillWindow::AfterCommit),
             Self::TwoCommit => Some(KillWindow::AfterRowCommit),
-            Self::Keyed | Self::Guarded | Self::Outbox | Self::Claim => None,
+            Self::Keyed | Self::Guarded | Self::Outbox | Self::Claim | Self::Fenced => None,
         }
     }
 
@@ -195,7 +226,7 @@ impl Strategy {
                 | CrashPoint::AfterSend
                 | CrashPoint::AfterRelaySend => 0,
             },
-            Self::Keyed | Self::Guarded | Self::Outbox | Self::Claim => 0,
+            Self::Keyed | Self::Guarded | Self::Outbox | Self::Claim | Self::Fenced => 0,
         }
     }
 }

@@ -349,3 +349,59 @@ fn the_duplicate_delivery_scenario_twice_prints_the_same_text() {
         );
     }
 }
+
+/// The pause: in each lane of eight, the worker holding task-010's first lease is stopped at its
+/// write for 60 s, twice its lease. claim's sleeper writes task-010 a second time after the worker
+/// that took it over; fenced's lease number turns its commit away. Read back from the kept
+/// databases; two runs print the same text but pids, run ids and paths.
+#[test]
+fn the_pause_scenario_writes_the_paused_item_twice_under_claim_and_once_fenced() {
+    let night = || -> (String, tempfile::TempDir) {
+        let dir = folder();
+        let args = ["run", "--scenario", "the-pause", "--keep", "always"];
+        let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+        assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+        (without_pids_and_paths(&run.stdout), dir)
+    };
+    let (first, dir) = night();
+    assert_eq!(first, night().0, "two runs differ");
+    assert!(
+        first.contains("verdict      claim   claimed=ok derived=DATA WRONG (1 duplicated task id)")
+            && first.contains("verdict      fenced  claimed=ok derived=ok  rows=40"),
+        "{first}"
+    );
+    let db = |name: &str| {
+        walk(dir.path())
+            .into_iter()
+            .find(|p| p.to_string_lossy().ends_with(name))
+            .unwrap_or_else(|| panic!("no {name} under {}", dir.path().display()))
+    };
+    let ten = "SELECT count(*) FROM records WHERE task_id = 'task-010'";
+    let claim = open_ro(&db("-claim.db"));
+    assert_eq!(count(&claim, ten), 2);
+    assert_eq!(
+        count(&claim, "SELECT count(DISTINCT task_id) FROM records"),
+        40
+    );
+    let fenced = open_ro(&db("-fenced.db"));
+    assert_eq!(count(&fenced, ten), 1);
+    assert_eq!(count(&fenced, "SELECT count(*) FROM records"), 40);
+    // The sleeper's lease was taken over: a second lease on the item, in both lanes.
+    for conn in [&claim, &fenced] {
+        assert_eq!(count(conn, "SELECT lease_no FROM queue WHERE idx = 10"), 2);
+    }
+}
+
+/// Every file under `dir`, recursively.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}

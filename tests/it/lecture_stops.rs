@@ -272,3 +272,18 @@ fn every_shipped_scenario_stops_alike_at_a_quarter_speed_and_4x_and_shows_each_c
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// The pause under `--lecture` at 1x and at 16x: the SIGSTOP, the worker that takes the item
+/// over and the SIGCONT are the night's moments, so the stops and their figures are the same.
+#[test]
+fn the_pause_stops_alike_at_1x_and_16x() {
+    let mut both = drive(&[("the-pause", &b""[..]), ("the-pause", &b"++++"[..])]).into_iter();
+    match (both.next(), both.next()) {
+        (Some(Ok(slow)), Some(Ok(fast))) => {
+            compare("the-pause", &fast, &slow).unwrap_or_else(|e| panic!("{e}"));
+            // The pause itself is a stop (a worker stopped, alive, no progress).
+            assert!(fast.iter().any(|s| s.line.contains("hang")), "{fast:#?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}

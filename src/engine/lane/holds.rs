@@ -57,7 +57,10 @@ impl Lane {
     /// its moment (the worker claims at it), never ahead of the worker's asking.
     #[must_use]
     pub(in crate::engine) fn claims(&self) -> bool {
-        self.config.worker.strategy() == Some(crate::worker::Strategy::Claim)
+        self.config
+            .worker
+            .strategy()
+            .is_some_and(crate::worker::Strategy::claims_items)
     }
 
     /// Whether `slot`'s worker is one the clock keeps pace with now: reclaim's own worker (not

@@ -12,7 +12,7 @@
 //!
 //! Beside them: what its workers said (`said`), a slot's next attempt (`spawn`), where the lane
 //! holds the clock (`holds`), its notes for the timeline (`note`) and its snapshot for the
-//! dashboard and recordings (`snapshot`). Everything outside the lane reads it through accessors.
+//! dashboard and recordings (`snapshot`), and a worker's planned pause (`paused`). Everything outside the lane reads it through accessors.
 
 use serde::Serialize;
 
@@ -28,6 +28,7 @@ mod heartbeat;
 mod holds;
 mod kills;
 mod note;
+mod paused;
 mod points;
 mod rows;
 mod said;
@@ -73,6 +74,18 @@ pub struct Lane {
     heartbeat: LaneHeartbeat,
     /// The crash points an external job announced, and its planned crash.
     points: JobPoints,
+    /// Per slot, the moment its worker's pause ends while it is paused (`paused`).
+    paused_until: Vec<Option<f64>>,
+    /// The pauses that landed (`Pauses`).
+    pauses: Pauses,
+}
+
+/// The pauses that landed in a lane: how many, and how many of them stopped a claim worker at
+/// its write for longer than its lease (the window a pause breaks a trusted lease in).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Pauses {
+    pub landed: u32,
+    pub past_lease: u32,
 }
 
 impl Lane {
@@ -97,6 +110,8 @@ impl Lane {
                 .map(|_| Attempt::new(crate::base::clock::NIGHT_START, Pace::per_item(0.0)))
                 .collect(),
             vendor: LaneVendor::new(config.relays().then_some(config.workers)),
+            paused_until: vec![None; config.workers + usize::from(config.relays())],
+            pauses: Pauses::default(),
             config,
             ends: Ends::default(),
             claimed: None,

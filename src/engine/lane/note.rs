@@ -72,6 +72,7 @@ pub(super) fn kind_of(line: &WorkerLine) -> Kind {
         | WorkerLine::Step(_)
         | WorkerLine::Idle { .. }
         | WorkerLine::Lost { .. }
+        | WorkerLine::Pause { .. }
         | WorkerLine::Relay(_)
         | WorkerLine::Point(_)
         | WorkerLine::Other(_) => Kind::Log,

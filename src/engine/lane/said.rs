@@ -99,7 +99,13 @@ impl Lane {
             WorkerLine::Wrote { writes, last } if current => {
                 return (None, Some(self.wrote(slot, *writes, *last)));
             }
-            WorkerLine::Wait { .. } | WorkerLine::Wrote { .. } | WorkerLine::Wake { .. } => {
+            WorkerLine::Pause { task, until } if current => {
+                return (Some(self.paused(slot, *task, until.0)), None);
+            }
+            WorkerLine::Wait { .. }
+            | WorkerLine::Wrote { .. }
+            | WorkerLine::Wake { .. }
+            | WorkerLine::Pause { .. } => {
                 return (None, None);
             }
             WorkerLine::Work { left_ms, .. } if current => {

@@ -123,6 +123,8 @@ impl Lane {
                 .crash_at
                 .filter(|c| c.point != crate::worker::CrashPoint::AfterRelaySend)
                 .filter(|_| self.slots[slot].attempt() == 0),
+            // So is the pause: a restarted worker is not stopped again.
+            pause_at: cfg.pause_at.filter(|_| self.slots[slot].attempt() == 0),
             sync: cfg.sync,
             supervised: true,
             gated: true,

@@ -106,6 +106,29 @@ impl LiveApp {
 
     /// Decides what `action` does, given the night as `facts` says it is at `now`: the UI
     /// state changes here, and what should happen to the night comes back as commands.
+    /// `s`: the selected lane's next strategy, on fresh databases (not for a lane running
+    /// someone else's command).
+    fn cycle_strategy(&mut self, facts: &NightFacts, now: Instant) -> Vec<NightCommand> {
+        let lane = self.chrome.selected;
+        match facts.lanes.get(lane).map(|l| l.strategy) {
+            Some(Some(strategy)) => {
+                self.restarted(facts);
+                vec![NightCommand::SetStrategy(lane, next_strategy(strategy))]
+            }
+            Some(None) => {
+                self.say(
+                    format!(
+                        "lane {} runs your own command: s cycles reclaim's strategies",
+                        lane + 1
+                    ),
+                    now,
+                );
+                Vec::new()
+            }
+            None => Vec::new(),
+        }
+    }
+
     pub fn update(
         &mut self,
         action: KeyAction,
@@ -145,23 +168,8 @@ impl LiveApp {
                 vec![NightCommand::SetRandomKills(on)]
             }
             KeyAction::ToggleHang => vec![NightCommand::ToggleHang(lane)],
-            KeyAction::CycleStrategy => match this.map(|l| l.strategy) {
-                Some(Some(strategy)) => {
-                    self.restarted(facts);
-                    vec![NightCommand::SetStrategy(lane, next_strategy(strategy))]
-                }
-                Some(None) => {
-                    self.say(
-                        format!(
-                            "lane {} runs your own command: s cycles reclaim's strategies",
-                            lane + 1
-                        ),
-                        now,
-                    );
-                    Vec::new()
-                }
-                None => Vec::new(),
-            },
+            KeyAction::PauseWorker => vec![NightCommand::PauseWorker(lane)],
+            KeyAction::CycleStrategy => self.cycle_strategy(facts, now),
             KeyAction::WipeCheckpoints => vec![NightCommand::WipeCheckpoints(lane)],
             KeyAction::AddWorker if this.is_some_and(|l| l.workers >= MAX_WORKERS) => {
                 self.say(format!("at most {MAX_WORKERS} workers per lane"), now);

@@ -133,7 +133,7 @@ fn s_cycles_the_selected_lanes_strategy_and_the_timeline_follows_the_new_night()
     let mut app = LiveApp::default();
     let now = Instant::now();
     let mut f = facts();
-    f.lanes[1].strategy = Some(Strategy::Claim);
+    f.lanes[1].strategy = Some(Strategy::Fenced);
     app.update(KeyAction::NextLane, &f, now);
     app.update(KeyAction::ScrollUp, &f, now);
     assert_eq!(app.chrome.scroll, 3);
@@ -243,10 +243,10 @@ fn i_asks_for_the_selected_lanes_duplicated_ids() {
 }
 
 #[test]
-fn strategies_cycle_through_all_six() {
+fn strategies_cycle_through_all_seven() {
     let mut s = Strategy::Naive;
     let mut seen = Vec::new();
-    for _ in 0..6 {
+    for _ in 0..7 {
         s = next_strategy(s);
         seen.push(s);
     }
@@ -258,6 +258,7 @@ fn strategies_cycle_through_all_six() {
             Strategy::Guarded,
             Strategy::Outbox,
             Strategy::Claim,
+            Strategy::Fenced,
             Strategy::Naive
         ]
     );

@@ -14,6 +14,8 @@ pub enum NightCommand {
     SetRandomKills(bool),
     /// SIGSTOP the lane's workers, or SIGCONT them if they are hung.
     ToggleHang(usize),
+    /// SIGSTOP one running worker of the lane for `engine::HAND_PAUSE_SECS` of the night.
+    PauseWorker(usize),
     /// The lane runs this strategy from now on: the night starts again on fresh databases.
     SetStrategy(usize, Strategy),
     WipeCheckpoints(usize),

@@ -343,6 +343,7 @@ impl LiveNight {
                 self.engine.set_random_kills(on, now);
             }
             NightCommand::ToggleHang(lane) => self.engine.toggle_hang(lane, now),
+            NightCommand::PauseWorker(lane) => self.engine.pause_worker(lane, now),
             NightCommand::SetStrategy(lane, next) => {
                 let Some(config) = self.lanes.get_mut(lane) else {
                     return Ok(());

@@ -399,6 +399,7 @@ impl Screen for ReplayApp {
             | KeyAction::KillAll
             | KeyAction::ToggleRandomKills
             | KeyAction::ToggleHang
+            | KeyAction::PauseWorker
             | KeyAction::CycleStrategy
             | KeyAction::WipeCheckpoints
             | KeyAction::AddWorker

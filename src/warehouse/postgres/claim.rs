@@ -7,7 +7,7 @@
 
 use super::writer::{PgWriter, retry, write_batch};
 use crate::warehouse::batch::{Batch, Row};
-use crate::warehouse::claim::{CHUNK, LeaseClock, Next};
+use crate::warehouse::claim::{CHUNK, Fence, Lease, LeaseClock, Next};
 use crate::warehouse::error::WarehouseError;
 
 /// The queue, as reclaim makes it in a lane's schema.
@@ -16,6 +16,7 @@ const TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS queue(
     task_id     text NOT NULL,
     claimed_by  text,
     lease_until double precision,
+    lease_no    bigint NOT NULL DEFAULT 0,
     done        boolean NOT NULL DEFAULT false
 );
 CREATE INDEX IF NOT EXISTS queue_open ON queue(idx) WHERE NOT done";
@@ -48,11 +49,11 @@ impl PgWriter {
         let failed = |e: postgres::Error| WarehouseError::query("claiming an item", &e);
         let now = now_sql(3);
         let claim = format!(
-            "UPDATE queue q SET claimed_by = $1, lease_until = {now} + $2
+            "UPDATE queue q SET claimed_by = $1, lease_until = {now} + $2, lease_no = q.lease_no + 1
              FROM (SELECT idx FROM queue
                    WHERE NOT done AND (lease_until IS NULL OR lease_until <= {now})
                    ORDER BY idx LIMIT 1 FOR UPDATE SKIP LOCKED) c
-             WHERE q.idx = c.idx RETURNING q.idx"
+             WHERE q.idx = c.idx RETURNING q.idx, q.lease_no"
         );
         let (secs, at) = (clock.secs, clock.at);
         loop {
@@ -61,7 +62,10 @@ impl PgWriter {
             })
             .map_err(failed)?;
             if let Some(row) = claimed {
-                return Ok(Next::Item(row.get::<_, i64>(0) as u64));
+                return Ok(Next::Item(Lease {
+                    index: row.get::<_, i64>(0) as u64,
+                    number: row.get::<_, i64>(1) as u64,
+                }));
             }
             let filled: i64 = self
                 .client
@@ -97,20 +101,27 @@ impl PgWriter {
         Ok(Next::after(row.get::<_, i64>(0) as u64, row.get(1)))
     }
 
-    /// Commits `row`, its checkpoint and the done mark of item `index` in one transaction, if
-    /// the item is still `me`'s; whether it was.
+    /// Commits `row`, its checkpoint and the done mark of `lease`'s item in one transaction;
+    /// with a `Fence::Token`, only if the item's lease is still that number; whether it
+    /// committed.
     pub fn claim_commit(
         &mut self,
-        index: u64,
+        (lease, fence): (Lease, Fence),
         me: &str,
         row: &Row,
     ) -> Result<bool, WarehouseError> {
+        let index = lease.index.cast_signed();
         let committed = retry(&mut self.client, |client| {
             let mut tx = client.transaction()?;
-            let still_mine = tx.execute(
-                "UPDATE queue SET done = true WHERE idx = $1 AND claimed_by = $2 AND NOT done",
-                &[&index.cast_signed(), &me],
-            )?;
+            let still_mine = match fence {
+                Fence::Trusted => {
+                    tx.execute("UPDATE queue SET done = true WHERE idx = $1", &[&index])?
+                }
+                Fence::Token(number) => tx.execute(
+                    "UPDATE queue SET done = true WHERE idx = $1 AND lease_no = $2",
+                    &[&index, &number.cast_signed()],
+                )?,
+            };
             if still_mine == 0 {
                 tx.rollback()?;
                 return Ok(false);

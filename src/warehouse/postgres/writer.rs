@@ -11,7 +11,7 @@ use crate::heartbeat::unix_now;
 use crate::task::{TaskBits, task_id};
 use crate::warehouse::backend::Writer;
 use crate::warehouse::batch::{Batch, Row, Statements, write_in};
-use crate::warehouse::claim::{LeaseClock, Next};
+use crate::warehouse::claim::{Fence, Lease, LeaseClock, Next};
 use crate::warehouse::error::{StoreError, WarehouseError};
 use crate::warehouse::schema::SchemaNeeds;
 
@@ -247,8 +247,13 @@ impl Writer for PgWriter {
         Ok(PgWriter::claim_next(self, me, items, clock)?)
     }
 
-    fn claim_commit(&mut self, index: u64, me: &str, row: &Row) -> Result<bool, StoreError> {
-        Ok(PgWriter::claim_commit(self, index, me, row)?)
+    fn claim_commit(
+        &mut self,
+        claimed: (Lease, Fence),
+        me: &str,
+        row: &Row,
+    ) -> Result<bool, StoreError> {
+        Ok(PgWriter::claim_commit(self, claimed, me, row)?)
     }
 
     /// Never reached: a worker with `--split` is refused at `open` on PostgreSQL.

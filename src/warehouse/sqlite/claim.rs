@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior};
 use super::batch::write_batch;
 use crate::heartbeat::unix_now;
 use crate::warehouse::batch::{Batch, Row};
-use crate::warehouse::claim::{CHUNK, LeaseClock, Next};
+use crate::warehouse::claim::{CHUNK, Fence, Lease, LeaseClock, Next};
 
 /// The queue on SQLite: one row per item, added a chunk at a time as the workers need them.
 const TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS queue(
@@ -16,6 +16,7 @@ const TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS queue(
     task_id     TEXT NOT NULL,
     claimed_by  TEXT,
     lease_until REAL,
+    lease_no    INTEGER NOT NULL DEFAULT 0,
     done        INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS queue_open ON queue(idx) WHERE done = 0";
@@ -65,11 +66,16 @@ pub(super) fn next(
         found = claimable(&tx)?;
     }
     let next = if let Some(index) = found {
-        tx.execute(
-            "UPDATE queue SET claimed_by = ?1, lease_until = ?2 WHERE idx = ?3",
+        let number: i64 = tx.query_row(
+            "UPDATE queue SET claimed_by = ?1, lease_until = ?2, lease_no = lease_no + 1
+             WHERE idx = ?3 RETURNING lease_no",
             rusqlite::params![me, now + clock.secs, index],
+            |r| r.get(0),
         )?;
-        Next::Item(index.cast_unsigned())
+        Next::Item(Lease {
+            index: index.cast_unsigned(),
+            number: number.cast_unsigned(),
+        })
     } else {
         let (open, until): (i64, Option<f64>) = tx.query_row(
             "SELECT count(*), min(lease_until) FROM queue WHERE done = 0",
@@ -82,19 +88,24 @@ pub(super) fn next(
     Ok(next)
 }
 
-/// Commits `row`, its checkpoint and item `index`'s done mark in one transaction, if the item
-/// is still `me`'s (no one took it after its lease ended); whether it was.
+/// Commits `row`, its checkpoint and the done mark of `lease`'s item in one transaction; with a
+/// `Fence::Token`, only if the item's lease is still that number (no one took it over after
+/// it ended); whether it committed.
 pub(super) fn commit(
     conn: &mut Connection,
-    index: u64,
+    (lease, fence): (Lease, Fence),
     me: &str,
     row: &Row,
 ) -> rusqlite::Result<bool> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let still_mine = tx.execute(
-        "UPDATE queue SET done = 1 WHERE idx = ?1 AND claimed_by = ?2 AND done = 0",
-        rusqlite::params![index.cast_signed(), me],
-    )?;
+    let index = lease.index.cast_signed();
+    let still_mine = match fence {
+        Fence::Trusted => tx.execute("UPDATE queue SET done = 1 WHERE idx = ?1", [index])?,
+        Fence::Token(number) => tx.execute(
+            "UPDATE queue SET done = 1 WHERE idx = ?1 AND lease_no = ?2",
+            rusqlite::params![index, number.cast_signed()],
+        )?,
+    };
     if still_mine == 0 {
         // Dropped: rolled back, nothing written.
         return Ok(false);

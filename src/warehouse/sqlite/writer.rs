@@ -15,7 +15,7 @@ use crate::heartbeat::unix_now;
 use crate::task::{TaskBits, task_id};
 use crate::warehouse::backend::{Writer, WriterSpec};
 use crate::warehouse::batch::{Batch, Row};
-use crate::warehouse::claim::{LeaseClock, Next};
+use crate::warehouse::claim::{Fence, Lease, LeaseClock, Next};
 use crate::warehouse::error::StoreError;
 
 /// The outbox. `task_id` is its primary key, so `ENTRY_SQL`'s `ON CONFLICT(task_id)` fails at
@@ -192,9 +192,14 @@ impl Writer for SqliteWriter {
         retry_busy(|| super::claim::next(conn, me, items, clock)).map_err(|e| self.failed(e))
     }
 
-    fn claim_commit(&mut self, index: u64, me: &str, row: &Row) -> Result<bool, StoreError> {
+    fn claim_commit(
+        &mut self,
+        claimed: (Lease, Fence),
+        me: &str,
+        row: &Row,
+    ) -> Result<bool, StoreError> {
         let conn = &mut self.conn;
-        retry_busy(|| super::claim::commit(conn, index, me, row))
+        retry_busy(|| super::claim::commit(conn, claimed, me, row))
             .map_err(|e| self.refused(Some(row), e))
     }
 

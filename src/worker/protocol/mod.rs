@@ -49,6 +49,10 @@ impl WorkerConfig {
             args.push("--crash-at".into());
             args.push(crash.to_string().into());
         }
+        if let Some(pause) = self.pause_at {
+            args.push("--pause-at".into());
+            args.push(pause.to_string().into());
+        }
         if self.supervised {
             args.push("--supervised".into());
         }
@@ -221,6 +225,10 @@ mod tests {
             crash_at: Some(CrashAt {
                 task: 111,
                 point: CrashPoint::AfterRowCommit,
+            }),
+            pause_at: Some(crate::worker::PauseAt {
+                task: 12,
+                secs: 60.5,
             }),
             sync: SyncMode::Full,
             supervised: true,

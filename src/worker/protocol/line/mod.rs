@@ -107,6 +107,13 @@ pub enum WorkerLine {
     Lost {
         task: u64,
     },
+    /// A gated worker stops at `task`'s write (`--pause-at`) until the moment `until`: the
+    /// supervisor SIGSTOPs it on this line and SIGCONTs it then; its write is granted again
+    /// from there, as after a `wake`.
+    Pause {
+        task: u64,
+        until: Moment,
+    },
     Relay(Relay),
     /// Someone else's job reached a crash point (`reclaim-point NAME KEY`).
     Point(Point),
@@ -165,6 +172,7 @@ impl WorkerLine {
             Self::Step(_) => "step",
             Self::Idle { .. } => IDLE,
             Self::Lost { .. } => "lost",
+            Self::Pause { .. } => "pause",
             Self::Relay(_) => "relay",
             Self::Point(_) => points::WORD,
             Self::Other(_) => "log",
@@ -215,6 +223,7 @@ impl WorkerLine {
                 None => IDLE_SAID.to_string(),
             },
             Self::Lost { task } => format!("{}: {LOST_SAID}", task_id(*task)),
+            Self::Pause { task, until } => format!("{}  until={until}", task_id(*task)),
             Self::Relay(Relay::Started { vendor, pid }) => format!("vendor={vendor}  pid={pid}"),
             Self::Relay(Relay::Finished {
                 delivered,
@@ -393,6 +402,12 @@ impl FromStr for WorkerLine {
             "relay" => Self::parse_relay(rest),
             IDLE => Self::parse_idle(rest),
             "lost" => Self::parse_lost(rest),
+            "pause" => (|| {
+                Some(Self::Pause {
+                    task: parse_task_id(rest.split_whitespace().next()?)?,
+                    until: field(rest, "until")?.parse().ok()?,
+                })
+            })(),
             _ => None,
         };
         Ok(parsed.unwrap_or_else(|| Self::Other(line.to_string())))

@@ -65,6 +65,10 @@ fn sample() -> Vec<WorkerLine> {
             until: Some(2 * 3600 + 11 * 60 + 47),
         },
         WorkerLine::Lost { task: 12 },
+        WorkerLine::Pause {
+            task: 10,
+            until: Moment(7260.0 + 0.1 + 0.2),
+        },
         WorkerLine::Relay(Relay::Started {
             vendor: SocketAddr::from(([127, 0, 0, 1], 4242)),
             pid: 77,
@@ -108,9 +112,10 @@ fn variant(line: &WorkerLine) -> usize {
         WorkerLine::Step(_) => 8,
         WorkerLine::Idle { .. } => 9,
         WorkerLine::Lost { .. } => 10,
-        WorkerLine::Relay(_) => 11,
-        WorkerLine::Point(_) => 12,
-        WorkerLine::Other(_) => 13,
+        WorkerLine::Pause { .. } => 11,
+        WorkerLine::Relay(_) => 12,
+        WorkerLine::Point(_) => 13,
+        WorkerLine::Other(_) => 14,
     }
 }
 

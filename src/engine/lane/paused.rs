@@ -1,0 +1,107 @@
+//! The pause a lane's worker asked for at its planned task (`--pause-at`): SIGSTOPped when it
+//! says `pause`, SIGCONTed when the clock reaches the moment the line names. The moment is the
+//! night's, so the pause ends between the same two writes at every speed.
+
+use super::{Lane, Note, Pauses};
+use crate::base::clock::SimTime;
+use crate::engine::timeline::{Fact, Kind};
+
+impl Lane {
+    /// `slot`'s worker stopped at `task`'s write until `until`: stopped for real (SIGSTOP), its
+    /// schedule going on from `until` (its write given back, as after a `wake`).
+    pub(super) fn paused(&mut self, slot: usize, task: u64, until: f64) -> Note {
+        self.attempts[slot].sleeps_until(until);
+        let pid = self.slots[slot].pid();
+        self.slots[slot].hang();
+        self.paused_until[slot] = Some(until);
+        let secs = self.config.pause_at.map_or(0.0, |p| p.secs);
+        let past_lease = self.claims() && secs > crate::worker::LEASE_SECS;
+        self.pauses.landed += 1;
+        self.pauses.past_lease += u32::from(past_lease);
+        let worker = if self.config.workers > 1 {
+            format!("worker {}", slot + 1)
+        } else {
+            "the worker".to_string()
+        };
+        let lease = if self.claims() {
+            let ends = until - secs + crate::worker::LEASE_SECS;
+            format!("; its lease on it ends at {}", SimTime(ends))
+        } else {
+            String::new()
+        };
+        let text = format!(
+            "host pauses {worker} (SIGSTOP, pid {pid}) at {}'s write for {secs} s, until {}{lease}",
+            crate::task::task_id(task),
+            SimTime(until),
+        );
+        Note {
+            fact: Some(Fact::Hung),
+            ..Note::runner(Kind::Notice, text)
+        }
+    }
+
+    /// The operator's pause (`x` in the dashboard): the first running worker stopped until
+    /// `until`, wherever it is in its work. Nothing when no worker runs.
+    pub(in crate::engine) fn pause_by_hand(&mut self, until: f64) -> Option<Note> {
+        let slot = (0..self.config.workers).find(|&s| {
+            self.slots[s].is_live()
+                && self.slots[s].state() == crate::supervisor::slot::SlotState::Running
+        })?;
+        let pid = self.slots[slot].pid();
+        self.slots[slot].hang().then_some(())?;
+        self.paused_until[slot] = Some(until);
+        self.pauses.landed += 1;
+        let text = format!(
+            "operator pauses worker {} (SIGSTOP, pid {pid}) until {}, wherever it is in its work",
+            slot + 1,
+            SimTime(until)
+        );
+        Some(Note {
+            fact: Some(Fact::Hung),
+            ..Note::runner(Kind::Notice, text)
+        })
+    }
+
+    /// The pauses that landed so far.
+    #[must_use]
+    pub fn pauses(&self) -> Pauses {
+        self.pauses
+    }
+
+    /// The earliest moment a pause ends, while one lasts.
+    #[must_use]
+    pub(in crate::engine) fn pause_ends(&self) -> Option<f64> {
+        self.paused_until.iter().flatten().copied().reduce(f64::min)
+    }
+
+    /// Continues (SIGCONT) each worker whose pause ends by `clock`; the SIGCONT is held back
+    /// while the whole night is paused (`night_paused`), as a hang's resume is.
+    pub(in crate::engine) fn end_pauses(&mut self, clock: f64, night_paused: bool) -> Vec<Note> {
+        let mut notes = Vec::new();
+        for slot in 0..self.slots.len() {
+            let Some(until) = self.paused_until[slot].filter(|&u| u <= clock + 1e-9) else {
+                continue;
+            };
+            self.paused_until[slot] = None;
+            // Its next write is one pace after the pause, not in the past.
+            self.attempts[slot].rebase(until);
+            let pid = self.slots[slot].pid();
+            if self.slots[slot].unhang(night_paused) {
+                let w = if self.config.workers > 1 {
+                    format!("worker {}", slot + 1)
+                } else {
+                    "the worker".to_string()
+                };
+                let text = format!(
+                    "{w} continues (SIGCONT, pid {pid}) where it stopped, before its write"
+                );
+                notes.push(Note {
+                    fact: Some(Fact::Resumed),
+                    at: Some(until),
+                    ..Note::runner(Kind::Notice, text)
+                });
+            }
+        }
+        notes
+    }
+}
