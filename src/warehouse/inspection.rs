@@ -450,6 +450,14 @@ mod tests {
             );
             assert_eq!(i.derived().status(), Status::DataWrong, "{stray:?}");
         }
+        // A task's other spelling stands in for it: the task is missing, nothing wraps round.
+        let mut groups = each_once(5);
+        groups[4] = (Some("task-04"), 1);
+        groups.push((Some("task-0000"), 1));
+        let i = records(5, &groups, None);
+        assert_eq!((i.rows, i.distinct), (6, 6));
+        assert_eq!((i.missing, i.unexpected, i.extra_rows), (1, 2, 0));
+        assert_eq!(i.derived().status(), Status::DataWrong);
     }
 
     #[test]
