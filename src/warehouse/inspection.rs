@@ -354,3 +354,217 @@ pub fn render(inspection: &Inspection) -> String {
     let _ = writeln!(out, "{}", i.summary_line());
     out
 }
+
+#[cfg(test)]
+mod tests {
+    //! The verdict on hand-made facts: what an engine would have counted, judged by the one rule.
+
+    use super::*;
+    use crate::verdict::Status;
+
+    fn ok() -> Integrity {
+        Integrity {
+            ok: true,
+            said: "ok".into(),
+        }
+    }
+
+    /// reclaim's own table of a queue of `items`, holding `rows` (task id, rows) groups.
+    fn records(
+        items: u64,
+        groups: &[(Option<&str>, u64)],
+        cps: Option<CheckpointFigures>,
+    ) -> Inspection {
+        let mut tally = Tally::default();
+        for (task, count) in groups {
+            tally.add(*task, *count, items);
+        }
+        let rows = groups.iter().map(|g| g.1).sum();
+        let schema = (SchemaFacts::default(), cps);
+        Inspection::of_records(Path::new("night.db"), (items, rows, 1), tally, schema, ok())
+    }
+
+    fn each_once(items: u64) -> Vec<(Option<&'static str>, u64)> {
+        ["task-000", "task-001", "task-002", "task-003", "task-004"]
+            .into_iter()
+            .take(items as usize)
+            .map(|t| (Some(t), 1))
+            .collect()
+    }
+
+    #[test]
+    fn every_task_once_is_ok_and_consistent() {
+        let i = records(5, &each_once(5), None);
+        assert_eq!(i.derived(), Derived::Ok);
+        assert!(i.consistent);
+        assert_eq!((i.rows, i.distinct, i.missing, i.extra_rows), (5, 5, 0, 0));
+    }
+
+    #[test]
+    fn no_rows_at_all_is_incomplete_never_ok() {
+        let i = records(5, &[], None);
+        assert_eq!(i.derived(), Derived::Incomplete { missing: 5 });
+        assert!(!i.consistent);
+        assert_eq!(i.derived().once_ended().status(), Status::DataWrong);
+    }
+
+    #[test]
+    fn a_task_written_twice_is_data_wrong() {
+        let mut groups = each_once(5);
+        groups[0].1 = 3;
+        let i = records(5, &groups, None);
+        assert_eq!((i.rows, i.distinct), (7, 5));
+        assert_eq!((i.duplicated_task_ids, i.extra_rows, i.missing), (1, 2, 0));
+        assert_eq!(i.derived().status(), Status::DataWrong);
+        assert!(!i.consistent);
+        assert_eq!(i.summary_line(), "rows=7 duplicated_task_ids=1");
+    }
+
+    #[test]
+    fn tasks_without_a_row_are_incomplete_and_duplicates_outrank_them() {
+        let i = records(5, &each_once(3), None);
+        assert_eq!(i.derived(), Derived::Incomplete { missing: 2 });
+        let mut groups = each_once(3);
+        groups[2].1 = 2;
+        let i = records(5, &groups, None);
+        assert_eq!(i.derived().status(), Status::DataWrong);
+        assert_eq!(i.missing, 2);
+    }
+
+    #[test]
+    fn rows_outside_the_queue_are_data_wrong_however_they_are_spelled() {
+        for stray in [
+            Some("task-005"),
+            Some("task-01"),
+            Some("task-0000"),
+            Some("7"),
+            None,
+        ] {
+            let mut groups = each_once(5);
+            groups.push((stray, 1));
+            let i = records(5, &groups, None);
+            assert_eq!(
+                (i.unexpected, i.missing, i.extra_rows),
+                (1, 0, 0),
+                "{stray:?}"
+            );
+            assert_eq!(i.derived().status(), Status::DataWrong, "{stray:?}");
+        }
+        // A task's other spelling stands in for it: the task is missing, nothing wraps round.
+        let mut groups = each_once(5);
+        groups[4] = (Some("task-04"), 1);
+        groups.push((Some("task-0000"), 1));
+        let i = records(5, &groups, None);
+        assert_eq!((i.rows, i.distinct), (6, 6));
+        assert_eq!((i.missing, i.unexpected, i.extra_rows), (1, 2, 0));
+        assert_eq!(i.derived().status(), Status::DataWrong);
+    }
+
+    #[test]
+    fn a_checkpoint_without_its_row_is_data_wrong() {
+        let cps = |without_row| CheckpointFigures {
+            count: 5 + without_row,
+            rows_without: 0,
+            without_row,
+        };
+        let i = records(5, &each_once(5), Some(cps(0)));
+        assert_eq!(i.derived(), Derived::Ok);
+        let i = records(5, &each_once(5), Some(cps(1)));
+        assert_eq!(i.checkpoints_without_row, Some(1));
+        assert_eq!(
+            i.derived(),
+            Derived::DataWrong {
+                duplicated: 0,
+                extra: 0,
+                missing: 0,
+                unexpected: 0,
+                orphan_checkpoints: 1,
+            }
+        );
+        assert!(!i.consistent);
+    }
+
+    #[test]
+    fn a_failed_integrity_check_is_corrupt_whatever_the_rows() {
+        let mut tally = Tally::default();
+        tally.add(Some("task-000"), 1, 1);
+        let bad = Integrity {
+            ok: false,
+            said: "*** in database main ***".into(),
+        };
+        let i = Inspection::of_records(
+            Path::new("night.db"),
+            (1, 1, 1),
+            tally,
+            (SchemaFacts::default(), None),
+            bad,
+        );
+        assert_eq!(i.derived(), Derived::Corrupt);
+        assert!(!i.consistent);
+    }
+
+    fn job(queue: &Queue, groups: &[(Option<&str>, u64)]) -> Inspection {
+        let mut matched = Matched::default();
+        for (key, count) in groups {
+            matched.add(*key, *count, queue);
+        }
+        Inspection::of_job(Path::new("job.db"), queue, (matched, Judged::Keys), ok())
+    }
+
+    #[test]
+    fn a_jobs_rows_are_judged_by_the_same_rule_against_its_queue() {
+        let queue = Queue::tasks(3);
+        let all = [
+            (Some("task-000"), 1),
+            (Some("task-001"), 1),
+            (Some("task-002"), 1),
+        ];
+        let i = job(&queue, &all);
+        assert_eq!(i.derived(), Derived::Ok);
+        assert!(i.consistent && i.queue_notes().is_empty());
+
+        let i = job(&queue, &[]);
+        assert_eq!(i.derived(), Derived::Incomplete { missing: 3 });
+
+        let i = job(
+            &queue,
+            &[
+                (Some("task-000"), 1),
+                (Some("task-001"), 3),
+                (Some("nope"), 2),
+                (None, 1),
+            ],
+        );
+        assert_eq!((i.rows, i.distinct, i.duplicated_task_ids), (7, 2, 1));
+        assert_eq!((i.extra_rows, i.missing, i.unexpected), (2, 1, 3));
+        assert_eq!(i.derived().status(), Status::DataWrong);
+        let notes = i.queue_notes();
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].starts_with("3 of 7 rows are outside the queue"),
+            "{}",
+            notes[0]
+        );
+    }
+
+    #[test]
+    fn a_job_whose_keys_never_match_is_told_how_to_name_them() {
+        let i = job(&Queue::tasks(2), &[(Some("a"), 1), (Some("b"), 1)]);
+        assert_eq!((i.unexpected, i.missing), (2, 2));
+        assert_eq!(i.derived().status(), Status::DataWrong);
+        assert!(i.queue_notes()[0].contains("no key matched"));
+    }
+
+    #[test]
+    fn counts_alone_say_they_cannot_name_the_keys() {
+        let queue = Queue::tasks(3);
+        let matched = Matched::counted(5, 4, 3);
+        assert_eq!(
+            (matched.distinct, matched.duplicated, matched.outside),
+            (3, 1, 1)
+        );
+        let i = Inspection::of_job(Path::new("job.db"), &queue, (matched, Judged::Counts), ok());
+        assert_eq!(i.derived().status(), Status::DataWrong);
+        assert!(i.queue_notes()[0].starts_with("judged by --count-sql's counts"));
+    }
+}

@@ -36,6 +36,9 @@ mod snapshot;
 mod spawn;
 mod vendor;
 
+#[cfg(test)]
+mod tests;
+
 use self::ends::Ends;
 use self::heartbeat::LaneHeartbeat;
 use self::kills::Kills;

@@ -250,6 +250,14 @@ impl Slot {
         self.crash = Some(at);
     }
 
+    /// The next attempt, begun with no process: for tests of what a lane makes of its lines
+    /// and exits.
+    #[cfg(test)]
+    pub(crate) fn begin_without_a_process(&mut self) {
+        self.attempt += 1;
+        self.state = SlotState::Running;
+    }
+
     /// The crash point the current attempt said it died at, if it said so.
     #[must_use]
     pub fn crashed_at(&self) -> Option<CrashAt> {
@@ -447,3 +455,6 @@ impl Slot {
         self.leader_gone = None;
     }
 }
+
+#[cfg(test)]
+mod tests;
