@@ -26,6 +26,7 @@ use crate::supervisor::slot::{Slot, SlotState};
 mod ends;
 mod heartbeat;
 mod holds;
+mod kept_lines;
 mod kills;
 mod note;
 mod points;
@@ -73,6 +74,8 @@ pub struct Lane {
     heartbeat: LaneHeartbeat,
     /// The crash points an external job announced, and its planned crash.
     points: JobPoints,
+    /// How many of each attempt's own lines went on the timeline, and how many did not.
+    kept_lines: kept_lines::KeptLines,
 }
 
 impl Lane {
@@ -90,6 +93,7 @@ impl Lane {
             heartbeat: LaneHeartbeat::new(crate::heartbeat::default_path(&config.db)),
             kills: Kills::new(&config),
             points: JobPoints::default(),
+            kept_lines: kept_lines::KeptLines::default(),
             slots: (0..config.workers + usize::from(config.relays()))
                 .map(|_| Slot::new())
                 .collect(),

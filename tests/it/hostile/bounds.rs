@@ -290,3 +290,47 @@ fn run_json_carries_a_bounded_timeline_and_says_how_many_lines_it_left_out() {
     assert!(timeline.first().is_some_and(|l| l.contains(" start ")));
     assert!(timeline.iter().rev().take(3).any(|l| l.contains(" done ")));
 }
+
+#[test]
+fn a_job_printing_many_short_lines_keeps_a_window_and_counts_the_rest() {
+    let tmp = tempdir();
+    let printed = 5_000;
+    let job = format!(
+        "python3 -c \"import sys; sys.stdout.write(''.join('ping-%d\\n' % i for i in range({printed})))\"; \
+         exec python3 {}/examples/guarded_job.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &[
+            "run", "--exec", &job, "--items", "3", "--db", "w.db", "--record", "r.jsonl",
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    // The command line (in the header) names `ping-%d`; the lines printed, `ping-N`.
+    let shown = |text: &str| {
+        (text.lines())
+            .filter(|l| l.contains("ping-") && !l.contains("ping-%d"))
+            .count()
+    };
+    let kept = shown(&run.stdout);
+    assert!(
+        kept > 0 && kept < printed,
+        "run showed {kept} of {printed} lines"
+    );
+    // Every line is kept or counted, and the count is said.
+    let said = format!("{} more lines of its output not kept", printed - kept);
+    assert!(
+        run.stdout.contains(&said),
+        "no {said:?} in:\n{}",
+        run.stdout
+    );
+    let recording = fs::read_to_string(tmp.path().join("r.jsonl")).unwrap_or_default();
+    assert_eq!(
+        shown(&recording),
+        kept,
+        "the recording keeps what run showed"
+    );
+    assert!(recording.contains(&said));
+}
