@@ -341,10 +341,12 @@ fn a_job_printing_many_short_lines_keeps_a_window_and_counts_the_rest() {
         "{kept} kept, {not_kept} not kept"
     );
     let recording = fs::read_to_string(tmp.path().join("r.jsonl")).unwrap_or_default();
-    assert_eq!(
-        shown(&recording),
-        kept,
-        "the recording keeps what run showed"
+    // The timeline's lines, and the samples that name the job's claim (its last line): bounded
+    // by the window, not by what the job printed.
+    let recorded = shown(&recording);
+    assert!(
+        recorded >= kept && recorded < 2 * kept,
+        "the recording holds {recorded} of the {printed} lines ({kept} shown)"
     );
     assert!(recording.contains(&format!("{not_kept} more lines of its output not kept")));
 }
