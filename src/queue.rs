@@ -6,7 +6,6 @@
 //! `--keys-from FILE` or `--keys-sql "SELECT ..."`; the job can read the queue back from the file
 //! `RECLAIM_KEYS_FILE` names instead of computing it.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::io::{Read as _, Write as _};
 use std::os::unix::fs::OpenOptionsExt as _;
@@ -42,13 +41,80 @@ pub struct KeyFormat {
     written: String,
 }
 
-/// Listed keys and where each stands.
-#[derive(PartialEq, Eq)]
+/// Listed keys and where each stands, held compactly: 10 million keys of 8 bytes cost about
+/// 200 MB, not one `String` and one hash-map entry each (1.5 GB).
 pub struct Listed {
-    keys: Vec<String>,
-    index: HashMap<String, u64>,
+    /// Every key, one after the other, with no separator.
+    blob: String,
+    /// Where each key ends in `blob`, in the queue's order.
+    ends: Vec<u32>,
+    /// An open-addressing hash table of `index + 1` (0: empty), a power of two long, at most
+    /// two thirds full: where each key stands.
+    table: Vec<u32>,
     /// Where the list came from, for messages: `keys.txt`, `--keys-sql`.
     origin: String,
+}
+
+impl PartialEq for Listed {
+    fn eq(&self, other: &Self) -> bool {
+        self.blob == other.blob && self.ends == other.ends && self.origin == other.origin
+    }
+}
+
+impl Eq for Listed {}
+
+impl Listed {
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn key(&self, index: usize) -> Option<&str> {
+        let end = *self.ends.get(index)? as usize;
+        let start = index.checked_sub(1).map_or(0, |i| self.ends[i] as usize);
+        self.blob.get(start..end)
+    }
+
+    /// The table's first slot for `key` (the table's length is a power of two).
+    fn slot(&self, key: &str) -> usize {
+        use std::hash::{BuildHasher as _, BuildHasherDefault};
+        // A fixed hasher: the same keys make the same table on every run.
+        let hash = BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(key);
+        (hash as usize) & (self.table.len() - 1)
+    }
+
+    /// Where `key` stands, or the empty slot where it would go.
+    fn find(&self, key: &str) -> Result<u64, usize> {
+        let mask = self.table.len() - 1;
+        let mut slot = self.slot(key);
+        loop {
+            match self.table[slot] {
+                0 => return Err(slot),
+                stored => {
+                    let index = stored as usize - 1;
+                    if self.key(index) == Some(key) {
+                        return Ok(index as u64);
+                    }
+                }
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    /// Adds `key` as the next key; the index of the key it repeats, if it does.
+    fn push(&mut self, key: &str) -> Result<(), u64> {
+        self.blob.push_str(key);
+        // The blob stays under MAX_KEYS_BYTES (256 MiB) and the count under MAX_LISTED.
+        self.ends
+            .push(u32::try_from(self.blob.len()).unwrap_or(u32::MAX));
+        let index = self.ends.len() - 1;
+        match self.find(key) {
+            Ok(first) => Err(first),
+            Err(slot) => {
+                self.table[slot] = u32::try_from(index + 1).unwrap_or(u32::MAX);
+                Ok(())
+            }
+        }
+    }
 }
 
 /// Why a queue could not be made; each names the option and what to do.
@@ -175,22 +241,36 @@ impl Queue {
 
     /// A listed queue: every key non-empty, at most `MAX_KEY_BYTES`, without control characters,
     /// and once only; at least one key.
-    pub fn listed(keys: Vec<String>, origin: &str) -> Result<Self, QueueError> {
+    pub fn listed(keys: &[String], origin: &str) -> Result<Self, QueueError> {
+        Self::listed_from(keys.iter().map(String::as_str), origin)
+    }
+
+    /// `listed`, read from `keys` (gone over twice: first to size what holds them, so a file's
+    /// keys are never held one `String` each on their way in).
+    fn listed_from<'a>(
+        keys: impl Iterator<Item = &'a str> + Clone,
+        origin: &str,
+    ) -> Result<Self, QueueError> {
+        let (count, bytes) = keys.clone().fold((0, 0), |(n, b), k| (n + 1, b + k.len()));
         let wrong = |detail: String| QueueError::List {
             origin: origin.to_string(),
             detail,
         };
-        if keys.is_empty() {
+        if count == 0 {
             return Err(wrong("holds no key: a queue needs at least one".into()));
         }
-        if keys.len() > MAX_LISTED {
+        if count > MAX_LISTED {
             return Err(wrong(format!(
-                "holds {} keys; at most {MAX_LISTED} are judged",
-                keys.len()
+                "holds {count} keys; at most {MAX_LISTED} are judged"
             )));
         }
-        let mut index = HashMap::with_capacity(keys.len());
-        for (n, key) in keys.iter().enumerate() {
+        let mut listed = Listed {
+            blob: String::with_capacity(bytes),
+            ends: Vec::with_capacity(count),
+            table: vec![0; (count * 3 / 2 + 1).next_power_of_two()],
+            origin: origin.to_string(),
+        };
+        for (n, key) in keys.enumerate() {
             let shown = crate::base::text::escape_controls(key);
             if key.is_empty() {
                 return Err(wrong(format!("key {} is empty", n + 1)));
@@ -208,7 +288,7 @@ impl Queue {
                     n + 1
                 )));
             }
-            if let Some(first) = index.insert(key.clone(), n as u64) {
+            if let Err(first) = listed.push(key) {
                 return Err(wrong(format!(
                     "holds {shown} twice (keys {} and {}); each unit of work is one key",
                     first + 1,
@@ -216,11 +296,7 @@ impl Queue {
                 )));
             }
         }
-        Ok(Self::Listed(Arc::new(Listed {
-            keys,
-            index,
-            origin: origin.to_string(),
-        })))
+        Ok(Self::Listed(Arc::new(listed)))
     }
 
     /// The keys of a file, one a line (`-`: standard input); blank lines and a final newline
@@ -267,17 +343,15 @@ impl Queue {
         let keys = text
             .lines()
             .map(|l| l.strip_suffix('\r').unwrap_or(l))
-            .filter(|l| !l.trim().is_empty())
-            .map(str::to_string)
-            .collect();
-        Self::listed(keys, &format!("--keys-from {origin}"))
+            .filter(|l| !l.trim().is_empty());
+        Self::listed_from(keys, &format!("--keys-from {origin}"))
     }
 
     #[must_use]
     pub fn len(&self) -> u64 {
         match self {
             Self::Formatted(_, items) => *items,
-            Self::Listed(listed) => listed.keys.len() as u64,
+            Self::Listed(listed) => listed.len() as u64,
         }
     }
 
@@ -291,7 +365,11 @@ impl Queue {
     pub fn key(&self, index: u64) -> String {
         match self {
             Self::Formatted(format, _) => format.key(index),
-            Self::Listed(listed) => listed.keys.get(index as usize).cloned().unwrap_or_default(),
+            Self::Listed(listed) => usize::try_from(index)
+                .ok()
+                .and_then(|i| listed.key(i))
+                .unwrap_or_default()
+                .to_string(),
         }
     }
 
@@ -300,7 +378,7 @@ impl Queue {
     pub fn index_of(&self, key: &str) -> Option<u64> {
         match self {
             Self::Formatted(format, items) => format.index_of(key).filter(|i| i < items),
-            Self::Listed(listed) => listed.index.get(key).copied(),
+            Self::Listed(listed) => listed.find(key).ok(),
         }
     }
 
@@ -443,12 +521,12 @@ mod tests {
 
     #[test]
     fn a_listed_queue_refuses_empty_long_control_and_twice() {
-        let q = Queue::listed(vec!["b".into(), "a".into()], "t").unwrap_or_else(|e| panic!("{e}"));
+        let q = Queue::listed(&["b".into(), "a".into()], "t").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(q.index_of("a"), Some(1));
         assert_eq!(q.index_of("c"), None);
         assert_eq!(q.resolve("b"), Some(0));
         assert_eq!(q.resolve("0"), None);
-        assert!(Queue::listed(vec![], "t").is_err());
+        assert!(Queue::listed(&[], "t").is_err());
         let orders = Queue::formatted(
             KeyFormat::parse("ord-%05d").unwrap_or_else(|e| panic!("{e}")),
             100,
@@ -459,10 +537,10 @@ mod tests {
         assert_eq!(orders.resolve("ord-00100"), None);
         assert_eq!(Queue::tasks(200).resolve("task-111"), Some(111));
         assert_eq!(Queue::tasks(200).resolve("111"), Some(111));
-        assert!(Queue::listed(vec!["a".into(), "a".into()], "t").is_err());
-        assert!(Queue::listed(vec!["a\u{1b}]".into()], "t").is_err());
-        assert!(Queue::listed(vec!["x".repeat(MAX_KEY_BYTES + 1)], "t").is_err());
-        let said = Queue::listed(vec!["a".into(), "a".into()], "keys.txt")
+        assert!(Queue::listed(&["a".into(), "a".into()], "t").is_err());
+        assert!(Queue::listed(&["a\u{1b}]".into()], "t").is_err());
+        assert!(Queue::listed(&["x".repeat(MAX_KEY_BYTES + 1)], "t").is_err());
+        let said = Queue::listed(&["a".into(), "a".into()], "keys.txt")
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();

@@ -2,6 +2,7 @@
 //! Text, the sim clock, paths and files, the nights kept, exit codes, signals, bounds, the seeded stream, the
 //! escaped standard output and the robustness tests' hooks.
 
+pub mod cgroup;
 pub mod clock;
 pub mod exit;
 pub mod fsafe;

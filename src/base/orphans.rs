@@ -7,17 +7,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
-use nix::sys::wait::{WaitPidFlag, waitpid};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, getpid};
 
 /// Set once this process has become a subreaper for a job of someone else's.
 static ADOPTS: AtomicBool = AtomicBool::new(false);
-
-/// Adopted orphans killed but not yet reaped (a SIGKILL takes a moment to land).
-static UNREAPED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
 /// Children this process spawned itself that are not workers (the private PostgreSQL cluster's
 /// guard, `warehouse::postgres::cluster`): its own, never orphans, so a sweep after a job's death leaves
@@ -46,8 +43,10 @@ pub fn adopts() -> bool {
     ADOPTS.load(Ordering::SeqCst)
 }
 
-/// Each live process's parent, from `/proc/PID/stat` (zombies left out: they are already dead).
-fn parents() -> BTreeMap<i32, i32> {
+/// Every process's parent and state letter (`R`, `S`, `T`, `Z`, ...), from `/proc/PID/stat`.
+type Procs = BTreeMap<i32, (i32, char)>;
+
+fn processes() -> Procs {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return BTreeMap::new();
     };
@@ -58,10 +57,24 @@ fn parents() -> BTreeMap<i32, i32> {
             // `pid (comm) state ppid ...`: comm may hold spaces and parentheses.
             let rest = &stat[stat.rfind(')')? + 1..];
             let mut fields = rest.split_whitespace();
-            let state = fields.next()?;
+            let state = fields.next()?.chars().next()?;
             let ppid: i32 = fields.next()?.parse().ok()?;
-            (state != "Z" && state != "X").then_some((pid, ppid))
+            Some((pid, (ppid, state)))
         })
+        .collect()
+}
+
+/// Whether a process in `state` is dead already (a zombie, or on its way out).
+fn dead(state: char) -> bool {
+    matches!(state, 'Z' | 'X')
+}
+
+/// Each live process's parent (zombies left out: they are already dead).
+fn parents(procs: &Procs) -> BTreeMap<i32, i32> {
+    procs
+        .iter()
+        .filter(|(_, (_, state))| !dead(*state))
+        .map(|(&pid, &(ppid, _))| (pid, ppid))
         .collect()
 }
 
@@ -84,51 +97,98 @@ fn subtree(parents: &BTreeMap<i32, i32>, roots: &[i32]) -> Vec<i32> {
     found
 }
 
-/// SIGKILLs every descendant of this process, again until none is left (a process may fork
-/// while the first round lands), for at most about half a second.
-pub fn kill_descendants() {
-    let me = getpid().as_raw();
-    for _ in 0..50 {
-        let all = subtree(&parents(), &[me]);
-        if all.is_empty() {
-            return;
-        }
-        for pid in all {
-            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-        }
-        std::thread::sleep(Duration::from_millis(10));
+/// How long ending a job's descendants may take before it gives up (a process in an
+/// uninterruptible sleep never stops; the rest end in milliseconds).
+const END_WITHIN: Duration = Duration::from_secs(3);
+
+/// The signal for the processes `found` in `procs`: SIGSTOP while one of them still runs (it
+/// could fork), SIGKILL once every one is stopped (none can fork any more) or time is up.
+fn next_signal(found: &[i32], procs: &Procs, late: bool) -> Signal {
+    let all_stopped = found.iter().all(|p| {
+        procs
+            .get(p)
+            .is_some_and(|&(_, state)| matches!(state, 'T' | 't'))
+    });
+    if all_stopped || late {
+        Signal::SIGKILL
+    } else {
+        Signal::SIGSTOP
     }
 }
 
-/// Kills the orphans this process adopted (its children that are not `live`, the workers it
-/// spawned itself) and everything under them, and reaps them. Called with the registry of
-/// workers locked, so a worker being spawned cannot be taken for an orphan.
+/// Ends the processes `found` picks from each read of `/proc` so that a process forking as
+/// fast as it can cannot outrun it: SIGSTOP to each one, read again until every one found is
+/// stopped (a child forked before its parent's stop landed is found by the next read), then
+/// SIGKILL to them all; again until a read finds none, at most `END_WITHIN`. `reap` runs after
+/// each read (the zombies of a fork loop hold pids). Returns whether none is left.
+fn stop_then_kill(found: &dyn Fn(&Procs) -> Vec<i32>, reap: &dyn Fn(&Procs)) -> bool {
+    let deadline = Instant::now() + END_WITHIN;
+    loop {
+        let procs = processes();
+        let found = found(&procs);
+        reap(&procs);
+        if found.is_empty() {
+            return true;
+        }
+        let late = Instant::now() > deadline;
+        let signal = next_signal(&found, &procs, late);
+        for &pid in &found {
+            let _ = kill(Pid::from_raw(pid), signal);
+        }
+        if late {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Ends every descendant of this process (`stop_then_kill`), reaping every child that ended:
+/// called only on a way out, after the workers' groups are killed, when no worker's `Child`
+/// waits any more.
+pub fn kill_descendants() {
+    let me = getpid().as_raw();
+    let _ = stop_then_kill(&|procs| subtree(&parents(procs), &[me]), &|_| {
+        while let Ok(status) = waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            if matches!(status, WaitStatus::StillAlive) {
+                break;
+            }
+        }
+    });
+}
+
+/// Ends the orphans this process adopted (its children that are not `live`, the workers it
+/// spawned itself, nor its `own`) and everything under them, and reaps them. Called with the
+/// registry of workers locked, so a worker being spawned cannot be taken for an orphan.
 pub fn sweep(live: &BTreeSet<i32>) {
     if !adopts() {
         return;
     }
     let me = getpid().as_raw();
-    let parents = parents();
     let own = OWN.lock().map(|o| o.clone()).unwrap_or_default();
-    let adopted: Vec<i32> = parents
-        .iter()
-        .filter(|&(pid, ppid)| *ppid == me && !live.contains(pid) && !own.contains(pid))
-        .map(|(&pid, _)| pid)
-        .collect();
-    let Ok(mut unreaped) = UNREAPED.lock() else {
-        return;
+    let adopted = |procs: &Procs, zombies: bool| -> Vec<i32> {
+        procs
+            .iter()
+            .filter(|&(pid, &(ppid, state))| {
+                ppid == me && dead(state) == zombies && !live.contains(pid) && !own.contains(pid)
+            })
+            .map(|(&pid, _)| pid)
+            .collect()
     };
-    for pid in adopted.iter().chain(&subtree(&parents, &adopted)) {
-        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
-    }
-    unreaped.extend(adopted);
-    // Only the adopted pids are waited for, never a worker's: its `Child` reaps it.
-    unreaped.retain(|&pid| {
-        matches!(
-            waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)),
-            Ok(nix::sys::wait::WaitStatus::StillAlive)
-        )
-    });
+    // A fork loop's generations are each re-parented here: every read looks for new ones.
+    let _ = stop_then_kill(
+        &|procs| {
+            let roots = adopted(procs, false);
+            let mut all = subtree(&parents(procs), &roots);
+            all.extend(roots);
+            all
+        },
+        // Only adopted pids are waited for, never a worker's: its `Child` reaps it.
+        &|procs| {
+            for pid in adopted(procs, true) {
+                let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+            }
+        },
+    );
 }
 
 #[cfg(test)]
@@ -144,5 +204,17 @@ mod tests {
         found.sort_unstable();
         assert_eq!(found, [11, 12, 14]);
         assert!(subtree(&parents, &[13]).is_empty());
+    }
+
+    #[test]
+    fn processes_are_stopped_until_every_one_is_then_killed() {
+        let procs: Procs = [(10, (1, 'T')), (11, (10, 'R')), (12, (10, 't'))]
+            .into_iter()
+            .collect();
+        assert_eq!(next_signal(&[10, 11, 12], &procs, false), Signal::SIGSTOP);
+        assert_eq!(next_signal(&[10, 12], &procs, false), Signal::SIGKILL);
+        // A process read as gone counts as not stopped: read again first.
+        assert_eq!(next_signal(&[10, 99], &procs, false), Signal::SIGSTOP);
+        assert_eq!(next_signal(&[11], &procs, true), Signal::SIGKILL);
     }
 }

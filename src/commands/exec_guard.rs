@@ -8,8 +8,13 @@
 //! signal), and answers it by SIGKILLing its process group, which is the job's whole group.
 //! Otherwise it waits for `sh` and ends as `sh` ended, so the supervisor classifies the exit as
 //! if it had watched `sh` itself.
+//!
+//! Where the machine lets it, `sh` starts in a cgroup of the guard's own (`base::cgroup`), which
+//! holds every descendant however it forks, and the guard ends the job by killing that group;
+//! else what leaves the group is followed as the guard's adopted orphans (`base::orphans`).
 
 use std::io;
+use std::os::unix::process::CommandExt as _;
 use std::process::Command;
 use std::sync::mpsc;
 use std::thread;
@@ -18,6 +23,7 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::{Pid, getpgrp, getpid, getppid};
 
+use crate::base::cgroup::JobGroup;
 use crate::base::signals;
 use crate::error::{Context as _, Error};
 
@@ -43,13 +49,41 @@ pub fn run(command: &str, parent: i32) -> Result<u8, Error> {
         .context(|| "exec-guard: cannot set the death signal".into())?;
     // reclaim may have died before that: then no signal will ever come.
     if getppid() != Pid::from_raw(parent) {
-        kill_group();
+        kill_group(None);
     }
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .spawn()
-        .context(|| "cannot run sh".into())?;
+    let mut group = JobGroup::make(parent);
+    let sh = || {
+        let mut sh = Command::new("sh");
+        sh.arg("-c").arg(command);
+        sh
+    };
+    let spawned = match group.as_ref().map(JobGroup::procs) {
+        Some(Ok(procs)) => {
+            let mut sh = sh();
+            // SAFETY: the closure runs in the child between fork and exec, and calls only
+            // write(2) on a descriptor opened before the fork: async-signal-safe, no
+            // allocation, no lock.
+            #[allow(unsafe_code)]
+            unsafe {
+                sh.pre_exec(move || {
+                    nix::unistd::write(&procs, b"0")
+                        .map(|_| ())
+                        .map_err(io::Error::from)
+                });
+            }
+            sh.spawn()
+        }
+        _ => Err(io::Error::other("no cgroup")),
+    };
+    let mut child = if let Ok(child) = spawned {
+        child
+    } else {
+        // The group could not take `sh`: the subreaper alone follows the job.
+        if let Some(g) = group.take() {
+            let _ = g.end();
+        }
+        sh().spawn().context(|| "cannot run sh".into())?
+    };
     let (tx, rx) = mpsc::channel();
     let _ = thread::Builder::new()
         .name("reclaim-guard-wait".into())
@@ -61,21 +95,28 @@ pub fn run(command: &str, parent: i32) -> Result<u8, Error> {
             Ok(status) => {
                 let status = status.context(|| "cannot wait for sh".into())?;
                 // The job is over: whatever it left running goes with it.
+                if let Some(g) = group.take() {
+                    let _ = g.end();
+                }
                 crate::base::orphans::kill_descendants();
                 return Ok(end_as(status));
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if signals::received().is_some() {
-                    kill_group();
+                    kill_group(group.take());
                 }
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => kill_group(),
+            Err(mpsc::RecvTimeoutError::Disconnected) => kill_group(group.take()),
         }
     }
 }
 
-/// SIGKILL to the job's whole group, the guard included: nothing of it outlives reclaim.
-fn kill_group() -> ! {
+/// SIGKILL to the job's cgroup, then to its whole process group, the guard included: nothing
+/// of it outlives reclaim.
+fn kill_group(group: Option<JobGroup>) -> ! {
+    if let Some(g) = group {
+        let _ = g.end();
+    }
     crate::base::orphans::kill_descendants();
     if getpgrp() == getpid() {
         let _ = killpg(getpgrp(), Signal::SIGKILL);

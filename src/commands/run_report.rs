@@ -146,6 +146,8 @@ pub(super) fn print_header(
                 None => "not named (--checkpoint-table): a kill after a commit cannot be placed before or after its checkpoint".into(),
             }
         );
+        // How what the job starts is ended with it (a cgroup, or the subreaper's stop-then-kill).
+        let _ = writeln!(out, "descendants  {}", crate::base::cgroup::way().line());
     }
     let relays = worker
         .strategy()

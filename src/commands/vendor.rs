@@ -35,7 +35,7 @@ pub(super) fn run(args: &VendorArgs) -> Result<u8, Error> {
             }
         }
     }
-    fake_vendor::serve(&db, modes, &mut io::stdout().lock())?;
+    fake_vendor::serve(&db, modes)?;
     Ok(OK)
 }
 

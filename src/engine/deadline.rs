@@ -196,7 +196,11 @@ impl Engine {
             Some(lane),
             Source::Runner,
             Kind::Error,
-            format!("reclaim stopped the night: the job's table cannot be read as named{who}"),
+            if matches!(error, crate::warehouse::StoreError::CountSqlTooLong { .. }) {
+                format!("reclaim stopped the night: --count-sql took its whole time limit{who}")
+            } else {
+                format!("reclaim stopped the night: the job's table cannot be read as named{who}")
+            },
         );
         Err(error.into())
     }

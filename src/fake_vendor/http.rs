@@ -5,15 +5,12 @@
 //! the bytes arrive, never after buffering them), the body to `MAX_BODY` (413), a whole request
 //! to `REQUEST_DEADLINE` from its accept (408). Bytes httparse refuses, a header value that is
 //! not UTF-8, two different `Content-Length`s or a `Transfer-Encoding` get 400, never a dropped
-//! connection. The server gives each connection a thread of its own (at most `MAX_CONNECTIONS`
-//! at once), so a slow client delays nobody else.
+//! connection. The server (`pool`) gives each connection a thread of its own, so a slow client
+//! delays nobody else.
 
 use std::fmt::Write as _;
 use std::io::{self, Read as _, Write as _};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::thread;
+use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 /// The largest body either side accepts: a message is a few hundred bytes.
@@ -35,8 +32,6 @@ pub const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 /// How long the vendor goes on reading (and discarding) after refusing a request, so the
 /// refusal reaches a client still sending instead of being lost to a reset.
 const LINGER: Duration = Duration::from_secs(2);
-/// The most connections served at once; past it the vendor accepts no more until one ends.
-pub const MAX_CONNECTIONS: usize = 128;
 
 /// Header names and values, in order.
 type Headers = Vec<(String, String)>;
@@ -382,12 +377,15 @@ pub enum Reply {
     Hold,
 }
 
-/// One connection, start to end, on its own thread.
-fn connection(stream: &TcpStream, answer: &Answer) {
+/// One connection, start to end, on its own thread; `read` is called once its request is read
+/// (or refused), so the pool never evicts a connection being answered.
+pub(super) fn connection(stream: &TcpStream, answer: &Answer, read: &dyn Fn()) {
     let deadline = Instant::now() + REQUEST_DEADLINE;
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-    match read_request(stream, deadline) {
+    let request = read_request(stream, deadline);
+    read();
+    match request {
         Ok(request) => match answer(&request) {
             Ok(Reply::Send(response)) => {
                 if let Err(error) = write_response(stream, &response) {
@@ -423,50 +421,6 @@ fn hold(stream: &TcpStream) {
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                 ) => {}
             Err(_) => return,
-        }
-    }
-}
-
-/// Counts a connection as served until it is dropped, panic or not.
-struct ConnectionPermit(Arc<AtomicUsize>);
-
-impl Drop for ConnectionPermit {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Accepts on `listener` (non-blocking) until `stop` says so, each connection on a thread of its
-/// own, at most `MAX_CONNECTIONS` at once.
-pub fn serve_connections(listener: &TcpListener, answer: &Arc<Answer>, stop: &dyn Fn() -> bool) {
-    let active = Arc::new(AtomicUsize::new(0));
-    loop {
-        if stop() {
-            return;
-        }
-        if active.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
-            thread::sleep(Duration::from_millis(1));
-            continue;
-        }
-        match listener.accept() {
-            Ok((stream, _)) => {
-                active.fetch_add(1, Ordering::SeqCst);
-                let slot = ConnectionPermit(Arc::clone(&active));
-                let answer = Arc::clone(answer);
-                let spawned = thread::Builder::new()
-                    .name("vendor-connection".into())
-                    .spawn(move || {
-                        let _slot = slot;
-                        connection(&stream, answer.as_ref());
-                    });
-                if let Err(error) = spawned {
-                    eprintln!("vendor: cannot serve a connection: {error}");
-                }
-            }
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                thread::sleep(Duration::from_millis(1));
-            }
-            Err(error) => eprintln!("vendor: accept: {error}"),
         }
     }
 }

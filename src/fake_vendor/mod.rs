@@ -17,6 +17,7 @@
 
 mod counts;
 pub mod http;
+mod pool;
 mod send;
 
 pub use self::counts::Counts;
@@ -160,7 +161,7 @@ CREATE TABLE idempotency_keys(
 );";
 
 /// Serves until a signal ends it (or the supervisor kills it), writing `listening ADDR` first.
-pub fn serve(db: &Path, modes: VendorModes, out: &mut dyn Write) -> Result<(), VendorError> {
+pub fn serve(db: &Path, modes: VendorModes) -> Result<(), VendorError> {
     let sqlite = |source| VendorError::Sqlite {
         path: db.to_path_buf(),
         source,
@@ -198,8 +199,7 @@ pub fn serve(db: &Path, modes: VendorModes, out: &mut dyn Write) -> Result<(), V
     listener
         .set_nonblocking(true)
         .map_err(VendorError::Listen)?;
-    let _ = writeln!(out, "listening {addr}");
-    let _ = out.flush();
+    say_address(addr);
     let vendor = Mutex::new(Vendor {
         conn,
         modes,
@@ -213,10 +213,41 @@ pub fn serve(db: &Path, modes: VendorModes, out: &mut dyn Write) -> Result<(), V
             .unwrap_or_else(PoisonError::into_inner)
             .handle(request)
     });
-    http::serve_connections(&listener, &answer, &|| {
+    pool::serve_connections(&listener, &answer, &|| {
         crate::base::signals::received().is_some()
     });
     Ok(())
+}
+
+/// Writes `listening ADDR` on stdout from a thread of its own, so a stdout that takes nothing
+/// (a full pipe nobody reads) cannot keep the vendor from serving; one that fails (closed) or
+/// takes nothing within `http::IO_TIMEOUT` is said in one line on stderr, with the address, by
+/// a second thread that waits for the first.
+fn say_address(addr: std::net::SocketAddr) {
+    let said = move |why: String| {
+        eprintln!("vendor: cannot write the address to stdout: {why}; serving on {addr}");
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    if let Err(e) = std::thread::Builder::new()
+        .name("vendor-address".into())
+        .spawn(move || {
+            let mut out = io::stdout();
+            let _ = tx.send(writeln!(out, "listening {addr}").and_then(|()| out.flush()));
+        })
+    {
+        said(e.to_string());
+        return;
+    }
+    let _ = std::thread::Builder::new()
+        .name("vendor-address-wait".into())
+        .spawn(move || match rx.recv_timeout(http::IO_TIMEOUT) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => said(e.to_string()),
+            Err(_) => said(format!(
+                "it took nothing in {} s (a full pipe?)",
+                http::IO_TIMEOUT.as_secs()
+            )),
+        });
 }
 
 struct Vendor {

@@ -123,6 +123,9 @@ pub fn signal_group(pid: i32, signal: Signal) -> nix::Result<()> {
 pub fn forget(pid: i32) {
     if let Ok(mut live) = LIVE.lock() {
         live.remove(&pid);
+        // A job's guard killed by the host's SIGKILL left its cgroup (if it had one) holding
+        // whatever escaped its process group.
+        crate::base::cgroup::end_left_by(pid);
         // A job's guard just reaped may have left descendants outside its group (`setsid`):
         // re-parented to reclaim, the subreaper, they die now, with their job.
         crate::base::orphans::sweep(&live);
@@ -136,9 +139,13 @@ pub fn kill_all() {
         Ok(live) => live.iter().copied().collect(),
         Err(_) => return,
     };
-    for pid in groups {
+    for &pid in &groups {
         // SIGCONT is not needed: SIGKILL ends a stopped process too.
         let _ = signal_group(pid, Signal::SIGKILL);
+    }
+    // Its guard killed, a job's cgroup is ended here.
+    for pid in groups {
+        crate::base::cgroup::end_left_by(pid);
     }
     if crate::base::orphans::adopts() {
         crate::base::orphans::kill_descendants();

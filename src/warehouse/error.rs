@@ -55,6 +55,9 @@ pub enum StoreError {
     },
     #[error("{path}: --count-sql must return one row (rows, distinct): {detail}")]
     CountSql { path: PathBuf, detail: String },
+    /// `--count-sql` stopped at its time limit (`source::COUNT_LIMIT`).
+    #[error("{path}: {detail}")]
+    CountSqlTooLong { path: PathBuf, detail: String },
     #[error("{path}: --setup-sql failed: {detail}")]
     Setup { path: PathBuf, detail: String },
     #[error("{0} is not a SQLite database; reclaim leaves it untouched")]
@@ -127,14 +130,17 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// A table of the job's without the column it was said to have: the same on every poll,
-    /// so the night cannot be judged and is stopped at the first look.
+    /// A table of the job's without the column it was said to have, or a `--count-sql` that
+    /// took its whole time limit: the same on every poll (a count only grows with the rows),
+    /// so the night cannot be judged and is stopped at the first look, after one time limit
+    /// rather than one per poll and another at the end.
     #[must_use]
     pub fn is_wrong_shape(&self) -> bool {
         matches!(
             self,
             Self::NoKeyColumn { .. }
                 | Self::NoCheckpointKeyColumn { .. }
+                | Self::CountSqlTooLong { .. }
                 | Self::Warehouse(WarehouseError::NoColumn { .. })
         )
     }

@@ -26,6 +26,7 @@ use crate::supervisor::slot::{Slot, SlotState};
 mod ends;
 mod heartbeat;
 mod holds;
+mod kept_lines;
 mod kills;
 mod note;
 mod paused;
@@ -81,6 +82,8 @@ pub struct Lane {
     paused_until: Vec<Option<f64>>,
     /// The pauses that landed (`Pauses`).
     pauses: Pauses,
+    /// How many of each attempt's own lines went on the timeline, and how many did not.
+    kept_lines: kept_lines::KeptLines,
 }
 
 /// The pauses that landed in a lane: how many, and how many of them stopped a claim worker at
@@ -106,6 +109,7 @@ impl Lane {
             heartbeat: LaneHeartbeat::new(crate::heartbeat::default_path(&config.db)),
             kills: Kills::new(&config),
             points: JobPoints::default(),
+            kept_lines: kept_lines::KeptLines::default(),
             slots: (0..config.workers + usize::from(config.relays()))
                 .map(|_| Slot::new())
                 .collect(),

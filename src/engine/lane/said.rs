@@ -36,7 +36,7 @@ impl Lane {
         }
         let at = current.then(|| self.attempts[slot].now());
         let Some(line) = line else {
-            return (None, None);
+            return (self.lines_not_kept(slot, attempt, at), None);
         };
         let worker = |kind, text| Note {
             source: Source::Worker,
@@ -53,6 +53,9 @@ impl Lane {
                 Some(said) => format!("{line}  [{said}]"),
                 None => line,
             };
+            if !self.kept_lines.admit(slot, attempt) {
+                return (None, None);
+            }
             return (Some(worker(Kind::Stderr, line)), None);
         };
         // Someone else's crash points are counted (and the planned one carried out), never shown
@@ -121,6 +124,10 @@ impl Lane {
             }
             _ => {}
         }
+        // A line of the worker's own (its protocol's lines are bounded by its items).
+        if matches!(said, WorkerLine::Other(_)) && !self.kept_lines.admit(slot, attempt) {
+            return (None, None);
+        }
         let mut text = text_of(&said);
         if self.config.workers > 1 {
             text = format!("{text}  w={}", slot + 1);
@@ -130,6 +137,18 @@ impl Lane {
 }
 
 impl Lane {
+    /// A pipe of `slot`'s `attempt` closed: the lines of its own output not kept, said.
+    fn lines_not_kept(&mut self, slot: usize, attempt: u32, at: Option<f64>) -> Option<Note> {
+        self.kept_lines.closed(slot, attempt).map(|n| Note {
+            source: Source::Runner,
+            kind: Kind::Notice,
+            text: super::kept_lines::KeptLines::line(n),
+            mark: None,
+            at,
+            fact: None,
+        })
+    }
+
     /// A line a worker printed on stdout, in the protocol's words: someone else's program speaks
     /// none but its crash points.
     fn read(&self, line: &str) -> WorkerLine {

@@ -209,7 +209,7 @@ pub fn keys_from_sql(
             ),
         });
     }
-    Queue::listed(keys, "--keys-sql").map_err(|e| match e {
+    Queue::listed(&keys, "--keys-sql").map_err(|e| match e {
         crate::queue::QueueError::List { detail, .. } => wrong(detail),
         other => wrong(other.to_string()),
     })

@@ -155,6 +155,11 @@ impl SqliteJobFollow {
         let read = unlocked::open(&self.db)
             .map_err(|e| StoreError::sqlite(&self.db, e))
             .and_then(|conn| query_job(&conn, &self.source, &self.db, self.marks()));
+        // A `--count-sql` that used its whole time limit is no torn page's doing: thrown away,
+        // it would be run again for another whole limit (a night once took three).
+        if let Err(error @ StoreError::CountSqlTooLong { .. }) = read {
+            return Err(error);
+        }
         if !before.still_holds(&self.db) {
             self.discarded_reads += 1;
             return Ok(None);

@@ -53,7 +53,7 @@ pub fn keys_from_sql(conn: &rusqlite::Connection, sql: &str) -> Result<Queue, Qu
         read,
     )
     .map_err(|e| wrong(e.to_string()))??;
-    Queue::listed(keys, "--keys-sql")
+    Queue::listed(&keys, "--keys-sql")
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags};
 
 use super::{BUSY_TIMEOUT, check_header, table_exists};
-use crate::warehouse::error::{StoreError, TrialError};
+use crate::warehouse::error::{QueryError, StoreError, TrialError};
 use crate::warehouse::source::{Checkpoints, RowSource, quote_identifier};
 
 /// Whether the table exists and has the key column: `Ok(false)` while the job has not
@@ -79,7 +79,13 @@ pub fn count(
             };
             Ok(Some((row.get::<_, i64>(0).ok(), row.get::<_, i64>(1).ok())))
         })
-        .map_err(|e| wrong(e.to_string()))?;
+        .map_err(|e| match e {
+            QueryError::TooLong { .. } => StoreError::CountSqlTooLong {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            },
+            other => wrong(other.to_string()),
+        })?;
     let Some(row) = first else {
         return Err(wrong("it returned no row".into()));
     };

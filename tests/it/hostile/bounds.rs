@@ -275,18 +275,78 @@ fn run_json_carries_a_bounded_timeline_and_says_how_many_lines_it_left_out() {
         )
     });
     assert!(timeline.len() <= 2_001, "{} lines", timeline.len());
+    // The job's lines past the first 1,000 are counted on the timeline, not carried.
+    let not_kept: u64 = (timeline.iter())
+        .find_map(|l| {
+            let (n, _) = l.split_once(" more lines of its output not kept")?;
+            n.rsplit(' ').next()?.parse().ok()
+        })
+        .unwrap_or(0);
     // Every line is either carried or counted: the job's 10,000, its start and its done.
     assert!(
-        timeline.len() as u64 - 1 + left_out >= 10_002,
-        "{} carried, {left_out} left out",
+        timeline.len() as u64 - 1 + left_out + not_kept >= 10_002,
+        "{} carried, {left_out} left out, {not_kept} not kept",
         timeline.len()
     );
-    let cut = format!("{left_out} lines left out");
-    assert_eq!(
-        timeline.iter().filter(|l| l.contains(&cut)).count(),
-        1,
-        "the cut is not said in the timeline"
-    );
+    if left_out > 0 {
+        let cut = format!("{left_out} lines left out");
+        assert_eq!(
+            timeline.iter().filter(|l| l.contains(&cut)).count(),
+            1,
+            "the cut is not said in the timeline"
+        );
+    }
     assert!(timeline.first().is_some_and(|l| l.contains(" start ")));
     assert!(timeline.iter().rev().take(3).any(|l| l.contains(" done ")));
+}
+
+#[test]
+fn a_job_printing_many_short_lines_keeps_a_window_and_counts_the_rest() {
+    let tmp = tempdir();
+    let printed = 5_000;
+    let job = format!(
+        "python3 -c \"import sys; sys.stdout.write(''.join('ping-%d\\n' % i for i in range({printed})))\"; \
+         exec python3 {}/examples/guarded_job.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &[
+            "run", "--exec", &job, "--items", "3", "--db", "w.db", "--record", "r.jsonl",
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    // The command line (in the header) names `ping-%d`; the lines printed, `ping-N`.
+    let shown = |text: &str| {
+        (text.lines())
+            .filter(|l| l.contains("ping-") && !l.contains("ping-%d"))
+            .count()
+    };
+    let kept = shown(&run.stdout);
+    assert!(
+        kept > 0 && kept < printed,
+        "run showed {kept} of {printed} lines"
+    );
+    // Every line is kept or counted (the job's own last line among them), and the count is
+    // said.
+    let not_kept: usize = (run.stdout.lines())
+        .find_map(|l| {
+            let (n, _) = l.split_once(" more lines of its output not kept")?;
+            n.rsplit(' ').next()?.parse().ok()
+        })
+        .unwrap_or_else(|| panic!("no count of lines not kept in:\n{}", run.stdout));
+    assert!(
+        kept + not_kept >= printed,
+        "{kept} kept, {not_kept} not kept"
+    );
+    let recording = fs::read_to_string(tmp.path().join("r.jsonl")).unwrap_or_default();
+    // The timeline's lines, and the samples that name the job's claim (its last line): bounded
+    // by the window, not by what the job printed.
+    let recorded = shown(&recording);
+    assert!(
+        recorded >= kept && recorded < 2 * kept,
+        "the recording holds {recorded} of the {printed} lines ({kept} shown)"
+    );
+    assert!(recording.contains(&format!("{not_kept} more lines of its output not kept")));
 }

@@ -1,5 +1,6 @@
-//! A job's descendants that leave its process group (`setsid`, a double fork) die with it: on
-//! its normal end, under the host's kills, and when reclaim is stopped or SIGKILLed.
+//! A job's descendants that leave its process group (`setsid`, a double fork) or re-fork
+//! forever die with it: on its normal end, under the host's kills, and when reclaim is stopped
+//! or SIGKILLed; held by a cgroup where the machine offers one, and by the subreaper without.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -49,10 +50,16 @@ fn sleeps(dir: &Path) -> Vec<i32> {
 }
 
 fn start(dir: &Path, extra: &[&str]) -> (Child, PathBuf) {
+    start_job(dir, &escaping_job(), extra, "on")
+}
+
+/// Starts `run --exec job` in `dir/night`, with `RECLAIM_CGROUP=cgroup`.
+fn start_job(dir: &Path, job: &str, extra: &[&str], cgroup: &str) -> (Child, PathBuf) {
     let night = dir.join("night");
-    fs::create_dir(&night).unwrap_or_else(|e| panic!("{e}"));
+    fs::create_dir_all(&night).unwrap_or_else(|e| panic!("{e}"));
     let child = crate::support::reclaim_command()
-        .args(["run", "--exec", &escaping_job(), "--db"])
+        .env("RECLAIM_CGROUP", cgroup)
+        .args(["run", "--exec", job, "--db"])
         .arg(path_arg(&night.join("warehouse.db")))
         .args(extra)
         .current_dir(dir)
@@ -92,8 +99,19 @@ fn assert_none_left(night: &Path, exited: Instant, what: &str) {
         }
         if Instant::now() > exited + GRACE {
             let names: Vec<Vec<String>> = left.iter().map(|&p| cmdline(p)).collect();
-            for &pid in &left {
-                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            // A fork loop left behind must not outlive the test either: stopped, then killed,
+            // read again until none is left.
+            let cleanup = Instant::now() + GRACE;
+            while Instant::now() < cleanup {
+                let left = job_processes(night);
+                if left.is_empty() {
+                    break;
+                }
+                for signal in [Signal::SIGSTOP, Signal::SIGKILL] {
+                    for &pid in &left {
+                        let _ = kill(Pid::from_raw(pid), signal);
+                    }
+                }
             }
             panic!("{what}: {names:?} outlived reclaim by {GRACE:?}");
         }
@@ -130,4 +148,65 @@ fn descendants_in_sessions_of_their_own_die_when_reclaim_is_stopped_or_killed() 
         let exited = wait_exit(&mut child);
         assert_none_left(&night, exited, signal.as_str());
     }
+}
+
+/// A descendant that re-forks forever: each generation, in a session of its own, forks the next
+/// and exits, so its pid never stays the same for more than a millisecond or so.
+const WALKER: &str = "import os, time\nos.setsid()\nwhile True:\n    time.sleep(0.001)\n    if os.fork() > 0:\n        os._exit(0)\n";
+
+/// Runs a job that starts `WALKER` under each way out (its end, SIGTERM, SIGINT and SIGKILL of
+/// reclaim), with the cgroup `on` or `off`: no generation of it may outlive reclaim.
+fn a_fork_loop_dies_on_every_way_out(cgroup: &str) {
+    let tmp = tempdir();
+    let naive = format!(
+        "python3 {}/examples/naive_job.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    for signal in [
+        None,
+        Some(Signal::SIGTERM),
+        Some(Signal::SIGINT),
+        Some(Signal::SIGKILL),
+    ] {
+        let name = signal.map_or("ends", Signal::as_str);
+        let dir = tmp.path().join(name);
+        fs::create_dir_all(dir.join("night")).unwrap_or_else(|e| panic!("{e}"));
+        super::write(&dir.join("night").join("walk.py"), WALKER);
+        let delay = if signal.is_some() { "200" } else { "0" };
+        let (mut child, night) = start_job(
+            &dir,
+            &format!("python3 walk.py & {naive}"),
+            &["--delay-ms", delay, "--items", "20"],
+            cgroup,
+        );
+        let deadline = Instant::now() + LIMIT;
+        let walking = || {
+            job_processes(&night)
+                .into_iter()
+                .any(|p| cmdline(p).iter().any(|a| a == "walk.py"))
+        };
+        while !walking() {
+            assert!(
+                Instant::now() < deadline,
+                "{name}: the walker never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(signal) = signal {
+            let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+            kill(pid, signal).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let exited = wait_exit(&mut child);
+        assert_none_left(&night, exited, &format!("RECLAIM_CGROUP={cgroup}, {name}"));
+    }
+}
+
+#[test]
+fn a_fork_loop_dies_on_every_way_out_in_a_cgroup_where_one_is_offered() {
+    a_fork_loop_dies_on_every_way_out("on");
+}
+
+#[test]
+fn a_fork_loop_dies_on_every_way_out_under_the_subreaper_alone() {
+    a_fork_loop_dies_on_every_way_out("off");
 }

@@ -133,3 +133,29 @@ fn an_endless_count_sql_is_stopped_by_sigterm_within_two_seconds() {
     };
     assert_eq!(status.code(), Some(2));
 }
+
+#[test]
+fn a_count_sql_that_takes_its_whole_limit_ends_the_night_at_once() {
+    let tmp = tempdir();
+    let run = reclaim_in_dir(
+        tmp.path(),
+        &[
+            "run",
+            "--exec",
+            &guarded_job(),
+            "--items",
+            "3",
+            "--count-sql",
+            ENDLESS,
+        ],
+        Duration::from_secs(60),
+    );
+    assert_one_line_error(&run, "was stopped after 10 s");
+    // By the observer, which stops the night (the one error line is on stderr).
+    assert!(
+        run.stdout
+            .contains("reclaim stopped the night: --count-sql took its whole time limit"),
+        "{}",
+        run.stdout
+    );
+}

@@ -1,6 +1,7 @@
 //! The vendor against hostile clients on 127.0.0.1: a slowloris that once held the one
-//! connection it served, a 300 MB header line it once buffered whole, framing it once accepted
-//! two ways (conflicting lengths) or dropped without a word (bytes that are not a header).
+//! connection it served, more silent clients than it serves at once, a 300 MB header line it
+//! once buffered whole, framing it once accepted two ways (conflicting lengths) or dropped
+//! without a word (bytes that are not a header).
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
@@ -172,6 +173,23 @@ fn twenty_slow_clients_delay_no_normal_request_and_are_cut_at_the_deadline() {
     stop.store(true, Ordering::SeqCst);
     let _ = trickle.join();
     assert_eq!(deliveries(&db), 1, "a slow client was taken for a message");
+}
+
+#[test]
+fn more_silent_clients_than_the_vendor_serves_at_once_stall_no_request() {
+    let tmp = tempdir();
+    let db = tmp.path().join("v.sqlite");
+    let vendor = Vendor::start(&db);
+    // More than the vendor's 128 connections, each sending nothing: it once accepted no more
+    // until the first were cut at their 10 s deadline, past this client's 8 s read timeout.
+    let silent: Vec<TcpStream> = (0..160).map(|_| vendor.connect()).collect();
+    let answered = vendor.ask(&message(""));
+    assert_eq!(
+        answered, "HTTP/1.1 201 Created",
+        "a normal request behind 160 silent ones"
+    );
+    assert_eq!(deliveries(&db), 1);
+    drop(silent);
 }
 
 #[test]
