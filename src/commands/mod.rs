@@ -144,6 +144,8 @@ pub fn usage_error(error: &clap::Error) -> ExitCode {
     let message = said.join(" ");
     let message = message.trim_start_matches("error: ");
     let message = crate::base::text::shorten_numbers(message);
+    // clap names the value it refused, which may be a URL with its password.
+    let message = crate::warehouse::postgres::conninfo::redact(&message);
     eprintln!("reclaim: error: {message} (see `reclaim --help`)");
     ExitCode::from(EXIT_ERROR)
 }

@@ -584,8 +584,9 @@ fn folder_line(settled: &crate::base::kept::Settled, on_pg: bool) -> String {
     }
 }
 
-/// The command line, as a recording's header names a `run`.
+/// The command line, as a recording's header names a `run`: a password in it (a
+/// `--warehouse` URL's, a `PGPASSWORD=` in `--exec`) as `***`.
 fn command_line() -> String {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    format!("reclaim {}", args.join(" "))
+    crate::warehouse::postgres::conninfo::redact(&format!("reclaim {}", args.join(" ")))
 }

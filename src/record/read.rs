@@ -224,9 +224,12 @@ impl Recording {
             });
         }
         // The title, the scenario's name and the lanes' come from a command line as much as
-        // from a scenario: shown escaped, never acting on the screen or a slide.
-        header.title = escape_controls(&header.title);
-        header.scenario = escape_controls(&header.scenario);
+        // from a scenario: shown escaped, never acting on the screen or a slide; a password a
+        // recording of an older reclaim holds is shown as `***`.
+        let redact = crate::warehouse::postgres::conninfo::redact;
+        header.title = escape_controls(&redact(&header.title));
+        header.scenario = escape_controls(&redact(&header.scenario));
+        header.warehouse = header.warehouse.as_deref().map(redact);
         for lane in &mut header.lanes {
             lane.name = escape_controls(&lane.name);
         }

@@ -247,7 +247,8 @@ pub fn describe(error: &postgres::Error) -> String {
         },
         |db| db.message().to_string(),
     );
-    crate::base::text::escape_controls(&text)
+    // A driver's error may echo a connection string it was given.
+    crate::base::text::escape_controls(&super::postgres::conninfo::redact(&text))
 }
 
 /// How a lost session's error begins, in a worker's last line too.

@@ -25,7 +25,7 @@ pub use backend::{Said, ServerWatch, WriterSpec};
 pub use batch::{Batch, Row};
 pub use error::{KeysError, LOST, StoreError, TrialError, WarehouseError, is_lost_reason};
 pub use inspection::{DuplicatedId, Inspection, Judged};
-pub use postgres::{Night, Server, check_schema_name, target_of};
+pub use postgres::{Conninfo, Night, Server, check_schema_name};
 pub use schema::{SchemaFacts, SchemaNeeds};
 pub use source::{Checkpoints, DEFAULT_KEY, DEFAULT_TABLE, RowSource};
 pub use sqlite::SyncMode;
@@ -73,7 +73,7 @@ impl WarehouseArgs {
         match &self.warehouse {
             Spec::Sqlite => "sqlite".into(),
             Spec::Private => "postgres (private cluster)".into(),
-            Spec::Server(url) => target_of(url),
+            Spec::Server(url) => url.to_string(),
         }
     }
 
@@ -119,7 +119,7 @@ pub enum Spec {
     /// A private PostgreSQL cluster, started for the night and removed after it.
     Private,
     /// An existing PostgreSQL server, by URL (`postgres://` or `postgresql://`).
-    Server(String),
+    Server(Conninfo),
 }
 
 impl FromStr for Spec {
@@ -130,9 +130,10 @@ impl FromStr for Spec {
             "sqlite" => Ok(Self::Sqlite),
             "postgres" | "postgresql" => Ok(Self::Private),
             url if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-                url.parse::<::postgres::Config>()
+                let url = Conninfo::new(url);
+                url.config()
                     .map_err(|e| format!("not a PostgreSQL URL reclaim can use: {e}"))?;
-                Ok(Self::Server(url.to_string()))
+                Ok(Self::Server(url))
             }
             other => Err(format!(
                 "{} is not a warehouse: give sqlite, postgres (a private cluster) or postgres://USER@HOST/DB",
@@ -209,7 +210,7 @@ mod tests {
     #[test]
     fn a_child_is_handed_its_warehouse_and_nothing_else() {
         let server = Server {
-            conninfo: "postgres://bob:secret@db.example/x".into(),
+            conninfo: Conninfo::new("postgres://bob:secret@db.example/x"),
             prefix: "night".into(),
         };
         let mut command = Command::new("true");

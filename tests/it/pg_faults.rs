@@ -40,6 +40,7 @@ fn psql_try(cluster: &Path, sql: &str) -> Option<String> {
         .arg(cluster)
         .args(["-U", "reclaim", "-d", "postgres", "-c", sql])
         .env("PGCONNECT_TIMEOUT", "5")
+        .env("PGPASSFILE", cluster.join("pgpass"))
         .output()
         .ok()?;
     output
@@ -178,6 +179,7 @@ fn a_killed_workers_open_transaction_is_shown_aborted_by_the_server() {
         .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h"])
         .arg(&cluster)
         .args(["-U", "reclaim", "-d", "postgres"])
+        .env("PGPASSFILE", cluster.join("pgpass"))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()

@@ -8,16 +8,11 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
-
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 
 use crate::support::{assert_one_line_error, reclaim_in_dir};
 use crate::support::{
-    cluster_folder, folder, pg_bin, poll_until, processes_under, psql, start_kept, stop_kept,
-    timeline,
+    cluster_folder, folder, pg_bin, processes_under, psql, start_kept, stop_kept, timeline,
 };
 
 /// The figures psql sees in one lane's schema: rows, distinct task ids, duplicated task ids.
@@ -89,6 +84,7 @@ fn the_incident_on_postgres_is_the_incident_on_sqlite_and_psql_agrees() {
     );
     start_kept(&bin, &cluster);
     let checked = std::panic::catch_unwind(|| {
+        crate::pg_cluster_end::assert_refused_without_password(&cluster);
         assert_eq!(figures(&cluster, "night_night1_1_naive"), "312 200 112");
         assert_eq!(figures(&cluster, "night_night1_2_guarded"), "200 200 0");
         assert_eq!(
@@ -118,14 +114,14 @@ fn the_incident_on_postgres_is_the_incident_on_sqlite_and_psql_agrees() {
 /// A cluster reclaim kept after a one-item night, started again as its owner would: a server
 /// reclaim did not start. Stopped, and its folder removed, when dropped (a failed assertion
 /// included).
-struct KeptServer {
+pub(crate) struct KeptServer {
     bin: PathBuf,
-    cluster: PathBuf,
+    pub(crate) cluster: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl KeptServer {
-    fn start(bin: &Path) -> Self {
+    pub(crate) fn start(bin: &Path) -> Self {
         let dir = folder();
         let args = [
             "run",
@@ -149,7 +145,7 @@ impl KeptServer {
     }
 
     /// The cluster's socket folder as a URL's host.
-    fn host(&self) -> String {
+    pub(crate) fn host(&self) -> String {
         self.cluster
             .display()
             .to_string()
@@ -454,78 +450,4 @@ fn prove_agrees(url: &str) {
             "{strategy}: {pg}"
         );
     }
-}
-
-/// However reclaim ends (SIGKILL, which it cannot catch, SIGTERM, and SIGINT as Ctrl-C sends
-/// it to a headless run), the private cluster's processes end and its folder is removed (the
-/// dashboard's q and Ctrl-C: `pg_scenario`).
-#[test]
-#[cfg_attr(
-    reclaim_no_pg,
-    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
-)]
-fn the_private_cluster_dies_with_reclaim() {
-    // The three signals side by side, each night in a folder of its own: each mostly waits for
-    // its cluster to come up and go.
-    let dies_with = |signal: Signal| {
-        let dir = folder();
-        let mut child = crate::support::reclaim_command()
-            .args([
-                "run",
-                "--strategy",
-                "naive",
-                "--items",
-                "100000",
-                "--delay-ms",
-                "5",
-                "--warehouse",
-                "postgres",
-            ])
-            .env("TMPDIR", dir.path())
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{e}"));
-        // Up once a worker is writing into it: its backend names the cluster's socket folder.
-        let up = poll_until(Duration::from_secs(60), || {
-            cluster_folder(dir.path()).is_some_and(|c| {
-                c.join("data").join("postmaster.pid").exists()
-                    && processes_under(dir.path())
-                        .iter()
-                        .any(|(_, line)| line.contains(" worker "))
-            })
-        });
-        if !up {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "the cluster did not come up: {:?}",
-                processes_under(dir.path())
-            );
-        }
-        let cluster = cluster_folder(dir.path()).unwrap_or_default();
-        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-        kill(pid, signal).unwrap_or_else(|e| panic!("{e}"));
-        let _ = child.wait();
-        let gone = poll_until(Duration::from_secs(30), || {
-            !cluster.exists() && processes_under(dir.path()).is_empty()
-        });
-        assert!(
-            gone,
-            "after {signal}: folder there: {}, processes: {:?}",
-            cluster.exists(),
-            processes_under(dir.path())
-        );
-    };
-    std::thread::scope(|scope| {
-        let nights = [Signal::SIGKILL, Signal::SIGTERM, Signal::SIGINT]
-            .map(|signal| scope.spawn(move || dies_with(signal)));
-        for night in nights {
-            night
-                .join()
-                .unwrap_or_else(|e| std::panic::resume_unwind(e));
-        }
-    });
 }

@@ -23,7 +23,7 @@ impl Backend for Server {
     /// The private cluster (its connection string is `key=value`), or the server's URL without
     /// its password.
     fn describe(&self) -> Option<String> {
-        Some(if self.conninfo.contains("://") {
+        Some(if self.conninfo.is_url() {
             self.target()
         } else {
             "postgres (private cluster)".to_string()
@@ -32,7 +32,9 @@ impl Backend for Server {
 
     fn child_env(&self) -> Vec<(&'static str, String)> {
         vec![
-            (ENV_CONNINFO, self.conninfo.clone()),
+            // reclaim's own children: their environment is readable only by their own user
+            // (and root), through /proc/PID/environ.
+            (ENV_CONNINFO, self.conninfo.expose().to_string()),
             (ENV_PREFIX, self.prefix.clone()),
         ]
     }

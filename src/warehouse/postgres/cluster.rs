@@ -1,33 +1,39 @@
 //! The private PostgreSQL cluster of `--warehouse postgres`: initdb in a folder of its own
-//! (0700), a postmaster listening only on a Unix socket in that folder (`listen_addresses=''`),
-//! stopped and removed on every way reclaim ends.
+//! (0700), a postmaster listening only on a Unix socket in that folder (`listen_addresses=''`)
+//! and asking for a password made for the night (`cluster_guard`), stopped and removed on
+//! every way reclaim ends.
 //!
 //! A guard process (`reclaim pg-cluster`, hidden) owns the cluster: it runs initdb and the
-//! postmaster as its children, says `ready` on stdout, and then waits for its stdin to close.
-//! reclaim holds the write end of that pipe and nothing else does, so the pipe closes however
-//! reclaim ends: returning, an error, a signal, a panic, or SIGKILL. On that EOF the guard stops
-//! the postmaster (fast shutdown, then immediate, then SIGKILL), waits for it, and removes the
-//! folder (unless `--keep`). The guard stays in reclaim's process group (Ctrl-C reaches it as it
-//! reaches reclaim) and ignores the ending signals itself, so only the pipe ends it.
+//! postmaster as its children, says `ready` and the password on stdout, and then waits for its
+//! stdin to close. reclaim holds the write end of that pipe and nothing else does, so the pipe
+//! closes however reclaim ends: returning, an error, a signal, a panic, or SIGKILL. On that EOF
+//! the guard stops the postmaster (fast shutdown, then immediate, then SIGKILL), waits for it,
+//! and removes the folder (unless `--keep`). The guard leads a process group of its own and
+//! ignores the ending signals, so neither Ctrl-C nor a SIGKILL of reclaim's group (a CI's
+//! cancel) reaches it: only the pipe ends it. The postmaster dies with the guard (a SIGKILL of
+//! the guard itself: PR_SET_PDEATHSIG), and reclaim, finding the guard gone, removes the
+//! folder. A folder whose reclaim and guard were both killed is removed by the next
+//! `--warehouse postgres`, which says so (`sweep_leftovers`).
 //!
 //! PostgreSQL refuses to run as root. Run as root, reclaim creates no user: it runs initdb and
 //! the postmaster as `nobody` (an existing unprivileged account), with the folder chowned to it,
-//! and refuses with the fix when `nobody` cannot reach the folder.
+//! and refuses with the fix when `nobody` cannot reach the folder. The password keeps every
+//! other `nobody` process out.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+use std::io::{BufRead as _, BufReader};
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::{Pid, Uid, User};
+use nix::unistd::{Uid, User};
 
+pub use super::cluster_guard::{GuardArgs, guard};
+use super::cluster_guard::{PGPASS, stop_adopted};
+use super::conninfo::Conninfo;
 use crate::warehouse::error::WarehouseError;
 
 /// Where Debian's `postgresql` package puts the server's programs, newest first.
@@ -38,15 +44,19 @@ const BIN_DIRS: [&str; 4] = [
     "/usr/lib/postgresql/14/bin",
 ];
 /// The port number in the socket's name (`.s.PGSQL.5432`); no TCP port is opened.
-const PORT: u16 = 5432;
+pub(super) const PORT: u16 = 5432;
 /// The account the cluster runs as when reclaim runs as root.
 const UNPRIVILEGED: &str = "nobody";
-/// The role initdb makes, trusted on the socket (only the folder's owner and root reach it).
+/// The role initdb makes, with the night's password.
 pub const ROLE: &str = "reclaim";
 /// The longest initdb, or the postmaster's start, may take.
-const START_BOUND: Duration = Duration::from_secs(60);
+pub(super) const START_BOUND: Duration = Duration::from_secs(60);
 /// How long the guard waits for each step of a stop before the next, harder one.
-const STOP_STEP: Duration = Duration::from_secs(5);
+pub(super) const STOP_STEP: Duration = Duration::from_secs(5);
+/// How a cluster folder's name starts (`reclaim-pg-MILLIS-PID`, PID reclaim's).
+const FOLDER_PREFIX: &str = "reclaim-pg-";
+/// The file that marks a folder kept on purpose (`--keep always`): never swept.
+const KEPT_MARK: &str = "kept-by-reclaim";
 
 /// The folder with PostgreSQL's server programs (`initdb`, `postgres`), or why there is none.
 pub fn bin_dir() -> Result<PathBuf, WarehouseError> {
@@ -81,14 +91,22 @@ pub struct Cluster {
     guard: Child,
     /// Closing it (dropping) tells the guard to stop the cluster.
     stdin: Option<ChildStdin>,
+    /// How to connect, the night's password in it.
+    conninfo: Conninfo,
+    /// What reclaim saw of the guard's end when it was not the stop it asked for.
+    guard_lost: Option<String>,
 }
 
 impl Cluster {
-    /// Creates the folder, starts the guard and waits for its `ready`.
+    /// Creates the folder, starts the guard and waits for its `ready` (an ending signal
+    /// meanwhile stops it and is said as the refusal).
     pub fn start(keep: bool) -> Result<Self, WarehouseError> {
         let bin = bin_dir()?;
         let run_as = Uid::effective().is_root().then(|| UNPRIVILEGED.to_string());
-        let dir = make_folder(run_as.as_deref())?;
+        for line in sweep_leftovers(&std::env::temp_dir(), run_as.as_deref()) {
+            eprintln!("reclaim: {line}");
+        }
+        let dir = make_folder(run_as.as_deref(), keep)?;
         let exe = std::env::current_exe()
             .map_err(|e| WarehouseError::Cluster(format!("cannot find reclaim itself: {e}")))?;
         let mut command = Command::new(exe);
@@ -100,13 +118,17 @@ impl Cluster {
             .arg(&bin)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::inherit())
+            // Out of reclaim's group: a SIGKILL of the group must leave it to clean up.
+            .process_group(0);
         if keep {
             command.arg("--keep");
         }
         if let Some(user) = &run_as {
             command.arg("--run-as").arg(user);
         }
+        // Ctrl-C while the cluster starts is caught and said, once the guard has cleaned up.
+        let _ = crate::base::signals::install();
         let mut guard = command.spawn().map_err(|e| {
             let _ = std::fs::remove_dir_all(&dir);
             WarehouseError::Cluster(format!("cannot start its guard: {e}"))
@@ -116,14 +138,16 @@ impl Cluster {
         let stdin = guard.stdin.take();
         let stdout = guard.stdout.take();
         let mut cluster = Self {
+            conninfo: conninfo(&dir, ""),
             dir,
             keep,
             run_as,
             bin,
             guard,
             stdin,
+            guard_lost: None,
         };
-        // The guard's first line: `ready`, or the reason it could not start the cluster.
+        // The guard's first line: `ready PASSWORD`, or the reason it could not start the cluster.
         let (tx, rx) = mpsc::channel();
         if let Some(stdout) = stdout {
             thread::spawn(move || {
@@ -132,26 +156,59 @@ impl Cluster {
                 let _ = tx.send(line);
             });
         }
-        let line = rx
-            .recv_timeout(START_BOUND + Duration::from_secs(5))
-            .unwrap_or_default();
-        if line.trim_end() == "ready" {
+        let deadline = Instant::now() + START_BOUND + Duration::from_secs(5);
+        let line = loop {
+            if let Some(signal) = crate::base::signals::received() {
+                cluster.stop();
+                return Err(WarehouseError::Cluster(format!(
+                    "stopped by {signal} while it started; {}",
+                    cluster.what_is_left()
+                )));
+            }
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(line) => break line,
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
+                Err(_) => break String::new(),
+            }
+        };
+        if let Some(password) = line.trim_end().strip_prefix("ready ") {
+            cluster.conninfo = conninfo(&cluster.dir, password);
             return Ok(cluster);
         }
+        // Its stdout closed with no line: the guard is ending (its exit follows its pipe's end).
+        let ended = line.is_empty().then(|| {
+            let deadline = Instant::now() + Duration::from_secs(1);
+            loop {
+                match cluster.guard.try_wait() {
+                    Ok(Some(status)) => break Some(status),
+                    Ok(None) if Instant::now() < deadline => {
+                        thread::sleep(Duration::from_millis(10));
+                    }
+                    _ => break None,
+                }
+            }
+        });
+        let ended = ended.flatten();
         cluster.stop();
-        let reason = line
-            .trim_end()
-            .strip_prefix("failed: ")
-            .unwrap_or("its guard said nothing within the bound (see the messages above)");
-        Err(WarehouseError::Cluster(crate::base::text::escape_controls(
-            reason,
-        )))
+        let reason = match (line.trim_end().strip_prefix("failed: "), ended) {
+            (Some(reason), _) => crate::base::text::escape_controls(reason),
+            (None, Some(status)) => format!(
+                "its guard ended before the cluster was ready ({status}); {}",
+                cluster.what_is_left()
+            ),
+            (None, None) => format!(
+                "its guard said nothing within {} s (see the messages above); {}",
+                START_BOUND.as_secs() + 5,
+                cluster.what_is_left()
+            ),
+        };
+        Err(WarehouseError::Cluster(reason))
     }
 
-    /// The connection string for the cluster's socket.
+    /// How to connect to the cluster's socket, with the night's password.
     #[must_use]
-    pub fn conninfo(&self) -> String {
-        conninfo(&self.dir)
+    pub fn conninfo(&self) -> Conninfo {
+        self.conninfo.clone()
     }
 
     /// Whether the folder stays after the cluster stops (`--keep`).
@@ -167,39 +224,72 @@ impl Cluster {
     }
 
     /// Stops the cluster and waits for the guard (bounded); removes the folder unless kept.
+    /// A guard that ended before it was asked to (killed) left the stop to reclaim: its
+    /// postmaster, told of its death, is waited for (and stopped if it is not going), then the
+    /// folder removed.
     pub fn stop(&mut self) {
+        if self.stdin.is_none() {
+            return;
+        }
+        if let Ok(Some(status)) = self.guard.try_wait() {
+            self.guard_lost = Some(format!("its guard ended by itself ({status})"));
+        }
         drop(self.stdin.take());
         let deadline = Instant::now() + STOP_STEP * 3 + Duration::from_secs(2);
+        let mut ended = false;
         while Instant::now() < deadline {
             if matches!(self.guard.try_wait(), Ok(Some(_)) | Err(_)) {
-                return;
+                ended = true;
+                break;
             }
             thread::sleep(Duration::from_millis(20));
         }
-        // A guard that did not finish its stop: end it; its postmaster then dies on its own
-        // when it finds its parent gone (PostgreSQL watches the postmaster, not the guard), so
-        // at worst the folder is left, and it is named.
-        let _ = self.guard.kill();
-        let _ = self.guard.wait();
-        eprintln!(
-            "reclaim: the private PostgreSQL cluster did not stop in time; remove {} if it is still there",
-            self.dir.display()
-        );
+        if !ended {
+            let _ = self.guard.kill();
+            let _ = self.guard.wait();
+            self.guard_lost = Some("its guard did not finish the stop in time".into());
+        }
+        if self.guard_lost.is_some() {
+            stop_adopted(&self.dir.join("data"));
+            if !self.keep {
+                let _ = std::fs::remove_dir_all(&self.dir);
+            }
+        }
+    }
+
+    /// What is left of the cluster once stopped, said with how to remove it.
+    fn what_is_left(&self) -> String {
+        let running = running_postmaster(&self.dir.join("data"));
+        match (self.dir.exists(), running) {
+            (false, _) => format!("it is stopped and removed ({})", self.dir.display()),
+            (true, Some(pid)) => format!(
+                "its server (pid {pid}) is still running: stop it with `kill -QUIT {pid}`, then `rm -r {}`",
+                self.dir.display()
+            ),
+            (true, None) => format!(
+                "it is stopped, its folder NOT removed: remove it with `rm -r {}`",
+                self.dir.display()
+            ),
+        }
     }
 
     /// What a kept cluster's user needs: where it is and how to start it and connect.
     #[must_use]
     pub fn closing_lines(&self, schemas: &[String]) -> Vec<String> {
         if !self.keep {
-            // Said from what is there: a stop that did not finish in time leaves the folder.
-            if self.dir.exists() {
+            let how = self
+                .guard_lost
+                .as_ref()
+                .map_or(String::new(), |lost| format!(" by reclaim ({lost})"));
+            // Said from what is there.
+            if self.dir.exists() || running_postmaster(&self.dir.join("data")).is_some() {
                 return vec![format!(
-                    "postgres     private cluster NOT removed: its stop did not finish in time; remove {}",
-                    self.dir.display()
+                    "postgres     private cluster NOT removed{how}: {}",
+                    self.what_is_left()
                 )];
             }
             return vec![format!(
-                "postgres     private cluster stopped and removed ({})",
+                "postgres     private cluster stopped and removed{how} ({})",
                 self.dir.display()
             )];
         }
@@ -216,7 +306,7 @@ impl Cluster {
                 pg_ctl.display()
             ),
             format!(
-                "postgres     look:      psql -h {dir} -U {ROLE} postgres -c 'SELECT count(*) FROM {}.records'",
+                "postgres     look:      PGPASSFILE={dir}/{PGPASS} psql -h {dir} -U {ROLE} postgres -c 'SELECT count(*) FROM {}.records'",
                 schemas.first().map_or("SCHEMA", String::as_str)
             ),
             format!("postgres     schemas:   {}", super::list_schemas(schemas)),
@@ -228,31 +318,106 @@ impl Cluster {
     }
 }
 
+/// A night that ends by an error never reaches its closing lines: what is left is said here.
 impl Drop for Cluster {
     fn drop(&mut self) {
-        if self.stdin.is_some() {
-            self.stop();
+        if self.stdin.is_none() {
+            return;
+        }
+        self.stop();
+        if !self.keep && self.dir.exists() {
+            eprintln!(
+                "reclaim: the private PostgreSQL cluster: {}",
+                self.what_is_left()
+            );
         }
     }
 }
 
-/// The connection string of a cluster in `dir`.
+/// The connection string of a cluster in `dir`, with its password.
 #[must_use]
-pub fn conninfo(dir: &Path) -> String {
-    format!(
-        "host={} port={PORT} user={ROLE} dbname=postgres",
+pub fn conninfo(dir: &Path, password: &str) -> Conninfo {
+    Conninfo::new(format!(
+        "host={} port={PORT} user={ROLE} dbname=postgres password={password}",
         dir.display()
-    )
+    ))
+}
+
+/// The pid of the postmaster running in `data` (by its pid file, and its working folder there),
+/// if one is.
+fn running_postmaster(data: &Path) -> Option<i32> {
+    let pid = std::fs::read_to_string(data.join("postmaster.pid"))
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse::<i32>()
+        .ok()?;
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
+    (std::fs::canonicalize(data).ok()? == cwd && !super::cluster_guard::zombie(pid)).then_some(pid)
+}
+
+/// Removes the cluster folders in `base` that a reclaim ended by SIGKILL together with its
+/// guard left (the reclaim named in the folder's name gone, no server running there, not kept
+/// on purpose, owned by the account reclaim's clusters run as); says each.
+fn sweep_leftovers(base: &Path, run_as: Option<&str>) -> Vec<String> {
+    let owner = match run_as {
+        Some(name) => User::from_name(name).ok().flatten().map(|u| u.uid.as_raw()),
+        None => Some(Uid::effective().as_raw()),
+    };
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return Vec::new();
+    };
+    let mut said = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(FOLDER_PREFIX))
+            .and_then(|rest| rest.rsplit_once('-'))
+            .and_then(|(_, pid)| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let dir = entry.path();
+        let ours =
+            std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir() && Some(m.uid()) == owner);
+        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+            || std::path::Path::new(&format!("/proc/{pid}")).exists();
+        if !ours || alive || dir.join(KEPT_MARK).exists() {
+            continue;
+        }
+        if let Some(server) = running_postmaster(&dir.join("data")) {
+            said.push(format!(
+                "a private PostgreSQL cluster of an ended reclaim (pid {pid}) is still running (server pid {server}) in {}: left alone; stop it with `kill -QUIT {server}`, then `rm -r {}`",
+                dir.display(),
+                dir.display()
+            ));
+            continue;
+        }
+        said.push(match std::fs::remove_dir_all(&dir) {
+            Ok(()) => format!(
+                "removed {}, a private PostgreSQL cluster left by a reclaim that was killed (pid {pid})",
+                dir.display()
+            ),
+            Err(e) => format!(
+                "cannot remove {}, a private PostgreSQL cluster left by a reclaim that was killed (pid {pid}): {e}; remove it with `rm -r {}`",
+                dir.display(),
+                dir.display()
+            ),
+        });
+    }
+    said
 }
 
 /// A new folder for the cluster under the temporary folder: mode 0700, owned by the account
 /// that will run the server. Every folder above it must let that account through.
-fn make_folder(run_as: Option<&str>) -> Result<PathBuf, WarehouseError> {
+fn make_folder(run_as: Option<&str>, keep: bool) -> Result<PathBuf, WarehouseError> {
     let base = std::env::temp_dir();
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
-    let dir = base.join(format!("reclaim-pg-{stamp}-{}", std::process::id()));
+    let dir = base.join(format!("{FOLDER_PREFIX}{stamp}-{}", std::process::id()));
     if let Err(e) = std::fs::metadata(&base) {
         return Err(WarehouseError::Cluster(format!(
             "cannot use the temporary folder {} for it ({e}): set TMPDIR to a folder reclaim can write",
@@ -291,6 +456,13 @@ fn make_folder(run_as: Option<&str>) -> Result<PathBuf, WarehouseError> {
         .mode(0o700)
         .create(&dir)
         .map_err(|e| WarehouseError::Cluster(format!("cannot create {}: {e}", dir.display())))?;
+    if keep {
+        // Inside the night's own folder (0700): a mark, never swept as a leftover.
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(KEPT_MARK));
+    }
     if let Some(user) = user {
         nix::unistd::chown(&dir, Some(user.uid), Some(user.gid)).map_err(|e| {
             let _ = std::fs::remove_dir(&dir);
@@ -303,260 +475,39 @@ fn make_folder(run_as: Option<&str>) -> Result<PathBuf, WarehouseError> {
     Ok(dir)
 }
 
-/// `reclaim pg-cluster`'s arguments (what `Cluster::start` passes).
-#[derive(Debug, clap::Args)]
-pub struct GuardArgs {
-    #[arg(long)]
-    pub dir: PathBuf,
-    #[arg(long)]
-    pub bin: PathBuf,
-    #[arg(long)]
-    pub run_as: Option<String>,
-    #[arg(long)]
-    pub keep: bool,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// `reclaim pg-cluster`: the guard. Prints `ready` or `failed: REASON`, then waits for stdin
-/// to close and stops and removes the cluster. Exit 0 once it is gone.
-#[must_use]
-pub fn guard(args: &GuardArgs) -> u8 {
-    let (dir, bin, run_as, keep) = (&args.dir, &args.bin, args.run_as.as_deref(), args.keep);
-    // Only the pipe ends the guard: a Ctrl-C or SIGTERM meant for reclaim must not leave the
-    // cluster without its keeper (reclaim closes the pipe as it ends anyway).
-    let ignored = Arc::new(AtomicBool::new(false));
-    for signal in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-        signal_hook::consts::SIGQUIT,
-    ] {
-        let _ = signal_hook::flag::register(signal, Arc::clone(&ignored));
+    #[test]
+    fn a_folder_left_by_a_killed_reclaim_is_removed_and_said_and_no_other() {
+        let base = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        // A pid that has ended: a process of this test's, reaped.
+        let mut ended = Command::new("true")
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let _ = ended.wait();
+        let dead = ended.id();
+        let folder = |name: String| {
+            let dir = base.path().join(name);
+            std::fs::create_dir_all(dir.join("data")).unwrap_or_else(|e| panic!("{e}"));
+            dir
+        };
+        let left = folder(format!("{FOLDER_PREFIX}1-{dead}"));
+        let kept = folder(format!("{FOLDER_PREFIX}2-{dead}"));
+        std::fs::write(kept.join(KEPT_MARK), "").unwrap_or_else(|e| panic!("{e}"));
+        let running = folder(format!("{FOLDER_PREFIX}3-{}", std::process::id()));
+        let other = folder(format!("elsewhere-{dead}"));
+        let said = sweep_leftovers(base.path(), None);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].starts_with(&format!("removed {}", left.display()))
+                && said[0].contains(&format!("(pid {dead})")),
+            "{said:?}"
+        );
+        assert!(!left.exists());
+        assert!(kept.exists() && running.exists() && other.exists());
+        // Nothing left to say the second time.
+        assert!(sweep_leftovers(base.path(), None).is_empty());
     }
-    let user = run_as.and_then(|name| User::from_name(name).ok().flatten());
-    let outcome = start_postmaster(dir, bin, user.as_ref());
-    let mut out = std::io::stdout();
-    let mut postmaster = match outcome {
-        Ok(child) => {
-            let _ = writeln!(out, "ready");
-            let _ = out.flush();
-            Some(child)
-        }
-        Err(reason) => {
-            let _ = writeln!(out, "failed: {reason}");
-            let _ = out.flush();
-            None
-        }
-    };
-    // Waits for EOF (reclaim gone or done); nothing reclaim sends matters.
-    let mut sink = [0u8; 64];
-    let mut stdin = std::io::stdin();
-    while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
-    if let Some(child) = postmaster.as_mut() {
-        stop_postmaster(child);
-    }
-    // A postmaster started again by someone else (`pg_ctl restart` mid-night) is not the
-    // guard's child: it is found by its pid file and stopped the same way.
-    stop_adopted(&dir.join("data"));
-    if !keep {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    0
-}
-
-/// Why the private cluster could not start: the guard prints it for reclaim to refuse with.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct StartFailure(String);
-
-impl StartFailure {
-    fn new(reason: impl Into<String>) -> Self {
-        Self(reason.into())
-    }
-}
-
-/// initdb (once) and the postmaster, as `user` when given; returns once it accepts connections.
-fn start_postmaster(dir: &Path, bin: &Path, user: Option<&User>) -> Result<Child, StartFailure> {
-    let data = dir.join("data");
-    let as_user = |command: &mut Command| {
-        command.env("LC_ALL", "C").env_remove("PGDATA");
-        if let Some(user) = user {
-            command
-                .uid(user.uid.as_raw())
-                .gid(user.gid.as_raw())
-                .env("HOME", dir);
-        }
-    };
-    let log = |name: &str| {
-        std::fs::OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(dir.join(name))
-            .map_err(|e| StartFailure::new(format!("cannot create {name}: {e}")))
-    };
-    let initdb_log = log("initdb.log")?;
-    let mut initdb = Command::new(bin.join("initdb"));
-    initdb
-        .arg("-D")
-        .arg(&data)
-        .args(["--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync"])
-        .arg(format!("--username={ROLE}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(
-            initdb_log
-                .try_clone()
-                .map_err(|e| StartFailure::new(e.to_string()))?,
-        ))
-        .stderr(Stdio::from(initdb_log));
-    as_user(&mut initdb);
-    let status =
-        run_bounded(initdb, START_BOUND).map_err(|e| StartFailure::new(format!("initdb: {e}")))?;
-    if !status {
-        let tail = last_line(&dir.join("initdb.log"));
-        return Err(StartFailure::new(format!("initdb failed: {tail}")));
-    }
-    let server_log = log("postgres.log")?;
-    if let Some(user) = user {
-        // The logs were created by the guard (root): hand them over with the folder, so a kept
-        // cluster started again by hand (`pg_ctl -l postgres.log`) can append to its log.
-        for name in ["initdb.log", "postgres.log"] {
-            let _ = nix::unistd::chown(&dir.join(name), Some(user.uid), Some(user.gid));
-        }
-    }
-    let mut postgres = Command::new(bin.join("postgres"));
-    postgres
-        .arg("-D")
-        .arg(&data)
-        .args(["-c", "listen_addresses="])
-        .arg("-c")
-        .arg(format!("unix_socket_directories={}", dir.display()))
-        .args(["-c", &format!("port={PORT}")])
-        .args(["-c", "max_connections=200"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(
-            server_log
-                .try_clone()
-                .map_err(|e| StartFailure::new(e.to_string()))?,
-        ))
-        .stderr(Stdio::from(server_log));
-    as_user(&mut postgres);
-    let mut child = postgres
-        .spawn()
-        .map_err(|e| StartFailure::new(format!("cannot start postgres: {e}")))?;
-    let deadline = Instant::now() + START_BOUND;
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            let tail = last_line(&dir.join("postgres.log"));
-            return Err(StartFailure::new(format!(
-                "postgres exited at start ({status}): {tail}"
-            )));
-        }
-        let config: Result<postgres::Config, _> = conninfo(dir).parse();
-        if let Ok(config) = config
-            && super::connect_with(config, "the private cluster", None).is_ok()
-        {
-            return Ok(child);
-        }
-        if Instant::now() > deadline {
-            stop_postmaster(&mut child);
-            return Err(StartFailure::new(
-                "postgres did not accept connections within 60 s",
-            ));
-        }
-        thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Runs `command` to its end, killed past `bound`; returns whether it succeeded.
-fn run_bounded(mut command: Command, bound: Duration) -> Result<bool, StartFailure> {
-    let mut child = command
-        .spawn()
-        .map_err(|e| StartFailure::new(e.to_string()))?;
-    let deadline = Instant::now() + bound;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(status.success()),
-            Ok(None) if Instant::now() > deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(StartFailure::new(format!(
-                    "did not finish within {} s",
-                    bound.as_secs()
-                )));
-            }
-            Ok(None) => thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(StartFailure::new(e.to_string())),
-        }
-    }
-}
-
-/// Fast shutdown (SIGINT: open transactions rolled back, clients disconnected), then immediate
-/// (SIGQUIT), then SIGKILL, each given `STOP_STEP`; reaped.
-fn stop_postmaster(child: &mut Child) {
-    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-    for signal in [Signal::SIGINT, Signal::SIGQUIT, Signal::SIGKILL] {
-        if matches!(child.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        let _ = kill(pid, signal);
-        let deadline = Instant::now() + STOP_STEP;
-        while Instant::now() < deadline {
-            if matches!(child.try_wait(), Ok(Some(_)) | Err(_)) {
-                return;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-    let _ = child.wait();
-}
-
-/// Stops the postmaster named in `data/postmaster.pid` if it is one running in `data` (its
-/// working folder there: a pid reused by something else is left alone): fast, immediate, then
-/// SIGKILL, each given `STOP_STEP`, until it is gone.
-fn stop_adopted(data: &Path) {
-    let Some(pid) = std::fs::read_to_string(data.join("postmaster.pid"))
-        .ok()
-        .and_then(|text| text.lines().next()?.trim().parse::<i32>().ok())
-    else {
-        return;
-    };
-    let ours = |pid: i32| {
-        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd"));
-        let data = std::fs::canonicalize(data);
-        matches!((cwd, data), (Ok(c), Ok(d)) if c == d) && !zombie(pid)
-    };
-    for signal in [Signal::SIGINT, Signal::SIGQUIT, Signal::SIGKILL] {
-        if !ours(pid) {
-            return;
-        }
-        let _ = kill(Pid::from_raw(pid), signal);
-        let deadline = Instant::now() + STOP_STEP;
-        while Instant::now() < deadline && ours(pid) {
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-/// A dead process not yet reaped by its parent.
-fn zombie(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            == Some("Z")
-    })
-}
-
-/// The last non-empty line of a log, for a one-line error.
-fn last_line(path: &Path) -> String {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .map(str::to_string)
-        })
-        .map_or_else(
-            || "no message".into(),
-            |l| crate::base::text::escape_controls(&l),
-        )
 }

@@ -21,7 +21,7 @@ use crate::warehouse::source::RowSource;
 #[must_use]
 pub fn job_env(server: &Server, db: &Path) -> Vec<(&'static str, String)> {
     let mut env = Vec::new();
-    let Ok(config) = server.conninfo.parse::<postgres::Config>() else {
+    let Ok((config, _)) = server.conninfo.config() else {
         return env;
     };
     let host = config.get_hosts().first().map(|h| match h {
@@ -54,8 +54,8 @@ pub fn job_env(server: &Server, db: &Path) -> Vec<(&'static str, String)> {
         ),
     ));
     // The URL names the server; libpq takes the schema and bounds from PGOPTIONS beside it.
-    let url = if server.conninfo.contains("://") {
-        server.conninfo.clone()
+    let url = if server.conninfo.is_url() {
+        server.conninfo.expose().to_string()
     } else {
         let host = host
             .map(|h| format!("host={}&", encode(&h)))

@@ -6,6 +6,8 @@
 mod backend;
 mod claim;
 pub mod cluster;
+mod cluster_guard;
+pub mod conninfo;
 mod follow;
 mod inspect;
 mod job;
@@ -16,6 +18,7 @@ mod server_events;
 mod session;
 mod writer;
 
+pub use conninfo::Conninfo;
 pub use night::{Night, list_schemas};
 pub use session::{application_name, application_name_of, connect_with};
 
@@ -44,22 +47,13 @@ pub const ENV_PREFIX: &str = "RECLAIM_PG_PREFIX";
 
 /// A PostgreSQL server a night writes to: how to reach it, and the prefix of the schemas this
 /// night creates there.
-#[derive(Clone, PartialEq, Eq)]
+/// `Debug` shows the connection string as `Conninfo` does: without its password.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Server {
-    /// A URL or `key=value` connection string (libpq's forms; the `postgres` crate parses both).
-    pub conninfo: String,
+    /// A URL or `key=value` connection string (libpq's forms), shown without its password.
+    pub conninfo: Conninfo,
     /// Every lane's schema starts with this.
     pub prefix: String,
-}
-
-/// Never the connection string itself: it may hold a password.
-impl std::fmt::Debug for Server {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server")
-            .field("conninfo", &self.target())
-            .field("prefix", &self.prefix)
-            .finish()
-    }
 }
 
 /// The variables that hand a night's server to reclaim's own child processes.
@@ -70,7 +64,7 @@ impl Server {
     #[must_use]
     pub fn from_env() -> Option<Self> {
         Some(Self {
-            conninfo: std::env::var(ENV_CONNINFO).ok()?,
+            conninfo: Conninfo::new(std::env::var(ENV_CONNINFO).ok()?),
             prefix: std::env::var(ENV_PREFIX).ok()?,
         })
     }
@@ -115,33 +109,11 @@ impl Server {
         schema
     }
 
-    /// What errors call this server: the URL without its password, or the socket's folder.
+    /// What errors call this server: its connection string, the password as `***`.
     #[must_use]
     pub fn target(&self) -> String {
-        target_of(&self.conninfo)
+        self.conninfo.to_string()
     }
-}
-
-/// A connection string as errors may show it: a URL without its password, a `key=value` string
-/// without `password=...`.
-#[must_use]
-pub fn target_of(conninfo: &str) -> String {
-    let shown = if let Some((scheme, rest)) = conninfo.split_once("://") {
-        match rest.split_once('@') {
-            Some((user, host)) => {
-                let user = user.split_once(':').map_or(user, |(u, _)| u);
-                format!("{scheme}://{user}@{host}")
-            }
-            None => conninfo.to_string(),
-        }
-    } else {
-        conninfo
-            .split_whitespace()
-            .filter(|kv| !kv.starts_with("password="))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    crate::base::text::escape_controls(&shown)
 }
 
 /// An identifier quoted for SQL (`"a""b"`).
@@ -202,7 +174,7 @@ mod tests {
     #[test]
     fn a_lane_schema_comes_from_its_file_or_its_night_folder() {
         let server = Server {
-            conninfo: String::new(),
+            conninfo: Conninfo::default(),
             prefix: "night".into(),
         };
         assert_eq!(
@@ -237,18 +209,6 @@ mod tests {
         assert_eq!(
             list_schemas(&names(9)),
             "s0, s1, s2, s3, s4, s5, ... (9 in all)"
-        );
-    }
-
-    #[test]
-    fn a_password_never_reaches_a_message() {
-        assert_eq!(
-            target_of("postgres://bob:secret@db.example/x"),
-            "postgres://bob@db.example/x"
-        );
-        assert_eq!(
-            target_of("host=/tmp/s user=bob password=secret"),
-            "host=/tmp/s user=bob"
         );
     }
 

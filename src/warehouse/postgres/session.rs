@@ -32,14 +32,26 @@ impl Server {
         &self,
         schema: Option<&str>,
     ) -> Result<postgres::Client, WarehouseError> {
-        let config: postgres::Config =
+        let (config, passed_over) =
             self.conninfo
-                .parse()
-                .map_err(|e: postgres::Error| WarehouseError::Connect {
+                .config()
+                .map_err(|detail| WarehouseError::Connect {
                     target: self.target(),
-                    detail: describe(&e),
+                    detail,
                 })?;
-        connect_with(config, &self.target(), schema)
+        // A missing password is said with the ways to give one, or why the file was passed over.
+        connect_with(config, &self.target(), schema).map_err(|e| match e {
+            WarehouseError::Connect { target, detail } if detail.contains("password missing") => {
+                let why = passed_over.unwrap_or_else(|| {
+                    "give it in PGPASSWORD, ~/.pgpass or a service (PGSERVICE), not on the command line".into()
+                });
+                WarehouseError::Connect {
+                    target,
+                    detail: format!("{detail} ({why})"),
+                }
+            }
+            e => e,
+        })
     }
 
     /// `connect` for a worker, which may start while the server restarts: while the server is

@@ -122,6 +122,8 @@ pub(crate) fn psql(cluster: &Path, sql: &str) -> String {
         .arg(cluster)
         .args(["-U", "reclaim", "-d", "postgres", "-c", sql])
         .env("PGCONNECT_TIMEOUT", "5")
+        // The password reclaim made for the cluster, which a kept one keeps there.
+        .env("PGPASSFILE", cluster.join("pgpass"))
         .output()
         .unwrap_or_else(|e| panic!("psql: {e}"));
     assert!(
