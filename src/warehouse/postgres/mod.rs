@@ -6,6 +6,7 @@
 mod backend;
 mod claim;
 pub mod cluster;
+mod cursor;
 mod follow;
 mod inspect;
 mod job;
