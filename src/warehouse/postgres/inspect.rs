@@ -70,17 +70,14 @@ impl Count {
     /// One row of `checkpoints`, after every row of `records`.
     fn checkpoint(&mut self, task: Option<&str>) {
         self.checkpoints += 1;
-        let has_row = match self.index(task) {
-            Some(index) => {
-                self.checkpointed.set(index as u64);
-                self.of_queue[index] > 0
-            }
-            None => {
-                let key = task.map(str::to_string);
-                let has_row = self.others.contains_key(&key);
-                self.checkpointed_others.insert(key);
-                has_row
-            }
+        let has_row = if let Some(index) = self.index(task) {
+            self.checkpointed.set(index as u64);
+            self.of_queue[index] > 0
+        } else {
+            let key = task.map(str::to_string);
+            let has_row = self.others.contains_key(&key);
+            self.checkpointed_others.insert(key);
+            has_row
         };
         if !has_row {
             self.without_row += 1;

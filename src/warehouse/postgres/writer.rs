@@ -251,16 +251,15 @@ impl Writer for PgWriter {
             checkpoint: batch.checkpoint,
             outbox: bodies.is_some(),
         };
-        let statement = match self.prepared.get(&shape) {
-            Some(statement) => statement.clone(),
-            None => {
-                let statement = self
-                    .client
-                    .prepare(&one_statement(shape))
-                    .map_err(|e| WarehouseError::query("preparing the write", &e))?;
-                self.prepared.insert(shape, statement.clone());
-                statement
-            }
+        let statement = if let Some(statement) = self.prepared.get(&shape) {
+            statement.clone()
+        } else {
+            let statement = self
+                .client
+                .prepare(&one_statement(shape))
+                .map_err(|e| WarehouseError::query("preparing the write", &e))?;
+            self.prepared.insert(shape, statement.clone());
+            statement
         };
         let payloads: Vec<&str> = batch.rows.iter().map(|r| r.payload.as_str()).collect();
         let keys: Vec<&str> = batch.rows.iter().map(|r| r.idem_key.as_str()).collect();
