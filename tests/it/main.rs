@@ -26,6 +26,7 @@ mod pg_cluster_end;
 mod pg_exec;
 mod pg_faults;
 mod pg_map;
+mod pg_reads;
 mod pg_refuse;
 mod pg_scenario;
 mod pg_secrets;

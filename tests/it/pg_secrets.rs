@@ -3,7 +3,7 @@
 //! the command line: `PGPASSWORD`, the password file (passed over, and said, when others may
 //! read it) and a service file. Every output and every file a night leaves is searched for it.
 //!
-//! These tests need PostgreSQL's server programs (`pg_warehouse::pg_bin`).
+//! These tests need PostgreSQL's server programs (`support::pg_bin`; where they are missing the tests are ignored, with the reason).
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;

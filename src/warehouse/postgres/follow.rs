@@ -1,22 +1,16 @@
-//! The observer's reads on PostgreSQL: what is new in a lane's `records` since the last poll,
-//! and its checkpoints when their number changed.
-//!
-//! On SQLite a row's rowid is assigned at insert and the writer holds the only write lock, so
-//! rowids arrive in commit order and a high-water mark sees everything. On PostgreSQL two
-//! workers' transactions take identity values and commit in either order, so a row may appear
-//! below the mark after it has passed. The gaps below the mark are remembered and asked for
-//! again on each poll until they are final: a gap is dropped only once it has been seen in a
-//! poll whose snapshot had no transaction in progress (a rolled-back insert, or an
-//! `ON CONFLICT DO NOTHING` that took a value and wrote nothing, leaves such a gap for ever).
-//! The verdict never depends on this: it counts the whole table at the end.
+//! The observer's reads on PostgreSQL: what is new in a lane's `records` and `checkpoints`
+//! since the last poll, each by the identity column reclaim gives it (`records.rowid`,
+//! `checkpoints.seq`, both indexed), so a poll reads each row once, not the table again
+//! (`cursor` says how a row committed out of order is still found). The verdict never depends
+//! on this: it counts the whole table at the end.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use postgres::Client;
+use postgres::{Client, GenericClient};
 
 use super::Server;
+use super::cursor::{Cursor, Snapshot};
 use crate::warehouse::backend::{CheckpointRead, Follower, LaneRead};
 use crate::warehouse::error::{StoreError, WarehouseError};
 
@@ -24,25 +18,23 @@ use crate::warehouse::error::{StoreError, WarehouseError};
 const MAX_ROWS_PER_POLL: i64 = 50_000;
 /// Between two attempts to reconnect to a server that was down.
 const RECONNECT_GAP: Duration = Duration::from_millis(200);
-/// Gaps remembered at most; past it the oldest are given up (a live figure may then lag, the
-/// verdict does not).
-const MAX_GAPS: usize = 100_000;
+/// How often the checkpoints are looked at for a wipe while none arrive.
+const WIPE_LOOK: Duration = Duration::from_secs(1);
 
-/// A lane's follower: its connection and where it has read up to.
+/// A lane's follower: its connection and where it has read each table up to.
 #[derive(Debug)]
 pub struct Follow {
     server: Server,
     schema: String,
     client: Option<ClientBox>,
-    high_water: i64,
-    /// Gaps below the mark, each with whether it has survived one poll already.
-    gaps: BTreeSet<i64>,
-    young_gaps: BTreeSet<i64>,
+    records: Cursor,
+    checkpoints: Cursor,
+    /// When the checkpoints were last looked at for a wipe.
+    looked_at: Option<Instant>,
+    /// A wipe made here: the next read says the totals start again.
+    told_wiped: bool,
     /// No new connection before this, after one failed because the server was down.
     retry_at: Option<Instant>,
-    /// How many checkpoints the table held at the last read of them: they are read again
-    /// (whole) when that number changes.
-    checkpoints_read: Option<u64>,
 }
 
 /// `postgres::Client` has no `Debug`.
@@ -54,6 +46,27 @@ impl std::fmt::Debug for ClientBox {
     }
 }
 
+/// The rows of `table` above `cursor`'s mark (at most `MAX_ROWS_PER_POLL`, in order) and those
+/// in its gaps, each `(id, columns...)`: two index scans, never the table.
+fn read_new(
+    tx: &mut impl GenericClient,
+    (table, id, columns): (&str, &str, &str),
+    cursor: &Cursor,
+) -> Result<Vec<postgres::Row>, postgres::Error> {
+    let mut rows = tx.query(
+        &format!("SELECT {id}, {columns} FROM {table} WHERE {id} > $1 ORDER BY {id} LIMIT $2"),
+        &[&cursor.high_water(), &MAX_ROWS_PER_POLL],
+    )?;
+    let gaps = cursor.gaps();
+    if !gaps.is_empty() {
+        rows.extend(tx.query(
+            &format!("SELECT {id}, {columns} FROM {table} WHERE {id} = ANY($1)"),
+            &[&gaps],
+        )?);
+    }
+    Ok(rows)
+}
+
 impl Follow {
     #[must_use]
     pub fn new(server: &Server, db: &Path) -> Self {
@@ -61,11 +74,11 @@ impl Follow {
             server: server.clone(),
             schema: server.schema_for(db),
             client: None,
-            high_water: 0,
-            gaps: BTreeSet::new(),
-            young_gaps: BTreeSet::new(),
+            records: Cursor::default(),
+            checkpoints: Cursor::default(),
+            looked_at: None,
+            told_wiped: false,
             retry_at: None,
-            checkpoints_read: None,
         }
     }
 
@@ -78,71 +91,80 @@ impl Follow {
             .isolation_level(postgres::IsolationLevel::RepeatableRead)
             .read_only(true)
             .start()?;
-        let there: bool = tx
-            .query_one("SELECT to_regclass('records') IS NOT NULL", &[])?
-            .get(0);
-        if !there {
+        let there = tx.query_one(
+            "SELECT to_regclass('records') IS NOT NULL, to_regclass('checkpoints') IS NOT NULL,
+                pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+                pg_snapshot_xmax(pg_current_snapshot())::text::bigint",
+            &[],
+        )?;
+        if !there.get::<_, bool>(0) {
             tx.commit()?;
             return Ok(None);
         }
-        let in_flight: i64 = tx
-            .query_one(
-                "SELECT count(*) FROM pg_snapshot_xip(pg_current_snapshot())",
-                &[],
-            )?
-            .get(0);
-        let gaps: Vec<i64> = self.gaps.iter().chain(&self.young_gaps).copied().collect();
-        let rows: Vec<(i64, String, String)> = tx
-            .query(
-                "SELECT rowid, task_id, run_id FROM records
-                 WHERE rowid > $1 OR rowid = ANY($2) ORDER BY rowid LIMIT $3",
-                &[&self.high_water, &gaps, &MAX_ROWS_PER_POLL],
+        let snapshot = Snapshot {
+            xmin: there.get(2),
+            xmax: there.get(3),
+        };
+        let rows: Vec<(i64, String, String)> = read_new(
+            &mut tx,
+            ("records", "rowid", "task_id, run_id"),
+            &self.records,
+        )?
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+        let checkpoints = if there.get::<_, bool>(1) {
+            let mut read: Vec<(i64, String)> = read_new(
+                &mut tx,
+                ("checkpoints", "seq", "task_id"),
+                &self.checkpoints,
             )?
             .iter()
-            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .map(|r| (r.get(0), r.get(1)))
             .collect();
-        let checkpoints_there: bool = tx
-            .query_one("SELECT to_regclass('checkpoints') IS NOT NULL", &[])?
-            .get(0);
-        let checkpoints = if checkpoints_there {
-            let count = tx
-                .query_one("SELECT count(*) FROM checkpoints", &[])?
-                .get::<_, i64>(0)
-                .cast_unsigned();
-            if self.checkpoints_read == Some(count) {
-                None
-            } else {
-                let keys: Vec<String> = (tx.query("SELECT task_id FROM checkpoints", &[])?)
-                    .iter()
-                    .map(|r| r.get(0))
-                    .collect();
-                Some((count, keys))
+            // A wipe (DELETE FROM checkpoints) leaves no row at or below the mark, and values
+            // are never taken again. Looked for at most once per `WIPE_LOOK` (one index
+            // probe); once found, what the table holds now is read whole, once (all of it came
+            // after the wipe, some perhaps in reads since).
+            let look = self.looked_at.is_none_or(|at| at.elapsed() >= WIPE_LOOK);
+            let gone = look
+                && self.checkpoints.high_water() > 0
+                && !tx
+                    .query_one(
+                        "SELECT EXISTS (SELECT 1 FROM checkpoints WHERE seq <= $1)",
+                        &[&self.checkpoints.high_water()],
+                    )?
+                    .get::<_, bool>(0);
+            if look {
+                self.looked_at = Some(Instant::now());
             }
+            if gone {
+                read = tx
+                    .query("SELECT seq, task_id FROM checkpoints ORDER BY seq", &[])?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect();
+            }
+            Some((read, gone))
         } else {
             None
         };
         tx.commit()?;
-        let checkpoints = checkpoints.map(|(count, keys)| {
-            self.checkpoints_read = Some(count);
-            // Read whole: the totals start again from what the table holds now.
-            CheckpointRead { keys, wiped: true }
+        let mut ordered: Vec<i64> = rows.iter().map(|(id, _, _)| *id).collect();
+        ordered.sort_unstable();
+        self.records.advance(ordered, snapshot);
+        let checkpoints = checkpoints.map(|(read, gone)| {
+            let wiped = gone || std::mem::take(&mut self.told_wiped);
+            let mut ordered: Vec<i64> = read.iter().map(|(id, _)| *id).collect();
+            ordered.sort_unstable();
+            self.checkpoints.advance(ordered, snapshot);
+            CheckpointRead {
+                keys: read.into_iter().map(|(_, key)| key).collect(),
+                wiped,
+            }
         });
-        // Gaps that survived a poll and a snapshot with nothing in flight are final.
-        if in_flight == 0 {
-            self.gaps.clear();
-        }
-        self.gaps.append(&mut self.young_gaps);
-        for (rowid, _, _) in &rows {
-            if self.gaps.remove(rowid) {
-                continue;
-            }
-            for missing in (self.high_water + 1)..*rowid {
-                if self.gaps.len() + self.young_gaps.len() < MAX_GAPS {
-                    self.young_gaps.insert(missing);
-                }
-            }
-            self.high_water = self.high_water.max(*rowid);
-        }
+        let mut rows = rows;
+        rows.sort_unstable_by_key(|(id, _, _)| *id);
         Ok(Some(LaneRead {
             rows: rows.into_iter().map(|(_, task, run)| (task, run)).collect(),
             checkpoints,
@@ -159,7 +181,17 @@ impl Follower for Follow {
                 return Ok(None);
             }
             match self.server.connect_or_lost(Some(&self.schema)) {
-                Ok(client) => self.client = Some(ClientBox(client)),
+                Ok(mut client) => {
+                    // Every read here is by an index: a table too small (or too new to have
+                    // statistics) for the planner to prefer it must not be scanned whole on
+                    // every poll.
+                    if let Err(e) = client.batch_execute("SET enable_seqscan = off") {
+                        return Err(
+                            WarehouseError::query("readying the observer's session", &e).into()
+                        );
+                    }
+                    self.client = Some(ClientBox(client));
+                }
                 // The server is down or starting (a restart): nothing to read yet; the night's
                 // watch says so once (`warehouse::postgres::watch`), and this poll tries again later.
                 Err(WarehouseError::Lost { .. }) => {
@@ -188,7 +220,9 @@ impl Follower for Follow {
     /// The session stays: a server's sessions see each commit as it lands.
     fn release(&mut self) {}
 
+    /// The values a wipe deleted are never taken again: the cursor stays, and the next read
+    /// says the totals start again from what it reads.
     fn forget_checkpoints(&mut self) {
-        self.checkpoints_read = None;
+        self.told_wiped = true;
     }
 }

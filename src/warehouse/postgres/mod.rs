@@ -8,6 +8,7 @@ mod claim;
 pub mod cluster;
 mod cluster_guard;
 pub mod conninfo;
+mod cursor;
 mod follow;
 mod inspect;
 mod job;

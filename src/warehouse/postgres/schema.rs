@@ -3,7 +3,9 @@
 //! worker, what its catalogue guarantees (`schema_facts`), and its checkpoints wiped.
 //!
 //! SQLite's `rowid` is implicit; here `records` has an explicit `rowid` identity column, so the
-//! observer follows both engines by the same name.
+//! observer follows both engines by the same name, and `checkpoints` a `seq` one (an upsert
+//! keeps a key's first value); both are indexed, so the observer reads each row once
+//! (`follow`).
 
 use postgres::Client;
 
@@ -23,10 +25,14 @@ const RECORDS_SQL: &str = "CREATE TABLE IF NOT EXISTS records(
     run_id     text NOT NULL,
     written_at double precision NOT NULL
 )";
+/// The index the observer follows `records` by.
+const RECORDS_INDEX_SQL: &str = "CREATE INDEX IF NOT EXISTS records_rowid ON records(rowid)";
 const CHECKPOINTS_SQL: &str = "CREATE TABLE IF NOT EXISTS checkpoints(
     task_id      text PRIMARY KEY,
-    completed_at double precision NOT NULL
-)";
+    completed_at double precision NOT NULL,
+    seq          bigint GENERATED ALWAYS AS IDENTITY
+);
+CREATE INDEX IF NOT EXISTS checkpoints_seq ON checkpoints(seq)";
 /// The outbox, as SQLite's (`sqlite::writer`).
 const OUTBOX_SQL: &str = "CREATE TABLE IF NOT EXISTS outbox(
     task_id    text PRIMARY KEY,
@@ -98,7 +104,7 @@ pub(super) fn prepare(
     }
     let records = RECORDS_SQL.replace("{unique}", if needs.unique_key { " UNIQUE" } else { "" });
     let mut ddl = format!(
-        "BEGIN; SELECT pg_advisory_xact_lock(hashtext({})); {records};",
+        "BEGIN; SELECT pg_advisory_xact_lock(hashtext({})); {records}; {RECORDS_INDEX_SQL};",
         quote_literal(schema)
     );
     if needs.checkpoints {

@@ -1,8 +1,11 @@
 //! A worker's writes on PostgreSQL, in its lane's schema: each in one transaction (READ
 //! COMMITTED, the server's default: a unique violation between two workers waits for the
 //! other's commit and then either inserts or, with `ON CONFLICT DO NOTHING`, does not), retried
-//! whole after a serialization failure, a deadlock or a lock timeout; what goes in it is
-//! `batch::write_in`'s. The claim queue is `claim`'s.
+//! whole after a serialization failure, a deadlock or a lock timeout. A batch of distinct tasks
+//! is one statement (`one_statement`: its inserts as data-modifying CTEs, so the row, its
+//! checkpoint and its outbox entry commit together or not at all), prepared once per
+//! connection: one round trip per transaction. Anything else goes through `batch::write_in`
+//! in an explicit transaction. The claim queue is `claim`'s.
 
 use postgres::Client;
 
@@ -58,6 +61,53 @@ pub(super) fn retry<T>(
 pub struct PgWriter {
     pub(super) client: Client,
     pub(super) strategy: &'static str,
+    /// `one_statement`'s statements, prepared on this connection, by their shape.
+    prepared: std::collections::HashMap<Shape, postgres::Statement>,
+    /// Every other statement a worker runs once per item, prepared on this connection.
+    cached: std::collections::HashMap<&'static str, postgres::Statement>,
+}
+
+/// What a batch writes beside its rows, which decides its statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Shape {
+    ignore_conflicts: bool,
+    checkpoint: bool,
+    outbox: bool,
+}
+
+/// A batch's transaction as one statement: its rows (`$1` task ids, `$2` payloads, `$3` keys,
+/// `$4` run id, `$5` the time), each one's checkpoint and outbox entry (`$6` bodies) when the
+/// batch has them; returns the rows inserted. The same writes `batch::write_in` makes, in one
+/// statement, which PostgreSQL runs as one transaction.
+fn one_statement(shape: Shape) -> String {
+    let mut sql = format!(
+        "WITH r AS (INSERT INTO records(task_id, payload, idem_key, run_id, written_at)
+           SELECT t, p, k, $4, $5 FROM unnest($1::text[], $2::text[], $3::text[]) AS u(t, p, k){}
+           RETURNING 1)",
+        if shape.ignore_conflicts {
+            " ON CONFLICT (idem_key) DO NOTHING"
+        } else {
+            ""
+        }
+    );
+    if shape.checkpoint {
+        // INVARIANT: a checkpoint commits with its row: the same statement, or neither.
+        sql.push_str(
+            ", c AS (INSERT INTO checkpoints(task_id, completed_at)
+               SELECT t, $5 FROM unnest($1::text[]) AS u(t)
+               ON CONFLICT (task_id) DO UPDATE SET completed_at = EXCLUDED.completed_at)",
+        );
+    }
+    if shape.outbox {
+        // INVARIANT: an outbox entry commits with its row, or neither does.
+        sql.push_str(
+            ", o AS (INSERT INTO outbox(task_id, idem_key, body, created_at)
+               SELECT t, k, b, $5 FROM unnest($1::text[], $3::text[], $6::text[]) AS u(t, k, b)
+               ON CONFLICT (task_id) DO NOTHING)",
+        );
+    }
+    sql.push_str(" SELECT count(*) FROM r");
+    sql
 }
 
 impl PgWriter {
@@ -74,7 +124,20 @@ impl PgWriter {
         Ok(Self {
             client,
             strategy: needs.strategy,
+            prepared: std::collections::HashMap::new(),
+            cached: std::collections::HashMap::new(),
         })
+    }
+
+    /// `sql`, prepared once on this connection (a statement prepared per use is a round trip
+    /// more each time).
+    fn cached(&mut self, sql: &'static str) -> Result<postgres::Statement, postgres::Error> {
+        if let Some(statement) = self.cached.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql)?;
+        self.cached.insert(sql, statement.clone());
+        Ok(statement)
     }
 }
 
@@ -169,31 +232,78 @@ impl PgWriter {
 
 impl Writer for PgWriter {
     fn write(&mut self, batch: &Batch<'_>) -> Result<u64, StoreError> {
-        let result = retry(&mut self.client, |client| {
-            let mut tx = client.transaction()?;
-            let inserted = write_batch(&mut tx, batch)?;
-            tx.commit()?;
-            Ok(inserted)
-        });
         let task = batch.rows.first().map_or("?", |r| r.task_id.as_str());
+        let tasks: Vec<&str> = batch.rows.iter().map(|r| r.task_id.as_str()).collect();
+        let distinct = tasks.iter().collect::<std::collections::HashSet<_>>().len() == tasks.len();
+        let bodies = batch.outbox.filter(|b| b.len() >= batch.rows.len());
+        if !distinct || (batch.outbox.is_some() && bodies.is_none()) {
+            // One statement cannot upsert one checkpoint twice: an explicit transaction.
+            let result = retry(&mut self.client, |client| {
+                let mut tx = client.transaction()?;
+                let inserted = write_batch(&mut tx, batch)?;
+                tx.commit()?;
+                Ok(inserted)
+            });
+            return Ok(result.map_err(|e| self.refused(task, "writing rows", &e))?);
+        }
+        let shape = Shape {
+            ignore_conflicts: batch.ignore_conflicts,
+            checkpoint: batch.checkpoint,
+            outbox: bodies.is_some(),
+        };
+        let statement = if let Some(statement) = self.prepared.get(&shape) {
+            statement.clone()
+        } else {
+            let statement = self
+                .client
+                .prepare(&one_statement(shape))
+                .map_err(|e| WarehouseError::query("preparing the write", &e))?;
+            self.prepared.insert(shape, statement.clone());
+            statement
+        };
+        let payloads: Vec<&str> = batch.rows.iter().map(|r| r.payload.as_str()).collect();
+        let keys: Vec<&str> = batch.rows.iter().map(|r| r.idem_key.as_str()).collect();
+        let bodies: Vec<&str> = bodies.map_or_else(Vec::new, |b| {
+            b.iter().take(tasks.len()).map(String::as_str).collect()
+        });
+        let run_id = batch.run_id;
+        let result = retry(&mut self.client, |client| {
+            let now = unix_now();
+            let params: [&(dyn postgres::types::ToSql + Sync); 6] =
+                [&tasks, &payloads, &keys, &run_id, &now, &bodies];
+            let params = if shape.outbox {
+                &params[..]
+            } else {
+                &params[..5]
+            };
+            client
+                .query_one(&statement, params)
+                .map(|row| row.get::<_, i64>(0).cast_unsigned())
+        });
         Ok(result.map_err(|e| self.refused(task, "writing rows", &e))?)
     }
 
     fn write_checkpoint(&mut self, task: &str) -> Result<(), StoreError> {
+        let failed = |e: postgres::Error| WarehouseError::query("writing a checkpoint", &e);
+        let statement = self.cached(CHECKPOINT_SQL).map_err(failed)?;
         Ok(retry(&mut self.client, |client| {
             client
-                .execute(CHECKPOINT_SQL, &[&task, &unix_now()])
+                .execute(&statement, &[&task, &unix_now()])
                 .map(|_| ())
         })
-        .map_err(|e| WarehouseError::query("writing a checkpoint", &e))?)
+        .map_err(failed)?)
     }
 
     fn has_checkpoint(&mut self, task: &str) -> Result<bool, StoreError> {
+        let failed = |e: postgres::Error| WarehouseError::query("reading a checkpoint", &e);
+        let statement = self
+            .cached("SELECT 1 FROM checkpoints WHERE task_id = $1")
+            .map_err(failed)?;
         Ok(self
             .client
-            .query_opt("SELECT 1 FROM checkpoints WHERE task_id = $1", &[&task])
+            .query_opt(&statement, &[&task])
             .map(|row| row.is_some())
-            .map_err(|e| WarehouseError::query("reading a checkpoint", &e))?)
+            .map_err(failed)?)
     }
 
     /// Every checkpoint, in one statement. PostgreSQL has no `data_version`: no mark, so every
@@ -213,12 +323,12 @@ impl Writer for PgWriter {
 
     fn unchecked(&mut self, candidates: &[u64]) -> Result<Vec<u64>, StoreError> {
         let tasks: Vec<String> = candidates.iter().map(|&i| task_id(i)).collect();
+        let statement = self
+            .cached("SELECT task_id FROM checkpoints WHERE task_id = ANY($1)")
+            .map_err(|e| WarehouseError::query("reading the checkpoints", &e))?;
         let done: Vec<String> = self
             .client
-            .query(
-                "SELECT task_id FROM checkpoints WHERE task_id = ANY($1)",
-                &[&tasks],
-            )
+            .query(&statement, &[&tasks])
             .map(|rows| rows.iter().map(|r| r.get(0)).collect())
             .map_err(|e| WarehouseError::query("reading the checkpoints", &e))?;
         Ok(candidates
