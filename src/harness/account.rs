@@ -44,6 +44,9 @@ impl RunReport {
         for said in self.not_fired_gaps() {
             account.push(account::Kind::NotFired, said);
         }
+        if let Some(state) = &self.state {
+            account.absorb(&state.account(), "");
+        }
         if self.inspection.judged == crate::warehouse::Judged::Counts {
             account.push(
                 account::Kind::Unobserved,

@@ -5,6 +5,7 @@ mod account;
 mod captions;
 mod claim;
 mod common;
+mod compare;
 mod docs;
 mod exec;
 mod export;

@@ -14,6 +14,7 @@ mod outbox;
 mod schema;
 mod server_events;
 mod session;
+mod state;
 mod writer;
 
 pub use night::{Night, list_schemas};
