@@ -16,7 +16,10 @@ use crate::verdict::state::State;
 use crate::warehouse::Warehouse;
 
 /// The two undisturbed nights' states, or why they cannot be the reference.
-pub(super) type Reference = Result<(State, State), String>;
+pub(super) enum Reference {
+    States(State, State),
+    NoReference(String),
+}
 
 /// What `run --compare` says before its nights.
 pub(super) const HEADER: &str = "compare      the undisturbed night first: the job run to its end twice without a fault (night-reference-1, -2 in the night's folder); its tables' final state is the reference";
@@ -110,7 +113,7 @@ pub(super) fn undisturbed(
         let judged = report.account().judge(false);
         if !report.completed || judged.outcome == crate::verdict::account::Outcome::Fail {
             let why = report.never_completed().unwrap_or_else(|| judged.reasons());
-            return Ok(Err(format!(
+            return Ok(Reference::NoReference(format!(
                 "undisturbed night {} did not hold by itself ({why}), so it is no reference",
                 n + 1
             )));
@@ -119,7 +122,7 @@ pub(super) fn undisturbed(
     }
     let second = states.pop().unwrap_or_default();
     let first = states.pop().unwrap_or_default();
-    Ok(Ok((first, second)))
+    Ok(Reference::States(first, second))
 }
 
 /// The night on `db` compared with `reference`.
@@ -130,10 +133,10 @@ pub(super) fn judge(
     args: &CompareArgs,
 ) -> Result<Comparison, Error> {
     Ok(match reference {
-        Ok((first, second)) => {
+        Reference::States(first, second) => {
             let night = warehouse.read_state(db, &args.tables)?;
             Comparison::of((first, second), &night, &args.ignored())
         }
-        Err(why) => Comparison::without_reference(why.clone()),
+        Reference::NoReference(why) => Comparison::without_reference(why.clone()),
     })
 }

@@ -76,19 +76,28 @@ pub struct ColumnName {
     pub column: String,
 }
 
-impl std::str::FromStr for ColumnName {
-    type Err = String;
+/// `--ignore-column` given something other than `TABLE.COLUMN`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} is not TABLE.COLUMN (accounts.updated_at, say)")]
+pub struct NotAColumn(String);
 
-    fn from_str(text: &str) -> Result<Self, String> {
+/// More rows in the tables compared than a comparison holds.
+#[derive(Debug, thiserror::Error)]
+#[error("more than {limit} rows in the tables compared; name fewer with --compare-table")]
+pub struct TooManyRows {
+    pub limit: u64,
+}
+
+impl std::str::FromStr for ColumnName {
+    type Err = NotAColumn;
+
+    fn from_str(text: &str) -> Result<Self, NotAColumn> {
         match text.split_once('.') {
             Some((table, column)) if !table.is_empty() && !column.is_empty() => Ok(Self {
                 table: table.to_string(),
                 column: column.to_string(),
             }),
-            _ => Err(format!(
-                "{} is not TABLE.COLUMN (accounts.updated_at, say)",
-                escape_controls(text)
-            )),
+            _ => Err(NotAColumn(escape_controls(text))),
         }
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use postgres::GenericClient;
 
 use super::{Server, quote_ident};
-use crate::verdict::state::{Cell, State, Table};
+use crate::verdict::state::{Cell, State, Table, TooManyRows};
 use crate::warehouse::error::WarehouseError;
 use crate::warehouse::sqlite::state::MAX_ROWS;
 
@@ -28,7 +28,7 @@ pub fn read_state(server: &Server, db: &Path, only: &[String]) -> Result<State, 
         .map_err(|e| WarehouseError::query("ending the comparison's read", &e))?;
     state.map_err(|why| WarehouseError::Query {
         what: format!("reading schema {schema} to compare"),
-        detail: why,
+        detail: why.to_string(),
     })
 }
 
@@ -36,7 +36,7 @@ fn read(
     client: &mut impl GenericClient,
     schema: &str,
     only: &[String],
-) -> Result<Result<State, String>, postgres::Error> {
+) -> Result<Result<State, TooManyRows>, postgres::Error> {
     let mut names: Vec<String> = client
         .query(
             "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -62,9 +62,7 @@ fn read(
             .cast_unsigned();
     }
     if total > MAX_ROWS {
-        return Ok(Err(format!(
-            "{total} rows in the tables compared, more than {MAX_ROWS}; name fewer with --compare-table"
-        )));
+        return Ok(Err(TooManyRows { limit: MAX_ROWS }));
     }
     let mut state = State::default();
     for name in names {

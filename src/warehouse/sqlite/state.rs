@@ -9,7 +9,7 @@ use rusqlite::types::ValueRef;
 
 use super::bounded::limited;
 use super::snapshot::Snapshot;
-use crate::verdict::state::{Cell, State, Table};
+use crate::verdict::state::{Cell, State, Table, TooManyRows};
 use crate::warehouse::error::StoreError;
 
 /// How long reading the state may take.
@@ -36,11 +36,11 @@ pub fn read_state(path: &Path, only: &[String]) -> Result<State, StoreError> {
         state
     })
     .map_err(|e| failed(e.to_string()))?
-    .map_err(failed)
+    .map_err(|e| failed(e.to_string()))
 }
 
 /// Inside a read transaction: `Err` (the outer one) is SQLite's; the inner is a bound passed.
-fn read(conn: &Connection, only: &[String]) -> rusqlite::Result<Result<State, String>> {
+fn read(conn: &Connection, only: &[String]) -> rusqlite::Result<Result<State, TooManyRows>> {
     let mut names: Vec<String> = conn
         .prepare(
             "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
@@ -85,9 +85,7 @@ fn read(conn: &Connection, only: &[String]) -> rusqlite::Result<Result<State, St
         while let Some(row) = found.next()? {
             rows_read += 1;
             if rows_read > MAX_ROWS {
-                return Ok(Err(format!(
-                    "more than {MAX_ROWS} rows in the tables compared; name fewer with --compare-table"
-                )));
+                return Ok(Err(TooManyRows { limit: MAX_ROWS }));
             }
             let mut cells = Vec::with_capacity(columns.len());
             for i in 0..columns.len() {
