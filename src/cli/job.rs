@@ -153,3 +153,29 @@ impl ExecArgs {
         })
     }
 }
+
+/// `--compare`: the job judged by its effects too, against the undisturbed night.
+#[derive(Debug, Args, Default, Clone)]
+pub struct CompareArgs {
+    /// With --exec: also judge the night by its effects. reclaim first runs the job to its
+    /// end twice without a fault on the same queue (the undisturbed night), then compares the
+    /// final state of the tables it wrote with this night's: rows by primary key (whole rows
+    /// where there is none); what the two undisturbed nights disagree on is said, not judged
+    #[arg(long, requires = "exec")]
+    pub compare: bool,
+    /// A table to compare (repeat it) [default: every table the job's database holds]
+    #[arg(long = "compare-table", value_name = "TABLE", requires = "compare")]
+    pub tables: Vec<String>,
+    /// A column that may differ from night to night (a timestamp, a run id): TABLE.COLUMN,
+    /// left out of the comparison (repeat it)
+    #[arg(long = "ignore-column", value_name = "TABLE.COLUMN", requires = "compare", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::verdict::state::ColumnName>()))]
+    pub ignore: Vec<crate::verdict::state::ColumnName>,
+}
+
+impl CompareArgs {
+    /// The columns left out, as the comparison takes them.
+    #[must_use]
+    pub fn ignored(&self) -> std::collections::BTreeSet<crate::verdict::state::ColumnName> {
+        self.ignore.iter().cloned().collect()
+    }
+}

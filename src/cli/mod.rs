@@ -16,7 +16,7 @@ use crate::worker::{CrashAt, CrashPoint, Strategy};
 
 use crate::base::limits::{MAX_BATCH, MAX_ITEMS, MAX_WORKERS};
 
-pub use self::job::{ExecArgs, JobVendorArgs, SideEffectArgs};
+pub use self::job::{CompareArgs, ExecArgs, JobVendorArgs, SideEffectArgs};
 pub use self::kept::KeptArgs;
 pub(crate) use self::parse::items_parser;
 pub use self::parse::{KeyRange, MAX_MAP_ITEMS, NotTasks, Points, Strategies};
@@ -375,6 +375,8 @@ pub struct RunArgs {
     pub strategy: Option<Strategy>,
     #[command(flatten)]
     pub job: ExecArgs,
+    #[command(flatten)]
+    pub compare: CompareArgs,
     #[command(flatten)]
     pub warehouse: crate::warehouse::WarehouseArgs,
     #[command(flatten)]

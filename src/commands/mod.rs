@@ -2,6 +2,7 @@
 //! command's outcome to an exit code (0 holds, 1 the data verdict failed, 2 an error), as
 //! ripgrep does, prints an error as one line, and installs the panic hook.
 
+mod compare;
 mod consent;
 mod conventions;
 mod exec_guard;

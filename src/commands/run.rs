@@ -40,6 +40,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         return run_scenario(name, args, out);
     }
     super::kept::refuse_with_db(args.warehouse.keep, args.db.is_some())?;
+    super::compare::refuse(&args.compare, args.job.exec.is_some(), args.db.as_deref())?;
     // Every input is checked before anything is created or started; only a queue read on the
     // server (--keys-sql on PostgreSQL) needs the warehouse first.
     let early = super::open_for_keys(&args.job, &args.warehouse.warehouse, || {
@@ -117,12 +118,9 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         if !args.json {
             print_header(args, (&worker, &queue), &plan, seed, out);
         }
+        let dir = folder.as_ref().map(|f| f.path().to_path_buf());
         let record = record.as_deref().map(|path| (path, command_line()));
-        harness::drive_recorded(config, record, |line| {
-            if !args.json {
-                let _ = writeln!(out, "{line}");
-            }
-        })
+        super::compare::drive_run(args, config, (dir.as_deref(), &db), record, out)
     })();
     let report = outcome.map_err(|e| super::kept::ended_in(folder.take(), e))?;
     let judged = report.account().judge(args.strict);

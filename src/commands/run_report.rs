@@ -373,6 +373,9 @@ fn print_verdict(
             display(&crate::fake_vendor::db_path(&rows.db))
         );
     }
+    if let Some(state) = &report.state {
+        let _ = writeln!(out, "state        {}", state.line());
+    }
     // On PostgreSQL the rows are in the lane's schema, named after the night (`warehouse`).
     let storage = storage_line(&rows.db, (settled, warehouse));
     if !storage.is_empty() {

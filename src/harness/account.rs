@@ -65,6 +65,9 @@ impl RunReport {
                 );
             }
         }
+        if let Some(state) = &self.state {
+            account.absorb(&state.account(), "");
+        }
         if self.inspection.judged == crate::warehouse::Judged::Counts {
             account.push(
                 account::Kind::Unobserved,

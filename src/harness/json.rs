@@ -67,6 +67,8 @@ struct Json<'a> {
     db: &'a Path,
     timeline: Vec<String>,
     timeline_left_out: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'a crate::verdict::compare::Comparison>,
 }
 
 impl Serialize for RunReport {
@@ -121,6 +123,7 @@ impl Serialize for RunReport {
             db: &rows.db,
             timeline: self.timeline_lines(),
             timeline_left_out: self.timeline_left_out,
+            state: self.state.as_ref(),
         }
         .serialize(serializer)
     }

@@ -87,6 +87,9 @@ pub struct RunReport {
     pub timeline: Vec<Entry>,
     /// How many timeline entries were left out of `timeline` (0 when it is whole).
     pub timeline_left_out: u64,
+    /// `--compare`: the tables' final state against the undisturbed night's (`None`: not
+    /// compared). Set by the command once the night is over.
+    pub state: Option<crate::verdict::compare::Comparison>,
 }
 
 impl RunReport {
@@ -157,6 +160,7 @@ impl RunReport {
             timeline,
             timeline_left_out,
             inspection,
+            state: None,
         }
     }
 

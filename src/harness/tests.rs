@@ -68,6 +68,7 @@ fn naive_night() -> RunReport {
         messages: None,
         timeline: Vec::new(),
         timeline_left_out: 0,
+        state: None,
     }
 }
 

@@ -4,7 +4,8 @@
 //! the same decision, made once.
 //!
 //! The rule: anything seen going wrong (a key missing or doubled, a checkpoint without its row, a
-//! message doubled, missing or outside the queue, a job that never completed) fails, with or
+//! message doubled, missing or outside the queue, a job that never completed, a final state
+//! that differs from the undisturbed night's) fails, with or
 //! without `--strict`. Otherwise anything the night set out to test and did not, or could not
 //! observe (a planned action that never fired, a window that can break this job that no kill
 //! reached, kills that could not be placed, rows judged by counts alone), makes it untested:
@@ -32,6 +33,8 @@ pub enum Kind {
     Messages,
     /// The job never completed (given up on, or out of restarts).
     NeverCompleted,
+    /// The tables' final state differs from the undisturbed night's (`--compare`).
+    State,
     /// A planned action (a kill, a crash point) that never happened.
     NotFired,
     /// A window that can break this job (its strategy's, one it announced, `after-send`) that
@@ -46,6 +49,8 @@ pub enum Kind {
     TestedNothing,
     /// The test does not apply to this job.
     Skipped,
+    /// What two undisturbed nights of the job disagree on: its own nondeterminism, not compared.
+    Nondeterministic,
 }
 
 impl Kind {
@@ -53,13 +58,18 @@ impl Kind {
     #[must_use]
     pub fn is_wrong(self) -> bool {
         match self {
-            Self::Data | Self::CheckpointBeforeRow | Self::Messages | Self::NeverCompleted => true,
+            Self::Data
+            | Self::CheckpointBeforeRow
+            | Self::Messages
+            | Self::NeverCompleted
+            | Self::State => true,
             Self::NotFired
             | Self::WindowNeverHit
             | Self::NothingAtStake
             | Self::Unobserved
             | Self::TestedNothing
-            | Self::Skipped => false,
+            | Self::Skipped
+            | Self::Nondeterministic => false,
         }
     }
 }

@@ -1,7 +1,9 @@
 //! The status of a job, derived from the rows it produced; never taken from the worker's word.
 
 pub mod account;
+pub mod compare;
 pub mod junit;
+pub mod state;
 
 use std::fmt;
 

@@ -70,6 +70,13 @@ pub trait Backend: Sync {
         db: &Path,
         limit: usize,
     ) -> Result<(Vec<DuplicatedId>, u64), StoreError>;
+    /// The final state of a job's tables (`only` those, when it names any), read in one
+    /// snapshot, for `--compare`.
+    fn read_state(
+        &self,
+        db: &Path,
+        only: &[String],
+    ) -> Result<crate::verdict::state::State, StoreError>;
     /// Deletes every checkpoint of reclaim's own lane (none there: nothing to delete).
     fn wipe_checkpoints(&self, db: &Path) -> Result<usize, StoreError>;
     /// Deletes every row of a job's `table`; `None` when the job never made it.

@@ -121,6 +121,9 @@ pub enum StoreError {
     },
     #[error(transparent)]
     Warehouse(#[from] WarehouseError),
+    /// Reading the tables' final state for `--compare` failed or went past its bounds.
+    #[error("{path}: reading the tables to compare: {detail}")]
+    State { path: PathBuf, detail: String },
     #[error("{path}: {source}")]
     Sqlite {
         path: PathBuf,

@@ -4,6 +4,7 @@
 mod account;
 mod captions;
 mod claim;
+mod compare;
 mod docs;
 mod exec;
 mod export;

@@ -120,6 +120,14 @@ impl Backend for Server {
         .into())
     }
 
+    fn read_state(
+        &self,
+        db: &Path,
+        only: &[String],
+    ) -> Result<crate::verdict::state::State, StoreError> {
+        Ok(super::state::read_state(self, db, only)?)
+    }
+
     fn wipe_checkpoints(&self, db: &Path) -> Result<usize, StoreError> {
         Ok(schema::wipe_checkpoints(self, db)?)
     }

@@ -17,6 +17,7 @@ mod outbox;
 mod schema;
 mod server_events;
 mod session;
+mod state;
 mod writer;
 
 pub use conninfo::Conninfo;

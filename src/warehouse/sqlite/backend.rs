@@ -95,6 +95,14 @@ impl Backend for Sqlite {
         inspect::duplicated_ids(db, limit)
     }
 
+    fn read_state(
+        &self,
+        db: &Path,
+        only: &[String],
+    ) -> Result<crate::verdict::state::State, StoreError> {
+        super::state::read_state(db, only)
+    }
+
     fn wipe_checkpoints(&self, db: &Path) -> Result<usize, StoreError> {
         super::wipe_checkpoints(db)
     }

@@ -16,6 +16,7 @@ mod outbox;
 pub mod rows;
 pub mod schema;
 mod snapshot;
+pub mod state;
 pub mod unlocked;
 pub mod wal;
 mod writer;
