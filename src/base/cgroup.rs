@@ -13,6 +13,23 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+/// Why a cgroup cannot be used, in words for the run header.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CgroupError(pub String);
+
+impl From<String> for CgroupError {
+    fn from(said: String) -> Self {
+        Self(said)
+    }
+}
+
+impl From<&str> for CgroupError {
+    fn from(said: &str) -> Self {
+        Self(said.to_owned())
+    }
+}
+
 /// The variable that turns the cgroup off (`off`), so the subreaper is used even where a cgroup
 /// could be made.
 pub const ENV: &str = "RECLAIM_CGROUP";
@@ -63,14 +80,14 @@ pub fn way() -> Way {
             end_stale(&under);
             Way::Cgroup(under)
         }
-        Err(why) => Way::Subreaper(why),
+        Err(why) => Way::Subreaper(why.0),
     }
 }
 
 /// This process's own cgroup (v2) folder, or why there is none to use.
-fn parent() -> Result<PathBuf, String> {
+fn parent() -> Result<PathBuf, CgroupError> {
     if std::env::var(ENV).is_ok_and(|v| v == "off") {
-        return Err(format!("{ENV}=off"));
+        return Err(format!("{ENV}=off").into());
     }
     let mountinfo = fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
@@ -100,7 +117,7 @@ fn v2_mount(mountinfo: &str) -> Option<PathBuf> {
 }
 
 /// Whether a cgroup made at `dir` can take processes and end them all.
-fn usable(dir: &Path) -> Result<(), String> {
+fn usable(dir: &Path) -> Result<(), CgroupError> {
     let writable = |name: &str| {
         fs::OpenOptions::new()
             .write(true)

@@ -31,8 +31,9 @@ use std::time::{Duration, Instant};
 
 use nix::unistd::{Uid, User};
 
-pub use super::cluster_guard::{GuardArgs, guard};
+pub use super::cluster_guard::{GuardArgs, ROLE, conninfo, guard};
 use super::cluster_guard::{PGPASS, stop_adopted};
+use super::cluster_guard::{START_BOUND, STOP_STEP};
 use super::conninfo::Conninfo;
 use crate::warehouse::error::WarehouseError;
 
@@ -43,16 +44,8 @@ const BIN_DIRS: [&str; 4] = [
     "/usr/lib/postgresql/15/bin",
     "/usr/lib/postgresql/14/bin",
 ];
-/// The port number in the socket's name (`.s.PGSQL.5432`); no TCP port is opened.
-pub(super) const PORT: u16 = 5432;
 /// The account the cluster runs as when reclaim runs as root.
 const UNPRIVILEGED: &str = "nobody";
-/// The role initdb makes, with the night's password.
-pub const ROLE: &str = "reclaim";
-/// The longest initdb, or the postmaster's start, may take.
-pub(super) const START_BOUND: Duration = Duration::from_secs(60);
-/// How long the guard waits for each step of a stop before the next, harder one.
-pub(super) const STOP_STEP: Duration = Duration::from_secs(5);
 /// How a cluster folder's name starts (`reclaim-pg-MILLIS-PID`, PID reclaim's).
 const FOLDER_PREFIX: &str = "reclaim-pg-";
 /// The file that marks a folder kept on purpose (`--keep always`): never swept.
@@ -332,15 +325,6 @@ impl Drop for Cluster {
             );
         }
     }
-}
-
-/// The connection string of a cluster in `dir`, with its password.
-#[must_use]
-pub fn conninfo(dir: &Path, password: &str) -> Conninfo {
-    Conninfo::new(format!(
-        "host={} port={PORT} user={ROLE} dbname=postgres password={password}",
-        dir.display()
-    ))
 }
 
 /// The pid of the postmaster running in `data` (by its pid file, and its working folder there),

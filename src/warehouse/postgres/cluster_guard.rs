@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::{Pid, User};
 
-use super::cluster::{PORT, ROLE, START_BOUND, STOP_STEP, conninfo};
+use super::conninfo::Conninfo;
 
 /// The file initdb reads the password from (removed once it has), and the one the folder
 /// keeps it in for psql.
@@ -405,4 +405,22 @@ fn last_line(path: &Path) -> String {
             || "no message".into(),
             |l| crate::base::text::escape_controls(&l),
         )
+}
+
+/// The port number in the socket's name (`.s.PGSQL.5432`); no TCP port is opened.
+pub(super) const PORT: u16 = 5432;
+/// The role initdb makes, with the night's password.
+pub const ROLE: &str = "reclaim";
+/// The longest initdb, or the postmaster's start, may take.
+pub(super) const START_BOUND: Duration = Duration::from_secs(60);
+/// How long the guard waits for each step of a stop before the next, harder one.
+pub(super) const STOP_STEP: Duration = Duration::from_secs(5);
+
+/// The connection string of a cluster in `dir`, with its password.
+#[must_use]
+pub fn conninfo(dir: &Path, password: &str) -> Conninfo {
+    Conninfo::new(format!(
+        "host={} port={PORT} user={ROLE} dbname=postgres password={password}",
+        dir.display()
+    ))
 }

@@ -13,6 +13,23 @@ use std::fmt;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 
+/// Why a connection string, a password file or a service cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConninfoError(pub String);
+
+impl From<String> for ConninfoError {
+    fn from(said: String) -> Self {
+        Self(said)
+    }
+}
+
+impl From<&str> for ConninfoError {
+    fn from(said: &str) -> Self {
+        Self(said.to_owned())
+    }
+}
+
 /// What a password is shown as.
 pub const HIDDEN: &str = "***";
 
@@ -42,11 +59,11 @@ impl Conninfo {
     /// The driver's settings, the password and a service's settings filled in as libpq would
     /// (see the module's header). The note says why a password file was passed over; an error
     /// is said without the password.
-    pub fn config(&self) -> Result<(postgres::Config, Option<String>), String> {
+    pub fn config(&self) -> Result<(postgres::Config, Option<String>), ConninfoError> {
         let (text, service) = take_service(&self.0);
-        let mut config: postgres::Config = text
-            .parse()
-            .map_err(|e: postgres::Error| crate::warehouse::error::describe(&e))?;
+        let mut config: postgres::Config = text.parse().map_err(|e: postgres::Error| {
+            crate::base::text::escape_controls(&redact(&e.to_string()))
+        })?;
         let service = service.or_else(|| std::env::var("PGSERVICE").ok());
         if let Some(name) = service.filter(|s| !s.is_empty()) {
             apply_service(&mut config, &name)?;
@@ -61,7 +78,7 @@ impl Conninfo {
                         config.password(password);
                     }
                     Ok(None) => {}
-                    Err(why) => note = Some(why),
+                    Err(why) => note = Some(why.0),
                 }
             }
         }
@@ -192,7 +209,7 @@ fn take_service(text: &str) -> (String, Option<String>) {
 }
 
 /// Fills what `config` lacks from the service `name`'s section (the user's file first).
-fn apply_service(config: &mut postgres::Config, name: &str) -> Result<(), String> {
+fn apply_service(config: &mut postgres::Config, name: &str) -> Result<(), ConninfoError> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let files = [
         std::env::var_os("PGSERVICEFILE")
@@ -275,7 +292,7 @@ fn service_section(text: &str, name: &str) -> Option<Vec<(String, String)>> {
 
 /// The password for `config` in the password file, if one matches. `Err` says why the file
 /// was passed over (group or others may read it: libpq's rule).
-fn from_pgpass(config: &postgres::Config) -> Result<Option<String>, String> {
+fn from_pgpass(config: &postgres::Config) -> Result<Option<String>, ConninfoError> {
     let file = match std::env::var_os("PGPASSFILE") {
         Some(file) => PathBuf::from(file),
         None => match std::env::var_os("HOME") {
@@ -295,7 +312,8 @@ fn from_pgpass(config: &postgres::Config) -> Result<Option<String>, String> {
             "password file {} ignored: group or others may read it (mode {:o}); chmod 0600 it",
             crate::base::text::escape_controls(&file.display().to_string()),
             mode & 0o777
-        ));
+        )
+        .into());
     }
     let Ok(text) = std::fs::read_to_string(&file) else {
         return Ok(None);

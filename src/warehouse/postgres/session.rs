@@ -37,7 +37,7 @@ impl Server {
                 .config()
                 .map_err(|detail| WarehouseError::Connect {
                     target: self.target(),
-                    detail,
+                    detail: detail.0,
                 })?;
         // A missing password is said with the ways to give one, or why the file was passed over.
         connect_with(config, &self.target(), schema).map_err(|e| match e {
