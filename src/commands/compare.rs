@@ -24,6 +24,42 @@ pub(super) enum Reference {
 /// What `run --compare` says before its nights.
 pub(super) const HEADER: &str = "compare      the undisturbed night first: the job run to its end twice without a fault (night-reference-1, -2 in the night's folder); its tables' final state is the reference";
 
+impl Reference {
+    /// The reference, unless a table or column the user named is not in it: a comparison of
+    /// what the undisturbed night never wrote would pass without having looked.
+    #[must_use]
+    pub(super) fn naming(self, args: &CompareArgs) -> Self {
+        let Self::States(first, _) = &self else {
+            return self;
+        };
+        let table = |name: &str| first.tables.get(name);
+        let missing = (args.tables.iter())
+            .find(|name| table(name).is_none())
+            .map(|name| {
+                format!(
+                    "--compare-table {}: the undisturbed night has no such table",
+                    crate::base::text::escape_controls(name)
+                )
+            })
+            .or_else(|| {
+                args.ignore.iter().find_map(|c| {
+                    let known = table(&c.table).is_some_and(|t| t.columns.contains(&c.column));
+                    (!known).then(|| {
+                        format!(
+                            "--ignore-column {}.{}: the undisturbed night has no such column",
+                            crate::base::text::escape_controls(&c.table),
+                            crate::base::text::escape_controls(&c.column)
+                        )
+                    })
+                })
+            });
+        match missing {
+            Some(why) => Self::NoReference(why),
+            None => self,
+        }
+    }
+}
+
 /// `--compare` where it cannot work: without `--exec` (reclaim's own workers are judged by
 /// their rows), or with `--db` (the undisturbed nights need a folder of reclaim's own).
 pub(super) fn refuse(args: &CompareArgs, exec: bool, db: Option<&Path>) -> Result<(), Error> {
@@ -54,7 +90,8 @@ pub(super) fn drive_run(
     }
     let reference = (dir.filter(|_| args.compare.compare))
         .map(|dir| undisturbed(&config, dir, &args.compare.tables))
-        .transpose()?;
+        .transpose()?
+        .map(|reference| reference.naming(&args.compare));
     let warehouse = config.warehouse();
     let mut report = crate::harness::drive_recorded(config, record, |line| {
         if !args.json {

@@ -230,3 +230,55 @@ fn on_postgres_a_job_stamping_now_is_said_nondeterministic_never_judged() {
     assert_eq!(json["state"]["diffs"], serde_json::json!([]), "{json}");
     assert_eq!(json["outcome"], "untested", "{json}");
 }
+
+/// A table or column named for the comparison that the undisturbed night never wrote (a
+/// typo) leaves the night untested, never passed: the comparison would not have looked.
+#[test]
+fn a_table_or_column_the_reference_lacks_is_untested_never_a_pass() {
+    let dir = tempdir();
+    let job = ledger();
+    for (flag, name) in [
+        ("--compare-table", "acounts"),
+        ("--ignore-column", "applied.aplied_at"),
+        ("--ignore-column", "nowhere.applied_at"),
+    ] {
+        let mut args = vec!["run", "--exec", &job];
+        args.extend(QUEUE);
+        args.extend([
+            "--checkpoint-table",
+            "applied",
+            "--kills",
+            "1",
+            "--seed",
+            "5",
+            "--compare",
+            "--ignore-column",
+            "applied.applied_at",
+            flag,
+            name,
+            "--strict",
+            "--json",
+        ]);
+        let mut command = crate::support::reclaim_command();
+        command
+            .args(&args)
+            .env("LEDGER_MODE", "safe")
+            .env("TMPDIR", dir.path())
+            .current_dir(dir.path());
+        let run = crate::support::run_within(command, "reclaim run --compare (a typo)", LIMIT);
+        assert_eq!(
+            run.code,
+            Some(1),
+            "{flag} {name}:\n{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        let json = json_of(&run);
+        assert_eq!(json["outcome"], "untested", "{flag} {name}: {json}");
+        let untested = json["judgement"]["untested"].to_string();
+        assert!(
+            untested.contains(&format!("{flag} {name}: the undisturbed night has no such")),
+            "{flag} {name}: {json}"
+        );
+    }
+}

@@ -62,7 +62,15 @@ impl Conninfo {
     pub fn config(&self) -> Result<(postgres::Config, Option<String>), ConninfoError> {
         let (text, service) = take_service(&self.0);
         let mut config: postgres::Config = text.parse().map_err(|e: postgres::Error| {
-            crate::base::text::escape_controls(&redact(&e.to_string()))
+            // The driver's own words and their cause: `invalid connection string: unknown
+            // option: bogus`, where its Display alone stops before the cause.
+            let mut said = e.to_string();
+            let mut cause = std::error::Error::source(&e);
+            while let Some(inner) = cause {
+                said = format!("{said}: {inner}");
+                cause = inner.source();
+            }
+            crate::base::text::escape_controls(&redact(&said))
         })?;
         let service = service.or_else(|| std::env::var("PGSERVICE").ok());
         if let Some(name) = service.filter(|s| !s.is_empty()) {
@@ -415,6 +423,16 @@ mod tests {
             redact("reclaim run --warehouse=postgres://a:pw@h/d --exec 'PGPASSWORD=pw2 job'"),
             "reclaim run --warehouse=postgres://a:***@h/d --exec 'PGPASSWORD=*** job'"
         );
+    }
+
+    #[test]
+    fn a_url_the_driver_refuses_is_said_with_its_cause_and_no_password() {
+        let Err(ConninfoError(said)) = Conninfo::new("postgresql://u:s3cr3t@h/db?bogus=1").config()
+        else {
+            panic!("an unknown option is refused");
+        };
+        assert!(said.contains("unknown option"), "{said}");
+        assert!(!said.contains("s3cr3t"), "{said}");
     }
 
     #[test]
