@@ -149,7 +149,8 @@ impl Cluster {
                 let _ = tx.send(line);
             });
         }
-        let deadline = Instant::now() + START_BOUND + Duration::from_secs(5);
+        // initdb and the postmaster's start are bounded each: the guard's whole start, both.
+        let deadline = Instant::now() + START_BOUND * 2 + Duration::from_secs(5);
         let line = loop {
             if let Some(signal) = crate::base::signals::received() {
                 cluster.stop();
@@ -191,7 +192,7 @@ impl Cluster {
             ),
             (None, None) => format!(
                 "its guard said nothing within {} s (see the messages above); {}",
-                START_BOUND.as_secs() + 5,
+                START_BOUND.as_secs() * 2 + 5,
                 cluster.what_is_left()
             ),
         };
