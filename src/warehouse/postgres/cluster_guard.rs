@@ -412,8 +412,8 @@ pub(super) const PORT: u16 = 5432;
 /// The role initdb makes, with the night's password.
 pub const ROLE: &str = "reclaim";
 /// The longest initdb, or the postmaster's start, may take: a bound against a hang, not a
-/// speed. initdb alone takes about 2 s on a quiet machine; with four clusters starting at once
-/// at a load of 40 it took over 60 s, the bound before. Ctrl-C ends a start at any moment.
+/// speed. initdb alone takes about 2 s on a quiet machine; with several clusters starting at
+/// once at a load of 40 it took over 60 s, the bound before. Ctrl-C ends a start at once.
 pub(super) const START_BOUND: Duration = Duration::from_secs(180);
 /// How long the guard waits for each step of a stop before the next, harder one.
 pub(super) const STOP_STEP: Duration = Duration::from_secs(5);

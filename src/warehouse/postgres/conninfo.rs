@@ -62,8 +62,8 @@ impl Conninfo {
     pub fn config(&self) -> Result<(postgres::Config, Option<String>), ConninfoError> {
         let (text, service) = take_service(&self.0);
         let mut config: postgres::Config = text.parse().map_err(|e: postgres::Error| {
-            // The driver's own words and their cause: `invalid connection string: unknown
-            // option: bogus`, where its Display alone stops before the cause.
+            // The driver's own words and their cause (for `?bogus=1`, "invalid connection
+            // string: unknown option" and its name), where its Display stops before the cause.
             let mut said = e.to_string();
             let mut cause = std::error::Error::source(&e);
             while let Some(inner) = cause {
