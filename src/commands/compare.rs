@@ -7,6 +7,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::base::text::escape_controls;
 use crate::cli::CompareArgs;
 use crate::engine::{EngineConfig, LaneWorker};
 use crate::error::{Context as _, Error};
@@ -38,7 +39,7 @@ impl Reference {
             .map(|name| {
                 format!(
                     "--compare-table {}: the undisturbed night has no such table",
-                    crate::base::text::escape_controls(name)
+                    escape_controls(name)
                 )
             })
             .or_else(|| {
@@ -47,8 +48,8 @@ impl Reference {
                     (!known).then(|| {
                         format!(
                             "--ignore-column {}.{}: the undisturbed night has no such column",
-                            crate::base::text::escape_controls(&c.table),
-                            crate::base::text::escape_controls(&c.column)
+                            escape_controls(&c.table),
+                            escape_controls(&c.column)
                         )
                     })
                 })

@@ -45,6 +45,17 @@ fn balances(db: &Path) -> Vec<(String, i64)> {
         .collect()
 }
 
+/// `reclaim ARGS` in `dir` with the ledger in its safe form (`LEDGER_MODE=safe`).
+fn safe_ledger(dir: &Path, args: &[&str], what: &str) -> crate::support::Run {
+    let mut command = crate::support::reclaim_command();
+    command
+        .args(args)
+        .env("LEDGER_MODE", "safe")
+        .env("TMPDIR", dir)
+        .current_dir(dir);
+    crate::support::run_within(command, what, LIMIT)
+}
+
 #[test]
 fn the_naive_ledger_killed_between_its_commits_differs_where_the_row_rule_sees_nothing() {
     let dir = tempdir();
@@ -122,14 +133,7 @@ fn the_safe_ledger_is_nondeterministic_in_its_timestamp_until_named_then_passes(
         "--compare",
         "--json",
     ]);
-    let safe = [("LEDGER_MODE", "safe")];
-    let mut command = crate::support::reclaim_command();
-    command
-        .args(&args)
-        .envs(safe)
-        .env("TMPDIR", dir.path())
-        .current_dir(dir.path());
-    let run = crate::support::run_within(command, "reclaim run --compare (safe)", LIMIT);
+    let run = safe_ledger(dir.path(), &args, "reclaim run --compare (safe)");
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     let json = json_of(&run);
     assert_eq!(json["outcome"], "untested", "{json}");
@@ -144,13 +148,7 @@ fn the_safe_ledger_is_nondeterministic_in_its_timestamp_until_named_then_passes(
         "{json}"
     );
     args.extend(["--ignore-column", "applied.applied_at", "--strict"]);
-    let mut command = crate::support::reclaim_command();
-    command
-        .args(&args)
-        .envs(safe)
-        .env("TMPDIR", dir.path())
-        .current_dir(dir.path());
-    let run = crate::support::run_within(command, "reclaim run --compare (safe, ignored)", LIMIT);
+    let run = safe_ledger(dir.path(), &args, "reclaim run --compare (safe, ignored)");
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     let json = json_of(&run);
     assert_eq!(json["outcome"], "pass", "{json}");
@@ -259,13 +257,7 @@ fn a_table_or_column_the_reference_lacks_is_untested_never_a_pass() {
             "--strict",
             "--json",
         ]);
-        let mut command = crate::support::reclaim_command();
-        command
-            .args(&args)
-            .env("LEDGER_MODE", "safe")
-            .env("TMPDIR", dir.path())
-            .current_dir(dir.path());
-        let run = crate::support::run_within(command, "reclaim run --compare (a typo)", LIMIT);
+        let run = safe_ledger(dir.path(), &args, "reclaim run --compare (a typo)");
         assert_eq!(
             run.code,
             Some(1),
