@@ -7,7 +7,10 @@ use std::time::Duration;
 use crate::support::{cluster_folder, folder, on_kept, pg_bin, psql};
 use crate::support::{json_of, reclaim_in_dir};
 
-const LIMIT: Duration = Duration::from_secs(240);
+/// A hang guard, not a timing assertion: a proof is several nights, each in a schema of its own
+/// on the private cluster, and at a load of 40 on 2 cores `prove` over 20 items ran past
+/// 3 x 240 s (2026-12-04).
+const LIMIT: Duration = Duration::from_secs(600);
 
 fn job(script: &str) -> String {
     format!("sh {}/examples/{script}", env!("CARGO_MANIFEST_DIR"))

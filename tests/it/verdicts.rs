@@ -460,7 +460,9 @@ fn the_wal_stays_bounded_while_four_workers_write_and_inspect_reads_in_a_loop() 
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(300);
+    // A bound for a hang, with the suite's slack (`support::SLACK`), as every wait here.
+    let bound = Duration::from_secs(300).saturating_mul(crate::support::SLACK);
+    let deadline = Instant::now() + bound;
     let mut largest = 0;
     let mut inspections = 0;
     let status = loop {
@@ -470,7 +472,7 @@ fn the_wal_stays_bounded_while_four_workers_write_and_inspect_reads_in_a_loop() 
         if Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("the run was still going after 300 s");
+            panic!("the run was still going after {bound:?}");
         }
         // A reader that never stops: without the bound, the log is never rewound.
         if db.exists() {

@@ -496,9 +496,10 @@ pub(crate) fn record_short_night(dir: &Path) -> Vec<u8> {
     read_bytes(&record)
 }
 
-/// Polls until `done` holds or `limit` passes; returns whether it held.
+/// Polls until `done` holds or `limit` times `SLACK` passes; returns whether it held. Every
+/// caller waits for something that should come: the bound is for a hang, as in `run_within`.
 pub(crate) fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
+    let deadline = Instant::now() + limit.saturating_mul(SLACK);
     while !done() {
         if Instant::now() >= deadline {
             return false;
