@@ -492,10 +492,7 @@ for i in range(int(os.environ["RECLAIM_ITEMS"])):
         c.execute("INSERT INTO checkpoints VALUES (?)", (key,))
         time.sleep(0.03)
         c.execute("INSERT INTO records VALUES (?, 'p')", (key,))
-        # A kill sent at a row count lands here, before the next checkpoint: long enough for
-        # one sent late on a busy machine (at a load of 40, 0.4 s was not: it landed between
-        # the next checkpoint and its row, and that item was lost).
-        time.sleep(1.5)
+        time.sleep(0.4)  # a kill sent at a row count lands here, before the next checkpoint
     elif os.environ["MODE"] == "gap":
         c.execute("INSERT INTO checkpoints VALUES (?)", (key,))
         time.sleep(0.4)  # a kill sent at a row count lands here, between checkpoint and row
