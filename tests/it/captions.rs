@@ -272,9 +272,9 @@ fn every_command_the_notes_suggest_runs_as_written() {
     let commands = suggested_commands();
     assert!(commands.len() >= 3, "{commands:?}");
     // Independent commands, run side by side: the suite's time is the longest, not the sum.
-    // The bound is for a hang, not a speed: these are whole proofs and maps, thousands of real
-    // nights in all, and beside the rest of the suite at a load of 40 on 2 cores they ran past
-    // 3 x 180 s (2026-12-04).
+    // The bound is for a hang, not a speed: these are whole proofs and maps of many real
+    // nights each, and beside the rest of the suite at a load of 40 on 2 cores two of the maps
+    // ran past 3 x 180 s (2026-12-04).
     let results: Vec<(String, String, crate::support::Run)> = std::thread::scope(|scope| {
         let runs: Vec<_> = commands
             .iter()
