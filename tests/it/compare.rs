@@ -21,6 +21,11 @@ fn ledger() -> String {
     )
 }
 
+/// The ledger in its safe form: the mode in the command, as the job's own environment.
+fn safe_ledger() -> String {
+    format!("LEDGER_MODE=safe {}", ledger())
+}
+
 const QUEUE: [&str; 8] = [
     "--table",
     "applied",
@@ -43,17 +48,6 @@ fn balances(db: &Path) -> Vec<(String, i64)> {
         .unwrap_or_else(|e| panic!("{}: {e}", db.display()))
         .into_iter()
         .collect()
-}
-
-/// `reclaim ARGS` in `dir` with the ledger in its safe form (`LEDGER_MODE=safe`).
-fn safe_ledger(dir: &Path, args: &[&str], what: &str) -> crate::support::Run {
-    let mut command = crate::support::reclaim_command();
-    command
-        .args(args)
-        .env("LEDGER_MODE", "safe")
-        .env("TMPDIR", dir)
-        .current_dir(dir);
-    crate::support::run_within(command, what, LIMIT)
 }
 
 #[test]
@@ -120,7 +114,7 @@ fn the_naive_ledger_killed_between_its_commits_differs_where_the_row_rule_sees_n
 #[test]
 fn the_safe_ledger_is_nondeterministic_in_its_timestamp_until_named_then_passes() {
     let dir = tempdir();
-    let job = ledger();
+    let job = safe_ledger();
     let mut args = vec!["run", "--exec", &job];
     args.extend(QUEUE);
     args.extend([
@@ -133,7 +127,7 @@ fn the_safe_ledger_is_nondeterministic_in_its_timestamp_until_named_then_passes(
         "--compare",
         "--json",
     ]);
-    let run = safe_ledger(dir.path(), &args, "reclaim run --compare (safe)");
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     let json = json_of(&run);
     assert_eq!(json["outcome"], "untested", "{json}");
@@ -148,7 +142,7 @@ fn the_safe_ledger_is_nondeterministic_in_its_timestamp_until_named_then_passes(
         "{json}"
     );
     args.extend(["--ignore-column", "applied.applied_at", "--strict"]);
-    let run = safe_ledger(dir.path(), &args, "reclaim run --compare (safe, ignored)");
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     let json = json_of(&run);
     assert_eq!(json["outcome"], "pass", "{json}");
@@ -234,7 +228,7 @@ fn on_postgres_a_job_stamping_now_is_said_nondeterministic_never_judged() {
 #[test]
 fn a_table_or_column_the_reference_lacks_is_untested_never_a_pass() {
     let dir = tempdir();
-    let job = ledger();
+    let job = safe_ledger();
     for (flag, name) in [
         ("--compare-table", "acounts"),
         ("--ignore-column", "applied.aplied_at"),
@@ -257,7 +251,7 @@ fn a_table_or_column_the_reference_lacks_is_untested_never_a_pass() {
             "--strict",
             "--json",
         ]);
-        let run = safe_ledger(dir.path(), &args, "reclaim run --compare (a typo)");
+        let run = reclaim_in_dir(dir.path(), &args, LIMIT);
         assert_eq!(
             run.code,
             Some(1),
