@@ -1043,22 +1043,20 @@ fn the_dashboard_runs_your_job_beside_guarded_under_the_same_kill() {
             screen.contents().contains("progress: no heartbeat")
         })
         .unwrap_or_else(|e| panic!("{e}"));
+    // The kill lands once reclaim sees task-111's row; the job (not paced by reclaim) may have
+    // written a row or two more by then, so the figures are read from its database below.
     dashboard
         .wait_for(
             "the job's claim and the verdict",
             Instant::now() + LIMIT,
             |screen| {
                 let text = screen.contents();
-                text.contains("\"done rows_written=312 status=ok\"")
-                    && text.contains("DATA WRONG (112 duplicated task ids)")
+                text.contains("\"done rows_written=") && text.contains(" duplicated task ids)")
             },
         )
         .unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        !dashboard.text().contains("heartbeat stale"),
-        "{}",
-        dashboard.text()
-    );
+    let seen = dashboard.text();
+    assert!(!seen.contains("heartbeat stale"), "{seen}");
     dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
     let status = dashboard
         .wait_exit(Duration::from_secs(5))
@@ -1080,7 +1078,20 @@ fn the_dashboard_runs_your_job_beside_guarded_under_the_same_kill() {
                 tmp.path().display()
             )
         });
-    assert_eq!(figures_by_rusqlite(&db), (312, 200, 112));
+    let (rows, distinct, duplicated) = figures_by_rusqlite(&db);
+    assert_eq!(distinct, 200);
+    assert!(
+        duplicated >= 112,
+        "killed before task-111 was written: {duplicated}"
+    );
+    assert_eq!(rows, 200 + duplicated);
+    // What the screen said is what the database holds, to the row.
+    for said in [
+        format!("\"done rows_written={rows} status=ok\""),
+        format!("DATA WRONG ({duplicated} duplicated task ids)"),
+    ] {
+        assert!(seen.contains(&said), "{said} not on screen:\n{seen}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

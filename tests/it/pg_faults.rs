@@ -63,7 +63,11 @@ fn up_with_rows(dir: &Path, rows: u64, night: &mut Child) -> PathBuf {
     if !up {
         let _ = night.kill();
         let _ = night.wait();
-        panic!("no night with {rows} rows: {}", read(dir, "err.txt"));
+        panic!(
+            "no night with {rows} rows seen by psql: {}{}",
+            read(dir, "out.txt"),
+            read(dir, "err.txt")
+        );
     }
     cluster
 }
@@ -99,12 +103,13 @@ fn finish(dir: &Path, mut night: Child) -> (Option<i32>, String) {
 fn a_server_restart_mid_night_is_said_once_and_the_night_goes_on() {
     let bin = pg_bin();
     let dir = folder();
-    // The restart comes at 100 rows; the 500 items left take the two workers at least 6 s of
-    // their 25 ms pauses alone, far longer than `pg_ctl restart` takes, at any load (a slower
-    // machine slows the workers too). More items only add a loaded machine's per-item cost.
+    // The restart comes at 100 rows; the 500 items left take the two workers at least 15 s of
+    // their 60 ms pauses alone, far longer than `pg_ctl restart` takes and than psql's looks at
+    // a loaded machine (a slower machine slows the workers too). More items only add a loaded
+    // machine's per-item cost.
     let mut night = start_night(
         dir.path(),
-        &["--items", "600", "--delay-ms", "25", "--workers", "2"],
+        &["--items", "600", "--delay-ms", "60", "--workers", "2"],
     );
     let cluster = up_with_rows(dir.path(), 100, &mut night);
     let restarted = as_owner(&bin.join("pg_ctl"))
