@@ -234,6 +234,8 @@ pub(crate) fn symptoms(
 pub(crate) struct LaneMeta<'a> {
     pub name: &'a str,
     pub strategy: &'a str,
+    /// Whether the lane runs the user's own job (its claim is the job's last line as said).
+    pub exec: bool,
     pub items: u64,
     pub dead_man: f64,
 }
@@ -248,7 +250,7 @@ pub(crate) fn lane_view(
     end: Option<&LaneEnd>,
 ) -> LaneView {
     // An exec lane's claim is its job's last line, in its own words.
-    let exec = meta.strategy == "exec";
+    let exec = meta.exec;
     let claimed = snap.claimed.as_ref().map(|c| {
         if exec {
             format!("{:?}", c.status)

@@ -62,6 +62,7 @@ impl LiveNight {
                 let meta = LaneMeta {
                     name: &lane.config().name,
                     strategy: lane.config().worker.label(),
+                    exec: lane.config().worker.strategy().is_none(),
                     items: lane.config().items,
                     dead_man,
                 };

@@ -81,6 +81,7 @@ impl ReplayApp {
                 let meta = LaneMeta {
                     name: &info.name,
                     strategy: info.strategy.name(),
+                    exec: matches!(info.strategy, crate::record::WorkerKind::Exec),
                     items: info.items,
                     dead_man: header.dead_man,
                 };
