@@ -225,7 +225,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         .as_deref()
         .map(crate::verdict::junit::check_path)
         .transpose()?;
-    let night = early.map_or_else(|| open_night(args), |n| Ok(Some(n)))?;
+    let mut night = early.map_or_else(|| open_night(args), |n| Ok(Some(n)))?;
     let seed = args.seed.unwrap_or_else(rand::random);
     let what = worker.strategy().map_or("exec", |s| s.name());
     let mut folder = Some(super::kept::night(
@@ -305,7 +305,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         folder: None,
     };
     if let Some(folder) = folder {
-        report.settle(folder, args.strict);
+        report.settle(folder, night.as_mut(), args.strict);
     }
     let code = finish(&report, args, junit.as_ref(), out);
     close_night(night, &report, args, out);

@@ -243,13 +243,18 @@ pub(super) fn print_summary(report: &ProveReport, strict: bool, out: &mut dyn Wr
 impl ProveReport {
     /// The trial's folder kept or removed as `--keep` says, the one rule deciding what failed
     /// (as it decides the exit code); the report says which.
-    pub(super) fn settle(&mut self, folder: crate::base::kept::NightDir, strict: bool) {
+    pub(super) fn settle(
+        &mut self,
+        folder: crate::base::kept::NightDir,
+        night: Option<&mut crate::warehouse::Night>,
+        strict: bool,
+    ) {
         let failed = self.account().judge(strict).exit_code() != crate::base::exit::OK;
         let summary = format!(
             "{} PASS, {} FAIL, {} UNTESTED",
             self.passed, self.failed, self.not_tested
         );
-        let settled = folder.settle(failed, &summary, std::time::SystemTime::now());
+        let settled = crate::warehouse::settle(folder, night, failed, &summary);
         self.kept = settled.kept.then(|| settled.path.clone());
         self.folder = Some(settled.said());
     }

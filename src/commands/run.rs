@@ -125,7 +125,8 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let report = outcome.map_err(|e| super::kept::ended_in(folder.take(), e))?;
     let judged = report.account().judge(args.strict);
     let failed = judged.exit_code() != crate::base::exit::OK;
-    let settled = folder.map(|f| f.settle(failed, &judged.line(), std::time::SystemTime::now()));
+    let settled =
+        folder.map(|f| crate::warehouse::settle(f, night.as_mut(), failed, &judged.line()));
     let code = finish(
         &report,
         args,
@@ -529,7 +530,7 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
     let judged = account.judge(args.strict);
     let settled = folder.map(|f| {
         let failed = judged.exit_code() != crate::base::exit::OK;
-        f.settle(failed, &judged.line(), std::time::SystemTime::now())
+        crate::warehouse::settle(f, night.as_mut(), failed, &judged.line())
     });
     if args.json {
         for ((name, report), lane) in names.iter().zip(&reports).zip(&accounts) {

@@ -24,12 +24,12 @@ pub(super) fn live(args: &TuiArgs) -> Result<u8, Error> {
     if warehouse.warehouse.is_postgres() {
         refuse_on_pg(&scenario)?;
     }
-    let night = warehouse.open().map_err(|e| Error::Store(e.into()))?;
+    let mut night = warehouse.open().map_err(|e| Error::Store(e.into()))?;
     let code = crate::tui::run(
         (scenario, crate::warehouse::Warehouse::of(night.as_ref())),
         args.record.as_deref(),
         &settings(&args.presenting, args.theme),
-        args.warehouse.keep.unwrap_or_default(),
+        (args.warehouse.keep.unwrap_or_default(), night.as_mut()),
     );
     crate::warehouse::close(night, false, None, &mut crate::base::out::stdout());
     code

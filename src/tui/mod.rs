@@ -107,7 +107,7 @@ pub fn run(
     (scenario, warehouse): (Scenario, Warehouse),
     record: Option<&Path>,
     settings: &DashboardSettings,
-    keep: Keep,
+    (keep, night): (Keep, Option<&mut crate::warehouse::Night>),
 ) -> Result<u8, Error> {
     if let Some(path) = record {
         crate::base::paths::new_recording(path, None)?;
@@ -157,7 +157,7 @@ pub fn run(
     } else {
         "every lane's data right (or not yet judged)"
     };
-    let settled = folder.settle(failed, verdict, SystemTime::now());
+    let settled = crate::warehouse::settle(folder, night, failed, verdict);
     let db_dir = settled.path.display().to_string();
     let said = settled.said();
     if let Err(error) = outcome {

@@ -95,6 +95,26 @@ impl WarehouseArgs {
     }
 }
 
+/// The night is over: its folder settled as the policy says (`NightDir::settle`), with the
+/// night's private PostgreSQL cluster, if any, kept beside it when the folder is kept (a failed
+/// night's rows are what there is to look at) and removed with it by `reclaim kept`.
+#[must_use]
+pub fn settle(
+    mut folder: crate::base::kept::NightDir,
+    night: Option<&mut Night>,
+    failed: bool,
+    verdict: &str,
+) -> crate::base::kept::Settled {
+    if let Some(dir) = night.as_ref().and_then(|n| n.cluster_dir()) {
+        folder.attach(dir);
+    }
+    let settled = folder.settle(failed, verdict, std::time::SystemTime::now());
+    if let Some(night) = night {
+        night.keep_with(&settled);
+    }
+    settled
+}
+
 /// Ends the night's PostgreSQL, if any (`Night::close`), and prints its closing lines (and
 /// `note`) on `out`, or on stderr beside `--json`.
 pub fn close(night: Option<Night>, json: bool, note: Option<&str>, out: &mut dyn std::io::Write) {

@@ -123,6 +123,17 @@ fn prove_exec_on_postgres_passes_the_safe_job_and_catches_the_naive_one() {
         "{}",
         run.stdout
     );
+    // The failed trial's rows stay to be looked at: its cluster kept with its folder (the
+    // default policy), said so, stopped; `reclaim kept --clean` removes both.
+    assert!(
+        run.stdout
+            .contains("private cluster kept (--keep failed: the night failed;"),
+        "{}",
+        run.stdout
+    );
+    assert!(cluster_folder(dir.path()).is_some(), "{}", run.stdout);
+    let clean = reclaim_in_dir(dir.path(), &["kept", "--clean"], LIMIT);
+    assert_eq!(clean.code, Some(0), "{}\n{}", clean.stdout, clean.stderr);
     assert!(cluster_folder(dir.path()).is_none(), "the cluster is left");
 }
 

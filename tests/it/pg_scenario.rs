@@ -72,15 +72,41 @@ fn a_scenario_on_postgres_gives_the_verdicts_it_gives_on_sqlite() {
             .any(|l| l.contains(" guarded ") && l.contains("rows=60 duplicated_task_ids=0")),
         "{lines:?}"
     );
-    // It ran on PostgreSQL: the private cluster said so as it closed, and is gone.
+    assert!(!sqlite.stdout.contains("postgres "), "{}", sqlite.stdout);
+    // It ran on PostgreSQL and failed: under the default policy the private cluster, with the
+    // wrong rows, is kept with the night's folder, stopped, and said so with its policy.
+    let cluster = cluster_folder(dir.path()).unwrap_or_else(|| panic!("{}", pg.stdout));
     assert!(
-        pg.stdout
-            .contains("postgres     private cluster stopped and removed"),
+        pg.stdout.contains(&format!(
+            "postgres     private cluster kept (--keep failed: the night failed; removed with its night by `reclaim kept --remove`), stopped: {}",
+            cluster.display()
+        )),
         "{}",
         pg.stdout
     );
-    assert!(!sqlite.stdout.contains("postgres "), "{}", sqlite.stdout);
-    assert_eq!(cluster_folder(dir.path()), None);
+    assert!(
+        processes_under(dir.path()).is_empty(),
+        "{:?}",
+        processes_under(dir.path())
+    );
+    // `reclaim kept` counts the cluster in its night's size; removing the night removes both.
+    let kept = reclaim_in_dir(dir.path(), &["kept", "--json"], limit);
+    let listed: serde_json::Value =
+        serde_json::from_str(&kept.stdout).unwrap_or_else(|e| panic!("{e}: {}", kept.stdout));
+    let nights = listed["nights"].as_array().cloned().unwrap_or_default();
+    let scenario_night = nights
+        .iter()
+        .find(|n| n["name"].as_str().is_some_and(|n| n.contains("short-pg")))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        scenario_night["bytes"]
+            .as_u64()
+            .is_some_and(|b| b > 10 << 20),
+        "the cluster is not counted: {scenario_night}"
+    );
+    let clean = reclaim_in_dir(dir.path(), &["kept", "--clean"], limit);
+    assert_eq!(clean.code, Some(0), "{}\n{}", clean.stdout, clean.stderr);
+    assert_eq!(cluster_folder(dir.path()), None, "{}", clean.stdout);
 }
 
 #[test]
@@ -121,10 +147,20 @@ fn the_dashboard_on_postgres_says_so_and_leaves_nothing_after_q_or_ctrl_c() {
         std::fs::write(&file, format!("warehouse = \"postgres\"\n{slow}"))
             .unwrap_or_else(|e| panic!("{e}"));
         let file = file.display().to_string();
+        // What the policy keeps is `a_scenario_on_postgres_gives_the_verdicts_it_gives_on_sqlite`'s;
+        // here nothing is kept, so that anything left is a leak.
         let args: Vec<&str> = if key == b"q" {
-            vec!["tui", "--scenario", &file]
+            vec!["tui", "--scenario", &file, "--keep", "never"]
         } else {
-            vec!["tui", "--scenario", "incident", "--warehouse", "postgres"]
+            vec![
+                "tui",
+                "--scenario",
+                "incident",
+                "--warehouse",
+                "postgres",
+                "--keep",
+                "never",
+            ]
         };
         let mut dashboard =
             Dashboard::start(&args, dir.path(), 140, 40).unwrap_or_else(|e| panic!("{e}"));
@@ -204,7 +240,7 @@ fn the_dashboard_keeps_its_cluster_and_names_its_schemas() {
     let text = dashboard.text().replace('\n', "");
     assert!(
         text.contains(&format!(
-            "private cluster kept, stopped: {}",
+            "private cluster kept (--keep always), stopped: {}",
             cluster.display()
         )),
         "{text}"

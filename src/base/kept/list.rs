@@ -5,7 +5,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
-use super::{Keep, MARKER, Marker, check_home, lock};
+use super::{COMPANION_MARK, Keep, MARKER, Marker, check_home, lock};
 
 /// One folder in the home.
 #[derive(Debug, Clone)]
@@ -51,9 +51,12 @@ pub fn list(home: &Path) -> Vec<Listed> {
             let path = e.path();
             let marker = read_marker(&path);
             let in_use = marker.is_some() && lock(&path).is_none();
+            let companion = (marker.as_ref())
+                .and_then(companion)
+                .map_or(0, |c| disk_usage(&c));
             Listed {
                 name: e.file_name().to_string_lossy().into_owned(),
-                bytes: disk_usage(&path),
+                bytes: disk_usage(&path).saturating_add(companion),
                 path,
                 marker,
                 in_use,
@@ -82,6 +85,10 @@ pub enum RemoveError {
     InUse(String),
     #[error("cannot remove {0}: {1}")]
     Failed(String, String),
+    #[error(
+        "{0} is kept with a PostgreSQL cluster whose server is running (pid {2} in {1}): stop it first, as its owner: pg_ctl -D {1}/data stop"
+    )]
+    CompanionRunning(String, String, i32),
 }
 
 /// Removes the night `name` (a folder name in `home`, or its path): only a real folder there
@@ -109,6 +116,18 @@ pub fn remove(home: &Path, name: &str) -> Result<PathBuf, RemoveError> {
     let Some(held) = lock(&path) else {
         return Err(RemoveError::InUse(shown_name));
     };
+    if let Some(folder) = read_marker(&path).as_ref().and_then(companion) {
+        if let Some(pid) = server_running(&folder) {
+            let shown_folder = crate::base::text::escape_controls(&folder.display().to_string());
+            return Err(RemoveError::CompanionRunning(shown_name, shown_folder, pid));
+        }
+        fs::remove_dir_all(&folder).map_err(|e| {
+            RemoveError::Failed(
+                crate::base::text::escape_controls(&folder.display().to_string()),
+                e.to_string(),
+            )
+        })?;
+    }
     // Links inside are removed, never followed (`remove_dir_all` does not follow them).
     let removed = fs::remove_dir_all(&path);
     drop(held);
@@ -141,6 +160,28 @@ pub fn prune(home: &Path, bound: usize) -> usize {
         removed += usize::from(remove(home, &night.name).is_ok());
     }
     removed
+}
+
+/// The folder a night's marker names as kept with it, when it is one reclaim kept: a real
+/// folder (not a link) in the temp dir, holding `COMPANION_MARK`. A marker edited to name
+/// anything else names nothing.
+fn companion(marker: &Marker) -> Option<PathBuf> {
+    let folder = marker.companion.as_ref()?;
+    let real = fs::symlink_metadata(folder).is_ok_and(|m| m.is_dir())
+        && fs::symlink_metadata(folder.join(COMPANION_MARK)).is_ok_and(|m| m.is_file());
+    let in_temp = folder
+        .parent()
+        .is_some_and(|p| same_dir(p, &std::env::temp_dir()));
+    (real && in_temp).then(|| folder.clone())
+}
+
+/// The pid of a PostgreSQL server running in `folder`'s `data/` (its `postmaster.pid` naming
+/// a live process): such a folder is never removed from under it.
+fn server_running(folder: &Path) -> Option<i32> {
+    let text = fs::read_to_string(folder.join("data").join("postmaster.pid")).ok()?;
+    let pid: i32 = text.lines().next()?.trim().parse().ok()?;
+    let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+    alive.then_some(pid)
 }
 
 fn read_marker(dir: &Path) -> Option<Marker> {
@@ -199,6 +240,45 @@ mod tests {
         assert!(always.path.is_dir(), "--keep always is never pruned");
         // The oldest went: the first failed night kept is the 6th.
         assert_eq!(listed[1].marker.as_ref().map(|m| m.started), Some(60));
+    }
+
+    #[test]
+    fn a_companion_is_counted_and_removed_with_its_night_and_nothing_else_is() {
+        fn ok<T>(e: std::io::Error) -> T {
+            panic!("{e}")
+        }
+        let dir = tempfile::tempdir().unwrap_or_else(ok);
+        let home = home_in(&dir);
+        let rows = vec![7u8; 256 << 10];
+        // A kept cluster's folder, marked; and one a doctored marker names, not marked.
+        let companion = (tempfile::Builder::new()
+            .prefix("reclaim-pg-test-")
+            .tempdir())
+        .unwrap_or_else(ok);
+        fs::write(companion.path().join(COMPANION_MARK), "").unwrap_or_else(ok);
+        fs::write(companion.path().join("rows"), &rows).unwrap_or_else(ok);
+        let stranger =
+            (tempfile::Builder::new().prefix("not-reclaims-").tempdir()).unwrap_or_else(ok);
+        fs::write(stranger.path().join("rows"), &rows).unwrap_or_else(ok);
+        for (at_s, folder) in [(0, companion.path()), (10, stranger.path())] {
+            let mut night =
+                NightDir::create_in(&home, "reclaim run", "naive", Keep::Failed, at(at_s))
+                    .unwrap_or_else(|e| panic!("{e}"));
+            night.attach(folder);
+            assert!(night.settle(true, "v", at(at_s + 1)).kept);
+        }
+        let listed = list(&home);
+        assert_eq!(listed.len(), 2);
+        assert!(listed[0].bytes >= 256 << 10, "{}", listed[0].bytes);
+        assert!(listed[1].bytes < 256 << 10, "{}", listed[1].bytes);
+        for night in &listed {
+            remove(&home, &night.name).unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert!(!companion.path().exists(), "the companion stays");
+        assert!(
+            stranger.path().join("rows").is_file(),
+            "a stranger's folder went"
+        );
     }
 
     #[test]

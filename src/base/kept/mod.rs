@@ -31,6 +31,10 @@ pub use self::words::{age, size, utc_stamp};
 /// listed or removed by `reclaim kept`.
 pub const MARKER: &str = ".reclaim-night";
 
+/// The file that marks a folder outside the home as kept on purpose (a private PostgreSQL
+/// cluster kept with its night): never swept as a leftover; removed with its night.
+pub const COMPANION_MARK: &str = "kept-by-reclaim";
+
 /// How many nights `--keep failed` (the default) keeps: a new one kept removes the oldest
 /// beyond it, so a CI loop of failing nights holds at most this many.
 pub const BOUND: usize = 20;
@@ -180,6 +184,11 @@ pub struct Marker {
     /// Kept whatever the policy, and why (a recording the user saved in it): never pruned.
     #[serde(default)]
     pub held: Option<String>,
+    /// A folder outside the home kept with the night and removed with it (`companion`): the
+    /// night's private PostgreSQL cluster, which must stay where its server's account can
+    /// reach it.
+    #[serde(default)]
+    pub companion: Option<PathBuf>,
 }
 
 /// A night's folder of reclaim's own, in the home, locked for as long as this handle lives
@@ -305,6 +314,7 @@ impl NightDir {
             verdict: None,
             failed: None,
             held: None,
+            companion: None,
         };
         let night = Self {
             lock: lock_new(&path),
@@ -327,6 +337,12 @@ impl NightDir {
     #[must_use]
     pub fn policy(&self) -> Keep {
         self.marker.policy
+    }
+
+    /// Names `folder` (outside the home) as kept with this night when it is kept: listed in
+    /// its size, removed with it (`list::remove_companion` says which folders qualify).
+    pub fn attach(&mut self, folder: &Path) {
+        self.marker.companion = Some(folder.to_path_buf());
     }
 
     /// Keep the folder whatever the policy, for `why` (said on its line).

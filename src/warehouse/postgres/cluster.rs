@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use nix::unistd::{Uid, User};
 
+use super::cluster_guard::KEEP_LINE;
 pub use super::cluster_guard::{GuardArgs, ROLE, conninfo, guard};
 use super::cluster_guard::{PGPASS, stop_adopted};
 use super::cluster_guard::{START_BOUND, STOP_STEP};
@@ -48,8 +49,9 @@ const BIN_DIRS: [&str; 4] = [
 const UNPRIVILEGED: &str = "nobody";
 /// How a cluster folder's name starts (`reclaim-pg-MILLIS-PID`, PID reclaim's).
 const FOLDER_PREFIX: &str = "reclaim-pg-";
-/// The file that marks a folder kept on purpose (`--keep always`): never swept.
-const KEPT_MARK: &str = "kept-by-reclaim";
+/// The file that marks a folder kept on purpose (`--keep always`, or a failed night's under
+/// `--keep failed`): never swept; `reclaim kept` removes it with its night.
+use crate::base::kept::COMPANION_MARK as KEPT_MARK;
 
 /// The folder with PostgreSQL's server programs (`initdb`, `postgres`), or why there is none.
 pub fn bin_dir() -> Result<PathBuf, WarehouseError> {
@@ -88,6 +90,8 @@ pub struct Cluster {
     conninfo: Conninfo,
     /// What reclaim saw of the guard's end when it was not the stop it asked for.
     guard_lost: Option<String>,
+    /// The policy's words on why the folder is kept (`--keep always`).
+    kept_why: String,
 }
 
 impl Cluster {
@@ -139,6 +143,7 @@ impl Cluster {
             guard,
             stdin,
             guard_lost: None,
+            kept_why: "--keep always".into(),
         };
         // The guard's first line: `ready PASSWORD`, or the reason it could not start the cluster.
         let (tx, rx) = mpsc::channel();
@@ -209,6 +214,30 @@ impl Cluster {
     #[must_use]
     pub fn kept(&self) -> bool {
         self.keep
+    }
+
+    /// Keeps the folder after all, as the night's policy says at its end (`--keep failed` and
+    /// the night failed): the guard is told before the pipe closes, and the folder marked.
+    /// Said on the closing lines as `why`.
+    pub fn keep_as(&mut self, why: &str) {
+        self.kept_why = why.to_string();
+        if self.keep {
+            return;
+        }
+        let told = self.stdin.as_mut().is_some_and(|pipe| {
+            use std::io::Write as _;
+            pipe.write_all(KEEP_LINE)
+                .and_then(|()| pipe.flush())
+                .is_ok()
+        });
+        let marked = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(self.dir.join(KEPT_MARK))
+            .is_ok();
+        // A guard that could not be told is gone: the stop is reclaim's, which keeps it too.
+        let guard_gone = matches!(self.guard.try_wait(), Ok(Some(_)));
+        self.keep = marked && (told || guard_gone);
     }
 
     /// The cluster's folder (data in `data/`, the socket beside it).
@@ -294,7 +323,10 @@ impl Cluster {
             .as_ref()
             .map_or(String::new(), |u| format!("runuser -u {u} -- "));
         vec![
-            format!("postgres     private cluster kept, stopped: {dir}"),
+            format!(
+                "postgres     private cluster kept ({}), stopped: {dir}",
+                self.kept_why
+            ),
             format!(
                 "postgres     start it:  {as_user}{} -D {dir}/data -l {dir}/postgres.log -o \"-c listen_addresses='' -k {dir}\" start",
                 pg_ctl.display()

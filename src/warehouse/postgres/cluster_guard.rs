@@ -37,6 +37,9 @@ const PWFILE: &str = "initdb.pw";
 pub const PGPASS: &str = "pgpass";
 
 /// `reclaim pg-cluster`'s arguments (what `Cluster::start` passes).
+/// What reclaim writes to the guard before closing its stdin to keep the folder after all.
+pub const KEEP_LINE: &[u8] = b"keep\n";
+
 #[derive(Debug, clap::Args)]
 pub struct GuardArgs {
     #[arg(long)]
@@ -67,15 +70,22 @@ pub fn guard(args: &GuardArgs) -> u8 {
     }
     // The pipe is watched from the start: reclaim gone (Ctrl-C) while initdb runs ends the start.
     let closed = Arc::new(AtomicBool::new(false));
-    let (eof_tx, eof_rx) = std::sync::mpsc::channel::<()>();
+    let (eof_tx, eof_rx) = std::sync::mpsc::channel::<bool>();
     let watch = Arc::clone(&closed);
     thread::spawn(move || {
-        // Nothing reclaim sends matters: only the end.
-        let mut sink = [0u8; 64];
+        // The end, and whether reclaim said `KEEP_LINE` before it (the night's policy keeps
+        // the cluster after all); anything else reclaim sends does not matter.
+        let mut heard = Vec::new();
+        let mut chunk = [0u8; 64];
         let mut stdin = std::io::stdin();
-        while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+        while let Ok(n @ 1..) = stdin.read(&mut chunk) {
+            if heard.len() < 1024 {
+                heard.extend_from_slice(&chunk[..n]);
+            }
+        }
+        let keep = heard.windows(KEEP_LINE.len()).any(|w| w == KEEP_LINE);
         watch.store(true, Ordering::SeqCst);
-        let _ = eof_tx.send(());
+        let _ = eof_tx.send(keep);
     });
     let user = run_as.and_then(|name| User::from_name(name).ok().flatten());
     let password = new_password();
@@ -94,7 +104,7 @@ pub fn guard(args: &GuardArgs) -> u8 {
         }
     };
     // Waits for EOF (reclaim gone or done).
-    let _ = eof_rx.recv();
+    let keep = eof_rx.recv().unwrap_or(false) || keep;
     if let Some(child) = postmaster.as_mut() {
         stop_postmaster(child);
     }

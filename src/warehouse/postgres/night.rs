@@ -97,6 +97,32 @@ impl Night {
         self.closing_lines()
     }
 
+    /// The private cluster's folder, to be kept with the night's own folder if that is kept
+    /// (`NightDir::attach`); `None` on a server.
+    #[must_use]
+    pub fn cluster_dir(&self) -> Option<&Path> {
+        self.cluster.as_ref().map(cluster::Cluster::dir)
+    }
+
+    /// The night's folder was kept as `settled` says: the private cluster, with the failed
+    /// night's rows, is kept beside it and said so (nothing to do on a server, or unless kept).
+    pub fn keep_with(&mut self, settled: &crate::base::kept::Settled) {
+        if !settled.kept {
+            return;
+        }
+        if let Some(cluster) = self.cluster.as_mut() {
+            let policy = settled.policy;
+            let why = match policy {
+                crate::base::kept::Keep::Always => "--keep always".to_string(),
+                _ if settled.held.is_some() => format!("--keep {policy}, kept with its night"),
+                _ => format!(
+                    "--keep {policy}: the night failed; removed with its night by `reclaim kept --remove`"
+                ),
+            };
+            cluster.keep_as(&why);
+        }
+    }
+
     /// Whether closing removes the private cluster and its rows (not kept).
     #[must_use]
     pub fn removes_cluster(&self) -> bool {
