@@ -351,7 +351,7 @@ fn victim_outcome(
             "server aborted the killed worker's open transaction (pid {pid}, xid {xid}: pg_xact_status aborted, backend {backend} gone): none of its uncommitted rows is in the table"
         )),
         (Some("committed"), false) => Some(format!(
-            "the killed worker's last transaction (pid {pid}, xid {xid}) had committed as the kill landed: nothing for the server to abort"
+            "the killed worker's last transaction (pid {pid}, xid {xid}) committed (pg_xact_status committed, backend {backend} gone): before the kill landed, or after it, the server finishing what the worker had sent; its rows are in the table, nothing to abort"
         )),
         (None, false) => Some(format!(
             "the killed worker (pid {pid}) had no transaction with writes open (its session was {}): nothing for the server to abort; backend {backend} gone",
