@@ -123,18 +123,22 @@ fn prove_exec_on_postgres_passes_the_safe_job_and_catches_the_naive_one() {
         "{}",
         run.stdout
     );
-    // The failed trial's rows stay to be looked at: its cluster kept with its folder (the
-    // default policy), said so, stopped; `reclaim kept --clean` removes both.
+    assert_kept_with_its_night(dir.path(), &run);
+}
+
+/// The failed trial's rows stay to be looked at: its cluster kept with its folder (the
+/// default policy), said so, stopped; `reclaim kept --clean` removes both.
+fn assert_kept_with_its_night(dir: &std::path::Path, run: &crate::support::Run) {
     assert!(
         run.stdout
             .contains("private cluster kept (--keep failed: the night failed;"),
         "{}",
         run.stdout
     );
-    assert!(cluster_folder(dir.path()).is_some(), "{}", run.stdout);
-    let clean = reclaim_in_dir(dir.path(), &["kept", "--clean"], LIMIT);
+    assert!(cluster_folder(dir).is_some(), "{}", run.stdout);
+    let clean = reclaim_in_dir(dir, &["kept", "--clean"], LIMIT);
     assert_eq!(clean.code, Some(0), "{}\n{}", clean.stdout, clean.stderr);
-    assert!(cluster_folder(dir.path()).is_none(), "the cluster is left");
+    assert!(cluster_folder(dir).is_none(), "the cluster is left");
 }
 
 #[test]

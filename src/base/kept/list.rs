@@ -244,22 +244,19 @@ mod tests {
 
     #[test]
     fn a_companion_is_counted_and_removed_with_its_night_and_nothing_else_is() {
-        fn ok<T>(e: std::io::Error) -> T {
-            panic!("{e}")
-        }
-        let dir = tempfile::tempdir().unwrap_or_else(ok);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let home = home_in(&dir);
         let rows = vec![7u8; 256 << 10];
         // A kept cluster's folder, marked; and one a doctored marker names, not marked.
         let companion = (tempfile::Builder::new()
             .prefix("reclaim-pg-test-")
             .tempdir())
-        .unwrap_or_else(ok);
-        fs::write(companion.path().join(COMPANION_MARK), "").unwrap_or_else(ok);
-        fs::write(companion.path().join("rows"), &rows).unwrap_or_else(ok);
-        let stranger =
-            (tempfile::Builder::new().prefix("not-reclaims-").tempdir()).unwrap_or_else(ok);
-        fs::write(stranger.path().join("rows"), &rows).unwrap_or_else(ok);
+        .unwrap_or_else(|e| panic!("{e}"));
+        fs::write(companion.path().join(COMPANION_MARK), "").unwrap_or_else(|e| panic!("{e}"));
+        fs::write(companion.path().join("rows"), &rows).unwrap_or_else(|e| panic!("{e}"));
+        let stranger = (tempfile::Builder::new().prefix("not-reclaims-").tempdir())
+            .unwrap_or_else(|e| panic!("{e}"));
+        fs::write(stranger.path().join("rows"), &rows).unwrap_or_else(|e| panic!("{e}"));
         for (at_s, folder) in [(0, companion.path()), (10, stranger.path())] {
             let mut night =
                 NightDir::create_in(&home, "reclaim run", "naive", Keep::Failed, at(at_s))
