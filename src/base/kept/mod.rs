@@ -340,7 +340,7 @@ impl NightDir {
     }
 
     /// Names `folder` (outside the home) as kept with this night when it is kept: listed in
-    /// its size, removed with it (`list::remove_companion` says which folders qualify).
+    /// its size, removed with it (`list::companion` says which folders qualify).
     pub fn attach(&mut self, folder: &Path) {
         self.marker.companion = Some(folder.to_path_buf());
     }

@@ -49,8 +49,8 @@ const BIN_DIRS: [&str; 4] = [
 const UNPRIVILEGED: &str = "nobody";
 /// How a cluster folder's name starts (`reclaim-pg-MILLIS-PID`, PID reclaim's).
 const FOLDER_PREFIX: &str = "reclaim-pg-";
-/// The file that marks a folder kept on purpose (`--keep always`, or a failed night's under
-/// `--keep failed`): never swept; `reclaim kept` removes it with its night.
+// The file that marks a folder kept on purpose (`--keep always`, or a failed night's under
+// `--keep failed`): never swept; `reclaim kept` removes it with its night.
 use crate::base::kept::COMPANION_MARK as KEPT_MARK;
 
 /// The folder with PostgreSQL's server programs (`initdb`, `postgres`), or why there is none.

@@ -36,10 +36,10 @@ use super::conninfo::Conninfo;
 const PWFILE: &str = "initdb.pw";
 pub const PGPASS: &str = "pgpass";
 
-/// `reclaim pg-cluster`'s arguments (what `Cluster::start` passes).
 /// What reclaim writes to the guard before closing its stdin to keep the folder after all.
 pub const KEEP_LINE: &[u8] = b"keep\n";
 
+/// `reclaim pg-cluster`'s arguments (what `Cluster::start` passes).
 #[derive(Debug, clap::Args)]
 pub struct GuardArgs {
     #[arg(long)]
