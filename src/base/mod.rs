@@ -11,6 +11,7 @@ pub mod limits;
 pub mod orphans;
 pub mod out;
 pub mod paths;
+pub mod postmaster;
 pub mod seeded;
 pub mod signals;
 pub mod test_hooks;

@@ -117,7 +117,7 @@ pub fn remove(home: &Path, name: &str) -> Result<PathBuf, RemoveError> {
         return Err(RemoveError::InUse(shown_name));
     };
     if let Some(folder) = read_marker(&path).as_ref().and_then(companion) {
-        if let Some(pid) = server_running(&folder) {
+        if let Some(pid) = crate::base::postmaster::may_run_in(&folder.join("data")) {
             let shown_folder = crate::base::text::escape_controls(&folder.display().to_string());
             return Err(RemoveError::CompanionRunning(shown_name, shown_folder, pid));
         }
@@ -173,15 +173,6 @@ fn companion(marker: &Marker) -> Option<PathBuf> {
         .parent()
         .is_some_and(|p| same_dir(p, &std::env::temp_dir()));
     (real && in_temp).then(|| folder.clone())
-}
-
-/// The pid of a PostgreSQL server running in `folder`'s `data/` (its `postmaster.pid` naming
-/// a live process): such a folder is never removed from under it.
-fn server_running(folder: &Path) -> Option<i32> {
-    let text = fs::read_to_string(folder.join("data").join("postmaster.pid")).ok()?;
-    let pid: i32 = text.lines().next()?.trim().parse().ok()?;
-    let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
-    alive.then_some(pid)
 }
 
 fn read_marker(dir: &Path) -> Option<Marker> {

@@ -282,7 +282,7 @@ impl Cluster {
 
     /// What is left of the cluster once stopped, said with how to remove it.
     fn what_is_left(&self) -> String {
-        let running = running_postmaster(&self.dir.join("data"));
+        let running = crate::base::postmaster::running_in(&self.dir.join("data"));
         match (self.dir.exists(), running) {
             (false, _) => format!("it is stopped and removed ({})", self.dir.display()),
             (true, Some(pid)) => format!(
@@ -305,7 +305,9 @@ impl Cluster {
                 .as_ref()
                 .map_or(String::new(), |lost| format!(" by reclaim ({lost})"));
             // Said from what is there.
-            if self.dir.exists() || running_postmaster(&self.dir.join("data")).is_some() {
+            if self.dir.exists()
+                || crate::base::postmaster::running_in(&self.dir.join("data")).is_some()
+            {
                 return vec![format!(
                     "postgres     private cluster NOT removed{how}: {}",
                     self.what_is_left()
@@ -360,20 +362,6 @@ impl Drop for Cluster {
     }
 }
 
-/// The pid of the postmaster running in `data` (by its pid file, and its working folder there),
-/// if one is.
-fn running_postmaster(data: &Path) -> Option<i32> {
-    let pid = std::fs::read_to_string(data.join("postmaster.pid"))
-        .ok()?
-        .lines()
-        .next()?
-        .trim()
-        .parse::<i32>()
-        .ok()?;
-    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
-    (std::fs::canonicalize(data).ok()? == cwd && !super::cluster_guard::zombie(pid)).then_some(pid)
-}
-
 /// Removes the cluster folders in `base` that a reclaim ended by SIGKILL together with its
 /// guard left (the reclaim named in the folder's name gone, no server running there, not kept
 /// on purpose, owned by the account reclaim's clusters run as); says each.
@@ -404,7 +392,7 @@ fn sweep_leftovers(base: &Path, run_as: Option<&str>) -> Vec<String> {
         if !ours || alive || dir.join(KEPT_MARK).exists() {
             continue;
         }
-        if let Some(server) = running_postmaster(&dir.join("data")) {
+        if let Some(server) = crate::base::postmaster::running_in(&dir.join("data")) {
             said.push(format!(
                 "a private PostgreSQL cluster of an ended reclaim (pid {pid}) is still running (server pid {server}) in {}: left alone; stop it with `kill -QUIT {server}`, then `rm -r {}`",
                 dir.display(),

@@ -369,17 +369,10 @@ fn stop_postmaster(child: &mut Child) {
 /// working folder there: a pid reused by something else is left alone): fast, immediate, then
 /// SIGKILL, each given `STOP_STEP`, until it is gone.
 pub(super) fn stop_adopted(data: &Path) {
-    let Some(pid) = std::fs::read_to_string(data.join("postmaster.pid"))
-        .ok()
-        .and_then(|text| text.lines().next()?.trim().parse::<i32>().ok())
-    else {
+    let Some(pid) = crate::base::postmaster::pid_named(data) else {
         return;
     };
-    let ours = |pid: i32| {
-        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd"));
-        let data = std::fs::canonicalize(data);
-        matches!((cwd, data), (Ok(c), Ok(d)) if c == d) && !zombie(pid)
-    };
+    let ours = |pid: i32| crate::base::postmaster::runs_in(pid, data);
     for signal in [Signal::SIGINT, Signal::SIGQUIT, Signal::SIGKILL] {
         if !ours(pid) {
             return;
@@ -390,15 +383,6 @@ pub(super) fn stop_adopted(data: &Path) {
             thread::sleep(Duration::from_millis(20));
         }
     }
-}
-
-/// A dead process not yet reaped by its parent.
-pub(super) fn zombie(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            == Some("Z")
-    })
 }
 
 /// The last non-empty line of a log, for a one-line error.
