@@ -157,6 +157,8 @@ pub struct ProveArgs {
     #[command(flatten)]
     pub job: ExecArgs,
     #[command(flatten)]
+    pub compare: CompareArgs,
+    #[command(flatten)]
     pub deadline: DeadlineArgs,
     #[command(flatten)]
     pub vendor: JobVendorArgs,
@@ -246,6 +248,8 @@ pub struct MapArgs {
     #[command(flatten)]
     pub job: ExecArgs,
     #[command(flatten)]
+    pub compare: CompareArgs,
+    #[command(flatten)]
     pub vendor: JobVendorArgs,
     /// With --exec: the database's file name in each night's folder
     #[arg(long, default_value = "warehouse.db", requires = "exec")]
@@ -272,6 +276,10 @@ pub struct ShrinkArgs {
     /// recording), and its table, key and queue, as `run --exec` takes them
     #[command(flatten)]
     pub job: ExecArgs,
+    /// With --exec: a kill that leaves the tables other than the undisturbed night's counts
+    /// as going wrong too (the recorded lane's rows may have ended right)
+    #[command(flatten)]
+    pub compare: CompareArgs,
 }
 
 #[derive(Debug, Args)]

@@ -16,8 +16,9 @@ use crate::cli::MapArgs;
 use crate::engine::ExecJob;
 use crate::error::{Context as _, Error};
 use crate::harness::pool::{self, Pool};
-use crate::map::exec::{ExecCell, ExecKill, ExecRunner};
+use crate::map::exec::{CellState, ExecCell, ExecKill, ExecRunner};
 use crate::map::{Tally, Tested};
+use crate::verdict::account::Account;
 
 /// `--json`: one object. The keys are stable.
 #[derive(Debug, Serialize)]
@@ -43,6 +44,9 @@ struct ExecMapReport<'a> {
     judgement: &'a crate::verdict::account::Judgement,
     /// The undisturbed night's verdict: a job already wrong without a kill is wrong everywhere.
     undisturbed: String,
+    /// `--compare`: the undisturbed night the cells' tables were compared with, in a line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reference: Option<&'a str>,
     elapsed_s: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     kept: Option<String>,
@@ -60,11 +64,6 @@ pub(super) fn run(
     job.vendor = args.vendor.vendor.is_some();
     // With a vendor, a band of kills at each message: after a send, before what follows it.
     let messages = job.vendor;
-    if args.points.is_some() {
-        return Err(Error::Refused(
-            "--points names reclaim's own crash points; map --exec maps every point your job announces (reclaim-point NAME KEY), or its row counts when it announces none".into(),
-        ));
-    }
     let tasks = checked_tasks(args, &job)?;
     let items = job.queue.len();
     let junit = args
@@ -97,6 +96,7 @@ pub(super) fn run(
         rows_delay: std::time::Duration::from_secs_f64(args.delay_ms / 1000.0),
         progress_deadline: args.deadline.progress_deadline,
         warehouse: crate::warehouse::Warehouse::of(warehouse.as_ref()),
+        oracle: None,
     };
     let started = Instant::now();
     let result = (|| {
@@ -104,6 +104,8 @@ pub(super) fn run(
             eprintln!("reclaim map --exec: an undisturbed night first, to hear the job's points…");
         }
         let (points, undisturbed) = runner.probe(&AtomicBool::new(false))?;
+        let runner = &compared(&runner, args)?;
+        let oracle = runner.oracle.clone();
         let kills = crate::map::exec::plan(&points, tasks, messages);
         // A bound on the work asked for, as the built-in map has.
         let rows = kills.len() as u64 * items * 2;
@@ -122,28 +124,28 @@ pub(super) fn run(
                 dir: &dir,
                 delay: runner.rows_delay,
             };
-            on_screen(kills, &runner, args, &screen, started)?
+            on_screen(kills, runner, args, &screen, started)?
         } else {
-            let cells = collect(kills, &runner, args)?;
+            let cells = collect(kills, runner, args)?;
             (cells, true, started.elapsed().as_secs_f64())
         };
-        Ok((points, undisturbed, cells, whole, elapsed))
+        Ok((points, undisturbed, cells, whole, elapsed, oracle))
     })();
     let kept = crate::map::keep_or_remove(&dir, args.keep.unwrap_or_default());
-    let (points, undisturbed, cells, whole, elapsed) = result?;
+    let (points, undisturbed, cells, whole, elapsed, oracle) = result?;
     let all_right = whole && !cells.is_empty() && cells.iter().all(ExecCell::is_right);
     let seen_wrong = checkpoint_first_seen(undisturbed.checkpoint_before_row.as_deref(), &cells);
     let left = (!whole).then(|| plan_size(&points, tasks, messages).saturating_sub(cells.len()));
     let bands = crate::map::exec::bands(&points, messages);
-    let judged = judge(&cells, left, &seen_wrong, args.strict);
+    let reference = oracle.as_deref().map(|o| (o.line(), o.account()));
+    let judged = judge(&cells, left, (&seen_wrong, reference.as_ref()), args.strict);
     if let Some(path) = &junit {
-        let cases: Vec<_> = (junit_cases(&bands, &cells, &seen_wrong, args.strict).into_iter())
-            .chain(crate::map::whole_map_case("map.exec", &judged))
-            .collect();
+        let cases = junit_cases(&bands, &cells, (&seen_wrong, &judged), args.strict);
         crate::verdict::junit::write(path, "reclaim map --exec", &cases)
             .context(|| format!("cannot write --junit {}", path.display()))?;
     }
     let facts = Legend {
+        reference: reference.as_ref().map(|r| r.0.as_str()),
         command: &command,
         queue,
         points: &points,
@@ -163,9 +165,26 @@ pub(super) fn run(
     Ok(judged.exit_code())
 }
 
+/// The runner, with `--compare` the undisturbed night run twice more first: its tables the
+/// reference every cell's are compared with.
+fn compared(runner: &ExecRunner, args: &MapArgs) -> Result<ExecRunner, Error> {
+    let oracle = (args.compare.compare)
+        .then(|| runner.undisturbed(super::compare::scope(&args.compare)))
+        .transpose()?;
+    Ok(ExecRunner {
+        oracle: oracle.map(std::sync::Arc::new),
+        ..runner.clone()
+    })
+}
+
 /// The keys to kill at (`--tasks`, or the whole queue), every value checked before anything
-/// starts: the database's name, the keys, and the least the map would write.
+/// starts: no `--points`, the database's name, the keys, and the least the map would write.
 fn checked_tasks(args: &MapArgs, job: &ExecJob) -> Result<(u64, u64), Error> {
+    if args.points.is_some() {
+        return Err(Error::Refused(
+            "--points names reclaim's own crash points; map --exec maps every point your job announces (reclaim-point NAME KEY), or its row counts when it announces none".into(),
+        ));
+    }
     let name = &args.db_name;
     if name.is_empty() || name.contains('/') || name == "." || name == ".." {
         return Err(Error::Refused(format!(
@@ -271,6 +290,8 @@ fn on_screen(
 
 /// What the printed map says beside its cells.
 struct Legend<'a> {
+    /// `--compare`: the undisturbed night the cells' tables were compared with, in a line.
+    reference: Option<&'a str>,
     command: &'a str,
     queue: String,
     points: &'a [String],
@@ -315,30 +336,14 @@ fn print(
             outcome: facts.judged.outcome.mark().to_lowercase(),
             judgement: facts.judged,
             undisturbed: facts.undisturbed.to_string(),
+            reference: facts.reference,
             elapsed_s: (facts.elapsed * 1000.0).round() / 1000.0,
             kept: facts.kept.clone(),
         };
         let text = serde_json::to_string(&report).map_err(Error::json("the map"))?;
         let _ = writeln!(out, "{text}");
     } else if args.csv {
-        let _ = writeln!(
-            out,
-            "band,at,rows,distinct,duplicated_task_ids,missing,derived_status,killed"
-        );
-        for c in cells {
-            let _ = writeln!(
-                out,
-                "{},{},{},{},{},{},{},{}",
-                crate::export::csv::field(&c.band),
-                crate::export::csv::field(&c.at),
-                c.rows,
-                c.distinct,
-                c.duplicated_task_ids,
-                c.missing,
-                c.derived_status.label(),
-                c.killed
-            );
-        }
+        print_csv(cells, facts.reference.is_some(), out);
     } else {
         let _ = writeln!(
             out,
@@ -354,6 +359,12 @@ fn print(
                 facts.points.join(", ")
             }
         );
+        if let Some(reference) = facts.reference {
+            let _ = writeln!(
+                out,
+                "compare      each night's tables against the undisturbed night's (run twice): {reference}"
+            );
+        }
         if facts
             .bands
             .iter()
@@ -369,7 +380,12 @@ fn print(
             let _ = writeln!(out, "wrong        {why}");
         }
         if !facts.interactive {
-            print_bands(facts.bands, cells, facts.first, out);
+            print_bands(
+                facts.bands,
+                cells,
+                (facts.first, facts.reference.is_some()),
+                out,
+            );
         }
         let unfired = match wrong_unfired(cells) {
             0 => String::new(),
@@ -397,6 +413,41 @@ fn print(
         let _ = writeln!(out, "outcome: {}", facts.judged.line());
     }
     Ok(())
+}
+
+/// `--csv`: a line per cell; `--compare` (`state`) adds the cell's state as a last column.
+fn print_csv(cells: &[ExecCell], state: bool, out: &mut dyn Write) {
+    let _ = writeln!(
+        out,
+        "band,at,rows,distinct,duplicated_task_ids,missing,derived_status,killed{}",
+        if state { ",state" } else { "" }
+    );
+    for c in cells {
+        let _ = write!(
+            out,
+            "{},{},{},{},{},{},{},{}",
+            crate::export::csv::field(&c.band),
+            crate::export::csv::field(&c.at),
+            c.rows,
+            c.distinct,
+            c.duplicated_task_ids,
+            c.missing,
+            c.derived_status.label(),
+            c.killed
+        );
+        let said = match &c.state {
+            _ if !state => String::new(),
+            None => ",".into(),
+            Some(CellState::Same) => ",same".into(),
+            Some(CellState::Differs { tables, .. }) => {
+                format!(
+                    ",{}",
+                    crate::export::csv::field(&format!("differs: {tables}"))
+                )
+            }
+        };
+        let _ = writeln!(out, "{said}");
+    }
 }
 
 /// Runs the nights in parallel, a progress line on a terminal's stderr; cells in plan order.
@@ -436,10 +487,16 @@ fn collect(
 
 /// One band a point (and one of messages): a mark a night, 50 to a line, each line headed by
 /// its first column.
-fn print_bands(bands: &[String], cells: &[ExecCell], first: u64, out: &mut dyn Write) {
+fn print_bands(
+    bands: &[String],
+    cells: &[ExecCell],
+    (first, compared): (u64, bool),
+    out: &mut dyn Write,
+) {
     let _ = writeln!(
         out,
-        "· right  1-9 keys duplicated (# 10+)  ! missing  ? wrong or the kill never fired"
+        "· right  1-9 keys duplicated (# 10+)  ! missing  {}? wrong or the kill never fired",
+        if compared { "≠ state differs  " } else { "" }
     );
     for band in bands {
         let mine: Vec<&ExecCell> = cells.iter().filter(|c| &c.band == band).collect();
@@ -465,6 +522,9 @@ fn print_bands(bands: &[String], cells: &[ExecCell], first: u64, out: &mut dyn W
                 cell.missing,
                 cell.verdict()
             );
+            if let Some(CellState::Differs { said, .. }) = &cell.state {
+                let _ = writeln!(out, "            {said}");
+            }
         }
         let late: Vec<String> = (mine.iter())
             .filter_map(|c| match (&c.kill, c.landed_at_rows) {
@@ -498,7 +558,7 @@ fn wrong_unfired(cells: &[ExecCell]) -> usize {
 fn judge(
     cells: &[ExecCell],
     left: Option<usize>,
-    seen_wrong: &[String],
+    (seen_wrong, reference): (&[String], Option<&(String, Account)>),
     strict: bool,
 ) -> crate::verdict::account::Judgement {
     let tally = Tally::of(cells.iter().map(ExecCell::tested));
@@ -508,6 +568,10 @@ fn judge(
             crate::verdict::account::Kind::CheckpointBeforeRow,
             said.clone(),
         );
+    }
+    // `--compare`: what the undisturbed night leaves uncompared, said once for the map.
+    if let Some((_, reference)) = reference {
+        account.absorb(reference, "");
     }
     account.judge(strict)
 }
@@ -536,11 +600,11 @@ fn seen_wrong_case(why: &str) -> crate::verdict::junit::Case {
 }
 
 /// A JUnit test case per band: the one rule on its nights; then one for each thing the map saw
-/// go wrong beside its cells.
+/// go wrong beside its cells, and the whole map's (`judged`).
 fn junit_cases(
     bands: &[String],
     cells: &[ExecCell],
-    seen_wrong: &[String],
+    (seen_wrong, judged): (&[String], &crate::verdict::account::Judgement),
     strict: bool,
 ) -> Vec<crate::verdict::junit::Case> {
     let gaps = seen_wrong.iter().map(|why| seen_wrong_case(why));
@@ -553,5 +617,6 @@ fn junit_cases(
             crate::map::band_case("map.exec".into(), band.clone(), &nights, strict)
         })
         .chain(gaps)
+        .chain(crate::map::whole_map_case("map.exec", judged))
         .collect()
 }

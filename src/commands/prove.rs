@@ -11,6 +11,7 @@ use super::prove_report::{close_night, print_header, print_summary, print_test};
 use crate::cli::ProveArgs;
 use crate::engine::{EngineConfig, KillWindows, LaneConfig, LaneWorker, Pace};
 use crate::error::{Context as _, Error};
+use crate::harness::compare::Oracle;
 use crate::harness::{RunReport, drive};
 use crate::supervisor::schedule::{DEFAULT_WINDOW, KillPlan};
 use crate::task::task_id;
@@ -21,6 +22,9 @@ use crate::worker::{CrashAt, CrashPoint, Strategy};
 
 /// Sim seconds per real second in every proof night.
 const SCALE: f64 = 600.0;
+
+/// What `prove --compare` says before its tests.
+const COMPARE_HEADER: &str = "compare      the undisturbed night first: the job run to its end twice without a fault (night-reference-1, -2 in the proof's folder); each test's tables are compared with its final state";
 
 struct Prover {
     worker: LaneWorker,
@@ -36,6 +40,8 @@ struct Prover {
     vendor: Option<crate::fake_vendor::Keys>,
     /// Where every night's rows go.
     warehouse: Warehouse,
+    /// `--compare`: the undisturbed night every night's tables are compared with.
+    oracle: Option<Oracle>,
 }
 
 impl Prover {
@@ -60,7 +66,19 @@ impl Prover {
         };
         // Each night's lane made ready before it starts (on PostgreSQL, a schema of its own).
         self.warehouse.claim_lane(&db)?;
-        Ok(LaneConfig {
+        Ok(self.lane_at(label, db, workers, crash_at, delay))
+    }
+
+    /// A lane on `db` as every proof night's is configured (its folder made by the caller).
+    fn lane_at(
+        &self,
+        label: &str,
+        db: PathBuf,
+        workers: usize,
+        crash_at: Option<CrashAt>,
+        delay: Duration,
+    ) -> LaneConfig {
+        LaneConfig {
             name: label.to_string(),
             delay,
             paces: vec![Pace::per_item(delay.as_secs_f64() * SCALE)],
@@ -71,11 +89,12 @@ impl Prover {
                 ..crate::fake_vendor::VendorModes::default()
             },
             ..LaneConfig::new(self.worker.clone(), db, self.items)
-        })
+        }
     }
 
-    fn night(&self, lane: LaneConfig, kills: &KillPlan) -> Result<RunReport, Error> {
-        let config = EngineConfig {
+    /// The night `lane` describes under `kills`, as every proof night is paced.
+    fn config(&self, lane: LaneConfig, kills: &KillPlan) -> EngineConfig {
+        EngineConfig {
             // 20 ms of real time at the scale.
             restart_delay: 12.0,
             max_restarts: 1000,
@@ -83,8 +102,39 @@ impl Prover {
             progress_deadline: self.progress_deadline,
             ..EngineConfig::new(vec![lane], kills.clone(), self.exe.clone())
         }
-        .on(&self.warehouse);
-        drive(config, |_| {})
+        .on(&self.warehouse)
+    }
+
+    /// Drives the night; with `--compare`, its tables compared with the undisturbed night's.
+    fn night(&self, lane: LaneConfig, kills: &KillPlan) -> Result<RunReport, Error> {
+        let db = lane.db.clone();
+        let mut report = drive(self.config(lane, kills), |_| {})?;
+        if let Some(oracle) = &self.oracle {
+            report.state = oracle.differences(&db)?;
+        }
+        Ok(report)
+    }
+
+    /// `--compare`: the undisturbed night, run twice in the proof's folder before the tests;
+    /// said on `out` (none with `--json`).
+    fn undisturbed(
+        &mut self,
+        args: &crate::cli::CompareArgs,
+        mut out: Option<&mut dyn Write>,
+    ) -> Result<(), Error> {
+        if let Some(out) = out.as_deref_mut() {
+            let _ = writeln!(out, "{COMPARE_HEADER}");
+        }
+        let name = self.db_name.clone().unwrap_or_default();
+        let lane = self.lane_at("reference", self.dir.join(name), 1, None, self.delay);
+        let config = self.config(lane, &KillPlan::default());
+        let scope = super::compare::scope(args);
+        let oracle = Oracle::undisturbed(&config, &self.dir, scope)?;
+        if let Some(out) = out {
+            let _ = writeln!(out, "reference    {}", oracle.line());
+        }
+        self.oracle = Some(oracle);
+        Ok(())
     }
 }
 
@@ -99,11 +149,16 @@ fn figures(report: &RunReport) -> String {
         inspection.rows, inspection.duplicated_task_ids, inspection.missing
     );
     // The outbox is judged at the vendor too: a FAIL with right rows must say why.
-    match report.messages {
+    let rows = match report.messages {
         Some(m) => format!(
             "{rows}; messages {} duplicated, {} missing",
             m.duplicated, m.missing
         ),
+        None => rows,
+    };
+    // `--compare`: a job judged by its effects says them beside its rows.
+    match &report.state {
+        Some(state) => format!("{rows}; {}", state.short()),
         None => rows,
     }
 }
@@ -113,7 +168,7 @@ fn figures(report: &RunReport) -> String {
 /// that; the one rule judges it.
 fn result(
     name: &str,
-    reports: &[&RunReport],
+    (reports, oracle): (&[&RunReport], Option<&Oracle>),
     detail: String,
     untested: Option<String>,
 ) -> TestResult {
@@ -135,6 +190,10 @@ fn result(
         account.absorb(&report.account_but_windows(), &prefix);
     }
     account.absorb(&crate::harness::windows_account(reports), "");
+    // What the undisturbed night leaves uncompared, said once for the test's nights.
+    if let Some(oracle) = oracle {
+        account.absorb(&oracle.account(), "");
+    }
     if let Some(why) = untested {
         account.push(Kind::TestedNothing, why);
     }
@@ -248,6 +307,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         progress_deadline: args.deadline.progress_deadline,
         vendor: args.vendor.vendor,
         warehouse: Warehouse::of(night.as_ref()),
+        oracle: None,
     };
     if !args.json {
         print_header(&worker, args, seed, &dir, out);
@@ -260,6 +320,9 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         tests.push(test);
     };
     let trial = (|| {
+        if args.compare.compare {
+            prover.undisturbed(&args.compare, (!args.json).then_some(&mut *out))?;
+        }
         emit(kill_test(&mut prover, args, seed)?, out);
         emit(two_workers(&mut prover)?, out);
         emit(
@@ -303,6 +366,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         not_tested,
         kept: None,
         folder: None,
+        reference: prover.oracle.as_ref().map(Oracle::line),
     };
     if let Some(folder) = folder {
         report.settle(folder, night.as_mut(), args.strict);
@@ -405,7 +469,7 @@ fn kill_test(prover: &mut Prover, args: &ProveArgs, seed: u64) -> Result<TestRes
     });
     Ok(result(
         "kill test, three runs in a row",
-        &reports.iter().collect::<Vec<_>>(),
+        (&reports.iter().collect::<Vec<_>>(), prover.oracle.as_ref()),
         detail,
         untested,
     ))
@@ -438,7 +502,7 @@ fn two_workers(prover: &mut Prover) -> Result<TestResult, Error> {
     });
     Ok(result(
         "two workers at once on one database",
-        &[&report],
+        (&[&report], prover.oracle.as_ref()),
         detail,
         untested,
     ))
@@ -502,7 +566,12 @@ fn wiped_checkpoints(prover: &mut Prover, named: Option<&str>) -> Result<TestRes
         "the checkpoint table was empty after a whole run, so deleting it changed nothing"
             .to_string()
     });
-    Ok(result(NAME, &[&second], detail, untested))
+    Ok(result(
+        NAME,
+        (&[&second], prover.oracle.as_ref()),
+        detail,
+        untested,
+    ))
 }
 
 /// A test that does not apply to the job, and why: untested, and said so.
@@ -575,7 +644,7 @@ fn crash_sweep(prover: &mut Prover) -> Result<TestResult, Error> {
     });
     Ok(result(
         "crash-point sweep (every point, first/middle/last task)",
-        &reports.iter().collect::<Vec<_>>(),
+        (&reports.iter().collect::<Vec<_>>(), prover.oracle.as_ref()),
         detail,
         untested,
     ))

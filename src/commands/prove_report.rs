@@ -116,6 +116,9 @@ pub struct ProveReport {
     pub kept: Option<PathBuf>,
     /// What became of the trial's folder, in words that name the policy.
     pub folder: Option<String>,
+    /// `--compare`: the undisturbed night the tests' tables were compared with, in a line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
 }
 
 impl ProveReport {

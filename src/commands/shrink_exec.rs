@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use crate::base::exit::{DATA_WRONG, OK};
-use crate::cli::ShrinkArgs;
+use crate::cli::{CompareArgs, ShrinkArgs};
 use crate::engine::ExecJob;
 use crate::error::{Context as _, Error};
 use crate::harness::pool::{self, Pool};
@@ -28,11 +28,19 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
             "{name}: the recording has no end (the night was cut short), so it is not known to have gone wrong; record a whole night"
         )));
     };
+    let exec = |info: &&crate::record::LaneInfo| info.strategy == WorkerKind::Exec;
     let lane = (recording.header.lanes.iter().zip(&end.lanes))
-        .position(|(info, lane)| info.strategy == WorkerKind::Exec && !lane.is_ok())
+        .position(|(info, lane)| exec(&info) && !lane.is_ok())
+        // `--compare` judges by the tables, which the recording does not hold: a night whose
+        // rows ended right may still have gone wrong there.
+        .or_else(|| {
+            (args.compare.compare)
+                .then(|| recording.header.lanes.iter().position(|info| exec(&info)))
+                .flatten()
+        })
         .ok_or_else(|| {
             Error::Refused(format!(
-                "{name}: no exec lane's rows ended wrong (a night wrong only at its vendor is not searched: shrink --exec kills by the rows); shrink --exec shrinks your own job's night"
+                "{name}: no exec lane's rows ended wrong (a night wrong only at its vendor is not searched: shrink --exec kills by the rows; --compare searches by the tables too); shrink --exec shrinks your own job's night"
             ))
         })?;
     let info = &recording.header.lanes[lane];
@@ -63,9 +71,10 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
         progress_deadline: args.deadline.progress_deadline,
         vendor: None,
         warehouse: crate::warehouse::Warehouse::Sqlite,
+        oracle: None,
     };
     let threads = args.threads.map_or_else(pool::default_threads, usize::from);
-    let found = search(&runner, threads);
+    let found = search(&runner, threads, &args.compare);
     let _ = std::fs::remove_dir_all(&dir);
     let derived = crate::base::text::escape_controls(&end.lanes[lane].derived);
     let found = match found? {
@@ -87,9 +96,13 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
         );
         return Ok(DATA_WRONG);
     };
+    // A scenario judges by rows: a kill found wrong by the tables alone is given back as the
+    // `run --exec ... --compare` command that shows it.
     let found = match &format {
-        Some(format) => scenario_toml(&job, format, (&kill, &cell), &args.file, &derived, nights),
-        None => run_command(&job, &args.job, (&kill, &cell), nights),
+        Some(format) if !cell.state_differs() => {
+            scenario_toml(&job, format, (&kill, &cell), &args.file, &derived, nights)
+        }
+        _ => run_command(&job, (&args.job, &args.compare), (&kill, &cell), nights),
     };
     let _ = write!(out, "{found}");
     eprintln!(
@@ -111,11 +124,29 @@ enum Search {
 /// unsearched or untested.
 type Found = (Option<(ExecKill, ExecCell)>, usize, String);
 
-/// One kill at a time, in order, a few threads' worth at once; the earliest that goes wrong.
-fn search(runner: &ExecRunner, threads: usize) -> Result<Search, Error> {
+/// One kill at a time, in order, a few threads' worth at once; the earliest that goes wrong
+/// (by its rows, or with `--compare` by its tables against the undisturbed night's).
+fn search(runner: &ExecRunner, threads: usize, compare: &CompareArgs) -> Result<Search, Error> {
     let (points, undisturbed) = runner.probe(&AtomicBool::new(false))?;
     if !undisturbed.holds() {
         return Ok(Search::Undisturbed(undisturbed.verdict()));
+    }
+    let runner = &ExecRunner {
+        oracle: (compare.compare)
+            .then(|| runner.undisturbed(super::compare::scope(compare)))
+            .transpose()?
+            .map(std::sync::Arc::new),
+        ..runner.clone()
+    };
+    // Without a reference nothing can be found wrong by the tables: said, not searched.
+    if let Some(oracle) = &runner.oracle {
+        let judged = oracle.account().judge(false);
+        if oracle
+            .account()
+            .has(crate::verdict::account::Kind::Unobserved)
+        {
+            return Err(Error::Refused(format!("--compare: {}", judged.reasons())));
+        }
     }
     let items = runner.job.queue.len();
     // The search kills at points or row counts: shrink has no vendor (--vendor is not its).
@@ -267,7 +298,7 @@ fn scenario_toml(
 /// `sh` (control characters escaped: the terminal is not the job's to drive).
 fn run_command(
     job: &ExecJob,
-    given: &crate::cli::ExecArgs,
+    (given, compare): (&crate::cli::ExecArgs, &CompareArgs),
     (kill, cell): (&ExecKill, &ExecCell),
     nights: usize,
 ) -> String {
@@ -279,6 +310,10 @@ fn run_command(
     arg("--exec", &job.command);
     arg("--table", &job.rows.table);
     arg("--key", &job.rows.key);
+    if let Some(format) = job.queue.format_text() {
+        arg("--key-format", format);
+        arg("--items", &job.queue.len().to_string());
+    }
     if let Some(file) = &given.keys_from {
         arg("--keys-from", &file.display().to_string());
     }
@@ -305,10 +340,26 @@ fn run_command(
     if job.vendor {
         words.push("--vendor".into());
     }
+    if cell.state_differs() {
+        words.push("--compare".into());
+        for table in &compare.tables {
+            words.push("--compare-table".into());
+            words.push(sh_quote(table));
+        }
+        for column in &compare.ignore {
+            words.push("--ignore-column".into());
+            words.push(sh_quote(&column.to_string()));
+        }
+    }
     format!(
         "# The smallest failing schedule of your job, found by `reclaim shrink --exec` in {nights} real nights.\n\
          # Shrunk: 1 kill {what}: {verdict}.\n\
-         # Its queue is a list (a scenario names a queue by key_format only): replay it with\n{command}\n",
+         # {why}: replay it with\n{command}\n",
+        why = if cell.state_differs() {
+            "It is wrong by its tables (a scenario judges by rows)"
+        } else {
+            "Its queue is a list (a scenario names a queue by key_format only)"
+        },
         what = describe(kill, cell),
         verdict = cell.verdict(),
         command = words.join(" ")

@@ -3,6 +3,7 @@
 //! end. `run`, `prove`, `map` and `shrink` share it; `pool` runs many nights at once.
 
 mod account;
+pub mod compare;
 mod json;
 mod not_fired;
 pub mod pool;

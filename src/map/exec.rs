@@ -16,6 +16,9 @@ use crate::supervisor::schedule::KillPlan;
 use crate::verdict::Status;
 use crate::worker::protocol::points::CrashPlan;
 
+/// The label of the map's first night, the undisturbed one that hears the job's points.
+const PROBE: &str = "probe";
+
 /// Where one night kills the job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExecKill {
@@ -128,6 +131,42 @@ pub struct ExecCell {
     /// missing or outside the queue.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub messages_wrong: Option<String>,
+    /// `--compare`: this night's tables against the undisturbed night's (`None`: not compared).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<CellState>,
+}
+
+/// A night's tables against the undisturbed night's, as a map's cell holds them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CellState {
+    Same,
+    /// The tables that differ and by how many rows (`accounts 2 rows`); then the first
+    /// differing rows, as the comparison says them.
+    Differs {
+        tables: String,
+        said: String,
+    },
+}
+
+impl CellState {
+    fn of(comparison: &crate::verdict::compare::Comparison) -> Self {
+        if comparison.diffs.is_empty() {
+            return Self::Same;
+        }
+        let account = comparison.account();
+        let said = (account.entries.iter())
+            .find(|e| e.kind == crate::verdict::account::Kind::State)
+            .map_or_else(String::new, |e| e.said.clone());
+        Self::Differs {
+            tables: comparison.differ().join(", "),
+            said,
+        }
+    }
+
+    fn differs(&self) -> bool {
+        matches!(self, Self::Differs { .. })
+    }
 }
 
 impl ExecCell {
@@ -138,6 +177,13 @@ impl ExecCell {
             && self.completed
             && self.derived_status.is_ok()
             && self.messages_wrong.is_none()
+            && !self.state_differs()
+    }
+
+    /// `--compare` found this night's tables other than the undisturbed night's.
+    #[must_use]
+    pub fn state_differs(&self) -> bool {
+        self.state.as_ref().is_some_and(CellState::differs)
     }
 
     /// Right, wrong, or a night that tested nothing (its kill never fired, its point was never
@@ -155,6 +201,7 @@ impl ExecCell {
             && self.duplicated_task_ids == 0
             && self.outside == 0
             && self.messages_wrong.is_none()
+            && !self.state_differs()
     }
 
     /// The verdict in a word or two, as the built-in map says it.
@@ -185,6 +232,8 @@ impl ExecCell {
             format!("{} rows OUTSIDE the queue", self.outside)
         } else if let Some(messages) = &self.messages_wrong {
             messages.clone()
+        } else if let Some(CellState::Differs { tables, .. }) = &self.state {
+            format!("STATE DIFFERS ({tables})")
         } else if !self.killed {
             "UNTESTED: the kill never fired".into()
         } else if self.is_right() {
@@ -195,13 +244,16 @@ impl ExecCell {
     }
 
     /// One character for the text map: `·` right, a digit the duplicated keys (`#` for 10 or
-    /// more), `!` missing, `?` anything else (the kill never fired included).
+    /// more), `!` missing, `≠` every key once but the tables other than the undisturbed
+    /// night's (`--compare`), `?` anything else (the kill never fired included).
     #[must_use]
     pub fn mark(&self) -> char {
         if self.missing > 0 {
             '!'
         } else if self.duplicated_task_ids > 0 {
             char::from_digit(self.duplicated_task_ids.min(10) as u32, 10).unwrap_or('#')
+        } else if self.state_differs() {
+            '≠'
         } else if self.is_right() {
             '·'
         } else {
@@ -241,6 +293,12 @@ impl crate::map::MapCell for ExecCell {
             "{} rows, {} distinct, {} duplicated, {} missing",
             self.rows, self.distinct, self.duplicated_task_ids, self.missing
         );
+        // `--compare`: the night's effects beside its rows.
+        let counts = match &self.state {
+            None => counts,
+            Some(CellState::Same) => format!("{counts}, state the same"),
+            Some(CellState::Differs { tables, .. }) => format!("{counts}, state differs: {tables}"),
+        };
         match (&self.kill, self.landed_at_rows) {
             (ExecKill::Rows(rows), Some(landed)) if landed != *rows => {
                 format!("{counts}; the kill landed with {landed} rows written")
@@ -349,19 +407,32 @@ pub struct ExecRunner {
     pub vendor: Option<crate::fake_vendor::Keys>,
     /// Where every night's rows go.
     pub warehouse: crate::warehouse::Warehouse,
+    /// `--compare`: the undisturbed night each night's tables are compared with.
+    pub oracle: Option<std::sync::Arc<harness::compare::Oracle>>,
 }
 
 impl ExecRunner {
     /// One undisturbed night: which points the job announces (in the order first heard, and
     /// as BTreeMap order otherwise), and whether it holds with no kill at all.
     pub fn probe(&self, cancel: &AtomicBool) -> Result<(Vec<String>, harness::RunReport), Error> {
-        let report = self.night(
-            "probe",
-            (None, Duration::ZERO),
-            &KillPlan::default(),
-            cancel,
-        )?;
+        let report = self.night(PROBE, (None, Duration::ZERO), &KillPlan::default(), cancel)?;
         Ok((report.points_announced.keys().cloned().collect(), report))
+    }
+
+    /// `--compare`: the undisturbed night, run twice in the map's folder (`night-reference-1`,
+    /// `-2`), the tables `scope` names read at the end of each.
+    pub fn undisturbed(
+        &self,
+        scope: harness::compare::Scope,
+    ) -> Result<harness::compare::Oracle, Error> {
+        let lane = self.lane(
+            self.dir.join(&self.db_name),
+            self.job.clone(),
+            Duration::ZERO,
+            None,
+        );
+        let config = self.config(lane, &KillPlan::default());
+        harness::compare::Oracle::undisturbed(&config, &self.dir, scope)
     }
 
     /// Night `n` under `kill`.
@@ -422,6 +493,7 @@ impl ExecRunner {
             messages_wrong: report
                 .messages_verdict()
                 .filter(|_| !report.messages_hold()),
+            state: report.state.as_ref().map(CellState::of),
             db: self.keep.then_some(report.inspection.db),
             checkpoint_before_row: report.checkpoint_before_row,
         })
@@ -443,34 +515,123 @@ impl ExecRunner {
         job.crash_at = crash;
         // The kill falls in the first attempt; the restart only has to finish, at full speed.
         job.unpaced_restarts = true;
+        let db = folder.join(&self.db_name);
+        let lane = self.lane(db.clone(), job, delay, plan.at_message);
+        let config = self.config(lane, plan);
+        let report = harness::drive_until(config, cancel, |_| {}).and_then(|mut report| {
+            // `--compare`: a cell's night judged by its tables too (the probe is not a cell).
+            if let (Some(oracle), false) = (&self.oracle, label == PROBE) {
+                report.state = oracle.differences(&db)?;
+            }
+            Ok(report)
+        });
+        if !self.keep {
+            // The night is over and its engine dropped: no connection holds these files.
+            let _ = std::fs::remove_dir_all(&folder);
+        }
+        report
+    }
+
+    /// A night's lane: `job` on `db`, told `delay` per row, its vendor holding message
+    /// `hold_at` (if any) unanswered until the kill.
+    fn lane(&self, db: PathBuf, job: ExecJob, delay: Duration, hold_at: Option<u64>) -> LaneConfig {
         let items = job.queue.len();
-        let lane = LaneConfig {
+        LaneConfig {
             delay,
             vendor: crate::fake_vendor::VendorModes {
                 keys: self.vendor.unwrap_or(crate::fake_vendor::Keys::Honour),
-                // The message the plan kills at is held unanswered until the kill.
-                hold_at: plan.at_message,
+                hold_at,
                 ..crate::fake_vendor::VendorModes::default()
             },
-            ..LaneConfig::new(
-                LaneWorker::Exec(Box::new(job)),
-                folder.join(&self.db_name),
-                items,
-            )
-        };
-        let config = EngineConfig {
+            ..LaneConfig::new(LaneWorker::Exec(Box::new(job)), db, items)
+        }
+    }
+
+    /// The night `lane` describes under `plan`, as every night of the map is driven.
+    fn config(&self, lane: LaneConfig, plan: &KillPlan) -> EngineConfig {
+        EngineConfig {
             restart_delay: 0.0,
             // One kill, one restart; a few more would only hide a job that cannot finish.
             max_restarts: 3,
             progress_deadline: self.progress_deadline,
             ..EngineConfig::new(vec![lane], plan.clone(), self.exe.clone())
         }
-        .on(&self.warehouse);
-        let report = harness::drive_until(config, cancel, |_| {});
-        if !self.keep {
-            // The night is over and its engine dropped: no connection holds these files.
-            let _ = std::fs::remove_dir_all(&folder);
+        .on(&self.warehouse)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A night killed at `tr-0003:after-balance-commit` whose rows are right: every key once.
+    fn cell(state: Option<CellState>, killed: bool) -> ExecCell {
+        ExecCell {
+            band: "after-balance-commit".into(),
+            at: "tr-0003".into(),
+            column: 3,
+            kill: ExecKill::Point {
+                index: 3,
+                name: "after-balance-commit".into(),
+            },
+            rows: 12,
+            distinct: 12,
+            duplicated_task_ids: 0,
+            missing: 0,
+            outside: 0,
+            derived_status: Status::Ok,
+            completed: true,
+            killed,
+            landed_at_rows: None,
+            db: None,
+            checkpoint_before_row: None,
+            messages_wrong: None,
+            state,
         }
-        report
+    }
+
+    fn differs() -> CellState {
+        CellState::Differs {
+            tables: "accounts 2 rows".into(),
+            said: "state differs from the undisturbed night: accounts: 2 rows differ".into(),
+        }
+    }
+
+    #[test]
+    fn a_cell_whose_tables_differ_is_wrong_though_its_rows_are_right() {
+        let wrong = cell(Some(differs()), true);
+        assert!(!wrong.is_right());
+        assert_eq!(wrong.tested(), crate::map::Tested::Wrong);
+        assert_eq!(wrong.mark(), '≠');
+        assert_eq!(wrong.verdict(), "STATE DIFFERS (accounts 2 rows)");
+        assert!(crate::map::MapCell::detail(&wrong).contains("state differs: accounts 2 rows"));
+        // Its kill never fired, and the tables differ all the same: wrong, and said so.
+        let unfired = cell(Some(differs()), false);
+        assert_eq!(unfired.tested(), crate::map::Tested::Wrong);
+        assert_eq!(
+            unfired.verdict(),
+            "STATE DIFFERS (accounts 2 rows) (its kill never fired)"
+        );
+    }
+
+    #[test]
+    fn a_cell_the_same_as_the_reference_or_not_compared_is_judged_by_its_rows() {
+        for state in [Some(CellState::Same), None] {
+            let right = cell(state.clone(), true);
+            assert!(right.is_right());
+            assert_eq!(right.mark(), '·');
+            assert_eq!(right.verdict(), "right");
+            assert_eq!(
+                cell(state, false).tested(),
+                crate::map::Tested::Nothing,
+                "a kill that never fired tested nothing"
+            );
+        }
+        let json = serde_json::to_value(cell(Some(CellState::Same), true)).unwrap_or_default();
+        assert_eq!(json["state"], "same");
+        let json = serde_json::to_value(cell(Some(differs()), true)).unwrap_or_default();
+        assert_eq!(json["state"]["differs"]["tables"], "accounts 2 rows");
+        let json = serde_json::to_value(cell(None, true)).unwrap_or_default();
+        assert!(json.get("state").is_none());
     }
 }

@@ -205,6 +205,32 @@ impl Comparison {
         account
     }
 
+    /// The verdict in a few words: `state the same`, or the tables that differ and by how many
+    /// rows (`state differs: accounts 2 rows`); `state not compared` without a reference.
+    #[must_use]
+    pub fn short(&self) -> String {
+        if self.no_reference.is_some() {
+            return "state not compared".into();
+        }
+        let differ = self.differ();
+        if differ.is_empty() {
+            "state the same".into()
+        } else {
+            format!("state differs: {}", differ.join(", "))
+        }
+    }
+
+    /// Each table that differs, with its rows that do (`accounts 2 rows`).
+    #[must_use]
+    pub fn differ(&self) -> Vec<String> {
+        (self.diffs.iter())
+            .map(|d| match d.rows() {
+                0 => escape_controls(d.table()),
+                n => format!("{} {}", escape_controls(d.table()), count(n, "row", "rows")),
+            })
+            .collect()
+    }
+
     /// The console's `state` line.
     #[must_use]
     pub fn line(&self) -> String {
@@ -218,12 +244,7 @@ impl Comparison {
             names.join(", "),
             count(self.rows, "row", "rows")
         );
-        let differ: Vec<String> = (self.diffs.iter())
-            .map(|d| match d.rows() {
-                0 => escape_controls(d.table()),
-                n => format!("{} {}", escape_controls(d.table()), count(n, "row", "rows")),
-            })
-            .collect();
+        let differ = self.differ();
         let verdict = if differ.is_empty() {
             format!("{what}: the same")
         } else {

@@ -268,3 +268,195 @@ fn a_table_or_column_the_reference_lacks_is_untested_never_a_pass() {
         );
     }
 }
+
+/// `prove --compare`: every test's nights judged by their tables too, against one undisturbed
+/// night run before the tests. The naive ledger's rows are right in every test (no key twice,
+/// none missing) and it fails by its balances, which sqlite3 confirms in the kept folder; the
+/// safe ledger's nights are the same as the reference's.
+#[test]
+fn prove_judges_every_test_by_its_tables_too() {
+    let dir = tempdir();
+    let job = ledger();
+    let mut args = vec!["prove", "--exec", &job];
+    args.extend(QUEUE);
+    args.extend([
+        "--seed",
+        "3",
+        "--compare",
+        "--ignore-column",
+        "applied.applied_at",
+        "--json",
+    ]);
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let json = json_of(&run);
+    assert_eq!(json["outcome"], "fail", "{json}");
+    let reference = json["reference"].as_str().unwrap_or_default();
+    assert!(
+        reference
+            .starts_with("2 tables (accounts, applied), 20 rows; the two undisturbed nights agree"),
+        "{json}"
+    );
+    let tests = json["tests"].as_array().cloned().unwrap_or_default();
+    for test in &tests {
+        // The row rule has nothing to say: every failure here is the tables'.
+        assert_eq!(test["duplicated_task_ids"], 0, "{test}");
+        assert_eq!(test["missing"], 0, "{test}");
+    }
+    let failed: Vec<&serde_json::Value> =
+        (tests.iter()).filter(|t| t["outcome"] == "fail").collect();
+    assert!(!failed.is_empty(), "{json}");
+    for test in &failed {
+        assert!(
+            test["account"]
+                .to_string()
+                .contains("state differs from the undisturbed night: accounts:"),
+            "{test}"
+        );
+    }
+    // The two workers' night, read with sqlite3's own library: its balances are not the
+    // reference's, as the test said.
+    let kept = Path::new(json["kept"].as_str().unwrap_or_default());
+    let reference = balances(&kept.join("night-reference-1").join("warehouse.db"));
+    let two = balances(&kept.join("night04-two-workers").join("warehouse.db"));
+    let said_two = &tests[1];
+    assert_eq!(
+        said_two["outcome"] == "fail",
+        two != reference,
+        "{said_two}\n{two:?}\n{reference:?}"
+    );
+
+    let job = safe_ledger();
+    let mut args = vec!["prove", "--exec", &job];
+    args.extend(QUEUE);
+    args.extend([
+        "--seed",
+        "3",
+        "--compare",
+        "--ignore-column",
+        "applied.applied_at",
+        "--json",
+    ]);
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let json = json_of(&run);
+    let tests = json["tests"].as_array().cloned().unwrap_or_default();
+    assert!(tests.iter().all(|t| t["outcome"] != "fail"), "{json}");
+    assert_eq!(
+        tests[0]["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .matches("state the same")
+            .count(),
+        3,
+        "{json}"
+    );
+    assert_eq!(tests[1]["outcome"], "pass", "{json}");
+}
+
+/// `map --exec --compare`: each cell's night judged by its tables too. The naive ledger killed
+/// at its `after-balance-commit` point is wrong in every cell by its balances alone, right at
+/// `after-commit`; each cell's verdict is what sqlite3 reads in its kept database against the
+/// reference's. The safe ledger: every cell right, `--strict` included.
+#[test]
+fn the_map_judges_each_cell_by_its_tables_as_sqlite3_reads_them() {
+    let dir = tempdir();
+    let job = ledger();
+    let mut args = vec!["map", "--exec", &job];
+    args.extend(QUEUE);
+    args.extend([
+        "--tasks",
+        "0..5",
+        "--compare",
+        "--ignore-column",
+        "applied.applied_at",
+        "--keep",
+        "--json",
+    ]);
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let json = json_of(&run);
+    assert_eq!(json["outcome"], "fail", "{json}");
+    let kept = Path::new(json["kept"].as_str().unwrap_or_default());
+    let reference = balances(&kept.join("night-reference-1").join("warehouse.db"));
+    let cells = json["cells"].as_array().cloned().unwrap_or_default();
+    assert_eq!(cells.len(), 12, "{json}");
+    for cell in &cells {
+        let db = Path::new(cell["db"].as_str().unwrap_or_default());
+        let differs = balances(db) != reference;
+        assert_eq!(cell["state"] != "same", differs, "{cell}");
+        assert_eq!(differs, cell["band"] == "after-balance-commit", "{cell}");
+        // One row per transfer all the same: only the tables say it.
+        assert_eq!(cell["duplicated_task_ids"], 0, "{cell}");
+        assert_eq!(cell["missing"], 0, "{cell}");
+    }
+
+    let job = safe_ledger();
+    let mut args = vec!["map", "--exec", &job];
+    args.extend(QUEUE);
+    args.extend([
+        "--tasks",
+        "0..5",
+        "--compare",
+        "--ignore-column",
+        "applied.applied_at",
+        "--strict",
+        "--plain",
+    ]);
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("after-commit: 6 of 6 right") && run.stdout.contains("outcome: PASS"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// `shrink --exec --compare`: a recorded night of the naive ledger whose rows ended right is
+/// searched by its tables; the kill found is given back as the `run --exec ... --compare`
+/// command that shows it, and that command fails by the tables.
+#[test]
+fn shrink_finds_the_kill_that_breaks_the_tables_and_gives_the_command_that_shows_it() {
+    let dir = tempdir();
+    let job = ledger();
+    let night = dir.path().join("night.jsonl");
+    let mut args = vec!["run", "--exec", &job];
+    args.extend(QUEUE);
+    args.extend(["--kills", "1", "--seed", "4", "--record", path_arg(&night)]);
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let mut args = vec!["shrink", path_arg(&night), "--exec", &job];
+    args.extend(QUEUE);
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+    assert_one_line_error(&run, "--compare searches by the tables too");
+    args.extend(["--compare", "--ignore-column", "applied.applied_at"]);
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains(
+            "--crash-at tr-0000:after-balance-commit --compare --ignore-column applied.applied_at"
+        ),
+        "{}",
+        run.stdout
+    );
+    // The command it gives, run as printed (reclaim's own path for the word `reclaim`).
+    let command = (run.stdout.lines())
+        .find(|l| l.starts_with("reclaim run "))
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    let mut replay = std::process::Command::new("sh");
+    replay
+        .arg("-c")
+        .arg(format!("\"$RECLAIM\" {}", &command["reclaim ".len()..]))
+        .env("RECLAIM", crate::support::BIN)
+        .env("TMPDIR", dir.path())
+        .current_dir(dir.path());
+    let replay = crate::support::run_within(replay, command, LIMIT);
+    let stdout = &replay.stdout;
+    assert_eq!(replay.code, Some(1), "{stdout}\n{}", replay.stderr);
+    assert!(
+        stdout.contains(
+            "result       FAIL: state differs from the undisturbed night: accounts: 2 rows differ"
+        ),
+        "{stdout}"
+    );
+}
