@@ -262,6 +262,7 @@ fn lane(strategy: &str) -> LaneView {
         derived_ok: Some(!naive),
         disagreement: naive
             .then(|| format!("the worker says ok; {duplicated} task ids were written twice")),
+        tables: None,
     }
 }
 

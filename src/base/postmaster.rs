@@ -5,11 +5,13 @@
 
 use std::path::Path;
 
-/// The pid `data/postmaster.pid` names, whether or not it runs.
+/// The pid `data/postmaster.pid` names, whether or not it runs (none for 0 or less: a
+/// single-user backend writes its pid negated, and no signal may go to a group by mistake).
 #[must_use]
 pub fn pid_named(data: &Path) -> Option<i32> {
     let text = std::fs::read_to_string(data.join("postmaster.pid")).ok()?;
-    text.lines().next()?.trim().parse().ok()
+    let pid: i32 = text.lines().next()?.trim().parse().ok()?;
+    (pid > 0).then_some(pid)
 }
 
 /// Whether `pid` is a live process working in `data` (a pid reused by something else is not
@@ -87,5 +89,12 @@ mod tests {
         assert_eq!(pid_named(dir.path()), Some(2_147_483_646));
         assert_eq!(running_in(dir.path()), None);
         assert_eq!(may_run_in(dir.path()), None);
+        // Nor one naming 0 or a negative pid (a group, or a single-user backend).
+        for pid in ["0", "-1", "-42"] {
+            std::fs::write(dir.path().join("postmaster.pid"), format!("{pid}\n"))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(pid_named(dir.path()), None, "{pid}");
+            assert_eq!(may_run_in(dir.path()), None, "{pid}");
+        }
     }
 }

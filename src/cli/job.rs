@@ -157,9 +157,9 @@ impl ExecArgs {
 /// `--compare`: the job judged by its effects too, against the undisturbed night.
 #[derive(Debug, Args, Default, Clone)]
 pub struct CompareArgs {
-    /// With --exec: also judge the night by its effects. reclaim first runs the job to its
+    /// With --exec: also judge each night by its effects. reclaim first runs the job to its
     /// end twice without a fault on the same queue (the undisturbed night), then compares the
-    /// final state of the tables it wrote with this night's: rows by primary key (whole rows
+    /// final state of the tables it wrote with each night's: rows by primary key (whole rows
     /// where there is none); what the two undisturbed nights disagree on is said, not judged
     #[arg(long, requires = "exec")]
     pub compare: bool,

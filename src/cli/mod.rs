@@ -276,8 +276,8 @@ pub struct ShrinkArgs {
     /// recording), and its table, key and queue, as `run --exec` takes them
     #[command(flatten)]
     pub job: ExecArgs,
-    /// With --exec: a kill that leaves the tables other than the undisturbed night's counts
-    /// as going wrong too (the recorded lane's rows may have ended right)
+    // With --compare a kill that leaves the tables other than the undisturbed night's goes
+    // wrong too (the recorded lane's rows may have ended right).
     #[command(flatten)]
     pub compare: CompareArgs,
 }

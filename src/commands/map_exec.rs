@@ -78,12 +78,7 @@ pub(super) fn run(
         .context(|| "cannot create a folder for the map's nights".into())?;
     let command = job.command.clone();
     let queue = job.queue.describe();
-    let interactive = !args.json
-        && !args.csv
-        && !args.plain
-        && warehouse.is_none()
-        && std::io::stdout().is_terminal()
-        && std::io::stdin().is_terminal();
+    let interactive = on_screen_here(args, warehouse.is_some());
     let screen_job = job.clone();
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
     let runner = ExecRunner {
@@ -133,14 +128,19 @@ pub(super) fn run(
     })();
     let kept = crate::map::keep_or_remove(&dir, args.keep.unwrap_or_default());
     let (points, undisturbed, cells, whole, elapsed, oracle) = result?;
-    let all_right = whole && !cells.is_empty() && cells.iter().all(ExecCell::is_right);
+    let reference = oracle.as_deref().map(|o| (o.line(), o.account()));
+    let all_right = all_right(whole, &cells, reference.as_ref());
     let seen_wrong = checkpoint_first_seen(undisturbed.checkpoint_before_row.as_deref(), &cells);
     let left = (!whole).then(|| plan_size(&points, tasks, messages).saturating_sub(cells.len()));
     let bands = crate::map::exec::bands(&points, messages);
-    let reference = oracle.as_deref().map(|o| (o.line(), o.account()));
     let judged = judge(&cells, left, (&seen_wrong, reference.as_ref()), args.strict);
     if let Some(path) = &junit {
-        let cases = junit_cases(&bands, &cells, (&seen_wrong, &judged), args.strict);
+        let cases = junit_cases(
+            &bands,
+            &cells,
+            (&seen_wrong, reference.as_ref(), &judged),
+            args.strict,
+        );
         crate::verdict::junit::write(path, "reclaim map --exec", &cases)
             .context(|| format!("cannot write --junit {}", path.display()))?;
     }
@@ -163,6 +163,25 @@ pub(super) fn run(
     // Its closing lines on stderr beside JSON or CSV, so stdout stays one format.
     crate::warehouse::close(warehouse, args.json || args.csv, None, out);
     Ok(judged.exit_code())
+}
+
+/// The map is drawn on the screen: no other format asked for, on SQLite files (the screen's
+/// `enter` opens a night there), and a terminal both ways.
+fn on_screen_here(args: &MapArgs, on_postgres: bool) -> bool {
+    !args.json
+        && !args.csv
+        && !args.plain
+        && !on_postgres
+        && std::io::stdout().is_terminal()
+        && std::io::stdin().is_terminal()
+}
+
+/// The map whole, every cell right, and (`--compare`) nothing its reference left uncompared.
+fn all_right(whole: bool, cells: &[ExecCell], reference: Option<&(String, Account)>) -> bool {
+    whole
+        && !cells.is_empty()
+        && cells.iter().all(ExecCell::is_right)
+        && reference.is_none_or(|(_, account)| account.entries.is_empty())
 }
 
 /// The runner, with `--compare` the undisturbed night run twice more first: its tables the
@@ -600,13 +619,24 @@ fn seen_wrong_case(why: &str) -> crate::verdict::junit::Case {
 }
 
 /// A JUnit test case per band: the one rule on its nights; then one for each thing the map saw
-/// go wrong beside its cells, and the whole map's (`judged`).
+/// go wrong beside its cells, one for what `--compare`'s reference left uncompared, and the
+/// whole map's (`judged`).
 fn junit_cases(
     bands: &[String],
     cells: &[ExecCell],
-    (seen_wrong, judged): (&[String], &crate::verdict::account::Judgement),
+    (seen_wrong, reference, judged): (
+        &[String],
+        Option<&(String, Account)>,
+        &crate::verdict::account::Judgement,
+    ),
     strict: bool,
 ) -> Vec<crate::verdict::junit::Case> {
+    let compared = reference.map(|(line, account)| crate::verdict::junit::Case {
+        class: "map.exec".into(),
+        name: "the undisturbed night (--compare)".into(),
+        outcome: account.judge(strict).junit(),
+        detail: line.clone(),
+    });
     let gaps = seen_wrong.iter().map(|why| seen_wrong_case(why));
     (bands.iter())
         .map(|band| {
@@ -617,6 +647,7 @@ fn junit_cases(
             crate::map::band_case("map.exec".into(), band.clone(), &nights, strict)
         })
         .chain(gaps)
+        .chain(compared)
         .chain(crate::map::whole_map_case("map.exec", judged))
         .collect()
 }

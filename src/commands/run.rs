@@ -447,7 +447,45 @@ fn print_lane_verdicts(names: &[String], reports: &[RunReport], out: &mut dyn Wr
                 m.received, m.distinct, m.duplicated, m.missing, m.requests
             );
         }
+        // A lane judged by its tables too (`compare`).
+        if let Some(state) = &report.state {
+            let _ = writeln!(out, "state        {name:<width$}  {}", state.line());
+        }
     }
+}
+
+/// `run --scenario`'s first lines: the scenario, its lanes, seed and scale, and its title.
+fn print_scenario_header(scenario: &Scenario, names: &[String], seed: u64, out: &mut dyn Write) {
+    let _ = writeln!(
+        out,
+        "reclaim run  scenario={}  lanes={}  items={}  seed={seed}  scale={}x",
+        scenario.source,
+        names.join(","),
+        scenario.items,
+        scenario.scale
+    );
+    let _ = writeln!(out, "title        {}", scenario.title);
+}
+
+/// The scenario's lanes that are judged by their tables too (`compare`): each one's undisturbed
+/// night run first, twice, said on `out` (none with `--json`); an oracle per lane.
+fn undisturbed_lanes(
+    scenario: &Scenario,
+    config: &crate::engine::EngineConfig,
+    dir: &std::path::Path,
+    out: Option<&mut dyn Write>,
+) -> Result<Vec<Option<std::sync::Arc<harness::compare::Oracle>>>, Error> {
+    let scopes: Vec<_> = scenario.lanes.iter().map(|l| l.compare.clone()).collect();
+    if let Some(out) = out {
+        for (lane, _) in (config.lanes.iter().zip(&scopes)).filter(|(_, s)| s.is_some()) {
+            let name = &lane.name;
+            let _ = writeln!(
+                out,
+                "compare      {name}: the undisturbed night first: the job run to its end twice without a fault ({name}-undisturbed in the night's folder); its tables' final state is the reference"
+            );
+        }
+    }
+    harness::compare::for_lanes(config, &scopes, dir)
 }
 
 /// `run --scenario`: every lane of a scenario headless, the timeline as the dashboard shows it
@@ -497,17 +535,11 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
     let names: Vec<String> = config.lanes.iter().map(|l| l.name.clone()).collect();
     let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     if !args.json {
-        let _ = writeln!(
-            out,
-            "reclaim run  scenario={}  lanes={}  items={}  seed={}  scale={}x",
-            scenario.source,
-            names.join(","),
-            scenario.items,
-            plan.seed,
-            scenario.scale
-        );
-        let _ = writeln!(out, "title        {}", scenario.title);
+        print_scenario_header(&scenario, &names, plan.seed, out);
     }
+    let oracles = undisturbed_lanes(&scenario, &config, &dir, (!args.json).then_some(&mut *out))
+        .map_err(|e| super::kept::ended_in(folder.take(), e))?;
+    let dbs: Vec<_> = config.lanes.iter().map(|l| l.db.clone()).collect();
     let record = record
         .as_deref()
         .map(|path| (path, scenario.title.clone(), scenario.captions.clone()));
@@ -521,6 +553,11 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         }
     })
     .map_err(|e| super::kept::ended_in(folder.take(), e))?;
+    let mut reports = reports;
+    for ((report, oracle), db) in reports.iter_mut().zip(&oracles).zip(&dbs) {
+        report.state = (oracle.as_ref().map(|o| o.judge(db)).transpose())
+            .map_err(|e| super::kept::ended_in(folder.take(), e))?;
+    }
     // One account per lane, one rule; the night fails if any lane's outcome does.
     let accounts: Vec<_> = reports.iter().map(RunReport::account).collect();
     let mut account = crate::verdict::account::Account::new();

@@ -85,15 +85,31 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
             );
             return Ok(DATA_WRONG);
         }
+        Search::NoReference(why) => {
+            eprintln!(
+                "reclaim shrink: --compare has no reference, so no kill can be found wrong by the tables: {}",
+                crate::base::text::escape_controls(&why)
+            );
+            return Ok(DATA_WRONG);
+        }
         Search::Searched(found) => *found,
     };
     let (found, nights, searched) = found;
     let Some((kill, cell)) = found else {
-        eprintln!(
-            "reclaim shrink: no single kill made the job go wrong on {} items ({nights} nights{searched}); the recorded night (ended {derived}) is the smallest known: replay its kills with `reclaim run --exec ... --replay-schedule {}`",
-            info.items,
-            args.file.display()
-        );
+        if args.compare.compare {
+            // The recorded night may have ended right by its rows: not known to be wrong.
+            eprintln!(
+                "reclaim shrink: no single kill made the job's rows or tables go wrong on {} items ({nights} nights{searched}); replay the recorded night's kills with `reclaim run --exec ... --compare --replay-schedule {}`",
+                info.items,
+                args.file.display()
+            );
+        } else {
+            eprintln!(
+                "reclaim shrink: no single kill made the job go wrong on {} items ({nights} nights{searched}); the recorded night (ended {derived}) is the smallest known: replay its kills with `reclaim run --exec ... --replay-schedule {}`",
+                info.items,
+                args.file.display()
+            );
+        }
         return Ok(DATA_WRONG);
     };
     // A scenario judges by rows: a kill found wrong by the tables alone is given back as the
@@ -117,6 +133,8 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
 /// breaks it (if any), the nights run, and what was left unsearched or untested.
 enum Search {
     Undisturbed(String),
+    /// `--compare` has nothing to compare with, and why.
+    NoReference(String),
     Searched(Box<Found>),
 }
 
@@ -139,14 +157,8 @@ fn search(runner: &ExecRunner, threads: usize, compare: &CompareArgs) -> Result<
         ..runner.clone()
     };
     // Without a reference nothing can be found wrong by the tables: said, not searched.
-    if let Some(oracle) = &runner.oracle {
-        let judged = oracle.account().judge(false);
-        if oracle
-            .account()
-            .has(crate::verdict::account::Kind::Unobserved)
-        {
-            return Err(Error::Refused(format!("--compare: {}", judged.reasons())));
-        }
+    if let Some(why) = runner.oracle.as_ref().and_then(|o| o.no_reference()) {
+        return Ok(Search::NoReference(why.to_string()));
     }
     let items = runner.job.queue.len();
     // The search kills at points or row counts: shrink has no vendor (--vendor is not its).

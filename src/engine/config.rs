@@ -87,6 +87,9 @@ pub struct ExecJob {
     /// The pace (`RECLAIM_DELAY_MS`) is told to the first attempt only, the restarts get 0: a
     /// map's night kills the first attempt, and its restart has only to finish.
     pub unpaced_restarts: bool,
+    /// The folder of the scenario file whose exec lane this is (`RECLAIM_SCENARIO_DIR`), so a
+    /// scenario can name a job beside it; `None` from the command line or a shipped scenario.
+    pub scenario_dir: Option<PathBuf>,
 }
 
 /// The longest command a job may be: it goes to `sh -c` as one argument, which Linux caps
@@ -177,6 +180,7 @@ impl ExecJob {
             crash_at: None,
             vendor: false,
             unpaced_restarts: false,
+            scenario_dir: None,
         })
     }
 }

@@ -5,25 +5,18 @@
 //! (`Oracle::judge`); what the two undisturbed nights disagree on is said once
 //! (`Oracle::account`), never judged.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::base::text::{count, escape_controls};
 use crate::engine::{EngineConfig, LaneWorker};
 use crate::error::{Context as _, Error};
 use crate::supervisor::schedule::KillPlan;
 use crate::verdict::account::{Account, Outcome};
+pub use crate::verdict::compare::Scope;
 use crate::verdict::compare::{Comparison, Nondeterminism};
-use crate::verdict::state::{ColumnName, State};
+use crate::verdict::state::State;
 use crate::warehouse::Warehouse;
-
-/// What a comparison looks at: the tables named (every table when none is), and the columns
-/// that may differ from night to night.
-#[derive(Debug, Clone, Default)]
-pub struct Scope {
-    pub tables: Vec<String>,
-    pub ignored: BTreeSet<ColumnName>,
-}
 
 /// The two undisturbed nights' states, or why they cannot be the reference.
 #[derive(Debug)]
@@ -36,6 +29,8 @@ pub enum Reference {
 #[derive(Debug)]
 pub struct Oracle {
     reference: Reference,
+    /// What the two undisturbed nights disagree on, found once: never compared.
+    nondeterministic: Nondeterminism,
     scope: Scope,
     warehouse: Warehouse,
 }
@@ -59,19 +54,37 @@ impl Oracle {
             Some(why) => Reference::NoReference(why),
             None => reference,
         };
+        let nondeterministic = match &reference {
+            Reference::States(first, second) => {
+                Nondeterminism::between(first, second, &scope.ignored)
+            }
+            Reference::NoReference(_) => Nondeterminism::default(),
+        };
         Ok(Self {
             reference,
+            nondeterministic,
             scope,
             warehouse,
         })
     }
 
+    /// Why there is no reference (an undisturbed night that did not hold, a name it never
+    /// wrote), if there is none.
+    #[must_use]
+    pub fn no_reference(&self) -> Option<&str> {
+        match &self.reference {
+            Reference::States(..) => None,
+            Reference::NoReference(why) => Some(why),
+        }
+    }
+
     /// The tables of the night on `db` compared with the reference.
     pub fn judge(&self, db: &Path) -> Result<Comparison, Error> {
         Ok(match &self.reference {
-            Reference::States(first, second) => {
+            Reference::States(first, _) => {
                 let night = self.warehouse.read_state(db, &self.scope.tables)?;
-                Comparison::of((first, second), &night, &self.scope.ignored)
+                let reference = (first, self.nondeterministic.clone());
+                Comparison::against(reference, &night, &self.scope.ignored)
             }
             Reference::NoReference(why) => Comparison::without_reference(why.clone()),
         })
@@ -81,13 +94,13 @@ impl Oracle {
     /// reference): what the reference itself leaves uncompared is the oracle's to say, once for
     /// all its nights (`account`).
     pub fn differences(&self, db: &Path) -> Result<Option<Comparison>, Error> {
-        Ok(match &self.reference {
-            Reference::States(..) => Some(Comparison {
-                nondeterministic: Nondeterminism::default(),
-                ..self.judge(db)?
-            }),
-            Reference::NoReference(_) => None,
-        })
+        if self.no_reference().is_some() {
+            return Ok(None);
+        }
+        Ok(Some(Comparison {
+            nondeterministic: Nondeterminism::default(),
+            ..self.judge(db)?
+        }))
     }
 
     /// What the reference itself leaves untested, said once for all the nights judged against
@@ -95,8 +108,9 @@ impl Oracle {
     #[must_use]
     pub fn account(&self) -> Account {
         match &self.reference {
-            Reference::States(first, second) => {
-                Comparison::of((first, second), first, &self.scope.ignored).account()
+            Reference::States(first, _) => {
+                let reference = (first, self.nondeterministic.clone());
+                Comparison::against(reference, first, &self.scope.ignored).account()
             }
             Reference::NoReference(why) => Comparison::without_reference(why.clone()).account(),
         }
@@ -106,12 +120,12 @@ impl Oracle {
     /// disagree on; or why there is none.
     #[must_use]
     pub fn line(&self) -> String {
-        let (first, second) = match &self.reference {
-            Reference::States(first, second) => (first, second),
+        let first = match &self.reference {
+            Reference::States(first, _) => first,
             Reference::NoReference(why) => return format!("none: {why}"),
         };
         let names: Vec<String> = first.tables.keys().map(|t| escape_controls(t)).collect();
-        let odd = Nondeterminism::between(first, second, &self.scope.ignored);
+        let odd = &self.nondeterministic;
         let differ: Vec<String> = (odd.columns.iter().map(ToString::to_string))
             .chain(odd.tables.iter().map(|t| escape_controls(t)))
             .collect();
@@ -132,6 +146,35 @@ impl Oracle {
     }
 }
 
+/// An oracle for each lane of `night` that `scopes` asks to compare (`None` for the others), its
+/// undisturbed nights in a folder of the lane's own inside `dir` (`LANE-undisturbed`): a
+/// scenario's lanes, prepared before its night starts.
+pub fn for_lanes(
+    night: &EngineConfig,
+    scopes: &[Option<Scope>],
+    dir: &Path,
+) -> Result<Vec<Option<Arc<Oracle>>>, Error> {
+    (night.lanes.iter().zip(scopes))
+        .map(|(lane, scope)| {
+            let Some(scope) = scope else {
+                return Ok(None);
+            };
+            let folder = dir.join(format!("{}-undisturbed", lane.name));
+            std::fs::create_dir(&folder)
+                .context(|| format!("cannot create {}", folder.display()))?;
+            let config = EngineConfig {
+                lanes: vec![lane.clone()],
+                ..night.clone()
+            };
+            Ok(Some(Arc::new(Oracle::undisturbed(
+                &config,
+                &folder,
+                scope.clone(),
+            )?)))
+        })
+        .collect()
+}
+
 /// The two undisturbed nights' states, or why they are none.
 fn reference(night: &EngineConfig, dir: &Path, only: &[String]) -> Result<Reference, Error> {
     let Some(lane) = night.lanes.first() else {
@@ -149,10 +192,14 @@ fn reference(night: &EngineConfig, dir: &Path, only: &[String]) -> Result<Refere
         warehouse.claim_lane(&db)?;
         let mut lane = lane.clone();
         lane.db.clone_from(&db);
-        // Undisturbed: the job's own crash point is a fault too.
+        // Undisturbed: a crash point (the job's own or reclaim's), a pause and a message held
+        // for a kill are faults too.
         if let LaneWorker::Exec(job) = &mut lane.worker {
             job.crash_at = None;
         }
+        lane.crash_at = None;
+        lane.pause_at = None;
+        lane.vendor.hold_at = None;
         let config = EngineConfig {
             lanes: vec![lane],
             kills: KillPlan {

@@ -252,7 +252,12 @@ impl ExecCell {
             '!'
         } else if self.duplicated_task_ids > 0 {
             char::from_digit(self.duplicated_task_ids.min(10) as u32, 10).unwrap_or('#')
-        } else if self.state_differs() {
+        } else if self.state_differs()
+            && self.completed
+            && self.outside == 0
+            && self.messages_wrong.is_none()
+        {
+            // Every key once and nothing else wrong: only the tables say it.
             '≠'
         } else if self.is_right() {
             '·'
@@ -612,6 +617,13 @@ mod tests {
             unfired.verdict(),
             "STATE DIFFERS (accounts 2 rows) (its kill never fired)"
         );
+        // A row outside the queue changes a table too: the stronger verdict keeps its mark.
+        let outside = ExecCell {
+            outside: 1,
+            ..cell(Some(differs()), true)
+        };
+        assert_eq!(outside.mark(), '?');
+        assert_eq!(outside.verdict(), "1 rows OUTSIDE the queue");
     }
 
     #[test]
@@ -627,11 +639,12 @@ mod tests {
                 "a kill that never fired tested nothing"
             );
         }
-        let json = serde_json::to_value(cell(Some(CellState::Same), true)).unwrap_or_default();
-        assert_eq!(json["state"], "same");
-        let json = serde_json::to_value(cell(Some(differs()), true)).unwrap_or_default();
-        assert_eq!(json["state"]["differs"]["tables"], "accounts 2 rows");
-        let json = serde_json::to_value(cell(None, true)).unwrap_or_default();
-        assert!(json.get("state").is_none());
+        let json = |cell: ExecCell| serde_json::to_value(cell).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(json(cell(Some(CellState::Same), true))["state"], "same");
+        let differing = json(cell(Some(differs()), true));
+        assert_eq!(differing["state"]["differs"]["tables"], "accounts 2 rows");
+        let plain = json(cell(None, true));
+        assert_eq!(plain["rows"], 12);
+        assert!(plain.get("state").is_none());
     }
 }

@@ -230,6 +230,13 @@ pub struct LaneEnd {
     pub derived: String,
     pub claimed_status: Option<String>,
     pub completed: bool,
+    /// `compare`: the lane's tables against its undisturbed night's, in a few words (`state
+    /// the same`, `state differs: accounts 2 rows`); `None` where not compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Those tables differ from the undisturbed night's: the lane went wrong by its effects.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub state_differs: bool,
 }
 
 impl LaneEnd {
@@ -256,12 +263,26 @@ impl LaneEnd {
             derived: derived.to_string(),
             claimed_status: claimed.map(ToOwned::to_owned),
             completed,
+            state: None,
+            state_differs: false,
         }
     }
 
+    /// The lane's tables compared with its undisturbed night's (`compare`): said beside the
+    /// rows' verdict.
+    #[must_use]
+    pub fn compared(self, comparison: &crate::verdict::compare::Comparison) -> Self {
+        Self {
+            state: Some(comparison.short()),
+            state_differs: !comparison.diffs.is_empty(),
+            ..self
+        }
+    }
+
+    /// Completed, its rows right, and its tables (where compared) the undisturbed night's.
     #[must_use]
     pub fn is_ok(&self) -> bool {
-        self.completed && self.derived_status.is_ok()
+        self.completed && self.derived_status.is_ok() && !self.state_differs
     }
 
     /// A recorded lane's verdict as its figures at one moment give it (`snap`, a sample's):
@@ -291,6 +312,8 @@ impl LaneEnd {
             derived: derived.to_string(),
             claimed_status: claimed.map(ToOwned::to_owned),
             completed,
+            state: None,
+            state_differs: false,
         }
     }
 }

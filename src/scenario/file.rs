@@ -171,6 +171,13 @@ pub(super) struct LaneFile {
     long_item: Option<String>,
     /// That work in K checkpointed steps (guarded, outbox).
     split: Option<u64>,
+    /// An exec lane judged by its tables too, against its undisturbed night (`--compare`).
+    #[serde(default)]
+    compare: bool,
+    /// The tables compared (`--compare-table`) [default: every table of the lane's database].
+    compare_tables: Option<Vec<String>>,
+    /// `TABLE.COLUMN`s that may differ from night to night (`--ignore-column`).
+    ignore_columns: Option<Vec<String>>,
 }
 
 pub(super) fn one() -> usize {
@@ -482,7 +489,9 @@ impl LaneFile {
             )));
         }
         let (vendor, long_item, split) = self.leaves_the_database(n, &worker, items, crash_at)?;
+        let compare = self.compare_scope(n, &worker)?;
         Ok(ScenarioLane {
+            compare,
             name,
             worker,
             workers: self.workers,
@@ -493,6 +502,38 @@ impl LaneFile {
             long_item,
             split,
         })
+    }
+
+    /// `compare`, with its tables and volatile columns, checked as `run --compare` checks its
+    /// flags: for an exec lane only.
+    fn compare_scope(
+        &self,
+        n: usize,
+        worker: &LaneWorker,
+    ) -> Result<Option<crate::verdict::compare::Scope>, Invalid> {
+        if !self.compare {
+            if self.compare_tables.is_some() || self.ignore_columns.is_some() {
+                return Err(Invalid(format!(
+                    "lane {n}: compare_tables and ignore_columns need compare = true"
+                )));
+            }
+            return Ok(None);
+        }
+        if worker.job().is_none() {
+            return Err(Invalid(format!(
+                "lane {n}: compare judges an exec lane's job by its tables; reclaim's own workers are judged by their rows"
+            )));
+        }
+        let ignored = (self.ignore_columns.iter().flatten())
+            .map(|text| {
+                text.parse()
+                    .map_err(|e| Invalid(format!("lane {n}: ignore_columns: {e}")))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Some(crate::verdict::compare::Scope {
+            tables: self.compare_tables.clone().unwrap_or_default(),
+            ignored,
+        }))
     }
 
     /// The side effect, the vendor's modes, the long item and its steps, checked as `run`

@@ -176,6 +176,8 @@ pub struct ScenarioLane {
     pub vendor: VendorModes,
     pub long_item: Option<LongItem>,
     pub split: u64,
+    /// An exec lane judged by its tables too, against its undisturbed night (`compare`).
+    pub compare: Option<crate::verdict::compare::Scope>,
 }
 
 impl ScenarioLane {
@@ -192,6 +194,7 @@ impl ScenarioLane {
             vendor: VendorModes::default(),
             long_item: None,
             split: 1,
+            compare: None,
         }
     }
 }
@@ -283,7 +286,16 @@ impl Scenario {
                 MAX_SCENARIO_BYTES / 1024
             )));
         }
-        Self::parse(name_or_path, &text)
+        let mut scenario = Self::parse(name_or_path, &text)?;
+        // An exec lane may name a job beside its file: told where that is.
+        let folder =
+            (std::path::absolute(&real).ok()).and_then(|file| file.parent().map(Path::to_path_buf));
+        for lane in &mut scenario.lanes {
+            if let LaneWorker::Exec(job) = &mut lane.worker {
+                job.scenario_dir.clone_from(&folder);
+            }
+        }
+        Ok(scenario)
     }
 
     /// The default scenario: the incident.

@@ -315,6 +315,7 @@ pub(crate) fn lane_view(
         derived,
         derived_ok,
         disagreement,
+        tables: end.and_then(|e| e.state.clone().map(|said| (said, e.state_differs))),
     }
 }
 

@@ -97,6 +97,30 @@ pub fn replay(file: &Path, settings: &DashboardSettings) -> Result<u8, Error> {
     }
 }
 
+/// `compare`: each lane that asks for it run undisturbed twice first (`--compare`), before the
+/// dashboard takes the terminal, and said on stderr while it runs; an oracle per lane (`None`
+/// for the others). Ctrl-C ends it as it ends a headless night.
+fn undisturbed(
+    scenario: &Scenario,
+    warehouse: &Warehouse,
+    (dir, exe): (&Path, &Path),
+) -> Result<Vec<Option<std::sync::Arc<crate::harness::compare::Oracle>>>, Error> {
+    let scopes: Vec<_> = scenario.lanes.iter().map(|l| l.compare.clone()).collect();
+    if scopes.iter().all(Option::is_none) {
+        return Ok(Vec::new());
+    }
+    for (lane, _) in (scenario.lanes.iter().zip(&scopes)).filter(|(_, s)| s.is_some()) {
+        eprintln!(
+            "reclaim: lane {}: the undisturbed night first, twice (its tables the reference the night is compared with)…",
+            crate::base::text::escape_controls(&lane.name)
+        );
+    }
+    let config = scenario
+        .engine_config(dir, 1, exe.to_path_buf())
+        .on(warehouse);
+    crate::harness::compare::for_lanes(&config, &scopes, dir)
+}
+
 /// Runs the live dashboard on `scenario` (loaded and validated before the terminal is
 /// touched), recording it to `record` when given; in lecture mode and with speaker notes as
 /// `settings` ask.
@@ -127,6 +151,7 @@ pub fn run(
     let dir = folder.path().to_path_buf();
     signals::install().context(|| "cannot install signal handlers".into())?;
     signals::catch_suspend().context(|| "cannot install signal handlers".into())?;
+    let oracles = undisturbed(&scenario, &warehouse, (&dir, &exe))?;
     let guard = TerminalGuard::enter().context(|| "cannot set up the terminal".into())?;
     let mut terminal =
         Terminal::new(CrosstermBackend::new(io::stdout())).context(|| "cannot draw".into())?;
@@ -137,6 +162,7 @@ pub fn run(
         record.map(Path::to_path_buf),
         Instant::now(),
     )?
+    .comparing(oracles)
     .presenting(settings.lecture);
     let outcome = event_loop(&mut terminal, &mut app, settings.theme, notes.as_mut());
     // Workers first, then the terminal: nothing may outlive the dashboard.

@@ -121,6 +121,9 @@ pub struct LaneView {
     pub derived_ok: Option<bool>,
     /// Why claimed and derived disagree, when they do.
     pub disagreement: Option<String>,
+    /// `compare`: the lane's tables against its undisturbed night's once it is over, and
+    /// whether they differ (`None`: not compared).
+    pub tables: Option<(String, bool)>,
 }
 
 /// The lane's curves over sim time (seconds since 02:00), downsampled to bounded size.

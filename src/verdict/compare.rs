@@ -86,6 +86,14 @@ fn values<'a>(table: &'a super::state::Table, column: &str) -> Vec<&'a super::st
     v
 }
 
+/// What a comparison looks at: the tables named (every table when none is), and the columns
+/// that may differ from night to night.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    pub tables: Vec<String>,
+    pub ignored: BTreeSet<ColumnName>,
+}
+
 /// A night's state against the undisturbed night's: what differs, and what could not be judged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Comparison {
@@ -118,9 +126,20 @@ impl Comparison {
     #[must_use]
     pub fn of(references: (&State, &State), night: &State, ignored: &BTreeSet<ColumnName>) -> Self {
         let nondeterministic = Nondeterminism::between(references.0, references.1, ignored);
+        Self::against((references.0, nondeterministic), night, ignored)
+    }
+
+    /// `night` against `reference`, what two undisturbed nights disagreed on (`nondeterministic`,
+    /// found once by `Nondeterminism::between`) and the columns `ignored` left out.
+    #[must_use]
+    pub fn against(
+        (reference, nondeterministic): (&State, Nondeterminism),
+        night: &State,
+        ignored: &BTreeSet<ColumnName>,
+    ) -> Self {
         let mut all = ignored.clone();
         all.extend(nondeterministic.columns.iter().cloned());
-        let diffs = compare(references.0, night, &all)
+        let diffs = compare(reference, night, &all)
             .into_iter()
             .filter(|d| !nondeterministic.tables.iter().any(|t| t == d.table()))
             .collect();

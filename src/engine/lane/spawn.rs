@@ -93,6 +93,7 @@ impl Lane {
                     keys: (job.queue.len() <= crate::queue::MAX_LISTED as u64)
                         .then(|| ExecEnv::absolute(&crate::engine::keys_path(&self.config.db))),
                     attempt: self.slots[slot].attempt() + 1,
+                    scenario_dir: job.scenario_dir.clone(),
                     delay: if job.unpaced_restarts && self.slots[slot].attempt() > 0 {
                         std::time::Duration::ZERO
                     } else {

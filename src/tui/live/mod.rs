@@ -114,6 +114,17 @@ impl Live {
         Ok(())
     }
 
+    /// `compare`: the lanes' undisturbed nights, each lane's tables compared with its own once
+    /// it is over (`LiveNight::compare_with`).
+    #[must_use]
+    pub fn comparing(
+        mut self,
+        oracles: Vec<Option<std::sync::Arc<crate::harness::compare::Oracle>>>,
+    ) -> Self {
+        self.night.compare_with(oracles);
+        self
+    }
+
     /// For a teacher: lecture mode (the night stops at each moment worth talking about).
     #[must_use]
     pub fn presenting(mut self, lecture: Option<LectureMode>) -> Self {

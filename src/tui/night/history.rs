@@ -100,6 +100,7 @@ impl LiveNight {
                 let config = lane.config().clone();
                 let claimed = lane.claimed().map(|c| c.status.clone());
                 let completed = lane.completed();
+                let oracle = self.oracles.get(i).cloned().flatten();
                 let spawned = std::thread::Builder::new()
                     .name("reclaim-verdict".into())
                     .spawn(move || {
@@ -107,6 +108,19 @@ impl LiveNight {
                             .inspect()
                             .ok()
                             .map(|i| LaneEnd::from_inspection(&i, claimed.as_deref(), completed));
+                        // `compare`: its tables too, against its undisturbed night's; a read
+                        // that fails is said as that, never as the same.
+                        let end = end.map(|end| match oracle.map(|o| o.judge(&config.db)) {
+                            None => end,
+                            Some(Ok(comparison)) => end.compared(&comparison),
+                            Some(Err(e)) => LaneEnd {
+                                state: Some(format!(
+                                    "state not read: {}",
+                                    crate::base::text::escape_controls(&e.to_string())
+                                )),
+                                ..end
+                            },
+                        });
                         let _ = tx.send(end);
                     });
                 if spawned.is_ok() {

@@ -110,6 +110,9 @@ pub struct LiveNight {
     unshown: Vec<usize>,
     /// Since when a caption reached waits for its moment's figures (`freeze_caption_texts`).
     awaiting_figures: Option<Instant>,
+    /// `compare`: each lane's undisturbed night, its tables compared once the lane is over
+    /// (`None`, or no entry, for a lane not compared).
+    oracles: Vec<Option<std::sync::Arc<crate::harness::compare::Oracle>>>,
 }
 
 impl LiveNight {
@@ -163,6 +166,7 @@ impl LiveNight {
             captions_only: false,
             awaiting_verdict: None,
             awaiting_figures: None,
+            oracles: Vec::new(),
         };
         night.fit_to_lanes();
         night.apply_stops();
@@ -170,6 +174,15 @@ impl LiveNight {
             night.start_recording()?;
         }
         Ok(night)
+    }
+
+    /// `compare`: the lanes' undisturbed nights (`harness::compare::for_lanes`), their tables
+    /// compared with each lane's once it is over, on this night and every one after it.
+    pub fn compare_with(
+        &mut self,
+        oracles: Vec<Option<std::sync::Arc<crate::harness::compare::Oracle>>>,
+    ) {
+        self.oracles = oracles;
     }
 
     /// Where the night's databases are kept.
@@ -440,8 +453,9 @@ impl LiveNight {
             .any(|l| l.observer().duplicated > 0 || l.observer().unexpected > 0);
         self.wrong_before
             || seen_wrong
-            || (self.history.iter())
-                .any(|h| h.end.as_ref().is_some_and(|e| !e.derived_status.is_ok()))
+            || (self.history.iter()).any(|h| {
+                (h.end.as_ref()).is_some_and(|e| !e.derived_status.is_ok() || e.state_differs)
+            })
     }
 
     /// Each lane's verdict, once read.

@@ -437,7 +437,8 @@ mod tests;
 /// Each lane's verdict once the night has ended, judged from the figures the samples show it
 /// over with (the last sample for a lane never shown over), never read from the `end` line's
 /// words: an `end` line edited to say `ok` over duplicates still shows DATA WRONG. What the
-/// worker claimed and whether it completed are the end line's.
+/// worker claimed, whether it completed and how its tables compared (`compare`: the samples
+/// do not hold the tables) are the end line's.
 fn judged_ends(recording: &Recording, overs: &[Option<moment::LaneOver>]) -> Vec<Option<LaneEnd>> {
     let samples = &recording.samples;
     (recording.header.lanes.iter().enumerate())
@@ -449,12 +450,16 @@ fn judged_ends(recording: &Recording, overs: &[Option<moment::LaneOver>]) -> Vec
                 .flatten()
                 .map_or(samples.len().checked_sub(1)?, |o| o.sample);
             let snap = samples.get(at)?.lanes.get(i)?;
-            Some(LaneEnd::from_sample(
-                snap,
-                info.items,
-                end.claimed_status.as_deref(),
-                end.completed,
-            ))
+            Some(LaneEnd {
+                state: end.state.clone(),
+                state_differs: end.state_differs,
+                ..LaneEnd::from_sample(
+                    snap,
+                    info.items,
+                    end.claimed_status.as_deref(),
+                    end.completed,
+                )
+            })
         })
         .collect()
 }

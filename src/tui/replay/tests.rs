@@ -149,6 +149,8 @@ fn recording() -> Recording {
                 derived: "DATA WRONG (112 duplicated task ids)".into(),
                 claimed_status: Some("ok".into()),
                 completed: true,
+                state: None,
+                state_differs: false,
             }],
         }),
         truncated: false,

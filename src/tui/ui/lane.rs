@@ -303,6 +303,20 @@ fn verdict_lines(lane: &LaneView, theme: Theme, why: bool) -> Vec<Line<'static>>
             ),
         ]),
     ];
+    // `compare`: what the rows cannot show, the tables against the undisturbed night's.
+    if let Some((said, differs)) = &lane.tables {
+        verdict.push(Line::from(vec![
+            Span::styled("tables  ", theme.dim()),
+            Span::styled(
+                said.clone(),
+                match (differs, said.as_str()) {
+                    (true, _) => theme.bad(),
+                    (false, "state the same") => theme.good(),
+                    (false, _) => theme.plain(),
+                },
+            ),
+        ]));
+    }
     if let Some(text) = lane.disagreement.as_ref().filter(|_| why) {
         verdict.push(Line::styled(text.clone(), theme.bad()));
     }

@@ -55,6 +55,7 @@ fn lane(name: &str, rows: u64, distinct: u64, at: f64) -> LaneView {
         derived: format!("in progress: {distinct} of 200 tasks"),
         derived_ok: None,
         disagreement: None,
+        tables: None,
     }
 }
 

@@ -392,7 +392,7 @@ fn sweep_leftovers(base: &Path, run_as: Option<&str>) -> Vec<String> {
         if !ours || alive || dir.join(KEPT_MARK).exists() {
             continue;
         }
-        if let Some(server) = crate::base::postmaster::running_in(&dir.join("data")) {
+        if let Some(server) = crate::base::postmaster::may_run_in(&dir.join("data")) {
             said.push(format!(
                 "a private PostgreSQL cluster of an ended reclaim (pid {pid}) is still running (server pid {server}) in {}: left alone; stop it with `kill -QUIT {server}`, then `rm -r {}`",
                 dir.display(),

@@ -107,6 +107,8 @@ pub struct ExecEnv {
     /// The night's pace per item (`RECLAIM_DELAY_MS`), for a job that wants to keep it (the
     /// examples do); the dashboard's speed keys cannot reach a job that reads no stdin.
     pub delay: Duration,
+    /// The folder of the scenario file the job's lane is in (`RECLAIM_SCENARIO_DIR`), if any.
+    pub scenario_dir: Option<PathBuf>,
 }
 
 impl ExecEnv {
@@ -117,6 +119,7 @@ impl ExecEnv {
     pub const VENDOR_URL: &'static str = "RECLAIM_VENDOR_URL";
     pub const ATTEMPT: &'static str = "RECLAIM_ATTEMPT";
     pub const DELAY_MS: &'static str = "RECLAIM_DELAY_MS";
+    pub const SCENARIO_DIR: &'static str = "RECLAIM_SCENARIO_DIR";
 
     /// `sh -c command` under reclaim's `exec-guard` (`exe`), which leads the job's process
     /// group and takes the group down if reclaim dies (`commands::exec_guard`); in the database's
@@ -150,6 +153,10 @@ impl ExecEnv {
         match &self.keys {
             Some(keys) => sh.env(Self::KEYS_FILE, keys),
             None => sh.env_remove(Self::KEYS_FILE),
+        };
+        match &self.scenario_dir {
+            Some(dir) => sh.env(Self::SCENARIO_DIR, dir),
+            None => sh.env_remove(Self::SCENARIO_DIR),
         };
         sh
     }
@@ -264,6 +271,7 @@ mod tests {
             keys: Some(PathBuf::from("/tmp/w/warehouse.db.keys")),
             attempt: 3,
             delay: Duration::from_micros(62_500),
+            scenario_dir: None,
         };
         let command = env.command(Path::new("/bin/reclaim"), "python3 job.py");
         assert_eq!(command.get_program(), "/bin/reclaim");
