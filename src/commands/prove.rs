@@ -3,140 +3,22 @@
 //! (`--exec`), each night in a fresh folder. Each verdict comes from the rows.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
+use super::prove_nights::Prover;
 pub use super::prove_report::{ProveReport, TestFigures, TestResult};
 use super::prove_report::{close_night, print_header, print_summary, print_test};
 use crate::cli::ProveArgs;
-use crate::engine::{EngineConfig, KillWindows, LaneConfig, LaneWorker, Pace};
+use crate::engine::{KillWindows, LaneWorker};
 use crate::error::{Context as _, Error};
+use crate::harness::RunReport;
 use crate::harness::compare::Oracle;
-use crate::harness::{RunReport, drive};
 use crate::supervisor::schedule::{DEFAULT_WINDOW, KillPlan};
 use crate::task::task_id;
 use crate::verdict::Symptom;
 use crate::verdict::account::{Account, Kind, Outcome};
 use crate::warehouse::Warehouse;
 use crate::worker::{CrashAt, CrashPoint, Strategy};
-
-/// Sim seconds per real second in every proof night.
-const SCALE: f64 = 600.0;
-
-/// What `prove --compare` says before its tests.
-const COMPARE_HEADER: &str = "compare      the undisturbed night first: the job run to its end twice without a fault (night-reference-1, -2 in the proof's folder); each test's tables are compared with its final state";
-
-struct Prover {
-    worker: LaneWorker,
-    /// An external job's database name, each night in a folder of its own.
-    db_name: Option<String>,
-    items: u64,
-    delay: Duration,
-    dir: PathBuf,
-    exe: PathBuf,
-    runs: u32,
-    progress_deadline: Option<Duration>,
-    /// `--vendor`: the key policy of the vendor each night's job sends to.
-    vendor: Option<crate::fake_vendor::Keys>,
-    /// Where every night's rows go.
-    warehouse: Warehouse,
-    /// `--compare`: the undisturbed night every night's tables are compared with.
-    oracle: Option<Oracle>,
-}
-
-impl Prover {
-    fn lane(
-        &mut self,
-        label: &str,
-        workers: usize,
-        crash_at: Option<CrashAt>,
-        delay: Duration,
-    ) -> Result<LaneConfig, Error> {
-        self.runs += 1;
-        let db = match &self.db_name {
-            // A job that opens its database relative to its folder finds it there (on
-            // PostgreSQL the folder, `nightNN-...`, names the night's schema).
-            Some(name) => {
-                let folder = self.dir.join(format!("night{:02}-{label}", self.runs));
-                std::fs::create_dir(&folder)
-                    .context(|| format!("cannot create {}", folder.display()))?;
-                folder.join(name)
-            }
-            None => self.dir.join(format!("{:02}-{label}.db", self.runs)),
-        };
-        // Each night's lane made ready before it starts (on PostgreSQL, a schema of its own).
-        self.warehouse.claim_lane(&db)?;
-        Ok(self.lane_at(label, db, workers, crash_at, delay))
-    }
-
-    /// A lane on `db` as every proof night's is configured (its folder made by the caller).
-    fn lane_at(
-        &self,
-        label: &str,
-        db: PathBuf,
-        workers: usize,
-        crash_at: Option<CrashAt>,
-        delay: Duration,
-    ) -> LaneConfig {
-        LaneConfig {
-            name: label.to_string(),
-            delay,
-            paces: vec![Pace::per_item(delay.as_secs_f64() * SCALE)],
-            workers,
-            crash_at,
-            vendor: crate::fake_vendor::VendorModes {
-                keys: self.vendor.unwrap_or(crate::fake_vendor::Keys::Honour),
-                ..crate::fake_vendor::VendorModes::default()
-            },
-            ..LaneConfig::new(self.worker.clone(), db, self.items)
-        }
-    }
-
-    /// The night `lane` describes under `kills`, as every proof night is paced.
-    fn config(&self, lane: LaneConfig, kills: &KillPlan) -> EngineConfig {
-        EngineConfig {
-            // 20 ms of real time at the scale.
-            restart_delay: 12.0,
-            max_restarts: 1000,
-            scale: SCALE,
-            progress_deadline: self.progress_deadline,
-            ..EngineConfig::new(vec![lane], kills.clone(), self.exe.clone())
-        }
-        .on(&self.warehouse)
-    }
-
-    /// Drives the night; with `--compare`, its tables compared with the undisturbed night's.
-    fn night(&self, lane: LaneConfig, kills: &KillPlan) -> Result<RunReport, Error> {
-        let db = lane.db.clone();
-        let mut report = drive(self.config(lane, kills), |_| {})?;
-        if let Some(oracle) = &self.oracle {
-            report.state = oracle.differences(&db)?;
-        }
-        Ok(report)
-    }
-
-    /// `--compare`: the undisturbed night, run twice in the proof's folder before the tests;
-    /// said on `out` (none with `--json`).
-    fn undisturbed(
-        &mut self,
-        args: &crate::cli::CompareArgs,
-        mut out: Option<&mut dyn Write>,
-    ) -> Result<(), Error> {
-        if let Some(out) = out.as_deref_mut() {
-            let _ = writeln!(out, "{COMPARE_HEADER}");
-        }
-        let name = self.db_name.clone().unwrap_or_default();
-        let lane = self.lane_at("reference", self.dir.join(name), 1, None, self.delay);
-        let config = self.config(lane, &KillPlan::default());
-        let scope = super::compare::scope(args);
-        let oracle = Oracle::undisturbed(&config, &self.dir, scope)?;
-        if let Some(out) = out {
-            let _ = writeln!(out, "reference    {}", oracle.line());
-        }
-        self.oracle = Some(oracle);
-        Ok(())
-    }
-}
 
 fn exactly_once(report: &RunReport) -> bool {
     report.holds()

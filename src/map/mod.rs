@@ -3,6 +3,7 @@
 //! derived from its rows. `reclaim map` prints it, the dashboard's map screen draws it.
 
 pub mod exec;
+mod exec_cell;
 mod junit;
 mod layout;
 mod tested;
