@@ -13,46 +13,10 @@ use crate::harness;
 use crate::supervisor::schedule::KillPlan;
 use crate::worker::protocol::points::CrashPlan;
 
-pub use super::exec_cell::{CellState, ExecCell};
+pub use super::exec_cell::{CellState, ExecCell, ExecKill, MESSAGE_BAND};
 
 /// The label of the map's first night, the undisturbed one that hears the job's points.
 const PROBE: &str = "probe";
-
-/// Where one night kills the job.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ExecKill {
-    /// At a point the job announces, in the unit of work of the key at `index`.
-    Point { index: u64, name: String },
-    /// As soon as the table holds this many rows.
-    Rows(u64),
-    /// When the job's vendor has message N (1-based), before it answers: after a send, before
-    /// whatever the job does next (`--vendor`).
-    Message(u64),
-}
-
-impl ExecKill {
-    /// The band the cell is drawn in: the point's name, or `rows`.
-    #[must_use]
-    pub fn band(&self) -> String {
-        match self {
-            Self::Point { name, .. } => name.clone(),
-            Self::Rows(_) => "rows".into(),
-            Self::Message(_) => MESSAGE_BAND.into(),
-        }
-    }
-
-    /// The column: the key's index, or the row count less one.
-    #[must_use]
-    pub fn column(&self) -> u64 {
-        match self {
-            Self::Point { index, .. } => *index,
-            Self::Rows(rows) | Self::Message(rows) => rows - 1,
-        }
-    }
-}
-
-/// The band of kills at a message, in a map of a job with a vendor.
-pub const MESSAGE_BAND: &str = "message";
 
 /// Every night of a map (or a search) over keys `tasks.0..=tasks.1`: each key at each point, in
 /// key order so the bands fill together; or, with no point, a kill after each row count of the

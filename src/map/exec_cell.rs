@@ -1,12 +1,47 @@
-//! One night of `map --exec` as a cell of the map: its figures, its verdict and its mark, and
-//! (`--compare`) its tables against the undisturbed night's.
+//! One night of `map --exec` as a cell of the map: the kill it ran (`ExecKill`), its figures,
+//! its verdict and its mark, and (`--compare`) its tables against the undisturbed night's.
 
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::exec::ExecKill;
 use crate::verdict::Status;
+
+/// Where one night kills the job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExecKill {
+    /// At a point the job announces, in the unit of work of the key at `index`.
+    Point { index: u64, name: String },
+    /// As soon as the table holds this many rows.
+    Rows(u64),
+    /// When the job's vendor has message N (1-based), before it answers: after a send, before
+    /// whatever the job does next (`--vendor`).
+    Message(u64),
+}
+
+impl ExecKill {
+    /// The band the cell is drawn in: the point's name, or `rows`.
+    #[must_use]
+    pub fn band(&self) -> String {
+        match self {
+            Self::Point { name, .. } => name.clone(),
+            Self::Rows(_) => "rows".into(),
+            Self::Message(_) => MESSAGE_BAND.into(),
+        }
+    }
+
+    /// The column: the key's index, or the row count less one.
+    #[must_use]
+    pub fn column(&self) -> u64 {
+        match self {
+            Self::Point { index, .. } => *index,
+            Self::Rows(rows) | Self::Message(rows) => rows - 1,
+        }
+    }
+}
+
+/// The band of kills at a message, in a map of a job with a vendor.
+pub const MESSAGE_BAND: &str = "message";
 
 /// One finished night. The JSON keys are stable.
 #[derive(Debug, Clone, PartialEq, Serialize)]
