@@ -272,8 +272,25 @@ impl LaneEnd {
     /// rows' verdict.
     #[must_use]
     pub fn compared(self, comparison: &crate::verdict::compare::Comparison) -> Self {
+        // What the undisturbed nights disagreed on was not compared: said, not passed over.
+        let odd = &comparison.nondeterministic;
+        let unjudged: Vec<String> = (odd.columns.iter().map(ToString::to_string))
+            .chain(
+                odd.tables
+                    .iter()
+                    .map(|t| crate::base::text::escape_controls(t)),
+            )
+            .collect();
+        let said = match unjudged.as_slice() {
+            [] => comparison.short(),
+            names => format!(
+                "{} (not compared: {})",
+                comparison.short(),
+                names.join(", ")
+            ),
+        };
         Self {
-            state: Some(comparison.short()),
+            state: Some(said),
             state_differs: !comparison.diffs.is_empty(),
             ..self
         }

@@ -100,7 +100,10 @@ impl LiveNight {
                 let config = lane.config().clone();
                 let claimed = lane.claimed().map(|c| c.status.clone());
                 let completed = lane.completed();
-                let oracle = self.oracles.get(i).cloned().flatten();
+                // Only while the lane runs the job its oracle was made for (`s` may have
+                // changed it to one of reclaim's strategies).
+                let oracle = (self.oracles.get(i).cloned().flatten())
+                    .filter(|_| lane.config().worker.job().is_some());
                 let spawned = std::thread::Builder::new()
                     .name("reclaim-verdict".into())
                     .spawn(move || {
