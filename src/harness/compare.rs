@@ -226,31 +226,71 @@ fn reference(night: &EngineConfig, dir: &Path, only: &[String]) -> Result<Refere
     Ok(Reference::States(first, second))
 }
 
-/// Why the reference cannot stand for `scope`: a table or column it names that the
-/// undisturbed night never wrote.
+/// Why the reference cannot stand for `scope`: every table or column it names that the
+/// undisturbed night never wrote, each said (`None` when it wrote them all).
 fn missing(reference: &Reference, scope: &Scope) -> Option<String> {
     let Reference::States(first, _) = reference else {
         return None;
     };
     let table = |name: &str| first.tables.get(name);
-    (scope.tables.iter())
-        .find(|name| table(name).is_none())
+    let tables = (scope.tables.iter())
+        .filter(|name| table(name).is_none())
         .map(|name| {
             format!(
                 "--compare-table {}: the undisturbed night has no such table",
                 escape_controls(name)
             )
-        })
-        .or_else(|| {
-            scope.ignored.iter().find_map(|c| {
-                let known = table(&c.table).is_some_and(|t| t.columns.contains(&c.column));
-                (!known).then(|| {
-                    format!(
-                        "--ignore-column {}.{}: the undisturbed night has no such column",
-                        escape_controls(&c.table),
-                        escape_controls(&c.column)
-                    )
-                })
-            })
-        })
+        });
+    let columns = (scope.ignored.iter())
+        .filter(|c| !table(&c.table).is_some_and(|t| t.columns.contains(&c.column)))
+        .map(|c| {
+            format!(
+                "--ignore-column {}.{}: the undisturbed night has no such column",
+                escape_controls(&c.table),
+                escape_controls(&c.column)
+            )
+        });
+    let said: Vec<String> = tables.chain(columns).collect();
+    (!said.is_empty()).then(|| said.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::state::tests::{state, table, text};
+
+    #[test]
+    fn every_name_the_undisturbed_night_never_wrote_is_said() {
+        let applied = table(
+            "applied",
+            &["transfer_id", "applied_at"],
+            &[0],
+            &[&[text("tr-0000"), text("02:00")]],
+        );
+        let reference = Reference::States(state(vec![applied.clone()]), state(vec![applied]));
+        let scope = |tables: &[&str], ignored: &[&str]| Scope {
+            tables: tables.iter().map(|t| (*t).to_string()).collect(),
+            ignored: (ignored.iter())
+                .map(|c| c.parse().unwrap_or_else(|e| panic!("{c}: {e}")))
+                .collect(),
+        };
+        assert_eq!(
+            missing(&reference, &scope(&["applied"], &["applied.applied_at"])),
+            None
+        );
+        assert_eq!(
+            missing(
+                &reference,
+                &scope(&["acounts", "applied"], &["z.x", "applied.aplied_at"])
+            )
+            .as_deref(),
+            Some(
+                "--compare-table acounts: the undisturbed night has no such table; \
+                 --ignore-column applied.aplied_at: the undisturbed night has no such column; \
+                 --ignore-column z.x: the undisturbed night has no such column"
+            )
+        );
+        let none = Reference::NoReference("undisturbed night 1 did not hold".into());
+        assert_eq!(missing(&none, &scope(&["acounts"], &[])), None);
+    }
 }
