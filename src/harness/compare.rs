@@ -108,10 +108,15 @@ impl Oracle {
     #[must_use]
     pub fn account(&self) -> Account {
         match &self.reference {
-            Reference::States(first, _) => {
-                let reference = (first, self.nondeterministic.clone());
-                Comparison::against(reference, first, &self.scope.ignored).account()
+            // No night compared, so no difference: only what the two disagreed on.
+            Reference::States(first, _) => Comparison {
+                tables: first.tables.keys().cloned().collect(),
+                rows: first.rows(),
+                diffs: Vec::new(),
+                nondeterministic: self.nondeterministic.clone(),
+                no_reference: None,
             }
+            .account(),
             Reference::NoReference(why) => Comparison::without_reference(why.clone()).account(),
         }
     }
