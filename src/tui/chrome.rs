@@ -140,6 +140,10 @@ impl Chrome {
 
     /// The frame: what the screen shows of its night, dressed in the chrome.
     pub fn dashboard(&self, scene: Scene) -> Dashboard {
+        let selected = self.selected.min(scene.lanes.len().saturating_sub(1));
+        let zoomed = (self.zoom && !scene.lanes.is_empty()).then_some(selected);
+        let caption = (scene.caption)
+            .map(|text| caption_shown(text, scene.caption_lane, zoomed, &scene.lanes));
         Dashboard {
             title: scene.title,
             scenario: scene.scenario,
@@ -148,8 +152,8 @@ impl Chrome {
             paused: scene.paused,
             seed: scene.seed,
             random_kills: scene.random_kills,
-            symptoms: scene.symptoms,
-            selected: self.selected.min(scene.lanes.len().saturating_sub(1)),
+            symptoms: lit(&scene.symptoms, zoomed),
+            selected,
             zoom: self.zoom,
             lanes: scene.lanes,
             timeline: scene.timeline,
@@ -159,7 +163,7 @@ impl Chrome {
             x_max: scene.x_max,
             db_dir: scene.db_dir,
             mode: scene.mode,
-            caption: scene.caption,
+            caption,
             recording: scene.recording,
             replay: scene.replay,
             ids: None,
@@ -177,13 +181,16 @@ pub(crate) struct Scene {
     pub paused: bool,
     pub seed: u64,
     pub random_kills: bool,
-    pub symptoms: Vec<(Symptom, bool)>,
+    /// For each symptom, whether each lane shows it.
+    pub symptoms: Vec<(Symptom, Vec<bool>)>,
     pub lanes: Vec<LaneView>,
     pub timeline: Vec<(String, Tone)>,
     pub x_max: f64,
     pub db_dir: String,
     pub mode: Mode,
     pub caption: Option<String>,
+    /// The lane the caption speaks of, when it names one.
+    pub caption_lane: Option<usize>,
     pub recording: Option<String>,
     pub replay: Option<ReplayBar>,
     /// The night's PostgreSQL, as the header names it; `None` on SQLite.
@@ -203,31 +210,77 @@ pub(crate) fn marker_kind(mark: Mark) -> MarkerKind {
     }
 }
 
-/// Which rows of the symptom table the lanes show.
+/// Which rows of the symptom table the lanes show, the night's whole (any lane).
 pub(crate) fn symptoms(
     lanes: &[LaneSnapshot],
     items: &[u64],
     ends: &[Option<LaneEnd>],
 ) -> Vec<(Symptom, bool)> {
+    (symptoms_by_lane(lanes, items, ends).into_iter())
+        .map(|(symptom, lit)| (symptom, lit.contains(&true)))
+        .collect()
+}
+
+/// Which rows of the symptom table each lane shows: for each symptom, one flag a lane.
+pub(crate) fn symptoms_by_lane(
+    lanes: &[LaneSnapshot],
+    items: &[u64],
+    ends: &[Option<LaneEnd>],
+) -> Vec<(Symptom, Vec<bool>)> {
     Symptom::ALL
         .iter()
         .map(|&symptom| {
-            let seen = lanes.iter().enumerate().any(|(i, lane)| match symptom {
-                Symptom::RestartsAtZero => lane.restarted_at_zero,
-                Symptom::RowsExceedQueue => lane.rows > items.get(i).copied().unwrap_or(u64::MAX),
-                Symptom::StatusOkDataWrong => {
-                    lane.claimed
-                        .as_ref()
-                        .is_some_and(|c| crate::verdict::says_ok(&c.status))
-                        && ends
-                            .get(i)
-                            .and_then(Option::as_ref)
-                            .is_some_and(|end| !end.derived_status.is_ok())
-                }
-            });
+            let seen = (lanes.iter().enumerate())
+                .map(|(i, lane)| match symptom {
+                    Symptom::RestartsAtZero => lane.restarted_at_zero,
+                    Symptom::RowsExceedQueue => {
+                        lane.rows > items.get(i).copied().unwrap_or(u64::MAX)
+                    }
+                    Symptom::StatusOkDataWrong => {
+                        lane.claimed
+                            .as_ref()
+                            .is_some_and(|c| crate::verdict::says_ok(&c.status))
+                            && ends
+                                .get(i)
+                                .and_then(Option::as_ref)
+                                .is_some_and(|end| !end.derived_status.is_ok())
+                    }
+                })
+                .collect();
             (symptom, seen)
         })
         .collect()
+}
+
+/// The symptom rows a screen lights: those any lane shows, or, zoomed on one lane, those that
+/// lane shows (a symptom of a lane not on screen is not lit beside the one that is).
+fn lit(by_lane: &[(Symptom, Vec<bool>)], zoomed: Option<usize>) -> Vec<(Symptom, bool)> {
+    (by_lane.iter())
+        .map(|(symptom, lit)| {
+            let seen = match zoomed {
+                Some(z) => lit.get(z).copied().unwrap_or(false),
+                None => lit.contains(&true),
+            };
+            (*symptom, seen)
+        })
+        .collect()
+}
+
+/// A caption about a lane the zoomed screen does not show, named as such (the teacher zoomed
+/// on guarded reads naive's caption as naive's, not as guarded's).
+fn caption_shown(
+    text: String,
+    about: Option<usize>,
+    zoomed: Option<usize>,
+    lanes: &[LaneView],
+) -> String {
+    match (about, zoomed) {
+        (Some(lane), Some(z)) if lane != z => match lanes.get(lane) {
+            Some(l) => format!("{} (not on screen; z shows every lane) · {text}", l.name),
+            None => text,
+        },
+        _ => text,
+    }
 }
 
 /// What a lane panel needs besides the moment's figures.

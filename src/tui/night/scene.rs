@@ -3,7 +3,7 @@
 
 use crate::base::clock::SimTime;
 use crate::engine::LaneSnapshot;
-use crate::tui::chrome::{LaneMeta, Scene, lane_view, symptoms, x_max};
+use crate::tui::chrome::{LaneMeta, Scene, lane_view, symptoms_by_lane, x_max};
 use crate::tui::keymap::Mode;
 use crate::tui::view::{IdsView, LaneView, Series};
 
@@ -98,8 +98,11 @@ impl LiveNight {
             .iter()
             .map(|l| l.config().items)
             .collect();
-        let caption = (self.captions.shown())
-            .and_then(|i| Some(self.caption_texts.get(i)?.as_ref()?.0.clone()));
+        let shown = self.captions.shown();
+        let caption = shown.and_then(|i| Some(self.caption_texts.get(i)?.as_ref()?.0.clone()));
+        let caption_lane = shown
+            .and_then(|i| self.scenario.captions.get(i)?.lane.as_deref())
+            .and_then(|name| self.lanes.iter().position(|l| l.name == name));
         Scene {
             title: self.title.clone(),
             scenario: self.scenario.source.clone(),
@@ -107,13 +110,14 @@ impl LiveNight {
             paused: self.engine.is_paused(),
             seed: self.scenario.seed,
             random_kills: self.random_kills,
-            symptoms: symptoms(&snapshots, &items, &self.lane_ends()),
+            symptoms: symptoms_by_lane(&snapshots, &items, &self.lane_ends()),
             lanes,
             timeline,
             x_max: x_max(clock.since_start()),
             db_dir: self.dir.display().to_string(),
             mode: Mode::Live,
             caption,
+            caption_lane,
             recording: self.recording().map(|p| p.display().to_string()),
             replay: None,
             warehouse: self.warehouse.describe(),

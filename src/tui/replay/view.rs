@@ -5,7 +5,9 @@
 use crate::base::clock::{NIGHT_START, SimTime};
 use crate::record::{Recording, Sample};
 use crate::scenario;
-use crate::tui::chrome::{LaneMeta, MAX_POINTS, Scene, lane_view, marker_kind, symptoms, x_max};
+use crate::tui::chrome::{
+    LaneMeta, MAX_POINTS, Scene, lane_view, marker_kind, symptoms_by_lane, x_max,
+};
 use crate::tui::keymap::Mode;
 use crate::tui::lecture;
 use crate::tui::moment;
@@ -111,10 +113,13 @@ impl ReplayApp {
         let held = (self.lecture.as_ref())
             .filter(|l| l.hold.is_some())
             .and_then(|l| l.captions.first().copied());
-        let caption = held
-            .or_else(|| scenario::current_caption(&self.caption_times, self.cursor))
+        let shown = held.or_else(|| scenario::current_caption(&self.caption_times, self.cursor));
+        let caption = shown
             .and_then(|i| self.caption_texts.get(i))
             .map(|(text, _)| text.clone());
+        let caption_lane = shown
+            .and_then(|i| header.captions.get(i)?.lane.as_deref())
+            .and_then(|name| header.lanes.iter().position(|l| l.name == name));
         let mut dashboard = self.chrome.dashboard(Scene {
             title: header.title.clone(),
             scenario: header.scenario.clone(),
@@ -122,7 +127,7 @@ impl ReplayApp {
             paused: !self.playing,
             seed: header.seed,
             random_kills: false,
-            symptoms: symptoms(&snapshots, &items, &ends),
+            symptoms: symptoms_by_lane(&snapshots, &items, &ends),
             lanes,
             timeline,
             x_max: x_max(self.end() - NIGHT_START),
@@ -133,6 +138,7 @@ impl ReplayApp {
                 .unwrap_or_default(),
             mode: Mode::Replay,
             caption,
+            caption_lane,
             recording: None,
             warehouse: header.warehouse.clone(),
             replay: Some(ReplayBar {

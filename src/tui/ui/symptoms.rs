@@ -9,10 +9,15 @@ use crate::tui::theme::Theme;
 use crate::tui::view::Dashboard;
 
 pub(super) fn symptoms(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
+    // Zoomed, the panel lights what the lane on screen shows, and says so.
+    let title = match view.lanes.get(view.selected).filter(|_| view.zoom) {
+        Some(lane) => format!(" symptoms of {} ", lane.name),
+        None => " symptoms (postmortem) ".to_string(),
+    };
     let block = Block::bordered()
         .border_type(BorderType::Rounded)
         .border_style(theme.dim())
-        .title(Span::styled(" symptoms (postmortem) ", theme.title()));
+        .title(Span::styled(title, theme.title()));
     let inner = block.inner(area);
     block.render(area, buf);
     let mut lines = Vec::new();

@@ -1008,3 +1008,56 @@ fn a_lane_zoomed_at_120x40_has_its_state_and_lights_on_one_row_and_a_heartbeat_c
         "{screen}"
     );
 }
+
+/// Zoomed on guarded at the end of the night, at 80x24: naive's caption is named as naive's and
+/// the symptoms panel lights only what guarded shows (before: naive's caption and a lit `status
+/// ok, data wrong` beside guarded's clean figures). With every lane shown, both are as before.
+#[test]
+fn zoomed_on_one_lane_the_story_of_a_lane_not_shown_is_named_or_unlit() {
+    use crate::tui::chrome::{Chrome, NoticeLife, Scene};
+    let end = end_of_night();
+    let scene = || Scene {
+        title: end.title.clone(),
+        scenario: end.scenario.clone(),
+        clock: end.clock,
+        paused: false,
+        seed: end.seed,
+        random_kills: false,
+        // naive shows every symptom, guarded none.
+        symptoms: Symptom::ALL
+            .iter()
+            .map(|&s| (s, vec![true, false]))
+            .collect(),
+        lanes: end.lanes.clone(),
+        timeline: end.timeline.clone(),
+        x_max: end.x_max,
+        db_dir: end.db_dir.clone(),
+        mode: Mode::Live,
+        caption: Some("Naive reports rows_written=312 status=ok.".into()),
+        caption_lane: Some(0),
+        recording: None,
+        replay: None,
+        warehouse: None,
+    };
+    let mut chrome = Chrome::new(NoticeLife::UntilNextKey);
+    let all = text(&chrome.dashboard(scene()), 80, 24);
+    assert!(all.contains("▌ Naive reports"), "{all}");
+    assert!(all.contains("● status ok, data wrong"), "{all}");
+    chrome.update(keymap::KeyAction::NextLane, 2, 0);
+    chrome.update(keymap::KeyAction::ToggleZoom, 2, 0);
+    let zoomed = text(&chrome.dashboard(scene()), 80, 24);
+    assert!(
+        zoomed.contains("naive (not on screen; z shows every lane) · Naive reports"),
+        "{zoomed}"
+    );
+    assert!(zoomed.contains("symptoms of guarded"), "{zoomed}");
+    assert!(zoomed.contains("○ status ok, data wrong"), "{zoomed}");
+    assert!(!zoomed.contains("● "), "{zoomed}");
+    // Zoomed on the lane the caption is about, it reads as it always did.
+    chrome.update(keymap::KeyAction::PrevLane, 2, 0);
+    let own = text(&chrome.dashboard(scene()), 80, 24);
+    assert!(
+        own.contains("▌ Naive reports") && own.contains("● status ok"),
+        "{own}"
+    );
+}
