@@ -365,6 +365,8 @@ pub struct Recorder {
     events_written: usize,
     samples: Sampler,
     ended: bool,
+    /// The latest moment a caption of the header is set for (0 when none is).
+    last_caption: f64,
 }
 
 impl Recorder {
@@ -377,6 +379,9 @@ impl Recorder {
             events_written: 0,
             samples: Sampler::default(),
             ended: false,
+            last_caption: (header.captions.iter())
+                .filter_map(|c| c.at.as_deref().and_then(crate::scenario::parse_clock))
+                .fold(0.0, f64::max),
         };
         recorder.write(&SessionLine::Header(header.clone()))?;
         Ok(recorder)
@@ -428,9 +433,13 @@ impl Recorder {
         self.observe(engine, now)?;
         // The night ends at its last line (a `done` is stamped with its work's moment, which
         // may be ahead of the clock), as the live dashboard's does: the last sample, every row
-        // in, is that moment's, so a slide at the done line's second shows the lane over.
+        // in, is that moment's, so a slide at the done line's second shows the lane over. A
+        // caption set after the last line moves the end to it, as on the dashboard, so a
+        // replay reaches it.
         let mut last = self.samples.take(engine, now);
-        let over = (engine.timeline().iter()).fold(last.sim, |t, e| t.max(e.sim.0));
+        let over = (engine.timeline().iter())
+            .fold(last.sim, |t, e| t.max(e.sim.0))
+            .max(self.last_caption);
         last.sim = over;
         self.write(&SessionLine::Sample(last))?;
         self.ended = true;

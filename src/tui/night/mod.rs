@@ -332,9 +332,14 @@ impl LiveNight {
         }
         let lanes_ended = self.history.iter().all(|h| h.verdict_read);
         if self.engine.finished() && lanes_ended && self.end_clock.is_none() {
-            // The last write may have gone a tick ahead of the clock: the night ends with it.
+            // The last write may have gone a tick ahead of the clock: the night ends with it,
+            // or with its last caption, if a scenario speaks after the last line (the pause's
+            // fenced caption, five seconds after claim's done): the clock runs on to it, so
+            // it is shown, stopped at and recorded at every speed.
             let last = (self.engine.timeline().iter()).fold(0.0, |t, e| e.sim.0.max(t));
-            self.end_clock = Some(SimTime(self.engine.clock().now().0.max(last)));
+            let last_caption = times.iter().flatten().fold(0.0, |t, &c| c.max(t));
+            let end = self.engine.clock().now().0.max(last).max(last_caption);
+            self.end_clock = Some(SimTime(end));
         }
         if self.over() && !self.told_over && !self.captions.holding(now) {
             // Once the clock has come to the night's last line: the recording ends there, and
