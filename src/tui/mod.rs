@@ -27,7 +27,7 @@ pub use self::screen::Screen;
 pub use self::terminal::{restore_terminal, terminal_active};
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
 use ratatui::Terminal;
@@ -166,15 +166,14 @@ pub fn run(
     .presenting(settings.lecture);
     let outcome = event_loop(&mut terminal, &mut app, settings.theme, notes.as_mut());
     // Workers first, then the terminal: nothing may outlive the dashboard.
-    let recording = app.saved_recording().map(Path::to_path_buf);
+    let recordings: Vec<PathBuf> = (app.recordings().into_iter())
+        .map(Path::to_path_buf)
+        .collect();
     let wrong = app.went_wrong();
     drop(app);
     drop(terminal);
     drop(guard);
-    if recording
-        .as_deref()
-        .is_some_and(|r| r.starts_with(folder.path()))
-    {
+    if recordings.iter().any(|r| r.starts_with(folder.path())) {
         folder.hold("it holds the recording you saved");
     }
     let failed = wrong || outcome.is_err();
@@ -202,7 +201,11 @@ pub fn run(
     } else {
         println!("reclaim: the night's folder {db_dir} was {said}");
     }
-    if let Some(path) = recording.filter(|_| settled.kept || record.is_some()) {
+    // Each night recorded, the named file's first (one in the folder has kept the folder).
+    for path in recordings
+        .iter()
+        .filter(|_| settled.kept || record.is_some())
+    {
         let path = path.display();
         println!("reclaim: the session is recorded in {path} (reclaim replay {path})");
     }

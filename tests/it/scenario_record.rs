@@ -1,8 +1,13 @@
-//! `run --scenario NAME --record FILE`: a shipped scenario's night recorded headless, for a
-//! replay or slides without the dashboard, and read back to the same verdict.
+//! Nights recorded: `run --scenario NAME --record FILE` (a shipped scenario's night headless,
+//! for a replay or slides without the dashboard, read back to the same verdict), a scenario
+//! whose last caption comes after its last line, and a session of several nights in the
+//! dashboard under `--record FILE`.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use reclaim::record::Recording;
+
+use crate::support::{COLS, Dashboard, PROMPTLY, ROWS, past_the_first_caption};
 use crate::support::{path_arg, reclaim_in_dir};
 
 #[test]
@@ -53,4 +58,81 @@ fn a_scenario_run_headless_records_its_night_and_the_replay_reads_the_same_verdi
         "{}",
         run.stdout
     );
+}
+
+/// The pause's fenced caption is set for 02:01:30, five seconds after the night's last line
+/// (claim's sleeper done at 02:01:25): the recording ends there, so a replay reaches it (it
+/// ended at 02:01:25, and the caption was never shown; a lecture said "nothing left to stop
+/// at" while it was still ahead).
+#[test]
+fn a_caption_after_the_last_line_is_where_the_recording_ends() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let record = dir.path().join("pause.jsonl");
+    let limit = Duration::from_secs(120);
+    let args = [
+        "run",
+        "--scenario",
+        "the-pause",
+        "--record",
+        path_arg(&record),
+    ];
+    let run = reclaim_in_dir(dir.path(), &args, limit);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let recording = Recording::load(&record).unwrap_or_else(|e| panic!("{e}"));
+    let last_line = (recording.events.iter()).fold(0.0, |t: f64, e| t.max(e.sim));
+    let end = recording.end.as_ref().map(|e| e.sim);
+    let fenced_caption = 2.0 * 3600.0 + 90.0;
+    assert!(last_line < fenced_caption, "{last_line}");
+    assert_eq!(end, Some(fenced_caption), "{:?}", recording.end);
+}
+
+/// `tui --record night.jsonl`, then `s` (another strategy: a new night): the named file keeps
+/// the first night, said cut short, and the second goes beside it, in `night-2.jsonl`, which
+/// the screen names; both are named when the dashboard ends. Before, the named file was cut
+/// off and the rest of the session recorded in the temporary folder.
+#[test]
+fn a_new_night_under_record_goes_beside_the_named_file() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let named = dir.path().join("night.jsonl");
+    let beside = dir.path().join("night-2.jsonl");
+    let mut dashboard = Dashboard::start(
+        &["tui", "--record", path_arg(&named)],
+        dir.path(),
+        COLS,
+        ROWS,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    past_the_first_caption(&mut dashboard);
+    dashboard.send(b"s").unwrap_or_else(|e| panic!("{e}"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    dashboard
+        .wait_for("the second night's recording named", deadline, |screen| {
+            screen.contents().contains("night-2.jsonl")
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    let status = dashboard
+        .wait_exit(PROMPTLY)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status.exit_code(), 0, "{status:?}\n{}", dashboard.text());
+    let first = Recording::load(&named).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        first.end.is_none(),
+        "the first night was cut short: {:?}",
+        first.end
+    );
+    let second = Recording::load(&beside).unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(first.header.title, "", "{:?}", first.header);
+    assert_ne!(
+        (first.header.lanes.iter().map(|l| l.name.clone())).collect::<Vec<_>>(),
+        (second.header.lanes.iter().map(|l| l.name.clone())).collect::<Vec<_>>(),
+        "the second night runs another strategy"
+    );
+    let said = dashboard.text();
+    for file in ["night.jsonl", "night-2.jsonl"] {
+        assert!(
+            said.contains(&format!("{file} (reclaim replay")),
+            "{file} not named at the end:\n{said}"
+        );
+    }
 }

@@ -213,10 +213,10 @@ impl Live {
         self.night.went_wrong()
     }
 
-    /// The recording written (or being written) last, if any.
+    /// Every recording of this session, closed or being written, oldest first.
     #[must_use]
-    pub fn saved_recording(&self) -> Option<&Path> {
-        self.night.saved_recording()
+    pub fn recordings(&self) -> Vec<&Path> {
+        self.night.recordings()
     }
 
     /// Shows, in order, what the night has said.

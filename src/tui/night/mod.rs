@@ -65,12 +65,15 @@ pub struct LiveNight {
     random_kills: bool,
     recorder: Option<Recorder>,
     /// The last recording closed in this session.
-    saved: Option<PathBuf>,
+    saved: Vec<PathBuf>,
     /// A lane's data went wrong in an earlier night of this session (`--keep failed` keeps
     /// the folder).
     wrong_before: bool,
-    /// Where the next recording goes (`--record`), if it was named.
+    /// The recording named by `--record`, if one was: the first night's, each later night's
+    /// beside it (`night.jsonl`, then `night-2.jsonl`, ...).
     record_to: Option<PathBuf>,
+    /// The named recording has been started (a later night records beside it).
+    named_started: bool,
     /// When the dashboard was suspended (Ctrl-Z) with the night running: `fg` resumes it.
     suspended_running: Option<Instant>,
     /// What the night has said since the screen last asked, oldest first.
@@ -145,9 +148,10 @@ impl LiveNight {
             speed: 1.0,
             random_kills,
             recorder: None,
-            saved: None,
+            saved: Vec::new(),
             wrong_before: false,
             record_to: record,
+            named_started: false,
             suspended_running: None,
             said: Vec::new(),
             captions: CaptionQueue::default(),
@@ -197,10 +201,12 @@ impl LiveNight {
         self.recorder.as_ref().map(Recorder::path)
     }
 
-    /// The recording written (or being written) last, if any.
+    /// Every recording of this session, closed or being written, oldest first.
     #[must_use]
-    pub fn saved_recording(&self) -> Option<&Path> {
-        self.recording().or(self.saved.as_deref())
+    pub fn recordings(&self) -> Vec<&Path> {
+        (self.saved.iter().map(PathBuf::as_path))
+            .chain(self.recording())
+            .collect()
     }
 
     pub fn lane_count(&self) -> usize {

@@ -1,6 +1,7 @@
 //! The live night on tape: its session file (`--record`, `o`), started and closed with the
 //! night's verdict, and the night so far as a recording to look back at.
 
+use std::path::Path;
 use std::time::Instant;
 
 use crate::base::clock::SimTime;
@@ -72,13 +73,31 @@ impl LiveNight {
     }
 
     pub(super) fn start_recording(&mut self) -> Result<(), Error> {
-        let path = match self.record_to.take() {
-            Some(path) => path,
-            None => self.dir.join(format!("night{}.jsonl", self.number)),
-        };
         let header = self.header(self.captions_now());
-        let recorder = Recorder::create(&path, &header)
-            .context(|| format!("cannot record to {}", path.display()))?;
+        let recorder = match &self.record_to {
+            Some(named) if !self.named_started => {
+                self.named_started = true;
+                Recorder::create(named, &header)
+                    .context(|| format!("cannot record to {}", named.display()))?
+            }
+            // A later night of the session (`s`, `n`, `R`, `o`): the named file keeps the night
+            // it began with, this one goes beside it, in a file of its own.
+            Some(named) => {
+                let named = named.clone();
+                let recorder = beside(&named, self.number, &header)?;
+                self.say(format!(
+                    "night {} records to {}",
+                    self.number,
+                    recorder.path().display()
+                ));
+                recorder
+            }
+            None => {
+                let path = self.dir.join(format!("night{}.jsonl", self.number));
+                Recorder::create(&path, &header)
+                    .context(|| format!("cannot record to {}", path.display()))?
+            }
+        };
         self.recorder = Some(recorder);
         Ok(())
     }
@@ -89,16 +108,52 @@ impl LiveNight {
             return;
         };
         let ends = self.lane_ends();
-        let result = if ends.iter().all(Option::is_some) {
+        let whole = ends.iter().all(Option::is_some);
+        let result = if whole {
             recorder.end(&self.engine, now, ends.into_iter().flatten().collect())
         } else {
             recorder.observe(&self.engine, now)
         };
         let path = recorder.path().display().to_string();
-        self.saved = Some(recorder.path().to_path_buf());
+        self.saved.push(recorder.path().to_path_buf());
+        let cut = if whole {
+            String::new()
+        } else {
+            format!(" (cut short at {}: the night did not end)", self.clock())
+        };
         match result {
-            Ok(()) => self.say(format!("recording saved to {path}")),
+            Ok(()) => self.say(format!("recording saved to {path}{cut}")),
             Err(e) => self.say(format!("recording {path} failed: {e}")),
         }
     }
+}
+
+/// A recording for night `number` beside the one `--record` named: `night.jsonl` gives
+/// `night-2.jsonl` (or `night-2-2.jsonl`, ... when that exists: nothing is overwritten).
+fn beside(named: &Path, number: u32, header: &record::Header) -> Result<Recorder, Error> {
+    let stem = (named.file_stem()).map_or_else(|| "night".into(), |s| s.to_string_lossy());
+    let ext = (named.extension()).map(|e| format!(".{}", e.to_string_lossy()));
+    let ext = ext.as_deref().unwrap_or("");
+    let folder = named.parent().unwrap_or_else(|| Path::new(""));
+    let mut last = None;
+    for again in 1..=100 {
+        let name = if again == 1 {
+            format!("{stem}-{number}{ext}")
+        } else {
+            format!("{stem}-{number}-{again}{ext}")
+        };
+        let path = folder.join(name);
+        match Recorder::create(&path, header) {
+            Ok(recorder) => return Ok(recorder),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(path),
+            Err(e) => return Err(e).context(|| format!("cannot record to {}", path.display())),
+        }
+    }
+    let last = last.unwrap_or_else(|| named.to_path_buf());
+    Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists)).context(|| {
+        format!(
+            "cannot record to {}: 100 names beside it taken",
+            last.display()
+        )
+    })
 }
