@@ -246,7 +246,7 @@ impl Hold {
         }
         for why in &self.why {
             if let Why::Verdict(lane, verdict) = why {
-                parts.push(format!("{lane}'s rows say {verdict}"));
+                parts.push(rows_say(lane, verdict));
             }
         }
         if self.why.contains(&Why::Caption) {
@@ -328,12 +328,32 @@ pub fn line(hold: Option<&Hold>, paused: bool, over: bool) -> LectureLine {
     }
 }
 
-/// `a`, `a and b`, `a, b and c`.
+/// `a`, `a and b`, `a, b and c`, each lane as `named` says it.
 fn and(names: &[&str]) -> String {
-    match names {
+    let names: Vec<String> = names.iter().map(|n| named(n)).collect();
+    match names.as_slice() {
         [] => String::new(),
-        [one] => (*one).to_string(),
+        [one] => one.clone(),
         [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// A lane's name in a sentence: a name of several words (long-item's `in one piece`) quoted,
+/// so `the dead-man's switch fires for “in one piece”` reads as a name.
+fn named(lane: &str) -> String {
+    if lane.contains(char::is_whitespace) {
+        format!("“{lane}”")
+    } else {
+        lane.to_string()
+    }
+}
+
+/// `naive's rows say ok`, or `the rows of “in 10 steps” say ok`.
+fn rows_say(lane: &str, verdict: &str) -> String {
+    if lane.contains(char::is_whitespace) {
+        format!("the rows of {} say {verdict}", named(lane))
+    } else {
+        format!("{lane}'s rows say {verdict}")
     }
 }
 
@@ -454,5 +474,20 @@ mod tests {
     fn three_names_take_commas() {
         assert_eq!(and(&["a", "b", "c"]), "a, b and c");
         assert_eq!(and(&["a"]), "a");
+    }
+
+    /// long-item's lanes are named `in one piece` and `in 10 steps`: the stop line read
+    /// `the dead-man's switch fires for in one piece` and `in 10 steps's rows say ok`.
+    #[test]
+    fn a_lane_named_in_several_words_reads_as_a_name() {
+        let mut hold = Hold::new(SimTime(2.0 * 3600.0 + 460.0));
+        hold.add(Why::Alert("in one piece".into()));
+        hold.add(Why::Verdict("in 10 steps".into(), "ok".into()));
+        hold.add(Why::Verdict("naive".into(), "ok".into()));
+        assert_eq!(
+            hold.describe(),
+            "stopped at 02:07:40: the dead-man's switch fires for “in one piece”; the rows of \
+             “in 10 steps” say ok; naive's rows say ok. space goes on"
+        );
     }
 }
