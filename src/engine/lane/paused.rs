@@ -79,7 +79,8 @@ impl Lane {
     pub(in crate::engine) fn end_pauses(&mut self, clock: f64, night_paused: bool) -> Vec<Note> {
         let mut notes = Vec::new();
         for slot in 0..self.slots.len() {
-            let Some(until) = self.paused_until[slot].filter(|&u| u <= clock + 1e-9) else {
+            let due = self.paused_until.get(slot).copied().flatten();
+            let Some(until) = due.filter(|&u| u <= clock + 1e-9) else {
                 continue;
             };
             self.paused_until[slot] = None;

@@ -19,6 +19,9 @@ impl Lane {
         let pace = self.pace(1);
         self.attempts
             .push(Attempt::new(crate::base::clock::NIGHT_START, pace));
+        // Every per-slot record grows with it: a pause's end was looked up for the new slot
+        // on every tick (`end_pauses`), and the dashboard's `a` panicked there.
+        self.paused_until.push(None);
         self.config.workers += 1;
         self.slots.len() - 1
     }

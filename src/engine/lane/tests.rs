@@ -342,3 +342,14 @@ fn a_jobs_exit_zero_is_its_only_word_that_it_finished() {
     assert_eq!((notes[0].kind, notes[0].at), (Kind::Done, Some(300.0)));
     assert!(notes[0].text.starts_with("exited 0"));
 }
+
+/// The dashboard's `a` adds a worker to a lane: each tick then looks for a pause ending on every
+/// slot, the new one too, whose place was never made (an index out of bounds, exit 101).
+#[test]
+fn a_slot_added_by_hand_is_looked_at_like_the_others() {
+    let mut lane = lane(1);
+    let added = lane.add_slot();
+    assert_eq!((added, lane.config().workers), (1, 2));
+    assert!(lane.end_pauses(CLOCK, false).is_empty());
+    assert_eq!(lane.pause_ends(), None);
+}
