@@ -365,11 +365,35 @@ pub fn title_for(title: &str, scenario: &[ScenarioLane], now: &[LaneShape<'_>]) 
         names.join(" vs ")
     };
     let (old, new) = (names(&was), names(now));
+    // A moment the title names (`one SIGKILL at 02:11:47`) was the scenario's night: with
+    // other lanes the kill placed by task lands elsewhere (02:11:44 with a second naive
+    // worker), so it is not said.
+    let title = without_moments(title);
     if !old.is_empty() && title.contains(&old) {
         title.replacen(&old, &new, 1)
     } else {
         format!("{title} (now {new})")
     }
+}
+
+/// `title` less each ` at HH:MM:SS` in it.
+fn without_moments(title: &str) -> String {
+    let mut out = String::with_capacity(title.len());
+    let mut rest = title;
+    while let Some(i) = rest.find(" at ") {
+        let after = &rest[i + 4..];
+        let moment = after.get(..8).is_some_and(|m| parse_clock(m).is_some())
+            && !after[8.min(after.len())..].starts_with(|c: char| c.is_ascii_digit());
+        out.push_str(&rest[..i]);
+        if moment {
+            rest = &after[8..];
+        } else {
+            out.push_str(" at ");
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The caption showing at `now` (seconds after midnight): the latest one whose moment has come.
@@ -482,9 +506,20 @@ mod tests {
                 .iter()
                 .any(|t| t.starts_with("The host takes the machine back"))
         );
+        // The kill's moment was the shipped night's: with other lanes it is not promised.
         assert_eq!(
             title_for(&s.title, &s.lanes, &now),
-            "The incident: one SIGKILL at 02:11:47, naive vs keyed"
+            "The incident: one SIGKILL, naive vs keyed"
+        );
+        let mut two = as_shipped.clone();
+        two[0].workers = 2;
+        assert_eq!(
+            title_for(&s.title, &s.lanes, &two),
+            "The incident: one SIGKILL, 2 x naive vs guarded"
+        );
+        assert_eq!(
+            super::without_moments("met at 02:11:47 at noon, at 02:11:470 and at 25:00:00"),
+            "met at noon, at 02:11:470 and at 25:00:00"
         );
         // A caption about a lane not on screen falls at no other lane's event, and has no
         // other lane's figures.
