@@ -112,6 +112,9 @@ pub enum Fact {
     Resumed,
     /// A worker died on its own, not by the host's kill (`DIED_ON_ITS_OWN`).
     DiedOnItsOwn,
+    /// The kill landed at the worker's planned crash point (`crash_at`): the moment was named
+    /// before the night, not drawn.
+    AtCrashPoint,
 }
 
 /// What had committed in a lane when its worker died, as its `item` line says it in words: what

@@ -18,6 +18,8 @@ pub enum Why {
     Kill(String),
     /// This lane's worker died on its own (and is restarted as after a kill).
     Died(String),
+    /// This lane's worker was killed at its planned crash point (`crash_at`).
+    CrashPoint(String),
     /// The supervisor restarted this lane's worker.
     Restart(String),
     /// The dead-man's switch fired for this lane.
@@ -81,6 +83,7 @@ pub fn why(
     let lane = lane.unwrap_or("the worker").to_string();
     match (mark, kind) {
         (Some(Mark::Kill), _) if fact == Some(&Fact::DiedOnItsOwn) => Some(Why::Died(lane)),
+        (Some(Mark::Kill), _) if fact == Some(&Fact::AtCrashPoint) => Some(Why::CrashPoint(lane)),
         (Some(Mark::Kill), _) => Some(Why::Kill(lane)),
         (Some(Mark::Restart), _) => Some(Why::Restart(lane)),
         (None, Kind::Alert) => Some(Why::Alert(lane)),
@@ -153,6 +156,7 @@ impl Hold {
             let lane = match why {
                 Why::Kill(l)
                 | Why::Died(l)
+                | Why::CrashPoint(l)
                 | Why::Restart(l)
                 | Why::Alert(l)
                 | Why::Hang(l)
@@ -201,6 +205,21 @@ impl Hold {
                 "die on their own"
             };
             parts.push(format!("{} {verb}", and(&died)));
+        }
+        let at_points = lanes(|w| match w {
+            Why::CrashPoint(l) => Some(l),
+            _ => None,
+        });
+        if !at_points.is_empty() {
+            let (verb, its) = if at_points.len() == 1 {
+                ("is", "its")
+            } else {
+                ("are", "their")
+            };
+            parts.push(format!(
+                "{} {verb} killed at {its} crash point",
+                and(&at_points)
+            ));
         }
         let restarts = lanes(|w| match w {
             Why::Restart(l) => Some(l),
@@ -276,6 +295,7 @@ impl Hold {
             match why {
                 Why::Kill(lane) => add("kill", lane),
                 Why::Died(lane) => add("died", lane),
+                Why::CrashPoint(lane) => add("crash point", lane),
                 Why::Restart(lane) => add("restart", lane),
                 Why::Alert(lane) => add("alert", lane),
                 Why::Hang(lane) => add("hang", lane),
@@ -467,6 +487,28 @@ mod tests {
         assert_eq!(
             hold.describe(),
             "stopped at 02:01:00: mine dies on its own. space goes on"
+        );
+    }
+
+    /// crash-window's kills land at each lane's `crash_at`: the stop said `the host kills
+    /// two-commit and guarded`, as if drawn at random.
+    #[test]
+    fn a_kill_at_a_crash_point_is_said_as_one() {
+        let at_point = (Kind::Notice, Some(Mark::Kill), Some(&Fact::AtCrashPoint));
+        let mut hold = Hold::new(SimTime(2.0 * 3600.0 + 321.0));
+        for lane in ["two-commit", "guarded"] {
+            let text = "instance reclaimed by host  (crash point task-050:after-row-commit)";
+            hold.add(why(at_point, Some(lane), text).unwrap_or_else(|| panic!("no stop")));
+        }
+        hold.add(Why::Caption);
+        assert_eq!(
+            hold.describe(),
+            "stopped at 02:05:21: two-commit and guarded are killed at their crash point; a \
+             caption. space goes on"
+        );
+        assert_eq!(
+            hold.brief(),
+            "02:05:21 crash point: two-commit, guarded · caption · space: on"
         );
     }
 

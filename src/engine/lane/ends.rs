@@ -153,11 +153,17 @@ impl Lane {
                     |c| format!("crash point {c}"),
                 );
                 let text = format!("instance reclaimed by host  ({how}, pid {})", s.pid());
+                let at_point = s.crashed_at().is_some();
                 self.kills.counted();
                 let at = sim;
                 let mut notes = vec![self.in_flight(s.crashed_at())];
                 self.place_kill(&[slot]);
-                notes.push(Note::runner(Kind::Notice, text).marked(Mark::Kill));
+                let kill = Note::runner(Kind::Notice, text).marked(Mark::Kill);
+                notes.push(if at_point {
+                    kill.saying(Fact::AtCrashPoint)
+                } else {
+                    kill
+                });
                 notes.into_iter().map(|n| n.at(at)).collect()
             }
             // The server ended its session (a restart): the job dies as a job does when its
