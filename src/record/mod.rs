@@ -517,13 +517,12 @@ fn same_figures(before: &[LaneSnapshot], now: &[LaneSnapshot]) -> bool {
 #[must_use]
 pub fn sample(engine: &Engine, now: Instant) -> Sample {
     let dead_man = engine.config().dead_man;
+    let sim = engine.clock().at(now).0;
     Sample {
         real_ms: engine.elapsed(now).as_millis() as u64,
-        sim: engine.clock().at(now).0,
-        lanes: engine
-            .lanes()
-            .iter()
-            .map(|l| l.snapshot(dead_man))
+        sim,
+        lanes: (engine.lanes().iter())
+            .map(|l| l.snapshot_at(dead_man, sim))
             .collect(),
     }
 }

@@ -96,6 +96,32 @@ impl LaneSnapshot {
 }
 
 impl Lane {
+    /// The lane as its panel shows it at sim time `clock`: as `snapshot`, but a worker spawned
+    /// ahead of its attempt's start on the clock (the incident's workers start at 02:00:03,
+    /// their processes at 02:00:00) is `starting at 02:00:03, pid N`: its process exists, its
+    /// night (the log's `start` line) has not begun.
+    #[must_use]
+    pub fn snapshot_at(&self, dead_man: f64, clock: f64) -> LaneSnapshot {
+        let mut snapshot = self.snapshot(dead_man);
+        if snapshot.state_kind != StateKind::Running {
+            return snapshot;
+        }
+        let running = (self.slots.iter().zip(&self.attempts))
+            .filter(|(slot, _)| slot.state() == SlotState::Running)
+            .map(|(_, attempt)| attempt.started());
+        let first = running.clone().fold(f64::INFINITY, f64::min);
+        if running.count() > 0 && first > clock + 1e-9 {
+            let pids = (self.live_pids().iter().map(ToString::to_string))
+                .collect::<Vec<_>>()
+                .join(",");
+            snapshot.state = format!(
+                "starting at {}, pid {pids}",
+                crate::base::clock::SimTime(first)
+            );
+        }
+        snapshot
+    }
+
     /// The lane as its panel shows it now.
     #[must_use]
     pub fn snapshot(&self, dead_man: f64) -> LaneSnapshot {

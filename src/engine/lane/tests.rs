@@ -353,3 +353,22 @@ fn a_slot_added_by_hand_is_looked_at_like_the_others() {
     assert!(lane.end_pauses(CLOCK, false).is_empty());
     assert_eq!(lane.pause_ends(), None);
 }
+
+/// The incident's workers are spawned at 02:00:00 and start on the clock at 02:00:03 (the log's
+/// first `start` line): until then the panel says when, not `running pid N` ahead of the line
+/// that names the pid.
+#[test]
+fn a_worker_spawned_ahead_of_its_start_is_starting_until_the_clock_gets_there() {
+    let mut lane = lane(1);
+    let start = crate::base::clock::NIGHT_START + 3.0;
+    lane.attempts[0] = Attempt::new(start, Pace::per_item(1.0));
+    let before = lane.snapshot_at(300.0, crate::base::clock::NIGHT_START);
+    assert!(
+        before.state.starts_with("starting at 02:00:03, pid"),
+        "{}",
+        before.state
+    );
+    assert_eq!(before.state_kind, StateKind::Running);
+    let at = lane.snapshot_at(300.0, start);
+    assert!(at.state.starts_with("running pid"), "{}", at.state);
+}

@@ -68,7 +68,7 @@ impl LiveNight {
                 };
                 lane_view(
                     &meta,
-                    &lane.snapshot(dead_man),
+                    &lane.snapshot_at(dead_man, clock.0),
                     series,
                     h.markers.clone(),
                     h.end.as_ref(),

@@ -81,16 +81,24 @@ pub(crate) fn lane_text(screen: &vt100::Screen, lane: usize, lanes: usize) -> St
     screen.rows(start, width).collect::<Vec<_>>().join("\n")
 }
 
-/// The worker pids a lane shows: `running pid 1234` (or `1234,1240` for several workers).
+/// The worker pids a lane shows: `running pid 1234` (or `1234,1240` for several workers), or
+/// `starting at 02:00:03, pid 1234` before its start on the clock.
 pub(crate) fn lane_pids(screen: &vt100::Screen, lane: usize, lanes: usize) -> Vec<u32> {
     running_pids(&lane_text(screen, lane, lanes))
 }
 
 pub(crate) fn running_pids(text: &str) -> Vec<u32> {
-    const LABEL: &str = "running pid ";
-    text.match_indices(LABEL)
-        .flat_map(|(at, _)| {
-            let list: String = text[at + LABEL.len()..]
+    let running = text.match_indices("running pid ").map(|(at, _)| at + 12);
+    // `starting at HH:MM:SS, pid `: the clock is 8 characters.
+    let starting = (text
+        .match_indices("starting at ")
+        .map(|(at, _)| at + 12 + 8))
+    .filter(|&at| text.get(at..).is_some_and(|t| t.starts_with(", pid ")))
+    .map(|at| at + 6);
+    running
+        .chain(starting)
+        .flat_map(|at| {
+            let list: String = text[at..]
                 .chars()
                 .take_while(|c| c.is_ascii_digit() || *c == ',')
                 .collect();
