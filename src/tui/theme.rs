@@ -132,10 +132,12 @@ impl Theme {
             .add_modifier(Modifier::BOLD)
     }
 
-    /// Curves: rows, distinct, duplicated, checkpoints, heartbeat age.
+    /// Curves: rows, distinct, duplicated, checkpoints, heartbeat age. In the high-contrast
+    /// palette none shares a colour with the kill (`bad`) and restart (`good`) markers drawn
+    /// over them: rows white, duplicates orange.
     #[must_use]
     pub fn rows(self) -> Style {
-        self.pick(Color::Blue, okabe_ito::SKY_BLUE)
+        self.pick(Color::Blue, Color::White)
     }
 
     #[must_use]
@@ -145,7 +147,7 @@ impl Theme {
 
     #[must_use]
     pub fn duplicated(self) -> Style {
-        self.pick(Color::Red, okabe_ito::VERMILION)
+        self.pick(Color::Red, okabe_ito::ORANGE)
     }
 
     #[must_use]
@@ -161,5 +163,34 @@ impl Theme {
     #[must_use]
     pub fn plain(self) -> Style {
         Style::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// High contrast drew rows in the restart marker's blue and duplicates in the kill marker's
+    /// vermilion: on a projector a restart read as part of the rows curve.
+    #[test]
+    fn high_contrast_gives_each_curve_and_marker_a_colour_of_its_own() {
+        let t = Theme::high_contrast();
+        let colours: Vec<Option<Color>> = [
+            t.rows(),
+            t.distinct(),
+            t.duplicated(),
+            t.checkpoints(),
+            t.heartbeat(),
+            t.bad(),
+            t.good(),
+        ]
+        .iter()
+        .map(|s| s.fg)
+        .collect();
+        for (i, a) in colours.iter().enumerate() {
+            for b in &colours[i + 1..] {
+                assert_ne!(a, b, "{colours:?}");
+            }
+        }
     }
 }
