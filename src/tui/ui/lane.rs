@@ -31,6 +31,8 @@ pub(super) struct Scales {
     pub x_max: f64,
     /// The rows axis' top.
     pub y_max: f64,
+    /// The rows each lane's charts take: the fewest any lane on screen has room for.
+    pub chart_rows: u16,
 }
 
 impl Scales {
@@ -40,6 +42,7 @@ impl Scales {
         Self {
             x_max,
             y_max: (tallest as f64 * 1.1).max(1.0),
+            chart_rows: u16::MAX,
         }
     }
 }
@@ -76,48 +79,27 @@ pub(super) fn lane_panel(
     if inner.height < 3 || inner.width < 10 {
         return;
     }
-    let mut lines = status_lines(lane, inner.width, theme);
-    if zoom.is_some() && inner.width >= ONE_ROW_STATUS {
-        // Zoomed in a wide window, the state and the lights share a row, which goes to the
-        // chart. The state keeps the room the lights leave (its task and restarts go whole or
-        // not at all); from this width on that is always all of it, so the rows never jump.
-        let lights = lines.remove(1);
-        let room = inner.width.saturating_sub(lights.width() as u16 + 2);
-        lines[0] = status_lines(lane, room, theme).swap_remove(0);
-        lines[0].spans.push(Span::raw("  "));
-        lines[0].spans.extend(lights.spans);
-    }
-    let wrapped = |verdict: &[Line<'_>]| -> u16 {
-        // Verdict lines wrap rather than lose their end: count the rows they need here.
-        verdict
-            .iter()
-            .map(|l| (l.width() as u16).div_ceil(inner.width).max(1))
-            .sum()
-    };
-    let mut verdict = verdict_lines(lane, theme, true);
-    let room = |verdict_height: u16| {
-        inner
-            .height
-            .saturating_sub(lines.len() as u16 + verdict_height)
-    };
-    // The rows chart comes before the explanation of the verdict: in a small window the
-    // disagreement line (the verdict says it already) gives its rows to the chart.
-    if room(wrapped(&verdict)) < 7 {
-        verdict = verdict_lines(lane, theme, false);
-    }
-    let verdict_height = wrapped(&verdict);
-    let chart_height = room(verdict_height);
+    let PanelRows {
+        lines,
+        verdict,
+        verdict_height,
+        chart_height,
+    } = panel_rows(inner, lane, zoom.is_some(), theme);
+    // Every lane's charts as tall as the shortest's: one scale, one height (a verdict that
+    // wraps onto two rows in one lane took a row from its chart only).
+    let chart_height = chart_height.min(scales.chart_rows);
     // The heartbeat's age over the night: a chart when there is room, else a one-row sparkline.
     let heartbeat_height = match chart_height {
         16.. => 6,
         6..=15 => 1,
         _ => 0,
     };
-    let [top, chart_area, heartbeat_area, bottom] = Layout::vertical([
+    let [top, chart_area, heartbeat_area, bottom, _] = Layout::vertical([
         Constraint::Length(lines.len() as u16),
         Constraint::Length(chart_height - heartbeat_height),
         Constraint::Length(heartbeat_height),
         Constraint::Length(verdict_height),
+        Constraint::Min(0),
     ])
     .areas(inner);
     Paragraph::new(lines).render(top, buf);
@@ -141,6 +123,56 @@ pub(super) fn lane_panel(
     Paragraph::new(verdict)
         .wrap(ratatui::widgets::Wrap { trim: true })
         .render(bottom, buf);
+}
+
+/// What a panel's inside holds: its status lines, its verdict lines and the rows they take,
+/// and the rows left for its charts.
+pub(super) struct PanelRows {
+    lines: Vec<Line<'static>>,
+    verdict: Vec<Line<'static>>,
+    verdict_height: u16,
+    pub chart_height: u16,
+}
+
+/// How the inside of a lane's panel (`inner`) is shared out at its width.
+pub(super) fn panel_rows(inner: Rect, lane: &LaneView, zoomed: bool, theme: Theme) -> PanelRows {
+    let mut lines = status_lines(lane, inner.width, theme);
+    if zoomed && inner.width >= ONE_ROW_STATUS {
+        // Zoomed in a wide window, the state and the lights share a row, which goes to the
+        // chart. The state keeps the room the lights leave (its task and restarts go whole or
+        // not at all); from this width on that is always all of it, so the rows never jump.
+        let lights = lines.remove(1);
+        let room = inner.width.saturating_sub(lights.width() as u16 + 2);
+        lines[0] = status_lines(lane, room, theme).swap_remove(0);
+        lines[0].spans.push(Span::raw("  "));
+        lines[0].spans.extend(lights.spans);
+    }
+    let wrapped = |verdict: &[Line<'_>]| -> u16 {
+        // Verdict lines wrap rather than lose their end: count the rows they need here.
+        verdict
+            .iter()
+            .map(|l| (l.width() as u16).div_ceil(inner.width.max(1)).max(1))
+            .sum()
+    };
+    let mut verdict = verdict_lines(lane, theme, true);
+    let room = |verdict_height: u16| {
+        inner
+            .height
+            .saturating_sub(lines.len() as u16 + verdict_height)
+    };
+    // The rows chart comes before the explanation of the verdict: in a small window the
+    // disagreement line (the verdict says it already) gives its rows to the chart.
+    if room(wrapped(&verdict)) < 7 {
+        verdict = verdict_lines(lane, theme, false);
+    }
+    let verdict_height = wrapped(&verdict);
+    let chart_height = room(verdict_height);
+    PanelRows {
+        lines,
+        verdict,
+        verdict_height,
+        chart_height,
+    }
 }
 
 /// The panel's border: thick when selected, its name (and workers) at the left and, zoomed, its
@@ -388,7 +420,7 @@ fn marker_lines(lane: &LaneView, y_max: f64) -> Vec<(MarkerKind, [(f64, f64); 2]
 }
 
 fn rows_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, scales: Scales, theme: Theme) {
-    let Scales { x_max, y_max } = scales;
+    let Scales { x_max, y_max, .. } = scales;
     let markers = marker_lines(lane, y_max);
     // Kills as a braille line; restarts are painted after, as the legend's `┆` (no chart marker
     // is free: the curves use the others).

@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Widget};
+use ratatui::widgets::{Block, Paragraph, Widget};
 
 use crate::tui::keymap::Mode;
 use crate::tui::theme::Theme;
@@ -175,9 +175,17 @@ pub fn render_to(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     if let Some(text) = &view.caption {
         caption(a.caption, buf, text, theme);
     }
-    // One scale for every lane: the taller night looks taller.
-    let scales = Scales::of(&view.lanes, view.x_max);
+    // One scale for every lane: the taller night looks taller, at one height.
+    let mut scales = Scales::of(&view.lanes, view.x_max);
     let count = view.lanes.len();
+    scales.chart_rows = (view.lanes.iter().zip(&a.lanes).enumerate())
+        .filter(|(i, _)| zoom.is_none_or(|z| z == *i))
+        .map(|(_, (lane, rect))| {
+            let inner = Block::bordered().inner(*rect);
+            lane::panel_rows(inner, lane, zoom.is_some(), theme).chart_height
+        })
+        .min()
+        .unwrap_or(u16::MAX);
     for (i, (lane, rect)) in view.lanes.iter().zip(&a.lanes).enumerate() {
         match zoom {
             Some(zoomed) if zoomed == i => {

@@ -1061,3 +1061,37 @@ fn zoomed_on_one_lane_the_story_of_a_lane_not_shown_is_named_or_unlit() {
         "{own}"
     );
 }
+
+/// Two lanes on one rows scale have charts of one height, whatever their verdicts take: at the
+/// end of the night naive's verdict wraps onto more rows than guarded's, and its chart was a row
+/// shorter (343 to 0 over 7 rows beside 8), so the same figure sat at two heights.
+#[test]
+fn lanes_on_one_scale_draw_their_charts_at_one_height() {
+    for (w, h) in [(80, 24), (120, 40)] {
+        let screen = text(&end_of_night(), w, h);
+        let half = usize::from(w / 2);
+        // The row of each lane's `0` label and of its axis's top figure.
+        let row_of = |label: &str, right: bool| {
+            screen.lines().position(|l| {
+                let l: Vec<char> = l.chars().collect();
+                let side: String = if right {
+                    l[half..].iter().collect()
+                } else {
+                    l[..half].iter().collect()
+                };
+                side.trim_start_matches(['┃', '│', ' ']).starts_with(label)
+            })
+        };
+        for label in ["343 │", "0   │"] {
+            assert_eq!(
+                row_of(label, false),
+                row_of(label, true),
+                "{label} at {w}x{h}:\n{screen}"
+            );
+            assert!(
+                row_of(label, false).is_some(),
+                "{label} at {w}x{h}:\n{screen}"
+            );
+        }
+    }
+}
