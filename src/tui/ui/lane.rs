@@ -551,8 +551,15 @@ fn heartbeat_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, x_max: f64, th
         .iter()
         .map(|p| p.1)
         .fold(0.0_f64, f64::max);
-    // The threshold sits on the middle label, so the axis reads 0 / 300s / 600s.
-    let y_max = (lane.dead_man * 2.0).max(peak * 1.1);
+    // The threshold sits on the middle label, so the axis reads 0 / 300s / 600s, always: an
+    // age past the top is drawn at it and the label says `600s+` (the lane's heartbeat line
+    // gives the age itself). Rescaled to the peak, the axis read 387s / 774s and the
+    // threshold had no label.
+    let y_max = lane.dead_man * 2.0;
+    let clipped = peak > y_max;
+    let ages: Vec<(f64, f64)> = (lane.series.heartbeat_age.iter())
+        .map(|&(x, age)| (x, age.min(y_max)))
+        .collect();
     let threshold = [(0.0, lane.dead_man), (x_max, lane.dead_man)];
     let datasets = vec![
         Dataset::default()
@@ -566,7 +573,7 @@ fn heartbeat_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, x_max: f64, th
             .graph_type(GraphType::Line)
             .marker(Glyph::Braille)
             .style(theme.heartbeat())
-            .data(&lane.series.heartbeat_age),
+            .data(&ages),
     ];
     Chart::new(datasets)
         .hidden_legend_constraints((Constraint::Length(0), Constraint::Length(0)))
@@ -574,7 +581,10 @@ fn heartbeat_chart(area: Rect, buf: &mut Buffer, lane: &LaneView, x_max: f64, th
         .y_axis(Axis::default().bounds([0.0, y_max]).labels([
             Span::styled("hb", theme.heartbeat()),
             Span::styled(format!("{:.0}s", y_max / 2.0), theme.bad()),
-            Span::styled(format!("{y_max:.0}s"), theme.dim()),
+            Span::styled(
+                format!("{y_max:.0}s{}", if clipped { "+" } else { "" }),
+                theme.dim(),
+            ),
         ]))
         .render(area, buf);
 }

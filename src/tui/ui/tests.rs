@@ -1095,3 +1095,17 @@ fn lanes_on_one_scale_draw_their_charts_at_one_height() {
         }
     }
 }
+
+/// A heartbeat older than twice the threshold (the incident's naive lane reaches 704 s at the
+/// kill) kept the axis at 0 / 300s / 600s, the age drawn at the top and the label `600s+`;
+/// rescaled to the peak, it read 387s / 774s and the threshold had no label.
+#[test]
+fn a_heartbeat_past_the_axis_keeps_the_threshold_on_its_label() {
+    let mut view = end_of_night();
+    view.zoom = true;
+    view.lanes[0].series.heartbeat_age = vec![(0.0, 0.0), (700.0, 704.0), (1500.0, 1500.0)];
+    let screen = text(&view, 120, 40);
+    assert!(screen.contains("┃300s │••"), "{screen}");
+    assert!(screen.contains("┃600s+│"), "{screen}");
+    assert!(!screen.contains("750s"), "{screen}");
+}
