@@ -436,9 +436,12 @@ impl Recorder {
         // in, is that moment's, so a slide at the done line's second shows the lane over. A
         // caption set after the last line moves the end to it, as on the dashboard, so a
         // replay reaches it.
+        // Not the clock's reading: a headless clock runs on past the last line by however long
+        // the verdict took to read (02:19:32 on one run, 02:19:31 on the next).
         let mut last = self.samples.take(engine, now);
-        let over = (engine.timeline().iter())
-            .fold(last.sim, |t, e| t.max(e.sim.0))
+        let over = (engine.timeline().iter().map(|e| e.sim.0))
+            .reduce(f64::max)
+            .unwrap_or(last.sim)
             .max(self.last_caption);
         last.sim = over;
         self.write(&SessionLine::Sample(last))?;

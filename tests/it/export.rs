@@ -500,3 +500,87 @@ fn an_export_stopped_by_a_signal_leaves_nothing_behind() {
         assert!(left.is_empty(), "{signal}: left behind: {left:?}");
     }
 }
+
+/// The words of a slide, row by row: each `<text>` row's spans joined by one space.
+fn slide_rows(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("{e}"));
+    (doc.descendants().filter(|n| n.has_tag_name("text")))
+        .map(|row| {
+            (row.descendants()
+                .filter(roxmltree::Node::is_text)
+                .filter_map(|n| n.text()))
+            .flat_map(str::split_whitespace)
+            .collect::<Vec<_>>()
+            .join(" ")
+        })
+        .collect()
+}
+
+/// What of a slide of the incident's end is the same on every run: the header, the caption and
+/// the rows of the lanes' panels that are not charts. Not the charts (a headless recording's
+/// samples fall a little differently from run to run) nor the timeline box (its lines wrap
+/// where a pid has four digits or five).
+fn steady_rows(svg: &str) -> Vec<String> {
+    let chart = |row: &str| {
+        row.chars().any(|c| {
+            ('\u{2800}'..='\u{28ff}').contains(&c) || matches!(c, '•' | '▁' | '┆' | '└' | '▄')
+        }) || row.contains("02:00")
+            || row.contains("s │")
+            || row.contains("hb │")
+            || row.contains(" │ ┃")
+    };
+    (slide_rows(svg).into_iter())
+        .take_while(|row| !row.contains("timeline"))
+        .filter(|row| !chart(row))
+        .collect()
+}
+
+/// docs/dashboard.svg (the README's picture, drawn to docs/dashboard.png) is what docs/picture.sh
+/// makes with this build: the same commands here give the same header, caption and lanes. The
+/// picture once showed `‖ paused 1x` where its own command had long drawn `■ the end`.
+#[test]
+fn the_readme_picture_is_what_its_script_makes_today() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = fs::read_to_string(root.join("docs/picture.sh")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        script.contains("--scenario incident") && script.contains("--at 02:19:31 --size 120x40"),
+        "docs/picture.sh no longer makes the picture this test makes:\n{script}"
+    );
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let night = dir.path().join("night.jsonl");
+    let slide = dir.path().join("dashboard.svg");
+    let limit = Duration::from_secs(120);
+    let args = [
+        "run",
+        "--scenario",
+        "incident",
+        "--keep",
+        "never",
+        "--record",
+        path_arg(&night),
+    ];
+    let run = crate::support::reclaim_in_dir(dir.path(), &args, limit);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let export = [
+        "replay",
+        path_arg(&night),
+        "--export",
+        path_arg(&slide),
+        "--at",
+        "02:19:31",
+        "--size",
+        "120x40",
+    ];
+    let run = crate::support::reclaim_in_dir(dir.path(), &export, limit);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let made = steady_rows(&fs::read_to_string(&slide).unwrap_or_else(|e| panic!("{e}")));
+    let shown =
+        fs::read_to_string(root.join("docs/dashboard.svg")).unwrap_or_else(|e| panic!("{e}"));
+    let shown = steady_rows(&shown);
+    assert!(made.len() >= 10, "{made:#?}");
+    assert!(made.iter().any(|r| r.contains("■ the end")), "{made:#?}");
+    assert_eq!(
+        shown, made,
+        "docs/dashboard.svg is not what docs/picture.sh makes today: run `sh docs/picture.sh`"
+    );
+}
