@@ -115,6 +115,9 @@ pub enum Fact {
     /// The kill landed at the worker's planned crash point (`crash_at`): the moment was named
     /// before the night, not drawn.
     AtCrashPoint,
+    /// The lane's rows went past its queue's items, on this line's second (the symptom `row
+    /// count exceeds queue size`).
+    PastQueue,
 }
 
 /// What had committed in a lane when its worker died, as its `item` line says it in words: what

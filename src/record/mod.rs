@@ -183,7 +183,11 @@ impl Event {
     pub fn last_committed(&self) -> Option<Committed> {
         match self.fact()? {
             Fact::Committed(committed) => Some(committed),
-            Fact::Hung | Fact::Resumed | Fact::DiedOnItsOwn | Fact::AtCrashPoint => None,
+            Fact::Hung
+            | Fact::Resumed
+            | Fact::DiedOnItsOwn
+            | Fact::AtCrashPoint
+            | Fact::PastQueue => None,
         }
     }
 

@@ -89,6 +89,11 @@ pub fn why(
         (None, Kind::Alert) => Some(Why::Alert(lane)),
         (None, Kind::Notice) if fact == Some(&Fact::Hung) => Some(Why::Hang(lane)),
         (None, Kind::Notice) if fact == Some(&Fact::Resumed) => Some(Why::Resumed(lane)),
+        // The rows past the queue: the stop says the symptom as the panel does (the figures
+        // light it too, on the same second).
+        (None, Kind::Symptom) if fact == Some(&Fact::PastQueue) => {
+            Some(Why::Symptom(Symptom::RowsExceedQueue.seen().to_string()))
+        }
         (None, Kind::Symptom) => Some(Why::Symptom(text.to_string())),
         (None, Kind::Done) => Some(Why::Done(lane)),
         _ => None,

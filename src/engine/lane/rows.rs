@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::{Lane, Note};
 use crate::engine::pace::Attempt;
-use crate::engine::timeline::Kind;
+use crate::engine::timeline::{Fact, Kind};
 use crate::warehouse::StoreError;
 
 /// How often the rows of a lane that has finished are read again.
@@ -32,6 +32,8 @@ pub(super) struct RowsRead {
     /// A restarted worker began again at task-000 (the symptom; an added worker starting there
     /// is a second delivery, not a restart).
     restarted_at_zero: bool,
+    /// The rows have gone past the queue's items, and the timeline has said so.
+    past_queue_said: bool,
 }
 
 impl RowsRead {
@@ -77,6 +79,9 @@ impl Lane {
         }
         self.read.settled_at = finished.then_some(now);
         let mut notes = Vec::new();
+        // Where the write that takes the rows past the queue falls, as the rows read so far
+        // place it: the moment of that row, whenever the poll that reads it comes.
+        let past_queue_at = self.row_past_items();
         let poll = match self.observer.poll() {
             Ok(poll) => {
                 self.read.observer_error = None;
@@ -118,6 +123,18 @@ impl Lane {
                 .max_by(f64::total_cmp);
             let mut note = Note::runner(Kind::Symptom, text);
             note.at = at;
+            notes.push(note);
+        }
+        let items = self.config.items;
+        if !self.read.past_queue_said && items > 0 && self.observer.rows > items {
+            self.read.past_queue_said = true;
+            let text = format!(
+                "{}: {} rows for {items} items",
+                crate::verdict::Symptom::RowsExceedQueue.seen(),
+                items + 1
+            );
+            let mut note = Note::runner(Kind::Symptom, text).saying(Fact::PastQueue);
+            note.at = past_queue_at;
             notes.push(note);
         }
         notes

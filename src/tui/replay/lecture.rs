@@ -59,7 +59,15 @@ impl ReplayApp {
             .chain(self.overs.iter().flatten().map(|o| o.at))
             .collect();
         moments.sort_by(f64::total_cmp);
-        let mut lit = Vec::new();
+        // A recording whose timeline says when the rows went past the queue stops there; one
+        // made before it did stops where its figures first show them.
+        let logged = (self.recording.events.iter())
+            .any(|e| e.fact() == Some(crate::engine::Fact::PastQueue));
+        let mut lit = if logged {
+            vec![crate::verdict::Symptom::RowsExceedQueue]
+        } else {
+            Vec::new()
+        };
         for at in moments {
             let snaps = self.snapshots_at(at);
             if snaps.is_empty() {
