@@ -5,8 +5,9 @@
 #
 #     cargo build --release && sh docs/picture.sh
 #
-# `docs::the_readme_picture_is_what_its_script_makes_today` checks that the SVG still says what
-# this script makes (its header, caption and lanes), so a change to the screen that leaves the
+# `export::the_readme_picture_is_what_its_script_makes_today` (tests/it/export.rs) checks that the
+# SVG still says what this script makes in its header, caption and lanes (not its charts or its
+# timeline box, which differ a little from run to run), so a change to those that leaves the
 # picture behind fails the suite.
 set -eu
 reclaim=${RECLAIM:-target/release/reclaim}

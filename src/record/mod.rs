@@ -371,6 +371,8 @@ pub struct Recorder {
     ended: bool,
     /// The latest moment a caption of the header is set for (0 when none is).
     last_caption: f64,
+    /// The moment of the last sample written: samples never go back in time.
+    written_sim: f64,
 }
 
 impl Recorder {
@@ -383,6 +385,7 @@ impl Recorder {
             events_written: 0,
             samples: Sampler::default(),
             ended: false,
+            written_sim: f64::NEG_INFINITY,
             last_caption: (header.captions.iter())
                 .filter_map(|c| c.at.as_deref().and_then(crate::scenario::parse_clock))
                 .fold(0.0, f64::max),
@@ -424,9 +427,30 @@ impl Recorder {
             self.write(line)?;
         }
         match self.samples.due(engine, now, !lines.is_empty()) {
-            Some(sample) => self.write(&SessionLine::Sample(sample)),
+            Some(mut sample) => {
+                if engine.finished() {
+                    // Over, the night's figures are its end's: stamped there, not at a clock
+                    // that runs on while the verdict is read.
+                    sample.sim = sample.sim.min(self.night_end(engine));
+                }
+                self.write_sample(sample)
+            }
             None => Ok(()),
         }
+    }
+
+    /// Where the night ends: its last line (a `done` is stamped with its work's moment, which
+    /// may be ahead of the clock), or its last caption when that comes soon after it.
+    fn night_end(&self, engine: &Engine) -> f64 {
+        let last_line = (engine.timeline().iter().map(|e| e.sim.0)).fold(0.0, f64::max);
+        night_end(last_line, self.last_caption)
+    }
+
+    /// Writes `sample`, never before the last one written.
+    fn write_sample(&mut self, mut sample: Sample) -> io::Result<()> {
+        sample.sim = sample.sim.max(self.written_sim);
+        self.written_sim = sample.sim;
+        self.write(&SessionLine::Sample(sample))
     }
 
     /// Writes the last sample and the verdict; nothing is written after it.
@@ -435,26 +459,37 @@ impl Recorder {
             return Ok(());
         }
         self.observe(engine, now)?;
-        // The night ends at its last line (a `done` is stamped with its work's moment, which
-        // may be ahead of the clock), as the live dashboard's does: the last sample, every row
-        // in, is that moment's, so a slide at the done line's second shows the lane over. A
-        // caption set after the last line moves the end to it, as on the dashboard, so a
-        // replay reaches it.
-        // Not the clock's reading: a headless clock runs on past the last line by however long
-        // the verdict took to read (02:19:32 on one run, 02:19:31 on the next).
+        // The night ends at its last line (or caption), as the live dashboard's does, not at
+        // the clock's reading: a headless clock runs on past the last line by however long the
+        // verdict took to read (02:19:32 on one run, 02:19:31 on the next). The last sample,
+        // every row in, is that moment's, so a slide at the done line's second shows the lane
+        // over.
         let mut last = self.samples.take(engine, now);
-        let over = (engine.timeline().iter().map(|e| e.sim.0))
-            .reduce(f64::max)
-            .unwrap_or(last.sim)
-            .max(self.last_caption);
+        let over = self.night_end(engine).max(self.written_sim);
         last.sim = over;
-        self.write(&SessionLine::Sample(last))?;
+        self.write_sample(last)?;
         self.ended = true;
         self.write(&SessionLine::End(End {
             real_ms: engine.elapsed(now).as_millis() as u64,
             sim: over,
             lanes,
         }))
+    }
+}
+
+/// How long after its last line a caption set by time may still end a night (the pause's
+/// fenced caption comes 5 s after it). One set later, a scenario's mistake or a night cut
+/// short, is not waited for: the clock would run on, idle, to it.
+pub const CAPTION_AFTER_THE_END: f64 = 60.0;
+
+/// Where a night ends, given its last line and its last caption set by time (seconds after
+/// midnight): the later, when the caption is at most `CAPTION_AFTER_THE_END` after the line.
+#[must_use]
+pub fn night_end(last_line: f64, last_caption: f64) -> f64 {
+    if last_caption <= last_line + CAPTION_AFTER_THE_END {
+        last_line.max(last_caption)
+    } else {
+        last_line
     }
 }
 
@@ -572,6 +607,17 @@ pub fn header(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pause's fenced caption, 5 s after the last line, ends the night; a caption set an
+    /// hour after it (a scenario's mistake) does not hold the night open for an hour.
+    #[test]
+    fn a_caption_soon_after_the_last_line_ends_the_night_one_far_after_does_not() {
+        let line = 7285.0;
+        let end = |caption: f64| crate::base::clock::SimTime(night_end(line, caption)).to_string();
+        assert_eq!(end(7290.0), "02:01:30");
+        assert_eq!(end(7200.0), "02:01:25");
+        assert_eq!(end(line + 3600.0), "02:01:25");
+    }
 
     fn at(sim: f64, rows: u64, heartbeat: f64) -> Sample {
         Sample {

@@ -72,6 +72,9 @@ pub fn caption_stops(captions: &[Caption]) -> StopWhen {
     when
 }
 
+/// What a stop calls the worker of a line that names no lane.
+const NO_LANE: &str = "the worker";
+
 /// What a timeline line is worth stopping for, if anything, from its kind, mark and fact (what
 /// it says as data); `lane` names its lane, and a symptom is said in the line's `text`.
 #[must_use]
@@ -80,7 +83,7 @@ pub fn why(
     lane: Option<&str>,
     text: &str,
 ) -> Option<Why> {
-    let lane = lane.unwrap_or("the worker").to_string();
+    let lane = lane.unwrap_or(NO_LANE).to_string();
     match (mark, kind) {
         (Some(Mark::Kill), _) if fact == Some(&Fact::DiedOnItsOwn) => Some(Why::Died(lane)),
         (Some(Mark::Kill), _) if fact == Some(&Fact::AtCrashPoint) => Some(Why::CrashPoint(lane)),
@@ -366,7 +369,8 @@ fn and(names: &[&str]) -> String {
 /// A lane's name in a sentence: a name of several words (long-item's `in one piece`) quoted,
 /// so `the dead-man's switch fires for “in one piece”` reads as a name.
 fn named(lane: &str) -> String {
-    if lane.contains(char::is_whitespace) {
+    // `the worker` stands for a line that names no lane: words, not a name.
+    if lane.contains(char::is_whitespace) && lane != NO_LANE {
         format!("“{lane}”")
     } else {
         lane.to_string()
@@ -375,10 +379,11 @@ fn named(lane: &str) -> String {
 
 /// `naive's rows say ok`, or `the rows of “in 10 steps” say ok`.
 fn rows_say(lane: &str, verdict: &str) -> String {
-    if lane.contains(char::is_whitespace) {
-        format!("the rows of {} say {verdict}", named(lane))
-    } else {
+    let name = named(lane);
+    if name == lane {
         format!("{lane}'s rows say {verdict}")
+    } else {
+        format!("the rows of {name} say {verdict}")
     }
 }
 

@@ -350,6 +350,8 @@ fn a_slot_added_by_hand_is_looked_at_like_the_others() {
     let mut lane = lane(1);
     let added = lane.add_slot();
     assert_eq!((added, lane.config().workers), (1, 2));
+    // Every per-slot record has the new slot's place (a pause of it is written there).
+    assert_eq!(lane.paused_until.len(), lane.slots.len());
     assert!(lane.end_pauses(CLOCK, false).is_empty());
     assert_eq!(lane.pause_ends(), None);
 }

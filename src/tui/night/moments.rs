@@ -63,12 +63,6 @@ impl LiveNight {
                 .and_then(|l| self.lanes.get(l))
                 .map(|l| l.name.as_str());
             let said = (entry.kind, entry.mark, entry.fact.as_ref());
-            if entry.fact == Some(crate::engine::Fact::PastQueue)
-                && !self.lit.contains(&Symptom::RowsExceedQueue)
-            {
-                // Said by the line; the figures lighting it are not another moment.
-                self.lit.push(Symptom::RowsExceedQueue);
-            }
             if let Some(why) = lecture::why(said, lane, &entry.text) {
                 self.ahead.push((entry.sim.0, why));
             }
