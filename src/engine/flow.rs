@@ -106,6 +106,13 @@ impl Engine {
         if let Some(restart) = self.next_restart() {
             until = until.min(restart.max(clock));
         }
+        // Looked at exactly (a recording), nor past the earliest write not yet heard: each
+        // moment's writes are read before the next moment's are granted.
+        if self.exact
+            && let Some(earliest) = self.earliest_unheard()
+        {
+            until = until.min(earliest.max(clock));
+        }
         // Nor past a moment the driver stops on (`stop_on`): the figures there are that
         // moment's at every speed.
         let stops = (self.stops.iter().copied()).chain(self.landed);
@@ -195,6 +202,10 @@ impl Engine {
 
     /// Grants the writes due by `clock` (none past it).
     pub(super) fn grant_to(&mut self, clock: f64) {
+        if self.grants_held {
+            return;
+        }
+        let exact = self.exact;
         let held = self
             .rows_worker()
             .map(|slot| (slot, self.rows_cap(0, slot)));
@@ -226,7 +237,7 @@ impl Engine {
                     }
                     continue;
                 }
-                let upto = grant_upto(attempt, clock, cap, claims);
+                let upto = grant_upto(attempt, clock, cap, (claims, exact));
                 if upto > attempt.granted {
                     attempt.granted = upto;
                     let at = attempt.moment_of(upto).map(Moment);
@@ -240,7 +251,20 @@ impl Engine {
 /// The writes in all `attempt` may have made by `clock`, within `cap`: one claim worker's
 /// only up to the write it has asked for (it claims at the moment its grant names, so each
 /// grant is for one write).
-pub(super) fn grant_upto(attempt: &Attempt, clock: f64, cap: u64, claims: bool) -> u64 {
+///
+/// Looked at exactly (`exact`), a worker that has not asked for its next write is granted
+/// nothing yet: the moment before that write is looked at first (a restarted worker's first
+/// grant went with its start, and the seconds between its restart and its first write were
+/// never looked at whole).
+pub(super) fn grant_upto(
+    attempt: &Attempt,
+    clock: f64,
+    cap: u64,
+    (claims, exact): (bool, bool),
+) -> u64 {
+    if exact && attempt.paced() && attempt.need <= attempt.writes {
+        return attempt.granted;
+    }
     let upto = (attempt.grantable(clock))
         .max(attempt.crash_grant(clock).unwrap_or(0))
         .min(cap);

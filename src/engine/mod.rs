@@ -9,6 +9,7 @@
 mod absences;
 mod config;
 mod deadline;
+mod exact;
 mod flow;
 mod landings;
 mod lane;
@@ -33,6 +34,7 @@ pub use self::config::{
     LaneWorker, read_sql,
 };
 pub use self::deadline::{DEFAULT_PROGRESS_DEADLINE, Progress, ProgressWatch};
+pub use self::exact::ExactLook;
 pub use self::landings::RowsLandings;
 use self::lane::Note;
 pub use self::lane::{ClaimedDone, Lane, LaneSnapshot, Pauses, StateKind};
@@ -129,6 +131,12 @@ pub struct Engine {
     /// The night's look at its warehouse's server, when it has one (on PostgreSQL: restarts,
     /// killed workers' transactions).
     server_watch: Option<Box<dyn crate::warehouse::ServerWatch>>,
+    /// Looked at exactly (`exact`): grants one moment at a time, and this tick's exact looks.
+    exact: bool,
+    looks: Vec<ExactLook>,
+    looks_taken: u64,
+    /// This tick grants nothing: it began with no exact look (`look_first`).
+    grants_held: bool,
 }
 
 /// Writes an external job's queue beside its database, once: a second night on the same
@@ -163,6 +171,16 @@ pub fn keys_path(db: &std::path::Path) -> std::path::PathBuf {
 impl Engine {
     /// Builds the night and starts every lane's workers at `now`.
     pub fn start(config: EngineConfig, now: Instant) -> Result<Self, EngineError> {
+        Self::start_with(config, now, false)
+    }
+
+    /// Builds the night and starts it, looked at exactly from its first grant when `exact`
+    /// (a recorded night: see `exact`).
+    pub fn start_with(
+        config: EngineConfig,
+        now: Instant,
+        exact: bool,
+    ) -> Result<Self, EngineError> {
         let (output_tx, output_rx) = mpsc::channel();
         let server_watch = config.warehouse().watch();
         let mut engine = Self {
@@ -189,6 +207,10 @@ impl Engine {
             lines_heard: 0,
             landed: None,
             server_watch,
+            exact,
+            looks: Vec::new(),
+            looks_taken: 0,
+            grants_held: false,
         };
         // An external job's setup runs once, on its new database, before its first attempt.
         for lane in &engine.lanes {
@@ -396,8 +418,10 @@ impl Engine {
         let (claims, lockstep) = (l.claims(), l.lockstep().is_some());
         let (slots, attempts) = l.slots_and_attempts_mut();
         let (slot, attempt) = (&mut slots[slot], &mut attempts[slot]);
-        let upto = flow::grant_upto(attempt, clock, cap, claims);
-        if upto > attempt.granted && !(lockstep && attempt.paced()) {
+        let upto = flow::grant_upto(attempt, clock, cap, (claims, self.exact));
+        // Looked at exactly, its first grant waits for a tick that begins with an exact look.
+        let exact = self.exact && attempt.paced();
+        if upto > attempt.granted && !(lockstep && attempt.paced()) && !exact {
             attempt.granted = upto;
             let at = attempt.moment_of(upto).map(crate::worker::protocol::Moment);
             slot.tell(&Grant { upto, at }.to_string());
@@ -417,6 +441,9 @@ impl Engine {
         self.drain_output(now);
         self.reap(now);
         self.drain_output(now);
+        self.looks.clear();
+        // Before anything new is granted: the rows hold exactly what was heard.
+        self.look_first(now);
         // A kill's messages are read as it lands, not up to `MESSAGES_EVERY` later: a stop on it
         // shows what the vendor held then.
         let marked: Vec<usize> = (self.timeline[heard..].iter())
@@ -463,6 +490,9 @@ impl Engine {
             }
         }
         self.observe(now);
+        if self.exact {
+            self.look(now);
+        }
         self.stop_on_wrong_shape(now)?;
         if self.paused_at.is_none() && !self.frozen {
             self.fire_observed(now);

@@ -256,6 +256,13 @@ impl Attempt {
         self.rebase(at);
     }
 
+    /// The clock has given up waiting on this attempt's write (`stall::STALL`): it goes on
+    /// without it.
+    #[must_use]
+    pub fn given_up_on(&self, now: Instant) -> bool {
+        self.wait.has_stalled(now)
+    }
+
     /// The clock is not held by this attempt now (it had moved on before the hold).
     pub fn not_waited_on(&mut self) {
         self.wait.end();

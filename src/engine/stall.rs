@@ -47,6 +47,14 @@ impl Wait {
         now.saturating_duration_since(*self.since.get_or_insert(now)) >= STALL
     }
 
+    /// Whether the clock has waited `STALL` on this wait so far (and goes on without it),
+    /// without starting one.
+    #[must_use]
+    pub fn has_stalled(&self, now: Instant) -> bool {
+        self.since
+            .is_some_and(|since| now.saturating_duration_since(since) >= STALL)
+    }
+
     /// Whether the clock goes on without process `pid`, having waited on it since the first
     /// call after `end`.
     pub fn given_up(&mut self, now: Instant, pid: i32) -> bool {

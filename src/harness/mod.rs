@@ -93,7 +93,8 @@ pub fn drive_lanes(
 ) -> Result<Vec<RunReport>, Error> {
     signals::install().context(|| "cannot install signal handlers".into())?;
     let started = Instant::now();
-    let mut engine = Engine::start(config, started)?;
+    // A recorded night's samples are each of one moment, whatever the machine's pace.
+    let mut engine = Engine::start_with(config, started, record.is_some())?;
     let mut recorder = record
         .map(|(path, title, captions)| start_recording(&engine, path, &title, captions))
         .transpose()?;

@@ -23,6 +23,10 @@ use crate::worker::Strategy;
 
 /// The `format` field of every recording's header.
 pub const FORMAT: &str = "reclaim-session";
+/// Real time without an exact look (`Engine::exact_looks`) after which a recording of a night
+/// that has them samples the clock's figures all the same: a worker stalled with a write in
+/// flight leaves none, and the recording is not left without figures meanwhile.
+pub const EXACT_OR_CLOCK: Duration = Duration::from_secs(1);
 /// The format version this build writes, and the only one it reads.
 pub const VERSION: u32 = 1;
 /// Real time between two metric samples at most.
@@ -373,6 +377,8 @@ pub struct Recorder {
     last_caption: f64,
     /// The moment of the last sample written: samples never go back in time.
     written_sim: f64,
+    /// When the recording began.
+    created: Instant,
 }
 
 impl Recorder {
@@ -386,6 +392,7 @@ impl Recorder {
             samples: Sampler::default(),
             ended: false,
             written_sim: f64::NEG_INFINITY,
+            created: Instant::now(),
             last_caption: (header.captions.iter())
                 .filter_map(|c| c.at.as_deref().and_then(crate::scenario::parse_clock))
                 .fold(0.0, f64::max),
@@ -426,17 +433,35 @@ impl Recorder {
         for line in &lines {
             self.write(line)?;
         }
-        match self.samples.due(engine, now, !lines.is_empty()) {
-            Some(mut sample) => {
-                if engine.finished() {
-                    // Over, the night's figures are its end's: stamped there, not at a clock
-                    // that runs on while the verdict is read.
-                    sample.sim = sample.sim.min(self.night_end(engine));
-                }
-                self.write_sample(sample)
+        let new_lines = !lines.is_empty();
+        let mut due = Vec::new();
+        if engine.looks_exactly() {
+            // Each look whose rows hold one moment, stamped with that moment.
+            for look in engine.exact_looks() {
+                let sample = Sample {
+                    real_ms: look.real_ms,
+                    sim: look.sim,
+                    lanes: look.lanes.clone(),
+                };
+                due.extend(self.samples.due_exact(sample, now, new_lines));
             }
-            None => Ok(()),
+            // None for a while (a worker that keeps a write in flight, stalled or stopped):
+            // the clock's figures, as a night without moments is sampled.
+            if due.is_empty() && self.samples.quiet_for(now, self.created) >= EXACT_OR_CLOCK {
+                due.push(self.samples.take(engine, now));
+            }
+        } else {
+            due.extend(self.samples.due(engine, now, new_lines));
         }
+        for mut sample in due {
+            if engine.finished() {
+                // Over, the night's figures are its end's: stamped there, not at a clock
+                // that runs on while the verdict is read.
+                sample.sim = sample.sim.min(self.night_end(engine));
+            }
+            self.write_sample(sample)?;
+        }
+        Ok(())
     }
 
     /// Where the night ends: its last line (a `done` is stamped with its work's moment, which
@@ -529,6 +554,26 @@ impl Sampler {
         let next = make();
         (next.sim.floor() > *second || !same_figures(figures, &next.lanes))
             .then(|| self.taken(next, now))
+    }
+
+    /// `sample`, an exact look's (`Engine::exact_looks`), if it is due: always when its
+    /// figures moved (a change dropped would leave a moment of the night unrecorded), else as
+    /// `due_of` takes the clock's.
+    pub fn due_exact(&mut self, sample: Sample, now: Instant, new_lines: bool) -> Option<Sample> {
+        let moved = (self.last.as_ref())
+            .is_none_or(|(_, _, figures)| !same_figures(figures, &sample.lanes));
+        if moved {
+            return Some(self.taken(sample, now));
+        }
+        self.due_of(now, new_lines, || sample)
+    }
+
+    /// Real time since the last sample taken, or since `from` (the recording's start) before
+    /// the first.
+    #[must_use]
+    pub fn quiet_for(&self, now: Instant, from: Instant) -> Duration {
+        let since = (self.last.as_ref()).map_or(from, |(at, _, _)| *at);
+        now.saturating_duration_since(since)
     }
 
     /// A sample of `engine` now, whatever is due.

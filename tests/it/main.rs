@@ -33,6 +33,7 @@ mod pg_scenario;
 mod pg_secrets;
 mod pg_warehouse;
 mod quitting;
+mod recorded_figures;
 mod refuse;
 mod replay;
 mod robust;

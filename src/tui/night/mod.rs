@@ -36,6 +36,9 @@ const OWN_TICK: Duration = Duration::from_millis(40);
 /// How often a night with an external job (`exec`) is looked at while it moves: the job writes
 /// at its own pace, and a kill "at a task" lands when the observer sees that row.
 const EXEC_TICK: Duration = Duration::from_millis(20);
+/// How often a night looked at exactly (recorded: `Engine::look_exactly`) is looked at: its
+/// grants go a moment a tick, and at 16x the incident has about 250 moments a second.
+const EXACT_TICK: Duration = Duration::from_millis(2);
 
 /// How long a night paused, hidden or over says it stays still: until a key moves it (the loop
 /// looks again once a frame whatever this says).
@@ -129,9 +132,17 @@ impl LiveNight {
         now: Instant,
     ) -> Result<Self, Error> {
         let lanes = scenario.lanes.clone();
-        let engine = launch(&scenario, &warehouse, &lanes, &dir, 1, &exe, now)?;
-        let random_kills = scenario.random_kills > 0;
         let recording = record.is_some();
+        let engine = launch(
+            &scenario,
+            &warehouse,
+            &lanes,
+            &dir,
+            (1, recording),
+            &exe,
+            now,
+        )?;
+        let random_kills = scenario.random_kills > 0;
         let mut night = Self {
             history: (0..lanes.len()).map(|_| LaneHistory::default()).collect(),
             scenario,
@@ -250,10 +261,16 @@ impl LiveNight {
         (self.end_clock).is_some_and(|end| self.engine.clock().now().0 >= end.0 - 1e-6)
     }
 
-    /// How often the night is looked at while it moves (`OWN_TICK`, `EXEC_TICK`).
+    /// How often the night is looked at while it moves (`OWN_TICK`, `EXEC_TICK`, `EXACT_TICK`).
     pub fn tick_every(&self) -> Duration {
         let exec = (self.lanes.iter()).any(|l| matches!(l.worker, LaneWorker::Exec(_)));
-        if exec { EXEC_TICK } else { OWN_TICK }
+        if self.engine.looks_exactly() {
+            EXACT_TICK
+        } else if exec {
+            EXEC_TICK
+        } else {
+            OWN_TICK
+        }
     }
 
     /// `Some(t)` when nothing on the night moves by itself before `t`: paused (the workers
@@ -492,7 +509,7 @@ impl LiveNight {
             &self.warehouse,
             &self.lanes,
             &self.dir,
-            self.number,
+            (self.number, recording),
             &self.exe,
             now,
         )?;
@@ -543,7 +560,7 @@ fn launch(
     warehouse: &Warehouse,
     lanes: &[ScenarioLane],
     dir: &Path,
-    night: u32,
+    (night, recorded): (u32, bool),
     exe: &Path,
     now: Instant,
 ) -> Result<Engine, Error> {
@@ -557,5 +574,5 @@ fn launch(
     for lane in &config.lanes {
         warehouse.claim_lane(&lane.db)?;
     }
-    Ok(Engine::start(config, now)?)
+    Ok(Engine::start_with(config, now, recorded)?)
 }

@@ -99,6 +99,8 @@ impl LiveNight {
             }
         };
         self.recorder = Some(recorder);
+        // Its samples are each of one moment of the night, at any speed (`EXACT_TICK`).
+        self.engine.look_exactly();
         Ok(())
     }
 

@@ -1,0 +1,136 @@
+//! Looks at the night whose figures are exactly those of one moment, for a recording: a
+//! recording made at 16x in the dashboard, at 1x or headless then holds the same figures at
+//! every second.
+//!
+//! A write granted ahead of the clock may already be in the rows when they are read, so a
+//! look stamped with the clock can show a row of a later second; a tick that grants the next
+//! write before reading can read it half the time. In exact mode (`Engine::look_exactly`) the
+//! grants go one moment at a time (none past the earliest write not yet heard), the rows are
+//! read once more as each tick begins, before anything new is granted, and a look is kept only
+//! when no write is in flight: then the rows hold every write up to the latest heard, and none
+//! after it, which is a moment of the night.
+
+use std::time::Instant;
+
+use super::{Engine, LaneSnapshot, SlotState};
+
+/// Every lane's figures at one moment, read when the rows held exactly that moment's writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExactLook {
+    /// The moment: the latest write heard, or the clock when it is past it.
+    pub sim: f64,
+    pub real_ms: u64,
+    pub lanes: Vec<LaneSnapshot>,
+}
+
+impl Engine {
+    /// Looks at the night exactly from now on (a recording begun on a night under way; one
+    /// begun with the night starts it so, `Engine::start_with`): grants one moment at a time,
+    /// and keeps the looks of each tick whose figures are one moment's (`exact_looks`).
+    pub fn look_exactly(&mut self) {
+        self.exact = true;
+    }
+
+    /// Whether the night's figures can be placed on a moment: it looks exactly and every
+    /// worker has a pace (a night at full speed, or an external job, has no moments but the
+    /// clock's).
+    #[must_use]
+    pub fn looks_exactly(&self) -> bool {
+        self.exact
+            && (self.lanes.iter()).all(|l| {
+                l.attempts()
+                    .iter()
+                    .zip(l.slots())
+                    .all(|(a, s)| a.paced() || !s.is_live())
+            })
+    }
+
+    /// The exact looks of the last tick, in order: at most one as it began and one as it
+    /// ended.
+    #[must_use]
+    pub fn exact_looks(&self) -> &[ExactLook] {
+        &self.looks
+    }
+
+    /// The earliest moment of a write not yet heard from a worker that runs: in exact mode
+    /// nothing is granted past it, so one read between two grants sees each moment whole.
+    pub(super) fn earliest_unheard(&self) -> Option<f64> {
+        (self.lanes.iter())
+            .flat_map(|l| l.slots().iter().zip(l.attempts()))
+            .filter(|(slot, a)| {
+                slot.is_live() && slot.state() == SlotState::Running && a.paced() && !a.working()
+            })
+            .map(|(_, a)| a.done_at(a.writes + 1))
+            .reduce(f64::min)
+    }
+
+    /// The moment the rows as last read hold exactly, if they hold one: no running worker has
+    /// a write (or a step of the long item) granted and not yet said, each has asked for its
+    /// next, and the latest write heard comes before the earliest still to come.
+    fn exact_moment(&self, now: Instant) -> Option<f64> {
+        let mut latest = self.clock.now().0;
+        let mut next = f64::INFINITY;
+        for lane in &self.lanes {
+            for (slot, a) in lane.slots().iter().zip(lane.attempts()) {
+                // A worker that has ended (its `done` stamped with its last write's moment,
+                // perhaps ahead of the clock) or died: the rows hold its writes up to then.
+                if a.paced() {
+                    latest = latest.max(a.now());
+                }
+                // One the clock has given up waiting for (stopped from outside reclaim, say)
+                // is not waited for here either: the night goes on, looked at as it can be.
+                if !(slot.is_live() && slot.state() == SlotState::Running) || a.given_up_on(now) {
+                    continue;
+                }
+                let stepping = a.work.is_some_and(|w| w.done < w.granted);
+                if !a.paced() || a.writes < a.granted || a.need <= a.writes || stepping {
+                    return None;
+                }
+                if !a.working() {
+                    next = next.min(a.done_at(a.writes + 1));
+                }
+            }
+        }
+        (latest < next - 1e-9).then_some(latest)
+    }
+
+    /// As a tick begins, in exact mode: reads every lane's rows and keeps the look if it is
+    /// exact; the tick grants nothing new unless it is (so no moment's writes are granted
+    /// before the moment just before them has been looked at whole).
+    pub(super) fn look_first(&mut self, now: Instant) {
+        self.grants_held = false;
+        if !self.exact {
+            return;
+        }
+        self.observe(now);
+        let before = self.looks.len();
+        self.look(now);
+        self.grants_held = self.looks.len() == before;
+    }
+
+    /// Keeps the look if the rows as last read are exact (see `exact_moment`).
+    pub(super) fn look(&mut self, now: Instant) {
+        let Some(sim) = self.exact_moment(now) else {
+            return;
+        };
+        let real_ms = self.elapsed(now).as_millis() as u64;
+        let at = |engine: &Self, sim: f64| ExactLook {
+            sim,
+            real_ms,
+            lanes: (engine.lanes.iter())
+                .map(|l| l.snapshot_at(engine.config.dead_man, sim))
+                .collect(),
+        };
+        let nothing_granted = (self.lanes.iter())
+            .all(|l| l.attempts().iter().all(|a| a.granted == 0 && a.writes == 0));
+        if self.looks_taken == 0 && nothing_granted {
+            // Before the first grant the rows are the night's start's, however long the
+            // workers took to start: the look is of that moment too.
+            let start = at(self, crate::base::clock::NIGHT_START);
+            self.looks.push(start);
+        }
+        self.looks_taken += 1;
+        let look = at(self, sim);
+        self.looks.push(look);
+    }
+}
