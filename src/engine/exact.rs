@@ -52,6 +52,13 @@ impl Engine {
         &self.looks
     }
 
+    /// The earliest moment the figures of a night looked at exactly can move by a write: a
+    /// look taken before it still holds at any moment up to it (`None`: no worker writes).
+    #[must_use]
+    pub fn next_write(&self) -> Option<f64> {
+        self.earliest_unheard()
+    }
+
     /// The earliest moment of a write not yet heard from a worker that runs: in exact mode
     /// nothing is granted past it, so one read between two grants sees each moment whole.
     pub(super) fn earliest_unheard(&self) -> Option<f64> {

@@ -379,6 +379,9 @@ pub struct Recorder {
     written_sim: f64,
     /// When the recording began.
     created: Instant,
+    /// The last sample written, and the timeline's lines written when it was.
+    last_written: Option<Sample>,
+    lines_at_sample: usize,
 }
 
 impl Recorder {
@@ -393,6 +396,8 @@ impl Recorder {
             ended: false,
             written_sim: f64::NEG_INFINITY,
             created: Instant::now(),
+            last_written: None,
+            lines_at_sample: 0,
             last_caption: (header.captions.iter())
                 .filter_map(|c| c.at.as_deref().and_then(crate::scenario::parse_clock))
                 .fold(0.0, f64::max),
@@ -445,6 +450,15 @@ impl Recorder {
                 };
                 due.extend(self.samples.due_exact(sample, now, new_lines));
             }
+            // None in this tick, in a new second: the last sample's figures hold until the next
+            // write (a heartbeat a second older), when no line was logged since.
+            if due.is_empty()
+                && !new_lines
+                && self.lines_at_sample == self.events_written
+                && let Some(sample) = self.carried(engine, now)
+            {
+                due.push(self.samples.taken(sample, now));
+            }
             // None for a while (a worker that keeps a write in flight, stalled or stopped):
             // the clock's figures, as a night without moments is sampled.
             if due.is_empty() && self.samples.quiet_for(now, self.created) >= EXACT_OR_CLOCK {
@@ -464,6 +478,34 @@ impl Recorder {
         Ok(())
     }
 
+    /// The last sample written, carried to the clock's second: its figures are still the
+    /// night's there when no write can have landed since (the clock before the next write's
+    /// moment), its heartbeats older by the time passed.
+    fn carried(&self, engine: &Engine, now: Instant) -> Option<Sample> {
+        let last = self.last_written.as_ref()?;
+        let clock = engine.clock().now().0;
+        let before_next = engine.next_write().is_none_or(|next| clock < next);
+        if engine.finished() || !before_next || clock.floor() <= last.sim.floor() {
+            return None;
+        }
+        let dead_man = engine.config().dead_man;
+        let lanes = (last.lanes.iter())
+            .map(|lane| {
+                let age = (lane.heartbeat_age).map(|age| age + (clock - last.sim));
+                LaneSnapshot {
+                    heartbeat_age: age,
+                    progress: age.is_some_and(|age| age <= dead_man),
+                    ..lane.clone()
+                }
+            })
+            .collect();
+        Some(Sample {
+            real_ms: engine.elapsed(now).as_millis() as u64,
+            sim: clock,
+            lanes,
+        })
+    }
+
     /// Where the night ends: its last line (a `done` is stamped with its work's moment, which
     /// may be ahead of the clock), or its last caption when that comes soon after it.
     fn night_end(&self, engine: &Engine) -> f64 {
@@ -475,7 +517,10 @@ impl Recorder {
     fn write_sample(&mut self, mut sample: Sample) -> io::Result<()> {
         sample.sim = sample.sim.max(self.written_sim);
         self.written_sim = sample.sim;
-        self.write(&SessionLine::Sample(sample))
+        self.lines_at_sample = self.events_written;
+        self.write(&SessionLine::Sample(sample.clone()))?;
+        self.last_written = Some(sample);
+        Ok(())
     }
 
     /// Writes the last sample and the verdict; nothing is written after it.
