@@ -23,12 +23,41 @@ pub struct ExactLook {
     pub lanes: Vec<LaneSnapshot>,
 }
 
+/// Whether a night can be looked at exactly as this module does it: each lane one worker of
+/// reclaim's own, on SQLite, with no relay, vendor, long item, planned pause or hang. Measured
+/// on those (the incident, kill-storm); a worker that waits its turn in lockstep, sleeps on a
+/// lease, or a relay that never asks for a grant would hold every grant (found in review: a
+/// recorded side-effects night never wrote a row), so such a night is sampled at the clock, as
+/// before.
+#[must_use]
+pub fn fits(config: &super::EngineConfig) -> bool {
+    use crate::worker::Strategy;
+    config.hang.is_none()
+        && config.wipe_at_task.is_none()
+        && config.lanes.iter().all(|lane| {
+            let own = lane.worker.strategy().is_some_and(|s| {
+                !matches!(s, Strategy::Claim | Strategy::Fenced | Strategy::Outbox)
+            });
+            own && lane.workers == 1
+                && !lane.needs_vendor()
+                && lane.long_item.is_none()
+                && lane.pause_at.is_none()
+                && matches!(lane.warehouse, crate::warehouse::Warehouse::Sqlite)
+        })
+}
+
 impl Engine {
     /// Looks at the night exactly from now on (a recording begun on a night under way; one
     /// begun with the night starts it so, `Engine::start_with`): grants one moment at a time,
     /// and keeps the looks of each tick whose figures are one moment's (`exact_looks`).
     pub fn look_exactly(&mut self) {
-        self.exact = true;
+        self.exact = fits(&self.config);
+    }
+
+    /// The night is changed by hand in a way exact looks are not made for (a worker added, one
+    /// paused): from now on it is sampled at the clock.
+    pub(super) fn stop_looking_exactly(&mut self) {
+        self.exact = false;
     }
 
     /// Whether the night's figures can be placed on a moment: it looks exactly and every
@@ -52,8 +81,9 @@ impl Engine {
         &self.looks
     }
 
-    /// The earliest moment the figures of a night looked at exactly can move by a write: a
-    /// look taken before it still holds at any moment up to it (`None`: no worker writes).
+    /// The earliest moment the figures of a night looked at exactly can move by a write (in
+    /// a night that `fits`: no long item's steps, no hang): a look taken before it still holds
+    /// at any moment up to it (`None`: no worker writes).
     #[must_use]
     pub fn next_write(&self) -> Option<f64> {
         self.earliest_unheard()
@@ -106,7 +136,7 @@ impl Engine {
     /// before the moment just before them has been looked at whole).
     pub(super) fn look_first(&mut self, now: Instant) {
         self.grants_held = false;
-        if !self.exact {
+        if !self.looks_exactly() {
             return;
         }
         self.observe(now);

@@ -181,6 +181,7 @@ impl Engine {
         now: Instant,
         exact: bool,
     ) -> Result<Self, EngineError> {
+        let exact = exact && exact::fits(&config);
         let (output_tx, output_rx) = mpsc::channel();
         let server_watch = config.warehouse().watch();
         let mut engine = Self {
@@ -419,7 +420,8 @@ impl Engine {
         let (slots, attempts) = l.slots_and_attempts_mut();
         let (slot, attempt) = (&mut slots[slot], &mut attempts[slot]);
         let upto = flow::grant_upto(attempt, clock, cap, (claims, self.exact));
-        // Looked at exactly, its first grant waits for a tick that begins with an exact look.
+        // Looked at exactly, nothing goes with the start: its first grant comes once it has
+        // asked, in a tick that began with an exact look (`exact::look_first`).
         let exact = self.exact && attempt.paced();
         if upto > attempt.granted && !(lockstep && attempt.paced()) && !exact {
             attempt.granted = upto;

@@ -71,6 +71,7 @@ impl Engine {
     /// `HAND_PAUSE_SECS` of the night: wherever it is, holding a lease or not. SIGCONT comes
     /// when the clock gets there.
     pub fn pause_worker(&mut self, lane: usize, now: Instant) {
+        self.stop_looking_exactly();
         let clock = self.clock.now().0;
         let Some(l) = self.lanes.get_mut(lane) else {
             return;
@@ -117,6 +118,7 @@ impl Engine {
     /// Starts one more worker on a lane's database: duplicate delivery, as an at-least-once
     /// queue would hand the same job to a second consumer.
     pub fn add_worker(&mut self, lane: usize, now: Instant) -> Result<(), EngineError> {
+        self.stop_looking_exactly();
         let slot = self.lanes[lane].add_slot();
         // Counted among the workers (a lane's relay has a slot too, but it is not a worker).
         let number = self.lanes[lane].config().workers;

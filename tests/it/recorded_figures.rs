@@ -2,7 +2,9 @@
 //! --scenario NAME --record`) and in the dashboard at 16x (`tui --record`, `+` four times)
 //! holds the same figures at every second of the sim clock, and `replay --check` passes both.
 //! Before, a 16x recording's slide at 02:19:30 showed 288 rows where the night had 312, and a
-//! headless recording differed from a 1x one on 821 of 2,344 lane-seconds.
+//! headless recording differed from a 1x one on 821 of 2,344 lane-seconds. A night exact looks
+//! are not made for (a relay, workers in lockstep) is recorded at the clock, as before, and
+//! ends as it does unrecorded.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -133,4 +135,22 @@ fn the_incident_recorded_headless_and_at_16x_holds_the_same_figures_every_second
 #[test]
 fn the_kill_storm_recorded_headless_and_at_16x_holds_the_same_figures_every_second() {
     same_figures_every_second("kill-storm");
+}
+
+/// Looked at exactly, a recorded side-effects night (its outbox relay never asks for a grant)
+/// held every grant and never wrote a row; duplicate-delivery's two workers in lockstep waited
+/// 1.5 s at each moment. Both are sampled at the clock and end with their verdicts.
+#[test]
+fn nights_exact_looks_are_not_made_for_are_recorded_and_end() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    for scenario in ["side-effects", "duplicate-delivery"] {
+        let recording = record_headless(dir.path(), scenario);
+        let end = recording
+            .end
+            .unwrap_or_else(|| panic!("{scenario}: no end line"));
+        assert!(
+            end.lanes.iter().all(|lane| lane.completed),
+            "{scenario}: {end:?}"
+        );
+    }
 }
