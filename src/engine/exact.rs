@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use super::{Engine, LaneSnapshot, SlotState};
+use super::{Engine, LaneSnapshot, SlotState, StateKind};
 
 /// Every lane's figures at one moment, read when the rows held exactly that moment's writes.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,17 +81,12 @@ impl Engine {
         &self.looks
     }
 
-    /// The earliest moment the figures of a night looked at exactly can move by a write (in
-    /// a night that `fits`: no long item's steps, no hang): a look taken before it still holds
-    /// at any moment up to it (`None`: no worker writes).
+    /// The earliest moment of a write not yet heard from a worker that runs (`None`: no
+    /// worker writes). In exact mode nothing is granted past it, so one read between two
+    /// grants sees each moment whole; and in a night that `fits` (no long item's steps, no
+    /// hang) a look taken before it still holds at any moment up to it.
     #[must_use]
     pub fn next_write(&self) -> Option<f64> {
-        self.earliest_unheard()
-    }
-
-    /// The earliest moment of a write not yet heard from a worker that runs: in exact mode
-    /// nothing is granted past it, so one read between two grants sees each moment whole.
-    pub(super) fn earliest_unheard(&self) -> Option<f64> {
         (self.lanes.iter())
             .flat_map(|l| l.slots().iter().zip(l.attempts()))
             .filter(|(slot, a)| {
@@ -104,7 +99,7 @@ impl Engine {
     /// The moment the rows as last read hold exactly, if they hold one: no running worker has
     /// a write (or a step of the long item) granted and not yet said, each has asked for its
     /// next, and the latest write heard comes before the earliest still to come.
-    fn exact_moment(&self, now: Instant) -> Option<f64> {
+    fn exact_moment(&self, now: Instant) -> Result<f64, Inexact> {
         let mut latest = self.clock.now().0;
         let mut next = f64::INFINITY;
         for lane in &self.lanes {
@@ -114,48 +109,55 @@ impl Engine {
                 if a.paced() {
                     latest = latest.max(a.now());
                 }
-                // One the clock has given up waiting for (stopped from outside reclaim, say)
-                // is not waited for here either: the night goes on, looked at as it can be.
-                if !(slot.is_live() && slot.state() == SlotState::Running) || a.given_up_on(now) {
+                if !(slot.is_live() && slot.state() == SlotState::Running) {
                     continue;
+                }
+                // One the clock has given up waiting for (stopped from outside reclaim, say):
+                // its write may be in the rows or not.
+                if a.given_up_on(now) {
+                    return Err(Inexact::GivenUp);
                 }
                 let stepping = a.work.is_some_and(|w| w.done < w.granted);
                 if !a.paced() || a.writes < a.granted || a.need <= a.writes || stepping {
-                    return None;
+                    return Err(Inexact::InFlight);
                 }
                 if !a.working() {
                     next = next.min(a.done_at(a.writes + 1));
                 }
             }
         }
-        (latest < next - 1e-9).then_some(latest)
+        if latest < next - 1e-9 {
+            Ok(latest)
+        } else {
+            Err(Inexact::InFlight)
+        }
     }
 
     /// As a tick begins, in exact mode: reads every lane's rows and keeps the look if it is
     /// exact; the tick grants nothing new unless it is (so no moment's writes are granted
-    /// before the moment just before them has been looked at whole).
+    /// before the moment just before them has been looked at whole), or unless the clock has
+    /// given up on a worker (it goes on without it, as a night not recorded does: a recording
+    /// never holds the night; those ticks keep no look).
     pub(super) fn look_first(&mut self, now: Instant) {
         self.grants_held = false;
         if !self.looks_exactly() {
             return;
         }
         self.observe(now);
-        let before = self.looks.len();
-        self.look(now);
-        self.grants_held = self.looks.len() == before;
+        self.grants_held = self.look(now) == Err(Inexact::InFlight);
     }
 
-    /// Keeps the look if the rows as last read are exact (see `exact_moment`).
-    pub(super) fn look(&mut self, now: Instant) {
-        let Some(sim) = self.exact_moment(now) else {
-            return;
-        };
+    /// Keeps the look if the rows as last read are exact (see `exact_moment`), stamped with
+    /// their moment; each lane's heartbeat age is its age then, not at the clock's reading.
+    pub(super) fn look(&mut self, now: Instant) -> Result<(), Inexact> {
+        let sim = self.exact_moment(now)?;
         let real_ms = self.elapsed(now).as_millis() as u64;
+        let (clock, dead_man) = (self.clock.now().0, self.config.dead_man);
         let at = |engine: &Self, sim: f64| ExactLook {
             sim,
             real_ms,
             lanes: (engine.lanes.iter())
-                .map(|l| l.snapshot_at(engine.config.dead_man, sim))
+                .map(|l| aged_back(l.snapshot_at(dead_man, sim), clock - sim, dead_man))
                 .collect(),
         };
         let nothing_granted = (self.lanes.iter())
@@ -169,5 +171,34 @@ impl Engine {
         self.looks_taken += 1;
         let look = at(self, sim);
         self.looks.push(look);
+        Ok(())
+    }
+}
+
+/// Why the rows as last read hold no one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Inexact {
+    /// A write is in flight, or a worker has not asked for its next: the tick waits for it.
+    InFlight,
+    /// The clock has given up waiting for a worker's write.
+    GivenUp,
+}
+
+/// `lane` as read at the clock, `earlier` sim seconds before (a look stamped with the latest
+/// write heard, while the clock may have run on to the next): the heartbeat that much younger,
+/// and the dead-man's switch not yet firing if it fired in between.
+fn aged_back(lane: LaneSnapshot, earlier: f64, dead_man: f64) -> LaneSnapshot {
+    // A lane over keeps the age it ended with (`Lane::read_heartbeat`).
+    let read_now = !matches!(lane.state_kind, StateKind::Done | StateKind::Failed);
+    let Some(age) = lane.heartbeat_age.filter(|_| read_now) else {
+        return lane;
+    };
+    let then = (age - earlier.max(0.0)).max(0.0);
+    let crossed_since = then <= dead_man && age > dead_man;
+    LaneSnapshot {
+        heartbeat_age: Some(then),
+        progress: then <= dead_man,
+        stale: lane.stale && !crossed_since,
+        ..lane
     }
 }

@@ -109,7 +109,7 @@ impl Engine {
         // Looked at exactly (a recording), nor past the earliest write not yet heard: each
         // moment's writes are read before the next moment's are granted.
         if self.exact
-            && let Some(earliest) = self.earliest_unheard()
+            && let Some(earliest) = self.next_write()
         {
             until = until.min(earliest.max(clock));
         }

@@ -493,7 +493,8 @@ impl Engine {
         }
         self.observe(now);
         if self.exact {
-            self.look(now);
+            // A tick that ends on rows of no one moment keeps no look.
+            self.look(now).ok();
         }
         self.stop_on_wrong_shape(now)?;
         if self.paused_at.is_none() && !self.frozen {

@@ -15,7 +15,7 @@ mod legacy;
 mod read;
 
 pub use self::read::{Recording, RecordingError};
-use crate::engine::{Committed, Engine, Entry, Fact, Kind, LaneSnapshot, Mark, Source};
+use crate::engine::{Committed, Engine, Entry, Fact, Kind, LaneSnapshot, Mark, Source, StateKind};
 use crate::scenario::Caption;
 use crate::verdict::Status;
 use crate::warehouse::Inspection;
@@ -478,9 +478,9 @@ impl Recorder {
         Ok(())
     }
 
-    /// The last sample written, carried to the clock's second: its figures are still the
-    /// night's there when no write can have landed since (the clock before the next write's
-    /// moment), its heartbeats older by the time passed.
+    /// The last sample written, carried to the start of the clock's second: its figures are
+    /// still the night's there when no write can have landed since (the clock before the next
+    /// write's moment), its heartbeats older by the time passed.
     fn carried(&self, engine: &Engine, now: Instant) -> Option<Sample> {
         let last = self.last_written.as_ref()?;
         let clock = engine.clock().now().0;
@@ -489,19 +489,32 @@ impl Recorder {
             return None;
         }
         let dead_man = engine.config().dead_man;
+        // Stamped at the second's start, which it holds as well as the clock's reading (no
+        // write between): the same stamp and heartbeat age however far the clock had got.
+        let second = clock.floor();
         let lanes = (last.lanes.iter())
             .map(|lane| {
-                let age = (lane.heartbeat_age).map(|age| age + (clock - last.sim));
+                // Watched while a worker runs, hangs or is about to be restarted: a lane over
+                // keeps the age it ended with, and its switch never fires
+                // (`LaneHeartbeat::read`).
+                let watched = matches!(
+                    lane.state_kind,
+                    StateKind::Running | StateKind::Hung | StateKind::Restarting
+                );
+                let since = if watched { second - last.sim } else { 0.0 };
+                let age = (lane.heartbeat_age).map(|age| age + since);
+                let over = age.is_some_and(|age| age > dead_man);
                 LaneSnapshot {
                     heartbeat_age: age,
-                    progress: age.is_some_and(|age| age <= dead_man),
+                    progress: age.is_some() && !over,
+                    stale: lane.stale || (over && watched),
                     ..lane.clone()
                 }
             })
             .collect();
         Some(Sample {
             real_ms: engine.elapsed(now).as_millis() as u64,
-            sim: clock,
+            sim: second,
             lanes,
         })
     }

@@ -9,12 +9,30 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use reclaim::engine::StateKind;
 use reclaim::record::Recording;
 
 use crate::support::{COLS, Dashboard, PROMPTLY, ROWS, path_arg, reclaim_in_dir};
 
-/// A lane's figures at one second, as a slide or a CSV export shows them.
-type Figures = (u64, u64, u64, Option<u64>, u32, u32);
+/// A lane's figures at one second, as a slide or a CSV export shows them, with its heartbeat
+/// age at the second's end in tenths of a second (the sample's age, grown from its stamp
+/// while the lane is watched: the same whichever moments were sampled), and whether it is
+/// progressing and stale.
+type Figures = (
+    u64,
+    u64,
+    u64,
+    Option<u64>,
+    u32,
+    u32,
+    Option<i64>,
+    bool,
+    bool,
+);
+
+/// A lane's last sample so far: its stamp, its heartbeat age (and whether it is watched, so
+/// grows), its figures.
+type Sampled = (f64, Option<(f64, bool)>, Figures);
 
 /// Every lane's figures at each second from 02:00:00 to `last`: those of the last sample
 /// stamped within or before that second (none before the first sample).
@@ -23,21 +41,41 @@ fn by_second(recording: &Recording, last: u64) -> Vec<Vec<Option<Figures>>> {
     let start = reclaim::base::clock::NIGHT_START as u64;
     let mut seconds = vec![vec![None; lanes]; (last - start + 1) as usize];
     let mut samples = recording.samples.iter().peekable();
-    let mut now: Vec<Option<Figures>> = vec![None; lanes];
+    let mut now: Vec<Option<Sampled>> = vec![None; lanes];
     for (i, second) in (start..=last).enumerate() {
         while let Some(sample) = samples.next_if(|s| s.sim.floor() as u64 <= second) {
             for (lane, snap) in sample.lanes.iter().enumerate() {
-                now[lane] = Some((
+                let figures = (
                     snap.rows,
                     snap.distinct,
                     snap.duplicated,
                     snap.checkpoints,
                     snap.restarts,
                     snap.kills,
-                ));
+                    None,
+                    snap.progress,
+                    snap.stale,
+                );
+                // A lane over keeps the age it ended with; a watched one's grows.
+                let watched = matches!(
+                    snap.state_kind,
+                    StateKind::Running | StateKind::Hung | StateKind::Restarting
+                );
+                let age = snap.heartbeat_age.map(|age| (age, watched));
+                now[lane] = Some((sample.sim, age, figures));
             }
         }
-        seconds[i].clone_from(&now);
+        // The heartbeat's age at the end of the second, carried from the last sample's.
+        let end = second as f64 + 1.0;
+        for (lane, sampled) in now.iter().enumerate() {
+            seconds[i][lane] = sampled.map(|(at, age, mut figures)| {
+                figures.6 = age.map(|(age, watched)| {
+                    let grown = if watched { end - at } else { 0.0 };
+                    ((age + grown) * 10.0).round() as i64
+                });
+                figures
+            });
+        }
     }
     seconds
 }

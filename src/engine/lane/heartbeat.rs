@@ -33,6 +33,8 @@ pub(super) struct LaneHeartbeat {
     /// clock given to that beat: the newest write heard when the beat was first seen (a beat
     /// follows its write at once, so that is its write, or one a tick later).
     beat_seen: Option<(SystemTime, f64)>,
+    /// The lane was over when last read: its age is the one it ended with.
+    ended: bool,
 }
 
 /// What the lane's workers are doing when the heartbeat is read.
@@ -57,6 +59,7 @@ impl LaneHeartbeat {
             last_write_sim: None,
             last_write_task: None,
             beat_seen: None,
+            ended: false,
         }
     }
 
@@ -204,11 +207,35 @@ impl Lane {
         started: Instant,
         dead_man: f64,
     ) -> Option<Note> {
+        let workers = |running| Workers {
+            running,
+            job: self.config.worker.job().is_some(),
+            first_start: (self.attempts.iter())
+                .map(super::super::pace::Attempt::started)
+                .fold(f64::INFINITY, f64::min),
+        };
         if self.finished() {
-            // The job is over: its last heartbeat age stays as it was when it ended.
+            // The job is over: its last heartbeat age stays as it was when it ended. Read once
+            // more as it ends (its last beat may have come in the tick that ended it), and,
+            // on a paced night, taken at its last write's moment, not at whichever tick
+            // noticed the end (later at a higher speed).
             self.heartbeat.stale = false;
+            if !self.heartbeat.ended {
+                self.heartbeat.ended = true;
+                let last = workers(false);
+                self.heartbeat
+                    .read((now, wall, started), (clock, absences), dead_man, last);
+                let end = (self.attempts.iter())
+                    .filter(|a| a.paced())
+                    .map(super::super::pace::Attempt::now)
+                    .reduce(f64::max);
+                if let (Some(end), Some((_, beat))) = (end, self.heartbeat.beat_seen) {
+                    self.heartbeat.sim_age = Some((end - beat).max(0.0));
+                }
+            }
             return None;
         }
+        self.heartbeat.ended = false;
         // A reaped worker whose last lines are still on their way is not running: it has
         // finished (or died, and is Restarting once its exit is handled).
         let running = self.slots.iter().any(|s| {
@@ -218,14 +245,12 @@ impl Lane {
                     SlotState::Running | SlotState::Hung | SlotState::Restarting
                 )
         });
-        let workers = Workers {
-            running,
-            job: self.config.worker.job().is_some(),
-            first_start: (self.attempts.iter())
-                .map(super::super::pace::Attempt::started)
-                .fold(f64::INFINITY, f64::min),
-        };
-        (self.heartbeat).read((now, wall, started), (clock, absences), dead_man, workers)
+        (self.heartbeat).read(
+            (now, wall, started),
+            (clock, absences),
+            dead_man,
+            workers(running),
+        )
     }
 
     /// A SIGKILL between a worker's creating its temporary beat and renaming it leaves the
