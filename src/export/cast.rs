@@ -45,7 +45,7 @@ pub(super) fn write(
         events.push((seconds(event.real_ms), "m", format!("{at} {label}{lane}")));
     }
     let mut app = ReplayApp::new(recording.clone());
-    for (text, sim) in app.caption_moments() {
+    for (_, text, sim) in app.caption_moments() {
         let real = real_at(recording, sim);
         let at = crate::base::clock::SimTime(sim);
         events.push((real, "m", format!("{at} caption: {text}")));

@@ -192,3 +192,121 @@ fn nights_exact_looks_are_not_made_for_are_recorded_and_end() {
         );
     }
 }
+
+/// Each `{name}` of `template` with the text `filled` gives it (the text around the
+/// placeholders is the same in both); `None` when `filled` is not `template` filled.
+fn placeholders(template: &str, filled: &str) -> Option<Vec<(String, String)>> {
+    // The template as literal, placeholder, literal, ..., literal.
+    let mut literals = vec![String::new()];
+    let mut names = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let close = open + rest[open..].find('}')?;
+        literals.last_mut()?.push_str(&rest[..open]);
+        names.push(rest[open + 1..close].to_string());
+        literals.push(String::new());
+        rest = &rest[close + 1..];
+    }
+    literals.last_mut()?.push_str(rest);
+    let mut text = filled.strip_prefix(literals[0].as_str())?;
+    let mut values = Vec::new();
+    for (name, literal) in names.into_iter().zip(&literals[1..]) {
+        let end = if literal.is_empty() {
+            text.len()
+        } else {
+            text.find(literal.as_str())?
+        };
+        values.push((name, text[..end].to_string()));
+        text = &text[end + literal.len()..];
+    }
+    text.is_empty().then_some(values)
+}
+
+/// Every caption of every shipped scenario, in its recording made headless, as the replay
+/// fills it (the `.cast` markers, `--notes`, slides): each of its figures is the one its
+/// lane's panel shows at the caption's moment (the last sample there), never a row behind or
+/// ahead (a replay once read `Guarded ends with 199 rows` beside `rows 200`).
+#[test]
+fn every_caption_of_every_scenario_has_its_lanes_figures_at_its_moment() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = reclaim::scenario::SHIPPED.iter().map(|(n, _)| *n).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let recorded: Vec<(String, String)> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    while let Some(name) =
+                        names.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                    {
+                        let path = dir.path().join(format!("{name}.jsonl"));
+                        let run = reclaim_in_dir(
+                            dir.path(),
+                            &["run", "--scenario", name, "--record", path_arg(&path)],
+                            Duration::from_secs(240),
+                        );
+                        mine.push((name.to_string(), format!("{run:?}")));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap_or_default())
+            .collect()
+    });
+    assert_eq!(recorded.len(), names.len(), "{recorded:?}");
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (name, run) in &recorded {
+        let path = dir.path().join(format!("{name}.jsonl"));
+        let recording = Recording::load(&path).unwrap_or_else(|e| panic!("{name}: {e}\n{run}"));
+        let header = recording.header.clone();
+        let samples = recording.samples.clone();
+        let app = reclaim::tui::replay::ReplayApp::new(recording);
+        let moments = app.caption_moments();
+        assert!(!moments.is_empty(), "{name}: no caption reached\n{run}");
+        for (i, text, at) in moments {
+            let caption = &header.captions[i];
+            let lane = caption.lane.as_deref().map_or(0, |n| {
+                (header.lanes.iter().position(|l| l.name == n)).unwrap_or_else(|| panic!("{n}"))
+            });
+            let shown = (samples.iter().rev())
+                .find(|s| s.sim <= at + 1e-6)
+                .map(|s| &s.lanes[lane]);
+            let Some(values) = placeholders(&caption.text, &text) else {
+                failures.push(format!("{name}: '{text}' is not '{}' filled", caption.text));
+                continue;
+            };
+            for (figure, value) in values {
+                let want = shown.and_then(|s| match figure.as_str() {
+                    "rows" => Some(s.rows.to_string()),
+                    "distinct" => Some(s.distinct.to_string()),
+                    "duplicated" => Some(s.duplicated.to_string()),
+                    "extra" => Some(s.rows.saturating_sub(s.distinct).to_string()),
+                    "kills" => Some(s.kills.to_string()),
+                    "restarts" => Some(s.restarts.to_string()),
+                    "checkpoints" => Some(s.checkpoints.map_or("-".into(), |c| c.to_string())),
+                    "claimed" => Some(
+                        (s.claimed.as_ref()).map_or("-".into(), |c| c.rows_written.to_string()),
+                    ),
+                    _ => None,
+                });
+                let Some(want) = want else {
+                    continue;
+                };
+                checked += 1;
+                if value != want {
+                    let at = reclaim::base::clock::SimTime(at);
+                    failures.push(format!(
+                        "{name} at {at}: {{{figure}}} is {value} in '{text}', the panel shows {want}"
+                    ));
+                }
+            }
+        }
+    }
+    // Figures were read: a caption list that filled none would pass vacuously.
+    assert!(checked >= 20, "only {checked} figures checked");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

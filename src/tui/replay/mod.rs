@@ -166,17 +166,17 @@ impl ReplayApp {
         self.view()
     }
 
-    /// Each caption's text and the moment (seconds after midnight) the night reached it.
+    /// Each caption the night reached: its place among the header's captions, its text with
+    /// its figures filled as the replay shows it, and its moment (seconds after midnight).
     #[must_use]
-    pub fn caption_moments(&self) -> Vec<(String, f64)> {
-        self.recording
-            .header
-            .captions
+    pub fn caption_moments(&self) -> Vec<(usize, String, f64)> {
+        (self
+            .caption_times
             .iter()
-            .zip(&self.caption_times)
             .zip(&self.caption_texts)
-            .filter_map(|((_, at), (text, _))| at.map(|at| (text.clone(), at)))
-            .collect()
+            .enumerate())
+        .filter_map(|(i, (at, (text, _)))| at.map(|at| (i, text.clone(), at)))
+        .collect()
     }
 
     fn end(&self) -> f64 {
