@@ -188,6 +188,11 @@ pub(super) fn one_u64() -> u64 {
     1
 }
 
+/// The latest a scenario's lanes may start after the night begins, in sim seconds: a night
+/// is a night, and a start later than this (`23:59:00`) left the clock idling for hours
+/// before the first row.
+const LATEST_START: f64 = 6.0 * 3600.0;
+
 impl ScenarioFile {
     /// When the first workers start (sim seconds after 02:00:00) and each attempt's pace.
     fn timing(&self) -> Result<(f64, Vec<Pace>), Invalid> {
@@ -202,6 +207,13 @@ impl ScenarioFile {
                 if at < crate::base::clock::NIGHT_START {
                     return Err(Invalid(format!(
                         "start_at = \"{}\" is before the night begins (02:00:00)",
+                        quoted(text)
+                    )));
+                }
+                if at > crate::base::clock::NIGHT_START + LATEST_START {
+                    return Err(Invalid(format!(
+                        "start_at = \"{}\" is more than 6 hours after the night begins \
+                         (02:00:00): a lane starts by 08:00:00",
                         quoted(text)
                     )));
                 }
