@@ -407,6 +407,18 @@ pub fn current_caption(times: &[Option<f64>], now: f64) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
+/// The lane caption `shown` of `captions` is about, as a place among the lanes `names`
+/// (`None`: about no lane, or none showing).
+#[must_use]
+pub fn caption_lane<'a>(
+    captions: &[Caption],
+    shown: Option<usize>,
+    mut names: impl Iterator<Item = &'a str>,
+) -> Option<usize> {
+    let name = captions.get(shown?)?.lane.as_deref()?;
+    names.position(|n| n == name)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::engine::Kind;

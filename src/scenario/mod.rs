@@ -8,7 +8,7 @@ mod file;
 
 pub use captions::{
     CAPTION_EVENTS, CAPTION_FIGURES, Caption, CaptionEvent, CaptionFigures, LaneShape,
-    caption_times, captions_apply, current_caption, fill_caption, title_for,
+    caption_lane, caption_times, captions_apply, current_caption, fill_caption, title_for,
 };
 pub use consent::{ALLOW_EXEC, LaneCommand};
 pub use file::parse_pace;

@@ -361,8 +361,9 @@ impl LiveNight {
             // it is shown, stopped at and recorded at every speed.
             let last = (self.engine.timeline().iter()).fold(0.0, |t, e| e.sim.0.max(t));
             let last_caption = times.iter().flatten().fold(0.0, |t, &c| c.max(t));
-            let end =
-                (self.engine.clock().now().0).max(crate::record::night_end(last, last_caption));
+            // Not the clock's reading: it runs on while the verdict is read, so the screen
+            // would end a second after the recording (02:19:32 beside its 02:19:31).
+            let end = crate::record::night_end(last, last_caption);
             self.end_clock = Some(SimTime(end));
         }
         if self.over() && !self.told_over && !self.captions.holding(now) {

@@ -133,18 +133,9 @@ impl LiveNight {
 /// A recording for night `number` beside the one `--record` named: `night.jsonl` gives
 /// `night-2.jsonl` (or `night-2-2.jsonl`, ... when that exists: nothing is overwritten).
 fn beside(named: &Path, number: u32, header: &record::Header) -> Result<Recorder, Error> {
-    let stem = (named.file_stem()).map_or_else(|| "night".into(), |s| s.to_string_lossy());
-    let ext = (named.extension()).map(|e| format!(".{}", e.to_string_lossy()));
-    let ext = ext.as_deref().unwrap_or("");
-    let folder = named.parent().unwrap_or_else(|| Path::new(""));
     let mut last = None;
     for again in 1..=100 {
-        let name = if again == 1 {
-            format!("{stem}-{number}{ext}")
-        } else {
-            format!("{stem}-{number}-{again}{ext}")
-        };
-        let path = folder.join(name);
+        let path = beside_name(named, number, again);
         match Recorder::create(&path, header) {
             Ok(recorder) => return Ok(recorder),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(path),
@@ -158,4 +149,39 @@ fn beside(named: &Path, number: u32, header: &record::Header) -> Result<Recorder
             last.display()
         )
     })
+}
+
+/// The `again`th name tried for night `number` beside `named` (`again` from 1).
+fn beside_name(named: &Path, number: u32, again: u32) -> std::path::PathBuf {
+    let name = (named.file_name()).map_or_else(|| "night".into(), |s| s.to_string_lossy());
+    // `.jsonl` is all extension (`night-2.jsonl`), not a stem to append to (`.jsonl-2`).
+    let (stem, ext) = match name.rsplit_once('.') {
+        Some(("", ext)) => ("night", format!(".{ext}")),
+        Some((stem, ext)) => (stem, format!(".{ext}")),
+        None => (&*name, String::new()),
+    };
+    let folder = named.parent().unwrap_or_else(|| Path::new(""));
+    if again == 1 {
+        folder.join(format!("{stem}-{number}{ext}"))
+    } else {
+        folder.join(format!("{stem}-{number}-{again}{ext}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::beside_name;
+
+    #[test]
+    fn a_later_nights_recording_is_named_beside_the_first_keeping_its_extension() {
+        let name = |named: &str, again| beside_name(Path::new(named), 2, again);
+        assert_eq!(name("out/night.jsonl", 1), Path::new("out/night-2.jsonl"));
+        assert_eq!(name("out/night.jsonl", 3), Path::new("out/night-2-3.jsonl"));
+        assert_eq!(name("a.b.jsonl", 1), Path::new("a.b-2.jsonl"));
+        assert_eq!(name("plain", 1), Path::new("plain-2"));
+        assert_eq!(name(".jsonl", 1), Path::new("night-2.jsonl"));
+        assert_eq!(name("dir/.jsonl", 2), Path::new("dir/night-2-2.jsonl"));
+    }
 }

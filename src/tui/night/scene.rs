@@ -100,9 +100,8 @@ impl LiveNight {
             .collect();
         let shown = self.captions.shown();
         let caption = shown.and_then(|i| Some(self.caption_texts.get(i)?.as_ref()?.0.clone()));
-        let caption_lane = shown
-            .and_then(|i| self.scenario.captions.get(i)?.lane.as_deref())
-            .and_then(|name| self.lanes.iter().position(|l| l.name == name));
+        let names = self.lanes.iter().map(|l| l.name.as_str());
+        let caption_lane = crate::scenario::caption_lane(&self.scenario.captions, shown, names);
         Scene {
             title: self.title.clone(),
             scenario: self.scenario.source.clone(),

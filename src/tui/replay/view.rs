@@ -117,9 +117,8 @@ impl ReplayApp {
         let caption = shown
             .and_then(|i| self.caption_texts.get(i))
             .map(|(text, _)| text.clone());
-        let caption_lane = shown
-            .and_then(|i| header.captions.get(i)?.lane.as_deref())
-            .and_then(|name| header.lanes.iter().position(|l| l.name == name));
+        let names = header.lanes.iter().map(|l| l.name.as_str());
+        let caption_lane = scenario::caption_lane(&header.captions, shown, names);
         let mut dashboard = self.chrome.dashboard(Scene {
             title: header.title.clone(),
             scenario: header.scenario.clone(),

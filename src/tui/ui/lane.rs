@@ -60,15 +60,14 @@ const CURVES: [(Glyph, &str, &str); 4] = [
 /// (`killed by SIGKILL, restarting  task-123  restarts 10`) beside the widest lights.
 const ONE_ROW_STATUS: u16 = 96;
 
-/// One lane's panel: its lights and figures, its two charts, its verdict. `zoom` (this lane's
-/// place and the number of lanes) when it has the whole width: its top border says so, and how
-/// to get every lane back.
+/// One lane's panel: its lights and figures, its two charts, its verdict, laid out in `rows`
+/// (its `panel_rows` inside the border). `zoom` (this lane's place and the number of lanes)
+/// when it has the whole width: its top border says so, and how to get every lane back.
 pub(super) fn lane_panel(
     area: Rect,
     buf: &mut Buffer,
-    lane: &LaneView,
-    selected: bool,
-    zoom: Option<(usize, usize)>,
+    (lane, rows): (&LaneView, PanelRows),
+    (selected, zoom): (bool, Option<(usize, usize)>),
     scales: Scales,
     theme: Theme,
 ) {
@@ -84,7 +83,7 @@ pub(super) fn lane_panel(
         verdict,
         verdict_height,
         chart_height,
-    } = panel_rows(inner, lane, zoom.is_some(), theme);
+    } = rows;
     // Every lane's charts as tall as the shortest's: one scale, one height (a verdict that
     // wraps onto two rows in one lane took a row from its chart only).
     let chart_height = chart_height.min(scales.chart_rows);

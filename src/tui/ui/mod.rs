@@ -178,22 +178,26 @@ pub fn render_to(area: Rect, buf: &mut Buffer, view: &Dashboard, theme: Theme) {
     // One scale for every lane: the taller night looks taller, at one height.
     let mut scales = Scales::of(&view.lanes, view.x_max);
     let count = view.lanes.len();
-    scales.chart_rows = (view.lanes.iter().zip(&a.lanes).enumerate())
-        .filter(|(i, _)| zoom.is_none_or(|z| z == *i))
-        .map(|(_, (lane, rect))| {
+    // Each shown lane's rows, worked out once: the shortest chart sets every lane's height.
+    let mut rows: Vec<Option<lane::PanelRows>> = (view.lanes.iter().zip(&a.lanes).enumerate())
+        .map(|(i, (lane, rect))| {
             let inner = Block::bordered().inner(*rect);
-            lane::panel_rows(inner, lane, zoom.is_some(), theme).chart_height
+            zoom.is_none_or(|z| z == i)
+                .then(|| lane::panel_rows(inner, lane, zoom.is_some(), theme))
         })
+        .collect();
+    scales.chart_rows = (rows.iter().flatten().map(|r| r.chart_height))
         .min()
         .unwrap_or(u16::MAX);
     for (i, (lane, rect)) in view.lanes.iter().zip(&a.lanes).enumerate() {
-        match zoom {
-            Some(zoomed) if zoomed == i => {
-                lane_panel(*rect, buf, lane, true, Some((i, count)), scales, theme);
-            }
-            Some(_) => {}
-            None => lane_panel(*rect, buf, lane, i == view.selected, None, scales, theme),
-        }
+        let Some(shared) = rows[i].take() else {
+            continue;
+        };
+        let place = match zoom {
+            Some(_) => (true, Some((i, count))),
+            None => (i == view.selected, None),
+        };
+        lane_panel(*rect, buf, (lane, shared), place, scales, theme);
     }
     timeline(a.timeline, buf, view, theme);
     symptoms(a.symptoms, buf, view, theme);
