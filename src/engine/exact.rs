@@ -24,26 +24,26 @@ pub struct ExactLook {
 }
 
 /// Whether a night can be looked at exactly as this module does it: each lane one worker of
-/// reclaim's own, on SQLite, with no relay, vendor, long item, planned pause or hang. Measured
-/// on those (the incident, kill-storm); a worker that waits its turn in lockstep, sleeps on a
-/// lease, or a relay that never asks for a grant would hold every grant (found in review: a
-/// recorded side-effects night never wrote a row), so such a night is sampled at the clock, as
-/// before.
+/// reclaim's own, on SQLite, with no relay, vendor, long item or planned pause (a hang and a
+/// wipe of the checkpoints are moments of the night like a kill). Measured on those (the
+/// incident, kill-storm, hung-worker, wiped-checkpoints: headless and 16x alike at every
+/// second); a worker that waits its turn in lockstep, sleeps on a lease, or a relay that never
+/// asks for a grant would hold every grant (found in review: a recorded side-effects night
+/// never wrote a row), so such a night is sampled at the clock, as before.
 #[must_use]
 pub fn fits(config: &super::EngineConfig) -> bool {
     use crate::worker::Strategy;
-    config.hang.is_none()
-        && config.wipe_at_task.is_none()
-        && config.lanes.iter().all(|lane| {
-            let own = lane.worker.strategy().is_some_and(|s| {
-                !matches!(s, Strategy::Claim | Strategy::Fenced | Strategy::Outbox)
-            });
-            own && lane.workers == 1
-                && !lane.needs_vendor()
-                && lane.long_item.is_none()
-                && lane.pause_at.is_none()
-                && matches!(lane.warehouse, crate::warehouse::Warehouse::Sqlite)
-        })
+    config.lanes.iter().all(|lane| {
+        let own = lane
+            .worker
+            .strategy()
+            .is_some_and(|s| !matches!(s, Strategy::Claim | Strategy::Fenced | Strategy::Outbox));
+        own && lane.workers == 1
+            && !lane.needs_vendor()
+            && lane.long_item.is_none()
+            && lane.pause_at.is_none()
+            && matches!(lane.warehouse, crate::warehouse::Warehouse::Sqlite)
+    })
 }
 
 impl Engine {
@@ -83,8 +83,8 @@ impl Engine {
 
     /// The earliest moment of a write not yet heard from a worker that runs (`None`: no
     /// worker writes). In exact mode nothing is granted past it, so one read between two
-    /// grants sees each moment whole; and in a night that `fits` (no long item's steps, no
-    /// hang) a look taken before it still holds at any moment up to it.
+    /// grants sees each moment whole; and in a night that `fits` (no long item's steps) a look
+    /// taken before it still holds at any moment up to it (a hung worker writes nothing).
     #[must_use]
     pub fn next_write(&self) -> Option<f64> {
         (self.lanes.iter())

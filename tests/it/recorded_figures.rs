@@ -80,14 +80,15 @@ fn by_second(recording: &Recording, last: u64) -> Vec<Vec<Option<Figures>>> {
     seconds
 }
 
-fn record_headless(dir: &Path, scenario: &str) -> Recording {
+/// `scenario` run headless and recorded; its exit code `code` (0 passed, 1 data wrong).
+fn record_headless(dir: &Path, scenario: &str, code: i32) -> Recording {
     let path = dir.join(format!("{scenario}-headless.jsonl"));
     let run = reclaim_in_dir(
         dir,
         &["run", "--scenario", scenario, "--record", path_arg(&path)],
         Duration::from_secs(240),
     );
-    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.code, Some(code), "{}\n{}", run.stdout, run.stderr);
     Recording::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -118,10 +119,11 @@ fn record_at_16x(dir: &Path, scenario: &str) -> Recording {
 }
 
 /// The two recordings of `scenario` agree on every lane's figures at every second of the
-/// night (up to the earlier end), and `replay --check` passes each.
-fn same_figures_every_second(scenario: &str) {
+/// night (up to the earlier end), and `replay --check` judges each as the night was judged
+/// (`code`).
+fn same_figures_every_second(scenario: &str, code: i32) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let headless = record_headless(dir.path(), scenario);
+    let headless = record_headless(dir.path(), scenario, code);
     let fast = record_at_16x(dir.path(), scenario);
     let end = |r: &Recording| r.end.as_ref().map_or(0.0, |e| e.sim) as u64;
     let last = end(&headless).min(end(&fast));
@@ -160,19 +162,27 @@ fn same_figures_every_second(scenario: &str) {
             &["replay", "--check", path_arg(&path)],
             Duration::from_secs(60),
         );
-        // 1: the naive lane's data is wrong, as the night's was.
-        assert_eq!(check.code, Some(1), "{}\n{}", check.stdout, check.stderr);
+        assert_eq!(check.code, Some(code), "{}\n{}", check.stdout, check.stderr);
     }
 }
 
 #[test]
 fn the_incident_recorded_headless_and_at_16x_holds_the_same_figures_every_second() {
-    same_figures_every_second("incident");
+    // 1: the naive lane's data is wrong, as the night's was.
+    same_figures_every_second("incident", 1);
 }
 
 #[test]
 fn the_kill_storm_recorded_headless_and_at_16x_holds_the_same_figures_every_second() {
-    same_figures_every_second("kill-storm");
+    same_figures_every_second("kill-storm", 1);
+}
+
+/// A hang (SIGSTOP, then SIGCONT at its moment) and a wipe of the checkpoints are moments of
+/// the night like a kill: recorded exactly too.
+#[test]
+fn a_hang_and_a_wipe_recorded_headless_and_at_16x_hold_the_same_figures_every_second() {
+    same_figures_every_second("hung-worker", 0);
+    same_figures_every_second("wiped-checkpoints", 1);
 }
 
 /// Looked at exactly, a recorded side-effects night (its outbox relay never asks for a grant)
@@ -182,7 +192,7 @@ fn the_kill_storm_recorded_headless_and_at_16x_holds_the_same_figures_every_seco
 fn nights_exact_looks_are_not_made_for_are_recorded_and_end() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     for scenario in ["side-effects", "duplicate-delivery"] {
-        let recording = record_headless(dir.path(), scenario);
+        let recording = record_headless(dir.path(), scenario, 1);
         let end = recording
             .end
             .unwrap_or_else(|| panic!("{scenario}: no end line"));
