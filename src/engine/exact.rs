@@ -152,12 +152,15 @@ impl Engine {
     pub(super) fn look(&mut self, now: Instant) -> Result<(), Inexact> {
         let sim = self.exact_moment(now)?;
         let real_ms = self.elapsed(now).as_millis() as u64;
-        let (clock, dead_man) = (self.clock.now().0, self.config.dead_man);
+        let dead_man = self.config.dead_man;
         let at = |engine: &Self, sim: f64| ExactLook {
             sim,
             real_ms,
             lanes: (engine.lanes.iter())
-                .map(|l| aged_back(l.snapshot_at(dead_man, sim), clock - sim, dead_man))
+                .map(|l| {
+                    let age = l.heartbeat_age_at(sim);
+                    aged_to(l.snapshot_at(dead_man, sim), age, dead_man)
+                })
                 .collect(),
         };
         let nothing_granted = (self.lanes.iter())
@@ -184,21 +187,18 @@ pub(super) enum Inexact {
     GivenUp,
 }
 
-/// `lane` as read at the clock, `earlier` sim seconds before (a look stamped with the latest
-/// write heard, while the clock may have run on to the next): the heartbeat that much younger,
-/// and the dead-man's switch not yet firing if it fired in between.
-fn aged_back(lane: LaneSnapshot, earlier: f64, dead_man: f64) -> LaneSnapshot {
-    // A lane over keeps the age it ended with (`Lane::read_heartbeat`).
-    let read_now = !matches!(lane.state_kind, StateKind::Done | StateKind::Failed);
-    let Some(age) = lane.heartbeat_age.filter(|_| read_now) else {
-        return lane;
-    };
-    let then = (age - earlier.max(0.0)).max(0.0);
-    let crossed_since = then <= dead_man && age > dead_man;
+/// `lane` as `snapshot_at` gives it, its heartbeat aged to the look's moment: `age` (from
+/// `Lane::heartbeat_age_at`), the dead-man's switch firing if that is past it.
+fn aged_to(lane: LaneSnapshot, age: Option<f64>, dead_man: f64) -> LaneSnapshot {
+    let watched = matches!(
+        lane.state_kind,
+        StateKind::Running | StateKind::Hung | StateKind::Restarting
+    );
+    let over = age.is_some_and(|age| age > dead_man);
     LaneSnapshot {
-        heartbeat_age: Some(then),
-        progress: then <= dead_man,
-        stale: lane.stale && !crossed_since,
+        heartbeat_age: age,
+        progress: age.is_some() && !over,
+        stale: lane.stale || (watched && over),
         ..lane
     }
 }

@@ -33,6 +33,10 @@ impl Engine {
         if l.slot_states().contains(&SlotState::Hung) {
             self.resume_lane(lane, now);
         } else {
+            // Stopped by hand wherever it is, perhaps with a write granted and not yet said
+            // (a planned hang waits for its moment's writes): sampled at the clock from here,
+            // as a worker paused by hand is.
+            self.stop_looking_exactly();
             self.hang_lane(lane, now);
         }
     }

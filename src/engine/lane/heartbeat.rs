@@ -35,6 +35,9 @@ pub(super) struct LaneHeartbeat {
     beat_seen: Option<(SystemTime, f64)>,
     /// The lane was over when last read: its age is the one it ended with.
     ended: bool,
+    /// The moment the age was last measured from: the beat's (`beat_seen`), or `None` when it
+    /// was a silence (no beat yet, or its file gone).
+    age_from: Option<f64>,
 }
 
 /// What the lane's workers are doing when the heartbeat is read.
@@ -60,6 +63,7 @@ impl LaneHeartbeat {
             last_write_task: None,
             beat_seen: None,
             ended: false,
+            age_from: None,
         }
     }
 
@@ -71,6 +75,22 @@ impl LaneHeartbeat {
     /// The age of the newest beat in sim seconds, when it is measured.
     pub(super) fn sim_age(&self) -> Option<f64> {
         self.sim_age
+    }
+
+    /// The age of the newest beat at `moment` of the night (a look stamped there): from the
+    /// beat's own moment when it has one (a beat of a write granted ahead of the clock is not
+    /// older than its write), else the silence as read. A lane over keeps the age it ended
+    /// with.
+    pub(super) fn age_at(&self, moment: f64) -> Option<f64> {
+        if self.ended {
+            return self.sim_age;
+        }
+        match self.age_from {
+            Some(at) => self.sim_age.map(|_| (moment - at).max(0.0)),
+            // A silence is measured in real time (`Absences`) and bounded by the lane's first
+            // start: as read.
+            None => self.sim_age,
+        }
     }
 
     /// The task the newest beat names.
@@ -153,6 +173,7 @@ impl LaneHeartbeat {
         );
         self.task = beat.and_then(|b| b.task);
         self.sim_age = Some(sim_age);
+        self.age_from = scheduled;
         // INVARIANT: judged by the rule `heartbeat-check` judges by: a beat from the future
         // alerts, never passes for fresh.
         let judged = heartbeat::judge(
@@ -187,6 +208,11 @@ impl LaneHeartbeat {
 }
 
 impl Lane {
+    /// The heartbeat's age at `moment` of the night (`LaneHeartbeat::age_at`).
+    pub(in crate::engine) fn heartbeat_age_at(&self, moment: f64) -> Option<f64> {
+        self.heartbeat.age_at(moment)
+    }
+
     /// The sim time at which the heartbeat, still since its last beat, will cross `dead_man`:
     /// when the switch would fire if nothing moves. `None` while it is firing, once the lane is
     /// over, or before a beat's moment is known.
@@ -217,8 +243,8 @@ impl Lane {
         if self.finished() {
             // The job is over: its last heartbeat age stays as it was when it ended. Read once
             // more as it ends (its last beat may have come in the tick that ended it), and,
-            // on a paced night, taken at its last write's moment, not at whichever tick
-            // noticed the end (later at a higher speed).
+            // on a paced night whose workers finished, taken at the last write's moment, not at
+            // whichever tick noticed the end (later at a higher speed).
             self.heartbeat.stale = false;
             if !self.heartbeat.ended {
                 self.heartbeat.ended = true;
@@ -229,7 +255,10 @@ impl Lane {
                     .filter(|a| a.paced())
                     .map(super::super::pace::Attempt::now)
                     .reduce(f64::max);
-                if let (Some(end), Some((_, beat))) = (end, self.heartbeat.beat_seen) {
+                // Only for a lane whose workers all finished: one given up on (no progress,
+                // too many restarts) keeps the silence it was given up for.
+                let done = (self.slots.iter()).all(|s| s.state() == SlotState::Done);
+                if let (true, Some(end), Some((_, beat))) = (done, end, self.heartbeat.beat_seen) {
                     self.heartbeat.sim_age = Some((end - beat).max(0.0));
                 }
             }
