@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use super::{Engine, LaneSnapshot, SlotState, StateKind};
+use super::{Engine, LaneSnapshot, SlotState};
 
 /// Every lane's figures at one moment, read when the rows held exactly that moment's writes.
 #[derive(Debug, Clone, PartialEq)]
@@ -157,10 +157,7 @@ impl Engine {
             sim,
             real_ms,
             lanes: (engine.lanes.iter())
-                .map(|l| {
-                    let age = l.heartbeat_age_at(sim);
-                    aged_to(l.snapshot_at(dead_man, sim), age, dead_man)
-                })
+                .map(|l| (l.snapshot_at(dead_man, sim)).aged(l.heartbeat_age_at(sim), dead_man))
                 .collect(),
         };
         let nothing_granted = (self.lanes.iter())
@@ -185,20 +182,4 @@ pub(super) enum Inexact {
     InFlight,
     /// The clock has given up waiting for a worker's write.
     GivenUp,
-}
-
-/// `lane` as `snapshot_at` gives it, its heartbeat aged to the look's moment: `age` (from
-/// `Lane::heartbeat_age_at`), the dead-man's switch firing if that is past it.
-fn aged_to(lane: LaneSnapshot, age: Option<f64>, dead_man: f64) -> LaneSnapshot {
-    let watched = matches!(
-        lane.state_kind,
-        StateKind::Running | StateKind::Hung | StateKind::Restarting
-    );
-    let over = age.is_some_and(|age| age > dead_man);
-    LaneSnapshot {
-        heartbeat_age: age,
-        progress: age.is_some() && !over,
-        stale: lane.stale || (watched && over),
-        ..lane
-    }
 }

@@ -15,7 +15,7 @@ mod legacy;
 mod read;
 
 pub use self::read::{Recording, RecordingError};
-use crate::engine::{Committed, Engine, Entry, Fact, Kind, LaneSnapshot, Mark, Source, StateKind};
+use crate::engine::{Committed, Engine, Entry, Fact, Kind, LaneSnapshot, Mark, Source};
 use crate::scenario::Caption;
 use crate::verdict::Status;
 use crate::warehouse::Inspection;
@@ -494,22 +494,13 @@ impl Recorder {
         let second = clock.floor();
         let lanes = (last.lanes.iter())
             .map(|lane| {
-                // Watched while a worker runs, hangs or is about to be restarted: a lane over
-                // keeps the age it ended with, and its switch never fires
-                // (`LaneHeartbeat::read`).
-                let watched = matches!(
-                    lane.state_kind,
-                    StateKind::Running | StateKind::Hung | StateKind::Restarting
-                );
-                let since = if watched { second - last.sim } else { 0.0 };
+                let since = if lane.watched() {
+                    second - last.sim
+                } else {
+                    0.0
+                };
                 let age = (lane.heartbeat_age).map(|age| age + since);
-                let over = age.is_some_and(|age| age > dead_man);
-                LaneSnapshot {
-                    heartbeat_age: age,
-                    progress: age.is_some() && !over,
-                    stale: lane.stale || (over && watched),
-                    ..lane.clone()
-                }
+                lane.clone().aged(age, dead_man)
             })
             .collect();
         Some(Sample {

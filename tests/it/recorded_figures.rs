@@ -9,7 +9,6 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use reclaim::engine::StateKind;
 use reclaim::record::Recording;
 
 use crate::support::{COLS, Dashboard, PROMPTLY, ROWS, path_arg, reclaim_in_dir};
@@ -57,10 +56,7 @@ fn by_second(recording: &Recording, last: u64) -> Vec<Vec<Option<Figures>>> {
                     snap.stale,
                 );
                 // A lane over keeps the age it ended with; a watched one's grows.
-                let watched = matches!(
-                    snap.state_kind,
-                    StateKind::Running | StateKind::Hung | StateKind::Restarting
-                );
+                let watched = snap.watched();
                 let age = snap.heartbeat_age.map(|age| (age, watched));
                 now[lane] = Some((sample.sim, age, figures));
             }

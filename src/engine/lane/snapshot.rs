@@ -93,6 +93,32 @@ impl LaneSnapshot {
     pub fn finished(&self) -> bool {
         matches!(self.state_kind, StateKind::Done | StateKind::Failed)
     }
+
+    /// The heartbeat is watched: a worker runs, hangs or is about to be restarted
+    /// (`LaneHeartbeat::read`). A lane over keeps the age it ended with, and its switch never
+    /// fires.
+    #[must_use]
+    pub fn watched(&self) -> bool {
+        matches!(
+            self.state_kind,
+            StateKind::Running | StateKind::Hung | StateKind::Restarting
+        )
+    }
+
+    /// The lane with its heartbeat `age` at another moment than the one it was read at (a
+    /// look's, a carried sample's): progress by that age, and the dead-man's switch firing if
+    /// a watched lane's age is past `dead_man`.
+    #[must_use]
+    pub fn aged(self, age: Option<f64>, dead_man: f64) -> Self {
+        let over = age.is_some_and(|age| age > dead_man);
+        let stale = self.stale || (self.watched() && over);
+        Self {
+            heartbeat_age: age,
+            progress: age.is_some() && !over,
+            stale,
+            ..self
+        }
+    }
 }
 
 impl Lane {
