@@ -218,6 +218,46 @@ fn every_lane_shares_one_rows_scale_and_names_its_curves() {
 }
 
 #[test]
+fn one_figure_is_drawn_at_one_height_whatever_its_curves_glyph() {
+    // Naive's distinct count (dots) and guarded's rows (braille) both end at 200 on one scale:
+    // they top out on the same row of the screen, in either lane, at every size.
+    let naive = lane("naive", 312, 200, 1986.0);
+    let guarded = lane("guarded", 200, 200, 1986.0);
+    let mut view = dashboard(1986.0, vec![naive, guarded], &[]);
+    view.x_max = 2046.0;
+    let braille = |c: char| ('\u{2801}'..='\u{28ff}').contains(&c);
+    // ratatui rounds each glyph on its own grid: unsnapped, they parted at 7 and 19 plot rows.
+    let sizes = (24..=44)
+        .map(|h| (120, h))
+        .chain((24..=30).map(|h| (80, h)));
+    for (w, h) in sizes {
+        let screen = text(&view, w, h);
+        let split = screen
+            .lines()
+            .find_map(|l| l.chars().position(|c| c == '╭'))
+            .unwrap_or_else(|| panic!("{w}x{h}: no second lane:\n{screen}"));
+        let top = |lane: usize, glyph: &dyn Fn(char) -> bool| {
+            screen
+                .lines()
+                .position(|l| {
+                    let panel: String = if lane == 0 {
+                        l.chars().take(split).collect()
+                    } else {
+                        l.chars().skip(split).collect()
+                    };
+                    !panel.contains("distinct") && panel.chars().any(glyph)
+                })
+                .unwrap_or_else(|| panic!("{w}x{h}: lane {lane} draws no such curve:\n{screen}"))
+        };
+        assert_eq!(
+            top(0, &|c| c == '•'),
+            top(1, &braille),
+            "{w}x{h}: 200 drawn at two heights:\n{screen}"
+        );
+    }
+}
+
+#[test]
 fn a_kill_and_a_restart_in_the_same_column_both_show() {
     // At 120 columns the restart 18 sim-seconds after the kill falls in the kill's column:
     // the kill is drawn in the chart's top half and the restart in its bottom half.
