@@ -63,6 +63,9 @@ pub struct Observer {
     /// not never made.
     pub table_seen: bool,
     last_run: Option<String>,
+    /// Rows of the newest writer since its first, in a row: in a lane of one worker, the rows
+    /// of its newest attempt that wrote.
+    pub last_run_rows: u64,
     /// Distinct writers seen, in order of their first row.
     pub writers: u32,
     pub restarted_at_zero: bool,
@@ -111,6 +114,7 @@ impl Observer {
             checkpoint_before_row: None,
             row_before_checkpoint: None,
             last_run: None,
+            last_run_rows: 0,
             writers: 0,
             restarted_at_zero: false,
         }
@@ -238,12 +242,14 @@ impl Observer {
             let index = self.queue.index_of(&task);
             if self.last_run.as_deref() != Some(run.as_str()) {
                 self.writers += 1;
+                self.last_run_rows = 0;
                 if index == Some(0) && self.seen.get(0) {
                     self.restarted_at_zero = true;
                     poll.restarted_at_zero = true;
                 }
                 self.last_run = Some(run);
             }
+            self.last_run_rows += 1;
             self.count_key(index);
         }
         poll
@@ -282,5 +288,30 @@ impl Observer {
         self.checkpointed.clear();
         self.checkpoints = 0;
         self.checkpoints_outside = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        (pairs.iter())
+            .map(|(task, run)| ((*task).to_string(), (*run).to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_newest_writers_rows_are_counted_from_its_first() {
+        let nowhere = Path::new("/nonexistent/reclaim-observer-tests/night.db");
+        let mut observer = Observer::new(&Warehouse::Sqlite, nowhere, 3);
+        observer.count_rows(rows(&[("task-000", "a"), ("task-001", "a")]));
+        assert_eq!((observer.rows, observer.last_run_rows), (2, 2));
+        // Read in two polls or one, a new writer's rows count from its own first.
+        let poll = observer.count_rows(rows(&[("task-000", "b")]));
+        assert!(poll.restarted_at_zero);
+        observer.count_rows(rows(&[("task-001", "b"), ("task-002", "b")]));
+        assert_eq!((observer.rows, observer.last_run_rows), (5, 3));
+        assert_eq!(observer.writers, 2);
     }
 }

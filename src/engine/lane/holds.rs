@@ -139,6 +139,29 @@ impl Lane {
         moments.get(usize::try_from(needed).ok()? - 1).copied()
     }
 
+    /// The moment of the write that took the rows past the queue's items, read from the rows
+    /// once they have: in a lane of one worker, the newest writer's rows are its attempt's, and
+    /// every row before them was committed before that attempt began, so the row past the queue
+    /// is that attempt's write number `items + 1 - rows before`, whatever the poll that reads
+    /// it saw of writes not heard yet. `None` in a lane of several workers, of a job of the
+    /// user's or unpaced, or when the newest rows are more than the attempt was granted (they
+    /// are an earlier attempt's).
+    #[must_use]
+    pub(in crate::engine) fn row_past_items_read(&self) -> Option<f64> {
+        let ([_], [attempt]) = (self.slots.as_slice(), self.attempts.as_slice()) else {
+            return None;
+        };
+        let items = self.config.items;
+        let block = self.observer.last_run_rows;
+        let before = self.observer.rows.checked_sub(block)?;
+        let batch = self.config.batch.max(1);
+        let write = (items + 1).checked_sub(before)?.div_ceil(batch);
+        let may = attempt.granted.max(attempt.writes).saturating_mul(batch);
+        let own = self.config.worker.strategy().is_some();
+        (own && attempt.paced() && !attempt.working() && block > 0 && block <= may && items > 0)
+            .then(|| attempt.done_at(write))
+    }
+
     /// The moment of a restarted worker's first write while the rows have not shown it yet
     /// (whether it began at task-000 again is read from them), if that worker runs on.
     #[must_use]

@@ -134,7 +134,7 @@ impl Lane {
                 items + 1
             );
             let mut note = Note::runner(Kind::Symptom, text).saying(Fact::PastQueue);
-            note.at = past_queue_at;
+            note.at = self.row_past_items_read().or(past_queue_at);
             notes.push(note);
         }
         notes
