@@ -5,7 +5,8 @@
 # Two shapes: an explicit transaction (BEGIN; two INSERTs; COMMIT: four round trips), and
 # the same writes as one statement (reclaim's: one round trip).
 #
-# Usage: benches/pg-floor.sh HOST_OR_SOCKET_DIR PORT [ITEMS]   (role reclaim, database postgres)
+# Usage: benches/pg-floor.sh HOST_OR_SOCKET_DIR PORT [ITEMS]   (role reclaim, database postgres;
+# SHAPES="one" runs one shape only; a password from PGPASSFILE, e.g. a kept cluster's `pgpass`)
 set -eu
 host=$1 port=$2 items=${3:-100000}
 bin=${PG_BIN:-/usr/lib/postgresql/15/bin}
@@ -33,7 +34,7 @@ cat > "$dir/one.sql" <<'SQL'
 \set i random(0, 999999999999)
 WITH r AS (INSERT INTO floor.records(task_id, payload, idem_key, run_id, written_at) VALUES ('task-' || :i, md5(:i::text) || md5(:i::text), md5('k' || :i), 'floor', 1.0) ON CONFLICT (idem_key) DO NOTHING RETURNING 1), c AS (INSERT INTO floor.checkpoints(task_id, completed_at) VALUES ('task-' || :i, 1.0) ON CONFLICT (task_id) DO UPDATE SET completed_at = EXCLUDED.completed_at) SELECT count(*) FROM r;
 SQL
-for shape in tx one; do
+for shape in ${SHAPES:-tx one}; do
   schema
   start=$(date +%s.%N)
   "$bin/pgbench" -n -M prepared -c 1 -t "$items" -f "$dir/$shape.sql" -h "$host" -p "$port" -U reclaim postgres >/dev/null

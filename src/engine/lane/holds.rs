@@ -158,7 +158,7 @@ impl Lane {
         let write = (items + 1).checked_sub(before)?.div_ceil(batch);
         let may = attempt.granted.max(attempt.writes).saturating_mul(batch);
         let own = self.config.worker.strategy().is_some();
-        (own && attempt.paced() && !attempt.working() && block > 0 && block <= may && items > 0)
+        (own && attempt.paced() && !attempt.working() && write > 0 && block <= may && items > 0)
             .then(|| attempt.done_at(write))
     }
 
