@@ -163,6 +163,13 @@ impl Attempt {
         self.started
     }
 
+    /// Writes made before the schedule's base (a resume or a pause rebases it): their
+    /// moments are not on it.
+    #[must_use]
+    pub fn base_writes(&self) -> u64 {
+        self.base_writes
+    }
+
     /// The moment of the first write of this attempt.
     #[must_use]
     pub fn first_write(&self) -> f64 {

@@ -144,8 +144,8 @@ impl Lane {
     /// every row before them was committed before that attempt began, so the row past the queue
     /// is that attempt's write number `items + 1 - rows before`, whatever the poll that reads
     /// it saw of writes not heard yet. `None` in a lane of several workers, of a job of the
-    /// user's or unpaced, or when the newest rows are more than the attempt was granted (they
-    /// are an earlier attempt's).
+    /// user's or unpaced, or when the newest rows may not be this attempt's alone: the rows
+    /// before them are not those it began with, or they are more than it was granted.
     #[must_use]
     pub(in crate::engine) fn row_past_items_read(&self) -> Option<f64> {
         let ([_], [attempt]) = (self.slots.as_slice(), self.attempts.as_slice()) else {
@@ -158,7 +158,13 @@ impl Lane {
         let write = (items + 1).checked_sub(before)?.div_ceil(batch);
         let may = attempt.granted.max(attempt.writes).saturating_mul(batch);
         let own = self.config.worker.strategy().is_some();
-        (own && attempt.paced() && !attempt.working() && write > 0 && block <= may && items > 0)
+        // The rows before the block are the rows this attempt began with: none came from a
+        // hand (sqlite3, another program) since, and the block is this attempt's.
+        let its_own = before == self.kills.rows_at_spawn(0);
+        // A write before a rebase (a pause, a resume) has no moment on today's schedule.
+        let scheduled = write > attempt.base_writes();
+        let paced = attempt.paced() && !attempt.working();
+        (own && its_own && scheduled && paced && write > 0 && block <= may && items > 0)
             .then(|| attempt.done_at(write))
     }
 

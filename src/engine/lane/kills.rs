@@ -73,6 +73,11 @@ impl Kills {
         self.rows_at_spawn[slot] = rows;
     }
 
+    /// The rows there were when `slot`'s current attempt was spawned.
+    pub(super) fn rows_at_spawn(&self, slot: usize) -> u64 {
+        self.rows_at_spawn.get(slot).copied().unwrap_or(0)
+    }
+
     /// The kill about to land is `--kill-at-message`'s.
     pub(super) fn at_message_is_due(&mut self) {
         self.at_message = true;

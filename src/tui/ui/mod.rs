@@ -19,6 +19,7 @@ mod help;
 mod ids;
 mod lane;
 mod lecture;
+mod snap;
 mod symptoms;
 mod timeline;
 mod wrap;
