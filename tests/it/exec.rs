@@ -466,14 +466,11 @@ os.kill(os.getpid(), signal.SIGKILL)
     assert_eq!(number(&json, "rows"), 6, "{json}\n{}", run.stderr);
 }
 
-/// A job that commits each checkpoint before its row, then pauses: a kill placed by rows lands
-/// in the pause after a row's commit, not in the gap that loses an item, so the night holds and
-/// says it did not test that gap (seen in the rows and checkpoints read together); the same job
-/// committing both at once says nothing of the kind.
 /// A job that commits its checkpoint before its row, in two transactions (`MODE=first`), or
 /// both in one (`MODE=together`); after each item it waits long enough for a kill sent at a row
-/// count to land before the next checkpoint. `MODE=gap` waits between the checkpoint and its
-/// row instead: a kill sent at a row count lands there, and loses that item.
+/// count to land before the next checkpoint. `MODE=gap` commits each row with the next item's
+/// checkpoint and waits after them, a minute at task-003: a kill sent at a row count lands
+/// between a checkpoint and its row, and loses that item.
 fn checkpoint_first_job(dir: &Path) -> PathBuf {
     let job = dir.join("first.py");
     fs::write(
