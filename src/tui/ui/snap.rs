@@ -31,8 +31,6 @@ pub(super) fn on_braille_rows(
         let step = (row * per_row + ((dot - row * 4.0) * per_row / 4.0).floor()).min(grid - 1.0);
         // Clamped: y_max is a tenth above a count, and the bottom step came out at -1e-14,
         // below the axis, where ratatui draws nothing.
-        // Clamped: y_max is a tenth above a count, and the bottom step came out at -1e-14,
-        // below the axis, where ratatui draws nothing.
         (y_max - step * y_max / (grid - 1.0)).clamp(0.0, y_max)
     };
     data.iter().map(|&(x, y)| (x, snap(y))).collect()
