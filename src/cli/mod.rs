@@ -4,6 +4,7 @@
 mod job;
 mod kept;
 mod parse;
+mod schemas;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -24,6 +25,7 @@ use self::parse::{
     parse_clock, parse_delay_ms, parse_key_range, parse_points, parse_progress_deadline,
     parse_scale, parse_sim_seconds, parse_size, parse_strategies,
 };
+pub use self::schemas::SchemasArgs;
 
 /// `--progress-deadline`, on every command that runs nights headless.
 #[derive(Debug, Args)]
@@ -73,6 +75,8 @@ pub enum Subcommand {
     HeartbeatCheck(HeartbeatCheckArgs),
     /// List the nights reclaim kept (size, age, verdict), or remove them
     Kept(KeptArgs),
+    /// List reclaim's nights on a PostgreSQL server (schemas, size, age, verdict), or drop some
+    Schemas(SchemasArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions {
         #[arg(value_enum)]

@@ -200,7 +200,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
         &mut out,
     )?;
     // Its closing lines on stderr beside JSON or CSV, so stdout stays one format.
-    crate::warehouse::close(night, args.json || args.csv, None, &mut out);
+    crate::warehouse::close_map(night, args.keeps_all(), args.json || args.csv, &mut out);
     Ok(judged.exit_code())
 }
 

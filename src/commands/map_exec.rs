@@ -128,7 +128,7 @@ pub(super) fn run(
     };
     print(args, &facts, &cells, all_right, out)?;
     // Its closing lines on stderr beside JSON or CSV, so stdout stays one format.
-    crate::warehouse::close(warehouse, args.json || args.csv, None, out);
+    crate::warehouse::close_map(warehouse, args.keeps_all(), args.json || args.csv, out);
     Ok(judged.exit_code())
 }
 

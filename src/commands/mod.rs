@@ -20,6 +20,7 @@ pub mod replay_check;
 mod run;
 mod run_report;
 mod scenarios;
+mod schemas;
 mod shrink;
 mod shrink_exec;
 mod tui;
@@ -45,6 +46,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Subcommand::Shrink(args)) => shrink::run(&args, &mut crate::base::out::stdout()),
         Some(Subcommand::HeartbeatCheck(args)) => heartbeat_check::run(&args),
         Some(Subcommand::Kept(args)) => kept::run(&args, &mut crate::base::out::stdout()),
+        Some(Subcommand::Schemas(args)) => schemas::run(&args, &mut crate::base::out::stdout()),
         Some(Subcommand::Vendor(args)) => vendor::run(&args),
         Some(Subcommand::Relay(args)) => vendor::relay(&args),
         Some(Subcommand::ExecGuard(args)) => exec_guard::run(&args.command, args.parent),

@@ -41,7 +41,7 @@ use self::backend::Backend;
 pub struct WarehouseArgs {
     /// Where the rows go: sqlite (a file per lane), postgres (a private PostgreSQL cluster for
     /// the night, removed after it), or postgres://USER@HOST/DB (your server: reclaim works in
-    /// schemas it creates and never drops)
+    /// schemas it creates, and drops them as --keep says)
     #[arg(long, value_name = "sqlite|postgres|URL", default_value = "sqlite", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<Spec>()))]
     pub warehouse: Spec,
     /// On PostgreSQL: the night's schema (each lane's is NAME or NAME_LANE); it must not exist
@@ -88,8 +88,8 @@ impl WarehouseArgs {
             }
             return Ok(None);
         }
-        // `--keep always` keeps the private cluster too; on a server reclaim never drops what
-        // it made anyway.
+        // `--keep always` keeps the private cluster too; on a server the night's schemas go as
+        // its folder goes (`Night::keep_with`).
         let keep_cluster = self.keep == Some(crate::base::kept::Keep::Always);
         Night::open(&self.warehouse, self.pg_schema.as_deref(), keep_cluster)
     }
@@ -110,7 +110,7 @@ pub fn settle(
     }
     let settled = folder.settle(failed, verdict, std::time::SystemTime::now());
     if let Some(night) = night {
-        night.keep_with(&settled);
+        night.keep_with(&settled, verdict);
     }
     settled
 }
@@ -128,6 +128,15 @@ pub fn close(night: Option<Night>, json: bool, note: Option<&str>, out: &mut dyn
             let _ = writeln!(out, "{line}");
         }
     }
+}
+
+/// A map's `close`: on a server its nights' schemas are kept only with `--keep`
+/// (`Night::decide`).
+pub fn close_map(mut night: Option<Night>, keep: bool, json: bool, out: &mut dyn std::io::Write) {
+    if let Some(night) = night.as_mut() {
+        night.decide(keep);
+    }
+    close(night, json, None, out);
 }
 
 /// What `--warehouse` names.

@@ -30,6 +30,7 @@ mod pg_map;
 mod pg_reads;
 mod pg_refuse;
 mod pg_scenario;
+mod pg_schemas;
 mod pg_secrets;
 mod pg_warehouse;
 mod quitting;

@@ -251,12 +251,12 @@ fn someone_elses_server(cluster: &Path, host: &str) {
     // Given a server it may use: a night in a schema of its own, left there.
     let night = run(
         &format!("postgresql://bob:right@{host}/postgres"),
-        &["--pg-schema", "nightly", "--kill-at-rows", "7"],
+        &["--pg-schema", "nightly", "--kill-at-rows", "7", "--keep"],
     );
     assert_eq!(night.code, Some(0), "{}\n{}", night.stdout, night.stderr);
     let mut expected: Vec<&str> = before.split(',').chain(["nightly"]).collect();
     expected.sort_unstable();
-    assert_eq!(schemas(), expected.join(","));
+    assert_eq!(schemas(), expected.join(","), "{}", night.stdout);
     assert_eq!(figures(cluster, "nightly"), "20 20 0");
     assert_eq!(
         psql(

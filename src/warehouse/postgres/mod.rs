@@ -4,6 +4,7 @@
 //! (`inspect`), and the night's look at the server itself (`watch`).
 
 mod backend;
+pub mod catalogue;
 mod claim;
 pub mod cluster;
 mod cluster_guard;

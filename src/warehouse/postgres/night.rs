@@ -1,10 +1,12 @@
 //! The night's PostgreSQL as a command holds it: the server checked (or a private cluster
 //! started), each lane's schema claimed, and at the end the closing lines that say where the
-//! rows are.
+//! rows are. On a server the night's schemas go as its folder goes: dropped at the end unless
+//! the folder is kept (`keep_with`) or a map was asked to keep them (`decide`), and the kept
+//! ones carry the verdict (`catalogue`).
 
 use std::path::Path;
 
-use super::{Server, check_server, cluster, schema};
+use super::{Server, catalogue, check_server, cluster, schema};
 use crate::warehouse::Spec;
 use crate::warehouse::error::WarehouseError;
 
@@ -16,6 +18,35 @@ pub struct Night {
     pub cluster: Option<cluster::Cluster>,
     /// The lanes' schemas, as claimed.
     pub schemas: Vec<String>,
+    /// On a server: what becomes of the night's schemas when it closes.
+    fate: Fate,
+    /// On a server: the night's advisory lock, held while it runs (`catalogue::hold`).
+    holder: Option<Holder>,
+    /// When the night opened (seconds since the epoch), as its schemas' marks say.
+    made: u64,
+}
+
+/// What becomes of a night's schemas on a server when it closes; until a command decides (a
+/// `run --db`, whose night has no folder), they are kept, as they always were.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    Undecided,
+    /// Kept, and why (the night's verdict is written on them).
+    Keep {
+        why: String,
+        verdict: Option<String>,
+    },
+    /// Dropped, and why.
+    Drop(String),
+}
+
+/// The connection that holds the night's lock (a `postgres::Client` says nothing of itself).
+struct Holder(#[allow(dead_code)] postgres::Client);
+
+impl std::fmt::Debug for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Holder")
+    }
 }
 
 impl Night {
@@ -27,6 +58,9 @@ impl Night {
         schema: Option<&str>,
         keep: bool,
     ) -> Result<Option<Self>, WarehouseError> {
+        let made = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         let night = match spec {
             Spec::Sqlite => return Ok(None),
             Spec::Private => {
@@ -39,14 +73,14 @@ impl Night {
                     server,
                     cluster: Some(cluster),
                     schemas: Vec::new(),
+                    fate: Fate::Undecided,
+                    holder: None,
+                    made,
                 }
             }
             Spec::Server(url) => {
-                let stamp = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs());
                 let prefix = schema.map_or_else(
-                    || format!("reclaim_{stamp}_{}", std::process::id()),
+                    || format!("reclaim_{made}_{}", std::process::id()),
                     str::to_string,
                 );
                 let server = Server {
@@ -54,6 +88,13 @@ impl Night {
                     prefix,
                 };
                 check_server(&server)?;
+                let Some(holder) = catalogue::hold(&server)? else {
+                    return Err(WarehouseError::Flags(format!(
+                        "a night named {} is running on {} now: name yours otherwise (--pg-schema)",
+                        server.prefix,
+                        server.target()
+                    )));
+                };
                 if schema.is_some() {
                     refuse_taken_prefix(&server)?;
                 }
@@ -61,6 +102,9 @@ impl Night {
                     server,
                     cluster: None,
                     schemas: Vec::new(),
+                    fate: Fate::Undecided,
+                    holder: Some(Holder(holder)),
+                    made,
                 }
             }
         };
@@ -93,8 +137,88 @@ impl Night {
         }
         if let Some(cluster) = self.cluster.as_mut() {
             cluster.stop();
+            return cluster.closing_lines(&self.schemas);
         }
-        self.closing_lines()
+        let line = self.settle_schemas();
+        // The night is over: its lock goes with its connection.
+        self.holder = None;
+        vec![line]
+    }
+
+    /// A map's decision (`map --keep`): its nights' schemas kept or dropped as one.
+    pub fn decide(&mut self, keep: bool) {
+        self.fate = if keep {
+            Fate::Keep {
+                why: "--keep".into(),
+                verdict: Some("kept by map --keep (a map's verdict is its cells')".into()),
+            }
+        } else {
+            Fate::Drop("--keep always keeps them".into())
+        };
+    }
+
+    /// On a server, the night's schemas dropped or kept (with the verdict written on them) as
+    /// decided, and the closing line that says which.
+    fn settle_schemas(&self) -> String {
+        let target = self.server.target();
+        let list = list_schemas(&self.schemas);
+        let listing = format!(
+            "`reclaim schemas --warehouse URL` lists them, `--drop {}` drops them",
+            self.server.prefix
+        );
+        if self.schemas.is_empty() {
+            return format!("postgres     {target} schemas none");
+        }
+        match &self.fate {
+            Fate::Drop(why) => {
+                // Only what carries this night's mark: a schema someone else made under the
+                // night's name is left (and said).
+                let dropped = self.server.connect(None).and_then(|mut client| {
+                    let ours =
+                        catalogue::marked_for(&mut client, &self.server.prefix, &self.schemas)?;
+                    catalogue::refuse_dependents(&mut client, &ours)?;
+                    catalogue::drop_schemas(&mut client, &ours).map(|()| ours)
+                });
+                match dropped {
+                    Ok(ours) if ours.len() == self.schemas.len() => {
+                        format!("postgres     {target} schemas {list} dropped ({why})")
+                    }
+                    Ok(ours) => {
+                        let left: Vec<String> = (self.schemas.iter())
+                            .filter(|s| !ours.contains(s))
+                            .cloned()
+                            .collect();
+                        format!(
+                            "postgres     {target} schemas {} dropped ({why}); {} left: not marked as this night's",
+                            list_schemas(&ours),
+                            list_schemas(&left)
+                        )
+                    }
+                    Err(e) => format!(
+                        "postgres     {target} schemas {list}: not all dropped ({e}); {listing}"
+                    ),
+                }
+            }
+            Fate::Keep { why, verdict } => {
+                let recorded = verdict.as_deref().map(|verdict| {
+                    self.server.connect(None).and_then(|mut client| {
+                        catalogue::record_verdict(
+                            &mut client,
+                            &self.schemas,
+                            &self.server.prefix,
+                            self.made,
+                            verdict,
+                        )
+                    })
+                });
+                let unrecorded = match recorded {
+                    Some(Err(e)) => format!(" (its verdict was not written on them: {e})"),
+                    _ => String::new(),
+                };
+                format!("postgres     {target} schemas {list} kept ({why}){unrecorded}: {listing}")
+            }
+            Fate::Undecided => format!("postgres     {target} schemas {list} kept: {listing}"),
+        }
     }
 
     /// The private cluster's folder, to be kept with the night's own folder if that is kept
@@ -105,8 +229,25 @@ impl Night {
     }
 
     /// The night's folder was kept as `settled` says: the private cluster, with the failed
-    /// night's rows, is kept beside it and said so (nothing to do on a server, or unless kept).
-    pub fn keep_with(&mut self, settled: &crate::base::kept::Settled) {
+    /// night's rows, is kept beside it and said so; on a server the night's schemas are kept
+    /// with `verdict` written on them, or dropped with a folder not kept.
+    pub fn keep_with(&mut self, settled: &crate::base::kept::Settled, verdict: &str) {
+        if self.cluster.is_none() {
+            let policy = settled.policy;
+            let keep = |why: String| Fate::Keep {
+                why,
+                verdict: Some(verdict.into()),
+            };
+            self.fate = match (settled.kept, policy, &settled.held) {
+                (true, crate::base::kept::Keep::Always, _) => keep("--keep always".into()),
+                (true, _, Some(held)) => keep(format!("--keep {policy}, but {held}")),
+                (true, _, None) => keep(format!("--keep {policy}: the night failed")),
+                (false, crate::base::kept::Keep::Never, _) => Fate::Drop("--keep never".into()),
+                (false, _, _) => Fate::Drop(format!(
+                    "--keep {policy}: nothing failed; --keep always keeps them"
+                )),
+            };
+        }
         if !settled.kept {
             return;
         }
@@ -141,17 +282,6 @@ impl Night {
             )
             .map_err(|e| WarehouseError::query("listing the night's schemas", &e))?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
-    }
-
-    fn closing_lines(&self) -> Vec<String> {
-        match &self.cluster {
-            Some(cluster) => cluster.closing_lines(&self.schemas),
-            None => vec![format!(
-                "postgres     {} schemas {} (kept: reclaim never drops what it made on your server)",
-                self.server.target(),
-                list_schemas(&self.schemas)
-            )],
-        }
     }
 }
 

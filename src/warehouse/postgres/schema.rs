@@ -42,7 +42,8 @@ const OUTBOX_SQL: &str = "CREATE TABLE IF NOT EXISTS outbox(
     sent_at    double precision
 )";
 
-/// Claims a lane's schema before the night: creates it, with reclaim's mark, only if no schema
+/// Claims a lane's schema before the night: creates it, with reclaim's mark (`catalogue::mark`:
+/// the night's name and the moment), only if no schema
 /// of that name exists; otherwise refuses, changing nothing (saying whether it holds a `records`
 /// table, which would be someone else's).
 pub fn claim_schema(server: &Server, schema: &str) -> Result<(), WarehouseError> {
@@ -72,9 +73,13 @@ pub fn claim_schema(server: &Server, schema: &str) -> Result<(), WarehouseError>
             },
         });
     }
+    let made = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let sql = format!(
-        "CREATE SCHEMA {s}; COMMENT ON SCHEMA {s} IS '{MARK}'",
-        s = quote_ident(schema)
+        "CREATE SCHEMA {s}; COMMENT ON SCHEMA {s} IS {mark}",
+        s = quote_ident(schema),
+        mark = quote_literal(&super::catalogue::mark(&server.prefix, made))
     );
     client
         .batch_execute(&format!("BEGIN; {sql}; COMMIT"))
@@ -96,7 +101,7 @@ pub(super) fn prepare(
         )
         .map_err(|e| WarehouseError::query("reading the schema's mark", &e))?
         .and_then(|row| row.get(0));
-    if mark.as_deref() != Some(MARK) {
+    if !mark.as_deref().is_some_and(super::catalogue::is_mark) {
         return Err(WarehouseError::Query {
             what: format!("schema {schema}"),
             detail: "it was not made by reclaim for this night (no reclaim mark); reclaim writes only into schemas it made".into(),
