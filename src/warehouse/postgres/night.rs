@@ -270,8 +270,9 @@ impl Night {
         self.cluster.as_ref().is_some_and(|c| !c.kept())
     }
 
-    /// The schemas named by the night's prefix (`NAME`, `NAME_...`), read on the server: all
-    /// the night's own (a private cluster's, or a prefix refused when it was taken already).
+    /// The schemas the night made, whoever claimed them (a dashboard's lanes, prove's or a
+    /// map's nights): those named by its prefix (`NAME`, `NAME_...`) whose mark names it, so a
+    /// night `ci` never counts, drops or marks a `ci_pr42` running beside it.
     fn made_schemas(&self) -> Result<Vec<String>, WarehouseError> {
         let mut client = self.server.connect(None)?;
         let pattern = format!("{}\\_%", self.server.prefix);
@@ -281,7 +282,8 @@ impl Night {
                 &[&self.server.prefix, &pattern],
             )
             .map_err(|e| WarehouseError::query("listing the night's schemas", &e))?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        let named: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        catalogue::marked_for(&mut client, &self.server.prefix, &named)
     }
 }
 
