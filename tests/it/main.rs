@@ -32,6 +32,7 @@ mod pg_refuse;
 mod pg_scenario;
 mod pg_schemas;
 mod pg_secrets;
+mod pg_tls;
 mod pg_warehouse;
 mod quitting;
 mod recorded_figures;

@@ -293,8 +293,9 @@ fn wait_ready(
                 "postgres exited at start ({status}): {tail}"
             )));
         }
-        if let Ok((config, _)) = conninfo(dir, password).config()
-            && super::connect_with(config, "the private cluster", None).is_ok()
+        if let Ok(prepared) = conninfo(dir, password).config()
+            && super::connect_with(prepared.config, &prepared.tls, "the private cluster", None)
+                .is_ok()
         {
             return Ok(child);
         }

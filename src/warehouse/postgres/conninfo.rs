@@ -13,6 +13,8 @@ use std::fmt;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 
+use super::tls::Tls;
+
 /// Why a connection string, a password file or a service cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -28,6 +30,16 @@ impl From<&str> for ConninfoError {
     fn from(said: &str) -> Self {
         Self(said.to_owned())
     }
+}
+
+/// A connection string ready for the driver (`Conninfo::config`).
+pub struct Prepared {
+    /// The driver's settings, its password filled in as libpq would.
+    pub config: postgres::Config,
+    /// How the connection is encrypted and the server checked (`sslmode`, `sslrootcert`).
+    pub tls: Tls,
+    /// Why a password file was passed over, if it was.
+    pub note: Option<String>,
 }
 
 /// What a password is shown as.
@@ -57,10 +69,19 @@ impl Conninfo {
     }
 
     /// The driver's settings, the password and a service's settings filled in as libpq would
-    /// (see the module's header). The note says why a password file was passed over; an error
-    /// is said without the password.
-    pub fn config(&self) -> Result<(postgres::Config, Option<String>), ConninfoError> {
-        let (text, service) = take_service(&self.0);
+    /// (see the module's header), and its TLS settings (`tls`), taken from the string or from
+    /// `PGSSLMODE` and `PGSSLROOTCERT`. An error is said without the password.
+    pub fn config(&self) -> Result<Prepared, ConninfoError> {
+        let (text, taken) = take_keys(&self.0, &["service", "sslmode", "sslrootcert"]);
+        let setting = |key: &str| {
+            taken
+                .iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        let service = setting("service");
+        let tls = Tls::from_settings(setting("sslmode"), setting("sslrootcert"))?;
         let mut config: postgres::Config = text.parse().map_err(|e: postgres::Error| {
             // The driver's own words and their cause (for `?bogus=1`, "invalid connection
             // string: unknown option" and its name), where its Display stops before the cause.
@@ -90,7 +111,8 @@ impl Conninfo {
                 }
             }
         }
-        Ok((config, note))
+        config.ssl_mode(tls.driver_mode());
+        Ok(Prepared { config, tls, note })
     }
 }
 
@@ -175,45 +197,69 @@ fn redact_assignments(text: &str) -> String {
     out
 }
 
-/// The string without its `service` setting (which the driver does not know), and that setting.
-fn take_service(text: &str) -> (String, Option<String>) {
-    let is_service = |pair: &str| pair.strip_prefix("service=").map(str::to_string);
+/// The string without the settings named in `keys` (which the driver does not know: `service`,
+/// `sslmode`'s libpq values, `sslrootcert`), and those settings in order, a URL's values
+/// percent-decoded.
+fn take_keys(text: &str, keys: &[&str]) -> (String, Vec<(String, String)>) {
+    let mut taken = Vec::new();
+    let mut keep = |pair: &str, url: bool| {
+        let Some((key, value)) = pair.split_once('=') else {
+            return true;
+        };
+        if !keys.contains(&key) {
+            return true;
+        }
+        let value = if url {
+            decode(value)
+        } else {
+            value.to_string()
+        };
+        taken.push((key.to_string(), value));
+        false
+    };
     if let Some((base, query)) = text.split_once('?')
         && text.contains("://")
     {
-        let mut service = None;
-        let kept: Vec<&str> = query
-            .split('&')
-            .filter(|pair| match is_service(pair) {
-                Some(name) => {
-                    service = Some(name);
-                    false
-                }
-                None => true,
-            })
-            .collect();
+        let kept: Vec<&str> = query.split('&').filter(|pair| keep(pair, true)).collect();
         let text = if kept.is_empty() {
             base.to_string()
         } else {
             format!("{base}?{}", kept.join("&"))
         };
-        return (text, service);
+        return (text, taken);
     }
     if text.contains("://") {
-        return (text.to_string(), None);
+        return (text.to_string(), taken);
     }
-    let mut service = None;
     let kept: Vec<&str> = text
         .split_whitespace()
-        .filter(|pair| match is_service(pair) {
-            Some(name) => {
-                service = Some(name);
-                false
-            }
-            None => true,
-        })
+        .filter(|pair| keep(pair, false))
         .collect();
-    (kept.join(" "), service)
+    (kept.join(" "), taken)
+}
+
+/// A URL's `%XX` escapes decoded (a value that is not valid UTF-8 after it is kept as given).
+fn decode(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| value.to_string())
 }
 
 /// Fills what `config` lacks from the service `name`'s section (the user's file first).
@@ -436,6 +482,27 @@ mod tests {
     }
 
     #[test]
+    fn tls_settings_are_taken_out_for_reclaim_and_decoded() {
+        let keys = ["sslmode", "sslrootcert"];
+        let (text, taken) = take_keys(
+            "postgres://u@h/db?sslmode=verify-full&sslrootcert=%2Ftmp%2Fmy%20ca.pem&port=1",
+            &keys,
+        );
+        assert_eq!(text, "postgres://u@h/db?port=1");
+        assert_eq!(taken[1], ("sslrootcert".into(), "/tmp/my ca.pem".into()));
+        let (text, taken) = take_keys("host=h sslmode=require user=u", &keys);
+        assert_eq!((text.as_str(), taken.len()), ("host=h user=u", 1));
+        let prepared = Conninfo::new("postgres://u@h/db?sslmode=verify-ca").config();
+        assert_eq!(
+            prepared.map(|p| (p.tls.mode, p.config.get_ssl_mode())),
+            Ok((
+                super::super::tls::SslMode::VerifyCa,
+                postgres::config::SslMode::Require
+            ))
+        );
+    }
+
+    #[test]
     fn a_password_file_line_matches_by_host_port_database_and_user() {
         let file = "# comment\nother:5432:*:bob:no\nh:5432:*:bob:pa\\:ss:x\n*:*:*:*:any\n";
         assert_eq!(
@@ -459,20 +526,21 @@ mod tests {
         assert_eq!(settings.len(), 3);
         assert_eq!(settings[1], ("port".into(), "6543".into()));
         assert_eq!(service_section(file, "nope"), None);
+        let service = |text| take_keys(text, &["service"]);
         assert_eq!(
-            take_service("postgres://u@h/db?service=wh&sslmode=disable"),
+            service("postgres://u@h/db?service=wh&sslmode=disable"),
             (
                 "postgres://u@h/db?sslmode=disable".into(),
-                Some("wh".into())
+                vec![("service".into(), "wh".into())]
             )
         );
         assert_eq!(
-            take_service("postgres://?service=wh"),
-            ("postgres://".into(), Some("wh".into()))
+            service("postgres://?service=wh"),
+            ("postgres://".into(), vec![("service".into(), "wh".into())])
         );
         assert_eq!(
-            take_service("service=wh user=u"),
-            ("user=u".into(), Some("wh".into()))
+            service("service=wh user=u"),
+            ("user=u".into(), vec![("service".into(), "wh".into())])
         );
     }
 }

@@ -21,9 +21,10 @@ use crate::warehouse::source::RowSource;
 #[must_use]
 pub fn job_env(server: &Server, db: &Path) -> Vec<(&'static str, String)> {
     let mut env = Vec::new();
-    let Ok((config, _)) = server.conninfo.config() else {
+    let Ok(prepared) = server.conninfo.config() else {
         return env;
     };
+    let config = prepared.config;
     let host = config.get_hosts().first().map(|h| match h {
         postgres::config::Host::Tcp(name) => name.clone(),
         postgres::config::Host::Unix(path) => path.display().to_string(),
@@ -40,6 +41,10 @@ pub fn job_env(server: &Server, db: &Path) -> Vec<(&'static str, String)> {
     env.push(("PGDATABASE", dbname.clone()));
     if let Some(password) = config.get_password() {
         env.push(("PGPASSWORD", String::from_utf8_lossy(password).into_owned()));
+    }
+    env.push(("PGSSLMODE", prepared.tls.mode.as_str().to_string()));
+    if let Some(rootcert) = &prepared.tls.rootcert {
+        env.push(("PGSSLROOTCERT", rootcert.as_str()));
     }
     env.push((
         "PGCONNECT_TIMEOUT",

@@ -19,6 +19,7 @@ mod schema;
 mod server_events;
 mod session;
 mod state;
+pub mod tls;
 mod writer;
 
 pub use conninfo::Conninfo;

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use super::tls::Tls;
 use super::{
     CONNECT_TIMEOUT, LOCK_TIMEOUT_MS, RESTART_WAIT, STATEMENT_TIMEOUT_MS, Server, quote_ident,
 };
@@ -32,15 +33,16 @@ impl Server {
         &self,
         schema: Option<&str>,
     ) -> Result<postgres::Client, WarehouseError> {
-        let (config, passed_over) =
-            self.conninfo
-                .config()
-                .map_err(|detail| WarehouseError::Connect {
-                    target: self.target(),
-                    detail: detail.0,
-                })?;
+        let prepared = self
+            .conninfo
+            .config()
+            .map_err(|detail| WarehouseError::Connect {
+                target: self.target(),
+                detail: detail.0,
+            })?;
+        let passed_over = prepared.note;
         // A missing password is said with the ways to give one, or why the file was passed over.
-        connect_with(config, &self.target(), schema).map_err(|e| match e {
+        connect_with(prepared.config, &prepared.tls, &self.target(), schema).map_err(|e| match e {
             WarehouseError::Connect { target, detail } if detail.contains("password missing") => {
                 let why = passed_over.unwrap_or_else(|| {
                     "give it in PGPASSWORD, ~/.pgpass or a service (PGSERVICE), not on the command line".into()
@@ -91,6 +93,7 @@ impl Server {
 /// `MAX_UNANSWERED` such attempts are left waiting, so a silent server cannot pile them up.
 pub fn connect_with(
     mut config: postgres::Config,
+    tls: &Tls,
     target: &str,
     schema: Option<&str>,
 ) -> Result<postgres::Client, WarehouseError> {
@@ -113,18 +116,38 @@ pub fn connect_with(
         target: target.to_string(),
         detail,
     };
+    let connector = tls.connector().map_err(|e| failed(e.0))?;
     if UNANSWERED.load(Ordering::SeqCst) >= MAX_UNANSWERED {
         return Err(failed(format!(
             "{MAX_UNANSWERED} earlier connection attempts are still unanswered; not trying again"
         )));
     }
+    let address = match (config.get_hosts().first(), config.get_ports().first()) {
+        (Some(postgres::config::Host::Tcp(host)), port) => {
+            Some((host.clone(), port.copied().unwrap_or(5432)))
+        }
+        _ => None,
+    };
+    // What reclaim can add to the driver's words: which roots a refused certificate was
+    // checked against, and what a server that is not PostgreSQL said.
+    let explained = |detail: String| {
+        let answered = address
+            .as_ref()
+            .filter(|_| speaks_otherwise(&detail))
+            .and_then(|(host, port)| what_it_answered(host, *port));
+        let detail = tls.explain(detail);
+        failed(match answered {
+            Some(answered) => format!("{detail} ({answered})"),
+            None => detail,
+        })
+    };
     let (tx, rx) = mpsc::sync_channel(1);
     UNANSWERED.fetch_add(1, Ordering::SeqCst);
     let spawned = std::thread::Builder::new()
         .name("pg-connect".into())
         .spawn(move || {
             let outcome = config
-                .connect(postgres::NoTls)
+                .connect(connector)
                 .and_then(|mut client| client.batch_execute(&setup).map(|()| client))
                 .map_err(|e| (describe(&e), is_lost(&e)));
             UNANSWERED.fetch_sub(1, Ordering::SeqCst);
@@ -141,12 +164,52 @@ pub fn connect_with(
             what: format!("connecting to {target}"),
             detail,
         }),
-        Ok(outcome) => outcome.map_err(|(detail, _)| failed(detail)),
-        Err(_) => Err(failed(format!(
+        Ok(outcome) => outcome.map_err(|(detail, _)| explained(detail)),
+        Err(_) => Err(explained(format!(
             "no answer within {} s (it accepted the connection but said nothing: is it a PostgreSQL server, and is it up?)",
             CONNECT_TIMEOUT.as_secs()
         ))),
     }
+}
+
+/// Whether the driver's words may mean the other end is not a PostgreSQL server: it sent what
+/// the protocol does not allow, or nothing.
+fn speaks_otherwise(detail: &str) -> bool {
+    [
+        "bytes remaining on stream",
+        "corrupt message",
+        "unexpected message",
+        "does not support TLS",
+        "no answer within",
+    ]
+    .iter()
+    .any(|words| detail.contains(words))
+}
+
+/// What the server at `host:port` says to PostgreSQL's first message (a request for TLS, which
+/// every PostgreSQL server answers with one byte, `S` or `N`), when it says something else;
+/// `None` when it answers as PostgreSQL does, or says nothing within a second.
+fn what_it_answered(host: &str, port: u16) -> Option<String> {
+    use std::io::{Read as _, Write as _};
+    const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f];
+    let bound = Duration::from_secs(1);
+    let address = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+        .ok()?
+        .next()?;
+    let mut stream = std::net::TcpStream::connect_timeout(&address, bound).ok()?;
+    stream.set_read_timeout(Some(bound)).ok()?;
+    stream.set_write_timeout(Some(bound)).ok()?;
+    stream.write_all(&SSL_REQUEST).ok()?;
+    let mut said = [0_u8; 40];
+    let read = stream.read(&mut said).ok()?;
+    if read == 0 || (read == 1 && matches!(said[0], b'S' | b'N')) {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&said[..read]);
+    Some(format!(
+        "{host}:{port} answered PostgreSQL's first message with \"{}\", which no PostgreSQL server says",
+        crate::base::text::escape_controls(&text)
+    ))
 }
 
 /// Abandoned connection attempts still waiting for an answer (`connect_with`).

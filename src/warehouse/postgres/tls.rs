@@ -1,0 +1,393 @@
+//! TLS to a server, as libpq reads its settings: `sslmode` (`disable`, `allow`, `prefer`,
+//! `require`, `verify-ca`, `verify-full`) and `sslrootcert` (a PEM file, or `system` for the
+//! system's roots), from the connection string or from `PGSSLMODE` and `PGSSLROOTCERT`.
+//!
+//! As libpq: `prefer` (the default) and `require` encrypt without checking the certificate,
+//! unless a root certificate is given or `~/.postgresql/root.crt` exists, when they check its
+//! chain as `verify-ca` does; `verify-ca` checks the chain; `verify-full` the chain and that the
+//! certificate names the host. Unlike libpq, a `verify-*` with no root certificate at all uses
+//! the system's roots where libpq would refuse. `allow` is taken as `prefer`. The TLS is rustls's
+//! (with ring), so no system OpenSSL is needed.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use super::conninfo::ConninfoError;
+
+/// libpq's `sslmode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SslMode {
+    Disable,
+    Allow,
+    Prefer,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+impl SslMode {
+    /// libpq's name for it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Disable => "disable",
+            Self::Allow => "allow",
+            Self::Prefer => "prefer",
+            Self::Require => "require",
+            Self::VerifyCa => "verify-ca",
+            Self::VerifyFull => "verify-full",
+        }
+    }
+}
+
+/// Where the trusted roots come from (`sslrootcert`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RootCert {
+    /// `sslrootcert=system`: the system's store.
+    System,
+    /// A PEM file of one or more certificates.
+    File(PathBuf),
+}
+
+impl RootCert {
+    /// As `sslrootcert` gives it.
+    #[must_use]
+    pub fn as_str(&self) -> String {
+        match self {
+            Self::System => "system".into(),
+            Self::File(file) => file.display().to_string(),
+        }
+    }
+}
+
+/// A connection's TLS settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tls {
+    pub mode: SslMode,
+    /// Given in the string or `PGSSLROOTCERT`; `None` when neither gave one.
+    pub rootcert: Option<RootCert>,
+}
+
+/// How much of the server's certificate is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Encrypted, the certificate not checked (`prefer` and `require` without a root).
+    Nothing,
+    /// Its chain to a trusted root (`verify-ca`).
+    Chain,
+    /// Its chain, and that it names the host reclaim connected to (`verify-full`).
+    ChainAndName,
+}
+
+impl Tls {
+    /// The settings from the string's values, else libpq's variables, else `prefer`.
+    pub fn from_settings(
+        mode: Option<String>,
+        rootcert: Option<String>,
+    ) -> Result<Self, ConninfoError> {
+        let env = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
+        let mode = match mode.or_else(|| env("PGSSLMODE")).as_deref() {
+            None | Some("prefer") => SslMode::Prefer,
+            Some("disable") => SslMode::Disable,
+            Some("allow") => SslMode::Allow,
+            Some("require") => SslMode::Require,
+            Some("verify-ca") => SslMode::VerifyCa,
+            Some("verify-full") => SslMode::VerifyFull,
+            Some(other) => {
+                return Err(ConninfoError(format!(
+                    "sslmode={} is not one of disable, allow, prefer, require, verify-ca, verify-full",
+                    crate::base::text::escape_controls(other)
+                )));
+            }
+        };
+        let rootcert =
+            rootcert
+                .or_else(|| env("PGSSLROOTCERT"))
+                .map(|given| match given.as_str() {
+                    "system" => RootCert::System,
+                    _ => RootCert::File(PathBuf::from(given)),
+                });
+        Ok(Self { mode, rootcert })
+    }
+
+    /// The driver's own mode: whether it asks for TLS, and whether it may go on without it.
+    #[must_use]
+    pub fn driver_mode(&self) -> postgres::config::SslMode {
+        match self.mode {
+            SslMode::Disable => postgres::config::SslMode::Disable,
+            SslMode::Allow | SslMode::Prefer => postgres::config::SslMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+                postgres::config::SslMode::Require
+            }
+        }
+    }
+
+    /// The roots to trust and how much to check, as the module's header says.
+    fn plan(&self) -> (Check, Option<RootCert>) {
+        let default_file = std::env::var_os("HOME")
+            .map(|home| Path::new(&home).join(".postgresql/root.crt"))
+            .filter(|file| file.exists())
+            .map(RootCert::File);
+        let roots = self.rootcert.clone().or(default_file);
+        match self.mode {
+            SslMode::VerifyFull => (Check::ChainAndName, roots.or(Some(RootCert::System))),
+            SslMode::VerifyCa => (Check::Chain, roots.or(Some(RootCert::System))),
+            _ if roots.is_some() => (Check::Chain, roots),
+            _ => (Check::Nothing, None),
+        }
+    }
+
+    /// `detail` (a driver's failure to connect) with, when a certificate was refused, the roots
+    /// it was checked against and the ways to give others.
+    #[must_use]
+    pub fn explain(&self, detail: String) -> String {
+        if !detail.contains("invalid peer certificate") {
+            return detail;
+        }
+        let roots = match self.plan().1 {
+            Some(RootCert::File(file)) => format!(
+                "the certificates in {}",
+                crate::base::text::escape_controls(&file.display().to_string())
+            ),
+            _ => "the system's roots".to_string(),
+        };
+        format!(
+            "{detail} (checked against {roots}: give the server's CA with sslrootcert=FILE, or \
+             sslmode=require to encrypt without checking the certificate)"
+        )
+    }
+
+    /// The driver's TLS connector for these settings, built once per process and setting.
+    pub fn connector(&self) -> Result<MakeRustlsConnect, ConninfoError> {
+        static BUILT: Mutex<Vec<(Tls, Arc<ClientConfig>)>> = Mutex::new(Vec::new());
+        let mut built = BUILT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, config)) = built.iter().find(|(tls, _)| tls == self) {
+            return Ok(MakeRustlsConnect::new((**config).clone()));
+        }
+        let config = Arc::new(self.client_config()?);
+        built.push((self.clone(), Arc::clone(&config)));
+        Ok(MakeRustlsConnect::new((*config).clone()))
+    }
+
+    fn client_config(&self) -> Result<ClientConfig, ConninfoError> {
+        // ring is deprecated in rustls 0.23.48 for lacking post-quantum key exchange; the
+        // other provider (aws-lc-rs) builds a C library with cmake, which a fresh machine
+        // lacks. A server's classical key exchange (X25519, P-256) is what libpq gets too.
+        #[allow(deprecated)]
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| ConninfoError(format!("cannot set up TLS: {e}")))?;
+        let (check, roots) = self.plan();
+        let verifier: Arc<dyn ServerCertVerifier> = match roots {
+            None => Arc::new(Unchecked(provider)),
+            Some(roots) => {
+                let webpki =
+                    WebPkiServerVerifier::builder_with_provider(Arc::new(load(&roots)?), provider)
+                        .build()
+                        .map_err(|e| ConninfoError(format!("cannot set up TLS: {e}")))?;
+                if check == Check::ChainAndName {
+                    webpki
+                } else {
+                    Arc::new(ChainOnly(webpki))
+                }
+            }
+        };
+        Ok(builder
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth())
+    }
+}
+
+/// The trusted roots: the system's, or a PEM file's (one line if it cannot be read or holds none).
+fn load(roots: &RootCert) -> Result<RootCertStore, ConninfoError> {
+    let mut store = RootCertStore::empty();
+    match roots {
+        RootCert::System => {
+            let found = rustls_native_certs::load_native_certs();
+            store.add_parsable_certificates(found.certs);
+            if store.is_empty() {
+                return Err(ConninfoError::from(
+                    "no system root certificates found (give one with sslrootcert=FILE)",
+                ));
+            }
+        }
+        RootCert::File(file) => {
+            let shown = crate::base::text::escape_controls(&file.display().to_string());
+            let certs = CertificateDer::pem_file_iter(file)
+                .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+                .map_err(|e| ConninfoError(format!("sslrootcert {shown}: cannot read it: {e}")))?;
+            store.add_parsable_certificates(certs);
+            if store.is_empty() {
+                return Err(ConninfoError(format!(
+                    "sslrootcert {shown}: no certificate in it (a PEM file is expected)"
+                )));
+            }
+        }
+    }
+    Ok(store)
+}
+
+/// `prefer` and `require` with no root: encrypted, the certificate taken as it is (the
+/// handshake's signatures are still checked).
+#[derive(Debug)]
+struct Unchecked(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for Unchecked {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `verify-ca`: the chain checked as `verify-full` checks it, the host's name not.
+#[derive(Debug)]
+struct ChainOnly(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        // The chain is checked before the name, so a name error means the chain held.
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libpq_modes_are_read_and_a_wrong_one_is_refused() {
+        let tls = |mode: &str| Tls::from_settings(Some(mode.into()), None);
+        assert_eq!(tls("verify-full").map(|t| t.mode), Ok(SslMode::VerifyFull));
+        assert_eq!(
+            tls("require").map(|t| t.driver_mode()),
+            Ok(postgres::config::SslMode::Require)
+        );
+        assert_eq!(
+            tls("allow").map(|t| t.driver_mode()),
+            Ok(postgres::config::SslMode::Prefer)
+        );
+        let Err(ConninfoError(said)) = tls("verify_full") else {
+            panic!("a mode libpq does not know is refused");
+        };
+        assert!(
+            said.starts_with("sslmode=verify_full is not one of"),
+            "{said}"
+        );
+        let system = Tls::from_settings(Some("verify-ca".into()), Some("system".into()));
+        assert_eq!(system.map(|t| t.rootcert), Ok(Some(RootCert::System)));
+    }
+
+    #[test]
+    fn what_is_checked_follows_the_mode_and_a_given_root() {
+        let file = Some(RootCert::File("/nonexistent/ca.pem".into()));
+        let plan = |mode, rootcert| Tls { mode, rootcert }.plan().0;
+        assert_eq!(plan(SslMode::VerifyFull, None), Check::ChainAndName);
+        assert_eq!(plan(SslMode::VerifyCa, None), Check::Chain);
+        assert_eq!(plan(SslMode::Require, file.clone()), Check::Chain);
+        assert_eq!(plan(SslMode::Prefer, file), Check::Chain);
+    }
+
+    #[test]
+    fn an_unreadable_root_file_is_one_line_naming_it() {
+        let tls = Tls {
+            mode: SslMode::VerifyFull,
+            rootcert: Some(RootCert::File("/nonexistent/ca.pem".into())),
+        };
+        let Err(ConninfoError(said)) = tls.connector() else {
+            panic!("a missing root file is refused");
+        };
+        assert!(
+            said.starts_with("sslrootcert /nonexistent/ca.pem: cannot read it"),
+            "{said}"
+        );
+    }
+}
