@@ -524,6 +524,10 @@ pub struct WorkerArgs {
     /// Granted everything, say only the latest `wrote` line before any other line
     #[arg(long, hide = true, requires = "gated")]
     pub quiet_writes: bool,
+    /// Sim seconds per real second of the supervisor's clock (a claim worker's lease on the
+    /// long item covers its work in the night's time)
+    #[arg(long, hide = true, default_value_t = 1.0, requires = "gated")]
+    pub scale: f64,
     /// Checkpoint the log every PAGES pages (a night's database in memory)
     #[arg(long, hide = true, requires = "supervised", value_name = "PAGES", value_parser = clap::value_parser!(u32).range(1..))]
     pub wal_autocheckpoint: Option<u32>,
@@ -576,6 +580,7 @@ impl WorkerArgs {
             side_effect: self.side_effect,
             vendor: self.vendor,
             long_item: self.long.long_item,
+            scale: self.scale,
             split: self.long.split,
             quiet_writes: self.quiet_writes,
             wal_autocheckpoint: self.wal_autocheckpoint,

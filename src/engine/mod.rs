@@ -373,7 +373,7 @@ impl Engine {
         now: Instant,
     ) -> Result<(), EngineError> {
         self.lanes[lane].begin_attempt(slot, start);
-        let (command, gated) = self.lanes[lane].command(slot, &self.config.exe);
+        let (command, gated) = self.lanes[lane].command(slot, &self.config.exe, self.config.scale);
         self.lanes[lane].spawning(slot);
         let paused = self.paused_at.is_some();
         let program = PathBuf::from(command.get_program());

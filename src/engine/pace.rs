@@ -117,6 +117,16 @@ impl Attempt {
         self.base_sim + self.pace.span(k.saturating_sub(self.base_writes))
     }
 
+    /// The moment this attempt's worker waits for: its next write's (or its last's, while it
+    /// has not asked for the next), or in the long item's work the end of its current step.
+    #[must_use]
+    pub fn awaited(&self) -> f64 {
+        match self.work {
+            Some(work) => work.at(work.done + 1),
+            None => self.done_at(self.need.max(self.writes)),
+        }
+    }
+
     /// Whether the worker is doing the long item's work.
     #[must_use]
     pub fn working(&self) -> bool {
@@ -197,10 +207,7 @@ impl Attempt {
         }
         // In the long item's work, the end of the step it does (the last one ends with the
         // write itself).
-        let mut hold = match self.work {
-            Some(work) => work.at(work.done + 1),
-            None => self.done_at(self.need.max(self.writes)),
-        };
+        let mut hold = self.awaited();
         // A crash inside write k is stamped with the attempt's present, write k-1's moment:
         // the clock waits there until the worker has died or made write k, so the kill lands on
         // that second at every speed rather than wherever the clock had run to meanwhile.

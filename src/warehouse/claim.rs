@@ -14,6 +14,20 @@ pub struct LeaseClock {
     /// The night's moment; `None`: real time.
     pub at: Option<f64>,
     pub secs: f64,
+    /// The long item's index and how much longer its lease is (its announced work, in the
+    /// same time as `secs`): its worker holds it while it works, and no other takes it over.
+    pub long: Option<(u64, f64)>,
+}
+
+impl LeaseClock {
+    /// How long a claim of the item `index` lasts.
+    #[must_use]
+    pub fn secs_for(&self, index: u64) -> f64 {
+        match self.long {
+            Some((long, extra)) if long == index => self.secs + extra,
+            _ => self.secs,
+        }
+    }
 }
 
 /// A claim made: the item's index and the lease's number, one more than the item's last lease

@@ -33,8 +33,22 @@ const LEASE: Duration = Duration::from_millis(300);
 const POLL: Duration = Duration::from_millis(20);
 
 /// A claim's lease: at the night's moment `at`, for `LEASE_SECS` of it; without one, now and
-/// for `LEASE` of real time.
-fn lease_clock(at: Option<f64>) -> LeaseClock {
+/// for `LEASE` of real time. The long item's lease is longer by its work (in the night's time
+/// on a paced night), so the worker doing it holds it until it commits: sized by the item's
+/// announced length, where a lease of an ordinary item's would end mid-work and let a second
+/// worker take the item and do it again.
+fn lease_clock(ctx: &Ctx<'_>, at: Option<f64>) -> LeaseClock {
+    let long = ctx.config.long_item.map(|long| {
+        let work = long.work.as_secs_f64();
+        (
+            long.task,
+            if at.is_some() {
+                work * ctx.config.scale
+            } else {
+                work
+            },
+        )
+    });
     LeaseClock {
         at,
         secs: if at.is_some() {
@@ -42,6 +56,7 @@ fn lease_clock(at: Option<f64>) -> LeaseClock {
         } else {
             LEASE.as_secs_f64()
         },
+        long,
     }
 }
 
@@ -64,7 +79,8 @@ pub(super) fn work(ctx: &mut Ctx<'_>, fence: fn(Lease) -> Fence) -> Result<(), W
             (Some(at), Some(w)) => Some(at.max(w)),
             (at, _) => at,
         };
-        match next(ctx, lease_clock(at))? {
+        let clock = lease_clock(ctx, at);
+        match next(ctx, clock)? {
             Next::Item(lease) => {
                 let index = lease.index;
                 ctx.lease = Some(lease.number);

@@ -78,6 +78,9 @@ pub struct WorkerConfig {
     pub vendor: Option<std::net::SocketAddr>,
     /// One item whose work (done before its commit, so a kill loses it) takes this long.
     pub long_item: Option<LongItem>,
+    /// Sim seconds per real second, for a gated worker: a claim worker's lease on the long
+    /// item covers its work in the night's time.
+    pub scale: f64,
     /// That work in this many steps, each committed as it finishes (guarded, outbox).
     pub split: u64,
     /// A gated worker granted everything says only its latest `wrote` line, just before its

@@ -66,6 +66,56 @@ fn eight_claim_workers_under_random_kills_write_each_item_once_on_sqlite() {
     }
 }
 
+/// The long item under claim, at the night's pace and at full speed: the worker that claims it
+/// holds its lease through the work (sized by the item's announced length), so no other worker
+/// takes it over and does it again; the others go on with the queue meanwhile, and the night
+/// ends with every item once. (It used to stop at the paced night's work, the clock waiting on
+/// a write the work held back, and at full speed to pass the item from lease to lease.)
+#[test]
+fn a_long_item_is_held_by_the_worker_doing_it_at_any_speed() {
+    for delay in ["10", "0"] {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let db = dir.path().join("warehouse.db");
+        let args = [
+            "run",
+            "--strategy",
+            "claim",
+            "--workers",
+            "2",
+            "--items",
+            "100",
+            "--delay-ms",
+            delay,
+            "--long-item",
+            "task-050:2",
+            "--progress-deadline",
+            "30",
+            "--db",
+            path_arg(&db),
+            "--json",
+        ];
+        let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+        assert_eq!(run.code, Some(0), "{delay}\n{}\n{}", run.stdout, run.stderr);
+        let json = json_of(&run);
+        assert_eq!(json["derived_status"], "ok", "{json}");
+        assert_eq!(number(&json, "rows"), 100, "{json}");
+        assert_eq!(number(&json, "duplicated_task_ids"), 0, "{json}");
+        let conn = open_ro(&db);
+        assert_eq!(
+            count(
+                &conn,
+                "SELECT lease_no FROM queue WHERE task_id = 'task-050'"
+            ),
+            1,
+            "task-050 was claimed more than once at --delay-ms {delay}"
+        );
+        assert_eq!(
+            count(&conn, "SELECT count(DISTINCT task_id) FROM records"),
+            100
+        );
+    }
+}
+
 /// A worker killed after its claim and before its commit: its lease ends and another worker
 /// writes the item, once.
 #[test]

@@ -47,10 +47,10 @@ impl Lane {
     }
 
     /// The moment of the write `slot`'s worker waits for, or of its last while it has not asked
-    /// for the next.
+    /// for the next; in the long item's work, the end of the step it does (its write waits
+    /// there, so the others go on meanwhile, and the step is granted when the clock gets there).
     fn awaited(&self, slot: usize) -> f64 {
-        let a = &self.attempts[slot];
-        a.done_at(a.need.max(a.writes))
+        self.attempts[slot].awaited()
     }
 
     /// Whether the lane's workers are the claim strategy's: each write is granted alone, with

@@ -69,14 +69,19 @@ impl Lane {
     /// The command a slot's next attempt runs, and whether it is gated (reads grants on its
     /// stdin): reclaim's own worker (`exe worker ... --gated`), the lane's relay (`exe relay
     /// ...`, not gated), or the external job in its folder with its variables, at its own pace.
-    pub(in crate::engine) fn command(&self, slot: usize, exe: &std::path::Path) -> (Command, bool) {
+    pub(in crate::engine) fn command(
+        &self,
+        slot: usize,
+        exe: &std::path::Path,
+        scale: f64,
+    ) -> (Command, bool) {
         if self.vendor.is_relay(slot) {
             return (self.relay_command(slot, exe), false);
         }
         match &self.config.worker {
             LaneWorker::Strategy(strategy) => {
                 let mut command = Command::new(exe);
-                command.args(self.worker_config(*strategy, slot).to_args());
+                command.args(self.worker_config(*strategy, slot, scale).to_args());
                 self.config.warehouse.pass_to(&mut command);
                 (command, true)
             }
@@ -112,7 +117,7 @@ impl Lane {
     }
 
     /// Reclaim's own worker for a slot's next attempt: gated, so the sim clock paces it.
-    fn worker_config(&self, strategy: Strategy, slot: usize) -> WorkerConfig {
+    fn worker_config(&self, strategy: Strategy, slot: usize, scale: f64) -> WorkerConfig {
         let cfg = &self.config;
         WorkerConfig {
             strategy,
@@ -135,6 +140,7 @@ impl Lane {
             side_effect: cfg.side_effect,
             vendor: self.vendor.addr(),
             long_item: cfg.long_item,
+            scale,
             split: cfg.split,
             quiet_writes: cfg.quiet_writes,
             wal_autocheckpoint: cfg.wal_autocheckpoint,

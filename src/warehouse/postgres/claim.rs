@@ -49,16 +49,21 @@ impl PgWriter {
         let failed = |e: postgres::Error| WarehouseError::query("claiming an item", &e);
         let now = now_sql(3);
         let claim = format!(
-            "UPDATE queue q SET claimed_by = $1, lease_until = {now} + $2, lease_no = q.lease_no + 1
+            "UPDATE queue q SET claimed_by = $1, lease_no = q.lease_no + 1,
+                 lease_until = {now} + $2
+                   + CASE WHEN q.idx = $4::bigint THEN $5::double precision ELSE 0 END
              FROM (SELECT idx FROM queue
                    WHERE NOT done AND (lease_until IS NULL OR lease_until <= {now})
                    ORDER BY idx LIMIT 1 FOR UPDATE SKIP LOCKED) c
              WHERE q.idx = c.idx RETURNING q.idx, q.lease_no"
         );
         let (secs, at) = (clock.secs, clock.at);
+        let (long, extra) = clock
+            .long
+            .map_or((-1, 0.0), |(index, extra)| (index.cast_signed(), extra));
         loop {
             let claimed = retry(&mut self.client, |c| {
-                c.query_opt(&claim, &[&me, &secs, &at])
+                c.query_opt(&claim, &[&me, &secs, &at, &long, &extra])
             })
             .map_err(failed)?;
             if let Some(row) = claimed {

@@ -69,7 +69,7 @@ pub(super) fn next(
         let number: i64 = tx.query_row(
             "UPDATE queue SET claimed_by = ?1, lease_until = ?2, lease_no = lease_no + 1
              WHERE idx = ?3 RETURNING lease_no",
-            rusqlite::params![me, now + clock.secs, index],
+            rusqlite::params![me, now + clock.secs_for(index.cast_unsigned()), index],
             |r| r.get(0),
         )?;
         Next::Item(Lease {

@@ -58,6 +58,8 @@ impl WorkerConfig {
         }
         if self.gated {
             args.push("--gated".into());
+            args.push("--scale".into());
+            args.push(self.scale.to_string().into());
         }
         if let Some(effect) = self.side_effect {
             args.push("--side-effect".into());
@@ -246,6 +248,7 @@ mod tests {
                 task: 50,
                 work: Duration::from_millis(1500),
             }),
+            scale: 600.0,
             split: 10,
             quiet_writes: true,
             wal_autocheckpoint: Some(crate::warehouse::sqlite::wal::SHORT_WAL_PAGES),
