@@ -179,6 +179,7 @@ fn open_map_warehouse(
         pg_schema: args.pg_schema.clone(),
         keep: (args.keeps_all() && args.warehouse == crate::warehouse::Spec::Private)
             .then_some(crate::base::kept::Keep::Always),
+        server_wait: crate::warehouse::postgres::RESTART_WAIT.as_secs(),
     }
     .open()
     .map_err(crate::warehouse::StoreError::from)?)

@@ -189,6 +189,14 @@ pub(super) fn print_header(
             long.work.as_secs_f64()
         );
     }
+    if args.warehouse.warehouse.is_postgres() {
+        let _ = writeln!(
+            out,
+            "warehouse    {}; a server that goes away is waited for up to {} s (--server-wait), the night's clock with it",
+            args.warehouse.describe(),
+            args.warehouse.server_wait
+        );
+    }
     let _ = writeln!(out, "kill plan    {}", describe_plan(plan, args, queue));
 }
 

@@ -22,6 +22,7 @@ pub(super) fn run(args: &SchemasArgs, out: &mut dyn Write) -> Result<u8, Error> 
     let server = Server {
         conninfo: url.clone(),
         prefix: String::new(),
+        wait: crate::warehouse::postgres::RESTART_WAIT,
     };
     check_server(&server).map_err(StoreError::from)?;
     let nights = catalogue::list(&server).map_err(StoreError::from)?;

@@ -53,6 +53,10 @@ pub struct WarehouseArgs {
     /// how to start it and look with psql
     #[arg(long, value_name = "always|failed|never", num_args = 0..=1, default_missing_value = "always", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::base::kept::Keep>()))]
     pub keep: Option<crate::base::kept::Keep>,
+    /// On PostgreSQL: how long, in seconds, the workers wait for a server that went away (a
+    /// restart, an outage) before they give up and the night ends; the night's clock waits too
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub server_wait: u64,
 }
 
 impl WarehouseArgs {
@@ -91,7 +95,13 @@ impl WarehouseArgs {
         // `--keep always` keeps the private cluster too; on a server the night's schemas go as
         // its folder goes (`Night::keep_with`).
         let keep_cluster = self.keep == Some(crate::base::kept::Keep::Always);
-        Night::open(&self.warehouse, self.pg_schema.as_deref(), keep_cluster)
+        let wait = std::time::Duration::from_secs(self.server_wait);
+        Night::open(
+            &self.warehouse,
+            self.pg_schema.as_deref(),
+            keep_cluster,
+            wait,
+        )
     }
 }
 
@@ -241,6 +251,7 @@ mod tests {
         let server = Server {
             conninfo: Conninfo::new("postgres://bob:secret@db.example/x"),
             prefix: "night".into(),
+            wait: postgres::RESTART_WAIT,
         };
         let mut command = Command::new("true");
         Warehouse::Postgres(server.clone()).pass_to(&mut command);
@@ -254,7 +265,7 @@ mod tests {
         let mut command = Command::new("true");
         Warehouse::Sqlite.pass_to(&mut command);
         let removed: Vec<_> = command.get_envs().collect();
-        assert_eq!(removed.len(), 2);
+        assert_eq!(removed.len(), 3);
         assert!(removed.iter().all(|(_, value)| value.is_none()));
         // A configuration printed for debugging never shows the password.
         let shown = format!("{:?}", Warehouse::Postgres(server));

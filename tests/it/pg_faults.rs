@@ -159,6 +159,50 @@ fn a_server_restart_mid_night_is_said_once_and_the_night_goes_on() {
     );
 }
 
+/// The server stopped and not started again, with `--server-wait 2`: the header says the wait
+/// up front; the night's clock stands while the workers wait (no heartbeat alarm from an
+/// outage); past the wait the night ends with the worker's one line naming the flag, exit 2;
+/// and nothing of the cluster is left.
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn a_server_gone_past_the_wait_ends_the_night_with_one_line_naming_the_flag() {
+    let bin = pg_bin();
+    let dir = folder();
+    let mut night = start_night(
+        dir.path(),
+        &["--items", "600", "--delay-ms", "60", "--server-wait", "2"],
+    );
+    let cluster = up_with_rows(dir.path(), 50, &mut night);
+    let stopped = as_owner(&bin.join("pg_ctl"))
+        .arg("-D")
+        .arg(cluster.join("data"))
+        .args(["-m", "fast", "-w", "-t", "60", "stop"])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("pg_ctl: {e}"));
+    assert!(stopped.success(), "pg_ctl stop failed");
+    let (code, out) = finish(dir.path(), night);
+    let err = read(dir.path(), "err.txt");
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    assert!(
+        out.contains("a server that goes away is waited for up to 2 s (--server-wait)"),
+        "{out}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("after waiting 2 s for it to come back: --server-wait"),
+        "{err}"
+    );
+    assert!(!out.contains("heartbeat stale"), "{out}");
+    let gone = poll_until(Duration::from_secs(30), || {
+        !cluster.exists() && processes_under(dir.path()).is_empty()
+    });
+    assert!(gone, "left: {:?}", processes_under(dir.path()));
+}
+
 /// A worker SIGKILLed while its transaction waits on a row another session holds: the server
 /// keeps the session until that wait ends, then settles the transaction. The worker writes a
 /// row and its checkpoint in one statement whose commit it sent with it, so the server may

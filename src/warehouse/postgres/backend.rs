@@ -10,7 +10,7 @@ use super::outbox::PgOutbox;
 use super::schema;
 use super::server_events::ServerEvents;
 use super::writer::PgWriter;
-use super::{ENV_CONNINFO, ENV_PREFIX, Server, inspect};
+use super::{ENV_CONNINFO, ENV_PREFIX, ENV_WAIT, Server, inspect};
 use crate::queue::Queue;
 use crate::warehouse::backend::{
     Backend, Follower, JobFollower, Outbox, ServerWatch, Writer, WriterSpec,
@@ -36,6 +36,7 @@ impl Backend for Server {
             // (and root), through /proc/PID/environ.
             (ENV_CONNINFO, self.conninfo.expose().to_string()),
             (ENV_PREFIX, self.prefix.clone()),
+            (ENV_WAIT, self.wait.as_secs().to_string()),
         ]
     }
 

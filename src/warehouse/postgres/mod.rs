@@ -41,13 +41,16 @@ pub const STATEMENT_TIMEOUT_MS: u32 = 10_000;
 /// The longest a statement waits for another connection's lock (`lock_timeout`), as SQLite's
 /// busy timeout bounds it.
 pub const LOCK_TIMEOUT_MS: u32 = 5_000;
-/// How long a worker waits for a server that is restarting (`Server::connect_patiently`).
+/// How long a worker waits for a server that went away (`Server::connect_patiently`), unless
+/// `--server-wait` says otherwise.
 pub const RESTART_WAIT: Duration = Duration::from_secs(30);
 
 /// The variable that carries the connection string to reclaim's own child processes.
 pub const ENV_CONNINFO: &str = "RECLAIM_PG_CONNINFO";
 /// The variable that carries the night's schema prefix.
 pub const ENV_PREFIX: &str = "RECLAIM_PG_PREFIX";
+/// The variable that carries the wait for a server that went away, in seconds.
+pub const ENV_WAIT: &str = "RECLAIM_PG_WAIT";
 
 /// A PostgreSQL server a night writes to: how to reach it, and the prefix of the schemas this
 /// night creates there.
@@ -58,18 +61,26 @@ pub struct Server {
     pub conninfo: Conninfo,
     /// Every lane's schema starts with this.
     pub prefix: String,
+    /// How long a worker waits for the server when it went away (`--server-wait`), and the
+    /// night's clock with it.
+    pub wait: Duration,
 }
 
 /// The variables that hand a night's server to reclaim's own child processes.
-pub const ENV: [&str; 2] = [ENV_CONNINFO, ENV_PREFIX];
+pub const ENV: [&str; 3] = [ENV_CONNINFO, ENV_PREFIX, ENV_WAIT];
 
 impl Server {
     /// The server a parent reclaim handed this process (`Backend::pass_to`), if any.
     #[must_use]
     pub fn from_env() -> Option<Self> {
+        let wait = std::env::var(ENV_WAIT)
+            .ok()
+            .and_then(|secs| secs.parse::<u64>().ok())
+            .map_or(RESTART_WAIT, Duration::from_secs);
         Some(Self {
             conninfo: Conninfo::new(std::env::var(ENV_CONNINFO).ok()?),
             prefix: std::env::var(ENV_PREFIX).ok()?,
+            wait,
         })
     }
 
@@ -180,6 +191,7 @@ mod tests {
         let server = Server {
             conninfo: Conninfo::default(),
             prefix: "night".into(),
+            wait: RESTART_WAIT,
         };
         assert_eq!(
             server.schema_for(Path::new("/tmp/x/night1-1-naive.db")),

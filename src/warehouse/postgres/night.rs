@@ -57,6 +57,7 @@ impl Night {
         spec: &Spec,
         schema: Option<&str>,
         keep: bool,
+        wait: std::time::Duration,
     ) -> Result<Option<Self>, WarehouseError> {
         let made = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -68,6 +69,7 @@ impl Night {
                 let server = Server {
                     conninfo: cluster.conninfo(),
                     prefix: schema.unwrap_or("night").to_string(),
+                    wait,
                 };
                 Self {
                     server,
@@ -86,6 +88,7 @@ impl Night {
                 let server = Server {
                     conninfo: url.clone(),
                     prefix,
+                    wait,
                 };
                 check_server(&server)?;
                 let Some(holder) = catalogue::hold(&server)? else {

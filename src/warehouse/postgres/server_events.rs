@@ -25,9 +25,14 @@ use crate::warehouse::error::{WarehouseError, is_lost};
 const LOOK_EVERY: Duration = Duration::from_millis(250);
 /// Between two looks while a kill's outcome is awaited (the clock waits on it).
 const VICTIM_EVERY: Duration = Duration::from_millis(10);
-/// Down this long, the server is said to be unreachable (the workers give up a little later,
-/// `RESTART_WAIT`, and the night ends with their failure).
+/// Down this long (or the server's whole wait, if shorter), the server is said to be
+/// unreachable (the workers give up at the end of their wait, `Server::wait`, and the night
+/// ends with their failure).
 const DOWN_SAID_AFTER: Duration = Duration::from_secs(10);
+/// How much longer than the workers' wait the clock stands for a server gone: a worker's wait
+/// began at its own first failed connection, and its last attempt may take a connection's
+/// bound past it, so its giving up is seen while the clock still stands.
+const OUTLASTS: Duration = Duration::from_secs(super::CONNECT_TIMEOUT.as_secs() + 1);
 /// How long a killed worker's transaction is followed before saying it is still open.
 const VICTIM_BOUND: Duration = Duration::from_secs(20);
 
@@ -96,11 +101,22 @@ impl ServerEvents {
     /// there (bounded by `VICTIM_BOUND`), so the outcome is said on the kill's second and not
     /// wherever the clock had run to when the server answered.
     /// Never longer than `VICTIM_BOUND`, even if the server cannot be reached meanwhile.
+    ///
+    /// And the moment the server was first found gone, for as long as the workers wait for it
+    /// (`Server::wait`): no work can be done meanwhile, so the outage takes none of the night's
+    /// time (at 600x a 12 s outage would be two hours of it, and the heartbeat's alarm with it),
+    /// and what is said of it is stamped at the moment it describes.
     #[must_use]
     fn awaited_at(&self, now: Instant) -> Option<f64> {
+        let down = (self.down.as_ref())
+            .filter(|(_, since, _)| {
+                now.saturating_duration_since(*since) < self.server.wait + OUTLASTS
+            })
+            .map(|(at, _, _)| *at);
         (self.victims.iter())
             .filter(|v| now.saturating_duration_since(v.since) < VICTIM_BOUND)
             .map(|v| v.at)
+            .chain(down)
             .reduce(f64::min)
     }
 
@@ -128,7 +144,8 @@ impl ServerEvents {
             Err(Unreached(detail)) => {
                 self.client = None;
                 let (_, since, _) = self.down.get_or_insert((sim, now, detail));
-                if !self.said_down && now.saturating_duration_since(*since) >= DOWN_SAID_AFTER {
+                let said_after = DOWN_SAID_AFTER.min(self.server.wait);
+                if !self.said_down && now.saturating_duration_since(*since) >= said_after {
                     self.said_down = true;
                     let (at, _, detail) = self
                         .down
@@ -137,8 +154,12 @@ impl ServerEvents {
                     said.push(Said {
                         lane: None,
                         error: true,
-                        text: format!("warehouse unreachable since {}: {detail}", SimTime(at)),
-                        at: None,
+                        text: format!(
+                            "warehouse unreachable since {}: {detail}; the night's clock waits with the workers, up to {} s of real time (--server-wait)",
+                            SimTime(at),
+                            self.server.wait.as_secs()
+                        ),
+                        at: Some(at),
                     });
                 }
             }
@@ -171,11 +192,13 @@ impl ServerEvents {
         } else {
             return None;
         };
+        // Stamped at the moment it describes: the first look that missed the server (the
+        // clock stood there meanwhile), or this look's if none missed it.
         Some(Said {
             lane: None,
             error: false,
             text,
-            at: None,
+            at: Some(at),
         })
     }
 

@@ -8,9 +8,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::tls::Tls;
-use super::{
-    CONNECT_TIMEOUT, LOCK_TIMEOUT_MS, RESTART_WAIT, STATEMENT_TIMEOUT_MS, Server, quote_ident,
-};
+use super::{CONNECT_TIMEOUT, LOCK_TIMEOUT_MS, STATEMENT_TIMEOUT_MS, Server, quote_ident};
 use crate::warehouse::error::{WarehouseError, describe, is_lost};
 
 impl Server {
@@ -57,13 +55,13 @@ impl Server {
     }
 
     /// `connect` for a worker, which may start while the server restarts: while the server is
-    /// down or starting (`is_lost`), tried again for up to `RESTART_WAIT`; any other failure at
+    /// down or starting (`is_lost`), tried again for up to its `wait`; any other failure at
     /// once, and one past the wait as a connection failure (which ends the lane).
     pub fn connect_patiently(
         &self,
         schema: Option<&str>,
     ) -> Result<postgres::Client, WarehouseError> {
-        let deadline = std::time::Instant::now() + RESTART_WAIT;
+        let deadline = std::time::Instant::now() + self.wait;
         loop {
             match self.connect_or_lost(schema) {
                 Err(WarehouseError::Lost { .. }) if std::time::Instant::now() < deadline => {
@@ -73,8 +71,8 @@ impl Server {
                     return Err(WarehouseError::Connect {
                         target: self.target(),
                         detail: format!(
-                            "{detail} (still, after waiting {} s for it to come back)",
-                            RESTART_WAIT.as_secs()
+                            "{detail} (still, after waiting {} s for it to come back: --server-wait)",
+                            self.wait.as_secs()
                         ),
                     });
                 }
