@@ -489,8 +489,16 @@ pub struct WorkerArgs {
     #[arg(long, value_enum)]
     pub strategy: Strategy,
     /// The warehouse database (created if absent)
-    #[arg(long)]
-    pub db: PathBuf,
+    #[arg(long, required_unless_present = "night")]
+    pub db: Option<PathBuf>,
+    /// A PostgreSQL server whose running night this worker joins (with --night), from any
+    /// host: postgres://USER@HOST/DB
+    #[arg(long, value_name = "URL", requires = "night", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::warehouse::Spec>()))]
+    pub warehouse: Option<crate::warehouse::Spec>,
+    /// The night to join on that server: its schema, as `reclaim run --pg-schema NAME` named
+    /// it (claim and fenced workers, which share its queue)
+    #[arg(long, value_name = "NAME", requires = "warehouse", conflicts_with = "db", value_parser = crate::warehouse::check_schema_name)]
+    pub night: Option<String>,
     /// Items in the queue: task-000 .. task-(N-1)
     #[arg(long, default_value_t = 200, value_parser = items_parser())]
     pub items: u64,
@@ -553,6 +561,15 @@ pub struct LongItemArgs {
 }
 
 impl WorkerArgs {
+    /// The database path the worker's lane is named by: `--db`, or for a night joined on a
+    /// server (`--night`) `warehouse.db` here, whose lane is the night's schema itself.
+    #[must_use]
+    pub fn db_or_night(&self) -> PathBuf {
+        self.db
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("warehouse.db"))
+    }
+
     /// The pause after each item, to the microsecond (what `WorkerConfig::to_args` writes).
     #[must_use]
     pub fn delay(&self) -> Duration {
@@ -564,13 +581,13 @@ impl WorkerArgs {
     pub fn to_config(&self) -> crate::worker::WorkerConfig {
         crate::worker::WorkerConfig {
             strategy: self.strategy,
-            db: self.db.clone(),
+            db: self.db_or_night(),
             items: self.items,
             delay: self.delay(),
             heartbeat: self
                 .heartbeat
                 .clone()
-                .unwrap_or_else(|| crate::heartbeat::default_path(&self.db)),
+                .unwrap_or_else(|| crate::heartbeat::default_path(&self.db_or_night())),
             batch: self.batch,
             crash_at: self.crash_at,
             pause_at: self.pause_at,

@@ -26,6 +26,7 @@ mod own_queue;
 mod pg_cluster_end;
 mod pg_exec;
 mod pg_faults;
+mod pg_fleet;
 mod pg_map;
 mod pg_reads;
 mod pg_refuse;

@@ -29,6 +29,27 @@ fn now_sql(n: u8) -> String {
     )
 }
 
+/// Whether the claim queue in `schema` leases in the server's clock (a night at full speed,
+/// which a worker on another host may join) or in the night's time (a paced night, whose
+/// leases a worker outside it would read as long ended); `None` before any claim.
+pub fn leases_in_server_clock(
+    server: &super::Server,
+    schema: &str,
+) -> Result<Option<bool>, WarehouseError> {
+    let mut client = server.connect(None)?;
+    let row = client
+        .query_one(
+            &format!(
+                "SELECT max(lease_until) FROM {}.queue",
+                super::quote_ident(schema)
+            ),
+            &[],
+        )
+        .map_err(|e| WarehouseError::query("reading the night's leases", &e))?;
+    // A night's moments are seconds after midnight; the server's clock, seconds since 1970.
+    Ok(row.get::<_, Option<f64>>(0).map(|latest| latest > 1.0e8))
+}
+
 impl PgWriter {
     /// Makes the queue table (one worker at a time, as `PgWriter::open` makes the others).
     pub fn claim_setup(&mut self) -> Result<(), WarehouseError> {

@@ -5,7 +5,7 @@
 
 mod backend;
 pub mod catalogue;
-mod claim;
+pub mod claim;
 pub mod cluster;
 mod cluster_guard;
 pub mod conninfo;
