@@ -7,9 +7,12 @@ use std::fmt::Write as _;
 
 use postgres::Client;
 
-use super::schema::MARK;
 use super::{Server, quote_ident};
 use crate::warehouse::error::WarehouseError;
+
+/// What reclaim writes on every schema it makes (its start: `mark` adds the night), and reads
+/// back before it writes into one.
+pub const MARK: &str = "made by reclaim for one night";
 
 /// The first key of every night's advisory lock ("recl"); the second is the night's name hashed
 /// by the server (`hashtext`).

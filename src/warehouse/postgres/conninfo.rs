@@ -26,6 +26,12 @@ impl From<String> for ConninfoError {
     }
 }
 
+impl From<super::tls::TlsError> for ConninfoError {
+    fn from(said: super::tls::TlsError) -> Self {
+        Self(said.0)
+    }
+}
+
 impl From<&str> for ConninfoError {
     fn from(said: &str) -> Self {
         Self(said.to_owned())

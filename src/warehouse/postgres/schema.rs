@@ -13,9 +13,6 @@ use super::{Server, quote_ident};
 use crate::warehouse::error::WarehouseError;
 use crate::warehouse::schema::{SchemaFacts, SchemaNeeds};
 
-/// What reclaim writes on every schema it makes, and reads back before it writes into one.
-pub const MARK: &str = "made by reclaim for one night";
-
 /// The tables, as reclaim makes them; `{unique}` is ` UNIQUE` for the strategies with a key.
 const RECORDS_SQL: &str = "CREATE TABLE IF NOT EXISTS records(
     rowid      bigint GENERATED ALWAYS AS IDENTITY,

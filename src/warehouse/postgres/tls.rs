@@ -22,7 +22,16 @@ use rustls::{
 };
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::conninfo::ConninfoError;
+/// Why the TLS settings cannot be used: one line, for the connection's refusal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TlsError(pub String);
+
+impl From<&str> for TlsError {
+    fn from(said: &str) -> Self {
+        Self(said.to_owned())
+    }
+}
 
 /// libpq's `sslmode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,10 +100,7 @@ enum Check {
 
 impl Tls {
     /// The settings from the string's values, else libpq's variables, else `prefer`.
-    pub fn from_settings(
-        mode: Option<String>,
-        rootcert: Option<String>,
-    ) -> Result<Self, ConninfoError> {
+    pub fn from_settings(mode: Option<String>, rootcert: Option<String>) -> Result<Self, TlsError> {
         let env = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
         let mode = match mode.or_else(|| env("PGSSLMODE")).as_deref() {
             None | Some("prefer") => SslMode::Prefer,
@@ -104,7 +110,7 @@ impl Tls {
             Some("verify-ca") => SslMode::VerifyCa,
             Some("verify-full") => SslMode::VerifyFull,
             Some(other) => {
-                return Err(ConninfoError(format!(
+                return Err(TlsError(format!(
                     "sslmode={} is not one of disable, allow, prefer, require, verify-ca, verify-full",
                     crate::base::text::escape_controls(other)
                 )));
@@ -168,7 +174,7 @@ impl Tls {
     }
 
     /// The driver's TLS connector for these settings, built once per process and setting.
-    pub fn connector(&self) -> Result<MakeRustlsConnect, ConninfoError> {
+    pub fn connector(&self) -> Result<MakeRustlsConnect, TlsError> {
         static BUILT: Mutex<Vec<(Tls, Arc<ClientConfig>)>> = Mutex::new(Vec::new());
         let mut built = BUILT
             .lock()
@@ -181,7 +187,7 @@ impl Tls {
         Ok(MakeRustlsConnect::new((*config).clone()))
     }
 
-    fn client_config(&self) -> Result<ClientConfig, ConninfoError> {
+    fn client_config(&self) -> Result<ClientConfig, TlsError> {
         // ring is deprecated in rustls 0.23.48 for lacking post-quantum key exchange; the
         // other provider (aws-lc-rs) builds a C library with cmake, which a fresh machine
         // lacks. A server's classical key exchange (X25519, P-256) is what libpq gets too.
@@ -189,7 +195,7 @@ impl Tls {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
             .with_safe_default_protocol_versions()
-            .map_err(|e| ConninfoError(format!("cannot set up TLS: {e}")))?;
+            .map_err(|e| TlsError(format!("cannot set up TLS: {e}")))?;
         let (check, roots) = self.plan();
         let verifier: Arc<dyn ServerCertVerifier> = match roots {
             None => Arc::new(Unchecked(provider)),
@@ -197,7 +203,7 @@ impl Tls {
                 let webpki =
                     WebPkiServerVerifier::builder_with_provider(Arc::new(load(&roots)?), provider)
                         .build()
-                        .map_err(|e| ConninfoError(format!("cannot set up TLS: {e}")))?;
+                        .map_err(|e| TlsError(format!("cannot set up TLS: {e}")))?;
                 if check == Check::ChainAndName {
                     webpki
                 } else {
@@ -213,14 +219,14 @@ impl Tls {
 }
 
 /// The trusted roots: the system's, or a PEM file's (one line if it cannot be read or holds none).
-fn load(roots: &RootCert) -> Result<RootCertStore, ConninfoError> {
+fn load(roots: &RootCert) -> Result<RootCertStore, TlsError> {
     let mut store = RootCertStore::empty();
     match roots {
         RootCert::System => {
             let found = rustls_native_certs::load_native_certs();
             store.add_parsable_certificates(found.certs);
             if store.is_empty() {
-                return Err(ConninfoError::from(
+                return Err(TlsError::from(
                     "no system root certificates found (give one with sslrootcert=FILE)",
                 ));
             }
@@ -229,10 +235,10 @@ fn load(roots: &RootCert) -> Result<RootCertStore, ConninfoError> {
             let shown = crate::base::text::escape_controls(&file.display().to_string());
             let certs = CertificateDer::pem_file_iter(file)
                 .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-                .map_err(|e| ConninfoError(format!("sslrootcert {shown}: cannot read it: {e}")))?;
+                .map_err(|e| TlsError(format!("sslrootcert {shown}: cannot read it: {e}")))?;
             store.add_parsable_certificates(certs);
             if store.is_empty() {
-                return Err(ConninfoError(format!(
+                return Err(TlsError(format!(
                     "sslrootcert {shown}: no certificate in it (a PEM file is expected)"
                 )));
             }
@@ -355,7 +361,7 @@ mod tests {
             tls("allow").map(|t| t.driver_mode()),
             Ok(postgres::config::SslMode::Prefer)
         );
-        let Err(ConninfoError(said)) = tls("verify_full") else {
+        let Err(TlsError(said)) = tls("verify_full") else {
             panic!("a mode libpq does not know is refused");
         };
         assert!(
@@ -382,7 +388,7 @@ mod tests {
             mode: SslMode::VerifyFull,
             rootcert: Some(RootCert::File("/nonexistent/ca.pem".into())),
         };
-        let Err(ConninfoError(said)) = tls.connector() else {
+        let Err(TlsError(said)) = tls.connector() else {
             panic!("a missing root file is refused");
         };
         assert!(
