@@ -415,7 +415,8 @@ pub struct RunArgs {
     pub delay_ms: f64,
     /// Random kills: at most N, one after each spawn: by time (--kill-window) for reclaim's
     /// own workers; by rows for an --exec job (--kill-rows, default 1..items/(N+1)), whose own
-    /// start can outlast any time window on a loaded machine
+    /// start can outlast any time window on a loaded machine. With --workers N of reclaim's
+    /// own, each kill hits one worker, in turn, and restarts only it
     #[arg(long, default_value_t = 0)]
     pub kills: u32,
     /// Place the random kills by time: each a uniform delay, in seconds after a spawn
@@ -424,7 +425,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "A..B", value_parser = crate::supervisor::schedule::parse_window)]
     pub kill_window: Option<(Duration, Duration)>,
     /// Place the random kills by work: each after A..B rows (both included, seeded) written
-    /// since its attempt's spawn, the same storm at any load and on any machine
+    /// since its attempt's spawn (with --workers N, A..B writes of the one worker it is for),
+    /// the same storm at any load and on any machine
     /// [default with --exec: 1..items/(N+1)]
     #[arg(long, value_name = "A..B", requires = "kills", conflicts_with = "kill_window", value_parser = crate::supervisor::schedule::parse_rows)]
     pub kill_rows: Option<(u64, u64)>,

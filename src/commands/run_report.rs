@@ -239,8 +239,19 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
         } else {
             ""
         };
+        // Several of reclaim's own workers: each kill is one worker's (`engine::victim`).
+        // At full speed a worker is granted all its writes at its spawn, so the kill is for the
+        // worker last started, the only one it can still hold at its row.
+        let since = match (
+            args.workers > 1 && args.job.exec.is_none(),
+            args.delay_ms > 0.0,
+        ) {
+            (true, true) => "writes of one worker, the workers in turn",
+            (true, false) => "writes of the worker last started",
+            (false, _) => "rows written since a spawn",
+        };
         parts.push(format!(
-            "up to {} placed by rows, each after {lo}..{hi} rows written since a spawn ({}{more}; seed {}{why})",
+            "up to {} placed by rows, each after {lo}..{hi} {since} ({}{more}; seed {}{why})",
             crate::base::text::count(u64::from(plan.random), "random kill", "random kills"),
             rows.join(", "),
             plan.seed

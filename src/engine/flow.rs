@@ -188,6 +188,10 @@ impl Engine {
     /// relay), when it has exactly one.
     pub(super) fn rows_worker(&self) -> Option<usize> {
         let lane = self.lanes.first()?;
+        // A lane whose kills hit one worker: the worker the armed kill is for.
+        if self.kills_one_worker() {
+            return self.victim.filter(|&slot| lane.on_schedule(slot));
+        }
         let mut slots = (0..lane.slots().len()).filter(|&s| lane.on_schedule(s));
         match (slots.next(), slots.next()) {
             (Some(slot), None) => Some(slot),

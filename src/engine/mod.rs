@@ -19,6 +19,7 @@ mod react;
 mod stall;
 mod timeline;
 pub mod triggers;
+mod victim;
 mod wake;
 mod window;
 
@@ -111,6 +112,9 @@ pub struct Engine {
     kill_at_rows: Option<(u64, u64)>,
     /// `--kill-rows`: where each random kill placed by rows landed.
     rows_landings: RowsLandings,
+    /// The worker the armed random kill is for, in a lane whose kills hit one worker
+    /// (`kills_one_worker`); the last one's until the next is armed.
+    victim: Option<usize>,
     /// The last tick, and the real time between the last two: how often the driver ticks.
     last_tick: Option<Instant>,
     tick_gap: Duration,
@@ -199,6 +203,7 @@ impl Engine {
             speed: 1.0,
             absences: Absences::default(),
             kill_at_rows: None,
+            victim: None,
             rows_landings: RowsLandings::default(),
             last_tick: None,
             tick_gap: GRANT_AHEAD.0,
@@ -249,8 +254,8 @@ impl Engine {
         }
         let start = crate::base::clock::NIGHT_START + engine.config.start_at;
         // Armed before the spawns: a kill placed by rows bounds the first grant.
-        let rows = engine.lanes.first().map_or(0, |l| l.observer().rows);
-        engine.triggers.arm_random_kill(start, rows);
+        let all: Vec<usize> = (0..engine.lanes.first().map_or(0, |l| l.slots().len())).collect();
+        engine.arm_kill(start, &all);
         for lane in 0..engine.lanes.len() {
             for slot in 0..engine.lanes[lane].slots().len() {
                 engine.spawn(lane, slot, start, now)?;

@@ -160,7 +160,7 @@ impl Engine {
                     let said = watch.before_kill(lane, &pids, (now, sim));
                     self.log_watch(now, said);
                 }
-                let notes = self.lanes[lane].host_kill(now, sim, policy);
+                let notes = self.lanes[lane].host_kill(now, sim, policy, None);
                 self.notes(now, lane, notes);
             }
         }

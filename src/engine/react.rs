@@ -135,6 +135,7 @@ impl Engine {
                 HostAction::Hang => (0..self.lanes.len()).for_each(|l| self.hang_lane(l, now)),
                 HostAction::Resume => (0..self.lanes.len()).for_each(|l| self.resume_lane(l, now)),
                 HostAction::Kill => self.kill_at(now, at, None),
+                HostAction::RandomKill => self.random_kill(now, at),
             }
         }
     }
@@ -226,8 +227,11 @@ impl Engine {
         }
         // Armed before the spawns: a kill placed by rows bounds the new worker's first grant.
         if let Some(&(_, _, at)) = spawns.last() {
-            let rows = self.lanes.first().map_or(0, |l| l.observer().rows);
-            self.triggers.arm_random_kill(at, rows);
+            let spawning: Vec<usize> = (spawns.iter())
+                .filter(|&&(lane, _, _)| lane == 0)
+                .map(|&(_, slot, _)| slot)
+                .collect();
+            self.arm_kill(at, &spawning);
         }
         // The messages of each restart's moment, read before the new attempt can send more.
         let mut read: Vec<usize> = spawns.iter().map(|&(lane, _, _)| lane).collect();
@@ -258,7 +262,8 @@ impl Engine {
         {
             return;
         }
-        let rows = self.lanes.first().map_or(0, |l| l.observer().rows);
+        self.retarget_kill(self.clock.now().0);
+        let rows = self.kill_count();
         // reclaim's own worker is held at its kill's row: the kill waits until every write
         // granted has been heard, so its lines (its `start` among them) come before the kill's
         // in the timeline, in the same order on every run, rather than as the pipe was read.
@@ -279,9 +284,10 @@ impl Engine {
         let sim = (self.lanes.first().into_iter())
             .flat_map(|l| l.attempts().iter().map(Attempt::now))
             .fold(self.clock.now().0, f64::max);
-        self.kill_at(now, sim, None);
-        // host_kill read the rows again after the reap: what the dead attempt left.
-        let landed = self.lanes.first().map_or(rows, |l| l.observer().rows);
+        self.random_kill(now, sim);
+        // host_kill read the rows again after the reap: what the dead attempt left (or, for
+        // one worker's kill, the writes it had made).
+        let landed = self.kill_count();
         self.rows_landings
             .add(kill.after, landed.saturating_sub(kill.base));
     }

@@ -19,6 +19,9 @@ pub enum HostAction {
     Resume,
     /// The host reclaims the instance: SIGKILL every live worker.
     Kill,
+    /// A random kill (`--kills`): as `Kill`, or one worker's where a lane's kills hit one
+    /// (`Engine::kills_one_worker`).
+    RandomKill,
 }
 
 /// A trigger that waits for the first lane to commit a task: its moment is that write's.
@@ -273,7 +276,7 @@ impl Triggers {
         {
             self.next_kill = None;
             self.fired.random.1 += 1;
-            due.push((HostAction::Kill, at));
+            due.push((HostAction::RandomKill, at));
         }
         due
     }
@@ -482,7 +485,7 @@ mod tests {
         triggers.arm_random_kill(105.0, 0);
         assert!(triggers.due(109.0, OPEN).is_empty());
         // One real second at scale 10 is ten sim seconds, at any speed.
-        assert_eq!(triggers.due(111.0, OPEN), vec![(HostAction::Kill, 110.0)]);
+        assert_eq!(triggers.due(111.0, OPEN), vec![(HostAction::RandomKill, 110.0)]);
         triggers.arm_random_kill(111.0, 0);
         assert!(!triggers.random_kills_on(), "the plan had one kill");
     }

@@ -116,6 +116,63 @@ fn a_long_item_is_held_by_the_worker_doing_it_at_any_speed() {
     }
 }
 
+/// Eight claim workers under 20 random kills placed by rows, as a fleet's hosts take back one
+/// instance at a time: each kill hits one worker, on its planned row of that worker's own
+/// writes, and restarts only it; twenty kills are twenty restarts, far inside the default limit
+/// of 100 (where each kill used to restart all eight, and the night ended incomplete after 13).
+#[test]
+fn a_kill_of_a_claim_fleet_hits_one_worker_on_its_row_and_restarts_only_it() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let db = dir.path().join("warehouse.db");
+    let args = [
+        "run",
+        "--strategy",
+        "claim",
+        "--workers",
+        "8",
+        "--items",
+        "3000",
+        "--kills",
+        "20",
+        "--kill-rows",
+        "5..15",
+        "--seed",
+        "7",
+        "--db",
+        path_arg(&db),
+        "--json",
+    ];
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let json = json_of(&run);
+    assert_eq!(json["derived_status"], "ok", "{json}");
+    assert_eq!(number(&json, "rows"), 3000, "{json}");
+    assert_eq!(number(&json, "kills"), 20, "{json}");
+    assert_eq!(number(&json, "restarts"), 20, "{json}");
+    assert_eq!(number(&json, "runs"), 28, "{json}");
+    assert_eq!(json["kill_rows_landed"]["at_plan"], 20, "{json}");
+    assert_eq!(json["kill_rows_landed"]["past_plan"], 0, "{json}");
+    // Each kill names one pid: the worker it hit.
+    let kills: Vec<String> = (json["timeline"].as_array().into_iter().flatten())
+        .filter_map(serde_json::Value::as_str)
+        .filter(|line| line.contains("instance reclaimed by host"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(kills.len(), 20, "{kills:?}");
+    assert!(
+        (kills.iter()).all(|k| k
+            .split("pid ")
+            .nth(1)
+            .is_some_and(|pids| !pids.contains(','))),
+        "{kills:?}"
+    );
+    let conn = open_ro(&db);
+    assert_eq!(
+        count(&conn, "SELECT count(DISTINCT task_id) FROM records"),
+        3000
+    );
+}
+
 /// A worker killed after its claim and before its commit: its lease ends and another worker
 /// writes the item, once.
 #[test]

@@ -243,16 +243,18 @@ impl Lane {
         Note::item(text, Committed::Task(committed))
     }
 
-    /// The host's SIGKILL to every live worker of the lane, each reaped at once.
+    /// The host's SIGKILL to every live worker of the lane (or only to `only`), each reaped
+    /// at once.
     pub(in crate::engine) fn host_kill(
         &mut self,
         now: Instant,
         sim: f64,
         policy: RestartPolicy,
+        only: Option<usize>,
     ) -> Vec<Note> {
         let mut pids = Vec::new();
         let mut killed = Vec::new();
-        for slot in 0..self.slots.len() {
+        for slot in (0..self.slots.len()).filter(|&s| only.is_none_or(|o| o == s)) {
             if self.slots[slot].host_kill(now, sim, policy).is_some() {
                 self.forget_temp_beat(slot);
                 pids.push(self.slots[slot].pid().to_string());
