@@ -485,7 +485,10 @@ mod tests {
         triggers.arm_random_kill(105.0, 0);
         assert!(triggers.due(109.0, OPEN).is_empty());
         // One real second at scale 10 is ten sim seconds, at any speed.
-        assert_eq!(triggers.due(111.0, OPEN), vec![(HostAction::RandomKill, 110.0)]);
+        assert_eq!(
+            triggers.due(111.0, OPEN),
+            vec![(HostAction::RandomKill, 110.0)]
+        );
         triggers.arm_random_kill(111.0, 0);
         assert!(!triggers.random_kills_on(), "the plan had one kill");
     }
