@@ -6,6 +6,11 @@
 /// never written up front.
 pub const CHUNK: u64 = 4096;
 
+/// Claims of one item before no worker takes it again: an item whose every lease ends before
+/// its commit (its worker killed each time, or its work outliving every lease) is left, and
+/// said, rather than passed from worker to worker without end.
+pub const MAX_CLAIMS: u64 = 10;
+
 /// When a claim is made and how long its lease lasts: at a moment of the night, for that many
 /// of its seconds; or, on a night without moments, now and for that many real seconds, on the
 /// clock of the database's host (the server's, on PostgreSQL, so every worker's agree).
@@ -50,7 +55,7 @@ pub enum Fence {
 }
 
 /// What a claim found.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Next {
     /// This item, now leased to the worker.
     Item(Lease),
@@ -59,7 +64,13 @@ pub enum Next {
     Wait(f64),
     /// Every item is done.
     Finished,
+    /// Every item is done but these (at most `LEFT_LISTED` of them), each claimed
+    /// `MAX_CLAIMS` times and never done: no worker takes them again.
+    Left(Vec<u64>),
 }
+
+/// At most this many items left are named.
+pub const LEFT_LISTED: u64 = 10;
 
 impl Next {
     /// Nothing claimable: `open` items not done, the first lease ending in `left` seconds.

@@ -21,7 +21,7 @@
 use std::time::Duration;
 
 use super::{CrashPoint, Ctx, Row, WorkerError};
-use crate::warehouse::claim::{Fence, Lease, LeaseClock, Next};
+use crate::warehouse::claim::{Fence, Lease, LeaseClock, MAX_CLAIMS, Next};
 use crate::worker::protocol::WorkerLine;
 
 /// How long a claim holds an item without a word from its worker, in the night's seconds.
@@ -115,6 +115,14 @@ pub(super) fn work(ctx: &mut Ctx<'_>, fence: fn(Lease) -> Fence) -> Result<(), W
                 }
             }
             Next::Finished => return Ok(()),
+            Next::Left(items) => {
+                let named: Vec<String> = items.iter().map(|&i| crate::task::task_id(i)).collect();
+                ctx.say(&WorkerLine::Other(format!(
+                    "left {}: claimed {MAX_CLAIMS} times and never done, so no worker takes it again (its worker died every time, or its work outlived every lease)",
+                    named.join(", ")
+                )));
+                return Ok(());
+            }
         }
     }
 }

@@ -173,6 +173,61 @@ fn a_kill_of_a_claim_fleet_hits_one_worker_on_its_row_and_restarts_only_it() {
     );
 }
 
+/// A long item whose worker is killed in its work every time: after ten claims no worker takes
+/// it again; each worker says which item it left and why, and the night ends with the item
+/// missing, from the rows (the workers' own word is still `ok`), not passed on without end.
+#[test]
+fn an_item_claimed_ten_times_and_never_done_is_left_and_said() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let db = dir.path().join("warehouse.db");
+    let args = [
+        "run",
+        "--strategy",
+        "claim",
+        "--workers",
+        "2",
+        "--items",
+        "20",
+        "--long-item",
+        "task-003:0.5",
+        "--kills",
+        "40",
+        "--kill-window",
+        "0.05..0.3",
+        "--seed",
+        "1",
+        "--db",
+        path_arg(&db),
+    ];
+    let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains(
+            "left task-003: claimed 10 times and never done, so no worker takes it again"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("verdict      claimed=ok derived=DATA WRONG (1 missing)"),
+        "{}",
+        run.stdout
+    );
+    let conn = open_ro(&db);
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT lease_no FROM queue WHERE task_id = 'task-003'"
+        ),
+        10
+    );
+    assert_eq!(
+        count(&conn, "SELECT count(DISTINCT task_id) FROM records"),
+        19
+    );
+}
+
 /// A worker killed after its claim and before its commit: its lease ends and another worker
 /// writes the item, once.
 #[test]

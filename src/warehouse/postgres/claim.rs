@@ -7,7 +7,7 @@
 
 use super::writer::{PgWriter, retry, write_batch};
 use crate::warehouse::batch::{Batch, Row};
-use crate::warehouse::claim::{CHUNK, Fence, Lease, LeaseClock, Next};
+use crate::warehouse::claim::{CHUNK, Fence, LEFT_LISTED, Lease, LeaseClock, MAX_CLAIMS, Next};
 use crate::warehouse::error::WarehouseError;
 
 /// The queue, as reclaim makes it in a lane's schema.
@@ -75,6 +75,7 @@ impl PgWriter {
                    + CASE WHEN q.idx = $4::bigint THEN $5::double precision ELSE 0 END
              FROM (SELECT idx FROM queue
                    WHERE NOT done AND (lease_until IS NULL OR lease_until <= {now})
+                     AND lease_no < $6
                    ORDER BY idx LIMIT 1 FOR UPDATE SKIP LOCKED) c
              WHERE q.idx = c.idx RETURNING q.idx, q.lease_no"
         );
@@ -84,7 +85,10 @@ impl PgWriter {
             .map_or((-1, 0.0), |(index, extra)| (index.cast_signed(), extra));
         loop {
             let claimed = retry(&mut self.client, |c| {
-                c.query_opt(&claim, &[&me, &secs, &at, &long, &extra])
+                c.query_opt(
+                    &claim,
+                    &[&me, &secs, &at, &long, &extra, &MAX_CLAIMS.cast_signed()],
+                )
             })
             .map_err(failed)?;
             if let Some(row) = claimed {
@@ -114,17 +118,38 @@ impl PgWriter {
             })
             .map_err(failed)?;
         }
+        // Open: not done, and claimable again or leased now (the last claim may still commit).
         let row = self
             .client
             .query_one(
                 &format!(
-                    "SELECT count(*), min(lease_until) - {} FROM queue WHERE NOT done",
-                    now_sql(1)
+                    "SELECT count(*), min(lease_until) - {now} FROM queue
+                     WHERE NOT done AND (lease_no < $2 OR lease_until > {now})",
+                    now = now_sql(1)
                 ),
-                &[&at],
+                &[&at, &MAX_CLAIMS.cast_signed()],
             )
             .map_err(failed)?;
-        Ok(Next::after(row.get::<_, i64>(0) as u64, row.get(1)))
+        match Next::after(row.get::<_, i64>(0) as u64, row.get(1)) {
+            Next::Finished => {
+                let left: Vec<i64> = self
+                    .client
+                    .query(
+                        "SELECT idx FROM queue WHERE NOT done ORDER BY idx LIMIT $1",
+                        &[&LEFT_LISTED.cast_signed()],
+                    )
+                    .map_err(failed)?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                Ok(if left.is_empty() {
+                    Next::Finished
+                } else {
+                    Next::Left(left.into_iter().map(i64::cast_unsigned).collect())
+                })
+            }
+            next => Ok(next),
+        }
     }
 
     /// Commits `row`, its checkpoint and the done mark of `lease`'s item in one transaction;

@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior};
 use super::batch::write_batch;
 use crate::heartbeat::unix_now;
 use crate::warehouse::batch::{Batch, Row};
-use crate::warehouse::claim::{CHUNK, Fence, Lease, LeaseClock, Next};
+use crate::warehouse::claim::{CHUNK, Fence, LEFT_LISTED, Lease, LeaseClock, MAX_CLAIMS, Next};
 
 /// The queue on SQLite: one row per item, added a chunk at a time as the workers need them.
 const TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS queue(
@@ -36,14 +36,16 @@ pub(super) fn next(
 ) -> rusqlite::Result<Next> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let now = clock.at.unwrap_or_else(unix_now);
-    let claimable = |tx: &rusqlite::Transaction<'_>| -> rusqlite::Result<Option<i64>> {
-        tx.prepare_cached(
+    let claimable =
+        |tx: &rusqlite::Transaction<'_>| -> rusqlite::Result<Option<i64>> {
+            tx.prepare_cached(
             "SELECT idx FROM queue WHERE done = 0 AND (lease_until IS NULL OR lease_until <= ?1)
+               AND lease_no < ?2
              ORDER BY idx LIMIT 1",
         )?
-        .query_row([now], |r| r.get(0))
+        .query_row(rusqlite::params![now, MAX_CLAIMS.cast_signed()], |r| r.get(0))
         .optional()
-    };
+        };
     let mut found = claimable(&tx)?;
     // The queue grows a chunk at a time, as the items before it are all claimed.
     while found.is_none() {
@@ -77,12 +79,27 @@ pub(super) fn next(
             number: number.cast_unsigned(),
         })
     } else {
+        // Open: not done, and claimable again or leased now (the last claim may still commit).
         let (open, until): (i64, Option<f64>) = tx.query_row(
-            "SELECT count(*), min(lease_until) FROM queue WHERE done = 0",
-            [],
+            "SELECT count(*), min(lease_until) FROM queue
+             WHERE done = 0 AND (lease_no < ?1 OR lease_until > ?2)",
+            rusqlite::params![MAX_CLAIMS.cast_signed(), now],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
-        Next::after(open.cast_unsigned(), until.map(|u| u - now))
+        match Next::after(open.cast_unsigned(), until.map(|u| u - now)) {
+            Next::Finished => {
+                let left: Vec<i64> = tx
+                    .prepare("SELECT idx FROM queue WHERE done = 0 ORDER BY idx LIMIT ?1")?
+                    .query_map([LEFT_LISTED.cast_signed()], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()?;
+                if left.is_empty() {
+                    Next::Finished
+                } else {
+                    Next::Left(left.into_iter().map(i64::cast_unsigned).collect())
+                }
+            }
+            next => next,
+        }
     };
     tx.commit()?;
     Ok(next)
@@ -122,4 +139,39 @@ pub(super) fn commit(
     write_batch(&tx, &batch)?;
     tx.commit()?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_item_claimed_max_claims_times_and_never_done_is_left_not_retaken() {
+        let mut conn = Connection::open_in_memory().unwrap_or_else(|e| panic!("{e}"));
+        prepare(&conn).unwrap_or_else(|e| panic!("{e}"));
+        let clock = |at: f64| LeaseClock {
+            at: Some(at),
+            secs: 1.0,
+            long: None,
+        };
+        let mut claim =
+            |at: f64| next(&mut conn, "w", 1, clock(at)).unwrap_or_else(|e| panic!("{e}"));
+        for number in 1..=MAX_CLAIMS {
+            // Each lease ends unused (its worker killed before the commit): the next claim
+            // takes the item again, with the next number.
+            let at = number as f64 * 10.0;
+            assert_eq!(
+                claim(at),
+                Next::Item(Lease { index: 0, number }),
+                "claim {number}"
+            );
+        }
+        // The last claim's lease still runs: it may yet commit, so the others wait for it.
+        assert!(matches!(
+            claim(MAX_CLAIMS as f64 * 10.0 + 0.5),
+            Next::Wait(_)
+        ));
+        // Ended unused too: the item is left, and named.
+        assert_eq!(claim(1000.0), Next::Left(vec![0]));
+    }
 }
