@@ -36,7 +36,21 @@ impl Engine {
         if let Some(moment) = self.server_watch.as_ref().and_then(|w| w.awaited(now)) {
             held = held.min(moment);
         }
+        if let Some(upto) = self.server_down_hold(now) {
+            held = held.min(upto);
+        }
         held
+    }
+
+    /// On PostgreSQL, a server gone (`ServerWatch::down_since`): the clock stands where it was
+    /// first missed, but goes on to the restarts due, so a worker lost to the outage is
+    /// restarted on its moment and waits for the server there.
+    fn server_down_hold(&self, now: Instant) -> Option<f64> {
+        let down = self.server_watch.as_ref()?.down_since(now)?;
+        Some(
+            self.next_restart()
+                .map_or(down, |restart| restart.max(down)),
+        )
     }
 
     /// Whether the night is measured by its work alone: the random kills are placed by rows
@@ -97,6 +111,10 @@ impl Engine {
         let now = Instant::now();
         if let Some(moment) = self.server_watch.as_ref().and_then(|w| w.awaited(now)) {
             until = until.min(moment.max(clock));
+        }
+        // Nor past where a server gone holds the clock.
+        if let Some(upto) = self.server_down_hold(now) {
+            until = until.min(upto.max(clock));
         }
         // Nor past the end of a planned pause, so the SIGCONT lands between the same writes.
         if let Some(end) = self.next_pause_end() {

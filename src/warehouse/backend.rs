@@ -239,6 +239,9 @@ pub struct Said {
 pub trait ServerWatch: Send + Debug {
     /// The earliest kill whose outcome the server has not told yet: the clock waits there.
     fn awaited(&self, now: Instant) -> Option<f64>;
+    /// The moment the server was first found gone, while the workers may still be waiting for
+    /// it: the clock stands there, but for the restarts due.
+    fn down_since(&self, now: Instant) -> Option<f64>;
     /// Looks at the server; `sim` is the night's clock now.
     fn look(&mut self, now: Instant, sim: f64) -> Vec<Said>;
     /// Reads the sessions of `pids` (stopped, about to be killed), to follow what they had open.

@@ -101,23 +101,26 @@ impl ServerEvents {
     /// there (bounded by `VICTIM_BOUND`), so the outcome is said on the kill's second and not
     /// wherever the clock had run to when the server answered.
     /// Never longer than `VICTIM_BOUND`, even if the server cannot be reached meanwhile.
-    ///
-    /// And the moment the server was first found gone, for as long as the workers wait for it
-    /// (`Server::wait`): no work can be done meanwhile, so the outage takes none of the night's
-    /// time (at 600x a 12 s outage would be two hours of it, and the heartbeat's alarm with it),
-    /// and what is said of it is stamped at the moment it describes.
     #[must_use]
     fn awaited_at(&self, now: Instant) -> Option<f64> {
-        let down = (self.down.as_ref())
-            .filter(|(_, since, _)| {
-                now.saturating_duration_since(*since) < self.server.wait + OUTLASTS
-            })
-            .map(|(at, _, _)| *at);
         (self.victims.iter())
             .filter(|v| now.saturating_duration_since(v.since) < VICTIM_BOUND)
             .map(|v| v.at)
-            .chain(down)
             .reduce(f64::min)
+    }
+
+    /// The moment the server was first found gone, for as long as the workers may wait for it:
+    /// no work can be done meanwhile, so the outage takes none of the night's time (at 600x a
+    /// 12 s outage would be two hours of it, and the heartbeat's alarm with it). Twice the wait
+    /// and a connection's bound: a worker lost to the outage is restarted on its moment (the
+    /// clock goes on to the restarts due) and then waits the whole wait itself.
+    #[must_use]
+    fn down_at(&self, now: Instant) -> Option<f64> {
+        (self.down.as_ref())
+            .filter(|(_, since, _)| {
+                now.saturating_duration_since(*since) < self.server.wait * 2 + OUTLASTS
+            })
+            .map(|(at, _, _)| *at)
     }
 
     /// Looks at the server (at most every `LOOK_EVERY`, or `VICTIM_EVERY` while a kill's
@@ -159,7 +162,7 @@ impl ServerEvents {
                             SimTime(at),
                             self.server.wait.as_secs()
                         ),
-                        at: Some(at),
+                        at: None,
                     });
                 }
             }
@@ -192,13 +195,13 @@ impl ServerEvents {
         } else {
             return None;
         };
-        // Stamped at the moment it describes: the first look that missed the server (the
-        // clock stood there meanwhile), or this look's if none missed it.
+        // At the clock's reading, which stood at the first look that missed the server (or
+        // went on only to the restarts due since), so the line is stamped about when it says.
         Some(Said {
             lane: None,
             error: false,
             text,
-            at: Some(at),
+            at: None,
         })
     }
 
@@ -407,6 +410,10 @@ fn widen(xid: &str, xmax: &str) -> Option<String> {
 impl ServerWatch for ServerEvents {
     fn awaited(&self, now: Instant) -> Option<f64> {
         self.awaited_at(now)
+    }
+
+    fn down_since(&self, now: Instant) -> Option<f64> {
+        self.down_at(now)
     }
 
     fn look(&mut self, now: Instant, sim: f64) -> Vec<Said> {
