@@ -13,7 +13,7 @@ use nix::unistd::Pid;
 
 use crate::support::{after_clock, without_pids_and_paths};
 use crate::support::{as_owner, cluster_folder, folder, pg_bin, poll_until, processes_under};
-use crate::support::{path_arg, reclaim_in_dir};
+use crate::support::{path_arg, reclaim_in_dir, stop_kept};
 
 /// `reclaim run --strategy guarded --warehouse postgres ARGS` in `dir` (its TMPDIR), output to
 /// files there.
@@ -176,14 +176,7 @@ fn a_server_gone_past_the_wait_ends_the_night_with_one_line_naming_the_flag() {
         &["--items", "600", "--delay-ms", "60", "--server-wait", "2"],
     );
     let cluster = up_with_rows(dir.path(), 50, &mut night);
-    let stopped = as_owner(&bin.join("pg_ctl"))
-        .arg("-D")
-        .arg(cluster.join("data"))
-        .args(["-m", "fast", "-w", "-t", "60", "stop"])
-        .stdout(Stdio::null())
-        .status()
-        .unwrap_or_else(|e| panic!("pg_ctl: {e}"));
-    assert!(stopped.success(), "pg_ctl stop failed");
+    assert!(stop_kept(&bin, &cluster), "pg_ctl stop failed");
     let (code, out) = finish(dir.path(), night);
     let err = read(dir.path(), "err.txt");
     assert_eq!(code, Some(2), "{out}\n{err}");

@@ -5,11 +5,12 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use crate::pg_warehouse::KeptServer;
-use crate::support::{as_owner, assert_one_line_error, folder, pg_bin, reclaim_in_dir, stop_kept};
+use crate::support::{assert_one_line_error, folder, pg_bin, reclaim_in_dir};
+use crate::support::{start_kept_with, stop_kept};
 
 /// `openssl ARGS` in `dir`, which must succeed.
 fn openssl(dir: &Path, args: &[&str]) {
@@ -77,7 +78,7 @@ fn certificates(dir: &Path) {
 /// connection over TCP without TLS refused by its `pg_hba.conf`.
 fn tls_only(bin: &Path, server: &KeptServer, certs: &Path) -> u16 {
     let cluster = &server.cluster;
-    stop_kept(bin, cluster);
+    assert!(stop_kept(bin, cluster), "pg_ctl stop failed");
     let data = cluster.join("data");
     for file in ["server.pem", "server.key"] {
         std::fs::copy(certs.join(file), data.join(file)).unwrap_or_else(|e| panic!("{e}"));
@@ -99,22 +100,15 @@ fn tls_only(bin: &Path, server: &KeptServer, certs: &Path) -> u16 {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_or_else(|e| panic!("{e}"), |a| a.port());
-    let status = as_owner(&bin.join("pg_ctl"))
-        .arg("-D")
-        .arg(&data)
-        .arg("-l")
-        .arg(cluster.join("postgres.log"))
-        .arg("-o")
-        .arg(format!(
+    start_kept_with(
+        bin,
+        cluster,
+        &format!(
             "-c listen_addresses=127.0.0.1 -p {port} -k {} -c ssl=on \
              -c ssl_cert_file=server.pem -c ssl_key_file=server.key",
             cluster.display()
-        ))
-        .args(["-w", "-t", "60", "start"])
-        .stdout(Stdio::null())
-        .status()
-        .unwrap_or_else(|e| panic!("pg_ctl: {e}"));
-    assert!(status.success(), "pg_ctl start with TLS failed");
+        ),
+    );
     port
 }
 

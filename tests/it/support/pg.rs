@@ -79,13 +79,22 @@ pub(crate) fn as_owner(program: &Path) -> Command {
 
 /// Starts a kept cluster again, as reclaim's closing lines say to.
 pub(crate) fn start_kept(bin: &Path, cluster: &Path) {
+    start_kept_with(
+        bin,
+        cluster,
+        &format!("-c listen_addresses='' -k {}", cluster.display()),
+    );
+}
+
+/// Starts a kept cluster with the server `options` given (`pg_ctl -o`).
+pub(crate) fn start_kept_with(bin: &Path, cluster: &Path, options: &str) {
     let status = as_owner(&bin.join("pg_ctl"))
         .arg("-D")
         .arg(cluster.join("data"))
         .arg("-l")
         .arg(cluster.join("postgres.log"))
         .arg("-o")
-        .arg(format!("-c listen_addresses='' -k {}", cluster.display()))
+        .arg(options)
         .args(["-w", "-t", "60", "start"])
         .stdout(Stdio::null())
         .status()
@@ -93,13 +102,15 @@ pub(crate) fn start_kept(bin: &Path, cluster: &Path) {
     assert!(status.success(), "pg_ctl start failed");
 }
 
-pub(crate) fn stop_kept(bin: &Path, cluster: &Path) {
-    let _ = as_owner(&bin.join("pg_ctl"))
+/// Stops a cluster (fast: sessions end, nothing is waited for); whether `pg_ctl` said so.
+pub(crate) fn stop_kept(bin: &Path, cluster: &Path) -> bool {
+    as_owner(&bin.join("pg_ctl"))
         .arg("-D")
         .arg(cluster.join("data"))
         .args(["-m", "fast", "-w", "-t", "60", "stop"])
         .stdout(Stdio::null())
-        .status();
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Runs `check` against the kept cluster under `dir`, started for it; stopped and removed after,
