@@ -233,8 +233,10 @@ fn load(roots: &RootCert) -> Result<RootCertStore, TlsError> {
         }
         RootCert::File(file) => {
             let shown = crate::base::text::escape_controls(&file.display().to_string());
-            let certs = CertificateDer::pem_file_iter(file)
-                .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+            let pem = read_bounded(file)
+                .map_err(|why| TlsError(format!("sslrootcert {shown}: cannot read it: {why}")))?;
+            let certs = CertificateDer::pem_slice_iter(&pem)
+                .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| TlsError(format!("sslrootcert {shown}: cannot read it: {e}")))?;
             store.add_parsable_certificates(certs);
             if store.is_empty() {
@@ -245,6 +247,27 @@ fn load(roots: &RootCert) -> Result<RootCertStore, TlsError> {
         }
     }
     Ok(store)
+}
+
+/// The most a root certificate file may hold: a CA bundle is a few hundred KB.
+const MAX_ROOTS_FILE: u64 = 4 << 20;
+
+/// A root certificate file's bytes: a regular file only (a FIFO, a device or a folder would
+/// block, never end or mean nothing), at most `MAX_ROOTS_FILE`.
+fn read_bounded(file: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let meta = std::fs::metadata(file).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MAX_ROOTS_FILE + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_ROOTS_FILE {
+        return Err(format!("larger than {} MiB", MAX_ROOTS_FILE >> 20));
+    }
+    Ok(bytes)
 }
 
 /// `prefer` and `require` with no root: encrypted, the certificate taken as it is (the
@@ -395,5 +418,12 @@ mod tests {
             said.starts_with("sslrootcert /nonexistent/ca.pem: cannot read it"),
             "{said}"
         );
+        // A folder or a device is never read: it would mean nothing, or never end.
+        for path in ["/", "/dev/zero"] {
+            assert_eq!(
+                read_bounded(Path::new(path)),
+                Err("not a regular file".into())
+            );
+        }
     }
 }
