@@ -233,8 +233,7 @@ fn load(roots: &RootCert) -> Result<RootCertStore, TlsError> {
         }
         RootCert::File(file) => {
             let shown = crate::base::text::escape_controls(&file.display().to_string());
-            let pem = read_bounded(file)
-                .map_err(|why| TlsError(format!("sslrootcert {shown}: cannot read it: {why}")))?;
+            let pem = read_bounded(file, &shown)?;
             let certs = CertificateDer::pem_slice_iter(&pem)
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| TlsError(format!("sslrootcert {shown}: cannot read it: {e}")))?;
@@ -254,18 +253,25 @@ const MAX_ROOTS_FILE: u64 = 4 << 20;
 
 /// A root certificate file's bytes: a regular file only (a FIFO, a device or a folder would
 /// block, never end or mean nothing), at most `MAX_ROOTS_FILE`.
-fn read_bounded(file: &Path) -> Result<Vec<u8>, String> {
+/// `shown` is the file's name as the refusal prints it.
+fn read_bounded(file: &Path, shown: &str) -> Result<Vec<u8>, TlsError> {
     use std::io::Read as _;
-    let meta = std::fs::metadata(file).map_err(|e| e.to_string())?;
+    let refused = |why: &dyn std::fmt::Display| {
+        TlsError(format!("sslrootcert {shown}: cannot read it: {why}"))
+    };
+    let meta = std::fs::metadata(file).map_err(|e| refused(&e))?;
     if !meta.is_file() {
-        return Err("not a regular file".into());
+        return Err(refused(&"not a regular file"));
     }
     let mut bytes = Vec::new();
     std::fs::File::open(file)
         .and_then(|f| f.take(MAX_ROOTS_FILE + 1).read_to_end(&mut bytes))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| refused(&e))?;
     if bytes.len() as u64 > MAX_ROOTS_FILE {
-        return Err(format!("larger than {} MiB", MAX_ROOTS_FILE >> 20));
+        return Err(refused(&format!(
+            "larger than {} MiB",
+            MAX_ROOTS_FILE >> 20
+        )));
     }
     Ok(bytes)
 }
@@ -421,8 +427,10 @@ mod tests {
         // A folder or a device is never read: it would mean nothing, or never end.
         for path in ["/", "/dev/zero"] {
             assert_eq!(
-                read_bounded(Path::new(path)),
-                Err("not a regular file".into())
+                read_bounded(Path::new(path), path),
+                Err(TlsError(format!(
+                    "sslrootcert {path}: cannot read it: not a regular file"
+                )))
             );
         }
     }
