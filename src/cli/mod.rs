@@ -400,7 +400,7 @@ pub struct RunArgs {
     /// timeline, one verdict per lane
     #[arg(long, value_name = "NAME|PATH", conflicts_with_all = [
         "strategy", "exec", "items", "delay_ms", "kills", "kill_window", "kill_rows", "kill_at_task",
-        "kill_at_rows", "crash_at", "pause_at", "workers", "restart_delay", "max_restarts", "scale", "batch",
+        "kill_at_rows", "crash_at", "pause_at", "lose_answer_at", "workers", "restart_delay", "max_restarts", "scale", "batch",
         "db", "replay_schedule",
     ])]
     pub scenario: Option<String>,
@@ -442,6 +442,11 @@ pub struct RunArgs {
     /// night (SIGSTOP, then SIGCONT): a pause longer than a lease
     #[arg(long, value_name = "TASK:SECS")]
     pub pause_at: Option<crate::worker::PauseAt>,
+    /// Lose the answer to the commit that brings the rows to N (N,M,... for several): a proxy
+    /// of reclaim's own between the workers and PostgreSQL closes the connection after the
+    /// server has committed, before its answer reaches the worker (PostgreSQL only)
+    #[arg(long, value_name = "N[,M...]", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    pub lose_answer_at: Vec<u64>,
     /// Workers running at once on the same database (duplicate delivery)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS as i64))]
     pub workers: u16,
@@ -538,6 +543,11 @@ pub struct WorkerArgs {
     /// long item covers its work in the night's time)
     #[arg(long, hide = true, default_value_t = 1.0, requires = "gated")]
     pub scale: f64,
+    /// After a connection lost under a write (the server's answer to its commit never came),
+    /// connect again and write the same items again, up to N times, as a job's retry loop
+    /// does: whether the lost commit happened, the worker cannot know
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub retry_writes: u32,
     /// Checkpoint the log every PAGES pages (a night's database in memory)
     #[arg(long, hide = true, requires = "supervised", value_name = "PAGES", value_parser = clap::value_parser!(u32).range(1..))]
     pub wal_autocheckpoint: Option<u32>,
@@ -602,6 +612,7 @@ impl WorkerArgs {
             scale: self.scale,
             split: self.long.split,
             quiet_writes: self.quiet_writes,
+            retry_writes: self.retry_writes,
             wal_autocheckpoint: self.wal_autocheckpoint,
             // Not on the command line: `commands::worker` reads it from the environment.
             warehouse: crate::warehouse::Warehouse::Sqlite,

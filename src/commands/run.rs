@@ -52,6 +52,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         LaneWorker::Strategy(_) => crate::queue::Queue::tasks(args.items),
     };
     let (crash_at, kill_at_task) = planned_kills(args, &worker, &queue)?;
+    check_lost_answers(args, queue.len())?;
     let replayed = replayed_kills(args, &queue)?;
     let mut night = early.map_or_else(|| open_warehouse(args, Some(&worker)), |n| Ok(Some(n)))?;
     let given_db = args.db.as_deref().map(paths::new_warehouse).transpose()?;
@@ -85,6 +86,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         sync: args.sync,
         crash_at,
         pause_at: args.pause_at,
+        lose_answers: args.lose_answer_at.clone(),
         side_effect: args.vendor.side_effect,
         long_item: args.long.long_item,
         split: args.long.split,
@@ -189,6 +191,42 @@ fn open_warehouse(
         pg_supports(args, worker)?;
     }
     (args.warehouse.open()).map_err(|e| Error::Store(e.into()))
+}
+
+/// `--lose-answer-at`: a proxy between the workers and a PostgreSQL server that can read their
+/// commits' answers (no TLS it would have to break), at row counts the night can reach.
+fn check_lost_answers(args: &RunArgs, items: u64) -> Result<(), Error> {
+    use crate::warehouse::postgres::tls::SslMode;
+    let Some(&last) = args.lose_answer_at.iter().max() else {
+        return Ok(());
+    };
+    match &args.warehouse.warehouse {
+        crate::warehouse::Spec::Sqlite => {
+            return Err(Error::Refused(
+                "--lose-answer-at loses a commit's answer between the workers and a PostgreSQL server; SQLite is a file in the worker's own process, with no answer to lose: add --warehouse postgres".into(),
+            ));
+        }
+        crate::warehouse::Spec::Server(url) => {
+            let insists = url.config().is_ok_and(|p| {
+                matches!(
+                    p.tls.mode,
+                    SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull
+                )
+            });
+            if insists {
+                return Err(Error::Refused(
+                    "--lose-answer-at reads the commits' answers between the workers and the server, which TLS hides; this URL insists on TLS (sslmode): use --warehouse postgres (a private cluster) or a server reached without it".into(),
+                ));
+            }
+        }
+        crate::warehouse::Spec::Private => {}
+    }
+    if last > items.saturating_mul(u64::from(args.workers)) {
+        return Err(Error::Refused(format!(
+            "--lose-answer-at {last} is beyond the {items} rows the queue makes; it would never happen"
+        )));
+    }
+    Ok(())
 }
 
 /// What reclaim runs on PostgreSQL so far: its own strategies, without split items, and an

@@ -360,6 +360,7 @@ fn print_verdict(
     if let Some(landed) = &report.kill_rows_landed {
         let _ = writeln!(out, "kill rows    {}", describe_rows_landings(landed));
     }
+    print_answers(report, out);
     if !report.points_announced.is_empty() {
         let points: Vec<String> = (report.points_announced.iter())
             .map(|(name, n)| format!("{name}={n}"))
@@ -429,6 +430,24 @@ fn describe_rows_landings(landed: &crate::engine::RowsLandings) -> String {
         "{kills} placed by rows: {} on their planned row{past}{listed}",
         landed.at_plan
     )
+}
+
+/// The answers lost of those planned (`--lose-answer-at`), with the keys of their commits.
+fn print_answers(report: &RunReport, out: &mut dyn Write) {
+    if report.answers_planned.is_empty() {
+        return;
+    }
+    let lost = report.answers_lost.len();
+    let _ = writeln!(
+        out,
+        "answers      {lost} lost of {} planned{}",
+        report.answers_planned.len(),
+        if lost == 0 {
+            String::new()
+        } else {
+            format!(": {}", report.lost_keys())
+        }
+    );
 }
 
 /// The pauses that landed, said beside the kills' windows: how many, and how many held a

@@ -229,6 +229,12 @@ pub struct LaneConfig {
     /// stopped there (SIGSTOP) for a while of the night (`--pause-at`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pause_at: Option<crate::worker::PauseAt>,
+    /// The row counts at which the answer to the commit that reaches them is lost
+    /// (`--lose-answer-at`): the lane's workers reach the server through a proxy of reclaim's
+    /// own that closes the connection after the commit, before its answer
+    /// (`warehouse::postgres::answers`). PostgreSQL only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lose_answers: Vec<u64>,
     /// What each item also does outside the database (`--side-effect`).
     pub side_effect: Option<SideEffect>,
     /// How the lane's vendor behaves, when it has one (`needs_vendor`).
@@ -277,6 +283,7 @@ impl LaneConfig {
             sync: SyncMode::Normal,
             crash_at: None,
             pause_at: None,
+            lose_answers: Vec::new(),
             side_effect: None,
             vendor: VendorModes::default(),
             long_item: None,

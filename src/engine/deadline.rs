@@ -143,6 +143,7 @@ impl Engine {
                 }
             }
             self.lanes[lane].stop_vendor();
+            self.lanes[lane].stop_answers();
             let reason = format!(
                 "no progress for {} s (no new row, no heartbeat, no worker started or ended): reclaim gave up on the night (--progress-deadline)",
                 waited.as_secs_f64()

@@ -72,6 +72,8 @@ pub enum EngineError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Vendor(#[from] crate::supervisor::service::ServiceError),
+    #[error(transparent)]
+    Answers(#[from] crate::warehouse::postgres::answers::ProxyError),
     #[error("cannot create the folder {folder} for a job: {source}")]
     Folder {
         folder: PathBuf,
@@ -251,6 +253,7 @@ impl Engine {
         for lane in &mut engine.lanes {
             lane.seed_vendor(engine.config.kills.seed);
             lane.start_vendor(&exe)?;
+            lane.start_answers()?;
         }
         let start = crate::base::clock::NIGHT_START + engine.config.start_at;
         // Armed before the spawns: a kill placed by rows bounds the first grant.
@@ -445,6 +448,9 @@ impl Engine {
             self.tick_gap = now.saturating_duration_since(last);
         }
         let heard = self.heard.min(self.timeline.len());
+        // Before the workers' lines: a loss is sent before its worker can see the connection
+        // close, so it goes on the timeline before the worker's own word on it.
+        self.note_lost_answers(now);
         self.drain_output(now);
         self.reap(now);
         self.drain_output(now);
@@ -525,6 +531,7 @@ impl Engine {
             }
             if over {
                 lane.stop_vendor();
+                lane.stop_answers();
             }
         }
         Ok(())
@@ -630,6 +637,7 @@ impl Engine {
                 }
             }
             lane.stop_vendor();
+            lane.stop_answers();
         }
     }
 }

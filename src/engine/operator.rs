@@ -41,6 +41,29 @@ impl Engine {
         }
     }
 
+    /// The answers a job's proxy kept from it since the last look, each on the timeline as the
+    /// host's doing (`--lose-answer-at`), at the clock's reading. reclaim's own workers' are
+    /// said with the worker's retry (`note_lost_answers_of`), whose moment is its write's, or
+    /// here once the lane's proxy has stopped (a loss no worker answered).
+    pub(super) fn note_lost_answers(&mut self, now: Instant) {
+        for lane in 0..self.lanes.len() {
+            let l = &self.lanes[lane];
+            if l.config().worker.job().is_some() || !l.answers_running() {
+                self.note_lost_answers_of(now, lane, None);
+            }
+        }
+    }
+
+    /// The answers `lane`'s proxy lost since the last look, on the timeline at `at` (the
+    /// clock's reading when `None`). A loss is told before its worker can see its connection
+    /// close, so a worker's retry finds the loss it answers already told.
+    pub(super) fn note_lost_answers_of(&mut self, now: Instant, lane: usize, at: Option<f64>) {
+        for lost in self.lanes[lane].take_lost_answers() {
+            let text = lost_answer_said(&lost);
+            self.log_at(now, at, Some(lane), (Source::Runner, Kind::Notice), text);
+        }
+    }
+
     /// A runner's notice about `lane`, with what it says as data (`Entry::fact`).
     fn notice_of(&mut self, now: Instant, lane: usize, text: String, fact: Fact) {
         self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
@@ -228,4 +251,22 @@ impl Engine {
     pub fn speed(&self) -> f64 {
         self.speed
     }
+}
+
+/// The host's line for an answer it lost: which commit (by the rows it brought the table to,
+/// and its keys when they are known), and what the worker was left not knowing.
+fn lost_answer_said(lost: &crate::warehouse::postgres::answers::LostAnswer) -> String {
+    let keys = match lost.keys.as_slice() {
+        [] => String::new(),
+        [one] => format!(" ({})", crate::base::text::escape_controls(one)),
+        many => format!(
+            " ({}{})",
+            crate::base::text::escape_controls(&many[..many.len().min(3)].join(", ")),
+            if many.len() > 3 { ", ..." } else { "" }
+        ),
+    };
+    format!(
+        "host loses the answer to the commit that brought the rows to {}{keys}: committed on the server, its connection closed before the answer reached the worker",
+        lost.rows
+    )
 }

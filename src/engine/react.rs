@@ -31,6 +31,13 @@ impl Engine {
         let clock = self.clock.now().0;
         let scale = self.config.scale;
         let (note, wrote) = self.lanes[lane].heard((slot, attempt), stderr, line, (clock, scale));
+        // A worker's retry after a lost answer: the host's loss goes first, at its moment.
+        if let Some(note) = note
+            .as_ref()
+            .filter(|n| n.text.starts_with(crate::worker::RETRY))
+        {
+            self.note_lost_answers_of(now, lane, note.at);
+        }
         if let Some(note) = note {
             self.slot_note(now, (lane, slot), note);
         }

@@ -65,6 +65,14 @@ impl RunReport {
                 );
             }
         }
+        for planned in self.answers_never_lost() {
+            account.push(
+                account::Kind::NotFired,
+                format!(
+                    "the answer at row {planned} was never lost: no commit brought the rows to {planned} while the proxy looked"
+                ),
+            );
+        }
         if let Some(state) = &self.state {
             account.absorb(&state.account(), "");
         }

@@ -28,6 +28,9 @@ struct Json<'a> {
     /// With a pause planned or made: how many landed, how many past a claim worker's lease.
     #[serde(skip_serializing_if = "Option::is_none")]
     pauses: Option<crate::engine::Pauses>,
+    /// With answers to lose planned: those lost, each with its rows and keys.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answers_lost: Option<Vec<crate::warehouse::postgres::answers::LostAnswer>>,
     restarts: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     runs: Option<u64>,
@@ -89,6 +92,7 @@ impl Serialize for RunReport {
             kills: self.kills,
             kills_in_window: self.kills_in_window,
             pauses: (self.pause_planned.is_some() || self.pauses.landed > 0).then_some(self.pauses),
+            answers_lost: (!self.answers_planned.is_empty()).then(|| self.answers_lost.clone()),
             restarts: self.restarts,
             runs: self.runs(),
             started_before_first_done: self.started_before_first_done,

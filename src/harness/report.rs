@@ -54,6 +54,10 @@ pub struct RunReport {
     pub pause_planned: Option<crate::worker::PauseAt>,
     /// The pauses that landed, and those past a claim worker's lease.
     pub pauses: crate::engine::Pauses,
+    /// The row counts at whose commits an answer was to be lost (`--lose-answer-at`).
+    pub answers_planned: Vec<u64>,
+    /// The answers lost, each with the rows its commit brought the table to and its keys.
+    pub answers_lost: Vec<crate::warehouse::postgres::answers::LostAnswer>,
     /// The key of an item whose checkpoint was seen committed before its row
     /// (`Observer::checkpoint_before_row`).
     pub checkpoint_before_row: Option<String>,
@@ -137,6 +141,8 @@ impl RunReport {
             kills_in_window: lane.kills_in_window(),
             pause_planned: lane.config().pause_at,
             pauses: lane.pauses(),
+            answers_planned: lane.config().lose_answers.clone(),
+            answers_lost: lane.lost_answers(),
             checkpoint_before_row: lane.observer().checkpoint_before_row.clone(),
             row_before_checkpoint: lane.observer().row_before_checkpoint.clone(),
             started_before_first_done: lane_entries()

@@ -46,11 +46,41 @@ impl RunReport {
     /// What a failure means, from the postmortem's symptom table.
     #[must_use]
     pub fn lessons(&self) -> Vec<String> {
-        crate::verdict::lessons(
+        let mut lessons = crate::verdict::lessons(
             self.inspection.duplicated_task_ids,
             self.inspection.extra_rows,
             &self.symptoms(),
-        )
+        );
+        if self.inspection.duplicated_task_ids > 0 && !self.answers_lost.is_empty() {
+            lessons.push(format!(
+                "{} ({}): a write made again after a lost answer may have committed already; make it idempotent (a unique key, ON CONFLICT DO NOTHING)",
+                crate::base::text::count(self.answers_lost.len() as u64, "answer lost", "answers lost"),
+                self.lost_keys()
+            ));
+        }
+        lessons
+    }
+
+    /// The keys of the commits whose answers were lost, as the report names them.
+    #[must_use]
+    pub fn lost_keys(&self) -> String {
+        let keys: Vec<String> = (self.answers_lost.iter())
+            .map(|lost| match lost.keys.as_slice() {
+                [] => format!("row {}", lost.rows),
+                keys => crate::base::text::escape_controls(&keys.join(", ")),
+            })
+            .collect();
+        keys.join("; ")
+    }
+
+    /// The planned lost answers that never happened: no commit brought the rows to them.
+    #[must_use]
+    pub fn answers_never_lost(&self) -> Vec<u64> {
+        (self.answers_planned.iter().copied())
+            .filter(|&p| {
+                !(self.answers_lost.iter()).any(|lost| lost.planned <= p && p <= lost.rows)
+            })
+            .collect()
     }
 
     /// Why the job never completed, when it did not: the night gave up on it, or the

@@ -54,6 +54,8 @@ fn naive_night() -> RunReport {
         kills_in_window: KillWindows::default(),
         pause_planned: None,
         pauses: crate::engine::Pauses::default(),
+        answers_planned: Vec::new(),
+        answers_lost: Vec::new(),
         checkpoint_before_row: None,
         row_before_checkpoint: None,
         started_before_first_done: 2,

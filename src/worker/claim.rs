@@ -138,5 +138,5 @@ fn next(ctx: &mut Ctx<'_>, clock: LeaseClock) -> Result<Next, WorkerError> {
 /// holds; whether it did.
 fn commit(ctx: &mut Ctx<'_>, row: &Row, claimed: (Lease, Fence)) -> Result<bool, WorkerError> {
     let me = ctx.run_id.clone();
-    Ok(ctx.db.claim_commit(claimed, &me, row)?)
+    ctx.retrying(&row.task_id, |ctx| ctx.db.claim_commit(claimed, &me, row))
 }

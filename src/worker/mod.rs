@@ -88,6 +88,11 @@ pub struct WorkerConfig {
     /// watches write by write (a map night, killed only by its own crash point), where a line
     /// per write costs the supervisor two wake-ups and most of its time.
     pub quiet_writes: bool,
+    /// A write whose connection was lost under it (its commit's answer never came) is made
+    /// again on a new connection, up to this many times (`--retry-writes`), as a job's retry
+    /// loop would; past them (by default at once) the worker ends, and its supervisor restarts
+    /// it.
+    pub retry_writes: u32,
     /// Checkpoint the log every this many pages, not SQLite's 1,000: a map night's database in
     /// memory (`warehouse::sqlite::wal::SHORT_WAL_PAGES`).
     pub wal_autocheckpoint: Option<u32>,
@@ -141,15 +146,7 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
     if config.side_effect.is_some() && config.vendor.is_none() && !config.strategy.relays() {
         return Err(WorkerError::NoVendor);
     }
-    let db = config.warehouse.open_writer(&WriterSpec {
-        db: &config.db,
-        needs: config.strategy.needs(),
-        outbox: config.strategy.relays(),
-        sync: config.sync,
-        check_integrity: !config.supervised,
-        wal_autocheckpoint: config.wal_autocheckpoint,
-        steps: config.split > 1,
-    })?;
+    let db = config.warehouse.open_writer(&writer_spec(config))?;
     let pace = LiveDelay::new(config.delay);
     let gate = config.gated.then(Gate::default);
     if config.supervised {
@@ -202,6 +199,25 @@ pub fn run(config: &WorkerConfig, out: &mut dyn Write) -> Result<Claim, WorkerEr
     });
     Ok(claim)
 }
+
+/// Where and how a worker writes.
+fn writer_spec(config: &WorkerConfig) -> WriterSpec<'_> {
+    WriterSpec {
+        db: &config.db,
+        needs: config.strategy.needs(),
+        outbox: config.strategy.relays(),
+        sync: config.sync,
+        check_integrity: !config.supervised,
+        wal_autocheckpoint: config.wal_autocheckpoint,
+        steps: config.split > 1,
+    }
+}
+
+/// The retries a supervised worker makes of a lost write in a lane whose answers are lost.
+pub const LOST_ANSWER_RETRIES: u32 = 3;
+
+/// How a worker's line about a write it makes again begins (`--retry-writes`).
+pub const RETRY: &str = "retry   ";
 
 /// The state a strategy works with.
 struct Ctx<'a> {
@@ -296,14 +312,46 @@ impl Ctx<'_> {
                 .map(|r| crate::fake_vendor::Message::for_task(&r.task_id, &r.payload).body())
                 .collect()
         });
-        let inserted = self.db.write(&Batch {
-            rows,
-            run_id: &self.run_id,
-            ignore_conflicts,
-            checkpoint,
-            outbox: bodies.as_deref(),
+        let what = rows.first().map_or_else(String::new, |r| r.task_id.clone());
+        let inserted = self.retrying(&what, |ctx| {
+            ctx.db.write(&Batch {
+                rows,
+                run_id: &ctx.run_id,
+                ignore_conflicts,
+                checkpoint,
+                outbox: bodies.as_deref(),
+            })
         })?;
         Ok(self.after_write(rows, count, inserted))
+    }
+
+    /// Runs `write` and, with `--retry-writes N`, runs it again (up to N times) on a new
+    /// connection after one lost under it, as a job's retry loop does: the worker cannot know whether the lost
+    /// commit happened, so a write that is not idempotent may land twice. Said first, naming
+    /// `what` (the write's first task).
+    fn retrying<T>(
+        &mut self,
+        what: &str,
+        mut write: impl FnMut(&mut Self) -> Result<T, StoreError>,
+    ) -> Result<T, WorkerError> {
+        let mut tries = 0;
+        loop {
+            match write(self) {
+                Err(
+                    error @ StoreError::Warehouse(crate::warehouse::WarehouseError::Lost { .. }),
+                ) if tries < self.config.retry_writes => {
+                    tries += 1;
+                    self.say(&WorkerLine::Other(format!(
+                        "{RETRY}{what}: {error}; the commit may have happened, and the worker cannot know: writing it again on a new connection"
+                    )));
+                    self.db = self
+                        .config
+                        .warehouse
+                        .open_writer(&writer_spec(self.config))?;
+                }
+                other => return Ok(other?),
+            }
+        }
     }
 
     /// A gated worker's wait for the grant of its writes up to `need` (said first, so the
@@ -386,7 +434,8 @@ impl Ctx<'_> {
 
     /// Commits a row's checkpoint in a transaction of its own (two-commit's second commit).
     fn write_checkpoint(&mut self, row: &Row) -> Result<(), WorkerError> {
-        Ok(self.db.write_checkpoint(&row.task_id)?)
+        let task = row.task_id.clone();
+        self.retrying(&task, |ctx| ctx.db.write_checkpoint(&task))
     }
 
     fn has_checkpoint(&mut self, task: &str) -> Result<bool, WorkerError> {

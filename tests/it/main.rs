@@ -23,6 +23,7 @@ mod own_checkpoints;
 mod own_map;
 mod own_points;
 mod own_queue;
+mod pg_answers;
 mod pg_cluster_end;
 mod pg_exec;
 mod pg_faults;

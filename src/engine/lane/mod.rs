@@ -8,7 +8,8 @@
 //!   restarts due;
 //! - `vendor`: `LaneVendor`, the vendor its items reach, the relay, the messages there;
 //! - `rows`: `RowsRead`, reading the rows as the night goes and the symptom read there;
-//! - `points`: `JobPoints`, the crash points a job announces.
+//! - `points`: `JobPoints`, the crash points a job announces;
+//! - `answers`: `LaneAnswers`, the proxy that loses commits' answers, and those it lost.
 //!
 //! Beside them: what its workers said (`said`), a slot's next attempt (`spawn`), where the lane
 //! holds the clock (`holds`), its notes for the timeline (`note`) and its snapshot for the
@@ -23,6 +24,7 @@ use super::window::KillWindows;
 use crate::observer::Observer;
 use crate::supervisor::slot::{Slot, SlotState};
 
+mod answers;
 mod ends;
 mod heartbeat;
 mod holds;
@@ -40,6 +42,7 @@ mod vendor;
 #[cfg(test)]
 mod tests;
 
+use self::answers::LaneAnswers;
 use self::ends::Ends;
 use self::heartbeat::LaneHeartbeat;
 use self::kills::Kills;
@@ -84,6 +87,8 @@ pub struct Lane {
     pauses: Pauses,
     /// How many of each attempt's own lines went on the timeline, and how many did not.
     kept_lines: kept_lines::KeptLines,
+    /// The proxy that loses its commits' answers, and those it lost.
+    answers: LaneAnswers,
 }
 
 /// The pauses that landed in a lane: how many, and how many of them stopped a claim worker at
@@ -119,6 +124,7 @@ impl Lane {
             vendor: LaneVendor::new(config.relays().then_some(config.workers)),
             paused_until: vec![None; config.workers + usize::from(config.relays())],
             pauses: Pauses::default(),
+            answers: LaneAnswers::default(),
             config,
             ends: Ends::default(),
             claimed: None,

@@ -82,7 +82,7 @@ impl Lane {
             LaneWorker::Strategy(strategy) => {
                 let mut command = Command::new(exe);
                 command.args(self.worker_config(*strategy, slot, scale).to_args());
-                self.config.warehouse.pass_to(&mut command);
+                self.workers_warehouse().pass_to(&mut command);
                 (command, true)
             }
             LaneWorker::Exec(job) => {
@@ -110,7 +110,7 @@ impl Lane {
                 };
                 let mut command = env.command(exe, &job.command);
                 // Where its rows go (on PostgreSQL its lane's schema, as libpq's variables).
-                command.envs(self.config.warehouse.job_env(&self.config.db));
+                command.envs(self.workers_warehouse().job_env(&self.config.db));
                 (command, false)
             }
         }
@@ -143,6 +143,13 @@ impl Lane {
             scale,
             split: cfg.split,
             quiet_writes: cfg.quiet_writes,
+            // Where answers are lost, the worker tries a lost write again, as a job's retry
+            // loop does (otherwise a lost connection ends it, and the supervisor restarts it).
+            retry_writes: if cfg.lose_answers.is_empty() {
+                0
+            } else {
+                crate::worker::LOST_ANSWER_RETRIES
+            },
             wal_autocheckpoint: cfg.wal_autocheckpoint,
             warehouse: cfg.warehouse.clone(),
         }

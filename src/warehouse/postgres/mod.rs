@@ -3,6 +3,7 @@
 //! workers' sessions (`session`), the observer's reads (`follow`, `job`), the verdict's
 //! (`inspect`), and the night's look at the server itself (`watch`).
 
+pub mod answers;
 mod backend;
 pub mod catalogue;
 pub mod claim;

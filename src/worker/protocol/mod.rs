@@ -80,6 +80,10 @@ impl WorkerConfig {
         if self.quiet_writes {
             args.push("--quiet-writes".into());
         }
+        if self.retry_writes > 0 {
+            args.push("--retry-writes".into());
+            args.push(self.retry_writes.to_string().into());
+        }
         if let Some(pages) = self.wal_autocheckpoint {
             args.push("--wal-autocheckpoint".into());
             args.push(pages.to_string().into());
@@ -251,6 +255,7 @@ mod tests {
             scale: 600.0,
             split: 10,
             quiet_writes: true,
+            retry_writes: 3,
             wal_autocheckpoint: Some(crate::warehouse::sqlite::wal::SHORT_WAL_PAGES),
             warehouse: crate::warehouse::Warehouse::Sqlite,
         };

@@ -1,0 +1,80 @@
+//! The answers a lane loses (`--lose-answer-at`): its proxy, started before its first worker
+//! and through which every worker of the lane reaches the server, and the answers it kept from
+//! them. Not one of the lane's processes: a thread of reclaim's own, stopped with the lane.
+
+use super::Lane;
+use crate::warehouse::Warehouse;
+use crate::warehouse::postgres::answers::{AnswerProxy, LostAnswer, ProxyError};
+
+/// A lane's proxy, while the night runs, and the answers it lost.
+#[derive(Debug, Default)]
+pub(super) struct LaneAnswers {
+    proxy: Option<AnswerProxy>,
+    lost: Vec<LostAnswer>,
+    /// Lost by a proxy since stopped, not yet told.
+    unsaid: Vec<LostAnswer>,
+}
+
+impl Lane {
+    /// Starts the lane's proxy when it has answers to lose (on PostgreSQL only: `run` refuses
+    /// the plan on SQLite before the night).
+    pub(in crate::engine) fn start_answers(&mut self) -> Result<(), ProxyError> {
+        let Warehouse::Postgres(server) = &self.config.warehouse else {
+            return Ok(());
+        };
+        if self.config.lose_answers.is_empty() {
+            return Ok(());
+        }
+        let rows = match self.config.worker.job() {
+            Some(job) => job.rows.clone(),
+            None => crate::warehouse::RowSource::default(),
+        };
+        let schema = server.schema_for(&self.config.db);
+        self.answers.proxy = Some(AnswerProxy::start(
+            server,
+            &schema,
+            &rows,
+            &self.config.lose_answers,
+        )?);
+        Ok(())
+    }
+
+    /// Where the lane's workers and jobs are told the rows go: through its proxy when it has
+    /// one, else the night's warehouse.
+    pub(in crate::engine) fn workers_warehouse(&self) -> Warehouse {
+        match &self.answers.proxy {
+            Some(proxy) => Warehouse::Postgres(proxy.for_workers().clone()),
+            None => self.config.warehouse.clone(),
+        }
+    }
+
+    /// The answers lost since the last call, kept for the report too.
+    pub(in crate::engine) fn take_lost_answers(&mut self) -> Vec<LostAnswer> {
+        let mut new = std::mem::take(&mut self.answers.unsaid);
+        if let Some(proxy) = &self.answers.proxy {
+            new.extend(proxy.take_lost());
+        }
+        self.answers.lost.extend(new.iter().cloned());
+        new
+    }
+
+    /// Whether its proxy is running.
+    pub(in crate::engine) fn answers_running(&self) -> bool {
+        self.answers.proxy.is_some()
+    }
+
+    /// Every answer the lane lost, told or not yet.
+    #[must_use]
+    pub fn lost_answers(&self) -> Vec<LostAnswer> {
+        let unsaid = self.answers.unsaid.iter();
+        self.answers.lost.iter().chain(unsaid).cloned().collect()
+    }
+
+    /// Stops the proxy (its sessions closed), once the lane's workers are gone; the answers it
+    /// lost and no worker answered stay to be told (`take_lost_answers`).
+    pub(in crate::engine) fn stop_answers(&mut self) {
+        if let Some(proxy) = self.answers.proxy.take() {
+            self.answers.unsaid.extend(proxy.take_lost());
+        }
+    }
+}

@@ -1,0 +1,630 @@
+//! The lost answer (`--lose-answer-at ROWS`): a proxy of reclaim's own between one lane's
+//! workers and the server, on a Unix socket in a folder of its own (0700, removed with it). It
+//! passes every byte both ways unchanged and reads the server's messages only to see where an
+//! answer ends (`ReadyForQuery`). While a loss is planned, an answer that completed a command and
+//! leaves its session outside a transaction (a `COMMIT`, or a statement that committed on its
+//! own) is held back while the proxy counts the lane's rows, on a connection of its own straight
+//! to the server. The first such answer after which the rows reach a planned number is never
+//! delivered: both ends are closed. The commit is durable, and the worker that sent it cannot
+//! know whether it happened.
+//!
+//! A client's request for TLS is answered "no" here (the socket is private to this account and
+//! local), and the proxy speaks to the server without TLS: a server URL that insists on TLS is
+//! refused before the night (`Server::refuse_lost_answers`).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+
+use super::{CONNECT_TIMEOUT, Server, quote_ident};
+use crate::warehouse::error::WarehouseError;
+use crate::warehouse::source::RowSource;
+
+/// The port number in the proxy's socket name (`.s.PGSQL.5432`); no TCP port is opened.
+const PORT: u16 = 5432;
+/// Sessions served at once, at most: a lane's workers and a job's clients are a few.
+const MAX_SESSIONS: usize = 64;
+/// The most of one answer held back while the proxy decides; a longer answer (a large result)
+/// is passed on as it comes and is never the one lost.
+const MAX_HELD: usize = 1 << 20;
+/// The longest a client's first message may be (PostgreSQL's own limit).
+const MAX_STARTUP: usize = 10_000;
+/// The keys named for one lost answer, at most.
+const KEYS_NAMED: i64 = 20;
+
+/// The startup codes a client may send before its real first message.
+const SSL_REQUEST: u32 = 80_877_103;
+const GSS_REQUEST: u32 = 80_877_104;
+
+/// One answer the proxy kept from its worker.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LostAnswer {
+    /// The row count the plan named.
+    pub planned: u64,
+    /// The rows once the commit whose answer was lost was in.
+    pub rows: u64,
+    /// The keys of the rows that commit wrote (its transaction's, by `xmin`), when the rows
+    /// are judged by a key.
+    pub keys: Vec<String>,
+}
+
+/// Why the proxy cannot start.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start the proxy that loses answers (--lose-answer-at): {0}")]
+pub struct ProxyError(String);
+
+impl From<ProxyError> for WarehouseError {
+    fn from(error: ProxyError) -> Self {
+        WarehouseError::Flags(error.to_string())
+    }
+}
+
+/// Where the server is, as the proxy reaches it: without TLS.
+#[derive(Debug, Clone)]
+enum Upstream {
+    Tcp(String, u16),
+    Unix(PathBuf),
+}
+
+impl Upstream {
+    fn of(server: &Server) -> Result<Self, ProxyError> {
+        let prepared = (server.conninfo.config()).map_err(|e| ProxyError(e.0))?;
+        let config = prepared.config;
+        let port = config.get_ports().first().copied().unwrap_or(PORT);
+        match config.get_hosts().first() {
+            Some(postgres::config::Host::Tcp(name)) => Ok(Self::Tcp(name.clone(), port)),
+            Some(postgres::config::Host::Unix(dir)) => {
+                Ok(Self::Unix(dir.join(format!(".s.PGSQL.{port}"))))
+            }
+            None => Err(ProxyError("the server's address names no host".into())),
+        }
+    }
+
+    fn connect(&self) -> std::io::Result<Conn> {
+        match self {
+            Self::Tcp(host, port) => {
+                let mut last = None;
+                for addr in std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), *port))? {
+                    match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
+                        Ok(stream) => {
+                            stream.set_nodelay(true)?;
+                            return Ok(Conn::Tcp(stream));
+                        }
+                        Err(e) => last = Some(e),
+                    }
+                }
+                Err(last.unwrap_or_else(|| std::io::Error::other("no address")))
+            }
+            Self::Unix(path) => UnixStream::connect(path).map(Conn::Unix),
+        }
+    }
+}
+
+/// The proxy's end towards the server.
+#[derive(Debug)]
+enum Conn {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Conn {
+    fn try_clone(&self) -> std::io::Result<Self> {
+        Ok(match self {
+            Self::Tcp(s) => Self::Tcp(s.try_clone()?),
+            Self::Unix(s) => Self::Unix(s.try_clone()?),
+        })
+    }
+
+    fn shutdown(&self) {
+        let _ = match self {
+            Self::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+            Self::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Tcp(s) => s.read(buf),
+            Self::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Tcp(s) => s.write(buf),
+            Self::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Self::Tcp(s) => s.flush(),
+            Self::Unix(s) => s.flush(),
+        }
+    }
+}
+
+/// What decides, at an answer, whether it is the one to lose: the plan left, and reclaim's own
+/// connection to count the lane's rows.
+struct Judge {
+    server: Server,
+    schema: String,
+    count_sql: String,
+    keys_sql: Option<String>,
+    /// The row counts still to lose an answer at, ascending.
+    pending: Vec<u64>,
+    client: Option<postgres::Client>,
+    told: mpsc::Sender<LostAnswer>,
+}
+
+impl Judge {
+    fn armed(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Whether the answer held now is the one to lose: the rows, counted now that its commit
+    /// is in, have reached the next planned number. Said on `told` when it is. A count that
+    /// cannot be made loses nothing (the plan then says what never happened).
+    fn lose_now(&mut self) -> bool {
+        let Some(&next) = self.pending.first() else {
+            return false;
+        };
+        let Some(rows) = self.count() else {
+            self.client = None;
+            return false;
+        };
+        if rows < next {
+            return false;
+        }
+        let keys = self.keys().unwrap_or_default();
+        self.pending.retain(|&p| p > rows);
+        let _ = self.told.send(LostAnswer {
+            planned: next,
+            rows,
+            keys,
+        });
+        true
+    }
+
+    fn client(&mut self) -> Option<&mut postgres::Client> {
+        if self.client.is_none() {
+            self.client = self.server.connect(Some(&self.schema)).ok();
+        }
+        self.client.as_mut()
+    }
+
+    fn count(&mut self) -> Option<u64> {
+        let sql = self.count_sql.clone();
+        let row = self.client()?.query_one(sql.as_str(), &[]).ok()?;
+        let n = (row.try_get::<_, i64>(0).ok())
+            .or_else(|| row.try_get::<_, i32>(0).ok().map(i64::from))?;
+        u64::try_from(n).ok()
+    }
+
+    /// The keys of the rows the newest transaction wrote (the one whose answer is held).
+    fn keys(&mut self) -> Option<Vec<String>> {
+        let sql = self.keys_sql.clone()?;
+        let rows = self.client()?.query(sql.as_str(), &[]).ok()?;
+        Some(
+            rows.iter()
+                .filter_map(|r| r.try_get::<_, Option<String>>(0).ok().flatten())
+                .collect(),
+        )
+    }
+}
+
+/// The counts the proxy makes: the rows, by the lane's table or its `--count-sql`, and the keys
+/// of one transaction's rows when the rows have a key.
+fn sql_of(rows: &RowSource) -> (String, Option<String>) {
+    if let Some(count) = &rows.count_sql {
+        return (format!("SELECT * FROM ({count}) AS reclaim_count"), None);
+    }
+    let table = quote_ident(&rows.table);
+    let key = quote_ident(&rows.key);
+    (
+        format!("SELECT count(*) FROM {table}"),
+        Some(format!(
+            "SELECT {key}::text FROM {table} WHERE age(xmin) = (SELECT min(age(xmin)) FROM {table}) ORDER BY 1 LIMIT {KEYS_NAMED}"
+        )),
+    )
+}
+
+/// A lane's proxy, while its night runs: stopped, its sessions closed and its folder removed
+/// when dropped.
+pub struct AnswerProxy {
+    folder: tempfile::TempDir,
+    socket: PathBuf,
+    for_workers: Server,
+    lost: mpsc::Receiver<LostAnswer>,
+    stop: Arc<AtomicBool>,
+    sessions: Arc<Mutex<Vec<(UnixStream, Conn)>>>,
+    accepting: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for AnswerProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnswerProxy")
+            .field("socket", &self.socket)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnswerProxy {
+    /// Starts the proxy for the lane whose rows are `rows` in `schema` on `server`, to lose the
+    /// answer of the commit that brings the rows to each of `at_rows`.
+    pub fn start(
+        server: &Server,
+        schema: &str,
+        rows: &RowSource,
+        at_rows: &[u64],
+    ) -> Result<Self, ProxyError> {
+        let upstream = Upstream::of(server)?;
+        // A folder of its own, 0700: no other account reaches the socket.
+        let folder = tempfile::Builder::new()
+            .prefix("reclaim-answers-")
+            .tempdir()
+            .map_err(|e| ProxyError(format!("a folder for its socket: {e}")))?;
+        let socket = folder.path().join(format!(".s.PGSQL.{PORT}"));
+        let listener = UnixListener::bind(&socket)
+            .map_err(|e| ProxyError(format!("{}: {e}", socket.display())))?;
+        let (told, lost) = mpsc::channel();
+        let (count_sql, keys_sql) = sql_of(rows);
+        let mut pending = at_rows.to_vec();
+        pending.sort_unstable();
+        pending.dedup();
+        let judge = Arc::new(Mutex::new(Judge {
+            server: server.clone(),
+            schema: schema.to_string(),
+            count_sql,
+            keys_sql,
+            pending,
+            client: None,
+            told,
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let sessions = Arc::new(Mutex::new(Vec::new()));
+        let accepting = {
+            let (stop, sessions) = (stop.clone(), sessions.clone());
+            std::thread::Builder::new()
+                .name("answers".into())
+                .spawn(move || accept(&listener, &upstream, &judge, &stop, &sessions))
+                .map_err(|e| ProxyError(e.to_string()))?
+        };
+        let for_workers = Server {
+            conninfo: through(server, folder.path())?,
+            prefix: server.prefix.clone(),
+            wait: server.wait,
+        };
+        Ok(Self {
+            folder,
+            socket,
+            for_workers,
+            lost,
+            stop,
+            sessions,
+            accepting: Some(accepting),
+        })
+    }
+
+    /// The server as the lane's workers reach it: through the proxy.
+    #[must_use]
+    pub fn for_workers(&self) -> &Server {
+        &self.for_workers
+    }
+
+    /// The answers lost since the last call.
+    #[must_use]
+    pub fn take_lost(&self) -> Vec<LostAnswer> {
+        self.lost.try_iter().collect()
+    }
+
+    /// The folder of its socket.
+    #[must_use]
+    pub fn folder(&self) -> &Path {
+        self.folder.path()
+    }
+}
+
+impl Drop for AnswerProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the blocked accept, which then sees the stop.
+        let _ = UnixStream::connect(&self.socket);
+        if let Some(thread) = self.accepting.take() {
+            let _ = thread.join();
+        }
+        for (client, server) in self
+            .sessions
+            .lock()
+            .map(|mut s| s.split_off(0))
+            .unwrap_or_default()
+        {
+            let _ = client.shutdown(std::net::Shutdown::Both);
+            server.shutdown();
+        }
+    }
+}
+
+/// The connection string of the server, reached through the proxy's socket in `folder`: the
+/// same role, password and database, without TLS.
+fn through(server: &Server, folder: &Path) -> Result<super::Conninfo, ProxyError> {
+    let prepared = (server.conninfo.config()).map_err(|e| ProxyError(e.0))?;
+    let config = prepared.config;
+    let quote = |v: &str| format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"));
+    let mut parts = vec![
+        format!("host={}", quote(&folder.display().to_string())),
+        format!("port={PORT}"),
+        "sslmode=disable".to_string(),
+    ];
+    if let Some(user) = config.get_user() {
+        parts.push(format!("user={}", quote(user)));
+    }
+    if let Some(db) = config.get_dbname() {
+        parts.push(format!("dbname={}", quote(db)));
+    }
+    if let Some(password) = config.get_password() {
+        parts.push(format!(
+            "password={}",
+            quote(&String::from_utf8_lossy(password))
+        ));
+    }
+    Ok(super::Conninfo::new(parts.join(" ")))
+}
+
+fn accept(
+    listener: &UnixListener,
+    upstream: &Upstream,
+    judge: &Arc<Mutex<Judge>>,
+    stop: &Arc<AtomicBool>,
+    sessions: &Arc<Mutex<Vec<(UnixStream, Conn)>>>,
+) {
+    let open = Arc::new(AtomicUsize::new(0));
+    for client in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(client) = client else { continue };
+        if open.load(Ordering::SeqCst) >= MAX_SESSIONS {
+            continue;
+        }
+        let Ok(server) = upstream.connect() else {
+            continue;
+        };
+        if let (Ok(c), Ok(s)) = (client.try_clone(), server.try_clone())
+            && let Ok(mut list) = sessions.lock()
+        {
+            list.push((c, s));
+        }
+        open.fetch_add(1, Ordering::SeqCst);
+        let (judge, open) = (judge.clone(), open.clone());
+        let started = std::thread::Builder::new()
+            .name("answers-session".into())
+            .spawn(move || {
+                serve(client, server, &judge);
+                open.fetch_sub(1, Ordering::SeqCst);
+            });
+        if started.is_err() {
+            return;
+        }
+    }
+}
+
+/// One session: the client's startup passed on (a request for TLS answered "no"), then the
+/// client's bytes to the server as they come, and the server's answers to the client, each
+/// held back where it might be the one to lose.
+fn serve(mut client: UnixStream, mut server: Conn, judge: &Arc<Mutex<Judge>>) {
+    let Some(first) = startup(&mut client) else {
+        server.shutdown();
+        return;
+    };
+    if server.write_all(&first).is_err() {
+        return;
+    }
+    let flushes = Arc::new(AtomicBool::new(false));
+    let (Ok(mut from_client), Ok(mut to_server)) = (client.try_clone(), server.try_clone()) else {
+        return;
+    };
+    let seen = flushes.clone();
+    let forward = std::thread::Builder::new()
+        .name("answers-in".into())
+        .spawn(move || {
+            let mut frames = Frames::default();
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let n = match from_client.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                frames.push(&buf[..n]);
+                // A client that asks for what is ready (Flush) without ending its request
+                // waits on an answer that is not whole: nothing is held from it.
+                while let Some(message) = frames.next_message() {
+                    if message.first() == Some(&b'H') {
+                        seen.store(true, Ordering::SeqCst);
+                    }
+                }
+                if to_server.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            to_server.shutdown();
+        });
+    if forward.is_err() {
+        return;
+    }
+    answers(&mut server, &mut client, judge, &flushes);
+    let _ = client.shutdown(std::net::Shutdown::Both);
+    server.shutdown();
+}
+
+/// The server's messages to the client until either end closes, or until the answer to lose.
+fn answers(
+    server: &mut Conn,
+    client: &mut UnixStream,
+    judge: &Arc<Mutex<Judge>>,
+    flushes: &AtomicBool,
+) {
+    let mut frames = Frames::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut out = Vec::new();
+    // Whether this answer completed a command (`CommandComplete`): only such an answer can
+    // carry a commit.
+    let mut holding = false;
+    loop {
+        let n = match server.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        frames.push(&buf[..n]);
+        while let Some(message) = frames.next_message() {
+            out.extend_from_slice(&message);
+            match message.first() {
+                Some(b'C') => {
+                    holding =
+                        !flushes.load(Ordering::SeqCst) && judge.lock().is_ok_and(|j| j.armed());
+                }
+                Some(b'Z') => {
+                    let idle = message.get(5) == Some(&b'I');
+                    if holding && idle && judge.lock().is_ok_and(|mut j| j.lose_now()) {
+                        return;
+                    }
+                    holding = false;
+                    if client.write_all(&out).is_err() {
+                        return;
+                    }
+                    out.clear();
+                }
+                _ => {}
+            }
+        }
+        if !holding || out.len() > MAX_HELD {
+            holding = false;
+            if client.write_all(&out).is_err() {
+                return;
+            }
+            out.clear();
+        }
+    }
+}
+
+/// The client's first message, after answering any request for TLS or GSS encryption "no".
+fn startup(client: &mut UnixStream) -> Option<Vec<u8>> {
+    for _ in 0..3 {
+        let mut head = [0u8; 8];
+        client.read_exact(&mut head).ok()?;
+        let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        let code = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+        if !(8..=MAX_STARTUP).contains(&len) {
+            return None;
+        }
+        if len == 8 && (code == SSL_REQUEST || code == GSS_REQUEST) {
+            client.write_all(b"N").ok()?;
+            continue;
+        }
+        let mut message = head.to_vec();
+        message.resize(len, 0);
+        client.read_exact(&mut message[8..]).ok()?;
+        return Some(message);
+    }
+    None
+}
+
+/// Whole protocol messages (a type byte, a length counting itself, the body) out of a stream.
+#[derive(Debug, Default)]
+struct Frames {
+    bytes: Vec<u8>,
+}
+
+impl Frames {
+    fn push(&mut self, bytes: &[u8]) {
+        self.bytes.extend_from_slice(bytes);
+    }
+
+    /// The next whole message, type byte first, if it has all arrived.
+    fn next_message(&mut self) -> Option<Vec<u8>> {
+        let head = self.bytes.get(..5)?;
+        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        if self.bytes.len() < len + 1 {
+            return None;
+        }
+        let rest = self.bytes.split_off(len + 1);
+        Some(std::mem::replace(&mut self.bytes, rest))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(kind: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![kind];
+        m.extend_from_slice(&u32::try_from(body.len() + 4).unwrap().to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    }
+
+    #[test]
+    fn messages_are_cut_whole_however_the_bytes_arrive() {
+        let stream: Vec<u8> = [
+            message(b'C', b"INSERT 0 1\0"),
+            message(b'Z', b"I"),
+            message(b'D', &[0; 300]),
+        ]
+        .concat();
+        for chunk in [1, 2, 7, 64, 1000] {
+            let mut frames = Frames::default();
+            let mut got = Vec::new();
+            for piece in stream.chunks(chunk) {
+                frames.push(piece);
+                while let Some(m) = frames.next_message() {
+                    got.push(m);
+                }
+            }
+            assert_eq!(got.len(), 3, "chunks of {chunk}");
+            assert_eq!(got[1], message(b'Z', b"I"));
+            assert_eq!(got.concat(), stream);
+        }
+    }
+
+    #[test]
+    fn the_workers_reach_the_proxy_with_the_servers_role_and_password_and_no_tls() {
+        let server = Server {
+            conninfo: super::super::Conninfo::new(
+                "postgres://bob:s3'cr\\et@db.example:6543/orders?sslmode=require",
+            ),
+            prefix: "night".into(),
+            wait: super::super::RESTART_WAIT,
+        };
+        let through = through(&server, Path::new("/tmp/x y")).unwrap();
+        let config = through.config().unwrap();
+        assert_eq!(config.config.get_user(), Some("bob"));
+        assert_eq!(config.config.get_dbname(), Some("orders"));
+        assert_eq!(config.config.get_password(), Some(&b"s3'cr\\et"[..]));
+        assert_eq!(config.tls.mode, super::super::tls::SslMode::Disable);
+        assert_eq!(
+            config.config.get_hosts(),
+            &[postgres::config::Host::Unix("/tmp/x y".into())]
+        );
+        assert!(!through.to_string().contains("s3"), "{through}");
+    }
+
+    #[test]
+    fn a_count_sql_is_counted_by_its_first_column_and_names_no_keys() {
+        let (count, keys) = sql_of(&RowSource {
+            count_sql: Some("SELECT count(*), count(DISTINCT k) FROM t".into()),
+            ..RowSource::default()
+        });
+        assert!(count.contains("count(DISTINCT k)"), "{count}");
+        assert_eq!(keys, None);
+        let (count, keys) = sql_of(&RowSource::default());
+        assert_eq!(count, "SELECT count(*) FROM \"records\"");
+        assert!(keys.unwrap().contains("age(xmin)"));
+    }
+}

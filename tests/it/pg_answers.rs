@@ -1,0 +1,233 @@
+//! The lost answer (`--lose-answer-at`) on the private cluster: the commit lands, its answer
+//! never reaches the worker, and the worker's retry writes the item again. Without a key the
+//! item is there twice (psql counts exactly the items whose answers were lost); with one, once.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::support::{folder, on_kept, pg_bin, psql, reclaim, reclaim_in_dir};
+
+/// A hang guard, not a timing assertion: a night of 20 items starts a private cluster.
+const LIMIT: Duration = Duration::from_secs(300);
+
+/// The lines of a night that must read the same on every run: the host's losses, the worker's
+/// retries, the verdict and the answers line (pids, paths and elapsed time left out).
+fn the_story(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| {
+            l.contains("host loses")
+                || l.contains("  retry   ")
+                || l.starts_with("verdict")
+                || l.starts_with("answers")
+                || l.starts_with("result")
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The keys written more than once in the night's `records`, as psql counts them.
+fn written_twice(cluster: &Path) -> String {
+    psql(
+        cluster,
+        "SELECT coalesce(string_agg(task_id || 'x' || n, ' ' ORDER BY task_id), '') FROM (SELECT task_id, count(*) AS n FROM night.records GROUP BY 1 HAVING count(*) > 1) d",
+    )
+}
+
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn naive_writes_exactly_the_items_whose_answers_were_lost_twice_and_guarded_once() {
+    let bin = pg_bin();
+    let night = |strategy: &str, dir: &Path| {
+        reclaim_in_dir(
+            dir,
+            &[
+                "run",
+                "--strategy",
+                strategy,
+                "--items",
+                "20",
+                "--warehouse",
+                "postgres",
+                "--lose-answer-at",
+                "5,12",
+                "--seed",
+                "1",
+                "--keep",
+            ],
+            LIMIT,
+        )
+    };
+    let naive = folder();
+    let run = night("naive", naive.path());
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("answers      2 lost of 2 planned: task-004; task-010"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("2 answers lost (task-004; task-010): a write made again"),
+        "{}",
+        run.stdout
+    );
+    on_kept(&bin, naive.path(), |cluster| {
+        assert_eq!(written_twice(cluster), "task-004x2 task-010x2");
+        assert_eq!(psql(cluster, "SELECT count(*) FROM night.records"), "22");
+    });
+    // The same night again tells the same story, line for line.
+    let again = folder();
+    let second = night("naive", again.path());
+    assert_eq!(the_story(&run.stdout), the_story(&second.stdout));
+    assert_eq!(the_story(&run.stdout).len(), 7, "{}", run.stdout);
+
+    let guarded = folder();
+    let run = night("guarded", guarded.path());
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("answers      2 lost of 2 planned"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("  retry   task-").count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    on_kept(&bin, guarded.path(), |cluster| {
+        assert_eq!(written_twice(cluster), "");
+        assert_eq!(
+            psql(
+                cluster,
+                "SELECT count(DISTINCT task_id) || ' ' || count(*) FROM night.records"
+            ),
+            "20 20"
+        );
+    });
+}
+
+/// A user's job: one psql per item, each insert tried again (up to three times) when psql
+/// fails, as a retry loop in a shell job does. `$1` is the insert's tail: nothing, or the
+/// conflict clause that makes it idempotent.
+const JOB: &str = r#"
+psql -qX -c "CREATE TABLE IF NOT EXISTS shipped (order_id text $KEY, amount int)" || exit 1
+i=0
+while [ $i -lt "$RECLAIM_ITEMS" ]; do
+  key=$(printf 'task-%03d' $i)
+  n=0
+  until psql -qX -c "INSERT INTO shipped VALUES ('$key', $i) $CONFLICT"; do
+    n=$((n+1)); [ $n -ge 3 ] && exit 1; sleep 0.1
+  done
+  i=$((i+1))
+done
+echo "rows_written=$(psql -qXAt -c 'SELECT count(*) FROM shipped') status=ok"
+"#;
+
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn a_users_psql_job_that_retries_writes_a_lost_commit_twice_unless_its_insert_is_idempotent() {
+    let night = |key: &str, conflict: &str| {
+        let dir = folder();
+        let script = dir.path().join("job.sh");
+        std::fs::write(
+            &script,
+            format!("KEY='{key}'\nCONFLICT='{conflict}'\n{JOB}"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let exec = format!("sh {}", script.display());
+        let run = reclaim_in_dir(
+            dir.path(),
+            &[
+                "run",
+                "--exec",
+                &exec,
+                "--table",
+                "shipped",
+                "--key",
+                "order_id",
+                "--items",
+                "12",
+                "--warehouse",
+                "postgres",
+                "--lose-answer-at",
+                "5",
+            ],
+            LIMIT,
+        );
+        (dir, run)
+    };
+    let (_dir, run) = night("", "");
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("host loses the answer to the commit that brought the rows to 5 (task-004)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("DATA WRONG (1 duplicated task id)")
+            && run
+                .stdout
+                .contains("1 answer lost (task-004): a write made again"),
+        "{}",
+        run.stdout
+    );
+    let (_dir, run) = night("PRIMARY KEY", "ON CONFLICT (order_id) DO NOTHING");
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("answers      1 lost of 1 planned: task-004"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("result       PASS"), "{}", run.stdout);
+}
+
+/// A lost answer needs a connection to lose it on, and a row count the night reaches: refused
+/// in one line before anything starts.
+#[test]
+fn a_lost_answer_reclaim_cannot_arrange_is_refused_in_one_line() {
+    for (args, said) in [
+        (
+            vec!["--lose-answer-at", "5"],
+            "--lose-answer-at loses a commit's answer between the workers and a PostgreSQL server; SQLite",
+        ),
+        (
+            vec![
+                "--lose-answer-at",
+                "5",
+                "--warehouse",
+                "postgres://u@127.0.0.1:1/db?sslmode=require",
+            ],
+            "which TLS hides",
+        ),
+        (
+            vec![
+                "--lose-answer-at",
+                "50",
+                "--items",
+                "10",
+                "--warehouse",
+                "postgres",
+            ],
+            "--lose-answer-at 50 is beyond the 10 rows the queue makes",
+        ),
+    ] {
+        let mut all = vec!["run", "--strategy", "naive"];
+        all.extend(args);
+        let run = reclaim(&all);
+        assert_eq!(run.code, Some(2), "{all:?}: {}", run.stderr);
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+        assert!(run.stderr.contains(said), "{}", run.stderr);
+        assert!(run.stdout.is_empty(), "{}", run.stdout);
+    }
+}
