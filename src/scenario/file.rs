@@ -136,6 +136,8 @@ pub(super) struct HostFile {
     pause_at_task: Option<String>,
     /// Sim seconds that pause lasts.
     pause_for: Option<f64>,
+    /// Lose the answer to the commit that brings each lane's rows to each of these (PostgreSQL).
+    lose_answer_at: Option<Vec<u64>>,
     wipe_at_task: Option<String>,
 }
 
@@ -321,6 +323,7 @@ impl ScenarioFile {
         }
         let warehouse = warehouse_of(self.warehouse.as_deref())?;
         Ok(Scenario {
+            lose_answers: lost_answers_of(host.lose_answer_at.clone(), &warehouse, self.items)?,
             warehouse,
             source: source.to_string(),
             title: self.title,
@@ -347,6 +350,30 @@ impl ScenarioFile {
             captions: self.caption,
         })
     }
+}
+
+/// `host.lose_answer_at`: row counts the night reaches, on a private PostgreSQL cluster (the
+/// answers are lost between the workers and a server).
+fn lost_answers_of(
+    counts: Option<Vec<u64>>,
+    warehouse: &crate::warehouse::Spec,
+    items: u64,
+) -> Result<Vec<u64>, Invalid> {
+    let counts = counts.unwrap_or_default();
+    if counts.is_empty() {
+        return Ok(counts);
+    }
+    if !warehouse.is_postgres() {
+        return Err(Invalid(
+            "host.lose_answer_at loses commits' answers between the workers and a PostgreSQL server: add warehouse = \"postgres\"".into(),
+        ));
+    }
+    if let Some(bad) = counts.iter().find(|&&n| n == 0 || n > items) {
+        return Err(Invalid(format!(
+            "host.lose_answer_at: {bad} is not a row count of the night's {items} items (1 to {items})"
+        )));
+    }
+    Ok(counts)
 }
 
 /// `host.pause_at_task` and `host.pause_for`, which go together, for lanes of reclaim's own

@@ -26,7 +26,7 @@ use crate::supervisor::schedule::KillPlan;
 use crate::worker::{CrashAt, LongItem, SideEffect};
 
 /// The shipped scenarios, by name; the first is the default.
-pub const SHIPPED: [(&str, &str); 12] = [
+pub const SHIPPED: [(&str, &str); 13] = [
     (
         "incident",
         include_str!("../../assets/scenarios/incident.toml"),
@@ -71,6 +71,10 @@ pub const SHIPPED: [(&str, &str); 12] = [
     (
         "the-pause",
         include_str!("../../assets/scenarios/the-pause.toml"),
+    ),
+    (
+        "the-lost-answer",
+        include_str!("../../assets/scenarios/the-lost-answer.toml"),
     ),
 ];
 
@@ -157,6 +161,8 @@ pub struct Scenario {
     pub hang_for: Option<f64>,
     /// Every lane's worker that reaches this task's write is stopped there for a while.
     pub pause_at: Option<crate::worker::PauseAt>,
+    /// Each lane's commits whose answers are lost, by the rows they bring the lane to.
+    pub lose_answers: Vec<u64>,
     pub wipe_at_task: Option<u64>,
     pub lanes: Vec<ScenarioLane>,
     pub captions: Vec<Caption>,
@@ -233,6 +239,7 @@ impl Scenario {
             hang_at_task: None,
             hang_for: None,
             pause_at: None,
+            lose_answers: Vec::new(),
             wipe_at_task: None,
             warehouse: crate::warehouse::Spec::Sqlite,
             lanes,
@@ -360,6 +367,7 @@ impl Scenario {
                         workers: lane.workers,
                         crash_at: lane.crash_at,
                         pause_at: self.pause_at,
+                        lose_answers: self.lose_answers.clone(),
                         side_effect: lane.side_effect,
                         vendor: VendorModes {
                             seed: self.seed,

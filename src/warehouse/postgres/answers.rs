@@ -151,16 +151,19 @@ impl Write for Conn {
     }
 }
 
-/// What decides, at an answer, whether it is the one to lose: the plan left, and reclaim's own
-/// connection to count the lane's rows.
+/// What counts the lane's rows once an answer's commit is in.
+trait Counter: Send {
+    /// The rows now; `None` when they cannot be counted (nothing is lost then).
+    fn rows(&mut self) -> Option<u64>;
+    /// The keys of the rows the newest transaction wrote (the one whose answer is held).
+    fn keys(&mut self) -> Vec<String>;
+}
+
+/// What decides, at an answer, whether it is the one to lose: the plan left, and what counts.
 struct Judge {
-    server: Server,
-    schema: String,
-    count_sql: String,
-    keys_sql: Option<String>,
+    counter: Box<dyn Counter>,
     /// The row counts still to lose an answer at, ascending.
     pending: Vec<u64>,
-    client: Option<postgres::Client>,
     told: mpsc::Sender<LostAnswer>,
 }
 
@@ -176,14 +179,13 @@ impl Judge {
         let Some(&next) = self.pending.first() else {
             return false;
         };
-        let Some(rows) = self.count() else {
-            self.client = None;
+        let Some(rows) = self.counter.rows() else {
             return false;
         };
         if rows < next {
             return false;
         }
-        let keys = self.keys().unwrap_or_default();
+        let keys = self.counter.keys();
         self.pending.retain(|&p| p > rows);
         let _ = self.told.send(LostAnswer {
             planned: next,
@@ -192,15 +194,36 @@ impl Judge {
         });
         true
     }
+}
 
+/// The lane's rows counted on reclaim's own connection, straight to the server.
+struct Rows {
+    server: Server,
+    schema: String,
+    count_sql: String,
+    keys_sql: Option<String>,
+    client: Option<postgres::Client>,
+}
+
+impl Rows {
     fn client(&mut self) -> Option<&mut postgres::Client> {
+        // A table not made yet keeps the connection; one lost is made again.
+        if self
+            .client
+            .as_ref()
+            .is_some_and(postgres::Client::is_closed)
+        {
+            self.client = None;
+        }
         if self.client.is_none() {
             self.client = self.server.connect(Some(&self.schema)).ok();
         }
         self.client.as_mut()
     }
+}
 
-    fn count(&mut self) -> Option<u64> {
+impl Counter for Rows {
+    fn rows(&mut self) -> Option<u64> {
         let sql = self.count_sql.clone();
         let row = self.client()?.query_one(sql.as_str(), &[]).ok()?;
         let n = (row.try_get::<_, i64>(0).ok())
@@ -208,15 +231,16 @@ impl Judge {
         u64::try_from(n).ok()
     }
 
-    /// The keys of the rows the newest transaction wrote (the one whose answer is held).
-    fn keys(&mut self) -> Option<Vec<String>> {
-        let sql = self.keys_sql.clone()?;
-        let rows = self.client()?.query(sql.as_str(), &[]).ok()?;
-        Some(
-            rows.iter()
-                .filter_map(|r| r.try_get::<_, Option<String>>(0).ok().flatten())
-                .collect(),
-        )
+    fn keys(&mut self) -> Vec<String> {
+        let Some(sql) = self.keys_sql.clone() else {
+            return Vec::new();
+        };
+        let Some(rows) = self.client().and_then(|c| c.query(sql.as_str(), &[]).ok()) else {
+            return Vec::new();
+        };
+        (rows.iter())
+            .filter_map(|r| r.try_get::<_, Option<String>>(0).ok().flatten())
+            .collect()
     }
 }
 
@@ -244,9 +268,14 @@ pub struct AnswerProxy {
     for_workers: Server,
     lost: mpsc::Receiver<LostAnswer>,
     stop: Arc<AtomicBool>,
-    sessions: Arc<Mutex<Vec<(UnixStream, Conn)>>>,
+    sessions: Sessions,
     accepting: Option<std::thread::JoinHandle<()>>,
 }
+
+/// The sessions open now, each end's second handle by its number, for the proxy to close them
+/// when it stops; a session removes its own as it ends (a job with a connection per item opens
+/// thousands in a night).
+type Sessions = Arc<Mutex<std::collections::HashMap<u64, (UnixStream, Conn)>>>;
 
 impl std::fmt::Debug for AnswerProxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -265,7 +294,36 @@ impl AnswerProxy {
         rows: &RowSource,
         at_rows: &[u64],
     ) -> Result<Self, ProxyError> {
-        let upstream = Upstream::of(server)?;
+        let (count_sql, keys_sql) = sql_of(rows);
+        let counter = Rows {
+            server: server.clone(),
+            schema: schema.to_string(),
+            count_sql,
+            keys_sql,
+            client: None,
+        };
+        Self::between(
+            Upstream::of(server)?,
+            Box::new(counter),
+            at_rows,
+            |folder| {
+                Ok(Server {
+                    conninfo: through(server, folder)?,
+                    prefix: server.prefix.clone(),
+                    wait: server.wait,
+                })
+            },
+        )
+    }
+
+    /// The proxy to `upstream`, `counter` counting the rows, the workers' server made for the
+    /// proxy's folder by `for_workers`.
+    fn between(
+        upstream: Upstream,
+        counter: Box<dyn Counter>,
+        at_rows: &[u64],
+        for_workers: impl FnOnce(&Path) -> Result<Server, ProxyError>,
+    ) -> Result<Self, ProxyError> {
         // A folder of its own, 0700: no other account reaches the socket.
         let folder = tempfile::Builder::new()
             .prefix("reclaim-answers-")
@@ -275,21 +333,16 @@ impl AnswerProxy {
         let listener = UnixListener::bind(&socket)
             .map_err(|e| ProxyError(format!("{}: {e}", socket.display())))?;
         let (told, lost) = mpsc::channel();
-        let (count_sql, keys_sql) = sql_of(rows);
         let mut pending = at_rows.to_vec();
         pending.sort_unstable();
         pending.dedup();
         let judge = Arc::new(Mutex::new(Judge {
-            server: server.clone(),
-            schema: schema.to_string(),
-            count_sql,
-            keys_sql,
+            counter,
             pending,
-            client: None,
             told,
         }));
         let stop = Arc::new(AtomicBool::new(false));
-        let sessions = Arc::new(Mutex::new(Vec::new()));
+        let sessions = Sessions::default();
         let accepting = {
             let (stop, sessions) = (stop.clone(), sessions.clone());
             std::thread::Builder::new()
@@ -297,11 +350,7 @@ impl AnswerProxy {
                 .spawn(move || accept(&listener, &upstream, &judge, &stop, &sessions))
                 .map_err(|e| ProxyError(e.to_string()))?
         };
-        let for_workers = Server {
-            conninfo: through(server, folder.path())?,
-            prefix: server.prefix.clone(),
-            wait: server.wait,
-        };
+        let for_workers = for_workers(folder.path())?;
         Ok(Self {
             folder,
             socket,
@@ -340,12 +389,8 @@ impl Drop for AnswerProxy {
         if let Some(thread) = self.accepting.take() {
             let _ = thread.join();
         }
-        for (client, server) in self
-            .sessions
-            .lock()
-            .map(|mut s| s.split_off(0))
-            .unwrap_or_default()
-        {
+        let open = (self.sessions.lock()).map(|mut s| std::mem::take(&mut *s));
+        for (client, server) in open.unwrap_or_default().into_values() {
             let _ = client.shutdown(std::net::Shutdown::Both);
             server.shutdown();
         }
@@ -383,31 +428,39 @@ fn accept(
     upstream: &Upstream,
     judge: &Arc<Mutex<Judge>>,
     stop: &Arc<AtomicBool>,
-    sessions: &Arc<Mutex<Vec<(UnixStream, Conn)>>>,
+    sessions: &Sessions,
 ) {
     let open = Arc::new(AtomicUsize::new(0));
-    for client in listener.incoming() {
+    for (number, client) in (0u64..).zip(listener.incoming()) {
         if stop.load(Ordering::SeqCst) {
             return;
         }
-        let Ok(client) = client else { continue };
+        let Ok(client) = client else {
+            // Out of descriptors, say: a moment before the next, never a spin.
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            continue;
+        };
         if open.load(Ordering::SeqCst) >= MAX_SESSIONS {
             continue;
         }
         let Ok(server) = upstream.connect() else {
             continue;
         };
-        if let (Ok(c), Ok(s)) = (client.try_clone(), server.try_clone())
-            && let Ok(mut list) = sessions.lock()
-        {
-            list.push((c, s));
+        let (Ok(c), Ok(s)) = (client.try_clone(), server.try_clone()) else {
+            continue;
+        };
+        if let Ok(mut list) = sessions.lock() {
+            list.insert(number, (c, s));
         }
         open.fetch_add(1, Ordering::SeqCst);
-        let (judge, open) = (judge.clone(), open.clone());
+        let (judge, open, sessions) = (judge.clone(), open.clone(), sessions.clone());
         let started = std::thread::Builder::new()
             .name("answers-session".into())
             .spawn(move || {
                 serve(client, server, &judge);
+                if let Ok(mut list) = sessions.lock() {
+                    list.remove(&number);
+                }
                 open.fetch_sub(1, Ordering::SeqCst);
             });
         if started.is_err() {
@@ -591,6 +644,136 @@ mod tests {
             assert_eq!(got[1], message(b'Z', b"I"));
             assert_eq!(got.concat(), stream);
         }
+    }
+
+    /// A server that answers every query with one row inserted and counts them.
+    fn fake_server(dir: &Path, rows: Arc<std::sync::atomic::AtomicU64>) -> PathBuf {
+        let path = dir.join("server.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let rows = rows.clone();
+                std::thread::spawn(move || {
+                    let mut len = [0u8; 4];
+                    stream.read_exact(&mut len).unwrap();
+                    let mut rest = vec![0u8; u32::from_be_bytes(len) as usize - 4];
+                    stream.read_exact(&mut rest).unwrap();
+                    let hello = [message(b'R', &0u32.to_be_bytes()), message(b'Z', b"I")];
+                    stream.write_all(&hello.concat()).unwrap();
+                    let mut head = [0u8; 5];
+                    while stream.read_exact(&mut head).is_ok() {
+                        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]);
+                        let mut body = vec![0u8; len as usize - 4];
+                        stream.read_exact(&mut body).unwrap();
+                        if head[0] == b'Q' {
+                            rows.fetch_add(1, Ordering::SeqCst);
+                            let answer = [message(b'C', b"INSERT 0 1\0"), message(b'Z', b"I")];
+                            if stream.write_all(&answer.concat()).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        path
+    }
+
+    struct Counted(Arc<std::sync::atomic::AtomicU64>);
+
+    impl Counter for Counted {
+        fn rows(&mut self) -> Option<u64> {
+            Some(self.0.load(Ordering::SeqCst))
+        }
+
+        fn keys(&mut self) -> Vec<String> {
+            vec![format!("key-{}", self.0.load(Ordering::SeqCst))]
+        }
+    }
+
+    /// Sends a query and reads its answer whole; `None` when the connection closed first.
+    fn ask(client: &mut UnixStream) -> Option<Vec<u8>> {
+        client.write_all(&message(b'Q', b"INSERT\0")).ok()?;
+        let mut frames = Frames::default();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 256];
+        loop {
+            let n = client.read(&mut buf).ok().filter(|&n| n > 0)?;
+            frames.push(&buf[..n]);
+            while let Some(m) = frames.next_message() {
+                let end = m[0] == b'Z';
+                got.push(m);
+                if end {
+                    return Some(got.concat());
+                }
+            }
+        }
+    }
+
+    fn connect(proxy: &AnswerProxy) -> UnixStream {
+        let mut client = UnixStream::connect(&proxy.socket).unwrap();
+        // A request for TLS first, as a driver may send: answered no, by the proxy.
+        let mut ssl = 8u32.to_be_bytes().to_vec();
+        ssl.extend_from_slice(&SSL_REQUEST.to_be_bytes());
+        client.write_all(&ssl).unwrap();
+        let mut no = [0u8; 1];
+        client.read_exact(&mut no).unwrap();
+        assert_eq!(&no, b"N");
+        let mut startup = 9u32.to_be_bytes().to_vec();
+        startup.extend_from_slice(&196_608u32.to_be_bytes());
+        startup.push(0);
+        client.write_all(&startup).unwrap();
+        let mut hello = [0u8; 15];
+        client.read_exact(&mut hello).unwrap();
+        assert_eq!(hello[0], b'R');
+        client
+    }
+
+    #[test]
+    fn the_answer_after_which_the_rows_reach_the_plan_is_never_delivered_and_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let upstream = Upstream::Unix(fake_server(dir.path(), rows.clone()));
+        let proxy =
+            AnswerProxy::between(upstream, Box::new(Counted(rows.clone())), &[3, 5], |_| {
+                Ok(Server {
+                    conninfo: super::super::Conninfo::default(),
+                    prefix: "night".into(),
+                    wait: super::super::RESTART_WAIT,
+                })
+            })
+            .unwrap();
+        let mut client = connect(&proxy);
+        assert!(ask(&mut client).is_some());
+        assert!(ask(&mut client).is_some());
+        // The third insert lands on the server, and its answer never comes.
+        assert_eq!(ask(&mut client), None);
+        assert_eq!(rows.load(Ordering::SeqCst), 3);
+        let lost = proxy.take_lost();
+        assert_eq!(
+            lost,
+            [LostAnswer {
+                planned: 3,
+                rows: 3,
+                keys: vec!["key-3".into()],
+            }]
+        );
+        // The worker connects again: the fourth answer comes, the fifth is lost, and once the
+        // plan is spent every answer comes.
+        let mut client = connect(&proxy);
+        assert!(ask(&mut client).is_some());
+        assert_eq!(ask(&mut client), None);
+        let mut client = connect(&proxy);
+        for _ in 0..3 {
+            assert!(ask(&mut client).is_some());
+        }
+        assert_eq!(rows.load(Ordering::SeqCst), 8);
+        assert_eq!(proxy.take_lost().len(), 1);
+        // Stopped, its folder goes with it.
+        let folder = proxy.folder().to_path_buf();
+        drop(proxy);
+        assert!(!folder.exists());
     }
 
     #[test]
