@@ -153,7 +153,11 @@ impl Write for Conn {
 
 /// What counts the lane's rows once an answer's commit is in.
 trait Counter: Send {
-    /// The rows now; `None` when they cannot be counted (nothing is lost then).
+    /// The rows now, counted no further than `limit` (a count of a large table at every
+    /// commit would make the night quadratic); `None` when they cannot be counted (nothing is
+    /// lost then).
+    fn rows_up_to(&mut self, limit: u64) -> Option<u64>;
+    /// The rows now, all of them.
     fn rows(&mut self) -> Option<u64>;
     /// The keys of the rows the newest transaction wrote (the one whose answer is held).
     fn keys(&mut self) -> Vec<String>;
@@ -179,12 +183,13 @@ impl Judge {
         let Some(&next) = self.pending.first() else {
             return false;
         };
-        let Some(rows) = self.counter.rows() else {
+        let Some(seen) = self.counter.rows_up_to(next) else {
             return false;
         };
-        if rows < next {
+        if seen < next {
             return false;
         }
+        let rows = self.counter.rows().unwrap_or(seen).max(seen);
         let keys = self.counter.keys();
         self.pending.retain(|&p| p > rows);
         let _ = self.told.send(LostAnswer {
@@ -200,6 +205,8 @@ impl Judge {
 struct Rows {
     server: Server,
     schema: String,
+    /// The table, quoted, when the rows are a table's (not `--count-sql`'s).
+    table: Option<String>,
     count_sql: String,
     keys_sql: Option<String>,
     client: Option<postgres::Client>,
@@ -222,13 +229,31 @@ impl Rows {
     }
 }
 
-impl Counter for Rows {
-    fn rows(&mut self) -> Option<u64> {
-        let sql = self.count_sql.clone();
-        let row = self.client()?.query_one(sql.as_str(), &[]).ok()?;
+impl Rows {
+    /// The first column of `sql`'s one row, as a count.
+    fn count(&mut self, sql: &str) -> Option<u64> {
+        let row = self.client()?.query_one(sql, &[]).ok()?;
         let n = (row.try_get::<_, i64>(0).ok())
             .or_else(|| row.try_get::<_, i32>(0).ok().map(i64::from))?;
         u64::try_from(n).ok()
+    }
+}
+
+impl Counter for Rows {
+    fn rows_up_to(&mut self, limit: u64) -> Option<u64> {
+        // `--count-sql` is the user's whole count; a table's is cut at `limit` rows.
+        let sql = match &self.table {
+            Some(table) => {
+                format!("SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT {limit}) AS s")
+            }
+            None => self.count_sql.clone(),
+        };
+        self.count(&sql)
+    }
+
+    fn rows(&mut self) -> Option<u64> {
+        let sql = self.count_sql.clone();
+        self.count(&sql)
     }
 
     fn keys(&mut self) -> Vec<String> {
@@ -298,6 +323,7 @@ impl AnswerProxy {
         let counter = Rows {
             server: server.clone(),
             schema: schema.to_string(),
+            table: rows.count_sql.is_none().then(|| quote_ident(&rows.table)),
             count_sql,
             keys_sql,
             client: None,
@@ -683,6 +709,10 @@ mod tests {
     struct Counted(Arc<std::sync::atomic::AtomicU64>);
 
     impl Counter for Counted {
+        fn rows_up_to(&mut self, limit: u64) -> Option<u64> {
+            Some(self.0.load(Ordering::SeqCst).min(limit))
+        }
+
         fn rows(&mut self) -> Option<u64> {
             Some(self.0.load(Ordering::SeqCst))
         }
