@@ -221,9 +221,15 @@ fn check_lost_answers(args: &RunArgs, items: u64) -> Result<(), Error> {
         }
         crate::warehouse::Spec::Private => {}
     }
-    if last > items.saturating_mul(u64::from(args.workers)) {
+    let reach = items.saturating_mul(u64::from(args.workers));
+    if last > reach {
+        let workers = if args.workers > 1 {
+            format!(" by {} workers", args.workers)
+        } else {
+            String::new()
+        };
         return Err(Error::Refused(format!(
-            "--lose-answer-at {last} is beyond the {items} rows the queue makes; it would never happen"
+            "--lose-answer-at {last} is beyond the {reach} rows a queue of {items} items makes{workers}; it would never happen"
         )));
     }
     Ok(())

@@ -326,9 +326,9 @@ impl Ctx<'_> {
     }
 
     /// Runs `write` and, with `--retry-writes N`, runs it again (up to N times) on a new
-    /// connection after one lost under it, as a job's retry loop does: the worker cannot know whether the lost
-    /// commit happened, so a write that is not idempotent may land twice. Said first, naming
-    /// `what` (the write's first task).
+    /// connection after one lost under it, as a job's retry loop does: the worker cannot know
+    /// whether the lost commit happened, so a write that is not idempotent may land twice. Said
+    /// first, naming `what` (the write's first task).
     fn retrying<T>(
         &mut self,
         what: &str,
@@ -348,6 +348,10 @@ impl Ctx<'_> {
                         .config
                         .warehouse
                         .open_writer(&writer_spec(self.config))?;
+                    // A claim worker's statements are prepared per connection.
+                    if self.config.strategy.claims_items() {
+                        self.db.prepare_claims()?;
+                    }
                 }
                 other => return Ok(other?),
             }

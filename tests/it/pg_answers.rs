@@ -112,6 +112,43 @@ fn naive_writes_exactly_the_items_whose_answers_were_lost_twice_and_guarded_once
     });
 }
 
+/// A fencing token keeps out a worker whose lease another took over, not the worker's own retry:
+/// fenced writes the item whose answer was lost a second time, as the docs' table says.
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn a_fenced_workers_own_retry_passes_its_fence_and_writes_the_item_twice() {
+    let dir = folder();
+    let run = reclaim_in_dir(
+        dir.path(),
+        &[
+            "run",
+            "--strategy",
+            "fenced",
+            "--workers",
+            "2",
+            "--items",
+            "20",
+            "--warehouse",
+            "postgres",
+            "--lose-answer-at",
+            "5",
+            "--seed",
+            "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("rows=21 duplicated_task_ids=1")
+            && run.stdout.contains("(committing a claimed item)"),
+        "{}",
+        run.stdout
+    );
+}
+
 /// A user's job: one psql per item, each insert tried again (up to three times) when psql
 /// fails, as a retry loop in a shell job does. `$1` is the insert's tail: nothing, or the
 /// conflict clause that makes it idempotent.
@@ -219,7 +256,7 @@ fn a_lost_answer_reclaim_cannot_arrange_is_refused_in_one_line() {
                 "--warehouse",
                 "postgres",
             ],
-            "--lose-answer-at 50 is beyond the 10 rows the queue makes",
+            "--lose-answer-at 50 is beyond the 10 rows a queue of 10 items makes;",
         ),
     ] {
         let mut all = vec!["run", "--strategy", "naive"];
