@@ -391,6 +391,9 @@ impl Engine {
                 exe: program,
                 source,
             })?;
+        if let Some(watch) = self.server_watch.as_mut() {
+            watch.worker_started(now);
+        }
         // reclaim's own worker announces itself with its `start` line; someone else's program
         // does not, so the supervisor says when each attempt began.
         if self.lanes[lane].config().worker.job().is_some() {

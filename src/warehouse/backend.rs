@@ -242,6 +242,9 @@ pub trait ServerWatch: Send + Debug {
     /// The moment the server was first found gone, while the workers may still be waiting for
     /// it: the clock stands there, but for the restarts due.
     fn down_since(&self, now: Instant) -> Option<f64>;
+    /// A worker started at `now`: while the server is gone it waits for it, its whole wait,
+    /// and the clock stands with it (`down_since`) however long its start took.
+    fn worker_started(&mut self, now: Instant);
     /// Looks at the server; `sim` is the night's clock now.
     fn look(&mut self, now: Instant, sim: f64) -> Vec<Said>;
     /// Reads the sessions of `pids` (stopped, about to be killed), to follow what they had open.

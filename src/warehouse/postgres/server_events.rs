@@ -67,6 +67,9 @@ pub struct ServerEvents {
     last_ok: f64,
     /// Since when (sim, real) the server could not be reached, and why.
     down: Option<(f64, Instant, String)>,
+    /// While the server is gone: until when the latest worker started may still be waiting
+    /// for it (`worker_started`).
+    waited_until: Option<Instant>,
     said_down: bool,
     next_look: Option<Instant>,
     victims: Vec<Victim>,
@@ -91,6 +94,7 @@ impl ServerEvents {
             sessions: 0,
             last_ok: 0.0,
             down: None,
+            waited_until: None,
             said_down: false,
             next_look: None,
             victims: Vec::new(),
@@ -113,12 +117,14 @@ impl ServerEvents {
     /// no work can be done meanwhile, so the outage takes none of the night's time (at 600x a
     /// 12 s outage would be two hours of it, and the heartbeat's alarm with it). Twice the wait
     /// and a connection's bound: a worker lost to the outage is restarted on its moment (the
-    /// clock goes on to the restarts due) and then waits the whole wait itself.
+    /// clock goes on to the restarts due) and then waits the whole wait itself, counted from
+    /// its start (on a loaded machine a worker's start alone can take seconds).
     #[must_use]
     fn down_at(&self, now: Instant) -> Option<f64> {
+        let waited = self.waited_until.is_some_and(|until| now < until);
         (self.down.as_ref())
             .filter(|(_, since, _)| {
-                now.saturating_duration_since(*since) < self.server.wait * 2 + OUTLASTS
+                waited || now.saturating_duration_since(*since) < self.server.wait * 2 + OUTLASTS
             })
             .map(|(at, _, _)| *at)
     }
@@ -174,6 +180,7 @@ impl ServerEvents {
     /// ended; the same one after an outage is said as such.
     fn back(&mut self, start: &str, sim: f64) -> Option<Said> {
         let down = self.down.take();
+        self.waited_until = None;
         let said_down = std::mem::take(&mut self.said_down);
         let restarted = self.start.as_deref().is_some_and(|s| s != start);
         let at = down.as_ref().map_or(sim, |d| d.0);
@@ -414,6 +421,13 @@ impl ServerWatch for ServerEvents {
 
     fn down_since(&self, now: Instant) -> Option<f64> {
         self.down_at(now)
+    }
+
+    fn worker_started(&mut self, now: Instant) {
+        if self.down.is_some() {
+            let until = now + self.server.wait + OUTLASTS;
+            self.waited_until = Some(self.waited_until.map_or(until, |u| u.max(until)));
+        }
     }
 
     fn look(&mut self, now: Instant, sim: f64) -> Vec<Said> {
