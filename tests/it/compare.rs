@@ -282,6 +282,11 @@ fn prove_judges_every_test_by_its_tables_too() {
     args.extend([
         "--seed",
         "3",
+        // Each worker's 12 transfers take 1.8 s: at 10 ms (0.12 s) a first worker under a
+        // load of 20 finished before the second's Python had read what was done, and the two
+        // workers' night found nothing to break (a reclaim attempt starts at its spawn).
+        "--delay-ms",
+        "150",
         "--compare",
         "--ignore-column",
         "applied.applied_at",

@@ -10,7 +10,7 @@
 //!
 //! A client's request for TLS is answered "no" here (the socket is private to this account and
 //! local), and the proxy speaks to the server without TLS: a server URL that insists on TLS is
-//! refused before the night (`Server::refuse_lost_answers`).
+//! refused before the night (`run`'s `check_lost_answers`).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
