@@ -196,7 +196,6 @@ fn open_warehouse(
 /// `--lose-answer-at`: a proxy between the workers and a PostgreSQL server that can read their
 /// commits' answers (no TLS it would have to break), at row counts the night can reach.
 fn check_lost_answers(args: &RunArgs, items: u64) -> Result<(), Error> {
-    use crate::warehouse::postgres::tls::SslMode;
     let Some(&last) = args.lose_answer_at.iter().max() else {
         return Ok(());
     };
@@ -207,12 +206,10 @@ fn check_lost_answers(args: &RunArgs, items: u64) -> Result<(), Error> {
             ));
         }
         crate::warehouse::Spec::Server(url) => {
-            let insists = url.config().is_ok_and(|p| {
-                matches!(
-                    p.tls.mode,
-                    SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull
-                )
-            });
+            // What the driver is told: require (and the verify modes) insist on TLS.
+            let insists = url
+                .config()
+                .is_ok_and(|p| p.tls.driver_mode() == postgres::config::SslMode::Require);
             if insists {
                 return Err(Error::Refused(
                     "--lose-answer-at reads the commits' answers between the workers and the server, which TLS hides; this URL insists on TLS (sslmode): use --warehouse postgres (a private cluster) or a server reached without it".into(),

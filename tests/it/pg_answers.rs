@@ -5,7 +5,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::{folder, on_kept, pg_bin, psql, reclaim, reclaim_in_dir};
+use crate::support::reclaim_in_dir;
+use crate::support::{assert_one_line_error, folder, on_kept, pg_bin, psql, reclaim};
 
 /// A hang guard, not a timing assertion: a night of 20 items starts a private cluster.
 const LIMIT: Duration = Duration::from_secs(300);
@@ -262,9 +263,7 @@ fn a_lost_answer_reclaim_cannot_arrange_is_refused_in_one_line() {
         let mut all = vec!["run", "--strategy", "naive"];
         all.extend(args);
         let run = reclaim(&all);
-        assert_eq!(run.code, Some(2), "{all:?}: {}", run.stderr);
-        assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-        assert!(run.stderr.contains(said), "{}", run.stderr);
-        assert!(run.stdout.is_empty(), "{}", run.stdout);
+        assert_one_line_error(&run, said);
+        assert!(run.stdout.is_empty(), "{all:?}: {}", run.stdout);
     }
 }

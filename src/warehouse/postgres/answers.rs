@@ -269,20 +269,34 @@ impl Counter for Rows {
     }
 }
 
-/// The counts the proxy makes: the rows, by the lane's table or its `--count-sql`, and the keys
-/// of one transaction's rows when the rows have a key.
-fn sql_of(rows: &RowSource) -> (String, Option<String>) {
-    if let Some(count) = &rows.count_sql {
-        return (format!("SELECT * FROM ({count}) AS reclaim_count"), None);
+impl Rows {
+    /// The counts the proxy makes of `rows` in `schema`: by the lane's table or its
+    /// `--count-sql`, and the keys of one transaction's rows when the rows have a key.
+    fn of(server: &Server, schema: &str, rows: &RowSource) -> Self {
+        let (table, count_sql, keys_sql) = if let Some(count) = &rows.count_sql {
+            (
+                None,
+                format!("SELECT * FROM ({count}) AS reclaim_count"),
+                None,
+            )
+        } else {
+            let table = quote_ident(&rows.table);
+            let key = quote_ident(&rows.key);
+            let keys = format!(
+                "SELECT {key}::text FROM {table} WHERE age(xmin) = (SELECT min(age(xmin)) FROM {table}) ORDER BY 1 LIMIT {KEYS_NAMED}"
+            );
+            let count = format!("SELECT count(*) FROM {table}");
+            (Some(table), count, Some(keys))
+        };
+        Self {
+            server: server.clone(),
+            schema: schema.to_string(),
+            table,
+            count_sql,
+            keys_sql,
+            client: None,
+        }
     }
-    let table = quote_ident(&rows.table);
-    let key = quote_ident(&rows.key);
-    (
-        format!("SELECT count(*) FROM {table}"),
-        Some(format!(
-            "SELECT {key}::text FROM {table} WHERE age(xmin) = (SELECT min(age(xmin)) FROM {table}) ORDER BY 1 LIMIT {KEYS_NAMED}"
-        )),
-    )
 }
 
 /// A lane's proxy, while its night runs: stopped, its sessions closed and its folder removed
@@ -319,15 +333,7 @@ impl AnswerProxy {
         rows: &RowSource,
         at_rows: &[u64],
     ) -> Result<Self, ProxyError> {
-        let (count_sql, keys_sql) = sql_of(rows);
-        let counter = Rows {
-            server: server.clone(),
-            schema: schema.to_string(),
-            table: rows.count_sql.is_none().then(|| quote_ident(&rows.table)),
-            count_sql,
-            keys_sql,
-            client: None,
-        };
+        let counter = Rows::of(server, schema, rows);
         Self::between(
             Upstream::of(server)?,
             Box::new(counter),
@@ -351,9 +357,7 @@ impl AnswerProxy {
         for_workers: impl FnOnce(&Path) -> Result<Server, ProxyError>,
     ) -> Result<Self, ProxyError> {
         // A folder of its own, 0700: no other account reaches the socket.
-        let folder = tempfile::Builder::new()
-            .prefix("reclaim-answers-")
-            .tempdir()
+        let folder = crate::base::paths::private_dir_in(&std::env::temp_dir(), "answers")
             .map_err(|e| ProxyError(format!("a folder for its socket: {e}")))?;
         let socket = folder.path().join(format!(".s.PGSQL.{PORT}"));
         let listener = UnixListener::bind(&socket)
@@ -830,14 +834,29 @@ mod tests {
 
     #[test]
     fn a_count_sql_is_counted_by_its_first_column_and_names_no_keys() {
-        let (count, keys) = sql_of(&RowSource {
-            count_sql: Some("SELECT count(*), count(DISTINCT k) FROM t".into()),
-            ..RowSource::default()
-        });
-        assert!(count.contains("count(DISTINCT k)"), "{count}");
-        assert_eq!(keys, None);
-        let (count, keys) = sql_of(&RowSource::default());
-        assert_eq!(count, "SELECT count(*) FROM \"records\"");
-        assert!(keys.unwrap().contains("age(xmin)"));
+        let server = Server {
+            conninfo: super::super::Conninfo::default(),
+            prefix: "night".into(),
+            wait: super::super::RESTART_WAIT,
+        };
+        let counted = Rows::of(
+            &server,
+            "night",
+            &RowSource {
+                count_sql: Some("SELECT count(*), count(DISTINCT k) FROM t".into()),
+                ..RowSource::default()
+            },
+        );
+        assert!(
+            counted.count_sql.contains("count(DISTINCT k)"),
+            "{}",
+            counted.count_sql
+        );
+        assert_eq!(counted.keys_sql, None);
+        assert_eq!(counted.table, None);
+        let table = Rows::of(&server, "night", &RowSource::default());
+        assert_eq!(table.count_sql, "SELECT count(*) FROM \"records\"");
+        assert!(table.keys_sql.is_some_and(|k| k.contains("age(xmin)")));
+        assert_eq!(table.table.as_deref(), Some("\"records\""));
     }
 }
