@@ -13,7 +13,7 @@ use nix::unistd::Pid;
 
 use crate::support::{after_clock, without_pids_and_paths};
 use crate::support::{as_owner, cluster_folder, folder, pg_bin, poll_until, processes_under};
-use crate::support::{path_arg, reclaim_in_dir, stop_kept};
+use crate::support::{on_kept, path_arg, reclaim_in_dir, stop_kept};
 
 /// `reclaim run --strategy guarded --warehouse postgres ARGS` in `dir` (its TMPDIR), output to
 /// files there.
@@ -194,6 +194,52 @@ fn a_server_gone_past_the_wait_ends_the_night_with_one_line_naming_the_flag() {
         !cluster.exists() && processes_under(dir.path()).is_empty()
     });
     assert!(gone, "left: {:?}", processes_under(dir.path()));
+}
+
+/// The same outage under `--keep`: the night ends by the error before its closing lines, and
+/// the kept cluster is said all the same (where it is, how to start it and look), and is there.
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn a_kept_cluster_is_said_when_the_night_ends_by_an_error() {
+    let bin = pg_bin();
+    let dir = folder();
+    let mut night = start_night(
+        dir.path(),
+        &[
+            "--items",
+            "600",
+            "--delay-ms",
+            "60",
+            "--server-wait",
+            "1",
+            "--keep",
+        ],
+    );
+    let cluster = up_with_rows(dir.path(), 50, &mut night);
+    assert!(stop_kept(&bin, &cluster), "pg_ctl stop failed");
+    let (code, out) = finish(dir.path(), night);
+    let err = read(dir.path(), "err.txt");
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    let shown = cluster.display().to_string();
+    assert!(
+        err.contains(&format!(
+            "private cluster kept (--keep always), stopped: {shown}"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("start it:") && err.contains("look:"), "{err}");
+    assert!(
+        !err.contains("password=") || err.contains("password=***"),
+        "{err}"
+    );
+    // The rows are there to look at.
+    on_kept(&bin, dir.path(), |kept| {
+        let rows = psql_try(kept, "SELECT count(*) FROM night.records");
+        assert!(rows.is_some_and(|n| n.parse::<u64>().is_ok_and(|n| n >= 50)));
+    });
 }
 
 /// A worker SIGKILLed while its transaction waits on a row another session holds: the server

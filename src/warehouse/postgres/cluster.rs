@@ -333,11 +333,23 @@ impl Cluster {
                 "postgres     start it:  {as_user}{} -D {dir}/data -l {dir}/postgres.log -o \"-c listen_addresses='' -k {dir}\" start",
                 pg_ctl.display()
             ),
+            // A night that ended by an error never listed its schemas: psql lists them.
+            match schemas.first() {
+                Some(schema) => format!(
+                    "postgres     look:      PGPASSFILE={dir}/{PGPASS} psql -h {dir} -U {ROLE} postgres -c 'SELECT count(*) FROM {schema}.records'"
+                ),
+                None => format!(
+                    "postgres     look:      PGPASSFILE={dir}/{PGPASS} psql -h {dir} -U {ROLE} postgres -c '\\dn'"
+                ),
+            },
             format!(
-                "postgres     look:      PGPASSFILE={dir}/{PGPASS} psql -h {dir} -U {ROLE} postgres -c 'SELECT count(*) FROM {}.records'",
-                schemas.first().map_or("SCHEMA", String::as_str)
+                "postgres     schemas:   {}",
+                if schemas.is_empty() {
+                    "not listed: the night ended before it could ask the server".to_string()
+                } else {
+                    super::list_schemas(schemas)
+                }
             ),
-            format!("postgres     schemas:   {}", super::list_schemas(schemas)),
             format!(
                 "postgres     stop it:   {as_user}{} -D {dir}/data stop, then rm -r {dir}",
                 pg_ctl.display()
@@ -353,7 +365,12 @@ impl Drop for Cluster {
             return;
         }
         self.stop();
-        if !self.keep && self.dir.exists() {
+        if self.keep && self.dir.exists() {
+            // Kept (`--keep always`): where it is and how to look, as a night's end says.
+            for line in self.closing_lines(&[]) {
+                eprintln!("{line}");
+            }
+        } else if !self.keep && self.dir.exists() {
             eprintln!(
                 "reclaim: the private PostgreSQL cluster: {}",
                 self.what_is_left()
