@@ -6,11 +6,14 @@
 //! unless a root certificate is given or `~/.postgresql/root.crt` exists, when they check its
 //! chain as `verify-ca` does; `verify-ca` checks the chain; `verify-full` the chain and that the
 //! certificate names the host. Unlike libpq, a `verify-*` with no root certificate at all uses
-//! the system's roots where libpq would refuse. `allow` is taken as `prefer`. The TLS is rustls's
-//! (with ring), so no system OpenSSL is needed.
+//! the system's roots where libpq would refuse. `allow` is taken as `prefer`. A self-signed
+//! server certificate given as its own root is trusted as OpenSSL trusts it (within its dates,
+//! and its names under `verify-full`), though webpki takes no CA's certificate for a server's.
+//! The TLS is rustls's (with ring), so no system OpenSSL is needed.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -160,6 +163,17 @@ impl Tls {
         if !detail.contains("invalid peer certificate") {
             return detail;
         }
+        // webpki's name for a CA's certificate presented as the server's, put in words.
+        let detail = detail.replace(
+            "Other(OtherError(CaUsedAsEndEntity))",
+            "the server presents a CA's certificate (a self-signed one?) that the roots do not hold as it is",
+        );
+        if detail.contains("not valid for name") {
+            return format!(
+                "{detail} (the chain held: connect by a name the certificate carries, or use \
+                 sslmode=verify-ca to check the chain only)"
+            );
+        }
         let roots = match self.plan().1 {
             Some(RootCert::File(file)) => format!(
                 "the certificates in {}",
@@ -200,15 +214,15 @@ impl Tls {
         let verifier: Arc<dyn ServerCertVerifier> = match roots {
             None => Arc::new(Unchecked(provider)),
             Some(roots) => {
-                let webpki =
-                    WebPkiServerVerifier::builder_with_provider(Arc::new(load(&roots)?), provider)
-                        .build()
-                        .map_err(|e| TlsError(format!("cannot set up TLS: {e}")))?;
-                if check == Check::ChainAndName {
-                    webpki
-                } else {
-                    Arc::new(ChainOnly(webpki))
-                }
+                let (store, pinned) = load(&roots)?;
+                let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider)
+                    .build()
+                    .map_err(|e| TlsError(format!("cannot set up TLS: {e}")))?;
+                Arc::new(Roots {
+                    webpki,
+                    pinned,
+                    names: check == Check::ChainAndName,
+                })
             }
         };
         Ok(builder
@@ -218,9 +232,11 @@ impl Tls {
     }
 }
 
-/// The trusted roots: the system's, or a PEM file's (one line if it cannot be read or holds none).
-fn load(roots: &RootCert) -> Result<RootCertStore, TlsError> {
+/// The trusted roots: the system's, or a PEM file's (one line if it cannot be read or holds
+/// none), and the file's certificates as they are (a server may present one of them itself).
+fn load(roots: &RootCert) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), TlsError> {
     let mut store = RootCertStore::empty();
+    let mut pinned = Vec::new();
     match roots {
         RootCert::System => {
             let found = rustls_native_certs::load_native_certs();
@@ -237,15 +253,16 @@ fn load(roots: &RootCert) -> Result<RootCertStore, TlsError> {
             let certs = CertificateDer::pem_slice_iter(&pem)
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| TlsError(format!("sslrootcert {shown}: cannot read it: {e}")))?;
-            store.add_parsable_certificates(certs);
+            store.add_parsable_certificates(certs.iter().cloned());
             if store.is_empty() {
                 return Err(TlsError(format!(
                     "sslrootcert {shown}: no certificate in it (a PEM file is expected)"
                 )));
             }
+            pinned = certs;
         }
     }
-    Ok(store)
+    Ok((store, pinned))
 }
 
 /// The most a root certificate file may hold: a CA bundle is a few hundred KB.
@@ -326,11 +343,48 @@ impl ServerCertVerifier for Unchecked {
     }
 }
 
-/// `verify-ca`: the chain checked as `verify-full` checks it, the host's name not.
+/// `verify-ca` and `verify-full` against given roots: the chain checked, and the host's name
+/// too under `verify-full`. A server certificate the root file holds itself (a self-signed
+/// one given as its own root, as PostgreSQL's docs make one) is trusted as it stands, as libpq
+/// (OpenSSL) trusts it: within its dates, and naming the host under `verify-full`.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct Roots {
+    webpki: Arc<WebPkiServerVerifier>,
+    pinned: Vec<CertificateDer<'static>>,
+    /// `verify-full`: the certificate must name the host.
+    names: bool,
+}
 
-impl ServerCertVerifier for ChainOnly {
+impl Roots {
+    /// The checks left for a certificate the root file holds: its dates, and its names.
+    fn pinned_holds(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        server_name: &ServerName<'_>,
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        use x509_cert::der::Decode as _;
+        let cert = x509_cert::Certificate::from_der(end_entity.as_ref())
+            .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
+        let validity = cert.tbs_certificate.validity;
+        let now = Duration::from_secs(now.as_secs());
+        if now < validity.not_before.to_unix_duration() {
+            return Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidYet,
+            ));
+        }
+        if now > validity.not_after.to_unix_duration() {
+            return Err(rustls::Error::InvalidCertificate(CertificateError::Expired));
+        }
+        if self.names {
+            let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+            rustls::client::verify_server_name(&parsed, server_name)?;
+        }
+        Ok(ServerCertVerified::assertion())
+    }
+}
+
+impl ServerCertVerifier for Roots {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -339,14 +393,24 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        // The chain is checked before the name, so a name error means the chain held.
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        if self
+            .pinned
+            .iter()
+            .any(|root| root.as_ref() == end_entity.as_ref())
         {
+            return self.pinned_holds(end_entity, server_name, now);
+        }
+        // The chain is checked before the name, so a name error means the chain held.
+        match self.webpki.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
+            )) if !self.names => Ok(ServerCertVerified::assertion()),
             other => other,
         }
     }
@@ -357,7 +421,7 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        self.webpki.verify_tls12_signature(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -366,11 +430,11 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        self.webpki.verify_tls13_signature(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.webpki.supported_verify_schemes()
     }
 }
 
@@ -433,5 +497,65 @@ mod tests {
                 )))
             );
         }
+    }
+
+    /// A self-signed server certificate given as its own root (a CA's, as `openssl req -x509`
+    /// makes one, for `localhost`, valid 2020 to 2030): trusted within its dates, and under
+    /// `verify-full` only for the name it carries; one the roots do not hold goes to the chain.
+    #[test]
+    fn a_self_signed_certificate_given_as_its_root_is_trusted_within_its_dates_and_names() {
+        let pem = include_bytes!("../../../tests/fixtures/tls/self-signed-2020-2030.pem");
+        let cert = CertificateDer::from_pem_slice(pem).unwrap_or_else(|e| panic!("{e}"));
+        let (store, pinned) = {
+            let mut store = RootCertStore::empty();
+            store.add_parsable_certificates([cert.clone()]);
+            (store, vec![cert.clone()])
+        };
+        #[allow(deprecated)]
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let roots = |names: bool, pinned: Vec<CertificateDer<'static>>| Roots {
+            webpki: Arc::clone(&webpki),
+            pinned,
+            names,
+        };
+        let year =
+            |y: u64| UnixTime::since_unix_epoch(Duration::from_secs((y - 1970) * 31_557_600));
+        let name = |n: &'static str| ServerName::try_from(n).unwrap_or_else(|e| panic!("{e}"));
+        let verify =
+            |roots: &Roots, host, now| roots.verify_server_cert(&cert, &[], &name(host), &[], now);
+        let full = roots(true, pinned.clone());
+        assert!(verify(&full, "localhost", year(2026)).is_ok());
+        let refused = |result: Result<ServerCertVerified, rustls::Error>| match result {
+            Err(rustls::Error::InvalidCertificate(why)) => why,
+            other => panic!("not refused: {other:?}"),
+        };
+        assert_eq!(
+            refused(verify(&full, "localhost", year(2019))),
+            CertificateError::NotValidYet
+        );
+        assert_eq!(
+            refused(verify(&full, "localhost", year(2031))),
+            CertificateError::Expired
+        );
+        assert!(matches!(
+            refused(verify(&full, "db.example", year(2026))),
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. }
+        ));
+        // verify-ca: the name is not checked, the dates are.
+        let chain = roots(false, pinned);
+        assert!(verify(&chain, "db.example", year(2026)).is_ok());
+        assert_eq!(
+            refused(verify(&chain, "db.example", year(2031))),
+            CertificateError::Expired
+        );
+        // Not held as it is: webpki's chain check, which takes no CA for a server.
+        let said = format!(
+            "{:?}",
+            refused(verify(&roots(true, Vec::new()), "localhost", year(2026)))
+        );
+        assert!(said.contains("CaUsedAsEndEntity"), "{said}");
     }
 }
