@@ -400,7 +400,7 @@ pub struct RunArgs {
     /// timeline, one verdict per lane
     #[arg(long, value_name = "NAME|PATH", conflicts_with_all = [
         "strategy", "exec", "items", "delay_ms", "kills", "kill_window", "kill_rows", "kill_at_task",
-        "kill_at_rows", "crash_at", "pause_at", "lose_answer_at", "workers", "restart_delay", "max_restarts", "scale", "batch",
+        "kill_at_rows", "crash_at", "pause_at", "pause_at_rows", "lose_answer_at", "workers", "restart_delay", "max_restarts", "scale", "batch",
         "db", "replay_schedule",
     ])]
     pub scenario: Option<String>,
@@ -442,6 +442,11 @@ pub struct RunArgs {
     /// night (SIGSTOP, then SIGCONT): a pause longer than a lease
     #[arg(long, value_name = "TASK:SECS")]
     pub pause_at: Option<crate::worker::PauseAt>,
+    /// Stop your --exec job (SIGSTOP to its process group) once its table holds N rows, for
+    /// SECS of the night (SIGCONT then): a stop the job cannot see, such as a long GC pause or a
+    /// VM migration; at --scale 600, 600 s of the night is one real second
+    #[arg(long, value_name = "N:SECS", conflicts_with = "pause_at")]
+    pub pause_at_rows: Option<crate::worker::PauseAtRows>,
     /// Lose the answer to the commit that brings the rows to N (N,M,... for several): a proxy
     /// of reclaim's own between the workers and PostgreSQL closes the connection after the
     /// server has committed, before its answer reaches the worker (PostgreSQL only)

@@ -86,6 +86,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         sync: args.sync,
         crash_at,
         pause_at: args.pause_at,
+        pause_at_rows: args.pause_at_rows,
         lose_answers: args.lose_answer_at.clone(),
         side_effect: args.vendor.side_effect,
         long_item: args.long.long_item,
@@ -310,6 +311,15 @@ fn check_rows_reachable(args: &RunArgs, worker: &LaneWorker, items: u64) -> Resu
     }
     // Rows since an attempt's spawn: an attempt writes the queue at most once per worker,
     // whatever kills came before it.
+    if let Some(pause) = args
+        .pause_at_rows
+        .filter(|p| p.rows > most && args.kills == 0 && !other_kills && args.kill_at_rows.is_none())
+    {
+        let n = pause.rows;
+        return Err(Error::Refused(format!(
+            "--pause-at-rows {pause} is past the queue of {items} items{writers}: the table never holds {n} rows, so the pause would never happen; give N of at most {most}"
+        )));
+    }
     if let Some((lo, hi)) = args.kill_rows.filter(|&(lo, _)| lo > most) {
         return Err(Error::Refused(format!(
             "--kill-rows {lo}..{hi} starts past the queue of {items} items{writers}: no attempt writes {lo} rows, so its kills would never fire; give a range starting at most at {most}"
@@ -382,6 +392,11 @@ fn check_side_effect(
                 "--pause-at lasts SECS of the night's clock, and --delay-ms 0 has none; give --delay-ms above 0".into(),
             ));
         }
+    }
+    if args.pause_at_rows.is_some() && strategy.is_some() {
+        return Err(Error::Refused(
+            "--pause-at-rows stops an --exec job, placed by its rows; reclaim's own worker is stopped at a task's write: --pause-at TASK:SECS".into(),
+        ));
     }
     if let Some(long) = args.long.long_item {
         crate::task::check_in_queue("--long-item", long.task, args.items)?;

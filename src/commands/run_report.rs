@@ -198,6 +198,34 @@ pub(super) fn print_header(
         );
     }
     let _ = writeln!(out, "kill plan    {}", describe_plan(plan, args, queue));
+    if let Some(pause) = describe_pause_plan(args) {
+        let _ = writeln!(out, "pause plan   {pause}");
+    }
+}
+
+/// The planned pause in words (`--pause-at`, `--pause-at-rows`), with its real length.
+fn describe_pause_plan(args: &RunArgs) -> Option<String> {
+    let real = |secs: f64| {
+        format!(
+            "{secs} s of the night, {:.1} s of real time at --scale {}",
+            secs / args.scale,
+            args.scale
+        )
+    };
+    if let Some(pause) = args.pause_at {
+        return Some(format!(
+            "the worker that reaches {}'s write is stopped there (SIGSTOP) for {}",
+            crate::task::task_id(pause.task),
+            real(pause.secs)
+        ));
+    }
+    args.pause_at_rows.map(|pause| {
+        format!(
+            "the job is stopped (SIGSTOP to its process group) once its table holds {} rows, for {}",
+            pause.rows,
+            real(pause.secs)
+        )
+    })
 }
 
 /// The kill plan in words, each planned kill named by the queue's own keys.
@@ -295,7 +323,9 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
             times.join(", ")
         ));
     }
-    if parts.is_empty() {
+    if parts.is_empty() && (args.pause_at.is_some() || args.pause_at_rows.is_some()) {
+        "no kills".to_string()
+    } else if parts.is_empty() {
         "no kills: the job runs undisturbed".to_string()
     } else {
         parts.join("; ")
@@ -454,7 +484,7 @@ fn print_answers(report: &RunReport, out: &mut dyn Write) {
 /// claim worker's lease past its end (`None`: no pause planned or made).
 fn describe_pauses(report: &RunReport) -> Option<String> {
     let p = report.pauses;
-    if report.pause_planned.is_none() && p.landed == 0 {
+    if report.pause_planned.is_none() && report.pause_rows_planned.is_none() && p.landed == 0 {
         return None;
     }
     let landed = crate::base::text::count(u64::from(p.landed), "pause landed", "pauses landed");

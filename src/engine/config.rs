@@ -229,6 +229,10 @@ pub struct LaneConfig {
     /// stopped there (SIGSTOP) for a while of the night (`--pause-at`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pause_at: Option<crate::worker::PauseAt>,
+    /// An `--exec` job stopped (SIGSTOP to its group) once the lane's table holds N rows, for
+    /// a while of the night (`--pause-at-rows`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause_at_rows: Option<crate::worker::PauseAtRows>,
     /// The row counts at which the answer to the commit that reaches them is lost
     /// (`--lose-answer-at`): the lane's workers reach the server through a proxy of reclaim's
     /// own that closes the connection after the commit, before its answer
@@ -283,6 +287,7 @@ impl LaneConfig {
             sync: SyncMode::Normal,
             crash_at: None,
             pause_at: None,
+            pause_at_rows: None,
             lose_answers: Vec::new(),
             side_effect: None,
             vendor: VendorModes::default(),

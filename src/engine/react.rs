@@ -222,6 +222,18 @@ impl Engine {
                 text,
             );
         }
+        self.pause_at_rows(now);
+    }
+
+    /// `--pause-at-rows`: each lane whose table now holds its planned rows has its job
+    /// stopped (`Lane::pause_at_rows_due`).
+    pub(super) fn pause_at_rows(&mut self, now: Instant) {
+        let clock = self.clock.now().0;
+        for lane in 0..self.lanes.len() {
+            if let Some(note) = self.lanes[lane].pause_at_rows_due(clock) {
+                self.note(now, lane, note);
+            }
+        }
     }
 
     pub(super) fn restart_due(&mut self, now: Instant) -> Result<(), EngineError> {

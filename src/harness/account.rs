@@ -65,6 +65,15 @@ impl RunReport {
                 );
             }
         }
+        if let Some(pause) = self.pause_rows_planned.filter(|_| !self.pauses.at_rows) {
+            account.push(
+                account::Kind::NotFired,
+                format!(
+                    "the pause at {} rows never happened: the table never held {} rows while a job ran",
+                    pause.rows, pause.rows
+                ),
+            );
+        }
         for planned in self.answers_never_lost() {
             account.push(
                 account::Kind::NotFired,

@@ -204,6 +204,7 @@ fn reference(night: &EngineConfig, dir: &Path, only: &[String]) -> Result<Refere
         }
         lane.crash_at = None;
         lane.pause_at = None;
+        lane.pause_at_rows = None;
         lane.vendor.hold_at = None;
         let config = EngineConfig {
             lanes: vec![lane],

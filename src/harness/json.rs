@@ -91,7 +91,10 @@ impl Serialize for RunReport {
             outside: rows.unexpected,
             kills: self.kills,
             kills_in_window: self.kills_in_window,
-            pauses: (self.pause_planned.is_some() || self.pauses.landed > 0).then_some(self.pauses),
+            pauses: (self.pause_planned.is_some()
+                || self.pause_rows_planned.is_some()
+                || self.pauses.landed > 0)
+                .then_some(self.pauses),
             answers_lost: (!self.answers_planned.is_empty()).then(|| self.answers_lost.clone()),
             restarts: self.restarts,
             runs: self.runs(),

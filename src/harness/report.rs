@@ -52,6 +52,8 @@ pub struct RunReport {
     pub kills_in_window: KillWindows,
     /// The pause planned (`--pause-at`, a scenario's `host.pause_at_task`), if any.
     pub pause_planned: Option<crate::worker::PauseAt>,
+    /// The pause an `--exec` job was to get once its table held N rows (`--pause-at-rows`).
+    pub pause_rows_planned: Option<crate::worker::PauseAtRows>,
     /// The pauses that landed, and those past a claim worker's lease.
     pub pauses: crate::engine::Pauses,
     /// The row counts at whose commits an answer was to be lost (`--lose-answer-at`).
@@ -140,6 +142,7 @@ impl RunReport {
             gave_up_why: lane.gave_up_why().map(str::to_string),
             kills_in_window: lane.kills_in_window(),
             pause_planned: lane.config().pause_at,
+            pause_rows_planned: lane.config().pause_at_rows,
             pauses: lane.pauses(),
             answers_planned: lane.config().lose_answers.clone(),
             answers_lost: lane.lost_answers(),

@@ -53,6 +53,7 @@ fn naive_night() -> RunReport {
         gave_up_why: None,
         kills_in_window: KillWindows::default(),
         pause_planned: None,
+        pause_rows_planned: None,
         pauses: crate::engine::Pauses::default(),
         answers_planned: Vec::new(),
         answers_lost: Vec::new(),

@@ -367,6 +367,7 @@ impl Scenario {
                         workers: lane.workers,
                         crash_at: lane.crash_at,
                         pause_at: self.pause_at,
+                        pause_at_rows: None,
                         lose_answers: self.lose_answers.clone(),
                         side_effect: lane.side_effect,
                         vendor: VendorModes {

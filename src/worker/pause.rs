@@ -42,13 +42,58 @@ impl std::str::FromStr for PauseAt {
             .ok_or_else(|| format!("expected TASK:SECS such as task-010:60, got '{quoted}'"))?;
         let task = crate::task::parse_task_id(task)
             .ok_or_else(|| format!("'{quoted}': not a task id such as task-010"))?;
-        let secs = secs
-            .parse::<f64>()
-            .ok()
-            .filter(|s| s.is_finite() && (1.0..=86_400.0).contains(s))
+        let secs = pause_secs(secs)
             .ok_or_else(|| format!("'{quoted}': the pause is 1..=86400 seconds of the night"))?;
         Ok(Self { task, secs })
     }
+}
+
+/// Where an `--exec` job is stopped and for how long (`--pause-at-rows N:SECS`): once its table
+/// holds `rows` rows, for `secs` of the night. A job of the user's says nothing of its writes,
+/// so the rows place the stop, as they place `--kill-at-rows`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PauseAtRows {
+    pub rows: u64,
+    /// Sim seconds.
+    pub secs: f64,
+}
+
+impl fmt::Display for PauseAtRows {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.rows, self.secs)
+    }
+}
+
+impl Serialize for PauseAtRows {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl std::str::FromStr for PauseAtRows {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let quoted = crate::base::text::shorten(text, 40);
+        let (rows, secs) = text
+            .split_once(':')
+            .ok_or_else(|| format!("expected N:SECS such as 5:600, got '{quoted}'"))?;
+        let rows = rows
+            .parse::<u64>()
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| format!("'{quoted}': N is a count of rows, 1 or more"))?;
+        let secs = pause_secs(secs)
+            .ok_or_else(|| format!("'{quoted}': the pause is 1..=86400 seconds of the night"))?;
+        Ok(Self { rows, secs })
+    }
+}
+
+/// A pause's length: 1..=86400 seconds of the night (`None` otherwise).
+fn pause_secs(secs: &str) -> Option<f64> {
+    secs.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && (1.0..=86_400.0).contains(s))
 }
 
 impl Ctx<'_> {
@@ -101,6 +146,22 @@ mod tests {
             "task-010:1e9",
         ] {
             assert!(bad.parse::<PauseAt>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_pause_at_rows_reads_back_and_bad_ones_are_refused() {
+        let pause: PauseAtRows = "5:3000".parse().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            pause,
+            PauseAtRows {
+                rows: 5,
+                secs: 3000.0
+            }
+        );
+        assert_eq!(pause.to_string().parse::<PauseAtRows>(), Ok(pause));
+        for bad in ["5", "0:60", "-1:60", "x:60", "5:0.5", "5:inf", "5:90000"] {
+            assert!(bad.parse::<PauseAtRows>().is_err(), "{bad}");
         }
     }
 }

@@ -7,6 +7,7 @@ mod claim;
 mod compare;
 mod docs;
 mod exec;
+mod exec_pause;
 mod export;
 mod faults;
 mod fuzz;

@@ -97,6 +97,9 @@ pub struct Lane {
 pub struct Pauses {
     pub landed: u32,
     pub past_lease: u32,
+    /// Whether the pause placed by rows (`--pause-at-rows`) has landed.
+    #[serde(skip)]
+    pub at_rows: bool,
 }
 
 impl Lane {

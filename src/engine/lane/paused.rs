@@ -62,6 +62,42 @@ impl Lane {
         })
     }
 
+    /// `--pause-at-rows N:SECS`: once the lane's table holds N rows, its first running job
+    /// stopped (SIGSTOP to its process group) until `clock` plus the pause; once. Nothing while
+    /// no job runs (between attempts): the pause waits for the next one.
+    pub(in crate::engine) fn pause_at_rows_due(&mut self, clock: f64) -> Option<Note> {
+        let plan = self.config.pause_at_rows?;
+        let seen = self.observer.rows;
+        if self.pauses.at_rows || seen < plan.rows {
+            return None;
+        }
+        let slot = (0..self.config.workers).find(|&s| {
+            self.slots[s].is_live()
+                && self.slots[s].state() == crate::supervisor::slot::SlotState::Running
+        })?;
+        let pid = self.slots[slot].pid();
+        self.slots[slot].hang().then_some(())?;
+        let until = clock + plan.secs;
+        self.paused_until[slot] = Some(until);
+        self.pauses.landed += 1;
+        self.pauses.at_rows = true;
+        let job = if self.config.workers > 1 {
+            format!("job {}", slot + 1)
+        } else {
+            "the job".to_string()
+        };
+        let text = format!(
+            "host pauses {job} (SIGSTOP to its process group, pid {pid}) at {} rows (the table held {seen}) for {} s of the night, until {}",
+            plan.rows,
+            plan.secs,
+            SimTime(until),
+        );
+        Some(Note {
+            fact: Some(Fact::Hung),
+            ..Note::runner(Kind::Notice, text)
+        })
+    }
+
     /// The pauses that landed so far.
     #[must_use]
     pub fn pauses(&self) -> Pauses {
@@ -88,14 +124,18 @@ impl Lane {
             self.attempts[slot].rebase(until);
             let pid = self.slots[slot].pid();
             if self.slots[slot].unhang(night_paused) {
-                let w = if self.config.workers > 1 {
-                    format!("worker {}", slot + 1)
+                // A job of the user's says nothing of its writes: where it stopped is unknown.
+                let (who, place) = if self.config.worker.job().is_some() {
+                    ("job", "")
                 } else {
-                    "the worker".to_string()
+                    ("worker", ", before its write")
                 };
-                let text = format!(
-                    "{w} continues (SIGCONT, pid {pid}) where it stopped, before its write"
-                );
+                let w = if self.config.workers > 1 {
+                    format!("{who} {}", slot + 1)
+                } else {
+                    format!("the {who}")
+                };
+                let text = format!("{w} continues (SIGCONT, pid {pid}) where it stopped{place}");
                 notes.push(Note {
                     fact: Some(Fact::Resumed),
                     at: Some(until),
