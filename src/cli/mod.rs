@@ -400,7 +400,7 @@ pub struct RunArgs {
     /// timeline, one verdict per lane
     #[arg(long, value_name = "NAME|PATH", conflicts_with_all = [
         "strategy", "exec", "items", "delay_ms", "kills", "kill_window", "kill_rows", "kill_at_task",
-        "kill_at_rows", "crash_at", "pause_at", "pause_at_rows", "lose_answer_at", "workers", "restart_delay", "max_restarts", "scale", "batch",
+        "kill_at_rows", "crash_at", "pause_at", "pause_at_rows", "lose_answer_at", "restart_server_at_rows", "workers", "restart_delay", "max_restarts", "scale", "batch",
         "db", "replay_schedule",
     ])]
     pub scenario: Option<String>,
@@ -442,6 +442,11 @@ pub struct RunArgs {
     /// night (SIGSTOP, then SIGCONT): a pause longer than a lease
     #[arg(long, value_name = "TASK:SECS")]
     pub pause_at: Option<crate::worker::PauseAt>,
+    /// Restart the night's private PostgreSQL cluster once the table holds N rows (pg_ctl
+    /// restart -m immediate: every session ended, every transaction in flight rolled back);
+    /// --warehouse postgres only
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub restart_server_at_rows: Option<u64>,
     /// Stop your --exec job (SIGSTOP to its process group) once its table holds N rows, for
     /// SECS of the night (SIGCONT then): a stop the job cannot see, such as a long GC pause or a
     /// VM migration; at --scale 600, 600 s of the night is one real second

@@ -53,6 +53,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     };
     let (crash_at, kill_at_task) = planned_kills(args, &worker, &queue)?;
     check_lost_answers(args, queue.len())?;
+    check_server_restart(args, queue.len())?;
     let replayed = replayed_kills(args, &queue)?;
     let mut night = early.map_or_else(|| open_warehouse(args, Some(&worker)), |n| Ok(Some(n)))?;
     let given_db = args.db.as_deref().map(paths::new_warehouse).transpose()?;
@@ -106,6 +107,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         max_restarts: args.max_restarts,
         scale: args.scale,
         progress_deadline: args.deadline.progress_deadline,
+        server_restart: server_restart(args, night.as_ref()),
         ..EngineConfig::new(vec![lane], plan.clone(), exe)
     }
     .on(&Warehouse::of(night.as_ref()));
@@ -192,6 +194,47 @@ fn open_warehouse(
         pg_supports(args, worker)?;
     }
     (args.warehouse.open()).map_err(|e| Error::Store(e.into()))
+}
+
+/// `--restart-server-at-rows` on the night's private cluster (refused elsewhere before).
+fn server_restart(
+    args: &RunArgs,
+    night: Option<&crate::warehouse::Night>,
+) -> Option<crate::engine::ServerRestart> {
+    let cluster = night?.cluster.as_ref()?;
+    args.restart_server_at_rows
+        .map(|at_rows| crate::engine::ServerRestart {
+            at_rows,
+            how: cluster.restarter(),
+        })
+}
+
+/// `--restart-server-at-rows`: only a server reclaim started is reclaim's to restart, and only at
+/// a row count the night can reach.
+fn check_server_restart(args: &RunArgs, items: u64) -> Result<(), Error> {
+    let Some(n) = args.restart_server_at_rows else {
+        return Ok(());
+    };
+    match &args.warehouse.warehouse {
+        crate::warehouse::Spec::Sqlite => {
+            return Err(Error::Refused(
+                "--restart-server-at-rows restarts the PostgreSQL server of the night, and SQLite has none: add --warehouse postgres (a private cluster of reclaim's own)".into(),
+            ));
+        }
+        crate::warehouse::Spec::Server(_) => {
+            return Err(Error::Refused(
+                "--restart-server-at-rows restarts only a server reclaim started (--warehouse postgres), never yours: restart yours yourself mid-night, and reclaim says what it saw".into(),
+            ));
+        }
+        crate::warehouse::Spec::Private => {}
+    }
+    let reach = items.saturating_mul(u64::from(args.workers));
+    if n > reach && args.kills == 0 && args.kill_at_rows.is_none() {
+        return Err(Error::Refused(format!(
+            "--restart-server-at-rows {n} is past the {reach} rows a queue of {items} items makes; the restart would never happen"
+        )));
+    }
+    Ok(())
 }
 
 /// `--lose-answer-at`: a proxy between the workers and a PostgreSQL server that can read their

@@ -198,8 +198,19 @@ pub(super) fn print_header(
         );
     }
     let _ = writeln!(out, "kill plan    {}", describe_plan(plan, args, queue));
+    print_fault_plans(args, out);
+}
+
+/// The faults planned beside the kills: a pause, a server restart.
+fn print_fault_plans(args: &RunArgs, out: &mut dyn Write) {
     if let Some(pause) = describe_pause_plan(args) {
         let _ = writeln!(out, "pause plan   {pause}");
+    }
+    if let Some(n) = args.restart_server_at_rows {
+        let _ = writeln!(
+            out,
+            "server plan  the private cluster restarted at once (pg_ctl restart -m immediate) when the table holds {n} rows"
+        );
     }
 }
 
@@ -323,7 +334,11 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
             times.join(", ")
         ));
     }
-    if parts.is_empty() && (args.pause_at.is_some() || args.pause_at_rows.is_some()) {
+    let other_faults = args.pause_at.is_some()
+        || args.pause_at_rows.is_some()
+        || args.restart_server_at_rows.is_some()
+        || !args.lose_answer_at.is_empty();
+    if parts.is_empty() && other_faults {
         "no kills".to_string()
     } else if parts.is_empty() {
         "no kills: the job runs undisturbed".to_string()

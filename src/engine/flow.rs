@@ -189,14 +189,19 @@ impl Engine {
     /// first lane's one worker on the clock's schedule is held at the kill's row, so the kill
     /// lands there whatever the machine's load. Someone else's job reads no grants, and two
     /// workers share the rows: those run on, and the kill lands where it lands.
+    /// A server restart placed by rows holds it the same way, at the restart's row.
     pub(super) fn rows_cap(&self, lane: usize, slot: usize) -> u64 {
-        let Some(kill) = self.triggers.rows_kill() else {
+        let (kill, restart) = (self.triggers.rows_kill(), self.triggers.server_restart());
+        if kill.is_none() && restart.is_none() {
             return u64::MAX;
-        };
+        }
         match self.rows_worker() {
             Some(held) if lane == 0 && slot == held => {
                 let attempt = &self.lanes[0].attempts()[slot];
-                kill.writes_allowed(attempt.need, attempt.writes)
+                let allowed = |k: Option<crate::engine::triggers::RowsKill>| {
+                    k.map_or(u64::MAX, |k| k.writes_allowed(attempt.need, attempt.writes))
+                };
+                allowed(kill).min(allowed(restart))
             }
             _ => u64::MAX,
         }

@@ -32,7 +32,7 @@ use thiserror::Error;
 use self::absences::Absences;
 pub use self::config::{
     DEFAULT_DEAD_MAN, EXEC_LABEL, EngineConfig, ExecJob, HangPlan, JobError, LaneConfig,
-    LaneWorker, read_sql,
+    LaneWorker, ServerRestart, read_sql,
 };
 pub use self::deadline::{DEFAULT_PROGRESS_DEADLINE, Progress, ProgressWatch};
 pub use self::exact::ExactLook;

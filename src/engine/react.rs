@@ -223,6 +223,68 @@ impl Engine {
             );
         }
         self.pause_at_rows(now);
+        self.fire_server_restart(now);
+    }
+
+    /// `--restart-server-at-rows`: due once the first lane's table holds its rows. reclaim's
+    /// own one worker is held at that row (`rows_cap`) and the restart waits until every write
+    /// granted has been heard, so it lands after the same write on every run.
+    fn fire_server_restart(&mut self, now: Instant) {
+        if self.triggers.server_restart().is_none() {
+            return;
+        }
+        let held = self
+            .rows_worker()
+            .filter(|&slot| self.lanes[0].slots()[slot].is_live());
+        let writes = held.map_or(0, |slot| self.lanes[0].attempts()[slot].writes);
+        if held.is_some_and(|slot| writes < self.lanes[0].attempts()[slot].granted) {
+            return;
+        }
+        let seen = self.lanes.first().map_or(0, |l| l.observer().rows);
+        if self.triggers.server_restart_due(writes, seen) {
+            self.restart_server(now, seen);
+        } else if held.is_some() {
+            self.grant();
+        }
+    }
+
+    /// `--restart-server-at-rows`: the private cluster restarted at once, the night's clock
+    /// held while `pg_ctl` works (its stop and start take real time the night must not count);
+    /// what the workers and the server then do is theirs, said as they do it.
+    fn restart_server(&mut self, now: Instant, seen: u64) {
+        let Some(plan) = self.config.server_restart.clone() else {
+            return;
+        };
+        // At the first lane's present, as a kill at a row count is: a gated worker may have
+        // written a little ahead of the clock.
+        let sim = (self.lanes.first().into_iter())
+            .flat_map(|l| l.attempts().iter().map(Attempt::now))
+            .fold(self.clock.now().0, f64::max);
+        if let Some(watch) = self.server_watch.as_mut() {
+            watch.host_restarted(sim);
+        }
+        let text = format!(
+            "host restarts the server at {} rows (the table held {seen}): pg_ctl restart -m immediate, every session ended, any transaction still open rolled back",
+            plan.at_rows
+        );
+        self.log_at(now, Some(sim), None, (Source::Runner, Kind::Notice), text);
+        let held = self.paused_at.is_none() && !self.frozen;
+        if held {
+            self.clock.pause(now);
+        }
+        let restarted = plan.how.restart();
+        if held {
+            self.clock.resume(Instant::now());
+        }
+        if let Err(why) = restarted {
+            self.log_at(
+                Instant::now(),
+                Some(sim),
+                None,
+                (Source::Runner, Kind::Error),
+                format!("the server restart failed: {why}"),
+            );
+        }
     }
 
     /// `--pause-at-rows`: each lane whose table now holds its planned rows has its job

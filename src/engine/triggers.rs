@@ -110,6 +110,9 @@ pub struct Triggers {
     kill_at_rows: Option<u64>,
     /// `--kill-at-message`: once the first lane's vendor has this many requests (fires once).
     kill_at_message: Option<u64>,
+    /// `--restart-server-at-rows`: once the first lane's table holds this many rows (once);
+    /// its rows as of the last poll bound one worker's grants, as a kill by rows does.
+    server_restart: Option<RowsKill>,
     /// Kills at moments of a recorded night, replayed in order.
     replayed: Vec<KillMoment>,
     /// When the first lane wrote the task the next replayed kill waits for.
@@ -133,6 +136,8 @@ pub struct Fired {
     pub kill_at_task: Option<(u64, bool)>,
     pub kill_at_rows: Option<(u64, bool)>,
     pub kill_at_message: Option<(u64, bool)>,
+    /// The server restart at a row count (`--restart-server-at-rows`): planned, fired.
+    pub server_restart: Option<(u64, bool)>,
     /// Replayed kills: planned, fired.
     pub replayed: (usize, usize),
     /// Random kills: planned (`--kills`), fired.
@@ -149,6 +154,11 @@ impl Triggers {
             kill_at_task: AtTask::new(config.kills.at_task),
             kill_at_rows: config.kills.at_rows,
             kill_at_message: config.kills.at_message,
+            server_restart: config.server_restart.as_ref().map(|r| RowsKill {
+                after: r.at_rows,
+                base: 0,
+                seen: (0, 0),
+            }),
             replayed: config.kills.replayed.clone(),
             replayed_sim: None,
             schedule: KillSchedule::new(&config.kills),
@@ -161,6 +171,7 @@ impl Triggers {
                 kill_at_task: config.kills.at_task.map(|t| (t, false)),
                 kill_at_rows: config.kills.at_rows.map(|n| (n, false)),
                 kill_at_message: config.kills.at_message.map(|n| (n, false)),
+                server_restart: config.server_restart.as_ref().map(|r| (r.at_rows, false)),
                 replayed: (config.kills.replayed.len(), 0),
                 random: (config.kills.random, 0),
             },
@@ -292,6 +303,30 @@ impl Triggers {
             return true;
         }
         false
+    }
+
+    /// The server restart still to come, with the rows it waits for.
+    #[must_use]
+    pub fn server_restart(&self) -> Option<RowsKill> {
+        self.server_restart
+    }
+
+    /// Whether the server restart at a row count is due now that the first lane's table holds
+    /// `rows` (fires once); otherwise the worker's `writes` and the `rows`, as of this poll, for
+    /// its grants to stop at the restart's row.
+    pub fn server_restart_due(&mut self, writes: u64, rows: u64) -> bool {
+        let Some(restart) = self.server_restart.as_mut() else {
+            return false;
+        };
+        if rows < restart.after {
+            restart.seen = (writes, rows);
+            return false;
+        }
+        self.server_restart = None;
+        if let Some((_, fired)) = self.fired.server_restart.as_mut() {
+            *fired = true;
+        }
+        true
     }
 
     /// The message count `--kill-at-message` still waits for.

@@ -11,6 +11,8 @@ pub enum Unfired {
     KillAtMessage { n: u64 },
     /// `--kill-at-rows`: the table never held `n` rows; it held `rows` at the end.
     KillAtRows { n: u64, rows: u64 },
+    /// `--restart-server-at-rows`: the table never held `n` rows; it held `rows` at the end.
+    ServerRestart { n: u64, rows: u64 },
     /// Kills replayed from a recording: `planned`, of which `fired` fired before the job
     /// completed (`completed`) or the night ended without it.
     Replayed {
@@ -51,6 +53,9 @@ impl Unfired {
             Self::KillAtRows { n, rows } => {
                 format!("the kill at {n} rows never fired: the table held {rows} rows at the end")
             }
+            Self::ServerRestart { n, rows } => format!(
+                "the server restart at {n} rows never happened: the table held {rows} rows at the end"
+            ),
             Self::Replayed {
                 planned,
                 fired,
@@ -107,6 +112,9 @@ pub(super) fn not_fired(
     }
     if let Some((n, false)) = fired.kill_at_rows {
         unfired.push(Unfired::KillAtRows { n, rows });
+    }
+    if let Some((n, false)) = fired.server_restart {
+        unfired.push(Unfired::ServerRestart { n, rows });
     }
     let (planned, fired_replayed) = fired.replayed;
     if fired_replayed < planned {

@@ -403,6 +403,7 @@ impl Scenario {
             }),
             wipe_at_task: self.wipe_at_task,
             progress_deadline: None,
+            server_restart: None,
         }
     }
 }

@@ -245,6 +245,9 @@ pub trait ServerWatch: Send + Debug {
     /// A worker started at `now`: while the server is gone it waits for it, its whole wait,
     /// and the clock stands with it (`down_since`) however long its start took.
     fn worker_started(&mut self, now: Instant);
+    /// The host restarted the server at `sim` (`--restart-server-at-rows`): the restart the
+    /// next look finds is said at that moment, not between two looks.
+    fn host_restarted(&mut self, sim: f64);
     /// Looks at the server; `sim` is the night's clock now.
     fn look(&mut self, now: Instant, sim: f64) -> Vec<Said>;
     /// Reads the sessions of `pids` (stopped, about to be killed), to follow what they had open.

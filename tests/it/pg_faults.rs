@@ -1,5 +1,6 @@
 //! Faults only a server adds, on the real binary and a private cluster: the server restarted
-//! mid-night (`pg_ctl restart`, as its owner would), and a worker SIGKILLed inside an open
+//! mid-night (`pg_ctl restart`, as its owner would, and by the host's own
+//! `--restart-server-at-rows`), and a worker SIGKILLed inside an open
 //! transaction, whose fate the night reads from the server (`pg_xact_status`) and this test
 //! reads again with psql.
 
@@ -391,4 +392,112 @@ fn a_storm_on_postgres_twice_prints_the_same_night() {
         );
     }
     assert_eq!(first, night(), "two runs of one storm on PostgreSQL differ");
+}
+
+/// The host's own restart (`--restart-server-at-rows 20`, `pg_ctl restart -m immediate`): it
+/// lands after the 20th row on every run, the restart the server shows is said at that moment,
+/// the naive worker that loses its connection starts again at item zero (psql counts the 20
+/// written twice in the kept cluster), and guarded resumes from its checkpoint.
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn the_hosts_server_restart_lands_on_its_row_and_only_the_checkpointed_worker_survives_it() {
+    let bin = pg_bin();
+    let dir = folder();
+    let night = |strategy: &str, keep: &[&str]| {
+        let mut args = vec!["run", "--strategy", strategy, "--warehouse", "postgres"];
+        args.extend(["--items", "60", "--delay-ms", "20", "--seed", "1"]);
+        args.extend(["--restart-server-at-rows", "20"]);
+        args.extend(keep);
+        reclaim_in_dir(dir.path(), &args, Duration::from_secs(300))
+    };
+    let naive = night("naive", &["--keep"]);
+    let out = &naive.stdout;
+    assert_eq!(naive.code, Some(1), "{out}\n{}", naive.stderr);
+    assert!(
+        out.contains("server plan  the private cluster restarted at once (pg_ctl restart -m immediate) when the table holds 20 rows"),
+        "{out}"
+    );
+    let restarts: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("host restarts the server"))
+        .collect();
+    assert_eq!(restarts.len(), 1, "{out}");
+    assert!(
+        restarts[0].contains("at 20 rows (the table held 20)"),
+        "{out}"
+    );
+    let moment = &restarts[0][..8];
+    assert!(
+        out.contains(&format!("warehouse restarted by the host at {moment}: ")),
+        "{out}"
+    );
+    assert!(out.contains("rows=80 duplicated_task_ids=20"), "{out}");
+    on_kept(&bin, dir.path(), |cluster| {
+        let counted = psql_try(
+            cluster,
+            "SELECT count(*) || ' ' || count(DISTINCT task_id) FROM night.records",
+        );
+        assert_eq!(counted.as_deref(), Some("80 60"));
+    });
+    let guarded = night("guarded", &[]);
+    let out = &guarded.stdout;
+    assert_eq!(guarded.code, Some(0), "{out}\n{}", guarded.stderr);
+    assert!(
+        out.contains("host restarts the server at 20 rows (the table held 20)"),
+        "{out}"
+    );
+    assert!(out.contains("resume  from=task-020  skipped=20"), "{out}");
+    assert!(out.contains("rows=60 duplicated_task_ids=0"), "{out}");
+    // A job of the user's: the restarted postmaster is pg_ctl's, adopted by reclaim as the
+    // job's subreaper, and must outlive the sweep of the job's orphans (it once did not: every
+    // start after the restart was refused).
+    let job = format!("sh {}/examples/psql_job.sh", env!("CARGO_MANIFEST_DIR"));
+    let args = [
+        "run",
+        "--exec",
+        &job,
+        "--items",
+        "30",
+        "--warehouse",
+        "postgres",
+        "--restart-server-at-rows",
+        "10",
+    ];
+    let exec = reclaim_in_dir(dir.path(), &args, Duration::from_secs(300));
+    let out = &exec.stdout;
+    assert_eq!(exec.code, Some(0), "{out}\n{}", exec.stderr);
+    assert!(out.contains("warehouse restarted by the host at "), "{out}");
+    assert!(out.contains("rows=30 duplicated_task_ids=0"), "{out}");
+}
+
+/// The host restarts only a server of its own, and only at a row the night can reach: one line,
+/// exit 2, before anything starts (no PostgreSQL needed to be refused).
+#[test]
+fn a_server_restart_reclaim_cannot_make_is_refused_in_one_line() {
+    let dir = folder();
+    for (warehouse, said) in [
+        ("sqlite", "SQLite has none: add --warehouse postgres"),
+        (
+            "postgresql://reclaim@127.0.0.1:1/postgres",
+            "restarts only a server reclaim started",
+        ),
+        ("postgres", "is past the 10 rows a queue of 10 items makes"),
+    ] {
+        let args = [
+            "run",
+            "--strategy",
+            "guarded",
+            "--items",
+            "10",
+            "--warehouse",
+            warehouse,
+            "--restart-server-at-rows",
+            "50",
+        ];
+        let refused = reclaim_in_dir(dir.path(), &args, Duration::from_secs(60));
+        crate::support::assert_one_line_error(&refused, said);
+    }
 }

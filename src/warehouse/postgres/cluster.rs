@@ -240,6 +240,16 @@ impl Cluster {
         self.keep = marked && (told || guard_gone);
     }
 
+    /// What restarting this cluster takes, for the host's restart (`--restart-server-at-rows`).
+    #[must_use]
+    pub fn restarter(&self) -> super::restart::Restarter {
+        super::restart::Restarter {
+            pg_ctl: self.bin.join("pg_ctl"),
+            dir: self.dir.clone(),
+            run_as: self.run_as.clone(),
+        }
+    }
+
     /// The cluster's folder (data in `data/`, the socket beside it).
     #[must_use]
     pub fn dir(&self) -> &Path {

@@ -16,6 +16,7 @@ mod inspect;
 mod job;
 mod night;
 mod outbox;
+pub mod restart;
 mod schema;
 mod server_events;
 mod session;

@@ -71,6 +71,8 @@ pub struct ServerEvents {
     /// for it (`worker_started`).
     waited_until: Option<Instant>,
     said_down: bool,
+    /// The moment the host restarted the server, until the look that finds it restarted.
+    host_restart: Option<f64>,
     next_look: Option<Instant>,
     victims: Vec<Victim>,
 }
@@ -96,6 +98,7 @@ impl ServerEvents {
             down: None,
             waited_until: None,
             said_down: false,
+            host_restart: None,
             next_look: None,
             victims: Vec::new(),
         }
@@ -184,7 +187,14 @@ impl ServerEvents {
         let said_down = std::mem::take(&mut self.said_down);
         let restarted = self.start.as_deref().is_some_and(|s| s != start);
         let at = down.as_ref().map_or(sim, |d| d.0);
-        let text = if restarted {
+        let by_host = self.host_restart.take().filter(|_| restarted);
+        let text = if let Some(moment) = by_host {
+            let lost = self.sessions + 1;
+            format!(
+                "warehouse restarted by the host at {}: {lost} connections lost (reclaim's sessions at the last look before it); the night goes on",
+                SimTime(moment)
+            )
+        } else if restarted {
             // This look's own session was one of them too.
             let lost = self.sessions + 1;
             // Two looks bound the moment: the last that found the old server, the first that
@@ -428,6 +438,10 @@ impl ServerWatch for ServerEvents {
             let until = now + self.server.wait + OUTLASTS;
             self.waited_until = Some(self.waited_until.map_or(until, |u| u.max(until)));
         }
+    }
+
+    fn host_restarted(&mut self, sim: f64) {
+        self.host_restart = Some(sim);
     }
 
     fn look(&mut self, now: Instant, sim: f64) -> Vec<Said> {
