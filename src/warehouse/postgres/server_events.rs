@@ -213,12 +213,13 @@ impl ServerEvents {
             return None;
         };
         // At the clock's reading, which stood at the first look that missed the server (or
-        // went on only to the restarts due since), so the line is stamped about when it says.
+        // went on only to the restarts due since), so the line is stamped about when it says;
+        // the host's own restart at its moment, beside the host's line.
         Some(Said {
             lane: None,
             error: false,
             text,
-            at: None,
+            at: by_host,
         })
     }
 
