@@ -352,8 +352,6 @@ fn check_rows_reachable(args: &RunArgs, worker: &LaneWorker, items: u64) -> Resu
             "--kill-at-rows {n} is past the queue of {items} items{writers}: the table never holds {n} rows, so the kill would never fire; give N of at most {most}"
         )));
     }
-    // Rows since an attempt's spawn: an attempt writes the queue at most once per worker,
-    // whatever kills came before it.
     if let Some(pause) = args
         .pause_at_rows
         .filter(|p| p.rows > most && args.kills == 0 && !other_kills && args.kill_at_rows.is_none())
@@ -363,6 +361,8 @@ fn check_rows_reachable(args: &RunArgs, worker: &LaneWorker, items: u64) -> Resu
             "--pause-at-rows {pause} is past the queue of {items} items{writers}: the table never holds {n} rows, so the pause would never happen; give N of at most {most}"
         )));
     }
+    // Rows since an attempt's spawn: an attempt writes the queue at most once per worker,
+    // whatever kills came before it.
     if let Some((lo, hi)) = args.kill_rows.filter(|&(lo, _)| lo > most) {
         return Err(Error::Refused(format!(
             "--kill-rows {lo}..{hi} starts past the queue of {items} items{writers}: no attempt writes {lo} rows, so its kills would never fire; give a range starting at most at {most}"

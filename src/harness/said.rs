@@ -58,8 +58,9 @@ impl RunReport {
                 self.lost_keys()
             ));
         }
-        // Twice-written keys where nothing but a pause happened to the night: no kill, no lost
-        // answer, so the pause is the one fault that can have made them.
+        // Twice-written keys where the one fault the night made was a pause: no kill, no lost
+        // answer. Whether the job holds its items by a lease reclaim cannot see: said as a
+        // condition.
         if self.inspection.duplicated_task_ids > 0
             && self.pauses.landed > 0
             && self.kills == 0
@@ -69,7 +70,7 @@ impl RunReport {
                 .is_none_or(crate::worker::Strategy::claims_items)
         {
             lessons.push(format!(
-                "{} and no kill, yet {} written twice: a worker stopped past its lease (or a lock's timeout) wakes believing it still holds its item, and writes what another has taken over; fence the write with the lease's number, checked in the row's transaction (or a unique key)",
+                "{} and no kill, yet {} written twice: where items are held by a lease (or a lock's timeout), a worker stopped past it wakes believing it still holds its item, and writes what another has taken over; fence the write with the lease's number, checked in the row's transaction (or a unique key)",
                 crate::base::text::count(u64::from(self.pauses.landed), "pause landed", "pauses landed"),
                 crate::base::text::count(self.inspection.duplicated_task_ids, "task id", "task ids"),
             ));
