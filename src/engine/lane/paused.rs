@@ -18,11 +18,7 @@ impl Lane {
         let past_lease = self.claims() && secs > crate::worker::LEASE_SECS;
         self.pauses.landed += 1;
         self.pauses.past_lease += u32::from(past_lease);
-        let worker = if self.config.workers > 1 {
-            format!("worker {}", slot + 1)
-        } else {
-            "the worker".to_string()
-        };
+        let worker = self.named(slot, "worker");
         let lease = if self.claims() {
             let ends = until - secs + crate::worker::LEASE_SECS;
             format!("; its lease on it ends at {}", SimTime(ends))
@@ -43,14 +39,7 @@ impl Lane {
     /// The operator's pause (`x` in the dashboard): the first running worker stopped until
     /// `until`, wherever it is in its work. Nothing when no worker runs.
     pub(in crate::engine) fn pause_by_hand(&mut self, until: f64) -> Option<Note> {
-        let slot = (0..self.config.workers).find(|&s| {
-            self.slots[s].is_live()
-                && self.slots[s].state() == crate::supervisor::slot::SlotState::Running
-        })?;
-        let pid = self.slots[slot].pid();
-        self.slots[slot].hang().then_some(())?;
-        self.paused_until[slot] = Some(until);
-        self.pauses.landed += 1;
+        let (slot, pid) = self.stop_first_running(until)?;
         let text = format!(
             "operator pauses worker {} (SIGSTOP, pid {pid}) until {}, wherever it is in its work",
             slot + 1,
@@ -71,21 +60,10 @@ impl Lane {
         if self.pauses.at_rows || seen < plan.rows {
             return None;
         }
-        let slot = (0..self.config.workers).find(|&s| {
-            self.slots[s].is_live()
-                && self.slots[s].state() == crate::supervisor::slot::SlotState::Running
-        })?;
-        let pid = self.slots[slot].pid();
-        self.slots[slot].hang().then_some(())?;
         let until = clock + plan.secs;
-        self.paused_until[slot] = Some(until);
-        self.pauses.landed += 1;
+        let (slot, pid) = self.stop_first_running(until)?;
         self.pauses.at_rows = true;
-        let job = if self.config.workers > 1 {
-            format!("job {}", slot + 1)
-        } else {
-            "the job".to_string()
-        };
+        let job = self.named(slot, "job");
         let text = format!(
             "host pauses {job} (SIGSTOP to its process group, pid {pid}) at {} rows (the table held {seen}) for {} s of the night, until {}",
             plan.rows,
@@ -96,6 +74,29 @@ impl Lane {
             fact: Some(Fact::Hung),
             ..Note::runner(Kind::Notice, text)
         })
+    }
+
+    /// The first running worker stopped (SIGSTOP to its group) until `until`, counted as a
+    /// pause that landed: its slot and pid. Nothing when no worker runs.
+    fn stop_first_running(&mut self, until: f64) -> Option<(usize, i32)> {
+        let slot = (0..self.config.workers).find(|&s| {
+            self.slots[s].is_live()
+                && self.slots[s].state() == crate::supervisor::slot::SlotState::Running
+        })?;
+        let pid = self.slots[slot].pid();
+        self.slots[slot].hang().then_some(())?;
+        self.paused_until[slot] = Some(until);
+        self.pauses.landed += 1;
+        Some((slot, pid))
+    }
+
+    /// `slot`'s process as the timeline names it: `worker 2` among several, `the worker` alone.
+    fn named(&self, slot: usize, noun: &str) -> String {
+        if self.config.workers > 1 {
+            format!("{noun} {}", slot + 1)
+        } else {
+            format!("the {noun}")
+        }
     }
 
     /// The pauses that landed so far.
@@ -130,11 +131,7 @@ impl Lane {
                 } else {
                     ("worker", ", before its write")
                 };
-                let w = if self.config.workers > 1 {
-                    format!("{who} {}", slot + 1)
-                } else {
-                    format!("the {who}")
-                };
+                let w = self.named(slot, who);
                 let text = format!("{w} continues (SIGCONT, pid {pid}) where it stopped{place}");
                 notes.push(Note {
                     fact: Some(Fact::Resumed),
