@@ -3,7 +3,8 @@
 //! restarting told apart from one that refuses (`is_lost`), so a worker may wait for it and a
 //! refusal before the night stays one line.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -140,7 +141,11 @@ pub fn connect_with(
         })
     };
     let (tx, rx) = mpsc::sync_channel(1);
-    UNANSWERED.fetch_add(1, Ordering::SeqCst);
+    // The attempt's state: waited for, answered, or abandoned (counted in `UNANSWERED` until
+    // its thread ends). Attempts in flight at once are not counted: a map's nights connect
+    // several at a time, each answered in milliseconds.
+    let attempt = Arc::new(AtomicU8::new(WAITED_FOR));
+    let mine = Arc::clone(&attempt);
     let spawned = std::thread::Builder::new()
         .name("pg-connect".into())
         .spawn(move || {
@@ -148,14 +153,23 @@ pub fn connect_with(
                 .connect(connector)
                 .and_then(|mut client| client.batch_execute(&setup).map(|()| client))
                 .map_err(|e| (describe(&e), is_lost(&e)));
-            UNANSWERED.fetch_sub(1, Ordering::SeqCst);
+            if mine.swap(ANSWERED, Ordering::SeqCst) == ABANDONED {
+                UNANSWERED.fetch_sub(1, Ordering::SeqCst);
+            }
             let _ = tx.send(outcome);
         });
     if let Err(e) = spawned {
-        UNANSWERED.fetch_sub(1, Ordering::SeqCst);
         return Err(failed(format!("cannot start a thread to connect: {e}")));
     }
-    match rx.recv_timeout(CONNECT_TIMEOUT + Duration::from_millis(500)) {
+    let answer = rx.recv_timeout(CONNECT_TIMEOUT + Duration::from_millis(500));
+    if answer.is_err()
+        && attempt
+            .compare_exchange(WAITED_FOR, ABANDONED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    {
+        UNANSWERED.fetch_add(1, Ordering::SeqCst);
+    }
+    match answer {
         // A server down or starting is told apart, so a worker may wait for it
         // (`Server::connect_patiently`).
         Ok(Err((detail, true))) => Err(WarehouseError::Lost {
@@ -214,6 +228,11 @@ fn what_it_answered(host: &str, port: u16) -> Option<String> {
 static UNANSWERED: AtomicUsize = AtomicUsize::new(0);
 /// At most this many abandoned attempts at once.
 const MAX_UNANSWERED: usize = 4;
+
+/// A connection attempt's states (`connect_with`).
+const WAITED_FOR: u8 = 0;
+const ANSWERED: u8 = 1;
+const ABANDONED: u8 = 2;
 
 /// How each session names itself on the server (`pg_stat_activity.application_name`): reclaim
 /// and this process's pid, so the observer can find a killed worker's session by its pid.
