@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{CrashPoint, MAX_ITEMS, Strategy};
+use super::{MAX_ITEMS, Strategy};
 
 /// The largest queue `map` accepts: the map runs items x tasks x points rows per strategy.
 pub const MAX_MAP_ITEMS: u64 = 100_000;
@@ -12,9 +12,10 @@ pub const MAX_MAP_ITEMS: u64 = 100_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Strategies(pub Vec<Strategy>);
 
-/// Crash points named on the command line, in the order given, each once.
+/// The map's points named on the command line (crash points, `lost-answer`), in the order
+/// given, each once.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Points(pub Vec<CrashPoint>);
+pub struct Points(pub Vec<crate::map::Point>);
 
 pub(super) fn parse_strategies(text: &str) -> Result<Strategies, String> {
     if text == "all" {
@@ -58,14 +59,15 @@ pub(super) fn parse_strategies(text: &str) -> Result<Strategies, String> {
 pub(super) fn parse_points(text: &str) -> Result<Points, String> {
     let mut points = Vec::new();
     for name in text.split(',').map(str::trim) {
-        let point = CrashPoint::ALL
-            .into_iter()
+        let point = (crate::map::Point::ALL.into_iter())
             .find(|p| p.name() == name)
             .ok_or_else(|| {
                 format!(
-                    "unknown crash point '{}'; the points are {}",
+                    "unknown point '{}'; the points are {}",
                     crate::base::text::shorten(name, 40),
-                    CrashPoint::ALL.map(CrashPoint::name).join(", ")
+                    crate::map::Point::ALL
+                        .map(crate::map::Point::name)
+                        .join(", ")
                 )
             })?;
         if !points.contains(&point) {

@@ -13,7 +13,6 @@ use crate::error::{Context as _, Error};
 use crate::harness::pool::{self, Pool};
 use crate::map::{Cell, Plan, Runner, Summary, Tally, Tested, summarize};
 use crate::tui::map::{MapRun, MapState};
-use crate::worker::CrashPoint;
 
 /// `--json`: one object. The keys are stable.
 #[derive(Debug, Serialize)]
@@ -50,21 +49,24 @@ fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
         points: args
             .points
             .as_ref()
-            .map_or_else(|| CrashPoint::ROWS.to_vec(), |p| p.0.clone()),
+            .map_or_else(crate::map::Point::rows, |p| p.0.clone()),
         tasks,
         items: args.items,
     };
     // A point a strategy never passes would be a band of nights that test nothing (the map
     // sends no side effect: only the outbox's relay sends).
     for &point in &plan.points {
+        if point.needs_server() {
+            super::answers_can_be_lost(&args.warehouse, "--points lost-answer")?;
+        }
         let never: Vec<&str> = (plan.strategies.iter())
-            .filter(|s| !point.reached_by(**s, false))
+            .filter(|s| !point.reached_by(**s))
             .map(|s| s.name())
             .collect();
         if !never.is_empty() {
             let reach: Vec<&str> = crate::worker::Strategy::all()
                 .iter()
-                .filter(|s| point.reached_by(**s, false))
+                .filter(|s| point.reached_by(**s))
                 .map(|s| s.name())
                 .collect();
             return Err(Error::Refused(format!(
@@ -177,7 +179,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
         Tally::of(cells.iter().map(Cell::tested)),
         cells.len(),
         (!state.finished()).then(|| plan.nights().len().saturating_sub(cells.len())),
-        "crash",
+        plan.fault(),
     )
     .judge(args.strict);
     if let Some(path) = &junit {
@@ -261,7 +263,14 @@ fn print_map(
             let why = crate::map::kept_why(std::path::Path::new(&dir), args.keeps_all());
             format!("{dir} ({why})")
         });
-        print_summary(&plan, state, elapsed, kept.as_deref(), out);
+        let on_server = args.warehouse != crate::warehouse::Spec::Sqlite;
+        print_summary(
+            &plan,
+            state,
+            elapsed,
+            kept.as_deref().map(|dir| (dir, on_server)),
+            out,
+        );
         let _ = writeln!(out, "outcome: {}", judged.line());
     }
     Ok(())
@@ -346,7 +355,7 @@ fn print_summary(
     plan: &Plan,
     state: &MapState,
     elapsed: f64,
-    kept: Option<&str>,
+    kept: Option<(&str, bool)>,
     out: &mut dyn Write,
 ) {
     let cells = state.cells();
@@ -356,7 +365,7 @@ fn print_summary(
         "reclaim map: {} of {} nights in {elapsed:.1} s; {wrong} cells wrong{}",
         state.done(),
         state.total(),
-        crate::map::not_tested_note(untested, "crash")
+        crate::map::not_tested_note(untested, plan.fault())
     );
     for summary in summarize(plan, &cells) {
         let _ = writeln!(
@@ -385,10 +394,19 @@ fn print_summary(
             state.total() - state.done()
         );
     }
-    if let Some(dir) = kept {
-        let _ = writeln!(
-            out,
-            "databases kept in {dir}; open them with sqlite3; under /dev/shm they live in memory until reboot"
-        );
+    if let Some((dir, on_server)) = kept {
+        let _ = if on_server {
+            // The rows are in the server's schemas (the closing lines name them); the folder
+            // holds what the nights kept beside them.
+            writeln!(
+                out,
+                "files kept in {dir}: the nights' heartbeats (and the outbox's vendors); their rows are in the schemas below"
+            )
+        } else {
+            writeln!(
+                out,
+                "databases kept in {dir}; open them with sqlite3; under /dev/shm they live in memory until reboot"
+            )
+        };
     }
 }

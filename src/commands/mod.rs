@@ -171,6 +171,61 @@ fn open_for_keys(
 
 /// A map's warehouse, either map's (`--warehouse`, `--pg-schema`, `--keep` keeping a private
 /// cluster): `None` for SQLite files.
+/// Why reclaim cannot lose a commit's answer on a warehouse: only between the workers and a
+/// PostgreSQL server, and only where no TLS hides the answers from reclaim's proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NoAnswers {
+    Sqlite,
+    Tls,
+}
+
+impl NoAnswers {
+    /// Why not on `spec`, or `None` where answers can be lost.
+    fn on(spec: &crate::warehouse::Spec) -> Option<Self> {
+        match spec {
+            crate::warehouse::Spec::Sqlite => Some(Self::Sqlite),
+            // What the driver is told: require (and the verify modes) insist on TLS.
+            crate::warehouse::Spec::Server(url) => url
+                .config()
+                .is_ok_and(|p| p.tls.driver_mode() == postgres::config::SslMode::Require)
+                .then_some(Self::Tls),
+            crate::warehouse::Spec::Private => None,
+        }
+    }
+
+    /// `what` (the flag asking) refused, in one line.
+    fn refusal(self, what: &str) -> crate::error::Error {
+        crate::error::Error::Refused(match self {
+            Self::Sqlite => format!(
+                "{what} loses a commit's answer between the workers and a PostgreSQL server; SQLite is a file in the worker's own process, with no answer to lose: add --warehouse postgres"
+            ),
+            Self::Tls => format!(
+                "{what} reads the commits' answers between the workers and the server, which TLS hides; this URL insists on TLS (sslmode): use --warehouse postgres (a private cluster) or a server reached without it"
+            ),
+        })
+    }
+
+    /// Why a test of lost answers did not run, for a trial's lines.
+    fn why(self) -> &'static str {
+        match self {
+            Self::Sqlite => {
+                "SQLite is a file in the worker's own process, with no answer to lose (--warehouse postgres runs it)"
+            }
+            Self::Tls => {
+                "this URL insists on TLS (sslmode), which hides the commits' answers from reclaim's proxy"
+            }
+        }
+    }
+}
+
+/// Refuses `what` (the flag asking) where reclaim cannot lose a commit's answer.
+fn answers_can_be_lost(
+    spec: &crate::warehouse::Spec,
+    what: &str,
+) -> Result<(), crate::error::Error> {
+    NoAnswers::on(spec).map_or(Ok(()), |no| Err(no.refusal(what)))
+}
+
 fn open_map_warehouse(
     args: &crate::cli::MapArgs,
 ) -> Result<Option<crate::warehouse::Night>, crate::error::Error> {

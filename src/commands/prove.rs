@@ -6,7 +6,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::prove_nights::Prover;
-pub use super::prove_report::{ProveReport, TestFigures, TestResult};
+pub use super::prove_report::{NotRun, ProveReport, TestFigures, TestResult};
 use super::prove_report::{close_night, print_header, print_summary, print_test};
 use crate::cli::ProveArgs;
 use crate::engine::{KillWindows, LaneWorker};
@@ -194,30 +194,17 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     if !args.json {
         print_header(&worker, args, seed, &dir, out);
     }
+    let no_answers = super::NoAnswers::on(&args.warehouse.warehouse);
     let mut tests = Vec::new();
-    let mut emit = |test: TestResult, out: &mut dyn Write| {
-        if !args.json {
-            print_test(tests.len() + 1, &test, args.strict, out);
-        }
-        tests.push(test);
-    };
-    let trial = (|| {
-        if args.compare.compare {
-            prover.undisturbed(&args.compare, (!args.json).then_some(&mut *out))?;
-        }
-        emit(kill_test(&mut prover, args, seed)?, out);
-        emit(two_workers(&mut prover)?, out);
-        emit(
-            wiped_checkpoints(&mut prover, args.job.checkpoint_table.as_deref())?,
-            out,
-        );
-        // Named crash points are places in reclaim's own worker; someone else's job has none.
-        if worker.job().is_none() {
-            emit(crash_sweep(&mut prover)?, out);
-        }
-        Ok::<(), Error>(())
-    })();
-    trial.map_err(|e| super::kept::ended_in(folder.take(), e))?;
+    trial(
+        &mut prover,
+        args,
+        seed,
+        no_answers.is_none(),
+        &mut tests,
+        out,
+    )
+    .map_err(|e| super::kept::ended_in(folder.take(), e))?;
     let count = |outcome| tests.iter().filter(|t| t.outcome == outcome).count();
     let (passed, failed, not_tested) = (
         count(Outcome::Pass),
@@ -249,6 +236,12 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         kept: None,
         folder: None,
         reference: prover.oracle.as_ref().map(Oracle::line),
+        not_run: (no_answers.iter())
+            .map(|no| NotRun {
+                test: LOST_ANSWERS,
+                why: no.why(),
+            })
+            .collect(),
     };
     if let Some(folder) = folder {
         report.settle(folder, night.as_mut(), args.strict);
@@ -256,6 +249,43 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let code = finish(&report, args, junit.as_ref(), out);
     close_night(night, &report, args, out);
     code
+}
+
+/// Runs the tests that apply, each said as it ends (`tests` holds them): the postmortem's
+/// three, the crash-point sweep for reclaim's own worker, and two lost answers where the
+/// warehouse can lose them (`answers`).
+fn trial(
+    prover: &mut Prover,
+    args: &ProveArgs,
+    seed: u64,
+    answers: bool,
+    tests: &mut Vec<TestResult>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let mut emit = |test: TestResult, out: &mut dyn Write| {
+        if !args.json {
+            print_test(tests.len() + 1, &test, args.strict, out);
+        }
+        tests.push(test);
+    };
+    if args.compare.compare {
+        prover.undisturbed(&args.compare, (!args.json).then_some(&mut *out))?;
+    }
+    emit(kill_test(prover, args, seed)?, out);
+    emit(two_workers(prover)?, out);
+    emit(
+        wiped_checkpoints(prover, args.job.checkpoint_table.as_deref())?,
+        out,
+    );
+    // Named crash points are places in reclaim's own worker; someone else's job has none.
+    if prover.worker.job().is_none() {
+        emit(crash_sweep(prover)?, out);
+    }
+    // A commit's answer travels on a connection: on SQLite there is none to lose.
+    if answers {
+        emit(lost_answers(prover)?, out);
+    }
+    Ok(())
 }
 
 /// `--warehouse` for prove: every night's lane in a schema of its own on the night's
@@ -530,4 +560,64 @@ fn crash_sweep(prover: &mut Prover) -> Result<TestResult, Error> {
         detail,
         untested,
     ))
+}
+
+/// The lost-answer test's name.
+const LOST_ANSWERS: &str = "two commits' answers lost";
+
+/// The row counts whose commits' answers the lost-answer test loses: a third and two thirds of
+/// the way through the queue (each commit the one that brings the table to that many rows), or
+/// every row count of a queue of one or two items.
+fn lost_answer_rows(items: u64) -> Vec<u64> {
+    let first = (items / 3).max(1);
+    let second = (2 * items / 3).max(first + 1).min(items);
+    let mut rows = vec![first];
+    if second > first {
+        rows.push(second);
+    }
+    rows
+}
+
+/// 5. Beyond the postmortem, on PostgreSQL: the answers to two commits lost.
+///
+/// Each commit lands on the server and the worker's connection is closed before the answer
+/// reaches it; what the worker does next (tries again, dies and is restarted, gives up) is its
+/// own, and the rows say whether it wrote anything twice.
+fn lost_answers(prover: &mut Prover) -> Result<TestResult, Error> {
+    let planned = lost_answer_rows(prover.items);
+    let mut lane = prover.lane("lost-answers", 1, None, prover.delay)?;
+    lane.lose_answers.clone_from(&planned);
+    let report = prover.night(lane, &KillPlan::default())?;
+    let at: Vec<String> = planned.iter().map(u64::to_string).collect();
+    let lost = if report.answers_lost.is_empty() {
+        "none lost".to_string()
+    } else {
+        format!("lost: {}", report.lost_keys())
+    };
+    let detail = format!(
+        "{}; the answers to the commits reaching {} rows ({lost})",
+        figures(&report),
+        at.join(" and ")
+    );
+    // A planned loss that never happened is the night's account's to say (not fired).
+    Ok(result(
+        LOST_ANSWERS,
+        (&[&report], prover.oracle.as_ref()),
+        detail,
+        None,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lost_answer_rows;
+
+    #[test]
+    fn the_lost_answers_fall_a_third_and_two_thirds_of_the_way_and_within_any_queue() {
+        assert_eq!(lost_answer_rows(200), [66, 133]);
+        assert_eq!(lost_answer_rows(30), [10, 20]);
+        assert_eq!(lost_answer_rows(3), [1, 2]);
+        assert_eq!(lost_answer_rows(2), [1, 2]);
+        assert_eq!(lost_answer_rows(1), [1]);
+    }
 }

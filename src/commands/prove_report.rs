@@ -119,6 +119,15 @@ pub struct ProveReport {
     /// `--compare`: the undisturbed night the tests' tables were compared with, in a line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
+    /// The tests this warehouse cannot run, and why: said, never counted as run.
+    pub not_run: Vec<NotRun>,
+}
+
+/// A test the trial did not run, because the warehouse cannot hold its fault.
+#[derive(Debug, Serialize)]
+pub struct NotRun {
+    pub test: &'static str,
+    pub why: &'static str,
 }
 
 impl ProveReport {
@@ -227,6 +236,9 @@ pub(super) fn print_summary(report: &ProveReport, strict: bool, out: &mut dyn Wr
         report.tests.len(),
         report.strategy
     );
+    for not_run in &report.not_run {
+        let _ = writeln!(out, "not run: {}: {}", not_run.test, not_run.why);
+    }
     let _ = writeln!(
         out,
         "windows: {}",

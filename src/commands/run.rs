@@ -243,25 +243,7 @@ fn check_lost_answers(args: &RunArgs, items: u64) -> Result<(), Error> {
     let Some(&last) = args.lose_answer_at.iter().max() else {
         return Ok(());
     };
-    match &args.warehouse.warehouse {
-        crate::warehouse::Spec::Sqlite => {
-            return Err(Error::Refused(
-                "--lose-answer-at loses a commit's answer between the workers and a PostgreSQL server; SQLite is a file in the worker's own process, with no answer to lose: add --warehouse postgres".into(),
-            ));
-        }
-        crate::warehouse::Spec::Server(url) => {
-            // What the driver is told: require (and the verify modes) insist on TLS.
-            let insists = url
-                .config()
-                .is_ok_and(|p| p.tls.driver_mode() == postgres::config::SslMode::Require);
-            if insists {
-                return Err(Error::Refused(
-                    "--lose-answer-at reads the commits' answers between the workers and the server, which TLS hides; this URL insists on TLS (sslmode): use --warehouse postgres (a private cluster) or a server reached without it".into(),
-                ));
-            }
-        }
-        crate::warehouse::Spec::Private => {}
-    }
+    super::answers_can_be_lost(&args.warehouse.warehouse, "--lose-answer-at")?;
     let reach = items.saturating_mul(u64::from(args.workers));
     if last > reach {
         let workers = if args.workers > 1 {

@@ -62,7 +62,8 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
     let _ = std::fs::remove_dir_all(&dir);
     let (found, nights) = found?;
     let recorded = describe_kills(&wrong.kills);
-    let Some(cell) = found else {
+    // The search runs crashes only: a cell it found is a crash's.
+    let Some((cell, crash)) = found.and_then(|cell| cell.kill().crash().map(|c| (cell, c))) else {
         eprintln!(
             "reclaim shrink: no single kill makes {} go wrong on {} items ({} nights searched); the recorded schedule ({recorded}) is the smallest known: replay it with `reclaim run --strategy {} --items {} --replay-schedule {}`",
             wrong.strategy,
@@ -74,7 +75,6 @@ pub(super) fn run(args: &ShrinkArgs, out: &mut dyn Write) -> Result<u8, Error> {
         );
         return Ok(DATA_WRONG);
     };
-    let Kill::Crash(crash) = cell.kill();
     let source = args.file.display().to_string();
     let _ = write!(
         out,

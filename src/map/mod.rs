@@ -6,6 +6,7 @@ pub mod exec;
 mod exec_cell;
 mod junit;
 mod layout;
+mod point;
 mod tested;
 
 use std::fmt;
@@ -22,19 +23,23 @@ use crate::supervisor::schedule::KillPlan;
 use crate::task::task_id;
 use crate::verdict::Status;
 use crate::warehouse::Warehouse;
-use crate::worker::{CrashAt, CrashPoint, Strategy};
+use crate::worker::{CrashAt, Strategy};
 
 pub use self::junit::{band_case, whole_map_case};
 pub use self::layout::{Columns, Layout, MapCell};
+pub use self::point::Point;
 pub use self::tested::{Tally, Tested, account, not_tested_note};
 
-/// How a night's worker is killed. Today a named crash point; the seam for a user's own
-/// worker (`--exec`, killed after N rows) is a second variant here, every match on it pointing at
-/// what it must also do.
+/// What a night's worker goes through: a named crash point, or the answer to one of its
+/// commits lost (every match on it pointing at what a new fault must also do).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kill {
     /// The worker SIGKILLs itself at this task and point on its first attempt.
     Crash(CrashAt),
+    /// The answer to the commit that brings the table to `task + 1` rows (the task's own, on the
+    /// first attempt) is lost: the commit lands, the worker's connection is closed before it hears
+    /// so, and it writes the item again on a new one.
+    LostAnswer { task: u64 },
 }
 
 impl Kill {
@@ -43,14 +48,34 @@ impl Kill {
     pub fn task(self) -> u64 {
         match self {
             Self::Crash(crash) => crash.task,
+            Self::LostAnswer { task } => task,
         }
     }
 
-    /// The name of the band the kill belongs to within a strategy (a row of the map).
+    /// The band the kill belongs to within a strategy (a row of the map).
     #[must_use]
-    pub fn point(self) -> &'static str {
+    pub fn point(self) -> Point {
         match self {
-            Self::Crash(crash) => crash.point.name(),
+            Self::Crash(crash) => Point::Crash(crash.point),
+            Self::LostAnswer { .. } => Point::LostAnswer,
+        }
+    }
+
+    /// The crash, when the night's fault is one.
+    #[must_use]
+    pub fn crash(self) -> Option<CrashAt> {
+        match self {
+            Self::Crash(crash) => Some(crash),
+            Self::LostAnswer { .. } => None,
+        }
+    }
+
+    /// The night's fault at `point` of `task`.
+    #[must_use]
+    pub fn at(task: u64, point: Point) -> Self {
+        match point {
+            Point::Crash(point) => Self::Crash(CrashAt { task, point }),
+            Point::LostAnswer => Self::LostAnswer { task },
         }
     }
 }
@@ -59,6 +84,7 @@ impl fmt::Display for Kill {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Crash(crash) => write!(f, "{crash}"),
+            Self::LostAnswer { task } => write!(f, "{}:{}", task_id(*task), Point::LostAnswer),
         }
     }
 }
@@ -74,7 +100,7 @@ pub struct PlannedNight {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     pub strategies: Vec<Strategy>,
-    pub points: Vec<CrashPoint>,
+    pub points: Vec<Point>,
     /// First and last task, inclusive.
     pub tasks: (u64, u64),
     pub items: u64,
@@ -83,12 +109,12 @@ pub struct Plan {
 impl Plan {
     /// The bands, top to bottom: each strategy, each point within it.
     #[must_use]
-    pub fn bands(&self) -> Vec<(Strategy, CrashPoint)> {
+    pub fn bands(&self) -> Vec<(Strategy, Point)> {
         self.strategies
             .iter()
             .flat_map(|&s| {
                 (self.points.iter())
-                    .filter(move |p| p.reached_by(s, false))
+                    .filter(move |p| p.reached_by(s))
                     .map(move |&p| (s, p))
             })
             .collect()
@@ -100,6 +126,17 @@ impl Plan {
         self.tasks.1 - self.tasks.0 + 1
     }
 
+    /// What a night that went through nothing lacked, for the map's lines: `crash`, or `fault`
+    /// where the map has other points than crashes.
+    #[must_use]
+    pub fn fault(&self) -> &'static str {
+        if self.points.iter().all(|p| matches!(p, Point::Crash(_))) {
+            "crash"
+        } else {
+            "fault"
+        }
+    }
+
     /// Every night, task by task, so the map fills from left to right in every band at once.
     #[must_use]
     pub fn nights(&self) -> Vec<PlannedNight> {
@@ -108,7 +145,7 @@ impl Plan {
             .flat_map(|task| {
                 bands.iter().map(move |&(strategy, point)| PlannedNight {
                     strategy,
-                    kill: Kill::Crash(CrashAt { task, point }),
+                    kill: Kill::at(task, point),
                 })
             })
             .collect()
@@ -119,8 +156,10 @@ impl Plan {
 /// strategy's table says it, `Strategy::expected_duplicates`).
 #[must_use]
 pub fn expected_duplicates(strategy: Strategy, kill: Kill) -> u64 {
-    let Kill::Crash(crash) = kill;
-    strategy.expected_duplicates(crash)
+    match kill {
+        Kill::Crash(crash) => strategy.expected_duplicates(crash),
+        Kill::LostAnswer { .. } => strategy.lost_answer_duplicates(),
+    }
 }
 
 /// One cell: a finished night, its figures read from its rows. The JSON keys are stable.
@@ -139,7 +178,8 @@ pub struct Cell {
     pub derived_status: Status,
     /// The job completed after its restart.
     pub completed: bool,
-    /// The kill happened: a night whose crash point never fired tested nothing.
+    /// The fault happened (the crash fired, the answer was lost): a night whose fault never
+    /// happened tested nothing.
     pub killed: bool,
     /// The night's database, when kept (`--keep`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -202,7 +242,9 @@ impl Cell {
             Outcome::Right => "right".to_string(),
             Outcome::Duplicated(n) => format!("DUPLICATED {n}"),
             Outcome::Missing(n) => format!("MISSING {n}"),
-            Outcome::Wrong if !self.killed => "UNTESTED: the crash never fired".to_string(),
+            Outcome::Wrong if !self.killed => {
+                format!("UNTESTED: {}", self.kill.point().never())
+            }
             Outcome::Wrong => format!("WRONG ({})", self.derived_status.label()),
         }
     }
@@ -303,12 +345,11 @@ impl Runner {
     /// Runs `night` (the `n`th of the map) to its end and reads its cell from the rows; once
     /// `cancel` is set the night ends early, its workers killed (`Error::Stopped`).
     pub fn run(&self, n: usize, night: PlannedNight, cancel: &AtomicBool) -> Result<Cell, Error> {
-        let Kill::Crash(crash) = night.kill;
+        let (task, point) = (night.kill.task(), night.kill.point());
         let db = self.dir.join(format!(
-            "{n:05}-{}-{}-{}.db",
+            "{n:05}-{}-{}-{point}.db",
             night.strategy,
-            task_id(crash.task),
-            crash.point
+            task_id(task),
         ));
         // The night's lane made ready before it starts (on PostgreSQL, a schema of its own).
         self.warehouse.claim_lane(&db)?;
@@ -316,7 +357,12 @@ impl Runner {
             delay: Duration::ZERO,
             // Full speed: no sim time between items, nothing to wait for.
             paces: vec![Pace::per_item(0.0)],
-            crash_at: Some(crash),
+            crash_at: night.kill.crash(),
+            // The task's own commit on the first attempt: one worker writes the queue in order.
+            lose_answers: match night.kill {
+                Kill::LostAnswer { task } => vec![task + 1],
+                Kill::Crash(_) => Vec::new(),
+            },
             // Nothing watches a map night write by write: its one kill is its own crash point.
             quiet_writes: true,
             wal_autocheckpoint: self.wal_autocheckpoint,
@@ -335,19 +381,23 @@ impl Runner {
             remove_night(&db);
         }
         let report = report?;
+        let killed = match night.kill {
+            // The crash kills the first attempt, so a crash that fired shows as a restart.
+            Kill::Crash(_) => report.restarts > 0,
+            Kill::LostAnswer { .. } => !report.answers_lost.is_empty(),
+        };
         let cell = Cell {
             strategy: night.strategy,
             kill: night.kill,
-            task: crash.task,
-            point: crash.point.name().to_string(),
+            task,
+            point: point.name().to_string(),
             rows: report.inspection.rows,
             distinct: report.inspection.distinct,
             duplicated_task_ids: report.inspection.duplicated_task_ids,
             missing: report.inspection.missing,
             derived_status: report.derived_status(),
             completed: report.completed,
-            // The crash kills the first attempt, so a crash that fired shows as a restart.
-            killed: report.restarts > 0,
+            killed,
             db: self.keep.then(|| db.clone()),
         };
         if self.keep {
@@ -494,6 +544,7 @@ fn tempfile_in(dir: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::worker::CrashPoint;
 
     #[test]
     fn a_kept_map_says_its_size_and_is_refused_past_the_room_its_folder_has() {
@@ -554,13 +605,28 @@ mod tests {
             assert_eq!(expected_duplicates(Strategy::Guarded, at(7, point)), 0);
             assert_eq!(expected_duplicates(Strategy::Keyed, at(7, point)), 0);
         }
+        // A lost answer's retry: the row again, unless a key the database enforces refuses it.
+        let lost = Kill::LostAnswer { task: 7 };
+        for (strategy, implied) in [
+            (Strategy::Naive, 1),
+            (Strategy::TwoCommit, 1),
+            (Strategy::Claim, 1),
+            (Strategy::Fenced, 1),
+            (Strategy::Keyed, 0),
+            (Strategy::Guarded, 0),
+            (Strategy::Outbox, 0),
+        ] {
+            assert_eq!(expected_duplicates(strategy, lost), implied, "{strategy}");
+        }
+        assert_eq!(lost.to_string(), "task-007:lost-answer");
+        assert_eq!(Kill::at(7, Point::LostAnswer), lost);
     }
 
     #[test]
     fn outcomes_and_summaries_count_what_the_rows_say() {
         let plan = Plan {
             strategies: vec![Strategy::Naive, Strategy::Guarded],
-            points: vec![CrashPoint::AfterCommit],
+            points: vec![Point::Crash(CrashPoint::AfterCommit)],
             tasks: (0, 1),
             items: 10,
         };

@@ -229,6 +229,19 @@ impl Strategy {
             Self::Keyed | Self::Guarded | Self::Outbox | Self::Claim | Self::Fenced => 0,
         }
     }
+
+    /// The duplicated task ids its rows must show after the answer to one of its commits that
+    /// brings a new row is lost and the worker writes the item again on a new connection: the
+    /// row again where no key the database enforces refuses it. claim and fenced commit again
+    /// too (the lease is still the worker's own, its number unchanged: a fence keeps out
+    /// another worker, not the worker's own retry).
+    #[must_use]
+    pub fn lost_answer_duplicates(self) -> u64 {
+        match self {
+            Self::Naive | Self::TwoCommit | Self::Claim | Self::Fenced => 1,
+            Self::Keyed | Self::Guarded | Self::Outbox => 0,
+        }
+    }
 }
 
 impl fmt::Display for Strategy {

@@ -178,7 +178,7 @@ fn bad_map_input_is_one_line_and_exit_2_before_any_night() {
     for (args, needle) in [
         (vec!["--items", "5", "--tasks", "3..9"], "beyond the queue"),
         (vec!["--tasks", "9..3"], "empty"),
-        (vec!["--points", "sometime"], "unknown crash point"),
+        (vec!["--points", "sometime"], "unknown point"),
         (vec!["--strategy", "careful"], "unknown strategy"),
         (vec!["--json", "--csv"], "cannot be used with"),
     ] {

@@ -230,6 +230,75 @@ fn a_users_psql_job_that_retries_writes_a_lost_commit_twice_unless_its_insert_is
     assert!(run.stdout.contains("result       PASS"), "{}", run.stdout);
 }
 
+/// `prove` on PostgreSQL loses two commits' answers too (a third and two thirds of the way):
+/// the user's job without a key fails that test with exactly those two keys twice, and says
+/// why; on SQLite the test is said not run, and why, in every output.
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn prove_loses_two_answers_and_a_job_without_a_key_fails_that_test() {
+    let dir = folder();
+    let script = dir.path().join("job.sh");
+    std::fs::write(&script, format!("KEY=''\nCONFLICT=''\n{JOB}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let exec = format!("sh {}", script.display());
+    let run = reclaim_in_dir(
+        dir.path(),
+        &[
+            "prove",
+            "--exec",
+            &exec,
+            "--table",
+            "shipped",
+            "--key",
+            "order_id",
+            "--items",
+            "12",
+            "--warehouse",
+            "postgres",
+            "--seed",
+            "2",
+            "--json",
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let json = crate::support::json_of(&run);
+    let tests = json["tests"].as_array().cloned().unwrap_or_default();
+    let lost = (tests.iter())
+        .find(|t| t["name"] == "two commits' answers lost")
+        .unwrap_or_else(|| panic!("no lost-answer test: {json}"));
+    assert_eq!(lost["outcome"], "fail", "{lost}");
+    assert_eq!(lost["duplicated_task_ids"], 2, "{lost}");
+    let detail = lost["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("the commits reaching 4 and 8 rows (lost: task-003; task-006)"),
+        "{detail}"
+    );
+    assert_eq!(json["not_run"], serde_json::json!([]), "{json}");
+
+    let run = reclaim_in_dir(
+        dir.path(),
+        &["prove", "--strategy", "keyed", "--items", "6"],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains(
+            "not run: two commits' answers lost: SQLite is a file in the worker's own process, with no answer to lose (--warehouse postgres runs it)"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("answers lost\n"),
+        "a test not run is never listed as run: {}",
+        run.stdout
+    );
+}
+
 /// A lost answer needs a connection to lose it on, and a row count the night reaches: refused
 /// in one line before anything starts.
 #[test]
@@ -266,4 +335,11 @@ fn a_lost_answer_reclaim_cannot_arrange_is_refused_in_one_line() {
         assert_one_line_error(&run, said);
         assert!(run.stdout.is_empty(), "{all:?}: {}", run.stdout);
     }
+    // The map's band of lost answers, alike.
+    let run = reclaim(&["map", "--points", "lost-answer", "--items", "4"]);
+    assert_one_line_error(
+        &run,
+        "--points lost-answer loses a commit's answer between the workers and a PostgreSQL server; SQLite",
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
 }

@@ -163,3 +163,76 @@ fn an_own_job_writes_to_postgres_through_psql_under_kills() {
         assert_eq!(json["distinct"], 30, "{json}");
     });
 }
+
+/// The map's lost-answer band on a private cluster: each night loses the answer to its task's
+/// own commit, and every cell's figures are what psql counts in that night's schema on the kept
+/// cluster: naive and claim write the task twice (their retry commits it again), guarded's key
+/// refuses the second copy.
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn a_map_of_lost_answers_says_what_psql_counts_in_each_night() {
+    let bin = pg_bin();
+    let dir = folder();
+    let run = reclaim_in_dir(
+        dir.path(),
+        &[
+            "map",
+            "--items",
+            "8",
+            "--tasks",
+            "2..4",
+            "--strategy",
+            "naive,guarded,claim",
+            "--points",
+            "lost-answer",
+            "--warehouse",
+            "postgres",
+            "--keep",
+            "always",
+            "--json",
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let json = json_of(&run);
+    let cells = cells(&json);
+    assert_eq!(cells.len(), 3 * 3, "{json}");
+    crate::support::on_kept(&bin, dir.path(), |cluster| {
+        let psql = |sql: &str| crate::support::psql(cluster, sql);
+        let schemas = psql(
+            "SELECT string_agg(nspname, ' ' ORDER BY nspname) FROM pg_namespace WHERE nspname LIKE 'night%lost_answer'",
+        );
+        let schemas: Vec<&str> = schemas.split(' ').collect();
+        assert_eq!(schemas.len(), cells.len(), "{schemas:?}");
+        for cell in &cells {
+            let (strategy, task) = (
+                cell["strategy"].as_str().unwrap_or_default(),
+                cell["task"].as_u64().unwrap_or(u64::MAX),
+            );
+            assert_eq!(cell["point"], "lost-answer", "{cell}");
+            // `night_00004_naive_task_002_lost_answer`: the night's schema, by its name.
+            let tail = format!("_{}_task_{task:03}_lost_answer", strategy.replace('-', "_"));
+            let schema = (schemas.iter())
+                .find(|s| s.ends_with(&tail))
+                .unwrap_or_else(|| panic!("no schema for {cell} in {schemas:?}"));
+            let counted = psql(&format!(
+                "SELECT count(*) || ' ' || count(DISTINCT task_id) FROM {schema}.records"
+            ));
+            let figures = format!("{} {}", cell["rows"], cell["distinct"]);
+            assert_eq!(counted, figures, "{schema}: psql against the cell {cell}");
+            let doubled = psql(&format!(
+                "SELECT coalesce(string_agg(task_id, ','), '') FROM (SELECT task_id FROM {schema}.records GROUP BY 1 HAVING count(*) > 1) d"
+            ));
+            let expected = if strategy == "guarded" {
+                assert_eq!(cell["derived_status"], "ok", "{cell}");
+                String::new()
+            } else {
+                format!("task-{task:03}")
+            };
+            assert_eq!(doubled, expected, "{schema}: {cell}");
+        }
+    });
+}

@@ -20,33 +20,39 @@ use crate::worker::Strategy;
 
 use super::{MapCell, MapCommand, MapState, action_for, cell_at, render_to};
 
-/// The dashboard's night for a cell: the cell's strategy beside guarded, each killed by the same
-/// crash on its first attempt, at the shipped scenarios' pace so it can be watched.
+/// The dashboard's night for a cell: the cell's strategy beside guarded, each put through the
+/// same fault on its first attempt (the same crash, or the same answer lost), at the shipped
+/// scenarios' pace so it can be watched.
 #[must_use]
 pub fn scenario_for(cell: &Cell, items: u64) -> Scenario {
-    let Kill::Crash(crash) = cell.kill();
+    let kill = cell.kill();
     let mut strategies = vec![cell.strategy];
     if cell.strategy != Strategy::Guarded {
         strategies.push(Strategy::Guarded);
     }
+    let what = match kill {
+        Kill::Crash(_) => "The crash the map's cell ran",
+        Kill::LostAnswer { .. } => "The answer the map's cell lost",
+    };
     // 63 ms an item at 100x.
-    Scenario::map_night(
-        format!("The map's night: {} at {crash}", cell.strategy),
+    let mut night = Scenario::map_night(
+        format!("The map's night: {} at {kill}", cell.strategy),
         format!("the map found: {}", cell.figures()),
         items,
         Duration::from_millis(63),
         strategies
             .into_iter()
             .map(|strategy| ScenarioLane {
-                crash_at: Some(crash),
+                crash_at: kill.crash(),
                 ..ScenarioLane::plain(strategy.name().to_string(), strategy.into())
             })
             .collect(),
-        format!(
-            "The crash the map's cell ran: {crash}. The map found {}.",
-            cell.figures()
-        ),
-    )
+        format!("{what}: {kill}. The map found {}.", cell.figures()),
+    );
+    if let Kill::LostAnswer { task } = kill {
+        night.lose_answers = vec![task + 1];
+    }
+    night
 }
 
 /// The dashboard's night for a cell, built when enter opens it.

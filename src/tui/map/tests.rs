@@ -24,7 +24,7 @@ fn four() -> Vec<Strategy> {
 fn plan(strategies: Vec<Strategy>, items: u64) -> Plan {
     Plan {
         strategies,
-        points: CrashPoint::ROWS.to_vec(),
+        points: crate::map::Point::rows(),
         tasks: (0, items - 1),
         items,
     }
