@@ -281,6 +281,11 @@ fn trial(
     if prover.worker.job().is_none() {
         emit(crash_sweep(prover)?, out);
     }
+    // A pause past a lease tests what holds items by one: reclaim's claiming strategies (an
+    // own job's leases, if it has any, reclaim cannot see; `run --pause-at-rows` pauses it).
+    if prover.worker.strategy().is_some_and(Strategy::claims_items) {
+        emit(pause_past_lease(prover)?, out);
+    }
     // A commit's answer travels on a connection: on SQLite there is none to lose.
     if answers {
         emit(lost_answers(prover)?, out);
@@ -562,6 +567,35 @@ fn crash_sweep(prover: &mut Prover) -> Result<TestResult, Error> {
     ))
 }
 
+/// 5. Beyond the postmortem, for claim and fenced: a worker stopped past its lease.
+///
+/// Two workers claim the queue; the one that reaches the middle task's write is stopped there
+/// (SIGSTOP) for twice the lease, so the other takes the item over, and continued (SIGCONT):
+/// a worker that trusts its lease writes the item a second time; one that fences its write
+/// with the lease's number writes nothing for it.
+fn pause_past_lease(prover: &mut Prover) -> Result<TestResult, Error> {
+    let pause = crate::worker::PauseAt {
+        task: prover.items / 2,
+        secs: 2.0 * crate::worker::LEASE_SECS,
+    };
+    let mut lane = prover.lane("pause", 2, None, prover.delay)?;
+    lane.pause_at = Some(pause);
+    let report = prover.night(lane, &KillPlan::default())?;
+    let detail = format!(
+        "{}; the worker at {}'s write stopped for {} s of the night, twice its lease",
+        figures(&report),
+        task_id(pause.task),
+        pause.secs
+    );
+    // A pause that never landed, or landed holding no lease, is the night's account's to say.
+    Ok(result(
+        "a worker paused past its lease",
+        (&[&report], prover.oracle.as_ref()),
+        detail,
+        None,
+    ))
+}
+
 /// The lost-answer test's name.
 const LOST_ANSWERS: &str = "two commits' answers lost";
 
@@ -578,7 +612,7 @@ fn lost_answer_rows(items: u64) -> Vec<u64> {
     rows
 }
 
-/// 5. Beyond the postmortem, on PostgreSQL: the answers to two commits lost.
+/// 6. Beyond the postmortem, on PostgreSQL: the answers to two commits lost.
 ///
 /// Each commit lands on the server and the worker's connection is closed before the answer
 /// reaches it; what the worker does next (tries again, dies and is restarted, gives up) is its

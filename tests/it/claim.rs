@@ -554,6 +554,69 @@ fn the_pause_scenario_writes_the_paused_item_twice_under_claim_and_once_fenced()
     }
 }
 
+/// `prove` on a claiming strategy adds a test of a worker stopped past its lease: claim's
+/// sleeper writes the middle task a second time (FAIL, said as a lease's lesson), fenced's
+/// writes nothing for it (PASS); the other strategies hold no lease and are not given it.
+#[test]
+fn prove_pauses_a_claiming_worker_past_its_lease_and_only_the_fence_holds() {
+    let trial = |strategy: &str| {
+        let dir = folder();
+        let args = [
+            "prove",
+            "--strategy",
+            strategy,
+            "--items",
+            "40",
+            "--seed",
+            "1",
+            "--json",
+        ];
+        let run = reclaim_in_dir(dir.path(), &args, LIMIT);
+        assert!(
+            matches!(run.code, Some(0 | 1)),
+            "{strategy}: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        json_of(&run)
+    };
+    let paused = |json: &serde_json::Value| -> serde_json::Value {
+        (json["tests"].as_array().into_iter().flatten())
+            .find(|t| t["name"] == "a worker paused past its lease")
+            .cloned()
+            .unwrap_or(serde_json::Value::Null)
+    };
+    let (claim, fenced, keyed) = std::thread::scope(|scope| {
+        let claim = scope.spawn(|| trial("claim"));
+        let fenced = scope.spawn(|| trial("fenced"));
+        let keyed = trial("keyed");
+        let join = |h: std::thread::ScopedJoinHandle<'_, serde_json::Value>| {
+            h.join().unwrap_or_else(|_| panic!("a trial panicked"))
+        };
+        (join(claim), join(fenced), keyed)
+    });
+    let test = paused(&claim);
+    assert_eq!(test["outcome"], "fail", "{claim}");
+    assert_eq!(test["rows"], 41, "{test}");
+    assert_eq!(test["duplicated_task_ids"], 1, "{test}");
+    assert!(
+        (test["lessons"].as_array().into_iter().flatten()).any(|l| l
+            .as_str()
+            .is_some_and(|l| l.contains("fence the write with the lease's number"))),
+        "{test}"
+    );
+    let test = paused(&fenced);
+    assert_eq!(test["outcome"], "pass", "{fenced}");
+    assert_eq!(test["rows"], 40, "{test}");
+    assert!(
+        test["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("the worker at task-020's write stopped for 60 s")),
+        "{test}"
+    );
+    assert!(paused(&keyed).is_null(), "{keyed}");
+}
+
 /// Every file under `dir`, recursively.
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();
