@@ -65,7 +65,7 @@ pub enum Subcommand {
     Inspect(InspectArgs),
     /// Run the job under a supervisor and a kill schedule, print the night's timeline and verdict
     Run(Box<RunArgs>),
-    /// Run the postmortem's three tests (and a crash-point sweep) against a strategy
+    /// Run the postmortem's three tests (and a crash-point sweep; a pause past the lease for claim and fenced; a lost answer and a server restart on PostgreSQL) against a strategy or your job
     Prove(ProveArgs),
     /// The kill-timing map: a real night for every task and crash point, per strategy
     Map(MapArgs),

@@ -190,11 +190,15 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         vendor: args.vendor.vendor,
         warehouse: Warehouse::of(night.as_ref()),
         oracle: None,
+        restarter: (night.as_ref())
+            .and_then(|n| n.cluster.as_ref())
+            .map(crate::warehouse::postgres::cluster::Cluster::restarter),
     };
     if !args.json {
         print_header(&worker, args, seed, &dir, out);
     }
     let no_answers = super::NoAnswers::on(&args.warehouse.warehouse);
+    let not_run = not_run(args, no_answers);
     let mut tests = Vec::new();
     trial(
         &mut prover,
@@ -236,12 +240,7 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         kept: None,
         folder: None,
         reference: prover.oracle.as_ref().map(Oracle::line),
-        not_run: (no_answers.iter())
-            .map(|no| NotRun {
-                test: LOST_ANSWERS,
-                why: no.why(),
-            })
-            .collect(),
+        not_run,
     };
     if let Some(folder) = folder {
         report.settle(folder, night.as_mut(), args.strict);
@@ -290,7 +289,35 @@ fn trial(
     if answers {
         emit(lost_answers(prover)?, out);
     }
+    if let Some(test) = server_restart(prover).transpose()? {
+        emit(test, out);
+    }
     Ok(())
+}
+
+/// The tests the warehouse cannot hold, and why: two commits' answers lost (`no_answers`), and
+/// the server's restart (only a private cluster is reclaim's to restart).
+fn not_run(args: &ProveArgs, no_answers: Option<super::NoAnswers>) -> Vec<NotRun> {
+    let mut not_run: Vec<NotRun> = (no_answers.iter())
+        .map(|no| NotRun {
+            test: LOST_ANSWERS,
+            why: no.why(),
+        })
+        .collect();
+    let no_restart = match &args.warehouse.warehouse {
+        crate::warehouse::Spec::Sqlite => {
+            Some("SQLite has no server to restart (--warehouse postgres runs it)")
+        }
+        crate::warehouse::Spec::Server(_) => {
+            Some("reclaim restarts only a server it started (--warehouse postgres), never yours")
+        }
+        crate::warehouse::Spec::Private => None,
+    };
+    not_run.extend(no_restart.map(|why| NotRun {
+        test: SERVER_RESTART,
+        why,
+    }));
+    not_run
 }
 
 /// `--warehouse` for prove: every night's lane in a schema of its own on the night's
@@ -640,6 +667,39 @@ fn lost_answers(prover: &mut Prover) -> Result<TestResult, Error> {
         detail,
         None,
     ))
+}
+
+/// The server-restart test's name.
+const SERVER_RESTART: &str = "the server restarted mid-night";
+
+/// 7. Beyond the postmortem, on a private cluster: the server restarted mid-night.
+///
+/// Once the table holds half the queue, the cluster is restarted at once (`pg_ctl restart -m
+/// immediate`): every session ends, a transaction still open rolls back, and the worker must
+/// reconnect and go on from what the database says it finished. `None` without a cluster of
+/// reclaim's own.
+fn server_restart(prover: &mut Prover) -> Option<Result<TestResult, Error>> {
+    prover.restarter.as_ref()?;
+    let at_rows = (prover.items / 2).max(1);
+    let lane = match prover.lane("server-restart", 1, None, prover.delay) {
+        Ok(lane) => lane,
+        Err(e) => return Some(Err(e)),
+    };
+    let report = match prover.night_restarted(lane, at_rows)? {
+        Ok(report) => report,
+        Err(e) => return Some(Err(e)),
+    };
+    let detail = format!(
+        "{}; the cluster restarted at {at_rows} rows (pg_ctl restart -m immediate)",
+        figures(&report)
+    );
+    // A restart that never happened is the night's account's to say (not fired).
+    Some(Ok(result(
+        SERVER_RESTART,
+        (&[&report], prover.oracle.as_ref()),
+        detail,
+        None,
+    )))
 }
 
 #[cfg(test)]

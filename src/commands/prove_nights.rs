@@ -35,6 +35,8 @@ pub(super) struct Prover {
     pub(super) warehouse: Warehouse,
     /// `--compare`: the undisturbed night every night's tables are compared with.
     pub(super) oracle: Option<Oracle>,
+    /// How to restart the night's private cluster (none on SQLite or a server of the user's).
+    pub(super) restarter: Option<crate::warehouse::postgres::restart::Restarter>,
 }
 
 impl Prover {
@@ -100,8 +102,29 @@ impl Prover {
 
     /// Drives the night; with `--compare`, its tables compared with the undisturbed night's.
     pub(super) fn night(&self, lane: LaneConfig, kills: &KillPlan) -> Result<RunReport, Error> {
-        let db = lane.db.clone();
-        let mut report = drive(self.config(lane, kills), |_| {})?;
+        self.drive(self.config(lane, kills))
+    }
+
+    /// The night `lane` describes with the private cluster restarted once the table holds
+    /// `at_rows` rows (`None` without a cluster of reclaim's own to restart).
+    pub(super) fn night_restarted(
+        &self,
+        lane: LaneConfig,
+        at_rows: u64,
+    ) -> Option<Result<RunReport, Error>> {
+        let how = self.restarter.clone()?;
+        let mut config = self.config(lane, &KillPlan::default());
+        config.server_restart = Some(crate::engine::ServerRestart { at_rows, how });
+        Some(self.drive(config))
+    }
+
+    fn drive(&self, config: EngineConfig) -> Result<RunReport, Error> {
+        let db = config
+            .lanes
+            .first()
+            .map(|l| l.db.clone())
+            .unwrap_or_default();
+        let mut report = drive(config, |_| {})?;
         if let Some(oracle) = &self.oracle {
             report.state = oracle.differences(&db)?;
         }
