@@ -30,8 +30,11 @@ impl Lane {
             crate::task::task_id(task),
             SimTime(until),
         );
+        // At the worker's moment, which the pause's end counts from: a worker paced ahead of the
+        // clock's last tick (a tick is seconds of the night at a high scale) is stopped there.
         Note {
             fact: Some(Fact::Hung),
+            at: Some(until - secs),
             ..Note::runner(Kind::Notice, text)
         }
     }
