@@ -167,6 +167,18 @@ done
 echo "rows_written=$(psql -qXAt -c 'SELECT count(*) FROM shipped') status=ok"
 "#;
 
+/// `JOB` written into `dir` with its table's `key` clause and its insert's `conflict` clause:
+/// the command that runs it.
+fn job_in(dir: &Path, key: &str, conflict: &str) -> String {
+    let script = dir.join("job.sh");
+    std::fs::write(
+        &script,
+        format!("KEY='{key}'\nCONFLICT='{conflict}'\n{JOB}"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    format!("sh {}", script.display())
+}
+
 #[test]
 #[cfg_attr(
     reclaim_no_pg,
@@ -175,13 +187,7 @@ echo "rows_written=$(psql -qXAt -c 'SELECT count(*) FROM shipped') status=ok"
 fn a_users_psql_job_that_retries_writes_a_lost_commit_twice_unless_its_insert_is_idempotent() {
     let night = |key: &str, conflict: &str| {
         let dir = folder();
-        let script = dir.path().join("job.sh");
-        std::fs::write(
-            &script,
-            format!("KEY='{key}'\nCONFLICT='{conflict}'\n{JOB}"),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let exec = format!("sh {}", script.display());
+        let exec = job_in(dir.path(), key, conflict);
         let run = reclaim_in_dir(
             dir.path(),
             &[
@@ -240,10 +246,7 @@ fn a_users_psql_job_that_retries_writes_a_lost_commit_twice_unless_its_insert_is
 )]
 fn prove_loses_two_answers_and_a_job_without_a_key_fails_that_test() {
     let dir = folder();
-    let script = dir.path().join("job.sh");
-    std::fs::write(&script, format!("KEY=''\nCONFLICT=''\n{JOB}"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let exec = format!("sh {}", script.display());
+    let exec = job_in(dir.path(), "", "");
     let run = reclaim_in_dir(
         dir.path(),
         &[
