@@ -251,8 +251,9 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
 }
 
 /// Runs the tests that apply, each said as it ends (`tests` holds them): the postmortem's
-/// three, the crash-point sweep for reclaim's own worker, and two lost answers where the
-/// warehouse can lose them (`answers`).
+/// three; the crash-point sweep for reclaim's own worker; a pause past the lease for the
+/// strategies that claim items; two lost answers where the warehouse can lose them
+/// (`answers`); a server restart where the server is a private cluster of reclaim's own.
 fn trial(
     prover: &mut Prover,
     args: &ProveArgs,

@@ -125,7 +125,7 @@ impl Layout {
             columns: plan.tasks,
             names: Columns::Tasks,
             items: plan.items,
-            about: if plan.fault() == "crash" {
+            about: if plan.only_crashes() {
                 "Each cell is a real night: the worker dies at that task and point on its first attempt, is restarted, finishes; the verdict comes from the rows."
             } else {
                 "Each cell is a real night: the worker dies at that task and point on its first attempt, is restarted, finishes (or, lost-answer, the answer to that task's commit is lost and the worker writes it again on a new connection); the verdict comes from the rows."

@@ -126,11 +126,17 @@ impl Plan {
         self.tasks.1 - self.tasks.0 + 1
     }
 
+    /// Whether every point of the map is a crash point.
+    #[must_use]
+    pub fn only_crashes(&self) -> bool {
+        self.points.iter().all(|p| matches!(p, Point::Crash(_)))
+    }
+
     /// What a night that went through nothing lacked, for the map's lines: `crash`, or `fault`
     /// where the map has other points than crashes.
     #[must_use]
     pub fn fault(&self) -> &'static str {
-        if self.points.iter().all(|p| matches!(p, Point::Crash(_))) {
+        if self.only_crashes() {
             "crash"
         } else {
             "fault"
