@@ -680,27 +680,26 @@ const SERVER_RESTART: &str = "the server restarted mid-night";
 /// reconnect and go on from what the database says it finished. `None` without a cluster of
 /// reclaim's own.
 fn server_restart(prover: &mut Prover) -> Option<Result<TestResult, Error>> {
-    prover.restarter.as_ref()?;
+    let how = prover.restarter.clone()?;
     let at_rows = (prover.items / 2).max(1);
-    let lane = match prover.lane("server-restart", 1, None, prover.delay) {
-        Ok(lane) => lane,
-        Err(e) => return Some(Err(e)),
-    };
-    let report = match prover.night_restarted(lane, at_rows)? {
-        Ok(report) => report,
-        Err(e) => return Some(Err(e)),
-    };
-    let detail = format!(
-        "{}; the cluster restarted at {at_rows} rows (pg_ctl restart -m immediate)",
-        figures(&report)
-    );
-    // A restart that never happened is the night's account's to say (not fired).
-    Some(Ok(result(
-        SERVER_RESTART,
-        (&[&report], prover.oracle.as_ref()),
-        detail,
-        None,
-    )))
+    let night = prover
+        .lane("server-restart", 1, None, prover.delay)
+        .and_then(|lane| {
+            prover.night_restarted(lane, crate::engine::ServerRestart { at_rows, how })
+        });
+    Some(night.map(|report| {
+        let detail = format!(
+            "{}; the cluster restarted at {at_rows} rows (pg_ctl restart -m immediate)",
+            figures(&report)
+        );
+        // A restart that never happened is the night's account's to say (not fired).
+        result(
+            SERVER_RESTART,
+            (&[&report], prover.oracle.as_ref()),
+            detail,
+            None,
+        )
+    }))
 }
 
 #[cfg(test)]

@@ -102,31 +102,28 @@ impl Prover {
 
     /// Drives the night; with `--compare`, its tables compared with the undisturbed night's.
     pub(super) fn night(&self, lane: LaneConfig, kills: &KillPlan) -> Result<RunReport, Error> {
-        self.drive(self.config(lane, kills))
+        let db = lane.db.clone();
+        self.drive(&db, self.config(lane, kills))
     }
 
-    /// The night `lane` describes with the private cluster restarted once the table holds
-    /// `at_rows` rows (`None` without a cluster of reclaim's own to restart).
+    /// The night `lane` describes with the private cluster restarted (`restart`) once the
+    /// table holds its rows.
     pub(super) fn night_restarted(
         &self,
         lane: LaneConfig,
-        at_rows: u64,
-    ) -> Option<Result<RunReport, Error>> {
-        let how = self.restarter.clone()?;
+        restart: crate::engine::ServerRestart,
+    ) -> Result<RunReport, Error> {
+        let db = lane.db.clone();
         let mut config = self.config(lane, &KillPlan::default());
-        config.server_restart = Some(crate::engine::ServerRestart { at_rows, how });
-        Some(self.drive(config))
+        config.server_restart = Some(restart);
+        self.drive(&db, config)
     }
 
-    fn drive(&self, config: EngineConfig) -> Result<RunReport, Error> {
-        let db = config
-            .lanes
-            .first()
-            .map(|l| l.db.clone())
-            .unwrap_or_default();
+    /// Drives `config`, whose one lane writes to `db`.
+    fn drive(&self, db: &std::path::Path, config: EngineConfig) -> Result<RunReport, Error> {
         let mut report = drive(config, |_| {})?;
         if let Some(oracle) = &self.oracle {
-            report.state = oracle.differences(&db)?;
+            report.state = oracle.differences(db)?;
         }
         Ok(report)
     }
