@@ -133,6 +133,7 @@ fn postgres(conninfo: &str, dir: &Path) -> BenchResult<(Duration, Duration)> {
         conninfo: Conninfo::new(conninfo),
         prefix: format!("bench_compare_{}", std::process::id()),
         wait: reclaim::warehouse::postgres::RESTART_WAIT,
+        restarter: None,
     };
     let warehouse = Warehouse::Postgres(server.clone());
     let dbs = [1, 2, 3].map(|n| dir.join(format!("night-{n}.db")));

@@ -190,9 +190,6 @@ pub(super) fn run(args: &ProveArgs, out: &mut dyn Write) -> Result<u8, Error> {
         vendor: args.vendor.vendor,
         warehouse: Warehouse::of(night.as_ref()),
         oracle: None,
-        restarter: (night.as_ref())
-            .and_then(|n| n.cluster.as_ref())
-            .map(crate::warehouse::postgres::cluster::Cluster::restarter),
     };
     if !args.json {
         print_header(&worker, args, seed, &dir, out);
@@ -680,13 +677,11 @@ const SERVER_RESTART: &str = "the server restarted mid-night";
 /// reconnect and go on from what the database says it finished. `None` without a cluster of
 /// reclaim's own.
 fn server_restart(prover: &mut Prover) -> Option<Result<TestResult, Error>> {
-    let how = prover.restarter.clone()?;
+    prover.warehouse.restarter()?;
     let at_rows = (prover.items / 2).max(1);
     let night = prover
         .lane("server-restart", 1, None, prover.delay)
-        .and_then(|lane| {
-            prover.night_restarted(lane, crate::engine::ServerRestart { at_rows, how })
-        });
+        .and_then(|lane| prover.night_restarted(lane, at_rows));
     Some(night.map(|report| {
         let detail = format!(
             "{}; the cluster restarted at {at_rows} rows (pg_ctl restart -m immediate)",

@@ -35,8 +35,6 @@ pub(super) struct Prover {
     pub(super) warehouse: Warehouse,
     /// `--compare`: the undisturbed night every night's tables are compared with.
     pub(super) oracle: Option<Oracle>,
-    /// How to restart the night's private cluster (none on SQLite or a server of the user's).
-    pub(super) restarter: Option<crate::warehouse::postgres::restart::Restarter>,
 }
 
 impl Prover {
@@ -106,16 +104,16 @@ impl Prover {
         self.drive(&db, self.config(lane, kills))
     }
 
-    /// The night `lane` describes with the private cluster restarted (`restart`) once the
-    /// table holds its rows.
+    /// The night `lane` describes with the private cluster restarted once the table holds
+    /// `at_rows` rows.
     pub(super) fn night_restarted(
         &self,
         lane: LaneConfig,
-        restart: crate::engine::ServerRestart,
+        at_rows: u64,
     ) -> Result<RunReport, Error> {
         let db = lane.db.clone();
         let mut config = self.config(lane, &KillPlan::default());
-        config.server_restart = Some(restart);
+        config.restart_server_at_rows = Some(at_rows);
         self.drive(&db, config)
     }
 

@@ -107,7 +107,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         max_restarts: args.max_restarts,
         scale: args.scale,
         progress_deadline: args.deadline.progress_deadline,
-        server_restart: server_restart(args, night.as_ref()),
+        restart_server_at_rows: args.restart_server_at_rows,
         ..EngineConfig::new(vec![lane], plan.clone(), exe)
     }
     .on(&Warehouse::of(night.as_ref()));
@@ -194,19 +194,6 @@ fn open_warehouse(
         pg_supports(args, worker)?;
     }
     (args.warehouse.open()).map_err(|e| Error::Store(e.into()))
-}
-
-/// `--restart-server-at-rows` on the night's private cluster (refused elsewhere before).
-fn server_restart(
-    args: &RunArgs,
-    night: Option<&crate::warehouse::Night>,
-) -> Option<crate::engine::ServerRestart> {
-    let cluster = night?.cluster.as_ref()?;
-    args.restart_server_at_rows
-        .map(|at_rows| crate::engine::ServerRestart {
-            at_rows,
-            how: cluster.restarter(),
-        })
 }
 
 /// `--restart-server-at-rows`: only a server reclaim started is reclaim's to restart, and only at
@@ -585,7 +572,7 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
     // a PostgreSQL one.
     let warehouse = args.warehouse.for_scenario(&scenario.warehouse);
     if warehouse.warehouse.is_postgres() {
-        super::tui::refuse_on_pg(&scenario)?;
+        super::tui::refuse_on_pg(&scenario, &warehouse.warehouse)?;
     }
     let mut night = warehouse.open().map_err(|e| Error::Store(e.into()))?;
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;

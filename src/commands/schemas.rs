@@ -23,6 +23,7 @@ pub(super) fn run(args: &SchemasArgs, out: &mut dyn Write) -> Result<u8, Error> 
         conninfo: url.clone(),
         prefix: String::new(),
         wait: crate::warehouse::postgres::RESTART_WAIT,
+        restarter: None,
     };
     check_server(&server).map_err(StoreError::from)?;
     let nights = catalogue::list(&server).map_err(StoreError::from)?;

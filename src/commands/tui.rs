@@ -22,7 +22,7 @@ pub(super) fn live(args: &TuiArgs) -> Result<u8, Error> {
     // closed after it is restored.
     let warehouse = args.warehouse.for_scenario(&scenario.warehouse);
     if warehouse.warehouse.is_postgres() {
-        refuse_on_pg(&scenario)?;
+        refuse_on_pg(&scenario, &warehouse.warehouse)?;
     }
     let mut night = warehouse.open().map_err(|e| Error::Store(e.into()))?;
     let code = crate::tui::run(
@@ -35,8 +35,18 @@ pub(super) fn live(args: &TuiArgs) -> Result<u8, Error> {
     code
 }
 
-/// What the dashboard does not run on PostgreSQL yet, refused before anything starts.
-pub(super) fn refuse_on_pg(scenario: &Scenario) -> Result<(), Error> {
+/// What the dashboard does not run on PostgreSQL yet, and a server restart planned on a server
+/// reclaim did not start (`spec`, the command line's URL), refused before anything starts.
+pub(super) fn refuse_on_pg(
+    scenario: &Scenario,
+    spec: &crate::warehouse::Spec,
+) -> Result<(), Error> {
+    if let (Some(rows), crate::warehouse::Spec::Server(_)) = (scenario.restart_server_at_rows, spec)
+    {
+        return Err(Error::Refused(format!(
+            "the scenario restarts the server at {rows} rows (host.restart_server_at_rows), and reclaim restarts only a server it started, never yours: leave out --warehouse to run it on a private cluster"
+        )));
+    }
     for lane in &scenario.lanes {
         let what = if lane.worker.job().is_some() {
             "an exec lane"

@@ -34,6 +34,7 @@ fn joined(args: &WorkerArgs) -> Result<Option<Server>, Error> {
         conninfo: url.clone(),
         prefix: night.clone(),
         wait: RESTART_WAIT,
+        restarter: None,
     };
     check_server(&server).map_err(StoreError::from)?;
     let nights = catalogue::list(&server).map_err(StoreError::from)?;

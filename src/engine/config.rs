@@ -376,16 +376,9 @@ pub struct EngineConfig {
     /// A headless night is given up on after this much real time without progress
     /// (`--progress-deadline`; `None`: `DEFAULT_PROGRESS_DEADLINE`, or ten items' pause).
     pub progress_deadline: Option<Duration>,
-    /// Restart the private cluster once the first lane's table holds this many rows
-    /// (`--restart-server-at-rows`).
-    pub server_restart: Option<ServerRestart>,
-}
-
-/// The host's server restart: when, and how (the private cluster's `pg_ctl`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerRestart {
-    pub at_rows: u64,
-    pub how: crate::warehouse::postgres::restart::Restarter,
+    /// Restart the night's private cluster (its `Server::restarter`) once the first lane's
+    /// table holds this many rows (`--restart-server-at-rows`, `host.restart_server_at_rows`).
+    pub restart_server_at_rows: Option<u64>,
 }
 
 impl EngineConfig {
@@ -408,7 +401,7 @@ impl EngineConfig {
             hang: None,
             wipe_at_task: None,
             progress_deadline: None,
-            server_restart: None,
+            restart_server_at_rows: None,
         }
     }
 

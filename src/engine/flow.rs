@@ -120,6 +120,11 @@ impl Engine {
         if let Some(end) = self.next_pause_end() {
             until = until.min(end.max(clock));
         }
+        // Nor, in any lane, past the write a planned server restart waits for (the clock
+        // waits there too): every lane holds the same rows when the server goes, on every run.
+        if let Some(moment) = self.server_restart_moment() {
+            until = until.min(moment);
+        }
         // Nor past a planned restart, so its second shows the same rows at every speed.
         if let Some(restart) = self.next_restart() {
             until = until.min(restart.max(clock));
@@ -205,6 +210,27 @@ impl Engine {
             }
             _ => u64::MAX,
         }
+    }
+
+    /// The moment of the write a server restart placed by rows waits for: the first lane's
+    /// held worker's last write allowed (`rows_cap`), while the restart is still to come.
+    pub(super) fn server_restart_moment(&self) -> Option<f64> {
+        self.triggers.server_restart()?;
+        let held = self.rows_worker()?;
+        let cap = self.rows_cap(0, held);
+        let attempt = &self.lanes[0].attempts()[held];
+        (cap != u64::MAX && attempt.paced()).then(|| attempt.done_at(cap.max(attempt.writes)))
+    }
+
+    /// Whether every write granted to a running worker on the clock's schedule, in any lane,
+    /// has been heard: what a server restart placed by rows waits for besides its own row.
+    pub(super) fn grants_heard(&self) -> bool {
+        (self.lanes.iter())
+            .flat_map(|l| l.slots().iter().zip(l.attempts()))
+            .filter(|(slot, a)| {
+                slot.is_live() && slot.state() == SlotState::Running && a.paced() && !a.working()
+            })
+            .all(|(_, a)| a.writes >= a.granted)
     }
 
     /// The first lane's one worker slot on the clock's schedule (reclaim's own worker, not the

@@ -32,7 +32,7 @@ use thiserror::Error;
 use self::absences::Absences;
 pub use self::config::{
     DEFAULT_DEAD_MAN, EXEC_LABEL, EngineConfig, ExecJob, HangPlan, JobError, LaneConfig,
-    LaneWorker, ServerRestart, read_sql,
+    LaneWorker, read_sql,
 };
 pub use self::deadline::{DEFAULT_PROGRESS_DEADLINE, Progress, ProgressWatch};
 pub use self::exact::ExactLook;
@@ -137,6 +137,9 @@ pub struct Engine {
     /// The night's look at its warehouse's server, when it has one (on PostgreSQL: restarts,
     /// killed workers' transactions).
     server_watch: Option<Box<dyn crate::warehouse::ServerWatch>>,
+    /// The moment the host last restarted the server: a worker it ended while waiting for its
+    /// next write died then, not at its last write (`reap`).
+    server_restarted_at: Option<f64>,
     /// Looked at exactly (`exact`): grants one moment at a time, and this tick's exact looks.
     exact: bool,
     looks: Vec<ExactLook>,
@@ -215,6 +218,7 @@ impl Engine {
             lines_heard: 0,
             landed: None,
             server_watch,
+            server_restarted_at: None,
             exact,
             looks: Vec::new(),
             looks_taken: 0,
@@ -474,6 +478,7 @@ impl Engine {
             let limit = self.triggers.next_moment().map_or(held, |m| m.min(held));
             let limit = self.next_restart().map_or(limit, |r| r.min(limit));
             let limit = self.next_pause_end().map_or(limit, |p| p.min(limit));
+            let limit = (self.server_restart_moment()).map_or(limit, |r| r.min(limit));
             let limit = self.stop_limit(heard, limit);
             self.clock.set_scale(self.config.scale * self.speed, now);
             if self.by_work() {

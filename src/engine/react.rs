@@ -68,6 +68,8 @@ impl Engine {
                 } else {
                     attempt.max(self.clock.now().0)
                 };
+                // Seen dead after a server restart: not before it.
+                let sim = sim.max(self.server_restarted_at.unwrap_or(f64::MIN));
                 if let Some(exit) = self.lanes[lane].slots_mut()[slot].ready_exit(now, sim, policy)
                 {
                     // Killed by someone else: what its session had open, if it is still there.
@@ -237,7 +239,9 @@ impl Engine {
             .rows_worker()
             .filter(|&slot| self.lanes[0].slots()[slot].is_live());
         let writes = held.map_or(0, |slot| self.lanes[0].attempts()[slot].writes);
-        if held.is_some_and(|slot| writes < self.lanes[0].attempts()[slot].granted) {
+        if held.is_some_and(|slot| writes < self.lanes[0].attempts()[slot].granted)
+            || (held.is_some() && !self.grants_heard())
+        {
             return;
         }
         let seen = self.lanes.first().map_or(0, |l| l.observer().rows);
@@ -248,33 +252,66 @@ impl Engine {
         }
     }
 
-    /// `--restart-server-at-rows`: the private cluster restarted at once, the night's clock
-    /// held while `pg_ctl` works (its stop and start take real time the night must not count);
-    /// what the workers and the server then do is theirs, said as they do it.
+    /// `--restart-server-at-rows`: the private cluster restarted at the planned rows, at the
+    /// first lane's present (the moment of the write that brought it there, whatever the
+    /// clock read while the engine heard it: the same moment on every run).
     fn restart_server(&mut self, now: Instant, seen: u64) {
-        let Some(plan) = self.config.server_restart.clone() else {
-            return;
-        };
-        // At the first lane's present, as a kill at a row count is: a gated worker may have
-        // written a little ahead of the clock.
+        let at_rows = self.config.restart_server_at_rows.unwrap_or(seen);
+        let sim = (self.lanes.first().into_iter())
+            .flat_map(|l| l.attempts().iter().map(Attempt::now))
+            .reduce(f64::max)
+            .unwrap_or(self.clock.now().0);
+        self.restart_server_now(
+            (now, sim),
+            &format!("at {at_rows} rows (the table held {seen})"),
+        );
+    }
+
+    /// The dashboard's `D`: the private cluster restarted now, by hand, at the clock's reading
+    /// (or the first lane's present, if a gated worker wrote ahead of it). `false` on a night
+    /// with no server of reclaim's own (SQLite, a server of the user's).
+    pub fn restart_server_by_hand(&mut self, now: Instant) -> bool {
+        let seen = self.lanes.first().map_or(0, |l| l.observer().rows);
         let sim = (self.lanes.first().into_iter())
             .flat_map(|l| l.attempts().iter().map(Attempt::now))
             .fold(self.clock.now().0, f64::max);
+        self.restart_server_now(
+            (now, sim),
+            &format!("by hand (the first lane's table held {seen})"),
+        )
+    }
+
+    /// The private cluster restarted at once (`when` says at what: planned rows, or by hand),
+    /// the night's clock held while `pg_ctl` works (its stop and start take real time the night
+    /// must not count); what the workers and the server then do is theirs, said as they do it.
+    /// `false`, and nothing done, on a night with no server of reclaim's own.
+    fn restart_server_now(&mut self, (now, sim): (Instant, f64), when: &str) -> bool {
+        let Some(how) = self.config.warehouse().restarter().cloned() else {
+            return false;
+        };
+        self.server_restarted_at = Some(sim);
         if let Some(watch) = self.server_watch.as_mut() {
             watch.host_restarted(sim);
         }
         let text = format!(
-            "host restarts the server at {} rows (the table held {seen}): pg_ctl restart -m immediate, every session ended, any transaction still open rolled back",
-            plan.at_rows
+            "host restarts the server {when}: pg_ctl restart -m immediate, every session ended, any transaction still open rolled back"
         );
         self.log_at(now, Some(sim), None, (Source::Runner, Kind::Notice), text);
         let held = self.paused_at.is_none() && !self.frozen;
         if held {
             self.clock.pause(now);
         }
-        let restarted = plan.how.restart();
+        let restarted = how.restart();
         if held {
             self.clock.resume(Instant::now());
+        }
+        // What the server shows of it, said beside the host's line before any death it caused
+        // is heard: the same order on every run.
+        if restarted.is_ok()
+            && let Some(watch) = self.server_watch.as_mut()
+        {
+            let said = watch.look(Instant::now(), sim);
+            self.log_watch(now, said);
         }
         if let Err(why) = restarted {
             self.log_at(
@@ -285,6 +322,7 @@ impl Engine {
                 format!("the server restart failed: {why}"),
             );
         }
+        true
     }
 
     /// `--pause-at-rows`: each lane whose table now holds its planned rows has its job

@@ -154,8 +154,8 @@ impl Triggers {
             kill_at_task: AtTask::new(config.kills.at_task),
             kill_at_rows: config.kills.at_rows,
             kill_at_message: config.kills.at_message,
-            server_restart: config.server_restart.as_ref().map(|r| RowsKill {
-                after: r.at_rows,
+            server_restart: config.restart_server_at_rows.map(|at_rows| RowsKill {
+                after: at_rows,
                 base: 0,
                 seen: (0, 0),
             }),
@@ -171,7 +171,7 @@ impl Triggers {
                 kill_at_task: config.kills.at_task.map(|t| (t, false)),
                 kill_at_rows: config.kills.at_rows.map(|n| (n, false)),
                 kill_at_message: config.kills.at_message.map(|n| (n, false)),
-                server_restart: config.server_restart.as_ref().map(|r| (r.at_rows, false)),
+                server_restart: config.restart_server_at_rows.map(|n| (n, false)),
                 replayed: (config.kills.replayed.len(), 0),
                 random: (config.kills.random, 0),
             },

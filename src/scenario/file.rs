@@ -138,6 +138,8 @@ pub(super) struct HostFile {
     pause_for: Option<f64>,
     /// Lose the answer to the commit that brings each lane's rows to each of these (PostgreSQL).
     lose_answer_at: Option<Vec<u64>>,
+    /// Restart the night's private cluster once the first lane's table holds this many rows.
+    restart_server_at_rows: Option<u64>,
     wipe_at_task: Option<String>,
 }
 
@@ -248,6 +250,23 @@ pub(super) fn plain(what: &str, text: &str, allowed: &[char]) -> Result<(), Inva
 }
 
 impl ScenarioFile {
+    /// Each lane validated, each name once.
+    fn lanes(&self) -> Result<Vec<ScenarioLane>, Invalid> {
+        let mut lanes: Vec<ScenarioLane> = Vec::new();
+        for (i, lane) in self.lane.iter().enumerate() {
+            let lane = lane.validate(i + 1, self.items)?;
+            if lanes.iter().any(|l| l.name == lane.name) {
+                return Err(Invalid(format!(
+                    "lane {}: the name \"{}\" is used twice; give each lane a name",
+                    i + 1,
+                    lane.name
+                )));
+            }
+            lanes.push(lane);
+        }
+        Ok(lanes)
+    }
+
     pub(super) fn validate(self, source: &str) -> Result<Scenario, Invalid> {
         let _ = source;
         if self.title.trim().is_empty() {
@@ -304,26 +323,18 @@ impl ScenarioFile {
             |t: &str| parse_window(t).map_err(|e| Invalid(format!("host.kill_window: {e}")));
         let kill_window = (host.kill_window.as_deref().map(window).transpose()?)
             .unwrap_or(crate::supervisor::schedule::DEFAULT_WINDOW);
-        let mut lanes: Vec<ScenarioLane> = Vec::new();
-        for (i, lane) in self.lane.iter().enumerate() {
-            let lane = lane.validate(i + 1, self.items)?;
-            if lanes.iter().any(|l| l.name == lane.name) {
-                return Err(Invalid(format!(
-                    "lane {}: the name \"{}\" is used twice; give each lane a name",
-                    i + 1,
-                    lane.name
-                )));
-            }
-            lanes.push(lane);
-        }
+        let lanes = self.lanes()?;
         let pause = task("host.pause_at_task", &host.pause_at_task)?;
         let pause_at = pause_of(pause, host.pause_for, &lanes)?;
         for (i, caption) in self.caption.iter().enumerate() {
             caption.validate(i + 1, &lanes)?;
         }
         let warehouse = warehouse_of(self.warehouse.as_deref())?;
+        let first_lane = (self.items, lanes.first().map_or(1, |l| l.workers));
+        let (lose_answers, restart_server_at_rows) = server_faults(host, &warehouse, first_lane)?;
         Ok(Scenario {
-            lose_answers: lost_answers_of(host.lose_answer_at.clone(), &warehouse, self.items)?,
+            lose_answers,
+            restart_server_at_rows,
             warehouse,
             source: source.to_string(),
             title: self.title,
@@ -352,6 +363,19 @@ impl ScenarioFile {
     }
 }
 
+/// The host's faults between the workers and the server: the answers lost
+/// (`host.lose_answer_at`) and the server restart (`host.restart_server_at_rows`).
+fn server_faults(
+    host: &HostFile,
+    warehouse: &crate::warehouse::Spec,
+    (items, workers): (u64, usize),
+) -> Result<(Vec<u64>, Option<u64>), Invalid> {
+    Ok((
+        lost_answers_of(host.lose_answer_at.clone(), warehouse, items)?,
+        server_restart_of(host.restart_server_at_rows, warehouse, (items, workers))?,
+    ))
+}
+
 /// `host.lose_answer_at`: row counts the night reaches, on a private PostgreSQL cluster (the
 /// answers are lost between the workers and a server).
 fn lost_answers_of(
@@ -374,6 +398,31 @@ fn lost_answers_of(
         )));
     }
     Ok(counts)
+}
+
+/// `host.restart_server_at_rows`: a row count the first lane's table can reach (each of its
+/// workers writing the whole queue at most), on a private PostgreSQL cluster: reclaim restarts
+/// only a server it started.
+fn server_restart_of(
+    rows: Option<u64>,
+    warehouse: &crate::warehouse::Spec,
+    (items, workers): (u64, usize),
+) -> Result<Option<u64>, Invalid> {
+    let Some(rows) = rows else {
+        return Ok(None);
+    };
+    if !warehouse.is_postgres() {
+        return Err(Invalid(
+            "host.restart_server_at_rows restarts the night's PostgreSQL server, and SQLite has none: add warehouse = \"postgres\" (a private cluster of reclaim's own)".into(),
+        ));
+    }
+    let reach = items.saturating_mul(workers as u64);
+    if rows == 0 || rows > reach {
+        return Err(Invalid(format!(
+            "host.restart_server_at_rows: {rows} is not a row count the first lane's table reaches (1 to {reach})"
+        )));
+    }
+    Ok(Some(rows))
 }
 
 /// `host.pause_at_task` and `host.pause_for`, which go together, for lanes of reclaim's own

@@ -163,6 +163,9 @@ pub struct Scenario {
     pub pause_at: Option<crate::worker::PauseAt>,
     /// Each lane's commits whose answers are lost, by the rows they bring the lane to.
     pub lose_answers: Vec<u64>,
+    /// The night's private cluster restarted once the first lane's table holds these rows
+    /// (`host.restart_server_at_rows`; the cluster's `Restarter` is the command's to give).
+    pub restart_server_at_rows: Option<u64>,
     pub wipe_at_task: Option<u64>,
     pub lanes: Vec<ScenarioLane>,
     pub captions: Vec<Caption>,
@@ -240,6 +243,7 @@ impl Scenario {
             hang_for: None,
             pause_at: None,
             lose_answers: Vec::new(),
+            restart_server_at_rows: None,
             wipe_at_task: None,
             warehouse: crate::warehouse::Spec::Sqlite,
             lanes,
@@ -403,7 +407,7 @@ impl Scenario {
             }),
             wipe_at_task: self.wipe_at_task,
             progress_deadline: None,
-            server_restart: None,
+            restart_server_at_rows: self.restart_server_at_rows,
         }
     }
 }

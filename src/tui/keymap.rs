@@ -37,6 +37,8 @@ pub enum KeyAction {
     ToggleHang,
     /// Stop one worker of the selected lane past a claim's lease (SIGSTOP, SIGCONT later).
     PauseWorker,
+    /// Restart the night's private PostgreSQL cluster now (`pg_ctl restart -m immediate`).
+    RestartServer,
     TogglePause,
     SpeedUp,
     SpeedDown,
@@ -141,6 +143,14 @@ pub const KEYMAP: &[Binding<KeyAction>] = &[
         label: "x",
         action: KeyAction::PauseWorker,
         help: "pause a worker of the selected lane 60 s, past a lease (SIGSTOP/SIGCONT)",
+        footer: None,
+        modes: LIVE,
+    },
+    Binding {
+        keys: &[KeyCode::Char('D')],
+        label: "D",
+        action: KeyAction::RestartServer,
+        help: "restart the PostgreSQL server now (a private cluster, --warehouse postgres)",
         footer: None,
         modes: LIVE,
     },

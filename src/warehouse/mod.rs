@@ -223,6 +223,15 @@ impl Warehouse {
         night.map_or(Self::Sqlite, |night| Self::Postgres(night.server.clone()))
     }
 
+    /// What restarting the night's server takes, when reclaim started it (a private cluster).
+    #[must_use]
+    pub fn restarter(&self) -> Option<&postgres::restart::Restarter> {
+        match self {
+            Self::Postgres(server) => server.restarter.as_ref(),
+            Self::Sqlite => None,
+        }
+    }
+
     /// The warehouse a parent reclaim handed this process (`pass_to`): read once, where a
     /// child process starts (`reclaim worker`, `relay`, `inspect`).
     #[must_use]
@@ -252,6 +261,7 @@ mod tests {
             conninfo: Conninfo::new("postgres://bob:secret@db.example/x"),
             prefix: "night".into(),
             wait: postgres::RESTART_WAIT,
+            restarter: None,
         };
         let mut command = Command::new("true");
         Warehouse::Postgres(server.clone()).pass_to(&mut command);

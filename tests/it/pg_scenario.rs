@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::Dashboard;
 use crate::support::reclaim_in_dir;
-use crate::support::{cluster_folder, folder, pg_bin, poll_until, processes_under};
+use crate::support::{cluster_folder, folder, on_kept, pg_bin, poll_until, processes_under, psql};
 
 /// A short night of the postmortem's shape: naive beside guarded, the host's kill at task-030.
 const NIGHT: &str = r#"title = "A short night"
@@ -257,4 +257,78 @@ fn the_dashboard_keeps_its_cluster_and_names_its_schemas() {
     crate::support::stop_kept(&bin, &cluster);
     let _ = std::fs::remove_dir_all(&cluster);
     assert_eq!(schemas, "night_night1_1_naive night_night1_2_guarded");
+}
+
+/// A scenario's own server restart (`host.restart_server_at_rows`), naive beside guarded: every
+/// lane holds the same rows when it lands, so two runs print the same text; naive starts again
+/// at item zero and writes the rows it had twice (psql counts them in the kept cluster), guarded
+/// resumes from its checkpoint. On a server of the user's it is refused before anything starts.
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn a_scenarios_server_restart_lands_alike_on_every_run_and_only_guarded_survives_it() {
+    let bin = pg_bin();
+    let dir = folder();
+    let file = dir.path().join("restart.toml");
+    let night = NIGHT.replace("kill_at_task = \"task-030\"", "restart_server_at_rows = 12");
+    std::fs::write(&file, format!("warehouse = \"postgres\"\n{night}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let file = file.display().to_string();
+    let limit = Duration::from_secs(300);
+    // What two runs must print alike: not the pids, run ids and folders.
+    let text = |stdout: &str| -> Vec<String> {
+        (stdout.lines())
+            .filter(|l| !l.contains("pid") && !l.contains("run_id"))
+            .filter(|l| !l.starts_with("files") && !l.starts_with("postgres"))
+            .map(str::to_string)
+            .collect()
+    };
+    let first = reclaim_in_dir(dir.path(), &["run", "--scenario", &file], limit);
+    let out = &first.stdout;
+    assert_eq!(first.code, Some(1), "{out}\n{}", first.stderr);
+    let restarts: Vec<&str> = (out.lines())
+        .filter(|l| l.contains("host restarts the server"))
+        .collect();
+    assert_eq!(restarts.len(), 1, "{out}");
+    assert!(
+        restarts[0].contains("at 12 rows (the table held 12)"),
+        "{out}"
+    );
+    assert!(out.contains("warehouse restarted by the host at "), "{out}");
+    assert!(out.contains("resume  from=task-012  skipped=12"), "{out}");
+    let lines = verdicts(out);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(" naive ") && l.contains("rows=72 duplicated_task_ids=12")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(" guarded ") && l.contains("rows=60 duplicated_task_ids=0")),
+        "{lines:?}"
+    );
+    on_kept(&bin, dir.path(), |cluster| {
+        let count = |schema: &str| {
+            psql(
+                cluster,
+                &format!("SELECT count(*) || ' ' || count(DISTINCT task_id) FROM {schema}.records"),
+            )
+        };
+        assert_eq!(count("night_night1_1_naive"), "72 60");
+        assert_eq!(count("night_night1_2_guarded"), "60 60");
+    });
+    let second = reclaim_in_dir(dir.path(), &["run", "--scenario", &file], limit);
+    assert_eq!(text(out), text(&second.stdout), "two runs differ");
+    // Refused on a server of the user's (reclaim restarts only its own), before any connection.
+    let url = "postgresql://reclaim@127.0.0.1:1/postgres";
+    let refused = reclaim_in_dir(
+        dir.path(),
+        &["run", "--scenario", &file, "--warehouse", url],
+        Duration::from_secs(60),
+    );
+    crate::support::assert_one_line_error(&refused, "reclaim restarts only a server it started");
 }

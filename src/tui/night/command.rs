@@ -16,6 +16,8 @@ pub enum NightCommand {
     ToggleHang(usize),
     /// SIGSTOP one running worker of the lane for `engine::HAND_PAUSE_SECS` of the night.
     PauseWorker(usize),
+    /// Restart the night's private PostgreSQL cluster now.
+    RestartServer,
     /// The lane runs this strategy from now on: the night starts again on fresh databases.
     SetStrategy(usize, Strategy),
     WipeCheckpoints(usize),

@@ -387,6 +387,11 @@ impl LiveNight {
             }
             NightCommand::ToggleHang(lane) => self.engine.toggle_hang(lane, now),
             NightCommand::PauseWorker(lane) => self.engine.pause_worker(lane, now),
+            NightCommand::RestartServer => {
+                if !self.engine.restart_server_by_hand(now) {
+                    self.say("no server of reclaim's own to restart (--warehouse postgres)");
+                }
+            }
             NightCommand::SetStrategy(lane, next) => {
                 let Some(config) = self.lanes.get_mut(lane) else {
                     return Ok(());

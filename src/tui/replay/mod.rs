@@ -400,6 +400,7 @@ impl Screen for ReplayApp {
             | KeyAction::ToggleRandomKills
             | KeyAction::ToggleHang
             | KeyAction::PauseWorker
+            | KeyAction::RestartServer
             | KeyAction::CycleStrategy
             | KeyAction::WipeCheckpoints
             | KeyAction::AddWorker

@@ -343,6 +343,7 @@ impl AnswerProxy {
                     conninfo: through(server, folder)?,
                     prefix: server.prefix.clone(),
                     wait: server.wait,
+                    restarter: None,
                 })
             },
         )
@@ -775,6 +776,7 @@ mod tests {
                     conninfo: super::super::Conninfo::default(),
                     prefix: "night".into(),
                     wait: super::super::RESTART_WAIT,
+                    restarter: None,
                 })
             })
             .unwrap();
@@ -818,6 +820,7 @@ mod tests {
             ),
             prefix: "night".into(),
             wait: super::super::RESTART_WAIT,
+            restarter: None,
         };
         let through = through(&server, Path::new("/tmp/x y")).unwrap();
         let config = through.config().unwrap();
@@ -838,6 +841,7 @@ mod tests {
             conninfo: super::super::Conninfo::default(),
             prefix: "night".into(),
             wait: super::super::RESTART_WAIT,
+            restarter: None,
         };
         let counted = Rows::of(
             &server,

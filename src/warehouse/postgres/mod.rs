@@ -66,6 +66,10 @@ pub struct Server {
     /// How long a worker waits for the server when it went away (`--server-wait`), and the
     /// night's clock with it.
     pub wait: Duration,
+    /// What restarting it takes, when reclaim started it (a private cluster): the host's
+    /// server restart (`--restart-server-at-rows`, a scenario's `host.restart_server_at_rows`).
+    /// Never handed to a child process.
+    pub restarter: Option<restart::Restarter>,
 }
 
 /// The variables that hand a night's server to reclaim's own child processes.
@@ -83,6 +87,7 @@ impl Server {
             conninfo: Conninfo::new(std::env::var(ENV_CONNINFO).ok()?),
             prefix: std::env::var(ENV_PREFIX).ok()?,
             wait,
+            restarter: None,
         })
     }
 
@@ -194,6 +199,7 @@ mod tests {
             conninfo: Conninfo::default(),
             prefix: "night".into(),
             wait: RESTART_WAIT,
+            restarter: None,
         };
         assert_eq!(
             server.schema_for(Path::new("/tmp/x/night1-1-naive.db")),

@@ -70,6 +70,7 @@ impl Night {
                     conninfo: cluster.conninfo(),
                     prefix: schema.unwrap_or("night").to_string(),
                     wait,
+                    restarter: Some(cluster.restarter()),
                 };
                 Self {
                     server,
@@ -89,6 +90,7 @@ impl Night {
                     conninfo: url.clone(),
                     prefix,
                     wait,
+                    restarter: None,
                 };
                 check_server(&server)?;
                 let Some(holder) = catalogue::hold(&server)? else {

@@ -443,6 +443,10 @@ impl ServerWatch for ServerEvents {
 
     fn host_restarted(&mut self, sim: f64) {
         self.host_restart = Some(sim);
+        // The next look, the engine's as soon as the restart is done, is made at once and on
+        // a new connection: the old one went with the server.
+        self.next_look = None;
+        self.client = None;
     }
 
     fn look(&mut self, now: Instant, sim: f64) -> Vec<Said> {
