@@ -261,10 +261,14 @@ impl Engine {
             .flat_map(|l| l.attempts().iter().map(Attempt::now))
             .reduce(f64::max)
             .unwrap_or(self.clock.now().0);
-        self.restart_server_now(
-            (now, sim),
-            &format!("at {at_rows} rows (the table held {seen})"),
-        );
+        let when = format!("at {at_rows} rows (the table held {seen})");
+        if !self.restart_server_now((now, sim), &when) {
+            // Refused before the night wherever it can be known; never said as done.
+            let text = format!(
+                "the server restart planned {when} did not happen: this night has no server of reclaim's own"
+            );
+            self.log_at(now, Some(sim), None, (Source::Runner, Kind::Error), text);
+        }
     }
 
     /// The dashboard's `D`: the private cluster restarted now, by hand, at the clock's reading

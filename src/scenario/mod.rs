@@ -164,7 +164,7 @@ pub struct Scenario {
     /// Each lane's commits whose answers are lost, by the rows they bring the lane to.
     pub lose_answers: Vec<u64>,
     /// The night's private cluster restarted once the first lane's table holds these rows
-    /// (`host.restart_server_at_rows`; the cluster's `Restarter` is the command's to give).
+    /// (`host.restart_server_at_rows`; how, the night's warehouse says: `Server::restarter`).
     pub restart_server_at_rows: Option<u64>,
     pub wipe_at_task: Option<u64>,
     pub lanes: Vec<ScenarioLane>,

@@ -1,4 +1,5 @@
-//! The host's server restart (`run --restart-server-at-rows N`): the private cluster stopped
+//! The host's server restart (`run --restart-server-at-rows N`, a scenario's
+//! `host.restart_server_at_rows`, the dashboard's `D`): the private cluster stopped
 //! immediately (`pg_ctl restart -m immediate`: every session ended, every transaction in flight
 //! rolled back, crash recovery at the start) and started again with the options it ran with.
 //! The new postmaster is `pg_ctl`'s child, not the guard's: the guard, and reclaim when the
