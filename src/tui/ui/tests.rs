@@ -362,6 +362,19 @@ fn the_help_overlay() {
     insta::assert_snapshot!(screen);
 }
 
+/// The help names every key at the smallest screen too (80x24): each key's line whole, `q`
+/// the last; what does not fit is the panels' legend under them.
+#[test]
+fn the_help_at_80x24_names_every_key() {
+    let mut view = at_the_kill();
+    view.help = true;
+    let screen = text(&view, 80, 24);
+    for (key, help) in keymap::help_lines(Mode::Live) {
+        let line = format!(" {key:<8}{help}");
+        assert!(screen.contains(line.trim_end()), "{key}: {help}\n{screen}");
+    }
+}
+
 #[test]
 fn eighty_by_twenty_four() {
     let screen = text(&end_of_night(), 80, 24);
