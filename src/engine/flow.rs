@@ -213,24 +213,30 @@ impl Engine {
     }
 
     /// The moment of the write a server restart placed by rows waits for: the first lane's
-    /// held worker's last write allowed (`rows_cap`), while the restart is still to come.
+    /// held worker's last write allowed (`rows_cap`), while the restart is still to come and
+    /// that worker runs on the clock's schedule (dead, stopped, hung or in a long item's work,
+    /// it holds nothing: its restart, its pause's end or its steps come first).
     pub(super) fn server_restart_moment(&self) -> Option<f64> {
         self.triggers.server_restart()?;
         let held = self.rows_worker()?;
-        let cap = self.rows_cap(0, held);
         let attempt = &self.lanes[0].attempts()[held];
-        (cap != u64::MAX && attempt.paced()).then(|| attempt.done_at(cap.max(attempt.writes)))
+        if !self.lanes[0].scheduled(held) || attempt.working() {
+            return None;
+        }
+        let cap = self.rows_cap(0, held);
+        (cap != u64::MAX).then(|| attempt.done_at(cap.max(attempt.writes)))
     }
 
     /// Whether every write granted to a running worker on the clock's schedule, in any lane,
-    /// has been heard: what a server restart placed by rows waits for besides its own row.
-    pub(super) fn grants_heard(&self) -> bool {
+    /// has been heard (one the clock has given up waiting for aside): what a server restart
+    /// placed by rows waits for besides its own row.
+    pub(super) fn grants_heard(&self, now: Instant) -> bool {
         (self.lanes.iter())
             .flat_map(|l| l.slots().iter().zip(l.attempts()))
             .filter(|(slot, a)| {
                 slot.is_live() && slot.state() == SlotState::Running && a.paced() && !a.working()
             })
-            .all(|(_, a)| a.writes >= a.granted)
+            .all(|(_, a)| a.writes >= a.granted || a.given_up_on(now))
     }
 
     /// The first lane's one worker slot on the clock's schedule (reclaim's own worker, not the

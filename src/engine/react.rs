@@ -240,7 +240,7 @@ impl Engine {
             .filter(|&slot| self.lanes[0].slots()[slot].is_live());
         let writes = held.map_or(0, |slot| self.lanes[0].attempts()[slot].writes);
         if held.is_some_and(|slot| writes < self.lanes[0].attempts()[slot].granted)
-            || (held.is_some() && !self.grants_heard())
+            || (held.is_some() && !self.grants_heard(now))
         {
             return;
         }
@@ -253,21 +253,25 @@ impl Engine {
     }
 
     /// `--restart-server-at-rows`: the private cluster restarted at the planned rows, at the
-    /// first lane's present (the moment of the write that brought it there, whatever the
-    /// clock read while the engine heard it: the same moment on every run).
+    /// first lane's present or the clock's, whichever is later (the clock waits at the held
+    /// write's moment, so it is that write's on every run).
     fn restart_server(&mut self, now: Instant, seen: u64) {
         let at_rows = self.config.restart_server_at_rows.unwrap_or(seen);
         let sim = (self.lanes.first().into_iter())
             .flat_map(|l| l.attempts().iter().map(Attempt::now))
-            .reduce(f64::max)
-            .unwrap_or(self.clock.now().0);
+            .fold(self.clock.now().0, f64::max);
         let when = format!("at {at_rows} rows (the table held {seen})");
-        if !self.restart_server_now((now, sim), &when) {
-            // Refused before the night wherever it can be known; never said as done.
-            let text = format!(
-                "the server restart planned {when} did not happen: this night has no server of reclaim's own"
-            );
-            self.log_at(now, Some(sim), None, (Source::Runner, Kind::Error), text);
+        match self.restart_server_now((now, sim), &when) {
+            // Fired only once `pg_ctl` said it restarted: a failed one is not fired, and said.
+            Some(true) => self.triggers.server_restarted(),
+            Some(false) => {}
+            None => {
+                // Refused before the night wherever it can be known; never said as done.
+                let text = format!(
+                    "the server restart planned {when} did not happen: this night has no server of reclaim's own"
+                );
+                self.log_at(now, Some(sim), None, (Source::Runner, Kind::Error), text);
+            }
         }
     }
 
@@ -279,20 +283,17 @@ impl Engine {
         let sim = (self.lanes.first().into_iter())
             .flat_map(|l| l.attempts().iter().map(Attempt::now))
             .fold(self.clock.now().0, f64::max);
-        self.restart_server_now(
-            (now, sim),
-            &format!("by hand (the first lane's table held {seen})"),
-        )
+        let when = format!("by hand (the first lane's table held {seen})");
+        self.restart_server_now((now, sim), &when).is_some()
     }
 
     /// The private cluster restarted at once (`when` says at what: planned rows, or by hand),
     /// the night's clock held while `pg_ctl` works (its stop and start take real time the night
     /// must not count); what the workers and the server then do is theirs, said as they do it.
-    /// `false`, and nothing done, on a night with no server of reclaim's own.
-    fn restart_server_now(&mut self, (now, sim): (Instant, f64), when: &str) -> bool {
-        let Some(how) = self.config.warehouse().restarter().cloned() else {
-            return false;
-        };
+    /// Whether `pg_ctl` restarted it (a failure is on the timeline); `None`, and nothing done,
+    /// on a night with no server of reclaim's own.
+    fn restart_server_now(&mut self, (now, sim): (Instant, f64), when: &str) -> Option<bool> {
+        let how = self.config.warehouse().restarter().cloned()?;
         self.server_restarted_at = Some(sim);
         if let Some(watch) = self.server_watch.as_mut() {
             watch.host_restarted(sim);
@@ -317,6 +318,7 @@ impl Engine {
             let said = watch.look(Instant::now(), sim);
             self.log_watch(now, said);
         }
+        let ok = restarted.is_ok();
         if let Err(why) = restarted {
             self.log_at(
                 Instant::now(),
@@ -326,7 +328,7 @@ impl Engine {
                 format!("the server restart failed: {why}"),
             );
         }
-        true
+        Some(ok)
     }
 
     /// `--pause-at-rows`: each lane whose table now holds its planned rows has its job
@@ -355,6 +357,10 @@ impl Engine {
                 .map(|&(_, slot, _)| slot)
                 .collect();
             self.arm_kill(at, &spawning);
+            if !spawning.is_empty() {
+                let rows = self.lanes[0].observer().rows;
+                self.triggers.server_restart_respawned(rows);
+            }
         }
         // The messages of each restart's moment, read before the new attempt can send more.
         let mut read: Vec<usize> = spawns.iter().map(|&(lane, _, _)| lane).collect();

@@ -323,10 +323,22 @@ impl Triggers {
             return false;
         }
         self.server_restart = None;
+        true
+    }
+
+    /// The planned server restart happened (`pg_ctl` said so): only then is it fired.
+    pub fn server_restarted(&mut self) {
         if let Some((_, fired)) = self.fired.server_restart.as_mut() {
             *fired = true;
         }
-        true
+    }
+
+    /// The first lane's held worker was spawned again, its writes counted from zero while the
+    /// table holds `rows`: the restart's bound on its grants starts from there.
+    pub fn server_restart_respawned(&mut self, rows: u64) {
+        if let Some(restart) = self.server_restart.as_mut() {
+            restart.seen = (0, rows);
+        }
     }
 
     /// The message count `--kill-at-message` still waits for.

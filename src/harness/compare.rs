@@ -214,6 +214,7 @@ fn reference(night: &EngineConfig, dir: &Path, only: &[String]) -> Result<Refere
             },
             hang: None,
             wipe_at_task: None,
+            restart_server_at_rows: None,
             ..night.clone()
         };
         let report = super::drive(config, |_| {})?;

@@ -331,4 +331,36 @@ fn a_scenarios_server_restart_lands_alike_on_every_run_and_only_guarded_survives
         Duration::from_secs(60),
     );
     crate::support::assert_one_line_error(&refused, "reclaim restarts only a server it started");
+    // A kill before the restart's row: the restart waits through the kill and the restarted
+    // workers' first rows (the clock once stood still at the dead worker's moment, for good),
+    // then lands at its row: naive writes task-000.. a second and a third time, guarded resumes.
+    let both = night.replace(
+        "restart_server_at_rows = 12",
+        "kill_at_task = \"task-030\"\nrestart_server_at_rows = 40",
+    );
+    let killed_first = dir.path().join("kill-first.toml");
+    std::fs::write(&killed_first, format!("warehouse = \"postgres\"\n{both}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let killed_first = killed_first.display().to_string();
+    let run = reclaim_in_dir(dir.path(), &["run", "--scenario", &killed_first], limit);
+    let out = &run.stdout;
+    assert_eq!(run.code, Some(1), "{out}\n{}", run.stderr);
+    assert!(
+        out.contains("host restarts the server at 40 rows (the table held 40)"),
+        "{out}"
+    );
+    assert!(out.contains("resume  from=task-040  skipped=40"), "{out}");
+    let lines = verdicts(out);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(" naive ") && l.contains("rows=100 duplicated_task_ids=31")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(" guarded ") && l.contains("rows=60 duplicated_task_ids=0")),
+        "{lines:?}"
+    );
 }
