@@ -205,9 +205,7 @@ impl Engine {
         if self.triggers.kill_at_rows_due(seen) {
             // At the first lane's present: a gated worker may have written a little ahead of
             // the clock, and the kill comes after what it wrote.
-            let sim = (self.lanes.first().into_iter())
-                .flat_map(|l| l.attempts().iter().map(Attempt::now))
-                .fold(self.clock.now().0, f64::max);
+            let sim = self.first_lane_present();
             self.kill_at(now, sim, None);
             // host_kill read the rows again after the reap: the dead write nothing more.
             let landed = self.lanes.first().map_or(seen, |l| l.observer().rows);
@@ -252,14 +250,20 @@ impl Engine {
         }
     }
 
+    /// The first lane's present: the clock's reading, or later where a gated worker of that
+    /// lane wrote ahead of it (a host action placed by its rows comes after what it wrote).
+    fn first_lane_present(&self) -> f64 {
+        (self.lanes.first().into_iter())
+            .flat_map(|l| l.attempts().iter().map(Attempt::now))
+            .fold(self.clock.now().0, f64::max)
+    }
+
     /// `--restart-server-at-rows`: the private cluster restarted at the planned rows, at the
     /// first lane's present or the clock's, whichever is later (the clock waits at the held
     /// write's moment, so it is that write's on every run).
     fn restart_server(&mut self, now: Instant, seen: u64) {
         let at_rows = self.config.restart_server_at_rows.unwrap_or(seen);
-        let sim = (self.lanes.first().into_iter())
-            .flat_map(|l| l.attempts().iter().map(Attempt::now))
-            .fold(self.clock.now().0, f64::max);
+        let sim = self.first_lane_present();
         let when = format!("at {at_rows} rows (the table held {seen})");
         match self.restart_server_now((now, sim), &when) {
             // Fired only once `pg_ctl` said it restarted: a failed one is not fired, and said.
@@ -280,9 +284,7 @@ impl Engine {
     /// with no server of reclaim's own (SQLite, a server of the user's).
     pub fn restart_server_by_hand(&mut self, now: Instant) -> bool {
         let seen = self.lanes.first().map_or(0, |l| l.observer().rows);
-        let sim = (self.lanes.first().into_iter())
-            .flat_map(|l| l.attempts().iter().map(Attempt::now))
-            .fold(self.clock.now().0, f64::max);
+        let sim = self.first_lane_present();
         let when = format!("by hand (the first lane's table held {seen})");
         self.restart_server_now((now, sim), &when).is_some()
     }
@@ -410,9 +412,7 @@ impl Engine {
             }
             return;
         };
-        let sim = (self.lanes.first().into_iter())
-            .flat_map(|l| l.attempts().iter().map(Attempt::now))
-            .fold(self.clock.now().0, f64::max);
+        let sim = self.first_lane_present();
         self.random_kill(now, sim);
         // host_kill read the rows again after the reap: what the dead attempt left (or, for
         // one worker's kill, the writes it had made).
