@@ -205,7 +205,7 @@ pub struct MapArgs {
     /// Items in the queue: task-000 .. task-(N-1)
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=MAX_MAP_ITEMS))]
     pub items: u64,
-    /// Points, comma-separated: the crash points before-write, after-row-commit, after-commit, after-heartbeat [default: these four], after-relay-send (the outbox's relay); lost-answer (on --warehouse postgres: the answer to the task's commit lost, the worker writing it again on a new connection)
+    /// Points, comma-separated: the crash points before-write, after-row-commit, after-commit, after-heartbeat [default: these four], after-relay-send (the outbox's relay); lost-answer (on --warehouse postgres: the answer to the task's commit lost, the worker writing it again on a new connection); pause (claim and fenced: of two workers, the one at the task's write stopped for twice its lease)
     #[arg(long, value_name = "P,P,...", value_parser = parse_points)]
     pub points: Option<Points>,
     /// The tasks to kill at, first..last inclusive (task-010..task-020 or 10..20; with --exec,

@@ -53,32 +53,16 @@ fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
         tasks,
         items: args.items,
     };
-    // A point a strategy never passes would be a band of nights that test nothing (the map
-    // sends no side effect: only the outbox's relay sends).
     for &point in &plan.points {
         if point.needs_server() {
             super::answers_can_be_lost(&args.warehouse, "--points lost-answer")?;
         }
-        let never: Vec<&str> = (plan.strategies.iter())
-            .filter(|s| !point.reached_by(**s))
-            .map(|s| s.name())
-            .collect();
-        if !never.is_empty() {
-            let reach: Vec<&str> = crate::worker::Strategy::all()
-                .iter()
-                .filter(|s| point.reached_by(**s))
-                .map(|s| s.name())
-                .collect();
-            return Err(Error::Refused(format!(
-                "--points {point}: {} never {} it in the map (it sends nothing without a side effect); {}",
-                never.join(", "),
-                if never.len() == 1 { "reaches" } else { "reach" },
-                match reach.as_slice() {
-                    [] => "no strategy does".to_string(),
-                    [one] => format!("only {one} does"),
-                    many => format!("{} do", many.join(", ")),
-                }
-            )));
+        // A point no strategy named passes would be a band of nights that test nothing (the
+        // map sends no side effect: only the outbox's relay sends; only claiming holds a lease).
+        if let Some(never) = unreached(&plan, point)
+            .filter(|_| !plan.strategies.iter().any(|&s| point.reached_by(s)))
+        {
+            return Err(Error::Refused(never));
         }
     }
     if plan.nights().is_empty() {
@@ -95,7 +79,41 @@ fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
             plan.items
         )));
     }
+    // A band some strategies named never meet is left out of the map, and said.
+    for point in &plan.points {
+        if let Some(never) = unreached(&plan, *point) {
+            eprintln!("reclaim map: {never}; the map draws that point only where it is reached");
+        }
+    }
     Ok(plan)
+}
+
+/// What `point` does not reach among the plan's strategies, and who does, in one sentence;
+/// `None` when every strategy named reaches it.
+fn unreached(plan: &Plan, point: crate::map::Point) -> Option<String> {
+    let never: Vec<&str> = (plan.strategies.iter())
+        .filter(|s| !point.reached_by(**s))
+        .map(|s| s.name())
+        .collect();
+    if never.is_empty() {
+        return None;
+    }
+    let reach: Vec<&str> = crate::worker::Strategy::all()
+        .iter()
+        .filter(|s| point.reached_by(**s))
+        .map(|s| s.name())
+        .collect();
+    Some(format!(
+        "--points {point}: {} never {} it in the map ({}); {}",
+        never.join(", "),
+        if never.len() == 1 { "reaches" } else { "reach" },
+        point.unreached(),
+        match reach.as_slice() {
+            [] => "no strategy does".to_string(),
+            [one] => format!("only {one} does"),
+            many => format!("{} do", many.join(", ")),
+        }
+    ))
 }
 
 /// Runs `reclaim map`.

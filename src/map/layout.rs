@@ -2,7 +2,7 @@
 //! the cells it takes (`MapCell`), reclaim's own worker's or a user's own job's. Here, below the
 //! dashboard, so the headless map of a job can describe its screen without depending on it.
 
-use super::{Cell, Outcome, Plan, expected_duplicates};
+use super::{Cell, Outcome, Plan, Point, expected_duplicates};
 
 /// A finished night as the map screen draws it: reclaim's own worker's (`Cell`), or a user's
 /// own job's (`ExecCell`), on the same screen.
@@ -106,6 +106,20 @@ pub struct Layout {
     pub about: &'static str,
 }
 
+/// What a cell of `plan`'s map is, for the help's last line.
+fn about(plan: &Plan) -> &'static str {
+    let has = |point: Point| plan.points.contains(&point);
+    if plan.only_crashes() {
+        "Each cell is a real night: the worker dies at that task and point on its first attempt, is restarted, finishes; the verdict comes from the rows."
+    } else if plan.points == [Point::Pause] {
+        "Each cell is a real night: two workers claim the queue; the one at that task's write is stopped for twice its lease while the other takes the item over, then continued; the verdict comes from the rows."
+    } else if !has(Point::Pause) {
+        "Each cell is a real night: the worker dies at that task and point on its first attempt, is restarted, finishes (or, lost-answer, the answer to that task's commit is lost and the worker writes it again on a new connection); the verdict comes from the rows."
+    } else {
+        "Each cell is a real night put through its band's fault at that task on the first attempt (a crash, a lost answer, a pause past the lease), then finished; the verdict comes from the rows."
+    }
+}
+
 impl Layout {
     /// The built-in map's: a band per strategy and point, a column per task.
     #[must_use]
@@ -125,11 +139,7 @@ impl Layout {
             columns: plan.tasks,
             names: Columns::Tasks,
             items: plan.items,
-            about: if plan.only_crashes() {
-                "Each cell is a real night: the worker dies at that task and point on its first attempt, is restarted, finishes; the verdict comes from the rows."
-            } else {
-                "Each cell is a real night: the worker dies at that task and point on its first attempt, is restarted, finishes (or, lost-answer, the answer to that task's commit is lost and the worker writes it again on a new connection); the verdict comes from the rows."
-            },
+            about: about(plan),
         }
     }
 

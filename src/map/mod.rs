@@ -30,8 +30,8 @@ pub use self::layout::{Columns, Layout, MapCell};
 pub use self::point::Point;
 pub use self::tested::{Tally, Tested, account, not_tested_note};
 
-/// What a night's worker goes through: a named crash point, or the answer to one of its
-/// commits lost (every match on it pointing at what a new fault must also do).
+/// What a night's worker goes through: a named crash point, the answer to one of its commits
+/// lost, or a pause past its lease (every match on it pointing at what a new fault must also do).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kill {
     /// The worker SIGKILLs itself at this task and point on its first attempt.
@@ -40,6 +40,10 @@ pub enum Kill {
     /// first attempt) is lost: the commit lands, the worker's connection is closed before it hears
     /// so, and it writes the item again on a new one.
     LostAnswer { task: u64 },
+    /// Two workers claim the queue; the one that reaches the task's write (on its first attempt,
+    /// its lease taken) is stopped there for twice its lease and continued: the other worker
+    /// took the item over meanwhile.
+    Pause { task: u64 },
 }
 
 impl Kill {
@@ -48,7 +52,7 @@ impl Kill {
     pub fn task(self) -> u64 {
         match self {
             Self::Crash(crash) => crash.task,
-            Self::LostAnswer { task } => task,
+            Self::LostAnswer { task } | Self::Pause { task } => task,
         }
     }
 
@@ -58,6 +62,7 @@ impl Kill {
         match self {
             Self::Crash(crash) => Point::Crash(crash.point),
             Self::LostAnswer { .. } => Point::LostAnswer,
+            Self::Pause { .. } => Point::Pause,
         }
     }
 
@@ -66,7 +71,7 @@ impl Kill {
     pub fn crash(self) -> Option<CrashAt> {
         match self {
             Self::Crash(crash) => Some(crash),
-            Self::LostAnswer { .. } => None,
+            Self::LostAnswer { .. } | Self::Pause { .. } => None,
         }
     }
 
@@ -76,6 +81,7 @@ impl Kill {
         match point {
             Point::Crash(point) => Self::Crash(CrashAt { task, point }),
             Point::LostAnswer => Self::LostAnswer { task },
+            Point::Pause => Self::Pause { task },
         }
     }
 }
@@ -84,7 +90,9 @@ impl fmt::Display for Kill {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Crash(crash) => write!(f, "{crash}"),
-            Self::LostAnswer { task } => write!(f, "{}:{}", task_id(*task), Point::LostAnswer),
+            Self::LostAnswer { task } | Self::Pause { task } => {
+                write!(f, "{}:{}", task_id(*task), self.point())
+            }
         }
     }
 }
@@ -165,6 +173,7 @@ pub fn expected_duplicates(strategy: Strategy, kill: Kill) -> u64 {
     match kill {
         Kill::Crash(crash) => strategy.expected_duplicates(crash),
         Kill::LostAnswer { .. } => strategy.lost_answer_duplicates(),
+        Kill::Pause { .. } => strategy.pause_duplicates(),
     }
 }
 
@@ -359,7 +368,7 @@ impl Runner {
         ));
         // The night's lane made ready before it starts (on PostgreSQL, a schema of its own).
         self.warehouse.claim_lane(&db)?;
-        let lane = LaneConfig {
+        let mut lane = LaneConfig {
             delay: Duration::ZERO,
             // Full speed: no sim time between items, nothing to wait for.
             paces: vec![Pace::per_item(0.0)],
@@ -367,21 +376,25 @@ impl Runner {
             // The task's own commit on the first attempt: one worker writes the queue in order.
             lose_answers: match night.kill {
                 Kill::LostAnswer { task } => vec![task + 1],
-                Kill::Crash(_) => Vec::new(),
+                Kill::Crash(_) | Kill::Pause { .. } => Vec::new(),
             },
             // Nothing watches a map night write by write: its one kill is its own crash point.
             quiet_writes: true,
             wal_autocheckpoint: self.wal_autocheckpoint,
             ..LaneConfig::new(night.strategy, db.clone(), self.items)
         };
-        let config = EngineConfig {
+        let mut config = EngineConfig {
             restart_delay: 0.0,
             // One crash, one restart; a few more would only hide a worker that cannot finish.
             max_restarts: 3,
             progress_deadline: self.progress_deadline,
-            ..EngineConfig::new(vec![lane], KillPlan::default(), self.exe.clone())
+            ..EngineConfig::new(Vec::new(), KillPlan::default(), self.exe.clone())
+        };
+        if let Kill::Pause { task } = night.kill {
+            paced_pause(&mut lane, &mut config, task);
         }
-        .on(&self.warehouse);
+        config.lanes = vec![lane];
+        let config = config.on(&self.warehouse);
         let report = harness::drive_until(config, cancel, |_| {});
         if report.is_err() && !self.keep {
             remove_night(&db);
@@ -391,6 +404,8 @@ impl Runner {
             // The crash kills the first attempt, so a crash that fired shows as a restart.
             Kill::Crash(_) => report.restarts > 0,
             Kill::LostAnswer { .. } => !report.answers_lost.is_empty(),
+            // A pause tests the lease only once it outlasted one.
+            Kill::Pause { .. } => report.pauses.past_lease > 0,
         };
         let cell = Cell {
             strategy: night.strategy,
@@ -414,6 +429,24 @@ impl Runner {
         }
         Ok(cell)
     }
+}
+
+/// A pause cell's night: a lease must run out while its holder sleeps and another worker take
+/// the item over, so the night has a clock (each item 6 s of it, 10 ms of real time, as
+/// `prove`'s pause test) and two workers; the one that reaches `task`'s write is stopped there
+/// for twice the lease.
+fn paced_pause(lane: &mut LaneConfig, config: &mut EngineConfig, task: u64) {
+    const SCALE: f64 = 600.0;
+    const DELAY: Duration = Duration::from_millis(10);
+    lane.delay = DELAY;
+    lane.paces = vec![Pace::per_item(DELAY.as_secs_f64() * SCALE)];
+    lane.workers = 2;
+    lane.quiet_writes = false;
+    lane.pause_at = Some(crate::worker::PauseAt {
+        task,
+        secs: 2.0 * crate::worker::LEASE_SECS,
+    });
+    config.scale = SCALE;
 }
 
 /// Folds a kept night's log into its database (`wal_checkpoint(TRUNCATE)`): a night's

@@ -1,6 +1,6 @@
 //! What a band of the map puts each of its nights through: a crash point of reclaim's worker
 //! (the worker SIGKILLs itself there), or a fault of the host's past the SIGKILL (the answer to
-//! a commit lost on its way back to the worker).
+//! a commit lost on its way back to the worker, a worker stopped past its lease).
 
 use std::fmt;
 
@@ -14,11 +14,14 @@ pub enum Point {
     /// The answer to the commit of the task is lost: committed on the server, the worker's
     /// connection closed before the answer reached it (PostgreSQL only).
     LostAnswer,
+    /// The worker that reaches the task's write (its lease taken) is stopped there (SIGSTOP) for
+    /// twice its lease, then continued: another worker took the item over meanwhile.
+    Pause,
 }
 
 impl Point {
     /// Every point, crash points first, by the names `--points` takes.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Crash(CrashPoint::BeforeWrite),
         Self::Crash(CrashPoint::AfterRowCommit),
         Self::Crash(CrashPoint::AfterCommit),
@@ -26,6 +29,7 @@ impl Point {
         Self::Crash(CrashPoint::AfterSend),
         Self::Crash(CrashPoint::AfterRelaySend),
         Self::LostAnswer,
+        Self::Pause,
     ];
 
     /// The map's default: the crash points every strategy passes.
@@ -39,17 +43,28 @@ impl Point {
         match self {
             Self::Crash(point) => point.name(),
             Self::LostAnswer => "lost-answer",
+            Self::Pause => "pause",
         }
     }
 
     /// Whether a worker of `strategy` ever meets this point in the map (which sends no side
     /// effect: only the outbox's relay sends). Every strategy commits, so every one can lose an
-    /// answer.
+    /// answer; a pause past a lease is met only where items are held by a lease.
     #[must_use]
     pub fn reached_by(self, strategy: Strategy) -> bool {
         match self {
             Self::Crash(point) => point.reached_by(strategy, false),
             Self::LostAnswer => true,
+            Self::Pause => strategy.claims_items(),
+        }
+    }
+
+    /// Why a strategy that never meets this point in the map does not.
+    #[must_use]
+    pub fn unreached(self) -> &'static str {
+        match self {
+            Self::Crash(_) | Self::LostAnswer => "it sends nothing without a side effect",
+            Self::Pause => "a pause past a lease tests only items held by a lease",
         }
     }
 
@@ -66,6 +81,7 @@ impl Point {
         match self {
             Self::Crash(_) => "the crash never fired",
             Self::LostAnswer => "the answer was never lost",
+            Self::Pause => "the pause never outlasted a lease",
         }
     }
 }
@@ -97,5 +113,9 @@ mod tests {
                 .all(|&s| Point::LostAnswer.reached_by(s))
         );
         assert!(!Point::Crash(CrashPoint::AfterRelaySend).reached_by(Strategy::Naive));
+        let paused: Vec<Strategy> = (Strategy::all().iter().copied())
+            .filter(|&s| Point::Pause.reached_by(s))
+            .collect();
+        assert_eq!(paused, [Strategy::Claim, Strategy::Fenced]);
     }
 }

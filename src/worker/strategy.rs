@@ -242,6 +242,24 @@ impl Strategy {
             Self::Keyed | Self::Guarded | Self::Outbox => 0,
         }
     }
+
+    /// The duplicated task ids its rows must show after the worker holding an item's lease is
+    /// stopped at its write past the lease and continued, another worker having taken the item
+    /// over and written it: claim's sleeper commits it again, fenced's commit finds the item's
+    /// lease number moved on and writes nothing. Other strategies hold no lease (never paused
+    /// in the map): 0.
+    #[must_use]
+    pub fn pause_duplicates(self) -> u64 {
+        match self {
+            Self::Claim => 1,
+            Self::Naive
+            | Self::TwoCommit
+            | Self::Keyed
+            | Self::Guarded
+            | Self::Outbox
+            | Self::Fenced => 0,
+        }
+    }
 }
 
 impl fmt::Display for Strategy {

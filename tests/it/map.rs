@@ -172,6 +172,57 @@ fn the_plain_map_draws_the_bands_and_says_what_went_wrong() {
     );
 }
 
+/// The pause band: in each night two workers claim the queue and the one at the task's write
+/// is stopped there for twice its lease; claim's sleeper writes its item a second time, fenced's
+/// fence turns it away. Every cell against its own database, counted with a connection of ours.
+#[test]
+fn a_map_of_pauses_says_claim_writes_the_paused_item_twice_and_fenced_once() {
+    let dir = tmp();
+    let items = 6;
+    let run = reclaim_in_dir(
+        dir.path(),
+        &[
+            "map",
+            "--items",
+            "6",
+            "--tasks",
+            "0..5",
+            "--strategy",
+            "claim,fenced",
+            "--points",
+            "pause",
+            "--json",
+            "--keep",
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(1), "claim breaks: exit 1\n{}", run.stderr);
+    let json = json_of(&run);
+    assert_eq!(json["points"], serde_json::json!(["pause"]), "{json}");
+    let cells = json["cells"].as_array().cloned().unwrap_or_default();
+    assert_eq!(cells.len(), 2 * 6, "two strategies x six tasks: {json}");
+    for cell in &cells {
+        let strategy = cell["strategy"].as_str().unwrap_or_default();
+        let task = number(cell, "task");
+        assert_eq!(cell["point"], "pause", "{cell}");
+        let conn = open_ro(Path::new(cell["db"].as_str().unwrap_or_default()));
+        let doubled = duplicated_ids(&conn);
+        let expected: Vec<String> = if strategy == "claim" {
+            vec![format!("task-{task:03}")]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(doubled, expected, "the rows of {cell}");
+        assert_eq!(rows(&conn), number(cell, "rows"), "{cell}");
+        assert_eq!(distinct(&conn), items, "{cell}");
+        assert_eq!(number(cell, "duplicated_task_ids"), doubled.len() as u64);
+        assert_eq!(
+            cell["killed"], true,
+            "every pause outlasted its lease: {cell}"
+        );
+    }
+}
+
 #[test]
 fn bad_map_input_is_one_line_and_exit_2_before_any_night() {
     let dir = tmp();
@@ -181,6 +232,7 @@ fn bad_map_input_is_one_line_and_exit_2_before_any_night() {
         (vec!["--points", "sometime"], "unknown point"),
         (vec!["--strategy", "careful"], "unknown strategy"),
         (vec!["--json", "--csv"], "cannot be used with"),
+        (vec!["--points", "pause"], "only items held by a lease"),
     ] {
         let mut all = vec!["map"];
         all.extend(args);

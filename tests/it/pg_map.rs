@@ -164,16 +164,18 @@ fn an_own_job_writes_to_postgres_through_psql_under_kills() {
     });
 }
 
-/// The map's lost-answer band on a private cluster: each night loses the answer to its task's
-/// own commit, and every cell's figures are what psql counts in that night's schema on the kept
-/// cluster: naive and claim write the task twice (their retry commits it again), guarded's key
-/// refuses the second copy.
+/// The map's lost-answer and pause bands on a private cluster: each lost-answer night loses
+/// the answer to its task's own commit (naive and claim write the task twice, their retry
+/// commits it again; guarded's key refuses the second copy); each pause night stops the claim
+/// worker at the task's write past its lease (claim's sleeper writes it again, fenced's fence
+/// turns it away). Every cell's figures are what psql counts in that night's schema on the kept
+/// cluster.
 #[test]
 #[cfg_attr(
     reclaim_no_pg,
     ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
 )]
-fn a_map_of_lost_answers_says_what_psql_counts_in_each_night() {
+fn a_map_of_lost_answers_and_pauses_says_what_psql_counts_in_each_night() {
     let bin = pg_bin();
     let dir = folder();
     let run = reclaim_in_dir(
@@ -185,9 +187,9 @@ fn a_map_of_lost_answers_says_what_psql_counts_in_each_night() {
             "--tasks",
             "2..4",
             "--strategy",
-            "naive,guarded,claim",
+            "naive,guarded,claim,fenced",
             "--points",
-            "lost-answer",
+            "lost-answer,pause",
             "--warehouse",
             "postgres",
             "--keep",
@@ -199,11 +201,12 @@ fn a_map_of_lost_answers_says_what_psql_counts_in_each_night() {
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     let json = json_of(&run);
     let cells = cells(&json);
-    assert_eq!(cells.len(), 3 * 3, "{json}");
+    // Four strategies lose an answer, two claim with a lease to pause past; three tasks each.
+    assert_eq!(cells.len(), (4 + 2) * 3, "{json}");
     crate::support::on_kept(&bin, dir.path(), |cluster| {
         let psql = |sql: &str| crate::support::psql(cluster, sql);
         let schemas = psql(
-            "SELECT string_agg(nspname, ' ' ORDER BY nspname) FROM pg_namespace WHERE nspname LIKE 'night%lost_answer'",
+            "SELECT string_agg(nspname, ' ' ORDER BY nspname) FROM pg_namespace WHERE nspname LIKE 'night%lost_answer' OR nspname LIKE 'night%pause'",
         );
         let schemas: Vec<&str> = schemas.split(' ').collect();
         assert_eq!(schemas.len(), cells.len(), "{schemas:?}");
@@ -212,9 +215,13 @@ fn a_map_of_lost_answers_says_what_psql_counts_in_each_night() {
                 cell["strategy"].as_str().unwrap_or_default(),
                 cell["task"].as_u64().unwrap_or(u64::MAX),
             );
-            assert_eq!(cell["point"], "lost-answer", "{cell}");
+            let point = cell["point"].as_str().unwrap_or_default();
             // `night_00004_naive_task_002_lost_answer`: the night's schema, by its name.
-            let tail = format!("_{}_task_{task:03}_lost_answer", strategy.replace('-', "_"));
+            let tail = format!(
+                "_{}_task_{task:03}_{}",
+                strategy.replace('-', "_"),
+                point.replace('-', "_")
+            );
             let schema = (schemas.iter())
                 .find(|s| s.ends_with(&tail))
                 .unwrap_or_else(|| panic!("no schema for {cell} in {schemas:?}"));
@@ -226,7 +233,12 @@ fn a_map_of_lost_answers_says_what_psql_counts_in_each_night() {
             let doubled = psql(&format!(
                 "SELECT coalesce(string_agg(task_id, ','), '') FROM (SELECT task_id FROM {schema}.records GROUP BY 1 HAVING count(*) > 1) d"
             ));
-            let expected = if strategy == "guarded" {
+            let survives = match point {
+                "lost-answer" => strategy == "guarded",
+                "pause" => strategy == "fenced",
+                other => panic!("a point this map did not ask for: {other}"),
+            };
+            let expected = if survives {
                 assert_eq!(cell["derived_status"], "ok", "{cell}");
                 String::new()
             } else {

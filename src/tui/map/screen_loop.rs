@@ -20,19 +20,26 @@ use crate::worker::Strategy;
 
 use super::{MapCell, MapCommand, MapState, action_for, cell_at, render_to};
 
-/// The dashboard's night for a cell: the cell's strategy beside guarded, each put through the
-/// same fault on its first attempt (the same crash, or the same answer lost), at the shipped
-/// scenarios' pace so it can be watched.
+/// The dashboard's night for a cell: the cell's strategy beside guarded (a pause: claim beside
+/// fenced, two workers each), each put through the same fault on its first attempt (the same
+/// crash, the same answer lost, the same pause), at the shipped scenarios' pace so it can be
+/// watched.
 #[must_use]
 pub fn scenario_for(cell: &Cell, items: u64) -> Scenario {
     let kill = cell.kill();
+    let beside = match kill {
+        Kill::Pause { .. } if cell.strategy == Strategy::Claim => Strategy::Fenced,
+        Kill::Pause { .. } => Strategy::Claim,
+        Kill::Crash(_) | Kill::LostAnswer { .. } => Strategy::Guarded,
+    };
     let mut strategies = vec![cell.strategy];
-    if cell.strategy != Strategy::Guarded {
-        strategies.push(Strategy::Guarded);
+    if cell.strategy != beside {
+        strategies.push(beside);
     }
-    let what = match kill {
-        Kill::Crash(_) => "The crash the map's cell ran",
-        Kill::LostAnswer { .. } => "The answer the map's cell lost",
+    let (what, workers) = match kill {
+        Kill::Crash(_) => ("The crash the map's cell ran", 1),
+        Kill::LostAnswer { .. } => ("The answer the map's cell lost", 1),
+        Kill::Pause { .. } => ("The pause the map's cell ran", 2),
     };
     // 63 ms an item at 100x.
     let mut night = Scenario::map_night(
@@ -44,13 +51,25 @@ pub fn scenario_for(cell: &Cell, items: u64) -> Scenario {
             .into_iter()
             .map(|strategy| ScenarioLane {
                 crash_at: kill.crash(),
+                workers,
                 ..ScenarioLane::plain(strategy.name().to_string(), strategy.into())
             })
             .collect(),
         format!("{what}: {kill}. The map found {}.", cell.figures()),
     );
-    if let Kill::LostAnswer { task } = kill {
-        night.lose_answers = vec![task + 1];
+    match kill {
+        Kill::LostAnswer { task } => night.lose_answers = vec![task + 1],
+        Kill::Pause { task } => {
+            night.pause_at = Some(crate::worker::PauseAt {
+                task,
+                secs: 2.0 * crate::worker::LEASE_SECS,
+            });
+            // A pause kills nothing: its caption is on screen from the start.
+            for caption in &mut night.captions {
+                caption.on = Some("start".into());
+            }
+        }
+        Kill::Crash(_) => {}
     }
     night
 }
