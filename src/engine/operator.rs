@@ -108,6 +108,24 @@ impl Engine {
         }
     }
 
+    /// The operator loses the answer to `lane`'s next commit that brings a row (`L`): its
+    /// proxy is told at once, and the loss is said when it happens, as a planned one is.
+    /// `false` when the lane's workers reach the server through no proxy of reclaim's.
+    pub fn lose_answer_by_hand(&mut self, lane: usize, now: Instant) -> bool {
+        let Some(rows) = self
+            .lanes
+            .get_mut(lane)
+            .and_then(super::Lane::lose_answer_by_hand)
+        else {
+            return false;
+        };
+        let text = format!(
+            "operator asks the proxy to lose the answer to the next commit that brings the rows to {rows}"
+        );
+        self.log(now, Some(lane), Source::Runner, Kind::Notice, text);
+        true
+    }
+
     /// Continues every worker whose planned pause (`--pause-at`) has ended by the clock.
     pub(super) fn end_pauses(&mut self, now: Instant) {
         let clock = self.clock.now().0;

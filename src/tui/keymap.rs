@@ -39,6 +39,8 @@ pub enum KeyAction {
     PauseWorker,
     /// Restart the night's private PostgreSQL cluster now (`pg_ctl restart -m immediate`).
     RestartServer,
+    /// Lose the answer to the selected lane's next commit (its proxy's, on PostgreSQL).
+    LoseAnswer,
     TogglePause,
     SpeedUp,
     SpeedDown,
@@ -140,10 +142,10 @@ pub const KEYMAP: &[Binding<KeyAction>] = &[
     },
     Binding {
         keys: &[KeyCode::Char('x')],
-        label: "x D",
+        label: "x D L",
         action: KeyAction::PauseWorker,
-        // One line for two faults, so every key still fits the help at 80x24.
-        help: "x pause a worker 60 s past its lease, D restart the PostgreSQL server",
+        // One line for three faults, so every key still fits the help at 80x24.
+        help: "x pause 60 s past the lease, D restart PostgreSQL, L lose an answer",
         footer: None,
         modes: LIVE,
     },
@@ -151,6 +153,14 @@ pub const KEYMAP: &[Binding<KeyAction>] = &[
         keys: &[KeyCode::Char('D')],
         label: "D",
         action: KeyAction::RestartServer,
+        help: "",
+        footer: None,
+        modes: LIVE,
+    },
+    Binding {
+        keys: &[KeyCode::Char('L')],
+        label: "L",
+        action: KeyAction::LoseAnswer,
         help: "",
         footer: None,
         modes: LIVE,

@@ -3,7 +3,7 @@
 //! item is there twice (psql counts exactly the items whose answers were lost); with one, once.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::support::reclaim_in_dir;
 use crate::support::{assert_one_line_error, folder, on_kept, pg_bin, psql, reclaim};
@@ -115,6 +115,71 @@ fn naive_writes_exactly_the_items_whose_answers_were_lost_twice_and_guarded_once
 
 /// A fencing token keeps out a worker whose lease another took over, not the worker's own retry:
 /// fenced writes the item whose answer was lost a second time, as the docs' table says.
+/// `L` in the dashboard, on a night whose lane runs through the proxy (one loss planned at 3
+/// rows): the operator's line names the rows the next commit brings, and naive's rows hold two
+/// more than its 40 items (psql in the kept cluster), one for each answer lost.
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn l_in_the_dashboard_loses_the_next_answer_and_naive_writes_that_item_twice() {
+    let bin = pg_bin();
+    let dir = folder();
+    let file = dir.path().join("lost.toml");
+    // Slow (about 30 s of real time): the key comes while the night runs.
+    let night = r#"title = "One answer planned, one by hand"
+warehouse = "postgres"
+scale = 20.0
+items = 40
+delay_ms = 40.0
+seed = 3
+
+[host]
+lose_answer_at = [3]
+
+[[lane]]
+strategy = "naive"
+"#;
+    std::fs::write(&file, night).unwrap_or_else(|e| panic!("{e}"));
+    let file = file.display().to_string();
+    let args = ["tui", "--scenario", &file, "--keep"];
+    let mut dashboard = crate::support::Dashboard::start(&args, dir.path(), 140, 40)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    dashboard
+        .wait_for("the planned loss", deadline, |screen| {
+            screen.contents().contains("brought the rows to 3")
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    dashboard.send(b"L").unwrap_or_else(|e| panic!("{e}"));
+    dashboard
+        .wait_for("the operator's line", deadline, |screen| {
+            screen.contents().contains("operator asks the proxy")
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    dashboard
+        .wait_for("the night's end", deadline, |screen| {
+            screen.contents().contains("the night is over")
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    let status = dashboard
+        .wait_exit(Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success(), "{status:?}: {}", dashboard.text());
+    let text = dashboard.text();
+    // Two answers lost, two items written again: the same item three times when the key
+    // came while the planned loss's retry was the next commit (its answer lost too).
+    on_kept(&bin, dir.path(), |cluster| {
+        let rows = psql(
+            cluster,
+            "SELECT count(*) || ' ' || count(DISTINCT task_id) FROM night_night1_1_naive.records",
+        );
+        assert_eq!(rows, "42 40", "{text}");
+    });
+}
+
 #[test]
 #[cfg_attr(
     reclaim_no_pg,

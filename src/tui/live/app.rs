@@ -170,6 +170,7 @@ impl LiveApp {
             KeyAction::ToggleHang => vec![NightCommand::ToggleHang(lane)],
             KeyAction::PauseWorker => vec![NightCommand::PauseWorker(lane)],
             KeyAction::RestartServer => vec![NightCommand::RestartServer],
+            KeyAction::LoseAnswer => vec![NightCommand::LoseAnswer(lane)],
             KeyAction::CycleStrategy => self.cycle_strategy(facts, now),
             KeyAction::WipeCheckpoints => vec![NightCommand::WipeCheckpoints(lane)],
             KeyAction::AddWorker if this.is_some_and(|l| l.workers >= MAX_WORKERS) => {

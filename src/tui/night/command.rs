@@ -18,6 +18,8 @@ pub enum NightCommand {
     PauseWorker(usize),
     /// Restart the night's private PostgreSQL cluster now.
     RestartServer,
+    /// Lose the answer to the lane's next commit that brings a row (its proxy's).
+    LoseAnswer(usize),
     /// The lane runs this strategy from now on: the night starts again on fresh databases.
     SetStrategy(usize, Strategy),
     WipeCheckpoints(usize),

@@ -392,6 +392,11 @@ impl LiveNight {
                     self.say("no server of reclaim's own to restart (--warehouse postgres)");
                 }
             }
+            NightCommand::LoseAnswer(lane) => {
+                if !self.engine.lose_answer_by_hand(lane, now) {
+                    self.say("L needs a proxy: a night with lose_answer_at");
+                }
+            }
             NightCommand::SetStrategy(lane, next) => {
                 let Some(config) = self.lanes.get_mut(lane) else {
                     return Ok(());

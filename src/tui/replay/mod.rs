@@ -401,6 +401,7 @@ impl Screen for ReplayApp {
             | KeyAction::ToggleHang
             | KeyAction::PauseWorker
             | KeyAction::RestartServer
+            | KeyAction::LoseAnswer
             | KeyAction::CycleStrategy
             | KeyAction::WipeCheckpoints
             | KeyAction::AddWorker

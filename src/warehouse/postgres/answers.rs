@@ -306,6 +306,8 @@ pub struct AnswerProxy {
     socket: PathBuf,
     for_workers: Server,
     lost: mpsc::Receiver<LostAnswer>,
+    /// What decides which answer to lose, shared with the sessions: `lose_next` adds to it.
+    judge: Arc<Mutex<Judge>>,
     stop: Arc<AtomicBool>,
     sessions: Sessions,
     accepting: Option<std::thread::JoinHandle<()>>,
@@ -375,7 +377,7 @@ impl AnswerProxy {
         let stop = Arc::new(AtomicBool::new(false));
         let sessions = Sessions::default();
         let accepting = {
-            let (stop, sessions) = (stop.clone(), sessions.clone());
+            let (stop, sessions, judge) = (stop.clone(), sessions.clone(), judge.clone());
             std::thread::Builder::new()
                 .name("answers".into())
                 .spawn(move || accept(&listener, &upstream, &judge, &stop, &sessions))
@@ -387,10 +389,22 @@ impl AnswerProxy {
             socket,
             for_workers,
             lost,
+            judge,
             stop,
             sessions,
             accepting: Some(accepting),
         })
+    }
+
+    /// Plans one more loss while the night runs (the operator's `L`): the answer to the first
+    /// commit after which the rows reach `rows` (the rows seen now and one more: the next
+    /// commit that brings a row, or the next commit at all when the table is already past it).
+    pub fn lose_next(&self, rows: u64) {
+        if let Ok(mut judge) = self.judge.lock() {
+            judge.pending.push(rows);
+            judge.pending.sort_unstable();
+            judge.pending.dedup();
+        }
     }
 
     /// The server as the lane's workers reach it: through the proxy.
@@ -810,6 +824,40 @@ mod tests {
         let folder = proxy.folder().to_path_buf();
         drop(proxy);
         assert!(!folder.exists());
+    }
+
+    /// The operator's `L`: a proxy whose plan is spent loses one more answer when told, the
+    /// next one after which the rows reach the count given, and none before it.
+    #[test]
+    fn a_loss_planned_while_the_night_runs_loses_the_next_answer_that_reaches_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let upstream = Upstream::Unix(fake_server(dir.path(), rows.clone()));
+        let proxy = AnswerProxy::between(upstream, Box::new(Counted(rows.clone())), &[1], |_| {
+            Ok(Server {
+                conninfo: super::super::Conninfo::default(),
+                prefix: "night".into(),
+                wait: super::super::RESTART_WAIT,
+                restarter: None,
+            })
+        })
+        .unwrap();
+        let mut client = connect(&proxy);
+        assert_eq!(ask(&mut client), None, "the plan's loss at 1 row");
+        let mut client = connect(&proxy);
+        assert!(ask(&mut client).is_some());
+        assert!(ask(&mut client).is_some());
+        // Told at 3 rows: the answer after which the rows reach 4 is lost, and no other.
+        proxy.lose_next(4);
+        assert_eq!(ask(&mut client), None);
+        assert_eq!(rows.load(Ordering::SeqCst), 4);
+        let mut client = connect(&proxy);
+        assert!(ask(&mut client).is_some());
+        let lost = proxy.take_lost();
+        assert_eq!(
+            lost.iter().map(|l| (l.planned, l.rows)).collect::<Vec<_>>(),
+            [(1, 1), (4, 4)]
+        );
     }
 
     #[test]
