@@ -4,6 +4,7 @@
 //! cell's crash fired), 1 when not.
 
 use std::io::{self, IsTerminal as _, Write};
+use std::path::Path;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -13,6 +14,7 @@ use crate::error::{Context as _, Error};
 use crate::harness::pool::{self, Pool};
 use crate::map::{Cell, Plan, Runner, Summary, Tally, Tested, summarize};
 use crate::tui::map::{MapRun, MapState};
+use crate::worker::Strategy;
 
 /// `--json`: one object. The keys are stable.
 #[derive(Debug, Serialize)]
@@ -35,8 +37,13 @@ struct MapReport<'a> {
     judgement: &'a crate::verdict::account::Judgement,
 }
 
-/// The plan the arguments describe, every value checked before anything starts.
-fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
+/// The most real time a map's paced nights (its pause band) may take together, one after
+/// another: a bound on a typo's cost, as `MAX_PLANNED_ROWS` is for the rest.
+const MAX_PACED_SECS: f64 = 4.0 * 3600.0;
+
+/// The plan the arguments describe, every value checked before anything starts, and the notes
+/// to say once nothing can refuse it any more (the bands left out).
+fn plan_of(args: &MapArgs) -> Result<(Plan, Vec<String>), Error> {
     let tasks = match &args.tasks {
         Some(range) => range
             .tasks()
@@ -44,7 +51,7 @@ fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
         None => (0, args.items - 1),
     };
     crate::task::check_in_queue("--tasks", tasks.1, args.items)?;
-    let plan = Plan {
+    let mut plan = Plan {
         strategies: args.strategy.0.clone(),
         points: args
             .points
@@ -65,6 +72,23 @@ fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
             return Err(Error::Refused(never));
         }
     }
+    // A band some strategies named never meet is left out of the map, and said; a strategy
+    // that meets none of the points is left out whole (no title, summary or JSON of nothing).
+    let mut notes: Vec<String> = (plan.points.iter())
+        .filter_map(|&point| unreached(&plan, point))
+        .map(|never| format!("{never}; the map draws that point only where it is reached"))
+        .collect();
+    let (kept, left): (Vec<Strategy>, Vec<Strategy>) =
+        (plan.strategies.iter()).partition(|&&s| plan.points.iter().any(|p| p.reached_by(s)));
+    if !left.is_empty() && !kept.is_empty() {
+        let names: Vec<&str> = left.iter().map(|s| s.name()).collect();
+        notes.push(format!(
+            "{} left out of the map: no point of --points reaches {}",
+            names.join(", "),
+            if left.len() == 1 { "it" } else { "them" }
+        ));
+        plan.strategies = kept;
+    }
     if plan.nights().is_empty() {
         return Err(Error::Refused(
             "the map has no night to run: give --strategy and --points that meet".into(),
@@ -79,13 +103,19 @@ fn plan_of(args: &MapArgs) -> Result<Plan, Error> {
             plan.items
         )));
     }
-    // A band some strategies named never meet is left out of the map, and said.
-    for point in &plan.points {
-        if let Some(never) = unreached(&plan, *point) {
-            eprintln!("reclaim map: {never}; the map draws that point only where it is reached");
-        }
+    // Each pause night is paced: bounded by its real time, two workers sharing its items.
+    let paced = (plan.nights().iter())
+        .filter(|n| n.kill.point() == crate::map::Point::Pause)
+        .count();
+    let paced_secs = paced as f64 * plan.items as f64 * crate::map::PAUSE_DELAY.as_secs_f64() / 2.0;
+    if paced_secs > MAX_PACED_SECS {
+        return Err(Error::Refused(format!(
+            "--points pause: {paced} paced nights of {} items take about {:.1} hours (10 ms an item); narrow --tasks or --items",
+            plan.items,
+            paced_secs / 3600.0
+        )));
     }
-    Ok(plan)
+    Ok((plan, notes))
 }
 
 /// What `point` does not reach among the plan's strategies, and who does, in one sentence;
@@ -116,6 +146,25 @@ fn unreached(plan: &Plan, point: crate::map::Point) -> Option<String> {
     ))
 }
 
+/// The last check before the nights (a kept map's room) and the lines said before they start:
+/// the room it takes, and what the map leaves out.
+fn before_start(args: &MapArgs, dir: &Path, plan: &Plan, notes: &[String]) -> Result<(), Error> {
+    if args.keeps_all() {
+        match crate::map::kept_size(dir, plan.nights().len(), plan.items) {
+            Ok(line) => eprintln!("{}", crate::base::text::escape_controls(&line)),
+            Err(no_room) => {
+                let _ = std::fs::remove_dir(dir);
+                return Err(Error::Refused(no_room.to_string()));
+            }
+        }
+    }
+    // Nothing refuses the map from here.
+    for note in notes {
+        eprintln!("reclaim map: {note}");
+    }
+    Ok(())
+}
+
 /// Runs `reclaim map`.
 pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     // A queue read on the server (--keys-sql on PostgreSQL) needs the warehouse first.
@@ -126,7 +175,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     if let Some(job) = args.job.to_job_on(args.items, &on_keys)? {
         return super::map_exec::run(args, job, early, &mut crate::base::out::stdout());
     }
-    let plan = plan_of(args)?;
+    let (plan, notes) = plan_of(args)?;
     let junit = args
         .junit
         .as_deref()
@@ -144,15 +193,7 @@ pub(super) fn run(args: &MapArgs) -> Result<u8, Error> {
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
     let dir = crate::map::fresh_dir("map")
         .context(|| "cannot create a folder for the map's databases".into())?;
-    if args.keeps_all() {
-        match crate::map::kept_size(&dir, plan.nights().len(), plan.items) {
-            Ok(line) => eprintln!("{}", crate::base::text::escape_controls(&line)),
-            Err(no_room) => {
-                let _ = std::fs::remove_dir(&dir);
-                return Err(Error::Refused(no_room.to_string()));
-            }
-        }
-    }
+    before_start(args, &dir, &plan, &notes)?;
     let mut runner = Runner::new(exe.clone(), dir.clone(), plan.items, args.keeps_all());
     runner.progress_deadline = args.deadline.progress_deadline;
     runner.warehouse = crate::warehouse::Warehouse::of(night.as_ref());

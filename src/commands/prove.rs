@@ -599,10 +599,7 @@ fn crash_sweep(prover: &mut Prover) -> Result<TestResult, Error> {
 /// a worker that trusts its lease writes the item a second time; one that fences its write
 /// with the lease's number writes nothing for it.
 fn pause_past_lease(prover: &mut Prover) -> Result<TestResult, Error> {
-    let pause = crate::worker::PauseAt {
-        task: prover.items / 2,
-        secs: 2.0 * crate::worker::LEASE_SECS,
-    };
+    let pause = crate::worker::PauseAt::past_lease(prover.items / 2);
     let mut lane = prover.lane("pause", 2, None, prover.delay)?;
     lane.pause_at = Some(pause);
     let report = prover.night(lane, &KillPlan::default())?;

@@ -14,7 +14,7 @@ use crate::warehouse::Warehouse;
 use crate::worker::CrashAt;
 
 /// Sim seconds per real second in every proof night.
-const SCALE: f64 = 600.0;
+const SCALE: f64 = crate::engine::PROOF_SCALE;
 
 /// What `prove --compare` says before its tests.
 const COMPARE_HEADER: &str = "compare      the undisturbed night first: the job run to its end twice without a fault (night-reference-1, -2 in the proof's folder); each test's tables are compared with its final state";

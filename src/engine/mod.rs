@@ -55,6 +55,9 @@ pub use crate::worker::protocol::claimed_rows;
 /// How long the operator's pause (`x` in the dashboard) stops a worker, in the night's seconds:
 /// twice a claim's lease, so a worker paused holding one wakes after another took its item.
 pub const HAND_PAUSE_SECS: f64 = 2.0 * crate::worker::LEASE_SECS;
+/// Sim seconds per real second of a proof's nights (`prove`) and of the map's paced ones (its
+/// pause band): at 10 ms an item, 6 s of the night, so a 30 s lease is five items' work.
+pub const PROOF_SCALE: f64 = 600.0;
 
 /// How far ahead of the clock a worker may be granted writes (see `Engine::grant_until`): one
 /// and a half of the driver's ticks (as measured), within these bounds of real time.

@@ -144,7 +144,7 @@ impl RunReport {
             pause_planned: lane.config().pause_at,
             pause_rows_planned: lane.config().pause_at_rows,
             pauses: lane.pauses(),
-            answers_planned: lane.answers_planned(),
+            answers_planned: lane.config().lose_answers.clone(),
             answers_lost: lane.lost_answers(),
             checkpoint_before_row: lane.observer().checkpoint_before_row.clone(),
             row_before_checkpoint: lane.observer().row_before_checkpoint.clone(),

@@ -106,17 +106,32 @@ pub struct Layout {
     pub about: &'static str,
 }
 
-/// What a cell of `plan`'s map is, for the help's last line.
+/// What a cell of `plan`'s map is, for the help's last line: the faults its bands name.
 fn about(plan: &Plan) -> &'static str {
-    let has = |point: Point| plan.points.contains(&point);
-    if plan.only_crashes() {
-        "Each cell is a real night: the worker dies at that task and point on its first attempt, is restarted, finishes; the verdict comes from the rows."
-    } else if plan.points == [Point::Pause] {
-        "Each cell is a real night: two workers claim the queue; the one at that task's write is stopped for twice its lease while the other takes the item over, then continued; the verdict comes from the rows."
-    } else if !has(Point::Pause) {
-        "Each cell is a real night: the worker dies at that task and point on its first attempt, is restarted, finishes (or, lost-answer, the answer to that task's commit is lost and the worker writes it again on a new connection); the verdict comes from the rows."
-    } else {
-        "Each cell is a real night put through its band's fault at that task on the first attempt (a crash, a lost answer, a pause past the lease), then finished; the verdict comes from the rows."
+    let crash = plan.points.iter().any(|p| matches!(p, Point::Crash(_)));
+    let (lost, pause) = (
+        plan.points.contains(&Point::LostAnswer),
+        plan.points.contains(&Point::Pause),
+    );
+    match (crash, lost, pause) {
+        (_, false, false) => {
+            "Each cell is a real night: the worker dies at that task and point on its first attempt, is restarted, finishes; the verdict comes from the rows."
+        }
+        (_, true, false) => {
+            "Each cell is a real night: the worker dies at that task and point on its first attempt, is restarted, finishes (or, lost-answer, the answer to that task's commit is lost and the worker writes it again on a new connection); the verdict comes from the rows."
+        }
+        (false, false, true) => {
+            "Each cell is a real night: two workers claim the queue; the one at that task's write is stopped for twice its lease while the other takes the item over, then continued; the verdict comes from the rows."
+        }
+        (true, false, true) => {
+            "Each cell is a real night put through its band's fault at that task (a crash on the first attempt, or a pause past the lease), then finished; the verdict comes from the rows."
+        }
+        (false, true, true) => {
+            "Each cell is a real night put through its band's fault at that task (a lost answer, or a pause past the lease), then finished; the verdict comes from the rows."
+        }
+        (true, true, true) => {
+            "Each cell is a real night put through its band's fault at that task (a crash on the first attempt, a lost answer, a pause past the lease), then finished; the verdict comes from the rows."
+        }
     }
 }
 

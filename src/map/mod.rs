@@ -1,6 +1,6 @@
 //! The kill-timing map: for every (strategy, task, crash point) a real night in which the worker
-//! dies there on its first attempt, is restarted and finishes; each cell is that night's verdict,
-//! derived from its rows. `reclaim map` prints it, the dashboard's map screen draws it.
+//! dies there on its first attempt, is restarted and finishes (or loses a commit's answer, or is
+//! paused past its lease there); each cell is that night's verdict, derived from its rows. `reclaim map` prints it, the dashboard's map screen draws it.
 
 pub mod exec;
 mod exec_cell;
@@ -193,8 +193,8 @@ pub struct Cell {
     pub derived_status: Status,
     /// The job completed after its restart.
     pub completed: bool,
-    /// The fault happened (the crash fired, the answer was lost): a night whose fault never
-    /// happened tested nothing.
+    /// The fault happened (the crash fired, the answer was lost, the pause landed holding a
+    /// lease for twice its length): a night whose fault never happened tested nothing.
     pub killed: bool,
     /// The night's database, when kept (`--keep`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -324,8 +324,12 @@ pub fn summarize(plan: &Plan, cells: &[Cell]) -> Vec<Summary> {
         .collect()
 }
 
-/// Drives the map's nights: each at full speed (no pause per item, no restart delay), in its
-/// own database under `dir`, removed afterwards unless kept.
+/// Real time per item of a pause cell's night (`paced_pause`): the one band that needs a clock.
+pub const PAUSE_DELAY: Duration = Duration::from_millis(10);
+
+/// Drives the map's nights: each at full speed (no pause per item, no restart delay; a pause
+/// band's paced, `paced_pause`), in its own database under `dir`, removed afterwards unless
+/// kept.
 #[derive(Debug, Clone)]
 pub struct Runner {
     pub exe: PathBuf,
@@ -432,20 +436,16 @@ impl Runner {
 }
 
 /// A pause cell's night: a lease must run out while its holder sleeps and another worker take
-/// the item over, so the night has a clock (each item 6 s of it, 10 ms of real time, as
-/// `prove`'s pause test) and two workers; the one that reaches `task`'s write is stopped there
-/// for twice the lease.
+/// the item over, so the night has a clock (`PAUSE_DELAY` an item at `PROOF_SCALE`, as
+/// `prove`'s pause test at its default pace) and two workers; the one that reaches `task`'s
+/// write is stopped there for twice the lease.
 fn paced_pause(lane: &mut LaneConfig, config: &mut EngineConfig, task: u64) {
-    const SCALE: f64 = 600.0;
-    const DELAY: Duration = Duration::from_millis(10);
-    lane.delay = DELAY;
-    lane.paces = vec![Pace::per_item(DELAY.as_secs_f64() * SCALE)];
+    const SCALE: f64 = crate::engine::PROOF_SCALE;
+    lane.delay = PAUSE_DELAY;
+    lane.paces = vec![Pace::per_item(PAUSE_DELAY.as_secs_f64() * SCALE)];
     lane.workers = 2;
     lane.quiet_writes = false;
-    lane.pause_at = Some(crate::worker::PauseAt {
-        task,
-        secs: 2.0 * crate::worker::LEASE_SECS,
-    });
+    lane.pause_at = Some(crate::worker::PauseAt::past_lease(task));
     config.scale = SCALE;
 }
 

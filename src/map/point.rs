@@ -81,7 +81,7 @@ impl Point {
         match self {
             Self::Crash(_) => "the crash never fired",
             Self::LostAnswer => "the answer was never lost",
-            Self::Pause => "the pause never outlasted a lease",
+            Self::Pause => "the pause never happened",
         }
     }
 }

@@ -20,6 +20,18 @@ pub struct PauseAt {
     pub secs: f64,
 }
 
+impl PauseAt {
+    /// The pause that tests a lease: at `task`'s write, for twice the lease (`prove`'s test,
+    /// the map's pause band and its night in the dashboard).
+    #[must_use]
+    pub fn past_lease(task: u64) -> Self {
+        Self {
+            task,
+            secs: 2.0 * super::LEASE_SECS,
+        }
+    }
+}
+
 impl fmt::Display for PauseAt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", task_id(self.task), self.secs)

@@ -188,7 +188,7 @@ fn a_map_of_pauses_says_claim_writes_the_paused_item_twice_and_fenced_once() {
             "--tasks",
             "0..5",
             "--strategy",
-            "claim,fenced",
+            "naive,claim,fenced",
             "--points",
             "pause",
             "--json",
@@ -197,8 +197,19 @@ fn a_map_of_pauses_says_claim_writes_the_paused_item_twice_and_fenced_once() {
         LIMIT,
     );
     assert_eq!(run.code, Some(1), "claim breaks: exit 1\n{}", run.stderr);
+    // naive holds no lease: left out of the map, and said so, not summed as 0 of 0.
+    assert!(
+        run.stderr
+            .contains("naive left out of the map: no point of --points reaches it"),
+        "{}",
+        run.stderr
+    );
     let json = json_of(&run);
     assert_eq!(json["points"], serde_json::json!(["pause"]), "{json}");
+    let summarised: Vec<&str> = (json["summary"].as_array().into_iter().flatten())
+        .filter_map(|s| s["strategy"].as_str())
+        .collect();
+    assert_eq!(summarised, ["claim", "fenced"], "{json}");
     let cells = json["cells"].as_array().cloned().unwrap_or_default();
     assert_eq!(cells.len(), 2 * 6, "two strategies x six tasks: {json}");
     for cell in &cells {
@@ -233,6 +244,17 @@ fn bad_map_input_is_one_line_and_exit_2_before_any_night() {
         (vec!["--strategy", "careful"], "unknown strategy"),
         (vec!["--json", "--csv"], "cannot be used with"),
         (vec!["--points", "pause"], "only items held by a lease"),
+        (
+            vec![
+                "--strategy",
+                "claim",
+                "--points",
+                "pause",
+                "--items",
+                "2000",
+            ],
+            "paced nights",
+        ),
     ] {
         let mut all = vec!["map"];
         all.extend(args);

@@ -113,8 +113,6 @@ fn naive_writes_exactly_the_items_whose_answers_were_lost_twice_and_guarded_once
     });
 }
 
-/// A fencing token keeps out a worker whose lease another took over, not the worker's own retry:
-/// fenced writes the item whose answer was lost a second time, as the docs' table says.
 /// `L` in the dashboard, on a night whose lane runs through the proxy (one loss planned at 3
 /// rows): the operator's line names the rows the next commit brings, and naive's rows hold two
 /// more than its 40 items (psql in the kept cluster), one for each answer lost.
@@ -127,12 +125,13 @@ fn l_in_the_dashboard_loses_the_next_answer_and_naive_writes_that_item_twice() {
     let bin = pg_bin();
     let dir = folder();
     let file = dir.path().join("lost.toml");
-    // Slow (about 30 s of real time): the key comes while the night runs.
+    // About 4 s of real time; the night is paused (space) while the key comes, so it comes
+    // with items left at any load.
     let night = r#"title = "One answer planned, one by hand"
 warehouse = "postgres"
 scale = 20.0
 items = 40
-delay_ms = 40.0
+delay_ms = 100.0
 seed = 3
 
 [host]
@@ -152,12 +151,15 @@ strategy = "naive"
             screen.contents().contains("brought the rows to 3")
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    dashboard.send(b"L").unwrap_or_else(|e| panic!("{e}"));
+    dashboard.send(b" L").unwrap_or_else(|e| panic!("{e}"));
     dashboard
         .wait_for("the operator's line", deadline, |screen| {
-            screen.contents().contains("operator asks the proxy")
+            screen
+                .contents()
+                .contains("operator asks the proxy to lose the answer")
         })
         .unwrap_or_else(|e| panic!("{e}"));
+    dashboard.send(b" ").unwrap_or_else(|e| panic!("{e}"));
     dashboard
         .wait_for("the night's end", deadline, |screen| {
             screen.contents().contains("the night is over")
@@ -180,6 +182,8 @@ strategy = "naive"
     });
 }
 
+/// A fencing token keeps out a worker whose lease another took over, not the worker's own retry:
+/// fenced writes the item whose answer was lost a second time, as the docs' table says.
 #[test]
 #[cfg_attr(
     reclaim_no_pg,

@@ -13,8 +13,6 @@ pub(super) struct LaneAnswers {
     lost: Vec<LostAnswer>,
     /// Lost by a proxy since stopped, not yet told.
     unsaid: Vec<LostAnswer>,
-    /// The row counts the operator added to the plan (`L`), in the order asked.
-    by_hand: Vec<u64>,
 }
 
 impl Lane {
@@ -61,23 +59,14 @@ impl Lane {
     }
 
     /// The operator's `L`: the answer to the lane's next commit that brings its rows past
-    /// what reclaim has seen is lost, added to the plan; the row count planned, or `None` when
+    /// what reclaim has seen is lost, added to the proxy's plan (not to the night's: only the
+    /// dashboard has `L`, and no account of planned losses is made there); the row count
+    /// planned, or `None` when
     /// the lane's workers reach the server through no proxy of reclaim's (a lane planned
     /// without lost answers, SQLite, a night over).
     pub(in crate::engine) fn lose_answer_by_hand(&mut self) -> Option<u64> {
         let proxy = self.answers.proxy.as_ref()?;
-        let rows = self.observer.rows + 1;
-        proxy.lose_next(rows);
-        self.answers.by_hand.push(rows);
-        Some(rows)
-    }
-
-    /// Every row count the lane was to lose an answer at: its plan's, then the operator's.
-    #[must_use]
-    pub fn answers_planned(&self) -> Vec<u64> {
-        let mut planned = self.config.lose_answers.clone();
-        planned.extend(&self.answers.by_hand);
-        planned
+        Some(proxy.lose_next(self.observer.rows + 1))
     }
 
     /// Whether its proxy is running.

@@ -60,10 +60,7 @@ pub fn scenario_for(cell: &Cell, items: u64) -> Scenario {
     match kill {
         Kill::LostAnswer { task } => night.lose_answers = vec![task + 1],
         Kill::Pause { task } => {
-            night.pause_at = Some(crate::worker::PauseAt {
-                task,
-                secs: 2.0 * crate::worker::LEASE_SECS,
-            });
+            night.pause_at = Some(crate::worker::PauseAt::past_lease(task));
             // A pause kills nothing: its caption is on screen from the start.
             for caption in &mut night.captions {
                 caption.on = Some("start".into());

@@ -394,7 +394,12 @@ impl LiveNight {
             }
             NightCommand::LoseAnswer(lane) => {
                 if !self.engine.lose_answer_by_hand(lane, now) {
-                    self.say("L needs a proxy: a night with lose_answer_at");
+                    // A night planned with lost answers runs every lane through a proxy.
+                    self.say(if self.scenario.lose_answers.is_empty() {
+                        "L needs a proxy: a night with lose_answer_at"
+                    } else {
+                        "this lane's proxy stopped with its workers; n starts the night again"
+                    });
                 }
             }
             NightCommand::SetStrategy(lane, next) => {

@@ -398,13 +398,22 @@ impl AnswerProxy {
 
     /// Plans one more loss while the night runs (the operator's `L`): the answer to the first
     /// commit after which the rows reach `rows` (the rows seen now and one more: the next
-    /// commit that brings a row, or the next commit at all when the table is already past it).
-    pub fn lose_next(&self, rows: u64) {
-        if let Ok(mut judge) = self.judge.lock() {
-            judge.pending.push(rows);
-            judge.pending.sort_unstable();
-            judge.pending.dedup();
+    /// commit that brings a row, or the next commit at all when the table is already past it),
+    /// or the first count after it not planned already, so it is a loss of its own. Returns
+    /// the count planned. One commit that brings the rows past two planned counts loses one
+    /// answer (as a batch's does).
+    #[must_use]
+    pub fn lose_next(&self, rows: u64) -> u64 {
+        let Ok(mut judge) = self.judge.lock() else {
+            return rows;
+        };
+        let mut at = rows;
+        while judge.pending.contains(&at) {
+            at += 1;
         }
+        judge.pending.push(at);
+        judge.pending.sort_unstable();
+        at
     }
 
     /// The server as the lane's workers reach it: through the proxy.
@@ -848,15 +857,23 @@ mod tests {
         assert!(ask(&mut client).is_some());
         assert!(ask(&mut client).is_some());
         // Told at 3 rows: the answer after which the rows reach 4 is lost, and no other.
-        proxy.lose_next(4);
+        assert_eq!(proxy.lose_next(4), 4);
         assert_eq!(ask(&mut client), None);
         assert_eq!(rows.load(Ordering::SeqCst), 4);
+        let mut client = connect(&proxy);
+        assert!(ask(&mut client).is_some());
+        // Told twice at the same count: two losses, the second one row later.
+        assert_eq!(proxy.lose_next(6), 6);
+        assert_eq!(proxy.lose_next(6), 7);
+        assert_eq!(ask(&mut client), None);
+        let mut client = connect(&proxy);
+        assert_eq!(ask(&mut client), None);
         let mut client = connect(&proxy);
         assert!(ask(&mut client).is_some());
         let lost = proxy.take_lost();
         assert_eq!(
             lost.iter().map(|l| (l.planned, l.rows)).collect::<Vec<_>>(),
-            [(1, 1), (4, 4)]
+            [(1, 1), (4, 4), (6, 6), (7, 7)]
         );
     }
 
