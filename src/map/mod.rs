@@ -1,6 +1,7 @@
 //! The kill-timing map: for every (strategy, task, crash point) a real night in which the worker
 //! dies there on its first attempt, is restarted and finishes (or loses a commit's answer, or is
-//! paused past its lease there); each cell is that night's verdict, derived from its rows. `reclaim map` prints it, the dashboard's map screen draws it.
+//! paused past its lease there); each cell is that night's verdict, derived from its rows.
+//! `reclaim map` prints it, the dashboard's map screen draws it.
 
 pub mod exec;
 mod exec_cell;

@@ -60,10 +60,9 @@ impl Lane {
 
     /// The operator's `L`: the answer to the lane's next commit that brings its rows past
     /// what reclaim has seen is lost, added to the proxy's plan (not to the night's: only the
-    /// dashboard has `L`, and no account of planned losses is made there); the row count
-    /// planned, or `None` when
-    /// the lane's workers reach the server through no proxy of reclaim's (a lane planned
-    /// without lost answers, SQLite, a night over).
+    /// dashboard has `L`, and no account of planned losses is made there). The row count
+    /// planned, or `None` when the lane's workers reach the server through no proxy of
+    /// reclaim's (a lane planned without lost answers, SQLite, a night over).
     pub(in crate::engine) fn lose_answer_by_hand(&mut self) -> Option<u64> {
         let proxy = self.answers.proxy.as_ref()?;
         Some(proxy.lose_next(self.observer.rows + 1))
