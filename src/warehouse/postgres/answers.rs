@@ -788,21 +788,29 @@ mod tests {
         client
     }
 
+    /// A proxy to a fake server in `dir` whose inserts count in `rows`, losing at `plan`.
+    fn proxy_to_fake(
+        dir: &Path,
+        rows: &Arc<std::sync::atomic::AtomicU64>,
+        plan: &[u64],
+    ) -> AnswerProxy {
+        let upstream = Upstream::Unix(fake_server(dir, rows.clone()));
+        AnswerProxy::between(upstream, Box::new(Counted(rows.clone())), plan, |_| {
+            Ok(Server {
+                conninfo: super::super::Conninfo::default(),
+                prefix: "night".into(),
+                wait: super::super::RESTART_WAIT,
+                restarter: None,
+            })
+        })
+        .unwrap()
+    }
+
     #[test]
     fn the_answer_after_which_the_rows_reach_the_plan_is_never_delivered_and_no_other() {
         let dir = tempfile::tempdir().unwrap();
         let rows = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let upstream = Upstream::Unix(fake_server(dir.path(), rows.clone()));
-        let proxy =
-            AnswerProxy::between(upstream, Box::new(Counted(rows.clone())), &[3, 5], |_| {
-                Ok(Server {
-                    conninfo: super::super::Conninfo::default(),
-                    prefix: "night".into(),
-                    wait: super::super::RESTART_WAIT,
-                    restarter: None,
-                })
-            })
-            .unwrap();
+        let proxy = proxy_to_fake(dir.path(), &rows, &[3, 5]);
         let mut client = connect(&proxy);
         assert!(ask(&mut client).is_some());
         assert!(ask(&mut client).is_some());
@@ -841,16 +849,7 @@ mod tests {
     fn a_loss_planned_while_the_night_runs_loses_the_next_answer_that_reaches_it() {
         let dir = tempfile::tempdir().unwrap();
         let rows = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let upstream = Upstream::Unix(fake_server(dir.path(), rows.clone()));
-        let proxy = AnswerProxy::between(upstream, Box::new(Counted(rows.clone())), &[1], |_| {
-            Ok(Server {
-                conninfo: super::super::Conninfo::default(),
-                prefix: "night".into(),
-                wait: super::super::RESTART_WAIT,
-                restarter: None,
-            })
-        })
-        .unwrap();
+        let proxy = proxy_to_fake(dir.path(), &rows, &[1]);
         let mut client = connect(&proxy);
         assert_eq!(ask(&mut client), None, "the plan's loss at 1 row");
         let mut client = connect(&proxy);
