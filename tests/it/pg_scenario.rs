@@ -296,7 +296,11 @@ fn a_scenarios_server_restart_lands_alike_on_every_run_and_only_guarded_survives
         restarts[0].contains("at 12 rows (the table held 12)"),
         "{out}"
     );
-    assert!(out.contains("warehouse restarted by the host at "), "{out}");
+    assert!(
+        out.contains("warehouse restarted by the host at ")
+            && out.contains("a new server answers (its start time changed)"),
+        "{out}"
+    );
     assert!(out.contains("resume  from=task-012  skipped=12"), "{out}");
     let lines = verdicts(out);
     assert!(

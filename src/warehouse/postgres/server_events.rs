@@ -189,9 +189,11 @@ impl ServerEvents {
         let at = down.as_ref().map_or(sim, |d| d.0);
         let by_host = self.host_restart.take().filter(|_| restarted);
         let text = if let Some(moment) = by_host {
-            let lost = self.sessions + 1;
+            // No count of the sessions lost: the last look before the restart samples them on
+            // the real clock, so the same night would say 4 on one run and 5 on the next. The
+            // host's own line says what a restart ends.
             format!(
-                "warehouse restarted by the host at {}: {lost} connections lost (reclaim's sessions at the last look before it); the night goes on",
+                "warehouse restarted by the host at {}: a new server answers (its start time changed); the night goes on",
                 SimTime(moment)
             )
         } else if restarted {
