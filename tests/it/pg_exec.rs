@@ -212,7 +212,18 @@ fn map_exec_on_postgres_maps_the_safe_job_right_and_the_naive_one_wrong() {
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     let json = json_of(&run);
     assert_eq!(json["nights"], 6, "{json}");
-    assert_eq!(json["all_right"], true, "{json}");
+    // Every cell whose kill fired is right. The kill after the sixth row, the job's last, races
+    // the job's own exit (a heartbeat and one more psql): on a loaded machine the job can end
+    // first, and the map then says that cell tested nothing, which is true, not a failure.
+    assert_eq!(json["seen_wrong"], serde_json::json!([]), "{json}");
+    let cells = json["cells"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no cells: {json}"));
+    for (k, cell) in cells.iter().enumerate() {
+        assert_eq!(cell["duplicated_task_ids"], 0, "{cell}");
+        assert_eq!(cell["missing"], 0, "{cell}");
+        assert!(cell["killed"] == true || k == cells.len() - 1, "{cell}");
+    }
     on_kept(&bin, dir.path(), |cluster| {
         // The undisturbed night and six killed ones, each in its own schema, each whole.
         let schemas = psql(
