@@ -10,6 +10,12 @@ use crate::pg_warehouse::KeptServer;
 use crate::support::{Run, reclaim_in_dir, run_within};
 use crate::support::{assert_one_line_error, folder, pg_bin, poll_until, psql, reclaim_command};
 
+/// The night's queue, at full speed (a paced night cannot be joined): 5,000 items keep two
+/// workers busy for about 20 s on this machine idle, and load slows them as it slows the
+/// joining worker's start, which comes once the first row is in.
+const ITEMS: &str = "5000";
+const DELAY_MS: &str = "0";
+
 #[test]
 #[cfg_attr(
     reclaim_no_pg,
@@ -27,7 +33,7 @@ fn a_worker_from_another_host_joins_a_night_and_its_rows_reach_the_verdict() {
         let mut command = reclaim_command();
         command
             .args(["worker", "--strategy", strategy, "--warehouse", &url])
-            .args(["--night", "fleet", "--items", "20000", "--delay-ms", "0"])
+            .args(["--night", "fleet", "--items", ITEMS, "--delay-ms", DELAY_MS])
             .current_dir(dir);
         run_within(
             command,
@@ -44,11 +50,11 @@ fn a_worker_from_another_host_joins_a_night_and_its_rows_reach_the_verdict() {
             "--workers",
             "2",
             "--items",
-            "20000",
+            ITEMS,
         ])
         .args([
             "--delay-ms",
-            "0",
+            DELAY_MS,
             "--pg-schema",
             "fleet",
             "--keep",
@@ -68,11 +74,11 @@ fn a_worker_from_another_host_joins_a_night_and_its_rows_reach_the_verdict() {
             .args(["-X", "-A", "-t", "-h"])
             .arg(cluster)
             .args(["-U", "reclaim", "-d", "postgres", "-c"])
-            .arg("SELECT count(*) >= 200 FROM fleet.records")
+            .arg("SELECT count(*) >= 1 FROM fleet.records")
             .output()
             .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "t")
     });
-    assert!(started, "the night never wrote 200 rows");
+    assert!(started, "the night never wrote a row");
     assert_one_line_error(&join(there.path(), "guarded"), "do not share a queue");
     let joined = join(there.path(), "claim");
     let output = night.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
@@ -81,7 +87,7 @@ fn a_worker_from_another_host_joins_a_night_and_its_rows_reach_the_verdict() {
     assert_eq!(night.code, Some(0), "{}\n{}", night.stdout, night.stderr);
     let json = crate::support::json_of(&night);
     assert_eq!(json["derived_status"], "ok", "{json}");
-    assert_eq!(crate::support::number(&json, "rows"), 20_000, "{json}");
+    assert_eq!(crate::support::number(&json, "rows"), 5_000, "{json}");
     assert_eq!(
         crate::support::number(&json, "duplicated_task_ids"),
         0,
@@ -100,7 +106,7 @@ fn a_worker_from_another_host_joins_a_night_and_its_rows_reach_the_verdict() {
         ),
     );
     let counts: Vec<u64> = counts.split('|').filter_map(|n| n.parse().ok()).collect();
-    assert_eq!(counts[..3], [20_000, 20_000, 20_000], "{counts:?}");
+    assert_eq!(counts[..3], [5_000, 5_000, 5_000], "{counts:?}");
     let inserted = joined
         .done_number("inserted")
         .unwrap_or_else(|| panic!("no done line: {}", joined.stdout));
