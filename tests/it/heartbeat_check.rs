@@ -4,7 +4,7 @@
 
 use std::fs;
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use crate::support::{
     Run, assert_one_line_error, path_arg, poll_until, reclaim_within, run_counting_reads,
@@ -47,14 +47,12 @@ fn heartbeat_check_refuses_what_is_not_a_regular_file_without_opening_it() {
         (folder.as_path(), "directory"),
         (Path::new("/dev/null"), "device"),
     ] {
-        let started = Instant::now();
         // A FIFO opened for reading would wait for a writer forever (LIMIT fails the test).
         let run = heartbeat_check(&["--file", path_arg(path), "--exec", &exec]);
         assert_one_line_error(&run, kind);
         assert!(run.stderr.starts_with("reclaim: error: "), "{}", run.stderr);
         assert!(run.stderr.contains(path_arg(path)), "{}", run.stderr);
         assert!(run.stdout.is_empty(), "{kind}: {}", run.stdout);
-        assert!(started.elapsed() < Duration::from_secs(5), "{kind}");
         assert!(!alert.exists(), "--exec ran for a {kind}");
     }
 }
