@@ -296,7 +296,7 @@ fn a_hang_no_one_will_end_is_refused_headless() {
         "title = \"A hang\"\nitems = 20\n\n[host]\nhang_at_task = \"task-005\"\n\n[[lane]]\nstrategy = \"naive\"\n",
     );
     let before = snapshot(tmp.path());
-    // Refused before a worker starts: LIMIT bounds the run, so a night begun would fail it.
+    // Refused in one line before anything starts: the folder is unchanged below.
     let run = reclaim_in_dir(tmp.path(), &["run", "--scenario", "./hang.toml"], LIMIT);
     assert_one_line_error(&run, "host.hang_at_task without host.hang_for");
     assert_eq!(snapshot(tmp.path()), before);
