@@ -23,7 +23,7 @@ pub(crate) use self::parse::items_parser;
 pub use self::parse::{KeyRange, MAX_MAP_ITEMS, NotTasks, Points, Strategies};
 use self::parse::{
     parse_clock, parse_delay_ms, parse_key_range, parse_points, parse_progress_deadline,
-    parse_scale, parse_sim_seconds, parse_size, parse_strategies,
+    parse_scale, parse_sim_seconds, parse_size, parse_speed, parse_strategies,
 };
 pub use self::schemas::SchemasArgs;
 
@@ -407,6 +407,10 @@ pub struct RunArgs {
     /// Let the scenario's exec lanes run their commands (each printed in full first)
     #[arg(long, requires = "scenario")]
     pub allow_exec: bool,
+    /// Play the scenario N times as fast as its scale (0.125 to 16, the dashboard's speeds): the
+    /// same night and the same text in 1/N of the real time [default: 1]
+    #[arg(long, value_name = "N", requires = "scenario", value_parser = parse_speed)]
+    pub speed: Option<f64>,
     /// Items in the queue: task-000 .. task-(N-1)
     #[arg(long, default_value_t = 200, value_parser = items_parser())]
     pub items: u64,

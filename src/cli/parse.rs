@@ -179,6 +179,22 @@ pub(super) fn parse_sim_seconds(text: &str) -> Result<f64, String> {
     Ok(secs)
 }
 
+/// `run --scenario --speed`: the dashboard's range of speeds, where a night is shown to stop
+/// and say the same at every one of them.
+pub(super) fn parse_speed(text: &str) -> Result<f64, String> {
+    let speed: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    let (min, max) = (crate::tui::MIN_SPEED, crate::tui::MAX_SPEED);
+    if !(min..=max).contains(&speed) {
+        return Err(format!(
+            "{} is outside {min}..={max}, the dashboard's speeds",
+            crate::base::text::typed_number(text)
+        ));
+    }
+    Ok(speed)
+}
+
 pub(super) fn parse_scale(text: &str) -> Result<f64, String> {
     let scale: f64 = text
         .parse()

@@ -39,6 +39,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     if let Some(name) = &args.scenario {
         return run_scenario(name, args, out);
     }
+    refuse_scenario_flags(args)?;
     super::kept::refuse_with_db(args.warehouse.keep, args.db.is_some())?;
     super::compare::refuse(&args.compare, args.job.exec.is_some(), args.db.as_deref())?;
     // Every input is checked before anything is created or started; only a queue read on the
@@ -522,6 +523,23 @@ fn print_lane_verdicts(names: &[String], reports: &[RunReport], out: &mut dyn Wr
     }
 }
 
+/// A scenario's own flags on a night without one. clap's `requires` does not hold them to
+/// `--scenario` here, so they are refused by hand: a night run without the speed or the consent
+/// asked for would not be the night meant.
+fn refuse_scenario_flags(args: &RunArgs) -> Result<(), Error> {
+    for (given, flag) in [
+        (args.speed.is_some(), "--speed"),
+        (args.allow_exec, "--allow-exec"),
+    ] {
+        if given {
+            return Err(Error::Refused(format!(
+                "{flag} is for a scenario: give --scenario NAME|PATH"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// `run --scenario`'s first lines: the scenario, its lanes, seed and scale, and its title.
 fn print_scenario_header(scenario: &Scenario, names: &[String], seed: u64, out: &mut dyn Write) {
     let _ = writeln!(
@@ -589,6 +607,7 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         .engine_config(&dir, 1, exe)
         .on(&Warehouse::of(night.as_ref()));
     config.progress_deadline = args.deadline.progress_deadline;
+    config.speed = args.speed.unwrap_or(1.0);
     if let Some(seed) = args.seed {
         config.kills.seed = seed;
     }

@@ -365,6 +365,9 @@ pub struct EngineConfig {
     pub max_restarts: u32,
     /// Sim seconds per real second.
     pub scale: f64,
+    /// How fast the night is shown relative to `scale` at its start (the dashboard's speed
+    /// keys change it later; `run --scenario --speed`): the same night in less real time.
+    pub speed: f64,
     /// Heartbeat age, in sim seconds, at which the dead-man's switch fires.
     pub dead_man: f64,
     /// The `reclaim` executable that runs `worker`.
@@ -396,6 +399,7 @@ impl EngineConfig {
             restart_delay: 18.0,
             max_restarts: 100,
             scale: DEFAULT_SCALE,
+            speed: 1.0,
             dead_man: DEFAULT_DEAD_MAN,
             exe,
             hang: None,

@@ -196,8 +196,9 @@ impl Engine {
         let exact = exact && exact::fits(&config);
         let (output_tx, output_rx) = mpsc::channel();
         let server_watch = config.warehouse().watch();
+        let speed = config.speed;
         let mut engine = Self {
-            clock: SimClock::new(now, config.scale),
+            clock: SimClock::new(now, config.scale * speed),
             started: now,
             triggers: Triggers::new(&config),
             timeline: Vec::new(),
@@ -208,7 +209,7 @@ impl Engine {
             early: Vec::new(),
             paused_at: None,
             frozen: false,
-            speed: 1.0,
+            speed,
             absences: Absences::default(),
             kill_at_rows: None,
             victim: None,

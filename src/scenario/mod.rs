@@ -399,6 +399,7 @@ impl Scenario {
             restart_delay: self.restart_delay,
             max_restarts: self.max_restarts,
             scale: self.scale,
+            speed: 1.0,
             dead_man: self.dead_man,
             exe,
             hang: self.hang_at_task.map(|at_task| HangPlan {

@@ -23,6 +23,7 @@ pub mod theme;
 pub mod ui;
 pub mod view;
 
+pub(crate) use self::chrome::{MAX_SPEED, MIN_SPEED};
 pub use self::screen::Screen;
 pub use self::terminal::{restore_terminal, terminal_active};
 

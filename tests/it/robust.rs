@@ -1010,6 +1010,17 @@ fn every_numeric_flag_of_run_out_of_range_is_one_line() {
             (&["--batch", "0"], "--batch"),
             (&["--batch", "100001"], "--batch"),
             (&["--sync", "sometimes"], "--sync"),
+            // A scenario's flags without a scenario.
+            (&["--speed", "2"], "--speed is for a scenario"),
+            (&["--allow-exec"], "--allow-exec is for a scenario"),
+        ],
+    );
+    assert_flags_refused(
+        &["run", "--scenario", "incident"],
+        &[
+            (&["--speed", "0.1"], "--speed"),
+            (&["--speed", "17"], "--speed"),
+            (&["--speed", "nan"], "--speed"),
         ],
     );
 }
