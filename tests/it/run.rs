@@ -808,9 +808,10 @@ fn a_panic_in_any_thread_of_run_leaves_no_worker() {
 }
 
 /// `reclaim run --scenario incident` in a temp dir of its own.
-fn incident_night(tmp: &Path) -> Run {
+/// The incident headless, at `speed` times its pace (`--speed`: the same text at every speed).
+fn incident_night(tmp: &Path, speed: &str) -> Run {
     reclaim_within(
-        &["run", "--scenario", "incident"],
+        &["run", "--scenario", "incident", "--speed", speed],
         &[("TMPDIR", tmp)],
         LIMIT,
     )
@@ -827,7 +828,7 @@ fn line_with<'a>(run: &'a Run, needles: &[&str]) -> &'a str {
 #[test]
 fn the_incident_scenario_headless_prints_the_postmortems_log_to_the_second() {
     let tmp = tempfile::tempdir().unwrap();
-    let run = incident_night(tmp.path());
+    let run = incident_night(tmp.path(), "16");
     // The naive lane's data is wrong, so the night as a whole fails.
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     for (clock, needles) in [
@@ -861,11 +862,12 @@ fn the_incident_scenario_headless_prints_the_postmortems_log_to_the_second() {
 #[test]
 fn the_same_scenario_twice_prints_the_same_text_but_pids_and_paths() {
     let tmp = tempfile::tempdir().unwrap();
-    // At the same time: each night mostly waits on its pace (about 12 s), and two nights on one
-    // machine at once must not change a line of each other's text either.
+    // At the same time: each night mostly waits on its pace (about 12 s at 1x), and two nights
+    // on one machine at once, one at 16 times the other's speed, must not change a line of each
+    // other's text either.
     let (first, second) = thread::scope(|scope| {
-        let first = scope.spawn(|| incident_night(tmp.path()));
-        let second = incident_night(tmp.path());
+        let first = scope.spawn(|| incident_night(tmp.path(), "1"));
+        let second = incident_night(tmp.path(), "16");
         (first.join().unwrap(), second)
     });
     let (a, b) = (
