@@ -1,6 +1,7 @@
 //! A recording samples the night, not the screen: the same scenario recorded headless (`run
-//! --scenario NAME --record`) and in the dashboard at 16x (`tui --record`, `+` four times)
-//! holds the same figures at every second of the sim clock, and `replay --check` passes both.
+//! --scenario NAME --record`, at its pace or faster with `--speed`) and in the dashboard at 16x
+//! (`tui --record`, `+` four times) holds the same figures at every second of the sim clock, and
+//! `replay --check` passes both.
 //! Before, a 16x recording's slide at 02:19:30 showed 288 rows where the night had 312, and a
 //! headless recording differed from a 1x one on 821 of 2,344 lane-seconds. A night exact looks
 //! are not made for (a relay, workers in lockstep) is recorded at the clock, as before, and
@@ -86,12 +87,21 @@ fn alike(p: Option<&Figures>, q: Option<&Figures>) -> bool {
     p.map(figures) == q.map(figures)
 }
 
-/// `scenario` run headless and recorded; its exit code `code` (0 passed, 1 data wrong).
-fn record_headless(dir: &Path, scenario: &str, code: i32) -> Recording {
-    let path = dir.join(format!("{scenario}-headless.jsonl"));
+/// `scenario` run headless at `speed` times its pace and recorded; its exit code `code` (0
+/// passed, 1 data wrong).
+fn record_headless(dir: &Path, scenario: &str, code: i32, speed: &str) -> Recording {
+    let path = dir.join(format!("{scenario}-headless-{speed}.jsonl"));
     let run = reclaim_in_dir(
         dir,
-        &["run", "--scenario", scenario, "--record", path_arg(&path)],
+        &[
+            "run",
+            "--scenario",
+            scenario,
+            "--record",
+            path_arg(&path),
+            "--speed",
+            speed,
+        ],
         Duration::from_secs(240),
     );
     assert_eq!(run.code, Some(code), "{}\n{}", run.stdout, run.stderr);
@@ -124,17 +134,39 @@ fn record_at_16x(dir: &Path, scenario: &str) -> Recording {
     Recording::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The two recordings of `scenario` agree on every lane's figures at every second of the
-/// night (up to the earlier end), and `replay --check` judges each as the night was judged
-/// (`code`).
-fn same_figures_every_second(scenario: &str, code: i32) {
+/// `scenario` recorded headless at `speed` times its pace and in the dashboard at 16x: the two
+/// agree on every lane's figures at every second of the night (up to the earlier end), and
+/// `replay --check` judges each as the night was judged (`code`). The headless recording, and
+/// the folder it is in, for more.
+fn same_figures_every_second(
+    scenario: &str,
+    code: i32,
+    speed: &str,
+) -> (tempfile::TempDir, Recording) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let headless = record_headless(dir.path(), scenario, code);
+    let headless = record_headless(dir.path(), scenario, code, speed);
     let fast = record_at_16x(dir.path(), scenario);
+    assert_same_figures(scenario, &headless, &fast);
+    let files = [format!("headless-{speed}"), "16x".to_string()];
+    for file in files {
+        let path = dir.path().join(format!("{scenario}-{file}.jsonl"));
+        let check = reclaim_in_dir(
+            dir.path(),
+            &["replay", "--check", path_arg(&path)],
+            Duration::from_secs(60),
+        );
+        assert_eq!(check.code, Some(code), "{}\n{}", check.stdout, check.stderr);
+    }
+    (dir, headless)
+}
+
+/// Two recordings of `scenario` agree on every lane's figures at every second of the night, up
+/// to the earlier end.
+fn assert_same_figures(scenario: &str, headless: &Recording, fast: &Recording) {
     let end = |r: &Recording| r.end.as_ref().map_or(0.0, |e| e.sim) as u64;
-    let last = end(&headless).min(end(&fast));
+    let last = end(headless).min(end(fast));
     assert!(last > 8000, "the nights ended at {last}");
-    let (a, b) = (by_second(&headless, last), by_second(&fast, last));
+    let (a, b) = (by_second(headless, last), by_second(fast, last));
     let names: Vec<&str> = (headless.header.lanes.iter())
         .map(|l| l.name.as_str())
         .collect();
@@ -161,34 +193,31 @@ fn same_figures_every_second(scenario: &str, code: i32) {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    for file in ["headless", "16x"] {
-        let path = dir.path().join(format!("{scenario}-{file}.jsonl"));
-        let check = reclaim_in_dir(
-            dir.path(),
-            &["replay", "--check", path_arg(&path)],
-            Duration::from_secs(60),
-        );
-        assert_eq!(check.code, Some(code), "{}\n{}", check.stdout, check.stderr);
-    }
 }
 
+/// The incident at its own pace headless, headless at 16x (`--speed 16`) and in the dashboard
+/// at 16x: one night, the same figures at every second.
 #[test]
 fn the_incident_recorded_headless_and_at_16x_holds_the_same_figures_every_second() {
     // 1: the naive lane's data is wrong, as the night's was.
-    same_figures_every_second("incident", 1);
+    let (dir, slow) = same_figures_every_second("incident", 1, "1");
+    let fast = record_headless(dir.path(), "incident", 1, "16");
+    assert_same_figures("incident", &slow, &fast);
 }
 
+/// The other scenarios' headless recordings at four times their pace (the incident's test shows
+/// a headless recording alike at 1x and 16x).
 #[test]
 fn the_kill_storm_recorded_headless_and_at_16x_holds_the_same_figures_every_second() {
-    same_figures_every_second("kill-storm", 1);
+    let _ = same_figures_every_second("kill-storm", 1, "4");
 }
 
 /// A hang (SIGSTOP, then SIGCONT at its moment) and a wipe of the checkpoints are moments of
 /// the night like a kill: recorded exactly too.
 #[test]
 fn a_hang_and_a_wipe_recorded_headless_and_at_16x_hold_the_same_figures_every_second() {
-    same_figures_every_second("hung-worker", 0);
-    same_figures_every_second("wiped-checkpoints", 1);
+    let _ = same_figures_every_second("hung-worker", 0, "4");
+    let _ = same_figures_every_second("wiped-checkpoints", 1, "4");
 }
 
 /// Looked at exactly, a recorded side-effects night (its outbox relay never asks for a grant)
@@ -198,7 +227,7 @@ fn a_hang_and_a_wipe_recorded_headless_and_at_16x_hold_the_same_figures_every_se
 fn nights_exact_looks_are_not_made_for_are_recorded_and_end() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     for scenario in ["side-effects", "duplicate-delivery"] {
-        let recording = record_headless(dir.path(), scenario, 1);
+        let recording = record_headless(dir.path(), scenario, 1, "1");
         let end = recording
             .end
             .unwrap_or_else(|| panic!("{scenario}: no end line"));
