@@ -109,7 +109,7 @@ impl Engine {
 
     /// The night's deadline without progress: the configured one, or the default (or ten
     /// items' pause, if longer), plus the work of a long item (`--long-item`) that writes
-    /// nothing while it works.
+    /// nothing while it works, stretched for a night played slower than its scale.
     #[must_use]
     pub fn progress_deadline(&self) -> Duration {
         self.config.progress_deadline.unwrap_or_else(|| {
@@ -118,7 +118,11 @@ impl Engine {
             };
             let pause = longest(|l| l.config().delay);
             let long_item = longest(|l| l.config().long_item.map_or(Duration::ZERO, |li| li.work));
-            DEFAULT_PROGRESS_DEADLINE.max(pause.saturating_mul(ITEMS_OF_PAUSE)) + long_item
+            let at_1x =
+                DEFAULT_PROGRESS_DEADLINE.max(pause.saturating_mul(ITEMS_OF_PAUSE)) + long_item;
+            // Slower than its scale (`run --scenario --speed 0.25`), every quiet stretch of the
+            // night takes that much longer in real time.
+            at_1x.div_f64(self.config.speed.min(1.0))
         })
     }
 
