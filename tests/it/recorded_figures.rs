@@ -7,7 +7,7 @@
 //! are not made for (a relay, workers in lockstep) is recorded at the clock, as before, and
 //! ends as it does unrecorded.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use reclaim::record::Recording;
@@ -87,10 +87,20 @@ fn alike(p: Option<&Figures>, q: Option<&Figures>) -> bool {
     p.map(figures) == q.map(figures)
 }
 
+/// Where `record_headless` records `scenario` at `speed`.
+fn headless_path(dir: &Path, scenario: &str, speed: &str) -> PathBuf {
+    dir.join(format!("{scenario}-headless-{speed}.jsonl"))
+}
+
+/// Where `record_at_16x` records `scenario`.
+fn at_16x_path(dir: &Path, scenario: &str) -> PathBuf {
+    dir.join(format!("{scenario}-16x.jsonl"))
+}
+
 /// `scenario` run headless at `speed` times its pace and recorded; its exit code `code` (0
 /// passed, 1 data wrong).
 fn record_headless(dir: &Path, scenario: &str, code: i32, speed: &str) -> Recording {
-    let path = dir.join(format!("{scenario}-headless-{speed}.jsonl"));
+    let path = headless_path(dir, scenario, speed);
     let run = reclaim_in_dir(
         dir,
         &[
@@ -109,7 +119,7 @@ fn record_headless(dir: &Path, scenario: &str, code: i32, speed: &str) -> Record
 }
 
 fn record_at_16x(dir: &Path, scenario: &str) -> Recording {
-    let path = dir.join(format!("{scenario}-16x.jsonl"));
+    let path = at_16x_path(dir, scenario);
     let mut dashboard = Dashboard::start(
         &["tui", "--scenario", scenario, "--record", path_arg(&path)],
         dir,
@@ -147,9 +157,11 @@ fn same_figures_every_second(
     let headless = record_headless(dir.path(), scenario, code, speed);
     let fast = record_at_16x(dir.path(), scenario);
     assert_same_figures(scenario, &headless, &fast);
-    let files = [format!("headless-{speed}"), "16x".to_string()];
-    for file in files {
-        let path = dir.path().join(format!("{scenario}-{file}.jsonl"));
+    let files = [
+        headless_path(dir.path(), scenario, speed),
+        at_16x_path(dir.path(), scenario),
+    ];
+    for path in files {
         let check = reclaim_in_dir(
             dir.path(),
             &["replay", "--check", path_arg(&path)],
