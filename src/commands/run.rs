@@ -523,9 +523,11 @@ fn print_lane_verdicts(names: &[String], reports: &[RunReport], out: &mut dyn Wr
     }
 }
 
-/// A scenario's own flags on a night without one. clap's `requires` does not hold them to
-/// `--scenario` here, so they are refused by hand: a night run without the speed or the consent
-/// asked for would not be the night meant.
+/// A scenario's own flags on a night without one. clap waives a `requires` whose target
+/// conflicts with an argument given, and `--scenario` conflicts with `--strategy`, `--exec` and
+/// the rest, so `requires = "scenario"` never refuses here (`tui`, where it conflicts with
+/// nothing, does). Refused by hand: a night run without the speed or the consent asked for
+/// would not be the night meant.
 fn refuse_scenario_flags(args: &RunArgs) -> Result<(), Error> {
     for (given, flag) in [
         (args.speed.is_some(), "--speed"),
