@@ -16,6 +16,22 @@ pub enum Stream {
     Kills = 0,
     /// Which of a vendor's responses are dropped.
     VendorDrops = 1,
+    /// The row counts at which answers are lost at random (`--lose-answers`).
+    LostAnswers = 2,
+    /// The row count at which the server restarts at random (`--restart-server-at-random`).
+    ServerRestart = 3,
+}
+
+/// `n` distinct whole numbers in `1..=hi` drawn from `stream` of `seed`, ascending (all of them
+/// when `n` is `hi` or more).
+#[must_use]
+pub fn distinct_in(seed: u64, stream: Stream, n: u64, hi: u64) -> Vec<u64> {
+    let mut rng = Seeded::new(seed, stream);
+    let mut drawn = std::collections::BTreeSet::new();
+    while (drawn.len() as u64) < n.min(hi) {
+        drawn.insert(rng.u64_in(1, hi));
+    }
+    drawn.into_iter().collect()
 }
 
 /// A deterministic stream of draws from one seed.
@@ -75,6 +91,18 @@ impl Seeded {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn distinct_draws_are_distinct_in_range_and_pinned_to_their_seed() {
+        let drawn = distinct_in(7, Stream::LostAnswers, 3, 200);
+        assert_eq!(drawn.len(), 3);
+        assert!(drawn.windows(2).all(|w| w[0] < w[1]), "{drawn:?}");
+        assert!(drawn.iter().all(|&n| (1..=200).contains(&n)), "{drawn:?}");
+        assert_eq!(drawn, distinct_in(7, Stream::LostAnswers, 3, 200));
+        assert_ne!(drawn, distinct_in(8, Stream::LostAnswers, 3, 200));
+        assert_ne!(drawn, distinct_in(7, Stream::ServerRestart, 3, 200));
+        assert_eq!(distinct_in(1, Stream::LostAnswers, 9, 4), [1, 2, 3, 4]);
+    }
 
     #[test]
     fn the_stream_is_chacha8_keyed_by_the_seed_and_pinned() {

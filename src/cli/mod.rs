@@ -400,7 +400,8 @@ pub struct RunArgs {
     /// timeline, one verdict per lane
     #[arg(long, value_name = "NAME|PATH", conflicts_with_all = [
         "strategy", "exec", "items", "delay_ms", "kills", "kill_window", "kill_rows", "kill_at_task",
-        "kill_at_rows", "crash_at", "pause_at", "pause_at_rows", "lose_answer_at", "restart_server_at_rows", "workers", "restart_delay", "max_restarts", "scale", "batch",
+        "kill_at_rows", "crash_at", "pause_at", "pause_at_rows", "lose_answer_at", "lose_answer_at_task", "lose_answers",
+        "restart_server_at_rows", "restart_server_at_task", "restart_server_at_random", "workers", "restart_delay", "max_restarts", "scale", "batch",
         "db", "replay_schedule",
     ])]
     pub scenario: Option<String>,
@@ -446,21 +447,11 @@ pub struct RunArgs {
     /// night (SIGSTOP, then SIGCONT): a pause longer than a lease
     #[arg(long, value_name = "TASK:SECS")]
     pub pause_at: Option<crate::worker::PauseAt>,
-    /// Restart the night's private PostgreSQL cluster once the table holds N rows (pg_ctl
-    /// restart -m immediate: every session ended, every transaction in flight rolled back);
-    /// --warehouse postgres only
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub restart_server_at_rows: Option<u64>,
     /// Stop your --exec job (SIGSTOP to its process group) once its table holds N rows, for
     /// SECS of the night (SIGCONT then): a stop the job cannot see, such as a long GC pause or a
     /// VM migration; at --scale 600, 600 s of the night is one real second
     #[arg(long, value_name = "N:SECS", conflicts_with = "pause_at")]
     pub pause_at_rows: Option<crate::worker::PauseAtRows>,
-    /// Lose the answer to the commit that brings the rows to N (N,M,... for several): a proxy
-    /// of reclaim's own between the workers and PostgreSQL closes the connection after the
-    /// server has committed, before its answer reaches the worker (PostgreSQL only)
-    #[arg(long, value_name = "N[,M...]", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
-    pub lose_answer_at: Vec<u64>,
     /// Workers running at once on the same database (duplicate delivery)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS as i64))]
     pub workers: u16,
@@ -502,6 +493,39 @@ pub struct RunArgs {
     pub vendor: SideEffectArgs,
     #[command(flatten)]
     pub long: LongItemArgs,
+    #[command(flatten)]
+    pub server: ServerFaultArgs,
+}
+
+/// `run`'s faults between the workers and a PostgreSQL server: answers lost, the server
+/// restarted (`commands::run_server`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServerFaultArgs {
+    /// Restart the night's private PostgreSQL cluster once the table holds N rows (pg_ctl
+    /// restart -m immediate: every session ended, every transaction in flight rolled back);
+    /// --warehouse postgres only
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub restart_server_at_rows: Option<u64>,
+    /// Restart the private cluster right after TASK's commit (the first, by any worker), as
+    /// --restart-server-at-rows does; --warehouse postgres only
+    #[arg(long, value_name = "TASK", conflicts_with = "restart_server_at_rows")]
+    pub restart_server_at_task: Option<String>,
+    /// Restart the private cluster once the table holds a row count drawn from --seed (1 to the
+    /// queue's items); --warehouse postgres only
+    #[arg(long, conflicts_with_all = ["restart_server_at_rows", "restart_server_at_task"])]
+    pub restart_server_at_random: bool,
+    /// Lose the answer to the commit that brings the rows to N (N,M,... for several): a proxy
+    /// of reclaim's own between the workers and PostgreSQL closes the connection after the
+    /// server has committed, before its answer reaches the worker (PostgreSQL only)
+    #[arg(long, value_name = "N[,M...]", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    pub lose_answer_at: Vec<u64>,
+    /// Lose the answer to the first commit that brings TASK's row in, by any worker
+    /// (TASK,TASK... for several); PostgreSQL only
+    #[arg(long, value_name = "TASK[,TASK...]", value_delimiter = ',')]
+    pub lose_answer_at_task: Vec<String>,
+    /// Lose N answers, at row counts drawn from --seed (1 to the queue's items); PostgreSQL only
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub lose_answers: u64,
 }
 
 #[derive(Debug, Args)]

@@ -19,6 +19,7 @@ mod prove_report;
 pub mod replay_check;
 mod run;
 mod run_report;
+mod run_server;
 mod scenarios;
 mod schemas;
 mod shrink;

@@ -53,8 +53,8 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         LaneWorker::Strategy(_) => crate::queue::Queue::tasks(args.items),
     };
     let (crash_at, kill_at_task) = planned_kills(args, &worker, &queue)?;
-    check_lost_answers(args, queue.len())?;
-    check_server_restart(args, queue.len())?;
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let server = super::run_server::plan(args, (&worker, &queue), seed)?;
     let replayed = replayed_kills(args, &queue)?;
     let mut night = early.map_or_else(|| open_warehouse(args, Some(&worker)), |n| Ok(Some(n)))?;
     let given_db = args.db.as_deref().map(paths::new_warehouse).transpose()?;
@@ -66,7 +66,6 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     // The last step before the night: claim the warehouse atomically, so a second reclaim
     // given the same new path is refused rather than sharing (and reporting) this night.
     let (db, mut folder) = claim_warehouse(given_db, &worker, args)?;
-    let seed = args.seed.unwrap_or_else(rand::random);
     let exe = std::env::current_exe().context(|| "cannot find reclaim's own executable".into())?;
     let (window, rows) = random_placement(args, &worker, queue.len());
     let plan = KillPlan {
@@ -89,7 +88,8 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         crash_at,
         pause_at: args.pause_at,
         pause_at_rows: args.pause_at_rows,
-        lose_answers: args.lose_answer_at.clone(),
+        lose_answers: server.lose_rows.clone(),
+        lose_answer_tasks: server.lose_tasks.clone(),
         side_effect: args.vendor.side_effect,
         long_item: args.long.long_item,
         split: args.long.split,
@@ -108,7 +108,8 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         max_restarts: args.max_restarts,
         scale: args.scale,
         progress_deadline: args.deadline.progress_deadline,
-        restart_server_at_rows: args.restart_server_at_rows,
+        restart_server_at_rows: server.restart_rows,
+        restart_server_at_task: server.restart_task,
         ..EngineConfig::new(vec![lane], plan.clone(), exe)
     }
     .on(&Warehouse::of(night.as_ref()));
@@ -117,12 +118,11 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
             refuse_old_vendor_db(lane)?;
         }
         if let Some(night) = night.as_mut() {
-            night
-                .claim(config.lanes.iter().map(|l| l.db.as_path()))
+            (night.claim(config.lanes.iter().map(|l| l.db.as_path())))
                 .map_err(crate::warehouse::StoreError::from)?;
         }
         if !args.json {
-            print_header(args, (&worker, &queue), &plan, seed, out);
+            print_header(args, (&worker, &queue), (&plan, &server), seed, out);
         }
         let dir = folder.as_ref().map(|f| f.path().to_path_buf());
         let record = record.as_deref().map(|path| (path, command_line()));
@@ -197,55 +197,6 @@ fn open_warehouse(
     (args.warehouse.open()).map_err(|e| Error::Store(e.into()))
 }
 
-/// `--restart-server-at-rows`: only a server reclaim started is reclaim's to restart, and only at
-/// a row count the night can reach.
-fn check_server_restart(args: &RunArgs, items: u64) -> Result<(), Error> {
-    let Some(n) = args.restart_server_at_rows else {
-        return Ok(());
-    };
-    match &args.warehouse.warehouse {
-        crate::warehouse::Spec::Sqlite => {
-            return Err(Error::Refused(
-                "--restart-server-at-rows restarts the PostgreSQL server of the night, and SQLite has none: add --warehouse postgres (a private cluster of reclaim's own)".into(),
-            ));
-        }
-        crate::warehouse::Spec::Server(_) => {
-            return Err(Error::Refused(
-                "--restart-server-at-rows restarts only a server reclaim started (--warehouse postgres), never yours: restart yours yourself mid-night, and reclaim says what it saw".into(),
-            ));
-        }
-        crate::warehouse::Spec::Private => {}
-    }
-    let reach = items.saturating_mul(u64::from(args.workers));
-    if n > reach && args.kills == 0 && args.kill_at_rows.is_none() {
-        return Err(Error::Refused(format!(
-            "--restart-server-at-rows {n} is past the {reach} rows a queue of {items} items makes; the restart would never happen"
-        )));
-    }
-    Ok(())
-}
-
-/// `--lose-answer-at`: a proxy between the workers and a PostgreSQL server that can read their
-/// commits' answers (no TLS it would have to break), at row counts the night can reach.
-fn check_lost_answers(args: &RunArgs, items: u64) -> Result<(), Error> {
-    let Some(&last) = args.lose_answer_at.iter().max() else {
-        return Ok(());
-    };
-    super::answers_can_be_lost(&args.warehouse.warehouse, "--lose-answer-at")?;
-    let reach = items.saturating_mul(u64::from(args.workers));
-    if last > reach {
-        let workers = if args.workers > 1 {
-            format!(" by {} workers", args.workers)
-        } else {
-            String::new()
-        };
-        return Err(Error::Refused(format!(
-            "--lose-answer-at {last} is beyond the {reach} rows a queue of {items} items makes{workers}; it would never happen"
-        )));
-    }
-    Ok(())
-}
-
 /// What reclaim runs on PostgreSQL so far: its own strategies, without split items, and an
 /// --exec job (its table or --count-sql, --keys-sql and --checkpoint-table on the server).
 fn pg_supports(args: &RunArgs, worker: &LaneWorker) -> Result<(), Error> {
@@ -285,7 +236,7 @@ fn planned_kills(
     let kill_at_task = args
         .kill_at_task
         .as_deref()
-        .map(|typed| resolve_key("--kill-at-task", typed, queue))
+        .map(|typed| super::run_server::resolve_key("--kill-at-task", typed, queue))
         .transpose()?;
     if kill_at_task.is_some() && worker.job().is_some_and(|j| j.rows.count_sql.is_some()) {
         return Err(Error::Refused(
@@ -442,18 +393,6 @@ fn check_side_effect(
     Ok(())
 }
 
-/// Where a key the user typed stands in the queue; refused (before anything starts) when the
-/// queue has no such key: a kill there would never happen.
-fn resolve_key(flag: &str, typed: &str, queue: &crate::queue::Queue) -> Result<u64, Error> {
-    queue.resolve(typed).ok_or_else(|| {
-        Error::Refused(format!(
-            "{flag} {} is not a key of the queue ({}): it is beyond the queue or spelled otherwise, so it would never happen",
-            crate::base::text::escape_controls(typed),
-            queue.describe()
-        ))
-    })
-}
-
 /// Whose worker runs: reclaim's own strategy, or the user's command (checked whole first).
 fn lane_worker(args: &RunArgs, warehouse: &Warehouse) -> Result<LaneWorker, Error> {
     Ok(
@@ -464,7 +403,8 @@ fn lane_worker(args: &RunArgs, warehouse: &Warehouse) -> Result<LaneWorker, Erro
                 // queue; a key outside it would never be reached.
                 if let Some(text) = &args.crash_at {
                     let mut plan = crate::worker::protocol::points::CrashPlan::parse(text)?;
-                    let index = resolve_key("--crash-at", &plan.key, &job.queue)?;
+                    let index =
+                        super::run_server::resolve_key("--crash-at", &plan.key, &job.queue)?;
                     plan.key = job.queue.key(index);
                     job.crash_at = Some(plan);
                 }

@@ -95,7 +95,7 @@ pub(super) fn with_judgement(
 pub(super) fn print_header(
     args: &RunArgs,
     (worker, queue): (&LaneWorker, &crate::queue::Queue),
-    plan: &KillPlan,
+    (plan, server): (&KillPlan, &super::run_server::ServerPlan),
     seed: u64,
     out: &mut dyn Write,
 ) {
@@ -197,21 +197,28 @@ pub(super) fn print_header(
             args.warehouse.server_wait
         );
     }
-    let _ = writeln!(out, "kill plan    {}", describe_plan(plan, args, queue));
-    print_fault_plans(args, out);
+    print_plans(args, queue, (plan, server), seed, out);
 }
 
-/// The faults planned beside the kills: a pause, a server restart.
-fn print_fault_plans(args: &RunArgs, out: &mut dyn Write) {
+/// The kill plan, and the faults planned beside the kills: a pause, lost answers, a server
+/// restart.
+fn print_plans(
+    args: &RunArgs,
+    queue: &crate::queue::Queue,
+    (plan, server): (&KillPlan, &super::run_server::ServerPlan),
+    seed: u64,
+    out: &mut dyn Write,
+) {
+    let faults = server.any() || args.pause_at.is_some() || args.pause_at_rows.is_some();
+    let _ = writeln!(
+        out,
+        "kill plan    {}",
+        describe_plan(plan, args, queue, faults)
+    );
     if let Some(pause) = describe_pause_plan(args) {
         let _ = writeln!(out, "pause plan   {pause}");
     }
-    if let Some(n) = args.restart_server_at_rows {
-        let _ = writeln!(
-            out,
-            "server plan  the private cluster restarted at once (pg_ctl restart -m immediate) when the table holds {n} rows"
-        );
-    }
+    server.print(queue, seed, out);
 }
 
 /// The planned pause in words (`--pause-at`, `--pause-at-rows`), with its real length.
@@ -240,7 +247,12 @@ fn describe_pause_plan(args: &RunArgs) -> Option<String> {
 }
 
 /// The kill plan in words, each planned kill named by the queue's own keys.
-fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -> String {
+fn describe_plan(
+    plan: &KillPlan,
+    args: &RunArgs,
+    queue: &crate::queue::Queue,
+    other_faults: bool,
+) -> String {
     let mut parts = Vec::new();
     if let Some(crash) = &args.crash_at {
         parts.push(format!(
@@ -334,10 +346,6 @@ fn describe_plan(plan: &KillPlan, args: &RunArgs, queue: &crate::queue::Queue) -
             times.join(", ")
         ));
     }
-    let other_faults = args.pause_at.is_some()
-        || args.pause_at_rows.is_some()
-        || args.restart_server_at_rows.is_some()
-        || !args.lose_answer_at.is_empty();
     if parts.is_empty() && other_faults {
         "no kills".to_string()
     } else if parts.is_empty() {
@@ -479,14 +487,14 @@ fn describe_rows_landings(landed: &crate::engine::RowsLandings) -> String {
 
 /// The answers lost of those planned (`--lose-answer-at`), with the keys of their commits.
 fn print_answers(report: &RunReport, out: &mut dyn Write) {
-    if report.answers_planned.is_empty() {
+    if !report.answers_were_planned() {
         return;
     }
     let lost = report.answers_lost.len();
     let _ = writeln!(
         out,
         "answers      {lost} lost of {} planned{}",
-        report.answers_planned.len(),
+        report.answers_planned.len() + report.answers_planned_keys.len(),
         if lost == 0 {
             String::new()
         } else {

@@ -41,10 +41,10 @@ pub(super) fn refuse_on_pg(
     scenario: &Scenario,
     spec: &crate::warehouse::Spec,
 ) -> Result<(), Error> {
-    if let (Some(rows), crate::warehouse::Spec::Server(_)) = (scenario.restart_server_at_rows, spec)
+    if let (Some(when), crate::warehouse::Spec::Server(_)) = (scenario.server_restart_said(), spec)
     {
         return Err(Error::Refused(format!(
-            "the scenario restarts the server at {rows} rows (host.restart_server_at_rows), and reclaim restarts only a server it started, never yours: leave out --warehouse to run it on a private cluster"
+            "the scenario restarts the server {when}, and reclaim restarts only a server it started, never yours: leave out --warehouse to run it on a private cluster"
         )));
     }
     for lane in &scenario.lanes {

@@ -239,6 +239,15 @@ pub struct LaneConfig {
     /// (`warehouse::postgres::answers`). PostgreSQL only.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub lose_answers: Vec<u64>,
+    /// The tasks whose first commit's answer is lost (`--lose-answer-at-task`): the first
+    /// commit, by any worker, after which the task's row is in. PostgreSQL only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lose_answer_tasks: Vec<u64>,
+    /// Run the lane's workers through a proxy even with no loss planned, so the dashboard's
+    /// `L` can lose one by hand (its workers do not retry a lost write: they die, and are
+    /// restarted, as a worker without a retry loop does).
+    #[serde(skip)]
+    pub answer_proxy: bool,
     /// What each item also does outside the database (`--side-effect`).
     pub side_effect: Option<SideEffect>,
     /// How the lane's vendor behaves, when it has one (`needs_vendor`).
@@ -266,6 +275,35 @@ impl From<Strategy> for LaneWorker {
 }
 
 impl LaneConfig {
+    /// The answers its proxy loses: at row counts, and at the commits of tasks, by their keys
+    /// (the job's queue's spelling, or the postmortem's for reclaim's own worker).
+    #[must_use]
+    pub fn answer_plan(&self) -> crate::warehouse::postgres::answers::AnswerPlan {
+        crate::warehouse::postgres::answers::AnswerPlan {
+            rows: self.lose_answers.clone(),
+            keys: (self.lose_answer_tasks.iter())
+                .map(|&t| self.task_key(t))
+                .collect(),
+        }
+    }
+
+    /// Whether its workers try a write again after its answer was lost: only where losses are
+    /// planned, as a job's retry loop would (elsewhere a lost connection ends the worker).
+    #[must_use]
+    pub fn retries_writes(&self) -> bool {
+        !self.lose_answers.is_empty() || !self.lose_answer_tasks.is_empty()
+    }
+
+    /// The key of the queue's item `task`: the job's queue's spelling, or the postmortem's for
+    /// reclaim's own worker.
+    #[must_use]
+    pub fn task_key(&self, task: u64) -> String {
+        match self.worker.job() {
+            Some(job) => job.queue.key(task),
+            None => crate::task::task_id(task),
+        }
+    }
+
     /// One worker on `db` at the postmortem's pace (10 ms an item, 6 sim seconds at the default
     /// 600x), one item per transaction, no crash point, named after what does the work; set what
     /// differs with struct update syntax (a driver that changes `delay` or the scale sets `paces`
@@ -289,6 +327,8 @@ impl LaneConfig {
             pause_at: None,
             pause_at_rows: None,
             lose_answers: Vec::new(),
+            lose_answer_tasks: Vec::new(),
+            answer_proxy: false,
             side_effect: None,
             vendor: VendorModes::default(),
             long_item: None,
@@ -382,6 +422,9 @@ pub struct EngineConfig {
     /// Restart the night's private cluster (its `Server::restarter`) once the first lane's
     /// table holds this many rows (`--restart-server-at-rows`, `host.restart_server_at_rows`).
     pub restart_server_at_rows: Option<u64>,
+    /// The private cluster restarted once the first lane commits this task
+    /// (`--restart-server-at-task`, `host.restart_server_at_task`).
+    pub restart_server_at_task: Option<u64>,
 }
 
 impl EngineConfig {
@@ -406,6 +449,7 @@ impl EngineConfig {
             wipe_at_task: None,
             progress_deadline: None,
             restart_server_at_rows: None,
+            restart_server_at_task: None,
         }
     }
 

@@ -44,12 +44,19 @@ impl Engine {
     /// The answers a job's proxy kept from it since the last look, each on the timeline as the
     /// host's doing (`--lose-answer-at`), at the clock's reading. reclaim's own workers' are
     /// said with the worker's retry (`note_lost_answers_of`), whose moment is its write's, or
-    /// here once the lane's proxy has stopped (a loss no worker answered).
+    /// here once the lane's proxy has stopped (a loss no worker answered), or where its
+    /// workers do not retry (`L` on a lane planned without losses: the worker dies of it).
     pub(super) fn note_lost_answers(&mut self, now: Instant) {
         for lane in 0..self.lanes.len() {
             let l = &self.lanes[lane];
-            if l.config().worker.job().is_some() || !l.answers_running() {
+            let own = l.config().worker.job().is_none();
+            if !own || !l.answers_running() {
                 self.note_lost_answers_of(now, lane, None);
+            } else if !l.config().retries_writes() {
+                // Its worker dies of the loss, that death stamped at its write's moment: the
+                // host's line goes at the newest worker's moment, before it.
+                let newest = (l.attempts().iter().map(super::Attempt::now)).reduce(f64::max);
+                self.note_lost_answers_of(now, lane, newest);
             }
         }
     }
@@ -283,8 +290,15 @@ fn lost_answer_said(lost: &crate::warehouse::postgres::answers::LostAnswer) -> S
             if many.len() > 3 { ", ..." } else { "" }
         ),
     };
+    let commit = match &lost.at_key {
+        Some(key) => format!(
+            "{}'s first commit, which brought the rows to {}",
+            crate::base::text::escape_controls(key),
+            lost.rows
+        ),
+        None => format!("the commit that brought the rows to {}{keys}", lost.rows),
+    };
     format!(
-        "host loses the answer to the commit that brought the rows to {}{keys}: committed on the server, its connection closed before the answer reached the worker",
-        lost.rows
+        "host loses the answer to {commit}: committed on the server, its connection closed before the answer reached the worker"
     )
 }

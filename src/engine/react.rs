@@ -145,6 +145,7 @@ impl Engine {
                 HostAction::Resume => (0..self.lanes.len()).for_each(|l| self.resume_lane(l, now)),
                 HostAction::Kill => self.kill_at(now, at, None),
                 HostAction::RandomKill => self.random_kill(now, at),
+                HostAction::RestartServer => self.restart_server_at_task(now, at),
             }
         }
     }
@@ -275,6 +276,33 @@ impl Engine {
                     "the server restart planned {when} did not happen: this night has no server of reclaim's own"
                 );
                 self.log_at(now, Some(sim), None, (Source::Runner, Kind::Error), text);
+            }
+        }
+    }
+
+    /// `--restart-server-at-task`: the private cluster restarted at the moment of the first
+    /// lane's commit of the task (the trigger fires once every write up to it is in). The rows
+    /// are not said: the last poll may not have read that commit yet.
+    fn restart_server_at_task(&mut self, now: Instant, at: f64) {
+        let Some(task) = self.config.restart_server_at_task else {
+            return;
+        };
+        let key = self.lanes.first().map_or_else(
+            || crate::task::task_id(task),
+            |lane| lane.config().task_key(task),
+        );
+        let when = format!(
+            "right after {}'s commit",
+            crate::base::text::escape_controls(&key)
+        );
+        match self.restart_server_now((now, at), &when) {
+            Some(true) => self.triggers.server_restarted_at_task(),
+            Some(false) => {}
+            None => {
+                let text = format!(
+                    "the server restart planned {when} did not happen: this night has no server of reclaim's own"
+                );
+                self.log_at(now, Some(at), None, (Source::Runner, Kind::Error), text);
             }
         }
     }

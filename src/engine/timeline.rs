@@ -135,7 +135,8 @@ pub enum Committed {
 
 /// Entries handed out in a stable order, so two runs of one night print the same text: by the
 /// second they are shown at, then by lane (the night's own lines first), then by worker in a
-/// lane of several (the runner's lines about none with the first), then as they were heard. Each waits until no entry still to come can fall in its second: workers' pipes and
+/// lane of several (the runner's lines about none with the first), a worker's `done` after the
+/// rest of its second, then as they were heard. Each waits until no entry still to come can fall in its second: workers' pipes and
 /// the database are read as they deliver, and two lanes' lines of one second arrive in either
 /// order.
 #[derive(Debug, Default)]
@@ -173,9 +174,12 @@ impl InOrder {
             ready
         };
         self.before = Some(key);
+        // A worker's `done` is the last it says: what the rows show of its writes in that
+        // second (a symptom read by a poll that came after the line) goes before it.
         ready.sort_by_key(|&i| {
             let e = &timeline[i];
-            (e.sim.second(), e.lane, e.slot.unwrap_or(0), i)
+            let done = e.source == Source::Worker && e.kind == Kind::Done;
+            (e.sim.second(), e.lane, e.slot.unwrap_or(0), done, i)
         });
         ready
     }

@@ -22,6 +22,8 @@ pub enum HostAction {
     /// A random kill (`--kills`): as `Kill`, or one worker's where a lane's kills hit one
     /// (`Engine::kills_one_worker`).
     RandomKill,
+    /// Restart the night's private cluster (`--restart-server-at-task`).
+    RestartServer,
 }
 
 /// A trigger that waits for the first lane to commit a task: its moment is that write's.
@@ -113,6 +115,8 @@ pub struct Triggers {
     /// `--restart-server-at-rows`: once the first lane's table holds this many rows (once);
     /// its rows as of the last poll bound one worker's grants, as a kill by rows does.
     server_restart: Option<RowsKill>,
+    /// `--restart-server-at-task`: once the first lane commits the task (once).
+    server_restart_task: AtTask,
     /// Kills at moments of a recorded night, replayed in order.
     replayed: Vec<KillMoment>,
     /// When the first lane wrote the task the next replayed kill waits for.
@@ -138,6 +142,8 @@ pub struct Fired {
     pub kill_at_message: Option<(u64, bool)>,
     /// The server restart at a row count (`--restart-server-at-rows`): planned, fired.
     pub server_restart: Option<(u64, bool)>,
+    /// The server restart at a task's commit (`--restart-server-at-task`): planned, fired.
+    pub server_restart_at_task: Option<(u64, bool)>,
     /// Replayed kills: planned, fired.
     pub replayed: (usize, usize),
     /// Random kills: planned (`--kills`), fired.
@@ -159,6 +165,7 @@ impl Triggers {
                 base: 0,
                 seen: (0, 0),
             }),
+            server_restart_task: AtTask::new(config.restart_server_at_task),
             replayed: config.kills.replayed.clone(),
             replayed_sim: None,
             schedule: KillSchedule::new(&config.kills),
@@ -172,6 +179,7 @@ impl Triggers {
                 kill_at_rows: config.kills.at_rows.map(|n| (n, false)),
                 kill_at_message: config.kills.at_message.map(|n| (n, false)),
                 server_restart: config.restart_server_at_rows.map(|n| (n, false)),
+                server_restart_at_task: config.restart_server_at_task.map(|t| (t, false)),
                 replayed: (config.kills.replayed.len(), 0),
                 random: (config.kills.random, 0),
             },
@@ -202,6 +210,7 @@ impl Triggers {
         self.wipe.wrote(last, sim);
         self.hang.wrote(last, sim);
         self.kill_at_task.wrote(last, sim);
+        self.server_restart_task.wrote(last, sim);
         if let Some(KillMoment::AfterTask(task)) = self.replayed.get(self.timed_fired)
             && self.replayed_sim.is_none()
             && last >= *task
@@ -230,6 +239,7 @@ impl Triggers {
             self.wipe.awaited(),
             self.hang.awaited(),
             self.kill_at_task.awaited(),
+            self.server_restart_task.awaited(),
             replayed,
         ]
         .into_iter()
@@ -244,6 +254,7 @@ impl Triggers {
             self.wipe.moment(),
             self.hang.moment(),
             self.kill_at_task.moment(),
+            self.server_restart_task.moment(),
             self.next_replayed(),
             self.hang_resume_at,
             self.next_kill,
@@ -274,6 +285,9 @@ impl Triggers {
         }
         if let Some(at) = self.kill_at_task.take(ready) {
             due.push((HostAction::Kill, at));
+        }
+        if let Some(at) = self.server_restart_task.take(ready) {
+            due.push((HostAction::RestartServer, at));
         }
         if let Some(at) = self.next_replayed()
             && ready(at)
@@ -326,9 +340,17 @@ impl Triggers {
         true
     }
 
-    /// The planned server restart happened (`pg_ctl` said so): only then is it fired.
+    /// The planned server restart at a row count happened (`pg_ctl` said so): only then is it
+    /// fired.
     pub fn server_restarted(&mut self) {
         if let Some((_, fired)) = self.fired.server_restart.as_mut() {
+            *fired = true;
+        }
+    }
+
+    /// The planned server restart at a task's commit happened (`pg_ctl` said so).
+    pub fn server_restarted_at_task(&mut self) {
+        if let Some((_, fired)) = self.fired.server_restart_at_task.as_mut() {
             *fired = true;
         }
     }

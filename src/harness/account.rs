@@ -74,13 +74,8 @@ impl RunReport {
                 ),
             );
         }
-        for planned in self.answers_never_lost() {
-            account.push(
-                account::Kind::NotFired,
-                format!(
-                    "the answer at row {planned} was never lost: no commit brought the rows to {planned} while the proxy looked"
-                ),
-            );
+        for never in self.answers_never_lost() {
+            account.push(account::Kind::NotFired, never);
         }
         if let Some(state) = &self.state {
             account.absorb(&state.account(), "");

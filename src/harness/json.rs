@@ -95,7 +95,9 @@ impl Serialize for RunReport {
                 || self.pause_rows_planned.is_some()
                 || self.pauses.landed > 0)
                 .then_some(self.pauses),
-            answers_lost: (!self.answers_planned.is_empty()).then(|| self.answers_lost.clone()),
+            answers_lost: self
+                .answers_were_planned()
+                .then(|| self.answers_lost.clone()),
             restarts: self.restarts,
             runs: self.runs(),
             started_before_first_done: self.started_before_first_done,

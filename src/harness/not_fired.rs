@@ -13,6 +13,8 @@ pub enum Unfired {
     KillAtRows { n: u64, rows: u64 },
     /// `--restart-server-at-rows`: the table never held `n` rows; it held `rows` at the end.
     ServerRestart { n: u64, rows: u64 },
+    /// `--restart-server-at-task`: the key whose commit was to restart the server.
+    ServerRestartAtTask { key: String },
     /// Kills replayed from a recording: `planned`, of which `fired` fired before the job
     /// completed (`completed`) or the night ended without it.
     Replayed {
@@ -55,6 +57,10 @@ impl Unfired {
             }
             Self::ServerRestart { n, rows } => format!(
                 "the server restart at {n} rows never happened: the table held {rows} rows at the end"
+            ),
+            Self::ServerRestartAtTask { key } => format!(
+                "the server restart after {}'s commit never happened: its row was never written while the job ran, or pg_ctl failed (the timeline says which)",
+                crate::base::text::escape_controls(key)
             ),
             Self::Replayed {
                 planned,
@@ -115,6 +121,11 @@ pub(super) fn not_fired(
     }
     if let Some((n, false)) = fired.server_restart {
         unfired.push(Unfired::ServerRestart { n, rows });
+    }
+    if let Some((task, false)) = fired.server_restart_at_task {
+        unfired.push(Unfired::ServerRestartAtTask {
+            key: queue.key(task),
+        });
     }
     let (planned, fired_replayed) = fired.replayed;
     if fired_replayed < planned {

@@ -58,6 +58,9 @@ pub struct RunReport {
     pub pauses: crate::engine::Pauses,
     /// The row counts at whose commits an answer was to be lost (`--lose-answer-at`).
     pub answers_planned: Vec<u64>,
+    /// The keys of the tasks at whose first commit an answer was to be lost
+    /// (`--lose-answer-at-task`).
+    pub answers_planned_keys: Vec<String>,
     /// The answers lost, each with the rows its commit brought the table to and its keys.
     pub answers_lost: Vec<crate::warehouse::postgres::answers::LostAnswer>,
     /// The key of an item whose checkpoint was seen committed before its row
@@ -145,6 +148,7 @@ impl RunReport {
             pause_rows_planned: lane.config().pause_at_rows,
             pauses: lane.pauses(),
             answers_planned: lane.config().lose_answers.clone(),
+            answers_planned_keys: lane.config().answer_plan().keys,
             answers_lost: lane.lost_answers(),
             checkpoint_before_row: lane.observer().checkpoint_before_row.clone(),
             row_before_checkpoint: lane.observer().row_before_checkpoint.clone(),

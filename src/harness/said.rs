@@ -90,14 +90,31 @@ impl RunReport {
         keys.join("; ")
     }
 
-    /// The planned lost answers that never happened: no commit brought the rows to them.
+    /// The planned lost answers that never happened, in words: no commit brought the rows to
+    /// them, or no commit brought a planned task's row in while the proxy looked.
     #[must_use]
-    pub fn answers_never_lost(&self) -> Vec<u64> {
-        (self.answers_planned.iter().copied())
+    pub fn answers_never_lost(&self) -> Vec<String> {
+        let by_rows = (self.answers_planned.iter().copied())
             .filter(|&p| {
-                !(self.answers_lost.iter()).any(|lost| lost.planned <= p && p <= lost.rows)
+                !(self.answers_lost.iter())
+                    .any(|lost| lost.at_key.is_none() && lost.planned <= p && p <= lost.rows)
             })
-            .collect()
+            .map(|p| {
+                format!("the answer at row {p} was never lost: no commit brought the rows to {p} while the proxy looked")
+            });
+        let by_key = (self.answers_planned_keys.iter())
+            .filter(|&key| !(self.answers_lost.iter()).any(|lost| lost.at_key.as_ref() == Some(key)))
+            .map(|key| {
+                let key = crate::base::text::escape_controls(key);
+                format!("the answer to {key}'s commit was never lost: no commit brought its row in while the proxy looked")
+            });
+        by_rows.chain(by_key).collect()
+    }
+
+    /// Whether any lost answer was planned, by rows or by task.
+    #[must_use]
+    pub fn answers_were_planned(&self) -> bool {
+        !self.answers_planned.is_empty() || !self.answers_planned_keys.is_empty()
     }
 
     /// Why the job never completed, when it did not: the night gave up on it, or the

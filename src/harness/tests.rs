@@ -56,6 +56,7 @@ fn naive_night() -> RunReport {
         pause_rows_planned: None,
         pauses: crate::engine::Pauses::default(),
         answers_planned: Vec::new(),
+        answers_planned_keys: Vec::new(),
         answers_lost: Vec::new(),
         checkpoint_before_row: None,
         row_before_checkpoint: None,

@@ -138,8 +138,18 @@ pub(super) struct HostFile {
     pause_for: Option<f64>,
     /// Lose the answer to the commit that brings each lane's rows to each of these (PostgreSQL).
     lose_answer_at: Option<Vec<u64>>,
+    /// Lose the answer to the first commit that brings each of these tasks' rows in.
+    lose_answer_at_task: Option<Vec<String>>,
+    /// Lose this many answers, at row counts drawn from the seed.
+    #[serde(default)]
+    random_lost_answers: u64,
     /// Restart the night's private cluster once the first lane's table holds this many rows.
     restart_server_at_rows: Option<u64>,
+    /// ... or once the first lane commits this task.
+    restart_server_at_task: Option<String>,
+    /// ... or at a row count drawn from the seed.
+    #[serde(default)]
+    random_server_restart: bool,
     wipe_at_task: Option<String>,
 }
 
@@ -267,6 +277,23 @@ impl ScenarioFile {
         Ok(lanes)
     }
 
+    /// A task id field (`host.kill_at_task = "task-111"`), checked against the queue.
+    fn task_field(&self, field: &str, value: Option<&str>) -> Result<Option<u64>, Invalid> {
+        let Some(text) = value else { return Ok(None) };
+        let index = crate::task::parse_task_id(text).ok_or_else(|| {
+            Invalid(format!(
+                "{field} = \"{}\" is not a task id such as task-111",
+                quoted(text)
+            ))
+        })?;
+        crate::task::check_in_queue(
+            &format!("{field} = \"{}\":", quoted(text)),
+            index,
+            self.items,
+        )?;
+        Ok(Some(index))
+    }
+
     pub(super) fn validate(self, source: &str) -> Result<Scenario, Invalid> {
         let _ = source;
         if self.title.trim().is_empty() {
@@ -297,21 +324,7 @@ impl ScenarioFile {
                 self.lane.len()
             )));
         }
-        let task = |field: &str, value: &Option<String>| -> Result<Option<u64>, Invalid> {
-            let Some(text) = value else { return Ok(None) };
-            let index = crate::task::parse_task_id(text).ok_or_else(|| {
-                Invalid(format!(
-                    "{field} = \"{}\" is not a task id such as task-111",
-                    quoted(text)
-                ))
-            })?;
-            crate::task::check_in_queue(
-                &format!("{field} = \"{}\":", quoted(text)),
-                index,
-                self.items,
-            )?;
-            Ok(Some(index))
-        };
+        let task = |field: &str, value: &Option<String>| self.task_field(field, value.as_deref());
         let host = &self.host;
         let kill_at_task = task("host.kill_at_task", &host.kill_at_task)?;
         let hang_at_task = task("host.hang_at_task", &host.hang_at_task)?;
@@ -332,9 +345,20 @@ impl ScenarioFile {
         let warehouse = warehouse_of(self.warehouse.as_deref())?;
         let first_lane = (self.items, lanes.first().map_or(1, |l| l.workers));
         let (lose_answers, restart_server_at_rows) = server_faults(host, &warehouse, first_lane)?;
+        let lose_answer_tasks = (host.lose_answer_at_task.iter().flatten())
+            .map(|t| {
+                task("host.lose_answer_at_task", &Some(t.clone())).map(Option::unwrap_or_default)
+            })
+            .collect::<Result<Vec<u64>, Invalid>>()?;
+        let restart_server_at_task =
+            task("host.restart_server_at_task", &host.restart_server_at_task)?;
         Ok(Scenario {
             lose_answers,
+            lose_answer_tasks,
+            random_lost_answers: host.random_lost_answers,
             restart_server_at_rows,
+            restart_server_at_task,
+            random_server_restart: host.random_server_restart,
             warehouse,
             source: source.to_string(),
             title: self.title,
@@ -370,10 +394,59 @@ fn server_faults(
     warehouse: &crate::warehouse::Spec,
     (items, workers): (u64, usize),
 ) -> Result<(Vec<u64>, Option<u64>), Invalid> {
-    Ok((
+    let faults = (
         lost_answers_of(host.lose_answer_at.clone(), warehouse, items)?,
         server_restart_of(host.restart_server_at_rows, warehouse, (items, workers))?,
-    ))
+    );
+    check_by_task_and_random(host, warehouse, items)?;
+    Ok(faults)
+}
+
+/// The lost answers by task and at random, and the server restart by task and at random: on
+/// a private PostgreSQL cluster, one server restart at most, no more random losses than items.
+fn check_by_task_and_random(
+    host: &HostFile,
+    warehouse: &crate::warehouse::Spec,
+    items: u64,
+) -> Result<(), Invalid> {
+    let loses = host
+        .lose_answer_at_task
+        .as_ref()
+        .is_some_and(|t| !t.is_empty())
+        || host.random_lost_answers > 0;
+    if loses && !warehouse.is_postgres() {
+        return Err(Invalid(
+            "host.lose_answer_at_task and host.random_lost_answers lose commits' answers between the workers and a PostgreSQL server: add warehouse = \"postgres\"".into(),
+        ));
+    }
+    if host.random_lost_answers > items {
+        return Err(Invalid(format!(
+            "host.random_lost_answers = {}: more than the night's {items} items, each lost answer at a row count of its own",
+            host.random_lost_answers
+        )));
+    }
+    let restarts = [
+        host.restart_server_at_rows.is_some(),
+        host.restart_server_at_task.is_some(),
+        host.random_server_restart,
+    ];
+    if restarts.iter().filter(|&&r| r).count() > 1 {
+        return Err(Invalid(
+            "host.restart_server_at_rows, host.restart_server_at_task and host.random_server_restart each plan the night's one server restart: name one".into(),
+        ));
+    }
+    let any_loss = loses || host.lose_answer_at.as_ref().is_some_and(|a| !a.is_empty());
+    if (restarts[0] || restarts[2]) && any_loss {
+        return Err(Invalid(
+            "a server restart placed by rows (host.restart_server_at_rows, host.random_server_restart) cannot land on its row in a night that loses answers: a worker's retry writes its rows twice in one write; place it after a task's commit (host.restart_server_at_task)".into(),
+        ));
+    }
+    if (restarts[1] || restarts[2]) && !warehouse.is_postgres() {
+        return Err(Invalid(
+            "host.restart_server_at_task and host.random_server_restart restart the night's PostgreSQL server, and SQLite has none: add warehouse = \"postgres\" (a private cluster of reclaim's own)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// `host.lose_answer_at`: row counts the night reaches, on a private PostgreSQL cluster (the

@@ -163,9 +163,17 @@ pub struct Scenario {
     pub pause_at: Option<crate::worker::PauseAt>,
     /// Each lane's commits whose answers are lost, by the rows they bring the lane to.
     pub lose_answers: Vec<u64>,
+    /// Each lane's commits whose answers are lost, by the task whose row they bring in first.
+    pub lose_answer_tasks: Vec<u64>,
+    /// Answers lost at row counts drawn from the seed (`host.random_lost_answers`).
+    pub random_lost_answers: u64,
     /// The night's private cluster restarted once the first lane's table holds these rows
     /// (`host.restart_server_at_rows`; how, the night's warehouse says: `Server::restarter`).
     pub restart_server_at_rows: Option<u64>,
+    /// ... or once the first lane commits this task (`host.restart_server_at_task`).
+    pub restart_server_at_task: Option<u64>,
+    /// ... or at a row count drawn from the seed (`host.random_server_restart`).
+    pub random_server_restart: bool,
     pub wipe_at_task: Option<u64>,
     pub lanes: Vec<ScenarioLane>,
     pub captions: Vec<Caption>,
@@ -243,7 +251,11 @@ impl Scenario {
             hang_for: None,
             pause_at: None,
             lose_answers: Vec::new(),
+            lose_answer_tasks: Vec::new(),
+            random_lost_answers: 0,
             restart_server_at_rows: None,
+            restart_server_at_task: None,
+            random_server_restart: false,
             wipe_at_task: None,
             warehouse: crate::warehouse::Spec::Sqlite,
             lanes,
@@ -372,7 +384,8 @@ impl Scenario {
                         crash_at: lane.crash_at,
                         pause_at: self.pause_at,
                         pause_at_rows: None,
-                        lose_answers: self.lose_answers.clone(),
+                        lose_answers: self.lost_answer_rows(),
+                        lose_answer_tasks: self.lose_answer_tasks.clone(),
                         side_effect: lane.side_effect,
                         vendor: VendorModes {
                             seed: self.seed,
@@ -408,8 +421,69 @@ impl Scenario {
             }),
             wipe_at_task: self.wipe_at_task,
             progress_deadline: None,
-            restart_server_at_rows: self.restart_server_at_rows,
+            restart_server_at_rows: self.server_restart_rows(),
+            restart_server_at_task: self.restart_server_at_task,
         }
+    }
+
+    /// Whether the night loses answers (by rows, by task or at random): its lanes then run
+    /// through proxies of reclaim's own.
+    #[must_use]
+    pub fn loses_answers(&self) -> bool {
+        !self.lose_answers.is_empty()
+            || !self.lose_answer_tasks.is_empty()
+            || self.random_lost_answers > 0
+    }
+
+    /// The planned server restart in words, with the field that plans it.
+    #[must_use]
+    pub fn server_restart_said(&self) -> Option<String> {
+        if let Some(rows) = self.restart_server_at_rows {
+            Some(format!("at {rows} rows (host.restart_server_at_rows)"))
+        } else if let Some(task) = self.restart_server_at_task {
+            let key = (self.lanes.first().and_then(|l| l.worker.job()))
+                .map_or_else(|| crate::task::task_id(task), |job| job.queue.key(task));
+            Some(format!(
+                "after {}'s commit (host.restart_server_at_task)",
+                crate::base::text::escape_controls(&key)
+            ))
+        } else {
+            (self.random_server_restart).then(|| {
+                "at a row count drawn from the seed (host.random_server_restart)".to_string()
+            })
+        }
+    }
+
+    /// The row counts whose answers are lost: those named, and those drawn from the seed.
+    #[must_use]
+    pub fn lost_answer_rows(&self) -> Vec<u64> {
+        let drawn = crate::base::seeded::distinct_in(
+            self.seed,
+            crate::base::seeded::Stream::LostAnswers,
+            self.random_lost_answers,
+            self.items,
+        );
+        let mut rows: Vec<u64> = self.lose_answers.iter().copied().chain(drawn).collect();
+        rows.sort_unstable();
+        rows.dedup();
+        rows
+    }
+
+    /// The row count the server restarts at: the one named, or the one drawn from the seed.
+    #[must_use]
+    pub fn server_restart_rows(&self) -> Option<u64> {
+        self.restart_server_at_rows.or_else(|| {
+            let drawn = crate::base::seeded::distinct_in(
+                self.seed,
+                crate::base::seeded::Stream::ServerRestart,
+                1,
+                self.items,
+            );
+            drawn
+                .first()
+                .copied()
+                .filter(|_| self.random_server_restart)
+        })
     }
 }
 

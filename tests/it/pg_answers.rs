@@ -113,6 +113,58 @@ fn naive_writes_exactly_the_items_whose_answers_were_lost_twice_and_guarded_once
     });
 }
 
+/// The answers lost by task (`--lose-answer-at-task`) and at row counts drawn from the seed
+/// (`--lose-answers`): the header names the rows drawn, the host names the task's first
+/// commit, the keys the report says were lost are exactly those psql finds twice, and the same
+/// seed tells the same story on a second run.
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn answers_lost_by_task_and_at_random_are_the_keys_psql_finds_twice() {
+    let bin = pg_bin();
+    let night = |dir: &Path| {
+        let mut args = vec!["run", "--strategy", "naive", "--items", "20"];
+        args.extend(["--warehouse", "postgres", "--seed", "3", "--keep"]);
+        args.extend(["--lose-answer-at-task", "task-007", "--lose-answers", "2"]);
+        reclaim_in_dir(dir, &args, LIMIT)
+    };
+    let first = folder();
+    let run = night(first.path());
+    let out = &run.stdout;
+    assert_eq!(run.code, Some(1), "{out}\n{}", run.stderr);
+    let plan = (out.lines())
+        .find(|l| l.starts_with("answer plan  the proxy loses the answer to "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        plan.contains(" (drawn from seed 3); task-007's first commit"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "host loses the answer to task-007's first commit, which brought the rows to "
+        ),
+        "{out}"
+    );
+    let answers = (out.lines())
+        .find_map(|l| l.strip_prefix("answers      3 lost of 3 planned: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let mut lost: Vec<&str> = answers.split("; ").collect();
+    lost.sort_unstable();
+    assert!(lost.contains(&"task-007"), "{out}");
+    on_kept(&bin, first.path(), |cluster| {
+        let twice: Vec<String> = (written_twice(cluster).split(' '))
+            .map(|k| k.trim_end_matches("x2").to_string())
+            .collect();
+        assert_eq!(twice, lost, "{out}");
+    });
+    let second = folder();
+    let again = night(second.path());
+    assert_eq!(the_story(out), the_story(&again.stdout));
+    assert!(again.stdout.contains(plan), "{}", again.stdout);
+}
+
 /// `L` in the dashboard, on a night whose lane runs through the proxy (one loss planned at 3
 /// rows): the operator's line names the rows the next commit brings, and naive's rows hold two
 /// more than its 40 items (psql in the kept cluster), one for each answer lost.
@@ -179,6 +231,82 @@ strategy = "naive"
             "SELECT count(*) || ' ' || count(DISTINCT task_id) FROM night_night1_1_naive.records",
         );
         assert_eq!(rows, "42 40", "{text}");
+    });
+}
+
+/// `L` on a night planned without lost answers: on PostgreSQL every lane of reclaim's own
+/// worker runs through a proxy, so the key loses an answer in any lane. Its workers do not
+/// retry (no loss was planned): each dies of the lost connection and is restarted, naive from
+/// item zero (psql counts the first item twice), guarded from its checkpoint (no row twice).
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn l_loses_an_answer_in_a_lane_planned_without_one_and_its_worker_dies_of_it() {
+    let bin = pg_bin();
+    let dir = folder();
+    let file = dir.path().join("unplanned.toml");
+    let night = r#"title = "No loss planned"
+warehouse = "postgres"
+scale = 20.0
+items = 20
+delay_ms = 100.0
+restart_delay = 2.0
+seed = 3
+
+[[lane]]
+strategy = "naive"
+
+[[lane]]
+strategy = "guarded"
+"#;
+    std::fs::write(&file, night).unwrap_or_else(|e| panic!("{e}"));
+    let file = file.display().to_string();
+    let args = ["tui", "--scenario", &file, "--keep", "always"];
+    let mut dashboard = crate::support::Dashboard::start(&args, dir.path(), 140, 40)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    crate::support::wait_for_workers(&mut dashboard, 2).unwrap_or_else(|e| panic!("{e}"));
+    // Paused, the key on naive, then on guarded (tab), then on again.
+    dashboard.send(b" L\tL ").unwrap_or_else(|e| panic!("{e}"));
+    dashboard
+        .wait_for("the night's end", deadline, |screen| {
+            screen.contents().contains("the night is over")
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = dashboard.text();
+    dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));
+    let status = dashboard
+        .wait_exit(Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success(), "{status:?}: {text}");
+    assert!(!text.contains("retry   task-"), "{text}");
+    on_kept(&bin, dir.path(), |cluster| {
+        let count = |lane: &str| {
+            psql(
+                cluster,
+                &format!(
+                    "SELECT count(*) - count(DISTINCT task_id) || ' ' || count(DISTINCT task_id) FROM night_night1_{lane}.records"
+                ),
+            )
+        };
+        let naive = count("1_naive");
+        let (twice, distinct) = naive.split_once(' ').unwrap_or_else(|| panic!("{naive}"));
+        assert_eq!(distinct, "20", "{text}");
+        assert!(
+            twice.parse::<u64>().is_ok_and(|n| n >= 1),
+            "{naive}: {text}"
+        );
+        assert_eq!(count("2_guarded"), "0 20", "{text}");
+        let restarts = psql(
+            cluster,
+            "SELECT count(DISTINCT run_id) FROM night_night1_2_guarded.records",
+        );
+        assert_eq!(
+            restarts, "2",
+            "guarded's rows come from two attempts: {text}"
+        );
     });
 }
 
@@ -399,6 +527,36 @@ fn a_lost_answer_reclaim_cannot_arrange_is_refused_in_one_line() {
                 "postgres",
             ],
             "--lose-answer-at 50 is beyond the 10 rows a queue of 10 items makes;",
+        ),
+        (
+            vec!["--lose-answer-at-task", "task-001"],
+            "--lose-answer-at-task loses a commit's answer between the workers and a PostgreSQL server; SQLite",
+        ),
+        (
+            vec!["--lose-answers", "2"],
+            "--lose-answers loses a commit's answer between the workers and a PostgreSQL server; SQLite",
+        ),
+        (
+            vec![
+                "--lose-answers",
+                "11",
+                "--items",
+                "10",
+                "--warehouse",
+                "postgres",
+            ],
+            "--lose-answers 11 is more than the queue's 10 items:",
+        ),
+        (
+            vec![
+                "--lose-answer-at-task",
+                "task-050",
+                "--items",
+                "10",
+                "--warehouse",
+                "postgres",
+            ],
+            "--lose-answer-at-task task-050 is not a key of the queue (task-000 .. task-009)",
         ),
     ] {
         let mut all = vec!["run", "--strategy", "naive"];

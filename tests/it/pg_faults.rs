@@ -473,6 +473,83 @@ fn the_hosts_server_restart_lands_on_its_row_and_only_the_checkpointed_worker_su
     assert!(out.contains("rows=30 duplicated_task_ids=0"), "{out}");
 }
 
+/// The same restart placed by task (`--restart-server-at-task`) and at a row count drawn from
+/// the seed (`--restart-server-at-random`): guarded resumes after the task's checkpoint; naive
+/// starts again at item zero, psql counting the rows drawn twice; the same seed, the same night.
+#[test]
+#[cfg_attr(
+    reclaim_no_pg,
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+)]
+fn a_server_restart_by_task_or_drawn_from_the_seed_lands_where_its_plan_says() {
+    let bin = pg_bin();
+    let night = |dir: &Path, strategy: &str, plan: &[&str]| {
+        let mut args = vec!["run", "--strategy", strategy, "--warehouse", "postgres"];
+        args.extend(["--items", "30", "--seed", "5"]);
+        args.extend(plan);
+        reclaim_in_dir(dir, &args, Duration::from_secs(300))
+    };
+    let dir = folder();
+    let guarded = night(
+        dir.path(),
+        "guarded",
+        &["--restart-server-at-task", "task-009"],
+    );
+    let out = &guarded.stdout;
+    assert_eq!(guarded.code, Some(0), "{out}\n{}", guarded.stderr);
+    assert!(
+        out.contains("(pg_ctl restart -m immediate) right after task-009's commit"),
+        "{out}"
+    );
+    assert!(
+        out.contains("host restarts the server right after task-009's commit: pg_ctl restart"),
+        "{out}"
+    );
+    assert!(out.contains("resume  from=task-010  skipped=10"), "{out}");
+    assert!(out.contains("rows=30 duplicated_task_ids=0"), "{out}");
+
+    let story = |out: &str| -> Vec<String> {
+        (out.lines())
+            .filter(|l| {
+                l.starts_with("server plan")
+                    || l.contains("host restarts")
+                    || l.starts_with("rows=")
+            })
+            .map(str::to_string)
+            .collect()
+    };
+    let dir = folder();
+    let naive = night(
+        dir.path(),
+        "naive",
+        &["--restart-server-at-random", "--keep"],
+    );
+    let out = &naive.stdout;
+    assert_eq!(naive.code, Some(1), "{out}\n{}", naive.stderr);
+    let drawn: u64 = (out.lines())
+        .find_map(|l| l.split("when the table holds ").nth(1))
+        .and_then(|rest| rest.strip_suffix(" rows (drawn from seed 5)"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!((1..=30).contains(&drawn), "{out}");
+    assert!(
+        out.contains(&format!(
+            "host restarts the server at {drawn} rows (the table held {drawn})"
+        )),
+        "{out}"
+    );
+    on_kept(&bin, dir.path(), |cluster| {
+        let counted = psql_try(
+            cluster,
+            "SELECT count(*) || ' ' || count(DISTINCT task_id) FROM night.records",
+        );
+        assert_eq!(counted, Some(format!("{} 30", 30 + drawn)), "{out}");
+    });
+    let again = night(folder().path(), "naive", &["--restart-server-at-random"]);
+    assert_eq!(story(out), story(&again.stdout));
+    assert_eq!(story(out).len(), 3, "{out}");
+}
+
 /// The host restarts only a server of its own, and only at a row the night can reach: one line,
 /// exit 2, before anything starts (no PostgreSQL needed to be refused).
 #[test]
@@ -497,6 +574,30 @@ fn a_server_restart_reclaim_cannot_make_is_refused_in_one_line() {
             "--restart-server-at-rows",
             "50",
         ];
+        let refused = reclaim_in_dir(dir.path(), &args, Duration::from_secs(60));
+        crate::support::assert_one_line_error(&refused, said);
+    }
+    // By task and at random, alike; a task the queue does not hold is never committed.
+    for (plan, warehouse, said) in [
+        (
+            &["--restart-server-at-task", "task-003"][..],
+            "sqlite",
+            "--restart-server-at-task restarts the PostgreSQL server of the night, and SQLite has none",
+        ),
+        (
+            &["--restart-server-at-random"][..],
+            "postgresql://reclaim@127.0.0.1:1/postgres",
+            "--restart-server-at-random restarts only a server reclaim started",
+        ),
+        (
+            &["--restart-server-at-task", "task-010"][..],
+            "postgres",
+            "--restart-server-at-task task-010 is not a key of the queue (task-000 .. task-009)",
+        ),
+    ] {
+        let mut args = vec!["run", "--strategy", "guarded", "--items", "10"];
+        args.extend(["--warehouse", warehouse]);
+        args.extend(plan);
         let refused = reclaim_in_dir(dir.path(), &args, Duration::from_secs(60));
         crate::support::assert_one_line_error(&refused, said);
     }

@@ -22,7 +22,8 @@ impl Lane {
         let Warehouse::Postgres(server) = &self.config.warehouse else {
             return Ok(());
         };
-        if self.config.lose_answers.is_empty() {
+        let plan = self.config.answer_plan();
+        if plan.is_empty() && !self.config.answer_proxy {
             return Ok(());
         }
         let rows = match self.config.worker.job() {
@@ -30,12 +31,7 @@ impl Lane {
             None => crate::warehouse::RowSource::default(),
         };
         let schema = server.schema_for(&self.config.db);
-        self.answers.proxy = Some(AnswerProxy::start(
-            server,
-            &schema,
-            &rows,
-            &self.config.lose_answers,
-        )?);
+        self.answers.proxy = Some(AnswerProxy::start(server, &schema, &rows, &plan)?);
         Ok(())
     }
 
@@ -66,6 +62,16 @@ impl Lane {
     pub(in crate::engine) fn lose_answer_by_hand(&mut self) -> Option<u64> {
         let proxy = self.answers.proxy.as_ref()?;
         Some(proxy.lose_next(self.observer.rows + 1))
+    }
+
+    /// The row counts at which the lane's answers were lost so far, told or not (those the proxy
+    /// has lost are taken from it here, to be told as before).
+    pub(in crate::engine) fn loss_rows(&mut self) -> Vec<u64> {
+        if let Some(proxy) = &self.answers.proxy {
+            self.answers.unsaid.extend(proxy.take_lost());
+        }
+        let (lost, unsaid) = (self.answers.lost.iter(), self.answers.unsaid.iter());
+        lost.chain(unsaid).map(|l| l.rows).collect()
     }
 
     /// Whether its proxy is running.

@@ -147,7 +147,8 @@ impl Lane {
     /// user's or unpaced, or when the newest rows may not be this attempt's alone: the rows
     /// before them are not those it began with, or they are more than it was granted.
     #[must_use]
-    pub(in crate::engine) fn row_past_items_read(&self) -> Option<f64> {
+    /// `loss_rows`: the row counts at which the lane's answers were lost (`Lane::loss_rows`).
+    pub(in crate::engine) fn row_past_items_read(&self, loss_rows: &[u64]) -> Option<f64> {
         let ([_], [attempt]) = (self.slots.as_slice(), self.attempts.as_slice()) else {
             return None;
         };
@@ -155,8 +156,22 @@ impl Lane {
         let block = self.observer.last_run_rows;
         let before = self.observer.rows.checked_sub(block)?;
         let batch = self.config.batch.max(1);
-        let write = (items + 1).checked_sub(before)?.div_ceil(batch);
-        let may = attempt.granted.max(attempt.writes).saturating_mul(batch);
+        // A write whose answer was lost and that the worker made again adds its rows twice
+        // (as its strategy writes them again): each such write of this attempt before the
+        // crossing brings the row past the queue one write sooner.
+        let again = (self.config.worker.strategy())
+            .map_or(0, crate::worker::Strategy::lost_answer_duplicates);
+        let losses = (loss_rows.iter())
+            .filter(|&&r| r > before && r <= items)
+            .count() as u64;
+        if losses > 0 && again > 0 && batch > 1 {
+            return None;
+        }
+        let extra = again * losses;
+        let write = (items + 1).checked_sub(before + extra)?.div_ceil(batch);
+        let may = (attempt.granted.max(attempt.writes))
+            .saturating_mul(batch)
+            .saturating_add(extra);
         let own = self.config.worker.strategy().is_some();
         // The rows before the block are the rows this attempt began with: none came from a
         // hand (sqlite3, another program) since, and the block is this attempt's.

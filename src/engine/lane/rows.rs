@@ -134,7 +134,8 @@ impl Lane {
                 items + 1
             );
             let mut note = Note::runner(Kind::Symptom, text).saying(Fact::PastQueue);
-            note.at = self.row_past_items_read().or(past_queue_at);
+            let losses = self.loss_rows();
+            note.at = self.row_past_items_read(&losses).or(past_queue_at);
             notes.push(note);
         }
         notes

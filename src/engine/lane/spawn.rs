@@ -145,10 +145,10 @@ impl Lane {
             quiet_writes: cfg.quiet_writes,
             // Where answers are lost, the worker tries a lost write again, as a job's retry
             // loop does (otherwise a lost connection ends it, and the supervisor restarts it).
-            retry_writes: if cfg.lose_answers.is_empty() {
-                0
-            } else {
+            retry_writes: if cfg.retries_writes() {
                 crate::worker::LOST_ANSWER_RETRIES
+            } else {
+                0
             },
             wal_autocheckpoint: cfg.wal_autocheckpoint,
             warehouse: cfg.warehouse.clone(),

@@ -395,10 +395,16 @@ impl LiveNight {
             NightCommand::LoseAnswer(lane) => {
                 if !self.engine.lose_answer_by_hand(lane, now) {
                     // A night planned with lost answers runs every lane through a proxy.
-                    self.say(if self.scenario.lose_answers.is_empty() {
-                        "L needs a proxy: a night with lose_answer_at"
-                    } else {
-                        "this lane's proxy stopped with its workers; n starts the night again"
+                    self.say(match &self.warehouse {
+                        Warehouse::Postgres(server) if server.answers_readable() => {
+                            "this lane's proxy stopped with its workers (or it runs your job); n starts the night again"
+                        }
+                        Warehouse::Postgres(_) => {
+                            "L needs the workers' answers, and this server's URL insists on TLS"
+                        }
+                        Warehouse::Sqlite => {
+                            "L needs PostgreSQL (warehouse = \"postgres\"): SQLite has no answer to lose"
+                        }
                     });
                 }
             }
@@ -582,9 +588,18 @@ fn launch(
 ) -> Result<Engine, Error> {
     let mut scenario = scenario.clone();
     scenario.lanes = lanes.to_vec();
-    let config = scenario
+    let mut config = scenario
         .engine_config(dir, night, exe.to_path_buf())
         .on(warehouse);
+    // On a server whose answers a proxy can read, every lane of reclaim's own worker runs
+    // through one, so `L` can lose an answer in any of them.
+    if let Warehouse::Postgres(server) = warehouse
+        && server.answers_readable()
+    {
+        for lane in &mut config.lanes {
+            lane.answer_proxy = lane.worker.strategy().is_some();
+        }
+    }
     // Each night's lanes made ready before it starts (on PostgreSQL, schemas claimed for them,
     // `night2_...` for the second night), as `run` claims its own.
     for lane in &config.lanes {

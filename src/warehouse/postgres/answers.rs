@@ -49,6 +49,25 @@ pub struct LostAnswer {
     /// The keys of the rows that commit wrote (its transaction's, by `xmin`), when the rows
     /// are judged by a key.
     pub keys: Vec<String>,
+    /// The key the plan named, for a loss planned at a task's commit (`--lose-answer-at-task`):
+    /// the first commit after which its row was in. `planned` is then the rows at that commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_key: Option<String>,
+}
+
+/// Which answers a lane's proxy loses: each at the first commit after which the rows reach a
+/// count, or after which a key's row is in (a task's commit, whoever makes it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AnswerPlan {
+    pub rows: Vec<u64>,
+    pub keys: Vec<String>,
+}
+
+impl AnswerPlan {
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty() && self.keys.is_empty()
+    }
 }
 
 /// Why the proxy cannot start.
@@ -161,6 +180,8 @@ trait Counter: Send {
     fn rows(&mut self) -> Option<u64>;
     /// The keys of the rows the newest transaction wrote (the one whose answer is held).
     fn keys(&mut self) -> Vec<String>;
+    /// Whether a row of `key` is in now; `None` when it cannot be told (nothing is lost then).
+    fn holds(&mut self, key: &str) -> Option<bool>;
 }
 
 /// What decides, at an answer, whether it is the one to lose: the plan left, and what counts.
@@ -168,18 +189,46 @@ struct Judge {
     counter: Box<dyn Counter>,
     /// The row counts still to lose an answer at, ascending.
     pending: Vec<u64>,
+    /// The keys whose commit's answer is still to be lost.
+    pending_keys: Vec<String>,
     told: mpsc::Sender<LostAnswer>,
 }
 
 impl Judge {
     fn armed(&self) -> bool {
-        !self.pending.is_empty()
+        !self.pending.is_empty() || !self.pending_keys.is_empty()
     }
 
-    /// Whether the answer held now is the one to lose: the rows, counted now that its commit
-    /// is in, have reached the next planned number. Said on `told` when it is. A count that
-    /// cannot be made loses nothing (the plan then says what never happened).
+    /// Whether the answer held now is the one to lose: by the rows (`at_rows`), or by a
+    /// planned key whose row its commit brought in. Said on `told` when it is.
     fn lose_now(&mut self) -> bool {
+        self.at_rows() || self.at_key()
+    }
+
+    /// A planned key whose row is now in: the first such commit is the one. Each key is
+    /// looked for once per held answer, while it is planned (a key's row found, it is done).
+    fn at_key(&mut self) -> bool {
+        let Some(found) = (0..self.pending_keys.len())
+            .find(|&i| self.counter.holds(&self.pending_keys[i]) == Some(true))
+        else {
+            return false;
+        };
+        let key = self.pending_keys.remove(found);
+        let rows = self.counter.rows().unwrap_or(0);
+        let keys = self.counter.keys();
+        let _ = self.told.send(LostAnswer {
+            planned: rows,
+            rows,
+            keys,
+            at_key: Some(key),
+        });
+        true
+    }
+
+    /// Whether the answer held now is the one to lose by the rows: counted now that its commit
+    /// is in, they have reached the next planned number. A count that cannot be made loses
+    /// nothing (the plan then says what never happened).
+    fn at_rows(&mut self) -> bool {
         let Some(&next) = self.pending.first() else {
             return false;
         };
@@ -196,6 +245,7 @@ impl Judge {
             planned: next,
             rows,
             keys,
+            at_key: None,
         });
         true
     }
@@ -209,6 +259,8 @@ struct Rows {
     table: Option<String>,
     count_sql: String,
     keys_sql: Option<String>,
+    /// Whether a key's row is in (`$1`), when the rows are a table's.
+    holds_sql: Option<String>,
     client: Option<postgres::Client>,
 }
 
@@ -267,16 +319,23 @@ impl Counter for Rows {
             .filter_map(|r| r.try_get::<_, Option<String>>(0).ok().flatten())
             .collect()
     }
+
+    fn holds(&mut self, key: &str) -> Option<bool> {
+        let sql = self.holds_sql.clone()?;
+        let row = self.client()?.query_one(sql.as_str(), &[&key]).ok()?;
+        row.try_get::<_, bool>(0).ok()
+    }
 }
 
 impl Rows {
     /// The counts the proxy makes of `rows` in `schema`: by the lane's table or its
     /// `--count-sql`, and the keys of one transaction's rows when the rows have a key.
     fn of(server: &Server, schema: &str, rows: &RowSource) -> Self {
-        let (table, count_sql, keys_sql) = if let Some(count) = &rows.count_sql {
+        let (table, count_sql, keys_sql, holds_sql) = if let Some(count) = &rows.count_sql {
             (
                 None,
                 format!("SELECT * FROM ({count}) AS reclaim_count"),
+                None,
                 None,
             )
         } else {
@@ -286,7 +345,8 @@ impl Rows {
                 "SELECT {key}::text FROM {table} WHERE age(xmin) = (SELECT min(age(xmin)) FROM {table}) ORDER BY 1 LIMIT {KEYS_NAMED}"
             );
             let count = format!("SELECT count(*) FROM {table}");
-            (Some(table), count, Some(keys))
+            let holds = format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE {key}::text = $1)");
+            (Some(table), count, Some(keys), Some(holds))
         };
         Self {
             server: server.clone(),
@@ -294,6 +354,7 @@ impl Rows {
             table,
             count_sql,
             keys_sql,
+            holds_sql,
             client: None,
         }
     }
@@ -328,27 +389,22 @@ impl std::fmt::Debug for AnswerProxy {
 
 impl AnswerProxy {
     /// Starts the proxy for the lane whose rows are `rows` in `schema` on `server`, to lose the
-    /// answer of the commit that brings the rows to each of `at_rows`.
+    /// answers `plan` names.
     pub fn start(
         server: &Server,
         schema: &str,
         rows: &RowSource,
-        at_rows: &[u64],
+        plan: &AnswerPlan,
     ) -> Result<Self, ProxyError> {
         let counter = Rows::of(server, schema, rows);
-        Self::between(
-            Upstream::of(server)?,
-            Box::new(counter),
-            at_rows,
-            |folder| {
-                Ok(Server {
-                    conninfo: through(server, folder)?,
-                    prefix: server.prefix.clone(),
-                    wait: server.wait,
-                    restarter: None,
-                })
-            },
-        )
+        Self::between(Upstream::of(server)?, Box::new(counter), plan, |folder| {
+            Ok(Server {
+                conninfo: through(server, folder)?,
+                prefix: server.prefix.clone(),
+                wait: server.wait,
+                restarter: None,
+            })
+        })
     }
 
     /// The proxy to `upstream`, `counter` counting the rows, the workers' server made for the
@@ -356,7 +412,7 @@ impl AnswerProxy {
     fn between(
         upstream: Upstream,
         counter: Box<dyn Counter>,
-        at_rows: &[u64],
+        plan: &AnswerPlan,
         for_workers: impl FnOnce(&Path) -> Result<Server, ProxyError>,
     ) -> Result<Self, ProxyError> {
         // A folder of its own, 0700: no other account reaches the socket.
@@ -366,12 +422,15 @@ impl AnswerProxy {
         let listener = UnixListener::bind(&socket)
             .map_err(|e| ProxyError(format!("{}: {e}", socket.display())))?;
         let (told, lost) = mpsc::channel();
-        let mut pending = at_rows.to_vec();
+        let mut pending = plan.rows.clone();
         pending.sort_unstable();
         pending.dedup();
+        let mut pending_keys = plan.keys.clone();
+        pending_keys.dedup();
         let judge = Arc::new(Mutex::new(Judge {
             counter,
             pending,
+            pending_keys,
             told,
         }));
         let stop = Arc::new(AtomicBool::new(false));
@@ -748,6 +807,12 @@ mod tests {
         fn keys(&mut self) -> Vec<String> {
             vec![format!("key-{}", self.0.load(Ordering::SeqCst))]
         }
+
+        /// The fake's rows are `key-1` up to `key-N`.
+        fn holds(&mut self, key: &str) -> Option<bool> {
+            let n: u64 = key.strip_prefix("key-")?.parse().ok()?;
+            Some(n <= self.0.load(Ordering::SeqCst))
+        }
     }
 
     /// Sends a query and reads its answer whole; `None` when the connection closed first.
@@ -794,6 +859,18 @@ mod tests {
         rows: &Arc<std::sync::atomic::AtomicU64>,
         plan: &[u64],
     ) -> AnswerProxy {
+        let plan = AnswerPlan {
+            rows: plan.to_vec(),
+            keys: Vec::new(),
+        };
+        proxy_planned(dir, rows, &plan)
+    }
+
+    fn proxy_planned(
+        dir: &Path,
+        rows: &Arc<std::sync::atomic::AtomicU64>,
+        plan: &AnswerPlan,
+    ) -> AnswerProxy {
         let upstream = Upstream::Unix(fake_server(dir, rows.clone()));
         AnswerProxy::between(upstream, Box::new(Counted(rows.clone())), plan, |_| {
             Ok(Server {
@@ -824,6 +901,7 @@ mod tests {
                 planned: 3,
                 rows: 3,
                 keys: vec!["key-3".into()],
+                at_key: None,
             }]
         );
         // The worker connects again: the fourth answer comes, the fifth is lost, and once the
@@ -873,6 +951,35 @@ mod tests {
         assert_eq!(
             lost.iter().map(|l| (l.planned, l.rows)).collect::<Vec<_>>(),
             [(1, 1), (4, 4), (6, 6), (7, 7)]
+        );
+    }
+
+    /// `--lose-answer-at-task`: the answer lost is the first after which the key's row is in,
+    /// beside a plan by rows; a key already lost is not lost again.
+    #[test]
+    fn the_answer_to_the_commit_that_brings_a_planned_key_in_is_lost_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let plan = AnswerPlan {
+            rows: vec![5],
+            keys: vec!["key-2".into()],
+        };
+        let proxy = proxy_planned(dir.path(), &rows, &plan);
+        let mut client = connect(&proxy);
+        assert!(ask(&mut client).is_some());
+        assert_eq!(ask(&mut client), None, "key-2's commit");
+        let mut client = connect(&proxy);
+        assert!(ask(&mut client).is_some());
+        assert!(ask(&mut client).is_some());
+        assert_eq!(ask(&mut client), None, "5 rows");
+        let mut client = connect(&proxy);
+        assert!(ask(&mut client).is_some());
+        let lost = proxy.take_lost();
+        assert_eq!(
+            (lost.iter())
+                .map(|l| (l.planned, l.rows, l.at_key.as_deref()))
+                .collect::<Vec<_>>(),
+            [(2, 2, Some("key-2")), (5, 5, None)]
         );
     }
 

@@ -72,6 +72,16 @@ pub struct Server {
     pub restarter: Option<restart::Restarter>,
 }
 
+impl Server {
+    /// Whether a proxy of reclaim's can stand between the workers and this server and read
+    /// their answers: not where the connection string insists on TLS.
+    #[must_use]
+    pub fn answers_readable(&self) -> bool {
+        (self.conninfo.config())
+            .is_ok_and(|p| p.tls.driver_mode() != postgres::config::SslMode::Require)
+    }
+}
+
 /// The variables that hand a night's server to reclaim's own child processes.
 pub const ENV: [&str; 3] = [ENV_CONNINFO, ENV_PREFIX, ENV_WAIT];
 
