@@ -20,6 +20,8 @@ pub enum Stream {
     LostAnswers = 2,
     /// The row count at which the server restarts at random (`--restart-server-at-random`).
     ServerRestart = 3,
+    /// Where a pause lands at random (`--pause-at-random`).
+    Pause = 4,
 }
 
 /// `n` distinct whole numbers in `1..=hi` drawn from `stream` of `seed`, ascending (all of them

@@ -22,8 +22,9 @@ pub use self::kept::KeptArgs;
 pub(crate) use self::parse::items_parser;
 pub use self::parse::{KeyRange, MAX_MAP_ITEMS, NotTasks, Points, Strategies};
 use self::parse::{
-    parse_clock, parse_delay_ms, parse_key_range, parse_points, parse_progress_deadline,
-    parse_scale, parse_sim_seconds, parse_size, parse_speed, parse_strategies,
+    parse_clock, parse_delay_ms, parse_key_range, parse_pause_secs, parse_points,
+    parse_progress_deadline, parse_scale, parse_sim_seconds, parse_size, parse_speed,
+    parse_strategies,
 };
 pub use self::schemas::SchemasArgs;
 
@@ -400,7 +401,7 @@ pub struct RunArgs {
     /// timeline, one verdict per lane
     #[arg(long, value_name = "NAME|PATH", conflicts_with_all = [
         "strategy", "exec", "items", "delay_ms", "kills", "kill_window", "kill_rows", "kill_at_task",
-        "kill_at_rows", "crash_at", "pause_at", "pause_at_rows", "lose_answer_at", "lose_answer_at_task", "lose_answers",
+        "kill_at_rows", "crash_at", "pause_at", "pause_at_rows", "pause_at_random", "lose_answer_at", "lose_answer_at_task", "lose_answers",
         "restart_server_at_rows", "restart_server_at_task", "restart_server_at_random", "workers", "restart_delay", "max_restarts", "scale", "batch",
         "db", "replay_schedule",
     ])]
@@ -452,6 +453,10 @@ pub struct RunArgs {
     /// VM migration; at --scale 600, 600 s of the night is one real second
     #[arg(long, value_name = "N:SECS", conflicts_with = "pause_at")]
     pub pause_at_rows: Option<crate::worker::PauseAtRows>,
+    /// Pause once, where --seed draws it, for SECS of the night: reclaim's own worker at a task's
+    /// write (as --pause-at), an --exec job once its table holds a row count (as --pause-at-rows)
+    #[arg(long, value_name = "SECS", conflicts_with_all = ["pause_at", "pause_at_rows"], value_parser = parse_pause_secs)]
+    pub pause_at_random: Option<f64>,
     /// Workers running at once on the same database (duplicate delivery)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS as i64))]
     pub workers: u16,
@@ -498,7 +503,7 @@ pub struct RunArgs {
 }
 
 /// `run`'s faults between the workers and a PostgreSQL server: answers lost, the server
-/// restarted (`commands::run_server`).
+/// restarted (`commands::run_faults`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ServerFaultArgs {
     /// Restart the night's private PostgreSQL cluster once the table holds N rows (pg_ctl

@@ -230,3 +230,13 @@ pub(super) fn parse_progress_deadline(text: &str) -> Result<Duration, String> {
 pub(crate) fn items_parser() -> clap::builder::RangedU64ValueParser<u64> {
     clap::value_parser!(u64).range(1..=MAX_ITEMS)
 }
+
+/// `--pause-at-random SECS`: 1..=86400 seconds of the night, as `--pause-at`'s.
+pub(super) fn parse_pause_secs(text: &str) -> Result<f64, String> {
+    crate::worker::pause_secs(text).ok_or_else(|| {
+        format!(
+            "'{}': the pause is 1..=86400 seconds of the night",
+            crate::base::text::typed_number(text)
+        )
+    })
+}

@@ -54,7 +54,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
     };
     let (crash_at, kill_at_task) = planned_kills(args, &worker, &queue)?;
     let seed = args.seed.unwrap_or_else(rand::random);
-    let server = super::run_server::plan(args, (&worker, &queue), seed)?;
+    let server = super::run_faults::plan(args, (&worker, &queue), seed)?;
     let replayed = replayed_kills(args, &queue)?;
     let mut night = early.map_or_else(|| open_warehouse(args, Some(&worker)), |n| Ok(Some(n)))?;
     let given_db = args.db.as_deref().map(paths::new_warehouse).transpose()?;
@@ -86,8 +86,8 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
         workers: usize::from(args.workers),
         sync: args.sync,
         crash_at,
-        pause_at: args.pause_at,
-        pause_at_rows: args.pause_at_rows,
+        pause_at: server.pause_at,
+        pause_at_rows: server.pause_at_rows,
         lose_answers: server.lose_rows.clone(),
         lose_answer_tasks: server.lose_tasks.clone(),
         side_effect: args.vendor.side_effect,
@@ -236,7 +236,7 @@ fn planned_kills(
     let kill_at_task = args
         .kill_at_task
         .as_deref()
-        .map(|typed| super::run_server::resolve_key("--kill-at-task", typed, queue))
+        .map(|typed| super::run_faults::resolve_key("--kill-at-task", typed, queue))
         .transpose()?;
     if kill_at_task.is_some() && worker.job().is_some_and(|j| j.rows.count_sql.is_some()) {
         return Err(Error::Refused(
@@ -404,7 +404,7 @@ fn lane_worker(args: &RunArgs, warehouse: &Warehouse) -> Result<LaneWorker, Erro
                 if let Some(text) = &args.crash_at {
                     let mut plan = crate::worker::protocol::points::CrashPlan::parse(text)?;
                     let index =
-                        super::run_server::resolve_key("--crash-at", &plan.key, &job.queue)?;
+                        super::run_faults::resolve_key("--crash-at", &plan.key, &job.queue)?;
                     plan.key = job.queue.key(index);
                     job.crash_at = Some(plan);
                 }

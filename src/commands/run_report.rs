@@ -95,7 +95,7 @@ pub(super) fn with_judgement(
 pub(super) fn print_header(
     args: &RunArgs,
     (worker, queue): (&LaneWorker, &crate::queue::Queue),
-    (plan, server): (&KillPlan, &super::run_server::ServerPlan),
+    (plan, server): (&KillPlan, &super::run_faults::FaultPlan),
     seed: u64,
     out: &mut dyn Write,
 ) {
@@ -205,45 +205,16 @@ pub(super) fn print_header(
 fn print_plans(
     args: &RunArgs,
     queue: &crate::queue::Queue,
-    (plan, server): (&KillPlan, &super::run_server::ServerPlan),
+    (plan, server): (&KillPlan, &super::run_faults::FaultPlan),
     seed: u64,
     out: &mut dyn Write,
 ) {
-    let faults = server.any() || args.pause_at.is_some() || args.pause_at_rows.is_some();
     let _ = writeln!(
         out,
         "kill plan    {}",
-        describe_plan(plan, args, queue, faults)
+        describe_plan(plan, args, queue, server.any())
     );
-    if let Some(pause) = describe_pause_plan(args) {
-        let _ = writeln!(out, "pause plan   {pause}");
-    }
-    server.print(queue, seed, out);
-}
-
-/// The planned pause in words (`--pause-at`, `--pause-at-rows`), with its real length.
-fn describe_pause_plan(args: &RunArgs) -> Option<String> {
-    let real = |secs: f64| {
-        format!(
-            "{secs} s of the night, {:.1} s of real time at --scale {}",
-            secs / args.scale,
-            args.scale
-        )
-    };
-    if let Some(pause) = args.pause_at {
-        return Some(format!(
-            "the worker that reaches {}'s write is stopped there (SIGSTOP) for {}",
-            crate::task::task_id(pause.task),
-            real(pause.secs)
-        ));
-    }
-    args.pause_at_rows.map(|pause| {
-        format!(
-            "the job is stopped (SIGSTOP to its process group) once its table holds {} rows, for {}",
-            pause.rows,
-            real(pause.secs)
-        )
-    })
+    server.print(queue, (seed, args.scale), out);
 }
 
 /// The kill plan in words, each planned kill named by the queue's own keys.

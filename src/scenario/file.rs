@@ -136,6 +136,8 @@ pub(super) struct HostFile {
     pause_at_task: Option<String>,
     /// Sim seconds that pause lasts.
     pause_for: Option<f64>,
+    /// A pause of this many sim seconds at a task drawn from the seed.
+    random_pause_for: Option<f64>,
     /// Lose the answer to the commit that brings each lane's rows to each of these (PostgreSQL).
     lose_answer_at: Option<Vec<u64>>,
     /// Lose the answer to the first commit that brings each of these tasks' rows in.
@@ -339,6 +341,7 @@ impl ScenarioFile {
         let lanes = self.lanes()?;
         let pause = task("host.pause_at_task", &host.pause_at_task)?;
         let pause_at = pause_of(pause, host.pause_for, &lanes)?;
+        let random_pause_for = random_pause_of(host, &lanes)?;
         for (i, caption) in self.caption.iter().enumerate() {
             caption.validate(i + 1, &lanes)?;
         }
@@ -380,6 +383,7 @@ impl ScenarioFile {
             hang_at_task,
             hang_for: host.hang_for,
             pause_at,
+            random_pause_for,
             wipe_at_task,
             lanes,
             captions: self.caption,
@@ -521,6 +525,26 @@ fn pause_of(
         ));
     }
     Ok(Some(pause))
+}
+
+/// `host.random_pause_for`: a pause at a task drawn from the seed, for reclaim's own workers
+/// only, and instead of `host.pause_at_task`.
+fn random_pause_of(host: &HostFile, lanes: &[ScenarioLane]) -> Result<Option<f64>, Invalid> {
+    let Some(secs) = host.random_pause_for else {
+        return Ok(None);
+    };
+    range("host.random_pause_for", secs, 1.0, 86_400.0)?;
+    if host.pause_at_task.is_some() {
+        return Err(Invalid(
+            "host.random_pause_for and host.pause_at_task each plan the night's one pause: name one".into(),
+        ));
+    }
+    if lanes.iter().any(|l| l.worker.job().is_some()) {
+        return Err(Invalid(
+            "host.random_pause_for stops reclaim's own worker at a task's write; a lane running a job (exec) cannot be stopped there".into(),
+        ));
+    }
+    Ok(Some(secs))
 }
 
 impl LaneFile {

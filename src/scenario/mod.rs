@@ -161,6 +161,8 @@ pub struct Scenario {
     pub hang_for: Option<f64>,
     /// Every lane's worker that reaches this task's write is stopped there for a while.
     pub pause_at: Option<crate::worker::PauseAt>,
+    /// ... or at a task drawn from the seed, for this many sim seconds (`host.random_pause_for`).
+    pub random_pause_for: Option<f64>,
     /// Each lane's commits whose answers are lost, by the rows they bring the lane to.
     pub lose_answers: Vec<u64>,
     /// Each lane's commits whose answers are lost, by the task whose row they bring in first.
@@ -250,6 +252,7 @@ impl Scenario {
             hang_at_task: None,
             hang_for: None,
             pause_at: None,
+            random_pause_for: None,
             lose_answers: Vec::new(),
             lose_answer_tasks: Vec::new(),
             random_lost_answers: 0,
@@ -382,7 +385,7 @@ impl Scenario {
                         batch: lane.batch,
                         workers: lane.workers,
                         crash_at: lane.crash_at,
-                        pause_at: self.pause_at,
+                        pause_at: self.pause(),
                         pause_at_rows: None,
                         lose_answers: self.lost_answer_rows(),
                         lose_answer_tasks: self.lose_answer_tasks.clone(),
@@ -452,6 +455,24 @@ impl Scenario {
                 "at a row count drawn from the seed (host.random_server_restart)".to_string()
             })
         }
+    }
+
+    /// The pause: the one named, or one at a task drawn from the seed.
+    #[must_use]
+    pub fn pause(&self) -> Option<crate::worker::PauseAt> {
+        self.pause_at.or_else(|| {
+            let secs = self.random_pause_for?;
+            let drawn = crate::base::seeded::distinct_in(
+                self.seed,
+                crate::base::seeded::Stream::Pause,
+                1,
+                self.items,
+            );
+            Some(crate::worker::PauseAt {
+                task: drawn.first()?.saturating_sub(1),
+                secs,
+            })
+        })
     }
 
     /// The row counts whose answers are lost: those named, and those drawn from the seed.

@@ -30,6 +30,7 @@ pub use claim::LEASE_SECS;
 pub use crash::{CrashAt, CrashPoint, KillWindow};
 pub use long_item::LongItem;
 use pacing::{Gate, LiveDelay};
+pub(crate) use pause::pause_secs;
 pub use pause::{PauseAt, PauseAtRows};
 use protocol::{Resume, WorkerLine};
 pub use strategy::Strategy;

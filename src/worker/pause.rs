@@ -102,7 +102,7 @@ impl std::str::FromStr for PauseAtRows {
 }
 
 /// A pause's length: 1..=86400 seconds of the night (`None` otherwise).
-fn pause_secs(secs: &str) -> Option<f64> {
+pub(crate) fn pause_secs(secs: &str) -> Option<f64> {
     secs.parse::<f64>()
         .ok()
         .filter(|s| s.is_finite() && (1.0..=86_400.0).contains(s))

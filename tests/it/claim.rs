@@ -555,6 +555,90 @@ fn the_pause_scenario_writes_the_paused_item_twice_under_claim_and_once_fenced()
     }
 }
 
+/// A pause drawn from the seed (`run --pause-at-random SECS`, a scenario's
+/// `host.random_pause_for`): the header names the task drawn, the pause lands at its write,
+/// claim's sleeper writes that task twice (sqlite3 on the kept database) and fenced's once; the
+/// same seed draws the same task and prints the same text.
+#[test]
+fn a_pause_drawn_from_the_seed_lands_on_its_task_and_claim_writes_it_twice() {
+    let night = |dir: &Path, strategy: &str| {
+        let args = [
+            "run",
+            "--strategy",
+            strategy,
+            "--workers",
+            "2",
+            "--items",
+            "20",
+            "--seed",
+            "4",
+            "--pause-at-random",
+            "600",
+            "--keep",
+            "always",
+        ];
+        reclaim_in_dir(dir, &args, LIMIT)
+    };
+    let dir = folder();
+    let claim = night(dir.path(), "claim");
+    let out = without_pids_and_paths(&claim.stdout);
+    assert_eq!(claim.code, Some(1), "{out}\n{}", claim.stderr);
+    let task = (out.lines())
+        .find_map(|l| l.strip_prefix("pause plan   the worker that reaches "))
+        .and_then(|rest| rest.split_once("'s write (drawn from seed 4) is stopped there"))
+        .map_or_else(|| panic!("{out}"), |(task, _)| task.to_string());
+    assert!(
+        out.contains(&format!("at {task}'s write for 600 s")),
+        "{out}"
+    );
+    let db = walk(dir.path())
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "db"))
+        .unwrap_or_else(|| panic!("no database under {}", dir.path().display()));
+    let conn = open_ro(&db);
+    let twice = format!("SELECT count(*) FROM records WHERE task_id = '{task}'");
+    assert_eq!(count(&conn, &twice), 2, "{out}");
+    assert_eq!(count(&conn, "SELECT count(*) FROM records"), 21, "{out}");
+    assert_eq!(
+        without_pids_and_paths(&night(folder().path(), "claim").stdout),
+        out
+    );
+    let fenced = night(folder().path(), "fenced");
+    assert_eq!(fenced.code, Some(0), "{}\n{}", fenced.stdout, fenced.stderr);
+    assert!(
+        fenced
+            .stdout
+            .contains(&format!("at {task}'s write for 600 s")),
+        "{}",
+        fenced.stdout
+    );
+    assert!(
+        fenced.stdout.contains("rows=20 duplicated_task_ids=0"),
+        "{}",
+        fenced.stdout
+    );
+
+    // The same in a scenario file, both lanes paused at the one task drawn.
+    let file = dir.path().join("drawn.toml");
+    let scenario = "title = \"a pause drawn\"\nitems = 20\nseed = 9\n[host]\nrandom_pause_for = 600.0\n[[lane]]\nstrategy = \"claim\"\nworkers = 2\n[[lane]]\nstrategy = \"fenced\"\nworkers = 2\n";
+    std::fs::write(&file, scenario).unwrap_or_else(|e| panic!("{e}"));
+    let run = reclaim_in_dir(
+        dir.path(),
+        &["run", "--scenario", path_arg(&file), "--speed", "8"],
+        LIMIT,
+    );
+    let out = &run.stdout;
+    assert_eq!(out.matches("host pauses worker").count(), 2, "{out}");
+    assert!(
+        out.contains("verdict      claim   claimed=ok derived=DATA WRONG (1 duplicated task id)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("verdict      fenced  claimed=ok derived=ok  rows=20"),
+        "{out}"
+    );
+}
+
 /// `prove` on a claiming strategy adds a test of a worker stopped past its lease: claim's
 /// sleeper writes the middle task a second time (FAIL, said as a lease's lesson), fenced's
 /// writes nothing for it (PASS); the other strategies hold no lease and are not given it.

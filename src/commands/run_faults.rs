@@ -1,6 +1,7 @@
-//! `run`'s faults between the workers and a PostgreSQL server: answers lost (at row counts,
-//! at tasks' commits, at row counts drawn from the seed) and the server restarted (at a row
-//! count, after a task's commit, at a row count drawn from the seed). Checked before anything
+//! `run`'s faults beyond the kills: answers lost between the workers and a PostgreSQL server (at
+//! row counts, at tasks' commits, at row counts drawn from the seed), the server restarted (at a
+//! row count, after a task's commit, at a row count drawn from the seed), and a pause drawn from
+//! the seed (`--pause-at` and `--pause-at-rows` are the typed ones). Checked before anything
 //! starts, resolved once, and said in the header as the engine will carry them out.
 
 use std::io::Write;
@@ -12,8 +13,8 @@ use crate::error::Error;
 use crate::queue::Queue;
 
 /// The plan, resolved: every row count and task the engine is given.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct ServerPlan {
+#[derive(Debug, Clone, Default)]
+pub(super) struct FaultPlan {
     /// The row counts whose answers are lost: named and drawn, ascending.
     pub lose_rows: Vec<u64>,
     /// Of those, the ones drawn from the seed (`--lose-answers`).
@@ -25,6 +26,11 @@ pub(super) struct ServerPlan {
     pub restart_drawn: bool,
     /// The server restart after a task's commit.
     pub restart_task: Option<u64>,
+    /// The pause: typed (`--pause-at`, `--pause-at-rows`) or drawn (`pause_drawn`,
+    /// `--pause-at-random`: a task for reclaim's own worker, a row count for a job).
+    pub pause_at: Option<crate::worker::PauseAt>,
+    pub pause_at_rows: Option<crate::worker::PauseAtRows>,
+    pub pause_drawn: bool,
 }
 
 /// Checks the flags against the night (the warehouse, the queue, the job's rows) and resolves
@@ -33,7 +39,7 @@ pub(super) fn plan(
     args: &RunArgs,
     (worker, queue): (&LaneWorker, &Queue),
     seed: u64,
-) -> Result<ServerPlan, Error> {
+) -> Result<FaultPlan, Error> {
     let items = queue.len();
     check_lost_answers(args, items)?;
     let counts_only = worker.job().is_some_and(|j| j.rows.count_sql.is_some());
@@ -94,27 +100,103 @@ pub(super) fn plan(
                 .copied()
         })
         .flatten();
-    Ok(ServerPlan {
+    let (pause_at, pause_at_rows) = pause_of(args, worker, items, seed)?;
+    Ok(FaultPlan {
         lose_rows,
         drawn_losses,
         lose_tasks,
         restart_rows: args.server.restart_server_at_rows.or(drawn_restart),
         restart_drawn: drawn_restart.is_some(),
         restart_task,
+        pause_at,
+        pause_at_rows,
+        pause_drawn: args.pause_at_random.is_some(),
     })
 }
 
-impl ServerPlan {
+/// The pause, typed or drawn from the seed: for reclaim's own worker at a task's write (one of
+/// the queue's), for a job once its table holds a row count (1 to the queue's items).
+fn pause_of(
+    args: &RunArgs,
+    worker: &LaneWorker,
+    items: u64,
+    seed: u64,
+) -> Result<
+    (
+        Option<crate::worker::PauseAt>,
+        Option<crate::worker::PauseAtRows>,
+    ),
+    Error,
+> {
+    let Some(secs) = args.pause_at_random else {
+        return Ok((args.pause_at, args.pause_at_rows));
+    };
+    let drawn = distinct_in(seed, Stream::Pause, 1, items)
+        .first()
+        .copied()
+        .unwrap_or(1);
+    if worker.job().is_some() {
+        return Ok((None, Some(crate::worker::PauseAtRows { rows: drawn, secs })));
+    }
+    if args.delay_ms == 0.0 {
+        return Err(Error::Refused(
+            "--pause-at-random lasts SECS of the night's clock, and --delay-ms 0 has none; give --delay-ms above 0".into(),
+        ));
+    }
+    Ok((
+        Some(crate::worker::PauseAt {
+            task: drawn - 1,
+            secs,
+        }),
+        None,
+    ))
+}
+
+impl FaultPlan {
     /// Whether anything is planned: `run`'s kill plan then says `no kills`, not "undisturbed".
     pub(super) fn any(&self) -> bool {
-        !self.lose_rows.is_empty()
+        self.pause_at.is_some()
+            || self.pause_at_rows.is_some()
+            || !self.lose_rows.is_empty()
             || !self.lose_tasks.is_empty()
             || self.restart_rows.is_some()
             || self.restart_task.is_some()
     }
 
-    /// The header's lines: the answers lost and the server restart, as planned.
-    pub(super) fn print(&self, queue: &Queue, seed: u64, out: &mut dyn Write) {
+    /// The pause in words, with its real length at `scale`.
+    fn pause_said(&self, scale: f64, seed: u64) -> Option<String> {
+        let real = |secs: f64| {
+            format!(
+                "{secs} s of the night, {:.1} s of real time at --scale {scale}",
+                secs / scale,
+            )
+        };
+        let drawn = if self.pause_drawn {
+            format!(" (drawn from seed {seed})")
+        } else {
+            String::new()
+        };
+        if let Some(pause) = self.pause_at {
+            return Some(format!(
+                "the worker that reaches {}'s write{drawn} is stopped there (SIGSTOP) for {}",
+                crate::task::task_id(pause.task),
+                real(pause.secs)
+            ));
+        }
+        self.pause_at_rows.map(|pause| {
+            format!(
+                "the job is stopped (SIGSTOP to its process group) once its table holds {} rows{drawn}, for {}",
+                pause.rows,
+                real(pause.secs)
+            )
+        })
+    }
+
+    /// The header's lines: the pause, the answers lost and the server restart, as planned.
+    pub(super) fn print(&self, queue: &Queue, (seed, scale): (u64, f64), out: &mut dyn Write) {
+        if let Some(pause) = self.pause_said(scale, seed) {
+            let _ = writeln!(out, "pause plan   {pause}");
+        }
         let mut lost = Vec::new();
         let named: Vec<String> = (self.lose_rows.iter())
             .filter(|n| !self.drawn_losses.contains(n))
