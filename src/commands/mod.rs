@@ -186,10 +186,7 @@ impl NoAnswers {
         match spec {
             crate::warehouse::Spec::Sqlite => Some(Self::Sqlite),
             // What the driver is told: require (and the verify modes) insist on TLS.
-            crate::warehouse::Spec::Server(url) => url
-                .config()
-                .is_ok_and(|p| p.tls.driver_mode() == postgres::config::SslMode::Require)
-                .then_some(Self::Tls),
+            crate::warehouse::Spec::Server(url) => url.insists_on_tls().then_some(Self::Tls),
             crate::warehouse::Spec::Private => None,
         }
     }

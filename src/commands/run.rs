@@ -519,7 +519,12 @@ fn undisturbed_lanes(
 /// `run --scenario`: every lane of a scenario headless, the timeline as the dashboard shows it
 /// (a lane column), then one verdict line per lane; exit 0 only if every lane's data is right.
 fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, Error> {
-    let scenario = Scenario::load(name)?;
+    let mut scenario = Scenario::load(name)?;
+    // `--seed` replaces the scenario's, as the dashboard's does: its kills, its vendor and
+    // every fault drawn from it (`Scenario::pause`, `lost_answer_rows`, `server_restart_rows`).
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
     refuse_endless_hang(&scenario)?;
     super::consent::for_run(&scenario, args.allow_exec)?;
     // A night recorded headless replays in class as one recorded by the dashboard, captions too.
@@ -550,9 +555,6 @@ fn run_scenario(name: &str, args: &RunArgs, out: &mut dyn Write) -> Result<u8, E
         .on(&Warehouse::of(night.as_ref()));
     config.progress_deadline = args.deadline.progress_deadline;
     config.speed = args.speed.unwrap_or(1.0);
-    if let Some(seed) = args.seed {
-        config.kills.seed = seed;
-    }
     let plan = config.kills.clone();
     if let Some(night) = night.as_mut() {
         night

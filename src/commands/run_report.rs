@@ -456,7 +456,8 @@ fn describe_rows_landings(landed: &crate::engine::RowsLandings) -> String {
     )
 }
 
-/// The answers lost of those planned (`--lose-answer-at`), with the keys of their commits.
+/// The answers lost of those planned (`--lose-answer-at`, `--lose-answer-at-task`,
+/// `--lose-answers`), with the keys of their commits.
 fn print_answers(report: &RunReport, out: &mut dyn Write) {
     if !report.answers_were_planned() {
         return;

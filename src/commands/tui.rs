@@ -47,6 +47,12 @@ pub(super) fn refuse_on_pg(
             "the scenario restarts the server {when}, and reclaim restarts only a server it started, never yours: leave out --warehouse to run it on a private cluster"
         )));
     }
+    if scenario.loses_answers() {
+        super::answers_can_be_lost(
+            spec,
+            "the scenario's lost answers (host.lose_answer_at, lose_answer_at_task, random_lost_answers)",
+        )?;
+    }
     for lane in &scenario.lanes {
         let what = if lane.worker.job().is_some() {
             "an exec lane"

@@ -57,6 +57,16 @@ impl LaneWorker {
         }
     }
 
+    /// The key of the queue's item `task`: the job's queue's spelling, or the postmortem's for
+    /// reclaim's own worker.
+    #[must_use]
+    pub fn task_key(&self, task: u64) -> String {
+        match self {
+            Self::Strategy(_) => crate::task::task_id(task),
+            Self::Exec(job) => job.queue.key(task),
+        }
+    }
+
     /// Whether the lane's database has reclaim's checkpoints table to chart.
     #[must_use]
     pub fn has_checkpoints(&self) -> bool {
@@ -294,14 +304,10 @@ impl LaneConfig {
         !self.lose_answers.is_empty() || !self.lose_answer_tasks.is_empty()
     }
 
-    /// The key of the queue's item `task`: the job's queue's spelling, or the postmortem's for
-    /// reclaim's own worker.
+    /// The key of the queue's item `task` (`LaneWorker::task_key`).
     #[must_use]
     pub fn task_key(&self, task: u64) -> String {
-        match self.worker.job() {
-            Some(job) => job.queue.key(task),
-            None => crate::task::task_id(task),
-        }
+        self.worker.task_key(task)
     }
 
     /// One worker on `db` at the postmortem's pace (10 ms an item, 6 sim seconds at the default

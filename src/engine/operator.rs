@@ -290,13 +290,14 @@ fn lost_answer_said(lost: &crate::warehouse::postgres::answers::LostAnswer) -> S
             if many.len() > 3 { ", ..." } else { "" }
         ),
     };
-    let commit = match &lost.at_key {
-        Some(key) => format!(
+    let commit = if lost.at_keys.is_empty() {
+        format!("the commit that brought the rows to {}{keys}", lost.rows)
+    } else {
+        format!(
             "{}'s first commit, which brought the rows to {}",
-            crate::base::text::escape_controls(key),
+            crate::base::text::escape_controls(&lost.at_keys.join("'s and ")),
             lost.rows
-        ),
-        None => format!("the commit that brought the rows to {}{keys}", lost.rows),
+        )
     };
     format!(
         "host loses the answer to {commit}: committed on the server, its connection closed before the answer reached the worker"

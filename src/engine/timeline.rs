@@ -175,11 +175,24 @@ impl InOrder {
         };
         self.before = Some(key);
         // A worker's `done` is the last it says: what the rows show of its writes in that
-        // second (a symptom read by a poll that came after the line) goes before it.
+        // second (a symptom read by a poll that came after the line) goes just before it;
+        // whatever else came after it (a note on the job's exit) stays after it.
+        let group = |e: &Entry| (e.sim.second(), e.lane, e.slot.unwrap_or(0));
+        let mut dones = std::collections::HashMap::new();
+        for &i in &ready {
+            let e = &timeline[i];
+            if e.source == Source::Worker && e.kind == Kind::Done {
+                dones.entry(group(e)).or_insert(i);
+            }
+        }
         ready.sort_by_key(|&i| {
             let e = &timeline[i];
-            let done = e.source == Source::Worker && e.kind == Kind::Done;
-            (e.sim.second(), e.lane, e.slot.unwrap_or(0), done, i)
+            let symptom = e.source == Source::Runner && e.kind == Kind::Symptom;
+            let at = match dones.get(&group(e)) {
+                Some(&done) if symptom && done < i => (done, 0, i),
+                _ => (i, 1, 0),
+            };
+            (group(e), at)
         });
         ready
     }
@@ -370,5 +383,30 @@ mod tests {
             .map(|&i| timeline[i].text.clone())
             .collect();
         assert_eq!(texts, ["before", "the runner's", "w=1", "w=3"]);
+    }
+
+    /// A symptom a poll read after the worker's `done` of the same second goes just before
+    /// it; a note made after the done (the job's exit) stays after it.
+    #[test]
+    fn a_symptom_of_the_done_lines_second_goes_before_it_and_nothing_else_moves() {
+        let mut timeline = vec![at(3.0, Some(0), "start"), at(5.1, Some(0), "wrote")];
+        let mut done = at(5.2, Some(0), "done");
+        done.kind = Kind::Done;
+        timeline.push(done);
+        for (kind, text) in [
+            (Kind::Notice, "exit note"),
+            (Kind::Symptom, "past the queue"),
+        ] {
+            let mut entry = at(5.3, Some(0), text);
+            (entry.source, entry.kind) = (Source::Runner, kind);
+            timeline.push(entry);
+        }
+        let texts: Vec<String> = (InOrder::default().release(&timeline, None).iter())
+            .map(|&i| timeline[i].text.clone())
+            .collect();
+        assert_eq!(
+            texts,
+            ["start", "wrote", "past the queue", "done", "exit note"]
+        );
     }
 }

@@ -205,6 +205,9 @@ fn reference(night: &EngineConfig, dir: &Path, only: &[String]) -> Result<Refere
         lane.crash_at = None;
         lane.pause_at = None;
         lane.pause_at_rows = None;
+        lane.lose_answers.clear();
+        lane.lose_answer_tasks.clear();
+        lane.answer_proxy = false;
         lane.vendor.hold_at = None;
         let config = EngineConfig {
             lanes: vec![lane],
@@ -215,6 +218,7 @@ fn reference(night: &EngineConfig, dir: &Path, only: &[String]) -> Result<Refere
             hang: None,
             wipe_at_task: None,
             restart_server_at_rows: None,
+            restart_server_at_task: None,
             ..night.clone()
         };
         let report = super::drive(config, |_| {})?;

@@ -97,13 +97,13 @@ impl RunReport {
         let by_rows = (self.answers_planned.iter().copied())
             .filter(|&p| {
                 !(self.answers_lost.iter())
-                    .any(|lost| lost.at_key.is_none() && lost.planned <= p && p <= lost.rows)
+                    .any(|lost| lost.planned <= p && p <= lost.rows)
             })
             .map(|p| {
                 format!("the answer at row {p} was never lost: no commit brought the rows to {p} while the proxy looked")
             });
         let by_key = (self.answers_planned_keys.iter())
-            .filter(|&key| !(self.answers_lost.iter()).any(|lost| lost.at_key.as_ref() == Some(key)))
+            .filter(|&key| !(self.answers_lost.iter()).any(|lost| lost.at_keys.contains(key)))
             .map(|key| {
                 let key = crate::base::text::escape_controls(key);
                 format!("the answer to {key}'s commit was never lost: no commit brought its row in while the proxy looked")

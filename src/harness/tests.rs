@@ -175,6 +175,46 @@ fn only_the_kills_that_leave_the_night_untested_are_its_gaps() {
     );
 }
 
+/// A loss and a restart planned at a task that never happened are said as such, each a gap
+/// in the night's account; a loss at a task that did happen is not.
+#[test]
+fn faults_planned_at_a_task_that_never_came_are_said_not_fired() {
+    let report = RunReport {
+        answers_planned_keys: vec!["task-003".into(), "task-009".into()],
+        answers_lost: vec![crate::warehouse::postgres::answers::LostAnswer {
+            planned: 4,
+            rows: 4,
+            keys: vec!["task-003".into()],
+            at_keys: vec!["task-003".into()],
+        }],
+        unfired: vec![Unfired::ServerRestartAtTask {
+            key: "task-011".into(),
+        }],
+        ..naive_night()
+    };
+    assert_eq!(
+        report.answers_never_lost(),
+        [
+            "the answer to task-009's commit was never lost: no commit brought its row in while the proxy looked"
+        ]
+    );
+    let gaps: Vec<String> = (report.account().entries.iter())
+        .filter(|e| e.kind == crate::verdict::account::Kind::NotFired)
+        .map(|e| e.said.clone())
+        .collect();
+    assert!(
+        gaps.iter()
+            .any(|g| g.starts_with("the answer to task-009's commit")),
+        "{gaps:?}"
+    );
+    assert!(
+        gaps.iter()
+            .any(|g| g.starts_with("the server restart after task-011's commit never happened")),
+        "{gaps:?}"
+    );
+    assert!(!gaps.iter().any(|g| g.contains("task-003")), "{gaps:?}");
+}
+
 #[test]
 fn the_vendors_verdict_is_said_whenever_a_vendor_was_reached() {
     assert_eq!(naive_night().messages_verdict(), None);

@@ -136,8 +136,11 @@ pub(super) struct HostFile {
     pause_at_task: Option<String>,
     /// Sim seconds that pause lasts.
     pause_for: Option<f64>,
-    /// A pause of this many sim seconds at a task drawn from the seed.
+    /// A pause of this many sim seconds at a task drawn from the seed (a row count, for exec
+    /// lanes).
     random_pause_for: Option<f64>,
+    /// `N:SECS`: every exec lane's job stopped once its table holds N rows, for SECS.
+    pause_at_rows: Option<String>,
     /// Lose the answer to the commit that brings each lane's rows to each of these (PostgreSQL).
     lose_answer_at: Option<Vec<u64>>,
     /// Lose the answer to the first commit that brings each of these tasks' rows in.
@@ -342,17 +345,20 @@ impl ScenarioFile {
         let pause = task("host.pause_at_task", &host.pause_at_task)?;
         let pause_at = pause_of(pause, host.pause_for, &lanes)?;
         let random_pause_for = random_pause_of(host, &lanes)?;
+        let pause_at_rows = pause_rows_of(host, &lanes, self.items)?;
         for (i, caption) in self.caption.iter().enumerate() {
             caption.validate(i + 1, &lanes)?;
         }
         let warehouse = warehouse_of(self.warehouse.as_deref())?;
-        let first_lane = (self.items, lanes.first().map_or(1, |l| l.workers));
-        let (lose_answers, restart_server_at_rows) = server_faults(host, &warehouse, first_lane)?;
-        let lose_answer_tasks = (host.lose_answer_at_task.iter().flatten())
+        let (lose_answers, restart_server_at_rows) =
+            server_faults(host, &warehouse, (self.items, lanes.first()))?;
+        let mut lose_answer_tasks = (host.lose_answer_at_task.iter().flatten())
             .map(|t| {
                 task("host.lose_answer_at_task", &Some(t.clone())).map(Option::unwrap_or_default)
             })
             .collect::<Result<Vec<u64>, Invalid>>()?;
+        lose_answer_tasks.sort_unstable();
+        lose_answer_tasks.dedup();
         let restart_server_at_task =
             task("host.restart_server_at_task", &host.restart_server_at_task)?;
         Ok(Scenario {
@@ -384,6 +390,7 @@ impl ScenarioFile {
             hang_for: host.hang_for,
             pause_at,
             random_pause_for,
+            pause_at_rows,
             wipe_at_task,
             lanes,
             captions: self.caption,
@@ -396,13 +403,18 @@ impl ScenarioFile {
 fn server_faults(
     host: &HostFile,
     warehouse: &crate::warehouse::Spec,
-    (items, workers): (u64, usize),
+    (items, first): (u64, Option<&ScenarioLane>),
 ) -> Result<(Vec<u64>, Option<u64>), Invalid> {
+    let workers = first.map_or(1, |l| l.workers);
     let faults = (
         lost_answers_of(host.lose_answer_at.clone(), warehouse, items)?,
         server_restart_of(host.restart_server_at_rows, warehouse, (items, workers))?,
     );
-    check_by_task_and_random(host, warehouse, items)?;
+    // The first lane's rows place a restart: a retry after a lost answer that writes again
+    // (a job's, or a strategy's without a key) adds rows no bound by writes foresees.
+    let doubles =
+        first.is_none_or(|l| (l.worker.strategy()).is_none_or(|s| s.lost_answer_duplicates() > 0));
+    check_by_task_and_random(host, warehouse, items, doubles)?;
     Ok(faults)
 }
 
@@ -412,6 +424,7 @@ fn check_by_task_and_random(
     host: &HostFile,
     warehouse: &crate::warehouse::Spec,
     items: u64,
+    doubles: bool,
 ) -> Result<(), Invalid> {
     let loses = host
         .lose_answer_at_task
@@ -440,9 +453,9 @@ fn check_by_task_and_random(
         ));
     }
     let any_loss = loses || host.lose_answer_at.as_ref().is_some_and(|a| !a.is_empty());
-    if (restarts[0] || restarts[2]) && any_loss {
+    if (restarts[0] || restarts[2]) && any_loss && doubles {
         return Err(Invalid(
-            "a server restart placed by rows (host.restart_server_at_rows, host.random_server_restart) cannot land on its row in a night that loses answers: a worker's retry writes its rows twice in one write; place it after a task's commit (host.restart_server_at_task)".into(),
+            "a server restart placed by rows (host.restart_server_at_rows, host.random_server_restart) cannot land on its row in a night that loses answers: the first lane's retry writes its rows twice in one write; place it after a task's commit (host.restart_server_at_task)".into(),
         ));
     }
     if (restarts[1] || restarts[2]) && !warehouse.is_postgres() {
@@ -534,17 +547,51 @@ fn random_pause_of(host: &HostFile, lanes: &[ScenarioLane]) -> Result<Option<f64
         return Ok(None);
     };
     range("host.random_pause_for", secs, 1.0, 86_400.0)?;
-    if host.pause_at_task.is_some() {
+    if host.pause_at_task.is_some() || host.pause_at_rows.is_some() {
         return Err(Invalid(
-            "host.random_pause_for and host.pause_at_task each plan the night's one pause: name one".into(),
+            "host.random_pause_for, host.pause_at_task and host.pause_at_rows each plan the night's one pause: name one".into(),
         ));
     }
-    if lanes.iter().any(|l| l.worker.job().is_some()) {
+    let jobs = lanes.iter().filter(|l| l.worker.job().is_some()).count();
+    if jobs > 0 && jobs < lanes.len() {
         return Err(Invalid(
-            "host.random_pause_for stops reclaim's own worker at a task's write; a lane running a job (exec) cannot be stopped there".into(),
+            "host.random_pause_for stops reclaim's own workers at a task's write and jobs (exec) at a row count: give it lanes of one kind".into(),
         ));
     }
     Ok(Some(secs))
+}
+
+/// `host.pause_at_rows = "N:SECS"`: every lane's job (exec) stopped once its table holds N rows
+/// (1 to the queue's items, times its workers), for lanes of jobs only.
+fn pause_rows_of(
+    host: &HostFile,
+    lanes: &[ScenarioLane],
+    items: u64,
+) -> Result<Option<crate::worker::PauseAtRows>, Invalid> {
+    let Some(text) = &host.pause_at_rows else {
+        return Ok(None);
+    };
+    let pause: crate::worker::PauseAtRows =
+        (text.parse()).map_err(|e: String| Invalid(format!("host.pause_at_rows: {e}")))?;
+    if host.pause_at_task.is_some() {
+        return Err(Invalid(
+            "host.pause_at_rows and host.pause_at_task each plan the night's one pause: name one"
+                .into(),
+        ));
+    }
+    if lanes.iter().any(|l| l.worker.job().is_none()) {
+        return Err(Invalid(
+            "host.pause_at_rows stops a lane's job (exec), placed by its rows; reclaim's own worker is stopped at a task's write: host.pause_at_task".into(),
+        ));
+    }
+    let reach = items.saturating_mul(lanes.iter().map(|l| l.workers as u64).max().unwrap_or(1));
+    if pause.rows > reach {
+        return Err(Invalid(format!(
+            "host.pause_at_rows: {} is not a row count a lane's table reaches (1 to {reach})",
+            pause.rows
+        )));
+    }
+    Ok(Some(pause))
 }
 
 impl LaneFile {

@@ -161,8 +161,11 @@ pub struct Scenario {
     pub hang_for: Option<f64>,
     /// Every lane's worker that reaches this task's write is stopped there for a while.
     pub pause_at: Option<crate::worker::PauseAt>,
-    /// ... or at a task drawn from the seed, for this many sim seconds (`host.random_pause_for`).
+    /// ... or at a task drawn from the seed, for this many sim seconds (`host.random_pause_for`;
+    /// at a row count drawn, in a night of jobs).
     pub random_pause_for: Option<f64>,
+    /// Every exec lane's job stopped once its table holds N rows (`host.pause_at_rows`).
+    pub pause_at_rows: Option<crate::worker::PauseAtRows>,
     /// Each lane's commits whose answers are lost, by the rows they bring the lane to.
     pub lose_answers: Vec<u64>,
     /// Each lane's commits whose answers are lost, by the task whose row they bring in first.
@@ -253,6 +256,7 @@ impl Scenario {
             hang_for: None,
             pause_at: None,
             random_pause_for: None,
+            pause_at_rows: None,
             lose_answers: Vec::new(),
             lose_answer_tasks: Vec::new(),
             random_lost_answers: 0,
@@ -386,7 +390,7 @@ impl Scenario {
                         workers: lane.workers,
                         crash_at: lane.crash_at,
                         pause_at: self.pause(),
-                        pause_at_rows: None,
+                        pause_at_rows: self.pause_rows(),
                         lose_answers: self.lost_answer_rows(),
                         lose_answer_tasks: self.lose_answer_tasks.clone(),
                         side_effect: lane.side_effect,
@@ -444,8 +448,8 @@ impl Scenario {
         if let Some(rows) = self.restart_server_at_rows {
             Some(format!("at {rows} rows (host.restart_server_at_rows)"))
         } else if let Some(task) = self.restart_server_at_task {
-            let key = (self.lanes.first().and_then(|l| l.worker.job()))
-                .map_or_else(|| crate::task::task_id(task), |job| job.queue.key(task));
+            let key = (self.lanes.first())
+                .map_or_else(|| crate::task::task_id(task), |l| l.worker.task_key(task));
             Some(format!(
                 "after {}'s commit (host.restart_server_at_task)",
                 crate::base::text::escape_controls(&key)
@@ -457,22 +461,42 @@ impl Scenario {
         }
     }
 
-    /// The pause: the one named, or one at a task drawn from the seed.
+    /// The pause of reclaim's own workers: the one named, or one at a task drawn from the seed.
     #[must_use]
     pub fn pause(&self) -> Option<crate::worker::PauseAt> {
         self.pause_at.or_else(|| {
-            let secs = self.random_pause_for?;
-            let drawn = crate::base::seeded::distinct_in(
-                self.seed,
-                crate::base::seeded::Stream::Pause,
-                1,
-                self.items,
-            );
+            let (secs, drawn) = self.drawn_pause().filter(|_| !self.of_jobs())?;
             Some(crate::worker::PauseAt {
-                task: drawn.first()?.saturating_sub(1),
+                task: drawn.saturating_sub(1),
                 secs,
             })
         })
+    }
+
+    /// The pause of the lanes' jobs (exec): the one named, or at a row count drawn.
+    #[must_use]
+    pub fn pause_rows(&self) -> Option<crate::worker::PauseAtRows> {
+        self.pause_at_rows.or_else(|| {
+            let (secs, rows) = self.drawn_pause().filter(|_| self.of_jobs())?;
+            Some(crate::worker::PauseAtRows { rows, secs })
+        })
+    }
+
+    /// `host.random_pause_for`'s length and its draw from the seed (1 to the items).
+    fn drawn_pause(&self) -> Option<(f64, u64)> {
+        let secs = self.random_pause_for?;
+        let drawn = crate::base::seeded::distinct_in(
+            self.seed,
+            crate::base::seeded::Stream::Pause,
+            1,
+            self.items,
+        );
+        Some((secs, *drawn.first()?))
+    }
+
+    /// Whether every lane runs a job of the user's (exec).
+    fn of_jobs(&self) -> bool {
+        !self.lanes.is_empty() && self.lanes.iter().all(|l| l.worker.job().is_some())
     }
 
     /// The row counts whose answers are lost: those named, and those drawn from the seed.

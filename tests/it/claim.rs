@@ -618,17 +618,28 @@ fn a_pause_drawn_from_the_seed_lands_on_its_task_and_claim_writes_it_twice() {
         fenced.stdout
     );
 
-    // The same in a scenario file, both lanes paused at the one task drawn.
+    // The same in a scenario file, both lanes paused at the one task drawn: `--seed 4`
+    // replaces the file's 9 and draws the task `run` drew from 4.
     let file = dir.path().join("drawn.toml");
     let scenario = "title = \"a pause drawn\"\nitems = 20\nseed = 9\n[host]\nrandom_pause_for = 600.0\n[[lane]]\nstrategy = \"claim\"\nworkers = 2\n[[lane]]\nstrategy = \"fenced\"\nworkers = 2\n";
     std::fs::write(&file, scenario).unwrap_or_else(|e| panic!("{e}"));
     let run = reclaim_in_dir(
         dir.path(),
-        &["run", "--scenario", path_arg(&file), "--speed", "8"],
+        &[
+            "run",
+            "--scenario",
+            path_arg(&file),
+            "--speed",
+            "8",
+            "--seed",
+            "4",
+        ],
         LIMIT,
     );
     let out = &run.stdout;
-    assert_eq!(out.matches("host pauses worker").count(), 2, "{out}");
+    assert!(out.contains("seed=4"), "{out}");
+    let paused = format!("at {task}'s write for 600 s");
+    assert_eq!(out.matches(&paused).count(), 2, "{out}");
     assert!(
         out.contains("verdict      claim   claimed=ok derived=DATA WRONG (1 duplicated task id)"),
         "{out}"

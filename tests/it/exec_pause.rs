@@ -122,3 +122,43 @@ fn a_pause_the_rows_never_reached_is_not_fired() {
         "{json}"
     );
 }
+
+/// The same pause in a scenario file (`host.pause_at_rows = "5:600"`, exec lanes only; 6 s of
+/// real time at the scenario's 100x, past the job's 2 s lease): the trusting job writes the
+/// item taken over twice; `random_pause_for` draws the row count from the seed instead (seed 4
+/// draws 5 of 20, as `run --pause-at-random` does: `claim.rs`).
+#[test]
+fn a_scenario_pauses_its_jobs_at_rows_typed_or_drawn() {
+    let tmp = tempdir();
+    let file = tmp.path().join("lease.toml");
+    let scenario = |host: &str| {
+        format!(
+            "title = \"a job paused\"\nitems = 20\nseed = 4\n[host]\n{host}\n[[lane]]\nexec = \"{}\"\nworkers = 2\n",
+            lease_job("trusting").replace('"', "\\\"")
+        )
+    };
+    for (host, at) in [
+        ("pause_at_rows = \"5:600\"", "at 5 rows"),
+        ("random_pause_for = 600.0", "at 5 rows"),
+    ] {
+        fs::write(&file, scenario(host)).unwrap_or_else(|e| panic!("{e}"));
+        let args = [
+            "run",
+            "--scenario",
+            &file.display().to_string(),
+            "--allow-exec",
+        ];
+        let run = crate::support::reclaim_in_dir(tmp.path(), &args, LIMIT);
+        let out = &run.stdout;
+        assert_eq!(run.code, Some(1), "{host}: {out}\n{}", run.stderr);
+        assert!(
+            out.contains("host pauses job 1 (SIGSTOP to its process group"),
+            "{out}"
+        );
+        assert!(out.contains(at), "{host}: {out}");
+        assert!(
+            out.contains("rows=21 duplicated_task_ids=1"),
+            "{host}: {out}"
+        );
+    }
+}

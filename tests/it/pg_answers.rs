@@ -141,6 +141,15 @@ fn answers_lost_by_task_and_at_random_are_the_keys_psql_finds_twice() {
         plan.contains(" (drawn from seed 3); task-007's first commit"),
         "{out}"
     );
+    // Each count drawn is the one the host loses an answer at.
+    let drawn: Vec<&str> = (plan.split("bring the rows to ").nth(1))
+        .and_then(|rest| rest.split(" (drawn").next())
+        .map_or_else(|| panic!("{out}"), |counts| counts.split(", ").collect());
+    assert_eq!(drawn.len(), 2, "{out}");
+    for n in drawn {
+        let lost = format!("host loses the answer to the commit that brought the rows to {n} (");
+        assert!(out.contains(&lost), "{n}: {out}");
+    }
     assert!(
         out.contains(
             "host loses the answer to task-007's first commit, which brought the rows to "

@@ -11,13 +11,15 @@ use crate::warehouse::postgres::answers::{AnswerProxy, LostAnswer, ProxyError};
 pub(super) struct LaneAnswers {
     proxy: Option<AnswerProxy>,
     lost: Vec<LostAnswer>,
-    /// Lost by a proxy since stopped, not yet told.
+    /// Lost and not yet told: taken from the proxy early (`loss_rows`), or lost by a proxy
+    /// since stopped.
     unsaid: Vec<LostAnswer>,
 }
 
 impl Lane {
-    /// Starts the lane's proxy when it has answers to lose (on PostgreSQL only: `run` refuses
-    /// the plan on SQLite before the night).
+    /// Starts the lane's proxy when it has answers to lose, or the dashboard asks for one
+    /// (`LaneConfig::answer_proxy`) (on PostgreSQL only: `run` refuses the plan on SQLite
+    /// before the night).
     pub(in crate::engine) fn start_answers(&mut self) -> Result<(), ProxyError> {
         let Warehouse::Postgres(server) = &self.config.warehouse else {
             return Ok(());
@@ -58,7 +60,7 @@ impl Lane {
     /// what reclaim has seen is lost, added to the proxy's plan (not to the night's: only the
     /// dashboard has `L`, and no account of planned losses is made there). The row count
     /// planned, or `None` when the lane's workers reach the server through no proxy of
-    /// reclaim's (a lane planned without lost answers, SQLite, a night over).
+    /// reclaim's (a lane of a job's, SQLite, a server that insists on TLS, a night over).
     pub(in crate::engine) fn lose_answer_by_hand(&mut self) -> Option<u64> {
         let proxy = self.answers.proxy.as_ref()?;
         Some(proxy.lose_next(self.observer.rows + 1))

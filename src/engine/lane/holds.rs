@@ -160,6 +160,7 @@ impl Lane {
         // (as its strategy writes them again): each such write of this attempt before the
         // crossing brings the row past the queue one write sooner.
         let again = (self.config.worker.strategy())
+            .filter(|_| self.config.retries_writes())
             .map_or(0, crate::worker::Strategy::lost_answer_duplicates);
         let losses = (loss_rows.iter())
             .filter(|&&r| r > before && r <= items)

@@ -49,10 +49,11 @@ pub struct LostAnswer {
     /// The keys of the rows that commit wrote (its transaction's, by `xmin`), when the rows
     /// are judged by a key.
     pub keys: Vec<String>,
-    /// The key the plan named, for a loss planned at a task's commit (`--lose-answer-at-task`):
-    /// the first commit after which its row was in. `planned` is then the rows at that commit.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub at_key: Option<String>,
+    /// The keys the plan named whose first commit this was (`--lose-answer-at-task`): the first
+    /// commit after which each one's row was in. With no row count planned here, `planned` is
+    /// the rows at that commit.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub at_keys: Vec<String>,
 }
 
 /// Which answers a lane's proxy loses: each at the first commit after which the rows reach a
@@ -200,54 +201,56 @@ impl Judge {
     }
 
     /// Whether the answer held now is the one to lose: by the rows (`at_rows`), or by a
-    /// planned key whose row its commit brought in. Said on `told` when it is.
+    /// planned key whose row its commit brought in. Said on `told` when it is, with every
+    /// planned key whose row is in now (one commit settles them all).
     fn lose_now(&mut self) -> bool {
-        self.at_rows() || self.at_key()
-    }
-
-    /// A planned key whose row is now in: the first such commit is the one. Each key is
-    /// looked for once per held answer, while it is planned (a key's row found, it is done).
-    fn at_key(&mut self) -> bool {
-        let Some(found) = (0..self.pending_keys.len())
-            .find(|&i| self.counter.holds(&self.pending_keys[i]) == Some(true))
-        else {
+        if let Some(mut lost) = self.at_rows() {
+            lost.at_keys = self.keys_in();
+            let _ = self.told.send(lost);
+            return true;
+        }
+        let at_keys = self.keys_in();
+        if at_keys.is_empty() {
             return false;
-        };
-        let key = self.pending_keys.remove(found);
+        }
         let rows = self.counter.rows().unwrap_or(0);
         let keys = self.counter.keys();
         let _ = self.told.send(LostAnswer {
             planned: rows,
             rows,
             keys,
-            at_key: Some(key),
+            at_keys,
         });
         true
     }
 
-    /// Whether the answer held now is the one to lose by the rows: counted now that its commit
-    /// is in, they have reached the next planned number. A count that cannot be made loses
-    /// nothing (the plan then says what never happened).
-    fn at_rows(&mut self) -> bool {
-        let Some(&next) = self.pending.first() else {
-            return false;
-        };
-        let Some(seen) = self.counter.rows_up_to(next) else {
-            return false;
-        };
+    /// The planned keys whose rows are in now, taken from the plan (each is lost once).
+    fn keys_in(&mut self) -> Vec<String> {
+        let pending = std::mem::take(&mut self.pending_keys);
+        let (found, left): (Vec<String>, Vec<String>) =
+            (pending.into_iter()).partition(|key| self.counter.holds(key) == Some(true));
+        self.pending_keys = left;
+        found
+    }
+
+    /// The answer held now, when it is the one to lose by the rows: counted now that its
+    /// commit is in, they have reached the next planned number. A count that cannot be made
+    /// loses nothing (the plan then says what never happened).
+    fn at_rows(&mut self) -> Option<LostAnswer> {
+        let &next = self.pending.first()?;
+        let seen = self.counter.rows_up_to(next)?;
         if seen < next {
-            return false;
+            return None;
         }
         let rows = self.counter.rows().unwrap_or(seen).max(seen);
         let keys = self.counter.keys();
         self.pending.retain(|&p| p > rows);
-        let _ = self.told.send(LostAnswer {
+        Some(LostAnswer {
             planned: next,
             rows,
             keys,
-            at_key: None,
-        });
-        true
+            at_keys: Vec::new(),
+        })
     }
 }
 
@@ -426,6 +429,7 @@ impl AnswerProxy {
         pending.sort_unstable();
         pending.dedup();
         let mut pending_keys = plan.keys.clone();
+        pending_keys.sort_unstable();
         pending_keys.dedup();
         let judge = Arc::new(Mutex::new(Judge {
             counter,
@@ -901,7 +905,7 @@ mod tests {
                 planned: 3,
                 rows: 3,
                 keys: vec!["key-3".into()],
-                at_key: None,
+                at_keys: Vec::new(),
             }]
         );
         // The worker connects again: the fourth answer comes, the fifth is lost, and once the
@@ -977,9 +981,30 @@ mod tests {
         let lost = proxy.take_lost();
         assert_eq!(
             (lost.iter())
-                .map(|l| (l.planned, l.rows, l.at_key.as_deref()))
+                .map(|l| (l.planned, l.rows, l.at_keys.clone()))
                 .collect::<Vec<_>>(),
-            [(2, 2, Some("key-2")), (5, 5, None)]
+            [(2, 2, vec!["key-2".to_string()]), (5, 5, Vec::new())]
+        );
+        // One commit that reaches a planned count and brings a planned key in is one loss,
+        // said for both.
+        let rows = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let plan = AnswerPlan {
+            rows: vec![3],
+            keys: vec!["key-3".into()],
+        };
+        let proxy = proxy_planned(dir.path(), &rows, &plan);
+        let mut client = connect(&proxy);
+        assert!(ask(&mut client).is_some());
+        assert!(ask(&mut client).is_some());
+        assert_eq!(ask(&mut client), None);
+        let mut client = connect(&proxy);
+        assert!(ask(&mut client).is_some(), "nothing left to lose");
+        let lost = proxy.take_lost();
+        assert_eq!(
+            (lost.iter())
+                .map(|l| (l.planned, l.rows, l.at_keys.clone()))
+                .collect::<Vec<_>>(),
+            [(3, 3, vec!["key-3".to_string()])]
         );
     }
 

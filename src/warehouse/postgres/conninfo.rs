@@ -61,6 +61,13 @@ impl Conninfo {
         Self(text.into())
     }
 
+    /// Whether the driver is told to insist on TLS (`require` and the verify modes): then no
+    /// proxy of reclaim's can read the answers between the workers and the server.
+    #[must_use]
+    pub fn insists_on_tls(&self) -> bool {
+        (self.config()).is_ok_and(|p| p.tls.driver_mode() == postgres::config::SslMode::Require)
+    }
+
     /// The string with its password: for the driver and reclaim's own children only, never for
     /// anything shown, recorded or exported.
     #[must_use]

@@ -77,8 +77,7 @@ impl Server {
     /// their answers: not where the connection string insists on TLS.
     #[must_use]
     pub fn answers_readable(&self) -> bool {
-        (self.conninfo.config())
-            .is_ok_and(|p| p.tls.driver_mode() != postgres::config::SslMode::Require)
+        !self.conninfo.insists_on_tls()
     }
 }
 
