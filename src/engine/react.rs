@@ -266,18 +266,23 @@ impl Engine {
         let at_rows = self.config.restart_server_at_rows.unwrap_or(seen);
         let sim = self.first_lane_present();
         let when = format!("at {at_rows} rows (the table held {seen})");
-        match self.restart_server_now((now, sim), &when) {
-            // Fired only once `pg_ctl` said it restarted: a failed one is not fired, and said.
-            Some(true) => self.triggers.server_restarted(),
-            Some(false) => {}
-            None => {
-                // Refused before the night wherever it can be known; never said as done.
-                let text = format!(
-                    "the server restart planned {when} did not happen: this night has no server of reclaim's own"
-                );
-                self.log_at(now, Some(sim), None, (Source::Runner, Kind::Error), text);
-            }
+        if self.planned_restart((now, sim), &when) {
+            self.triggers.server_restarted();
         }
+    }
+
+    /// A planned server restart carried out: whether `pg_ctl` restarted it (only then is the
+    /// plan fired; a failure is on the timeline). On a night with no server of reclaim's own
+    /// (refused before the night wherever it can be known) it is said not to have happened.
+    fn planned_restart(&mut self, (now, sim): (Instant, f64), when: &str) -> bool {
+        if let Some(restarted) = self.restart_server_now((now, sim), when) {
+            return restarted;
+        }
+        let text = format!(
+            "the server restart planned {when} did not happen: this night has no server of reclaim's own"
+        );
+        self.log_at(now, Some(sim), None, (Source::Runner, Kind::Error), text);
+        false
     }
 
     /// `--restart-server-at-task`: the private cluster restarted at the moment of the first
@@ -295,15 +300,8 @@ impl Engine {
             "right after {}'s commit",
             crate::base::text::escape_controls(&key)
         );
-        match self.restart_server_now((now, at), &when) {
-            Some(true) => self.triggers.server_restarted_at_task(),
-            Some(false) => {}
-            None => {
-                let text = format!(
-                    "the server restart planned {when} did not happen: this night has no server of reclaim's own"
-                );
-                self.log_at(now, Some(at), None, (Source::Runner, Kind::Error), text);
-            }
+        if self.planned_restart((now, at), &when) {
+            self.triggers.server_restarted_at_task();
         }
     }
 
