@@ -135,10 +135,10 @@ pub enum Committed {
 
 /// Entries handed out in a stable order, so two runs of one night print the same text: by the
 /// second they are shown at, then by lane (the night's own lines first), then by worker in a
-/// lane of several (the runner's lines about none with the first), a worker's `done` after the
-/// rest of its second, then as they were heard. Each waits until no entry still to come can fall in its second: workers' pipes and
-/// the database are read as they deliver, and two lanes' lines of one second arrive in either
-/// order.
+/// lane of several (the runner's lines about none with the first), then as they were heard, but
+/// for a symptom read after a worker's `done` of its second, which goes just before it. Each
+/// waits until no entry still to come can fall in its second: workers' pipes and the database
+/// are read as they deliver, and two lanes' lines of one second arrive in either order.
 #[derive(Debug, Default)]
 pub struct InOrder {
     /// Indices into the timeline not yet handed out.

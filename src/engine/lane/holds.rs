@@ -146,8 +146,8 @@ impl Lane {
     /// it saw of writes not heard yet. `None` in a lane of several workers, of a job of the
     /// user's or unpaced, or when the newest rows may not be this attempt's alone: the rows
     /// before them are not those it began with, or they are more than it was granted.
-    #[must_use]
     /// `loss_rows`: the row counts at which the lane's answers were lost (`Lane::loss_rows`).
+    #[must_use]
     pub(in crate::engine) fn row_past_items_read(&self, loss_rows: &[u64]) -> Option<f64> {
         let ([_], [attempt]) = (self.slots.as_slice(), self.attempts.as_slice()) else {
             return None;
