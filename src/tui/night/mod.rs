@@ -397,13 +397,13 @@ impl LiveNight {
                     // A night planned with lost answers runs every lane through a proxy.
                     self.say(match &self.warehouse {
                         Warehouse::Postgres(server) if server.answers_readable() => {
-                            "this lane's proxy stopped with its workers (or it runs your job); n starts the night again"
+                            "no proxy in this lane now: n starts the night again"
                         }
                         Warehouse::Postgres(_) => {
-                            "L needs the workers' answers, and this server's URL insists on TLS"
+                            "L: this server's URL insists on TLS"
                         }
                         Warehouse::Sqlite => {
-                            "L needs PostgreSQL (warehouse = \"postgres\"): SQLite has no answer to lose"
+                            "L needs PostgreSQL (warehouse = \"postgres\")"
                         }
                     });
                 }
