@@ -399,12 +399,8 @@ impl LiveNight {
                         Warehouse::Postgres(server) if server.answers_readable() => {
                             "no proxy in this lane now: n starts the night again"
                         }
-                        Warehouse::Postgres(_) => {
-                            "L: this server's URL insists on TLS"
-                        }
-                        Warehouse::Sqlite => {
-                            "L needs PostgreSQL (warehouse = \"postgres\")"
-                        }
+                        Warehouse::Postgres(_) => "L: this server's URL insists on TLS",
+                        Warehouse::Sqlite => "L needs PostgreSQL (warehouse = \"postgres\")",
                     });
                 }
             }

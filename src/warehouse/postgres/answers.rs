@@ -986,7 +986,8 @@ mod tests {
             [(2, 2, vec!["key-2".to_string()]), (5, 5, Vec::new())]
         );
         // One commit that reaches a planned count and brings a planned key in is one loss,
-        // said for both.
+        // said for both (a server of its own: the first one's socket is still bound).
+        let dir = tempfile::tempdir().unwrap();
         let rows = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let plan = AnswerPlan {
             rows: vec![3],
