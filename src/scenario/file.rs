@@ -540,8 +540,9 @@ fn pause_of(
     Ok(Some(pause))
 }
 
-/// `host.random_pause_for`: a pause at a task drawn from the seed, for reclaim's own workers
-/// only, and instead of `host.pause_at_task`.
+/// `host.random_pause_for`: a pause drawn from the seed, instead of `host.pause_at_task` or
+/// `host.pause_at_rows`: at a task's write for reclaim's own workers, at a row count for jobs
+/// (exec); lanes of one kind.
 fn random_pause_of(host: &HostFile, lanes: &[ScenarioLane]) -> Result<Option<f64>, Invalid> {
     let Some(secs) = host.random_pause_for else {
         return Ok(None);
