@@ -10,9 +10,9 @@
 //! when no write is in flight: then the rows hold every write up to the latest heard, and none
 //! after it, which is a moment of the night.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::{Engine, LaneSnapshot, SlotState};
+use super::{Attempt, Engine, LaneSnapshot, SlotState};
 
 /// Every lane's figures at one moment, read when the rows held exactly that moment's writes.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,19 +52,38 @@ impl Engine {
     /// and keeps the looks of each tick whose figures are one moment's (`exact_looks`).
     pub fn look_exactly(&mut self) {
         self.exact = fits(&self.config);
+        self.by_second = (!self.exact).then(|| BySecond::after(self.clock.now().0));
     }
 
     /// The night is changed by hand in a way exact looks are not made for (a worker added, one
-    /// paused): from now on it is sampled at the clock.
+    /// paused): from now on it is looked at as each second ends.
     pub(super) fn stop_looking_exactly(&mut self) {
-        self.exact = false;
+        if self.exact {
+            self.exact = false;
+            self.by_second = Some(BySecond::after(self.clock.now().0));
+        }
     }
 
     /// Whether the night's figures can be placed on a moment: it looks exactly and every
     /// worker has a pace (a night at full speed, or an external job, has no moments but the
-    /// clock's).
+    /// clock's), or it is looked at by second while a worker on the clock's pace runs.
     #[must_use]
     pub fn looks_exactly(&self) -> bool {
+        if self.by_second.is_some() {
+            return self.paced_worker_runs();
+        }
+        self.looks_at_moments()
+    }
+
+    /// Whether the night is looked at as each second ends (`BySecond`), not one moment at a
+    /// time.
+    #[must_use]
+    pub fn looks_by_second(&self) -> bool {
+        self.by_second.is_some()
+    }
+
+    /// Whether the night is looked at one moment at a time now (see `looks_exactly`).
+    fn looks_at_moments(&self) -> bool {
         self.exact
             && (self.lanes.iter()).all(|l| {
                 l.attempts()
@@ -140,7 +159,7 @@ impl Engine {
     /// never holds the night; those ticks keep no look).
     pub(super) fn look_first(&mut self, now: Instant) {
         self.grants_held = false;
-        if !self.looks_exactly() {
+        if !self.looks_at_moments() {
             return;
         }
         self.observe(now);
@@ -151,27 +170,152 @@ impl Engine {
     /// their moment; each lane's heartbeat age is its age then, not at the clock's reading.
     pub(super) fn look(&mut self, now: Instant) -> Result<(), Inexact> {
         let sim = self.exact_moment(now)?;
-        let real_ms = self.elapsed(now).as_millis() as u64;
-        let dead_man = self.config.dead_man;
-        let at = |engine: &Self, sim: f64| ExactLook {
-            sim,
-            real_ms,
-            lanes: (engine.lanes.iter())
-                .map(|l| (l.snapshot_at(dead_man, sim)).aged(l.heartbeat_age_at(sim), dead_man))
-                .collect(),
-        };
         let nothing_granted = (self.lanes.iter())
             .all(|l| l.attempts().iter().all(|a| a.granted == 0 && a.writes == 0));
         if self.looks_taken == 0 && nothing_granted {
             // Before the first grant the rows are the night's start's, however long the
             // workers took to start: the look is of that moment too.
-            let start = at(self, crate::base::clock::NIGHT_START);
+            let start = self.look_at(crate::base::clock::NIGHT_START, now);
             self.looks.push(start);
         }
         self.looks_taken += 1;
-        let look = at(self, sim);
+        let look = self.look_at(sim, now);
         self.looks.push(look);
         Ok(())
+    }
+
+    /// Every lane's figures as last read, stamped `sim`; each lane's heartbeat age is its age
+    /// then, not at the clock's reading.
+    fn look_at(&self, sim: f64, now: Instant) -> ExactLook {
+        let dead_man = self.config.dead_man;
+        ExactLook {
+            sim,
+            real_ms: self.elapsed(now).as_millis() as u64,
+            lanes: (self.lanes.iter())
+                .map(|l| (l.snapshot_at(dead_man, sim)).aged(l.heartbeat_age_at(sim), dead_man))
+                .collect(),
+        }
+    }
+
+    /// Whether a worker on the clock's pace runs (not the relay, not someone else's job): the
+    /// night has moments of its own to look at by second.
+    fn paced_worker_runs(&self) -> bool {
+        (self.lanes.iter()).any(|l| {
+            (l.slots().iter().zip(l.attempts()).enumerate())
+                .any(|(i, (slot, a))| l.on_schedule(i) && slot.is_live() && a.paced())
+        })
+    }
+
+    /// The end of the second to be looked at next, in a night looked at by second while a
+    /// worker on the clock's pace runs: neither the clock nor any grant goes past it until
+    /// its look is taken (or given up).
+    pub(super) fn second_edge(&self) -> Option<f64> {
+        let by = self.by_second?;
+        self.paced_worker_runs().then_some(by.edge)
+    }
+
+    /// In a night looked at by second, once the clock stands at the end of the second: the
+    /// look, when every lane has settled there (each write due made and read, each relay's
+    /// deliveries counted: `Engine::settled`, as a lecture's stop waits for); then the next
+    /// second. Not settled within `SECOND_WAIT` (a worker stopped from outside, say), the
+    /// second has no look and the night goes on: a recording never holds the night.
+    pub(super) fn look_at_second(&mut self, now: Instant) {
+        let Some(mut by) = self.by_second else {
+            return;
+        };
+        let clock = self.clock.now().0;
+        if !self.paced_worker_runs() {
+            if by.ran {
+                // The last worker on the pace has just ended (killed, crashed, done, maybe
+                // within a second not looked at yet): the rows it left, read again now,
+                // stamped with its last moment.
+                self.observe(now);
+                let at = self.latest_moment(f64::NEG_INFINITY, clock);
+                let look = self.look_at(at, now);
+                self.looks.push(look);
+            }
+            // Nothing on the pace: the clock's figures are the moment's (`looks_exactly` is
+            // false); looks go on from the clock's second.
+            self.by_second = Some(BySecond::after(clock));
+            return;
+        }
+        by.ran = true;
+        if clock > by.edge + 1e-9 {
+            // Past it (no worker on the pace held the clock there, and one runs now): a look
+            // now would be of a later moment, so none; looks go on from the clock's second.
+            self.by_second = Some(BySecond::after(clock));
+            return;
+        }
+        if clock < by.edge - 1e-9 || self.paused_at.is_some() {
+            self.by_second = Some(by);
+            return;
+        }
+        let since = *by.since.get_or_insert(now);
+        if self.settled(now) {
+            // Stamped at the second's last moment of a worker (a write, a start), or at its
+            // start: the figures have held from there to its end.
+            let at = self.latest_moment(by.edge.floor(), by.edge);
+            let look = self.look_at(at, now);
+            self.looks.push(look);
+        } else if now.saturating_duration_since(since) < SECOND_WAIT {
+            self.by_second = Some(by);
+            return;
+        }
+        self.by_second = Some(BySecond {
+            edge: by.edge + 1.0,
+            since: None,
+            ran: true,
+        });
+    }
+
+    /// The latest moment of a worker on the pace (its last write or step, or its start) from
+    /// `from` to `to`; `from` when there is none (`to` when `from` is unbounded).
+    fn latest_moment(&self, from: f64, to: f64) -> f64 {
+        (self.lanes.iter())
+            .flat_map(|l| l.attempts().iter().filter(|a| a.paced()).map(Attempt::now))
+            .filter(|&m| m >= from && m <= to)
+            .reduce(f64::max)
+            .unwrap_or(if from.is_finite() { from } else { to })
+    }
+}
+
+/// Where a second's look is stamped within it: its last millisecond, so the look holds every
+/// write of the second (a write's moment has its pace's decimals) and a CSV export's three
+/// decimals still name the second it belongs to.
+const SECOND_LOOKED_AT: f64 = 0.999;
+
+/// How long the clock waits at the end of a second for every lane to settle before going on
+/// without that second's look: a write takes milliseconds even on a loaded machine.
+const SECOND_WAIT: Duration = Duration::from_secs(2);
+
+/// A recorded night exact looks are not made for (a relay, a vendor, workers in lockstep or
+/// on leases, a long item, a pause, PostgreSQL) is looked at as each second ends: the clock
+/// and the grants stop at the end of the second, the night settles there, its figures are
+/// read, and it goes on. Each second's figures are then that moment's at any speed, coarser
+/// than an exact look (one look a second) and with no grant held back within the second.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct BySecond {
+    /// Where the next look is stamped: the end of its second.
+    edge: f64,
+    /// When the clock got there, while the night settles.
+    since: Option<Instant>,
+    /// A worker on the pace ran when the night was last looked at.
+    ran: bool,
+}
+
+impl BySecond {
+    /// Looks from the end of the second `clock` is in (the next one's, past it).
+    pub(super) fn after(clock: f64) -> Self {
+        let edge = clock.floor() + SECOND_LOOKED_AT;
+        Self {
+            edge: if edge < clock - 1e-9 {
+                edge + 1.0
+            } else {
+                edge
+            },
+            since: None,
+            ran: false,
+        }
     }
 }
 

@@ -136,6 +136,11 @@ impl Engine {
         {
             until = until.min(earliest.max(clock));
         }
+        // Looked at as each second ends (a recording), nor past the end of the second not
+        // yet looked at.
+        if let Some(edge) = self.second_edge() {
+            until = until.min(edge.max(clock));
+        }
         // Nor past a moment the driver stops on (`stop_on`): the figures there are that
         // moment's at every speed.
         let stops = (self.stops.iter().copied()).chain(self.landed);

@@ -149,6 +149,9 @@ pub struct Engine {
     looks_taken: u64,
     /// This tick grants nothing: it began with no exact look (`look_first`).
     grants_held: bool,
+    /// A recorded night exact looks are not made for: looked at as each second ends
+    /// (`exact::BySecond`).
+    by_second: Option<exact::BySecond>,
 }
 
 /// Writes an external job's queue beside its database, once: a second night on the same
@@ -186,14 +189,14 @@ impl Engine {
         Self::start_with(config, now, false)
     }
 
-    /// Builds the night and starts it, looked at exactly from its first grant when `exact`
-    /// (a recorded night: see `exact`).
+    /// Builds the night and starts it, looked at exactly from its first grant when `recorded`
+    /// (see `exact`: one moment at a time where it fits, else as each second ends).
     pub fn start_with(
         config: EngineConfig,
         now: Instant,
-        exact: bool,
+        recorded: bool,
     ) -> Result<Self, EngineError> {
-        let exact = exact && exact::fits(&config);
+        let exact = recorded && exact::fits(&config);
         let (output_tx, output_rx) = mpsc::channel();
         let server_watch = config.warehouse().watch();
         let speed = config.speed;
@@ -227,7 +230,11 @@ impl Engine {
             looks: Vec::new(),
             looks_taken: 0,
             grants_held: false,
+            by_second: None,
         };
+        if recorded && !exact {
+            engine.by_second = Some(exact::BySecond::after(engine.clock.now().0));
+        }
         // An external job's setup runs once, on its new database, before its first attempt.
         for lane in &engine.lanes {
             if lane.config().worker.job().is_some()
@@ -483,6 +490,7 @@ impl Engine {
             let limit = self.next_restart().map_or(limit, |r| r.min(limit));
             let limit = self.next_pause_end().map_or(limit, |p| p.min(limit));
             let limit = (self.server_restart_moment()).map_or(limit, |r| r.min(limit));
+            let limit = self.second_edge().map_or(limit, |edge| edge.min(limit));
             let limit = self.stop_limit(heard, limit);
             self.clock.set_scale(self.config.scale * self.speed, now);
             if self.by_work() {
@@ -519,6 +527,7 @@ impl Engine {
             // A tick that ends on rows of no one moment keeps no look.
             self.look(now).ok();
         }
+        self.look_at_second(now);
         self.stop_on_wrong_shape(now)?;
         if self.paused_at.is_none() && !self.frozen {
             self.fire_observed(now);

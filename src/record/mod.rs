@@ -440,19 +440,23 @@ impl Recorder {
         }
         let new_lines = !lines.is_empty();
         let mut due = Vec::new();
+        // Each look whose rows hold one moment, stamped with that moment (in a night looked
+        // at by second, one is taken as its last worker on the pace ends, after which it is
+        // sampled at the clock).
+        for look in engine.exact_looks() {
+            let sample = Sample {
+                real_ms: look.real_ms,
+                sim: look.sim,
+                lanes: look.lanes.clone(),
+            };
+            due.extend(self.samples.due_exact(sample, now, new_lines));
+        }
         if engine.looks_exactly() {
-            // Each look whose rows hold one moment, stamped with that moment.
-            for look in engine.exact_looks() {
-                let sample = Sample {
-                    real_ms: look.real_ms,
-                    sim: look.sim,
-                    lanes: look.lanes.clone(),
-                };
-                due.extend(self.samples.due_exact(sample, now, new_lines));
-            }
             // None in this tick, in a new second: the last sample's figures hold until the next
-            // write (a heartbeat a second older), when no line was logged since.
+            // write (a heartbeat a second older), when no line was logged since. A night looked
+            // at by second has a look at the end of each.
             if due.is_empty()
+                && !engine.looks_by_second()
                 && !new_lines
                 && self.lines_at_sample == self.events_written
                 && let Some(sample) = self.carried(engine, now)
