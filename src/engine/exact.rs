@@ -29,7 +29,7 @@ pub struct ExactLook {
 /// incident, kill-storm, hung-worker, wiped-checkpoints: headless and 16x alike at every
 /// second); a worker that waits its turn in lockstep, sleeps on a lease, or a relay that never
 /// asks for a grant would hold every grant (found in review: a recorded side-effects night
-/// never wrote a row), so such a night is sampled at the clock, as before.
+/// never wrote a row), so such a night is looked at by second (`BySecond`).
 #[must_use]
 pub fn fits(config: &super::EngineConfig) -> bool {
     use crate::worker::Strategy;
@@ -197,13 +197,10 @@ impl Engine {
         }
     }
 
-    /// Whether a worker on the clock's pace runs (not the relay, not someone else's job): the
-    /// night has moments of its own to look at by second.
+    /// Whether a worker on the clock's pace runs (not the relay, not someone else's job, not
+    /// hung or paused): the night has moments of its own to look at by second.
     fn paced_worker_runs(&self) -> bool {
-        (self.lanes.iter()).any(|l| {
-            (l.slots().iter().zip(l.attempts()).enumerate())
-                .any(|(i, (slot, a))| l.on_schedule(i) && slot.is_live() && a.paced())
-        })
+        (self.lanes.iter()).any(|l| (0..l.slots().len()).any(|i| l.scheduled(i)))
     }
 
     /// The end of the second to be looked at next, in a night looked at by second while a
@@ -230,7 +227,9 @@ impl Engine {
                 // within a second not looked at yet): the rows it left, read again now,
                 // stamped with its last moment.
                 self.observe(now);
-                let at = self.latest_moment(f64::NEG_INFINITY, clock);
+                let at = self
+                    .latest_moment(f64::NEG_INFINITY, clock)
+                    .max(self.last_mark(clock));
                 let look = self.look_at(at, now);
                 self.looks.push(look);
             }
@@ -247,17 +246,22 @@ impl Engine {
             return;
         }
         if clock < by.edge - 1e-9 || self.paused_at.is_some() {
+            // Paused, the wait starts again once the night goes on.
+            by.since = None;
             self.by_second = Some(by);
             return;
         }
         let since = *by.since.get_or_insert(now);
+        // A worker the clock has given up on (stopped from outside reclaim) would make every
+        // second wait out `SECOND_WAIT`: such a second gets no look.
+        let given_up = (self.lanes.iter()).any(|l| l.attempts().iter().any(|a| a.given_up_on(now)));
         if self.settled(now) {
             // Stamped at the second's last moment of a worker (a write, a start), or at its
             // start: the figures have held from there to its end.
             let at = self.latest_moment(by.edge.floor(), by.edge);
             let look = self.look_at(at, now);
             self.looks.push(look);
-        } else if now.saturating_duration_since(since) < SECOND_WAIT {
+        } else if !given_up && now.saturating_duration_since(since) < SECOND_WAIT {
             self.by_second = Some(by);
             return;
         }
@@ -266,6 +270,16 @@ impl Engine {
             since: None,
             ran: true,
         });
+    }
+
+    /// The moment of the latest line with a chart mark (a kill, a restart) up to `clock`, or
+    /// the night's start: a look taken as the last worker on the pace ends holds its kill.
+    fn last_mark(&self, clock: f64) -> f64 {
+        (self.timeline.iter().rev())
+            .filter(|e| e.mark.is_some() && e.sim.0 <= clock + 1e-9)
+            .map(|e| e.sim.0)
+            .next()
+            .unwrap_or(crate::base::clock::NIGHT_START)
     }
 
     /// The latest moment of a worker on the pace (its last write or step, or its start) from
@@ -279,9 +293,10 @@ impl Engine {
     }
 }
 
-/// Where a second's look is stamped within it: its last millisecond, so the look holds every
-/// write of the second (a write's moment has its pace's decimals) and a CSV export's three
-/// decimals still name the second it belongs to.
+/// Where in a second the clock and the grants stop for its look: its last millisecond, so the
+/// look holds every write of the second (a write's moment has its pace's decimals). The look
+/// is stamped with the second's latest moment of a worker (or its start), which a CSV
+/// export's three decimals name the second of.
 const SECOND_LOOKED_AT: f64 = 0.999;
 
 /// How long the clock waits at the end of a second for every lane to settle before going on
@@ -295,7 +310,7 @@ const SECOND_WAIT: Duration = Duration::from_secs(2);
 /// than an exact look (one look a second) and with no grant held back within the second.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct BySecond {
-    /// Where the next look is stamped: the end of its second.
+    /// Where the clock stops for the next look: the end of its second.
     edge: f64,
     /// When the clock got there, while the night settles.
     since: Option<Instant>,

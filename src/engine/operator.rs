@@ -34,8 +34,8 @@ impl Engine {
             self.resume_lane(lane, now);
         } else {
             // Stopped by hand wherever it is, perhaps with a write granted and not yet said
-            // (a planned hang waits for its moment's writes): sampled at the clock from here,
-            // as a worker paused by hand is.
+            // (a planned hang waits for its moment's writes): a recorded night is looked at by
+            // second from here, as after a worker paused by hand.
             self.stop_looking_exactly();
             self.hang_lane(lane, now);
         }
