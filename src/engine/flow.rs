@@ -149,28 +149,30 @@ impl Engine {
         }
         // Nor, in this tick, past an entry it stops on heard in it (a restart: the restarted
         // worker's first grant waits for the driver, which may hold there).
+        // Nor up to a dead-man's alert: a write (or a long item's step) granted ahead would
+        // beat the heartbeat before the clock got there, and the alert would not fire at every
+        // speed (long-item's at 16x) nor on every rehearsal of a lecture.
+        let dead_man = self.config.dead_man;
+        let mut waits: Vec<f64> = (self.lanes.iter())
+            .filter_map(|l| l.alert_moment(dead_man))
+            .collect();
         if let Some(when) = &self.stop_when {
             let heard = self.timeline.get(self.heard..).unwrap_or_default();
             for entry in heard.iter().filter(|e| when.picks(e)) {
                 until = until.min(entry.sim.0.max(clock));
             }
-            // Nor up to a dead-man's alert the clock stops on: a write granted ahead would
-            // beat the heartbeat before the clock got there, and the alert would not fire on
-            // some rehearsals.
-            let dead_man = self.config.dead_man;
-            let alerts = (self.lanes.iter()).filter_map(move |l| l.alert_moment(dead_man));
-            let waits = self
-                .first_writes_unread(when)
-                .chain(self.rows_past_items(when))
-                .chain(alerts);
-            if let Some(first) = waits.reduce(f64::min) {
-                // That write itself only once the clock is there, so nothing past it is made.
-                until = until.min(if first > clock + 1e-9 {
-                    first - 1e-6
-                } else {
-                    first
-                });
-            }
+            waits.extend(
+                self.first_writes_unread(when)
+                    .chain(self.rows_past_items(when)),
+            );
+        }
+        if let Some(first) = waits.into_iter().reduce(f64::min) {
+            // That write itself only once the clock is there, so nothing past it is made.
+            until = until.min(if first > clock + 1e-9 {
+                first - 1e-6
+            } else {
+                first
+            });
         }
         if let Some(task) = self.triggers.awaited_task() {
             // The first lane's moment for that task, when its one running worker can say.
@@ -276,7 +278,7 @@ impl Engine {
         for (l, lane) in self.lanes.iter_mut().enumerate() {
             let lockstep = lane.lockstep();
             let clock = lockstep.map_or(clock, |(next, _)| next.min(clock));
-            let claims = lane.claims();
+            let one_at_a_time = lane.grants_one_write_at_a_time();
             for s in 0..lane.slots().len() {
                 // In lockstep, only the slot whose turn it is: the others wait at their moment.
                 if lockstep.is_some_and(|(_, turn)| turn.is_some_and(|t| t != s))
@@ -301,7 +303,7 @@ impl Engine {
                     }
                     continue;
                 }
-                let upto = grant_upto(attempt, clock, cap, (claims, exact));
+                let upto = grant_upto(attempt, clock, cap, (one_at_a_time, exact));
                 if upto > attempt.granted {
                     attempt.granted = upto;
                     let at = attempt.moment_of(upto).map(Moment);
@@ -312,9 +314,9 @@ impl Engine {
     }
 }
 
-/// The writes in all `attempt` may have made by `clock`, within `cap`: one claim worker's
-/// only up to the write it has asked for (it claims at the moment its grant names, so each
-/// grant is for one write).
+/// The writes in all `attempt` may have made by `clock`, within `cap`: `one_at_a_time` (a lane
+/// whose writes go one at a time: `Lane::grants_one_write_at_a_time`), only up to the write
+/// the worker has asked for.
 ///
 /// Looked at exactly (`exact`), a worker that has not asked for its next write is granted
 /// nothing yet: the moment before that write is looked at first (a restarted worker's first
@@ -324,7 +326,7 @@ pub(super) fn grant_upto(
     attempt: &Attempt,
     clock: f64,
     cap: u64,
-    (claims, exact): (bool, bool),
+    (one_at_a_time, exact): (bool, bool),
 ) -> u64 {
     if exact && attempt.paced() && attempt.need <= attempt.writes {
         return attempt.granted;
@@ -332,7 +334,7 @@ pub(super) fn grant_upto(
     let upto = (attempt.grantable(clock))
         .max(attempt.crash_grant(clock).unwrap_or(0))
         .min(cap);
-    if claims && attempt.paced() {
+    if one_at_a_time && attempt.paced() {
         upto.min(attempt.need)
     } else {
         upto

@@ -442,10 +442,10 @@ impl Engine {
         let clock = self.grant_until();
         let cap = self.rows_cap(lane, slot);
         let l = &mut self.lanes[lane];
-        let (claims, lockstep) = (l.claims(), l.lockstep().is_some());
+        let (one_at_a_time, lockstep) = (l.grants_one_write_at_a_time(), l.lockstep().is_some());
         let (slots, attempts) = l.slots_and_attempts_mut();
         let (slot, attempt) = (&mut slots[slot], &mut attempts[slot]);
-        let upto = flow::grant_upto(attempt, clock, cap, (claims, self.exact));
+        let upto = flow::grant_upto(attempt, clock, cap, (one_at_a_time, self.exact));
         // Looked at exactly, nothing goes with the start: its first grant comes once it has
         // asked, in a tick that began with an exact look (`exact::look_first`).
         let exact = self.exact && attempt.paced();

@@ -899,6 +899,43 @@ fn the_same_scenario_twice_prints_the_same_text_but_pids_and_paths() {
     assert!(clocks.is_sorted(), "{a}");
 }
 
+/// long-item at 1x and at 16x, side by side: one night. At 16x a worker was granted writes
+/// before it said its long item began (ten rows where three were due at the 02:06:08 kill), and
+/// the steps right of the item beat the heartbeat before the clock reached the dead-man's alert,
+/// which then never fired; the heartbeat moved again at whichever beat a read saw first.
+#[test]
+fn the_long_item_scenario_prints_the_same_text_at_1x_and_16x() {
+    let tmp = tempfile::tempdir().unwrap();
+    let night = |speed: &str| {
+        reclaim_within(
+            &["run", "--scenario", "long-item", "--speed", speed],
+            &[("TMPDIR", tmp.path())],
+            LIMIT,
+        )
+    };
+    let (slow, fast) = thread::scope(|scope| {
+        let slow = scope.spawn(|| night("1"));
+        let fast = night("16");
+        (slow.join().unwrap(), fast)
+    });
+    assert_eq!(slow.code, Some(1), "{}\n{}", slow.stdout, slow.stderr);
+    let (a, b) = (
+        without_pids_and_paths(&slow.stdout),
+        without_pids_and_paths(&fast.stdout),
+    );
+    assert_eq!(a, b);
+    for (clock, needles) in [
+        ("02:06:00", &["in 10 steps", "heartbeat stale"][..]),
+        ("02:06:04", &["in 10 steps", "heartbeat moving again"][..]),
+        ("02:06:08", &["in 10 steps", "task-033  in flight"][..]),
+    ] {
+        let mut with_clock = vec![clock];
+        with_clock.extend_from_slice(needles);
+        let line = line_with(&slow, &with_clock);
+        assert!(line.starts_with(clock), "{clock}: {line}");
+    }
+}
+
 #[test]
 fn json_of_a_scenario_gives_one_object_per_lane_with_run_keys() {
     let tmp = tempfile::tempdir().unwrap();

@@ -38,7 +38,15 @@ pub(super) struct LaneHeartbeat {
     /// The moment the age was last measured from: the beat's (`beat_seen`), or `None` when it
     /// was a silence (no beat yet, or its file gone).
     age_from: Option<f64>,
+    /// The moments of the newest writes heard (at most `WRITES_KEPT`), oldest first.
+    writes_heard: std::collections::VecDeque<f64>,
+    /// While the switch fires: the moment of the beat that went silent, when it had one.
+    silent_from: Option<f64>,
 }
+
+/// How many of the newest writes' moments a lane keeps: the heartbeat moves again with the
+/// first write after a silence, heard a tick or two before it is said.
+const WRITES_KEPT: usize = 64;
 
 /// What the lane's workers are doing when the heartbeat is read.
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +72,8 @@ impl LaneHeartbeat {
             beat_seen: None,
             ended: false,
             age_from: None,
+            writes_heard: std::collections::VecDeque::new(),
+            silent_from: None,
         }
     }
 
@@ -115,6 +125,10 @@ impl LaneHeartbeat {
             self.last_write_task = Some(crate::task::task_id(last));
         }
         self.last_write_sim = Some(self.last_write_sim.map_or(at, |w| w.max(at)));
+        if self.writes_heard.len() == WRITES_KEPT {
+            self.writes_heard.pop_front();
+        }
+        self.writes_heard.push_back(at);
     }
 
     /// The sim time at which the heartbeat, still since its last beat, will cross `dead_man`.
@@ -184,6 +198,7 @@ impl LaneHeartbeat {
         let stale = workers.running && judged.alert().is_some();
         if stale && !self.stale {
             self.stale = true;
+            self.silent_from = scheduled;
             let note = match (judged, scheduled) {
                 // The moment the threshold was crossed, to the second.
                 (heartbeat::Judged::Stale(_), Some(at)) => Note::runner(
@@ -195,9 +210,18 @@ impl LaneHeartbeat {
             };
             Some(note)
         } else if !stale && self.stale {
+            // A beat of reclaim's own worker follows its write: the heartbeat moved again with
+            // the first write after the silent beat, not with whichever later beat a read
+            // happened to see first (02:06:04, :06 or :08 on three runs of long-item at 4x).
+            // A beat is fresh again only once a write after the silence has been heard.
+            let first = (self.silent_from).and_then(|silent| {
+                (self.writes_heard.iter().copied())
+                    .filter(|&w| w > silent + 1e-9)
+                    .reduce(f64::min)
+            });
             self.stale = false;
             let note = Note::runner(Kind::Notice, "heartbeat moving again".into());
-            Some(match scheduled {
+            Some(match first.or(scheduled) {
                 Some(at) => note.at(at),
                 None => note,
             })
@@ -266,9 +290,12 @@ impl Lane {
         }
         self.heartbeat.ended = false;
         // A reaped worker whose last lines are still on their way is not running: it has
-        // finished (or died, and is Restarting once its exit is handled).
-        let running = self.slots.iter().any(|s| {
-            !s.exit_pending()
+        // finished (or died, and is Restarting once its exit is handled). The relay beats no
+        // heartbeat: one still delivering after the workers are done is no silent worker (at
+        // 16x on a loaded machine, its real-time end let the switch fire at 02:26:00).
+        let running = (self.slots.iter().enumerate()).any(|(i, s)| {
+            !self.vendor.is_relay(i)
+                && !s.exit_pending()
                 && matches!(
                     s.state(),
                     SlotState::Running | SlotState::Hung | SlotState::Restarting
@@ -289,5 +316,65 @@ impl Lane {
         if let Ok(pid) = u32::try_from(self.slots[slot].pid()) {
             heartbeat::remove_dead_writers_temp(self.heartbeat.path(), pid);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::clock::NIGHT_START;
+
+    const DEAD_MAN: f64 = 300.0;
+
+    /// The lane's heartbeat read with the night's clock at `at` (seconds after 02:00:00).
+    fn read_at(
+        heartbeat: &mut LaneHeartbeat,
+        (clock, started): (&mut SimClock, Instant),
+        at: f64,
+    ) -> Option<Note> {
+        let now = Instant::now();
+        clock.jump(now, NIGHT_START + at);
+        let workers = Workers {
+            running: true,
+            job: false,
+            first_start: NIGHT_START,
+        };
+        heartbeat.read(
+            (now, SystemTime::now(), started),
+            (clock, &Absences::default()),
+            DEAD_MAN,
+            workers,
+        )
+    }
+
+    /// After a silence past the switch, the heartbeat moves again with the first write after
+    /// it, whichever later beat the read first sees: a beat read with two writes heard since
+    /// the silence was said at the second (02:06:04, :06 or :08 on three runs of long-item).
+    #[test]
+    fn the_heartbeat_moves_again_with_the_first_write_after_its_silence() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("heartbeat");
+        let writer = crate::heartbeat::Writer::new(path.clone());
+        let mut heartbeat = LaneHeartbeat::new(path.clone());
+        let started = Instant::now();
+        let mut clock = SimClock::new(started, 100.0);
+        heartbeat.wrote(NIGHT_START + 10.0, 0);
+        writer.beat("task-000").unwrap_or_else(|e| panic!("{e}"));
+        // A beat of a while ago: the next one's modification time differs from it, whatever
+        // the file system's granularity.
+        let past = SystemTime::now() - Duration::from_secs(10);
+        (std::fs::File::open(&path).and_then(|f| f.set_modified(past)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(read_at(&mut heartbeat, (&mut clock, started), 10.0).is_none());
+        let alert = read_at(&mut heartbeat, (&mut clock, started), 400.0);
+        assert_eq!(alert.and_then(|n| n.at), Some(NIGHT_START + 310.0));
+        // Two writes heard since, and the beat of a third read before its line.
+        heartbeat.wrote(NIGHT_START + 402.0, 1);
+        heartbeat.wrote(NIGHT_START + 404.0, 2);
+        writer.beat("task-003").unwrap_or_else(|e| panic!("{e}"));
+        let moving = read_at(&mut heartbeat, (&mut clock, started), 404.5)
+            .unwrap_or_else(|| panic!("the heartbeat moves again"));
+        assert_eq!(moving.text, "heartbeat moving again");
+        assert_eq!(moving.at, Some(NIGHT_START + 402.0));
     }
 }

@@ -63,6 +63,16 @@ impl Lane {
             .is_some_and(crate::worker::Strategy::claims_items)
     }
 
+    /// Whether each of the lane's writes is granted alone, once its worker has asked for it:
+    /// a claim worker's (it claims at the moment its grant names), and a worker of a lane with
+    /// a long item (the item's work moves the schedule on by its span only once the worker
+    /// says it begins: writes granted ahead of that were made on the old schedule, ten rows
+    /// where three were due at 16x).
+    #[must_use]
+    pub(in crate::engine) fn grants_one_write_at_a_time(&self) -> bool {
+        self.claims() || self.config.long_item.is_some()
+    }
+
     /// Whether `slot`'s worker is one the clock keeps pace with now: reclaim's own worker (not
     /// the relay, not someone else's job), alive and running (not hung), with a pace. The clock
     /// and the grants wait for such a worker, and what it says is stamped with its place in the

@@ -5,6 +5,7 @@
 use super::note::{kind_of, text_of};
 use super::{ClaimedDone, Lane, Note};
 use crate::engine::timeline::{Kind, Source};
+use crate::supervisor::slot::SlotState;
 use crate::worker::protocol::{Step, WorkerLine, claimed_rows};
 
 /// The longest claim kept from an external worker's last line.
@@ -34,7 +35,7 @@ impl Lane {
         if current {
             self.attempts[slot].heard(relay_moment.map_or(clock, |m| m.max(clock)));
         }
-        let at = current.then(|| self.attempts[slot].now());
+        let at = current.then(|| self.said_at(slot, relay_moment.is_some()));
         let Some(line) = line else {
             return (self.lines_not_kept(slot, attempt, at), None);
         };
@@ -147,6 +148,30 @@ impl Lane {
             at,
             fact: None,
         })
+    }
+
+    /// The moment a line of `slot`'s current attempt is stamped with: its own present (the
+    /// relay's planned crash's too, `planned_crash`), or for the relay's other lines (it has no
+    /// pace of its own: it takes no sim time) the lane's, the latest moment of a worker on the
+    /// schedule running or done, never before the relay's own start. At the clock's reading, the relay's
+    /// `delivered=200` fell on 02:21:18 at 1x and 02:21:19 at 16x.
+    fn said_at(&self, slot: usize, planned_crash: bool) -> f64 {
+        let attempt = &self.attempts[slot];
+        if !self.vendor.is_relay(slot) || planned_crash {
+            return attempt.now();
+        }
+        // Workers on the schedule running or done; none (at full speed, or all of them dead
+        // and waiting for a restart): the clock's reading when heard.
+        let workers: Vec<f64> = (self.slots.iter().zip(&self.attempts).enumerate())
+            .filter(|&(i, (s, a))| {
+                self.on_schedule(i) && a.paced() && (s.is_live() || s.state() == SlotState::Done)
+            })
+            .map(|(_, (_, a))| a.now())
+            .collect();
+        if workers.is_empty() {
+            return attempt.now();
+        }
+        workers.into_iter().fold(attempt.started(), f64::max)
     }
 
     /// A line a worker printed on stdout, in the protocol's words: someone else's program speaks
