@@ -147,8 +147,6 @@ impl Engine {
         if let Some(stop) = stops.filter(|&s| s >= clock - 1e-9).reduce(f64::min) {
             until = until.min(stop);
         }
-        // Nor, in this tick, past an entry it stops on heard in it (a restart: the restarted
-        // worker's first grant waits for the driver, which may hold there).
         // Nor up to a dead-man's alert: a write (or a long item's step) granted ahead would
         // beat the heartbeat before the clock got there, and the alert would not fire at every
         // speed (long-item's at 16x) nor on every rehearsal of a lecture.
@@ -157,6 +155,9 @@ impl Engine {
             .filter_map(|l| l.alert_moment(dead_man))
             .collect();
         if let Some(when) = &self.stop_when {
+            // Nor, in this tick, past an entry it stops on heard in it (a restart: the
+            // restarted worker's first grant waits for the driver, which may hold there); nor
+            // up to the first writes and the row past the queue it stops on.
             let heard = self.timeline.get(self.heard..).unwrap_or_default();
             for entry in heard.iter().filter(|e| when.picks(e)) {
                 until = until.min(entry.sim.0.max(clock));
