@@ -254,14 +254,15 @@ impl Engine {
         let since = *by.since.get_or_insert(now);
         // A worker the clock has given up on (stopped from outside reclaim) would make every
         // second wait out `SECOND_WAIT`: such a second gets no look.
-        let given_up = (self.lanes.iter()).any(|l| l.attempts().iter().any(|a| a.given_up_on(now)));
+        let given_up =
+            |e: &Self| (e.lanes.iter()).any(|l| l.attempts().iter().any(|a| a.given_up_on(now)));
         if self.settled(now) {
             // Stamped at the second's last moment of a worker (a write, a start), or at its
             // start: the figures have held from there to its end.
             let at = self.latest_moment(by.edge.floor(), by.edge);
             let look = self.look_at(at, now);
             self.looks.push(look);
-        } else if !given_up && now.saturating_duration_since(since) < SECOND_WAIT {
+        } else if now.saturating_duration_since(since) < SECOND_WAIT && !given_up(self) {
             self.by_second = Some(by);
             return;
         }

@@ -151,9 +151,9 @@ impl Engine {
         // beat the heartbeat before the clock got there, and the alert would not fire at every
         // speed (long-item's at 16x) nor on every rehearsal of a lecture.
         let dead_man = self.config.dead_man;
-        let mut waits: Vec<f64> = (self.lanes.iter())
+        let mut first = (self.lanes.iter())
             .filter_map(|l| l.alert_moment(dead_man))
-            .collect();
+            .reduce(f64::min);
         if let Some(when) = &self.stop_when {
             // Nor, in this tick, past an entry it stops on heard in it (a restart: the
             // restarted worker's first grant waits for the driver, which may hold there); nor
@@ -162,12 +162,13 @@ impl Engine {
             for entry in heard.iter().filter(|e| when.picks(e)) {
                 until = until.min(entry.sim.0.max(clock));
             }
-            waits.extend(
-                self.first_writes_unread(when)
-                    .chain(self.rows_past_items(when)),
-            );
+            let waits = self
+                .first_writes_unread(when)
+                .chain(self.rows_past_items(when))
+                .chain(first);
+            first = waits.reduce(f64::min);
         }
-        if let Some(first) = waits.into_iter().reduce(f64::min) {
+        if let Some(first) = first {
             // That write itself only once the clock is there, so nothing past it is made.
             until = until.min(if first > clock + 1e-9 {
                 first - 1e-6
