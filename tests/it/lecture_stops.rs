@@ -28,13 +28,23 @@ fn stop_of(screen: &vt100::Screen) -> Option<Stop> {
         .trim()
         .to_string();
     // The figure lines themselves (`rows N  distinct N ...`, `messages N ...`), not a chart's
-    // legend, which a screen caught mid-draw may show half drawn.
+    // legend, which a screen caught mid-draw may show half drawn; and each heartbeat's age
+    // (`heartbeat 6s/300s`), which is the night's as much as the rows are.
     let figures: Vec<String> = (text.lines())
-        .filter(|l| {
+        .filter_map(|l| {
             let inner = l.trim_start_matches(['┃', '│', ' ']);
-            (inner.starts_with("rows ") || inner.starts_with("messages ")) && l.contains("distinct")
+            if (inner.starts_with("rows ") || inner.starts_with("messages "))
+                && l.contains("distinct")
+            {
+                return Some(l.split_whitespace().collect::<Vec<_>>().join(" "));
+            }
+            // Lanes side by side share a row: every lane's age on it.
+            let ages: Vec<&str> = (l.split("heartbeat ").skip(1))
+                .filter_map(|rest| rest.split_whitespace().next())
+                .collect();
+            (inner.starts_with("alive ") && !ages.is_empty())
+                .then(|| format!("heartbeat {}", ages.join(" ")))
         })
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
     // A screen caught before its figures were drawn is not the stop yet.
     (!figures.is_empty()).then_some(Stop {

@@ -27,25 +27,25 @@ pub(super) struct LaneHeartbeat {
     seen: bool,
     /// The moment of the newest write heard.
     last_write_sim: Option<f64>,
-    /// The task of the newest write heard (`task-080`), to match a beat naming it.
-    last_write_task: Option<String>,
     /// The heartbeat file's modification time when last read, and the moment on the night's
-    /// clock given to that beat: the newest write heard when the beat was first seen (a beat
-    /// follows its write at once, so that is its write, or one a tick later).
+    /// clock given to that beat: the moment of the write it names once that write is heard,
+    /// until then the newest write heard (a beat follows its write at once).
     beat_seen: Option<(SystemTime, f64)>,
     /// The lane was over when last read: its age is the one it ended with.
     ended: bool,
     /// The moment the age was last measured from: the beat's (`beat_seen`), or `None` when it
     /// was a silence (no beat yet, or its file gone).
     age_from: Option<f64>,
-    /// The moments of the newest writes heard (at most `WRITES_KEPT`), oldest first.
-    writes_heard: std::collections::VecDeque<f64>,
+    /// The moments of the newest writes heard and the last task of each (at most
+    /// `WRITES_KEPT`), oldest first.
+    writes_heard: std::collections::VecDeque<(f64, u64)>,
     /// While the switch fires: the moment of the beat that went silent, when it had one.
     silent_from: Option<f64>,
 }
 
-/// How many of the newest writes' moments a lane keeps: the heartbeat moves again with the
-/// first write after a silence, heard a tick or two before it is said.
+/// How many of the newest writes' moments a lane keeps: a beat is read a tick or two before or
+/// after the write it names is heard, and the heartbeat moves again with the first write after
+/// a silence.
 const WRITES_KEPT: usize = 64;
 
 /// What the lane's workers are doing when the heartbeat is read.
@@ -68,7 +68,6 @@ impl LaneHeartbeat {
             stale: false,
             seen: false,
             last_write_sim: None,
-            last_write_task: None,
             beat_seen: None,
             ended: false,
             age_from: None,
@@ -121,14 +120,22 @@ impl LaneHeartbeat {
     /// A worker's write of `last` at sim time `at` was heard: the next beat follows it, unless
     /// a later write was heard already.
     pub(super) fn wrote(&mut self, at: f64, last: u64) {
-        if self.last_write_sim.is_none_or(|w| at >= w) {
-            self.last_write_task = Some(crate::task::task_id(last));
-        }
         self.last_write_sim = Some(self.last_write_sim.map_or(at, |w| w.max(at)));
         if self.writes_heard.len() == WRITES_KEPT {
             self.writes_heard.pop_front();
         }
-        self.writes_heard.push_back(at);
+        self.writes_heard.push_back((at, last));
+    }
+
+    /// The moment of the write `beat` names, once heard: the newest write of its task no
+    /// older than the beat before it (a task written again after a restart from zero is the
+    /// new write, never the first attempt's).
+    fn named_write(&self, beat: &heartbeat::Beat) -> Option<f64> {
+        let task = crate::task::canonical_index(beat.task.as_deref()?)?;
+        let floor = self.beat_seen.map_or(f64::NEG_INFINITY, |(_, at)| at);
+        (self.writes_heard.iter().rev())
+            .find(|&&(at, last)| last == task && at >= floor)
+            .map(|&(at, _)| at)
     }
 
     /// The sim time at which the heartbeat, still since its last beat, will cross `dead_man`.
@@ -167,11 +174,16 @@ impl LaneHeartbeat {
         // supervisor watched it.
         if let (Some(b), Some(write)) = (beat.as_ref(), self.last_write_sim) {
             let modified = wall.checked_sub(b.age).unwrap_or(wall);
-            // A beat seen before its own write was heard (the worker's line still in the pipe)
-            // took the write before it: once its task's write is heard, the beat is that one's.
-            let its_write = b.task.is_some() && b.task == self.last_write_task;
-            if its_write || self.beat_seen.is_none_or(|(seen, _)| seen != modified) {
-                self.beat_seen = Some((modified, write));
+            // The beat names its write's task: its moment is that write's, whichever tick read
+            // it (at 16x a read came a write early or late: `0s` and `13s` at a crash-window
+            // stop where 1x showed `6s`). A beat seen before its write was heard (the worker's
+            // line still in the pipe) takes the newest write until its own is heard.
+            match self.named_write(b) {
+                Some(at) => self.beat_seen = Some((modified, at)),
+                None if self.beat_seen.is_none_or(|(seen, _)| seen != modified) => {
+                    self.beat_seen = Some((modified, write));
+                }
+                None => {}
             }
         }
         let scheduled = self.beat_seen.map(|(_, at)| at).filter(|_| beat.is_some());
@@ -215,7 +227,7 @@ impl LaneHeartbeat {
             // happened to see first (02:06:04, :06 or :08 on three runs of long-item at 4x).
             // A beat is fresh again only once a write after the silence has been heard.
             let first = (self.silent_from).and_then(|silent| {
-                (self.writes_heard.iter().copied())
+                (self.writes_heard.iter().map(|&(at, _)| at))
                     .filter(|&w| w > silent + 1e-9)
                     .reduce(f64::min)
             });
@@ -376,5 +388,47 @@ mod tests {
             .unwrap_or_else(|| panic!("the heartbeat moves again"));
         assert_eq!(moving.text, "heartbeat moving again");
         assert_eq!(moving.at, Some(NIGHT_START + 402.0));
+    }
+
+    /// A beat's age counts from the write it names, whichever write the read heard last: at
+    /// 16x a beat first read after the next write was heard counted from that one (`0s` at a
+    /// crash-window stop where 1x showed `6s`). A task written again after a restart from zero
+    /// is the new write, never the first attempt's.
+    #[test]
+    fn a_beat_is_as_old_as_the_write_it_names() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("heartbeat");
+        let writer = crate::heartbeat::Writer::new(path.clone());
+        let mut heartbeat = LaneHeartbeat::new(path.clone());
+        let started = Instant::now();
+        let mut clock = SimClock::new(started, 100.0);
+        let age = |h: &LaneHeartbeat| h.sim_age().map(f64::round);
+        // task-000's write, its beat, and task-001's write, heard before the beat is read.
+        heartbeat.wrote(NIGHT_START + 10.0, 0);
+        writer.beat("task-000").unwrap_or_else(|e| panic!("{e}"));
+        heartbeat.wrote(NIGHT_START + 16.0, 1);
+        read_at(&mut heartbeat, (&mut clock, started), 20.0);
+        assert_eq!(age(&heartbeat), Some(10.0));
+        // A beat read before its write is heard takes the newest write until then.
+        let past = SystemTime::now() - Duration::from_secs(10);
+        (std::fs::File::open(&path).and_then(|f| f.set_modified(past)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        writer.beat("task-002").unwrap_or_else(|e| panic!("{e}"));
+        read_at(&mut heartbeat, (&mut clock, started), 23.0);
+        assert_eq!(age(&heartbeat), Some(7.0));
+        heartbeat.wrote(NIGHT_START + 22.0, 2);
+        read_at(&mut heartbeat, (&mut clock, started), 23.0);
+        assert_eq!(age(&heartbeat), Some(1.0));
+        // Restarted from zero: the new attempt's beat of task-000, its write not yet heard, is
+        // not the first attempt's task-000 of 02:00:10.
+        (std::fs::File::open(&path).and_then(|f| f.set_modified(past)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        heartbeat.wrote(NIGHT_START + 40.0, 3);
+        writer.beat("task-000").unwrap_or_else(|e| panic!("{e}"));
+        read_at(&mut heartbeat, (&mut clock, started), 50.0);
+        assert_eq!(age(&heartbeat), Some(10.0));
+        heartbeat.wrote(NIGHT_START + 45.0, 0);
+        read_at(&mut heartbeat, (&mut clock, started), 50.0);
+        assert_eq!(age(&heartbeat), Some(5.0));
     }
 }
