@@ -33,8 +33,9 @@ pub(super) struct LaneHeartbeat {
     beat_seen: Option<(SystemTime, f64)>,
     /// The lane was over when last read: its age is the one it ended with.
     ended: bool,
-    /// The moment the age was last measured from: the beat's (`beat_seen`), or `None` when it
-    /// was a silence (no beat yet, or its file gone).
+    /// The moment the age was last measured from: the beat's (`beat_seen`), or the lane's
+    /// first start for a silence counted on the night's clock; `None` for a silence shortened
+    /// by time reclaim was not watching (`Absences`), as read.
     age_from: Option<f64>,
     /// The moments of the newest writes heard and the last task of each (at most
     /// `WRITES_KEPT`), oldest first.
@@ -96,8 +97,7 @@ impl LaneHeartbeat {
         }
         match self.age_from {
             Some(at) => self.sim_age.map(|_| (moment - at).max(0.0)),
-            // A silence is measured in real time (`Absences`) and bounded by the lane's first
-            // start: as read.
+            // A silence reclaim did not watch whole: as read.
             None => self.sim_age,
         }
     }
@@ -189,17 +189,23 @@ impl LaneHeartbeat {
         let scheduled = self.beat_seen.map(|(_, at)| at).filter(|_| beat.is_some());
         // Before a first beat, the silence counts from the lane's first start on the clock (a
         // scenario's `start_at`), never from before it: no alert for a lane yet to start.
-        let sim_age = scheduled.map_or_else(
-            || {
-                absences
-                    .silence(clock, since, now)
-                    .min((clock.now().0 - workers.first_start).max(0.0))
-            },
-            |at| (clock.now().0 - at).max(0.0),
-        );
+        // A silence watched whole is the night's own, from that start: a look stamped at the
+        // second's last write gives it at that moment, whichever tick read it (1.0 s at 16x and
+        // 2.0 s at 4x at the end of 02:00:00 when it was the age as read).
+        let (sim_age, age_from) = if let Some(at) = scheduled {
+            ((clock.now().0 - at).max(0.0), Some(at))
+        } else {
+            let watched = absences.silence(clock, since, now);
+            let night = (clock.now().0 - workers.first_start).max(0.0);
+            if watched + 1e-9 >= night {
+                (night, Some(workers.first_start))
+            } else {
+                (watched, None)
+            }
+        };
         self.task = beat.and_then(|b| b.task);
         self.sim_age = Some(sim_age);
-        self.age_from = scheduled;
+        self.age_from = age_from;
         // INVARIANT: judged by the rule `heartbeat-check` judges by: a beat from the future
         // alerts, never passes for fresh.
         let judged = heartbeat::judge(
