@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use reclaim::scenario::{SHIPPED, Scenario};
 
 use crate::support::Dashboard;
-use crate::support::{PROMPTLY, STARTUP};
+use crate::support::{PROMPTLY, STARTUP, runs_here};
 
 /// What one stop showed: the lecture's line, the caption's first line, each lane's figures.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -334,17 +334,4 @@ fn the_pause_stops_alike_at_1x_and_16x() {
         }
         other => panic!("{other:?}"),
     }
-}
-
-/// Whether a shipped scenario can run where the tests were built: one on PostgreSQL needs it
-/// installed (its tests are said skipped elsewhere, as every PostgreSQL test is).
-pub(crate) fn runs_here(name: &str) -> bool {
-    let scenario = Scenario::load(name).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let runs = cfg!(not(reclaim_no_pg)) || !scenario.warehouse.is_postgres();
-    if !runs {
-        eprintln!(
-            "skipped: the scenario {name} needs PostgreSQL, not found when the tests were built"
-        );
-    }
-    runs
 }

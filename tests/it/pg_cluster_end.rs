@@ -7,7 +7,7 @@
 
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill, killpg};
@@ -178,51 +178,4 @@ fn ctrl_c_while_it_starts() {
         assert_eq!(output.trim_end().lines().count(), 1, "{output}");
         assert!(output.contains("stopped by SIGINT"), "{output}");
     }
-}
-
-/// The cluster reclaim makes asks for its password: psql without it is refused, and with the
-/// password reclaim keeps beside a kept cluster it gets in.
-pub(crate) fn assert_refused_without_password(cluster: &Path) {
-    let psql = |as_nobody: bool, with_password: bool| {
-        let mut command = if as_nobody {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "nobody", "--", "psql"]);
-            c
-        } else {
-            Command::new("psql")
-        };
-        command
-            .args(["-X", "-w", "-At", "-h"])
-            .arg(cluster)
-            .args(["-U", "reclaim", "-d", "postgres", "-c", "SELECT 1"])
-            .env("PGCONNECT_TIMEOUT", "5")
-            .env_remove("PGPASSWORD")
-            .env(
-                "PGPASSFILE",
-                if with_password {
-                    cluster.join("pgpass")
-                } else {
-                    "/nonexistent".into()
-                },
-            );
-        command.output().unwrap_or_else(|e| panic!("psql: {e}"))
-    };
-    let refused = psql(false, false);
-    assert!(
-        !refused.status.success(),
-        "a connection without the password got in"
-    );
-    let said = String::from_utf8_lossy(&refused.stderr);
-    assert!(said.contains("no password supplied"), "{said}");
-    if nix::unistd::Uid::effective().is_root() {
-        // The cluster runs as `nobody`: another `nobody` process is refused as well.
-        let refused = psql(true, false);
-        assert!(!refused.status.success(), "a nobody process got in");
-    }
-    let admitted = psql(false, true);
-    assert!(
-        admitted.status.success(),
-        "{}",
-        String::from_utf8_lossy(&admitted.stderr)
-    );
 }

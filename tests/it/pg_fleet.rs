@@ -6,7 +6,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::pg_warehouse::KeptServer;
+use crate::support::KeptServer;
 use crate::support::{Run, reclaim_in_dir, run_within};
 use crate::support::{assert_one_line_error, folder, pg_bin, poll_until, psql, reclaim_command};
 

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::pg_warehouse::KeptServer;
+use crate::support::KeptServer;
 use crate::support::{assert_one_line_error, folder, pg_bin, psql, reclaim_in_dir};
 
 /// reclaim's schemas on the server, by name, as `psql` lists them.

@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::pg_warehouse::KeptServer;
+use crate::support::KeptServer;
 use crate::support::{Run, assert_one_line_error, reclaim_command, run_within};
 use crate::support::{folder, pg_bin, psql};
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::pg_warehouse::KeptServer;
+use crate::support::KeptServer;
 use crate::support::{assert_one_line_error, folder, pg_bin, reclaim_in_dir};
 use crate::support::{start_kept_with, stop_kept};
 

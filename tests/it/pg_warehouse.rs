@@ -3,14 +3,14 @@
 //! processes and folder looked for after reclaim ends however it ends.
 //!
 //! These tests need PostgreSQL's server programs (Debian's `postgresql`: `.ci/run` installs it).
-//! Where they are missing each test says so and passes without running; where they are there,
-//! they run.
+//! Where the build found none they are ignored, with that reason, and counted as ignored in the
+//! summary; where they are there, they run.
 
 use std::os::unix::fs::PermissionsExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use crate::support::{assert_one_line_error, reclaim_in_dir};
+use crate::support::{KeptServer, assert_one_line_error, reclaim_in_dir};
 use crate::support::{
     cluster_folder, folder, pg_bin, processes_under, psql, start_kept, stop_kept, timeline,
 };
@@ -84,7 +84,7 @@ fn the_incident_on_postgres_is_the_incident_on_sqlite_and_psql_agrees() {
     );
     start_kept(&bin, &cluster);
     let checked = std::panic::catch_unwind(|| {
-        crate::pg_cluster_end::assert_refused_without_password(&cluster);
+        crate::support::assert_refused_without_password(&cluster);
         assert_eq!(figures(&cluster, "night_night1_1_naive"), "312 200 112");
         assert_eq!(figures(&cluster, "night_night1_2_guarded"), "200 200 0");
         assert_eq!(
@@ -108,64 +108,6 @@ fn the_incident_on_postgres_is_the_incident_on_sqlite_and_psql_agrees() {
     let _ = std::fs::remove_dir_all(&cluster);
     if let Err(panic) = checked {
         std::panic::resume_unwind(panic);
-    }
-}
-
-/// A cluster reclaim kept after a one-item night, started again as its owner would: a server
-/// reclaim did not start. Stopped, and its folder removed, when dropped (a failed assertion
-/// included).
-pub(crate) struct KeptServer {
-    bin: PathBuf,
-    pub(crate) cluster: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl KeptServer {
-    pub(crate) fn start(bin: &Path) -> Self {
-        let dir = folder();
-        let args = [
-            "run",
-            "--strategy",
-            "keyed",
-            "--items",
-            "1",
-            "--warehouse",
-            "postgres",
-            "--keep",
-        ];
-        let run = reclaim_in_dir(dir.path(), &args, Duration::from_secs(120));
-        assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
-        let cluster = cluster_folder(dir.path()).unwrap_or_else(|| panic!("no kept cluster"));
-        // As a server someone else runs: its owner trusted on the socket (a URL with no
-        // password), everyone else asked for one. The private cluster's own rule (the night's
-        // password for everyone) ended with its night.
-        std::fs::write(
-            cluster.join("data").join("pg_hba.conf"),
-            "local all reclaim trust\nlocal all all scram-sha-256\n",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        start_kept(bin, &cluster);
-        Self {
-            bin: bin.to_path_buf(),
-            cluster,
-            _dir: dir,
-        }
-    }
-
-    /// The cluster's socket folder as a URL's host.
-    pub(crate) fn host(&self) -> String {
-        self.cluster
-            .display()
-            .to_string()
-            .replace('%', "%25")
-            .replace('/', "%2F")
-    }
-}
-
-impl Drop for KeptServer {
-    fn drop(&mut self) {
-        stop_kept(&self.bin, &self.cluster);
-        let _ = std::fs::remove_dir_all(&self.cluster);
     }
 }
 

@@ -292,7 +292,7 @@ fn placeholders(template: &str, filled: &str) -> Option<Vec<(String, String)>> {
 fn every_caption_of_every_scenario_has_its_lanes_figures_at_its_moment() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let names: Vec<&str> = (reclaim::scenario::SHIPPED.iter().map(|(n, _)| *n))
-        .filter(|name| crate::lecture_stops::runs_here(name))
+        .filter(|name| crate::support::runs_here(name))
         .collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let recorded: Vec<(String, String)> = std::thread::scope(|scope| {

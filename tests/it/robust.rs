@@ -20,7 +20,9 @@ use crate::support::Dashboard;
 use crate::support::{
     Run, assert_one_line_error, cmdline, count, open_ro, path_arg, read_bytes, record_short_night,
 };
-use crate::support::{mounted, reclaim_in, snapshot_tree, tempdir, warehouse};
+use crate::support::{
+    assert_scenario_refused, mounted, reclaim_in, snapshot_tree, tempdir, warehouse,
+};
 
 /// How long after reclaim's exit a worker may still be alive (the "within one second").
 const ORPHAN_GRACE: Duration = Duration::from_secs(1);
@@ -783,24 +785,6 @@ fn the_dashboard_with_a_read_only_tmpdir_refuses_before_the_terminal() {
     assert!(
         !dashboard.entered_alternate_screen(),
         "it switched to the alternate screen before refusing"
-    );
-}
-
-/// A scenario file holding `text` is refused by `reclaim tui --scenario FILE` (validated before
-/// a terminal is needed, so plain pipes do) with one line naming `needle`; no night is started
-/// and the file is left as it was.
-pub(crate) fn assert_scenario_refused(name: &str, text: &[u8], needle: &str) {
-    let tmp = tempdir();
-    let file = tmp.path().join(name);
-    fs::write(&file, text).unwrap_or_else(|e| panic!("cannot write {name}: {e}"));
-    let before = snapshot_tree(tmp.path());
-    let run = reclaim_in(tmp.path(), &["tui", "--scenario", path_arg(&file)]);
-    assert_one_line_error(&run, needle);
-    assert!(run.stderr.contains(name), "{name}: {}", run.stderr);
-    assert!(run.stdout.is_empty(), "{name}: {}", run.stdout);
-    assert!(
-        snapshot_tree(tmp.path()) == before,
-        "{name}: reclaim changed or added files"
     );
 }
 

@@ -765,7 +765,7 @@ fn a_scenario_lane_that_cannot_leave_the_database_as_it_says_is_refused_in_one_l
         ),
     ] {
         let text = format!("title = \"t\"\n[[lane]]\n{lane}\n");
-        crate::robust::assert_scenario_refused("lane.toml", text.as_bytes(), needle);
+        crate::support::assert_scenario_refused("lane.toml", text.as_bytes(), needle);
     }
 }
 

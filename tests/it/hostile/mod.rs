@@ -14,9 +14,7 @@ mod writes;
 
 use std::path::Path;
 
-pub(crate) fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temporary folder: {e}"))
-}
+pub(crate) use crate::support::tempdir;
 
 pub(crate) fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));

@@ -508,3 +508,17 @@ pub(crate) fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) -> boo
     }
     true
 }
+
+/// Whether a shipped scenario can run where the tests were built: one on PostgreSQL needs it
+/// installed (its tests are said skipped elsewhere, as every PostgreSQL test is).
+pub(crate) fn runs_here(name: &str) -> bool {
+    let scenario =
+        reclaim::scenario::Scenario::load(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let runs = cfg!(not(reclaim_no_pg)) || !scenario.warehouse.is_postgres();
+    if !runs {
+        eprintln!(
+            "skipped: the scenario {name} needs PostgreSQL, not found when the tests were built"
+        );
+    }
+    runs
+}

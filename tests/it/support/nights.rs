@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::tempdir;
-use super::{Run, path_arg, reclaim_in_dir, snapshot};
+use super::{Run, assert_one_line_error, path_arg, reclaim_in_dir, snapshot};
 
 /// The hang guard of `reclaim_in`.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -163,4 +163,22 @@ pub(crate) fn without_pids_and_paths(stdout: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+/// A scenario file holding `text` is refused by `reclaim tui --scenario FILE` (validated before
+/// a terminal is needed, so plain pipes do) with one line naming `needle`; no night is started
+/// and the file is left as it was.
+pub(crate) fn assert_scenario_refused(name: &str, text: &[u8], needle: &str) {
+    let tmp = tempdir();
+    let file = tmp.path().join(name);
+    fs::write(&file, text).unwrap_or_else(|e| panic!("cannot write {name}: {e}"));
+    let before = snapshot_tree(tmp.path());
+    let run = reclaim_in(tmp.path(), &["tui", "--scenario", path_arg(&file)]);
+    assert_one_line_error(&run, needle);
+    assert!(run.stderr.contains(name), "{name}: {}", run.stderr);
+    assert!(run.stdout.is_empty(), "{name}: {}", run.stdout);
+    assert!(
+        snapshot_tree(tmp.path()) == before,
+        "{name}: reclaim changed or added files"
+    );
 }

@@ -5,8 +5,11 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use std::time::Duration;
+
 use super::cmdline;
 use super::process_gone;
+use super::reclaim_in_dir;
 
 /// The server programs, as reclaim looks for them. A test that needs them is ignored, with its
 /// reason, where the build script (`tests/it/support/build.rs`) found none; so here they are.
@@ -172,4 +175,109 @@ pub(crate) fn timeline(stdout: &str) -> Vec<String> {
         .collect();
     lines.sort();
     lines
+}
+
+/// A cluster reclaim kept after a one-item night, started again as its owner would: a server
+/// reclaim did not start. Stopped, and its folder removed, when dropped (a failed assertion
+/// included).
+pub(crate) struct KeptServer {
+    bin: PathBuf,
+    pub(crate) cluster: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl KeptServer {
+    pub(crate) fn start(bin: &Path) -> Self {
+        let dir = folder();
+        let args = [
+            "run",
+            "--strategy",
+            "keyed",
+            "--items",
+            "1",
+            "--warehouse",
+            "postgres",
+            "--keep",
+        ];
+        let run = reclaim_in_dir(dir.path(), &args, Duration::from_secs(120));
+        assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+        let cluster = cluster_folder(dir.path()).unwrap_or_else(|| panic!("no kept cluster"));
+        // As a server someone else runs: its owner trusted on the socket (a URL with no
+        // password), everyone else asked for one. The private cluster's own rule (the night's
+        // password for everyone) ended with its night.
+        std::fs::write(
+            cluster.join("data").join("pg_hba.conf"),
+            "local all reclaim trust\nlocal all all scram-sha-256\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        start_kept(bin, &cluster);
+        Self {
+            bin: bin.to_path_buf(),
+            cluster,
+            _dir: dir,
+        }
+    }
+
+    /// The cluster's socket folder as a URL's host.
+    pub(crate) fn host(&self) -> String {
+        self.cluster
+            .display()
+            .to_string()
+            .replace('%', "%25")
+            .replace('/', "%2F")
+    }
+}
+
+impl Drop for KeptServer {
+    fn drop(&mut self) {
+        stop_kept(&self.bin, &self.cluster);
+        let _ = std::fs::remove_dir_all(&self.cluster);
+    }
+}
+
+/// The cluster reclaim makes asks for its password: psql without it is refused, and with the
+/// password reclaim keeps beside a kept cluster it gets in.
+pub(crate) fn assert_refused_without_password(cluster: &Path) {
+    let psql = |as_nobody: bool, with_password: bool| {
+        let mut command = if as_nobody {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "nobody", "--", "psql"]);
+            c
+        } else {
+            Command::new("psql")
+        };
+        command
+            .args(["-X", "-w", "-At", "-h"])
+            .arg(cluster)
+            .args(["-U", "reclaim", "-d", "postgres", "-c", "SELECT 1"])
+            .env("PGCONNECT_TIMEOUT", "5")
+            .env_remove("PGPASSWORD")
+            .env(
+                "PGPASSFILE",
+                if with_password {
+                    cluster.join("pgpass")
+                } else {
+                    "/nonexistent".into()
+                },
+            );
+        command.output().unwrap_or_else(|e| panic!("psql: {e}"))
+    };
+    let refused = psql(false, false);
+    assert!(
+        !refused.status.success(),
+        "a connection without the password got in"
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("no password supplied"), "{said}");
+    if nix::unistd::Uid::effective().is_root() {
+        // The cluster runs as `nobody`: another `nobody` process is refused as well.
+        let refused = psql(true, false);
+        assert!(!refused.status.success(), "a nobody process got in");
+    }
+    let admitted = psql(false, true);
+    assert!(
+        admitted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&admitted.stderr)
+    );
 }
