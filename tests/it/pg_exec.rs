@@ -127,13 +127,26 @@ fn prove_exec_on_postgres_catches_the_naive_psql_job() {
         "{}",
         run.stdout
     );
-    // A lost connection (an answer lost, the server restarted) ends each psql, then the job,
-    // and the job restarted begins at its first item again.
+    // A lost answer ends that psql, then the job, and the job restarted begins at its first
+    // item again.
     assert!(
-        run.stdout.contains("4. FAIL  two commits' answers lost")
-            && run
-                .stdout
-                .contains("5. FAIL  the server restarted mid-night"),
+        run.stdout.contains("4. FAIL  two commits' answers lost"),
+        "{}",
+        run.stdout
+    );
+    // The server restarted at 10 rows fails the job when a psql is connected or connecting
+    // while it is down. Each item is a psql of its own, so on a loaded machine the restart can
+    // fall wholly between two of them (seen at load 24): then no write is lost, and the test
+    // says what it saw, a pass with no duplicate.
+    let restart = (run.stdout.lines())
+        .skip_while(|l| !l.starts_with("5. "))
+        .take(2)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        restart.starts_with("5. FAIL  the server restarted mid-night")
+            || (restart.starts_with("5. PASS  the server restarted mid-night")
+                && restart.contains(" 0 duplicated")),
         "{}",
         run.stdout
     );
