@@ -16,9 +16,8 @@ use crate::support::{COLS, Dashboard, PROMPTLY, ROWS, path_arg, reclaim_in_dir};
 
 /// A lane's figures at one second, as a slide or a CSV export shows them, with its heartbeat
 /// age at the second's end in milliseconds (the sample's age, grown from its stamp while the
-/// lane is watched: moments fall on whole milliseconds, so the rounding only takes off the
-/// float's noise, where tenths rounded 1.35 s either way), and whether it is progressing and
-/// stale (`alike` says what is compared).
+/// lane is watched; tenths rounded an age of 1.35 s either way on the float's noise), and
+/// whether it is progressing and stale (`alike` says what is compared).
 type Figures = (
     u64,
     u64,
