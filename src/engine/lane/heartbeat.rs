@@ -368,24 +368,38 @@ mod tests {
         )
     }
 
+    /// A heartbeat file in a folder of its own (kept alive by the first), and its writer.
+    fn beat_file() -> (
+        tempfile::TempDir,
+        std::path::PathBuf,
+        crate::heartbeat::Writer,
+    ) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("heartbeat");
+        let writer = crate::heartbeat::Writer::new(path.clone());
+        (dir, path, writer)
+    }
+
+    /// Makes the beat at `path` one of a while ago: the next beat's modification time differs
+    /// from it, whatever the file system's granularity.
+    fn backdate(path: &Path) {
+        let past = SystemTime::now() - Duration::from_secs(10);
+        (std::fs::File::open(path).and_then(|f| f.set_modified(past)))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
     /// After a silence past the switch, the heartbeat moves again with the first write after
     /// it, whichever later beat the read first sees: a beat read with two writes heard since
     /// the silence was said at the second (02:06:04, :06 or :08 on three runs of long-item).
     #[test]
     fn the_heartbeat_moves_again_with_the_first_write_after_its_silence() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let path = dir.path().join("heartbeat");
-        let writer = crate::heartbeat::Writer::new(path.clone());
+        let (_dir, path, writer) = beat_file();
         let mut heartbeat = LaneHeartbeat::new(path.clone());
         let started = Instant::now();
         let mut clock = SimClock::new(started, 100.0);
         heartbeat.wrote(NIGHT_START + 10.0, 0);
         writer.beat("task-000").unwrap_or_else(|e| panic!("{e}"));
-        // A beat of a while ago: the next one's modification time differs from it, whatever
-        // the file system's granularity.
-        let past = SystemTime::now() - Duration::from_secs(10);
-        (std::fs::File::open(&path).and_then(|f| f.set_modified(past)))
-            .unwrap_or_else(|e| panic!("{e}"));
+        backdate(&path);
         assert!(read_at(&mut heartbeat, (&mut clock, started), 10.0).is_none());
         let alert = read_at(&mut heartbeat, (&mut clock, started), 400.0);
         assert_eq!(alert.and_then(|n| n.at), Some(NIGHT_START + 310.0));
@@ -405,9 +419,7 @@ mod tests {
     /// is the new write, never the first attempt's.
     #[test]
     fn a_beat_is_as_old_as_the_write_it_names() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let path = dir.path().join("heartbeat");
-        let writer = crate::heartbeat::Writer::new(path.clone());
+        let (_dir, path, writer) = beat_file();
         let mut heartbeat = LaneHeartbeat::new(path.clone());
         let started = Instant::now();
         let mut clock = SimClock::new(started, 100.0);
@@ -419,9 +431,7 @@ mod tests {
         read_at(&mut heartbeat, (&mut clock, started), 20.0);
         assert_eq!(age(&heartbeat), Some(10.0));
         // A beat read before its write is heard takes the newest write until then.
-        let past = SystemTime::now() - Duration::from_secs(10);
-        (std::fs::File::open(&path).and_then(|f| f.set_modified(past)))
-            .unwrap_or_else(|e| panic!("{e}"));
+        backdate(&path);
         writer.beat("task-002").unwrap_or_else(|e| panic!("{e}"));
         read_at(&mut heartbeat, (&mut clock, started), 23.0);
         assert_eq!(age(&heartbeat), Some(7.0));
@@ -430,8 +440,7 @@ mod tests {
         assert_eq!(age(&heartbeat), Some(1.0));
         // Restarted from zero: the new attempt's beat of task-000, its write not yet heard, is
         // not the first attempt's task-000 of 02:00:10.
-        (std::fs::File::open(&path).and_then(|f| f.set_modified(past)))
-            .unwrap_or_else(|e| panic!("{e}"));
+        backdate(&path);
         heartbeat.wrote(NIGHT_START + 40.0, 3);
         writer.beat("task-000").unwrap_or_else(|e| panic!("{e}"));
         read_at(&mut heartbeat, (&mut clock, started), 50.0);
