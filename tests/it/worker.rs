@@ -2,9 +2,11 @@
 //! in temporary folders, real SIGKILLs at named crash points, and the rows read back independently.
 
 use std::fs;
+use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
+use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension as _};
 use serde_json::Value;
@@ -540,33 +542,44 @@ fn a_short_wal_keeps_the_log_a_kill_leaves_short() {
 fn guarded_skips_tasks_another_writer_checkpoints_while_it_runs() {
     // A guarded worker reads the checkpoints once at start, then looks again only when another
     // connection has committed (PRAGMA data_version). Here another writer finishes tasks 150..199
-    // a while after the worker has started: the worker must notice and leave them alone.
+    // after the worker has written its first five: the worker must notice and leave them alone.
+    // Gated, the worker writes only what it is granted, so "after its first five" is a fact of
+    // the night, not a race against the machine's load.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("warehouse.db");
-    let child = crate::support::reclaim_command()
+    let mut child = crate::support::reclaim_command()
         .args(["worker", "--strategy", "guarded", "--db", path_arg(&db)])
-        .args(["--items", "200", "--delay-ms", "10"])
-        .stdin(Stdio::null())
+        .args([
+            "--items",
+            "200",
+            "--delay-ms",
+            "0",
+            "--supervised",
+            "--gated",
+        ])
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = std::time::Instant::now();
-    let conn = loop {
-        if let Ok(conn) =
-            Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
-            && conn.busy_timeout(std::time::Duration::from_secs(5)).is_ok()
-            && conn
-                .query_row("SELECT count(*) FROM records", [], |r| r.get::<_, u64>(0))
+    let mut grants = child.stdin.take().unwrap();
+    writeln!(grants, "grant 5").unwrap();
+    let mut conn = None;
+    let wrote_five = crate::support::poll_until(Duration::from_secs(30), || {
+        conn = Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
+            .ok()
+            .filter(|c| c.busy_timeout(Duration::from_secs(5)).is_ok())
+            .filter(|c| {
+                c.query_row("SELECT count(*) FROM checkpoints", [], |r| {
+                    r.get::<_, u64>(0)
+                })
                 .is_ok_and(|n| n >= 5)
-        {
-            break conn;
-        }
-        assert!(started.elapsed().as_secs() < 30, "the worker never wrote");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    };
-    let done_early = count(&conn, "SELECT count(*) FROM checkpoints");
-    assert!(done_early < 150, "the worker was too quick for this test");
+            });
+        conn.is_some()
+    });
+    assert!(wrote_five, "the worker never wrote its five granted items");
+    let conn = conn.unwrap();
+    assert_eq!(count(&conn, "SELECT count(*) FROM checkpoints"), 5);
     for index in 150..200 {
         let task = reclaim::task::task_id(index);
         let body = reclaim::task::payload(index);
@@ -578,6 +591,8 @@ fn guarded_skips_tasks_another_writer_checkpoints_while_it_runs() {
         conn.execute("INSERT INTO checkpoints VALUES (?1, 1.0)", [&task])
             .unwrap();
     }
+    writeln!(grants, "grant 200").unwrap();
+    drop(grants);
     let run = Run::from_output("guarded worker", &child.wait_with_output().unwrap());
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert_eq!(run.done_number("inserted"), Some(150), "{}", run.stdout);

@@ -327,13 +327,19 @@ pub(crate) const SLACK: u32 = 3;
 /// Runs `command` to its end, output collected; SIGKILLed, and the test failed, after `limit`
 /// times `SLACK`.
 pub(crate) fn run_within(mut command: Command, what: &str, limit: Duration) -> Run {
-    let limit = limit.saturating_mul(SLACK);
     let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    finish_within(child, what, limit)
+}
+
+/// Waits for a started `child` to end, its piped output collected; SIGKILLed, and the test
+/// failed, after `limit` times `SLACK`.
+pub(crate) fn finish_within(child: std::process::Child, what: &str, limit: Duration) -> Run {
+    let limit = limit.saturating_mul(SLACK);
     let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
