@@ -17,7 +17,7 @@ use crate::error::{Context as _, Error};
 use crate::tui::keymap::{self, KeyAction, Mode};
 use crate::tui::notes::Notes;
 use crate::tui::screen::Screen;
-use crate::tui::terminal::{redraw_all, restore_terminal, spawn_input, take_terminal};
+use crate::tui::terminal::{draw_frame, redraw_all, restore_terminal, spawn_input, take_terminal};
 use crate::tui::theme::Theme;
 use crate::tui::ui;
 use crate::tui::view::Dashboard;
@@ -182,8 +182,7 @@ pub(super) fn drive_screen(
         if redraw || now >= next_frame {
             let view = app.view();
             if redraw || shown.as_ref() != Some(&view) {
-                terminal
-                    .draw(|frame| ui::render(frame, &view, theme))
+                draw_frame(terminal, |frame| ui::render(frame, &view, theme))
                     .context(|| "cannot draw".into())?;
                 shown = Some(view);
                 app.drawn();

@@ -9,7 +9,7 @@ use std::thread;
 use std::time::Duration;
 
 use crossterm::event::{self, Event};
-use crossterm::{execute, terminal};
+use crossterm::{execute, queue, terminal};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 
@@ -28,8 +28,11 @@ pub fn terminal_active() -> bool {
 pub fn restore_terminal() {
     if ACTIVE.swap(false, Ordering::SeqCst) {
         let _ = terminal::disable_raw_mode();
+        // A frame cut short (a panic mid-draw) is ended first: a terminal that holds a
+        // synchronized update would otherwise hold it until its own timeout.
         let _ = execute!(
             io::stdout(),
+            terminal::EndSynchronizedUpdate,
             terminal::LeaveAlternateScreen,
             event::DisableMouseCapture,
             crossterm::cursor::Show
@@ -64,6 +67,20 @@ impl Drop for TerminalGuard {
     fn drop(&mut self) {
         restore_terminal();
     }
+}
+
+/// Draws one frame between the synchronized-update marks (DEC private mode 2026): a terminal
+/// that knows them shows each frame whole, never half drawn (ratatui writes a frame in several
+/// writes); one that does not ignores them. The mark that ends the frame is written whether or
+/// not the drawing failed.
+pub(super) fn draw_frame(
+    terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
+    render: impl FnOnce(&mut ratatui::Frame<'_>),
+) -> io::Result<()> {
+    queue!(terminal.backend_mut(), terminal::BeginSynchronizedUpdate)?;
+    let drawn = terminal.draw(render).map(|_| ());
+    let ended = execute!(terminal.backend_mut(), terminal::EndSynchronizedUpdate);
+    drawn.and(ended)
 }
 
 /// After a resize: the buffers take the new size, the screen is cleared and the next frame is

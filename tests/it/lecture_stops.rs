@@ -54,29 +54,6 @@ fn stop_of(screen: &vt100::Screen) -> Option<Stop> {
     })
 }
 
-/// How long a screen must stay the same to be read: a stop holds its screen still (the clock
-/// held, nothing redrawn), while a frame is written in far less.
-const STEADY: Duration = Duration::from_millis(150);
-
-/// Whether the screen has stayed the same for `STEADY`, looked at poll after poll.
-#[derive(Default)]
-struct Steady {
-    last: Option<(String, Instant)>,
-}
-
-impl Steady {
-    fn holds(&mut self, screen: &vt100::Screen) -> bool {
-        let text = screen.contents();
-        match &self.last {
-            Some((same, since)) if *same == text => since.elapsed() >= STEADY,
-            _ => {
-                self.last = Some((text, Instant::now()));
-                false
-            }
-        }
-    }
-}
-
 /// `scenario` under `--lecture` at `speed_keys`, space at every stop until the night is over.
 fn lecture(scenario: &str, speed_keys: &[u8]) -> Result<Vec<Stop>, String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -87,9 +64,8 @@ fn lecture(scenario: &str, speed_keys: &[u8]) -> Result<Vec<Stop>, String> {
         250,
         50,
     )?;
-    let mut steady = Steady::default();
     dashboard.wait_for("the first stop", Instant::now() + STARTUP, |s| {
-        steady.holds(s) && stop_of(s).is_some()
+        stop_of(s).is_some()
     })?;
     dashboard.send(speed_keys)?;
     let mut stops: Vec<Stop> = Vec::new();
@@ -97,14 +73,10 @@ fn lecture(scenario: &str, speed_keys: &[u8]) -> Result<Vec<Stop>, String> {
     loop {
         let mut seen = None;
         let mut over = false;
-        let mut steady = Steady::default();
+        // `wait_for` reads only frames drawn whole: a frame caught mid-draw (the stop's line
+        // drawn, its caption not yet) would be taken for one stop and then another, and the
+        // second space sent would pause the night.
         dashboard.wait_for("a new stop, or the end", deadline, |s| {
-            // Read only a screen drawn whole: a frame caught mid-draw (the stop's line drawn,
-            // its caption not yet) would be taken for one stop and then another, and the
-            // second space sent would pause the night.
-            if !steady.holds(s) {
-                return false;
-            }
             over = s.contents().contains("nothing left to stop at");
             // A new stop says another thing or shows another caption.
             seen = stop_of(s).filter(|stop| {

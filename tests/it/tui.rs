@@ -64,6 +64,10 @@ fn the_dashboard_opens_and_its_clock_advances() {
         later_header.contains("reclaim"),
         "the header lost its name: {later_header}"
     );
+    // Each frame between the synchronized-update marks: a terminal that honours them never
+    // shows one half drawn, and the tests read only whole ones.
+    let frames = dashboard.whole_frames().unwrap();
+    assert!(frames >= 2, "{frames} frames marked whole");
 }
 
 #[test]

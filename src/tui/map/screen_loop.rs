@@ -121,9 +121,10 @@ fn map_loop<C: MapCell + Send + 'static>(
             dirty = true;
         }
         if dirty {
-            terminal
-                .draw(|frame| render_to(frame.area(), frame.buffer_mut(), &map.state, theme))
-                .context(|| "cannot draw".into())?;
+            crate::tui::terminal::draw_frame(terminal, |frame| {
+                render_to(frame.area(), frame.buffer_mut(), &map.state, theme);
+            })
+            .context(|| "cannot draw".into())?;
             dirty = false;
         }
         match input.recv_timeout(Duration::from_millis(100)) {

@@ -21,6 +21,9 @@ const POLL: Duration = Duration::from_millis(20);
 const PRESS_EVERY: Duration = Duration::from_millis(200);
 /// Entering the alternate screen, as crossterm spells it (xterm's private mode 1049).
 const ENTER_ALTERNATE: &[u8] = b"\x1b[?1049h";
+/// The marks around each frame the dashboard draws (synchronized updates, private mode 2026).
+const FRAME_BEGINS: &[u8] = b"\x1b[?2026h";
+const FRAME_ENDS: &[u8] = b"\x1b[?2026l";
 
 /// What the reader thread has seen of the pty: the emulated screen and every byte.
 pub(crate) struct Term {
@@ -28,6 +31,27 @@ pub(crate) struct Term {
     bytes: Vec<u8>,
     /// The reader hit end of file: every writer to the pty has gone.
     closed: bool,
+    /// Inside a frame: its beginning read, its end not yet. The screen then shows part of one
+    /// frame over the last, which no terminal that honours the marks ever shows.
+    mid_frame: bool,
+}
+
+impl Term {
+    /// Takes in `new` bytes read from the pty.
+    fn read(&mut self, new: &[u8]) {
+        // A mark may be split between two reads: look again at the tail of the last one.
+        let from = self.bytes.len().saturating_sub(FRAME_BEGINS.len() - 1);
+        self.parser.process(new);
+        self.bytes.extend_from_slice(new);
+        let tail = &self.bytes[from..];
+        let last = |mark: &[u8]| tail.windows(mark.len()).rposition(|w| w == mark);
+        match (last(FRAME_BEGINS), last(FRAME_ENDS)) {
+            (Some(begins), Some(ends)) => self.mid_frame = begins > ends,
+            (Some(_), None) => self.mid_frame = true,
+            (None, Some(_)) => self.mid_frame = false,
+            (None, None) => {}
+        }
+    }
 }
 
 fn lock(term: &Mutex<Term>) -> MutexGuard<'_, Term> {
@@ -102,6 +126,7 @@ impl Dashboard {
             parser: vt100::Parser::new(height, width, 0),
             bytes: Vec::new(),
             closed: false,
+            mid_frame: false,
         }));
         let shared = Arc::clone(&term);
         thread::Builder::new()
@@ -112,11 +137,7 @@ impl Dashboard {
                     match reader.read(&mut buf) {
                         // Linux answers EIO once the last slave descriptor has closed.
                         Ok(0) | Err(_) => break,
-                        Ok(n) => {
-                            let mut term = lock(&shared);
-                            term.parser.process(&buf[..n]);
-                            term.bytes.extend_from_slice(&buf[..n]);
-                        }
+                        Ok(n) => lock(&shared).read(&buf[..n]),
                     }
                 }
                 lock(&shared).closed = true;
@@ -199,8 +220,31 @@ impl Dashboard {
             .any(|w| w == ENTER_ALTERNATE)
     }
 
-    /// Looks at the screen now and then until `ready` holds, up to `deadline`. Fails early when
-    /// reclaim has exited and all it wrote has been read, since the screen can no longer change.
+    /// The frames drawn whole so far, if every frame came between its two marks (a frame's
+    /// beginning, then its end, in turn; the last may still be being drawn).
+    pub(crate) fn whole_frames(&self) -> Result<usize, String> {
+        let term = lock(&self.term);
+        let mut frames = 0;
+        let mut open = false;
+        for (at, window) in term.bytes.windows(FRAME_BEGINS.len()).enumerate() {
+            match (window == FRAME_BEGINS, window == FRAME_ENDS, open) {
+                (true, _, false) => open = true,
+                (_, true, true) => {
+                    open = false;
+                    frames += 1;
+                }
+                (true, _, true) => return Err(format!("a frame began inside another at {at}")),
+                (_, true, false) => return Err(format!("a frame ended before it began at {at}")),
+                _ => {}
+            }
+        }
+        Ok(frames)
+    }
+
+    /// Looks at the screen now and then until `ready` holds, up to `deadline`, only ever at a
+    /// frame drawn whole (a frame half read is looked at again once its end is read, however
+    /// long a loaded machine takes to write it). Fails early when reclaim has exited and all it
+    /// wrote has been read, since the screen can no longer change.
     pub(crate) fn wait_for(
         &mut self,
         what: &str,
@@ -239,7 +283,7 @@ impl Dashboard {
             let exited = self.poll_exit()?.is_some();
             let closed = {
                 let term = lock(&self.term);
-                if ready(term.parser.screen()) {
+                if (!term.mid_frame || term.closed) && ready(term.parser.screen()) {
                     return Ok(());
                 }
                 term.closed
@@ -269,8 +313,9 @@ impl Dashboard {
         }
     }
 
-    /// Waits up to `limit` for reclaim to exit, then (briefly) for the pty to drain, so the
-    /// screen holds everything reclaim wrote.
+    /// Waits up to `limit` for reclaim to exit, then for the pty to drain (its end of file; a
+    /// bound of 10 s for a descendant that kept it open), so the screen holds everything
+    /// reclaim wrote.
     pub(crate) fn wait_exit(&mut self, limit: Duration) -> Result<ExitStatus, String> {
         let deadline = Instant::now() + limit;
         let status = loop {
@@ -285,7 +330,7 @@ impl Dashboard {
             }
             thread::sleep(POLL);
         };
-        let drained = Instant::now() + Duration::from_secs(2);
+        let drained = Instant::now() + Duration::from_secs(10);
         while !lock(&self.term).closed && Instant::now() < drained {
             thread::sleep(POLL);
         }
