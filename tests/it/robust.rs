@@ -50,11 +50,8 @@ fn stat(pid: i32) -> Option<(char, i32)> {
 /// `marker`: a test's own temporary folder, so neither another test's workers nor a reused pid
 /// is ever taken for one of ours.
 fn is_worker(pid: i32, marker: &str) -> bool {
-    let Some((state, _)) = stat(pid) else {
-        return false;
-    };
     let args = cmdline(pid);
-    state != 'Z'
+    !crate::support::process_gone(pid)
         && args.get(1).is_some_and(|a| a == "worker")
         && args.iter().any(|a| a == "--supervised")
         && args.iter().any(|a| a.contains(marker))

@@ -415,7 +415,10 @@ pub(crate) fn cmdline(pid: impl std::fmt::Display) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// No such process any more, or a zombie: dead, only waiting for whoever reaps it.
+/// No such process any more, a zombie (dead, only waiting for whoever reaps it), or killed: a
+/// SIGKILL pending, so it runs none of its own code again, however long a loaded machine takes
+/// to let it finish dying. A test that a process did not outlive reclaim asks this, so that
+/// the machine's load does not decide it.
 pub(crate) fn process_gone(pid: i32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
@@ -423,9 +426,24 @@ pub(crate) fn process_gone(pid: i32) -> bool {
             let state = stat
                 .rsplit_once(')')
                 .and_then(|(_, rest)| rest.split_whitespace().next());
-            state == Some("Z")
+            state == Some("Z") || sigkill_pending(pid)
         }
     }
+}
+
+/// Whether a SIGKILL waits to be taken by `pid` (the kernel marks each of its threads with it
+/// as it is sent: `SigPnd`, or `ShdPnd` for the whole process, in `/proc/PID/status`).
+fn sigkill_pending(pid: i32) -> bool {
+    const SIGKILL_BIT: u64 = 1 << (9 - 1);
+    let Ok(status) = fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    status.lines().any(|line| {
+        line.split_once(':')
+            .filter(|(key, _)| matches!(*key, "SigPnd" | "ShdPnd"))
+            .and_then(|(_, mask)| u64::from_str_radix(mask.trim(), 16).ok())
+            .is_some_and(|mask| mask & SIGKILL_BIT != 0)
+    })
 }
 
 /// Polls for up to `limit` until `pid` is gone.

@@ -136,7 +136,7 @@ pub(crate) fn stat_fields(pid: u32) -> Option<Vec<String>> {
 
 /// Alive: the process exists and is not a zombie waiting to be reaped.
 pub(crate) fn alive(pid: u32) -> bool {
-    stat_fields(pid).is_some_and(|f| !matches!(f.first().map(String::as_str), Some("Z" | "X")))
+    i32::try_from(pid).is_ok_and(|pid| !super::process_gone(pid))
 }
 
 pub(crate) fn parent(pid: u32) -> Option<i32> {
