@@ -28,7 +28,9 @@ fn lecture_line(screen: &vt100::Screen) -> String {
         .join(" ")
 }
 
-/// Watches the dashboard for `span` and hands back every clock it showed.
+/// Watches the dashboard for `span` and hands back every clock it showed: a look for something
+/// that must not happen (the clock moving at a stop), so the span is the scenario, not a wait
+/// for a result.
 fn clocks_during(dashboard: &Dashboard, span: Duration) -> Vec<String> {
     let until = Instant::now() + span;
     let mut seen = Vec::new();

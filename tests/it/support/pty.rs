@@ -13,7 +13,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use portable_pty::{Child, CommandBuilder, ExitStatus, MasterPty, PtySize, native_pty_system};
 
-use super::BIN;
+use super::{BIN, SLACK};
 
 /// How often the screen is looked at while waiting.
 const POLL: Duration = Duration::from_millis(20);
@@ -52,6 +52,16 @@ impl Term {
             (None, None) => {}
         }
     }
+}
+
+/// A deadline `SLACK` times as far off as the one a test names, as `run_within` and
+/// `poll_until` give theirs: every wait on the screen is for something that should come, so the
+/// bound is for a hang, and a loaded machine stretches a night several times.
+fn stretched(deadline: Instant) -> Instant {
+    let now = Instant::now();
+    now + deadline
+        .saturating_duration_since(now)
+        .saturating_mul(SLACK)
 }
 
 fn lock(term: &Mutex<Term>) -> MutexGuard<'_, Term> {
@@ -241,10 +251,10 @@ impl Dashboard {
         Ok(frames)
     }
 
-    /// Looks at the screen now and then until `ready` holds, up to `deadline`, only ever at a
-    /// frame drawn whole (a frame half read is looked at again once its end is read, however
-    /// long a loaded machine takes to write it). Fails early when reclaim has exited and all it
-    /// wrote has been read, since the screen can no longer change.
+    /// Looks at the screen now and then until `ready` holds, up to `deadline` (`stretched`),
+    /// only ever at a frame drawn whole (a frame half read is looked at again once its end is
+    /// read, however long a loaded machine takes to write it). Fails early when reclaim has
+    /// exited and all it wrote has been read, since the screen can no longer change.
     pub(crate) fn wait_for(
         &mut self,
         what: &str,
@@ -274,6 +284,7 @@ impl Dashboard {
         key: Option<&[u8]>,
         mut ready: impl FnMut(&vt100::Screen) -> bool,
     ) -> Result<(), String> {
+        let deadline = stretched(deadline);
         let mut pressed = Instant::now();
         if let Some(key) = key {
             let _ = self.send(key);
@@ -313,10 +324,11 @@ impl Dashboard {
         }
     }
 
-    /// Waits up to `limit` for reclaim to exit, then for the pty to drain (its end of file; a
+    /// Waits up to `limit` times `SLACK` for reclaim to exit, then for the pty to drain (its end of file; a
     /// bound of 10 s for a descendant that kept it open), so the screen holds everything
     /// reclaim wrote.
     pub(crate) fn wait_exit(&mut self, limit: Duration) -> Result<ExitStatus, String> {
+        let limit = limit.saturating_mul(SLACK);
         let deadline = Instant::now() + limit;
         let status = loop {
             if let Some(status) = self.poll_exit()? {
