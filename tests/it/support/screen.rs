@@ -134,7 +134,8 @@ pub(crate) fn stat_fields(pid: u32) -> Option<Vec<String>> {
     Some(rest.split_whitespace().map(str::to_string).collect())
 }
 
-/// Alive: the process exists and is not a zombie waiting to be reaped.
+/// Alive: the process exists, is not a zombie waiting to be reaped and has no SIGKILL pending
+/// (`process_gone`).
 pub(crate) fn alive(pid: u32) -> bool {
     i32::try_from(pid).is_ok_and(|pid| !super::process_gone(pid))
 }
