@@ -118,7 +118,7 @@ impl Engine {
     /// The moment the rows as last read hold exactly, if they hold one: no running worker has
     /// a write (or a step of the long item) granted and not yet said, each has asked for its
     /// next, and the latest write heard comes before the earliest still to come.
-    fn exact_moment(&self, now: Instant) -> Result<f64, Inexact> {
+    fn exact_moment(&self) -> Result<f64, Inexact> {
         let mut latest = self.clock.now().0;
         let mut next = f64::INFINITY;
         for lane in &self.lanes {
@@ -133,7 +133,7 @@ impl Engine {
                 }
                 // One the clock has given up waiting for (stopped from outside reclaim, say):
                 // its write may be in the rows or not.
-                if a.given_up_on(now) {
+                if a.given_up_on() {
                     return Err(Inexact::GivenUp);
                 }
                 let stepping = a.work.is_some_and(|w| w.done < w.granted);
@@ -169,7 +169,7 @@ impl Engine {
     /// Keeps the look if the rows as last read are exact (see `exact_moment`), stamped with
     /// their moment; each lane's heartbeat age is its age then, not at the clock's reading.
     pub(super) fn look(&mut self, now: Instant) -> Result<(), Inexact> {
-        let sim = self.exact_moment(now)?;
+        let sim = self.exact_moment()?;
         let nothing_granted = (self.lanes.iter())
             .all(|l| l.attempts().iter().all(|a| a.granted == 0 && a.writes == 0));
         if self.looks_taken == 0 && nothing_granted {
@@ -254,8 +254,9 @@ impl Engine {
         let since = *by.since.get_or_insert(now);
         // A worker the clock has given up on (stopped from outside reclaim) would make every
         // second wait out `SECOND_WAIT`: such a second gets no look.
-        let given_up =
-            |e: &Self| (e.lanes.iter()).any(|l| l.attempts().iter().any(|a| a.given_up_on(now)));
+        let given_up = |e: &Self| {
+            (e.lanes.iter()).any(|l| l.attempts().iter().any(super::pace::Attempt::given_up_on))
+        };
         if self.settled(now) {
             // Stamped at the second's last moment of a worker (a write, a start), or at its
             // start: the figures have held from there to its end.

@@ -20,7 +20,7 @@ impl Engine {
                     attempt.not_waited_on();
                     continue;
                 }
-                if let Some(hold) = attempt.hold(now) {
+                if let Some(hold) = attempt.hold(now, slot.pid()) {
                     if hold > clock {
                         // Not waited on yet: the clock has not reached it.
                         attempt.not_waited_on();
@@ -29,6 +29,9 @@ impl Engine {
                 }
             }
             if let Some(moment) = lane.relay_crash_hold(clock, now) {
+                held = held.min(moment);
+            }
+            if let Some(moment) = lane.relay_end_hold(now) {
                 held = held.min(moment);
             }
         }
@@ -242,13 +245,13 @@ impl Engine {
     /// Asked, each worker waits on its grant, doing nothing with the server, so what it was
     /// doing when the server went is the same on every run (guarded's lost connection was
     /// once `reading the checkpoints`, once `writing rows`, at load 20).
-    pub(super) fn grants_heard(&self, now: Instant) -> bool {
+    pub(super) fn grants_heard(&self) -> bool {
         (self.lanes.iter())
             .flat_map(|l| l.slots().iter().zip(l.attempts()))
             .filter(|(slot, a)| {
                 slot.is_live() && slot.state() == SlotState::Running && a.paced() && !a.working()
             })
-            .all(|(_, a)| (a.writes >= a.granted && a.need > a.writes) || a.given_up_on(now))
+            .all(|(_, a)| (a.writes >= a.granted && a.need > a.writes) || a.given_up_on())
     }
 
     /// The first lane's one worker slot on the clock's schedule (reclaim's own worker, not the

@@ -69,6 +69,8 @@ pub struct Attempt {
     /// A claim worker's: it acts once granted its write (it claims at the grant's moment), so
     /// what it says from then on is that write's moment, not its last one's.
     pub claims: bool,
+    /// The worker said its `done` line: it has only to exit.
+    pub said_done: bool,
 }
 
 impl Attempt {
@@ -89,6 +91,7 @@ impl Attempt {
             work: None,
             crash_write: None,
             claims: false,
+            said_done: false,
         }
     }
 
@@ -198,10 +201,13 @@ impl Attempt {
         self.base_writes.saturating_add(k as u64)
     }
 
-    /// The sim time the clock may not pass until this attempt has said more: the moment of the
-    /// write it waits for (or of its last write, while it has not said what comes next).
-    /// `None` once the worker has kept the clock waiting longer than `stall::STALL`.
-    pub fn hold(&mut self, now: Instant) -> Option<f64> {
+    /// The sim time the clock may not pass until this attempt (its worker `pid`) has said more:
+    /// the moment of the write it waits for (or of its last write, while it has not said what
+    /// comes next). `None` once the worker has kept the clock waiting longer than
+    /// `stall::STALL`; once it has said `done`, only once it is stuck (`Wait::given_up`): all
+    /// it has left is to exit, which a loaded machine can take longer than that to let it do,
+    /// and its exit is then stamped wherever the clock had got to.
+    pub fn hold(&mut self, now: Instant, pid: i32) -> Option<f64> {
         if !self.paced() {
             return None;
         }
@@ -214,7 +220,12 @@ impl Attempt {
         if let Some(k) = self.crash_write.filter(|&k| self.writes < k) {
             hold = hold.min(self.done_at(k - 1));
         }
-        (!self.wait.stalled(now)).then_some(hold)
+        let gone_on = if self.said_done {
+            self.wait.given_up(now, pid)
+        } else {
+            self.wait.stalled(now)
+        };
+        (!gone_on).then_some(hold)
     }
 
     /// The write to grant beyond the clock's own (`grantable`): the one holding the plan's
@@ -270,11 +281,10 @@ impl Attempt {
         self.rebase(at);
     }
 
-    /// The clock has given up waiting on this attempt's write (`stall::STALL`): it goes on
-    /// without it.
+    /// The clock has given up waiting on this attempt (`hold`): it goes on without it.
     #[must_use]
-    pub fn given_up_on(&self, now: Instant) -> bool {
-        self.wait.has_stalled(now)
+    pub fn given_up_on(&self) -> bool {
+        self.wait.gone_on()
     }
 
     /// The clock is not held by this attempt now (it had moved on before the hold).
@@ -356,7 +366,7 @@ mod tests {
         let mut a = Attempt::new(100.0, Pace::per_item(0.0));
         assert!(!a.paced());
         assert_eq!(a.grantable(100.0), u64::MAX);
-        assert_eq!(a.hold(Instant::now()), None);
+        assert_eq!(a.hold(Instant::now(), 0), None);
         a.heard(130.0);
         assert!((a.now() - 130.0).abs() < 1e-9);
     }
@@ -365,15 +375,50 @@ mod tests {
     fn the_clock_is_held_at_the_write_awaited_until_a_stall() {
         let t0 = Instant::now();
         let mut a = Attempt::new(100.0, Pace::per_item(2.0));
-        assert!(a.hold(t0).is_some_and(|h| (h - 100.0).abs() < 1e-9));
+        assert!(a.hold(t0, 0).is_some_and(|h| (h - 100.0).abs() < 1e-9));
         a.need = 3;
-        assert!(a.hold(t0).is_some_and(|h| (h - 106.0).abs() < 1e-9));
-        assert_eq!(a.hold(t0 + Duration::from_secs(2)), None);
+        assert!(a.hold(t0, 0).is_some_and(|h| (h - 106.0).abs() < 1e-9));
+        assert_eq!(a.hold(t0 + Duration::from_secs(2), 0), None);
         a.heard(0.0);
         a.writes = 3;
         a.rebase(200.0);
         assert!((a.done_at(4) - 202.0).abs() < 1e-9);
         assert_eq!(a.grantable(150.0), 3);
+    }
+
+    /// A worker that has said `done` has only to exit: waited for while it is not stuck (a
+    /// loaded machine may not let it run for a while), up to `stall::STALL_AT_MOST`; gone, not
+    /// at all past `STALL`.
+    #[test]
+    fn a_worker_that_said_done_is_waited_for_until_it_exits_or_is_stuck() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut sleep = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let pid = i32::try_from(sleep.id()).unwrap_or(i32::MAX);
+        let mut a = Attempt::new(100.0, Pace::per_item(2.0));
+        a.writes = 5;
+        a.said_done = true;
+        assert_eq!(a.hold(at(0), pid), Some(110.0));
+        // Past `STALL`, a process that has had no CPU since is waited for.
+        assert_eq!(a.hold(at(2000), pid), Some(110.0));
+        assert!(!a.given_up_on());
+        assert_eq!(a.hold(at(8000), pid), None, "never past the bound");
+        assert!(a.given_up_on());
+        let _ = sleep.kill();
+        let _ = sleep.wait();
+        // Gone (reaped): given up on at `STALL`.
+        a.heard(0.0);
+        assert_eq!(a.hold(at(0), pid), Some(110.0));
+        assert_eq!(a.hold(at(1500), pid), None);
+        // One that has not said `done` is given up on at `STALL`, whatever its CPU.
+        let mut b = Attempt::new(100.0, Pace::per_item(2.0));
+        let me = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
+        assert_eq!(b.hold(at(0), me), Some(100.0));
+        assert_eq!(b.hold(at(1500), me), None);
+        assert!(b.given_up_on());
     }
 
     #[test]
@@ -388,7 +433,7 @@ mod tests {
         a.sleeps_until(131.5);
         assert_eq!(a.granted, 3, "the grant is given back");
         assert!((a.now() - 131.5).abs() < 1e-9);
-        assert!(a.hold(t0).is_some_and(|h| (h - 133.5).abs() < 1e-9));
+        assert!(a.hold(t0, 0).is_some_and(|h| (h - 133.5).abs() < 1e-9));
         assert_eq!(a.grantable(133.4), 3);
         assert_eq!(a.grantable(133.5), 4);
         assert!(a.moment_of(4).is_some_and(|m| (m - 133.5).abs() < 1e-9));
@@ -406,13 +451,13 @@ mod tests {
         // Write 4 falls at 108: its 30 s of work, in three steps, from there.
         a.begin_work(30.0, 3);
         assert!(a.working());
-        assert!(a.hold(t0).is_some_and(|h| (h - 118.0).abs() < 1e-9));
+        assert!(a.hold(t0, 0).is_some_and(|h| (h - 118.0).abs() < 1e-9));
         assert_eq!(a.steps_to_grant(117.9), None);
         assert_eq!(a.steps_to_grant(118.0), Some(1));
         assert_eq!(a.steps_to_grant(120.0), None, "granted once");
         a.stepped();
         assert!((a.now() - 118.0).abs() < 1e-9);
-        assert!(a.hold(t0).is_some_and(|h| (h - 128.0).abs() < 1e-9));
+        assert!(a.hold(t0, 0).is_some_and(|h| (h - 128.0).abs() < 1e-9));
         assert_eq!(
             a.steps_to_grant(500.0),
             Some(3),
@@ -420,12 +465,12 @@ mod tests {
         );
         a.stepped();
         // The last step ends with the write, heard whenever the machine got to it.
-        assert!(a.hold(t0).is_some_and(|h| (h - 138.0).abs() < 1e-9));
+        assert!(a.hold(t0, 0).is_some_and(|h| (h - 138.0).abs() < 1e-9));
         a.worked(4);
         assert!(!a.working());
         assert!((a.now() - 138.0).abs() < 1e-9);
         assert!((a.done_at(5) - 140.0).abs() < 1e-9);
         a.need = 5;
-        assert!(a.hold(t0).is_some_and(|h| (h - 140.0).abs() < 1e-9));
+        assert!(a.hold(t0, 0).is_some_and(|h| (h - 140.0).abs() < 1e-9));
     }
 }

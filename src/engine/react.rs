@@ -239,7 +239,7 @@ impl Engine {
             .filter(|&slot| self.lanes[0].slots()[slot].is_live());
         let writes = held.map_or(0, |slot| self.lanes[0].attempts()[slot].writes);
         if held.is_some_and(|slot| writes < self.lanes[0].attempts()[slot].granted)
-            || (held.is_some() && !self.grants_heard(now))
+            || (held.is_some() && !self.grants_heard())
         {
             return;
         }

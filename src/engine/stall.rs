@@ -1,9 +1,9 @@
 //! When the clock stops waiting for a process that has not got where it waits for it. A
-//! worker's write or step: after `STALL` of real time (`Wait::stalled`). The relay's planned
-//! crash: only once the relay is stuck, not while the machine is merely too busy to run it
-//! (`Wait::given_up`): stopped (SIGSTOP from outside reclaim), gone, or having had its CPU and
-//! still not got there; one that has had no CPU is waited for, up to a bound, so nothing waits
-//! forever.
+//! worker's write or step: after `STALL` of real time (`Wait::stalled`). A worker that has said
+//! `done` and has only to exit, and the relay at its planned crash and at its end: only once
+//! the process is stuck, not while the machine is merely too busy to run it (`Wait::given_up`):
+//! stopped (SIGSTOP from outside reclaim), gone, or having had its CPU and still not got there;
+//! one that has had no CPU is waited for, up to a bound, so nothing waits forever.
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,8 @@ pub struct Wait {
     since: Option<Instant>,
     /// The process's CPU time when `STALL` had passed.
     cpu_at_stall: Option<Duration>,
+    /// The clock has gone on without the process (`stalled` or `given_up` said so).
+    gone_on: bool,
 }
 
 /// What `/proc` says of a process: stopped or not, and its CPU time so far.
@@ -44,21 +46,24 @@ impl Wait {
     /// write or step is given up on then, as before (judging a worker by its CPU, as the relay
     /// is, held a storm of kills with three workers twice as long; not yet understood).
     pub fn stalled(&mut self, now: Instant) -> bool {
-        now.saturating_duration_since(*self.since.get_or_insert(now)) >= STALL
+        let stalled = now.saturating_duration_since(*self.since.get_or_insert(now)) >= STALL;
+        self.gone_on |= stalled;
+        stalled
     }
 
-    /// Whether the clock has waited `STALL` on this wait so far (and goes on without it),
-    /// without starting one.
+    /// Whether the clock has gone on without the process on this wait (the last `stalled` or
+    /// `given_up` said so).
     #[must_use]
-    pub fn has_stalled(&self, now: Instant) -> bool {
-        self.since
-            .is_some_and(|since| now.saturating_duration_since(since) >= STALL)
+    pub fn gone_on(&self) -> bool {
+        self.gone_on
     }
 
     /// Whether the clock goes on without process `pid`, having waited on it since the first
     /// call after `end`.
     pub fn given_up(&mut self, now: Instant, pid: i32) -> bool {
-        self.judge(now, || look(pid))
+        let given_up = self.judge(now, || look(pid));
+        self.gone_on |= given_up;
+        given_up
     }
 
     fn judge(&mut self, now: Instant, look: impl FnOnce() -> Option<Seen>) -> bool {

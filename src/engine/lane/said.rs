@@ -85,12 +85,7 @@ impl Lane {
             });
         }
         match &said {
-            WorkerLine::Done { rows_written, .. } => {
-                self.claimed = Some(ClaimedDone {
-                    rows_written: *rows_written,
-                    status: "ok".into(),
-                });
-            }
+            WorkerLine::Done { rows_written, .. } => self.said_done(slot, *rows_written, current),
             WorkerLine::Crash { at } => self.slots[slot].crashing_at(*at),
             WorkerLine::Wait { need } if current => {
                 self.attempts[slot].need = *need;
@@ -195,6 +190,18 @@ impl Lane {
         let at = a.now();
         self.heartbeat.wrote(at, last);
         (last, at)
+    }
+
+    /// `slot`'s worker said `done`, claiming `rows_written` rows: its claim, shown beside what
+    /// the rows say; from the current attempt, all it has left is to exit (`Attempt::hold`).
+    fn said_done(&mut self, slot: usize, rows_written: u64, current: bool) {
+        self.claimed = Some(ClaimedDone {
+            rows_written,
+            status: "ok".into(),
+        });
+        if current {
+            self.attempts[slot].said_done = true;
+        }
     }
 
     /// The long item's work begins in `slot`'s current attempt (its `work` line), `left_ms` of

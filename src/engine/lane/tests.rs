@@ -374,3 +374,57 @@ fn a_worker_spawned_ahead_of_its_start_is_starting_until_the_clock_gets_there() 
     let at = lane.snapshot_at(300.0, start);
     assert!(at.state.starts_with("running pid"), "{}", at.state);
 }
+
+/// Once an outbox lane's workers are done, the clock waits at their last write for the relay
+/// to end (its last lines and its end are that moment's, whatever the machine's load), and
+/// only while the relay is not stuck: a relay stopped from outside is gone on without after
+/// `STALL`, as a worker is.
+#[test]
+fn a_relay_ending_after_its_workers_holds_the_clock_at_their_last_write_until_stuck() {
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+
+    use crate::supervisor::process;
+    use nix::sys::signal::Signal;
+
+    let mut lane = begun(Lane::new(LaneConfig::new(Strategy::Outbox, nowhere(), 5)));
+    assert_eq!(lane.slots().len(), 2, "a worker and the relay");
+    // The worker's fifth write fell at 110 (one every 2 s from 100).
+    lane.attempts[0] = Attempt::new(100.0, Pace::per_item(2.0));
+    lane.attempts[0].writes = 5;
+    let (tx, _rx) = std::sync::mpsc::channel();
+    let mut sleep = Command::new("sleep");
+    sleep.arg("30");
+    lane.slots[1]
+        .spawn(sleep, (0, 1), &tx, (false, false))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let t0 = Instant::now();
+    let stall = t0 + Duration::from_millis(1600);
+    // The worker still runs: its own write holds the clock, not the relay.
+    assert_eq!(lane.relay_end_hold(t0), None);
+    lane.slots[0].done_without_a_process();
+    assert_eq!(lane.relay_end_hold(t0), Some(110.0));
+    // A relay stopped from outside reclaim is stuck: waited for up to `STALL`, no longer.
+    process::signal_group(lane.slots[1].pid(), Signal::SIGSTOP).unwrap_or_else(|e| panic!("{e}"));
+    let pid = lane.slots[1].pid();
+    let stopped = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('T'))
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !stopped() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(stopped(), "sleep {pid} was never seen stopped");
+    assert_eq!(
+        lane.relay_end_hold(t0 + Duration::from_secs(1)),
+        Some(110.0)
+    );
+    assert_eq!(lane.relay_end_hold(stall), None);
+    lane.slots[1].kill();
+    // Gone, the relay holds nothing.
+    assert_eq!(lane.relay_end_hold(stall), None);
+}

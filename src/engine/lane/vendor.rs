@@ -1,12 +1,13 @@
 //! A lane's outside world: the vendor its items reach and the relay that feeds it (the outbox
 //! strategy), and the messages counted at the vendor. Neither is a reclaim worker: neither is
-//! gated, and the clock never waits for them.
+//! gated, and the clock waits for the relay only at the plan's crash of it and at its end.
 
 use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::Lane;
+use crate::engine::pace::Attempt;
 use crate::engine::stall::Wait;
 use crate::fake_vendor::Counts;
 use crate::supervisor::service::Service;
@@ -26,9 +27,35 @@ pub(super) struct LaneVendor {
     messages: Option<Counts>,
     messages_read_at: Option<Instant>,
     /// The clock's wait on the plan's relay crash (`relay_crash_hold`).
-    relay_wait: Wait,
-    /// The outbox's pending entries when `relay_crash_hold` last looked: fewer is progress.
-    relay_pending: Option<u64>,
+    crash_wait: RelayWait,
+    /// The clock's wait on the relay's end, once the workers are done (`relay_end_hold`).
+    end_wait: RelayWait,
+}
+
+/// One wait of the clock on the relay: given up once the relay is stuck (`Wait::given_up`),
+/// started afresh whenever it has delivered an entry since the last look.
+#[derive(Debug, Default)]
+struct RelayWait {
+    wait: Wait,
+    /// The outbox's pending entries when last looked: fewer is progress.
+    pending: Option<u64>,
+}
+
+impl RelayWait {
+    fn end(&mut self) {
+        self.wait.end();
+        self.pending = None;
+    }
+
+    /// Whether the clock goes on without the relay `pid`, the outbox holding `pending`
+    /// entries not sent.
+    fn given_up(&mut self, now: Instant, pid: i32, pending: Option<u64>) -> bool {
+        if pending != self.pending {
+            self.pending = pending;
+            self.wait.end();
+        }
+        self.wait.given_up(now, pid)
+    }
 }
 
 impl LaneVendor {
@@ -39,8 +66,8 @@ impl LaneVendor {
             relay_slot,
             messages: None,
             messages_read_at: None,
-            relay_wait: Wait::default(),
-            relay_pending: None,
+            crash_wait: RelayWait::default(),
+            end_wait: RelayWait::default(),
         }
     }
 
@@ -123,7 +150,7 @@ impl Lane {
     pub(in crate::engine) fn relay_crash_hold(&mut self, clock: f64, now: Instant) -> Option<f64> {
         let (Some(moment), Some(relay)) = (self.relay_crash_moment(), self.vendor.relay_slot)
         else {
-            self.vendor.relay_wait.end();
+            self.vendor.crash_wait.end();
             return None;
         };
         // Said it crashed: it is dead or dying, and reaped within `PIPE_GRACE`; not judged.
@@ -133,12 +160,34 @@ impl Lane {
         // A relay still delivering the entries before it (fewer pending than when last looked)
         // is getting there, however slowly the machine lets it: the wait starts again.
         let pending = self.config.warehouse.pending_entries(&self.config.db);
-        if pending != self.vendor.relay_pending {
-            self.vendor.relay_pending = pending;
-            self.vendor.relay_wait.end();
-        }
         let pid = self.slots[relay].pid();
-        (!self.vendor.relay_wait.given_up(now, pid)).then_some(moment)
+        (!self.vendor.crash_wait.given_up(now, pid, pending)).then_some(moment)
+    }
+
+    /// Once every worker of the lane has ended its night (`Done`), the relay delivers what is
+    /// left and ends too: until it has, the clock waits at the lane's last moment (its workers'
+    /// last write). So the relay's last lines and its end are that moment's, and the night ends
+    /// there, not wherever a clock gone on without it had got to when its exit was read (a
+    /// recording of side-effects ended at 02:21:23 instead of 02:21:18 on a loaded machine,
+    /// its outbox lane still running in its last second). A stuck relay (`Wait::given_up`) is
+    /// gone on without.
+    pub(in crate::engine) fn relay_end_hold(&mut self, now: Instant) -> Option<f64> {
+        let relay = self.vendor.relay_slot?;
+        let workers = || (0..self.slots.len()).filter(move |&s| s != relay);
+        let ending = self.slots[relay].is_live()
+            && self.slots[relay].state() == SlotState::Running
+            && workers().all(|s| self.slots[s].state() == SlotState::Done);
+        let moment = (workers().map(|s| &self.attempts[s]))
+            .filter(|a| a.paced())
+            .map(Attempt::now)
+            .reduce(f64::max);
+        let (true, Some(moment)) = (ending, moment) else {
+            self.vendor.end_wait.end();
+            return None;
+        };
+        let pending = self.config.warehouse.pending_entries(&self.config.db);
+        let pid = self.slots[relay].pid();
+        (!self.vendor.end_wait.given_up(now, pid, pending)).then_some(moment)
     }
 
     /// Whether the lane's relay, when it runs, has delivered every entry committed so far (none
