@@ -20,11 +20,7 @@ impl Engine {
                     attempt.not_waited_on();
                     continue;
                 }
-                if let Some(hold) = attempt.hold(now, slot.pid()) {
-                    if hold > clock {
-                        // Not waited on yet: the clock has not reached it.
-                        attempt.not_waited_on();
-                    }
+                if let Some(hold) = attempt.hold(now, slot.pid(), clock) {
                     held = held.min(hold);
                 }
             }

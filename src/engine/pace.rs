@@ -203,11 +203,11 @@ impl Attempt {
 
     /// The sim time the clock may not pass until this attempt (its worker `pid`) has said more:
     /// the moment of the write it waits for (or of its last write, while it has not said what
-    /// comes next). `None` once the worker has kept the clock waiting longer than
-    /// `stall::STALL`; once it has said `done`, only once it is stuck (`Wait::given_up`): all
-    /// it has left is to exit, which a loaded machine can take longer than that to let it do,
-    /// and its exit is then stamped wherever the clock had got to.
-    pub fn hold(&mut self, now: Instant, pid: i32) -> Option<f64> {
+    /// comes next). The clock at `clock` waits on it once it has got there, and goes on
+    /// without it (`None`) once the worker is stuck: `Wait::stalled`; once it has said `done`,
+    /// `Wait::given_up` (all it has left is to exit, and its exit would otherwise be stamped
+    /// wherever the clock had got to).
+    pub fn hold(&mut self, now: Instant, pid: i32, clock: f64) -> Option<f64> {
         if !self.paced() {
             return None;
         }
@@ -220,10 +220,15 @@ impl Attempt {
         if let Some(k) = self.crash_write.filter(|&k| self.writes < k) {
             hold = hold.min(self.done_at(k - 1));
         }
+        if hold > clock {
+            // Not waited on yet: the clock has not reached it.
+            self.wait.end();
+            return Some(hold);
+        }
         let gone_on = if self.said_done {
             self.wait.given_up(now, pid)
         } else {
-            self.wait.stalled(now)
+            self.wait.stalled(now, pid)
         };
         (!gone_on).then_some(hold)
     }
@@ -337,6 +342,9 @@ mod tests {
     use crate::base::clock::{NIGHT_START, SimTime};
     use std::time::Duration;
 
+    /// A clock that has reached every hold: the attempt is waited on.
+    const WAITING: f64 = f64::INFINITY;
+
     #[test]
     fn the_postmortems_paces_land_on_its_seconds() {
         // 02:00:03, 112 items in 11m44s: the 112th write is at 02:11:47 exactly.
@@ -366,7 +374,7 @@ mod tests {
         let mut a = Attempt::new(100.0, Pace::per_item(0.0));
         assert!(!a.paced());
         assert_eq!(a.grantable(100.0), u64::MAX);
-        assert_eq!(a.hold(Instant::now(), 0), None);
+        assert_eq!(a.hold(Instant::now(), 0, WAITING), None);
         a.heard(130.0);
         assert!((a.now() - 130.0).abs() < 1e-9);
     }
@@ -375,10 +383,20 @@ mod tests {
     fn the_clock_is_held_at_the_write_awaited_until_a_stall() {
         let t0 = Instant::now();
         let mut a = Attempt::new(100.0, Pace::per_item(2.0));
-        assert!(a.hold(t0, 0).is_some_and(|h| (h - 100.0).abs() < 1e-9));
+        assert!(
+            a.hold(t0, 0, WAITING)
+                .is_some_and(|h| (h - 100.0).abs() < 1e-9)
+        );
         a.need = 3;
-        assert!(a.hold(t0, 0).is_some_and(|h| (h - 106.0).abs() < 1e-9));
-        assert_eq!(a.hold(t0 + Duration::from_secs(2), 0), None);
+        assert!(
+            a.hold(t0, 0, WAITING)
+                .is_some_and(|h| (h - 106.0).abs() < 1e-9)
+        );
+        // The clock short of it (at 50) is not waiting on it: the wait begins once it is there.
+        assert_eq!(a.hold(t0 + Duration::from_secs(2), 0, 50.0), Some(106.0));
+        assert_eq!(a.hold(t0 + Duration::from_secs(2), 0, WAITING), Some(106.0));
+        assert_eq!(a.hold(t0 + Duration::from_secs(4), 0, WAITING), None);
+        assert!(a.given_up_on());
         a.heard(0.0);
         a.writes = 3;
         a.rebase(200.0);
@@ -401,24 +419,24 @@ mod tests {
         let mut a = Attempt::new(100.0, Pace::per_item(2.0));
         a.writes = 5;
         a.said_done = true;
-        assert_eq!(a.hold(at(0), pid), Some(110.0));
+        assert_eq!(a.hold(at(0), pid, WAITING), Some(110.0));
         // Past `STALL`, a process that has had no CPU since is waited for.
-        assert_eq!(a.hold(at(2000), pid), Some(110.0));
+        assert_eq!(a.hold(at(2000), pid, WAITING), Some(110.0));
         assert!(!a.given_up_on());
-        assert_eq!(a.hold(at(8000), pid), None, "never past the bound");
+        assert_eq!(a.hold(at(8000), pid, WAITING), None, "never past the bound");
         assert!(a.given_up_on());
+        // One that has not said `done`, asleep (as on a lock): given up on at `STALL`.
+        let mut b = Attempt::new(100.0, Pace::per_item(2.0));
+        assert_eq!(b.hold(at(0), pid, WAITING), Some(100.0));
+        assert_eq!(b.hold(at(1499), pid, WAITING), Some(100.0));
+        assert_eq!(b.hold(at(1500), pid, WAITING), None);
+        assert!(b.given_up_on());
         let _ = sleep.kill();
         let _ = sleep.wait();
         // Gone (reaped): given up on at `STALL`.
         a.heard(0.0);
-        assert_eq!(a.hold(at(0), pid), Some(110.0));
-        assert_eq!(a.hold(at(1500), pid), None);
-        // One that has not said `done` is given up on at `STALL`, whatever its CPU.
-        let mut b = Attempt::new(100.0, Pace::per_item(2.0));
-        let me = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
-        assert_eq!(b.hold(at(0), me), Some(100.0));
-        assert_eq!(b.hold(at(1500), me), None);
-        assert!(b.given_up_on());
+        assert_eq!(a.hold(at(0), pid, WAITING), Some(110.0));
+        assert_eq!(a.hold(at(1500), pid, WAITING), None);
     }
 
     #[test]
@@ -433,7 +451,10 @@ mod tests {
         a.sleeps_until(131.5);
         assert_eq!(a.granted, 3, "the grant is given back");
         assert!((a.now() - 131.5).abs() < 1e-9);
-        assert!(a.hold(t0, 0).is_some_and(|h| (h - 133.5).abs() < 1e-9));
+        assert!(
+            a.hold(t0, 0, WAITING)
+                .is_some_and(|h| (h - 133.5).abs() < 1e-9)
+        );
         assert_eq!(a.grantable(133.4), 3);
         assert_eq!(a.grantable(133.5), 4);
         assert!(a.moment_of(4).is_some_and(|m| (m - 133.5).abs() < 1e-9));
@@ -451,13 +472,19 @@ mod tests {
         // Write 4 falls at 108: its 30 s of work, in three steps, from there.
         a.begin_work(30.0, 3);
         assert!(a.working());
-        assert!(a.hold(t0, 0).is_some_and(|h| (h - 118.0).abs() < 1e-9));
+        assert!(
+            a.hold(t0, 0, WAITING)
+                .is_some_and(|h| (h - 118.0).abs() < 1e-9)
+        );
         assert_eq!(a.steps_to_grant(117.9), None);
         assert_eq!(a.steps_to_grant(118.0), Some(1));
         assert_eq!(a.steps_to_grant(120.0), None, "granted once");
         a.stepped();
         assert!((a.now() - 118.0).abs() < 1e-9);
-        assert!(a.hold(t0, 0).is_some_and(|h| (h - 128.0).abs() < 1e-9));
+        assert!(
+            a.hold(t0, 0, WAITING)
+                .is_some_and(|h| (h - 128.0).abs() < 1e-9)
+        );
         assert_eq!(
             a.steps_to_grant(500.0),
             Some(3),
@@ -465,12 +492,18 @@ mod tests {
         );
         a.stepped();
         // The last step ends with the write, heard whenever the machine got to it.
-        assert!(a.hold(t0, 0).is_some_and(|h| (h - 138.0).abs() < 1e-9));
+        assert!(
+            a.hold(t0, 0, WAITING)
+                .is_some_and(|h| (h - 138.0).abs() < 1e-9)
+        );
         a.worked(4);
         assert!(!a.working());
         assert!((a.now() - 138.0).abs() < 1e-9);
         assert!((a.done_at(5) - 140.0).abs() < 1e-9);
         a.need = 5;
-        assert!(a.hold(t0, 0).is_some_and(|h| (h - 140.0).abs() < 1e-9));
+        assert!(
+            a.hold(t0, 0, WAITING)
+                .is_some_and(|h| (h - 140.0).abs() < 1e-9)
+        );
     }
 }

@@ -1,9 +1,11 @@
-//! When the clock stops waiting for a process that has not got where it waits for it. A
-//! worker's write or step: after `STALL` of real time (`Wait::stalled`). A worker that has said
-//! `done` and has only to exit, and the relay at its planned crash and at its end: only once
-//! the process is stuck, not while the machine is merely too busy to run it (`Wait::given_up`):
-//! stopped (SIGSTOP from outside reclaim), gone, or having had its CPU and still not got there;
-//! one that has had no CPU is waited for, up to a bound, so nothing waits forever.
+//! When the clock stops waiting for a process that has not got where it waits for it: only
+//! once the process is stuck, never while the machine is merely too busy to run it. A worker's
+//! write or step (`Wait::stalled`): once it has kept the clock waiting `STALL` of the time it
+//! could have run (the time it spent ready but waiting for a CPU, which `/proc/PID/schedstat`
+//! keeps, not counted), or it is stopped (SIGSTOP from outside reclaim) or gone. A worker that
+//! has said `done` and has only to exit, and the relay at its planned crash and at its end
+//! (`Wait::given_up`): stopped, gone, or having had its CPU and still not got there. Any
+//! process is waited for up to a bound, so nothing waits forever.
 
 use std::time::{Duration, Instant};
 
@@ -23,17 +25,22 @@ const TICKS_PER_SECOND: u64 = 100;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Wait {
     since: Option<Instant>,
+    /// The time the process had spent ready to run but waiting for a CPU when the wait began
+    /// (`None` where the kernel does not keep it).
+    queued_at_start: Option<Duration>,
     /// The process's CPU time when `STALL` had passed.
     cpu_at_stall: Option<Duration>,
     /// The clock has gone on without the process (`stalled` or `given_up` said so).
     gone_on: bool,
 }
 
-/// What `/proc` says of a process: stopped or not, and its CPU time so far.
+/// What `/proc` says of a process: stopped or not, its CPU time so far, and its time spent
+/// ready to run but waiting for a CPU so far (`None` where the kernel does not keep it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Seen {
     stopped: bool,
     cpu: Duration,
+    queued: Option<Duration>,
 }
 
 impl Wait {
@@ -42,13 +49,42 @@ impl Wait {
         *self = Self::default();
     }
 
-    /// Whether the clock has waited `STALL` since the first call after `end`: a worker's
-    /// write or step is given up on then, as before (judging a worker by its CPU, as the relay
-    /// is, held a storm of kills with three workers twice as long; not yet understood).
-    pub fn stalled(&mut self, now: Instant) -> bool {
-        let stalled = now.saturating_duration_since(*self.since.get_or_insert(now)) >= STALL;
+    /// Whether the clock goes on without worker `pid`'s write or step, having waited on it
+    /// since the first call after `end`: once the worker has kept it waiting `STALL` of the
+    /// time it could have run, or is stopped or gone past `STALL`. A worker blocked on a lock
+    /// is not kept from running by the machine, so it is given up on at `STALL` as before (a
+    /// storm of kills with three workers was held twice as long when workers were judged by
+    /// their CPU, as `given_up` judges).
+    pub fn stalled(&mut self, now: Instant, pid: i32) -> bool {
+        if self.since.is_none() {
+            self.since = Some(now);
+            self.queued_at_start = queued(pid);
+        }
+        let stalled = self.judge_stall(now, || look(pid));
         self.gone_on |= stalled;
         stalled
+    }
+
+    fn judge_stall(&mut self, now: Instant, look: impl FnOnce() -> Option<Seen>) -> bool {
+        let waited = now.saturating_duration_since(*self.since.get_or_insert(now));
+        if waited < STALL {
+            return false;
+        }
+        if waited >= STALL_AT_MOST {
+            return true;
+        }
+        match look() {
+            None => true,
+            Some(seen) if seen.stopped => true,
+            Some(seen) => match (self.queued_at_start, seen.queued) {
+                // Ready to run but given no CPU is the machine's delay, not the worker's.
+                (Some(start), Some(queued)) => {
+                    waited.saturating_sub(queued.saturating_sub(start)) >= STALL
+                }
+                // Where the kernel does not say, real time alone, as before.
+                _ => true,
+            },
+        }
     }
 
     /// Whether the clock has gone on without the process on this wait (the last `stalled` or
@@ -104,7 +140,16 @@ fn look(pid: i32) -> Option<Seen> {
     Some(Seen {
         stopped: matches!(state, "T" | "t"),
         cpu: Duration::from_millis(cpu * 1000 / TICKS_PER_SECOND),
+        queued: queued(pid),
     })
+}
+
+/// `/proc/PID/schedstat`: `cpu_ns queued_ns timeslices`, the second the time the process spent
+/// ready to run but waiting for a CPU; `None` for a process gone, or a kernel without it.
+fn queued(pid: i32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+    let ns = stat.split_whitespace().nth(1)?.parse::<u64>().ok()?;
+    Some(Duration::from_nanos(ns))
 }
 
 #[cfg(test)]
@@ -120,6 +165,7 @@ mod tests {
                 Some(Seen {
                     stopped: false,
                     cpu: Duration::from_millis(cpu_ms),
+                    queued: None,
                 })
             }
         };
@@ -145,6 +191,7 @@ mod tests {
             Some(Seen {
                 stopped: true,
                 cpu: Duration::ZERO,
+                queued: None,
             })
         };
         assert!(!wait.judge(at(0), stopped));
@@ -154,11 +201,66 @@ mod tests {
         assert!(!wait.judge(at(9000), stopped));
     }
 
+    /// A worker's write: given up on once it has kept the clock waiting `STALL` of the time it
+    /// could have run; the time it was ready but given no CPU does not count.
     #[test]
-    fn this_process_is_seen_running_with_its_cpu() {
+    fn a_worker_kept_from_running_by_the_machine_is_waited_for_and_a_blocked_one_is_not() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let queued = |ms: u64| {
+            move || {
+                Some(Seen {
+                    stopped: false,
+                    cpu: Duration::ZERO,
+                    queued: Some(Duration::from_millis(ms)),
+                })
+            }
+        };
+        let begun = |queued_ms: u64| Wait {
+            since: Some(t0),
+            queued_at_start: Some(Duration::from_millis(queued_ms)),
+            ..Wait::default()
+        };
+        // A loaded machine: of 2 s waited, 1.8 s ready to run on no CPU.
+        let mut wait = begun(100);
+        assert!(!wait.judge_stall(at(1400), queued(1000)));
+        assert!(!wait.judge_stall(at(2000), queued(1900)));
+        // It has had 1.5 s to run and is not there: stuck.
+        assert!(wait.judge_stall(at(4000), queued(2600)));
+        // Starved throughout, it is still not waited for past the bound.
+        let mut wait = begun(0);
+        assert!(!wait.judge_stall(at(7900), queued(7800)));
+        assert!(wait.judge_stall(at(8000), queued(7900)));
+        // Blocked on a lock (asleep, never queued): at STALL, as before.
+        let mut wait = begun(100);
+        assert!(!wait.judge_stall(at(1499), queued(100)));
+        assert!(wait.judge_stall(at(1500), queued(100)));
+        // Stopped, or gone, or a kernel that does not say: at STALL.
+        let mut wait = begun(0);
+        assert!(wait.judge_stall(at(1500), || None));
+        let mut wait = begun(0);
+        let stopped = || {
+            Some(Seen {
+                stopped: true,
+                cpu: Duration::ZERO,
+                queued: Some(Duration::ZERO),
+            })
+        };
+        assert!(wait.judge_stall(at(1500), stopped));
+        let mut wait = Wait {
+            queued_at_start: None,
+            ..begun(0)
+        };
+        assert!(wait.judge_stall(at(1500), queued(1400)));
+    }
+
+    #[test]
+    fn this_process_is_seen_running_with_its_cpu_and_its_time_queued() {
         let me = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
         let seen = look(me);
         assert!(seen.is_some_and(|s| !s.stopped), "{seen:?}");
+        assert!(seen.is_some_and(|s| s.queued.is_some()), "{seen:?}");
         assert_eq!(look(i32::MAX), None);
+        assert_eq!(queued(i32::MAX), None);
     }
 }
