@@ -383,3 +383,59 @@ fn every_caption_of_every_scenario_has_its_lanes_figures_at_its_moment() {
     assert!(checked >= 20, "only {checked} figures checked");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A loaded machine's tick can be long enough for the clock to go from a kill to the restart's
+/// moment and start the worker again, all within it: the kill's second is looked at all the
+/// same, at the kill's moment (a headless recording of side-effects showed 49 rows and no
+/// kill from 02:05:15 to 02:05:32, beside a 16x one with the kill at 02:05:15). Here every
+/// tick is that long: 100 ms apart at 100x, ten sim seconds, twice the restart delay.
+#[test]
+fn a_kill_and_its_restart_within_one_long_tick_are_each_looked_at() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("long-ticks.toml");
+    std::fs::write(
+        &path,
+        "title = \"Long ticks\"\nabout = \"A kill and its restart in one tick.\"\n\
+         scale = 100.0\nitems = 8\ndelay_ms = 10.0\nrestart_delay = 5.0\n\n\
+         [[lane]]\nstrategy = \"outbox\"\ncrash_at = \"task-004:after-send\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let scenario =
+        reclaim::scenario::Scenario::load(path_arg(&path)).unwrap_or_else(|e| panic!("{e}"));
+    let config = scenario.engine_config(dir.path(), 1, PathBuf::from(crate::support::BIN));
+    let mut engine = reclaim::engine::Engine::start_with(config, Instant::now(), true)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut looks = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !engine.finished() {
+        assert!(Instant::now() < deadline, "the night never ended");
+        // The tick's length is the scenario here: ten sim seconds each.
+        std::thread::sleep(Duration::from_millis(100));
+        engine
+            .tick(Instant::now())
+            .unwrap_or_else(|e| panic!("{e}"));
+        looks.extend(
+            engine
+                .exact_looks()
+                .iter()
+                .map(|l| (l.sim, l.lanes[0].kills)),
+        );
+    }
+    let lines: Vec<String> = engine.timeline().iter().map(|e| e.line(None)).collect();
+    let moment = |text: &str| {
+        (engine.timeline().iter())
+            .find(|e| e.line(None).contains(text))
+            .map_or_else(
+                || panic!("no {text:?} in:\n{}", lines.join("\n")),
+                |e| e.sim.0,
+            )
+    };
+    let (killed, restarted) = (moment("reclaimed by host"), moment("restarts the worker"));
+    assert!(restarted > killed + 1.0, "{killed} {restarted}");
+    assert!(
+        looks
+            .iter()
+            .any(|&(at, kills)| kills == 1 && at < restarted),
+        "no look holds the kill before the restart at {restarted} (killed at {killed}): {looks:?}"
+    );
+}
