@@ -475,6 +475,7 @@ impl Engine {
         self.looks.clear();
         // Before anything new is granted: the rows hold exactly what was heard.
         self.look_first(now);
+        // Looked at by second: a death just reaped, before the clock can reach its restart.
         self.look_at_pace_end(now);
         // A kill's messages are read as it lands, not up to `MESSAGES_EVERY` later: a stop on it
         // shows what the vendor held then.
