@@ -60,31 +60,9 @@ impl Wait {
             self.since = Some(now);
             self.queued_at_start = queued(pid);
         }
-        let stalled = self.judge_stall(now, || look(pid));
+        let stalled = self.judge(now, Rule::Queued, || look(pid));
         self.gone_on |= stalled;
         stalled
-    }
-
-    fn judge_stall(&mut self, now: Instant, look: impl FnOnce() -> Option<Seen>) -> bool {
-        let waited = now.saturating_duration_since(*self.since.get_or_insert(now));
-        if waited < STALL {
-            return false;
-        }
-        if waited >= STALL_AT_MOST {
-            return true;
-        }
-        match look() {
-            None => true,
-            Some(seen) if seen.stopped => true,
-            Some(seen) => match (self.queued_at_start, seen.queued) {
-                // Ready to run but given no CPU is the machine's delay, not the worker's.
-                (Some(start), Some(queued)) => {
-                    waited.saturating_sub(queued.saturating_sub(start)) >= STALL
-                }
-                // Where the kernel does not say, real time alone, as before.
-                _ => true,
-            },
-        }
     }
 
     /// Whether the clock has gone on without the process on this wait (the last `stalled` or
@@ -97,12 +75,12 @@ impl Wait {
     /// Whether the clock goes on without process `pid`, having waited on it since the first
     /// call after `end`.
     pub fn given_up(&mut self, now: Instant, pid: i32) -> bool {
-        let given_up = self.judge(now, || look(pid));
+        let given_up = self.judge(now, Rule::Cpu, || look(pid));
         self.gone_on |= given_up;
         given_up
     }
 
-    fn judge(&mut self, now: Instant, look: impl FnOnce() -> Option<Seen>) -> bool {
+    fn judge(&mut self, now: Instant, rule: Rule, look: impl FnOnce() -> Option<Seen>) -> bool {
         let waited = now.saturating_duration_since(*self.since.get_or_insert(now));
         if waited < STALL {
             return false;
@@ -114,12 +92,31 @@ impl Wait {
             // Gone (or a zombie): it will say nothing more.
             None => true,
             Some(seen) if seen.stopped => true,
-            Some(seen) => {
-                let at = *self.cpu_at_stall.get_or_insert(seen.cpu);
-                seen.cpu.saturating_sub(at) >= CPU_BUDGET
-            }
+            Some(seen) => match rule {
+                Rule::Queued => match (self.queued_at_start, seen.queued) {
+                    // Ready to run but given no CPU is the machine's delay, not the worker's.
+                    (Some(start), Some(queued)) => {
+                        waited.saturating_sub(queued.saturating_sub(start)) >= STALL
+                    }
+                    // Where the kernel does not say, real time alone, as before.
+                    _ => true,
+                },
+                Rule::Cpu => {
+                    let at = *self.cpu_at_stall.get_or_insert(seen.cpu);
+                    seen.cpu.saturating_sub(at) >= CPU_BUDGET
+                }
+            },
         }
     }
+}
+
+/// How a process that is neither stopped nor gone is judged stuck, past `STALL`.
+#[derive(Debug, Clone, Copy)]
+enum Rule {
+    /// Once it has kept the clock waiting `STALL` of the time it could have run (`stalled`).
+    Queued,
+    /// Once it has had `CPU_BUDGET` of CPU since `STALL` (`given_up`).
+    Cpu,
 }
 
 /// `/proc/PID/stat`: `pid (comm) state ... utime stime ...` (comm may hold spaces and
@@ -171,21 +168,21 @@ mod tests {
         };
         // A loaded machine: past STALL, it has had hardly any CPU since.
         let mut wait = Wait::default();
-        assert!(!wait.judge(at(0), running(50)));
-        assert!(!wait.judge(at(1600), running(50)));
-        assert!(!wait.judge(at(5000), running(90)));
+        assert!(!wait.judge(at(0), Rule::Cpu, running(50)));
+        assert!(!wait.judge(at(1600), Rule::Cpu, running(50)));
+        assert!(!wait.judge(at(5000), Rule::Cpu, running(90)));
         // But never past the bound.
-        assert!(wait.judge(at(8000), running(90)));
+        assert!(wait.judge(at(8000), Rule::Cpu, running(90)));
         // A process that had its CPU and did not get there.
         let mut wait = Wait::default();
-        assert!(!wait.judge(at(0), running(50)));
-        assert!(!wait.judge(at(1600), running(50)));
-        assert!(wait.judge(at(2000), running(260)));
+        assert!(!wait.judge(at(0), Rule::Cpu, running(50)));
+        assert!(!wait.judge(at(1600), Rule::Cpu, running(50)));
+        assert!(wait.judge(at(2000), Rule::Cpu, running(260)));
         // Stopped, or gone: at STALL, as before.
         let mut wait = Wait::default();
-        assert!(!wait.judge(at(0), || None));
-        assert!(!wait.judge(at(1400), || None));
-        assert!(wait.judge(at(1500), || None));
+        assert!(!wait.judge(at(0), Rule::Cpu, || None));
+        assert!(!wait.judge(at(1400), Rule::Cpu, || None));
+        assert!(wait.judge(at(1500), Rule::Cpu, || None));
         let mut wait = Wait::default();
         let stopped = || {
             Some(Seen {
@@ -194,11 +191,11 @@ mod tests {
                 queued: None,
             })
         };
-        assert!(!wait.judge(at(0), stopped));
-        assert!(wait.judge(at(1500), stopped));
+        assert!(!wait.judge(at(0), Rule::Cpu, stopped));
+        assert!(wait.judge(at(1500), Rule::Cpu, stopped));
         // A wait ended starts afresh.
         wait.end();
-        assert!(!wait.judge(at(9000), stopped));
+        assert!(!wait.judge(at(9000), Rule::Cpu, stopped));
     }
 
     /// A worker's write: given up on once it has kept the clock waiting `STALL` of the time it
@@ -223,21 +220,21 @@ mod tests {
         };
         // A loaded machine: of 2 s waited, 1.8 s ready to run on no CPU.
         let mut wait = begun(100);
-        assert!(!wait.judge_stall(at(1400), queued(1000)));
-        assert!(!wait.judge_stall(at(2000), queued(1900)));
+        assert!(!wait.judge(at(1400), Rule::Queued, queued(1000)));
+        assert!(!wait.judge(at(2000), Rule::Queued, queued(1900)));
         // It has had 1.5 s to run and is not there: stuck.
-        assert!(wait.judge_stall(at(4000), queued(2600)));
+        assert!(wait.judge(at(4000), Rule::Queued, queued(2600)));
         // Starved throughout, it is still not waited for past the bound.
         let mut wait = begun(0);
-        assert!(!wait.judge_stall(at(7900), queued(7800)));
-        assert!(wait.judge_stall(at(8000), queued(7900)));
+        assert!(!wait.judge(at(7900), Rule::Queued, queued(7800)));
+        assert!(wait.judge(at(8000), Rule::Queued, queued(7900)));
         // Blocked on a lock (asleep, never queued): at STALL, as before.
         let mut wait = begun(100);
-        assert!(!wait.judge_stall(at(1499), queued(100)));
-        assert!(wait.judge_stall(at(1500), queued(100)));
+        assert!(!wait.judge(at(1499), Rule::Queued, queued(100)));
+        assert!(wait.judge(at(1500), Rule::Queued, queued(100)));
         // Stopped, or gone, or a kernel that does not say: at STALL.
         let mut wait = begun(0);
-        assert!(wait.judge_stall(at(1500), || None));
+        assert!(wait.judge(at(1500), Rule::Queued, || None));
         let mut wait = begun(0);
         let stopped = || {
             Some(Seen {
@@ -246,12 +243,12 @@ mod tests {
                 queued: Some(Duration::ZERO),
             })
         };
-        assert!(wait.judge_stall(at(1500), stopped));
+        assert!(wait.judge(at(1500), Rule::Queued, stopped));
         let mut wait = Wait {
             queued_at_start: None,
             ..begun(0)
         };
-        assert!(wait.judge_stall(at(1500), queued(1400)));
+        assert!(wait.judge(at(1500), Rule::Queued, queued(1400)));
     }
 
     #[test]
