@@ -3,7 +3,8 @@
 seconds of real time, written in `queue.lease_until`), works on it, then writes its row in
 `records(task_id, worker)` and marks it done. Run two copies and stop one mid-item for longer
 than the lease: the other takes the item over and writes it, and the sleeper, woken, still
-believes it holds the item.
+believes it holds the item. The copies wait for each other before their first claim, so the
+copy stopped is one at work.
 
   reclaim run --exec "python3 $PWD/examples/lease_job.py" --items 20 --workers 2 \
       --pause-at-rows 5:3000
@@ -35,10 +36,23 @@ db.execute(
     " lease_no INTEGER NOT NULL DEFAULT 0, done INTEGER NOT NULL DEFAULT 0)"
 )
 db.execute("CREATE TABLE IF NOT EXISTS records (task_id TEXT, worker INTEGER)")
+db.execute("CREATE TABLE IF NOT EXISTS copies (worker INTEGER PRIMARY KEY)")
 db.execute("BEGIN IMMEDIATE")
 for i in range(items):
     db.execute("INSERT OR IGNORE INTO queue (task_id) VALUES (?)", (f"task-{i:03d}",))
+db.execute("INSERT OR IGNORE INTO copies VALUES (?)", (int(os.environ.get("RECLAIM_WORKER", "1")),))
 db.execute("COMMIT")
+
+# The copies start together: on its first attempt each waits (30 s at most) until every copy of
+# its lane (RECLAIM_WORKERS) has opened the queue, so that a pause at N rows stops a copy at
+# work, holding an item, and not one still starting up on a busy machine.
+if os.environ.get("RECLAIM_ATTEMPT", "1") == "1":
+    copies = int(os.environ.get("RECLAIM_WORKERS", "1"))
+    until = time.monotonic() + 30
+    while time.monotonic() < until:
+        if db.execute("SELECT count(*) FROM copies").fetchone()[0] >= copies:
+            break
+        time.sleep(0.02)
 
 def claim_next():
     """Leases the next item no one holds, in the transaction open: (task, lease number), or

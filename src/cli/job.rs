@@ -46,8 +46,8 @@ pub struct JobVendorArgs {
 #[derive(Debug, Args, Default)]
 pub struct ExecArgs {
     /// Your own batch job instead of reclaim's: run with `sh -c` in the database's folder, with
-    /// RECLAIM_DB, RECLAIM_KEYS_FILE, HEARTBEAT_FILE, RECLAIM_ITEMS, RECLAIM_ATTEMPT and
-    /// RECLAIM_DELAY_MS set
+    /// RECLAIM_DB, RECLAIM_KEYS_FILE, HEARTBEAT_FILE, RECLAIM_ITEMS, RECLAIM_ATTEMPT,
+    /// RECLAIM_WORKER, RECLAIM_WORKERS and RECLAIM_DELAY_MS set
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
     /// SQL run once on the new database before the first attempt (or @FILE to read it)

@@ -817,6 +817,19 @@ fn the_job_runs_in_its_database_folder_with_its_variables() {
     );
 }
 
+/// Three copies on one queue, each writing the row of its own number (`RECLAIM_WORKER`) only
+/// if told three run (`RECLAIM_WORKERS`): every key once, or the night fails.
+#[test]
+fn each_copy_of_a_job_knows_which_it_is_and_how_many_run() {
+    let tmp = tempdir();
+    let script = "[ \"$RECLAIM_WORKERS\" = 3 ] && sqlite3 -cmd '.timeout 5000' warehouse.db \
+        \"CREATE TABLE IF NOT EXISTS records(task_id TEXT); \
+        INSERT INTO records VALUES (printf('task-%03d', $RECLAIM_WORKER - 1))\"";
+    let (run, db) = run_exec(tmp.path(), script, &["--items", "3", "--workers", "3"]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(figures_by_rusqlite(&db), (3, 3, 0), "{}", run.stdout);
+}
+
 #[test]
 fn a_heartbeat_is_watched_when_the_job_keeps_one_and_its_absence_is_not_stale() {
     let tmp = tempdir();

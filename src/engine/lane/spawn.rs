@@ -101,6 +101,8 @@ impl Lane {
                     keys: (job.queue.len() <= crate::queue::MAX_LISTED as u64)
                         .then(|| ExecEnv::absolute(&crate::engine::keys_path(&self.config.db))),
                     attempt: self.slots[slot].attempt() + 1,
+                    worker: slot + 1,
+                    workers: self.config.workers,
                     scenario_dir: job.scenario_dir.clone(),
                     delay: if job.unpaced_restarts && self.slots[slot].attempt() > 0 {
                         std::time::Duration::ZERO

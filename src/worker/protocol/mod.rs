@@ -110,6 +110,11 @@ pub struct ExecEnv {
     pub vendor: Option<String>,
     /// 1 for the first attempt, 2 after the first restart, ... (`RECLAIM_ATTEMPT`).
     pub attempt: u32,
+    /// Which copy of the lane's job this is, 1 to `workers` (`RECLAIM_WORKER`): the same
+    /// number across its restarts.
+    pub worker: usize,
+    /// How many copies of the job the lane runs side by side (`RECLAIM_WORKERS`, `--workers`).
+    pub workers: usize,
     /// The night's pace per item (`RECLAIM_DELAY_MS`), for a job that wants to keep it (the
     /// examples do); the dashboard's speed keys cannot reach a job that reads no stdin.
     pub delay: Duration,
@@ -124,6 +129,8 @@ impl ExecEnv {
     pub const KEYS_FILE: &'static str = "RECLAIM_KEYS_FILE";
     pub const VENDOR_URL: &'static str = "RECLAIM_VENDOR_URL";
     pub const ATTEMPT: &'static str = "RECLAIM_ATTEMPT";
+    pub const WORKER: &'static str = "RECLAIM_WORKER";
+    pub const WORKERS: &'static str = "RECLAIM_WORKERS";
     pub const DELAY_MS: &'static str = "RECLAIM_DELAY_MS";
     pub const SCENARIO_DIR: &'static str = "RECLAIM_SCENARIO_DIR";
 
@@ -147,6 +154,8 @@ impl ExecEnv {
             .env(Self::HEARTBEAT, &self.heartbeat)
             .env(Self::ITEMS, self.items.to_string())
             .env(Self::ATTEMPT, self.attempt.to_string())
+            .env(Self::WORKER, self.worker.to_string())
+            .env(Self::WORKERS, self.workers.to_string())
             .env(Self::DELAY_MS, delay_ms(self.delay));
         match &self.crash_at {
             Some(at) => sh.env(crate::worker::protocol::points::CRASH_ENV, at),
@@ -278,6 +287,8 @@ mod tests {
             vendor: None,
             keys: Some(PathBuf::from("/tmp/w/warehouse.db.keys")),
             attempt: 3,
+            worker: 2,
+            workers: 3,
             delay: Duration::from_micros(62_500),
             scenario_dir: None,
         };
@@ -305,6 +316,8 @@ mod tests {
             ("HEARTBEAT_FILE", "/tmp/night/warehouse.db.heartbeat"),
             ("RECLAIM_ITEMS", "200"),
             ("RECLAIM_ATTEMPT", "3"),
+            ("RECLAIM_WORKER", "2"),
+            ("RECLAIM_WORKERS", "3"),
             ("RECLAIM_DELAY_MS", "62.5"),
         ] {
             assert!(
