@@ -144,7 +144,9 @@ impl Engine {
                 HostAction::Hang => (0..self.lanes.len()).for_each(|l| self.hang_lane(l, now)),
                 HostAction::Resume => (0..self.lanes.len()).for_each(|l| self.resume_lane(l, now)),
                 HostAction::Kill => self.kill_at(now, at, None),
-                HostAction::RandomKill => self.random_kill(now, at),
+                HostAction::RandomKill => {
+                    self.random_kill(now, at);
+                }
                 HostAction::RestartServer => self.restart_server_at_task(now, at),
             }
         }
@@ -439,7 +441,10 @@ impl Engine {
             return;
         };
         let sim = self.first_lane_present();
-        self.random_kill(now, sim);
+        // A kill that found every worker finished landed nowhere: no landing to count.
+        if !self.random_kill(now, sim) {
+            return;
+        }
         // host_kill read the rows again after the reap: what the dead attempt left (or, for
         // one worker's kill, the writes it had made).
         let landed = self.kill_count();

@@ -434,6 +434,11 @@ impl Triggers {
         Some(kill)
     }
 
+    /// A random kill counted as fired found no worker to kill: it never fired after all.
+    pub fn random_kill_unsent(&mut self) {
+        self.fired.random.1 = self.fired.random.1.saturating_sub(1);
+    }
+
     /// Whether random kills are armed (the dashboard's toggle).
     #[must_use]
     pub fn random_kills_on(&self) -> bool {
@@ -598,6 +603,9 @@ mod tests {
         assert!(triggers.rows_kill_due(59).is_some());
         assert_eq!(triggers.rows_kill_due(100), None, "fires once");
         assert_eq!(triggers.fired().random, (2, 1));
+        // Due, and every worker had finished: it never fired after all.
+        triggers.random_kill_unsent();
+        assert_eq!(triggers.fired().random, (2, 0));
         triggers.arm_random_kill(300.0, 69);
         assert!(triggers.random_kills_on());
         assert_eq!(

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use nix::sys::signal::Signal;
 
-use super::Engine;
+use super::{Engine, Lane};
 
 impl Engine {
     /// Whether random kills hit one worker at a time: one lane, several of reclaim's workers.
@@ -82,20 +82,28 @@ impl Engine {
     }
 
     /// The random kill: the worker it is for (the next one alive, if that one has ended), or
-    /// every lane's workers.
-    pub(super) fn random_kill(&mut self, now: Instant, sim: f64) {
-        if !self.kills_one_worker() {
+    /// every lane's workers. Whether it was sent: a kill that finds no worker running (each
+    /// one finished) is not, and is counted among those that never fired.
+    pub(super) fn random_kill(&mut self, now: Instant, sim: f64) -> bool {
+        let sent = |engine: &Self| engine.lanes.iter().map(Lane::kills).sum::<u32>();
+        let before = sent(self);
+        if self.kills_one_worker() {
+            let alive = |engine: &Self, slot: usize| engine.lanes[0].slots()[slot].is_live();
+            let slot = match self.victim {
+                Some(slot) if alive(self, slot) => Some(slot),
+                _ => self.choose_victim(&[]).map(|(slot, _)| slot),
+            };
+            if let Some(slot) = slot {
+                self.kill_slot(now, sim, slot);
+            }
+        } else {
             self.kill_at(now, sim, None);
-            return;
         }
-        let alive = |engine: &Self, slot: usize| engine.lanes[0].slots()[slot].is_live();
-        let slot = match self.victim {
-            Some(slot) if alive(self, slot) => Some(slot),
-            _ => self.choose_victim(&[]).map(|(slot, _)| slot),
-        };
-        if let Some(slot) = slot {
-            self.kill_slot(now, sim, slot);
+        let landed = sent(self) > before;
+        if !landed {
+            self.triggers.random_kill_unsent();
         }
+        landed
     }
 
     /// The host's SIGKILL to the first lane's worker `slot` alone.
