@@ -82,6 +82,16 @@ impl Engine {
         self.by_second.is_some()
     }
 
+    /// Whether no worker has been granted or made a write yet, and no look has been taken: the
+    /// rows are still the night's start's, however long the workers take to start, and the
+    /// first look is of that moment too (`look`).
+    #[must_use]
+    pub fn before_first_look(&self) -> bool {
+        self.looks_taken == 0
+            && (self.lanes.iter())
+                .all(|l| l.attempts().iter().all(|a| a.granted == 0 && a.writes == 0))
+    }
+
     /// Whether the night is looked at one moment at a time now (see `looks_exactly`).
     fn looks_at_moments(&self) -> bool {
         self.exact
@@ -170,9 +180,7 @@ impl Engine {
     /// their moment; each lane's heartbeat age is its age then, not at the clock's reading.
     pub(super) fn look(&mut self, now: Instant) -> Result<(), Inexact> {
         let sim = self.exact_moment()?;
-        let nothing_granted = (self.lanes.iter())
-            .all(|l| l.attempts().iter().all(|a| a.granted == 0 && a.writes == 0));
-        if self.looks_taken == 0 && nothing_granted {
+        if self.before_first_look() {
             // Before the first grant the rows are the night's start's, however long the
             // workers took to start: the look is of that moment too.
             let start = self.look_at(crate::base::clock::NIGHT_START, now);

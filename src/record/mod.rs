@@ -27,6 +27,10 @@ pub const FORMAT: &str = "reclaim-session";
 /// that has them samples the clock's figures all the same: a worker stalled with a write in
 /// flight leaves none, and the recording is not left without figures meanwhile.
 pub const EXACT_OR_CLOCK: Duration = Duration::from_secs(1);
+/// How long a recording waits for the night's first look while its workers start (a debug
+/// build beside a loaded machine's other work, or under a CPU quota, can take seconds) before
+/// it samples the clock instead: as long as the clock waits for any process.
+const START_WAIT: Duration = Duration::from_secs(8);
 /// The format version this build writes, and the only one it reads.
 pub const VERSION: u32 = 1;
 /// Real time between two metric samples at most.
@@ -464,8 +468,12 @@ impl Recorder {
                 due.push(self.samples.taken(sample, now));
             }
             // None for a while (a worker that keeps a write in flight, stalled or stopped):
-            // the clock's figures, as a night without moments is sampled.
-            if due.is_empty() && self.samples.quiet_for(now, self.created) >= EXACT_OR_CLOCK {
+            // the clock's figures, as a night without moments is sampled. Not while the
+            // workers are still starting (up to `START_WAIT`): the first look is of the night's
+            // start, and a sample at the clock's reading would come before it.
+            let quiet = self.samples.quiet_for(now, self.created);
+            let starting = engine.before_first_look() && quiet < START_WAIT;
+            if due.is_empty() && quiet >= EXACT_OR_CLOCK && !starting {
                 due.push(self.samples.take(engine, now));
             }
         } else {
