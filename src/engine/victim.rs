@@ -83,7 +83,8 @@ impl Engine {
 
     /// The random kill: the worker it is for (the next one alive, if that one has ended), or
     /// every lane's workers. Whether it was sent: a kill that finds no worker running (each
-    /// one finished) is not, and is counted among those that never fired.
+    /// one finished, or none restarted yet) is not, and is counted among those that never
+    /// fired.
     pub(super) fn random_kill(&mut self, now: Instant, sim: f64) -> bool {
         let sent = |engine: &Self| engine.lanes.iter().map(Lane::kills).sum::<u32>();
         let before = sent(self);
