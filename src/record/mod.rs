@@ -472,8 +472,10 @@ impl Recorder {
             // workers are still starting (up to `START_WAIT`): the first look is of the night's
             // start, and a sample at the clock's reading would come before it.
             let quiet = self.samples.quiet_for(now, self.created);
-            let starting = engine.before_first_look() && quiet < START_WAIT;
-            if due.is_empty() && quiet >= EXACT_OR_CLOCK && !starting {
+            if due.is_empty()
+                && quiet >= EXACT_OR_CLOCK
+                && !(quiet < START_WAIT && engine.before_first_look())
+            {
                 due.push(self.samples.take(engine, now));
             }
         } else {
