@@ -39,6 +39,7 @@ mod pg_tls;
 mod pg_warehouse;
 mod quitting;
 mod recorded_figures;
+mod recording_files;
 mod refuse;
 mod replay;
 mod robust;

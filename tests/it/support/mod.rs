@@ -5,6 +5,7 @@
 //! rendered slide's pixels). `build.rs` is the package's build script, which only finds whether
 //! the PostgreSQL tests can run.
 
+pub(crate) mod fixtures;
 mod nights;
 pub(crate) mod pg;
 pub(crate) mod png;
