@@ -4,7 +4,8 @@
 //! read show the clock's moment.
 
 use super::Lane;
-use crate::supervisor::slot::SlotState;
+use crate::engine::pace::Attempt;
+use crate::supervisor::slot::{Slot, SlotState};
 
 impl Lane {
     /// The write of `slot`'s next attempt that holds the plan's crash point: the first
@@ -194,6 +195,41 @@ impl Lane {
             .then(|| attempt.done_at(write))
     }
 
+    /// The moment the rows went past the queue's items on the schedule, from the rows that
+    /// were not the current attempts' (`RowsRead::base_rows`): one row a write, that is the
+    /// moment of the `items + 1 - base`th of the attempts' writes in moment order, whatever
+    /// order the machine made them in and whenever the poll that found them came. (Counted
+    /// from the writes heard at the last read, a poll that found a write not heard yet placed
+    /// it a moment early: seen under load on PostgreSQL.) `None` without a base read since the
+    /// newest attempt began, with a batch or an answer lost (a write of more rows than one), for
+    /// a job of the user's or the relay, an attempt unpaced, rebased (a pause, a resume) or in
+    /// the long item's work, or one ended with a write granted it may or may not have made.
+    pub(in crate::engine) fn row_past_items_scheduled(&self, loss_rows: &[u64]) -> Option<f64> {
+        let base = self.read.base_rows()?;
+        if self.config.batch > 1 || !loss_rows.is_empty() {
+            return None;
+        }
+        let nth = (self.config.items + 1).checked_sub(base)?;
+        let mut writes = Vec::with_capacity(self.attempts.len());
+        for (slot, a) in self.attempts.iter().enumerate() {
+            let live = self.slots.get(slot).is_some_and(Slot::is_live);
+            let on_it = self.on_schedule(slot) && a.paced() && !a.working();
+            if !on_it || a.base_writes() > 0 || (!live && a.granted > a.writes) {
+                return None;
+            }
+            // A live worker makes each write it was granted at that write's moment.
+            writes.push((
+                a,
+                if live {
+                    a.granted.max(a.writes)
+                } else {
+                    a.writes
+                },
+            ));
+        }
+        nth_moment(&writes, nth)
+    }
+
     /// The moment of a restarted worker's first write while the rows have not shown it yet
     /// (whether it began at task-000 again is read from them), if that worker runs on.
     #[must_use]
@@ -203,5 +239,63 @@ impl Lane {
         // Not in a long item's work (its first write comes when the work ends).
         let attempt = &self.attempts[slot];
         (running && attempt.paced() && !attempt.working()).then(|| attempt.first_write())
+    }
+}
+
+/// The most writes `nth_moment` walks through: past it, a night's symptom takes the moment
+/// of the poll's reading (a lane that long is read for minutes anyway).
+const NTH_AT_MOST: u64 = 10_000_000;
+
+/// The moment of the `nth` write in moment order of `writes` (each attempt with the writes it
+/// makes, from its first), ties in either order; `None` if they make fewer.
+fn nth_moment(writes: &[(&Attempt, u64)], nth: u64) -> Option<f64> {
+    let made = writes
+        .iter()
+        .map(|&(_, n)| n)
+        .fold(0u64, u64::saturating_add);
+    if nth == 0 || nth > made || nth > NTH_AT_MOST {
+        return None;
+    }
+    let mut next = vec![1u64; writes.len()];
+    let mut at = None;
+    for _ in 0..nth {
+        let (i, moment) = (writes.iter().enumerate())
+            .filter(|&(i, &(_, n))| next[i] <= n)
+            .map(|(i, &(a, _))| (i, a.done_at(next[i])))
+            .min_by(|x, y| x.1.total_cmp(&y.1))?;
+        next[i] += 1;
+        at = Some(moment);
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::pace::Pace;
+
+    #[test]
+    fn the_nth_write_in_moment_order_is_found_across_attempts() {
+        // Three workers from 02:00:00 at 6.3 s a write, as the claim scenario's naive lane:
+        // 120 rows at 40 writes each, the 121st row at the 41st write's moment.
+        let start = 7200.0;
+        let a = Attempt::new(start, Pace::per_item(6.3));
+        let three = [(&a, 120), (&a, 120), (&a, 120)];
+        let at = nth_moment(&three, 121).unwrap();
+        assert!((at - (start + 41.0 * 6.3)).abs() < 1e-9, "{at}");
+        assert!((nth_moment(&three, 120).unwrap() - (start + 40.0 * 6.3)).abs() < 1e-9);
+        // One that began later and goes faster: its writes fall among the others'.
+        let late = Attempt::new(start + 10.0, Pace::per_item(1.0));
+        let two = [(&a, 5), (&late, 5)];
+        let expected = [
+            7206.3, 7211.0, 7212.0, 7212.6, 7213.0, 7214.0, 7215.0, 7218.9, 7225.2, 7231.5,
+        ];
+        for (n, want) in (1..).zip(expected) {
+            let at = nth_moment(&two, n).unwrap();
+            assert!((at - want).abs() < 1e-9, "write {n}: {at}, not {want}");
+        }
+        // Fewer writes than asked for, or none asked for: no moment.
+        assert_eq!(nth_moment(&two, 11), None);
+        assert_eq!(nth_moment(&two, 0), None);
     }
 }

@@ -34,6 +34,10 @@ pub(super) struct RowsRead {
     restarted_at_zero: bool,
     /// The rows have gone past the queue's items, and the timeline has said so.
     past_queue_said: bool,
+    /// The rows not made by the lane's current attempts (an earlier attempt's, or there before
+    /// the night), known from a read made while every write granted had been heard (the rows
+    /// then held those writes and no other); `None` from an attempt's start until such a read.
+    base_rows: Option<u64>,
 }
 
 impl RowsRead {
@@ -42,6 +46,12 @@ impl RowsRead {
     pub(super) fn begins(&mut self, slot: usize, restart: bool) {
         self.newest_is_restart = restart;
         self.first_write_unread = restart.then_some(slot);
+        self.base_rows = None;
+    }
+
+    /// The rows not made by the lane's current attempts, when a read has shown it.
+    pub(super) fn base_rows(&self) -> Option<u64> {
+        self.base_rows
     }
 
     /// The writes of `slot` the rows read include.
@@ -82,6 +92,8 @@ impl Lane {
         // Where the write that takes the rows past the queue falls, as the rows read so far
         // place it: the moment of that row, whenever the poll that reads it comes.
         let past_queue_at = self.row_past_items();
+        // Nothing granted is unheard: the rows this poll reads hold exactly the writes heard.
+        let all_heard = (self.attempts.iter()).all(|a| a.granted <= a.writes);
         let poll = match self.observer.poll() {
             Ok(poll) => {
                 self.read.observer_error = None;
@@ -103,6 +115,10 @@ impl Lane {
             }
         };
         self.read.observed_writes = self.attempts.iter().map(|a| a.writes).collect();
+        if all_heard && self.read.observer_error.is_none() && self.read.wrong_shape.is_none() {
+            let heard = self.attempts.iter().map(|a| a.writes).sum::<u64>();
+            self.read.base_rows = self.observer.rows.checked_sub(heard);
+        }
         if let Some(slot) = self.read.first_write_unread
             && self.attempts[slot].writes > 0
         {
@@ -135,7 +151,9 @@ impl Lane {
             );
             let mut note = Note::runner(Kind::Symptom, text).saying(Fact::PastQueue);
             let losses = self.loss_rows();
-            note.at = self.row_past_items_read(&losses).or(past_queue_at);
+            note.at = (self.row_past_items_read(&losses))
+                .or_else(|| self.row_past_items_scheduled(&losses))
+                .or(past_queue_at);
             notes.push(note);
         }
         notes
