@@ -133,8 +133,12 @@ fn the_naive_example_duplicates_under_random_kills_and_the_guarded_ones_never_do
     }
 }
 
+/// `--kill-at-rows 50`: the kill is never sent before the table holds 50 rows, and the report
+/// says where it was sent and where it landed, as the database shows. How soon after 50 it is
+/// sent is the machine's (the observer must be scheduled; the docs show a run that sent it at
+/// 68 at load 13), so no bound on it is asserted here: a quiet machine's figure is the docs'.
 #[test]
-fn a_kill_at_a_row_count_lands_within_a_few_rows_and_says_where() {
+fn a_kill_at_a_row_count_is_sent_no_sooner_and_says_where_it_landed() {
     let tmp = tempdir();
     for (name, command) in [("naive", naive()), ("guarded", guarded())] {
         let dir = tmp.path().join(name);
@@ -143,18 +147,24 @@ fn a_kill_at_a_row_count_lands_within_a_few_rows_and_says_where() {
         let json = assert_counts_agree(&run, &db);
         let sent = number(&json, "kill_sent_at_rows");
         let landed = number(&json, "kill_landed_at_rows");
-        // At 10 ms an item and a look every 2 ms, the kill is sent at 50 and lands within a
-        // row or two; a loaded machine may add a row, not a hundred.
-        assert!((50..=52).contains(&sent), "{name}: sent at {sent}: {json}");
+        assert!((50..200).contains(&sent), "{name}: sent at {sent}: {json}");
         assert!(
-            (sent..=sent + 3).contains(&landed),
+            (sent..200).contains(&landed),
             "{name}: landed at {landed}: {json}"
         );
         assert_eq!(number(&json, "kills"), 1, "{json}");
         if name == "naive" {
             assert_eq!(run.code, Some(1));
+            // The killed attempt's rows are those before the restart wrote task-000 again: as
+            // many as the report says the kill landed with.
+            let first_attempt = count(
+                &open_ro(&db),
+                "SELECT count(*) FROM records WHERE rowid < (SELECT rowid FROM records
+                 WHERE task_id = 'task-000' ORDER BY rowid LIMIT 1 OFFSET 1)",
+            );
+            assert_eq!(first_attempt, landed, "{name}: {json}");
             // The restart writes every task below the kill again.
-            assert!(number(&json, "duplicated_task_ids") >= 50, "{json}");
+            assert_eq!(number(&json, "duplicated_task_ids"), landed, "{json}");
         } else {
             assert_eq!(run.code, Some(0), "{json}\n{}", run.stderr);
             assert_eq!(number(&json, "duplicated_task_ids"), 0, "{json}");
