@@ -15,7 +15,9 @@ ORDERS_MODE picks how it is written (the default is the right way):
                   that the job itself reports as `status=ok`)
   two-commit      the order commits, then its progress in a second transaction (a kill
                   between the two settles that order twice); ORDERS_PAUSE_S waits between them
-                  on the first attempt, so a kill can be aimed there
+                  on the first attempt, so a kill can be aimed there (only at the order
+                  ORDERS_PAUSE_AT names, when it names one: a long wait there holds the job
+                  until a kill by rows arrives, however busy the machine)
 ORDERS_POINTS=a,b announces only those crash points (default: all three).
 
 It announces its crash points through examples/reclaim_point.py (before-write, after-commit,
@@ -45,6 +47,7 @@ def point(name, key):
 mode = os.environ.get("ORDERS_MODE", "atomic")
 pause = float(os.environ.get("RECLAIM_DELAY_MS", "10")) / 1000.0
 between = float(os.environ.get("ORDERS_PAUSE_S", "0"))
+between_at = os.environ.get("ORDERS_PAUSE_AT")
 first_attempt = os.environ.get("RECLAIM_ATTEMPT", "1") == "1"
 
 keys_file = os.environ.get("RECLAIM_KEYS_FILE")
@@ -72,7 +75,7 @@ for n, order in enumerate(queue[start:], start):
     if mode == "two-commit":
         db.execute("INSERT INTO orders(order_id, amount) VALUES (?, ?)", (order, amount))
         point("after-row-commit", order)
-        if first_attempt and between > 0:
+        if first_attempt and between > 0 and between_at in (None, order):
             time.sleep(between)
         db.execute("INSERT OR REPLACE INTO settled(order_id) VALUES (?)", (order,))
     else:

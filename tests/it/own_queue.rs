@@ -239,9 +239,13 @@ fn a_kill_at_a_key_outside_the_queue_is_refused_and_one_that_never_fired_is_said
 fn a_two_commit_job_killed_between_its_commits_is_placed_by_its_checkpoint_table() {
     let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let job = orders_job();
-    // The first attempt waits half a second between an order's commit and its progress's, so
-    // the kill at 10 rows lands between the two.
-    let env = [("ORDERS_MODE", "two-commit"), ("ORDERS_PAUSE_S", "0.5")];
+    // The first attempt waits between the tenth order's commit and its progress's until the
+    // kill at 10 rows comes (a minute at most), so it lands between the two at any load.
+    let env = [
+        ("ORDERS_MODE", "two-commit"),
+        ("ORDERS_PAUSE_S", "60"),
+        ("ORDERS_PAUSE_AT", "ord-00009"),
+    ];
     let args = ["--items", "20", "--kill-at-rows", "10", "--json"];
     let told = [&args[..], &["--checkpoint-table", "settled"]].concat();
     let run = reclaim_with(tmp.path(), &env, &with(&["run", "--exec", &job], &told));
@@ -261,7 +265,7 @@ fn a_two_commit_job_killed_between_its_commits_is_placed_by_its_checkpoint_table
     // Not told where the checkpoints are, and the job announcing no crash point: the kill is
     // not placed, and no window is said missed that reclaim could not see.
     let untold = [&args[..1], &args[1..4]].concat();
-    let quiet = [env[0], env[1], ("ORDERS_POINTS", "none")];
+    let quiet = [env[0], env[1], env[2], ("ORDERS_POINTS", "none")];
     let run = reclaim_with(tmp.path(), &quiet, &with(&["run", "--exec", &job], &untold));
     let windows = run
         .stdout
@@ -328,7 +332,12 @@ fn run_the_recording_and_the_replay_check_count_an_own_job_alike() {
     let job = orders_job();
     let record = tmp.path().join("night.jsonl");
     let record_arg = record.to_string_lossy().into_owned();
-    let env = [("ORDERS_MODE", "two-commit"), ("ORDERS_PAUSE_S", "0.3")];
+    // Held between the eighth order's two commits until the kill at 8 rows comes.
+    let env = [
+        ("ORDERS_MODE", "two-commit"),
+        ("ORDERS_PAUSE_S", "60"),
+        ("ORDERS_PAUSE_AT", "ord-00007"),
+    ];
     let args = [
         "--items",
         "25",
