@@ -201,12 +201,18 @@ impl Lane {
     /// order the machine made them in and whenever the poll that found them came. (Counted
     /// from the writes heard at the last read, a poll that found a write not heard yet placed
     /// it a moment early: seen under load on PostgreSQL.) `None` without a base read since the
-    /// newest attempt began, with a batch or an answer lost (a write of more rows than one), for
+    /// newest attempt began, for a strategy whose write may add no row (a key, a checkpoint
+    /// skipped: two-commit's two workers of duplicate-delivery placed it a moment early at
+    /// one speed and not the other), with a batch or an answer lost (a write of more rows), for
     /// a job of the user's or the relay, an attempt unpaced, rebased (a pause, a resume) or in
     /// the long item's work, or one ended with a write granted it may or may not have made.
     pub(in crate::engine) fn row_past_items_scheduled(&self, loss_rows: &[u64]) -> Option<f64> {
         let base = self.read.base_rows()?;
-        if self.config.batch > 1 || !loss_rows.is_empty() {
+        // A write that skips a task already checkpointed, or whose row a key refuses, adds no
+        // row: only a strategy with neither adds one row each write.
+        let one_row_a_write =
+            (self.config.worker.strategy()).is_some_and(|s| !s.unique_key() && !s.checkpoints());
+        if !one_row_a_write || self.config.batch > 1 || !loss_rows.is_empty() {
             return None;
         }
         let nth = (self.config.items + 1).checked_sub(base)?;
