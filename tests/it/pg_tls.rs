@@ -18,7 +18,7 @@ fn openssl(dir: &Path, args: &[&str]) {
         .args(args)
         .current_dir(dir)
         .output()
-        .unwrap_or_else(|e| panic!("openssl (the test makes its certificates with it): {e}"));
+        .unwrap_or_else(|e| panic!("openssl: {e}"));
     assert!(
         output.status.success(),
         "openssl {args:?}: {}",
@@ -114,8 +114,8 @@ fn tls_only(bin: &Path, server: &KeptServer, certs: &Path) -> u16 {
 
 #[test]
 #[cfg_attr(
-    reclaim_no_pg,
-    ignore = "needs PostgreSQL (initdb, pg_ctl, psql), not found when the tests were built"
+    any(reclaim_no_pg, reclaim_no_openssl),
+    ignore = "needs PostgreSQL (initdb, pg_ctl, psql) and openssl, not all found when the tests were built"
 )]
 fn a_tls_only_server_is_reached_as_libpq_reaches_it_and_a_wrong_certificate_is_refused() {
     let bin = pg_bin();

@@ -1,8 +1,10 @@
-//! The package's build script: it only looks for what the PostgreSQL tests need, so that on a
-//! machine without it those tests are reported as ignored, with the reason, instead of passing
-//! without running. It sets `cfg(reclaim_no_pg)` when PostgreSQL's server programs (`initdb`,
-//! `pg_ctl`, under `RECLAIM_PG_BIN` or `/usr/lib/postgresql/N/bin`) or `psql` are missing.
-//! The program itself does not read the cfg.
+//! The package's build script: it only looks for the programs some tests need beyond Rust's, so
+//! that on a machine without one those tests are reported as ignored, with the reason, instead
+//! of passing without running. It sets `cfg(reclaim_no_pg)` when PostgreSQL's server programs
+//! (`initdb`, `pg_ctl`, under `RECLAIM_PG_BIN` or `/usr/lib/postgresql/N/bin`) or `psql` are
+//! missing, `cfg(reclaim_no_openssl)` without `openssl` (the TLS test makes its certificates
+//! with it) and `cfg(reclaim_no_rsvg)` without `rsvg-convert` (a test renders a slide with it).
+//! The program itself does not read the cfgs.
 
 use std::path::{Path, PathBuf};
 
@@ -30,17 +32,24 @@ fn on_path(program: &str) -> Option<PathBuf> {
 }
 
 fn main() {
-    println!("cargo::rustc-check-cfg=cfg(reclaim_no_pg)");
     println!("cargo::rerun-if-changed=tests/it/support/build.rs");
     println!("cargo::rerun-if-env-changed=RECLAIM_PG_BIN");
-    let found = (server_programs(), on_path("psql"));
+    let pg = (server_programs(), on_path("psql"));
+    let openssl = on_path("openssl");
+    let rsvg = on_path("rsvg-convert");
     // What was found is watched, so a removal is noticed; an installation after this build is
     // not (run `touch tests/it/support/build.rs`, or `cargo clean`), as the ignore reason says.
-    for program in [&found.0, &found.1].into_iter().flatten() {
+    for program in [&pg.0, &pg.1, &openssl, &rsvg].into_iter().flatten() {
         println!("cargo::rerun-if-changed={}", program.display());
     }
-    if let (Some(_), Some(_)) = found {
-        return;
+    for (cfg, found) in [
+        ("reclaim_no_pg", pg.0.is_some() && pg.1.is_some()),
+        ("reclaim_no_openssl", openssl.is_some()),
+        ("reclaim_no_rsvg", rsvg.is_some()),
+    ] {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+        if !found {
+            println!("cargo::rustc-cfg={cfg}");
+        }
     }
-    println!("cargo::rustc-cfg=reclaim_no_pg");
 }
