@@ -288,7 +288,7 @@ impl Recording {
                     return Err(RecordingError::Garbled {
                         path: path.into(),
                         line: i + 1,
-                        message: escape_controls(&error.to_string()),
+                        message: escape_controls(&json_error(&error)),
                     });
                 }
             }
@@ -332,13 +332,25 @@ impl Recording {
     }
 }
 
+/// serde_json's account of a line it could not read. Each line of a recording is parsed alone,
+/// so serde_json's own "line 1" is always 1 and would contradict the file's line number beside
+/// it: only its column is kept.
+fn json_error(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let own = format!(" at line 1 column {}", error.column());
+    match text.strip_suffix(&own) {
+        Some(message) if error.line() == 1 => format!("{message} at column {}", error.column()),
+        _ => text,
+    }
+}
+
 fn parse_header(path: &str, bytes: &[u8]) -> Result<Header, RecordingError> {
     let not_recording = |message: String| RecordingError::NotRecording {
         path: path.into(),
         message: escape_controls(&message),
     };
     let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| not_recording(e.to_string()))?;
+        serde_json::from_slice(bytes).map_err(|e| not_recording(json_error(&e)))?;
     if value.get("type").and_then(serde_json::Value::as_str) != Some("header")
         || value.get("format").and_then(serde_json::Value::as_str) != Some(FORMAT)
     {
@@ -370,7 +382,7 @@ fn parse_header(path: &str, bytes: &[u8]) -> Result<Header, RecordingError> {
     match serde_json::from_value::<SessionLine>(value) {
         Ok(SessionLine::Header(header)) => Ok(header),
         Ok(_) => Err(not_recording("no header".into())),
-        Err(e) => Err(not_recording(e.to_string())),
+        Err(e) => Err(not_recording(json_error(&e))),
     }
 }
 
@@ -453,6 +465,17 @@ pub(super) mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(err.contains("line 2 is garbled"), "{err}");
+        // The file's line, and the column within it; serde_json's own line (always 1) is not
+        // printed beside the file's.
+        assert!(err.ends_with("(key must be a string at column 2)"), "{err}");
+    }
+
+    /// An error with no place (read from a value, not from text) is kept as serde_json says it.
+    #[test]
+    fn a_json_error_without_a_place_is_kept_whole() {
+        let error = serde_json::from_value::<u8>(serde_json::json!("x")).unwrap_err();
+        assert_eq!(error.line(), 0);
+        assert_eq!(json_error(&error), error.to_string());
     }
 
     /// A moment outside any night, or lanes the header does not name, are refused in one line:
