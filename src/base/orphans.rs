@@ -2,14 +2,16 @@
 //! death signal never reach what it started there. Whoever runs such a job (reclaim, and the
 //! exec-guard between reclaim and `sh`) is made a child subreaper (`PR_SET_CHILD_SUBREAPER`), so
 //! every descendant whose parent dies is re-parented to it instead of to init, stays in its
-//! subtree, and is found and killed from /proc's parent links on every exit path.
+//! subtree, and is found and killed from /proc's parent links on every exit path; a group in a
+//! session it made itself is killed whole, which no fork loop outruns. A subreaper's work is
+//! done when the kernel says it has no child left, not when a read of /proc finds none.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill};
+use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, getpid};
 
@@ -43,8 +45,19 @@ pub fn adopts() -> bool {
     ADOPTS.load(Ordering::SeqCst)
 }
 
-/// Every process's parent and state letter (`R`, `S`, `T`, `Z`, ...), from `/proc/PID/stat`.
-type Procs = BTreeMap<i32, (i32, char)>;
+/// A process as `/proc/PID/stat` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Proc {
+    ppid: i32,
+    /// `R`, `S`, `T`, `Z`, ...
+    state: char,
+    /// Its process group and session.
+    group: i32,
+    session: i32,
+}
+
+/// Every process, by pid.
+type Procs = BTreeMap<i32, Proc>;
 
 fn processes() -> Procs {
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -58,8 +71,17 @@ fn processes() -> Procs {
             let rest = &stat[stat.rfind(')')? + 1..];
             let mut fields = rest.split_whitespace();
             let state = fields.next()?.chars().next()?;
-            let ppid: i32 = fields.next()?.parse().ok()?;
-            Some((pid, (ppid, state)))
+            let mut number = || fields.next()?.parse::<i32>().ok();
+            let (ppid, group, session) = (number()?, number()?, number()?);
+            Some((
+                pid,
+                Proc {
+                    ppid,
+                    state,
+                    group,
+                    session,
+                },
+            ))
         })
         .collect()
 }
@@ -73,8 +95,8 @@ fn dead(state: char) -> bool {
 fn parents(procs: &Procs) -> BTreeMap<i32, i32> {
     procs
         .iter()
-        .filter(|(_, (_, state))| !dead(*state))
-        .map(|(&pid, &(ppid, _))| (pid, ppid))
+        .filter(|(_, p)| !dead(p.state))
+        .map(|(&pid, p)| (pid, p.ppid))
         .collect()
 }
 
@@ -104,11 +126,9 @@ const END_WITHIN: Duration = Duration::from_secs(3);
 /// The signal for the processes `found` in `procs`: SIGSTOP while one of them still runs (it
 /// could fork), SIGKILL once every one is stopped (none can fork any more) or time is up.
 fn next_signal(found: &[i32], procs: &Procs, late: bool) -> Signal {
-    let all_stopped = found.iter().all(|p| {
-        procs
-            .get(p)
-            .is_some_and(|&(_, state)| matches!(state, 'T' | 't'))
-    });
+    let all_stopped = found
+        .iter()
+        .all(|p| procs.get(p).is_some_and(|p| matches!(p.state, 'T' | 't')));
     if all_stopped || late {
         Signal::SIGKILL
     } else {
@@ -116,19 +136,50 @@ fn next_signal(found: &[i32], procs: &Procs, late: bool) -> Signal {
     }
 }
 
+/// The process groups of `found` that lie in sessions other than `session` (this process's).
+/// A session is made by `setsid`, and only its maker's descendants are ever in it, so such a
+/// group is wholly this process's descendants. A signal to a group reaches every member at
+/// once, and no fork crosses it (a fork that races a group's signal starts again, and gets it),
+/// so a loop that re-forks faster than `/proc` can be read dies in one kill.
+fn groups_of_their_own(found: &[i32], procs: &Procs, session: i32) -> BTreeSet<i32> {
+    found
+        .iter()
+        .filter_map(|pid| procs.get(pid))
+        .filter(|p| p.session != session && p.group > 1)
+        .map(|p| p.group)
+        .collect()
+}
+
 /// Ends the processes `found` picks from each read of `/proc` so that a process forking as
-/// fast as it can cannot outrun it: SIGSTOP to each one, read again until every one found is
-/// stopped (a child forked before its parent's stop landed is found by the next read), then
-/// SIGKILL to them all; again until a read finds none, at most `END_WITHIN`. `reap` runs after
-/// each read (the zombies of a fork loop hold pids). Returns whether none is left.
-fn stop_then_kill(found: &dyn Fn(&Procs) -> Vec<i32>, reap: &dyn Fn(&Procs)) -> bool {
+/// fast as it can cannot outrun it: SIGKILL to each group of their own (`groups_of_their_own`);
+/// SIGSTOP to each one, read again until every one found is stopped (a child forked before its
+/// parent's stop landed is found by the next read), then SIGKILL to them all; again until a
+/// read finds none and `reap` agrees, at most `END_WITHIN`.
+/// `reap` runs after each read (the zombies of a fork loop hold pids) and says whether the
+/// kernel, not the read, says none is left: a read of `/proc` is not one moment, so a fork
+/// loop's generation that exits between the listing and its own line takes with it the only
+/// trace of the next, and a read that finds none may have missed one (seen: a walker outlived
+/// reclaim and forked for hours). Returns whether none is left.
+fn stop_then_kill(found: &dyn Fn(&Procs) -> Vec<i32>, reap: &dyn Fn(&Procs) -> bool) -> bool {
     let deadline = Instant::now() + END_WITHIN;
+    let session = nix::unistd::getsid(None).map_or(0, Pid::as_raw);
     loop {
         let procs = processes();
         let found = found(&procs);
-        reap(&procs);
-        if found.is_empty() {
+        let none_by_the_kernel = reap(&procs);
+        if found.is_empty() && none_by_the_kernel {
             return true;
+        }
+        if found.is_empty() {
+            // Missed by the read, or not yet re-parented here: read again.
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::yield_now();
+            continue;
+        }
+        for group in groups_of_their_own(&found, &procs, session) {
+            let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
         }
         let late = Instant::now() > deadline;
         let signal = next_signal(&found, &procs, late);
@@ -145,13 +196,19 @@ fn stop_then_kill(found: &dyn Fn(&Procs) -> Vec<i32>, reap: &dyn Fn(&Procs)) -> 
 /// Ends every descendant of this process (`stop_then_kill`), reaping every child that ended:
 /// called only on a way out, after the workers' groups are killed, when no worker's `Child`
 /// waits any more.
+///
+/// A subreaper's descendants all hang below its children (an orphan is re-parented here), so
+/// it is done when `waitpid` says it has no child at all (`ECHILD`), whatever a read found.
 pub fn kill_descendants() {
     let me = getpid().as_raw();
-    let _ = stop_then_kill(&|procs| subtree(&parents(procs), &[me]), &|_| {
-        while let Ok(status) = waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-            if matches!(status, WaitStatus::StillAlive) {
-                break;
-            }
+    let _ = stop_then_kill(&|procs| subtree(&parents(procs), &[me]), &|_| loop {
+        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => return false,
+            // A child reaped, or a signal: wait again.
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            // ECHILD: no child left. Any other error is not a subreaper's question to
+            // answer: the read alone decides.
+            Err(_) => return true,
         }
     });
 }
@@ -168,8 +225,11 @@ pub fn sweep(live: &BTreeSet<i32>) {
     let adopted = |procs: &Procs, zombies: bool| -> Vec<i32> {
         procs
             .iter()
-            .filter(|&(pid, &(ppid, state))| {
-                ppid == me && dead(state) == zombies && !live.contains(pid) && !own.contains(pid)
+            .filter(|&(pid, p)| {
+                p.ppid == me
+                    && dead(p.state) == zombies
+                    && !live.contains(pid)
+                    && !own.contains(pid)
             })
             .map(|(&pid, _)| pid)
             .collect()
@@ -182,11 +242,14 @@ pub fn sweep(live: &BTreeSet<i32>) {
             all.extend(roots);
             all
         },
-        // Only adopted pids are waited for, never a worker's: its `Child` reaps it.
+        // Only adopted pids are waited for, never a worker's: its `Child` reaps it. The
+        // workers are children too, so the kernel cannot say none is left: a generation the
+        // read missed stays a child here, found by the next sweep or by `kill_descendants`.
         &|procs| {
             for pid in adopted(procs, true) {
                 let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
             }
+            true
         },
     );
 }
@@ -206,11 +269,41 @@ mod tests {
         assert!(subtree(&parents, &[13]).is_empty());
     }
 
+    fn proc(ppid: i32, state: char, group: i32, session: i32) -> Proc {
+        Proc {
+            ppid,
+            state,
+            group,
+            session,
+        }
+    }
+
+    #[test]
+    fn only_groups_in_sessions_a_descendant_made_are_killed_whole() {
+        // 100 is this process's session; 20 a session a descendant made with setsid, 30 the
+        // group a worker leads inside this session.
+        let procs: Procs = [
+            (20, proc(1, 'S', 20, 20)),
+            (21, proc(20, 'R', 20, 20)),
+            (22, proc(1, 'R', 22, 20)),
+            (30, proc(1, 'S', 30, 100)),
+            (31, proc(30, 'S', 30, 100)),
+        ]
+        .into_iter()
+        .collect();
+        let groups = groups_of_their_own(&[21, 22, 31, 99], &procs, 100);
+        assert_eq!(groups.into_iter().collect::<Vec<_>>(), [20, 22]);
+    }
+
     #[test]
     fn processes_are_stopped_until_every_one_is_then_killed() {
-        let procs: Procs = [(10, (1, 'T')), (11, (10, 'R')), (12, (10, 't'))]
-            .into_iter()
-            .collect();
+        let procs: Procs = [
+            (10, proc(1, 'T', 10, 10)),
+            (11, proc(10, 'R', 10, 10)),
+            (12, proc(10, 't', 10, 10)),
+        ]
+        .into_iter()
+        .collect();
         assert_eq!(next_signal(&[10, 11, 12], &procs, false), Signal::SIGSTOP);
         assert_eq!(next_signal(&[10, 12], &procs, false), Signal::SIGKILL);
         // A process read as gone counts as not stopped: read again first.

@@ -91,31 +91,59 @@ fn wait_exit(child: &mut Child) -> Instant {
     Instant::now()
 }
 
+/// Reads of `/proc` in a row that must find none before none is said to be left: one read is
+/// not one moment, and a fork loop's generation that exits between the listing and its own line
+/// takes with it the only trace of the next (a walker read as gone once outlived the test and
+/// forked for hours).
+const EMPTY_READS: usize = 60;
+
 fn assert_none_left(night: &Path, exited: Instant, what: &str) {
+    let mut empty = 0;
     loop {
         let left = job_processes(night);
         if left.is_empty() {
-            return;
+            empty += 1;
+            if empty == EMPTY_READS {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+            continue;
         }
+        empty = 0;
         if Instant::now() > exited + GRACE {
             let names: Vec<Vec<String>> = left.iter().map(|&p| cmdline(p)).collect();
-            // A fork loop left behind must not outlive the test either: stopped, then killed,
-            // read again until none is left.
-            let cleanup = Instant::now() + GRACE;
-            while Instant::now() < cleanup {
-                let left = job_processes(night);
-                if left.is_empty() {
-                    break;
-                }
-                for signal in [Signal::SIGSTOP, Signal::SIGKILL] {
-                    for &pid in &left {
-                        let _ = kill(Pid::from_raw(pid), signal);
-                    }
-                }
-            }
+            end_left(night);
             panic!("{what}: {names:?} outlived reclaim by {GRACE:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Ends what a failed test found left, so that a fork loop does not outlive the test either:
+/// its whole process group killed at once (a group's signal and a fork in it cannot cross),
+/// then each one stopped and killed, read again until reads in a row find none.
+fn end_left(night: &Path) {
+    let ours = nix::unistd::getpgrp();
+    let cleanup = Instant::now() + GRACE;
+    let mut empty = 0;
+    while Instant::now() < cleanup && empty < EMPTY_READS {
+        let left = job_processes(night);
+        if left.is_empty() {
+            empty += 1;
+            continue;
+        }
+        empty = 0;
+        for &pid in &left {
+            let pid = Pid::from_raw(pid);
+            if let Ok(group) = nix::unistd::getpgid(Some(pid))
+                && group != ours
+            {
+                let _ = nix::sys::signal::killpg(group, Signal::SIGKILL);
+            }
+            for signal in [Signal::SIGSTOP, Signal::SIGKILL] {
+                let _ = kill(pid, signal);
+            }
+        }
     }
 }
 
