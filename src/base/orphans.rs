@@ -166,17 +166,10 @@ fn stop_then_kill(found: &dyn Fn(&Procs) -> Vec<i32>, reap: &dyn Fn(&Procs) -> b
     loop {
         let procs = processes();
         let found = found(&procs);
-        let none_by_the_kernel = reap(&procs);
-        if found.is_empty() && none_by_the_kernel {
+        // None found while the kernel still counts a child: missed by the read, or not yet
+        // re-parented here; the signals below go to nobody, and the next read looks again.
+        if reap(&procs) && found.is_empty() {
             return true;
-        }
-        if found.is_empty() {
-            // Missed by the read, or not yet re-parented here: read again.
-            if Instant::now() > deadline {
-                return false;
-            }
-            std::thread::yield_now();
-            continue;
         }
         for group in groups_of_their_own(&found, &procs, session) {
             let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
