@@ -53,9 +53,10 @@ fn run_measured(dir: &Path, args: &[&str], limit: Duration) -> (Option<i32>, Str
 fn a_300_mb_line_of_job_output_is_cut_not_held_and_the_recording_gets_the_cut_line() {
     let tmp = tempdir();
     let job = format!(
-        "python3 -c \"import sys; sys.stdout.write('x' * 300_000_000 + '\\n')\"; \
-         exec python3 {}/examples/guarded_job.py",
-        env!("CARGO_MANIFEST_DIR")
+        "{py} -c \"import sys; sys.stdout.write('x' * 300_000_000 + '\\n')\"; \
+         exec {py} {}/examples/guarded_job.py",
+        env!("CARGO_MANIFEST_DIR"),
+        py = crate::support::python3()
     );
     let (code, stdout, peak) = run_measured(
         tmp.path(),
@@ -249,8 +250,9 @@ fn run_json_carries_a_bounded_timeline_and_says_how_many_lines_it_left_out() {
     let tmp = tempdir();
     // 10,000 lines of the job's own: each a timeline line (100,000 kills printed 352,317).
     let job = format!(
-        "seq 1 10000; exec python3 {}/examples/guarded_job.py",
-        env!("CARGO_MANIFEST_DIR")
+        "seq 1 10000; exec {py} {}/examples/guarded_job.py",
+        env!("CARGO_MANIFEST_DIR"),
+        py = crate::support::python3()
     );
     let run = reclaim_in_dir(
         tmp.path(),
@@ -305,9 +307,10 @@ fn a_job_printing_many_short_lines_keeps_a_window_and_counts_the_rest() {
     let tmp = tempdir();
     let printed = 5_000;
     let job = format!(
-        "python3 -c \"import sys; sys.stdout.write(''.join('ping-%d\\n' % i for i in range({printed})))\"; \
-         exec python3 {}/examples/guarded_job.py",
-        env!("CARGO_MANIFEST_DIR")
+        "{py} -c \"import sys; sys.stdout.write(''.join('ping-%d\\n' % i for i in range({printed})))\"; \
+         exec {py} {}/examples/guarded_job.py",
+        env!("CARGO_MANIFEST_DIR"),
+        py = crate::support::python3()
     );
     let run = reclaim_in_dir(
         tmp.path(),

@@ -21,8 +21,9 @@ const GRACE: Duration = Duration::from_secs(5);
 /// `setsid` inside a subshell that exits at once (a double fork: its parent is gone).
 fn escaping_job() -> String {
     format!(
-        "setsid sleep 313 & (setsid sleep 314 &); python3 {}/examples/naive_job.py",
-        env!("CARGO_MANIFEST_DIR")
+        "setsid sleep 313 & (setsid sleep 314 &); {py} {}/examples/naive_job.py",
+        env!("CARGO_MANIFEST_DIR"),
+        py = crate::support::python3()
     )
 }
 
@@ -94,14 +95,28 @@ fn wait_exit(child: &mut Child) -> Instant {
 /// Reads of `/proc` in a row that must find none before none is said to be left: one read is
 /// not one moment, and a fork loop's generation that exits between the listing and its own line
 /// takes with it the only trace of the next (a walker read as gone once outlived the test and
-/// forked for hours).
+/// forked for hours). Its log (`WALK_LOG`) must not grow over them either.
 const EMPTY_READS: usize = 60;
+
+/// What the walker (`WALKER`) writes in its folder: its process group once it has one, then a
+/// byte for every generation. The log says a walker lives where `/proc` cannot: a generation
+/// lives about a millisecond, often less than a read of `/proc` takes to reach it.
+const WALK_GROUP: &str = "walk.group";
+const WALK_LOG: &str = "walk.log";
+
+/// The size of the walker's log in `night` (0 when there is none).
+fn walked(night: &Path) -> u64 {
+    fs::metadata(night.join(WALK_LOG)).map_or(0, |m| m.len())
+}
 
 fn assert_none_left(night: &Path, exited: Instant, what: &str) {
     let mut empty = 0;
+    let mut log = walked(night);
     loop {
         let left = job_processes(night);
-        if left.is_empty() {
+        let grew = walked(night) != log;
+        log = walked(night);
+        if left.is_empty() && !grew {
             empty += 1;
             if empty == EMPTY_READS {
                 return;
@@ -113,23 +128,38 @@ fn assert_none_left(night: &Path, exited: Instant, what: &str) {
         if Instant::now() > exited + GRACE {
             let names: Vec<Vec<String>> = left.iter().map(|&p| cmdline(p)).collect();
             end_left(night);
-            panic!("{what}: {names:?} outlived reclaim by {GRACE:?}");
+            panic!(
+                "{what}: {names:?} outlived reclaim by {GRACE:?} (walker's log growing: {grew})"
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
 /// Ends what a failed test found left, so that a fork loop does not outlive the test either:
-/// its whole process group killed at once (a group's signal and a fork in it cannot cross),
-/// then each one stopped and killed, read again until reads in a row find none.
+/// the walker's process group and each found one's killed at once (a group's signal and a fork
+/// in it cannot cross), then each one stopped and killed, read again until reads in a row find
+/// none and the walker's log stays still.
 fn end_left(night: &Path) {
     let ours = nix::unistd::getpgrp();
+    let walker = (fs::read_to_string(night.join(WALK_GROUP)).ok())
+        .and_then(|text| text.trim().parse::<i32>().ok())
+        .filter(|&group| group > 1)
+        .map(Pid::from_raw)
+        .filter(|&group| group != ours);
     let cleanup = Instant::now() + GRACE;
     let mut empty = 0;
+    let mut log = walked(night);
     while Instant::now() < cleanup && empty < EMPTY_READS {
+        if let Some(group) = walker {
+            let _ = nix::sys::signal::killpg(group, Signal::SIGKILL);
+        }
         let left = job_processes(night);
-        if left.is_empty() {
+        let grew = walked(night) != log;
+        log = walked(night);
+        if left.is_empty() && !grew {
             empty += 1;
+            std::thread::sleep(Duration::from_millis(5));
             continue;
         }
         empty = 0;
@@ -178,17 +208,30 @@ fn descendants_in_sessions_of_their_own_die_when_reclaim_is_stopped_or_killed() 
     }
 }
 
-/// A descendant that re-forks forever: each generation, in a session of its own, forks the next
-/// and exits, so its pid never stays the same for more than a millisecond or so.
-const WALKER: &str = "import os, time\nos.setsid()\nwhile True:\n    time.sleep(0.001)\n    if os.fork() > 0:\n        os._exit(0)\n";
+/// A descendant that re-forks forever: in a session of its own (made once, so every generation
+/// shares its group), each generation forks the next and exits, so its pid never stays the
+/// same for more than a millisecond or so. It writes `WALK_GROUP` once and a byte to `WALK_LOG`
+/// in each generation.
+const WALKER: &str = "import os, time
+os.setsid()
+with open('walk.group', 'w') as group:
+    group.write(str(os.getpgrp()))
+log = os.open('walk.log', os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+while True:
+    os.write(log, b'.')
+    time.sleep(0.001)
+    if os.fork() > 0:
+        os._exit(0)
+";
 
 /// Runs a job that starts `WALKER` under each way out (its end, SIGTERM, SIGINT and SIGKILL of
 /// reclaim), with the cgroup `on` or `off`: no generation of it may outlive reclaim.
 fn a_fork_loop_dies_on_every_way_out(cgroup: &str) {
     let tmp = tempdir();
     let naive = format!(
-        "python3 {}/examples/naive_job.py",
-        env!("CARGO_MANIFEST_DIR")
+        "{py} {}/examples/naive_job.py",
+        env!("CARGO_MANIFEST_DIR"),
+        py = crate::support::python3()
     );
     for signal in [
         None,
@@ -203,21 +246,17 @@ fn a_fork_loop_dies_on_every_way_out(cgroup: &str) {
         let delay = if signal.is_some() { "200" } else { "0" };
         let (mut child, night) = start_job(
             &dir,
-            &format!("python3 walk.py & {naive}"),
+            &format!("{} walk.py & {naive}", crate::support::python3()),
             &["--delay-ms", delay, "--items", "20"],
             cgroup,
         );
         let deadline = Instant::now() + LIMIT;
-        let walking = || {
-            job_processes(&night)
-                .into_iter()
-                .any(|p| cmdline(p).iter().any(|a| a == "walk.py"))
-        };
-        while !walking() {
-            assert!(
-                Instant::now() < deadline,
-                "{name}: the walker never started"
-            );
+        // Walking once its first generation has written to its log.
+        while walked(&night) == 0 {
+            if Instant::now() > deadline {
+                end_left(&night);
+                panic!("{name}: the walker never started");
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
         if let Some(signal) = signal {

@@ -19,8 +19,9 @@ const ENDLESS: &str = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FRO
 
 fn guarded_job() -> String {
     format!(
-        "python3 {}/examples/guarded_job.py",
-        env!("CARGO_MANIFEST_DIR")
+        "{py} {}/examples/guarded_job.py",
+        env!("CARGO_MANIFEST_DIR"),
+        py = crate::support::python3()
     )
 }
 

@@ -16,8 +16,9 @@ const LIMIT: Duration = Duration::from_secs(60);
 fn a_jobs_terminal_escapes_are_printed_as_text() {
     let tmp = tempdir();
     let job = format!(
-        "printf '\\033]0;pwned\\007\\033[2Jhello\\n'; python3 {}/examples/guarded_job.py",
-        env!("CARGO_MANIFEST_DIR")
+        "printf '\\033]0;pwned\\007\\033[2Jhello\\n'; {py} {}/examples/guarded_job.py",
+        env!("CARGO_MANIFEST_DIR"),
+        py = crate::support::python3()
     );
     let run = reclaim_in_dir(
         tmp.path(),

@@ -170,8 +170,9 @@ fn a_db_path_with_a_line_break_stays_on_the_database_line() {
 fn a_job_that_drops_its_table_is_told_so_not_that_it_never_made_it() {
     let tmp = tempdir();
     let job = format!(
-        "python3 {}/examples/guarded_job.py && sqlite3 \"$RECLAIM_DB\" 'DROP TABLE records'",
-        env!("CARGO_MANIFEST_DIR")
+        "{py} {}/examples/guarded_job.py && sqlite3 \"$RECLAIM_DB\" 'DROP TABLE records'",
+        env!("CARGO_MANIFEST_DIR"),
+        py = crate::support::python3()
     );
     let run = reclaim_in_dir(
         tmp.path(),
