@@ -21,7 +21,7 @@ fn last_nights_captions(notes: &str) -> (String, Vec<String>) {
 
 #[test]
 fn with_the_right_lane_switched_to_keyed_no_guarded_caption_shows_and_figures_are_the_lanes() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let notes = tmp.path().join("notes.txt");
     let mut dashboard = Dashboard::start(
         &["tui", "--notes", notes.to_str().unwrap()],
@@ -127,7 +127,7 @@ fn naive_rows(text: &str) -> Option<u64> {
 
 /// The default incident at `speed_keys` (`+` presses): every caption as it first appears.
 fn captions_as_they_appear(speed_keys: &[u8]) -> (Vec<Seen>, String) {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let mut dashboard =
         Dashboard::start(&["tui"], tmp.path(), 120, 40).unwrap_or_else(|e| panic!("{e}"));
     dashboard
@@ -280,7 +280,7 @@ fn every_command_the_notes_suggest_runs_as_written() {
             .iter()
             .map(|(scenario, command)| {
                 scope.spawn(move || {
-                    let tmp = tempfile::tempdir().unwrap();
+                    let tmp = crate::support::tempdir();
                     let args: Vec<&str> = command.split_whitespace().skip(1).collect();
                     let run =
                         crate::support::reclaim_in_dir(tmp.path(), &args, Duration::from_secs(600));

@@ -42,7 +42,7 @@ fn assert_exactly_once(json: &serde_json::Value) {
 #[test]
 fn eight_claim_workers_under_random_kills_write_each_item_once_on_sqlite() {
     for seed in ["2", "3"] {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = crate::support::tempdir();
         let db = dir.path().join("warehouse.db");
         let mut args = storm(seed);
         args.extend(["--db", path_arg(&db)]);
@@ -74,7 +74,7 @@ fn eight_claim_workers_under_random_kills_write_each_item_once_on_sqlite() {
 #[test]
 fn a_long_item_is_held_by_the_worker_doing_it_at_any_speed() {
     for delay in ["10", "0"] {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = crate::support::tempdir();
         let db = dir.path().join("warehouse.db");
         let args = [
             "run",
@@ -126,7 +126,7 @@ fn a_long_item_is_held_by_the_worker_doing_it_at_any_speed() {
 /// waited 60 s of a 76 s night of 3,000 items for a CPU; at load 55 it took over 540 s).
 #[test]
 fn a_kill_of_a_claim_fleet_hits_one_worker_on_its_row_and_restarts_only_it() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let args = [
         "run",
@@ -182,7 +182,7 @@ fn a_kill_of_a_claim_fleet_hits_one_worker_on_its_row_and_restarts_only_it() {
 /// missing, from the rows (the workers' own word is still `ok`), not passed on without end.
 #[test]
 fn an_item_claimed_ten_times_and_never_done_is_left_and_said() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let args = [
         "run",
@@ -236,7 +236,7 @@ fn an_item_claimed_ten_times_and_never_done_is_left_and_said() {
 /// writes the item, once.
 #[test]
 fn a_killed_workers_lease_ends_and_another_worker_takes_its_item() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let run = reclaim_in_dir(
         dir.path(),

@@ -23,7 +23,7 @@ use crate::support::{assert_one_line_error, path_arg, reclaim};
 fn incident() -> &'static Path {
     static RECORDING: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     let (_dir, path) = RECORDING.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = crate::support::tempdir();
         let path = dir.path().join("incident.jsonl");
         let args = [
             "run",
@@ -44,7 +44,7 @@ fn incident() -> &'static Path {
 
 /// `reclaim replay INCIDENT --export OUT EXTRA...` into a fresh folder; returns OUT.
 fn export(name: &str, extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     let out = dir.path().join(name);
     let mut args = vec!["replay", path_arg(incident()), "--export", path_arg(&out)];
     args.extend_from_slice(extra);
@@ -171,7 +171,7 @@ fn the_csv_has_a_row_per_sample_and_lane_and_its_last_naive_row_says_312() {
 
 #[test]
 fn an_export_is_refused_before_anything_is_written() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     let existing = dir.path().join("taken.csv");
     fs::write(&existing, "mine").unwrap_or_else(|e| panic!("{e}"));
     let cases: [(&[&str], &str); 5] = [
@@ -206,7 +206,7 @@ fn bash_completions_pass_bash_n_and_the_manual_is_a_roff_page() {
     let run = reclaim(&["completions", "bash"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stdout.contains("reclaim"), "{}", run.stdout);
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     let script = dir.path().join("reclaim.bash");
     fs::write(&script, &run.stdout).unwrap_or_else(|e| panic!("{e}"));
     let status = Command::new("bash")
@@ -386,7 +386,7 @@ fn slides_at_02_12_07_and_02_15_21_show_the_figures_and_verdicts_of_that_moment(
 
 #[test]
 fn a_slide_past_the_nights_end_is_refused() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     let out = dir.path().join("late.svg");
     let run = reclaim(&[
         "replay",
@@ -467,7 +467,7 @@ fn an_export_stopped_by_a_signal_leaves_nothing_behind() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
     for signal in [Signal::SIGINT, Signal::SIGTERM] {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = crate::support::tempdir();
         let out = dir.path().join("night.cast");
         let child = crate::support::reclaim_command()
             .args(["replay", path_arg(incident()), "--export", path_arg(&out)])
@@ -551,7 +551,7 @@ fn the_readme_picture_is_what_its_script_makes_today() {
         script.contains("--scenario incident") && script.contains("--at 02:19:31 --size 120x40"),
         "docs/picture.sh no longer makes the picture this test makes:\n{script}"
     );
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     let night = dir.path().join("night.jsonl");
     let slide = dir.path().join("dashboard.svg");
     let limit = Duration::from_secs(120);

@@ -332,7 +332,7 @@ fn heartbeat_of(db: &Path) -> PathBuf {
 /// and the checks hold. Placed by work, not by time, the storm is the same at any load: a lone
 /// worker stops at its planned row, so every planned kill lands while the queue lasts.
 fn storm(items: u64, workers: &str, kills: &str, rows: &str, seed: &str) -> (Value, Acks) {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let mut acks = Acks::default();
     let extra = [
@@ -443,7 +443,7 @@ fn every_crash_point_at_the_first_a_middle_and_the_last_task_loses_nothing() {
     let items = 200;
     for point in CRASH_POINTS {
         for task in [0, items / 2, items - 1] {
-            let dir = tempfile::tempdir().unwrap();
+            let dir = crate::support::tempdir();
             let db = dir.path().join("warehouse.db");
             let crash_at = format!("{}:{point}", task_id(task));
             let mut acks = Acks::default();
@@ -624,7 +624,7 @@ const ALL_ROWS: &str = "SELECT count(*) FROM records";
 fn eight_workers_started_at_once_on_a_fresh_database_write_every_task_once() {
     let items = 500;
     for round in 0..3 {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::support::tempdir();
         let db = dir.path().join("warehouse.db");
         let mut fleet = Fleet::new();
         for _ in 0..8 {
@@ -647,7 +647,7 @@ fn eight_workers_started_at_once_on_a_fresh_database_write_every_task_once() {
 #[test]
 fn run_with_eight_workers_writes_every_task_once() {
     let items = 500;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let mut acks = Acks::default();
     let json = guarded_night(
@@ -744,7 +744,7 @@ fn assert_everyone_waits(fleet: &mut Fleet, waiting: &[usize], db: &Path) {
 #[test]
 fn workers_wait_out_a_write_lock_held_longer_than_their_busy_timeout() {
     let items = 400;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let mut fleet = Fleet::new();
     for _ in 0..3 {
@@ -836,7 +836,7 @@ fn hang_a_worker_holding_the_write_lock(db: &Path) -> Fleet {
 #[test]
 fn a_worker_hung_holding_the_write_lock_then_resumed_holds_nobody_up_for_good() {
     let items = 600;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let fleet = hang_a_worker_holding_the_write_lock(&db);
     fleet.signal(2, Signal::SIGCONT);
@@ -852,7 +852,7 @@ fn a_worker_hung_holding_the_write_lock_then_resumed_holds_nobody_up_for_good() 
 #[test]
 fn a_worker_hung_holding_the_write_lock_then_killed_holds_nobody_up_for_good() {
     let items = 600;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let fleet = hang_a_worker_holding_the_write_lock(&db);
     fleet.signal(2, Signal::SIGKILL);
@@ -891,7 +891,7 @@ const CHECKPOINTS: &str = "SELECT count(*) FROM checkpoints";
 #[test]
 fn checkpoints_wiped_mid_run_then_a_killed_rerun_write_nothing_twice() {
     let items: u64 = 300;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let mut acks = Acks::default();
 
@@ -992,7 +992,7 @@ fn the_last_beat_names_the_last_task(heartbeat: &Path) {
 
 #[test]
 fn a_heartbeat_deleted_mid_run_comes_back_and_the_rows_do_not_suffer() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let heartbeat = heartbeat_of(&db);
     let (run, mut acks) = heartbeat_fault(&db, &heartbeat, || {
@@ -1012,7 +1012,7 @@ fn a_heartbeat_deleted_mid_run_comes_back_and_the_rows_do_not_suffer() {
 
 #[test]
 fn a_heartbeat_made_unwritable_mid_run_is_reported_once_and_the_rows_do_not_suffer() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let heartbeat = heartbeat_of(&db);
     // The heartbeat's path becomes a directory (root ignores permissions, not this) for 30
@@ -1047,7 +1047,7 @@ fn a_heartbeat_made_unwritable_mid_run_is_reported_once_and_the_rows_do_not_suff
 
 #[test]
 fn a_heartbeat_folder_replaced_by_a_file_mid_run_is_reported_and_the_rows_do_not_suffer() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let folder = dir.path().join("beats");
     fs::create_dir(&folder).unwrap();
@@ -1098,7 +1098,7 @@ fn failure_of(check: impl FnOnce()) -> Option<String> {
 #[test]
 fn the_checks_convict_every_kind_of_damage() {
     let items = 200;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let mut acks = Acks::default();
     guarded_night(&db, items, &["--delay-ms", "0", "--seed", "1"], &mut acks);
@@ -1196,7 +1196,7 @@ fn one_lane(db: &Path, exe: PathBuf) -> reclaim::engine::EngineConfig {
 
 #[test]
 fn a_night_ends_only_after_its_last_workers_lines_are_read() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let config = one_lane(&db, late_reader_exe(dir.path()));
     // The loop of `reclaim run` (src/run.rs, drive_recorded), without its signal handlers.
@@ -1221,7 +1221,7 @@ fn a_night_ends_only_after_its_last_workers_lines_are_read() {
 
 #[test]
 fn a_kill_that_lands_after_the_worker_finished_is_not_counted() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let mut engine =
         reclaim::engine::Engine::start(one_lane(&db, PathBuf::from(BIN)), Instant::now()).unwrap();

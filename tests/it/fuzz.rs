@@ -52,7 +52,7 @@ fn binary_config() -> Config {
 }
 
 fn temp_file(bytes: &[u8]) -> Result<tempfile::NamedTempFile, TestCaseError> {
-    let mut file = tempfile::NamedTempFile::new()
+    let mut file = tempfile::NamedTempFile::new_in(crate::support::scratch())
         .map_err(|e| TestCaseError::fail(format!("no temporary file: {e}")))?;
     file.write_all(bytes)
         .map_err(|e| TestCaseError::fail(format!("cannot write {}: {e}", file.path().display())))?;
@@ -371,7 +371,7 @@ proptest! {
 fn real_recording() -> &'static [u8] {
     static RECORDING: OnceLock<Vec<u8>> = OnceLock::new();
     RECORDING.get_or_init(|| {
-        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("no temporary folder: {e}"));
+        let tmp = crate::support::tempdir();
         record_short_night(tmp.path())
     })
 }
@@ -380,7 +380,7 @@ fn real_recording() -> &'static [u8] {
 /// survive everything that reads one: its kill schedule, `replay --check` (text and JSON), and
 /// the replay dashboard driven through every key it binds, drawn at a usual and a tiny size.
 fn check_recording(bytes: &[u8]) -> Result<(), TestCaseError> {
-    let mut file = tempfile::NamedTempFile::new()
+    let mut file = tempfile::NamedTempFile::new_in(crate::support::scratch())
         .map_err(|e| TestCaseError::fail(format!("no temporary file: {e}")))?;
     file.write_all(bytes)
         .map_err(|e| TestCaseError::fail(format!("cannot write the recording: {e}")))?;
@@ -622,7 +622,7 @@ fn the_real_recording_the_fuzzer_mutates_replays_whole() {
         .filter(|l| !l.is_empty())
         .count();
     assert!(lines >= 3, "a header, samples and the end: {lines} lines");
-    let mut file = tempfile::NamedTempFile::new().unwrap();
+    let mut file = tempfile::NamedTempFile::new_in(crate::support::scratch()).unwrap();
     file.write_all(bytes).unwrap();
     let recording = Recording::load(file.path()).unwrap();
     assert!(recording.end.is_some(), "the real night ended");

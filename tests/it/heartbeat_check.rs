@@ -35,7 +35,7 @@ fn exec_to(out: &Path) -> String {
 
 #[test]
 fn heartbeat_check_refuses_what_is_not_a_regular_file_without_opening_it() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let fifo = dir.path().join("w.db.heartbeat");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
     let folder = dir.path().join("a-folder");
@@ -59,7 +59,7 @@ fn heartbeat_check_refuses_what_is_not_a_regular_file_without_opening_it() {
 
 #[test]
 fn a_heartbeat_from_the_future_alerts_instead_of_counting_as_fresh() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let beat = dir.path().join("w.db.heartbeat");
     let day = Duration::from_secs(86_400);
     beat_at(&beat, "task-042 1.0 pid=1\n", SystemTime::now() + day);
@@ -91,7 +91,7 @@ fn a_heartbeat_from_the_future_alerts_instead_of_counting_as_fresh() {
 
 #[test]
 fn a_huge_heartbeat_is_judged_from_its_first_line_at_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let beat = dir.path().join("w.db.heartbeat");
     fs::write(&beat, "task-042 1.0 pid=1\n").unwrap();
     // A GiB, sparse: reading it whole took 15 s and 3 GB of memory.
@@ -115,7 +115,7 @@ fn a_huge_heartbeat_is_judged_from_its_first_line_at_once() {
 
 #[test]
 fn terminal_escapes_in_a_heartbeat_are_printed_escaped() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let beat = dir.path().join("w.db.heartbeat");
     fs::write(&beat, "task-1\x1b[2J\x1b]0;pwned\x07 1.0 pid=1\n").unwrap();
     let run = heartbeat_check(&["--file", path_arg(&beat)]);
@@ -135,7 +135,7 @@ fn a_storm_of_kills_leaves_no_temporary_heartbeat_behind() {
     // the file behind: before the supervisor cleaned up, these eight nights left about a dozen.
     let mut left = Vec::new();
     for seed in 1..=8 {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::support::tempdir();
         let db = dir.path().join("w.db");
         let seed = seed.to_string();
         let run = reclaim_within(
@@ -204,7 +204,7 @@ fn living_in(dir: &Path) -> Vec<i32> {
 /// behind: the switch is run by cron every minute, and its alerts must not pile up.
 #[test]
 fn an_alert_leaves_nothing_running_when_it_ends_or_the_switch_is_stopped() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let beat = dir.path().join("w.db.heartbeat");
     beat_at(
         &beat,
@@ -292,7 +292,7 @@ fn a_file_of_proc_is_not_a_heartbeat() {
 /// from the future is alerted on, in the same words, not silenced.
 #[test]
 fn the_live_switch_alerts_on_a_heartbeat_from_the_future_as_the_check_does() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let job = dir.path().join("future.py");
     fs::write(
         &job,
@@ -355,7 +355,7 @@ fn the_live_switch_alerts_on_a_heartbeat_from_the_future_as_the_check_does() {
 /// design: no stale-heartbeat alert before its first start.
 #[test]
 fn no_stale_alert_before_a_lanes_first_start() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let scenario = dir.path().join("late.toml");
     fs::write(
         &scenario,

@@ -68,7 +68,7 @@ fn entries(dir: &Path) -> usize {
 /// its size and verdict.
 #[test]
 fn under_the_default_what_is_kept_is_bounded_and_listed() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let mut first_kept = None;
     for n in 0..BOUND + 3 {
         let run = reclaim_in(tmp.path(), &FAILING);
@@ -156,7 +156,7 @@ fn under_the_default_what_is_kept_is_bounded_and_listed() {
 /// verdict; `--keep always` keeps a night that held.
 #[test]
 fn keep_never_leaves_nothing_and_always_keeps_a_night_that_held() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     for args in [
         with(&FAILING, &["--keep", "never"]),
         with(&HOLDING, &["--keep", "never", "--json"]),
@@ -200,7 +200,7 @@ fn keep_never_leaves_nothing_and_always_keeps_a_night_that_held() {
 /// link, a folder of someone else's, or a path outside the home; `--clean` leaves them too.
 #[test]
 fn only_reclaims_own_nights_are_removed() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let run = reclaim_in(tmp.path(), &FAILING);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     let home = home(tmp.path());
@@ -226,7 +226,7 @@ fn only_reclaims_own_nights_are_removed() {
 /// before the night starts, and nothing is written through it.
 #[test]
 fn a_planted_home_is_refused() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let victim = tmp.path().join("victim");
     fs::create_dir(&victim).unwrap_or_else(|e| panic!("{e}"));
     std::os::unix::fs::symlink(&victim, home(tmp.path())).unwrap_or_else(|e| panic!("{e}"));
@@ -240,7 +240,7 @@ fn a_planted_home_is_refused() {
 /// removed): refused before anything is made.
 #[test]
 fn keep_beside_db_is_refused() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let db = tmp.path().join("w.db");
     let run = reclaim_in(
         tmp.path(),
@@ -254,7 +254,7 @@ fn keep_beside_db_is_refused() {
 /// the default removes it and says so.
 #[test]
 fn the_dashboard_left_early_keeps_nothing_under_the_default() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let mut dashboard =
         Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap_or_else(|e| panic!("{e}"));
     past_the_first_caption(&mut dashboard);
@@ -282,7 +282,7 @@ fn the_dashboard_left_early_keeps_nothing_under_the_default() {
 /// failed, so the default keeps its folder (it used to wait for a verdict and remove it).
 #[test]
 fn the_dashboard_left_once_the_data_went_wrong_keeps_the_night() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let mut dashboard =
         Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap_or_else(|e| panic!("{e}"));
     past_the_first_caption(&mut dashboard);

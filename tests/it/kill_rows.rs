@@ -87,7 +87,7 @@ fn assert_exact(db: &Path, items: u64) {
 
 #[test]
 fn the_same_seed_places_the_same_kills_on_the_same_rows_twice() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let dir = crate::support::tempdir();
     let guarded = ["--strategy", "guarded"];
     let first = storm(&dir.path().join("a.db"), &guarded, "1000", "20", "11");
     let second = storm(&dir.path().join("b.db"), &guarded, "1000", "20", "11");
@@ -110,7 +110,7 @@ fn the_same_seed_places_the_same_kills_on_the_same_rows_twice() {
 
 #[test]
 fn a_small_storm_by_rows_lands_after_commits_and_leaves_guarded_exact() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let json = storm(&db, &["--strategy", "guarded"], "2000", "50", "5");
     assert_eq!(number(&json, "kills"), 50, "every kill fired: {json}");
@@ -125,7 +125,7 @@ fn a_small_storm_by_rows_lands_after_commits_and_leaves_guarded_exact() {
 
 #[test]
 fn an_exec_jobs_storm_by_rows_lands_after_its_commits() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let job = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/guarded_job.py");
     let command = format!("{} {job}", crate::support::python3());
@@ -182,7 +182,7 @@ fn night_text(stdout: &str) -> String {
 fn a_storm_at_full_speed_prints_the_same_night_twice() {
     // At --delay-ms 0 and --restart-delay 0 nothing but the work moves the clock: two runs of
     // the same storm print the same times, lines and order, whatever the machine's load.
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let dir = crate::support::tempdir();
     let nights: Vec<String> = ["a.db", "b.db"]
         .iter()
         .map(|name| {
@@ -252,7 +252,7 @@ fn kill_rows_refuses_nonsense_before_anything_starts() {
 fn an_exec_jobs_random_kills_are_placed_by_rows_unless_a_window_is_given() {
     // A job that takes a second to start, as an interpreter can on a loaded machine: kills
     // placed by time (0.2..0.9 s after a spawn) would all land before its first commit.
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let job = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/naive_job.py");
     let command = format!("sleep 1; {} {job}", crate::support::python3());
@@ -315,7 +315,7 @@ fn an_exec_jobs_random_kills_are_placed_by_rows_unless_a_window_is_given() {
 
 #[test]
 fn a_kill_past_the_queue_is_refused_before_anything_starts() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let dir = crate::support::tempdir();
     let started = dir.path().join("started");
     let job = format!("touch {}", started.display());
     let keys = dir.path().join("keys.txt");

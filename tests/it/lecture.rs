@@ -46,7 +46,7 @@ fn clocks_during(dashboard: &Dashboard, span: Duration) -> Vec<String> {
 
 #[test]
 fn with_lecture_the_clock_stops_at_the_kill_and_goes_on_after_space() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let notes = tmp.path().join("notes.txt");
     let notes_arg = notes.to_str().unwrap();
     let mut dashboard = Dashboard::start(
@@ -120,7 +120,7 @@ fn with_lecture_the_clock_stops_at_the_kill_and_goes_on_after_space() {
 
 #[test]
 fn looking_back_makes_the_live_night_wait_and_space_returns_to_it() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
     // Past the first caption's hold (no caption until 02:11:47 after it).
     dashboard
@@ -201,7 +201,7 @@ fn looking_back_makes_the_live_night_wait_and_space_returns_to_it() {
 
 #[test]
 fn notes_on_a_file_reclaim_did_not_write_are_refused_and_the_file_is_kept() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let essay = tmp.path().join("essay.txt");
     fs::write(&essay, "my own words\n").unwrap();
     let essay_arg = essay.to_str().unwrap();
@@ -224,7 +224,7 @@ fn notes_on_a_file_reclaim_did_not_write_are_refused_and_the_file_is_kept() {
 
 #[test]
 fn at_16x_a_lecture_stops_on_the_alerts_second_and_a_new_night_on_its_first_caption() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let mut dashboard = Dashboard::start(
         &["tui", "--scenario", "hung-worker", "--lecture"],
         tmp.path(),
@@ -317,7 +317,9 @@ fn fifty_lecture_starts_of_duplicate_delivery_never_freeze_after_space() {
                 scope.spawn(|| {
                     (0..10)
                         .filter_map(|_| {
-                            let tmp = tempfile::tempdir().map_err(|e| e.to_string()).ok()?;
+                            let tmp = crate::support::try_tempdir()
+                                .map_err(|e| e.to_string())
+                                .ok()?;
                             a_lecture_start_goes_on_after_space(tmp.path()).err()
                         })
                         .collect::<Vec<_>>()
@@ -340,7 +342,7 @@ fn fifty_lecture_starts_of_duplicate_delivery_never_freeze_after_space() {
 /// stop; the night goes on, and the dashboard ends saying so in one line, exit 2.
 #[test]
 fn notes_that_stop_are_said_when_the_dashboard_ends() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let notes = tmp.path().join("notes.txt");
     let notes_arg = notes.to_str().unwrap();
     let mut dashboard =

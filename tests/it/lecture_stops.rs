@@ -56,7 +56,7 @@ fn stop_of(screen: &vt100::Screen) -> Option<Stop> {
 
 /// `scenario` under `--lecture` at `speed_keys`, space at every stop until the night is over.
 fn lecture(scenario: &str, speed_keys: &[u8]) -> Result<Vec<Stop>, String> {
-    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let tmp = crate::support::try_tempdir().map_err(|e| e.to_string())?;
     let mut dashboard = Dashboard::start(
         &["tui", "--scenario", scenario, "--lecture"],
         tmp.path(),

@@ -36,7 +36,7 @@ fn one_line(run: &Run, needle: &str) {
 
 #[test]
 fn output_past_the_file_size_limit_is_one_line_not_sigxfsz() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let out = tmp.path().join("man.roff");
     let run = limited(tmp.path(), 1, &["man"], Some(&out));
     one_line(
@@ -47,7 +47,7 @@ fn output_past_the_file_size_limit_is_one_line_not_sigxfsz() {
 
 #[test]
 fn an_export_past_the_limit_leaves_nothing_behind() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let recording = tmp.path().join("night.jsonl");
     fs::write(&recording, crate::support::record_short_night(tmp.path()))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -76,7 +76,7 @@ fn an_export_past_the_limit_leaves_nothing_behind() {
 /// on to its verdict.
 #[test]
 fn a_recording_at_the_limit_ends_on_a_whole_line() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     // A job that says much (each line a timeline entry, recorded) and writes little.
     let job = tmp.path().join("chatty.py");
     fs::write(
@@ -125,7 +125,7 @@ fn a_recording_at_the_limit_ends_on_a_whole_line() {
 /// A job the limit killed (SIGXFSZ) failed on its own: said so, with the limit; not a kill.
 #[test]
 fn a_worker_killed_by_the_file_size_limit_is_said_as_that() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let run = limited(
         tmp.path(),
         100_000,

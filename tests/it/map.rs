@@ -17,7 +17,7 @@ use crate::support::{
 const LIMIT: Duration = Duration::from_secs(120);
 
 fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap_or_else(|e| panic!("no temp dir: {e}"))
+    crate::support::tempdir()
 }
 
 /// The duplicated task ids the code implies, written out again here from the strategies' own

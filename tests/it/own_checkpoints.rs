@@ -54,7 +54,7 @@ fn cursor_night(dir: &Path, extra: &[&str]) -> (Run, PathBuf) {
 
 #[test]
 fn a_checkpoint_key_the_table_lacks_stops_the_night_at_the_first_look() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let dir = crate::support::tempdir();
     // --checkpoint-key defaults to --key (task_id), which progress(job, last_done) lacks.
     let (run, db) = cursor_night(dir.path(), &[]);
     assert_eq!(run.code, Some(2), "{}\n{}", run.stdout, run.stderr);
@@ -81,7 +81,7 @@ fn a_checkpoint_key_the_table_lacks_stops_the_night_at_the_first_look() {
     assert!(rows < 30, "{rows} rows: the night ran whole");
 
     // The same for a --key the row table lacks.
-    let other = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let other = crate::support::tempdir();
     let (run, _) = cursor_night(
         other.path(),
         &["--key", "no_such_col", "--checkpoint-key", "job"],
@@ -100,7 +100,7 @@ fn a_checkpoint_key_the_table_lacks_stops_the_night_at_the_first_look() {
 
 #[test]
 fn a_cursor_progress_table_places_no_kill_and_says_why() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let dir = crate::support::tempdir();
     let (run, db) = cursor_night(dir.path(), &["--checkpoint-key", "job"]);
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     let windows = run
@@ -120,7 +120,7 @@ fn a_cursor_progress_table_places_no_kill_and_says_why() {
     assert_eq!(count(&conn, "SELECT count(*) FROM records"), 30);
     assert_eq!(count(&conn, "SELECT count(*) FROM progress"), 1);
     // The same facts in --json: the count, and why.
-    let again = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let again = crate::support::tempdir();
     let (run, _) = cursor_night(again.path(), &["--checkpoint-key", "job", "--json"]);
     let json = crate::support::json_of(&run);
     let windows = &json["kills_in_window"];
@@ -133,7 +133,7 @@ fn a_cursor_progress_table_places_no_kill_and_says_why() {
 /// table of that name and another shape is not refused, nor read as checkpoints.
 #[test]
 fn prove_leaves_a_table_named_checkpoints_of_another_shape_alone() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let dir = crate::support::tempdir();
     let job = dir.path().join("own_checkpoints_job.py");
     std::fs::write(&job, CURSOR_JOB.replace("progress", "checkpoints"))
         .unwrap_or_else(|e| panic!("write: {e}"));

@@ -26,7 +26,7 @@ fn example(name: &str) -> String {
 }
 
 fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"))
+    crate::support::tempdir()
 }
 
 /// Every live process of a night under `dir` but reclaim itself: working in a folder under it

@@ -283,7 +283,7 @@ for index, key in enumerate(queue):
 
 #[test]
 fn a_kill_at_a_message_whose_row_did_not_commit_is_after_send_even_when_some_items_send_nothing() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let job = tmp.path().join("notices.py");
     std::fs::write(&job, SOME_SENDS_JOB).unwrap_or_else(|e| panic!("{e}"));
     let command = format!("{} {}", crate::support::python3(), job.display());
@@ -347,7 +347,7 @@ fn a_kill_at_a_message_whose_row_did_not_commit_is_after_send_even_when_some_ite
 
 #[test]
 fn shrink_of_a_failing_exec_recording_gives_a_scenario_that_fails_again() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let job = format!("ORDERS_MODE=two-commit {}", example("orders_job.py"));
     let record = tmp.path().join("night.jsonl");
     let record_arg = record.to_string_lossy().into_owned();
@@ -460,7 +460,7 @@ print("done status=ok")
 
 #[test]
 fn a_crash_at_a_point_of_the_jobs_own_name_is_placed_in_reclaims_windows() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let dir = crate::support::tempdir();
     let job = dir.path().join("row_saved.py");
     std::fs::write(&job, ROW_SAVED_JOB).unwrap_or_else(|e| panic!("write: {e}"));
     let command = format!("{} {}", crate::support::python3(), job.display());
@@ -513,7 +513,7 @@ fn a_crash_at_a_point_of_the_jobs_own_name_is_placed_in_reclaims_windows() {
 
 #[test]
 fn shrink_exec_of_a_listed_queue_gives_the_run_command_that_fails_again() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let job = format!("ORDERS_MODE=two-commit {}", example("orders_job.py"));
     let keys = tmp.path().join("keys.txt");
     let listed = (0..8)

@@ -53,7 +53,7 @@ fn db_of(run: &Run) -> PathBuf {
 
 #[test]
 fn a_job_that_loses_an_order_at_each_restart_is_data_wrong_in_run_count_sql_inspect_and_prove() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let job = orders_job();
     let lossy = [("ORDERS_MODE", "skip-on-resume")];
     let kill = ["--items", "30", "--kill-at-rows", "10", "--json"];
@@ -164,7 +164,7 @@ fn a_job_that_loses_an_order_at_each_restart_is_data_wrong_in_run_count_sql_insp
 
 #[test]
 fn a_kill_at_a_key_outside_the_queue_is_refused_and_one_that_never_fired_is_said() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let job = orders_job();
     for key in ["task-005", "ord-00030", "ord-5", "30"] {
         let run = reclaim_with(
@@ -237,7 +237,7 @@ fn a_kill_at_a_key_outside_the_queue_is_refused_and_one_that_never_fired_is_said
 
 #[test]
 fn a_two_commit_job_killed_between_its_commits_is_placed_by_its_checkpoint_table() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let job = orders_job();
     // The first attempt waits between the tenth order's commit and its progress's until the
     // kill at 10 rows comes (a minute at most), so it lands between the two at any load.
@@ -328,7 +328,7 @@ fn guarded_emails_never_killed_after_their_send_say_so_and_strict_fails() {
 
 #[test]
 fn run_the_recording_and_the_replay_check_count_an_own_job_alike() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let job = orders_job();
     let record = tmp.path().join("night.jsonl");
     let record_arg = record.to_string_lossy().into_owned();
@@ -398,7 +398,7 @@ fn run_the_recording_and_the_replay_check_count_an_own_job_alike() {
 
 #[test]
 fn prove_strict_junit_on_the_examples_writes_xml_a_ci_reporter_reads() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     // The naive job's third test does not apply: skipped, which --strict fails, in the file
     // as on the console.
@@ -465,7 +465,7 @@ fn prove_strict_junit_on_the_examples_writes_xml_a_ci_reporter_reads() {
 
 #[test]
 fn inspect_ids_names_the_wrong_keys_of_a_jobs_own_table() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let db = tmp.path().join("orders.db");
     let conn = rusqlite::Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
     conn.execute_batch(
@@ -518,7 +518,7 @@ fn inspect_ids_names_the_wrong_keys_of_a_jobs_own_table() {
 /// judged DATA WRONG, said escaped, never a conversion error (exit 2).
 #[test]
 fn a_key_that_is_not_utf8_is_judged_outside_the_queue() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let job = tmp.path().join("bytes_job.py");
     std::fs::write(
         &job,

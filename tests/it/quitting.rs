@@ -55,7 +55,7 @@ fn q_quits(dashboard: &mut Dashboard) {
 
 #[test]
 fn esc_in_a_lecture_and_after_a_look_back_does_not_quit() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let mut dashboard = Dashboard::start(&["tui", "--lecture"], tmp.path(), COLS, ROWS)
         .unwrap_or_else(|e| panic!("{e}"));
     dashboard
@@ -85,7 +85,7 @@ fn esc_in_a_lecture_and_after_a_look_back_does_not_quit() {
 
 #[test]
 fn esc_in_a_replay_does_not_quit() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let record = tmp.path().join("night.jsonl");
     let db = tmp.path().join("w.db");
     let run = crate::support::reclaim(&[

@@ -154,7 +154,7 @@ fn same_figures_every_second(
     code: i32,
     speed: &str,
 ) -> (tempfile::TempDir, Recording) {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     let headless = record_headless(dir.path(), scenario, code, speed);
     let fast = record_at_16x(dir.path(), scenario);
     assert_same_figures(scenario, &headless, &fast);
@@ -289,7 +289,7 @@ fn placeholders(template: &str, filled: &str) -> Option<Vec<(String, String)>> {
 /// ahead (a replay once read `Guarded ends with 199 rows` beside `rows 200`).
 #[test]
 fn every_caption_of_every_scenario_has_its_lanes_figures_at_its_moment() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     let names: Vec<&str> = (reclaim::scenario::SHIPPED.iter().map(|(n, _)| *n))
         .filter(|name| crate::support::runs_here(name))
         .collect();
@@ -391,7 +391,7 @@ fn every_caption_of_every_scenario_has_its_lanes_figures_at_its_moment() {
 /// tick is that long: 100 ms apart at 100x, ten sim seconds, twice the restart delay.
 #[test]
 fn a_kill_and_its_restart_within_one_long_tick_are_each_looked_at() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     let path = dir.path().join("long-ticks.toml");
     std::fs::write(
         &path,

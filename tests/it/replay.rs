@@ -91,7 +91,7 @@ fn lane_line<'a>(run: &'a Run, name: &str) -> &'a str {
 
 #[test]
 fn a_recorded_naive_night_replays_to_the_same_wrong_verdict() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let (record, db, report) = naive_crash_night(tmp.path());
     assert_eq!(number(&report, "rows"), NAIVE_ROWS, "{report}");
     assert_eq!(number(&report, "duplicated_task_ids"), NAIVE_DUPLICATED);
@@ -140,7 +140,7 @@ fn a_recorded_naive_night_replays_to_the_same_wrong_verdict() {
 
 #[test]
 fn a_recorded_guarded_night_with_seeded_kills_replays_to_ok() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let db = tmp.path().join("g.db");
     let record = tmp.path().join("g.jsonl");
     let run = recorded_night(
@@ -194,7 +194,7 @@ fn a_recorded_guarded_night_with_seeded_kills_replays_to_ok() {
 
 #[test]
 fn the_replay_dashboard_shows_the_live_figures_at_the_end_and_at_any_moment() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let (record, _db, report) = naive_crash_night(tmp.path());
     let recording = load(&record);
     let kill_sim = recording
@@ -269,7 +269,7 @@ fn the_replay_dashboard_shows_the_live_figures_at_the_end_and_at_any_moment() {
 
 #[test]
 fn a_recorded_kill_schedule_kills_another_strategy_at_the_same_places() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let a = tmp.path().join("A.jsonl");
     let b = tmp.path().join("B.jsonl");
     let first = recorded_night(
@@ -357,14 +357,14 @@ fn assert_refused(dir: &Path, file: &Path, needle: &str) {
 /// A recording that is not there; the broken ones, as files, are `recording_files`'.
 #[test]
 fn a_missing_recording_is_refused_with_one_line() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let dir = tmp.path();
     assert_refused(dir, &dir.join("missing.jsonl"), "does not exist");
 }
 
 #[test]
 fn a_recording_torn_in_its_last_line_is_checked_with_a_warning() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let good = good_recording(tmp.path());
     // Cut in the middle of the last line (the verdict).
     let body = good.strip_suffix(b"\n").unwrap();
@@ -404,7 +404,7 @@ fn a_recording_torn_in_its_last_line_is_checked_with_a_warning() {
 
 #[test]
 fn a_recording_cut_after_a_few_lines_never_completed() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let good = good_recording(tmp.path());
     let text = String::from_utf8(good).unwrap();
     let head: Vec<&str> = text.lines().take(4).collect();
@@ -423,7 +423,7 @@ fn a_recording_cut_after_a_few_lines_never_completed() {
 
 #[test]
 fn record_refuses_an_existing_file_and_leaves_it_alone() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let record = tmp.path().join("R.jsonl");
     fs::write(&record, "precious\n").unwrap();
     let db = tmp.path().join("x.db");
@@ -484,7 +484,7 @@ fn wait_for_recording(path: &Path, lines: usize) -> i32 {
 
 #[test]
 fn a_session_killed_mid_night_leaves_a_readable_recording() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let record = tmp.path().join("R.jsonl");
     let mut night = Night(
         crate::support::reclaim_command()
@@ -523,7 +523,7 @@ fn a_session_killed_mid_night_leaves_a_readable_recording() {
 
 #[test]
 fn a_recording_replayed_onto_guarded_kills_at_the_same_task_at_another_pace() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let (a, b) = (tmp.path().join("A.jsonl"), tmp.path().join("B.jsonl"));
     let first = recorded_night(
         &tmp.path().join("a.db"),

@@ -154,7 +154,7 @@ impl Drop for LiveNight {
 /// Starts a slow night, checks its worker is really running, sends `signal` to reclaim alone,
 /// and returns how reclaim ended, its stderr, and the worker's pid.
 fn interrupt_a_night(signal: Signal) -> (ExitStatus, String, i32) {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("no temporary folder: {e}"));
+    let dir = crate::support::tempdir();
     let mut live = LiveNight::start(&dir.path().join("x.db"));
     let worker = live.worker_pid();
     assert!(
@@ -176,7 +176,7 @@ fn interrupt_a_night(signal: Signal) -> (ExitStatus, String, i32) {
 
 #[test]
 fn naive_night_reproduces_the_postmortem() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("x.db");
     let run = night(
         &db,
@@ -248,7 +248,7 @@ fn naive_night_reproduces_the_postmortem() {
 
 #[test]
 fn naive_night_as_json_reports_the_postmortem_figures() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("x.db");
     let run = night(
         &db,
@@ -288,7 +288,7 @@ fn naive_night_as_json_reports_the_postmortem_figures() {
 
 #[test]
 fn guarded_survives_many_seeded_random_kills_exactly_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("x.db");
     let run = night(
         &db,
@@ -376,7 +376,7 @@ fn listed_delays(plan: &str) -> &str {
 
 #[test]
 fn the_same_seed_gives_the_same_kill_schedule() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let first = tempfile::tempdir_in(dir.path()).unwrap();
     let second = tempfile::tempdir_in(dir.path()).unwrap();
     let (delays, plan) = kill_plan(first.path(), "7");
@@ -410,7 +410,7 @@ fn the_same_seed_gives_the_same_kill_schedule() {
 
 #[test]
 fn two_workers_at_once_duplicate_only_without_a_key() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let guarded_db = dir.path().join("guarded.db");
     let guarded = night(
         &guarded_db,
@@ -446,7 +446,7 @@ fn two_workers_at_once_duplicate_only_without_a_key() {
 
 #[test]
 fn a_naive_night_killed_every_time_gives_up_and_says_it_never_completed() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("x.db");
     // Two seconds of work per attempt, a kill 50..100 ms into each: no attempt can finish.
     let run = night(
@@ -483,7 +483,7 @@ fn a_naive_night_killed_every_time_gives_up_and_says_it_never_completed() {
 
 #[test]
 fn run_refuses_an_existing_db_and_leaves_it_alone() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("x.db");
     fs::write(&db, b"last night's warehouse").unwrap();
     let before = snapshot(dir.path());
@@ -624,10 +624,7 @@ fn prove_passes_guarded_and_keyed_and_convicts_naive_and_two_commit() {
         // its two commits: a genuine race (the lesson itself), so their verdict is left open.
         ("two-commit", 1, [None, None, Some(false), Some(false)]),
     ];
-    let dirs: Vec<_> = expected
-        .iter()
-        .map(|_| tempfile::tempdir().unwrap())
-        .collect();
+    let dirs: Vec<_> = expected.iter().map(|_| crate::support::tempdir()).collect();
     // The four trials run at once: each spends most of its time waiting on its workers.
     let runs: Vec<Run> = thread::scope(|scope| {
         let handles: Vec<_> = expected
@@ -659,7 +656,7 @@ fn prove_passes_guarded_and_keyed_and_convicts_naive_and_two_commit() {
 
 #[test]
 fn prove_follows_every_naive_failure_with_the_unique_key_lesson() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let run = prove("naive", dir.path(), false);
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     let lines: Vec<&str> = run.stdout.lines().collect();
@@ -721,7 +718,7 @@ fn heartbeat_check(extra: &[&str]) -> Run {
 
 #[test]
 fn heartbeat_check_of_a_fresh_file_is_quiet_success() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let beat = dir.path().join("x.db.heartbeat");
     heartbeat(&beat, Duration::ZERO);
     let out = dir.path().join("alert.txt");
@@ -736,7 +733,7 @@ fn heartbeat_check_of_a_fresh_file_is_quiet_success() {
 
 #[test]
 fn heartbeat_check_of_a_stale_file_alerts_and_runs_exec() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let beat = dir.path().join("x.db.heartbeat");
     heartbeat(&beat, Duration::from_secs(400));
     let out = dir.path().join("alert.txt");
@@ -768,7 +765,7 @@ fn heartbeat_check_of_a_stale_file_alerts_and_runs_exec() {
 
 #[test]
 fn heartbeat_check_of_a_missing_file_is_one_line_and_exit_2() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let beat = dir.path().join("never-written.heartbeat");
     let run = heartbeat_check(&["--file", path_arg(&beat)]);
     assert_one_line_error(&run, "never-written.heartbeat");
@@ -779,7 +776,7 @@ fn heartbeat_check_of_a_missing_file_is_one_line_and_exit_2() {
 #[test]
 fn a_panic_in_any_thread_of_run_leaves_no_worker() {
     for place in ["loop", "thread"] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::support::tempdir();
         let db = dir.path().join("w.db");
         let out = crate::support::reclaim_command()
             .args(["run", "--strategy", "guarded", "--delay-ms", "20", "--db"])
@@ -827,7 +824,7 @@ fn line_with<'a>(run: &'a Run, needles: &[&str]) -> &'a str {
 
 #[test]
 fn the_incident_scenario_headless_prints_the_postmortems_log_to_the_second() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let run = incident_night(tmp.path(), "16");
     // The naive lane's data is wrong, so the night as a whole fails.
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
@@ -861,7 +858,7 @@ fn the_incident_scenario_headless_prints_the_postmortems_log_to_the_second() {
 
 #[test]
 fn the_same_scenario_twice_prints_the_same_text_but_pids_and_paths() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     // At the same time: each night mostly waits on its pace (about 12 s at 1x), and two nights
     // on one machine at once, one at 16 times the other's speed, must not change a line of each
     // other's text either.
@@ -905,7 +902,7 @@ fn the_same_scenario_twice_prints_the_same_text_but_pids_and_paths() {
 /// which then never fired; the heartbeat moved again at whichever beat a read saw first.
 #[test]
 fn the_long_item_scenario_prints_the_same_text_at_1x_and_16x() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let night = |speed: &str| {
         reclaim_within(
             &["run", "--scenario", "long-item", "--speed", speed],
@@ -938,7 +935,7 @@ fn the_long_item_scenario_prints_the_same_text_at_1x_and_16x() {
 
 #[test]
 fn json_of_a_scenario_gives_one_object_per_lane_with_run_keys() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let run = reclaim_within(
         &["run", "--scenario", "incident", "--json"],
         &[("TMPDIR", tmp.path())],
@@ -960,7 +957,7 @@ fn json_of_a_scenario_gives_one_object_per_lane_with_run_keys() {
 
 #[test]
 fn inspect_ids_names_each_duplicated_id_its_count_and_the_runs_that_wrote_it() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("x.db");
     let run = night(
         &db,

@@ -12,7 +12,7 @@ use crate::support::{path_arg, reclaim_in_dir};
 
 #[test]
 fn a_scenario_run_headless_records_its_night_and_the_replay_reads_the_same_verdict() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     let record = dir.path().join("night.jsonl");
     let limit = Duration::from_secs(120);
     let run = reclaim_in_dir(
@@ -66,7 +66,7 @@ fn a_scenario_run_headless_records_its_night_and_the_replay_reads_the_same_verdi
 /// at" while it was still ahead).
 #[test]
 fn a_caption_after_the_last_line_is_where_the_recording_ends() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     let record = dir.path().join("pause.jsonl");
     let limit = Duration::from_secs(120);
     let args = [
@@ -92,7 +92,7 @@ fn a_caption_after_the_last_line_is_where_the_recording_ends() {
 /// off and the rest of the session recorded in the temporary folder.
 #[test]
 fn a_new_night_under_record_goes_beside_the_named_file() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     let named = dir.path().join("night.jsonl");
     let beside = dir.path().join("night-2.jsonl");
     let mut dashboard = Dashboard::start(

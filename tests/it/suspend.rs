@@ -145,7 +145,7 @@ fn suspend_and_continue(
 
 #[test]
 fn a_suspended_dashboard_gives_the_terminal_back_and_fg_redraws_all_of_it() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
     let mut seen: BTreeSet<u32> = wait_for_workers(&mut dashboard, 2)
         .unwrap()
@@ -254,7 +254,7 @@ fn time_reclaim_itself_was_stopped_is_not_a_workers_silence() {
             &["--items", "200", "--crash-at", "task-100:after-commit"][..],
         ),
     ] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::support::tempdir();
         let db = dir.path().join("w.db");
         let mut args = vec![
             "run",
@@ -289,7 +289,7 @@ fn time_reclaim_itself_was_stopped_is_not_a_workers_silence() {
 fn a_worker_hung_under_a_watching_supervisor_still_trips_the_dead_mans_switch() {
     // The shipped scenario hangs every worker (SIGSTOP) at task-080 for 420 sim-seconds; the
     // switch fires at 300.
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let mut dashboard = Dashboard::start(
         &["tui", "--scenario", "hung-worker"],
         tmp.path(),

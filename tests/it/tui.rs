@@ -27,7 +27,7 @@ use crate::support::{
 
 #[test]
 fn the_dashboard_opens_and_its_clock_advances() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
     past_the_first_caption(&mut dashboard);
     let mut first = None;
@@ -72,7 +72,7 @@ fn the_dashboard_opens_and_its_clock_advances() {
 
 #[test]
 fn k_kills_the_selected_lanes_real_worker_and_the_supervisor_restarts_it() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
     past_the_first_caption(&mut dashboard);
     let reclaim = dashboard.pid();
@@ -140,7 +140,7 @@ fn k_kills_the_selected_lanes_real_worker_and_the_supervisor_restarts_it() {
 
 #[test]
 fn q_quits_leaving_no_worker_and_the_terminal_restored() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let mut dashboard =
         Dashboard::start(&["tui", "--keep", "always"], tmp.path(), COLS, ROWS).unwrap();
     past_the_first_caption(&mut dashboard);
@@ -175,7 +175,7 @@ fn q_quits_leaving_no_worker_and_the_terminal_restored() {
 
 /// Opens the dashboard, stops it with `stop`, and checks it went promptly and cleanly.
 fn assert_stops_cleanly(stop: impl FnOnce(&mut Dashboard) -> Result<(), String>) {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temp dir: {e}"));
+    let tmp = crate::support::tempdir();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS)
         .unwrap_or_else(|e| panic!("cannot start the dashboard: {e}"));
     let pids = collect_pids(&mut dashboard, 2, Duration::from_millis(500))
@@ -222,7 +222,7 @@ fn night_over(screen: &vt100::Screen) -> bool {
 
 #[test]
 fn the_default_night_ends_at_312_and_200_in_the_real_databases() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
     // Not the captions' test (captions.rs is): past each caption's hold at once.
     dashboard
@@ -265,7 +265,7 @@ fn the_default_night_ends_at_312_and_200_in_the_real_databases() {
 
 #[test]
 fn a_terminal_too_small_says_so_and_q_still_quits() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let mut dashboard = Dashboard::start(&[], tmp.path(), 50, 15).unwrap();
     dashboard
         .wait_for("too small", Instant::now() + STARTUP, |screen| {
@@ -291,7 +291,7 @@ fn a_terminal_too_small_says_so_and_q_still_quits() {
 #[test]
 fn without_a_terminal_it_refuses_in_one_line_and_starts_no_worker() {
     for args in [&[][..], &["tui"][..]] {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::support::tempdir();
         let run = reclaim_within(args, &[("TMPDIR", tmp.path())], Duration::from_secs(10));
         assert_one_line_error(&run, "terminal");
         assert_eq!(run.stdout, "", "reclaim {args:?} drew on a pipe");
@@ -301,8 +301,8 @@ fn without_a_terminal_it_refuses_in_one_line_and_starts_no_worker() {
 
 #[test]
 fn a_piped_stdout_is_refused_even_with_a_terminal_on_stdin() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
+    let out = crate::support::tempdir();
     let mut command = CommandBuilder::new("sh");
     command.args([
         "-c",
@@ -331,7 +331,7 @@ fn an_unknown_scenario_is_refused_before_the_terminal() {
 
 #[test]
 fn a_scenario_with_an_unknown_field_is_refused_before_the_terminal() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let path = dir.path().join("typo.toml");
     fs::write(&path, "items = 10\n\n[[lane]]\nstrateg = \"naive\"\n").unwrap();
     let path = path.to_str().unwrap();
@@ -341,7 +341,7 @@ fn a_scenario_with_an_unknown_field_is_refused_before_the_terminal() {
 #[test]
 fn a_panic_in_any_thread_restores_the_terminal_and_leaves_no_worker() {
     // First, that `workers_under` sees a running dashboard's workers at all.
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
     let deadline = Instant::now() + STARTUP;
     while workers_under(tmp.path()).len() < 2 && Instant::now() < deadline {
@@ -351,7 +351,7 @@ fn a_panic_in_any_thread_restores_the_terminal_and_leaves_no_worker() {
     dashboard.send(b"q").unwrap();
     dashboard.wait_exit(PROMPTLY).unwrap();
     for place in ["loop", "thread"] {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::support::tempdir();
         let mut command = CommandBuilder::new(BIN);
         command.env("RECLAIM_TEST_PANIC", place);
         let mut dashboard = Dashboard::spawn(command, tmp.path(), COLS, ROWS).unwrap();
@@ -389,7 +389,7 @@ fn night_clock(screen: &vt100::Screen) -> Option<u32> {
 /// reached each moment (sim seconds since 02:00); ends with the night over, the screen and
 /// the recording handed back.
 fn incident_with_keys(keys: &[(u32, &[u8])]) -> (String, reclaim::record::Recording) {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let record = tmp.path().join("night.jsonl");
     let mut dashboard = Dashboard::start(
         &["tui", "--record", path_arg(&record)],
@@ -475,7 +475,7 @@ fn at_a_quarter_speed_the_incident_is_the_same_night() {
 
 #[test]
 fn a_key_over_the_help_only_closes_it_and_kills_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
     // Past the first caption's hold; no `c` from here on, as a key over the help closes it.
     dashboard
@@ -511,7 +511,7 @@ fn a_key_over_the_help_only_closes_it_and_kills_nothing() {
 
 #[test]
 fn i_lists_the_naive_lanes_duplicated_ids_and_any_key_only_closes_the_list() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::tempdir();
     let mut dashboard = Dashboard::start(&[], tmp.path(), COLS, ROWS).unwrap();
     // At 16x, past each caption's hold, the whole night is over in a second or two.
     dashboard.send(b"++++").unwrap();

@@ -27,7 +27,7 @@ fn a_sqlite3_shell_job_without_a_busy_timeout_never_fails_on_reclaims_reads() {
             .join("examples/sqlite3_shell_job.sh")
             .display()
     );
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let items = ITEMS.to_string();
     let count = "SELECT count(*), count(DISTINCT task_id) FROM records";
     let nights: [(&str, &[&str]); 3] = [
@@ -106,7 +106,7 @@ if [ "$RECLAIM_ATTEMPT" = 1 ]; then
 fi
 sqlite3 "$RECLAIM_DB" "INSERT OR IGNORE INTO records VALUES ('task-001');"
 wait"#;
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = crate::support::tempdir();
     let db = tmp.path().join("warehouse.db");
     let args = [
         "run",

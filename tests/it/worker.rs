@@ -148,7 +148,7 @@ fn foreign_database(path: &Path) {
 #[test]
 fn every_strategy_writes_each_task_once_when_nothing_goes_wrong() {
     for strategy in strategies() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::support::tempdir();
         let db = dir.path().join("warehouse.db");
         let run = worker(strategy, &db, &[]);
         assert_completed(&run, 200);
@@ -183,7 +183,7 @@ fn every_strategy_writes_each_task_once_when_nothing_goes_wrong() {
 
 #[test]
 fn naive_rerun_after_a_kill_writes_112_rows_twice_and_still_claims_ok() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
 
     let first = worker("naive", &db, &["--crash-at", "task-111:after-commit"]);
@@ -229,7 +229,7 @@ fn naive_rerun_after_a_kill_writes_112_rows_twice_and_still_claims_ok() {
 
 #[test]
 fn two_commit_kill_between_row_and_checkpoint_duplicates_exactly_that_task() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
 
     let first = worker(
@@ -274,7 +274,7 @@ fn committed_before_kill(point: &str) -> u64 {
 #[test]
 fn keyed_rerun_after_a_kill_anywhere_redoes_the_work_and_adds_only_what_is_missing() {
     for point in CRASH_POINTS {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::support::tempdir();
         let db = dir.path().join("warehouse.db");
         let crash_at = format!("task-050:{point}");
 
@@ -328,7 +328,7 @@ fn keyed_rerun_after_a_kill_anywhere_redoes_the_work_and_adds_only_what_is_missi
 #[test]
 fn guarded_rerun_after_a_kill_anywhere_resumes_after_the_last_checkpoint() {
     for point in CRASH_POINTS {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::support::tempdir();
         let db = dir.path().join("warehouse.db");
         let heartbeat = dir.path().join("warehouse.db.heartbeat");
         let crash_at = format!("task-050:{point}");
@@ -413,7 +413,7 @@ fn guarded_rerun_after_a_kill_anywhere_resumes_after_the_last_checkpoint() {
 
 #[test]
 fn four_guarded_workers_at_once_share_the_queue_without_a_duplicate() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let children: Vec<Child> = (0..4).map(|_| spawn_worker("guarded", &db)).collect();
     let runs: Vec<Run> = children
@@ -443,7 +443,7 @@ fn four_guarded_workers_at_once_share_the_queue_without_a_duplicate() {
 
 #[test]
 fn guarded_refuses_an_existing_records_table_without_a_unique_key() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     Connection::open(&db)
         .unwrap()
@@ -471,7 +471,7 @@ fn guarded_refuses_an_existing_records_table_without_a_unique_key() {
 fn every_keyed_strategy_refuses_rows_keyed_in_another_form_and_touches_nothing() {
     // A warehouse whose rows carry the bare sha256 key (an earlier reclaim's form): a row written
     // now with today's key would not collide with its duplicate, so the worker must not write.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let task = reclaim::task::task_id(0);
     let body = reclaim::task::payload(0);
@@ -517,7 +517,7 @@ fn every_keyed_strategy_refuses_rows_keyed_in_another_form_and_touches_nothing()
 fn a_short_wal_keeps_the_log_a_kill_leaves_short() {
     let mut sizes = Vec::new();
     for flag in [None, Some(["--wal-autocheckpoint", "100"])] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::support::tempdir();
         let db = dir.path().join("night.db");
         let crash_at = "task-399:after-commit";
         let mut extra = vec!["--items", "400", "--supervised", "--crash-at", crash_at];
@@ -545,7 +545,7 @@ fn guarded_skips_tasks_another_writer_checkpoints_while_it_runs() {
     // after the worker has written its first five: the worker must notice and leave them alone.
     // Gated, the worker writes only what it is granted, so "after its first five" is a fact of
     // the night, not a race against the machine's load.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let mut child = crate::support::reclaim_command()
         .args(["worker", "--strategy", "guarded", "--db", path_arg(&db)])
@@ -616,7 +616,7 @@ fn a_batch_shares_its_commit_but_each_item_still_takes_its_delay() {
     // the worker took its start time, which its run id carries (`run-PID-MS`). Both read from
     // the data, and load can only lengthen the span; the first batch's own rows may be written
     // late (its first commit waits on the machine), so their stamps are no anchor.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     for strategy in strategies_that(reclaim::worker::Strategy::batches) {
         let db = dir.path().join(format!("{strategy}.db"));
         let run = reclaim(&[
@@ -656,7 +656,7 @@ fn a_batch_shares_its_commit_but_each_item_still_takes_its_delay() {
 
 #[test]
 fn an_unknown_strategy_is_a_usage_error_that_touches_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("other.db");
     foreign_database(&db);
     let before = snapshot(dir.path());
@@ -669,7 +669,7 @@ fn an_unknown_strategy_is_a_usage_error_that_touches_nothing() {
 #[test]
 fn an_item_count_out_of_range_is_a_usage_error_that_touches_nothing() {
     for items in ["0", "100000001"] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::support::tempdir();
         let db = dir.path().join("other.db");
         foreign_database(&db);
         let before = snapshot(dir.path());
@@ -686,7 +686,7 @@ fn an_item_count_out_of_range_is_a_usage_error_that_touches_nothing() {
 
 #[test]
 fn a_db_in_a_missing_folder_is_one_line_and_creates_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("no-such-folder").join("warehouse.db");
     let run = worker("guarded", &db, &[]);
     assert_one_line_error(&run, "no-such-folder");
@@ -695,7 +695,7 @@ fn a_db_in_a_missing_folder_is_one_line_and_creates_nothing() {
 
 #[test]
 fn a_db_in_a_read_only_folder_is_one_line_and_creates_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let locked = dir.path().join("locked");
     fs::create_dir(&locked).unwrap();
     fs::set_permissions(&locked, fs::Permissions::from_mode(0o555)).unwrap();
@@ -716,7 +716,7 @@ fn a_db_in_a_read_only_folder_is_one_line_and_creates_nothing() {
 
 #[test]
 fn a_text_file_is_not_a_database_to_either_command() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("notes.db");
     fs::write(&db, "dear diary,\ntoday the batch job ran twice\n").unwrap();
     let before = snapshot(dir.path());
@@ -732,7 +732,7 @@ fn a_text_file_is_not_a_database_to_either_command() {
 
 #[test]
 fn a_database_with_someone_elses_table_is_left_alone() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("other.db");
     foreign_database(&db);
     let before = snapshot(dir.path());
@@ -753,7 +753,7 @@ fn a_database_with_someone_elses_table_is_left_alone() {
 
 #[test]
 fn inspect_of_a_missing_file_is_one_line_and_creates_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("never-written.db");
     let run = reclaim(&["inspect", "--db", path_arg(&db)]);
     assert_one_line_error(&run, "does not exist");
@@ -797,7 +797,7 @@ fn assert_inspect_sees_corruption(db: &Path) {
 
 #[test]
 fn a_corrupt_warehouse_is_refused_by_worker_and_flagged_by_inspect() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = corrupt_warehouse(dir.path(), "guarded");
     let corrupted = read_bytes(&db);
 
@@ -815,7 +815,7 @@ fn a_corrupt_warehouse_is_refused_by_worker_and_flagged_by_inspect() {
 #[test]
 fn a_corrupt_warehouse_is_refused_by_every_strategy_without_a_write() {
     for strategy in strategies() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::support::tempdir();
         let db = corrupt_warehouse(dir.path(), strategy);
         let corrupted = read_bytes(&db);
         assert_inspect_sees_corruption(&db);
@@ -838,7 +838,7 @@ fn a_corrupt_warehouse_is_refused_by_every_strategy_without_a_write() {
 
 #[test]
 fn a_guarded_run_leaves_a_heartbeat_naming_its_last_task() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::tempdir();
     let db = dir.path().join("warehouse.db");
     let run = worker("guarded", &db, &[]);
     assert_completed(&run, 200);

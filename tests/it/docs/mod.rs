@@ -200,7 +200,7 @@ fn every_relative_link_and_anchor_of_the_docs_resolves() {
 
 #[test]
 fn the_link_checker_finds_a_missing_file_and_a_missing_anchor() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
+    let dir = crate::support::tempdir();
     fs::write(
         dir.path().join("other.md"),
         "# Other\n\n## The `run` command: a night\n",

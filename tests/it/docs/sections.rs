@@ -134,7 +134,7 @@ fn every_section_named_in_the_code_and_the_docs_is_a_heading_of_its_document() {
 
 #[test]
 fn a_reference_wrapped_across_comment_lines_is_read_whole_and_a_stale_one_is_found() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
+    let dir = crate::support::tempdir();
     fs::write(
         dir.path().join("NOTES.md"),
         "# Notes\n\n## The test suite's time (`cargo test`)\n",

@@ -276,9 +276,39 @@ pub(crate) fn example(name: &str) -> String {
     path.display().to_string()
 }
 
-/// A temporary folder of the test's own, removed when dropped.
+/// Where the tests make their folders. A TMPDIR of your own is kept; without one, RAM
+/// (`/dev/shm`) when it is a folder the tests can write with 2 GiB free, else the system's
+/// temporary folder. The suite creates and removes tens of thousands of files (each night's
+/// databases and heartbeats, each private cluster's initdb), and on a disk's file system that
+/// churn cost about a tenth of the suite's CPU (ext4 searches its recently deleted inodes for
+/// each new one; BENCHMARKS.md, "The test suite's time"). Every process a test starts is given
+/// its test's folder as its TMPDIR, so what reclaim makes lands there too.
+pub(crate) fn scratch() -> &'static Path {
+    static BASE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BASE.get_or_init(|| {
+        const ROOM: u64 = 2 << 30;
+        let shm = Path::new("/dev/shm");
+        let roomy = || {
+            nix::sys::statvfs::statvfs(shm)
+                .is_ok_and(|s| s.blocks_available().saturating_mul(s.fragment_size()) >= ROOM)
+        };
+        let writable = || nix::unistd::access(shm, nix::unistd::AccessFlags::W_OK).is_ok();
+        if std::env::var_os("TMPDIR").is_none() && shm.is_dir() && writable() && roomy() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        }
+    })
+}
+
+/// A temporary folder of the test's own under `scratch()`, removed when dropped.
+pub(crate) fn try_tempdir() -> std::io::Result<tempfile::TempDir> {
+    tempfile::tempdir_in(scratch())
+}
+
+/// `try_tempdir`, failing the test if the folder cannot be made.
 pub(crate) fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temporary folder: {e}"))
+    try_tempdir().unwrap_or_else(|e| panic!("cannot make a temporary folder: {e}"))
 }
 
 /// `reclaim run --exec CMD` on a new database `dir/night/warehouse.db`, with `extra` flags,

@@ -31,7 +31,7 @@ pub(crate) fn pg_bin() -> PathBuf {
 /// A test folder the cluster's unprivileged account can enter (reclaim run as root runs the
 /// cluster as `nobody`, which needs to pass through every folder above its own).
 pub(crate) fn folder() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = crate::support::tempdir();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711))
         .unwrap_or_else(|e| panic!("{e}"));
     dir

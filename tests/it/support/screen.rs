@@ -242,7 +242,7 @@ pub(crate) fn past_the_first_caption(dashboard: &mut Dashboard) {
 /// `reclaim ARGS` is refused with one line naming `needle`, exit 2, before the terminal is
 /// touched: in a pty (no alternate screen, ever) and with plain pipes.
 pub(crate) fn assert_refused_before_the_terminal(args: &[&str], needle: &str) {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("cannot make a temp dir: {e}"));
+    let tmp = crate::support::tempdir();
     let mut dashboard = Dashboard::start(args, tmp.path(), COLS, ROWS)
         .unwrap_or_else(|e| panic!("cannot start reclaim {args:?}: {e}"));
     let status = dashboard
