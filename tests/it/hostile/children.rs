@@ -114,8 +114,9 @@ fn assert_none_left(night: &Path, exited: Instant, what: &str) {
     let mut log = walked(night);
     loop {
         let left = job_processes(night);
-        let grew = walked(night) != log;
-        log = walked(night);
+        let now = walked(night);
+        let grew = now != log;
+        log = now;
         if left.is_empty() && !grew {
             empty += 1;
             if empty == EMPTY_READS {
@@ -155,8 +156,9 @@ fn end_left(night: &Path) {
             let _ = nix::sys::signal::killpg(group, Signal::SIGKILL);
         }
         let left = job_processes(night);
-        let grew = walked(night) != log;
-        log = walked(night);
+        let now = walked(night);
+        let grew = now != log;
+        log = now;
         if left.is_empty() && !grew {
             empty += 1;
             std::thread::sleep(Duration::from_millis(5));
@@ -246,7 +248,14 @@ fn a_fork_loop_dies_on_every_way_out(cgroup: &str) {
         let delay = if signal.is_some() { "200" } else { "0" };
         let (mut child, night) = start_job(
             &dir,
-            &format!("{} walk.py & {naive}", crate::support::python3()),
+            // The job waits (up to about 30 s) for the walker's first byte before its own
+            // work, so the walker is alive while reclaim is, however loaded the machine: on a
+            // quick night's end, reclaim once killed it before it had started.
+            &format!(
+                "{} walk.py & i=0; while [ ! -s {WALK_LOG} ] && [ $i -lt 3000 ]; do sleep 0.01; \
+                 i=$((i+1)); done; {naive}",
+                crate::support::python3()
+            ),
             &["--delay-ms", delay, "--items", "20"],
             cgroup,
         );

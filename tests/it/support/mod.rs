@@ -281,8 +281,9 @@ pub(crate) fn example(name: &str) -> String {
 /// temporary folder. The suite creates and removes tens of thousands of files (each night's
 /// databases and heartbeats, each private cluster's initdb), and on a disk's file system that
 /// churn cost about a tenth of the suite's CPU (ext4 searches its recently deleted inodes for
-/// each new one; BENCHMARKS.md, "The test suite's time"). Every process a test starts is given
-/// its test's folder as its TMPDIR, so what reclaim makes lands there too.
+/// each new one; BENCHMARKS.md, "The test suite's time"). The reclaim a test starts in its
+/// folder (`reclaim_in_dir`, the dashboard) gets that folder as its TMPDIR, so what it makes
+/// lands there too; `reclaim()` gets cargo's `CARGO_TARGET_TMPDIR`, where kept nights collect.
 pub(crate) fn scratch() -> &'static Path {
     static BASE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BASE.get_or_init(|| {
