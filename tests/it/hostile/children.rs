@@ -109,14 +109,21 @@ fn walked(night: &Path) -> u64 {
     fs::metadata(night.join(WALK_LOG)).map_or(0, |m| m.len())
 }
 
+/// One look at `night`: the job's processes `/proc` shows, and whether the walker's log grew
+/// since the last look (its size then in `log`, updated).
+fn look(night: &Path, log: &mut u64) -> (BTreeSet<i32>, bool) {
+    let left = job_processes(night);
+    let now = walked(night);
+    let grew = now != *log;
+    *log = now;
+    (left, grew)
+}
+
 fn assert_none_left(night: &Path, exited: Instant, what: &str) {
     let mut empty = 0;
     let mut log = walked(night);
     loop {
-        let left = job_processes(night);
-        let now = walked(night);
-        let grew = now != log;
-        log = now;
+        let (left, grew) = look(night, &mut log);
         if left.is_empty() && !grew {
             empty += 1;
             if empty == EMPTY_READS {
@@ -155,10 +162,7 @@ fn end_left(night: &Path) {
         if let Some(group) = walker {
             let _ = nix::sys::signal::killpg(group, Signal::SIGKILL);
         }
-        let left = job_processes(night);
-        let now = walked(night);
-        let grew = now != log;
-        log = now;
+        let (left, grew) = look(night, &mut log);
         if left.is_empty() && !grew {
             empty += 1;
             std::thread::sleep(Duration::from_millis(5));
