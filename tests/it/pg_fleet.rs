@@ -6,7 +6,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::KeptServer;
+use crate::support::{KeptServer, psql_program};
 use crate::support::{Run, reclaim_in_dir, run_within};
 use crate::support::{assert_one_line_error, folder, pg_bin, poll_until, psql, reclaim_command};
 
@@ -70,7 +70,7 @@ fn a_worker_from_another_host_joins_a_night_and_its_rows_reach_the_verdict() {
         .unwrap_or_else(|e| panic!("{e}"));
     // Joined once the night's workers have claimed (its leases say which clock they keep).
     let started = poll_until(Duration::from_secs(120), || {
-        Command::new("psql")
+        Command::new(psql_program())
             .args(["-X", "-A", "-t", "-h"])
             .arg(cluster)
             .args(["-U", "reclaim", "-d", "postgres", "-c"])

@@ -132,9 +132,13 @@ pub(crate) fn strategies_that(has: fn(reclaim::worker::Strategy) -> bool) -> Vec
 /// reclaim, to be started with its TMPDIR in the suite's own scratch folder under `target/`
 /// (cargo's `CARGO_TARGET_TMPDIR`): the nights it keeps by its policy land there, never in
 /// the machine's shared temporary folder, where they would count against a person's bound.
+/// PATH has the server programs' folder first where it holds psql (`pg::jobs_path`).
 pub(crate) fn reclaim_command() -> Command {
     let mut command = Command::new(BIN);
     command.env("TMPDIR", env!("CARGO_TARGET_TMPDIR"));
+    if let Some(path) = jobs_path() {
+        command.env("PATH", path);
+    }
     command
 }
 

@@ -100,6 +100,9 @@ impl Dashboard {
         let what = format!("{:?}", command.get_argv());
         command.env("TMPDIR", tmp);
         command.env("TERM", "xterm-256color");
+        if let Some(path) = super::jobs_path() {
+            command.env("PATH", path);
+        }
         command.cwd(tmp);
         let size = PtySize {
             rows,
