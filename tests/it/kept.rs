@@ -171,7 +171,15 @@ fn keep_never_leaves_nothing_and_always_keeps_a_night_that_held() {
             "--keep",
             "never",
         ],
-        vec!["run", "--scenario", "incident", "--keep", "never"],
+        vec![
+            "run",
+            "--scenario",
+            "incident",
+            "--speed",
+            "16",
+            "--keep",
+            "never",
+        ],
     ] {
         let run = reclaim_in(tmp.path(), &args);
         assert!(matches!(run.code, Some(0 | 1)), "{args:?}: {}", run.stderr);

@@ -303,8 +303,8 @@ fn every_caption_of_every_scenario_has_its_lanes_figures_at_its_moment() {
                         names.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
                     {
                         let path = dir.path().join(format!("{name}.jsonl"));
-                        // At four times each scenario's pace: a caption's figures are the
-                        // night's at its moment at any speed.
+                        // At sixteen times each scenario's pace: a caption's figures are
+                        // the night's at its moment at any speed.
                         let run = reclaim_in_dir(
                             dir.path(),
                             &[
@@ -314,7 +314,7 @@ fn every_caption_of_every_scenario_has_its_lanes_figures_at_its_moment() {
                                 "--record",
                                 path_arg(&path),
                                 "--speed",
-                                "4",
+                                "16",
                             ],
                             Duration::from_secs(240),
                         );

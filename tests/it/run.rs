@@ -937,7 +937,7 @@ fn the_long_item_scenario_prints_the_same_text_at_1x_and_16x() {
 fn json_of_a_scenario_gives_one_object_per_lane_with_run_keys() {
     let tmp = crate::support::tempdir();
     let run = reclaim_within(
-        &["run", "--scenario", "incident", "--json"],
+        &["run", "--scenario", "incident", "--speed", "16", "--json"],
         &[("TMPDIR", tmp.path())],
         LIMIT,
     );

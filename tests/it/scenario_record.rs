@@ -21,6 +21,8 @@ fn a_scenario_run_headless_records_its_night_and_the_replay_reads_the_same_verdi
             "run",
             "--scenario",
             "crash-window",
+            "--speed",
+            "16",
             "--record",
             path_arg(&record),
         ],
