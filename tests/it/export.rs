@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use reclaim::engine::Mark;
@@ -15,38 +15,55 @@ use reclaim::record::Recording;
 use crate::support::{assert_one_line_error, path_arg, reclaim};
 
 /// The default incident recorded headless at 16x (`run --scenario incident --record --speed
-/// 16`), made once per test binary (once for the whole of `cargo test`; nextest runs each test
-/// in a process of its own, so there each records it). A recording holds the same figures at
+/// 16`), shared by the tests that run while one holds it (a test holds it for its whole body), and
+/// removed with its folder when the last lets go: a `static` is never dropped, and its folder
+/// was left in the temporary folder after every run. A recording holds the same figures at
 /// every second whichever screen made it and at any speed (`recorded_figures`), so the speed is
 /// only the test's time: the dashboard took 42 s at 1x and 35 s at 16x (it holds each caption
 /// for its reading time), headless at 16x a few seconds.
-fn incident() -> &'static Path {
-    static RECORDING: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    let (_dir, path) = RECORDING.get_or_init(|| {
-        let dir = crate::support::tempdir();
-        let path = dir.path().join("incident.jsonl");
-        let args = [
-            "run",
-            "--scenario",
-            "incident",
-            "--record",
-            path_arg(&path),
-            "--speed",
-            "16",
-        ];
-        let run = crate::support::reclaim_in_dir(dir.path(), &args, Duration::from_secs(120));
-        // The incident's naive lane ends DATA WRONG: exit 1.
-        assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
-        (dir, path)
-    });
-    path
+struct Incident {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for Incident {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn incident() -> Arc<Incident> {
+    static SHARED: Mutex<Weak<Incident>> = Mutex::new(Weak::new());
+    let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(held) = shared.upgrade() {
+        return held;
+    }
+    let dir = crate::support::tempdir();
+    let path = dir.path().join("incident.jsonl");
+    let args = [
+        "run",
+        "--scenario",
+        "incident",
+        "--record",
+        path_arg(&path),
+        "--speed",
+        "16",
+    ];
+    let run = crate::support::reclaim_in_dir(dir.path(), &args, Duration::from_secs(120));
+    // The incident's naive lane ends DATA WRONG: exit 1.
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    let made = Arc::new(Incident { _dir: dir, path });
+    *shared = Arc::downgrade(&made);
+    made
 }
 
 /// `reclaim replay INCIDENT --export OUT EXTRA...` into a fresh folder; returns OUT.
-fn export(name: &str, extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
+fn export(incident: &Path, name: &str, extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let dir = crate::support::tempdir();
     let out = dir.path().join(name);
-    let mut args = vec!["replay", path_arg(incident()), "--export", path_arg(&out)];
+    let mut args = vec!["replay", path_arg(incident), "--export", path_arg(&out)];
     args.extend_from_slice(extra);
     let run = reclaim(&args);
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
@@ -56,7 +73,8 @@ fn export(name: &str, extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
 
 #[test]
 fn the_cast_plays_to_the_end_screen_with_a_marker_at_each_kill_restart_and_caption() {
-    let (_dir, cast) = export("night.cast", &[]);
+    let incident = incident();
+    let (_dir, cast) = export(&incident, "night.cast", &[]);
     let text = fs::read_to_string(&cast).unwrap_or_else(|e| panic!("{e}"));
     let mut lines = text.lines();
     let header: serde_json::Value =
@@ -99,7 +117,7 @@ fn the_cast_plays_to_the_end_screen_with_a_marker_at_each_kill_restart_and_capti
         "{end}"
     );
     // One marker per kill and restart on record, and one per caption the night reached.
-    let recording = Recording::load(incident()).unwrap_or_else(|e| panic!("{e}"));
+    let recording = Recording::load(&incident).unwrap_or_else(|e| panic!("{e}"));
     let count = |mark| {
         recording
             .events
@@ -123,7 +141,12 @@ fn the_cast_plays_to_the_end_screen_with_a_marker_at_each_kill_restart_and_capti
 
 #[test]
 fn the_svg_frame_parses_as_xml_and_holds_the_frames_text() {
-    let (_dir, svg) = export("frame.svg", &["--at", "02:11:47", "--size", "100x30"]);
+    let incident = incident();
+    let (_dir, svg) = export(
+        &incident,
+        "frame.svg",
+        &["--at", "02:11:47", "--size", "100x30"],
+    );
     let text = fs::read_to_string(&svg).unwrap_or_else(|e| panic!("{e}"));
     let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("not XML: {e}"));
     let words: String = doc
@@ -140,7 +163,8 @@ fn the_svg_frame_parses_as_xml_and_holds_the_frames_text() {
 
 #[test]
 fn the_csv_has_a_row_per_sample_and_lane_and_its_last_naive_row_says_312() {
-    let (_dir, csv) = export("night.csv", &[]);
+    let incident = incident();
+    let (_dir, csv) = export(&incident, "night.csv", &[]);
     let text = fs::read_to_string(&csv).unwrap_or_else(|e| panic!("{e}"));
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
@@ -152,7 +176,7 @@ fn the_csv_has_a_row_per_sample_and_lane_and_its_last_naive_row_says_312() {
     };
     let (lane, rows, distinct) = (column("lane"), column("rows"), column("distinct"));
     let records: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    let recording = Recording::load(incident()).unwrap_or_else(|e| panic!("{e}"));
+    let recording = Recording::load(&incident).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         records.len(),
         recording.samples.len() * recording.header.lanes.len()
@@ -171,6 +195,7 @@ fn the_csv_has_a_row_per_sample_and_lane_and_its_last_naive_row_says_312() {
 
 #[test]
 fn an_export_is_refused_before_anything_is_written() {
+    let incident = incident();
     let dir = crate::support::tempdir();
     let existing = dir.path().join("taken.csv");
     fs::write(&existing, "mine").unwrap_or_else(|e| panic!("{e}"));
@@ -192,7 +217,7 @@ fn an_export_is_refused_before_anything_is_written() {
         ),
     ];
     for (extra, needle) in cases {
-        let mut args = vec!["replay", path_arg(incident())];
+        let mut args = vec!["replay", path_arg(&incident)];
         args.extend_from_slice(extra);
         let run = crate::support::reclaim_in_dir(dir.path(), &args, Duration::from_secs(30));
         assert_one_line_error(&run, needle);
@@ -269,7 +294,7 @@ fn assert_the_lane_is_of_its_moment(view: &reclaim::tui::view::Dashboard, lane: 
 fn a_replay_stepped_to_each_event_shows_the_figures_and_verdicts_of_that_moment() {
     use reclaim::tui::Screen as _;
     use reclaim::tui::keymap::KeyAction;
-    let recording = Recording::load(incident()).unwrap_or_else(|e| panic!("{e}"));
+    let recording = Recording::load(&incident()).unwrap_or_else(|e| panic!("{e}"));
     let events = recording.events.len();
     let mut app = reclaim::tui::replay::ReplayApp::new(recording);
     let now = std::time::Instant::now();
@@ -344,7 +369,8 @@ fn figure(line: &str, label: &str) -> u64 {
 
 #[test]
 fn slides_at_02_12_07_and_02_15_21_show_the_figures_and_verdicts_of_that_moment() {
-    let (_dir, svg) = export("early.svg", &["--at", "02:12:07"]);
+    let incident = incident();
+    let (_dir, svg) = export(&incident, "early.svg", &["--at", "02:12:07"]);
     let rows = svg_rows(&svg);
     let naive = in_lane(&rows, 0, "dup ");
     let dup = figure(&naive[0], "dup");
@@ -367,7 +393,7 @@ fn slides_at_02_12_07_and_02_15_21_show_the_figures_and_verdicts_of_that_moment(
     );
     assert!(in_lane(&rows, 1, "claimed")[0].contains("no done line yet"));
 
-    let (_dir, svg) = export("done.svg", &["--at", "02:15:21"]);
+    let (_dir, svg) = export(&incident, "done.svg", &["--at", "02:15:21"]);
     let rows = svg_rows(&svg);
     let naive = in_lane(&rows, 0, "dup ");
     let dup = figure(&naive[0], "dup");
@@ -386,11 +412,12 @@ fn slides_at_02_12_07_and_02_15_21_show_the_figures_and_verdicts_of_that_moment(
 
 #[test]
 fn a_slide_past_the_nights_end_is_refused() {
+    let incident = incident();
     let dir = crate::support::tempdir();
     let out = dir.path().join("late.svg");
     let run = reclaim(&[
         "replay",
-        path_arg(incident()),
+        path_arg(&incident),
         "--export",
         path_arg(&out),
         "--at",
@@ -407,7 +434,8 @@ fn a_slide_past_the_nights_end_is_refused() {
 
 #[test]
 fn a_slide_draws_its_charts_as_shapes() {
-    let (_dir, svg) = export("slide.svg", &["--at", "02:15:21"]);
+    let incident = incident();
+    let (_dir, svg) = export(&incident, "slide.svg", &["--at", "02:15:21"]);
     let text = fs::read_to_string(&svg).unwrap_or_else(|e| panic!("{e}"));
     let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("not XML: {e}"));
     // No braille or block element is left to a font (a box in one renderer, a wider glyph
@@ -437,7 +465,8 @@ fn a_slide_draws_its_charts_as_shapes() {
     ignore = "needs rsvg-convert (librsvg2-bin), not found when the tests were built"
 )]
 fn a_slide_renders_with_rsvg_at_its_size() {
-    let (dir, svg) = export("slide.svg", &["--at", "02:15:21"]);
+    let incident = incident();
+    let (dir, svg) = export(&incident, "slide.svg", &["--at", "02:15:21"]);
     let status = Command::new("rsvg-convert")
         .arg(&svg)
         .arg("-o")
@@ -466,11 +495,12 @@ fn a_slide_renders_with_rsvg_at_its_size() {
 fn an_export_stopped_by_a_signal_leaves_nothing_behind() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
+    let incident = incident();
     for signal in [Signal::SIGINT, Signal::SIGTERM] {
         let dir = crate::support::tempdir();
         let out = dir.path().join("night.cast");
         let child = crate::support::reclaim_command()
-            .args(["replay", path_arg(incident()), "--export", path_arg(&out)])
+            .args(["replay", path_arg(&incident), "--export", path_arg(&out)])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
