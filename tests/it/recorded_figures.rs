@@ -171,8 +171,12 @@ fn same_figures_every_second(
     speed: &str,
 ) -> (tempfile::TempDir, Recording) {
     let dir = crate::support::tempdir();
-    let headless = record_headless(dir.path(), scenario, code, speed);
-    let fast = record_at_16x(dir.path(), scenario);
+    // The two recordings side by side: each waits on its night's pace far more than it works.
+    let (headless, fast) = std::thread::scope(|scope| {
+        let headless = scope.spawn(|| record_headless(dir.path(), scenario, code, speed));
+        let fast = record_at_16x(dir.path(), scenario);
+        (joined(headless), fast)
+    });
     assert_same_figures(scenario, &headless, &fast);
     let files = [
         headless_path(dir.path(), scenario, speed),
@@ -187,6 +191,22 @@ fn same_figures_every_second(
         assert_eq!(check.code, Some(code), "{}\n{}", check.stdout, check.stderr);
     }
     (dir, headless)
+}
+
+/// What a scoped thread returned; its panic, with its own message, if it panicked.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// `same_figures_every_second` for two scenarios side by side.
+fn both_same_figures_every_second(first: (&str, i32), second: (&str, i32), speed: &str) {
+    std::thread::scope(|scope| {
+        let one = scope.spawn(|| same_figures_every_second(first.0, first.1, speed));
+        let _ = same_figures_every_second(second.0, second.1, speed);
+        let _ = joined(one);
+    });
 }
 
 /// Two recordings of `scenario` agree on every lane's figures at every second of the night, up
@@ -247,8 +267,7 @@ fn the_kill_storm_recorded_headless_and_at_16x_holds_the_same_figures_every_seco
 /// the night like a kill: recorded exactly too.
 #[test]
 fn a_hang_and_a_wipe_recorded_headless_and_at_16x_hold_the_same_figures_every_second() {
-    let _ = same_figures_every_second("hung-worker", 0, "4");
-    let _ = same_figures_every_second("wiped-checkpoints", 1, "4");
+    both_same_figures_every_second(("hung-worker", 0), ("wiped-checkpoints", 1), "4");
 }
 
 /// Nights exact looks are not made for are looked at as each second ends (the clock and the
@@ -258,16 +277,14 @@ fn a_hang_and_a_wipe_recorded_headless_and_at_16x_hold_the_same_figures_every_se
 /// recordings differed on 1,492 of 2,558 lane-seconds.
 #[test]
 fn a_relay_and_workers_in_lockstep_recorded_headless_and_at_16x_hold_the_same_figures() {
-    let _ = same_figures_every_second("side-effects", 1, "4");
-    let _ = same_figures_every_second("duplicate-delivery", 1, "4");
+    both_same_figures_every_second(("side-effects", 1), ("duplicate-delivery", 1), "4");
 }
 
 /// A long item's steps (long-item), claim and fenced with a worker paused past its lease
 /// (the-pause): looked at as each second ends too.
 #[test]
 fn a_long_item_and_a_pause_recorded_headless_and_at_16x_hold_the_same_figures() {
-    let _ = same_figures_every_second("long-item", 1, "4");
-    let _ = same_figures_every_second("the-pause", 1, "4");
+    both_same_figures_every_second(("long-item", 1), ("the-pause", 1), "4");
 }
 
 /// Each `{name}` of `template` with the text `filled` gives it (the text around the
