@@ -14,7 +14,7 @@ use nix::unistd::Pid;
 
 use crate::support::{after_clock, without_pids_and_paths};
 use crate::support::{as_owner, cluster_folder, folder, pg_bin, poll_until, processes_under};
-use crate::support::{on_kept, path_arg, psql_program, reclaim_in_dir, stop_kept};
+use crate::support::{on_kept, path_arg, psql_output, psql_program, reclaim_in_dir, stop_kept};
 
 /// `reclaim run --strategy guarded --warehouse postgres ARGS` in `dir` (its TMPDIR), output to
 /// files there.
@@ -36,14 +36,7 @@ fn start_night(dir: &Path, args: &[&str]) -> Child {
 
 /// psql on the cluster in `cluster`, `None` while it cannot answer (restarting).
 fn psql_try(cluster: &Path, sql: &str) -> Option<String> {
-    let output = Command::new(psql_program())
-        .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h"])
-        .arg(cluster)
-        .args(["-U", "reclaim", "-d", "postgres", "-c", sql])
-        .env("PGCONNECT_TIMEOUT", "5")
-        .env("PGPASSFILE", cluster.join("pgpass"))
-        .output()
-        .ok()?;
+    let output = psql_output(cluster, sql).ok()?;
     output
         .status
         .success()

@@ -147,10 +147,9 @@ fn record_at_16x(dir: &Path, scenario: &str) -> Recording {
     .unwrap_or_else(|e| panic!("{e}"));
     dashboard.send(b"++++").unwrap_or_else(|e| panic!("{e}"));
     let deadline = Instant::now() + Duration::from_secs(240);
-    let ended = || has_ended(&path);
     dashboard
         .wait_for("16x and the recording's end", deadline, |screen| {
-            screen.contents().contains("16x") && ended()
+            screen.contents().contains("16x") && has_ended(&path)
         })
         .unwrap_or_else(|e| panic!("{e}"));
     dashboard.send(b"q").unwrap_or_else(|e| panic!("{e}"));

@@ -41,15 +41,24 @@ fn server_programs() -> Option<&'static Path> {
         .as_deref()
 }
 
+/// The `psql` beside the server programs, looked for once.
+fn server_psql() -> Option<&'static Path> {
+    static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            server_programs()
+                .map(|d| d.join("psql"))
+                .filter(|p| p.is_file())
+        })
+        .as_deref()
+}
+
 /// `psql` itself, from the server programs' folder when it is there. On Debian the `psql` on
 /// PATH is postgresql-common's `pg_wrapper`, a Perl script that picks a version and then runs
 /// this one: 28 ms of CPU a start against 5 ms (2026-12-07), and the suite starts psql (the
 /// tests' own reads and the example jobs') thousands of times. Falls back to `psql` on PATH.
-pub(crate) fn psql_program() -> PathBuf {
-    server_programs()
-        .map(|d| d.join("psql"))
-        .filter(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("psql"))
+pub(crate) fn psql_program() -> &'static Path {
+    server_psql().unwrap_or(Path::new("psql"))
 }
 
 /// PATH for the processes the tests start: the server programs' folder first, when it holds
@@ -58,7 +67,7 @@ pub(crate) fn psql_program() -> PathBuf {
 pub(crate) fn jobs_path() -> Option<&'static OsStr> {
     static PATH: OnceLock<Option<OsString>> = OnceLock::new();
     PATH.get_or_init(|| {
-        let dir = server_programs().filter(|d| d.join("psql").is_file())?;
+        let dir = server_psql()?.parent()?;
         let inherited = std::env::var_os("PATH").unwrap_or_default();
         std::env::join_paths(
             std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&inherited)),
@@ -169,9 +178,9 @@ pub(crate) fn on_kept(bin: &Path, dir: &Path, check: impl FnOnce(&Path)) {
     }
 }
 
-/// `psql -Atc SQL` on the cluster in `cluster`, as role `user`: its output, trimmed.
-pub(crate) fn psql(cluster: &Path, sql: &str) -> String {
-    let output = Command::new(psql_program())
+/// `psql -Atc SQL` on the cluster in `cluster`, as role `reclaim`, run to its end.
+pub(crate) fn psql_output(cluster: &Path, sql: &str) -> std::io::Result<std::process::Output> {
+    Command::new(psql_program())
         .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h"])
         .arg(cluster)
         .args(["-U", "reclaim", "-d", "postgres", "-c", sql])
@@ -179,7 +188,11 @@ pub(crate) fn psql(cluster: &Path, sql: &str) -> String {
         // The password reclaim made for the cluster, which a kept one keeps there.
         .env("PGPASSFILE", cluster.join("pgpass"))
         .output()
-        .unwrap_or_else(|e| panic!("psql: {e}"));
+}
+
+/// `psql_output`, its output trimmed; the test fails when psql does.
+pub(crate) fn psql(cluster: &Path, sql: &str) -> String {
+    let output = psql_output(cluster, sql).unwrap_or_else(|e| panic!("psql: {e}"));
     assert!(
         output.status.success(),
         "psql {sql}: {}",
