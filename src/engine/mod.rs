@@ -120,6 +120,9 @@ pub struct Engine {
     /// The worker the armed random kill is for, in a lane whose kills hit one worker
     /// (`kills_one_worker`); the last one's until the next is armed.
     victim: Option<usize>,
+    /// The moment the clock may not run past, as the last tick set it, while real time moves
+    /// the clock towards it (not paused, held or measured by work): `Engine::until_limit`.
+    time_limit: Option<f64>,
     /// The last tick, and the real time between the last two: how often the driver ticks.
     last_tick: Option<Instant>,
     tick_gap: Duration,
@@ -212,6 +215,7 @@ impl Engine {
             early: Vec::new(),
             paused_at: None,
             frozen: false,
+            time_limit: None,
             speed,
             absences: Absences::default(),
             kill_at_rows: None,
@@ -498,8 +502,10 @@ impl Engine {
             if self.by_work() {
                 let to = self.work_clock(limit);
                 self.clock.jump(now, to);
+                self.time_limit = None;
             } else {
                 self.clock.advance(now, limit);
+                self.time_limit = Some(limit);
             }
             let clock = self.clock.now().0;
             // A stop the clock has reached is behind it: the driver paused there, or goes on.
@@ -516,6 +522,7 @@ impl Engine {
             self.restart_due(now)?;
             self.grant();
         } else {
+            self.time_limit = None;
             self.clock.advance(now, self.clock.now().0);
             // Held still (not paused: the workers run), the writes of the clock's own moment
             // that wait for their turn in a lane in lockstep are still granted, so the moment
@@ -558,6 +565,29 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// The real time the clock, running at its speed, takes to reach the moment the last tick
+    /// let it run to (the next write to grant, kill, restart, ...): zero while it stands there
+    /// (held on a write not yet made, a restart due) and while workers on one queue take turns
+    /// (`Lane::lockstep`: their grants come one by one, between the clock and that moment);
+    /// `None` while real time does not move it (paused, held still, a night measured by its
+    /// work). A driver that looks again no later than this misses no moment of the night's own.
+    #[must_use]
+    pub fn until_limit(&self) -> Option<Duration> {
+        let limit = self.time_limit?;
+        if self.lanes.iter().any(|l| l.lockstep().is_some()) {
+            return Some(Duration::ZERO);
+        }
+        let rate = self.clock.scale();
+        if rate.is_nan() || rate <= 0.0 {
+            return None;
+        }
+        let ahead = limit - self.clock.now().0;
+        if ahead <= 1e-9 {
+            return Some(Duration::ZERO);
+        }
+        Some(Duration::try_from_secs_f64(ahead / rate).unwrap_or(Duration::MAX))
     }
 
     /// `limit`, or an earlier moment the driver asked the clock to stop on (`stop_on`): a stop

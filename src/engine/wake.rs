@@ -1,7 +1,8 @@
 //! Waiting between ticks on the workers' pipes rather than on a clock: a driver sleeps until
 //! its next tick unless a worker says something the night must act on at once (its pipe
 //! closing as it dies, its `done`, a write it waits to be granted, a job's crash point), so a
-//! death is reaped, a restart spawned and a grant sent without waiting out the tick.
+//! death is reaped, a restart spawned and a grant sent without waiting out the tick. A night
+//! where nothing is said may wait longer than one where lines come (`Engine::wait`).
 
 use std::time::{Duration, Instant};
 
@@ -14,15 +15,18 @@ use crate::worker::protocol::WorkerLine;
 const EXIT_SOON: Duration = Duration::from_micros(200);
 
 impl Engine {
-    /// Waits up to `most` for the next tick: less when a worker's output needs an answer now.
-    /// What arrives meanwhile is kept for the tick, in order.
-    pub fn wait(&mut self, most: Duration) {
+    /// Waits for the next tick: up to `quiet` while no worker says anything, up to `heard`
+    /// (from the start of the wait) once one has, and no longer when a worker's output needs
+    /// an answer now. What arrives meanwhile is kept for the tick, in order.
+    pub fn wait(&mut self, quiet: Duration, heard: Duration) {
+        let start = Instant::now();
+        let quiet = quiet.max(heard);
         let limit = if self.exit_soon() {
-            most.min(EXIT_SOON)
+            quiet.min(EXIT_SOON)
         } else {
-            most
+            quiet
         };
-        let deadline = Instant::now() + limit;
+        let mut deadline = start + limit;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -36,6 +40,7 @@ impl Engine {
             if urgent {
                 return;
             }
+            deadline = deadline.min(start + heard);
         }
     }
 

@@ -29,6 +29,17 @@ use crate::record::{self, LaneEnd, Recorder};
 /// How often the headless loop looks at the workers and the rows.
 const TICK: Duration = Duration::from_millis(2);
 
+/// How long a night of reclaim's own workers, not recorded, may wait for its next look while
+/// no worker says anything and its clock runs towards its next moment (`Engine::until_limit`):
+/// each of their writes is asked for and said, so nothing of the night's own is missed. Looking
+/// every `TICK` instead, a 1x incident cost 1.18 to 1.52 s of CPU against 0.75 to 0.93 s
+/// (debug build, three runs each, 2026-12-07), with the same text.
+const QUIET_TICK: Duration = Duration::from_millis(20);
+
+/// How long after the clock's next moment a quiet wait ends: a look timed to the moment itself
+/// can come a hair early, find the clock just short of it, and wait again.
+const REACH: Duration = Duration::from_micros(200);
+
 /// Drives one single-lane night to its end, handing each new timeline line to `on_line`, and
 /// derives the report. Ctrl-C, SIGTERM and SIGHUP stop it (every worker killed) with an error.
 pub fn drive(config: EngineConfig, on_line: impl FnMut(&str)) -> Result<RunReport, Error> {
@@ -94,7 +105,8 @@ pub fn drive_lanes(
     signals::install().context(|| "cannot install signal handlers".into())?;
     let started = Instant::now();
     // A recorded night's samples are each of one moment, whatever the machine's pace.
-    let mut engine = Engine::start_with(config, started, record.is_some())?;
+    let exact = record.is_some();
+    let mut engine = Engine::start_with(config, started, exact)?;
     let mut recorder = record
         .map(|(path, title, captions)| start_recording(&engine, path, &title, captions))
         .transpose()?;
@@ -147,7 +159,7 @@ pub fn drive_lanes(
             hand_out(&engine, true);
             return Err(Error::Stopped("the user's quit"));
         }
-        engine.wait(TICK);
+        engine.wait(quiet_tick(&engine, exact), TICK);
     }
     let elapsed = engine.elapsed(Instant::now());
     if let Some(lane) = engine.lanes().iter().find(|l| l.failure().is_some()) {
@@ -192,6 +204,30 @@ pub fn drive_lanes(
             RunReport::of_lane(&engine, i, inspection, messages, elapsed)
         })
         .collect())
+}
+
+/// How long the loop waits for its next look while no worker speaks: until just after the
+/// clock reaches its next moment (`REACH`), at most `QUIET_TICK`; every `TICK` while the clock
+/// stands on a moment (a write not yet made, a relay's delivery, a server's answer are
+/// looked for, not said), for a recorded night (its samples are each of one moment) and for
+/// someone else's job, whose rows appear unsaid (a kill at a row count lands as soon as a
+/// look sees that row).
+fn quiet_tick(engine: &Engine, exact: bool) -> Duration {
+    let job = (engine.lanes().iter()).any(|l| l.config().worker.job().is_some());
+    if exact || job || engine.looks_exactly() {
+        return TICK;
+    }
+    quiet_wait(engine.until_limit())
+}
+
+/// `quiet_tick` for a night of reclaim's own workers, from how soon its clock reaches its next
+/// moment (`Engine::until_limit`).
+fn quiet_wait(until: Option<Duration>) -> Duration {
+    match until {
+        None => QUIET_TICK,
+        Some(until) if until.is_zero() => TICK,
+        Some(until) => until.saturating_add(REACH).min(QUIET_TICK),
+    }
 }
 
 /// Says, once, that the recording stopped (the night goes on, and its verdict is said as ever).

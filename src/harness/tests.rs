@@ -1,4 +1,5 @@
-//! A report's sentences made from its figures, and its `--json` keys, on fixed figures.
+//! A report's sentences made from its figures, and its `--json` keys, on fixed figures; how
+//! long the headless loop waits between looks.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -335,4 +336,20 @@ fn the_json_keeps_its_keys_and_writes_the_sentences_beside_the_figures() {
     // Someone else's job: `exec`, and no run count (its rows carry no run id).
     assert_eq!(job["strategy"], "exec");
     assert!(job.get("runs").is_none());
+}
+
+/// A quiet night waits until just after its clock's next moment, never longer than
+/// `QUIET_TICK`; a clock standing on a moment is looked at every `TICK`; one that real time
+/// does not move waits `QUIET_TICK`. A moment beyond any `Duration` (a clock crawling towards
+/// the end of time) waits `QUIET_TICK` too, not an overflow (a map night panicked on it).
+#[test]
+fn a_quiet_wait_ends_just_past_the_clocks_next_moment_and_never_late() {
+    use super::{QUIET_TICK, REACH, TICK, quiet_wait};
+    use std::time::Duration;
+    assert_eq!(quiet_wait(None), QUIET_TICK);
+    assert_eq!(quiet_wait(Some(Duration::ZERO)), TICK);
+    let soon = Duration::from_micros(3_250);
+    assert_eq!(quiet_wait(Some(soon)), soon + REACH);
+    assert_eq!(quiet_wait(Some(Duration::from_secs(5))), QUIET_TICK);
+    assert_eq!(quiet_wait(Some(Duration::MAX)), QUIET_TICK);
 }
