@@ -16,11 +16,11 @@ const EXIT_SOON: Duration = Duration::from_micros(200);
 
 impl Engine {
     /// Waits for the next tick: up to `quiet` while no worker says anything, up to `heard`
-    /// (from the start of the wait) once one has, and no longer when a worker's output needs
-    /// an answer now. What arrives meanwhile is kept for the tick, in order.
+    /// (from the start of the wait, never past `quiet`) once one has, and no longer when a
+    /// worker's output needs an answer now. What arrives meanwhile is kept for the tick, in
+    /// order.
     pub fn wait(&mut self, quiet: Duration, heard: Duration) {
         let start = Instant::now();
-        let quiet = quiet.max(heard);
         let limit = if self.exit_soon() {
             quiet.min(EXIT_SOON)
         } else {

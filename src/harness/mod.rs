@@ -207,11 +207,11 @@ pub fn drive_lanes(
 }
 
 /// How long the loop waits for its next look while no worker speaks: until just after the
-/// clock reaches its next moment (`REACH`), at most `QUIET_TICK`; every `TICK` while the clock
-/// stands on a moment (a write not yet made, a relay's delivery, a server's answer are
-/// looked for, not said), for a recorded night (its samples are each of one moment) and for
-/// someone else's job, whose rows appear unsaid (a kill at a row count lands as soon as a
-/// look sees that row).
+/// clock reaches its next moment (`REACH`), at least `TICK` (as every look waited before) and
+/// at most `QUIET_TICK`; every `TICK` while the clock stands on a moment (a write not yet
+/// made, a relay's delivery, a server's answer are looked for, not said), for a recorded
+/// night (its samples are each of one moment) and for someone else's job, whose rows appear
+/// unsaid (a kill at a row count lands as soon as a look sees that row).
 fn quiet_tick(engine: &Engine, exact: bool) -> Duration {
     let job = (engine.lanes().iter()).any(|l| l.config().worker.job().is_some());
     if exact || job || engine.looks_exactly() {
@@ -226,7 +226,7 @@ fn quiet_wait(until: Option<Duration>) -> Duration {
     match until {
         None => QUIET_TICK,
         Some(until) if until.is_zero() => TICK,
-        Some(until) => until.saturating_add(REACH).min(QUIET_TICK),
+        Some(until) => until.saturating_add(REACH).clamp(TICK, QUIET_TICK),
     }
 }
 

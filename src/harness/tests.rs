@@ -338,16 +338,18 @@ fn the_json_keeps_its_keys_and_writes_the_sentences_beside_the_figures() {
     assert!(job.get("runs").is_none());
 }
 
-/// A quiet night waits until just after its clock's next moment, never longer than
-/// `QUIET_TICK`; a clock standing on a moment is looked at every `TICK`; one that real time
-/// does not move waits `QUIET_TICK`. A moment beyond any `Duration` (a clock crawling towards
-/// the end of time) waits `QUIET_TICK` too, not an overflow (a map night panicked on it).
+/// A quiet night waits until just after its clock's next moment, never shorter than `TICK`
+/// nor longer than `QUIET_TICK`; a clock standing on a moment is looked at every `TICK`; one
+/// that real time does not move waits `QUIET_TICK`. A moment beyond any `Duration` (a clock
+/// crawling towards the end of time) waits `QUIET_TICK` too, not an overflow (a map night
+/// panicked on it).
 #[test]
 fn a_quiet_wait_ends_just_past_the_clocks_next_moment_and_never_late() {
     use super::{QUIET_TICK, REACH, TICK, quiet_wait};
     use std::time::Duration;
     assert_eq!(quiet_wait(None), QUIET_TICK);
     assert_eq!(quiet_wait(Some(Duration::ZERO)), TICK);
+    assert_eq!(quiet_wait(Some(Duration::from_micros(500))), TICK);
     let soon = Duration::from_micros(3_250);
     assert_eq!(quiet_wait(Some(soon)), soon + REACH);
     assert_eq!(quiet_wait(Some(Duration::from_secs(5))), QUIET_TICK);
