@@ -26,7 +26,9 @@ use crate::engine::{Engine, EngineConfig, Entry};
 use crate::error::{Context as _, Error};
 use crate::record::{self, LaneEnd, Recorder};
 
-/// How often the headless loop looks at the workers and the rows.
+/// How often the headless loop looks at the workers and the rows while they speak, while the
+/// clock stands on a moment, and always for a recorded night or someone else's job
+/// (`quiet_tick`).
 const TICK: Duration = Duration::from_millis(2);
 
 /// How long a night of reclaim's own workers, not recorded, may wait for its next look while
