@@ -112,6 +112,8 @@ pub fn drive_lanes(
     let mut recorder = record
         .map(|(path, title, captions)| start_recording(&engine, path, &title, captions))
         .transpose()?;
+    // Looked at every `TICK`, quiet or not: a recorded night, or one with someone else's job.
+    let every_tick = exact || (engine.lanes().iter()).any(|l| l.config().worker.job().is_some());
     // Handed out in a stable order (second, lane), so identical nights print identical text.
     let mut in_order = crate::engine::InOrder::default();
     // A job that stops moving is given up on, not waited for forever.
@@ -161,7 +163,7 @@ pub fn drive_lanes(
             hand_out(&engine, true);
             return Err(Error::Stopped("the user's quit"));
         }
-        engine.wait(quiet_tick(&engine, exact), TICK);
+        engine.wait(quiet_tick(&engine, every_tick), TICK);
     }
     let elapsed = engine.elapsed(Instant::now());
     if let Some(lane) = engine.lanes().iter().find(|l| l.failure().is_some()) {
@@ -214,9 +216,8 @@ pub fn drive_lanes(
 /// made, a relay's delivery, a server's answer are looked for, not said), for a recorded
 /// night (its samples are each of one moment) and for someone else's job, whose rows appear
 /// unsaid (a kill at a row count lands as soon as a look sees that row).
-fn quiet_tick(engine: &Engine, exact: bool) -> Duration {
-    let job = (engine.lanes().iter()).any(|l| l.config().worker.job().is_some());
-    if exact || job || engine.looks_exactly() {
+fn quiet_tick(engine: &Engine, every_tick: bool) -> Duration {
+    if every_tick || engine.looks_exactly() {
         return TICK;
     }
     quiet_wait(engine.until_limit())
