@@ -381,6 +381,8 @@ pub struct Recorder {
     last_caption: f64,
     /// The moment of the last sample written: samples never go back in time.
     written_sim: f64,
+    /// The night's dead-man's switch, in sim seconds (the header's).
+    dead_man: f64,
     /// When the recording began.
     created: Instant,
     /// The last sample written, and the timeline's lines written when it was.
@@ -399,6 +401,7 @@ impl Recorder {
             samples: Sampler::default(),
             ended: false,
             written_sim: f64::NEG_INFINITY,
+            dead_man: header.dead_man,
             created: Instant::now(),
             last_written: None,
             lines_at_sample: 0,
@@ -502,25 +505,11 @@ impl Recorder {
         if engine.finished() || !before_next || clock.floor() <= last.sim.floor() {
             return None;
         }
-        let dead_man = engine.config().dead_man;
         // Stamped at the second's start, which it holds as well as the clock's reading (no
         // write between): the same stamp and heartbeat age however far the clock had got.
-        let second = clock.floor();
-        let lanes = (last.lanes.iter())
-            .map(|lane| {
-                let since = if lane.watched() {
-                    second - last.sim
-                } else {
-                    0.0
-                };
-                let age = (lane.heartbeat_age).map(|age| age + since);
-                lane.clone().aged(age, dead_man)
-            })
-            .collect();
         Some(Sample {
             real_ms: engine.elapsed(now).as_millis() as u64,
-            sim: second,
-            lanes,
+            ..carried_to(last.clone(), clock.floor(), self.dead_man)
         })
     }
 
@@ -533,7 +522,9 @@ impl Recorder {
 
     /// Writes `sample`, never before the last one written.
     fn write_sample(&mut self, mut sample: Sample) -> io::Result<()> {
-        sample.sim = sample.sim.max(self.written_sim);
+        if sample.sim < self.written_sim {
+            sample = carried_to(sample, self.written_sim, self.dead_man);
+        }
         self.written_sim = sample.sim;
         self.lines_at_sample = self.events_written;
         self.write(&SessionLine::Sample(sample.clone()))?;
@@ -570,6 +561,27 @@ impl Recorder {
 /// short, is not waited for: the clock would run on, idle, to it.
 pub const CAPTION_AFTER_THE_END: f64 = 60.0;
 
+/// `sample` carried to the later moment `at`: its figures, its watched heartbeats older by the
+/// time between. A sample carried to the start of the clock's second; a look written after a
+/// later one, which holds from its own moment on (a second's look is stamped with its last
+/// write, and a relay's delivery can come after a look at the second's end): kept at its own
+/// age, a look of 02:01:03.0 written after one of 02:01:03.999 showed a heartbeat 1 ms old at
+/// the end of 02:01:03, where it was 1 s.
+fn carried_to(sample: Sample, at: f64, dead_man: f64) -> Sample {
+    let grown = at - sample.sim;
+    Sample {
+        sim: at,
+        lanes: (sample.lanes.into_iter())
+            .map(|lane| {
+                let since = if lane.watched() { grown } else { 0.0 };
+                let age = lane.heartbeat_age.map(|age| age + since);
+                lane.aged(age, dead_man)
+            })
+            .collect(),
+        ..sample
+    }
+}
+
 /// Where a night ends, given its last line and its last caption set by time (seconds after
 /// midnight): the later, when the caption is at most `CAPTION_AFTER_THE_END` after the line.
 #[must_use]
@@ -589,8 +601,19 @@ pub fn night_end(last_line: f64, last_caption: f64) -> f64 {
 #[derive(Debug, Default)]
 pub struct Sampler {
     next: Option<Instant>,
-    /// When the last sample was taken, the second of the clock it was in, and its lanes.
-    last: Option<(Instant, f64, Vec<LaneSnapshot>)>,
+    last: Option<Taken>,
+}
+
+/// The last sample a `Sampler` took.
+#[derive(Debug)]
+struct Taken {
+    /// When it was taken.
+    at: Instant,
+    /// Its moment on the clock.
+    sim: f64,
+    lanes: Vec<LaneSnapshot>,
+    /// An exact look's (`due_exact`), not the clock's or one carried.
+    exact: bool,
 }
 
 impl Sampler {
@@ -610,32 +633,39 @@ impl Sampler {
         if self.next.is_none_or(|at| now >= at) || new_lines {
             return Some(self.taken(make(), now));
         }
-        let (at, second, figures) = self.last.as_ref()?;
-        if now.duration_since(*at) < SAMPLE_AT_MOST_EVERY {
+        let last = self.last.as_ref()?;
+        if now.duration_since(last.at) < SAMPLE_AT_MOST_EVERY {
             return None;
         }
         let next = make();
-        (next.sim.floor() > *second || !same_figures(figures, &next.lanes))
+        (next.sim.floor() > last.sim.floor() || !same_figures(&last.lanes, &next.lanes))
             .then(|| self.taken(next, now))
     }
 
     /// `sample`, an exact look's (`Engine::exact_looks`), if it is due: always when its
-    /// figures moved (a change dropped would leave a moment of the night unrecorded), else as
-    /// `due_of` takes the clock's.
+    /// figures moved (a change dropped would leave a moment of the night unrecorded), or a
+    /// heartbeat's beat since a sample of the clock or one carried; else as `due_of` takes the
+    /// clock's.
     pub fn due_exact(&mut self, sample: Sample, now: Instant, new_lines: bool) -> Option<Sample> {
-        let moved = (self.last.as_ref())
-            .is_none_or(|(_, _, figures)| !same_figures(figures, &sample.lanes));
-        if moved {
-            return Some(self.taken(sample, now));
+        let moved = (self.last.as_ref()).is_none_or(|last| {
+            !same_figures(&last.lanes, &sample.lanes) || (!last.exact && !same_beats(last, &sample))
+        });
+        let taken = if moved {
+            Some(self.taken(sample, now))
+        } else {
+            self.due_of(now, new_lines, || sample)
+        };
+        if let (Some(_), Some(last)) = (&taken, &mut self.last) {
+            last.exact = true;
         }
-        self.due_of(now, new_lines, || sample)
+        taken
     }
 
     /// Real time since the last sample taken, or since `from` (the recording's start) before
     /// the first.
     #[must_use]
     pub fn quiet_for(&self, now: Instant, from: Instant) -> Duration {
-        let since = (self.last.as_ref()).map_or(from, |(at, _, _)| *at);
+        let since = (self.last.as_ref()).map_or(from, |last| last.at);
         now.saturating_duration_since(since)
     }
 
@@ -644,11 +674,40 @@ impl Sampler {
         self.taken(sample(engine, now), now)
     }
 
+    /// `take` of a sample made already: for tests.
+    #[cfg(test)]
+    fn take_of(&mut self, now: Instant, sample: Sample) {
+        self.taken(sample, now);
+    }
+
+    /// `sample`, taken at `now`: not an exact look's unless `due_exact` says so.
     fn taken(&mut self, sample: Sample, now: Instant) -> Sample {
         self.next = Some(now + SAMPLE_EVERY);
-        self.last = Some((now, sample.sim.floor(), sample.lanes.clone()));
+        self.last = Some(Taken {
+            at: now,
+            sim: sample.sim,
+            lanes: sample.lanes.clone(),
+            exact: false,
+        });
         sample
     }
+}
+
+/// Whether each lane's heartbeat in `now` is the beat it had in the sample `last`, grown by
+/// the time between. A sample of the clock taken while a worker was between its commit and
+/// its beat (a loaded machine can hold it there past `EXACT_OR_CLOCK`) has the new row and the
+/// old beat; the exact look after it has the same figures and the new beat, and is the one
+/// its second must end with (02:09:19 of a side-effects recording: 6.5 s where the night's
+/// age was 0.2 s).
+fn same_beats(last: &Taken, now: &Sample) -> bool {
+    last.lanes.len() == now.lanes.len()
+        && last.lanes.iter().zip(&now.lanes).all(|(a, b)| {
+            let grown = if b.watched() { now.sim - last.sim } else { 0.0 };
+            match (a.heartbeat_age, b.heartbeat_age) {
+                (Some(a), Some(b)) => (a + grown - b).abs() < 1e-6,
+                (a, b) => a.is_none() && b.is_none(),
+            }
+        })
 }
 
 /// Whether two samples' lanes show the same figures, their heartbeats' ages aside (those move
@@ -781,5 +840,65 @@ mod tests {
                 .map(|s| s.sim),
             Some(8123.46)
         );
+    }
+
+    #[test]
+    fn a_look_written_after_a_later_one_is_stamped_there_its_heartbeats_older() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("r.jsonl");
+        let line = super::read::tests::header_line();
+        let mut header: Header = match serde_json::from_str(&line) {
+            Ok(SessionLine::Header(header)) => header,
+            other => panic!("{other:?}"),
+        };
+        header.lanes.push(header.lanes[0].clone());
+        let mut recorder = Recorder::create(&path, &header).unwrap_or_else(|e| panic!("{e}"));
+        // The look at the second's end, then the second's own look, stamped with its write.
+        let mut done = at(7263.0, 10, 4.0);
+        done.lanes.push(LaneSnapshot {
+            heartbeat_age: Some(4.0),
+            ..LaneSnapshot::of_rows(10, true)
+        });
+        let mut end = at(7263.999, 9, 0.999);
+        end.lanes.push(done.lanes[1].clone());
+        done.lanes[0].heartbeat_age = Some(0.0);
+        for sample in [end, done] {
+            recorder
+                .write_sample(sample)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let recording = Recording::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let last = recording
+            .samples
+            .last()
+            .unwrap_or_else(|| panic!("no sample"));
+        assert_eq!((last.sim * 1000.0).round() as i64, 7_263_999);
+        assert_eq!(last.lanes[0].rows, 10);
+        // The running lane's beat, 0.999 s old there; the lane over keeps the age it ended with.
+        let ages: Vec<i64> = (last.lanes.iter())
+            .map(|l| (l.heartbeat_age.unwrap_or(-1.0) * 1000.0).round() as i64)
+            .collect();
+        assert_eq!(ages, [999, 4000]);
+    }
+
+    #[test]
+    fn an_exact_look_after_a_sample_of_the_clock_is_kept_when_a_beat_moved_between() {
+        let start = Instant::now();
+        let ms = |n: u64| start + Duration::from_millis(n);
+        let mut sampler = Sampler::default();
+        // The clock's figures, taken while the worker stood between its commit (row 86) and
+        // its beat: the beat still that of row 85, 6.3 s before.
+        sampler.take_of(ms(0), at(7759.8, 86, 6.3));
+        // The exact look at the same moment, its beat the write's: kept, however soon.
+        let kept = |sampler: &mut Sampler, now, sample| {
+            sampler.due_exact(sample, now, false).map(|s| s.sim)
+        };
+        assert_eq!(kept(&mut sampler, ms(1), at(7759.8, 86, 0.0)), Some(7759.8));
+        // Exact looks of the same beat, its age grown: not within SAMPLE_AT_MOST_EVERY.
+        assert_eq!(kept(&mut sampler, ms(2), at(7759.9, 86, 0.1)), None);
+        // A sample of the clock whose beat is the look's, grown: the next look is not kept
+        // for it either.
+        sampler.take_of(ms(30), at(7759.95, 86, 0.15));
+        assert_eq!(kept(&mut sampler, ms(31), at(7759.99, 86, 0.19)), None);
     }
 }
