@@ -382,10 +382,12 @@ impl Engine {
     }
 
     /// Puts a note about one worker slot of a lane on the timeline: in a lane of several
-    /// workers, its lines of one second are printed in slot order (`InOrder`).
+    /// processes (workers, or a worker and its relay), its lines of one second are printed in
+    /// slot order (`InOrder`), not in the order they happened to be heard (a relay's first line
+    /// before or after its worker's `start`, run to run).
     fn slot_note(&mut self, now: Instant, (lane, slot): (usize, usize), note: Note) {
         self.note(now, lane, note);
-        let several = self.lanes[lane].config().workers > 1;
+        let several = self.lanes[lane].slots().len() > 1;
         if let Some(entry) = self.timeline.last_mut().filter(|_| several) {
             entry.slot = Some(slot);
         }

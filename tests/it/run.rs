@@ -896,6 +896,51 @@ fn the_same_scenario_twice_prints_the_same_text_but_pids_and_paths() {
     assert!(clocks.is_sorted(), "{a}");
 }
 
+/// vendor-forgets twice at 16x, side by side: a lane of a worker and its relay prints the same
+/// lines in the same order. Before, the relay's first line came before or after its worker's
+/// `start` by which was heard first, and a restarted relay's fell on 02:05:39 or 02:05:40 by
+/// how soon it was heard.
+#[test]
+fn a_worker_and_its_relay_print_the_same_text_twice() {
+    let tmp = crate::support::tempdir();
+    let night = || {
+        let run = reclaim_within(
+            &["run", "--scenario", "vendor-forgets", "--speed", "16"],
+            &[("TMPDIR", tmp.path())],
+            LIMIT,
+        );
+        assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+        // The vendor's port, like a pid, is the machine's.
+        let text = without_pids_and_paths(&run.stdout);
+        (text.split(' '))
+            .map(|w| match w.strip_prefix("vendor=127.0.0.1:") {
+                Some(_) => "vendor=ADDR",
+                None => w,
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (a, b) = thread::scope(|scope| {
+        let first = scope.spawn(night);
+        (
+            first.join().unwrap_or_else(|_| panic!("a night panicked")),
+            night(),
+        )
+    });
+    assert_eq!(a, b);
+    let lane: Vec<&str> = (a.lines())
+        .filter(|l| l.contains("vendor honours keys") && l.contains("  worker  "))
+        .filter(|l| l.contains("start") || l.contains("relay   vendor="))
+        .collect();
+    assert_eq!(lane.len(), 3, "{a}");
+    assert!(
+        lane[0].starts_with("02:00:00") && lane[0].contains("start"),
+        "{a}"
+    );
+    assert!(lane[1].starts_with("02:00:00"), "{a}");
+    assert!(lane[2].starts_with("02:05:39"), "{a}");
+}
+
 /// long-item at 1x and at 16x, side by side: one night. At 16x a worker was granted writes
 /// before it said its long item began (ten rows where three were due at the 02:06:08 kill), and
 /// the steps right of the item beat the heartbeat before the clock reached the dead-man's alert,

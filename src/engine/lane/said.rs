@@ -6,7 +6,7 @@ use super::note::{kind_of, text_of};
 use super::{ClaimedDone, Lane, Note};
 use crate::engine::timeline::{Kind, Source};
 use crate::supervisor::slot::SlotState;
-use crate::worker::protocol::{Step, WorkerLine, claimed_rows};
+use crate::worker::protocol::{Relay, Step, WorkerLine, claimed_rows};
 
 /// The longest claim kept from an external worker's last line.
 const CLAIM_CHARS: usize = 120;
@@ -35,7 +35,8 @@ impl Lane {
         if current {
             self.attempts[slot].heard(relay_moment.map_or(clock, |m| m.max(clock)));
         }
-        let at = current.then(|| self.said_at(slot, relay_moment.is_some()));
+        let started = matches!(said, Some(WorkerLine::Relay(Relay::Started { .. })));
+        let at = current.then(|| self.said_at(slot, relay_moment.is_some(), started));
         let Some(line) = line else {
             return (self.lines_not_kept(slot, attempt, at), None);
         };
@@ -146,14 +147,20 @@ impl Lane {
     }
 
     /// The moment a line of `slot`'s current attempt is stamped with: its own present (the
-    /// relay's planned crash's too, `planned_crash`), or for the relay's other lines (it has no
-    /// pace of its own: it takes no sim time) the lane's, the latest moment of a worker on the
+    /// relay's planned crash's too, `planned_crash`); the relay's first line (`started`), its
+    /// start; or for the relay's other lines (it has no pace of its own: it takes no sim time)
+    /// the lane's, the latest moment of a worker on the
     /// schedule running or done, never before the relay's own start. At the clock's reading,
     /// the relay's `delivered=200` fell on 02:21:18 at 1x and 02:21:19 at 16x.
-    fn said_at(&self, slot: usize, planned_crash: bool) -> f64 {
+    fn said_at(&self, slot: usize, planned_crash: bool, started: bool) -> f64 {
         let attempt = &self.attempts[slot];
         if !self.vendor.is_relay(slot) || planned_crash {
             return attempt.now();
+        }
+        if started {
+            // As a worker's `start` is: at the workers' moment, a restarted relay's fell on
+            // 02:05:39 or 02:05:40 by how soon it was heard.
+            return attempt.started();
         }
         // Workers on the schedule running or done; none (at full speed, or all of them dead
         // and waiting for a restart): the clock's reading when heard.
