@@ -853,16 +853,18 @@ mod tests {
         };
         header.lanes.push(header.lanes[0].clone());
         let mut recorder = Recorder::create(&path, &header).unwrap_or_else(|e| panic!("{e}"));
-        // The look at the second's end, then the second's own look, stamped with its write.
-        let mut done = at(7263.0, 10, 4.0);
-        done.lanes.push(LaneSnapshot {
-            heartbeat_age: Some(4.0),
-            ..LaneSnapshot::of_rows(10, true)
-        });
-        let mut end = at(7263.999, 9, 0.999);
-        end.lanes.push(done.lanes[1].clone());
-        done.lanes[0].heartbeat_age = Some(0.0);
-        for sample in [end, done] {
+        // A running lane and one over, which keeps the age it ended with.
+        let lanes = |sim, age| {
+            let mut sample = at(sim, 10, age);
+            sample.lanes.push(LaneSnapshot {
+                heartbeat_age: Some(4.0),
+                ..LaneSnapshot::of_rows(10, true)
+            });
+            sample
+        };
+        // The look at the second's end, then the second's own look, stamped with its write
+        // (the relay's delivery came between them).
+        for sample in [lanes(7263.999, 0.999), lanes(7263.0, 0.0)] {
             recorder
                 .write_sample(sample)
                 .unwrap_or_else(|e| panic!("{e}"));
@@ -873,8 +875,7 @@ mod tests {
             .last()
             .unwrap_or_else(|| panic!("no sample"));
         assert_eq!((last.sim * 1000.0).round() as i64, 7_263_999);
-        assert_eq!(last.lanes[0].rows, 10);
-        // The running lane's beat, 0.999 s old there; the lane over keeps the age it ended with.
+        // The running lane's beat, 0.999 s old there; the lane over keeps its 4 s.
         let ages: Vec<i64> = (last.lanes.iter())
             .map(|l| (l.heartbeat_age.unwrap_or(-1.0) * 1000.0).round() as i64)
             .collect();

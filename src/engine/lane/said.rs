@@ -147,11 +147,11 @@ impl Lane {
     }
 
     /// The moment a line of `slot`'s current attempt is stamped with: its own present (the
-    /// relay's planned crash's too, `planned_crash`); the relay's first line (`started`), its
-    /// start; or for the relay's other lines (it has no pace of its own: it takes no sim time)
-    /// the lane's, the latest moment of a worker on the
-    /// schedule running or done, never before the relay's own start. At the clock's reading,
-    /// the relay's `delivered=200` fell on 02:21:18 at 1x and 02:21:19 at 16x.
+    /// relay's planned crash's too, `planned_crash`); for the relay's first line (`started`),
+    /// its start; for the relay's other lines (it has no pace of its own: it takes no sim time)
+    /// the lane's, the latest moment of a worker on the schedule running or done, never before
+    /// the relay's own start. At the clock's reading, the relay's `delivered=200` fell on
+    /// 02:21:18 at 1x and 02:21:19 at 16x.
     fn said_at(&self, slot: usize, planned_crash: bool, started: bool) -> f64 {
         let attempt = &self.attempts[slot];
         if !self.vendor.is_relay(slot) || planned_crash {
