@@ -568,18 +568,23 @@ pub const CAPTION_AFTER_THE_END: f64 = 60.0;
 /// age, a look of 02:01:03.0 written after one of 02:01:03.999 showed a heartbeat 1 ms old at
 /// the end of 02:01:03, where it was 1 s.
 fn carried_to(sample: Sample, at: f64, dead_man: f64) -> Sample {
-    let grown = at - sample.sim;
     Sample {
         sim: at,
         lanes: (sample.lanes.into_iter())
             .map(|lane| {
-                let since = if lane.watched() { grown } else { 0.0 };
-                let age = lane.heartbeat_age.map(|age| age + since);
+                let age = age_grown(&lane, sample.sim, at);
                 lane.aged(age, dead_man)
             })
             .collect(),
         ..sample
     }
+}
+
+/// `lane`'s heartbeat age, as it was at `from`, at the later moment `to`: older by the time
+/// between while the lane is watched; a lane over keeps the age it ended with.
+fn age_grown(lane: &LaneSnapshot, from: f64, to: f64) -> Option<f64> {
+    let since = if lane.watched() { to - from } else { 0.0 };
+    lane.heartbeat_age.map(|age| age + since)
 }
 
 /// Where a night ends, given its last line and its last caption set by time (seconds after
@@ -702,9 +707,8 @@ impl Sampler {
 fn same_beats(last: &Taken, now: &Sample) -> bool {
     last.lanes.len() == now.lanes.len()
         && last.lanes.iter().zip(&now.lanes).all(|(a, b)| {
-            let grown = if b.watched() { now.sim - last.sim } else { 0.0 };
-            match (a.heartbeat_age, b.heartbeat_age) {
-                (Some(a), Some(b)) => (a + grown - b).abs() < 1e-6,
+            match (age_grown(a, last.sim, now.sim), b.heartbeat_age) {
+                (Some(a), Some(b)) => (a - b).abs() < 1e-6,
                 (a, b) => a.is_none() && b.is_none(),
             }
         })
